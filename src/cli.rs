@@ -1,0 +1,327 @@
+//! What the user typed. Resolution into devices, ports and GID indices happens in the
+//! command modules, so this file stays a plain description of the flags.
+
+use std::net::IpAddr;
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "rdmactl",
+    version,
+    about = "RDMA diagnostics: devices, ports, GID tables, ping-pong and self-test that explain their failures",
+    propagate_version = true,
+    disable_help_subcommand = true
+)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: GlobalArgs,
+
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Args)]
+pub struct GlobalArgs {
+    /// Print JSON instead of a table
+    #[arg(short = 'j', long, global = true)]
+    pub json: bool,
+
+    /// When to colour the output (NO_COLOR is honoured in `auto`)
+    #[arg(long, value_enum, default_value_t = ColorChoice::Auto, global = true, value_name = "WHEN")]
+    pub color: ColorChoice,
+
+    /// Read sysfs from DIR instead of /sys (a captured tree); verbs queries are skipped
+    #[arg(long, env = "RDMACTL_SYSFS", global = true, value_name = "DIR")]
+    pub sysfs: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ColorChoice {
+    Auto,
+    Always,
+    Never,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// List RDMA devices (like ibv_devinfo; -v for every attribute)
+    #[command(visible_alias = "ls")]
+    Devices(DevicesArgs),
+    /// Show port state, rate, LID, MTU and netdev
+    #[command(visible_alias = "link")]
+    Ports(PortsArgs),
+    /// Show GID tables with RoCE type, netdev and decoded IP address
+    Gids(GidsArgs),
+    /// Convert between GIDs and IP addresses, offline
+    #[command(subcommand)]
+    Gid(GidCommand),
+    /// Is this GID index usable, and does it route to the peer?
+    Check(CheckArgs),
+    /// RC ping-pong between two hosts, interoperable with ibv_rc_pingpong
+    Pingpong(PingpongArgs),
+    /// Loopback test inside one process, one line per verbs step
+    Selftest(SelftestArgs),
+    /// Check that this host's RDMA stack is sane
+    Doctor(DoctorArgs),
+    /// Write man pages and shell completions (for packagers)
+    #[command(hide = true)]
+    Generate(GenerateArgs),
+}
+
+/// `DEV` or `DEV/PORT`, as in `rdma link show mlx5_0/1`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DevPort {
+    pub device: String,
+    pub port: Option<u32>,
+}
+
+impl std::str::FromStr for DevPort {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let (device, port) = match s.split_once('/') {
+            Some((d, p)) => {
+                let port = p
+                    .parse::<u32>()
+                    .ok()
+                    .filter(|p| *p > 0)
+                    .ok_or_else(|| format!("'{p}' is not a port number (ports count from 1)"))?;
+                (d, Some(port))
+            }
+            None => (s, None),
+        };
+        if device.is_empty() {
+            return Err("empty device name; expected DEV or DEV/PORT, e.g. mlx5_0/1".into());
+        }
+        Ok(DevPort { device: device.to_string(), port })
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct DevicesArgs {
+    /// Only this device
+    #[arg(short = 'd', long = "ib-dev", value_name = "DEV")]
+    pub device: Option<String>,
+    /// Every attribute, as `ibv_devinfo -v` prints it
+    #[arg(short = 'v', long)]
+    pub verbose: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct PortsArgs {
+    /// DEV or DEV/PORT
+    #[arg(value_name = "DEV[/PORT]")]
+    pub target: Option<DevPort>,
+    /// Only this device (same as the positional DEV)
+    #[arg(short = 'd', long = "ib-dev", value_name = "DEV", conflicts_with = "target")]
+    pub device: Option<String>,
+    /// Only this port
+    #[arg(short = 'i', long = "ib-port", value_name = "PORT")]
+    pub port: Option<u32>,
+}
+
+#[derive(Debug, Args)]
+pub struct GidsArgs {
+    /// DEV or DEV/PORT
+    #[arg(value_name = "DEV[/PORT]")]
+    pub target: Option<DevPort>,
+    /// Only this device (same as the positional DEV)
+    #[arg(short = 'd', long = "ib-dev", value_name = "DEV", conflicts_with = "target")]
+    pub device: Option<String>,
+    /// Only this port
+    #[arg(short = 'i', long = "ib-port", value_name = "PORT")]
+    pub port: Option<u32>,
+    /// Show the IP address each GID encodes
+    #[arg(long)]
+    pub ip: bool,
+    /// Include empty (all-zero) slots
+    #[arg(short = 'a', long)]
+    pub all: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum GidCommand {
+    /// Decode GIDs: sysfs, IPv6, colon-byte or 32-hex-digit wire form
+    Decode {
+        #[arg(required = true, value_name = "GID")]
+        gids: Vec<String>,
+    },
+    /// The GID a RoCE v2 port gets for an IP address
+    Encode {
+        #[arg(required = true, value_name = "IP")]
+        ips: Vec<IpAddr>,
+    },
+}
+
+/// A GID index, or `auto` to let rdmactl choose (and say why).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GidIndexArg {
+    Auto,
+    Index(u32),
+}
+
+impl std::str::FromStr for GidIndexArg {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        if s.eq_ignore_ascii_case("auto") {
+            return Ok(GidIndexArg::Auto);
+        }
+        s.parse::<u32>()
+            .map(GidIndexArg::Index)
+            .map_err(|_| format!("'{s}' is not a GID index; give a number or 'auto'"))
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// Device (default: the only one, or the first)
+    #[arg(short = 'd', long = "ib-dev", value_name = "DEV")]
+    pub device: Option<String>,
+    /// Port
+    #[arg(short = 'i', long = "ib-port", value_name = "PORT", default_value_t = 1)]
+    pub port: u32,
+    /// GID index to check, or auto
+    #[arg(short = 'g', long = "gid-index", value_name = "N|auto", default_value = "auto")]
+    pub gid_index: GidIndexArg,
+    /// The peer's IP address, to check routing and neighbours toward it
+    #[arg(long, value_name = "IP")]
+    pub peer: Option<IpAddr>,
+    /// Validate NCCL_IB_GID_INDEX, UCX_IB_GID_INDEX and NCCL_IB_HCA from the environment
+    #[arg(long)]
+    pub env: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Op {
+    Send,
+    Write,
+    Read,
+    All,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Compat {
+    /// The exchange of rdma-core's ibv_rc_pingpong
+    #[value(name = "rc_pingpong")]
+    RcPingpong,
+}
+
+#[derive(Debug, Args)]
+pub struct PingpongArgs {
+    /// Connect to this server; without it, listen
+    #[arg(value_name = "SERVER")]
+    pub server: Option<String>,
+    /// Device (default: the first one)
+    #[arg(short = 'd', long = "ib-dev", value_name = "DEV")]
+    pub device: Option<String>,
+    /// Port of the device
+    #[arg(short = 'i', long = "ib-port", value_name = "PORT", default_value_t = 1)]
+    pub port: u32,
+    /// GID index, or auto
+    #[arg(short = 'g', long = "gid-idx", visible_alias = "gid-index", value_name = "N|auto")]
+    pub gid_index: Option<GidIndexArg>,
+    /// TCP port of the out-of-band exchange
+    #[arg(short = 'p', long = "port", value_name = "PORT", default_value_t = 18515)]
+    pub tcp_port: u16,
+    /// Message size in bytes
+    #[arg(short = 's', long, value_name = "BYTES", default_value_t = 4096)]
+    pub size: u32,
+    /// Number of iterations
+    #[arg(short = 'n', long, value_name = "N", default_value_t = 1000)]
+    pub iters: u32,
+    /// Path MTU (256, 512, 1024, 2048, 4096); default: the smaller active MTU of the two ports
+    #[arg(short = 'm', long, value_name = "MTU")]
+    pub mtu: Option<u32>,
+    /// Operations to run
+    #[arg(long, value_enum, default_value_t = Op::All)]
+    pub op: Op,
+    /// Give up on any step after this many seconds
+    #[arg(long, value_name = "SECS", default_value_t = 5.0)]
+    pub timeout: f64,
+    /// Listen on this address only (server)
+    #[arg(long, value_name = "ADDR")]
+    pub bind: Option<IpAddr>,
+    /// Speak another tool's exchange (client side; a server detects it by itself)
+    #[arg(long, value_enum, value_name = "TOOL")]
+    pub compat: Option<Compat>,
+    /// Connect through the RDMA connection manager (librdmacm) instead of a TCP exchange
+    #[arg(long)]
+    pub cm: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct SelftestArgs {
+    /// Device; give two to test between them
+    #[arg(short = 'd', long = "ib-dev", value_name = "DEV", num_args = 1, action = clap::ArgAction::Append)]
+    pub devices: Vec<String>,
+    /// Port
+    #[arg(short = 'i', long = "ib-port", value_name = "PORT", default_value_t = 1)]
+    pub port: u32,
+    /// GID index, or auto
+    #[arg(short = 'g', long = "gid-idx", visible_alias = "gid-index", value_name = "N|auto", default_value = "auto")]
+    pub gid_index: GidIndexArg,
+    /// Message size in bytes
+    #[arg(short = 's', long, value_name = "BYTES", default_value_t = 4096)]
+    pub size: u32,
+    /// Give up on any step after this many seconds
+    #[arg(long, value_name = "SECS", default_value_t = 5.0)]
+    pub timeout: f64,
+    /// Connect through the RDMA connection manager
+    #[arg(long)]
+    pub cm: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    /// Only this device
+    #[arg(short = 'd', long = "ib-dev", value_name = "DEV")]
+    pub device: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct GenerateArgs {
+    /// Directory that receives man/ and completions/
+    #[arg(value_name = "DIR", default_value = ".")]
+    pub dir: PathBuf,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn clap_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn dev_port_forms() {
+        let cases: &[(&str, Option<(&str, Option<u32>)>)] = &[
+            ("mlx5_0", Some(("mlx5_0", None))),
+            ("mlx5_0/1", Some(("mlx5_0", Some(1)))),
+            ("rxe0/2", Some(("rxe0", Some(2)))),
+            ("rxe0/0", None),
+            ("rxe0/x", None),
+            ("/1", None),
+            ("", None),
+        ];
+        for (text, want) in cases {
+            let got = text.parse::<DevPort>().ok();
+            let want = want.map(|(d, p)| DevPort { device: d.to_string(), port: p });
+            assert_eq!(got, want, "{text}");
+        }
+    }
+
+    #[test]
+    fn gid_index_forms() {
+        assert_eq!("auto".parse::<GidIndexArg>(), Ok(GidIndexArg::Auto));
+        assert_eq!("AUTO".parse::<GidIndexArg>(), Ok(GidIndexArg::Auto));
+        assert_eq!("3".parse::<GidIndexArg>(), Ok(GidIndexArg::Index(3)));
+        assert!("-1".parse::<GidIndexArg>().is_err());
+        assert!("three".parse::<GidIndexArg>().is_err());
+    }
+}

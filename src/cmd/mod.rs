@@ -1,0 +1,10 @@
+//! One module per subcommand: gather → model → diagnose → render.
+
+pub mod check;
+pub mod devices;
+pub mod doctor;
+pub mod gid;
+pub mod gids;
+pub mod pingpong;
+pub mod ports;
+pub mod selftest;
