@@ -6,13 +6,27 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+const EXIT_STATUS: &str = "\
+Exit status:
+  0  success; every check or test passed
+  1  a check, test or ping-pong ran and found a failure
+  2  bad command line or malformed input
+  3  the named device, port or GID index does not exist
+  4  no RDMA stack: no kernel support, no libibverbs, or no devices
+  5  an operating-system or verbs call failed unexpectedly
+
+Environment:
+  RDMACTL_SYSFS  read sysfs from this directory instead of /sys
+  NO_COLOR       disable colour in --color auto";
+
 #[derive(Debug, Parser)]
 #[command(
     name = "rdmactl",
     version,
     about = "RDMA diagnostics: devices, ports, GID tables, ping-pong and self-test that explain their failures",
     propagate_version = true,
-    disable_help_subcommand = true
+    disable_help_subcommand = true,
+    after_long_help = EXIT_STATUS
 )]
 pub struct Cli {
     #[command(flatten)]
