@@ -1,0 +1,1 @@
+//! Renderers: data in, String out, no I/O.
