@@ -52,6 +52,14 @@ pub enum Error {
     )]
     NoRdma { path: PathBuf },
 
+    #[error(
+        "no RDMA devices: {} is empty, so the RDMA core is loaded but no driver registered a \
+         device. Load your NIC's RDMA driver (mlx5_ib, irdma, bnxt_re, ...), or for Soft-RoCE: \
+         rdma link add rxe0 type rxe netdev <if>",
+        .path.display()
+    )]
+    NoDevices { path: PathBuf },
+
     #[error("{0}")]
     Usage(String),
 
@@ -75,7 +83,7 @@ impl Error {
             Error::NoSuchDevice { .. } | Error::NoSuchPort { .. } | Error::NoSuchGid { .. } => {
                 exit::NOT_FOUND
             }
-            Error::NoRdma { .. } => exit::NO_RDMA,
+            Error::NoRdma { .. } | Error::NoDevices { .. } => exit::NO_RDMA,
             Error::Usage(_) => exit::USAGE,
             Error::Failed(_) => exit::FAILED,
             Error::Io { .. } | Error::System(_) => exit::SYSTEM,

@@ -326,6 +326,7 @@ pub struct Device {
 }
 
 impl Device {
+    #[allow(dead_code)] // API for doctor/check (other branches)
     pub fn port(&self, number: u32) -> Option<&Port> {
         self.ports.iter().find(|p| p.number == number)
     }

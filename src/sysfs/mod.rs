@@ -27,6 +27,7 @@ impl SysfsRoot {
         SysfsRoot { root: root.into() }
     }
 
+    #[allow(dead_code)] // API for doctor/check (other branches)
     pub fn path(&self) -> &Path {
         &self.root
     }
@@ -63,6 +64,40 @@ impl SysfsRoot {
             .collect()
     }
 
+    /// What `devices -d`, `ports DEV/PORT` and `gids -i N` select: one device or all, and
+    /// within them one port number or all. Errors: `NoRdma`, `NoDevices` (class/infiniband
+    /// empty), `NoSuchDevice`, `NoSuchPort` (for `-i N` alone: when no device has port N).
+    pub fn select(&self, device: Option<&str>, port: Option<u32>) -> Result<Vec<Device>> {
+        let mut devices = match device {
+            Some(name) => vec![self.device(name)?],
+            None => self.devices()?,
+        };
+        if devices.is_empty() {
+            return Err(Error::NoDevices {
+                path: self.class_infiniband(),
+            });
+        }
+        let Some(port) = port else { return Ok(devices) };
+        let mut available: Vec<u32> = devices
+            .iter()
+            .flat_map(|d| d.ports.iter().map(|p| p.number))
+            .collect();
+        available.sort_unstable();
+        available.dedup();
+        for d in &mut devices {
+            d.ports.retain(|p| p.number == port);
+        }
+        devices.retain(|d| !d.ports.is_empty());
+        if devices.is_empty() {
+            return Err(Error::NoSuchPort {
+                device: device.unwrap_or("any device").to_string(),
+                port,
+                available: available.iter().map(u32::to_string).collect(),
+            });
+        }
+        Ok(devices)
+    }
+
     /// One device by name; `NoSuchDevice` lists the devices that do exist.
     pub fn device(&self, name: &str) -> Result<Device> {
         self.check_device(name)?;
@@ -70,6 +105,7 @@ impl SysfsRoot {
     }
 
     /// One port of one device; `NoSuchPort` lists the device's ports.
+    #[allow(dead_code)] // API for check/pingpong (other branches)
     pub fn port(&self, device: &str, port: u32) -> Result<Port> {
         self.check_port(device, port)?;
         Ok(self.read_port(device, port))
@@ -92,6 +128,7 @@ impl SysfsRoot {
 
     /// One GID slot. `NoSuchGid` when the index is past the table or the slot is empty,
     /// with the populated indices as the hint.
+    #[allow(dead_code)] // API for check/pingpong's GID selection (other branches)
     pub fn gid(&self, device: &str, port: u32, index: u32) -> Result<GidEntry> {
         self.check_port(device, port)?;
         let port_dir = self.port_dir(device, port);
@@ -288,13 +325,17 @@ impl SysfsRoot {
     }
 }
 
-/// Names in a directory (following symlinks, as `class/*` entries are links on a live host).
+/// Names in a directory (following symlinks, as `class/*` entries are links on a live
+/// host). Dot-files are skipped: no kernel object starts with a dot, but captured trees
+/// keep their metadata (`.link-target`, `.driver`, `.keep`) that way.
 fn list_dir(dir: &Path) -> io::Result<Vec<String>> {
     let mut out = Vec::new();
     for entry in fs::read_dir(dir)? {
         let entry = entry?;
         if let Ok(name) = entry.file_name().into_string() {
-            out.push(name);
+            if !name.starts_with('.') {
+                out.push(name);
+            }
         }
     }
     Ok(out)
