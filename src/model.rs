@@ -320,6 +320,9 @@ pub struct Device {
     pub driver: Option<String>,
     /// `uverbsN` from `class/infiniband_verbs/*/ibdev`: the /dev/infiniband node.
     pub uverbs: Option<String>,
+    /// Left out of the derived JSON: `render::inventory` prints each port with the
+    /// values derived from it (rate parts, netdev MTU and state).
+    #[serde(skip)]
     pub ports: Vec<Port>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub read_problems: Vec<ReadProblem>,

@@ -162,13 +162,17 @@ impl SysfsRoot {
     }
 
     /// `class/net/<name>/`; None when the interface is not there.
+    #[allow(dead_code)] // API for doctor/check (other branches)
     pub fn netdev(&self, name: &str) -> Option<Netdev> {
+        self.read_netdev(name, &mut Vec::new())
+    }
+
+    fn read_netdev(&self, name: &str, problems: &mut Vec<ReadProblem>) -> Option<Netdev> {
         let dir = self.root.join("class/net").join(name);
         if name.is_empty() || name.contains('/') || !dir.is_dir() {
             return None;
         }
-        let mut ignore = Vec::new();
-        let mut attr = |f: &str| read_attr(&dir.join(f), &mut ignore);
+        let mut attr = |f: &str| read_attr(&dir.join(f), problems);
         Some(Netdev {
             name: name.to_string(),
             operstate: attr("operstate"),
@@ -297,7 +301,7 @@ impl SysfsRoot {
             },
         };
         let netdev = netdev_name.map(|n| {
-            self.netdev(&n).unwrap_or(Netdev {
+            self.read_netdev(&n, &mut problems).unwrap_or(Netdev {
                 name: n,
                 operstate: None,
                 mtu: None,

@@ -256,9 +256,12 @@ mod tests {
         }
     }
 
+    /// (text, Gb/s, width, speed)
+    type RateCase<'a> = (&'a str, Option<f64>, Option<&'a str>, Option<&'a str>);
+
     #[test]
     fn rates() {
-        let cases: &[(&str, Option<f64>, Option<&str>, Option<&str>)] = &[
+        let cases: &[RateCase] = &[
             ("100 Gb/sec (4X EDR)", Some(100.0), Some("4X"), Some("EDR")),
             (
                 "10 Gb/sec (1X FDR10)",
