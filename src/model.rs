@@ -246,6 +246,9 @@ pub enum NetdevSource {
     /// `dev_port` when there are several.
     #[serde(rename = "device/net")]
     DeviceNet,
+    /// `parent`: the netdev a software device (rxe, siw) was created on.
+    #[serde(rename = "parent")]
+    Parent,
 }
 
 /// A file that exists but could not be read (not a missing file: those are just absent).

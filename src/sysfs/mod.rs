@@ -297,7 +297,10 @@ impl SysfsRoot {
             Some(nd) => (Some(nd), Some(NetdevSource::GidNdevs)),
             None => match device_net_for_port(&self.device_dir(device), number) {
                 Some(nd) => (Some(nd), Some(NetdevSource::DeviceNet)),
-                None => (None, None),
+                None => match read_attr(&self.device_dir(device).join("parent"), &mut problems) {
+                    Some(nd) => (Some(nd), Some(NetdevSource::Parent)),
+                    None => (None, None),
+                },
             },
         };
         let netdev = netdev_name.map(|n| {
@@ -545,6 +548,36 @@ mod tests {
         );
         let e = s.gid("mlx5_0", 1, 7).unwrap_err().to_string();
         assert!(e.contains("past the table"), "{e}");
+    }
+
+    #[test]
+    fn netdev_sources_in_order_of_trust() {
+        let t = tree();
+        let r = t.path();
+        // No GID netdev: the PCI function's netdev for the port (dev_port is 0-based).
+        write(r, "class/infiniband/mlx4_0/ports/1/state", "4: ACTIVE\n");
+        write(r, "class/infiniband/mlx4_0/ports/2/state", "4: ACTIVE\n");
+        write(r, "class/infiniband/mlx4_0/device/net/ib0/dev_port", "0\n");
+        write(r, "class/infiniband/mlx4_0/device/net/ib1/dev_port", "1\n");
+        // Neither: rxe's `parent` file.
+        write(r, "class/infiniband/rxe0/ports/1/state", "1: DOWN\n");
+        write(r, "class/infiniband/rxe0/parent", "veth0\n");
+        let s = SysfsRoot::new(r);
+        let mlx4 = s.device("mlx4_0").unwrap();
+        let names: Vec<_> = mlx4
+            .ports
+            .iter()
+            .map(|p| p.netdev.as_ref().unwrap().name.as_str())
+            .collect();
+        assert_eq!(names, ["ib0", "ib1"]);
+        assert_eq!(mlx4.ports[1].netdev_source, Some(NetdevSource::DeviceNet));
+        let rxe = s.port("rxe0", 1).unwrap();
+        assert_eq!(rxe.netdev.as_ref().map(|n| n.name.as_str()), Some("veth0"));
+        assert_eq!(rxe.netdev_source, Some(NetdevSource::Parent));
+        assert_eq!(
+            s.device("mlx5_0").unwrap().ports[0].netdev_source,
+            Some(NetdevSource::GidNdevs)
+        );
     }
 
     #[test]
