@@ -4,9 +4,12 @@ mod app;
 mod cli;
 mod cmd;
 mod error;
+mod explain;
 mod generate;
 mod gid;
+mod gidselect;
 mod model;
+mod net;
 mod output;
 mod verbs;
 
