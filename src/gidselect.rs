@@ -6,6 +6,9 @@
 //! leaves through, because the kernel resolves the peer's MAC through the source GID's
 //! netdev (`rdma_resolve_ip`). A GID on any other netdev times out at RTR.
 
+// Parts of this API serve pingpong and selftest, which call it once the phases merge.
+#![allow(dead_code)]
+
 use std::net::IpAddr;
 
 use serde::Serialize;
@@ -116,8 +119,16 @@ pub fn describe(entry: &GidEntry) -> String {
         None => entry.gid.ipv6().to_string(),
     };
     match &entry.netdev {
-        Some(dev) => format!("GID index {} ({}, {addr} on {dev})", entry.index, type_name(entry.gid_type.as_ref())),
-        None => format!("GID index {} ({}, {addr})", entry.index, type_name(entry.gid_type.as_ref())),
+        Some(dev) => format!(
+            "GID index {} ({}, {addr} on {dev})",
+            entry.index,
+            type_name(entry.gid_type.as_ref())
+        ),
+        None => format!(
+            "GID index {} ({}, {addr})",
+            entry.index,
+            type_name(entry.gid_type.as_ref())
+        ),
     }
 }
 
@@ -142,11 +153,20 @@ fn rejection(entry: &GidEntry, want: &Want, family: Family) -> Option<String> {
     let link_local = is_link_local(gid);
     let peer_link_local = want.peer.is_some_and(|p| is_link_local(&Gid::from_ip(p)));
     if entry_family != family {
-        let whose = if want.peer.is_some() { "the peer's" } else { "the wanted" };
+        let what = if link_local {
+            "link-local IPv6"
+        } else {
+            entry_family.name()
+        };
+        let whose = match want.peer {
+            Some(p) => format!("the peer {p} is {}", family.name()),
+            None => format!(
+                "the wanted family is {} (the default, as perftest and NCCL)",
+                family.name()
+            ),
+        };
         return Some(format!(
-            "it is {} and {whose} family is {}: both ends of a RoCE v2 connection must use the same family",
-            entry_family.name(),
-            family.name()
+            "it is {what} and {whose}: both ends of a RoCE v2 connection must use the same family"
         ));
     }
     if link_local && want.peer_on_link == Some(false) {
@@ -203,7 +223,10 @@ pub fn select_gid(table: &[GidEntry], link_layer: &LinkLayer, want: &Want) -> Se
 
     if *link_layer == LinkLayer::InfiniBand {
         // The port GID (subnet prefix + port GUID) is index 0; the others are alias GIDs.
-        let chosen = entries.iter().find(|e| e.index == 0 && !e.gid.is_zero()).map(|e| e.index);
+        let chosen = entries
+            .iter()
+            .find(|e| e.index == 0 && !e.gid.is_zero())
+            .map(|e| e.index);
         let reasons = entries
             .iter()
             .filter(|e| !e.gid.is_zero())
@@ -223,25 +246,39 @@ pub fn select_gid(table: &[GidEntry], link_layer: &LinkLayer, want: &Want) -> Se
         return Selection { chosen, reasons };
     }
 
-    let family = want.family.or(want.peer.map(Family::of)).unwrap_or(Family::V4);
+    let family = want
+        .family
+        .or(want.peer.map(Family::of))
+        .unwrap_or(Family::V4);
     let peer_link_local = want.peer.is_some_and(|p| is_link_local(&Gid::from_ip(p)));
     let mut reasons = Vec::new();
     let mut best: Option<(&GidEntry, u32)> = None;
     for entry in entries.iter().filter(|e| !e.gid.is_zero()) {
         match rejection(entry, want, family) {
-            Some(why) => reasons.push(Reason { index: entry.index, verdict: Verdict::Rejected, why }),
+            Some(why) => reasons.push(Reason {
+                index: entry.index,
+                verdict: Verdict::Rejected,
+                why,
+            }),
             None => {
                 let s = score(entry, peer_link_local);
                 if best.map_or(true, |(_, b)| s > b) {
                     best = Some((entry, s));
                 }
-                reasons.push(Reason { index: entry.index, verdict: Verdict::Usable, why: String::new() });
+                reasons.push(Reason {
+                    index: entry.index,
+                    verdict: Verdict::Usable,
+                    why: String::new(),
+                });
             }
         }
     }
     let chosen = best.map(|(e, _)| e);
     for reason in reasons.iter_mut().filter(|r| r.verdict == Verdict::Usable) {
-        let entry = entries.iter().find(|e| e.index == reason.index).expect("reason for a table entry");
+        let entry = entries
+            .iter()
+            .find(|e| e.index == reason.index)
+            .expect("reason for a table entry");
         reason.why = match chosen {
             Some(c) if c.index == entry.index => {
                 reason.verdict = Verdict::Chosen;
@@ -251,41 +288,62 @@ pub fn select_gid(table: &[GidEntry], link_layer: &LinkLayer, want: &Want) -> Se
             None => unreachable!("a usable entry implies a choice"),
         };
     }
-    Selection { chosen: chosen.map(|e| e.index), reasons }
+    Selection {
+        chosen: chosen.map(|e| e.index),
+        reasons,
+    }
 }
 
 fn chosen_why(entry: &GidEntry, family: Family, want: &Want) -> String {
     let mut parts = vec![format!("{}", type_name(entry.gid_type.as_ref()))];
     parts.push(match want.peer {
         Some(p) => format!("{} like the peer {p}", family.name()),
-        None => format!("{} (the default family, as perftest and NCCL)", family.name()),
+        None => format!(
+            "{} (the default family, as perftest and NCCL)",
+            family.name()
+        ),
     });
     if !is_link_local(&entry.gid) {
         parts.push("not link-local".into());
     }
     if let (Some(dev), Some(_)) = (&entry.netdev, &want.route_netdev) {
-        parts.push(format!("on {dev}, the netdev the kernel routes the peer through"));
+        parts.push(format!(
+            "on {dev}, the netdev the kernel routes the peer through"
+        ));
     }
     parts.join(", ")
 }
 
 fn ranked_lower_why(entry: &GidEntry, chosen: &GidEntry, peer_link_local: bool) -> String {
-    if is_link_local(&entry.gid) != peer_link_local && is_link_local(&chosen.gid) == peer_link_local {
+    if is_link_local(&entry.gid) != peer_link_local && is_link_local(&chosen.gid) == peer_link_local
+    {
         return format!("usable, but link-local; index {} is not", chosen.index);
     }
     if is_v1(entry.gid_type.as_ref()) && is_v2(chosen.gid_type.as_ref()) {
-        return format!("usable, but RoCE v1 (not routable across subnets); index {} is v2", chosen.index);
+        return format!(
+            "usable, but RoCE v1 (not routable across subnets); index {} is v2",
+            chosen.index
+        );
     }
     if entry.gid_type.is_none() {
-        return format!("its type is unreadable; index {} has a known type", chosen.index);
+        return format!(
+            "its type is unreadable; index {} has a known type",
+            chosen.index
+        );
     }
-    format!("usable; index {} is equally good and comes first", chosen.index)
+    format!(
+        "usable; index {} is equally good and comes first",
+        chosen.index
+    )
 }
 
 /// One line for error messages: "use GID index 1 (RoCE v2, ::ffff:192.168.77.1 on veth0)".
 pub fn suggestion(table: &[GidEntry], selection: &Selection) -> Option<String> {
     let index = selection.chosen?;
-    table.iter().find(|e| e.index == index).map(|e| format!("use {}", describe(e)))
+    table
+        .iter()
+        .find(|e| e.index == index)
+        .map(|e| format!("use {}", describe(e)))
 }
 
 // ---------------------------------------------------------------------------------------
@@ -315,11 +373,9 @@ impl HcaFilter {
         for item in rest.split(',').map(str::trim).filter(|s| !s.is_empty()) {
             let (name, port) = match item.split_once(':') {
                 Some((n, p)) => {
-                    let port = p
-                        .parse::<u32>()
-                        .ok()
-                        .filter(|p| *p > 0)
-                        .ok_or_else(|| format!("'{item}': '{p}' is not a port number (ports count from 1)"))?;
+                    let port = p.parse::<u32>().ok().filter(|p| *p > 0).ok_or_else(|| {
+                        format!("'{item}': '{p}' is not a port number (ports count from 1)")
+                    })?;
                     (n, Some(port))
                 }
                 None => (item, None),
@@ -334,13 +390,21 @@ impl HcaFilter {
         if entries.is_empty() {
             return Err("the list names no device".into());
         }
-        Ok(HcaFilter { exclude, exact, entries })
+        Ok(HcaFilter {
+            exclude,
+            exact,
+            entries,
+        })
     }
 
     /// Whether NCCL would use `device`/`port` under this filter.
     pub fn selects(&self, device: &str, port: u32) -> bool {
         let listed = self.entries.iter().any(|(name, p)| {
-            let name_ok = if self.exact { device == name } else { device.starts_with(name.as_str()) };
+            let name_ok = if self.exact {
+                device == name
+            } else {
+                device.starts_with(name.as_str())
+            };
             name_ok && p.map_or(true, |p| p == port)
         });
         listed != self.exclude
@@ -363,10 +427,20 @@ pub struct EnvTarget<'a> {
 pub fn validate_env(lookup: impl Fn(&str) -> Option<String>, target: &EnvTarget) -> Vec<Finding> {
     let mut findings = Vec::new();
     if let Some(v) = lookup("NCCL_IB_GID_INDEX") {
-        findings.push(check_index_var("NCCL_IB_GID_INDEX", &v, v.trim() == "-1", target));
+        findings.push(check_index_var(
+            "NCCL_IB_GID_INDEX",
+            &v,
+            v.trim() == "-1",
+            target,
+        ));
     }
     if let Some(v) = lookup("UCX_IB_GID_INDEX") {
-        findings.push(check_index_var("UCX_IB_GID_INDEX", &v, v.trim().eq_ignore_ascii_case("auto"), target));
+        findings.push(check_index_var(
+            "UCX_IB_GID_INDEX",
+            &v,
+            v.trim().eq_ignore_ascii_case("auto"),
+            target,
+        ));
     }
     if let Some(v) = lookup("NCCL_IB_HCA") {
         findings.push(check_hca(&v, target));
@@ -379,24 +453,42 @@ fn check_index_var(name: &str, value: &str, is_auto: bool, target: &EnvTarget) -
     let evidence = vec![format!("{name}={value}")];
     let auto_text = suggestion(target.table, target.auto);
     if is_auto {
-        let mut f = Finding::new(Severity::Ok, &code, format!("{name}={value} lets the library choose"));
+        let mut f = Finding::new(
+            Severity::Ok,
+            &code,
+            format!("{name}={value} lets the library choose"),
+        );
         f.evidence = evidence;
         if let Some(s) = &auto_text {
             f.evidence.push(format!("rdmactl's own choice: {s}"));
         }
         return f;
     }
-    let accepted = if name.starts_with("UCX") { "a GID index or 'auto'" } else { "a GID index, or -1 for automatic selection" };
+    let accepted = if name.starts_with("UCX") {
+        "a GID index or 'auto'"
+    } else {
+        "a GID index, or -1 for automatic selection"
+    };
     let Ok(index) = value.trim().parse::<u32>() else {
-        let mut f = Finding::new(Severity::Fail, &code, format!("{name}='{value}' is not {accepted}"));
+        let mut f = Finding::new(
+            Severity::Fail,
+            &code,
+            format!("{name}='{value}' is not {accepted}"),
+        );
         f.evidence = evidence;
         f.fix = Some(match &auto_text {
-            Some(s) => format!("unset it or set {name}={}: {s}", target.auto.chosen.unwrap_or(0)),
+            Some(s) => format!(
+                "unset it or set {name}={}: {s}",
+                target.auto.chosen.unwrap_or(0)
+            ),
             None => format!("unset it or give {accepted}"),
         });
         return f;
     };
-    let entry = target.table.iter().find(|e| e.index == index && !e.gid.is_zero());
+    let entry = target
+        .table
+        .iter()
+        .find(|e| e.index == index && !e.gid.is_zero());
     let fix_to_auto = |what: &str| match (&auto_text, target.auto.chosen) {
         (Some(s), Some(i)) => format!("set {name}={i}: {s}{what}"),
         _ => "no GID on this port qualifies; check the port's addresses (rdmactl gids)".into(),
@@ -406,18 +498,31 @@ fn check_index_var(name: &str, value: &str, is_auto: bool, target: &EnvTarget) -
             let mut f = Finding::new(
                 Severity::Fail,
                 &code,
-                format!("{name}={index}, but {}/{} has no GID at index {index}", target.device, target.port),
+                format!(
+                    "{name}={index}, but {}/{} has no GID at index {index}",
+                    target.device, target.port
+                ),
             );
             f.evidence = evidence;
             f.evidence.push(format!(
                 "populated indices: {}",
-                target.table.iter().filter(|e| !e.gid.is_zero()).map(|e| e.index.to_string()).collect::<Vec<_>>().join(", ")
+                target
+                    .table
+                    .iter()
+                    .filter(|e| !e.gid.is_zero())
+                    .map(|e| e.index.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ));
             f.fix = Some(fix_to_auto(""));
             f
         }
         Some(entry) if target.auto.chosen == Some(index) => {
-            let mut f = Finding::new(Severity::Ok, &code, format!("{name}={index} is {}", describe(entry)));
+            let mut f = Finding::new(
+                Severity::Ok,
+                &code,
+                format!("{name}={index} is {}", describe(entry)),
+            );
             f.evidence = evidence;
             if let Some(r) = target.auto.reason(index) {
                 f.evidence.push(r.why.clone());
@@ -428,7 +533,11 @@ fn check_index_var(name: &str, value: &str, is_auto: bool, target: &EnvTarget) -
             let reason = target.auto.reason(index);
             let rejected = reason.is_some_and(|r| r.verdict == Verdict::Rejected);
             let mut f = Finding::new(
-                if rejected { Severity::Fail } else { Severity::Warn },
+                if rejected {
+                    Severity::Fail
+                } else {
+                    Severity::Warn
+                },
                 &code,
                 format!("{name}={index} selects {}", describe(entry)),
             );
@@ -447,34 +556,69 @@ fn check_index_var(name: &str, value: &str, is_auto: bool, target: &EnvTarget) -
 
 fn check_hca(value: &str, target: &EnvTarget) -> Finding {
     let code = "env-nccl-ib-hca";
-    let evidence = vec![format!("NCCL_IB_HCA={value}"), format!("devices: {}", target.devices.join(", "))];
+    let evidence = vec![
+        format!("NCCL_IB_HCA={value}"),
+        format!("devices: {}", target.devices.join(", ")),
+    ];
     let filter = match HcaFilter::parse(value) {
         Ok(f) => f,
         Err(why) => {
-            let mut f = Finding::new(Severity::Fail, code, format!("NCCL_IB_HCA={value} does not parse: {why}"));
+            let mut f = Finding::new(
+                Severity::Fail,
+                code,
+                format!("NCCL_IB_HCA={value} does not parse: {why}"),
+            );
             f.evidence = evidence;
-            f.fix = Some(format!("e.g. NCCL_IB_HCA={}:{}", target.device, target.port));
+            f.fix = Some(format!(
+                "e.g. NCCL_IB_HCA={}:{}",
+                target.device, target.port
+            ));
             return f;
         }
     };
-    let selected: Vec<&String> = target.devices.iter().filter(|d| filter.selects(d, target.port)).collect();
+    let selected: Vec<&String> = target
+        .devices
+        .iter()
+        .filter(|d| filter.selects(d, target.port))
+        .collect();
     let unknown: Vec<&str> = filter
         .entries
         .iter()
         .map(|(n, _)| n.as_str())
-        .filter(|n| !target.devices.iter().any(|d| if filter.exact { d == n } else { d.starts_with(n) }))
+        .filter(|n| {
+            !target.devices.iter().any(|d| {
+                if filter.exact {
+                    d == n
+                } else {
+                    d.starts_with(n)
+                }
+            })
+        })
         .collect();
     let mut f = if selected.is_empty() {
-        let mut f = Finding::new(Severity::Fail, code, format!("NCCL_IB_HCA={value} selects no device on this host"));
-        f.fix = Some(format!("name an existing device, e.g. NCCL_IB_HCA={}:{}", target.device, target.port));
+        let mut f = Finding::new(
+            Severity::Fail,
+            code,
+            format!("NCCL_IB_HCA={value} selects no device on this host"),
+        );
+        f.fix = Some(format!(
+            "name an existing device, e.g. NCCL_IB_HCA={}:{}",
+            target.device, target.port
+        ));
         f
     } else if !filter.selects(target.device, target.port) {
         let mut f = Finding::new(
             Severity::Warn,
             code,
-            format!("NCCL_IB_HCA={value} leaves out {}/{} (the port checked here)", target.device, target.port),
+            format!(
+                "NCCL_IB_HCA={value} leaves out {}/{} (the port checked here)",
+                target.device, target.port
+            ),
         );
-        f.fix = Some(format!("add {}:{} if NCCL should use it", target.device, target.port));
+        f.fix = Some(format!(
+            "add {}:{} if NCCL should use it",
+            target.device, target.port
+        ));
         f
     } else {
         Finding::new(
@@ -482,7 +626,11 @@ fn check_hca(value: &str, target: &EnvTarget) -> Finding {
             code,
             format!(
                 "NCCL_IB_HCA={value} selects {} (port {})",
-                selected.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", "),
+                selected
+                    .iter()
+                    .map(|s| s.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
                 target.port
             ),
         )
@@ -490,9 +638,11 @@ fn check_hca(value: &str, target: &EnvTarget) -> Finding {
     f.evidence = evidence;
     if !unknown.is_empty() && f.severity != Severity::Fail {
         f.severity = Severity::Warn;
-        f.evidence.push(format!("no device matches {}", unknown.join(", ")));
+        f.evidence
+            .push(format!("no device matches {}", unknown.join(", ")));
         if !filter.exact && !filter.exclude {
-            f.evidence.push("entries match as prefixes unless the list starts with '='".into());
+            f.evidence
+                .push("entries match as prefixes unless the list starts with '='".into());
         }
     }
     f
@@ -503,14 +653,29 @@ pub(crate) mod tests {
     use super::*;
 
     pub fn entry(index: u32, gid: &str, t: Option<GidType>, dev: Option<&str>) -> GidEntry {
-        GidEntry { index, gid: Gid::parse(gid).unwrap(), gid_type: t, netdev: dev.map(String::from) }
+        GidEntry {
+            index,
+            gid: Gid::parse(gid).unwrap(),
+            gid_type: t,
+            netdev: dev.map(String::from),
+        }
     }
 
     /// rxe0 in the test VM: link-local and IPv4-mapped, both v2, on veth0.
     pub fn rxe0() -> Vec<GidEntry> {
         vec![
-            entry(0, "fe80::fcc2:10ff:fefe:2b7e", Some(GidType::RoceV2), Some("veth0")),
-            entry(1, "::ffff:192.168.77.1", Some(GidType::RoceV2), Some("veth0")),
+            entry(
+                0,
+                "fe80::fcc2:10ff:fefe:2b7e",
+                Some(GidType::RoceV2),
+                Some("veth0"),
+            ),
+            entry(
+                1,
+                "::ffff:192.168.77.1",
+                Some(GidType::RoceV2),
+                Some("veth0"),
+            ),
         ]
     }
 
@@ -545,28 +710,90 @@ pub(crate) mod tests {
             entry(0, "fe80::2:c903:a:1", Some(Ib), None),
             entry(1, "fe80::2:c903:a:99", Some(Ib), None),
         ];
-        let cases: Vec<(&str, Vec<GidEntry>, LinkLayer, Want, Option<u32>)> = vec![
-            ("rxe, nothing known: IPv4 by default", rxe0(), LinkLayer::Ethernet, Want::default(), Some(1)),
-            ("rxe, same-host peer via veth0", rxe0(), LinkLayer::Ethernet, peer("192.168.77.2", Some("veth0"), Some(true)), Some(1)),
-            ("rxe, IPv6 link-local peer on-link", rxe0(), LinkLayer::Ethernet, peer("fe80::ec2c:c7ff:fe05:b79a", Some("veth0"), Some(true)), Some(0)),
-            ("rxe, peer routed through another netdev", rxe0(), LinkLayer::Ethernet, peer("10.1.1.1", Some("eth0"), Some(false)), None),
-            ("mlx5 default: v2 IPv4 over v1", mlx5(), LinkLayer::Ethernet, Want::default(), Some(3)),
-            ("mlx5, peer on the VLAN", mlx5(), LinkLayer::Ethernet, peer("10.100.0.9", Some("ens1f0.100"), Some(true)), Some(7)),
-            ("mlx5, routed IPv6 peer", mlx5(), LinkLayer::Ethernet, peer("2001:db8:99::1", Some("ens1f0"), Some(false)), Some(5)),
+        type Case = (&'static str, Vec<GidEntry>, LinkLayer, Want, Option<u32>);
+        let cases: Vec<Case> = vec![
+            (
+                "rxe, nothing known: IPv4 by default",
+                rxe0(),
+                LinkLayer::Ethernet,
+                Want::default(),
+                Some(1),
+            ),
+            (
+                "rxe, same-host peer via veth0",
+                rxe0(),
+                LinkLayer::Ethernet,
+                peer("192.168.77.2", Some("veth0"), Some(true)),
+                Some(1),
+            ),
+            (
+                "rxe, IPv6 link-local peer on-link",
+                rxe0(),
+                LinkLayer::Ethernet,
+                peer("fe80::ec2c:c7ff:fe05:b79a", Some("veth0"), Some(true)),
+                Some(0),
+            ),
+            (
+                "rxe, peer routed through another netdev",
+                rxe0(),
+                LinkLayer::Ethernet,
+                peer("10.1.1.1", Some("eth0"), Some(false)),
+                None,
+            ),
+            (
+                "mlx5 default: v2 IPv4 over v1",
+                mlx5(),
+                LinkLayer::Ethernet,
+                Want::default(),
+                Some(3),
+            ),
+            (
+                "mlx5, peer on the VLAN",
+                mlx5(),
+                LinkLayer::Ethernet,
+                peer("10.100.0.9", Some("ens1f0.100"), Some(true)),
+                Some(7),
+            ),
+            (
+                "mlx5, routed IPv6 peer",
+                mlx5(),
+                LinkLayer::Ethernet,
+                peer("2001:db8:99::1", Some("ens1f0"), Some(false)),
+                Some(5),
+            ),
             (
                 "mlx5, peer speaks v1",
                 mlx5(),
                 LinkLayer::Ethernet,
-                Want { peer_gid_type: Some(RoceV1), ..peer("10.0.0.6", Some("ens1f0"), Some(true)) },
+                Want {
+                    peer_gid_type: Some(RoceV1),
+                    ..peer("10.0.0.6", Some("ens1f0"), Some(true))
+                },
                 Some(2),
             ),
-            ("InfiniBand: index 0", ib, LinkLayer::InfiniBand, Want::default(), Some(0)),
-            ("empty table", vec![], LinkLayer::Ethernet, Want::default(), None),
+            (
+                "InfiniBand: index 0",
+                ib,
+                LinkLayer::InfiniBand,
+                Want::default(),
+                Some(0),
+            ),
+            (
+                "empty table",
+                vec![],
+                LinkLayer::Ethernet,
+                Want::default(),
+                None,
+            ),
         ];
         for (name, table, ll, want, chosen) in cases {
             let sel = select_gid(&table, &ll, &want);
             assert_eq!(sel.chosen, chosen, "{name}: {sel:#?}");
-            assert_eq!(sel.reasons.len(), table.iter().filter(|e| !e.gid.is_zero()).count(), "{name}");
+            assert_eq!(
+                sel.reasons.len(),
+                table.iter().filter(|e| !e.gid.is_zero()).count(),
+                "{name}"
+            );
             for r in &sel.reasons {
                 assert!(!r.why.is_empty(), "{name}: index {} has no reason", r.index);
             }
@@ -575,21 +802,40 @@ pub(crate) mod tests {
 
     #[test]
     fn reasons_name_the_cause() {
-        let sel = select_gid(&rxe0(), &LinkLayer::Ethernet, &peer("192.168.77.2", Some("veth0"), Some(true)));
+        let sel = select_gid(
+            &rxe0(),
+            &LinkLayer::Ethernet,
+            &peer("192.168.77.2", Some("veth0"), Some(true)),
+        );
         let r0 = sel.reason(0).unwrap();
         assert_eq!(r0.verdict, Verdict::Rejected);
-        assert!(r0.why.contains("IPv6") && r0.why.contains("IPv4"), "{}", r0.why);
+        assert!(
+            r0.why.contains("IPv6") && r0.why.contains("IPv4"),
+            "{}",
+            r0.why
+        );
         assert!(sel.reason(1).unwrap().why.contains("RoCE v2"));
 
-        let sel = select_gid(&rxe0(), &LinkLayer::Ethernet, &peer("10.1.1.1", Some("eth0"), Some(false)));
-        assert!(sel.reason(1).unwrap().why.contains("through eth0"), "{sel:?}");
+        let sel = select_gid(
+            &rxe0(),
+            &LinkLayer::Ethernet,
+            &peer("10.1.1.1", Some("eth0"), Some(false)),
+        );
+        assert!(
+            sel.reason(1).unwrap().why.contains("through eth0"),
+            "{sel:?}"
+        );
 
         let sel = select_gid(&mlx5(), &LinkLayer::Ethernet, &Want::default());
         assert!(sel.reason(2).unwrap().why.contains("RoCE v1"), "{sel:?}");
         assert!(sel.reason(1).unwrap().why.contains("IPv6"), "{sel:?}");
 
         // fe80 v6 toward a routed v6 peer: rejected as link-local (NVIDIA/nccl#769).
-        let sel = select_gid(&mlx5(), &LinkLayer::Ethernet, &peer("2001:db8:99::1", Some("ens1f0"), Some(false)));
+        let sel = select_gid(
+            &mlx5(),
+            &LinkLayer::Ethernet,
+            &peer("2001:db8:99::1", Some("ens1f0"), Some(false)),
+        );
         assert!(sel.reason(1).unwrap().why.contains("link-local"), "{sel:?}");
     }
 
@@ -609,7 +855,10 @@ pub(crate) mod tests {
 
     #[test]
     fn describe_names_type_address_and_netdev() {
-        assert_eq!(describe(&rxe0()[1]), "GID index 1 (RoCE v2, ::ffff:192.168.77.1 on veth0)");
+        assert_eq!(
+            describe(&rxe0()[1]),
+            "GID index 1 (RoCE v2, ::ffff:192.168.77.1 on veth0)"
+        );
     }
 
     #[test]
@@ -650,28 +899,72 @@ pub(crate) mod tests {
             devices: &devices,
         };
         let run = |vars: &[(&str, &str)]| {
-            let vars: Vec<(String, String)> = vars.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
-            validate_env(|k| vars.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone()), &target)
+            let vars: Vec<(String, String)> = vars
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
+            validate_env(
+                |k| vars.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone()),
+                &target,
+            )
         };
-        let cases: &[(&[(&str, &str)], Severity, &str)] = &[
-            (&[("NCCL_IB_GID_INDEX", "0")], Severity::Fail, "set NCCL_IB_GID_INDEX=1"),
+        type Vars = &'static [(&'static str, &'static str)];
+        let cases: &[(Vars, Severity, &str)] = &[
+            (
+                &[("NCCL_IB_GID_INDEX", "0")],
+                Severity::Fail,
+                "set NCCL_IB_GID_INDEX=1",
+            ),
             (&[("NCCL_IB_GID_INDEX", "1")], Severity::Ok, "GID index 1"),
             (&[("NCCL_IB_GID_INDEX", "-1")], Severity::Ok, "choose"),
-            (&[("NCCL_IB_GID_INDEX", "7")], Severity::Fail, "no GID at index 7"),
-            (&[("NCCL_IB_GID_INDEX", "three")], Severity::Fail, "not a GID index"),
+            (
+                &[("NCCL_IB_GID_INDEX", "7")],
+                Severity::Fail,
+                "no GID at index 7",
+            ),
+            (
+                &[("NCCL_IB_GID_INDEX", "three")],
+                Severity::Fail,
+                "not a GID index",
+            ),
             (&[("UCX_IB_GID_INDEX", "auto")], Severity::Ok, "choose"),
-            (&[("UCX_IB_GID_INDEX", "0")], Severity::Fail, "UCX_IB_GID_INDEX=1"),
+            (
+                &[("UCX_IB_GID_INDEX", "0")],
+                Severity::Fail,
+                "UCX_IB_GID_INDEX=1",
+            ),
             (&[("NCCL_IB_HCA", "rxe")], Severity::Ok, "rxe0, rxe1"),
-            (&[("NCCL_IB_HCA", "=rxe1")], Severity::Warn, "leaves out rxe0/1"),
-            (&[("NCCL_IB_HCA", "mlx5")], Severity::Fail, "selects no device"),
-            (&[("NCCL_IB_HCA", "rxe0,mlx5_0")], Severity::Warn, "no device matches mlx5_0"),
-            (&[("NCCL_IB_HCA", "rxe0:x")], Severity::Fail, "not a port number"),
+            (
+                &[("NCCL_IB_HCA", "=rxe1")],
+                Severity::Warn,
+                "leaves out rxe0/1",
+            ),
+            (
+                &[("NCCL_IB_HCA", "mlx5")],
+                Severity::Fail,
+                "selects no device",
+            ),
+            (
+                &[("NCCL_IB_HCA", "rxe0,mlx5_0")],
+                Severity::Warn,
+                "no device matches mlx5_0",
+            ),
+            (
+                &[("NCCL_IB_HCA", "rxe0:x")],
+                Severity::Fail,
+                "not a port number",
+            ),
         ];
         for (vars, severity, text) in cases {
             let findings = run(vars);
             assert_eq!(findings.len(), 1, "{vars:?}");
             let f = &findings[0];
-            let all = format!("{} {} {}", f.message, f.evidence.join(" "), f.fix.clone().unwrap_or_default());
+            let all = format!(
+                "{} {} {}",
+                f.message,
+                f.evidence.join(" "),
+                f.fix.clone().unwrap_or_default()
+            );
             assert_eq!(f.severity, *severity, "{vars:?}: {all}");
             assert!(all.contains(text), "{vars:?}: {all}");
         }
