@@ -334,11 +334,14 @@ pub fn roce_mtu_for(netdev_mtu: u32) -> Option<u32> {
 
 pub fn want_for(peer: Option<IpAddr>, net: &NetFacts) -> Want {
     let route = net.route.as_ref();
+    // A link-local peer has no single route: every link has its own fe80::/64, and the
+    // kernel's answer without an interface is just the first one. Any on-link netdev may do.
+    let peer_link_local = peer.is_some_and(|p| is_link_local(&Gid::from_ip(p)));
     Want {
         family: None,
         peer,
         route_netdev: route
-            .filter(|r| !r.peer_is_local && !r.no_route)
+            .filter(|r| !r.peer_is_local && !r.no_route && !peer_link_local)
             .and_then(|r| r.route_netdev.clone()),
         peer_on_link: route.and_then(RouteFacts::on_link),
         peer_gid_type: None,
@@ -1238,6 +1241,25 @@ mod tests {
         let f = find(&bad, "route");
         assert_eq!(f.severity, Severity::Fail, "{bad:#?}");
         assert!(text(f).contains("use GID index 1"), "{}", text(f));
+    }
+
+    /// Without an interface the kernel answers a link-local lookup with the first link's
+    /// fe80::/64 route (veth1 here); that must not reject the fe80 GID on veth0.
+    #[test]
+    fn link_local_peer_ignores_the_interfaceless_route() {
+        let ctx = fixture("rxe-veth-basic");
+        let port = load_port_facts(&ctx, "rxe0", 1).unwrap();
+        let peer: IpAddr = "fe80::ec2c:c7ff:fe05:b79a".parse().unwrap();
+        let net = NetFacts {
+            route: Some(RouteFacts {
+                peer: Some(peer),
+                route_netdev: Some("veth1".into()),
+                ..RouteFacts::default()
+            }),
+            ..NetFacts::default()
+        };
+        let auto = gidselect::select_gid(&port.gids, &port.link_layer, &want_for(Some(peer), &net));
+        assert_eq!(auto.chosen, Some(0), "{auto:#?}");
     }
 
     #[test]
