@@ -511,8 +511,20 @@ fn suggest(ctx: &Context) -> Suggestion {
             current_is_best: false,
         };
     };
-    let sel = gidselect::select_gid(&local.gid_table, ll, &want_for(ctx));
-    let text = gidselect::suggestion(&local.gid_table, &sel);
+    // A GID on a netdev that is gone or down cannot be the answer, however well it ranks.
+    let dead_netdev = ctx
+        .netdev
+        .as_ref()
+        .filter(|n| !n.exists || !n.up)
+        .map(|n| n.name.as_str());
+    let table: Vec<GidEntry> = local
+        .gid_table
+        .iter()
+        .filter(|e| dead_netdev.is_none() || e.netdev.as_deref() != dead_netdev)
+        .cloned()
+        .collect();
+    let sel = gidselect::select_gid(&table, ll, &want_for(ctx));
+    let text = gidselect::suggestion(&table, &sel);
     Suggestion {
         index: sel.chosen,
         current_is_best: sel.chosen.is_some() && sel.chosen == local.gid_index,
@@ -599,6 +611,9 @@ pub fn explain(step: Step, failure: &Failure, ctx: &Context) -> Explanation {
             device_access(b)
         }
         (Step::ModifyRtr | Step::CreateAh, Failure::Errno(e)) => rtr_errno(b, *e),
+        (Step::ModifyInit, Failure::Errno(e)) if *e == libc::EINVAL => init_einval(b),
+        (Step::CreateQp, Failure::Errno(e)) if *e == libc::EINVAL => qp_caps(b),
+        (Step::PostSend | Step::PostRecv, Failure::Errno(e)) if *e == libc::ENOMEM => queue_full(b),
         (Step::ModifyRts, Failure::Errno(e)) if *e == libc::EINVAL => rts_einval(b),
         (Step::PollCq, Failure::WorkCompletion { status, .. }) => completion(b, *status),
         (Step::PollCq, Failure::Timeout { seconds }) => poll_timeout(b, *seconds),
@@ -1065,6 +1080,39 @@ fn rtr_unreachable(b: Builder, errno: i32) -> Explanation {
         ev,
         format!("check ip route get {peer_text} oif {dev_name} and ip neigh; use the GID of the netdev that routes to the peer"),
         true,
+    )
+}
+
+fn init_einval(b: Builder) -> Explanation {
+    let local = &b.ctx.local;
+    let ev = vec![format!("port {}", local.port)];
+    b.done(
+        "init-invalid",
+        format!("the kernel rejected the INIT attributes for {}: the port number, the P_Key index or the access flags", local.name()),
+        ev,
+        "use a port that exists (rdmactl ports), pkey_index 0, and only the access flags the device supports".into(),
+        false,
+    )
+}
+
+fn qp_caps(b: Builder) -> Explanation {
+    b.done(
+        "qp-caps",
+        "the QP's requested capacities exceed the device's limits (max_qp_wr, max_sge, max_inline_data)".into(),
+        vec![],
+        "lower the queue depth (rx depth), SGEs or inline size to what rdmactl devices -v reports".into(),
+        false,
+    )
+}
+
+fn queue_full(b: Builder) -> Explanation {
+    let step = b.step.name();
+    b.done(
+        "queue-full",
+        format!("{step}: the work queue is full (more requests outstanding than max_send_wr/max_recv_wr)"),
+        vec![],
+        "poll completions before posting more, or create the QP with a deeper queue".into(),
+        false,
     )
 }
 
@@ -1834,7 +1882,65 @@ mod tests {
         let mut ib_cm = ib_ctx(5, "ACTIVE", "LinkUp");
         ib_cm.local.netdev = Some("ib0".into());
 
+        let mut vlan_gone = mlx5_ctx(7, "::ffff:10.0.0.6", GidType::RoceV2);
+        vlan_gone.netdev = Some(NetdevFacts {
+            name: "ens1f0.100".into(),
+            exists: false,
+            ..NetdevFacts::default()
+        });
+        vlan_gone.route = None;
         vec![
+            Case {
+                name: "INIT EINVAL",
+                step: Step::ModifyInit,
+                failure: errno(libc::EINVAL),
+                ctx: rxe_ctx(Some(1), "::ffff:192.168.77.2"),
+                code: "init-invalid",
+                says: &["P_Key", "GID index 1"],
+                suggested: Some(1),
+            },
+            Case {
+                name: "create QP EINVAL",
+                step: Step::CreateQp,
+                failure: errno(libc::EINVAL),
+                ctx: rxe_ctx(Some(1), "::ffff:192.168.77.2"),
+                code: "qp-caps",
+                says: &["max_qp_wr"],
+                suggested: Some(1),
+            },
+            Case {
+                name: "post send ENOMEM",
+                step: Step::PostSend,
+                failure: errno(libc::ENOMEM),
+                ctx: rxe_ctx(Some(1), "::ffff:192.168.77.2"),
+                code: "queue-full",
+                says: &["poll completions"],
+                suggested: Some(1),
+            },
+            Case {
+                name: "RTR ENODEV, VLAN netdev gone: another netdev's GID works",
+                step: Step::ModifyRtr,
+                failure: errno(libc::ENODEV),
+                ctx: vlan_gone,
+                code: "gid-netdev-missing",
+                says: &[
+                    "ens1f0.100",
+                    "use GID index 3 (RoCE v2, ::ffff:10.0.0.5 on ens1f0)",
+                ],
+                suggested: Some(3),
+            },
+            Case {
+                name: "RTR EINVAL, link-local against global IPv6",
+                step: Step::ModifyRtr,
+                failure: errno(libc::EINVAL),
+                ctx: mlx5_ctx(1, "2001:db8::6", GidType::RoceV2),
+                code: "gid-mismatch",
+                says: &[
+                    "scope mismatch",
+                    "use GID index 5 (RoCE v2, 2001:db8::5 on ens1f0)",
+                ],
+                suggested: Some(5),
+            },
             Case {
                 name: "RTR EINVAL, no GRH on RoCE (row 1)",
                 step: Step::ModifyRtr,
@@ -1889,8 +1995,8 @@ mod tests {
                 failure: errno(libc::ENODEV),
                 ctx: gone,
                 code: "gid-netdev-missing",
-                says: &["veth0", "network namespace"],
-                suggested: Some(1),
+                says: &["veth0", "network namespace", "no GID on this port fits"],
+                suggested: None,
             },
             Case {
                 name: "RTR ENODEV, netdev down",
@@ -1899,7 +2005,7 @@ mod tests {
                 ctx: down,
                 code: "gid-netdev-missing",
                 says: &["ip link set veth0 up"],
-                suggested: Some(1),
+                suggested: None,
             },
             Case {
                 name: "RTR ETIMEDOUT, same-host ARP without accept_local (row 3)",
