@@ -669,6 +669,83 @@ mod live_tests {
         println!("compared {compared} lookups with `ip -j route get`");
     }
 
+    fn ip_json(args: &[&str]) -> Option<Vec<serde_json::Value>> {
+        let out = std::process::Command::new("ip").args(args).output().ok()?;
+        if !out.status.success() {
+            return None;
+        }
+        serde_json::from_slice(&out.stdout).ok()
+    }
+
+    #[test]
+    fn links_and_addresses_match_ip() {
+        let Some(links) = ip_json(&["-j", "addr"]) else {
+            println!("skipped: `ip -j addr` is unavailable on this host");
+            return;
+        };
+        let devs = netdevs().expect("link dump");
+        let addrs = addresses().expect("address dump");
+        for link in &links {
+            let name = link["ifname"].as_str().unwrap();
+            let dev = devs
+                .iter()
+                .find(|d| d.name == name)
+                .unwrap_or_else(|| panic!("{name} missing: {devs:?}"));
+            assert_eq!(
+                u64::from(dev.index),
+                link["ifindex"].as_u64().unwrap(),
+                "{name}"
+            );
+            assert_eq!(dev.mtu.map(u64::from), link["mtu"].as_u64(), "{name}");
+            assert_eq!(
+                dev.operstate,
+                link["operstate"].as_str().unwrap().to_lowercase(),
+                "{name}"
+            );
+            for a in link["addr_info"].as_array().unwrap() {
+                let ip: IpAddr = a["local"].as_str().unwrap().parse().unwrap();
+                let found = addrs
+                    .iter()
+                    .find(|x| x.ifindex == dev.index && x.address == ip);
+                let found = found.unwrap_or_else(|| panic!("{ip} on {name} missing: {addrs:?}"));
+                assert_eq!(
+                    u64::from(found.prefix_len),
+                    a["prefixlen"].as_u64().unwrap(),
+                    "{ip}"
+                );
+            }
+        }
+        assert_eq!(devs.len(), links.len());
+    }
+
+    #[test]
+    fn neighbours_match_ip_neigh() {
+        let Some(entries) = ip_json(&["-j", "neigh"]) else {
+            println!("skipped: `ip -j neigh` is unavailable on this host");
+            return;
+        };
+        if entries.is_empty() {
+            println!("skipped: this host's neighbour table is empty");
+            return;
+        }
+        let devs = netdevs().expect("link dump");
+        for e in &entries {
+            let ip: IpAddr = e["dst"].as_str().unwrap().parse().unwrap();
+            let dev = devs
+                .iter()
+                .find(|d| Some(d.name.as_str()) == e["dev"].as_str())
+                .unwrap();
+            // States move on their own (REACHABLE → STALE); presence and MAC are stable.
+            let n = neighbour(ip, dev.index).expect("neighbour dump");
+            let n = n.unwrap_or_else(|| panic!("no neighbour {ip} on {}", dev.name));
+            assert_eq!(n.lladdr.as_deref(), e["lladdr"].as_str(), "{ip}");
+        }
+        println!(
+            "compared {} neighbour entries with `ip -j neigh`",
+            entries.len()
+        );
+    }
+
     #[test]
     fn loopback_exists_and_has_its_address() {
         let lo = netdev("lo")
