@@ -796,7 +796,15 @@ pub fn run(ctx: &Ctx, args: &CheckArgs) -> Result<u8> {
             auto: &auto,
             devices: &devices,
         };
-        checks.extend(gidselect::validate_env(|k| std::env::var(k).ok(), &target));
+        let env_findings = gidselect::validate_env(|k| std::env::var(k).ok(), &target);
+        if env_findings.is_empty() {
+            checks.push(Finding::new(
+                Severity::Info,
+                "env",
+                "none of NCCL_IB_GID_INDEX, UCX_IB_GID_INDEX, NCCL_IB_HCA is set",
+            ));
+        }
+        checks.extend(env_findings);
     }
     let result = checks
         .iter()
