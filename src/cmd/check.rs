@@ -1,7 +1,1313 @@
-use crate::app::Ctx;
-use crate::cli::CheckArgs;
-use crate::error::{Error, Result};
+//! `rdmactl check`: is this GID index usable, and does it route to the peer?
+//!
+//! gather (sysfs + rtnetlink) → `evaluate` (pure) → render. Each check is one line with
+//! ok/warn/FAIL, the evidence it looked at, and the fix; `auto` first prints why it chose
+//! its index.
 
-pub fn run(_ctx: &Ctx, _args: &CheckArgs) -> Result<u8> {
-    Err(Error::System("'check' is not implemented yet".into()))
+use std::fmt::Write as _;
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+
+use owo_colors::OwoColorize;
+use serde::Serialize;
+
+use crate::app::Ctx;
+use crate::cli::{CheckArgs, GidIndexArg};
+use crate::error::{exit, Error, Result};
+use crate::explain::{Finding, NetdevFacts, RouteFacts, Severity};
+use crate::gid::Gid;
+use crate::gidselect::{
+    self, describe, is_link_local, type_name, EnvTarget, Family, Selection, Verdict, Want,
+};
+use crate::model::{GidEntry, GidType, LinkLayer};
+use crate::net;
+use crate::output::{self, Style};
+
+// ---------------------------------------------------------------------------------------
+// Port facts.
+// MERGE: this minimal reader stands in for the shared sysfs reader (inventory's
+// Device/Port in src/model.rs + src/sysfs/). Swap `load_port_facts` for it; `evaluate`
+// only needs the fields of `PortFacts`.
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PortFacts {
+    pub device: String,
+    pub port: u32,
+    pub link_layer: LinkLayer,
+    /// "ACTIVE", "DOWN", ... (the name after the number in `state`).
+    pub state: Option<String>,
+    pub phys_state: Option<String>,
+    pub lid: Option<u16>,
+    /// Populated slots only.
+    pub gids: Vec<GidEntry>,
+    /// Number of slots (`gid_tbl_len`): the count of `gids/N` files.
+    pub gid_table_len: u32,
+    /// From verbs query_port when available; sysfs does not carry it.
+    pub active_mtu: Option<u32>,
+}
+
+fn read_trim(path: &Path) -> Option<String> {
+    std::fs::read_to_string(path)
+        .ok()
+        .map(|s| s.trim().to_string())
+}
+
+/// "4: ACTIVE" → "ACTIVE".
+fn state_name(raw: &str) -> String {
+    raw.split_once(':')
+        .map_or(raw, |(_, name)| name)
+        .trim()
+        .to_string()
+}
+
+fn parse_gid_type(text: &str) -> GidType {
+    match text {
+        "IB/RoCE v1" => GidType::Ib,
+        "RoCE v2" => GidType::RoceV2,
+        "RoCE v1" => GidType::RoceV1,
+        other => GidType::Other(other.to_string()),
+    }
+}
+
+fn list_dir(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+/// The device to check: the named one, else the only one, else the first in name order.
+fn resolve_device(sysfs: &Path, wanted: Option<&str>) -> Result<String> {
+    let class = sysfs.join("class/infiniband");
+    if !class.is_dir() {
+        return Err(Error::NoRdma { path: class });
+    }
+    let devices = list_dir(&class);
+    match wanted {
+        Some(name) if devices.iter().any(|d| d == name) => Ok(name.to_string()),
+        Some(name) => Err(Error::NoSuchDevice {
+            name: name.to_string(),
+            available: devices,
+        }),
+        None => devices
+            .into_iter()
+            .next()
+            .ok_or(Error::NoRdma { path: class }),
+    }
+}
+
+pub fn load_port_facts(ctx: &Ctx, device: &str, port: u32) -> Result<PortFacts> {
+    let dev_dir = ctx.sysfs.join("class/infiniband").join(device);
+    let port_dir = dev_dir.join("ports").join(port.to_string());
+    if !port_dir.is_dir() {
+        return Err(Error::NoSuchPort {
+            device: device.to_string(),
+            port,
+            available: list_dir(&dev_dir.join("ports")),
+        });
+    }
+    let link_layer = match read_trim(&port_dir.join("link_layer")).as_deref() {
+        Some("InfiniBand") => LinkLayer::InfiniBand,
+        Some("Ethernet") => LinkLayer::Ethernet,
+        Some(other) => LinkLayer::Other(other.to_string()),
+        None => {
+            return Err(Error::Io {
+                path: port_dir.join("link_layer"),
+                source: std::io::Error::new(std::io::ErrorKind::NotFound, "unreadable"),
+            })
+        }
+    };
+    let lid = read_trim(&port_dir.join("lid"))
+        .and_then(|s| u16::from_str_radix(s.trim_start_matches("0x"), 16).ok());
+    let slots = list_dir(&port_dir.join("gids"));
+    let mut gids = Vec::new();
+    for name in &slots {
+        let Ok(index) = name.parse::<u32>() else {
+            continue;
+        };
+        let Some(gid) =
+            read_trim(&port_dir.join("gids").join(name)).and_then(|t| Gid::parse(&t).ok())
+        else {
+            continue;
+        };
+        if gid.is_zero() {
+            continue;
+        }
+        let attrs = port_dir.join("gid_attrs");
+        gids.push(GidEntry {
+            index,
+            gid,
+            gid_type: read_trim(&attrs.join("types").join(name)).map(|t| parse_gid_type(&t)),
+            netdev: read_trim(&attrs.join("ndevs").join(name)).filter(|s| !s.is_empty()),
+        });
+    }
+    gids.sort_by_key(|e| e.index);
+    Ok(PortFacts {
+        device: device.to_string(),
+        port,
+        link_layer,
+        state: read_trim(&port_dir.join("state")).map(|s| state_name(&s)),
+        phys_state: read_trim(&port_dir.join("phys_state")).map(|s| state_name(&s)),
+        lid,
+        gids,
+        gid_table_len: slots.len() as u32,
+        active_mtu: None,
+    })
+}
+
+// ---------------------------------------------------------------------------------------
+// Network facts (live, or from the captured tree)
+
+/// What the network side told us; None fields were not checked (and say why).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NetFacts {
+    pub netdev: Option<NetdevFacts>,
+    pub route: Option<RouteFacts>,
+    /// `ip route get PEER oif GID_NETDEV` when the plain lookup is not conclusive.
+    pub route_via_gid_netdev: Option<net::Route>,
+    /// Why the route was not checked (no --peer, captured tree, netlink error).
+    pub route_skipped: Option<String>,
+    /// Where `netdev` came from: this network namespace, or the captured tree.
+    pub netdev_source: &'static str,
+}
+
+/// The netdev as a captured tree records it (class/net/<if>/{operstate,mtu,flags}).
+fn netdev_from_sysfs(sysfs: &Path, name: &str) -> NetdevFacts {
+    let dir = sysfs.join("class/net").join(name);
+    let operstate = read_trim(&dir.join("operstate"));
+    let flags = read_trim(&dir.join("flags"))
+        .and_then(|f| u32::from_str_radix(f.trim_start_matches("0x"), 16).ok());
+    let admin_up = flags.is_some_and(|f| f & 1 == 1);
+    NetdevFacts {
+        name: name.to_string(),
+        exists: dir.is_dir(),
+        up: admin_up && matches!(operstate.as_deref(), Some("up") | Some("unknown")),
+        operstate,
+        mtu: read_trim(&dir.join("mtu")).and_then(|m| m.parse().ok()),
+    }
+}
+
+fn netdev_live(name: &str) -> std::result::Result<NetdevFacts, net::NetError> {
+    Ok(match net::netdev(name)? {
+        Some(d) => NetdevFacts {
+            name: d.name.clone(),
+            exists: true,
+            up: d.is_up(),
+            operstate: Some(d.operstate.clone()),
+            mtu: d.mtu,
+        },
+        None => NetdevFacts {
+            name: name.to_string(),
+            exists: false,
+            ..NetdevFacts::default()
+        },
+    })
+}
+
+/// The kernel's way to `peer`, as seen from the GID's netdev `gid_netdev`.
+fn route_live(
+    peer: IpAddr,
+    gid_netdev: Option<&str>,
+) -> std::result::Result<(RouteFacts, Option<net::Route>), net::NetError> {
+    let mut facts = RouteFacts {
+        peer: Some(peer),
+        ..RouteFacts::default()
+    };
+    let peer_link_local = is_link_local(&Gid::from_ip(peer));
+    // An IPv6 link-local peer is only meaningful on a given link: ask through the GID's netdev.
+    let plain = if peer_link_local {
+        route_get_soft(peer, gid_netdev)?
+    } else {
+        route_get_soft(peer, None)?
+    };
+    let Some(route) = plain else {
+        facts.no_route = true;
+        return Ok((facts, None));
+    };
+    facts.route_netdev = route.oif.clone();
+    facts.gateway = route.gateway;
+    facts.peer_is_local = route.is_local();
+    let mut via_gid = None;
+    if facts.peer_is_local {
+        // Two ports of one host: the RDMA path leaves through the GID's netdev and the
+        // peer's netdev must accept an ARP request whose sender address is local.
+        let addrs = net::addresses()?;
+        let devs = net::netdevs()?;
+        let owner = addrs
+            .iter()
+            .find(|a| a.address == peer)
+            .and_then(|a| devs.iter().find(|d| d.index == a.ifindex))
+            .map(|d| d.name.clone());
+        if let Some(owner) = &owner {
+            let sysctls = net::arp_sysctls(Path::new("/proc"), owner);
+            facts.accept_local = sysctls.accept_local;
+            facts.rp_filter = sysctls.rp_filter;
+        }
+        facts.peer_local_netdev = owner;
+        if let Some(dev) = gid_netdev {
+            via_gid = route_get_soft(peer, Some(dev))?;
+            if let Some(r) = &via_gid {
+                facts.gateway = r.gateway;
+            }
+        }
+    }
+    // The neighbour the kernel ARPs for, on the GID's netdev.
+    if let Some(dev) = gid_netdev {
+        if let Some(d) = net::netdev(dev)? {
+            let hop = facts.gateway.unwrap_or(peer);
+            facts.neighbour_state = net::neighbour(hop, d.index)?.map(|n| n.state);
+        }
+    }
+    Ok((facts, via_gid))
+}
+
+/// A route lookup where "no route" is an answer, not an error.
+fn route_get_soft(
+    peer: IpAddr,
+    oif: Option<&str>,
+) -> std::result::Result<Option<net::Route>, net::NetError> {
+    match net::route_get(peer, oif) {
+        Ok(r) if matches!(r.kind.as_str(), "unreachable" | "prohibit" | "blackhole") => Ok(None),
+        Ok(r) => Ok(Some(r)),
+        Err(net::NetError::Kernel { errno, .. })
+            if errno == libc::ENETUNREACH
+                || errno == libc::EHOSTUNREACH
+                || errno == libc::EACCES
+                || errno == libc::EINVAL =>
+        {
+            Ok(None)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+fn gather_net(ctx: &Ctx, entry: Option<&GidEntry>, peer: Option<IpAddr>) -> NetFacts {
+    let mut facts = NetFacts {
+        netdev_source: "this network namespace (rtnetlink)",
+        ..NetFacts::default()
+    };
+    let netdev_name = entry.and_then(|e| e.netdev.clone());
+    if ctx.captured {
+        facts.netdev_source = "the captured tree (class/net)";
+        facts.netdev = netdev_name
+            .as_deref()
+            .map(|n| netdev_from_sysfs(&ctx.sysfs, n));
+        facts.route_skipped = peer.map(|_| {
+            "not checked: --sysfs points at a captured tree, not this host's network".into()
+        });
+        return facts;
+    }
+    if let Some(name) = &netdev_name {
+        match netdev_live(name) {
+            Ok(n) => facts.netdev = Some(n),
+            Err(e) => facts.route_skipped = Some(format!("not checked: {e}")),
+        }
+    }
+    if let Some(peer) = peer {
+        match route_live(peer, netdev_name.as_deref()) {
+            Ok((route, via)) => {
+                facts.route = Some(route);
+                facts.route_via_gid_netdev = via;
+            }
+            Err(e) => facts.route_skipped = Some(format!("not checked: {e}")),
+        }
+    }
+    facts
+}
+
+// ---------------------------------------------------------------------------------------
+// The checks (pure)
+
+/// The RoCE active MTU the kernel derives from a netdev MTU (iboe_get_mtu: the netdev MTU
+/// less GRH, UDP, BTH, XRC, AtomicETH and ICRC headers, rounded down to an IB MTU).
+pub fn roce_mtu_for(netdev_mtu: u32) -> Option<u32> {
+    let room = netdev_mtu.checked_sub(40 + 8 + 12 + 4 + 28 + 4)?;
+    [4096, 2048, 1024, 512, 256]
+        .into_iter()
+        .find(|m| *m <= room)
+}
+
+pub fn want_for(peer: Option<IpAddr>, net: &NetFacts) -> Want {
+    let route = net.route.as_ref();
+    // A link-local peer has no single route: every link has its own fe80::/64, and the
+    // kernel's answer without an interface is just the first one. Any on-link netdev may do.
+    let peer_link_local = peer.is_some_and(|p| is_link_local(&Gid::from_ip(p)));
+    Want {
+        family: None,
+        peer,
+        route_netdev: route
+            .filter(|r| !r.peer_is_local && !r.no_route && !peer_link_local)
+            .and_then(|r| r.route_netdev.clone()),
+        peer_on_link: route.and_then(RouteFacts::on_link),
+        peer_gid_type: None,
+    }
+}
+
+fn entry_or_auto_text(port: &PortFacts, sel: &Selection) -> String {
+    gidselect::suggestion(&port.gids, sel).unwrap_or_else(|| "no GID on this port fits".into())
+}
+
+/// Run every check on GID `index` of `port` toward `peer`.
+pub fn evaluate(
+    port: &PortFacts,
+    index: u32,
+    peer: Option<IpAddr>,
+    net: &NetFacts,
+    auto: &Selection,
+) -> Vec<Finding> {
+    let mut out = Vec::new();
+    let name = format!("{}/{}", port.device, port.port);
+    let better = || -> String {
+        match auto.chosen {
+            Some(i) if i != index => entry_or_auto_text(port, auto),
+            Some(_) => String::new(),
+            None => "no GID on this port fits the peer".into(),
+        }
+    };
+    let with_better = |fix: String| -> String {
+        let b = better();
+        if b.is_empty() {
+            fix
+        } else if fix.is_empty() {
+            b
+        } else {
+            format!("{fix}; {b}")
+        }
+    };
+
+    // Port.
+    let state = port.state.clone().unwrap_or_else(|| "unknown".into());
+    let mut f = if state == "ACTIVE" {
+        Finding::new(Severity::Ok, "port-state", format!("{name} is ACTIVE"))
+    } else {
+        let fix = if port.link_layer == LinkLayer::InfiniBand {
+            "start a subnet manager (opensm) or fix the link".to_string()
+        } else {
+            let dev = port
+                .gids
+                .iter()
+                .find_map(|e| e.netdev.clone())
+                .unwrap_or_else(|| "the netdev".into());
+            format!("bring {dev} up and check its carrier (ip link show {dev})")
+        };
+        Finding::new(
+            Severity::Fail,
+            "port-state",
+            format!("{name} is {state}, not ACTIVE"),
+        )
+        .fix(fix)
+    };
+    f = f.evidence(format!(
+        "state {state}, phys_state {}",
+        port.phys_state.clone().unwrap_or_else(|| "unknown".into())
+    ));
+    out.push(f);
+    if port.link_layer == LinkLayer::InfiniBand {
+        let lid = port.lid.unwrap_or(0);
+        out.push(if lid == 0 || lid == 0xffff {
+            Finding::new(
+                Severity::Fail,
+                "ib-lid",
+                format!("{name} has no LID (0x{lid:04x}): no subnet manager configured it"),
+            )
+            .fix("start a subnet manager (opensm, or the switch's)")
+        } else {
+            Finding::new(Severity::Ok, "ib-lid", format!("{name} LID 0x{lid:04x}"))
+        });
+    }
+
+    // Slot.
+    if index >= port.gid_table_len {
+        out.push(
+            Finding::new(
+                Severity::Fail,
+                "gid-slot",
+                format!("GID index {index} is past the end of {name}'s table ({} entries): RTR fails with EINVAL", port.gid_table_len),
+            )
+            .evidence(populated(port))
+            .fix(with_better(String::new())),
+        );
+        return out;
+    }
+    let Some(entry) = port.gids.iter().find(|e| e.index == index) else {
+        out.push(
+            Finding::new(
+                Severity::Fail,
+                "gid-slot",
+                format!("GID index {index} on {name} is an empty slot: RTR fails with ENODATA"),
+            )
+            .evidence(format!(
+                "gids/{index} is all zero; gid_attrs/types/{index} is unreadable"
+            ))
+            .evidence(populated(port))
+            .fix(with_better(String::new())),
+        );
+        return out;
+    };
+    out.push(
+        Finding::new(
+            Severity::Ok,
+            "gid-slot",
+            format!("{} is populated", describe(entry)),
+        )
+        .evidence(format!("gids/{index} = {}", entry.gid)),
+    );
+
+    if port.link_layer == LinkLayer::InfiniBand {
+        if let Some(r) = auto.reason(index) {
+            out.push(Finding::new(
+                if r.verdict == Verdict::Chosen {
+                    Severity::Ok
+                } else {
+                    Severity::Info
+                },
+                "gid-choice",
+                format!("index {index}: {}", r.why),
+            ));
+        }
+        return out;
+    }
+
+    // Type.
+    out.push(match &entry.gid_type {
+        Some(GidType::RoceV2) => Finding::new(Severity::Ok, "gid-type", format!("index {index} is RoCE v2 (routable over UDP/IP)")),
+        Some(t @ (GidType::RoceV1 | GidType::Ib)) => {
+            let off_link = net.route.as_ref().and_then(RouteFacts::on_link) == Some(false);
+            Finding::new(
+                if off_link { Severity::Fail } else { Severity::Warn },
+                "gid-type",
+                format!("index {index} is {}: v1 frames stay on one L2 segment, and the peer must use v1 too", type_name(Some(t))),
+            )
+            .fix(with_better("use RoCE v2 unless every peer speaks v1".into()))
+        }
+        other => Finding::new(Severity::Warn, "gid-type", format!("index {index} has {}", type_name(other.as_ref())))
+            .evidence(format!("gid_attrs/types/{index} is unreadable or unknown"))
+            .fix(with_better(String::new())),
+    });
+
+    // Family against the peer.
+    if let Some(peer) = peer {
+        let gid_family = Family::of_gid(&entry.gid);
+        let peer_family = Family::of(peer);
+        if gid_family != peer_family {
+            out.push(
+                Finding::new(
+                    Severity::Fail,
+                    "gid-family",
+                    format!(
+                        "index {index} is {}{} but the peer {peer} is {}: both GIDs of a connection must be the same family (RTR fails with EINVAL)",
+                        if is_link_local(&entry.gid) { "link-local " } else { "" },
+                        gid_family.name(),
+                        peer_family.name()
+                    ),
+                )
+                .fix(with_better(String::new())),
+            );
+        } else {
+            out.push(Finding::new(
+                Severity::Ok,
+                "gid-family",
+                format!(
+                    "index {index} and the peer {peer} are both {}",
+                    gid_family.name()
+                ),
+            ));
+        }
+    }
+
+    // Netdev.
+    match (&entry.netdev, &net.netdev) {
+        (None, _) => out.push(
+            Finding::new(Severity::Fail, "netdev", format!("index {index} has no netdev (gid_attrs/ndevs/{index} unreadable): RTR fails with ENODEV"))
+                .fix(with_better(String::new())),
+        ),
+        (Some(dev), None) => out.push(Finding::new(Severity::Info, "netdev", format!("{dev}: not checked"))),
+        (Some(dev), Some(n)) if !n.exists => out.push(
+            Finding::new(
+                Severity::Fail,
+                "netdev",
+                format!("{dev} does not exist in this network namespace: removed, or in another namespace (RTR fails with ENODEV)"),
+            )
+            .evidence(format!("gid_attrs/ndevs/{index} = {dev}"))
+            .fix(with_better("run where the netdev lives, or use a GID whose netdev is here".into())),
+        ),
+        (Some(dev), Some(n)) if !n.up => out.push(
+            Finding::new(Severity::Fail, "netdev", format!("{dev} is not up (operstate {})", n.operstate.clone().unwrap_or_else(|| "?".into())))
+                .fix(format!("ip link set {dev} up, and check its link")),
+        ),
+        (Some(dev), Some(n)) => out.push(
+            Finding::new(Severity::Ok, "netdev", format!("{dev} is present and up (operstate {})", n.operstate.clone().unwrap_or_default()))
+                .evidence(format!("looked up in {}", net.netdev_source)),
+        ),
+    }
+
+    // Route, neighbour, link-local.
+    if let Some(peer) = peer {
+        if let Some(why) = &net.route_skipped {
+            out.push(Finding::new(
+                Severity::Info,
+                "route",
+                format!("route to {peer}: {why}"),
+            ));
+        }
+        if let Some(route) = &net.route {
+            out.extend(route_findings(
+                port,
+                entry,
+                index,
+                peer,
+                route,
+                net.route_via_gid_netdev.as_ref(),
+                &with_better,
+            ));
+        }
+    }
+
+    // MTU.
+    if let Some(n) = &net.netdev {
+        if let Some(mtu) = n.mtu {
+            let derived = roce_mtu_for(mtu);
+            let mut f = match (derived, port.active_mtu) {
+                (None, _) => Finding::new(Severity::Fail, "mtu", format!("{} MTU {mtu} is too small to carry RoCE", n.name)),
+                (Some(d), Some(active)) if active > d => {
+                    Finding::new(Severity::Warn, "mtu", format!("port active MTU {active} is larger than {} MTU {mtu} allows ({d})", n.name))
+                        .fix(format!("use -m {d}, or raise the MTU of {} and the switch", n.name))
+                }
+                (Some(d), _) => Finding::new(
+                    Severity::Ok,
+                    "mtu",
+                    format!("{} MTU {mtu} gives RoCE path MTU {d}; the peer must use the same or pass -m {d}", n.name),
+                ),
+            };
+            f = f.evidence(format!("{} mtu {mtu}", n.name));
+            if let Some(a) = port.active_mtu {
+                f = f.evidence(format!("active_mtu {a}"));
+            }
+            out.push(f);
+        }
+    }
+    out
+}
+
+fn populated(port: &PortFacts) -> String {
+    let list: Vec<String> = port.gids.iter().map(|e| e.index.to_string()).collect();
+    if list.is_empty() {
+        "no populated GID slot".into()
+    } else {
+        format!("populated indices: {}", list.join(", "))
+    }
+}
+
+fn route_findings(
+    port: &PortFacts,
+    entry: &GidEntry,
+    index: u32,
+    peer: IpAddr,
+    route: &RouteFacts,
+    via_gid: Option<&net::Route>,
+    with_better: &dyn Fn(String) -> String,
+) -> Vec<Finding> {
+    let _ = port;
+    let mut out = Vec::new();
+    let gid_dev = entry.netdev.clone().unwrap_or_else(|| "?".into());
+    if route.no_route {
+        out.push(
+            Finding::new(
+                Severity::Fail,
+                "route",
+                format!("the kernel has no route to {peer}: RTR would time out resolving it"),
+            )
+            .evidence(format!("ip route get {peer}: unreachable"))
+            .fix(format!("add a route to {peer} through {gid_dev}")),
+        );
+        return out;
+    }
+    let route_dev = route.route_netdev.clone().unwrap_or_else(|| "?".into());
+    if route.peer_is_local {
+        let owner = route
+            .peer_local_netdev
+            .clone()
+            .unwrap_or_else(|| "?".into());
+        let mut f = Finding::new(
+            Severity::Ok,
+            "route",
+            format!("{peer} is an address of this host (on {owner}): a same-host test, sent out through {gid_dev}"),
+        )
+        .evidence(format!("ip route get {peer}: local, dev {route_dev}"));
+        if let Some(r) = via_gid {
+            f = f.evidence(format!(
+                "ip route get {peer} oif {gid_dev}: dev {}",
+                r.oif.clone().unwrap_or_default()
+            ));
+        }
+        out.push(f);
+        let drops = route.accept_local == Some(false) || route.rp_filter == Some(1);
+        let mut f = if drops {
+            Finding::new(
+                Severity::Fail,
+                "arp-same-host",
+                format!("{owner} will drop the ARP request from {gid_dev} (its sender address is local): RTR fails with ETIMEDOUT"),
+            )
+            .fix(format!(
+                "sysctl -w net.ipv4.conf.all.accept_local=1 net.ipv4.conf.{gid_dev}.accept_local=1 net.ipv4.conf.{owner}.accept_local=1, with rp_filter 0 or 2"
+            ))
+        } else if route.accept_local.is_none() {
+            Finding::new(
+                Severity::Warn,
+                "arp-same-host",
+                format!("cannot read accept_local for {owner}; a same-host ARP needs it set"),
+            )
+        } else {
+            Finding::new(
+                Severity::Ok,
+                "arp-same-host",
+                format!("{owner} accepts ARP from a local sender"),
+            )
+        };
+        if let Some(a) = route.accept_local {
+            f = f.evidence(format!("accept_local (all or {owner}) = {}", u8::from(a)));
+        }
+        if let Some(r) = route.rp_filter {
+            f = f.evidence(format!("rp_filter (max of all, {owner}) = {r}"));
+        }
+        out.push(f);
+    } else if route_dev == gid_dev {
+        let mut f = Finding::new(
+            Severity::Ok,
+            "route",
+            format!("the kernel routes {peer} through {gid_dev}, the GID's netdev"),
+        )
+        .evidence(format!("ip route get {peer}: dev {route_dev}"));
+        if let Some(gw) = route.gateway {
+            f = f.evidence(format!("via {gw}"));
+        }
+        out.push(f);
+    } else {
+        out.push(
+            Finding::new(
+                Severity::Fail,
+                "route",
+                format!("the kernel routes {peer} through {route_dev}, but GID index {index} belongs to {gid_dev}: the peer's MAC is resolved through {gid_dev}, so RTR would time out"),
+            )
+            .evidence(format!("ip route get {peer}: dev {route_dev}"))
+            .fix(with_better(format!("use a GID on {route_dev}"))),
+        );
+    }
+
+    // Link-local toward an off-link peer.
+    if is_link_local(&entry.gid) {
+        if route.gateway.is_some() && !route.peer_is_local {
+            out.push(
+                Finding::new(
+                    Severity::Fail,
+                    "link-local",
+                    format!("index {index} is link-local and {peer} is behind a router ({}): link-local never crosses one", route.gateway.map(|g| g.to_string()).unwrap_or_default()),
+                )
+                .fix(with_better(String::new())),
+            );
+        } else {
+            out.push(Finding::new(Severity::Warn, "link-local", format!("index {index} is link-local: it reaches only peers on this L2 segment, using link-local GIDs too")).fix(with_better(String::new())));
+        }
+    }
+
+    // Neighbour.
+    let hop = route.gateway.unwrap_or(peer);
+    out.push(match route.neighbour_state.as_deref() {
+        Some(s @ ("FAILED" | "INCOMPLETE")) => Finding::new(
+            Severity::Fail,
+            "neighbour",
+            format!("{hop} on {gid_dev} is {s}: it did not answer ARP/ND, so RTR would time out"),
+        )
+        .evidence(format!("ip neigh show {hop} dev {gid_dev}: {s}"))
+        .fix(format!("check that {hop} is up and on the same segment/VLAN as {gid_dev} (ping -I {gid_dev} {hop})")),
+        Some(s) => Finding::new(Severity::Ok, "neighbour", format!("{hop} on {gid_dev} is {s}")),
+        None => Finding::new(
+            Severity::Info,
+            "neighbour",
+            format!("no neighbour entry for {hop} on {gid_dev} yet: the kernel resolves it at RTR (1 s timeout)"),
+        ),
+    });
+    out
+}
+
+// ---------------------------------------------------------------------------------------
+// Command
+
+#[derive(Debug, Serialize)]
+struct Report {
+    device: String,
+    port: u32,
+    gid_index: Option<u32>,
+    requested: String,
+    peer: Option<IpAddr>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    selection: Option<Selection>,
+    checks: Vec<Finding>,
+    result: Severity,
+}
+
+pub fn run(ctx: &Ctx, args: &CheckArgs) -> Result<u8> {
+    let device = resolve_device(&ctx.sysfs, args.device.as_deref())?;
+    let port = load_port_facts(ctx, &device, args.port)?;
+
+    // The selection needs route facts, which need a netdev: look the route up once without
+    // a GID netdev for `auto`, then again from the chosen GID's netdev.
+    let first_net = if ctx.captured || args.peer.is_none() {
+        NetFacts::default()
+    } else {
+        gather_net(ctx, None, args.peer)
+    };
+    let auto = gidselect::select_gid(
+        &port.gids,
+        &port.link_layer,
+        &want_for(args.peer, &first_net),
+    );
+    let (index, selection) = match args.gid_index {
+        GidIndexArg::Index(i) => (Some(i), None),
+        GidIndexArg::Auto => (auto.chosen, Some(auto.clone())),
+    };
+
+    let mut checks = match index {
+        Some(i) => {
+            let entry = port.gids.iter().find(|e| e.index == i);
+            let net = gather_net(ctx, entry, args.peer);
+            evaluate(&port, i, args.peer, &net, &auto)
+        }
+        None => vec![Finding::new(
+            Severity::Fail,
+            "gid-choice",
+            format!("no GID on {device}/{} fits{}", args.port, args.peer.map(|p| format!(" the peer {p}")).unwrap_or_default()),
+        )
+        .evidence(populated(&port))
+        .fix("see the reasons above; give the port an address in the peer's family on the netdev that routes to it")],
+    };
+    if args.env {
+        let devices = list_dir(&ctx.sysfs.join("class/infiniband"));
+        let target = EnvTarget {
+            device: &device,
+            port: args.port,
+            link_layer: &port.link_layer,
+            table: &port.gids,
+            auto: &auto,
+            devices: &devices,
+        };
+        let env_findings = gidselect::validate_env(|k| std::env::var(k).ok(), &target);
+        if env_findings.is_empty() {
+            checks.push(Finding::new(
+                Severity::Info,
+                "env",
+                "none of NCCL_IB_GID_INDEX, UCX_IB_GID_INDEX, NCCL_IB_HCA is set",
+            ));
+        }
+        checks.extend(env_findings);
+    }
+    let result = checks
+        .iter()
+        .map(|f| f.severity)
+        .max()
+        .unwrap_or(Severity::Ok);
+    let report = Report {
+        device,
+        port: args.port,
+        gid_index: index,
+        requested: match args.gid_index {
+            GidIndexArg::Auto => "auto".into(),
+            GidIndexArg::Index(i) => i.to_string(),
+        },
+        peer: args.peer,
+        selection,
+        checks,
+        result,
+    };
+    let text = if ctx.json {
+        output::json(&report)
+    } else {
+        render(&report, ctx.style)
+    };
+    output::print(&text).map_err(|source| Error::Io {
+        path: PathBuf::from("<stdout>"),
+        source,
+    })?;
+    Ok(if result == Severity::Fail {
+        exit::FAILED
+    } else {
+        exit::OK
+    })
+}
+
+fn label(sev: Severity, style: Style) -> String {
+    let text = format!("{:<4}", sev.label());
+    if !style.color {
+        return text;
+    }
+    match sev {
+        Severity::Ok => text.green().to_string(),
+        Severity::Info => text.blue().to_string(),
+        Severity::Warn => text.yellow().to_string(),
+        Severity::Fail => text.red().bold().to_string(),
+    }
+}
+
+fn render(report: &Report, style: Style) -> String {
+    let mut s = String::new();
+    let target = format!("{}/{}", report.device, report.port);
+    let peer = report
+        .peer
+        .map(|p| format!(" toward {p}"))
+        .unwrap_or_default();
+    match report.gid_index {
+        Some(i) => {
+            let _ = writeln!(s, "check {target} GID index {i}{peer}");
+        }
+        None => {
+            let _ = writeln!(s, "check {target} GID index {}{peer}", report.requested);
+        }
+    }
+    if let Some(sel) = &report.selection {
+        let _ = writeln!(
+            s,
+            "auto: {}",
+            sel.chosen
+                .map(|i| format!("chose index {i}"))
+                .unwrap_or_else(|| "no index qualifies".into())
+        );
+        for r in &sel.reasons {
+            let verdict = match r.verdict {
+                Verdict::Chosen => "chosen",
+                Verdict::Usable => "usable",
+                Verdict::Rejected => "rejected",
+            };
+            let _ = writeln!(s, "  index {:<3} {verdict:<8} {}", r.index, r.why);
+        }
+    }
+    for f in &report.checks {
+        let _ = writeln!(
+            s,
+            "{} {:<16} {}",
+            label(f.severity, style),
+            f.code,
+            f.message
+        );
+        for e in &f.evidence {
+            let _ = writeln!(s, "     {:<16} seen: {e}", "");
+        }
+        if let Some(fix) = &f.fix {
+            if !fix.is_empty() {
+                let _ = writeln!(s, "     {:<16} fix:  {fix}", "");
+            }
+        }
+    }
+    let _ = write!(
+        s,
+        "result: {}",
+        match report.result {
+            Severity::Fail => "FAIL",
+            Severity::Warn => "ok with warnings",
+            _ => "ok",
+        }
+    );
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+
+    fn fixture(name: &str) -> Ctx {
+        Ctx {
+            json: false,
+            style: Style::plain(),
+            sysfs: PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/fixtures/sysfs")
+                .join(name),
+            captured: true,
+        }
+    }
+
+    #[test]
+    fn loads_the_rxe_fixture() {
+        let ctx = fixture("rxe-veth-basic");
+        assert_eq!(resolve_device(&ctx.sysfs, None).unwrap(), "rxe0");
+        let p = load_port_facts(&ctx, "rxe0", 1).unwrap();
+        assert_eq!(p.link_layer, LinkLayer::Ethernet);
+        assert_eq!(p.state.as_deref(), Some("ACTIVE"));
+        assert_eq!(p.gid_table_len, 1024);
+        assert_eq!(p.gids.len(), 2);
+        assert_eq!(
+            describe(&p.gids[1]),
+            "GID index 1 (RoCE v2, ::ffff:192.168.77.1 on veth0)"
+        );
+        assert!(matches!(
+            load_port_facts(&ctx, "rxe0", 2),
+            Err(Error::NoSuchPort { .. })
+        ));
+        assert!(matches!(
+            resolve_device(&ctx.sysfs, Some("mlx5_0")),
+            Err(Error::NoSuchDevice { .. })
+        ));
+    }
+
+    fn run_checks(
+        fixture_name: &str,
+        device: &str,
+        index: u32,
+        peer: Option<&str>,
+        net: NetFacts,
+    ) -> Vec<Finding> {
+        let ctx = fixture(fixture_name);
+        let port = load_port_facts(&ctx, device, 1).unwrap();
+        let peer: Option<IpAddr> = peer.map(|p| p.parse().unwrap());
+        let auto = gidselect::select_gid(&port.gids, &port.link_layer, &want_for(peer, &net));
+        let mut net = net;
+        if net.netdev.is_none() {
+            let entry = port.gids.iter().find(|e| e.index == index);
+            net.netdev = entry
+                .and_then(|e| e.netdev.as_deref())
+                .map(|n| netdev_from_sysfs(&ctx.sysfs, n));
+            net.netdev_source = "the captured tree (class/net)";
+        }
+        evaluate(&port, index, peer, &net, &auto)
+    }
+
+    fn find<'a>(findings: &'a [Finding], code: &str) -> &'a Finding {
+        findings
+            .iter()
+            .find(|f| f.code == code)
+            .unwrap_or_else(|| panic!("no {code} in {findings:#?}"))
+    }
+
+    fn text(f: &Finding) -> String {
+        format!(
+            "{} | {} | {}",
+            f.message,
+            f.evidence.join(" | "),
+            f.fix.clone().unwrap_or_default()
+        )
+    }
+
+    /// The VM's same-host facts toward 192.168.77.2, as `gather_net` finds them.
+    fn vm_net(accept_local: bool) -> NetFacts {
+        NetFacts {
+            route: Some(RouteFacts {
+                peer: Some("192.168.77.2".parse().unwrap()),
+                route_netdev: Some("lo".into()),
+                peer_is_local: true,
+                peer_local_netdev: Some("veth1".into()),
+                accept_local: Some(accept_local),
+                rp_filter: Some(0),
+                ..RouteFacts::default()
+            }),
+            ..NetFacts::default()
+        }
+    }
+
+    #[test]
+    fn check_table() {
+        struct Case {
+            name: &'static str,
+            fixture: &'static str,
+            device: &'static str,
+            index: u32,
+            peer: Option<&'static str>,
+            net: NetFacts,
+            code: &'static str,
+            severity: Severity,
+            says: &'static [&'static str],
+        }
+        let routed_elsewhere = NetFacts {
+            route: Some(RouteFacts {
+                peer: Some("10.9.9.9".parse().unwrap()),
+                route_netdev: Some("eth0".into()),
+                gateway: Some("192.0.2.1".parse().unwrap()),
+                ..RouteFacts::default()
+            }),
+            ..NetFacts::default()
+        };
+        let cases = vec![
+            Case {
+                name: "index 1 toward the same-host peer",
+                fixture: "rxe-veth-basic",
+                device: "rxe0",
+                index: 1,
+                peer: Some("192.168.77.2"),
+                net: vm_net(true),
+                code: "arp-same-host",
+                severity: Severity::Ok,
+                says: &["veth1"],
+            },
+            Case {
+                name: "without accept_local",
+                fixture: "rxe-veth-basic",
+                device: "rxe0",
+                index: 1,
+                peer: Some("192.168.77.2"),
+                net: vm_net(false),
+                code: "arp-same-host",
+                severity: Severity::Fail,
+                says: &["accept_local=1", "ETIMEDOUT"],
+            },
+            Case {
+                name: "index 0 (link-local) toward an IPv4 peer",
+                fixture: "rxe-veth-basic",
+                device: "rxe0",
+                index: 0,
+                peer: Some("192.168.77.2"),
+                net: vm_net(true),
+                code: "gid-family",
+                severity: Severity::Fail,
+                says: &[
+                    "link-local IPv6",
+                    "use GID index 1 (RoCE v2, ::ffff:192.168.77.1 on veth0)",
+                ],
+            },
+            Case {
+                name: "empty slot 7",
+                fixture: "rxe-veth-basic",
+                device: "rxe0",
+                index: 7,
+                peer: None,
+                net: NetFacts::default(),
+                code: "gid-slot",
+                severity: Severity::Fail,
+                says: &[
+                    "empty slot",
+                    "ENODATA",
+                    "populated indices: 0, 1",
+                    "use GID index 1",
+                ],
+            },
+            Case {
+                name: "index past the table",
+                fixture: "rxe-veth-basic",
+                device: "rxe0",
+                index: 5000,
+                peer: None,
+                net: NetFacts::default(),
+                code: "gid-slot",
+                severity: Severity::Fail,
+                says: &["1024 entries", "use GID index 1"],
+            },
+            Case {
+                name: "routed through another netdev",
+                fixture: "rxe-veth-basic",
+                device: "rxe0",
+                index: 1,
+                peer: Some("10.9.9.9"),
+                net: routed_elsewhere,
+                code: "route",
+                severity: Severity::Fail,
+                says: &["through eth0", "veth0", "time out"],
+            },
+            Case {
+                name: "MTU of veth0",
+                fixture: "rxe-veth-basic",
+                device: "rxe0",
+                index: 1,
+                peer: None,
+                net: NetFacts::default(),
+                code: "mtu",
+                severity: Severity::Ok,
+                says: &["MTU 1500", "path MTU 1024"],
+            },
+            Case {
+                name: "port down (veth1 down)",
+                fixture: "rxe-veth-vlan-ipv6-down",
+                device: "rxe1",
+                index: 1,
+                peer: None,
+                net: NetFacts::default(),
+                code: "port-state",
+                severity: Severity::Fail,
+                says: &["DOWN", "veth1"],
+            },
+            Case {
+                name: "netdev down (captured)",
+                fixture: "rxe-veth-vlan-ipv6-down",
+                device: "rxe1",
+                index: 1,
+                peer: None,
+                net: NetFacts::default(),
+                code: "netdev",
+                severity: Severity::Fail,
+                says: &["veth1 is not up", "ip link set veth1 up"],
+            },
+            Case {
+                name: "VLAN GID is RoCE v2",
+                fixture: "rxe-veth-vlan-ipv6-down",
+                device: "rxe0",
+                index: 2,
+                peer: None,
+                net: NetFacts::default(),
+                code: "gid-type",
+                severity: Severity::Ok,
+                says: &["RoCE v2"],
+            },
+        ];
+        for c in cases {
+            let findings = run_checks(c.fixture, c.device, c.index, c.peer, c.net);
+            let f = find(&findings, c.code);
+            assert_eq!(f.severity, c.severity, "{}: {}", c.name, text(f));
+            for s in c.says {
+                assert!(
+                    text(f).contains(s),
+                    "{}: missing {s:?} in {}",
+                    c.name,
+                    text(f)
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn index_1_toward_the_vm_peer_passes_every_check() {
+        let findings = run_checks(
+            "rxe-veth-basic",
+            "rxe0",
+            1,
+            Some("192.168.77.2"),
+            vm_net(true),
+        );
+        for f in &findings {
+            assert!(f.severity <= Severity::Info, "{}", text(f));
+        }
+    }
+
+    /// The live path on this host: a GID on the netdev that carries the default route is
+    /// routed correctly toward 8.8.8.8, and one on `lo` is not.
+    #[test]
+    fn live_route_checks_on_this_host() {
+        let Ok(route) = net::route_get("8.8.8.8".parse().unwrap(), None) else {
+            println!("skipped: this host has no route to 8.8.8.8");
+            return;
+        };
+        let Some(dev) = route.oif.clone() else {
+            println!("skipped: the route to 8.8.8.8 has no output netdev");
+            return;
+        };
+        let ctx = Ctx {
+            captured: false,
+            ..fixture("rxe-veth-basic")
+        };
+        let peer: IpAddr = "8.8.8.8".parse().unwrap();
+        let port = PortFacts {
+            device: "fake0".into(),
+            port: 1,
+            link_layer: LinkLayer::Ethernet,
+            state: Some("ACTIVE".into()),
+            phys_state: Some("LinkUp".into()),
+            lid: Some(0),
+            gids: vec![
+                GidEntry {
+                    index: 0,
+                    gid: Gid::parse("::ffff:127.0.0.1").unwrap(),
+                    gid_type: Some(GidType::RoceV2),
+                    netdev: Some("lo".into()),
+                },
+                GidEntry {
+                    index: 1,
+                    gid: Gid::from_ip(route.prefsrc.unwrap_or(IpAddr::from([192, 0, 2, 2]))),
+                    gid_type: Some(GidType::RoceV2),
+                    netdev: Some(dev.clone()),
+                },
+            ],
+            gid_table_len: 16,
+            active_mtu: None,
+        };
+        let first = gather_net(&ctx, None, Some(peer));
+        let auto =
+            gidselect::select_gid(&port.gids, &port.link_layer, &want_for(Some(peer), &first));
+        assert_eq!(auto.chosen, Some(1), "{auto:#?}");
+        assert!(
+            auto.reason(0)
+                .unwrap()
+                .why
+                .contains(&format!("through {dev}")),
+            "{auto:#?}"
+        );
+        let good = evaluate(
+            &port,
+            1,
+            Some(peer),
+            &gather_net(&ctx, Some(&port.gids[1]), Some(peer)),
+            &auto,
+        );
+        assert_eq!(find(&good, "route").severity, Severity::Ok, "{good:#?}");
+        assert_eq!(find(&good, "netdev").severity, Severity::Ok, "{good:#?}");
+        let bad = evaluate(
+            &port,
+            0,
+            Some(peer),
+            &gather_net(&ctx, Some(&port.gids[0]), Some(peer)),
+            &auto,
+        );
+        let f = find(&bad, "route");
+        assert_eq!(f.severity, Severity::Fail, "{bad:#?}");
+        assert!(text(f).contains("use GID index 1"), "{}", text(f));
+    }
+
+    /// Without an interface the kernel answers a link-local lookup with the first link's
+    /// fe80::/64 route (veth1 here); that must not reject the fe80 GID on veth0.
+    #[test]
+    fn link_local_peer_ignores_the_interfaceless_route() {
+        let ctx = fixture("rxe-veth-basic");
+        let port = load_port_facts(&ctx, "rxe0", 1).unwrap();
+        let peer: IpAddr = "fe80::ec2c:c7ff:fe05:b79a".parse().unwrap();
+        let net = NetFacts {
+            route: Some(RouteFacts {
+                peer: Some(peer),
+                route_netdev: Some("veth1".into()),
+                ..RouteFacts::default()
+            }),
+            ..NetFacts::default()
+        };
+        let auto = gidselect::select_gid(&port.gids, &port.link_layer, &want_for(Some(peer), &net));
+        assert_eq!(auto.chosen, Some(0), "{auto:#?}");
+    }
+
+    #[test]
+    fn roce_mtu_follows_the_netdev() {
+        for (netdev, roce) in [
+            (1500, Some(1024)),
+            (9000, Some(4096)),
+            (4200, Some(4096)),
+            (2200, Some(2048)),
+            (1100, Some(512)),
+            (300, None),
+        ] {
+            assert_eq!(roce_mtu_for(netdev), roce, "{netdev}");
+        }
+    }
+
+    #[test]
+    fn render_lists_reasons_and_checks() {
+        let ctx = fixture("rxe-veth-basic");
+        let port = load_port_facts(&ctx, "rxe0", 1).unwrap();
+        let peer: IpAddr = "192.168.77.2".parse().unwrap();
+        let net = vm_net(true);
+        let auto = gidselect::select_gid(&port.gids, &port.link_layer, &want_for(Some(peer), &net));
+        let checks = evaluate(&port, 1, Some(peer), &net, &auto);
+        let report = Report {
+            device: "rxe0".into(),
+            port: 1,
+            gid_index: auto.chosen,
+            requested: "auto".into(),
+            peer: Some(peer),
+            selection: Some(auto),
+            checks,
+            result: Severity::Ok,
+        };
+        let out = render(&report, Style::plain());
+        assert!(out.contains("auto: chose index 1"), "{out}");
+        assert!(out.contains("index 0   rejected"), "{out}");
+        assert!(out.contains("ok   gid-slot"), "{out}");
+        let json: serde_json::Value = serde_json::from_str(&output::json(&report)).unwrap();
+        assert_eq!(json["selection"]["chosen"], 1);
+        assert_eq!(json["checks"][0]["severity"], "ok");
+    }
 }

@@ -1,0 +1,2321 @@
+//! Why a verbs step failed, as pure rules over (step, errno or completion status, context).
+//!
+//! Each rule is one row of docs/failure-modes.md: it names the evidence it used and the
+//! fix. Whenever some GID index on the port would work toward the peer, the explanation
+//! names it ("use GID index 1 (RoCE v2, ::ffff:192.168.77.1 on veth0)"); the choice comes
+//! from `gidselect`, so `auto` and the explanations never disagree.
+//!
+//! Nothing here does I/O: callers gather the facts (sysfs, verbs, netlink) into `Context`.
+
+// Parts of this API serve pingpong and selftest, which call it once the phases merge.
+#![allow(dead_code)]
+
+use std::fmt;
+use std::net::IpAddr;
+
+use serde::Serialize;
+
+use crate::gid::Gid;
+use crate::gidselect::{self, describe, is_link_local, type_name, Family, Want};
+use crate::model::{GidEntry, GidType, LinkLayer};
+
+// ---------------------------------------------------------------------------------------
+// Findings: the common currency of check, doctor and the pre-QP comparison
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    Ok,
+    Info,
+    Warn,
+    Fail,
+}
+
+impl Severity {
+    pub fn label(self) -> &'static str {
+        match self {
+            Severity::Ok => "ok",
+            Severity::Info => "info",
+            Severity::Warn => "warn",
+            Severity::Fail => "FAIL",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Finding {
+    pub severity: Severity,
+    /// Stable, kebab-case: scripts match on it.
+    pub code: String,
+    pub message: String,
+    pub evidence: Vec<String>,
+    pub fix: Option<String>,
+}
+
+impl Finding {
+    pub fn new(severity: Severity, code: &str, message: impl Into<String>) -> Finding {
+        Finding {
+            severity,
+            code: code.to_string(),
+            message: message.into(),
+            evidence: Vec::new(),
+            fix: None,
+        }
+    }
+
+    pub fn evidence(mut self, line: impl Into<String>) -> Finding {
+        self.evidence.push(line.into());
+        self
+    }
+
+    pub fn fix(mut self, fix: impl Into<String>) -> Finding {
+        self.fix = Some(fix.into());
+        self
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Steps and failures
+
+/// The verbs (or connection-manager) step that failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Step {
+    /// ibv_get_device_list
+    DeviceList,
+    /// ibv_open_device
+    Open,
+    QueryPort,
+    AllocPd,
+    RegMr,
+    CreateCq,
+    CreateQp,
+    /// RESET → INIT
+    ModifyInit,
+    /// INIT → RTR: the address vector is checked and the peer's MAC resolved here.
+    ModifyRtr,
+    /// RTR → RTS
+    ModifyRts,
+    CreateAh,
+    PostRecv,
+    PostSend,
+    /// ibv_poll_cq returned a completion with an error status, or nothing before a deadline.
+    PollCq,
+    CmResolveAddr,
+    CmResolveRoute,
+    CmConnect,
+}
+
+impl Step {
+    pub fn name(self) -> &'static str {
+        match self {
+            Step::DeviceList => "ibv_get_device_list",
+            Step::Open => "open device",
+            Step::QueryPort => "query port",
+            Step::AllocPd => "allocate PD",
+            Step::RegMr => "register MR",
+            Step::CreateCq => "create CQ",
+            Step::CreateQp => "create QP",
+            Step::ModifyInit => "modify QP to INIT",
+            Step::ModifyRtr => "modify QP to RTR",
+            Step::ModifyRts => "modify QP to RTS",
+            Step::CreateAh => "create AH",
+            Step::PostRecv => "post receive",
+            Step::PostSend => "post send",
+            Step::PollCq => "poll CQ",
+            Step::CmResolveAddr => "rdma_resolve_addr",
+            Step::CmResolveRoute => "rdma_resolve_route",
+            Step::CmConnect => "rdma_connect",
+        }
+    }
+}
+
+/// What went wrong at that step.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Failure {
+    /// A positive errno (verbs return them positive; rdma_cm events carry them negated).
+    Errno(i32),
+    /// A work completion with `status` (IBV_WC_*) and the driver's `vendor_err`.
+    WorkCompletion { status: u32, vendor_err: u32 },
+    /// Nothing happened before the deadline (no completion, no CM event).
+    Timeout { seconds: f64 },
+    /// Sysfs lists the device but libibverbs does not (no provider for its driver).
+    NotListed,
+}
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Failure::Errno(e) => write!(f, "errno {e} ({}: {})", errno_name(*e), errno_text(*e)),
+            Failure::WorkCompletion { status, vendor_err } => write!(
+                f,
+                "completion status {status} ({}, \"{}\"), vendor err 0x{vendor_err:x}",
+                wc_status_name(*status),
+                wc_status_text(*status)
+            ),
+            Failure::Timeout { seconds } => write!(f, "no answer within {seconds} s"),
+            Failure::NotListed => write!(f, "not listed by libibverbs"),
+        }
+    }
+}
+
+pub fn errno_name(errno: i32) -> &'static str {
+    match errno {
+        libc::EPERM => "EPERM",
+        libc::ENOENT => "ENOENT",
+        libc::EIO => "EIO",
+        libc::ENXIO => "ENXIO",
+        libc::EAGAIN => "EAGAIN",
+        libc::ENOMEM => "ENOMEM",
+        libc::EACCES => "EACCES",
+        libc::EFAULT => "EFAULT",
+        libc::EBUSY => "EBUSY",
+        libc::ENODEV => "ENODEV",
+        libc::EINVAL => "EINVAL",
+        libc::ENOSYS => "ENOSYS",
+        libc::ENODATA => "ENODATA",
+        libc::EOPNOTSUPP => "EOPNOTSUPP",
+        libc::ENETUNREACH => "ENETUNREACH",
+        libc::ECONNREFUSED => "ECONNREFUSED",
+        libc::ETIMEDOUT => "ETIMEDOUT",
+        libc::EHOSTUNREACH => "EHOSTUNREACH",
+        libc::EADDRNOTAVAIL => "EADDRNOTAVAIL",
+        libc::ECONNRESET => "ECONNRESET",
+        _ => "errno",
+    }
+}
+
+/// strerror text without std's " (os error N)" suffix.
+fn errno_text(errno: i32) -> String {
+    let text = std::io::Error::from_raw_os_error(errno).to_string();
+    match text.find(" (os error") {
+        Some(cut) => text[..cut].to_string(),
+        None => text,
+    }
+}
+
+/// The `IBV_WC_*` name of a completion status.
+pub fn wc_status_name(status: u32) -> &'static str {
+    const NAMES: [&str; 24] = [
+        "IBV_WC_SUCCESS",
+        "IBV_WC_LOC_LEN_ERR",
+        "IBV_WC_LOC_QP_OP_ERR",
+        "IBV_WC_LOC_EEC_OP_ERR",
+        "IBV_WC_LOC_PROT_ERR",
+        "IBV_WC_WR_FLUSH_ERR",
+        "IBV_WC_MW_BIND_ERR",
+        "IBV_WC_BAD_RESP_ERR",
+        "IBV_WC_LOC_ACCESS_ERR",
+        "IBV_WC_REM_INV_REQ_ERR",
+        "IBV_WC_REM_ACCESS_ERR",
+        "IBV_WC_REM_OP_ERR",
+        "IBV_WC_RETRY_EXC_ERR",
+        "IBV_WC_RNR_RETRY_EXC_ERR",
+        "IBV_WC_LOC_RDD_VIOL_ERR",
+        "IBV_WC_REM_INV_RD_REQ_ERR",
+        "IBV_WC_REM_ABORT_ERR",
+        "IBV_WC_INV_EECN_ERR",
+        "IBV_WC_INV_EEC_STATE_ERR",
+        "IBV_WC_FATAL_ERR",
+        "IBV_WC_RESP_TIMEOUT_ERR",
+        "IBV_WC_GENERAL_ERR",
+        "IBV_WC_TM_ERR",
+        "IBV_WC_TM_RNDV_INCOMPLETE",
+    ];
+    NAMES
+        .get(status as usize)
+        .copied()
+        .unwrap_or("IBV_WC_UNKNOWN")
+}
+
+/// The text `ibv_wc_status_str` prints, so users can grep for what they saw elsewhere.
+pub fn wc_status_text(status: u32) -> &'static str {
+    const TEXTS: [&str; 24] = [
+        "success",
+        "local length error",
+        "local QP operation error",
+        "local EE context operation error",
+        "local protection error",
+        "Work Request Flushed Error",
+        "memory management operation error",
+        "bad response error",
+        "local access error",
+        "remote invalid request error",
+        "remote access error",
+        "remote operation error",
+        "transport retry counter exceeded",
+        "RNR retry counter exceeded",
+        "local RDD violation error",
+        "remote invalid RD request",
+        "aborted error",
+        "invalid EE context number",
+        "invalid EE context state",
+        "fatal error",
+        "response timeout error",
+        "general error",
+        "TM error",
+        "TM software rendezvous",
+    ];
+    TEXTS.get(status as usize).copied().unwrap_or("unknown")
+}
+
+pub const WC_LOC_LEN_ERR: u32 = 1;
+pub const WC_LOC_QP_OP_ERR: u32 = 2;
+pub const WC_LOC_PROT_ERR: u32 = 4;
+pub const WC_WR_FLUSH_ERR: u32 = 5;
+pub const WC_REM_INV_REQ_ERR: u32 = 9;
+pub const WC_REM_ACCESS_ERR: u32 = 10;
+pub const WC_RETRY_EXC_ERR: u32 = 12;
+pub const WC_RNR_RETRY_EXC_ERR: u32 = 13;
+
+// ---------------------------------------------------------------------------------------
+// Context: the facts the rules look at
+
+/// One end of the connection as the out-of-band exchange describes it.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+pub struct Endpoint {
+    pub device: String,
+    pub port: u32,
+    pub link_layer: Option<LinkLayer>,
+    /// Port state as sysfs spells it after the number: ACTIVE, INIT, DOWN, ...
+    pub port_state: Option<String>,
+    /// LinkUp, Polling, Disabled, ...
+    pub phys_state: Option<String>,
+    pub lid: Option<u16>,
+    /// Bytes: 256 .. 4096.
+    pub active_mtu: Option<u32>,
+    /// The GID index in use; None means no GRH (ibv_rc_pingpong without -g).
+    pub gid_index: Option<u32>,
+    /// The GID in use (the peer's: what it sent; zero when it sent `::`).
+    pub gid: Option<Gid>,
+    pub gid_type: Option<GidType>,
+    /// The GID's netdev (local side only).
+    pub netdev: Option<String>,
+    /// The port's GID table (local side; may be empty for the peer).
+    pub gid_table: Vec<GidEntry>,
+    /// `gid_tbl_len` from query_port.
+    pub gid_table_len: Option<u32>,
+}
+
+impl Endpoint {
+    fn is_ethernet(&self) -> bool {
+        self.link_layer == Some(LinkLayer::Ethernet)
+    }
+
+    fn is_infiniband(&self) -> bool {
+        self.link_layer == Some(LinkLayer::InfiniBand)
+    }
+
+    fn entry(&self) -> Option<&GidEntry> {
+        let index = self.gid_index?;
+        self.gid_table.iter().find(|e| e.index == index)
+    }
+
+    fn gid_now(&self) -> Option<Gid> {
+        self.gid.or_else(|| self.entry().map(|e| e.gid))
+    }
+
+    fn type_now(&self) -> Option<GidType> {
+        self.gid_type
+            .clone()
+            .or_else(|| self.entry().and_then(|e| e.gid_type.clone()))
+    }
+
+    fn netdev_now(&self) -> Option<String> {
+        self.netdev
+            .clone()
+            .or_else(|| self.entry().and_then(|e| e.netdev.clone()))
+    }
+
+    fn name(&self) -> String {
+        if self.device.is_empty() {
+            "the port".into()
+        } else {
+            format!("{}/{}", self.device, self.port)
+        }
+    }
+}
+
+/// The local GID's netdev, as this network namespace sees it.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+pub struct NetdevFacts {
+    pub name: String,
+    /// False: the netdev is gone, or lives in another network namespace (a pod).
+    pub exists: bool,
+    pub up: bool,
+    pub operstate: Option<String>,
+    pub mtu: Option<u32>,
+}
+
+/// The kernel's view of the way to the peer, from the local GID's netdev.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+pub struct RouteFacts {
+    pub peer: Option<IpAddr>,
+    /// `ip route get PEER`: the netdev the kernel sends through. None: no route.
+    pub route_netdev: Option<String>,
+    /// The route lookup failed outright (ENETUNREACH, unreachable route).
+    pub no_route: bool,
+    pub gateway: Option<IpAddr>,
+    /// The peer address belongs to this host (loopback tests between two local ports).
+    pub peer_is_local: bool,
+    /// The netdev that owns the peer address when it is local (it must accept our ARP).
+    pub peer_local_netdev: Option<String>,
+    /// Neighbour state of the next hop on the GID's netdev: REACHABLE, FAILED, ... None: no entry.
+    pub neighbour_state: Option<String>,
+    pub accept_local: Option<bool>,
+    pub rp_filter: Option<u32>,
+}
+
+impl RouteFacts {
+    pub fn on_link(&self) -> Option<bool> {
+        if self.no_route || self.peer.is_none() {
+            return None;
+        }
+        Some(self.gateway.is_none())
+    }
+}
+
+/// RLIMIT_MEMLOCK and the planned registration.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+pub struct MemlockFacts {
+    /// Soft limit in bytes; None is unlimited.
+    pub limit_bytes: Option<u64>,
+    pub cap_ipc_lock: bool,
+    /// What the test registers (buffers, rounded to pages).
+    pub needed_bytes: u64,
+}
+
+/// The QP attributes that decide retry behaviour.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+pub struct QpFacts {
+    pub retry_cnt: Option<u8>,
+    pub rnr_retry: Option<u8>,
+    /// Were receives posted before the QP went to RTR (or before the peer's first send)?
+    pub recv_posted_before_rtr: Option<bool>,
+    pub message_bytes: Option<u32>,
+    /// The path MTU set at RTR.
+    pub path_mtu: Option<u32>,
+    /// The provider is rxe (it retries forever with retry_cnt 7).
+    pub soft_roce: bool,
+}
+
+/// The uverbs node of the device.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+pub struct DeviceNodeFacts {
+    pub path: String,
+    pub exists: bool,
+    pub accessible: bool,
+    /// The kernel driver, e.g. mlx5_core, rdma_rxe.
+    pub driver: Option<String>,
+    /// The provider library libibverbs needs, e.g. libmlx5-rdmav34.so.
+    pub provider: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+pub struct Context {
+    pub local: Endpoint,
+    /// Known after the out-of-band exchange.
+    pub peer: Option<Endpoint>,
+    /// `-m`: the MTU asked for on the command line.
+    pub requested_mtu: Option<u32>,
+    pub netdev: Option<NetdevFacts>,
+    pub route: Option<RouteFacts>,
+    pub memlock: Option<MemlockFacts>,
+    pub qp: Option<QpFacts>,
+    pub device_node: Option<DeviceNodeFacts>,
+}
+
+// ---------------------------------------------------------------------------------------
+// Explanations
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Explanation {
+    /// Stable, kebab-case, one per rule.
+    pub code: String,
+    pub step: Step,
+    pub failure: String,
+    pub summary: String,
+    pub evidence: Vec<String>,
+    pub fix: String,
+    /// The GID index that would work toward the peer, when one exists.
+    pub suggested_gid_index: Option<u32>,
+}
+
+impl Explanation {
+    pub fn to_finding(&self) -> Finding {
+        Finding {
+            severity: Severity::Fail,
+            code: self.code.clone(),
+            message: format!(
+                "{} failed with {}: {}",
+                self.step.name(),
+                self.failure,
+                self.summary
+            ),
+            evidence: self.evidence.clone(),
+            fix: Some(self.fix.clone()),
+        }
+    }
+}
+
+impl fmt::Display for Explanation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "{} failed: {}", self.step.name(), self.failure)?;
+        writeln!(f, "  why:  {}", self.summary)?;
+        for e in &self.evidence {
+            writeln!(f, "  seen: {e}")?;
+        }
+        write!(f, "  fix:  {}", self.fix)
+    }
+}
+
+/// The GID index that would work toward the peer, and its description.
+struct Suggestion {
+    index: Option<u32>,
+    text: Option<String>,
+    /// The current index is itself the suggestion.
+    current_is_best: bool,
+}
+
+fn peer_ip(ctx: &Context) -> Option<IpAddr> {
+    ctx.route.as_ref().and_then(|r| r.peer).or_else(|| {
+        let gid = ctx.peer.as_ref()?.gid?;
+        (!gid.is_zero()).then(|| gid.ip())
+    })
+}
+
+fn want_for(ctx: &Context) -> Want {
+    let route = ctx.route.as_ref();
+    Want {
+        family: None,
+        peer: peer_ip(ctx),
+        // Toward a local address the plain route says "lo", and toward a link-local one it
+        // names just the first link; the GID's own netdev is then what matters.
+        route_netdev: route
+            .filter(|r| {
+                !r.peer_is_local && !r.peer.is_some_and(|p| is_link_local(&Gid::from_ip(p)))
+            })
+            .and_then(|r| r.route_netdev.clone()),
+        peer_on_link: route.and_then(RouteFacts::on_link),
+        peer_gid_type: ctx.peer.as_ref().and_then(Endpoint::type_now),
+    }
+}
+
+fn suggest(ctx: &Context) -> Suggestion {
+    let local = &ctx.local;
+    let Some(ll) = &local.link_layer else {
+        return Suggestion {
+            index: None,
+            text: None,
+            current_is_best: false,
+        };
+    };
+    // A GID on a netdev that is gone or down cannot be the answer, however well it ranks.
+    let dead_netdev = ctx
+        .netdev
+        .as_ref()
+        .filter(|n| !n.exists || !n.up)
+        .map(|n| n.name.as_str());
+    let table: Vec<GidEntry> = local
+        .gid_table
+        .iter()
+        .filter(|e| dead_netdev.is_none() || e.netdev.as_deref() != dead_netdev)
+        .cloned()
+        .collect();
+    let sel = gidselect::select_gid(&table, ll, &want_for(ctx));
+    let text = gidselect::suggestion(&table, &sel);
+    Suggestion {
+        index: sel.chosen,
+        current_is_best: sel.chosen.is_some() && sel.chosen == local.gid_index,
+        text,
+    }
+}
+
+struct Builder<'a> {
+    ctx: &'a Context,
+    step: Step,
+    failure: &'a Failure,
+    suggestion: Suggestion,
+}
+
+impl Builder<'_> {
+    /// The fix, with the working GID index appended when the cause is the GID choice or
+    /// when naming it helps; `gid_fix` says whether the GID is the thing to change.
+    fn done(
+        self,
+        code: &str,
+        summary: String,
+        mut evidence: Vec<String>,
+        fix: String,
+        gid_fix: bool,
+    ) -> Explanation {
+        let s = &self.suggestion;
+        let mut fix = fix;
+        match (&s.text, gid_fix) {
+            (Some(text), true) if !s.current_is_best => fix = format!("{fix}; {text}"),
+            (Some(text), _) if s.current_is_best => evidence.push(format!(
+                "the GID in use fits the peer: {}",
+                text.trim_start_matches("use ")
+            )),
+            (Some(text), _) => evidence.push(format!("the GID index that fits the peer: {text}")),
+            (None, true)
+                if self.ctx.local.link_layer.is_some() && !self.ctx.local.gid_table.is_empty() =>
+            {
+                evidence.push("no GID on this port fits the peer (family, type, netdev)".into())
+            }
+            _ => {}
+        }
+        Explanation {
+            code: code.to_string(),
+            step: self.step,
+            failure: self.failure.to_string(),
+            summary,
+            evidence,
+            fix,
+            suggested_gid_index: s.index,
+        }
+    }
+}
+
+/// Explain why `step` failed with `failure`, given what is known in `ctx`.
+pub fn explain(step: Step, failure: &Failure, ctx: &Context) -> Explanation {
+    let b = Builder {
+        ctx,
+        step,
+        failure,
+        suggestion: suggest(ctx),
+    };
+    // A port that is not up explains every later step, whatever the errno.
+    if step_needs_active_port(step) {
+        if let Some((code, summary, evidence, fix)) = port_not_active(ctx) {
+            return b.done(code, summary, evidence, fix, false);
+        }
+    }
+    match (step, failure) {
+        (Step::DeviceList, f) => device_list(b, f),
+        (Step::Open, Failure::Errno(e)) if *e == libc::EACCES || *e == libc::EPERM => {
+            device_access(b)
+        }
+        (Step::Open, Failure::Errno(e))
+            if *e == libc::ENODEV || *e == libc::ENXIO || *e == libc::ENOENT =>
+        {
+            device_gone(b)
+        }
+        (Step::RegMr | Step::CreateCq | Step::CreateQp | Step::AllocPd, Failure::Errno(e))
+            if *e == libc::ENOMEM || *e == libc::EAGAIN =>
+        {
+            memlock(b)
+        }
+        (Step::RegMr, Failure::Errno(e)) if *e == libc::EACCES || *e == libc::EPERM => {
+            device_access(b)
+        }
+        (Step::ModifyRtr | Step::CreateAh, Failure::Errno(e)) => rtr_errno(b, *e),
+        (Step::ModifyInit, Failure::Errno(e)) if *e == libc::EINVAL => init_einval(b),
+        (Step::CreateQp, Failure::Errno(e)) if *e == libc::EINVAL => qp_caps(b),
+        (Step::PostSend | Step::PostRecv, Failure::Errno(e)) if *e == libc::ENOMEM => queue_full(b),
+        (Step::ModifyRts, Failure::Errno(e)) if *e == libc::EINVAL => rts_einval(b),
+        (Step::PollCq, Failure::WorkCompletion { status, .. }) => completion(b, *status),
+        (Step::PollCq, Failure::Timeout { seconds }) => poll_timeout(b, *seconds),
+        (Step::CmResolveAddr | Step::CmResolveRoute, Failure::Errno(e)) => cm_resolve(b, *e),
+        (Step::CmResolveAddr | Step::CmResolveRoute, Failure::Timeout { .. }) => {
+            cm_resolve(b, libc::ETIMEDOUT)
+        }
+        (Step::CmConnect, _) => cm_connect(b),
+        _ => generic(b),
+    }
+}
+
+fn step_needs_active_port(step: Step) -> bool {
+    matches!(
+        step,
+        Step::QueryPort
+            | Step::ModifyRtr
+            | Step::ModifyRts
+            | Step::CreateAh
+            | Step::PostSend
+            | Step::PollCq
+            | Step::CmResolveAddr
+            | Step::CmResolveRoute
+            | Step::CmConnect
+    )
+}
+
+type Rule = (&'static str, String, Vec<String>, String);
+
+/// Row 7: InfiniBand without an SM (LID 0, INIT/POLLING), or any port not ACTIVE.
+fn port_not_active(ctx: &Context) -> Option<Rule> {
+    let local = &ctx.local;
+    let state = local.port_state.as_deref();
+    let mut evidence = Vec::new();
+    if let Some(s) = state {
+        evidence.push(format!("{} state {s}", local.name()));
+    }
+    if let Some(p) = &local.phys_state {
+        evidence.push(format!("{} phys_state {p}", local.name()));
+    }
+    if local.is_infiniband() {
+        let lid_bad = matches!(local.lid, Some(0) | Some(0xffff));
+        let not_active = state.is_some_and(|s| s != "ACTIVE");
+        if lid_bad || not_active {
+            if let Some(lid) = local.lid {
+                evidence.push(format!("{} LID 0x{lid:04x}", local.name()));
+            }
+            let polling = local
+                .phys_state
+                .as_deref()
+                .is_some_and(|p| p.eq_ignore_ascii_case("polling"));
+            let fix = if polling {
+                "the link is not trained (phys_state Polling): check the cable and the switch port"
+                    .to_string()
+            } else {
+                "start a subnet manager (systemctl start opensm, or enable the switch's SM); an SR-IOV VF needs a virtualization-aware SM".to_string()
+            };
+            return Some((
+                "ib-port-not-active",
+                format!(
+                    "InfiniBand port {} is not ACTIVE or has no LID: no subnet manager has configured it, so there is no address to connect to",
+                    local.name()
+                ),
+                evidence,
+                fix,
+            ));
+        }
+    }
+    if let Some(peer) = &ctx.peer {
+        if peer.is_infiniband() && peer.lid == Some(0) {
+            return Some((
+                "ib-peer-lid-zero",
+                "the peer sent LID 0: its InfiniBand port has no LID (no subnet manager on its fabric)".into(),
+                vec![format!("peer {} LID 0x0000", peer.name())],
+                "start a subnet manager on the peer's fabric, then rerun".into(),
+            ));
+        }
+    }
+    if local.is_ethernet() && state.is_some_and(|s| s != "ACTIVE") {
+        let netdev = local.netdev_now().unwrap_or_else(|| "its netdev".into());
+        return Some((
+            "port-down",
+            format!(
+                "RoCE port {} is not ACTIVE: its netdev {netdev} is down or has no carrier",
+                local.name()
+            ),
+            evidence,
+            format!("ip link set {netdev} up, and check the cable (ip link show {netdev})"),
+        ));
+    }
+    None
+}
+
+fn local_gid_words(ep: &Endpoint) -> String {
+    match (ep.gid_index, ep.gid_now()) {
+        (Some(i), Some(g)) => format!(
+            "index {i} ({}, {})",
+            type_name(ep.type_now().as_ref()),
+            gid_words(&g)
+        ),
+        (Some(i), None) => format!("index {i}"),
+        (None, _) => "no GID index".into(),
+    }
+}
+
+fn gid_words(g: &Gid) -> String {
+    if g.is_zero() {
+        return ":: (zero)".into();
+    }
+    let family = match g.ipv4() {
+        Some(v4) => format!("IPv4 {v4}"),
+        None if is_link_local(g) => format!("link-local {}", g.ipv6()),
+        None => format!("IPv6 {}", g.ipv6()),
+    };
+    family
+}
+
+fn table_summary(ep: &Endpoint) -> String {
+    let rows: Vec<String> = ep
+        .gid_table
+        .iter()
+        .filter(|e| !e.gid.is_zero())
+        .map(describe)
+        .collect();
+    if rows.is_empty() {
+        format!("{} has no populated GID", ep.name())
+    } else {
+        format!("{} has {}", ep.name(), rows.join("; "))
+    }
+}
+
+/// Why two GIDs cannot talk: type, family, link-local. None when they can.
+fn gid_mismatch(local: &Endpoint, peer: &Endpoint) -> Option<(String, Vec<String>)> {
+    let (lg, pg) = (local.gid_now()?, peer.gid_now()?);
+    if lg.is_zero() || pg.is_zero() {
+        return None;
+    }
+    let evidence = vec![
+        format!("local {}", local_gid_words(local)),
+        format!("peer {}", local_gid_words(peer)),
+    ];
+    let (lt, pt) = (local.type_now(), peer.type_now());
+    let v2 = |t: &Option<GidType>| matches!(t, Some(GidType::RoceV2));
+    // sysfs spells v1 "IB/RoCE v1", which parses as Ib: on Ethernet that is RoCE v1.
+    let v1 = |t: &Option<GidType>| matches!(t, Some(GidType::RoceV1) | Some(GidType::Ib));
+    if (v2(&lt) && v1(&pt)) || (v1(&lt) && v2(&pt)) {
+        return Some((
+            format!(
+                "RoCE version mismatch: local {} and peer {}; v1 frames are Ethernet-only and v2 frames are UDP, so neither side understands the other",
+                type_name(lt.as_ref()),
+                type_name(pt.as_ref())
+            ),
+            evidence,
+        ));
+    }
+    let (lf, pf) = (Family::of_gid(&lg), Family::of_gid(&pg));
+    if lf != pf {
+        return Some((
+            format!(
+                "address family mismatch: the local GID is {} and the peer's is {}; a RoCE v2 packet carries one IP header, so both GIDs must be the same family",
+                gid_family_word(&lg),
+                gid_family_word(&pg)
+            ),
+            evidence,
+        ));
+    }
+    if is_link_local(&lg) != is_link_local(&pg) {
+        return Some((
+            format!(
+                "scope mismatch: the local GID is {} and the peer's is {}; a link-local source cannot reach a global destination",
+                gid_family_word(&lg),
+                gid_family_word(&pg)
+            ),
+            evidence,
+        ));
+    }
+    None
+}
+
+fn gid_family_word(g: &Gid) -> &'static str {
+    if g.ipv4().is_some() {
+        "IPv4-mapped"
+    } else if is_link_local(g) {
+        "link-local IPv6"
+    } else {
+        "IPv6"
+    }
+}
+
+fn rtr_errno(b: Builder, errno: i32) -> Explanation {
+    let ctx = b.ctx;
+    let local = &ctx.local;
+    let peer = ctx.peer.as_ref();
+    match errno {
+        e if e == libc::EINVAL => {
+            // Row 1: RoCE without a GRH.
+            let peer_gid_zero = peer
+                .and_then(Endpoint::gid_now)
+                .is_some_and(|g| g.is_zero());
+            if local.is_ethernet() && (local.gid_index.is_none() || peer_gid_zero) {
+                let mut ev = vec![format!("{} link layer Ethernet (RoCE)", local.name())];
+                if local.gid_index.is_none() {
+                    ev.push(
+                        "no GID index was given, so the address vector has no GRH (is_global=0)"
+                            .into(),
+                    );
+                }
+                if peer_gid_zero {
+                    ev.push("the peer sent GID :: (ibv_rc_pingpong without -g sends zero and leaves is_global unset)".into());
+                }
+                return b.done(
+                    "roce-no-grh",
+                    "RoCE has no LIDs: every packet needs a GRH with a source GID index, and the kernel (rdma_check_ah_attr) rejects an address vector without one".into(),
+                    ev,
+                    "give a GID index on both sides (-g N, or -g auto)".into(),
+                    true,
+                );
+            }
+            // Row 2: index past the table.
+            if let (Some(i), Some(len)) = (local.gid_index, local.gid_table_len) {
+                if i >= len {
+                    return b.done(
+                        "gid-index-out-of-range",
+                        format!(
+                            "GID index {i} is past the end of {}'s GID table ({len} entries)",
+                            local.name()
+                        ),
+                        vec![format!("gid_tbl_len {len}"), table_summary(local)],
+                        format!("pick an index below {len}"),
+                        true,
+                    );
+                }
+            }
+            // Mixed families or types.
+            if let Some(peer) = peer {
+                if let Some((summary, mut ev)) = gid_mismatch(local, peer) {
+                    ev.push(table_summary(local));
+                    return b.done(
+                        "gid-mismatch",
+                        summary,
+                        ev,
+                        "use GIDs of the same RoCE version and address family on both ends".into(),
+                        true,
+                    );
+                }
+                if peer.is_infiniband() && local.is_infiniband() && peer.lid == Some(0) {
+                    return b.done(
+                        "ib-peer-lid-zero",
+                        "the peer's LID is 0: the destination has no InfiniBand address".into(),
+                        vec![format!("peer {} LID 0", peer.name())],
+                        "start a subnet manager on the peer's fabric".into(),
+                        false,
+                    );
+                }
+                if local.link_layer.is_some()
+                    && peer.link_layer.is_some()
+                    && local.link_layer != peer.link_layer
+                {
+                    return b.done(
+                        "link-layer-mismatch",
+                        "one end is InfiniBand and the other Ethernet: they cannot be connected directly".into(),
+                        vec![
+                            format!("local {} {:?}", local.name(), local.link_layer.clone().unwrap_or(LinkLayer::Other(String::new()))),
+                            format!("peer {} {:?}", peer.name(), peer.link_layer.clone().unwrap_or(LinkLayer::Other(String::new()))),
+                        ],
+                        "run both ends on the same kind of fabric".into(),
+                        false,
+                    );
+                }
+            }
+            // Path MTU above the port's.
+            if let (Some(path), Some(active)) = (
+                ctx.qp
+                    .as_ref()
+                    .and_then(|q| q.path_mtu)
+                    .or(ctx.requested_mtu),
+                local.active_mtu,
+            ) {
+                if path > active {
+                    return b.done(
+                        "mtu-too-large",
+                        format!(
+                            "the path MTU {path} exceeds {}'s active MTU {active}",
+                            local.name()
+                        ),
+                        vec![
+                            format!("requested MTU {path}"),
+                            format!("active_mtu {active}"),
+                        ],
+                        format!(
+                            "use -m {} (the smaller active MTU of the two ports), or leave -m out",
+                            mtu_min(ctx).unwrap_or(active)
+                        ),
+                        false,
+                    );
+                }
+            }
+            let mut ev = vec![format!("local {}", local_gid_words(local))];
+            if let Some(p) = peer {
+                ev.push(format!("peer {}, LID {:?}", local_gid_words(p), p.lid));
+            }
+            b.done(
+                "rtr-invalid",
+                "the kernel rejected the RTR attributes (address vector, MTU or QP numbers)".into(),
+                ev,
+                "compare both ends with rdmactl check, and use the native exchange (it validates both sides before RTR)".into(),
+                true,
+            )
+        }
+        e if e == libc::ENODATA => {
+            let i = local
+                .gid_index
+                .map(|i| i.to_string())
+                .unwrap_or_else(|| "?".into());
+            b.done(
+                "gid-empty-slot",
+                format!(
+                    "GID index {i} on {} is an empty slot: there is no address behind it",
+                    local.name()
+                ),
+                vec![
+                    format!("gids/{i} is all zero and gid_attrs/types/{i} is unreadable"),
+                    table_summary(local),
+                ],
+                "pick a populated index".into(),
+                true,
+            )
+        }
+        e if e == libc::ENODEV => {
+            let dev = local.netdev_now();
+            let mut ev = Vec::new();
+            let summary = match (&dev, &ctx.netdev) {
+                (Some(d), Some(n)) if !n.exists => {
+                    ev.push(format!("gid_attrs/ndevs says {d}, but this network namespace has no {d}"));
+                    format!("the GID's netdev {d} does not exist here: it was removed, or it lives in another network namespace (a container or pod)")
+                }
+                (Some(d), Some(n)) if !n.up => {
+                    ev.push(format!("{d} operstate {}", n.operstate.clone().unwrap_or_else(|| "down".into())));
+                    format!("the GID's netdev {d} is down")
+                }
+                (Some(d), _) => format!("the kernel found no usable netdev for the GID (gid_attrs/ndevs: {d})"),
+                (None, _) => "the GID has no netdev (gid_attrs/ndevs is unreadable), so the kernel cannot build the packet headers".into(),
+            };
+            ev.push(table_summary(local));
+            let fix = match (&dev, &ctx.netdev) {
+                (Some(d), Some(n)) if n.exists && !n.up => format!("ip link set {d} up"),
+                _ => "use a GID whose netdev is in this namespace and up (NVIDIA/nccl#718: in a pod only some indices are usable)".into(),
+            };
+            b.done("gid-netdev-missing", summary, ev, fix, true)
+        }
+        e if e == libc::ETIMEDOUT
+            || e == libc::ENETUNREACH
+            || e == libc::EHOSTUNREACH
+            || e == libc::EADDRNOTAVAIL =>
+        {
+            rtr_unreachable(b, e)
+        }
+        _ => generic(b),
+    }
+}
+
+/// Row 3: the kernel could not resolve the peer's MAC through the source GID's netdev.
+fn rtr_unreachable(b: Builder, errno: i32) -> Explanation {
+    let ctx = b.ctx;
+    let local = &ctx.local;
+    let gid = local.gid_now();
+    let dev = local.netdev_now();
+    let dev_name = dev.clone().unwrap_or_else(|| "the GID's netdev".into());
+    let route = ctx.route.clone().unwrap_or_default();
+    let peer = peer_ip(ctx);
+    let peer_text = peer
+        .map(|p| p.to_string())
+        .unwrap_or_else(|| "the peer".into());
+    let mut ev = vec![format!("local {} on {dev_name}", local_gid_words(local))];
+
+    if let (Some(g), Some(false)) = (gid, route.on_link()) {
+        if is_link_local(&g) {
+            if let Some(gw) = route.gateway {
+                ev.push(format!("ip route get {peer_text}: via {gw}"));
+            }
+            return b.done(
+                "link-local-routed-peer",
+                format!("a link-local GID cannot reach {peer_text}, which is behind a router (NVIDIA/nccl#769)"),
+                ev,
+                "use a GID with a routable address".into(),
+                true,
+            );
+        }
+    }
+    if route.no_route {
+        ev.push(format!("ip route get {peer_text}: no route"));
+        return b.done(
+            "no-route",
+            format!("the kernel has no route to {peer_text}"),
+            ev,
+            format!("add a route to {peer_text} (ip route add ... dev {dev_name})"),
+            true,
+        );
+    }
+    if let (Some(rd), Some(d)) = (&route.route_netdev, &dev) {
+        if !route.peer_is_local && rd != d {
+            ev.push(format!("ip route get {peer_text}: dev {rd}"));
+            return b.done(
+                "route-other-netdev",
+                format!("the kernel routes {peer_text} through {rd}, but the GID belongs to {d}; the peer's MAC is resolved through {d}, where it never answers"),
+                ev,
+                format!("use a GID on {rd}, or fix the routing so {peer_text} is reached through {d}"),
+                true,
+            );
+        }
+    }
+    if route.peer_is_local {
+        let owner = route
+            .peer_local_netdev
+            .clone()
+            .unwrap_or_else(|| "the peer's netdev".into());
+        let drops = route.accept_local == Some(false) || route.rp_filter == Some(1);
+        if drops || route.accept_local.is_none() {
+            ev.push(format!(
+                "{peer_text} is an address of this host (on {owner}): both ports are in one kernel"
+            ));
+            if let Some(a) = route.accept_local {
+                ev.push(format!(
+                    "net.ipv4.conf.{{all,{owner}}}.accept_local = {}",
+                    u8::from(a)
+                ));
+            }
+            if let Some(r) = route.rp_filter {
+                ev.push(format!("rp_filter (max of all, {owner}) = {r}"));
+            }
+            return b.done(
+                "same-host-arp",
+                format!("same-host test: {owner} drops the ARP request from {dev_name} because its sender address is local, so the MAC never resolves"),
+                ev,
+                format!("sysctl -w net.ipv4.conf.all.accept_local=1 net.ipv4.conf.{dev_name}.accept_local=1 net.ipv4.conf.{owner}.accept_local=1, with rp_filter 0 or 2"),
+                false,
+            );
+        }
+    }
+    match route.neighbour_state.as_deref() {
+        Some(s @ ("FAILED" | "INCOMPLETE")) => {
+            let hop = route
+                .gateway
+                .map(|g| g.to_string())
+                .unwrap_or_else(|| peer_text.clone());
+            ev.push(format!("ip neigh show {hop} dev {dev_name}: {s}"));
+            return b.done(
+                "neighbour-unresolved",
+                format!("{hop} does not answer ARP/ND on {dev_name}: the peer is down, on another segment or VLAN, or a firewall drops ARP"),
+                ev,
+                format!("check that {hop} is up and reachable on {dev_name} (ping -I {dev_name} {hop}, arping)"),
+                true,
+            );
+        }
+        Some(s) => ev.push(format!("neighbour {peer_text} on {dev_name}: {s}")),
+        None => {}
+    }
+    b.done(
+        "address-resolution-timeout",
+        format!(
+            "{}: the kernel could not resolve {peer_text}'s MAC through {dev_name} (rdma_resolve_ip gives up after 1 s)",
+            errno_name(errno)
+        ),
+        ev,
+        format!("check ip route get {peer_text} oif {dev_name} and ip neigh; use the GID of the netdev that routes to the peer"),
+        true,
+    )
+}
+
+fn init_einval(b: Builder) -> Explanation {
+    let local = &b.ctx.local;
+    let ev = vec![format!("port {}", local.port)];
+    b.done(
+        "init-invalid",
+        format!("the kernel rejected the INIT attributes for {}: the port number, the P_Key index or the access flags", local.name()),
+        ev,
+        "use a port that exists (rdmactl ports), pkey_index 0, and only the access flags the device supports".into(),
+        false,
+    )
+}
+
+fn qp_caps(b: Builder) -> Explanation {
+    b.done(
+        "qp-caps",
+        "the QP's requested capacities exceed the device's limits (max_qp_wr, max_sge, max_inline_data)".into(),
+        vec![],
+        "lower the queue depth (rx depth), SGEs or inline size to what rdmactl devices -v reports".into(),
+        false,
+    )
+}
+
+fn queue_full(b: Builder) -> Explanation {
+    let step = b.step.name();
+    b.done(
+        "queue-full",
+        format!("{step}: the work queue is full (more requests outstanding than max_send_wr/max_recv_wr)"),
+        vec![],
+        "poll completions before posting more, or create the QP with a deeper queue".into(),
+        false,
+    )
+}
+
+fn rts_einval(b: Builder) -> Explanation {
+    let qp = b.ctx.qp.clone().unwrap_or_default();
+    let mut ev = Vec::new();
+    if let Some(r) = qp.retry_cnt {
+        ev.push(format!("retry_cnt {r}"));
+    }
+    if let Some(r) = qp.rnr_retry {
+        ev.push(format!("rnr_retry {r}"));
+    }
+    b.done(
+        "rts-invalid",
+        "the kernel rejected the RTS attributes (timeout, retry_cnt 0..7, rnr_retry 0..7, max_rd_atomic)".into(),
+        ev,
+        "use timeout 14, retry_cnt 6, rnr_retry 7, max_rd_atomic within the device's max_qp_rd_atom".into(),
+        false,
+    )
+}
+
+fn completion(b: Builder, status: u32) -> Explanation {
+    let ctx = b.ctx;
+    let qp = ctx.qp.clone().unwrap_or_default();
+    match status {
+        WC_RETRY_EXC_ERR => {
+            // Row 4: packets never reach the peer.
+            let mut ev = Vec::new();
+            if let Some(peer) = &ctx.peer {
+                if let Some((summary, mut mev)) = gid_mismatch(&ctx.local, peer) {
+                    mev.push("exchange the GID type in the handshake (the native exchange does)".into());
+                    return b.done(
+                        "retry-exceeded-gid-mismatch",
+                        format!("the peer never acknowledged: {summary}"),
+                        mev,
+                        "use the same RoCE version (v2 across subnets) and family on both ends".into(),
+                        true,
+                    );
+                }
+            }
+            if let Some((path, min)) = mtu_mismatch(ctx) {
+                ev.push(format!("path MTU {path}, smaller active MTU of the two ports {min}"));
+                return b.done(
+                    "retry-exceeded-mtu",
+                    format!("packets of {path} bytes exceed what the path carries ({min}), so they are dropped"),
+                    ev,
+                    format!("use -m {min} (the smaller active MTU)"),
+                    false,
+                );
+            }
+            let route = ctx.route.clone().unwrap_or_default();
+            if let (Some(rd), Some(d)) = (&route.route_netdev, ctx.local.netdev_now()) {
+                if !route.peer_is_local && *rd != d {
+                    ev.push(format!("ip route get {}: dev {rd}; GID netdev {d}", peer_ip(ctx).map(|p| p.to_string()).unwrap_or_default()));
+                }
+            }
+            if let Some(s) = &route.neighbour_state {
+                ev.push(format!("neighbour state of the peer: {s}"));
+            }
+            if let Some(r) = qp.retry_cnt {
+                ev.push(format!("retry_cnt {r}"));
+            }
+            ev.push("compare hw_counters (local_ack_timeout_err, out_of_sequence, roce_adp_retrans) before and after".into());
+            b.done(
+                "retry-exceeded",
+                "the peer never acknowledged: it died, its QP is gone, or packets are dropped on the way (wrong GID or route, switch filtering, RoCE v1 across L3)".into(),
+                ev,
+                "check that the peer process is alive; use the same GID type on both ends and RoCE v2 across subnets".into(),
+                true,
+            )
+        }
+        WC_RNR_RETRY_EXC_ERR => {
+            // Row 5.
+            let mut ev = Vec::new();
+            if let Some(r) = qp.rnr_retry {
+                ev.push(format!("rnr_retry {r}{}", if r == 0 { " (no retries at all)" } else { "" }));
+            }
+            if qp.recv_posted_before_rtr == Some(false) {
+                ev.push("receives were posted after the QP reached RTR".into());
+            }
+            b.done(
+                "rnr-retry-exceeded",
+                "a SEND arrived at the peer when it had no receive posted (receiver not ready), more often than rnr_retry allows".into(),
+                ev,
+                "post receives before moving the QP to RTR and keep them replenished; set rnr_retry 7 (infinite) and min_rnr_timer 12".into(),
+                false,
+            )
+        }
+        WC_LOC_LEN_ERR => {
+            // Row 6.
+            let mut ev = Vec::new();
+            if let Some(m) = qp.message_bytes {
+                ev.push(format!("message size {m}"));
+            }
+            if let Some((path, min)) = mtu_mismatch(ctx) {
+                ev.push(format!("path MTU {path}, smaller active MTU {min}"));
+                return b.done(
+                    "mtu-mismatch",
+                    format!("path MTU mismatch: {path} set at RTR, but one port runs {min}"),
+                    ev,
+                    format!("use -m {min}, the smaller active MTU of the two ports"),
+                    false,
+                );
+            }
+            b.done(
+                "local-length",
+                "the received message is larger than the posted receive buffer (or the MTUs of the two ends differ)".into(),
+                ev,
+                "use the same -s on both ends, and -m no larger than the smaller active MTU".into(),
+                false,
+            )
+        }
+        WC_REM_ACCESS_ERR => b.done(
+            "remote-access",
+            "the peer refused an RDMA READ/WRITE: wrong rkey or address, or its MR lacks the remote access right".into(),
+            vec![],
+            "use the rkey and address the peer sent; register with IBV_ACCESS_REMOTE_WRITE/READ as the operation needs".into(),
+            false,
+        ),
+        WC_REM_INV_REQ_ERR => b.done(
+            "remote-invalid-request",
+            "the peer rejected the request: the operation is not enabled on its QP, or the message exceeds its limits".into(),
+            vec![],
+            "enable the operation's access flags on the peer's QP; check message size against max_msg_sz".into(),
+            false,
+        ),
+        WC_LOC_PROT_ERR => b.done(
+            "local-protection",
+            "the work request's buffer is outside the registered MR or its lkey is wrong".into(),
+            vec![],
+            "post only buffers inside the registered MR, with its lkey".into(),
+            false,
+        ),
+        WC_WR_FLUSH_ERR => b.done(
+            "flushed",
+            "the QP was already in the error state: this completion is a consequence of an earlier failure".into(),
+            vec![],
+            "look at the first failed completion".into(),
+            false,
+        ),
+        WC_LOC_QP_OP_ERR => b.done(
+            "local-qp-operation",
+            "the local QP could not execute the request (on rxe: the device is in another network namespace, or the netdev went away)".into(),
+            vec![],
+            "run in the network namespace that owns the RDMA device; check the netdev".into(),
+            true,
+        ),
+        _ => generic(b),
+    }
+}
+
+/// Row 13 and dead peers: nothing completed before the deadline.
+fn poll_timeout(b: Builder, seconds: f64) -> Explanation {
+    let qp = b.ctx.qp.clone().unwrap_or_default();
+    let mut ev = vec![format!("no completion within {seconds} s")];
+    if let Some(r) = qp.retry_cnt {
+        ev.push(format!("retry_cnt {r}"));
+    }
+    if qp.soft_roce && qp.retry_cnt == Some(7) {
+        return b.done(
+            "rxe-infinite-retry",
+            "Soft-RoCE with retry_cnt 7 retries forever, so an unreachable or dead peer never produces an error completion".into(),
+            ev,
+            "use retry_cnt 6 or less; the peer is probably dead or unreachable".into(),
+            true,
+        );
+    }
+    b.done(
+        "no-completion",
+        "the peer stopped responding: it died, its QP went to error, or the path dropped packets"
+            .into(),
+        ev,
+        "check the peer process and the path (rdmactl check --peer IP on both ends)".into(),
+        true,
+    )
+}
+
+/// Rows 8 (memlock) and resource exhaustion.
+fn memlock(b: Builder) -> Explanation {
+    let step = b.step;
+    match b.ctx.memlock.clone() {
+        Some(m) if !m.cap_ipc_lock && m.limit_bytes.is_some_and(|l| l < m.needed_bytes) => {
+            let limit = m.limit_bytes.unwrap_or(0);
+            b.done(
+                "memlock-limit",
+                format!(
+                    "the locked-memory limit ({}) is smaller than what {} needs to pin ({}), and this process lacks CAP_IPC_LOCK",
+                    human_bytes(limit),
+                    step.name(),
+                    human_bytes(m.needed_bytes)
+                ),
+                vec![
+                    format!("RLIMIT_MEMLOCK soft limit {limit} bytes (ulimit -l {})", limit / 1024),
+                    format!("needed {} bytes", m.needed_bytes),
+                    "CAP_IPC_LOCK not held".into(),
+                ],
+                "raise memlock: '* - memlock unlimited' in /etc/security/limits.conf, LimitMEMLOCK=infinity in the systemd unit, or --ulimit memlock=-1 for the container".into(),
+                false,
+            )
+        }
+        Some(m) => {
+            let limit = m.limit_bytes.map(human_bytes).unwrap_or_else(|| "unlimited".into());
+            b.done(
+                "out-of-resources",
+                format!("{} ran out of memory although memlock allows it: the device's resources (max_mr, max_cq, max_qp) or the system's memory are exhausted", step.name()),
+                vec![format!("RLIMIT_MEMLOCK {limit}, CAP_IPC_LOCK {}", if m.cap_ipc_lock { "held" } else { "not held" })],
+                "reduce the sizes (-s, queue depth), or free device resources held by other processes".into(),
+                false,
+            )
+        }
+        None => b.done(
+            "memlock-limit",
+            format!("{} could not pin memory: usually the locked-memory limit (ulimit -l) for a process without CAP_IPC_LOCK", step.name()),
+            vec![],
+            "check ulimit -l; raise memlock in limits.conf, the systemd unit or the container".into(),
+            false,
+        ),
+    }
+}
+
+/// Row 10.
+fn device_access(b: Builder) -> Explanation {
+    let node = b.ctx.device_node.clone().unwrap_or_default();
+    let path = if node.path.is_empty() {
+        "/dev/infiniband/uverbsN".to_string()
+    } else {
+        node.path.clone()
+    };
+    let mut ev = Vec::new();
+    if !node.path.is_empty() {
+        ev.push(format!(
+            "{path}: {}",
+            if !node.exists {
+                "missing"
+            } else if node.accessible {
+                "accessible"
+            } else {
+                "access denied"
+            }
+        ));
+    }
+    b.done(
+        "device-access",
+        format!("{path} cannot be opened read-write: the kernel creates it 0666, so a container's device cgroup or a udev rule is blocking it"),
+        ev,
+        format!("pass the device into the container (--device={path}, or the RDMA device plugin), or fix the udev rule"),
+        false,
+    )
+}
+
+fn device_gone(b: Builder) -> Explanation {
+    let node = b.ctx.device_node.clone().unwrap_or_default();
+    let mut ev = Vec::new();
+    if !node.path.is_empty() {
+        ev.push(format!(
+            "{}: {}",
+            node.path,
+            if node.exists { "present" } else { "missing" }
+        ));
+    }
+    b.done(
+        "device-gone",
+        "the device node is missing: the device was removed, its driver unloaded, or /dev/infiniband is not mapped into this container".into(),
+        ev,
+        "check /sys/class/infiniband and /dev/infiniband; pass the devices into the container".into(),
+        false,
+    )
+}
+
+/// Rows 9 and 11.
+fn device_list(b: Builder, failure: &Failure) -> Explanation {
+    let node = b.ctx.device_node.clone().unwrap_or_default();
+    match failure {
+        Failure::Errno(e) if *e == libc::ENOSYS => b.done(
+            "no-kernel-rdma",
+            "the kernel has no RDMA support loaded (no /sys/class/infiniband)".into(),
+            vec![],
+            "load the NIC's RDMA driver (mlx5_ib, irdma, bnxt_re, ...); for Soft-RoCE: modprobe rdma_rxe; rdma link add rxe0 type rxe netdev eth0".into(),
+            false,
+        ),
+        Failure::Errno(e) if *e == libc::EOPNOTSUPP => b.done(
+            "no-libibverbs",
+            "libibverbs.so.1 could not be loaded".into(),
+            vec![],
+            "install libibverbs1 and ibverbs-providers (Debian/Ubuntu) or libibverbs (RHEL)".into(),
+            false,
+        ),
+        _ => {
+            let mut ev = Vec::new();
+            if let Some(d) = &node.driver {
+                ev.push(format!("kernel driver {d}"));
+            }
+            let provider = node.provider.clone().unwrap_or_else(|| "the provider library".into());
+            ev.push(format!("{provider} is not loadable"));
+            b.done(
+                "provider-missing",
+                "sysfs lists the device but libibverbs does not: the user-space provider for its driver is missing".into(),
+                ev,
+                "install ibverbs-providers (Debian/Ubuntu; libibverbs1 only recommends it) or libibverbs (RHEL)".into(),
+                false,
+            )
+        }
+    }
+}
+
+/// Row 12 and the CM's own address resolution.
+fn cm_resolve(b: Builder, errno: i32) -> Explanation {
+    let ctx = b.ctx;
+    if ctx.local.is_infiniband() && errno == libc::ENODEV {
+        let dev = ctx
+            .local
+            .netdev_now()
+            .unwrap_or_else(|| "the IPoIB netdev".into());
+        return b.done(
+            "cm-no-ipoib-address",
+            format!("rdma_cm needs an IP address on the InfiniBand port's IPoIB netdev ({dev}) and found none (RDMA_CM_EVENT_ADDR_ERROR -19)"),
+            vec![],
+            format!("configure IPoIB (ip addr add ... dev {dev}), or use the TCP exchange instead of --cm"),
+            false,
+        );
+    }
+    if errno == libc::ETIMEDOUT || errno == libc::ENETUNREACH || errno == libc::EHOSTUNREACH {
+        return rtr_unreachable(b, errno);
+    }
+    if errno == libc::ENODEV || errno == libc::EADDRNOTAVAIL {
+        return b.done(
+            "cm-no-rdma-netdev",
+            "no RDMA device owns the netdev that routes to the peer".into(),
+            vec![],
+            "bind to an address of a netdev with an RDMA device (rdmactl ports shows them)".into(),
+            true,
+        );
+    }
+    generic(b)
+}
+
+fn cm_connect(b: Builder) -> Explanation {
+    b.done(
+        "cm-rejected",
+        "the peer rejected or did not answer the connection request: no listener on that port, or it is busy".into(),
+        vec![],
+        "start the server first, and use the same -p on both ends".into(),
+        false,
+    )
+}
+
+fn generic(b: Builder) -> Explanation {
+    let evidence = vec![format!("local {}", local_gid_words(&b.ctx.local))];
+    let summary = format!("{} failed with {}", b.step.name(), b.failure);
+    b.done(
+        "unexplained",
+        summary,
+        evidence,
+        "rerun with rdmactl check --peer IP on both ends to compare".into(),
+        true,
+    )
+}
+
+fn human_bytes(n: u64) -> String {
+    if n >= 1 << 30 && n % (1 << 30) == 0 {
+        format!("{} GiB", n >> 30)
+    } else if n >= 1 << 20 && n % (1 << 20) == 0 {
+        format!("{} MiB", n >> 20)
+    } else if n >= 1 << 10 && n % (1 << 10) == 0 {
+        format!("{} KiB", n >> 10)
+    } else {
+        format!("{n} bytes")
+    }
+}
+
+fn mtu_min(ctx: &Context) -> Option<u32> {
+    let local = ctx.local.active_mtu?;
+    Some(
+        ctx.peer
+            .as_ref()
+            .and_then(|p| p.active_mtu)
+            .map_or(local, |p| p.min(local)),
+    )
+}
+
+/// (path MTU in use, the smaller active MTU) when the path MTU is too large.
+fn mtu_mismatch(ctx: &Context) -> Option<(u32, u32)> {
+    let path = ctx
+        .qp
+        .as_ref()
+        .and_then(|q| q.path_mtu)
+        .or(ctx.requested_mtu)?;
+    let min = mtu_min(ctx)?;
+    (path > min).then_some((path, min))
+}
+
+// ---------------------------------------------------------------------------------------
+// Before the QP: compare what the two ends sent each other
+
+/// The path MTU both ends should use: the smaller active MTU.
+pub fn path_mtu(local: &Endpoint, peer: &Endpoint) -> Option<u32> {
+    match (local.active_mtu, peer.active_mtu) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+/// Compare the two ends of a native handshake before touching the QP. A finding of
+/// severity Fail means RTR would fail or the connection would never carry a packet.
+pub fn compare_peers(local: &Endpoint, peer: &Endpoint) -> Vec<Finding> {
+    let mut out = Vec::new();
+    let name_fix = |what: &str| -> String {
+        let want = Want {
+            family: peer
+                .gid_now()
+                .filter(|g| !g.is_zero())
+                .map(|g| Family::of_gid(&g)),
+            peer: peer.gid_now().filter(|g| !g.is_zero()).map(|g| g.ip()),
+            route_netdev: None,
+            peer_on_link: None,
+            peer_gid_type: peer.type_now(),
+        };
+        let ll = local.link_layer.clone().unwrap_or(LinkLayer::Ethernet);
+        let sel = gidselect::select_gid(&local.gid_table, &ll, &want);
+        match gidselect::suggestion(&local.gid_table, &sel) {
+            Some(s) if sel.chosen != local.gid_index => format!("{what}; here: {s}"),
+            _ => what.to_string(),
+        }
+    };
+
+    if let (Some(l), Some(p)) = (&local.link_layer, &peer.link_layer) {
+        if l != p {
+            out.push(
+                Finding::new(
+                    Severity::Fail,
+                    "link-layer-mismatch",
+                    format!("local port is {l:?} and the peer's is {p:?}"),
+                )
+                .fix("connect ports of the same fabric: InfiniBand to InfiniBand, RoCE to RoCE"),
+            );
+            return out;
+        }
+    }
+    for (who, ep) in [("local", local), ("peer", peer)] {
+        if ep.is_infiniband() && matches!(ep.lid, Some(0) | Some(0xffff)) {
+            out.push(
+                Finding::new(
+                    Severity::Fail,
+                    "ib-lid-zero",
+                    format!("the {who} InfiniBand port {} has no LID", ep.name()),
+                )
+                .evidence(format!(
+                    "{who} LID 0x{:04x}, state {}",
+                    ep.lid.unwrap_or(0),
+                    ep.port_state.clone().unwrap_or_else(|| "?".into())
+                ))
+                .fix("start a subnet manager (opensm) or fix the link"),
+            );
+        }
+    }
+    let ethernet = local.is_ethernet() || peer.is_ethernet();
+    if ethernet {
+        for (who, ep) in [("local", local), ("peer", peer)] {
+            if ep.gid_now().is_none_or_zero() {
+                out.push(
+                    Finding::new(
+                        Severity::Fail,
+                        "roce-no-grh",
+                        format!("the {who} side has no GID: RoCE needs one on both ends"),
+                    )
+                    .evidence(format!(
+                        "{who} GID {}",
+                        ep.gid_now()
+                            .map(|g| g.to_string())
+                            .unwrap_or_else(|| "none".into())
+                    ))
+                    .fix(name_fix("give a GID index on both sides (-g N or -g auto)")),
+                );
+            }
+        }
+        if let Some((summary, ev)) = gid_mismatch(local, peer) {
+            let code = if summary.starts_with("RoCE version") {
+                "roce-version-mismatch"
+            } else {
+                "gid-family-mismatch"
+            };
+            let mut f = Finding::new(Severity::Fail, code, summary).fix(name_fix(
+                "use the same RoCE version and address family on both ends",
+            ));
+            f.evidence = ev;
+            out.push(f);
+        }
+    }
+    if let (Some(a), Some(b)) = (local.active_mtu, peer.active_mtu) {
+        if a != b {
+            out.push(
+                Finding::new(
+                    Severity::Info,
+                    "mtu-differs",
+                    format!(
+                        "active MTUs differ (local {a}, peer {b}): the path MTU will be {}",
+                        a.min(b)
+                    ),
+                )
+                .evidence(format!("local active_mtu {a}, peer active_mtu {b}")),
+            );
+        }
+    }
+    out
+}
+
+trait ZeroGid {
+    fn is_none_or_zero(&self) -> bool;
+}
+
+impl ZeroGid for Option<Gid> {
+    fn is_none_or_zero(&self) -> bool {
+        self.map_or(true, |g| g.is_zero())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gidselect::tests::{entry, mlx5, rxe0};
+
+    fn rxe_local(index: Option<u32>) -> Endpoint {
+        Endpoint {
+            device: "rxe0".into(),
+            port: 1,
+            link_layer: Some(LinkLayer::Ethernet),
+            port_state: Some("ACTIVE".into()),
+            phys_state: Some("LinkUp".into()),
+            lid: Some(0),
+            active_mtu: Some(1024),
+            gid_index: index,
+            gid: None,
+            gid_type: None,
+            netdev: None,
+            gid_table: rxe0(),
+            gid_table_len: Some(1024),
+        }
+    }
+
+    fn rxe_peer(gid: &str) -> Endpoint {
+        Endpoint {
+            device: "rxe1".into(),
+            port: 1,
+            link_layer: Some(LinkLayer::Ethernet),
+            port_state: Some("ACTIVE".into()),
+            lid: Some(0),
+            active_mtu: Some(1024),
+            gid_index: Some(1),
+            gid: Some(Gid::parse(gid).unwrap()),
+            gid_type: Some(GidType::RoceV2),
+            ..Endpoint::default()
+        }
+    }
+
+    /// Same-host rxe0 → rxe1 in the VM, accept_local set.
+    fn vm_route(accept_local: bool) -> RouteFacts {
+        RouteFacts {
+            peer: Some("192.168.77.2".parse().unwrap()),
+            route_netdev: Some("lo".into()),
+            peer_is_local: true,
+            peer_local_netdev: Some("veth1".into()),
+            accept_local: Some(accept_local),
+            rp_filter: Some(0),
+            ..RouteFacts::default()
+        }
+    }
+
+    fn rxe_ctx(index: Option<u32>, peer_gid: &str) -> Context {
+        Context {
+            local: rxe_local(index),
+            peer: Some(rxe_peer(peer_gid)),
+            route: Some(vm_route(true)),
+            netdev: Some(NetdevFacts {
+                name: "veth0".into(),
+                exists: true,
+                up: true,
+                operstate: Some("up".into()),
+                mtu: Some(1500),
+            }),
+            ..Context::default()
+        }
+    }
+
+    fn ib_ctx(lid: u16, state: &str, phys: &str) -> Context {
+        Context {
+            local: Endpoint {
+                device: "mlx5_0".into(),
+                port: 1,
+                link_layer: Some(LinkLayer::InfiniBand),
+                port_state: Some(state.into()),
+                phys_state: Some(phys.into()),
+                lid: Some(lid),
+                active_mtu: Some(4096),
+                gid_index: None,
+                gid_table: vec![entry(0, "fe80::248a:703:5d:7f1", Some(GidType::Ib), None)],
+                ..Endpoint::default()
+            },
+            peer: Some(Endpoint {
+                link_layer: Some(LinkLayer::InfiniBand),
+                lid: Some(6),
+                active_mtu: Some(4096),
+                ..Endpoint::default()
+            }),
+            ..Context::default()
+        }
+    }
+
+    fn mlx5_ctx(index: u32, peer_gid: &str, peer_type: GidType) -> Context {
+        Context {
+            local: Endpoint {
+                device: "mlx5_0".into(),
+                port: 1,
+                link_layer: Some(LinkLayer::Ethernet),
+                port_state: Some("ACTIVE".into()),
+                active_mtu: Some(4096),
+                gid_index: Some(index),
+                gid_table: mlx5(),
+                gid_table_len: Some(255),
+                ..Endpoint::default()
+            },
+            peer: Some(Endpoint {
+                link_layer: Some(LinkLayer::Ethernet),
+                active_mtu: Some(4096),
+                gid_index: Some(3),
+                gid: Some(Gid::parse(peer_gid).unwrap()),
+                gid_type: Some(peer_type),
+                ..Endpoint::default()
+            }),
+            route: Some(RouteFacts {
+                peer: Some(Gid::parse(peer_gid).unwrap().ip()),
+                route_netdev: Some("ens1f0".into()),
+                neighbour_state: Some("REACHABLE".into()),
+                ..RouteFacts::default()
+            }),
+            ..Context::default()
+        }
+    }
+
+    struct Case {
+        name: &'static str,
+        step: Step,
+        failure: Failure,
+        ctx: Context,
+        code: &'static str,
+        /// Substrings the rendered explanation must contain.
+        says: &'static [&'static str],
+        suggested: Option<u32>,
+    }
+
+    fn errno(e: i32) -> Failure {
+        Failure::Errno(e)
+    }
+
+    fn wc(status: u32) -> Failure {
+        Failure::WorkCompletion {
+            status,
+            vendor_err: 0x81,
+        }
+    }
+
+    fn cases() -> Vec<Case> {
+        let mut no_grh = rxe_ctx(None, "::");
+        no_grh.peer.as_mut().unwrap().gid_index = None;
+
+        let mut out_of_range = rxe_ctx(Some(2000), "::ffff:192.168.77.2");
+        out_of_range.local.gid_table_len = Some(1024);
+
+        let mut gone = rxe_ctx(Some(1), "::ffff:192.168.77.2");
+        gone.netdev = Some(NetdevFacts {
+            name: "veth0".into(),
+            exists: false,
+            up: false,
+            operstate: None,
+            mtu: None,
+        });
+        let mut down = rxe_ctx(Some(1), "::ffff:192.168.77.2");
+        down.netdev = Some(NetdevFacts {
+            name: "veth0".into(),
+            exists: true,
+            up: false,
+            operstate: Some("down".into()),
+            mtu: Some(1500),
+        });
+
+        let mut no_accept_local = rxe_ctx(Some(1), "::ffff:192.168.77.2");
+        no_accept_local.route = Some(vm_route(false));
+
+        let mut routed = mlx5_ctx(1, "2001:db8:99::1", GidType::RoceV2);
+        routed.route = Some(RouteFacts {
+            peer: Some("2001:db8:99::1".parse().unwrap()),
+            route_netdev: Some("ens1f0".into()),
+            gateway: Some("2001:db8::1".parse().unwrap()),
+            ..RouteFacts::default()
+        });
+
+        let mut other_dev = mlx5_ctx(3, "::ffff:10.100.0.9", GidType::RoceV2);
+        other_dev.route.as_mut().unwrap().route_netdev = Some("ens1f0.100".into());
+
+        let mut neigh_failed = mlx5_ctx(3, "::ffff:10.0.0.6", GidType::RoceV2);
+        neigh_failed.route.as_mut().unwrap().neighbour_state = Some("FAILED".into());
+
+        let mut mtu = rxe_ctx(Some(1), "::ffff:192.168.77.2");
+        mtu.requested_mtu = Some(4096);
+        let mut mtu_wc = mtu.clone();
+        mtu_wc.qp = Some(QpFacts {
+            path_mtu: Some(4096),
+            message_bytes: Some(4096),
+            ..QpFacts::default()
+        });
+
+        let mut retry_v1 = mlx5_ctx(3, "::ffff:10.0.0.6", GidType::RoceV1);
+        retry_v1.qp = Some(QpFacts {
+            retry_cnt: Some(6),
+            ..QpFacts::default()
+        });
+        let mut retry_dead = rxe_ctx(Some(1), "::ffff:192.168.77.2");
+        retry_dead.qp = Some(QpFacts {
+            retry_cnt: Some(6),
+            soft_roce: true,
+            ..QpFacts::default()
+        });
+        let mut rnr = rxe_ctx(Some(1), "::ffff:192.168.77.2");
+        rnr.qp = Some(QpFacts {
+            rnr_retry: Some(0),
+            recv_posted_before_rtr: Some(false),
+            ..QpFacts::default()
+        });
+        let mut rxe_forever = rxe_ctx(Some(1), "::ffff:192.168.77.2");
+        rxe_forever.qp = Some(QpFacts {
+            retry_cnt: Some(7),
+            soft_roce: true,
+            ..QpFacts::default()
+        });
+
+        let mut tiny_memlock = rxe_ctx(Some(1), "::ffff:192.168.77.2");
+        tiny_memlock.memlock = Some(MemlockFacts {
+            limit_bytes: Some(64 * 1024),
+            cap_ipc_lock: false,
+            needed_bytes: 8 << 20,
+        });
+        let mut roomy_memlock = tiny_memlock.clone();
+        roomy_memlock.memlock = Some(MemlockFacts {
+            limit_bytes: None,
+            cap_ipc_lock: false,
+            needed_bytes: 8 << 20,
+        });
+
+        let mut eacces = rxe_ctx(Some(1), "::ffff:192.168.77.2");
+        eacces.device_node = Some(DeviceNodeFacts {
+            path: "/dev/infiniband/uverbs0".into(),
+            exists: true,
+            accessible: false,
+            ..DeviceNodeFacts::default()
+        });
+
+        let mut roce_down = rxe_ctx(Some(1), "::ffff:192.168.77.2");
+        roce_down.local.port_state = Some("DOWN".into());
+        roce_down.local.phys_state = Some("Disabled".into());
+
+        let mut no_provider = rxe_ctx(Some(1), "::ffff:192.168.77.2");
+        no_provider.device_node = Some(DeviceNodeFacts {
+            driver: Some("rdma_rxe".into()),
+            provider: Some("librxe-rdmav34.so".into()),
+            ..DeviceNodeFacts::default()
+        });
+
+        let mut ib_cm = ib_ctx(5, "ACTIVE", "LinkUp");
+        ib_cm.local.netdev = Some("ib0".into());
+
+        let mut vlan_gone = mlx5_ctx(7, "::ffff:10.0.0.6", GidType::RoceV2);
+        vlan_gone.netdev = Some(NetdevFacts {
+            name: "ens1f0.100".into(),
+            exists: false,
+            ..NetdevFacts::default()
+        });
+        vlan_gone.route = None;
+        vec![
+            Case {
+                name: "INIT EINVAL",
+                step: Step::ModifyInit,
+                failure: errno(libc::EINVAL),
+                ctx: rxe_ctx(Some(1), "::ffff:192.168.77.2"),
+                code: "init-invalid",
+                says: &["P_Key", "GID index 1"],
+                suggested: Some(1),
+            },
+            Case {
+                name: "create QP EINVAL",
+                step: Step::CreateQp,
+                failure: errno(libc::EINVAL),
+                ctx: rxe_ctx(Some(1), "::ffff:192.168.77.2"),
+                code: "qp-caps",
+                says: &["max_qp_wr"],
+                suggested: Some(1),
+            },
+            Case {
+                name: "post send ENOMEM",
+                step: Step::PostSend,
+                failure: errno(libc::ENOMEM),
+                ctx: rxe_ctx(Some(1), "::ffff:192.168.77.2"),
+                code: "queue-full",
+                says: &["poll completions"],
+                suggested: Some(1),
+            },
+            Case {
+                name: "RTR ENODEV, VLAN netdev gone: another netdev's GID works",
+                step: Step::ModifyRtr,
+                failure: errno(libc::ENODEV),
+                ctx: vlan_gone,
+                code: "gid-netdev-missing",
+                says: &[
+                    "ens1f0.100",
+                    "use GID index 3 (RoCE v2, ::ffff:10.0.0.5 on ens1f0)",
+                ],
+                suggested: Some(3),
+            },
+            Case {
+                name: "RTR EINVAL, link-local against global IPv6",
+                step: Step::ModifyRtr,
+                failure: errno(libc::EINVAL),
+                ctx: mlx5_ctx(1, "2001:db8::6", GidType::RoceV2),
+                code: "gid-mismatch",
+                says: &[
+                    "scope mismatch",
+                    "use GID index 5 (RoCE v2, 2001:db8::5 on ens1f0)",
+                ],
+                suggested: Some(5),
+            },
+            Case {
+                name: "RTR EINVAL, no GRH on RoCE (row 1)",
+                step: Step::ModifyRtr,
+                failure: errno(libc::EINVAL),
+                ctx: no_grh,
+                code: "roce-no-grh",
+                says: &["GRH", "GID index 1 (RoCE v2, ::ffff:192.168.77.1 on veth0)"],
+                suggested: Some(1),
+            },
+            Case {
+                name: "RTR EINVAL, -g 0 against -g 1 (mixed families)",
+                step: Step::ModifyRtr,
+                failure: errno(libc::EINVAL),
+                ctx: rxe_ctx(Some(0), "::ffff:192.168.77.2"),
+                code: "gid-mismatch",
+                says: &["link-local IPv6", "IPv4-mapped", "use GID index 1"],
+                suggested: Some(1),
+            },
+            Case {
+                name: "RTR EINVAL, v1 against v2",
+                step: Step::ModifyRtr,
+                failure: errno(libc::EINVAL),
+                ctx: mlx5_ctx(2, "::ffff:10.0.0.6", GidType::RoceV2),
+                code: "gid-mismatch",
+                says: &[
+                    "RoCE version mismatch",
+                    "use GID index 3 (RoCE v2, ::ffff:10.0.0.5 on ens1f0)",
+                ],
+                suggested: Some(3),
+            },
+            Case {
+                name: "RTR EINVAL, index out of range (row 2)",
+                step: Step::ModifyRtr,
+                failure: errno(libc::EINVAL),
+                ctx: out_of_range,
+                code: "gid-index-out-of-range",
+                says: &["2000", "1024 entries", "use GID index 1"],
+                suggested: Some(1),
+            },
+            Case {
+                name: "RTR ENODATA, empty slot (row 2)",
+                step: Step::ModifyRtr,
+                failure: errno(libc::ENODATA),
+                ctx: rxe_ctx(Some(7), "::ffff:192.168.77.2"),
+                code: "gid-empty-slot",
+                says: &["index 7", "empty", "use GID index 1"],
+                suggested: Some(1),
+            },
+            Case {
+                name: "RTR ENODEV, netdev in another netns (row 2)",
+                step: Step::ModifyRtr,
+                failure: errno(libc::ENODEV),
+                ctx: gone,
+                code: "gid-netdev-missing",
+                says: &["veth0", "network namespace", "no GID on this port fits"],
+                suggested: None,
+            },
+            Case {
+                name: "RTR ENODEV, netdev down",
+                step: Step::ModifyRtr,
+                failure: errno(libc::ENODEV),
+                ctx: down,
+                code: "gid-netdev-missing",
+                says: &["ip link set veth0 up"],
+                suggested: None,
+            },
+            Case {
+                name: "RTR ETIMEDOUT, same-host ARP without accept_local (row 3)",
+                step: Step::ModifyRtr,
+                failure: errno(libc::ETIMEDOUT),
+                ctx: no_accept_local,
+                code: "same-host-arp",
+                says: &["accept_local", "veth1", "GID index 1"],
+                suggested: Some(1),
+            },
+            Case {
+                name: "RTR ETIMEDOUT, link-local GID toward a routed peer (row 3)",
+                step: Step::ModifyRtr,
+                failure: errno(libc::ETIMEDOUT),
+                ctx: routed,
+                code: "link-local-routed-peer",
+                says: &["router", "use GID index 5 (RoCE v2, 2001:db8::5 on ens1f0)"],
+                suggested: Some(5),
+            },
+            Case {
+                name: "RTR ETIMEDOUT, GID on a netdev the peer is not routed through",
+                step: Step::ModifyRtr,
+                failure: errno(libc::ETIMEDOUT),
+                ctx: other_dev,
+                code: "route-other-netdev",
+                says: &["ens1f0.100", "use GID index 7"],
+                suggested: Some(7),
+            },
+            Case {
+                name: "RTR ETIMEDOUT, neighbour FAILED",
+                step: Step::ModifyRtr,
+                failure: errno(libc::ETIMEDOUT),
+                ctx: neigh_failed,
+                code: "neighbour-unresolved",
+                says: &["FAILED", "10.0.0.6", "GID index 3"],
+                suggested: Some(3),
+            },
+            Case {
+                name: "InfiniBand LID 0, no SM (row 7)",
+                step: Step::ModifyRtr,
+                failure: errno(libc::EINVAL),
+                ctx: ib_ctx(0, "INIT", "LinkUp"),
+                code: "ib-port-not-active",
+                says: &["opensm", "LID 0x0000", "GID index 0"],
+                suggested: Some(0),
+            },
+            Case {
+                name: "InfiniBand port polling (row 7)",
+                step: Step::QueryPort,
+                failure: errno(libc::EINVAL),
+                ctx: ib_ctx(0, "DOWN", "Polling"),
+                code: "ib-port-not-active",
+                says: &["cable"],
+                suggested: Some(0),
+            },
+            Case {
+                name: "RoCE port down",
+                step: Step::ModifyRtr,
+                failure: errno(libc::ETIMEDOUT),
+                ctx: roce_down,
+                code: "port-down",
+                says: &["ip link set veth0 up"],
+                suggested: Some(1),
+            },
+            Case {
+                name: "RTR EINVAL, -m above the active MTU (row 6)",
+                step: Step::ModifyRtr,
+                failure: errno(libc::EINVAL),
+                ctx: mtu,
+                code: "mtu-too-large",
+                says: &["-m 1024", "GID index 1"],
+                suggested: Some(1),
+            },
+            Case {
+                name: "LOC_LEN_ERR with a path MTU mismatch (row 6)",
+                step: Step::PollCq,
+                failure: wc(WC_LOC_LEN_ERR),
+                ctx: mtu_wc,
+                code: "mtu-mismatch",
+                says: &["IBV_WC_LOC_LEN_ERR", "-m 1024"],
+                suggested: Some(1),
+            },
+            Case {
+                name: "RETRY_EXC_ERR with v1 against v2 (row 4)",
+                step: Step::PollCq,
+                failure: wc(WC_RETRY_EXC_ERR),
+                ctx: retry_v1,
+                code: "retry-exceeded-gid-mismatch",
+                says: &[
+                    "status 12",
+                    "transport retry counter exceeded",
+                    "RoCE version",
+                    "GID index 2",
+                ],
+                suggested: Some(2),
+            },
+            Case {
+                name: "RETRY_EXC_ERR, peer died (row 4)",
+                step: Step::PollCq,
+                failure: wc(WC_RETRY_EXC_ERR),
+                ctx: retry_dead,
+                code: "retry-exceeded",
+                says: &["IBV_WC_RETRY_EXC_ERR", "hw_counters", "GID index 1"],
+                suggested: Some(1),
+            },
+            Case {
+                name: "RNR_RETRY_EXC_ERR (row 5)",
+                step: Step::PollCq,
+                failure: wc(WC_RNR_RETRY_EXC_ERR),
+                ctx: rnr,
+                code: "rnr-retry-exceeded",
+                says: &["status 13", "rnr_retry 0", "rnr_retry 7", "GID index 1"],
+                suggested: Some(1),
+            },
+            Case {
+                name: "rxe retry_cnt 7 never completes (row 13)",
+                step: Step::PollCq,
+                failure: Failure::Timeout { seconds: 5.0 },
+                ctx: rxe_forever,
+                code: "rxe-infinite-retry",
+                says: &["retry_cnt 6"],
+                suggested: Some(1),
+            },
+            Case {
+                name: "ENOMEM at reg_mr with a tiny memlock (row 8)",
+                step: Step::RegMr,
+                failure: errno(libc::ENOMEM),
+                ctx: tiny_memlock,
+                code: "memlock-limit",
+                says: &[
+                    "64 KiB",
+                    "8 MiB",
+                    "CAP_IPC_LOCK",
+                    "limits.conf",
+                    "GID index 1",
+                ],
+                suggested: Some(1),
+            },
+            Case {
+                name: "ENOMEM with memlock unlimited",
+                step: Step::RegMr,
+                failure: errno(libc::ENOMEM),
+                ctx: roomy_memlock,
+                code: "out-of-resources",
+                says: &["unlimited"],
+                suggested: Some(1),
+            },
+            Case {
+                name: "EACCES on the device (row 10)",
+                step: Step::Open,
+                failure: errno(libc::EACCES),
+                ctx: eacces,
+                code: "device-access",
+                says: &["/dev/infiniband/uverbs0", "cgroup"],
+                suggested: Some(1),
+            },
+            Case {
+                name: "provider missing (row 9)",
+                step: Step::DeviceList,
+                failure: Failure::NotListed,
+                ctx: no_provider,
+                code: "provider-missing",
+                says: &["ibverbs-providers", "librxe"],
+                suggested: Some(1),
+            },
+            Case {
+                name: "no kernel RDMA (row 11)",
+                step: Step::DeviceList,
+                failure: errno(libc::ENOSYS),
+                ctx: Context::default(),
+                code: "no-kernel-rdma",
+                says: &["modprobe rdma_rxe"],
+                suggested: None,
+            },
+            Case {
+                name: "rdma_cm ADDR_ERROR on IB (row 12)",
+                step: Step::CmResolveAddr,
+                failure: errno(libc::ENODEV),
+                ctx: ib_cm,
+                code: "cm-no-ipoib-address",
+                says: &["IPoIB", "ib0"],
+                suggested: Some(0),
+            },
+        ]
+    }
+
+    #[test]
+    fn every_rule() {
+        for case in cases() {
+            let exp = explain(case.step, &case.failure, &case.ctx);
+            let text = exp.to_string();
+            assert_eq!(exp.code, case.code, "{}:\n{text}", case.name);
+            for s in case.says {
+                assert!(text.contains(s), "{}: missing {s:?} in\n{text}", case.name);
+            }
+            assert_eq!(
+                exp.suggested_gid_index, case.suggested,
+                "{}:\n{text}",
+                case.name
+            );
+            // Whenever an index would work, the explanation names it.
+            if let Some(i) = exp.suggested_gid_index {
+                assert!(
+                    text.contains(&format!("GID index {i}")),
+                    "{}: does not name index {i}:\n{text}",
+                    case.name
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn wc_names_and_texts() {
+        assert_eq!(wc_status_name(12), "IBV_WC_RETRY_EXC_ERR");
+        assert_eq!(wc_status_text(12), "transport retry counter exceeded");
+        assert_eq!(wc_status_name(13), "IBV_WC_RNR_RETRY_EXC_ERR");
+        assert_eq!(wc_status_name(5), "IBV_WC_WR_FLUSH_ERR");
+        assert_eq!(wc_status_name(99), "IBV_WC_UNKNOWN");
+        assert_eq!(
+            Failure::Errno(libc::ETIMEDOUT).to_string(),
+            "errno 110 (ETIMEDOUT: Connection timed out)"
+        );
+    }
+
+    #[test]
+    fn compare_peers_table() {
+        let ok = compare_peers(&rxe_local(Some(1)), &rxe_peer("::ffff:192.168.77.2"));
+        assert!(ok.iter().all(|f| f.severity < Severity::Warn), "{ok:?}");
+
+        let cases: Vec<(&str, Endpoint, Endpoint, &str, &str)> = vec![
+            (
+                "link-local against IPv4",
+                rxe_local(Some(0)),
+                rxe_peer("::ffff:192.168.77.2"),
+                "gid-family-mismatch",
+                "GID index 1",
+            ),
+            (
+                "IPv4 against link-local",
+                rxe_local(Some(1)),
+                rxe_peer("fe80::ec2c:c7ff:fe05:b79a"),
+                "gid-family-mismatch",
+                "GID index 0",
+            ),
+            (
+                "v2 against v1",
+                Endpoint {
+                    gid_index: Some(3),
+                    gid_table: mlx5(),
+                    ..rxe_local(Some(3))
+                },
+                Endpoint {
+                    gid_type: Some(GidType::RoceV1),
+                    ..rxe_peer("::ffff:10.0.0.6")
+                },
+                "roce-version-mismatch",
+                "GID index 2 (RoCE v1",
+            ),
+            (
+                "IB against Ethernet",
+                rxe_local(Some(1)),
+                Endpoint {
+                    link_layer: Some(LinkLayer::InfiniBand),
+                    ..rxe_peer("::ffff:192.168.77.2")
+                },
+                "link-layer-mismatch",
+                "same fabric",
+            ),
+            (
+                "IB LID 0",
+                ib_ctx(0, "INIT", "LinkUp").local,
+                ib_ctx(0, "INIT", "LinkUp").peer.unwrap(),
+                "ib-lid-zero",
+                "subnet manager",
+            ),
+            (
+                "peer without GID on RoCE",
+                rxe_local(Some(1)),
+                Endpoint {
+                    gid: Some(Gid::ZERO),
+                    ..rxe_peer("::")
+                },
+                "roce-no-grh",
+                "-g",
+            ),
+        ];
+        for (name, local, peer, code, says) in cases {
+            let findings = compare_peers(&local, &peer);
+            let f = findings
+                .iter()
+                .find(|f| f.code == code)
+                .unwrap_or_else(|| panic!("{name}: {findings:#?}"));
+            assert_eq!(f.severity, Severity::Fail, "{name}");
+            let text = format!(
+                "{} {} {}",
+                f.message,
+                f.evidence.join(" "),
+                f.fix.clone().unwrap_or_default()
+            );
+            assert!(text.contains(says), "{name}: {text}");
+        }
+
+        let mut big = rxe_peer("::ffff:192.168.77.2");
+        big.active_mtu = Some(4096);
+        let f = compare_peers(&rxe_local(Some(1)), &big);
+        assert!(
+            f.iter()
+                .any(|f| f.code == "mtu-differs" && f.message.contains("1024")),
+            "{f:?}"
+        );
+        assert_eq!(path_mtu(&rxe_local(Some(1)), &big), Some(1024));
+    }
+}

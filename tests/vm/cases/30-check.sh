@@ -1,0 +1,72 @@
+# rdmactl check: is a GID index usable, and does it route to the peer? (issue 4, item 3)
+# Default guest state: rxe0 on veth0 (192.168.77.1), rxe1 on veth1 (192.168.77.2),
+# GID index 0 = fe80 link-local v2, index 1 = ::ffff:192.168.77.x v2, accept_local=1.
+
+IDX1='GID index 1 \(RoCE v2, ::ffff:192\.168\.77\.1 on veth0\)'
+
+# The right index toward the peer passes every check, including the same-host ARP one.
+expect_rc 0 "check -g 1 toward the peer passes" \
+    "$RDMACTL" check -d rxe0 -g 1 --peer 192.168.77.2
+expect_out "same-host peer: route leaves through veth0 and veth1 accepts local ARP" \
+    'ok +arp-same-host +veth1 accepts ARP' \
+    "$RDMACTL" check -d rxe0 -g 1 --peer 192.168.77.2
+expect_out "the route check used the live kernel route" \
+    'ok +route +192\.168\.77\.2 is an address of this host \(on veth1\)' \
+    "$RDMACTL" check -d rxe0 -g 1 --peer 192.168.77.2
+expect_rc 0 "the other direction passes too" \
+    "$RDMACTL" check -d rxe1 -g 1 --peer 192.168.77.1
+
+# The link-local index toward an IPv4 peer fails, says why, and names index 1.
+expect_rc 1 "check -g 0 toward an IPv4 peer fails" \
+    "$RDMACTL" check -d rxe0 -g 0 --peer 192.168.77.2
+expect_out "-g 0 is explained as link-local against IPv4" \
+    'FAIL +gid-family +index 0 is link-local IPv6 but the peer 192\.168\.77\.2 is IPv4' \
+    "$RDMACTL" check -d rxe0 -g 0 --peer 192.168.77.2
+expect_out "-g 0 names index 1" "fix: +use $IDX1" \
+    "$RDMACTL" check -d rxe0 -g 0 --peer 192.168.77.2
+
+# An empty slot.
+expect_rc 1 "check -g 7 fails" "$RDMACTL" check -d rxe0 -g 7
+expect_out "-g 7 is an empty slot" 'FAIL +gid-slot +GID index 7 on rxe0/1 is an empty slot' \
+    "$RDMACTL" check -d rxe0 -g 7
+expect_out "-g 7 names index 1" "fix: +use $IDX1" "$RDMACTL" check -d rxe0 -g 7
+
+# auto picks index 1 and says why it rejected index 0.
+expect_rc 0 "check -g auto toward the peer passes" \
+    "$RDMACTL" check -d rxe0 -g auto --peer 192.168.77.2
+expect_out "auto chooses index 1" '^auto: chose index 1$' \
+    "$RDMACTL" check -d rxe0 -g auto --peer 192.168.77.2
+expect_out "auto rejects index 0 as link-local IPv6" \
+    'index 0 +rejected +it is link-local IPv6 and the peer 192\.168\.77\.2 is IPv4' \
+    "$RDMACTL" check -d rxe0 -g auto --peer 192.168.77.2
+expect_out "auto in JSON" '"chosen": 1' \
+    "$RDMACTL" --json check -d rxe0 -g auto --peer 192.168.77.2
+
+# --env: NCCL_IB_GID_INDEX=0 is flagged and the fix names index 1.
+expect_rc 1 "--env with NCCL_IB_GID_INDEX=0 fails" \
+    env NCCL_IB_GID_INDEX=0 "$RDMACTL" check -d rxe0 -g 1 --peer 192.168.77.2 --env
+expect_out "--env flags NCCL_IB_GID_INDEX=0 and names 1" \
+    'fix: +set NCCL_IB_GID_INDEX=1: use GID index 1' \
+    env NCCL_IB_GID_INDEX=0 "$RDMACTL" check -d rxe0 -g 1 --peer 192.168.77.2 --env
+expect_rc 0 "--env with NCCL_IB_GID_INDEX=1 and NCCL_IB_HCA=rxe passes" \
+    env NCCL_IB_GID_INDEX=1 NCCL_IB_HCA=rxe UCX_IB_GID_INDEX=auto "$RDMACTL" check -d rxe0 -g 1 --peer 192.168.77.2 --env
+expect_out "--env flags an NCCL_IB_HCA that selects nothing" \
+    'FAIL +env-nccl-ib-hca +NCCL_IB_HCA=mlx5 selects no device' \
+    env NCCL_IB_HCA=mlx5 "$RDMACTL" check -d rxe0 -g 1 --env
+
+# Without accept_local the same-host ARP is dropped: check predicts the RTR ETIMEDOUT.
+sysctl -q -w net.ipv4.conf.all.accept_local=0 net.ipv4.conf.veth0.accept_local=0 net.ipv4.conf.veth1.accept_local=0
+expect_rc 1 "without accept_local, check -g 1 fails" \
+    "$RDMACTL" check -d rxe0 -g 1 --peer 192.168.77.2
+expect_out "without accept_local, the fix is the sysctl" \
+    'FAIL +arp-same-host +veth1 will drop the ARP request from veth0' \
+    "$RDMACTL" check -d rxe0 -g 1 --peer 192.168.77.2
+restore_net
+
+# A netdev taken down: the port goes DOWN and the netdev check says so.
+ip link set veth1 down
+sleep 1
+expect_rc 1 "with veth1 down, check on rxe1 fails" "$RDMACTL" check -d rxe1 -g 1
+expect_out "with veth1 down, the netdev check says so" 'FAIL +netdev +veth1 is not up' \
+    "$RDMACTL" check -d rxe1 -g 1
+restore_net
