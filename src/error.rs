@@ -24,13 +24,25 @@ pub mod exit {
 #[derive(Debug, Error)]
 pub enum Error {
     #[error("no device '{name}'; devices: {}", list_or_none(.available))]
-    NoSuchDevice { name: String, available: Vec<String> },
+    NoSuchDevice {
+        name: String,
+        available: Vec<String>,
+    },
 
     #[error("no port {port} on {device}; ports: {}", list_or_none(.available))]
-    NoSuchPort { device: String, port: u32, available: Vec<String> },
+    NoSuchPort {
+        device: String,
+        port: u32,
+        available: Vec<String>,
+    },
 
     #[error("no GID index {index} on {device}/{port}; {hint}")]
-    NoSuchGid { device: String, port: u32, index: u32, hint: String },
+    NoSuchGid {
+        device: String,
+        port: u32,
+        index: u32,
+        hint: String,
+    },
 
     #[error(
         "no RDMA devices: {} does not exist, so no RDMA driver is loaded. \
@@ -40,11 +52,22 @@ pub enum Error {
     )]
     NoRdma { path: PathBuf },
 
+    #[error(
+        "no RDMA devices: {} is empty, so the RDMA core is loaded but no driver registered a \
+         device. Load your NIC's RDMA driver (mlx5_ib, irdma, bnxt_re, ...), or for Soft-RoCE: \
+         rdma link add rxe0 type rxe netdev <if>",
+        .path.display()
+    )]
+    NoDevices { path: PathBuf },
+
     #[error("{0}")]
     Usage(String),
 
     #[error("cannot read {}: {source}", .path.display())]
-    Io { path: PathBuf, source: std::io::Error },
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
 
     /// The command already printed its findings; this only sets the exit code.
     #[error("{0}")]
@@ -60,7 +83,7 @@ impl Error {
             Error::NoSuchDevice { .. } | Error::NoSuchPort { .. } | Error::NoSuchGid { .. } => {
                 exit::NOT_FOUND
             }
-            Error::NoRdma { .. } => exit::NO_RDMA,
+            Error::NoRdma { .. } | Error::NoDevices { .. } => exit::NO_RDMA,
             Error::Usage(_) => exit::USAGE,
             Error::Failed(_) => exit::FAILED,
             Error::Io { .. } | Error::System(_) => exit::SYSTEM,

@@ -8,6 +8,8 @@ mod generate;
 mod gid;
 mod model;
 mod output;
+mod render;
+mod sysfs;
 mod verbs;
 
 use std::process::ExitCode;

@@ -1,7 +1,12 @@
 //! The plain data every command works on, whichever source (sysfs or verbs) filled it.
 //! Kernel enums keep an `Other` catch-all so an unknown value never fails a parse.
+//! Field names follow iproute2's `rdma -j` where it has one, else ibv_devinfo's; every key
+//! is documented in docs/json.md.
 
-use serde::Serialize;
+use std::fmt;
+use std::path::PathBuf;
+
+use serde::{Serialize, Serializer};
 
 use crate::gid::Gid;
 
@@ -19,12 +24,191 @@ pub enum GidType {
     Other(String),
 }
 
+impl fmt::Display for GidType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            GidType::Ib => "IB",
+            GidType::RoceV1 => "RoCE v1",
+            GidType::RoceV2 => "RoCE v2",
+            GidType::Other(s) => s,
+        })
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub enum LinkLayer {
     InfiniBand,
     Ethernet,
     #[serde(untagged)]
     Other(String),
+}
+
+impl fmt::Display for LinkLayer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            LinkLayer::InfiniBand => "InfiniBand",
+            LinkLayer::Ethernet => "Ethernet",
+            LinkLayer::Other(s) => s,
+        })
+    }
+}
+
+/// `node_type`: "1: CA". The number is the kernel's `enum rdma_node_type`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NodeType {
+    Ca,
+    Switch,
+    Router,
+    Rnic,
+    Usnic,
+    UsnicUdp,
+    Unspecified,
+    Other(String),
+}
+
+impl NodeType {
+    pub fn name(&self) -> &str {
+        match self {
+            NodeType::Ca => "CA",
+            NodeType::Switch => "SWITCH",
+            NodeType::Router => "ROUTER",
+            NodeType::Rnic => "RNIC",
+            NodeType::Usnic => "USNIC",
+            NodeType::UsnicUdp => "USNIC_UDP",
+            NodeType::Unspecified => "UNSPECIFIED",
+            NodeType::Other(s) => s,
+        }
+    }
+
+    /// The transport ibv_devinfo derives from the node type (RoCE is InfiniBand transport).
+    pub fn transport(&self) -> &'static str {
+        match self {
+            NodeType::Ca | NodeType::Switch | NodeType::Router => "InfiniBand",
+            NodeType::Rnic => "iWARP",
+            NodeType::Usnic | NodeType::UsnicUdp => "usNIC",
+            NodeType::Unspecified | NodeType::Other(_) => "unknown",
+        }
+    }
+}
+
+impl Serialize for NodeType {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
+}
+
+/// `ports/N/state`: "4: ACTIVE". Names as iproute2 `rdma link` prints them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PortState {
+    Nop,
+    Down,
+    Init,
+    Armed,
+    Active,
+    ActiveDefer,
+    /// The kernel's text, for a value this build does not know.
+    Other(String),
+}
+
+impl PortState {
+    pub fn name(&self) -> &str {
+        match self {
+            PortState::Nop => "NOP",
+            PortState::Down => "DOWN",
+            PortState::Init => "INIT",
+            PortState::Armed => "ARMED",
+            PortState::Active => "ACTIVE",
+            PortState::ActiveDefer => "ACTIVE_DEFER",
+            PortState::Other(s) => s,
+        }
+    }
+}
+
+/// `ports/N/phys_state`: "5: LinkUp". Names as iproute2 `rdma link` prints them, except
+/// 4, which iproute2 calls ARMED but the IBTA spec calls PortConfigurationTraining.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PhysState {
+    Sleep,
+    Polling,
+    Disabled,
+    PortConfigurationTraining,
+    LinkUp,
+    LinkErrorRecovery,
+    PhyTest,
+    Other(String),
+}
+
+impl PhysState {
+    pub fn name(&self) -> &str {
+        match self {
+            PhysState::Sleep => "SLEEP",
+            PhysState::Polling => "POLLING",
+            PhysState::Disabled => "DISABLED",
+            PhysState::PortConfigurationTraining => "PORT_CONFIGURATION_TRAINING",
+            PhysState::LinkUp => "LINK_UP",
+            PhysState::LinkErrorRecovery => "LINK_ERROR_RECOVERY",
+            PhysState::PhyTest => "PHY_TEST",
+            PhysState::Other(s) => s,
+        }
+    }
+}
+
+macro_rules! serialize_by_name {
+    ($($t:ty),*) => {$(
+        impl Serialize for $t {
+            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.serialize_str(self.name())
+            }
+        }
+        impl fmt::Display for $t {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.name())
+            }
+        }
+    )*};
+}
+serialize_by_name!(PortState, PhysState);
+
+/// `ports/N/rate`: "100 Gb/sec (4X EDR)".
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rate {
+    /// The kernel's text, unchanged.
+    pub text: String,
+    pub gbps: Option<f64>,
+    /// "4X"
+    pub width: Option<String>,
+    /// "EDR"
+    pub speed: Option<String>,
+}
+
+/// A 64-bit GUID, printed as sysfs and ibv_devinfo do: `fcc2:10ff:fefe:2b7e`.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Guid(pub u64);
+
+impl fmt::Display for Guid {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let v = self.0;
+        write!(
+            f,
+            "{:04x}:{:04x}:{:04x}:{:04x}",
+            (v >> 48) & 0xffff,
+            (v >> 32) & 0xffff,
+            (v >> 16) & 0xffff,
+            v & 0xffff
+        )
+    }
+}
+
+impl fmt::Debug for Guid {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Guid({self})")
+    }
+}
+
+impl Serialize for Guid {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
 }
 
 /// One populated (or, with `--all`, empty) slot of a port's GID table.
@@ -37,4 +221,127 @@ pub struct GidEntry {
     pub gid_type: Option<GidType>,
     /// The netdev from `gid_attrs/ndevs/N`; None on InfiniBand or when unreadable.
     pub netdev: Option<String>,
+}
+
+/// `class/net/<name>/`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Netdev {
+    #[serde(rename = "netdev")]
+    pub name: String,
+    /// "up", "down", "lowerlayerdown", ...
+    pub operstate: Option<String>,
+    pub mtu: Option<u32>,
+    /// The link-layer (MAC) address.
+    pub address: Option<String>,
+}
+
+/// Where a port's netdev was found, so a reader can judge how sure the mapping is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum NetdevSource {
+    /// `gid_attrs/ndevs/N` of the port's first populated GID (index 0 on a healthy port):
+    /// the netdev the kernel itself associates with the default GID.
+    #[serde(rename = "gid_attrs/ndevs")]
+    GidNdevs,
+    /// `device/net/*` of the PCI function (mlx4/mlx5, IPoIB), matched to the port by
+    /// `dev_port` when there are several.
+    #[serde(rename = "device/net")]
+    DeviceNet,
+}
+
+/// A file that exists but could not be read (not a missing file: those are just absent).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ReadProblem {
+    pub path: PathBuf,
+    pub error: String,
+}
+
+/// One port of a device, as `ports/N/` describes it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Port {
+    #[serde(rename = "ifname")]
+    pub device: String,
+    #[serde(rename = "port")]
+    pub number: u32,
+    pub state: Option<PortState>,
+    #[serde(rename = "physical_state")]
+    pub phys_state: Option<PhysState>,
+    #[serde(serialize_with = "ser_rate_text")]
+    pub rate: Option<Rate>,
+    pub link_layer: Option<LinkLayer>,
+    pub lid: Option<u32>,
+    pub sm_lid: Option<u32>,
+    pub lmc: Option<u8>,
+    pub sm_sl: Option<u8>,
+    #[serde(rename = "port_cap_flags")]
+    pub cap_mask: Option<u32>,
+    /// The port's netdev name (RoCE: the Ethernet interface; IB: IPoIB, if any).
+    #[serde(serialize_with = "ser_netdev_name")]
+    pub netdev: Option<Netdev>,
+    pub netdev_source: Option<NetdevSource>,
+    /// Every netdev the populated GID table refers to (VLANs and other uppers included).
+    pub gid_netdevs: Vec<String>,
+    /// Populated GID slots, in index order. Not in the `ports` JSON; `gids` prints them.
+    #[serde(skip)]
+    pub gids: Vec<GidEntry>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub read_problems: Vec<ReadProblem>,
+}
+
+fn ser_rate_text<S: Serializer>(rate: &Option<Rate>, s: S) -> Result<S::Ok, S::Error> {
+    match rate {
+        Some(r) => s.serialize_str(&r.text),
+        None => s.serialize_none(),
+    }
+}
+
+fn ser_netdev_name<S: Serializer>(nd: &Option<Netdev>, s: S) -> Result<S::Ok, S::Error> {
+    match nd {
+        Some(n) => s.serialize_str(&n.name),
+        None => s.serialize_none(),
+    }
+}
+
+/// One RDMA device, `class/infiniband/<name>/`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Device {
+    #[serde(rename = "ifname")]
+    pub name: String,
+    pub node_type: Option<NodeType>,
+    pub node_guid: Option<Guid>,
+    pub sys_image_guid: Option<Guid>,
+    /// None when the file is missing or empty (rxe has an empty fw_ver).
+    pub fw_ver: Option<String>,
+    pub node_desc: Option<String>,
+    pub hca_type: Option<String>,
+    pub board_id: Option<String>,
+    #[serde(rename = "hw_ver")]
+    pub hw_rev: Option<String>,
+    /// Kernel driver bound to the parent device (`device/driver`), e.g. mlx5_core.
+    pub driver: Option<String>,
+    /// `uverbsN` from `class/infiniband_verbs/*/ibdev`: the /dev/infiniband node.
+    pub uverbs: Option<String>,
+    /// Left out of the derived JSON: `render::inventory` prints each port with the
+    /// values derived from it (rate parts, netdev MTU and state).
+    #[serde(skip)]
+    pub ports: Vec<Port>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub read_problems: Vec<ReadProblem>,
+}
+
+impl Device {
+    #[allow(dead_code)] // API for doctor/check (other branches)
+    pub fn port(&self, number: u32) -> Option<&Port> {
+        self.ports.iter().find(|p| p.number == number)
+    }
+
+    /// Distinct link layers of the ports, in port order.
+    pub fn link_layers(&self) -> Vec<&LinkLayer> {
+        let mut out: Vec<&LinkLayer> = Vec::new();
+        for ll in self.ports.iter().filter_map(|p| p.link_layer.as_ref()) {
+            if !out.contains(&ll) {
+                out.push(ll);
+            }
+        }
+        out
+    }
 }

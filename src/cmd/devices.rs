@@ -1,7 +1,54 @@
+use std::path::PathBuf;
+
 use crate::app::Ctx;
 use crate::cli::DevicesArgs;
-use crate::error::{Error, Result};
+use crate::error::{exit, Error, Result};
+use crate::model::Device;
+use crate::output;
+use crate::render::inventory;
+use crate::sysfs::SysfsRoot;
 
-pub fn run(_ctx: &Ctx, _args: &DevicesArgs) -> Result<u8> {
-    Err(Error::System("'devices' is not implemented yet".into()))
+pub fn run(ctx: &Ctx, args: &DevicesArgs) -> Result<u8> {
+    if args.verbose {
+        return Err(Error::Usage("devices -v needs the verbs layer".into()));
+    }
+    let devices = gather(ctx, args.device.as_deref())?;
+    let text = if ctx.json {
+        inventory::devices_json(&devices)
+    } else {
+        warn_unreadable(&devices);
+        inventory::devices_table(&devices, ctx.style)
+    };
+    print(&text)?;
+    Ok(exit::OK)
+}
+
+/// The sysfs side of `devices`; the verbs layer adds its attributes on top for `-v`.
+pub fn gather(ctx: &Ctx, device: Option<&str>) -> Result<Vec<Device>> {
+    SysfsRoot::new(&ctx.sysfs).select(device, None)
+}
+
+/// Attributes that exist but could not be read: one stderr line each, so the table stays
+/// clean and the reader still learns why a column says "-". JSON carries `read_problems`.
+pub fn warn_unreadable(devices: &[Device]) {
+    let problems = devices.iter().flat_map(|d| {
+        d.read_problems
+            .iter()
+            .chain(d.ports.iter().flat_map(|p| p.read_problems.iter()))
+    });
+    for p in problems {
+        eprintln!(
+            "rdmactl: warning: cannot read {}: {}",
+            p.path.display(),
+            p.error
+        );
+    }
+}
+
+/// stdout, with a closed pipe surfacing as an io error main turns into a quiet exit.
+pub fn print(text: &str) -> Result<()> {
+    output::print(text).map_err(|source| Error::Io {
+        path: PathBuf::from("<stdout>"),
+        source,
+    })
 }

@@ -1,7 +1,40 @@
 use crate::app::Ctx;
 use crate::cli::GidsArgs;
-use crate::error::{Error, Result};
+use crate::cmd::devices::{print, warn_unreadable};
+use crate::cmd::ports::target;
+use crate::error::{exit, Result};
+use crate::model::GidEntry;
+use crate::render::inventory::{self, GidRow};
+use crate::sysfs::SysfsRoot;
 
-pub fn run(_ctx: &Ctx, _args: &GidsArgs) -> Result<u8> {
-    Err(Error::System("'gids' is not implemented yet".into()))
+pub fn run(ctx: &Ctx, args: &GidsArgs) -> Result<u8> {
+    let (device, port) = target(args.target.as_ref(), args.device.as_deref(), args.port)?;
+    let sysfs = SysfsRoot::new(&ctx.sysfs);
+    let mut devices = sysfs.select(device.as_deref(), port)?;
+    if args.all {
+        // The inventory holds only populated slots; --all rereads each table whole.
+        for d in &mut devices {
+            for p in &mut d.ports {
+                p.gids = sysfs.gid_table(&d.name, p.number, true)?;
+            }
+        }
+    }
+    let rows: Vec<GidRow> = devices
+        .iter()
+        .flat_map(|d| d.ports.iter())
+        .flat_map(|p| p.gids.iter().map(move |g: &GidEntry| GidRow::new(p, g)))
+        .collect();
+    let text = if ctx.json {
+        inventory::gids_json(&rows)
+    } else {
+        warn_unreadable(&devices);
+        if rows.is_empty() {
+            eprintln!(
+                "rdmactl: no populated GID entries on the selected ports (--all lists empty slots)"
+            );
+        }
+        inventory::gids_table(&rows, args.ip, ctx.style)
+    };
+    print(&text)?;
+    Ok(exit::OK)
 }

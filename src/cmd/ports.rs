@@ -1,7 +1,46 @@
 use crate::app::Ctx;
-use crate::cli::PortsArgs;
-use crate::error::{Error, Result};
+use crate::cli::{DevPort, PortsArgs};
+use crate::cmd::devices::{print, warn_unreadable};
+use crate::error::{exit, Error, Result};
+use crate::model::Port;
+use crate::render::inventory;
+use crate::sysfs::SysfsRoot;
 
-pub fn run(_ctx: &Ctx, _args: &PortsArgs) -> Result<u8> {
-    Err(Error::System("'ports' is not implemented yet".into()))
+pub fn run(ctx: &Ctx, args: &PortsArgs) -> Result<u8> {
+    let (device, port) = target(args.target.as_ref(), args.device.as_deref(), args.port)?;
+    let devices = SysfsRoot::new(&ctx.sysfs).select(device.as_deref(), port)?;
+    let ports: Vec<&Port> = devices.iter().flat_map(|d| d.ports.iter()).collect();
+    let text = if ctx.json {
+        inventory::ports_json(&ports)
+    } else {
+        warn_unreadable(&devices);
+        inventory::ports_table(&ports, ctx.style)
+    };
+    print(&text)?;
+    Ok(exit::OK)
+}
+
+/// `DEV[/PORT]`, `-d DEV` and `-i PORT` resolved to one (device, port) selection.
+pub fn target(
+    positional: Option<&DevPort>,
+    device: Option<&str>,
+    port: Option<u32>,
+) -> Result<(Option<String>, Option<u32>)> {
+    let device = positional
+        .map(|t| t.device.clone())
+        .or(device.map(str::to_string));
+    let port = match (positional.and_then(|t| t.port), port) {
+        (Some(a), Some(b)) if a != b => {
+            return Err(Error::Usage(format!(
+                "port {a} in DEV/PORT and -i {b} disagree; give one"
+            )))
+        }
+        (a, b) => a.or(b),
+    };
+    if port == Some(0) {
+        return Err(Error::Usage(
+            "ports count from 1; -i 0 is not a port".into(),
+        ));
+    }
+    Ok((device, port))
 }

@@ -1,0 +1,281 @@
+//! `devices`, `ports` and `gids`: tables and JSON.
+
+use serde::Serialize;
+
+use crate::gid::{Gid, GidKind};
+use crate::model::{Device, GidEntry, LinkLayer, PhysState, Port, PortState};
+use crate::output::{json, Style};
+use crate::render::table::{or_dash, render, Cell, Tone};
+
+pub fn state_tone(state: Option<&PortState>) -> Tone {
+    match state {
+        Some(PortState::Active) => Tone::Good,
+        Some(PortState::Init | PortState::Armed | PortState::ActiveDefer) => Tone::Warn,
+        Some(_) => Tone::Bad,
+        None => Tone::Plain,
+    }
+}
+
+pub fn phys_tone(state: Option<&PhysState>) -> Tone {
+    match state {
+        Some(PhysState::LinkUp) => Tone::Good,
+        Some(PhysState::Polling | PhysState::Disabled | PhysState::Sleep) => Tone::Bad,
+        Some(_) => Tone::Warn,
+        None => Tone::Plain,
+    }
+}
+
+pub fn operstate_tone(operstate: Option<&str>) -> Tone {
+    match operstate {
+        Some("up") => Tone::Good,
+        Some("down" | "lowerlayerdown" | "notpresent") => Tone::Bad,
+        Some("dormant" | "testing") => Tone::Warn,
+        _ => Tone::Plain,
+    }
+}
+
+fn worst(tones: impl IntoIterator<Item = Tone>) -> Tone {
+    let rank = |t: Tone| match t {
+        Tone::Plain => 0,
+        Tone::Good => 1,
+        Tone::Warn => 2,
+        Tone::Bad => 3,
+    };
+    tones
+        .into_iter()
+        .max_by_key(|t| rank(*t))
+        .unwrap_or(Tone::Plain)
+}
+
+fn join_or_dash(items: Vec<String>) -> String {
+    if items.is_empty() {
+        "-".to_string()
+    } else {
+        items.join(", ")
+    }
+}
+
+/// A port as `dev/port`, the way `rdma link` and `ports DEV/PORT` address it.
+fn port_name(p: &Port) -> String {
+    format!("{}/{}", p.device, p.number)
+}
+
+pub fn devices_table(devices: &[Device], style: Style) -> String {
+    let rows: Vec<Vec<Cell>> = devices
+        .iter()
+        .map(|d| {
+            let kind = d
+                .node_type
+                .as_ref()
+                .map(|t| format!("{}/{}", t.name(), t.transport()));
+            let layers: Vec<String> = d.link_layers().iter().map(|l| l.to_string()).collect();
+            let states = if d.ports.len() == 1 {
+                or_dash(d.ports[0].state.as_ref())
+            } else {
+                let each: Vec<String> = d
+                    .ports
+                    .iter()
+                    .map(|p| format!("{}:{}", p.number, or_dash(p.state.as_ref())))
+                    .collect();
+                join_or_dash(each)
+            };
+            let tone = worst(d.ports.iter().map(|p| state_tone(p.state.as_ref())));
+            let mut netdevs: Vec<String> = Vec::new();
+            for nd in d.ports.iter().filter_map(|p| p.netdev.as_ref()) {
+                if !netdevs.contains(&nd.name) {
+                    netdevs.push(nd.name.clone());
+                }
+            }
+            vec![
+                Cell::from(d.name.as_str()),
+                Cell::from(or_dash(kind)),
+                Cell::from(or_dash(d.node_guid)),
+                Cell::from(or_dash(d.fw_ver.as_ref())),
+                Cell::from(d.ports.len().to_string()),
+                Cell::from(join_or_dash(layers)),
+                Cell::new(states, tone),
+                Cell::from(join_or_dash(netdevs)),
+                Cell::from(or_dash(d.uverbs.as_ref())),
+            ]
+        })
+        .collect();
+    render(
+        &[
+            "DEVICE",
+            "TYPE",
+            "NODE GUID",
+            "FW",
+            "PORTS",
+            "LINK LAYER",
+            "STATE",
+            "NETDEV",
+            "UVERBS",
+        ],
+        &rows,
+        style,
+    )
+}
+
+/// A port in JSON: the model plus what is derived from it, flat as `rdma -j` prints it.
+#[derive(Serialize)]
+pub struct PortJson<'a> {
+    #[serde(flatten)]
+    pub port: &'a Port,
+    pub rate_gbps: Option<f64>,
+    pub link_width: Option<&'a str>,
+    pub link_speed: Option<&'a str>,
+    pub netdev_mtu: Option<u32>,
+    pub netdev_operstate: Option<&'a str>,
+    pub netdev_address: Option<&'a str>,
+}
+
+impl<'a> PortJson<'a> {
+    pub fn new(port: &'a Port) -> PortJson<'a> {
+        let nd = port.netdev.as_ref();
+        PortJson {
+            port,
+            rate_gbps: port.rate.as_ref().and_then(|r| r.gbps),
+            link_width: port.rate.as_ref().and_then(|r| r.width.as_deref()),
+            link_speed: port.rate.as_ref().and_then(|r| r.speed.as_deref()),
+            netdev_mtu: nd.and_then(|n| n.mtu),
+            netdev_operstate: nd.and_then(|n| n.operstate.as_deref()),
+            netdev_address: nd.and_then(|n| n.address.as_deref()),
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct DeviceJson<'a> {
+    #[serde(flatten)]
+    device: &'a Device,
+    transport: Option<&'static str>,
+    phys_port_cnt: usize,
+    #[serde(rename = "ports")]
+    port_list: Vec<PortJson<'a>>,
+}
+
+pub fn devices_json(devices: &[Device]) -> String {
+    let list: Vec<DeviceJson> = devices
+        .iter()
+        .map(|d| DeviceJson {
+            device: d,
+            transport: d.node_type.as_ref().map(|t| t.transport()),
+            phys_port_cnt: d.ports.len(),
+            port_list: d.ports.iter().map(PortJson::new).collect(),
+        })
+        .collect();
+    json(&list)
+}
+
+pub fn ports_table(ports: &[&Port], style: Style) -> String {
+    let rows: Vec<Vec<Cell>> = ports
+        .iter()
+        .map(|p| {
+            // LIDs mean nothing on Ethernet (always 0); show them only where a SM assigns them.
+            let ib = p.link_layer.as_ref() != Some(&LinkLayer::Ethernet);
+            let lid = |v: Option<u32>| if ib { or_dash(v) } else { "-".to_string() };
+            let nd = p.netdev.as_ref();
+            let operstate = nd.and_then(|n| n.operstate.as_deref());
+            vec![
+                Cell::from(port_name(p)),
+                Cell::new(or_dash(p.state.as_ref()), state_tone(p.state.as_ref())),
+                Cell::new(
+                    or_dash(p.phys_state.as_ref()),
+                    phys_tone(p.phys_state.as_ref()),
+                ),
+                Cell::from(or_dash(p.rate.as_ref().map(|r| &r.text))),
+                Cell::from(or_dash(p.link_layer.as_ref())),
+                Cell::from(lid(p.lid)),
+                Cell::from(lid(p.sm_lid)),
+                Cell::from(if ib { or_dash(p.lmc) } else { "-".to_string() }),
+                Cell::from(or_dash(nd.map(|n| &n.name))),
+                Cell::from(or_dash(nd.and_then(|n| n.mtu))),
+                Cell::new(or_dash(operstate), operstate_tone(operstate)),
+            ]
+        })
+        .collect();
+    render(
+        &[
+            "PORT",
+            "STATE",
+            "PHYS STATE",
+            "RATE",
+            "LINK LAYER",
+            "LID",
+            "SM LID",
+            "LMC",
+            "NETDEV",
+            "MTU",
+            "OPERSTATE",
+        ],
+        &rows,
+        style,
+    )
+}
+
+pub fn ports_json(ports: &[&Port]) -> String {
+    json(&ports.iter().map(|p| PortJson::new(p)).collect::<Vec<_>>())
+}
+
+/// One GID table entry with the port it belongs to, as `gids` lists them.
+#[derive(Debug, Serialize)]
+pub struct GidRow<'a> {
+    pub ifname: &'a str,
+    pub port: u32,
+    #[serde(flatten)]
+    pub entry: &'a GidEntry,
+    /// The decoded address; null for an empty slot.
+    pub ip: Option<String>,
+    pub kind: GidKind,
+}
+
+impl<'a> GidRow<'a> {
+    pub fn new(port: &'a Port, entry: &'a GidEntry) -> GidRow<'a> {
+        GidRow {
+            ifname: &port.device,
+            port: port.number,
+            entry,
+            ip: (!entry.gid.is_zero()).then(|| entry.gid.ip().to_string()),
+            kind: entry.gid.kind(),
+        }
+    }
+}
+
+/// The address a GID holds, for people: IPv4 when mapped, IPv6 with its kind marked.
+pub fn ip_text(gid: &Gid) -> String {
+    match gid.kind() {
+        GidKind::Zero => "-".to_string(),
+        GidKind::Ipv4Mapped | GidKind::Global => gid.ip().to_string(),
+        GidKind::LinkLocal => format!("{} (link-local)", gid.ip()),
+        GidKind::Multicast => format!("{} (multicast)", gid.ip()),
+    }
+}
+
+pub fn gids_table(rows: &[GidRow], show_ip: bool, style: Style) -> String {
+    let mut headers = vec!["DEVICE", "PORT", "INDEX", "GID", "TYPE", "NETDEV"];
+    if show_ip {
+        headers.push("IP");
+    }
+    let cells: Vec<Vec<Cell>> = rows
+        .iter()
+        .map(|r| {
+            let mut row = vec![
+                Cell::from(r.ifname),
+                Cell::from(r.port.to_string()),
+                Cell::from(r.entry.index.to_string()),
+                Cell::from(r.entry.gid.to_string()),
+                Cell::from(or_dash(r.entry.gid_type.as_ref())),
+                Cell::from(or_dash(r.entry.netdev.as_ref())),
+            ];
+            if show_ip {
+                row.push(Cell::from(ip_text(&r.entry.gid)));
+            }
+            row
+        })
+        .collect();
+    render(&headers, &cells, style)
+}
+
+pub fn gids_json(rows: &[GidRow]) -> String {
+    json(&rows)
+}

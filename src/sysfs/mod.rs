@@ -1,0 +1,565 @@
+//! The sysfs reader: `class/infiniband`, `class/infiniband_verbs` and `class/net` under a
+//! root that is `/sys` on a live host or a captured tree (`--sysfs DIR`).
+//!
+//! Real trees are incomplete: a missing file is recorded as absent, a file that exists but
+//! cannot be read is recorded as absent plus a `ReadProblem` naming its path. Only the
+//! things a command cannot go on without (the device list, a named device or port) are
+//! errors. All parsing lives in `parse`, so this file is only about which files to read.
+
+pub mod parse;
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io::{self, Read};
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, Result};
+use crate::gid::Gid;
+use crate::model::{Device, GidEntry, LinkLayer, Netdev, NetdevSource, Port, ReadProblem};
+
+#[derive(Debug, Clone)]
+pub struct SysfsRoot {
+    root: PathBuf,
+}
+
+impl SysfsRoot {
+    pub fn new(root: impl Into<PathBuf>) -> SysfsRoot {
+        SysfsRoot { root: root.into() }
+    }
+
+    #[allow(dead_code)] // API for doctor/check (other branches)
+    pub fn path(&self) -> &Path {
+        &self.root
+    }
+
+    fn class_infiniband(&self) -> PathBuf {
+        self.root.join("class/infiniband")
+    }
+
+    fn device_dir(&self, name: &str) -> PathBuf {
+        self.class_infiniband().join(name)
+    }
+
+    /// RDMA device names in natural order (mlx5_2 before mlx5_10). `NoRdma` when
+    /// `class/infiniband` does not exist; an empty list when it exists but is empty.
+    pub fn device_names(&self) -> Result<Vec<String>> {
+        let dir = self.class_infiniband();
+        let mut names = match list_dir(&dir) {
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                return Err(Error::NoRdma { path: dir })
+            }
+            Err(source) => return Err(Error::Io { path: dir, source }),
+        };
+        names.sort_by(|a, b| parse::natural_cmp(a, b));
+        Ok(names)
+    }
+
+    /// Every device with its ports, each port with its populated GID table and netdev.
+    pub fn devices(&self) -> Result<Vec<Device>> {
+        let uverbs = self.uverbs_map();
+        self.device_names()?
+            .into_iter()
+            .map(|name| self.read_device(&name, &uverbs))
+            .collect()
+    }
+
+    /// What `devices -d`, `ports DEV/PORT` and `gids -i N` select: one device or all, and
+    /// within them one port number or all. Errors: `NoRdma`, `NoDevices` (class/infiniband
+    /// empty), `NoSuchDevice`, `NoSuchPort` (for `-i N` alone: when no device has port N).
+    pub fn select(&self, device: Option<&str>, port: Option<u32>) -> Result<Vec<Device>> {
+        let mut devices = match device {
+            Some(name) => vec![self.device(name)?],
+            None => self.devices()?,
+        };
+        if devices.is_empty() {
+            return Err(Error::NoDevices {
+                path: self.class_infiniband(),
+            });
+        }
+        let Some(port) = port else { return Ok(devices) };
+        let mut available: Vec<u32> = devices
+            .iter()
+            .flat_map(|d| d.ports.iter().map(|p| p.number))
+            .collect();
+        available.sort_unstable();
+        available.dedup();
+        for d in &mut devices {
+            d.ports.retain(|p| p.number == port);
+        }
+        devices.retain(|d| !d.ports.is_empty());
+        if devices.is_empty() {
+            return Err(Error::NoSuchPort {
+                device: device.unwrap_or("any device").to_string(),
+                port,
+                available: available.iter().map(u32::to_string).collect(),
+            });
+        }
+        Ok(devices)
+    }
+
+    /// One device by name; `NoSuchDevice` lists the devices that do exist.
+    pub fn device(&self, name: &str) -> Result<Device> {
+        self.check_device(name)?;
+        self.read_device(name, &self.uverbs_map())
+    }
+
+    /// One port of one device; `NoSuchPort` lists the device's ports.
+    #[allow(dead_code)] // API for check/pingpong (other branches)
+    pub fn port(&self, device: &str, port: u32) -> Result<Port> {
+        self.check_port(device, port)?;
+        Ok(self.read_port(device, port))
+    }
+
+    /// Port numbers of a device, ascending.
+    pub fn port_numbers(&self, device: &str) -> Result<Vec<u32>> {
+        self.check_device(device)?;
+        Ok(self.list_ports(device))
+    }
+
+    /// The GID table of one port. Empty (all-zero or unreadable) slots are skipped unless
+    /// `all`; for an empty slot nothing but `gids/N` is read.
+    pub fn gid_table(&self, device: &str, port: u32, all: bool) -> Result<Vec<GidEntry>> {
+        self.check_port(device, port)?;
+        let port_dir = self.port_dir(device, port);
+        let ethernet = is_ethernet(&port_dir);
+        Ok(read_gid_table(&port_dir, ethernet, all))
+    }
+
+    /// One GID slot. `NoSuchGid` when the index is past the table or the slot is empty,
+    /// with the populated indices as the hint.
+    #[allow(dead_code)] // API for check/pingpong's GID selection (other branches)
+    pub fn gid(&self, device: &str, port: u32, index: u32) -> Result<GidEntry> {
+        self.check_port(device, port)?;
+        let port_dir = self.port_dir(device, port);
+        let ethernet = is_ethernet(&port_dir);
+        let mut buf = String::new();
+        let mut path = port_dir.clone();
+        if let Some(entry) = read_gid_entry(&mut path, index, ethernet, false, &mut buf) {
+            return Ok(entry);
+        }
+        let table = read_gid_table(&port_dir, ethernet, false);
+        let populated: Vec<String> = table.iter().map(|e| e.index.to_string()).collect();
+        let slots = list_dir(&port_dir.join("gids"))
+            .map(|v| v.len())
+            .unwrap_or(0);
+        let what = if (index as usize) < slots {
+            "that slot is empty"
+        } else {
+            "past the table"
+        };
+        let hint = if populated.is_empty() {
+            format!("{what}; the table ({slots} slots) has no populated entries")
+        } else {
+            format!("{what}; populated indices: {}", populated.join(", "))
+        };
+        Err(Error::NoSuchGid {
+            device: device.to_string(),
+            port,
+            index,
+            hint,
+        })
+    }
+
+    /// `class/net/<name>/`; None when the interface is not there.
+    #[allow(dead_code)] // API for doctor/check (other branches)
+    pub fn netdev(&self, name: &str) -> Option<Netdev> {
+        self.read_netdev(name, &mut Vec::new())
+    }
+
+    fn read_netdev(&self, name: &str, problems: &mut Vec<ReadProblem>) -> Option<Netdev> {
+        let dir = self.root.join("class/net").join(name);
+        if name.is_empty() || name.contains('/') || !dir.is_dir() {
+            return None;
+        }
+        let mut attr = |f: &str| read_attr(&dir.join(f), problems);
+        Some(Netdev {
+            name: name.to_string(),
+            operstate: attr("operstate"),
+            mtu: attr("mtu").as_deref().and_then(parse::dec_u32),
+            address: attr("address"),
+        })
+    }
+
+    /// RDMA device name → `uverbsN`, from `class/infiniband_verbs/*/ibdev`.
+    pub fn uverbs_map(&self) -> BTreeMap<String, String> {
+        let dir = self.root.join("class/infiniband_verbs");
+        let mut map = BTreeMap::new();
+        for node in list_dir(&dir).unwrap_or_default() {
+            if let Some(ibdev) = read_attr(&dir.join(&node).join("ibdev"), &mut Vec::new()) {
+                map.insert(ibdev, node);
+            }
+        }
+        map
+    }
+
+    fn check_device(&self, name: &str) -> Result<()> {
+        let names = self.device_names()?;
+        if names.iter().any(|n| n == name) {
+            Ok(())
+        } else {
+            Err(Error::NoSuchDevice {
+                name: name.to_string(),
+                available: names,
+            })
+        }
+    }
+
+    fn check_port(&self, device: &str, port: u32) -> Result<()> {
+        let ports = self.port_numbers(device)?;
+        if ports.contains(&port) {
+            Ok(())
+        } else {
+            Err(Error::NoSuchPort {
+                device: device.to_string(),
+                port,
+                available: ports.iter().map(u32::to_string).collect(),
+            })
+        }
+    }
+
+    fn list_ports(&self, device: &str) -> Vec<u32> {
+        let mut ports: Vec<u32> = list_dir(&self.device_dir(device).join("ports"))
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|n| n.parse().ok())
+            .collect();
+        ports.sort_unstable();
+        ports
+    }
+
+    fn port_dir(&self, device: &str, port: u32) -> PathBuf {
+        self.device_dir(device).join("ports").join(port.to_string())
+    }
+
+    fn read_device(&self, name: &str, uverbs: &BTreeMap<String, String>) -> Result<Device> {
+        let dir = self.device_dir(name);
+        let mut problems = Vec::new();
+        let mut attr = |f: &str| read_attr(&dir.join(f), &mut problems);
+        let node_type = attr("node_type").map(|t| parse::node_type(&t));
+        let node_guid = attr("node_guid").and_then(|t| parse::guid(&t));
+        let sys_image_guid = attr("sys_image_guid").and_then(|t| parse::guid(&t));
+        let fw_ver = attr("fw_ver");
+        let node_desc = attr("node_desc");
+        let hca_type = attr("hca_type");
+        let board_id = attr("board_id");
+        let hw_rev = attr("hw_rev");
+        let driver = read_driver(&dir, &mut problems);
+        let ports = self
+            .list_ports(name)
+            .into_iter()
+            .map(|p| self.read_port(name, p))
+            .collect();
+        Ok(Device {
+            name: name.to_string(),
+            node_type,
+            node_guid,
+            sys_image_guid,
+            fw_ver,
+            node_desc,
+            hca_type,
+            board_id,
+            hw_rev,
+            driver,
+            uverbs: uverbs.get(name).cloned(),
+            ports,
+            read_problems: problems,
+        })
+    }
+
+    fn read_port(&self, device: &str, number: u32) -> Port {
+        let dir = self.port_dir(device, number);
+        let mut problems = Vec::new();
+        let mut attr = |f: &str| read_attr(&dir.join(f), &mut problems);
+        let state = attr("state").map(|t| parse::port_state(&t));
+        let phys_state = attr("phys_state").map(|t| parse::phys_state(&t));
+        let rate = attr("rate").map(|t| parse::rate(&t));
+        let link_layer = attr("link_layer").map(|t| parse::link_layer(&t));
+        let lid = attr("lid").and_then(|t| parse::hex_u32(&t));
+        let sm_lid = attr("sm_lid").and_then(|t| parse::hex_u32(&t));
+        let lmc = attr("lid_mask_count")
+            .and_then(|t| parse::dec_u32(&t))
+            .and_then(|v| u8::try_from(v).ok());
+        let sm_sl = attr("sm_sl")
+            .and_then(|t| parse::dec_u32(&t))
+            .and_then(|v| u8::try_from(v).ok());
+        let cap_mask = attr("cap_mask").and_then(|t| parse::hex_u32(&t));
+        let ethernet = link_layer == Some(LinkLayer::Ethernet);
+        let gids = read_gid_table(&dir, ethernet, false);
+
+        let mut gid_netdevs: Vec<String> = Vec::new();
+        for nd in gids.iter().filter_map(|g| g.netdev.as_ref()) {
+            if !gid_netdevs.contains(nd) {
+                gid_netdevs.push(nd.clone());
+            }
+        }
+        let (netdev_name, netdev_source) = match gids.iter().find_map(|g| g.netdev.clone()) {
+            Some(nd) => (Some(nd), Some(NetdevSource::GidNdevs)),
+            None => match device_net_for_port(&self.device_dir(device), number) {
+                Some(nd) => (Some(nd), Some(NetdevSource::DeviceNet)),
+                None => (None, None),
+            },
+        };
+        let netdev = netdev_name.map(|n| {
+            self.read_netdev(&n, &mut problems).unwrap_or(Netdev {
+                name: n,
+                operstate: None,
+                mtu: None,
+                address: None,
+            })
+        });
+        Port {
+            device: device.to_string(),
+            number,
+            state,
+            phys_state,
+            rate,
+            link_layer,
+            lid,
+            sm_lid,
+            lmc,
+            sm_sl,
+            cap_mask,
+            netdev,
+            netdev_source,
+            gid_netdevs,
+            gids,
+            read_problems: problems,
+        }
+    }
+}
+
+/// Names in a directory (following symlinks, as `class/*` entries are links on a live
+/// host). Dot-files are skipped: no kernel object starts with a dot, but captured trees
+/// keep their metadata (`.link-target`, `.driver`, `.keep`) that way.
+fn list_dir(dir: &Path) -> io::Result<Vec<String>> {
+    let mut out = Vec::new();
+    for entry in fs::read_dir(dir)? {
+        let entry = entry?;
+        if let Ok(name) = entry.file_name().into_string() {
+            if !name.starts_with('.') {
+                out.push(name);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// One attribute, trimmed; None when missing or empty. A file that exists but cannot be
+/// read (EISDIR, EACCES, EIO...) is recorded with its path.
+fn read_attr(path: &Path, problems: &mut Vec<ReadProblem>) -> Option<String> {
+    match fs::read_to_string(path) {
+        Ok(text) => parse::text(&text),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+        Err(e) => {
+            problems.push(ReadProblem {
+                path: path.to_path_buf(),
+                error: e.to_string(),
+            });
+            None
+        }
+    }
+}
+
+/// The parent device's driver: the `device/driver` link on a live host, or the `.driver`
+/// file that capture-sysfs-guest.sh writes in its place.
+fn read_driver(dev_dir: &Path, problems: &mut Vec<ReadProblem>) -> Option<String> {
+    if let Ok(target) = fs::read_link(dev_dir.join("device/driver")) {
+        return target
+            .file_name()
+            .and_then(|n| n.to_str())
+            .map(str::to_string);
+    }
+    read_attr(&dev_dir.join(".driver"), problems)
+        .map(|t| t.rsplit('/').next().unwrap_or(&t).to_string())
+}
+
+/// The netdev under the parent PCI function (`device/net/*`). A function with several
+/// ports (mlx4) has one netdev per port, told apart by `dev_port` (0-based).
+fn device_net_for_port(dev_dir: &Path, port: u32) -> Option<String> {
+    let net = dev_dir.join("device/net");
+    let mut names = list_dir(&net).ok()?;
+    names.sort_by(|a, b| parse::natural_cmp(a, b));
+    if let [only] = names.as_slice() {
+        return Some(only.clone());
+    }
+    names.into_iter().find(|n| {
+        read_attr(&net.join(n).join("dev_port"), &mut Vec::new())
+            .and_then(|t| parse::dec_u32(&t))
+            .is_some_and(|dp| dp + 1 == port)
+    })
+}
+
+fn is_ethernet(port_dir: &Path) -> bool {
+    read_attr(&port_dir.join("link_layer"), &mut Vec::new())
+        .is_some_and(|t| parse::link_layer(&t) == LinkLayer::Ethernet)
+}
+
+/// One pass over `gids/`: list it once, then read `gids/N`; only a populated slot (or
+/// every slot with `all`) costs the two further reads of its type and netdev.
+fn read_gid_table(port_dir: &Path, ethernet: bool, all: bool) -> Vec<GidEntry> {
+    let mut indices: Vec<u32> = list_dir(&port_dir.join("gids"))
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|n| n.parse().ok())
+        .collect();
+    indices.sort_unstable();
+    let mut path = port_dir.to_path_buf();
+    let mut buf = String::with_capacity(64);
+    indices
+        .into_iter()
+        .filter_map(|i| read_gid_entry(&mut path, i, ethernet, all, &mut buf))
+        .collect()
+}
+
+/// Reads slot `index` using `path` (the port dir, restored on return) and `buf` as
+/// scratch, so a 1024-slot table allocates almost nothing per slot. None for an empty or
+/// missing slot unless `all`.
+fn read_gid_entry(
+    path: &mut PathBuf,
+    index: u32,
+    ethernet: bool,
+    all: bool,
+    buf: &mut String,
+) -> Option<GidEntry> {
+    let idx = index.to_string();
+    path.push("gids");
+    path.push(&idx);
+    let gid = read_small(path, buf).ok().and_then(|t| Gid::parse(t).ok());
+    path.pop();
+    path.pop();
+    let gid = match gid {
+        Some(g) if !g.is_zero() => g,
+        // EINVAL on an empty slot and an all-zero GID both mean "no entry here".
+        _ if all => gid.unwrap_or(Gid::ZERO),
+        _ => return None,
+    };
+    path.push("gid_attrs");
+    path.push("types");
+    path.push(&idx);
+    let gid_type = read_small(path, buf)
+        .ok()
+        .and_then(parse::text)
+        .map(|t| parse::gid_type(&t, ethernet));
+    path.pop();
+    path.pop();
+    path.push("ndevs");
+    path.push(&idx);
+    let netdev = read_small(path, buf).ok().and_then(parse::text);
+    path.pop();
+    path.pop();
+    path.pop();
+    Some(GidEntry {
+        index,
+        gid,
+        gid_type,
+        netdev,
+    })
+}
+
+fn read_small<'b>(path: &Path, buf: &'b mut String) -> io::Result<&'b str> {
+    buf.clear();
+    fs::File::open(path)?.read_to_string(buf)?;
+    Ok(buf.as_str())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(root: &Path, rel: &str, text: &str) {
+        let p = root.join(rel);
+        fs::create_dir_all(p.parent().unwrap()).unwrap();
+        fs::write(p, text).unwrap();
+    }
+
+    fn tree() -> tempfile::TempDir {
+        let t = tempfile::tempdir().unwrap();
+        let r = t.path();
+        let d = "class/infiniband/mlx5_0";
+        write(r, &format!("{d}/node_type"), "1: CA\n");
+        write(r, &format!("{d}/node_guid"), "0a7f:bc12:45ef:d23b\n");
+        write(r, &format!("{d}/fw_ver"), "\n");
+        write(r, &format!("{d}/.driver"), "mlx5_core\n");
+        fs::create_dir_all(r.join(format!("{d}/hca_type"))).unwrap();
+        let p = format!("{d}/ports/1");
+        write(r, &format!("{p}/state"), "4: ACTIVE\n");
+        write(r, &format!("{p}/lid"), "0x2bc\n");
+        write(r, &format!("{p}/link_layer"), "Ethernet\n");
+        write(
+            r,
+            &format!("{p}/gids/0"),
+            "fe80:0000:0000:0000:0a7f:bcff:fe12:d23b\n",
+        );
+        write(
+            r,
+            &format!("{p}/gids/1"),
+            "0000:0000:0000:0000:0000:0000:0000:0000\n",
+        );
+        write(
+            r,
+            &format!("{p}/gids/2"),
+            "0000:0000:0000:0000:0000:ffff:0a0b:0bfb\n",
+        );
+        write(r, &format!("{p}/gid_attrs/types/0"), "IB/RoCE v1\n");
+        write(r, &format!("{p}/gid_attrs/ndevs/0"), "eth0\n");
+        write(r, &format!("{p}/gid_attrs/types/2"), "RoCE v2\n");
+        write(r, &format!("{p}/gid_attrs/ndevs/2"), "eth0\n");
+        write(r, "class/net/eth0/mtu", "9000\n");
+        write(r, "class/net/eth0/operstate", "up\n");
+        write(r, "class/infiniband_verbs/uverbs3/ibdev", "mlx5_0\n");
+        t
+    }
+
+    #[test]
+    fn reads_a_device_and_records_what_it_could_not_read() {
+        let t = tree();
+        let s = SysfsRoot::new(t.path());
+        let d = s.device("mlx5_0").unwrap();
+        assert_eq!(d.node_guid.unwrap().to_string(), "0a7f:bc12:45ef:d23b");
+        assert_eq!(d.fw_ver, None);
+        assert_eq!(d.hca_type, None);
+        assert_eq!(d.driver.as_deref(), Some("mlx5_core"));
+        assert_eq!(d.uverbs.as_deref(), Some("uverbs3"));
+        assert_eq!(d.read_problems.len(), 1);
+        assert!(d.read_problems[0].path.ends_with("mlx5_0/hca_type"));
+        let p = &d.ports[0];
+        assert_eq!(p.lid, Some(700));
+        assert_eq!(p.gids.len(), 2);
+        assert_eq!(p.netdev.as_ref().unwrap().mtu, Some(9000));
+        assert_eq!(p.netdev_source, Some(NetdevSource::GidNdevs));
+    }
+
+    #[test]
+    fn gid_table_skips_empty_slots_unless_all() {
+        let t = tree();
+        let s = SysfsRoot::new(t.path());
+        let g = s.gid_table("mlx5_0", 1, false).unwrap();
+        assert_eq!(g.iter().map(|e| e.index).collect::<Vec<_>>(), [0, 2]);
+        assert_eq!(g[0].gid_type, Some(crate::model::GidType::RoceV1));
+        assert_eq!(s.gid_table("mlx5_0", 1, true).unwrap().len(), 3);
+        let e = s.gid("mlx5_0", 1, 1).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "no GID index 1 on mlx5_0/1; that slot is empty; populated indices: 0, 2"
+        );
+        let e = s.gid("mlx5_0", 1, 7).unwrap_err().to_string();
+        assert!(e.contains("past the table"), "{e}");
+    }
+
+    #[test]
+    fn errors_name_what_exists() {
+        let t = tree();
+        let s = SysfsRoot::new(t.path());
+        assert_eq!(
+            s.device("mlx5_9").unwrap_err().to_string(),
+            "no device 'mlx5_9'; devices: mlx5_0"
+        );
+        assert_eq!(
+            s.port("mlx5_0", 2).unwrap_err().to_string(),
+            "no port 2 on mlx5_0; ports: 1"
+        );
+        let none = SysfsRoot::new(t.path().join("nothing"));
+        assert!(matches!(none.devices(), Err(Error::NoRdma { .. })));
+    }
+}

@@ -1,0 +1,382 @@
+//! Every inventory command, in table and JSON form, on every fixture tree, compared with
+//! golden transcripts under tests/golden/. `UPDATE_GOLDEN=1 cargo test --test cli`
+//! rewrites them; otherwise any difference fails. Hermetic: NO_COLOR and RDMACTL_* are
+//! cleared and every run names its tree with --sysfs.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command as StdCommand, Stdio};
+
+use assert_cmd::Command;
+
+const FIXTURES: &str = "tests/fixtures/sysfs";
+
+/// Trees with devices; each gets the whole command matrix.
+const TREES: &[&str] = &[
+    "rxe-veth-basic",
+    "rxe-veth-vlan-ipv6-down",
+    "procfs-testdata",
+    "mlx5-roce-vlan",
+    "ib-hca",
+    "pod-gid-holes",
+    "ipv6-only",
+    "port-down",
+    "unreadable",
+];
+
+const MATRIX: &[&[&str]] = &[
+    &["devices"],
+    &["devices", "-j"],
+    &["ports"],
+    &["ports", "-j"],
+    &["gids"],
+    &["gids", "--ip"],
+    &["gids", "-j"],
+];
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn rdmactl() -> Command {
+    let mut cmd = Command::cargo_bin("rdmactl").unwrap();
+    cmd.current_dir(root()).env_remove("NO_COLOR");
+    for (key, _) in std::env::vars_os() {
+        if key.to_string_lossy().starts_with("RDMACTL_") {
+            cmd.env_remove(key);
+        }
+    }
+    cmd
+}
+
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+fn run(args: &[&str]) -> Run {
+    let out = rdmactl().args(args).output().unwrap();
+    Run {
+        code: out.status.code().expect("exited, not killed"),
+        stdout: String::from_utf8(out.stdout).unwrap(),
+        stderr: String::from_utf8(out.stderr).unwrap(),
+    }
+}
+
+fn sysfs(tree: &str) -> String {
+    format!("{FIXTURES}/{tree}")
+}
+
+/// Compares with (or, under UPDATE_GOLDEN=1, writes) tests/golden/<name>.
+fn golden(name: &str, actual: &str) {
+    let path = root().join("tests/golden").join(name);
+    if std::env::var_os("UPDATE_GOLDEN").is_some_and(|v| v == "1") {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, actual).unwrap();
+        return;
+    }
+    let want = std::fs::read_to_string(&path).unwrap_or_else(|e| {
+        panic!(
+            "{}: {e}; run UPDATE_GOLDEN=1 cargo test --test cli",
+            path.display()
+        )
+    });
+    if want != actual {
+        let first = want.lines().zip(actual.lines()).position(|(a, b)| a != b);
+        panic!(
+            "{} differs (first differing line: {first:?})\n--- want ---\n{want}\n--- got ---\n{actual}",
+            path.display()
+        );
+    }
+}
+
+fn transcript(args: &[&str], r: &Run) -> String {
+    let mut t = format!("$ rdmactl {}\n{}", args.join(" "), r.stdout);
+    if !r.stderr.is_empty() {
+        t.push_str("--- stderr ---\n");
+        t.push_str(&r.stderr);
+    }
+    t.push_str(&format!("--- exit {} ---\n", r.code));
+    t
+}
+
+fn slug(args: &[&str]) -> String {
+    args.iter()
+        .map(|a| a.trim_start_matches('-').replace('/', "-"))
+        .collect::<Vec<_>>()
+        .join("_")
+}
+
+#[test]
+fn every_command_on_every_tree_matches_its_golden() {
+    for tree in TREES {
+        for cmd in MATRIX {
+            let mut args = vec!["--sysfs", &sysfs(tree)]
+                .into_iter()
+                .map(String::from)
+                .collect::<Vec<_>>();
+            args.extend(cmd.iter().map(|s| s.to_string()));
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            let r = run(&args);
+            assert_eq!(r.code, 0, "{args:?}: {}", r.stderr);
+            if cmd.contains(&"-j") {
+                let v: serde_json::Value = serde_json::from_str(&r.stdout)
+                    .unwrap_or_else(|e| panic!("{args:?}: not JSON: {e}\n{}", r.stdout));
+                assert!(v.is_array(), "{args:?}");
+            }
+            golden(&format!("{tree}/{}.txt", slug(cmd)), &transcript(&args, &r));
+        }
+    }
+}
+
+#[test]
+fn selections_and_the_all_flag() {
+    let cases: &[(&str, &[&str])] = &[
+        ("ib-hca", &["devices", "-d", "mlx5_1"]),
+        ("ib-hca", &["ports", "mlx5_0/1", "-j"]),
+        ("ib-hca", &["ports", "-d", "mlx5_1"]),
+        ("mlx4", &["ports", "-i", "2"]),
+        ("rxe-veth-vlan-ipv6-down", &["gids", "rxe0/1", "--ip"]),
+        (
+            "rxe-veth-vlan-ipv6-down",
+            &["gids", "-d", "rxe1", "-i", "1", "--ip", "-j"],
+        ),
+        ("pod-gid-holes", &["gids", "--all", "--ip"]),
+        ("unreadable", &["gids", "--all", "--ip", "-j"]),
+        ("procfs-testdata", &["gids", "--ip"]),
+    ];
+    for (tree, cmd) in cases {
+        let tree = if *tree == "mlx4" {
+            "procfs-testdata"
+        } else {
+            tree
+        };
+        let dir = sysfs(tree);
+        let mut args = vec!["--sysfs", dir.as_str()];
+        args.extend_from_slice(cmd);
+        let r = run(&args);
+        assert_eq!(r.code, 0, "{args:?}: {}", r.stderr);
+        golden(
+            &format!("{tree}/select_{}.txt", slug(cmd)),
+            &transcript(&args, &r),
+        );
+    }
+}
+
+#[test]
+fn gid_decode_and_encode() {
+    let cases: &[&[&str]] = &[
+        &[
+            "gid",
+            "decode",
+            "0000:0000:0000:0000:0000:ffff:0a0b:0bfb",
+            "::ffff:10.11.11.251",
+            "00:00:00:00:00:00:00:00:00:00:ff:ff:0a:0b:0b:52",
+            "00000000000000000000ffff0a0b0bfb",
+            "fe80:0000:0000:0000:5054:00ff:fe12:3456",
+            "2001:db8:77::1",
+            "ff02::1",
+            "::",
+        ],
+        &[
+            "gid",
+            "decode",
+            "-j",
+            "fe80::5054:ff:fe12:3456",
+            "::ffff:192.168.77.1",
+        ],
+        &[
+            "gid",
+            "encode",
+            "10.11.11.251",
+            "192.168.77.2",
+            "2001:db8:77::1",
+        ],
+        &["gid", "encode", "-j", "10.11.11.251"],
+    ];
+    for (i, args) in cases.iter().enumerate() {
+        let r = run(args);
+        assert_eq!(r.code, 0, "{args:?}: {}", r.stderr);
+        golden(&format!("gid/{i}-{}.txt", args[1]), &transcript(args, &r));
+    }
+    // The seed example from the issue.
+    let r = run(&["gid", "decode", "0000:0000:0000:0000:0000:ffff:0a0b:0bfb"]);
+    assert!(r.stdout.contains("10.11.11.251"), "{}", r.stdout);
+}
+
+#[test]
+fn errors_are_one_line_naming_what_exists_with_their_exit_codes() {
+    let ib = sysfs("ib-hca");
+    let rxe = sysfs("rxe-veth-basic");
+    let cases: Vec<(Vec<&str>, i32, String)> = vec![
+        (vec!["--sysfs", &rxe, "devices", "-d", "mlx5_9"], 3, "no device 'mlx5_9'; devices: rxe0, rxe1".into()),
+        (vec!["--sysfs", &rxe, "ports", "mlx5_9/1"], 3, "no device 'mlx5_9'; devices: rxe0, rxe1".into()),
+        (vec!["--sysfs", &ib, "ports", "mlx5_0/2"], 3, "no port 2 on mlx5_0; ports: 1".into()),
+        (vec!["--sysfs", &ib, "gids", "-i", "2"], 3, "no port 2 on any device; ports: 1".into()),
+        (vec!["--sysfs", &ib, "gids", "mlx5_0/1", "-i", "2"], 2, "port 1 in DEV/PORT and -i 2 disagree; give one".into()),
+        (vec!["--sysfs", &rxe, "devices", "-v"], 2, "devices -v needs the verbs layer".into()),
+        (
+            vec!["gid", "decode", "::1", "10.11.11.251"],
+            2,
+            "'10.11.11.251' is not a GID; accepted forms: sysfs 'fe80:0000:0000:0000:0202:c9ff:fe00:0001', \
+             IPv6 '::ffff:10.11.11.251', bytes '00:00:...:0a:0b:0b:fb' (16 pairs), \
+             or 32 hex digits '00000000000000000000ffff0a0b0bfb'"
+                .into(),
+        ),
+    ];
+    for (args, code, line) in cases {
+        let r = run(&args);
+        assert_eq!(r.code, code, "{args:?}: {}", r.stderr);
+        assert_eq!(r.stderr, format!("rdmactl: {line}\n"), "{args:?}");
+        assert_eq!(r.stdout, "", "{args:?}: nothing on stdout when failing");
+    }
+}
+
+#[test]
+fn no_rdma_and_no_devices_explain_themselves() {
+    for cmd in [
+        &["devices"][..],
+        &["ports"],
+        &["gids", "--ip"],
+        &["devices", "-j"],
+    ] {
+        let dir = sysfs("no-infiniband");
+        let mut args = vec!["--sysfs", dir.as_str()];
+        args.extend_from_slice(cmd);
+        let r = run(&args);
+        assert_eq!(r.code, 4, "{args:?}");
+        assert_eq!(
+            r.stderr,
+            format!(
+                "rdmactl: no RDMA devices: {dir}/class/infiniband does not exist, so no RDMA driver is \
+                 loaded. Load your NIC's driver (mlx5_ib, irdma, bnxt_re, ...), or for Soft-RoCE: \
+                 modprobe rdma_rxe; rdma link add rxe0 type rxe netdev <if>\n"
+            )
+        );
+        let dir = sysfs("no-devices");
+        let mut args = vec!["--sysfs", dir.as_str()];
+        args.extend_from_slice(cmd);
+        let r = run(&args);
+        assert_eq!(r.code, 4, "{args:?}");
+        assert!(
+            r.stderr.contains("class/infiniband is empty"),
+            "{}",
+            r.stderr
+        );
+        assert!(
+            r.stderr.contains("rdma link add rxe0 type rxe netdev <if>"),
+            "{}",
+            r.stderr
+        );
+        assert_eq!(r.stderr.lines().count(), 1);
+    }
+    let r = run(&["--sysfs", &sysfs("no-devices"), "devices", "-d", "rxe0"]);
+    assert_eq!(
+        (r.code, r.stderr.as_str()),
+        (3, "rdmactl: no device 'rxe0'; devices: none\n")
+    );
+}
+
+#[test]
+fn unreadable_attributes_are_warned_about_and_carried_in_json() {
+    let dir = sysfs("unreadable");
+    let r = run(&["--sysfs", &dir, "ports"]);
+    assert_eq!(r.code, 0);
+    assert!(r.stderr.contains(&format!(
+        "rdmactl: warning: cannot read {dir}/class/infiniband/irdma0/ports/1/state: Is a directory"
+    )));
+    let r = run(&["--sysfs", &dir, "devices", "-j"]);
+    let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    let problems = v[0]["read_problems"].as_array().unwrap();
+    assert!(problems[0]["path"]
+        .as_str()
+        .unwrap()
+        .ends_with("irdma0/fw_ver"));
+    assert_eq!(r.stderr, "", "JSON mode keeps stderr for errors");
+}
+
+#[test]
+fn json_numbers_are_numbers() {
+    let r = run(&["--sysfs", &sysfs("ib-hca"), "ports", "mlx5_0/1", "-j"]);
+    let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    let p = &v[0];
+    assert_eq!(p["lid"], 700);
+    assert_eq!(p["sm_lid"], 1);
+    assert_eq!(p["lmc"], 2);
+    assert_eq!(p["port"], 1);
+    assert_eq!(p["netdev_mtu"], 4092);
+    assert_eq!(p["rate_gbps"], 200.0);
+    assert_eq!(p["state"], "ACTIVE");
+    assert_eq!(p["physical_state"], "LINK_UP");
+    assert_eq!(p["netdev"], "ib0");
+}
+
+#[test]
+fn colour_only_when_asked() {
+    let dir = sysfs("rxe-veth-vlan-ipv6-down");
+    let always = run(&["--sysfs", &dir, "--color", "always", "ports"]);
+    assert!(
+        always.stdout.contains("\x1b[31mDOWN\x1b[39m"),
+        "{:?}",
+        always.stdout
+    );
+    let never = run(&["--sysfs", &dir, "--color", "never", "ports"]);
+    assert!(!never.stdout.contains('\x1b'));
+    let out = rdmactl()
+        .args(["--sysfs", &dir, "ports"])
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    assert!(!String::from_utf8(out.stdout).unwrap().contains('\x1b'));
+    let json = run(&["--sysfs", &dir, "--color", "always", "ports", "-j"]);
+    assert!(!json.stdout.contains('\x1b'), "JSON is never coloured");
+}
+
+#[test]
+fn sysfs_from_the_environment() {
+    let out = rdmactl()
+        .env("RDMACTL_SYSFS", sysfs("ib-hca"))
+        .args(["devices"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert!(String::from_utf8(out.stdout)
+        .unwrap()
+        .contains("0c42:a103:00a1:b2c4"));
+}
+
+/// `rdmactl gids --all | head -1`: the reader goes away while rdmactl is still writing
+/// (2 × 1024 slots is far more than a pipe buffer); rdmactl must exit 0 without a word.
+#[test]
+fn broken_pipe_exits_quietly() {
+    let bin = assert_cmd::cargo::cargo_bin("rdmactl");
+    let mut child = StdCommand::new(bin)
+        .current_dir(root())
+        .env_remove("NO_COLOR")
+        .env_remove("RDMACTL_SYSFS")
+        .args(["--sysfs", &sysfs("rxe-veth-basic"), "gids", "--all", "--ip"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    assert!(first.starts_with("DEVICE"), "{first}");
+    // The reader is dropped here, closing the pipe.
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "");
+}
+
+#[test]
+fn fixture_trees_exist() {
+    for tree in TREES.iter().chain(&["no-devices", "no-infiniband"]) {
+        assert!(
+            Path::new(&root().join(FIXTURES).join(tree)).is_dir(),
+            "{tree}"
+        );
+    }
+}
