@@ -24,13 +24,25 @@ pub mod exit {
 #[derive(Debug, Error)]
 pub enum Error {
     #[error("no device '{name}'; devices: {}", list_or_none(.available))]
-    NoSuchDevice { name: String, available: Vec<String> },
+    NoSuchDevice {
+        name: String,
+        available: Vec<String>,
+    },
 
     #[error("no port {port} on {device}; ports: {}", list_or_none(.available))]
-    NoSuchPort { device: String, port: u32, available: Vec<String> },
+    NoSuchPort {
+        device: String,
+        port: u32,
+        available: Vec<String>,
+    },
 
     #[error("no GID index {index} on {device}/{port}; {hint}")]
-    NoSuchGid { device: String, port: u32, index: u32, hint: String },
+    NoSuchGid {
+        device: String,
+        port: u32,
+        index: u32,
+        hint: String,
+    },
 
     #[error(
         "no RDMA devices: {} does not exist, so no RDMA driver is loaded. \
@@ -44,7 +56,10 @@ pub enum Error {
     Usage(String),
 
     #[error("cannot read {}: {source}", .path.display())]
-    Io { path: PathBuf, source: std::io::Error },
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
 
     /// The command already printed its findings; this only sets the exit code.
     #[error("{0}")]
@@ -52,6 +67,13 @@ pub enum Error {
 
     #[error("{0}")]
     System(String),
+
+    /// Verbs are unusable (no libibverbs, no kernel support); the text says why.
+    #[error("{0}")]
+    NoVerbs(String),
+
+    #[error(transparent)]
+    Verbs(#[from] crate::verbs::VerbsError),
 }
 
 impl Error {
@@ -60,10 +82,11 @@ impl Error {
             Error::NoSuchDevice { .. } | Error::NoSuchPort { .. } | Error::NoSuchGid { .. } => {
                 exit::NOT_FOUND
             }
-            Error::NoRdma { .. } => exit::NO_RDMA,
+            Error::NoRdma { .. } | Error::NoVerbs(_) => exit::NO_RDMA,
             Error::Usage(_) => exit::USAGE,
             Error::Failed(_) => exit::FAILED,
             Error::Io { .. } | Error::System(_) => exit::SYSTEM,
+            Error::Verbs(e) => e.exit_code(),
         }
     }
 }
