@@ -10,6 +10,7 @@
 #![allow(dead_code, unused_imports)]
 
 mod query;
+pub mod sys;
 
 pub use query::{
     device_names, library_status, open_device, DeviceAttrs, OpenDevice, PortAttrs, VerbsGid,
