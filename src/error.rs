@@ -75,6 +75,13 @@ pub enum Error {
 
     #[error("{0}")]
     System(String),
+
+    /// Verbs are unusable (no libibverbs, no kernel support); the text says why.
+    #[error("{0}")]
+    NoVerbs(String),
+
+    #[error(transparent)]
+    Verbs(#[from] crate::verbs::VerbsError),
 }
 
 impl Error {
@@ -83,10 +90,11 @@ impl Error {
             Error::NoSuchDevice { .. } | Error::NoSuchPort { .. } | Error::NoSuchGid { .. } => {
                 exit::NOT_FOUND
             }
-            Error::NoRdma { .. } | Error::NoDevices { .. } => exit::NO_RDMA,
+            Error::NoRdma { .. } | Error::NoDevices { .. } | Error::NoVerbs(_) => exit::NO_RDMA,
             Error::Usage(_) => exit::USAGE,
             Error::Failed(_) => exit::FAILED,
             Error::Io { .. } | Error::System(_) => exit::SYSTEM,
+            Error::Verbs(e) => e.exit_code(),
         }
     }
 }

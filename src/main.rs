@@ -3,6 +3,7 @@
 mod app;
 mod cli;
 mod cmd;
+mod doctor;
 mod error;
 mod explain;
 mod generate;

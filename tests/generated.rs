@@ -27,9 +27,16 @@ fn committed_man_pages_and_completions_are_fresh() {
             }
         }
         // A committed file that is no longer generated is stale too.
-        for entry in std::fs::read_dir(repo.join(dir)).into_iter().flatten().flatten() {
+        for entry in std::fs::read_dir(repo.join(dir))
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
             if !generated.join(entry.file_name()).exists() {
-                stale.push(format!("{} (no longer generated)", Path::new(dir).join(entry.file_name()).display()));
+                stale.push(format!(
+                    "{} (no longer generated)",
+                    Path::new(dir).join(entry.file_name()).display()
+                ));
             }
         }
     }

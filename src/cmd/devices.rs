@@ -10,7 +10,7 @@ use crate::sysfs::SysfsRoot;
 
 pub fn run(ctx: &Ctx, args: &DevicesArgs) -> Result<u8> {
     if args.verbose {
-        return Err(Error::Usage("devices -v needs the verbs layer".into()));
+        return crate::cmd::devinfo::run_verbose(ctx, args.device.as_deref());
     }
     let devices = gather(ctx, args.device.as_deref())?;
     let text = if ctx.json {

@@ -1,7 +1,195 @@
+//! `rdmactl doctor`: gather the host's facts (sysfs, /dev/infiniband, libibverbs,
+//! providers, limits, namespaces), let `crate::doctor`'s rules judge them, print.
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
 use crate::app::Ctx;
 use crate::cli::DoctorArgs;
-use crate::error::{Error, Result};
+use crate::doctor::{self, Finding, NodeAccess, ProviderFiles, Verdict};
+use crate::error::{exit, Error, Result};
+use crate::model::Device;
+use crate::render::doctor as render;
+use crate::sysfs::SysfsRoot;
+use crate::verbs;
 
-pub fn run(_ctx: &Ctx, _args: &DoctorArgs) -> Result<u8> {
-    Err(Error::System("'doctor' is not implemented yet".into()))
+/// A test buffer plus queues: what `selftest`/`pingpong` register by default.
+const PLANNED_REGISTRATION: u64 = 64 << 10;
+const PROVIDER_DIRS: &[&str] = &[
+    "/usr/lib/x86_64-linux-gnu/libibverbs",
+    "/usr/lib/aarch64-linux-gnu/libibverbs",
+    "/usr/lib64/libibverbs",
+    "/usr/lib/libibverbs",
+    "/usr/local/lib/libibverbs",
+];
+const PROVIDER_CONF_DIR: &str = "/etc/libibverbs.d";
+
+#[derive(Debug, Serialize)]
+pub struct Report {
+    pub findings: Vec<Finding>,
+    pub ok: usize,
+    pub warn: usize,
+    pub fail: usize,
+}
+
+pub fn run(ctx: &Ctx, args: &DoctorArgs) -> Result<u8> {
+    let report = Report::from(gather(ctx, args.device.as_deref())?);
+    let text = if ctx.json {
+        crate::output::json(&report)
+    } else {
+        render::report(&report.findings, ctx.style)
+    };
+    crate::cmd::devices::print(&text)?;
+    Ok(if report.fail > 0 {
+        exit::FAILED
+    } else {
+        exit::OK
+    })
+}
+
+impl From<Vec<Finding>> for Report {
+    fn from(findings: Vec<Finding>) -> Report {
+        let count = |v| findings.iter().filter(|f| f.verdict == v).count();
+        Report {
+            ok: count(Verdict::Ok),
+            warn: count(Verdict::Warn),
+            fail: count(Verdict::Fail),
+            findings,
+        }
+    }
+}
+
+fn gather(ctx: &Ctx, only: Option<&str>) -> Result<Vec<Finding>> {
+    let sysfs = SysfsRoot::new(&ctx.sysfs);
+    let class_dir = ctx.sysfs.join("class/infiniband").display().to_string();
+    let mut devices = match sysfs.devices() {
+        Ok(d) => d,
+        Err(e @ Error::NoRdma { .. }) => {
+            return Ok(vec![doctor::kernel_finding(&class_dir, Err(&e))])
+        }
+        Err(e) => return Err(e),
+    };
+    let mut findings = vec![doctor::kernel_finding(&class_dir, Ok(&devices))];
+    if let Some(name) = only {
+        devices.retain(|d| d.name == name);
+        if devices.is_empty() {
+            return Err(Error::NoSuchDevice {
+                name: name.to_string(),
+                available: sysfs.device_names()?,
+            });
+        }
+    }
+    // A captured tree is another host's: its /dev, libraries and limits are not ours.
+    let host = !ctx.captured;
+    if host {
+        for device in &devices {
+            findings.push(doctor::uverbs_finding(&device.name, &node_access(device)));
+        }
+    }
+    let verbs_devices = if host {
+        let status = verbs::library_status().map_err(|e| e.to_string());
+        let loaded = status.is_ok();
+        findings.push(doctor::library_finding(status));
+        if loaded {
+            match verbs::device_names() {
+                Ok(names) => Some(names),
+                Err(e) => {
+                    findings.push(Finding {
+                        check: "libibverbs",
+                        subject: "host".into(),
+                        verdict: Verdict::Fail,
+                        summary: "ibv_get_device_list failed".into(),
+                        evidence: vec![e.to_string()],
+                        fix: Some(
+                            "see the evidence; `rdmactl doctor` checks above show the kernel side"
+                                .into(),
+                        ),
+                    });
+                    None
+                }
+            }
+        } else {
+            None
+        }
+    } else {
+        None
+    };
+    if let Some(names) = &verbs_devices {
+        for device in &devices {
+            let files =
+                provider_files(doctor::provider_for(device.driver.as_deref(), &device.name));
+            findings.push(doctor::provider_finding(device, names, &files));
+        }
+    }
+    if host {
+        let limits = std::fs::read_to_string("/proc/self/limits").unwrap_or_default();
+        let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+        findings.push(doctor::memlock_finding(
+            doctor::parse_memlock_soft_limit(&limits),
+            doctor::parse_has_cap_ipc_lock(&status),
+            verbs::sys::effective_uid() == 0,
+            PLANNED_REGISTRATION,
+        ));
+    }
+    let in_init_netns = if host { in_initial_netns() } else { None };
+    for device in &devices {
+        let opened = verbs_devices
+            .as_ref()
+            .filter(|names| names.contains(&device.name))
+            .and_then(|_| verbs::open_device(&device.name).ok());
+        for port in &device.ports {
+            let active_mtu = opened
+                .as_ref()
+                .and_then(|d| d.query_port(u8::try_from(port.number).ok()?).ok())
+                .map(|a| 128u32 << a.active_mtu);
+            findings.extend(doctor::port_findings(port, active_mtu, in_init_netns));
+        }
+    }
+    Ok(findings)
+}
+
+fn node_access(device: &Device) -> NodeAccess {
+    let Some(node) = &device.uverbs else {
+        return NodeAccess::NoMapping;
+    };
+    let path = Path::new("/dev/infiniband").join(node);
+    let shown = path.display().to_string();
+    if !path.exists() {
+        return NodeAccess::Missing { path: shown };
+    }
+    match verbs::sys::access_read_write(&path) {
+        Ok(()) => NodeAccess::Usable { path: shown },
+        Err(errno) => NodeAccess::Denied { path: shown, errno },
+    }
+}
+
+fn provider_files(provider: Option<&str>) -> ProviderFiles {
+    let Some(name) = provider else {
+        return ProviderFiles::default();
+    };
+    let prefix = format!("lib{name}-rdmav");
+    let library = PROVIDER_DIRS.iter().find_map(|dir| {
+        std::fs::read_dir(dir).ok()?.flatten().find_map(|e| {
+            let file = e.file_name().to_string_lossy().into_owned();
+            // A zero-length or dangling file does not load; count only real ones.
+            (file.starts_with(&prefix) && e.path().metadata().is_ok_and(|m| m.len() > 0))
+                .then(|| e.path().display().to_string())
+        })
+    });
+    let driver_file = PathBuf::from(PROVIDER_CONF_DIR).join(format!("{name}.driver"));
+    ProviderFiles {
+        library,
+        driver_file: driver_file
+            .exists()
+            .then(|| driver_file.display().to_string()),
+    }
+}
+
+/// rxe (kernel 6.1) works only in the initial network namespace. Reading /proc/1/ns/net
+/// needs privilege; without it the answer is unknown and the check is skipped.
+fn in_initial_netns() -> Option<bool> {
+    let ours = std::fs::read_link("/proc/self/ns/net").ok()?;
+    let init = std::fs::read_link("/proc/1/ns/net").ok()?;
+    Some(ours == init)
 }

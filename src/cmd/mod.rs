@@ -2,6 +2,7 @@
 
 pub mod check;
 pub mod devices;
+pub mod devinfo;
 pub mod doctor;
 pub mod gid;
 pub mod gids;

@@ -1,4 +1,222 @@
 //! The only module with FFI and `unsafe`: libibverbs (and librdmacm) through sideway and
 //! rdma-mummy-sys, which dlopen the libraries at run time, so rdmactl starts and explains
 //! itself on a host without them.
+//!
+//! The rest of the crate sees plain Rust values: attribute structs copied out of the verbs
+//! structs, `crate::gid::Gid`, and `VerbsError`, which names the device, port, GID index and
+//! errno and says what to do next.
 #![allow(unsafe_code)]
+// Parts of this API serve commands merged from other branches (doctor, pingpong).
+#![allow(dead_code, unused_imports)]
+
+mod query;
+pub mod sys;
+
+pub use query::{
+    device_names, library_status, open_device, DeviceAttrs, OpenDevice, PortAttrs, VerbsGid,
+};
+
+use std::fmt;
+
+use crate::error::exit;
+
+/// What went wrong in a verbs call, with everything needed to act on it.
+#[derive(Debug)]
+pub enum VerbsError {
+    /// `dlopen("libibverbs.so.1")` failed; `reason` is dlerror()'s text.
+    LibraryMissing {
+        reason: String,
+    },
+    /// `ibv_get_device_list` returned NULL.
+    DeviceList {
+        errno: i32,
+    },
+    /// The name is not in `ibv_get_device_list`; `available` is what is.
+    NoSuchDevice {
+        device: String,
+        available: Vec<String>,
+    },
+    /// `ibv_open_device` returned NULL.
+    Open {
+        device: String,
+        errno: i32,
+    },
+    QueryDevice {
+        device: String,
+        errno: i32,
+    },
+    /// Port numbers outside 1..=255 never reach libibverbs.
+    NoSuchPort {
+        device: String,
+        port: u32,
+        port_count: u8,
+    },
+    QueryPort {
+        device: String,
+        port: u8,
+        errno: i32,
+    },
+    QueryGid {
+        device: String,
+        port: u8,
+        index: u32,
+        errno: i32,
+    },
+}
+
+impl VerbsError {
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            VerbsError::LibraryMissing { .. } => exit::NO_RDMA,
+            VerbsError::DeviceList { errno } if *errno == libc::ENOSYS => exit::NO_RDMA,
+            VerbsError::NoSuchDevice { .. } | VerbsError::NoSuchPort { .. } => exit::NOT_FOUND,
+            _ => exit::SYSTEM,
+        }
+    }
+
+    /// The errno of the failed call, where there was one.
+    pub fn errno(&self) -> Option<i32> {
+        match self {
+            VerbsError::DeviceList { errno }
+            | VerbsError::Open { errno, .. }
+            | VerbsError::QueryDevice { errno, .. }
+            | VerbsError::QueryPort { errno, .. }
+            | VerbsError::QueryGid { errno, .. } => Some(*errno),
+            _ => None,
+        }
+    }
+}
+
+/// `EACCES (13, Permission denied)`: the name people grep for, the number, and the text.
+pub fn errno_text(errno: i32) -> String {
+    let name = match errno {
+        libc::EPERM => "EPERM",
+        libc::ENOENT => "ENOENT",
+        libc::EIO => "EIO",
+        libc::ENXIO => "ENXIO",
+        libc::ENOMEM => "ENOMEM",
+        libc::EACCES => "EACCES",
+        libc::EBUSY => "EBUSY",
+        libc::ENODEV => "ENODEV",
+        libc::EINVAL => "EINVAL",
+        libc::ENOSYS => "ENOSYS",
+        libc::ENODATA => "ENODATA",
+        libc::EOPNOTSUPP => "EOPNOTSUPP",
+        libc::ETIMEDOUT => "ETIMEDOUT",
+        _ => "errno",
+    };
+    let text = std::io::Error::from_raw_os_error(errno).to_string();
+    let text = text
+        .split(" (os error")
+        .next()
+        .unwrap_or_default()
+        .to_string();
+    format!("{name} ({errno}, {text})")
+}
+
+impl fmt::Display for VerbsError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            VerbsError::LibraryMissing { reason } => write!(
+                f,
+                "libibverbs.so.1 cannot be loaded ({reason}). Install it: Debian/Ubuntu \
+                 `apt install libibverbs1 ibverbs-providers`, RHEL `dnf install libibverbs`"
+            ),
+            VerbsError::DeviceList { errno } if *errno == libc::ENOSYS => write!(
+                f,
+                "ibv_get_device_list failed with {}: the kernel has no RDMA support loaded \
+                 (no /sys/class/infiniband). Load your NIC's RDMA driver (mlx5_ib, irdma, \
+                 bnxt_re, ...), or for Soft-RoCE: modprobe rdma_rxe; \
+                 rdma link add rxe0 type rxe netdev <if>",
+                errno_text(*errno)
+            ),
+            VerbsError::DeviceList { errno } if *errno == libc::EOPNOTSUPP => write!(
+                f,
+                "ibv_get_device_list failed with {}: libibverbs.so.1 was not loaded or lacks \
+                 the symbol. Check `ldconfig -p | grep libibverbs` and reinstall libibverbs1",
+                errno_text(*errno)
+            ),
+            VerbsError::DeviceList { errno } => write!(
+                f,
+                "ibv_get_device_list failed with {}. Run `rdmactl doctor` to check the kernel \
+                 modules, /dev/infiniband and the provider libraries",
+                errno_text(*errno)
+            ),
+            VerbsError::NoSuchDevice { device, available } => {
+                if available.is_empty() {
+                    write!(
+                        f,
+                        "no verbs device '{device}': libibverbs lists no devices at all. If \
+                         /sys/class/infiniband/{device} exists, its provider library is missing \
+                         (Debian/Ubuntu: ibverbs-providers, RHEL: libibverbs); `rdmactl doctor` \
+                         checks this"
+                    )
+                } else {
+                    write!(
+                        f,
+                        "no verbs device '{device}'; libibverbs lists: {}",
+                        available.join(", ")
+                    )
+                }
+            }
+            VerbsError::Open { device, errno } => {
+                write!(
+                    f,
+                    "cannot open {device}: ibv_open_device failed with {}",
+                    errno_text(*errno)
+                )?;
+                match *errno {
+                    libc::EACCES | libc::EPERM => write!(
+                        f,
+                        ". /dev/infiniband/uverbs* is not accessible to this user: check its \
+                         permissions, udev rules, or pass the device into the container"
+                    ),
+                    libc::ENOENT | libc::ENODEV | libc::ENXIO => write!(
+                        f,
+                        ". The uverbs character device is missing: is ib_uverbs loaded \
+                         (`modprobe ib_uverbs`) and /dev/infiniband populated?"
+                    ),
+                    _ => write!(f, ". Run `rdmactl doctor -d {device}`"),
+                }
+            }
+            VerbsError::QueryDevice { device, errno } => write!(
+                f,
+                "ibv_query_device_ex on {device} failed with {}. The provider or kernel driver \
+                 rejected the query; check `dmesg` and run `rdmactl doctor -d {device}`",
+                errno_text(*errno)
+            ),
+            VerbsError::NoSuchPort {
+                device,
+                port,
+                port_count,
+            } => write!(
+                f,
+                "no port {port} on {device}; it has {port_count} port(s), numbered from 1"
+            ),
+            VerbsError::QueryPort {
+                device,
+                port,
+                errno,
+            } => write!(
+                f,
+                "ibv_query_port on {device}/{port} failed with {}. Check that the port exists \
+                 (`rdmactl ports {device}`) and see `dmesg`",
+                errno_text(*errno)
+            ),
+            VerbsError::QueryGid {
+                device,
+                port,
+                index,
+                errno,
+            } => write!(
+                f,
+                "ibv_query_gid on {device}/{port} GID index {index} failed with {}. Compare \
+                 with /sys/class/infiniband/{device}/ports/{port}/gids/{index}; \
+                 `rdmactl gids {device}/{port} --all` lists the table",
+                errno_text(*errno)
+            ),
+        }
+    }
+}
+
+impl std::error::Error for VerbsError {}

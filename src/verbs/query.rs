@@ -1,0 +1,574 @@
+//! Device listing, opening and the read-only queries (device, port, GID).
+//!
+//! sideway gives the device list and the context (whose Drop closes the device, and which
+//! the data-path code reuses for PDs, CQs and QPs). The queries themselves go straight to
+//! rdma-mummy-sys with zeroed structs, because sideway's wrappers leave the extended
+//! fields uninitialised when the provider falls back to the legacy call, read errno from
+//! the wrong place for `ibv_query_gid`, and panic on transport or GID type values they do
+//! not know.
+
+use std::ffi::{CStr, CString};
+use std::io;
+use std::mem::MaybeUninit;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use rdma_mummy_sys::{
+    ibv_device, ibv_device_attr_ex, ibv_gid, ibv_gid_type_sysfs, ibv_port_attr,
+    ibv_query_device_ex, ibv_query_gid, ibv_query_gid_type, ibv_query_port,
+    IBV_GID_TYPE_SYSFS_IB_ROCE_V1, IBV_GID_TYPE_SYSFS_ROCE_V2, IBV_LINK_LAYER_INFINIBAND,
+};
+use sideway::ibverbs::device::{
+    Device, DeviceInfo, DeviceList, GetDeviceListErrorKind, OpenDeviceErrorKind,
+};
+use sideway::ibverbs::device_context::DeviceContext;
+
+use super::VerbsError;
+use crate::gid::Gid;
+use crate::model::GidType;
+
+const LIBIBVERBS: &str = "libibverbs.so.1";
+
+/// Is libibverbs loaded? rdma-mummy-sys dlopens it from a constructor before `main` and
+/// afterwards only answers EOPNOTSUPP, so ask the dynamic loader directly; on failure load
+/// it once more to get dlerror()'s reason ("cannot open shared object file", "file too
+/// short", ...).
+pub fn library_status() -> Result<(), VerbsError> {
+    let name = CString::new(LIBIBVERBS).expect("no NUL in a constant");
+    // SAFETY: dlopen/dlerror/dlclose with a valid C string; a NOLOAD handle only bumps the
+    // reference count of the already loaded library, and we drop it again.
+    unsafe {
+        let handle = libc::dlopen(name.as_ptr(), libc::RTLD_LAZY | libc::RTLD_NOLOAD);
+        if !handle.is_null() {
+            libc::dlclose(handle);
+            return Ok(());
+        }
+        let handle = libc::dlopen(name.as_ptr(), libc::RTLD_LAZY | libc::RTLD_LOCAL);
+        if !handle.is_null() {
+            // Loadable now but not at start-up (a race with a package install): the
+            // wrappers are still unbound, so report it as missing for this run.
+            libc::dlclose(handle);
+            return Err(VerbsError::LibraryMissing {
+                reason: "it was not loadable when rdmactl started; run it again".into(),
+            });
+        }
+        let err = libc::dlerror();
+        let reason = if err.is_null() {
+            "dlopen failed without a reason".to_string()
+        } else {
+            CStr::from_ptr(err).to_string_lossy().into_owned()
+        };
+        Err(VerbsError::LibraryMissing { reason })
+    }
+}
+
+fn device_list() -> Result<DeviceList, VerbsError> {
+    library_status()?;
+    DeviceList::new().map_err(|e| {
+        let errno = match e.0 {
+            GetDeviceListErrorKind::Ibverbs(io) => io.raw_os_error(),
+            _ => None,
+        };
+        VerbsError::DeviceList {
+            errno: errno.unwrap_or(libc::EIO),
+        }
+    })
+}
+
+/// The names `ibv_get_device_list` returns, in its order. A device in sysfs but not here
+/// has no usable provider library (or an inaccessible uverbs node).
+pub fn device_names() -> Result<Vec<String>, VerbsError> {
+    let list = device_list()?;
+    Ok(list.iter().map(|d| d.name()).collect())
+}
+
+fn raw_device(device: Device<'_>) -> *mut ibv_device {
+    // SAFETY: sideway's Device is #[repr(transparent)] over `*mut ibv_device` (plus a
+    // zero-sized lifetime marker), so the two have the same layout. We need the raw
+    // pointer because sideway's transport_type() panics on values it does not know.
+    unsafe { std::mem::transmute::<Device<'_>, *mut ibv_device>(device) }
+}
+
+fn c_chars_to_string(chars: &[libc::c_char]) -> String {
+    let bytes: Vec<u8> = chars
+        .iter()
+        .take_while(|c| **c != 0)
+        .map(|c| *c as u8)
+        .collect();
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+/// An opened device. Dropping it closes the device.
+pub struct OpenDevice {
+    name: String,
+    transport: i32,
+    node_type: i32,
+    ibdev_path: PathBuf,
+    context: Arc<DeviceContext>,
+}
+
+impl std::fmt::Debug for OpenDevice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OpenDevice")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Open a device by name; the error lists the devices libibverbs does see.
+pub fn open_device(name: &str) -> Result<OpenDevice, VerbsError> {
+    let list = device_list()?;
+    let Some(device) = list.iter().find(|d| d.name() == name) else {
+        return Err(VerbsError::NoSuchDevice {
+            device: name.to_string(),
+            available: list.iter().map(|d| d.name()).collect(),
+        });
+    };
+    let raw = raw_device(device);
+    // SAFETY: `raw` comes from the live device list, which outlives these reads.
+    let (transport, node_type, ibdev_path) = unsafe {
+        (
+            (*raw).transport_type,
+            (*raw).node_type,
+            PathBuf::from(c_chars_to_string(&(*raw).ibdev_path)),
+        )
+    };
+    let context = device.open().map_err(|e| {
+        let errno = match e.0 {
+            OpenDeviceErrorKind::Ibverbs(io) => io.raw_os_error(),
+            _ => None,
+        };
+        VerbsError::Open {
+            device: name.to_string(),
+            errno: errno.unwrap_or(libc::EIO),
+        }
+    })?;
+    // libibverbs keeps its own reference to an opened device, so the list may go now.
+    drop(list);
+    Ok(OpenDevice {
+        name: name.to_string(),
+        transport,
+        node_type,
+        ibdev_path,
+        context,
+    })
+}
+
+/// Failed verbs calls return either -1 with errno set, or the errno value itself.
+fn errno_of(ret: libc::c_int) -> i32 {
+    if ret < 0 {
+        io::Error::last_os_error()
+            .raw_os_error()
+            .unwrap_or(libc::EIO)
+    } else {
+        ret
+    }
+}
+
+impl OpenDevice {
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// `enum ibv_transport_type`: 0 InfiniBand, 1 iWARP, 2 usNIC, 3 usNIC UDP, 4 unspecified.
+    pub fn transport(&self) -> i32 {
+        self.transport
+    }
+
+    /// `enum ibv_node_type`: 1 CA, 2 switch, 3 router, 4 RNIC, 5 usNIC, 6 usNIC UDP.
+    pub fn node_type(&self) -> i32 {
+        self.node_type
+    }
+
+    /// The device's sysfs directory as libibverbs sees it (`/sys/class/infiniband/<dev>`).
+    pub fn ibdev_path(&self) -> &std::path::Path {
+        &self.ibdev_path
+    }
+
+    /// The sideway context, for the data-path code (PDs, CQs, QPs).
+    pub fn context(&self) -> &Arc<DeviceContext> {
+        &self.context
+    }
+
+    fn raw(&self) -> *mut rdma_mummy_sys::ibv_context {
+        // SAFETY: the pointer lives as long as self.context, which we hold.
+        unsafe { self.context.context().as_ptr() }
+    }
+
+    /// Completion vectors of the opened context (ibv_devinfo prints them too).
+    pub fn num_comp_vectors(&self) -> i32 {
+        // SAFETY: the context is open for as long as self lives.
+        unsafe { (*self.raw()).num_comp_vectors }
+    }
+
+    /// `board_id` from sysfs, as ibv_devinfo reads it: absent or empty means none.
+    pub fn board_id(&self) -> Option<String> {
+        let text = std::fs::read_to_string(self.ibdev_path.join("board_id")).ok()?;
+        let text = text.trim_end_matches('\n').to_string();
+        (!text.is_empty()).then_some(text)
+    }
+
+    pub fn query_device(&self) -> Result<DeviceAttrs, VerbsError> {
+        // Zeroed, not uninit: when the provider has no query_device_ex, the fallback fills
+        // only the legacy part and the extended fields must read as "not supported" (0).
+        let mut attr = MaybeUninit::<ibv_device_attr_ex>::zeroed();
+        // SAFETY: valid open context and a writable, correctly sized attribute struct.
+        let ret = unsafe { ibv_query_device_ex(self.raw(), std::ptr::null(), attr.as_mut_ptr()) };
+        if ret != 0 {
+            return Err(VerbsError::QueryDevice {
+                device: self.name.clone(),
+                errno: errno_of(ret),
+            });
+        }
+        // SAFETY: all-zero is a valid value of this plain C struct, and the call succeeded.
+        let attr = unsafe { attr.assume_init() };
+        Ok(DeviceAttrs::from_raw(&attr))
+    }
+
+    pub fn query_port(&self, port: u8) -> Result<PortAttrs, VerbsError> {
+        let mut attr = MaybeUninit::<ibv_port_attr>::zeroed();
+        // SAFETY: valid open context and a writable, correctly sized attribute struct.
+        let ret = unsafe { ibv_query_port(self.raw(), port, attr.as_mut_ptr()) };
+        if ret != 0 {
+            return Err(VerbsError::QueryPort {
+                device: self.name.clone(),
+                port,
+                errno: errno_of(ret),
+            });
+        }
+        // SAFETY: all-zero is a valid value of this plain C struct, and the call succeeded.
+        let attr = unsafe { attr.assume_init() };
+        Ok(PortAttrs::from_raw(&attr))
+    }
+
+    /// One GID table slot. An empty slot reads as the zero GID (libibverbs maps ENODATA).
+    pub fn query_gid(&self, port: u8, index: u32) -> Result<Gid, VerbsError> {
+        let err = |errno| VerbsError::QueryGid {
+            device: self.name.clone(),
+            port,
+            index,
+            errno,
+        };
+        let c_index = libc::c_int::try_from(index).map_err(|_| err(libc::EINVAL))?;
+        let mut gid = ibv_gid { raw: [0; 16] };
+        // SAFETY: valid open context and a writable 16-byte union.
+        let ret = unsafe { ibv_query_gid(self.raw(), port, c_index, &mut gid) };
+        if ret != 0 {
+            return Err(err(errno_of(ret)));
+        }
+        // SAFETY: every bit pattern of the union is a valid [u8; 16].
+        Ok(Gid(unsafe { gid.raw }))
+    }
+
+    /// The GID's type as libibverbs reads it from sysfs (`gid_attrs/types/N`), refined by
+    /// the link layer: the kernel's "IB/RoCE v1" is IB on an InfiniBand port and RoCE v1
+    /// on Ethernet. None when the kernel gives no type (an empty slot) or one libibverbs
+    /// does not know; ibv_devinfo then prints nothing for that slot.
+    pub fn query_gid_type(&self, port: u8, index: u32, link_layer: u8) -> Option<GidType> {
+        let mut sysfs_type: ibv_gid_type_sysfs = 0;
+        // SAFETY: valid open context and a writable enum-sized integer.
+        let ret = unsafe { ibv_query_gid_type(self.raw(), port, index, &mut sysfs_type) };
+        if ret != 0 {
+            return None;
+        }
+        match sysfs_type {
+            IBV_GID_TYPE_SYSFS_IB_ROCE_V1 if link_layer == IBV_LINK_LAYER_INFINIBAND => {
+                Some(GidType::Ib)
+            }
+            IBV_GID_TYPE_SYSFS_IB_ROCE_V1 => Some(GidType::RoceV1),
+            IBV_GID_TYPE_SYSFS_ROCE_V2 => Some(GidType::RoceV2),
+            other => Some(GidType::Other(format!("unknown type {other}"))),
+        }
+    }
+
+    /// Every non-zero GID of a port, queried one index at a time (never the table call,
+    /// which some libibverbs versions reject and sideway unwraps).
+    pub fn port_gids(&self, port: u8, attrs: &PortAttrs) -> Result<Vec<VerbsGid>, VerbsError> {
+        let len = u32::try_from(attrs.gid_tbl_len).unwrap_or(0);
+        let mut gids = Vec::new();
+        for index in 0..len {
+            let gid = self.query_gid(port, index)?;
+            if gid.is_zero() {
+                continue;
+            }
+            let gid_type = self.query_gid_type(port, index, attrs.link_layer);
+            gids.push(VerbsGid {
+                index,
+                gid,
+                gid_type,
+            });
+        }
+        Ok(gids)
+    }
+}
+
+/// One populated GID slot as verbs reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VerbsGid {
+    pub index: u32,
+    pub gid: Gid,
+    /// None when libibverbs cannot tell the type.
+    pub gid_type: Option<GidType>,
+}
+
+/// `struct ibv_device_attr_ex`, copied into plain fields with ibv_devinfo's names.
+/// GUIDs are in host byte order.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DeviceAttrs {
+    pub fw_ver: String,
+    pub node_guid: u64,
+    pub sys_image_guid: u64,
+    pub max_mr_size: u64,
+    pub page_size_cap: u64,
+    pub vendor_id: u32,
+    pub vendor_part_id: u32,
+    pub hw_ver: u32,
+    pub max_qp: i32,
+    pub max_qp_wr: i32,
+    pub device_cap_flags: u32,
+    pub max_sge: i32,
+    pub max_sge_rd: i32,
+    pub max_cq: i32,
+    pub max_cqe: i32,
+    pub max_mr: i32,
+    pub max_pd: i32,
+    pub max_qp_rd_atom: i32,
+    pub max_ee_rd_atom: i32,
+    pub max_res_rd_atom: i32,
+    pub max_qp_init_rd_atom: i32,
+    pub max_ee_init_rd_atom: i32,
+    pub atomic_cap: u32,
+    pub max_ee: i32,
+    pub max_rdd: i32,
+    pub max_mw: i32,
+    pub max_raw_ipv6_qp: i32,
+    pub max_raw_ethy_qp: i32,
+    pub max_mcast_grp: i32,
+    pub max_mcast_qp_attach: i32,
+    pub max_total_mcast_qp_attach: i32,
+    pub max_ah: i32,
+    pub max_fmr: i32,
+    pub max_map_per_fmr: i32,
+    pub max_srq: i32,
+    pub max_srq_wr: i32,
+    pub max_srq_sge: i32,
+    pub max_pkeys: u16,
+    pub local_ca_ack_delay: u8,
+    pub phys_port_cnt: u8,
+    pub general_odp_caps: u64,
+    pub rc_odp_caps: u32,
+    pub uc_odp_caps: u32,
+    pub ud_odp_caps: u32,
+    pub xrc_odp_caps: u32,
+    pub completion_timestamp_mask: u64,
+    /// kHz.
+    pub hca_core_clock: u64,
+    pub device_cap_flags_ex: u64,
+    pub max_tso: u32,
+    pub tso_supported_qpts: u32,
+    pub rss_supported_qpts: u32,
+    pub max_rwq_indirection_tables: u32,
+    pub max_rwq_indirection_table_size: u32,
+    pub rx_hash_fields_mask: u64,
+    pub rx_hash_function: u8,
+    pub max_wq_type_rq: u32,
+    /// kbps.
+    pub qp_rate_limit_min: u32,
+    pub qp_rate_limit_max: u32,
+    pub packet_pacing_supported_qpts: u32,
+    pub raw_packet_caps: u32,
+    pub tm_max_rndv_hdr_size: u32,
+    pub tm_max_num_tags: u32,
+    pub tm_flags: u32,
+    pub tm_max_ops: u32,
+    pub tm_max_sge: u32,
+    pub max_cq_count: u16,
+    /// Microseconds.
+    pub max_cq_period: u16,
+    /// Bytes.
+    pub max_dm_size: u64,
+}
+
+impl DeviceAttrs {
+    fn from_raw(a: &ibv_device_attr_ex) -> DeviceAttrs {
+        let o = &a.orig_attr;
+        DeviceAttrs {
+            fw_ver: c_chars_to_string(&o.fw_ver),
+            node_guid: u64::from_be(o.node_guid),
+            sys_image_guid: u64::from_be(o.sys_image_guid),
+            max_mr_size: o.max_mr_size,
+            page_size_cap: o.page_size_cap,
+            vendor_id: o.vendor_id,
+            vendor_part_id: o.vendor_part_id,
+            hw_ver: o.hw_ver,
+            max_qp: o.max_qp,
+            max_qp_wr: o.max_qp_wr,
+            device_cap_flags: o.device_cap_flags,
+            max_sge: o.max_sge,
+            max_sge_rd: o.max_sge_rd,
+            max_cq: o.max_cq,
+            max_cqe: o.max_cqe,
+            max_mr: o.max_mr,
+            max_pd: o.max_pd,
+            max_qp_rd_atom: o.max_qp_rd_atom,
+            max_ee_rd_atom: o.max_ee_rd_atom,
+            max_res_rd_atom: o.max_res_rd_atom,
+            max_qp_init_rd_atom: o.max_qp_init_rd_atom,
+            max_ee_init_rd_atom: o.max_ee_init_rd_atom,
+            atomic_cap: o.atomic_cap,
+            max_ee: o.max_ee,
+            max_rdd: o.max_rdd,
+            max_mw: o.max_mw,
+            max_raw_ipv6_qp: o.max_raw_ipv6_qp,
+            max_raw_ethy_qp: o.max_raw_ethy_qp,
+            max_mcast_grp: o.max_mcast_grp,
+            max_mcast_qp_attach: o.max_mcast_qp_attach,
+            max_total_mcast_qp_attach: o.max_total_mcast_qp_attach,
+            max_ah: o.max_ah,
+            max_fmr: o.max_fmr,
+            max_map_per_fmr: o.max_map_per_fmr,
+            max_srq: o.max_srq,
+            max_srq_wr: o.max_srq_wr,
+            max_srq_sge: o.max_srq_sge,
+            max_pkeys: o.max_pkeys,
+            local_ca_ack_delay: o.local_ca_ack_delay,
+            phys_port_cnt: o.phys_port_cnt,
+            general_odp_caps: a.odp_caps.general_caps,
+            rc_odp_caps: a.odp_caps.per_transport_caps.rc_odp_caps,
+            uc_odp_caps: a.odp_caps.per_transport_caps.uc_odp_caps,
+            ud_odp_caps: a.odp_caps.per_transport_caps.ud_odp_caps,
+            xrc_odp_caps: a.xrc_odp_caps,
+            completion_timestamp_mask: a.completion_timestamp_mask,
+            hca_core_clock: a.hca_core_clock,
+            device_cap_flags_ex: a.device_cap_flags_ex,
+            max_tso: a.tso_caps.max_tso,
+            tso_supported_qpts: a.tso_caps.supported_qpts,
+            rss_supported_qpts: a.rss_caps.supported_qpts,
+            max_rwq_indirection_tables: a.rss_caps.max_rwq_indirection_tables,
+            max_rwq_indirection_table_size: a.rss_caps.max_rwq_indirection_table_size,
+            rx_hash_fields_mask: a.rss_caps.rx_hash_fields_mask,
+            rx_hash_function: a.rss_caps.rx_hash_function,
+            max_wq_type_rq: a.max_wq_type_rq,
+            qp_rate_limit_min: a.packet_pacing_caps.qp_rate_limit_min,
+            qp_rate_limit_max: a.packet_pacing_caps.qp_rate_limit_max,
+            packet_pacing_supported_qpts: a.packet_pacing_caps.supported_qpts,
+            raw_packet_caps: a.raw_packet_caps,
+            tm_max_rndv_hdr_size: a.tm_caps.max_rndv_hdr_size,
+            tm_max_num_tags: a.tm_caps.max_num_tags,
+            tm_flags: a.tm_caps.flags,
+            tm_max_ops: a.tm_caps.max_ops,
+            tm_max_sge: a.tm_caps.max_sge,
+            max_cq_count: a.cq_mod_caps.max_cq_count,
+            max_cq_period: a.cq_mod_caps.max_cq_period,
+            max_dm_size: a.max_dm_size,
+        }
+    }
+}
+
+/// `struct ibv_port_attr`, copied into plain fields (`lid` is ibv_devinfo's `port_lid`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PortAttrs {
+    pub state: u32,
+    pub max_mtu: u32,
+    pub active_mtu: u32,
+    pub gid_tbl_len: i32,
+    pub port_cap_flags: u32,
+    pub max_msg_sz: u32,
+    pub bad_pkey_cntr: u32,
+    pub qkey_viol_cntr: u32,
+    pub pkey_tbl_len: u16,
+    pub lid: u16,
+    pub sm_lid: u16,
+    pub lmc: u8,
+    pub max_vl_num: u8,
+    pub sm_sl: u8,
+    pub subnet_timeout: u8,
+    pub init_type_reply: u8,
+    pub active_width: u8,
+    pub active_speed: u8,
+    pub phys_state: u8,
+    pub link_layer: u8,
+    pub flags: u8,
+    pub port_cap_flags2: u16,
+    /// Set only by libibverbs versions that know XDR-era speeds; 0 otherwise.
+    pub active_speed_ex: u32,
+}
+
+impl PortAttrs {
+    fn from_raw(a: &ibv_port_attr) -> PortAttrs {
+        PortAttrs {
+            state: a.state,
+            max_mtu: a.max_mtu,
+            active_mtu: a.active_mtu,
+            gid_tbl_len: a.gid_tbl_len,
+            port_cap_flags: a.port_cap_flags,
+            max_msg_sz: a.max_msg_sz,
+            bad_pkey_cntr: a.bad_pkey_cntr,
+            qkey_viol_cntr: a.qkey_viol_cntr,
+            pkey_tbl_len: a.pkey_tbl_len,
+            lid: a.lid,
+            sm_lid: a.sm_lid,
+            lmc: a.lmc,
+            max_vl_num: a.max_vl_num,
+            sm_sl: a.sm_sl,
+            subnet_timeout: a.subnet_timeout,
+            init_type_reply: a.init_type_reply,
+            active_width: a.active_width,
+            active_speed: a.active_speed,
+            phys_state: a.phys_state,
+            link_layer: a.link_layer,
+            flags: a.flags,
+            port_cap_flags2: a.port_cap_flags2,
+            active_speed_ex: a.active_speed_ex,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn c_strings_stop_at_nul_and_survive_bad_utf8() {
+        let chars: Vec<libc::c_char> = b"0.0.0\0junk".iter().map(|b| *b as libc::c_char).collect();
+        assert_eq!(c_chars_to_string(&chars), "0.0.0");
+        let bad: Vec<libc::c_char> = [0xffu8, b'x', 0]
+            .iter()
+            .map(|b| *b as libc::c_char)
+            .collect();
+        assert_eq!(c_chars_to_string(&bad), "\u{fffd}x");
+    }
+
+    #[test]
+    fn errno_from_negative_return_uses_errno_and_positive_is_the_errno() {
+        assert_eq!(errno_of(libc::EINVAL), libc::EINVAL);
+    }
+
+    /// On a host without an RDMA stack the probe must answer, not panic; on one with it,
+    /// the device list must be consistent with what open_device accepts.
+    #[test]
+    fn probe_answers_without_panicking() {
+        match device_names() {
+            Ok(names) => {
+                for name in names {
+                    open_device(&name).expect("a listed device opens");
+                }
+            }
+            Err(e) => {
+                let text = e.to_string();
+                assert!(!text.is_empty());
+                eprintln!("no verbs here (expected on a host without RDMA): {text}");
+            }
+        }
+        let err = open_device("no-such-device-xyz").unwrap_err();
+        assert!(
+            matches!(
+                err,
+                VerbsError::NoSuchDevice { .. }
+                    | VerbsError::LibraryMissing { .. }
+                    | VerbsError::DeviceList { .. }
+            ),
+            "{err}"
+        );
+    }
+}

@@ -1,0 +1,120 @@
+//! `rdmactl doctor` on captured trees. With --sysfs the host checks (/dev, libibverbs,
+//! memlock) are skipped, so these outputs depend only on the fixture.
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+
+fn doctor(tree: &str) -> assert_cmd::assert::Assert {
+    Command::cargo_bin("rdmactl")
+        .unwrap()
+        .env_remove("NO_COLOR")
+        .env_remove("RDMACTL_SYSFS")
+        .arg("--sysfs")
+        .arg(format!(
+            "{}/tests/fixtures/sysfs/{tree}",
+            env!("CARGO_MANIFEST_DIR")
+        ))
+        .arg("doctor")
+        .assert()
+}
+
+#[test]
+fn healthy_rxe_capture_passes() {
+    doctor("rxe-veth-basic")
+        .success()
+        .stdout(predicate::str::contains(
+            "ok    ipv4-gid    rxe0/1  IPv4-mapped GID at index 1 (192.168.77.1)",
+        ))
+        .stdout(predicate::str::contains("0 failure(s)"));
+}
+
+#[test]
+fn down_veth_is_named_with_its_fix() {
+    doctor("rxe-veth-vlan-ipv6-down")
+        .code(1)
+        .stdout(predicate::str::contains(
+            "FAIL  netdev      rxe1/1  netdev veth1 is down",
+        ))
+        .stdout(predicate::str::contains("fix: ip link set veth1 up"))
+        .stdout(predicate::str::contains(
+            "veth0 is administratively up but has no carrier (lowerlayerdown)",
+        ));
+}
+
+#[test]
+fn infiniband_lid_problems() {
+    doctor("ib-hca")
+        .code(1)
+        .stdout(predicate::str::contains(
+            "ok    lid         mlx5_0/1  LID 700, SM LID 1",
+        ))
+        .stdout(predicate::str::contains("LID 65535 (permissive)"));
+}
+
+#[test]
+fn ipv6_only_port_warns_about_ipv4_defaults() {
+    doctor("ipv6-only")
+        .success()
+        .stdout(predicate::str::contains("warn  ipv4-gid"))
+        .stdout(predicate::str::contains("NCCL_IB_ADDR_FAMILY=AF_INET6"));
+}
+
+#[test]
+fn no_rdma_at_all_explains_how_to_load_a_driver() {
+    doctor("no-infiniband")
+        .code(1)
+        .stdout(predicate::str::contains("no RDMA support in the kernel"))
+        .stdout(predicate::str::contains(
+            "modprobe rdma_rxe; rdma link add rxe0 type rxe netdev <if>",
+        ));
+}
+
+#[test]
+fn incomplete_trees_are_not_failures() {
+    // procfs-testdata has no lid files: unknown is not broken.
+    doctor("procfs-testdata")
+        .success()
+        .stdout(predicate::str::contains("FAIL").not());
+}
+
+#[test]
+fn json_counts_match_findings() {
+    let out = Command::cargo_bin("rdmactl")
+        .unwrap()
+        .env_remove("RDMACTL_SYSFS")
+        .args(["-j", "--sysfs"])
+        .arg(format!(
+            "{}/tests/fixtures/sysfs/port-down",
+            env!("CARGO_MANIFEST_DIR")
+        ))
+        .arg("doctor")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let findings = v["findings"].as_array().unwrap();
+    let fails = findings.iter().filter(|f| f["verdict"] == "fail").count();
+    assert_eq!(v["fail"], fails);
+    assert!(fails > 0);
+    assert!(findings
+        .iter()
+        .all(|f| f["check"].is_string() && f["subject"].is_string()));
+}
+
+#[test]
+fn unknown_device_names_the_real_ones() {
+    Command::cargo_bin("rdmactl")
+        .unwrap()
+        .env_remove("RDMACTL_SYSFS")
+        .arg("--sysfs")
+        .arg(format!(
+            "{}/tests/fixtures/sysfs/rxe-veth-basic",
+            env!("CARGO_MANIFEST_DIR")
+        ))
+        .args(["doctor", "-d", "mlx5_9"])
+        .assert()
+        .code(3)
+        .stderr(predicate::str::contains(
+            "no device 'mlx5_9'; devices: rxe0, rxe1",
+        ));
+}

@@ -1,0 +1,52 @@
+# rdmactl doctor on a real rxe host: healthy, then each broken piece named with its fix.
+# Breakage happens in private mount namespaces (unshare -m) or is undone by restore_net.
+
+LIBDIR=/usr/lib/x86_64-linux-gnu
+LIBIBVERBS=$(readlink -f "$LIBDIR/libibverbs.so.1")
+
+expect_rc 0 "doctor passes on a healthy host" "$RDMACTL" doctor
+expect_out "doctor sees libibverbs and both devices through verbs" \
+    '^ok +provider +rxe1 +libibverbs sees rxe1 \(provider rxe\)' "$RDMACTL" doctor
+check "doctor -j is JSON with no failures" "$RDMACTL" -j doctor
+json_has "JSON counts zero failures" "$LAST_STDOUT" fail=0
+json_has "JSON has the IPv4-mapped GID finding for rxe0" "$LAST_STDOUT" check=ipv4-gid subject=rxe0/1 verdict=ok
+
+# Provider libraries hidden: sysfs lists rxe0 but ibv_get_device_list is empty.
+expect_rc 1 "hidden providers fail doctor" \
+    unshare -m bash -c "mount -t tmpfs none $LIBDIR/libibverbs && exec $RDMACTL doctor"
+expect_out "hidden providers: rxe named with the package to install" \
+    'FAIL +provider +rxe0 +libibverbs has no provider for rxe0: librxe-rdmav\*\.so is not installed' \
+    unshare -m bash -c "mount -t tmpfs none $LIBDIR/libibverbs && exec $RDMACTL doctor"
+expect_out "hidden providers: the fix names ibverbs-providers" 'fix: .*apt install ibverbs-providers' \
+    unshare -m bash -c "mount -t tmpfs none $LIBDIR/libibverbs && exec $RDMACTL doctor"
+
+# libibverbs.so.1 hidden: rdmactl must still start (never 127) and fall back to sysfs.
+expect_rc 1 "hidden libibverbs: doctor runs and fails (not 127)" \
+    unshare -m bash -c "mount --bind /dev/null $LIBIBVERBS && exec $RDMACTL doctor"
+expect_out "hidden libibverbs: named with its install command" \
+    'FAIL +libibverbs +host +libibverbs.so.1 cannot be loaded' \
+    unshare -m bash -c "mount --bind /dev/null $LIBIBVERBS && exec $RDMACTL doctor"
+expect_rc 0 "hidden libibverbs: devices still lists from sysfs" \
+    unshare -m bash -c "mount --bind /dev/null $LIBIBVERBS && exec $RDMACTL devices"
+expect_out "hidden libibverbs: devices shows rxe0" '^rxe0 ' \
+    unshare -m bash -c "mount --bind /dev/null $LIBIBVERBS && exec $RDMACTL devices"
+
+# Non-root with a 16 KiB memlock limit: registration would fail with ENOMEM.
+expect_out "non-root with ulimit -l 16: memlock named with the fix" \
+    'FAIL +memlock +host +locked-memory limit 16 KiB .*ENOMEM' \
+    bash -c "ulimit -S -l 16 && exec setpriv --reuid=65534 --regid=65534 --clear-groups $RDMACTL doctor"
+expect_out "non-root memlock fix names limits.conf" 'fix: .*limits\.conf' \
+    bash -c "ulimit -S -l 16 && exec setpriv --reuid=65534 --regid=65534 --clear-groups $RDMACTL doctor"
+
+# The netdev under rxe1 goes down: the rxe port follows.
+check "take veth1 down" ip link set veth1 down
+for _ in 1 2 3 4 5 6 7 8 9 10; do
+    [[ $(<"/sys/class/infiniband/rxe1/ports/1/state") == *DOWN* ]] && break
+    sleep 0.3
+done
+expect_rc 1 "link down fails doctor" "$RDMACTL" doctor -d rxe1
+expect_out "link down: rxe1 port DOWN explained" 'FAIL +port-state +rxe1/1 +port is DOWN: a RoCE port follows its netdev, so veth1 has no link' \
+    "$RDMACTL" doctor -d rxe1
+expect_out "link down: the fix brings veth1 up" 'fix: (bring the interface up: )?`?ip link set veth1 up' "$RDMACTL" doctor -d rxe1
+restore_net
+expect_rc 0 "healthy again after restore_net" "$RDMACTL" doctor
