@@ -2,7 +2,7 @@
 # Guest side of `tests/vm/run --capture`: copies the sysfs of the default Soft-RoCE state
 # (rxe0 on veth0, rxe1 on veth1, see guest.sh) into OUTDIR/rxe-vm-basic, with what the
 # reference tools printed at the same moment beside it. The host then moves the tree to
-# tests/fixtures/sysfs/rxe-vm-basic.
+# tests/fixtures/sysfs/rxe-vm-basic. OUTDIR should be on tmpfs: thousands of 9p creates are slow.
 #
 # Layout, relative to the tree (a sysfs root for `rdmactl --sysfs`):
 #   class/infiniband/<dev>/{node_type,node_guid,...}, ports/<n>/{state,...,gids,gid_attrs,pkeys}
@@ -22,7 +22,7 @@ copy_attrs() { # copy_attrs SRC_DIR DEST_DIR NAME...: each readable single-line 
     local src=$1 dest=$2 name value
     shift 2
     for name in "$@"; do
-        if read -r value <"$src/$name" 2>/dev/null; then
+        if read -r value 2>/dev/null <"$src/$name"; then
             printf '%s\n' "$value" >"$dest/$name"
         fi
     done
@@ -32,7 +32,7 @@ copy_slots() { # copy_slots SRC_DIR DEST_DIR: numbered entries (gids, gid_attrs/
     local src=$1 dest=$2 entry value
     mkdir -p "$dest"
     for entry in "$src"/*; do
-        if read -r value <"$entry" 2>/dev/null; then
+        if read -r value 2>/dev/null <"$entry"; then
             printf '%s\n' "$value" >"$dest/${entry##*/}"
         fi
     done
@@ -59,7 +59,8 @@ for dev_dir in /sys/class/infiniband/*; do
     done
 done
 
-for verbs_dir in /sys/class/infiniband_verbs/*; do
+copy_attrs /sys/class/infiniband_verbs "$out/class/infiniband_verbs" abi_version
+for verbs_dir in /sys/class/infiniband_verbs/uverbs*; do
     dest=$out/class/infiniband_verbs/${verbs_dir##*/}
     mkdir -p "$dest"
     copy_attrs "$verbs_dir" "$dest" ibdev abi_version dev

@@ -23,7 +23,8 @@ setup() {
     modprobe rdma_rxe && modprobe veth || return 1
     ip link set lo up
     # Links that exist before any case: restore_net removes everything else a case adds.
-    ip -o link show | sed 's/^[0-9]*: \([^:@]*\).*/\1/' >/run/rdmactl-vm/baseline-links
+    local links=(/sys/class/net/*)
+    printf '%s\n' "${links[@]##*/}" >/run/rdmactl-vm/baseline-links
     # shellcheck source=lib.sh
     RESULTS=/run/rdmactl-vm . "$VM_LIB"
     restore_net
@@ -39,7 +40,7 @@ if ! setup; then
     exit 2
 fi
 setup_ms=$(((${EPOCHREALTIME/./} - ${setup_start/./}) / 1000))
-say "setup done in ${setup_ms} ms"
+say "setup done in ${setup_ms} ms: ${NET_STEPS:-}"
 rdma link show
 ip -br addr show dev veth0
 ip -br addr show dev veth1
@@ -147,7 +148,10 @@ run_cases() {
 case $MODE in
 suite) run_cases ;;
 demo) run_demo ;;
-capture) bash "$VM_SUITE/capture.sh" "$SHARE/capture" ;;
+capture)
+    # Thousands of small files: write them to tmpfs, then hand over one tar through 9p.
+    bash "$VM_SUITE/capture.sh" /tmp/capture && tar -C /tmp/capture -cf "$SHARE/capture.tar" rxe-vm-basic
+    ;;
 *)
     say "unknown MODE=$MODE"
     exit 2
