@@ -1,0 +1,440 @@
+# shellcheck shell=bash
+# Helpers for the VM suite's cases, sourced by every case (and by guest.sh for the network
+# set-up). A case is a bash script run with `set -u`; these helpers never abort it: each one
+# records PASS/FAIL/SKIP in "$RESULTS/checks", and the runner turns that into the case verdict.
+#
+# Environment (set by guest.sh): RDMACTL (absolute path of the binary under test), RESULTS
+# (this case's writable directory on the share), VM_LIB (this file), VM_SUITE (the suite dir).
+#
+#   check "desc" cmd...               pass when cmd exits 0
+#   expect_rc N "desc" cmd...         pass when cmd exits N
+#   expect_out "desc" REGEX cmd...    pass when cmd's stdout+stderr has a line matching the
+#                                     extended regex (grep -E); the exit status is not judged
+#   expect_no_out "desc" REGEX cmd... pass when no line matches (e.g. 'panicked')
+#   json_has "desc" FILE PRED...      pass when FILE holds JSON with a record matching PREDs
+#   skip "reason"                     record a skip and end the case (exit 0)
+#   restore_net                       put rxe0/rxe1, veth0/veth1 and the sysctls back
+#   bg_server NAME cmd...             start cmd in the background; sets BG_PID
+#   wait_listen PORT [SECS]           wait until something listens on TCP PORT
+#   wait_pid_timeout PID SECS         wait for a background PID; its status, or 124 if killed
+#
+# After check/expect_*: LAST_RC, LAST_STDOUT, LAST_STDERR and LAST_OUT (stdout then stderr)
+# describe the command that just ran, so a case can look further at its output.
+# A shell function runs in the case's own shell (so wait_pid_timeout can wait for the case's
+# children; the per-case timeout still applies); anything else runs as a program under
+# `timeout CHECK_TIMEOUT` (default 60 s), so `check "..." test -e X` execs /usr/bin/test.
+
+: "${RESULTS:=/tmp/vm-results}"
+: "${CHECK_TIMEOUT:=60}"
+: "${FAIL_TAIL:=25}"
+mkdir -p "$RESULTS"
+_lib_n=0
+LAST_RC=0
+LAST_OUT=/dev/null
+LAST_STDOUT=/dev/null
+LAST_STDERR=/dev/null
+BG_PID=
+
+# The command as a reader would type it, in _lib_shown: quoted, with the binary's long path
+# shortened. Helpers here avoid $(...) and external programs where they can: under TCG every
+# fork+exec over 9p costs a noticeable fraction of a second.
+_lib_show() {
+    printf -v _lib_shown '%q ' "$@"
+    _lib_shown=${_lib_shown% }
+    if [[ -n ${RDMACTL:-} ]]; then
+        _lib_shown=${_lib_shown//"$RDMACTL"/rdmactl}
+    fi
+}
+
+_lib_record() { # _lib_record PASS|FAIL|SKIP text
+    [[ -d $RESULTS ]] || mkdir -p "$RESULTS"
+    printf '%s\t%s\n' "$1" "$2" >>"$RESULTS/checks"
+}
+
+# Run "$@" with its output in files; sets LAST_* and _lib_secs.
+_lib_run() {
+    [[ -d $RESULTS ]] || mkdir -p "$RESULTS"
+    _lib_n=$((_lib_n + 1))
+    local base
+    printf -v base '%s/cmd-%03d' "$RESULTS" "$_lib_n"
+    # A check inside a subshell must not overwrite the parent's numbered files.
+    ((BASH_SUBSHELL == 0)) || base+=.sub$BASHPID
+    LAST_STDOUT=$base.stdout
+    LAST_STDERR=$base.stderr
+    LAST_OUT=$base.out
+    local start=$EPOCHREALTIME
+    if ! declare -F "$1" >/dev/null; then
+        timeout -k 5 "$CHECK_TIMEOUT" "$@" >"$LAST_STDOUT" 2>"$LAST_STDERR" </dev/null
+    else
+        "$@" >"$LAST_STDOUT" 2>"$LAST_STDERR" </dev/null
+    fi
+    LAST_RC=$?
+    local out err
+    IFS= read -r -d '' out <"$LAST_STDOUT"
+    IFS= read -r -d '' err <"$LAST_STDERR"
+    printf '%s%s' "$out" "$err" >"$LAST_OUT"
+    _lib_elapsed "$start"
+}
+
+_lib_elapsed() { # _lib_secs = seconds since $1 (an $EPOCHREALTIME), one decimal
+    local now=$EPOCHREALTIME
+    local ms=$(((${now/./} - ${1/./}) / 1000))
+    printf -v _lib_secs '%d.%d' $((ms / 1000)) $((ms % 1000 / 100))
+}
+
+# True when a line of FILE matches the extended regex RE (what grep -E would say), without a
+# fork: bash's =~ uses the same POSIX ERE engine. The first matching line is in _lib_line.
+_lib_grep() { # _lib_grep RE FILE
+    local line
+    while IFS= read -r line || [[ -n $line ]]; do
+        if [[ $line =~ $1 ]]; then
+            _lib_line=$line
+            return 0
+        fi
+    done <"$2"
+    return 1
+}
+
+_lib_pass() { # desc suffix (after the shown command)
+    _lib_record PASS "$1"
+    printf '  PASS  %s  [%s%s] (%ss)\n' "$1" "$_lib_shown" "$2" "$_lib_secs"
+}
+
+_lib_fail() { # desc why (the command is in _lib_shown)
+    _lib_record FAIL "$1"
+    printf '  FAIL  %s\n        command: %s\n        why: %s (%ss)\n' "$1" "$_lib_shown" "$2" "$_lib_secs"
+    if [[ $LAST_RC == 124 || $LAST_RC == 137 ]]; then
+        printf '        (exit %s: killed by the %ss check timeout)\n' "$LAST_RC" "$CHECK_TIMEOUT"
+    fi
+    if [[ -s $LAST_OUT ]]; then
+        printf '        last %s lines of stdout+stderr:\n' "$FAIL_TAIL"
+        tail -n "$FAIL_TAIL" "$LAST_OUT" | sed 's/^/        | /'
+    else
+        printf '        (no output)\n'
+    fi
+}
+
+check() { # check "desc" cmd...
+    local desc=$1
+    shift
+    _lib_run "$@"
+    _lib_show "$@"
+    if ((LAST_RC == 0)); then
+        _lib_pass "$desc" ""
+    else
+        _lib_fail "$desc" "exit status $LAST_RC, expected 0"
+    fi
+}
+
+expect_rc() { # expect_rc N "desc" cmd...
+    local want=$1 desc=$2
+    shift 2
+    _lib_run "$@"
+    _lib_show "$@"
+    if [[ $LAST_RC == "$want" ]]; then
+        _lib_pass "$desc" " -> $LAST_RC"
+    else
+        _lib_fail "$desc" "exit status $LAST_RC, expected $want"
+    fi
+}
+
+expect_out() { # expect_out "desc" REGEX cmd...
+    local desc=$1 re=$2
+    shift 2
+    _lib_run "$@"
+    _lib_show "$@"
+    if _lib_grep "$re" "$LAST_OUT"; then
+        _lib_pass "$desc" " =~ /$re/"
+    else
+        _lib_fail "$desc" "no line matches /$re/ (exit status $LAST_RC)"
+    fi
+}
+
+expect_no_out() { # expect_no_out "desc" REGEX cmd...
+    local desc=$1 re=$2
+    shift 2
+    _lib_run "$@"
+    _lib_show "$@"
+    if ! _lib_grep "$re" "$LAST_OUT"; then
+        _lib_pass "$desc" " !~ /$re/"
+    else
+        _lib_fail "$desc" "a line matches /$re/: $_lib_line"
+    fi
+}
+
+# json_has "desc" FILE PRED...
+# A record is any JSON object, seen together with the scalar fields of the objects it is nested
+# in (so {"ifname":"rxe0","ports":[{"port":1,"state":"ACTIVE"}]} has a record with ifname rxe0,
+# port 1 and state ACTIVE). PRED is KEY=REGEX: the record's KEY, as text (true/false/null for
+# JSON literals), must fully match the Python regex. KEY may list alternatives, a|b, for names
+# not settled yet. Passes when one record matches every PRED. Typical use, after
+# `check "gids -j runs" "$RDMACTL" -j gids`:
+#   json_has "rxe0 GID 1 is IPv4-mapped" "$LAST_STDOUT" ifname=rxe0 index=1 'gid=::ffff:192\.168\.77\.1'
+json_has() {
+    local desc=$1 file=$2
+    shift 2
+    local why start=$EPOCHREALTIME
+    why=$(
+        python3 - "$file" "$@" <<'PY' 2>&1
+import json, re, sys
+
+path, preds = sys.argv[1], sys.argv[2:]
+try:
+    with open(path) as f:
+        doc = json.load(f)
+except (OSError, ValueError) as e:
+    sys.exit(f"not JSON: {e}")
+
+def text(v):
+    return json.dumps(v) if isinstance(v, bool) or v is None else str(v)
+
+def records(node, inherited):
+    if isinstance(node, dict):
+        here = dict(inherited)
+        here.update({k: v for k, v in node.items() if not isinstance(v, (dict, list))})
+        yield here
+        for v in node.values():
+            if isinstance(v, (dict, list)):
+                yield from records(v, here)
+    elif isinstance(node, list):
+        for v in node:
+            yield from records(v, inherited)
+
+def matches(rec, pred):
+    keys, _, regex = pred.partition("=")
+    return any(k in rec and re.fullmatch(regex, text(rec[k])) for k in keys.split("|"))
+
+recs = list(records(doc, {}))
+if any(all(matches(r, p) for p in preds) for r in recs):
+    sys.exit(0)
+best = max(recs, key=lambda r: sum(matches(r, p) for p in preds), default={})
+sys.exit(f"no record matches {' '.join(preds)}; {len(recs)} records; closest: {json.dumps(best)[:400]}")
+PY
+    )
+    LAST_RC=$?
+    LAST_OUT=$file
+    _lib_elapsed "$start"
+    _lib_show json_has "${file##*/}" "$@"
+    if ((LAST_RC == 0)); then
+        _lib_pass "$desc" ""
+    else
+        _lib_fail "$desc" "$why"
+    fi
+}
+
+skip() { # skip "reason": ends the case
+    _lib_record SKIP "$1"
+    printf '  SKIP  %s\n' "$1"
+    exit 0
+}
+
+bg_server() { # bg_server NAME cmd... -> BG_PID; output in $RESULTS/NAME.out
+    local name=$1
+    shift
+    timeout -k 5 "${BG_TIMEOUT:-120}" "$@" >"$RESULTS/$name.out" 2>&1 </dev/null &
+    BG_PID=$!
+    _lib_show "$@"
+    printf '  bg    %s: %s (pid %s)\n' "$name" "$_lib_shown" "$BG_PID"
+}
+
+wait_listen() { # wait_listen PORT [SECS]: something listens on TCP PORT
+    local port=$1 deadline=$((SECONDS + ${2:-10}))
+    while ((SECONDS < deadline)); do
+        [[ -n $(ss -Hltn "sport = :$port" 2>/dev/null) ]] && return 0
+        sleep 0.1
+    done
+    echo "nothing listens on TCP port $port after ${2:-10}s" >&2
+    return 1
+}
+
+wait_pid_timeout() { # wait_pid_timeout PID SECS: the PID's exit status, or 124 after killing it
+    local pid=$1 deadline=$((SECONDS + $2))
+    while kill -0 "$pid" 2>/dev/null; do
+        if ((SECONDS >= deadline)); then
+            echo "pid $pid still running after ${2}s; killed" >&2
+            kill -TERM "$pid" 2>/dev/null
+            sleep 1
+            kill -KILL "$pid" 2>/dev/null
+            wait "$pid" 2>/dev/null
+            return 124
+        fi
+        sleep 0.1
+    done
+    wait "$pid"
+}
+
+# ---------------------------------------------------------------- the default network state
+
+VETH_ADDR=([0]=192.168.77.1 [1]=192.168.77.2)
+
+# ipv4_gid ADDR: the sysfs text of the IPv4-mapped GID of ADDR, in _gid, e.g. for 192.168.77.1
+# 0000:0000:0000:0000:0000:ffff:c0a8:4d01.
+ipv4_gid() {
+    local a b c d
+    IFS=. read -r a b c d <<<"$1"
+    printf -v _gid '0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x' "$a" "$b" "$c" "$d"
+}
+
+# The netdev an rxe device is bound to, from `rdma link`.
+_rxe_netdev() {
+    rdma link show "$1/1" 2>/dev/null | sed -n 's/.* netdev \([^ ]*\).*/\1/p'
+}
+
+# True when the default state is in place: what every case may assume at its start. Reads
+# sysfs/procfs with builtins and one `ip`; says on stderr what differs.
+net_is_default() {
+    _net_differs() {
+        echo "network not in its default state: $*" >&2
+        return 1
+    }
+    local i value devs=(/sys/class/infiniband/*)
+    [[ ${devs[*]} == "/sys/class/infiniband/rxe0 /sys/class/infiniband/rxe1" ]] ||
+        _net_differs "RDMA devices are ${devs[*]##*/}, not rxe0 rxe1" || return
+    for i in 0 1; do
+        local port=/sys/class/infiniband/rxe$i/ports/1
+        read -r value <"$port/gid_attrs/ndevs/1" && [[ $value == "veth$i" ]] ||
+            _net_differs "rxe$i GID 1 is on '$value', not veth$i" || return
+        ipv4_gid "${VETH_ADDR[$i]}"
+        read -r value <"$port/gids/1" && [[ $value == "$_gid" ]] ||
+            _net_differs "rxe$i GID 1 is $value, not $_gid" || return
+        read -r value <"$port/state" && [[ $value == *ACTIVE ]] ||
+            _net_differs "rxe$i port 1 is $value" || return
+    done
+    local f
+    for f in all veth0 veth1; do
+        read -r value <"/proc/sys/net/ipv4/conf/$f/accept_local" && ((value == 1)) ||
+            _net_differs "$f accept_local=$value" || return
+        read -r value <"/proc/sys/net/ipv4/conf/$f/rp_filter" && ((value == 0)) ||
+            _net_differs "$f rp_filter=$value" || return
+    done
+    local links=(/sys/class/net/*) baseline=()
+    [[ -r /run/rdmactl-vm/baseline-links ]] && mapfile -t baseline </run/rdmactl-vm/baseline-links
+    ((${#links[@]} == ${#baseline[@]} + 2)) ||
+        _net_differs "links are ${links[*]##*/}; before setup: ${baseline[*]}" || return
+    local netns=(/run/netns/*)
+    [[ ! -e ${netns[0]} ]] || _net_differs "network namespaces exist: ${netns[*]##*/}" || return
+    # Exactly the two test addresses, IPv4 or IPv6, with global scope.
+    local dev family addr found=0
+    while read -r _ dev family addr _; do
+        case "$dev $family $addr" in
+        "veth0 inet 192.168.77.1/24" | "veth1 inet 192.168.77.2/24") found=$((found + 1)) ;;
+        *) _net_differs "extra address $addr on $dev" || return ;;
+        esac
+    done < <(ip -o addr show scope global)
+    ((found == 2)) || _net_differs "veth0/veth1 lack their 192.168.77.x/24 addresses"
+}
+
+# Wait until both ports are ACTIVE and their GID tables settled: index 0 the fe80 link-local
+# GID, index 1 the IPv4-mapped GID, and no IPv6 address still tentative (DAD). Polls with
+# builtins.
+wait_gids() { # wait_gids [SECS]
+    local deadline=$((SECONDS + ${1:-20})) i g0 g1 state
+    while :; do
+        local ok=1
+        for i in 0 1; do
+            local p=/sys/class/infiniband/rxe$i/ports/1
+            g0= g1= state=
+            { read -r g0 <"$p/gids/0" && read -r g1 <"$p/gids/1" && read -r state <"$p/state"; } 2>/dev/null
+            ipv4_gid "${VETH_ADDR[$i]}"
+            [[ $g0 == fe80:* && $g1 == "$_gid" && $state == *ACTIVE ]] || {
+                ok=0
+                break
+            }
+        done
+        # /proc/net/if_inet6 flags (5th field): 0x40 IFA_F_TENTATIVE.
+        if ((ok)); then
+            local addr idx plen scope flags name tentative=0
+            while read -r addr idx plen scope flags name; do
+                (((16#$flags & 0x40) == 0)) || tentative=1
+            done </proc/net/if_inet6
+            ((tentative)) || return 0
+        fi
+        if ((SECONDS >= deadline)); then
+            echo "GID tables not settled after ${1:-20}s: rxe$i gid0=${g0:-?} gid1=${g1:-?} state=${state:-?}" >&2
+            return 1
+        fi
+        sleep 0.1
+    done
+}
+
+# Put back the state guest.sh creates: veth0 192.168.77.1/24 <-> veth1 192.168.77.2/24, rxe0 on
+# veth0 and rxe1 on veth1, accept_local=1 and rp_filter=0 (two rxe devices in one kernel: without
+# accept_local veth1 drops veth0's ARP requests, whose sender address is local, and RTR times
+# out). Removes rxe devices, links and network namespaces that cases added. Reads state from
+# sysfs and runs every `ip` change in one `ip -batch`: under TCG each process costs dearly.
+restore_net() {
+    NET_STEPS=
+    _net_step_start=$EPOCHREALTIME
+    [[ -d /sys/module/rdma_rxe ]] || modprobe rdma_rxe || return 1
+    [[ -d /sys/module/veth ]] || modprobe veth || return 1
+    _net_step modprobe
+
+    local dev path
+    for path in /sys/class/infiniband/*; do
+        dev=${path##*/}
+        [[ ! -e $path || $dev == rxe0 || $dev == rxe1 ]] || rdma link delete "$dev"
+    done
+    for path in /run/netns/*; do
+        [[ -e $path ]] && ip netns delete "${path##*/}"
+    done
+
+    local batch=() baseline=()
+    [[ -r /run/rdmactl-vm/baseline-links ]] && mapfile -t baseline </run/rdmactl-vm/baseline-links
+    for path in /sys/class/net/*; do
+        dev=${path##*/}
+        [[ $dev == veth0 || $dev == veth1 || " ${baseline[*]} " == *" $dev "* ]] ||
+            batch+=("link delete $dev")
+    done
+    local recreate=0
+    if [[ ! -e /sys/class/net/veth0 || ! -e /sys/class/net/veth1 ]]; then
+        recreate=1
+        [[ -e /sys/class/net/veth0 ]] && batch+=("link delete veth0")
+        [[ -e /sys/class/net/veth1 ]] && batch+=("link delete veth1")
+        batch+=("link add veth0 type veth peer name veth1")
+    fi
+    local have=" " family addr i
+    if ((!recreate)); then
+        while read -r _ dev family addr _; do
+            if [[ $dev == veth0 && $addr == "${VETH_ADDR[0]}/24" ]] || [[ $dev == veth1 && $addr == "${VETH_ADDR[1]}/24" ]]; then
+                have+="$dev "
+            else
+                batch+=("addr del $addr dev $dev")
+            fi
+        done < <(ip -o addr show scope global)
+    fi
+    for i in 0 1; do
+        [[ $have == *" veth$i "* ]] || batch+=("addr add ${VETH_ADDR[$i]}/24 dev veth$i")
+        batch+=("link set dev veth$i mtu 1500 up" "neigh flush dev veth$i")
+    done
+    batch+=("link set dev lo up")
+    # -force: go on past a failure (deleting one end of a veth pair removes the other end too);
+    # wait_gids below judges the result.
+    printf '%s\n' "${batch[@]}" | ip -force -batch - ||
+        echo "restore_net: some of these ip commands failed: ${batch[*]}" >&2
+    for dev in all veth0 veth1; do
+        echo 1 >"/proc/sys/net/ipv4/conf/$dev/accept_local" &&
+            echo 0 >"/proc/sys/net/ipv4/conf/$dev/rp_filter" || return 1
+    done
+    _net_step veth+sysctl
+
+    for i in 0 1; do
+        local netdev=
+        read -r netdev 2>/dev/null <"/sys/class/infiniband/rxe$i/ports/1/gid_attrs/ndevs/0"
+        if [[ ! -e /sys/class/infiniband/rxe$i ]]; then
+            rdma link add "rxe$i" type rxe netdev "veth$i" || return 1
+        elif [[ $netdev != "veth$i" && $(_rxe_netdev "rxe$i") != "veth$i" ]]; then
+            rdma link delete "rxe$i"
+            rdma link add "rxe$i" type rxe netdev "veth$i" || return 1
+        fi
+    done
+    _net_step rxe
+    wait_gids 20 || return 1
+    _net_step wait-gids
+}
+
+# Where restore_net spent its time, in NET_STEPS ("modprobe 1.2s cleanup 0.3s ...").
+_net_step() {
+    _lib_elapsed "$_net_step_start"
+    NET_STEPS+="$1 ${_lib_secs}s "
+    _net_step_start=$EPOCHREALTIME
+}
