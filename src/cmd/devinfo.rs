@@ -154,7 +154,6 @@ pub struct PortInfo {
     pub port_lid: u16,
     pub port_lmc: String,
     pub link_layer: String,
-    pub link_layer_raw: u8,
     pub max_msg_sz: String,
     pub port_cap_flags: String,
     pub port_cap_flags_decoded: Vec<String>,
@@ -550,7 +549,6 @@ fn build_port(port: u8, p: &PortAttrs, gids: &[VerbsGid]) -> PortInfo {
         port_lid: p.lid,
         port_lmc: format!("0x{:02x}", p.lmc),
         link_layer: link_layer_str(p.link_layer).into(),
-        link_layer_raw: p.link_layer,
         max_msg_sz: format!("0x{:x}", p.max_msg_sz),
         port_cap_flags: format!("0x{:08x}", p.port_cap_flags),
         port_cap_flags_decoded: decode_flags(u64::from(p.port_cap_flags), PORT_CAP_FLAGS),
@@ -804,7 +802,7 @@ fn render_port(w: &mut String, p: &PortInfo, infiniband_transport: bool) {
             p.phys_state, p.phys_state_raw
         );
     }
-    let ethernet = p.link_layer_raw == 2;
+    let ethernet = p.link_layer == "Ethernet";
     for g in &p.gids {
         let Some(gid_type) = &g.gid_type else {
             // ibv_devinfo stays silent here; say what we know instead of dropping it.
@@ -916,7 +914,8 @@ fn sysfs_devices(ctx: &Ctx) -> Vec<String> {
     names
 }
 
-/// Verbs failed as a whole: name the cause and what still works.
+/// Verbs failed as a whole: name the cause and what still works. Always "no RDMA
+/// stack" (exit 4), whichever piece is missing.
 fn explain_unavailable(ctx: &Ctx, e: VerbsError) -> Error {
     let in_sysfs = sysfs_devices(ctx);
     let also = if in_sysfs.is_empty() {
@@ -938,7 +937,7 @@ fn explain_unavailable(ctx: &Ctx, e: VerbsError) -> Error {
         VerbsError::NoSuchDevice { .. } => "libibverbs lists no RDMA devices.".to_string(),
         other => other.to_string(),
     };
-    Error::System(format!(
+    Error::NoVerbs(format!(
         "devices -v cannot query verbs: {}{also} Without verbs these fields are \
          unavailable: {VERBS_ONLY_FIELDS}",
         if cause.ends_with('.') {
@@ -947,12 +946,11 @@ fn explain_unavailable(ctx: &Ctx, e: VerbsError) -> Error {
             format!("{cause}.")
         }
     ))
-    .with_code(&e)
 }
 
 fn no_such_device(ctx: &Ctx, name: &str, available: Vec<String>) -> Error {
     if sysfs_devices(ctx).iter().any(|n| n == name) {
-        return Error::System(format!(
+        return Error::NoVerbs(format!(
             "{name} is in {} but libibverbs does not list it ({}): its provider library is \
              missing or its /dev/infiniband/uverbs node is not accessible. Run \
              `rdmactl doctor -d {name}`",
@@ -968,21 +966,6 @@ fn no_such_device(ctx: &Ctx, name: &str, available: Vec<String>) -> Error {
         device: name.to_string(),
         available,
     })
-}
-
-trait WithCode {
-    fn with_code(self, e: &VerbsError) -> Error;
-}
-
-impl WithCode for Error {
-    /// Keep the verbs error's exit code (NO_RDMA for a missing library) on the
-    /// explanation that wraps it.
-    fn with_code(self, e: &VerbsError) -> Error {
-        match (self, e.exit_code()) {
-            (Error::System(text), crate::error::exit::NO_RDMA) => Error::NoVerbs(text),
-            (other, _) => other,
-        }
-    }
 }
 
 #[cfg(test)]
