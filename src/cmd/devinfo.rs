@@ -864,32 +864,28 @@ pub fn run_verbose(ctx: &Ctx, device: Option<&str>) -> Result<u8> {
             ctx.sysfs.display()
         )));
     }
-    let names = match verbs::device_names() {
-        Ok(names) => names,
-        Err(e) => return Err(explain_unavailable(ctx, e)),
-    };
-    let wanted: Vec<String> = match device {
-        Some(name) => {
-            if !names.iter().any(|n| n == name) {
-                return Err(no_such_device(ctx, name, names));
-            }
-            vec![name.to_string()]
+    let devices = match verbs::open_devices(device) {
+        Ok(devices) => devices,
+        Err(VerbsError::NoSuchDevice { device, available }) => {
+            return Err(no_such_device(ctx, &device, available));
         }
-        None if names.is_empty() => {
-            return Err(explain_unavailable(
-                ctx,
-                VerbsError::NoSuchDevice {
-                    device: "(any)".into(),
-                    available: vec![],
-                },
-            ));
+        Err(e @ (VerbsError::LibraryMissing { .. } | VerbsError::DeviceList { .. })) => {
+            return Err(explain_unavailable(ctx, e));
         }
-        None => names,
+        Err(e) => return Err(e.into()),
     };
-    let mut infos = Vec::with_capacity(wanted.len());
-    for name in &wanted {
-        let dev = verbs::open_device(name)?;
-        infos.push(query_one(&dev)?);
+    if devices.is_empty() {
+        return Err(explain_unavailable(
+            ctx,
+            VerbsError::NoSuchDevice {
+                device: "(any)".into(),
+                available: vec![],
+            },
+        ));
+    }
+    let mut infos = Vec::with_capacity(devices.len());
+    for dev in &devices {
+        infos.push(query_one(dev)?);
     }
     let text = if ctx.json {
         output::json(&infos)

@@ -12,7 +12,8 @@
 mod query;
 
 pub use query::{
-    device_names, library_status, open_device, DeviceAttrs, OpenDevice, PortAttrs, VerbsGid,
+    device_names, library_status, open_device, open_devices, DeviceAttrs, OpenDevice, PortAttrs,
+    VerbsGid,
 };
 
 use std::fmt;

@@ -5,13 +5,13 @@
 HF=/usr/bin/hyperfine
 check "hyperfine is installed" test -x "$HF"
 
-"$HF" --shell=none --warmup 5 --runs 40 --export-markdown "$RESULTS/devices.md" \
+"$HF" --style basic --shell=none --warmup 5 --runs 40 --export-markdown "$RESULTS/devices.md" \
     --export-json "$RESULTS/devices.json" \
     -n "ibv_devinfo -l" "ibv_devinfo -l" -n "rdmactl devices" "$RDMACTL devices" \
     > "$RESULTS/devices.txt" 2>&1
 cat "$RESULTS/devices.txt"
 
-"$HF" --shell=none --warmup 3 --runs 20 --export-markdown "$RESULTS/devinfo-v.md" \
+"$HF" --style basic --shell=none --warmup 3 --runs 20 --export-markdown "$RESULTS/devinfo-v.md" \
     --export-json "$RESULTS/devinfo-v.json" \
     -n "ibv_devinfo -v -d rxe0" "ibv_devinfo -v -d rxe0" \
     -n "rdmactl devices -v -d rxe0" "$RDMACTL devices -v -d rxe0" \
