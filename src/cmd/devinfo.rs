@@ -1076,6 +1076,54 @@ mod tests {
         );
     }
 
+    /// The VM's parity checker, run on the captured ibv_devinfo text against our JSON for
+    /// the same attributes, so a change on either side is caught without a VM.
+    #[test]
+    fn vm_parity_script_accepts_our_json_for_the_capture_and_rejects_a_change() {
+        if std::process::Command::new("python3")
+            .arg("-V")
+            .output()
+            .is_err()
+        {
+            eprintln!("SKIP: python3 is not installed; the VM suite runs this check");
+            return;
+        }
+        let (d, p, gids) = rxe_attrs();
+        let mut info = build("rxe0", 0, None, 2, &d, &[(1, p, gids)]);
+        let dir = tempfile::tempdir().unwrap();
+        let text = dir.path().join("devinfo.txt");
+        std::fs::copy(
+            concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/tests/fixtures/devinfo/rxe0-ibv_devinfo-v.txt"
+            ),
+            &text,
+        )
+        .unwrap();
+        let json = dir.path().join("rdmactl.json");
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/vm/devinfo_parity.py");
+        let run = |info: &DevInfo| {
+            std::fs::write(&json, output::json(&vec![info.clone()])).unwrap();
+            std::process::Command::new("python3")
+                .args([script, text.to_str().unwrap(), json.to_str().unwrap()])
+                .output()
+                .unwrap()
+        };
+        let out = run(&info);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        info.ports[0].active_mtu_raw = 4;
+        info.max_cqe = 1;
+        let out = run(&info);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(!out.status.success());
+        assert!(stdout.contains("ports.1.active_mtu"), "{stdout}");
+        assert!(stdout.contains("max_cqe"), "{stdout}");
+    }
+
     #[test]
     fn enum_decoding_tables() {
         let cases: &[(&str, &str)] = &[

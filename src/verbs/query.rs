@@ -242,6 +242,19 @@ impl OpenDevice {
         Ok(DeviceAttrs::from_raw(&attr))
     }
 
+    /// A user-given port number checked against the device's port count, so a bad `-i`
+    /// gets "no port 2 on rxe0; it has 1 port(s)" instead of EINVAL from the kernel.
+    pub fn port_number(&self, port: u32, attrs: &DeviceAttrs) -> Result<u8, VerbsError> {
+        u8::try_from(port)
+            .ok()
+            .filter(|p| (1..=attrs.phys_port_cnt).contains(p))
+            .ok_or_else(|| VerbsError::NoSuchPort {
+                device: self.name.clone(),
+                port,
+                port_count: attrs.phys_port_cnt,
+            })
+    }
+
     pub fn query_port(&self, port: u8) -> Result<PortAttrs, VerbsError> {
         let mut attr = MaybeUninit::<ibv_port_attr>::zeroed();
         // SAFETY: valid open context and a writable, correctly sized attribute struct.
