@@ -154,7 +154,6 @@ pub struct PortInfo {
     pub port_lid: u16,
     pub port_lmc: String,
     pub link_layer: String,
-    pub link_layer_raw: u8,
     pub max_msg_sz: String,
     pub port_cap_flags: String,
     pub port_cap_flags_decoded: Vec<String>,
@@ -550,7 +549,6 @@ fn build_port(port: u8, p: &PortAttrs, gids: &[VerbsGid]) -> PortInfo {
         port_lid: p.lid,
         port_lmc: format!("0x{:02x}", p.lmc),
         link_layer: link_layer_str(p.link_layer).into(),
-        link_layer_raw: p.link_layer,
         max_msg_sz: format!("0x{:x}", p.max_msg_sz),
         port_cap_flags: format!("0x{:08x}", p.port_cap_flags),
         port_cap_flags_decoded: decode_flags(u64::from(p.port_cap_flags), PORT_CAP_FLAGS),
@@ -804,7 +802,7 @@ fn render_port(w: &mut String, p: &PortInfo, infiniband_transport: bool) {
             p.phys_state, p.phys_state_raw
         );
     }
-    let ethernet = p.link_layer_raw == 2;
+    let ethernet = p.link_layer == "Ethernet";
     for g in &p.gids {
         let Some(gid_type) = &g.gid_type else {
             // ibv_devinfo stays silent here; say what we know instead of dropping it.
@@ -866,32 +864,28 @@ pub fn run_verbose(ctx: &Ctx, device: Option<&str>) -> Result<u8> {
             ctx.sysfs.display()
         )));
     }
-    let names = match verbs::device_names() {
-        Ok(names) => names,
-        Err(e) => return Err(explain_unavailable(ctx, e)),
-    };
-    let wanted: Vec<String> = match device {
-        Some(name) => {
-            if !names.iter().any(|n| n == name) {
-                return Err(no_such_device(ctx, name, names));
-            }
-            vec![name.to_string()]
+    let devices = match verbs::open_devices(device) {
+        Ok(devices) => devices,
+        Err(VerbsError::NoSuchDevice { device, available }) => {
+            return Err(no_such_device(ctx, &device, available));
         }
-        None if names.is_empty() => {
-            return Err(explain_unavailable(
-                ctx,
-                VerbsError::NoSuchDevice {
-                    device: "(any)".into(),
-                    available: vec![],
-                },
-            ));
+        Err(e @ (VerbsError::LibraryMissing { .. } | VerbsError::DeviceList { .. })) => {
+            return Err(explain_unavailable(ctx, e));
         }
-        None => names,
+        Err(e) => return Err(e.into()),
     };
-    let mut infos = Vec::with_capacity(wanted.len());
-    for name in &wanted {
-        let dev = verbs::open_device(name)?;
-        infos.push(query_one(&dev)?);
+    if devices.is_empty() {
+        return Err(explain_unavailable(
+            ctx,
+            VerbsError::NoSuchDevice {
+                device: "(any)".into(),
+                available: vec![],
+            },
+        ));
+    }
+    let mut infos = Vec::with_capacity(devices.len());
+    for dev in &devices {
+        infos.push(query_one(dev)?);
     }
     let text = if ctx.json {
         output::json(&infos)
@@ -916,7 +910,8 @@ fn sysfs_devices(ctx: &Ctx) -> Vec<String> {
     names
 }
 
-/// Verbs failed as a whole: name the cause and what still works.
+/// Verbs failed as a whole: name the cause and what still works. Always "no RDMA
+/// stack" (exit 4), whichever piece is missing.
 fn explain_unavailable(ctx: &Ctx, e: VerbsError) -> Error {
     let in_sysfs = sysfs_devices(ctx);
     let also = if in_sysfs.is_empty() {
@@ -938,7 +933,7 @@ fn explain_unavailable(ctx: &Ctx, e: VerbsError) -> Error {
         VerbsError::NoSuchDevice { .. } => "libibverbs lists no RDMA devices.".to_string(),
         other => other.to_string(),
     };
-    Error::System(format!(
+    Error::NoVerbs(format!(
         "devices -v cannot query verbs: {}{also} Without verbs these fields are \
          unavailable: {VERBS_ONLY_FIELDS}",
         if cause.ends_with('.') {
@@ -947,12 +942,11 @@ fn explain_unavailable(ctx: &Ctx, e: VerbsError) -> Error {
             format!("{cause}.")
         }
     ))
-    .with_code(&e)
 }
 
 fn no_such_device(ctx: &Ctx, name: &str, available: Vec<String>) -> Error {
     if sysfs_devices(ctx).iter().any(|n| n == name) {
-        return Error::System(format!(
+        return Error::NoVerbs(format!(
             "{name} is in {} but libibverbs does not list it ({}): its provider library is \
              missing or its /dev/infiniband/uverbs node is not accessible. Run \
              `rdmactl doctor -d {name}`",
@@ -968,21 +962,6 @@ fn no_such_device(ctx: &Ctx, name: &str, available: Vec<String>) -> Error {
         device: name.to_string(),
         available,
     })
-}
-
-trait WithCode {
-    fn with_code(self, e: &VerbsError) -> Error;
-}
-
-impl WithCode for Error {
-    /// Keep the verbs error's exit code (NO_RDMA for a missing library) on the
-    /// explanation that wraps it.
-    fn with_code(self, e: &VerbsError) -> Error {
-        match (self, e.exit_code()) {
-            (Error::System(text), crate::error::exit::NO_RDMA) => Error::NoVerbs(text),
-            (other, _) => other,
-        }
-    }
 }
 
 #[cfg(test)]
@@ -1095,6 +1074,54 @@ mod tests {
             port["gids"][1]["gid"],
             "0000:0000:0000:0000:0000:ffff:c0a8:4d01"
         );
+    }
+
+    /// The VM's parity checker, run on the captured ibv_devinfo text against our JSON for
+    /// the same attributes, so a change on either side is caught without a VM.
+    #[test]
+    fn vm_parity_script_accepts_our_json_for_the_capture_and_rejects_a_change() {
+        if std::process::Command::new("python3")
+            .arg("-V")
+            .output()
+            .is_err()
+        {
+            eprintln!("SKIP: python3 is not installed; the VM suite runs this check");
+            return;
+        }
+        let (d, p, gids) = rxe_attrs();
+        let mut info = build("rxe0", 0, None, 2, &d, &[(1, p, gids)]);
+        let dir = tempfile::tempdir().unwrap();
+        let text = dir.path().join("devinfo.txt");
+        std::fs::copy(
+            concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/tests/fixtures/devinfo/rxe0-ibv_devinfo-v.txt"
+            ),
+            &text,
+        )
+        .unwrap();
+        let json = dir.path().join("rdmactl.json");
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/vm/devinfo_parity.py");
+        let run = |info: &DevInfo| {
+            std::fs::write(&json, output::json(&vec![info.clone()])).unwrap();
+            std::process::Command::new("python3")
+                .args([script, text.to_str().unwrap(), json.to_str().unwrap()])
+                .output()
+                .unwrap()
+        };
+        let out = run(&info);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        info.ports[0].active_mtu_raw = 4;
+        info.max_cqe = 1;
+        let out = run(&info);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(!out.status.success());
+        assert!(stdout.contains("ports.1.active_mtu"), "{stdout}");
+        assert!(stdout.contains("max_cqe"), "{stdout}");
     }
 
     #[test]

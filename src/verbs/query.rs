@@ -117,41 +117,58 @@ impl std::fmt::Debug for OpenDevice {
 
 /// Open a device by name; the error lists the devices libibverbs does see.
 pub fn open_device(name: &str) -> Result<OpenDevice, VerbsError> {
+    let mut devices = open_devices(Some(name))?;
+    Ok(devices.remove(0))
+}
+
+/// Open every device libibverbs lists (or only `only`), from one device list: each
+/// `ibv_get_device_list` rescans sysfs, which is slow under emulation and on big hosts.
+pub fn open_devices(only: Option<&str>) -> Result<Vec<OpenDevice>, VerbsError> {
     let list = device_list()?;
-    let Some(device) = list.iter().find(|d| d.name() == name) else {
-        return Err(VerbsError::NoSuchDevice {
-            device: name.to_string(),
-            available: list.iter().map(|d| d.name()).collect(),
-        });
-    };
-    let raw = raw_device(device);
-    // SAFETY: `raw` comes from the live device list, which outlives these reads.
-    let (transport, node_type, ibdev_path) = unsafe {
-        (
-            (*raw).transport_type,
-            (*raw).node_type,
-            PathBuf::from(c_chars_to_string(&(*raw).ibdev_path)),
-        )
-    };
-    let context = device.open().map_err(|e| {
-        let errno = match e.0 {
-            OpenDeviceErrorKind::Ibverbs(io) => io.raw_os_error(),
-            _ => None,
-        };
-        VerbsError::Open {
-            device: name.to_string(),
-            errno: errno.unwrap_or(libc::EIO),
+    if let Some(name) = only {
+        if !list.iter().any(|d| d.name() == name) {
+            return Err(VerbsError::NoSuchDevice {
+                device: name.to_string(),
+                available: list.iter().map(|d| d.name()).collect(),
+            });
         }
-    })?;
+    }
+    let mut opened = Vec::new();
+    for device in list.iter() {
+        let name = device.name();
+        if only.is_some_and(|wanted| wanted != name) {
+            continue;
+        }
+        let raw = raw_device(device);
+        // SAFETY: `raw` comes from the live device list, which outlives these reads.
+        let (transport, node_type, ibdev_path) = unsafe {
+            (
+                (*raw).transport_type,
+                (*raw).node_type,
+                PathBuf::from(c_chars_to_string(&(*raw).ibdev_path)),
+            )
+        };
+        let context = device.open().map_err(|e| {
+            let errno = match e.0 {
+                OpenDeviceErrorKind::Ibverbs(io) => io.raw_os_error(),
+                _ => None,
+            };
+            VerbsError::Open {
+                device: name.clone(),
+                errno: errno.unwrap_or(libc::EIO),
+            }
+        })?;
+        opened.push(OpenDevice {
+            name,
+            transport,
+            node_type,
+            ibdev_path,
+            context,
+        });
+    }
     // libibverbs keeps its own reference to an opened device, so the list may go now.
     drop(list);
-    Ok(OpenDevice {
-        name: name.to_string(),
-        transport,
-        node_type,
-        ibdev_path,
-        context,
-    })
+    Ok(opened)
 }
 
 /// Failed verbs calls return either -1 with errno set, or the errno value itself.
@@ -223,6 +240,19 @@ impl OpenDevice {
         // SAFETY: all-zero is a valid value of this plain C struct, and the call succeeded.
         let attr = unsafe { attr.assume_init() };
         Ok(DeviceAttrs::from_raw(&attr))
+    }
+
+    /// A user-given port number checked against the device's port count, so a bad `-i`
+    /// gets "no port 2 on rxe0; it has 1 port(s)" instead of EINVAL from the kernel.
+    pub fn port_number(&self, port: u32, attrs: &DeviceAttrs) -> Result<u8, VerbsError> {
+        u8::try_from(port)
+            .ok()
+            .filter(|p| (1..=attrs.phys_port_cnt).contains(p))
+            .ok_or_else(|| VerbsError::NoSuchPort {
+                device: self.name.clone(),
+                port,
+                port_count: attrs.phys_port_cnt,
+            })
     }
 
     pub fn query_port(&self, port: u8) -> Result<PortAttrs, VerbsError> {
