@@ -52,6 +52,16 @@ pub enum Error {
 
     #[error("{0}")]
     System(String),
+
+    /// A connection-manager step failed; the error carries its stage, numbers and fix.
+    #[error("{0}")]
+    Cm(Box<crate::verbs::cm::CmError>),
+}
+
+impl From<crate::verbs::cm::CmError> for Error {
+    fn from(err: crate::verbs::cm::CmError) -> Self {
+        Error::Cm(Box::new(err))
+    }
 }
 
 impl Error {
@@ -64,6 +74,8 @@ impl Error {
             Error::Usage(_) => exit::USAGE,
             Error::Failed(_) => exit::FAILED,
             Error::Io { .. } | Error::System(_) => exit::SYSTEM,
+            Error::Cm(e) if e.is_missing_stack() => exit::NO_RDMA,
+            Error::Cm(_) => exit::FAILED,
         }
     }
 }
