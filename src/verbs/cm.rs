@@ -134,16 +134,27 @@ pub enum Failure {
     /// `librdmacm.so.1` (or a library it needs, like libibverbs) could not be loaded.
     LibraryMissing { loader_error: String },
     /// librdmacm loaded but could not open the kernel's CM (`/dev/infiniband/rdma_cm`).
-    NoKernelCm { errno: i32, device_node_exists: bool, devices_present: bool },
+    NoKernelCm {
+        errno: i32,
+        device_node_exists: bool,
+        devices_present: bool,
+    },
     /// A librdmacm or libibverbs call failed synchronously.
     Call { call: &'static str, errno: i32 },
     /// The CM reported an error event; `status` is the event's status (a negative errno,
     /// or for REJECTED on IB/RoCE the IB CM reject reason).
     Event { event: EventKind, status: i32 },
     /// No event within the deadline.
-    Timeout { waiting_for: &'static str, after: Duration },
+    Timeout {
+        waiting_for: &'static str,
+        after: Duration,
+    },
     /// A work completion with an error status during the transfer.
-    Completion { op: &'static str, status: u32, vendor_err: u32 },
+    Completion {
+        op: &'static str,
+        status: u32,
+        vendor_err: u32,
+    },
     /// The peer spoke, but not our private-data layout.
     Protocol(String),
 }
@@ -157,18 +168,30 @@ pub struct CmError {
     pub device: Option<String>,
     pub link_layer: Option<LinkLayer>,
     pub failure: Failure,
+    /// How long the step ran before the CM reported the failure event.
+    pub elapsed: Option<Duration>,
 }
 
 impl CmError {
     fn new(stage: Stage, peer: Option<SocketAddr>, failure: Failure) -> CmError {
-        CmError { stage, peer, device: None, link_layer: None, failure }
+        CmError {
+            stage,
+            peer,
+            device: None,
+            link_layer: None,
+            failure,
+            elapsed: None,
+        }
     }
 
     /// The errno behind the failure, positive, when there is one.
     pub fn errno(&self) -> Option<i32> {
         match &self.failure {
             Failure::Call { errno, .. } | Failure::NoKernelCm { errno, .. } => Some(*errno),
-            Failure::Event { event: EventKind::Rejected, .. } => None,
+            Failure::Event {
+                event: EventKind::Rejected,
+                ..
+            } => None,
             Failure::Event { status, .. } if *status < 0 => Some(-status),
             _ => None,
         }
@@ -176,13 +199,23 @@ impl CmError {
 
     /// The exit code class: a missing stack is exit 4, everything else found a failure.
     pub fn is_missing_stack(&self) -> bool {
-        matches!(self.failure, Failure::LibraryMissing { .. } | Failure::NoKernelCm { .. })
+        matches!(
+            self.failure,
+            Failure::LibraryMissing { .. } | Failure::NoKernelCm { .. }
+        )
     }
 
     /// One line naming what happened, with the numbers.
     pub fn summary(&self) -> String {
-        let peer = self.peer.map(|p| format!(" toward {p}")).unwrap_or_default();
-        let on = self.device.as_ref().map(|d| format!(" on {d}")).unwrap_or_default();
+        let peer = self
+            .peer
+            .map(|p| format!(" toward {p}"))
+            .unwrap_or_default();
+        let on = self
+            .device
+            .as_ref()
+            .map(|d| format!(" on {d}"))
+            .unwrap_or_default();
         let what = match &self.failure {
             Failure::LibraryMissing { loader_error } => {
                 format!("librdmacm could not be loaded ({loader_error})")
@@ -191,23 +224,42 @@ impl CmError {
                 format!("cannot open the kernel RDMA CM: {}", errno_text(*errno))
             }
             Failure::Call { call, errno } => format!("{call} failed: {}", errno_text(*errno)),
-            Failure::Event { event: EventKind::Rejected, status } => {
-                format!("{} (status {status}: {})", EventKind::Rejected.name(), reject_reason_name(*status))
+            Failure::Event {
+                event: EventKind::Rejected,
+                status,
+            } => {
+                format!(
+                    "{} (status {status}: {})",
+                    EventKind::Rejected.name(),
+                    reject_reason_name(*status)
+                )
             }
             Failure::Event { event, status } if *status < 0 => {
-                format!("{} (status {status}: {})", event.name(), errno_text(-status))
+                format!(
+                    "{} (status {status}: {})",
+                    event.name(),
+                    errno_text(-status)
+                )
             }
             Failure::Event { event, status } => format!("{} (status {status})", event.name()),
             Failure::Timeout { waiting_for, after } => {
                 format!("no {waiting_for} within {:.1} s", after.as_secs_f64())
             }
-            Failure::Completion { op, status, vendor_err } => format!(
+            Failure::Completion {
+                op,
+                status,
+                vendor_err,
+            } => format!(
                 "{op} completed with {} ({status}), vendor error {vendor_err:#x}",
                 wc_status_name(*status)
             ),
             Failure::Protocol(text) => text.clone(),
         };
-        format!("{}{peer}{on}: {what}", self.stage)
+        let after = self
+            .elapsed
+            .map(|e| format!(" after {:.2} s", e.as_secs_f64()))
+            .unwrap_or_default();
+        format!("{}{peer}{on}: {what}{after}", self.stage)
     }
 
     /// Why it happened, as far as the numbers tell.
@@ -223,7 +275,13 @@ impl CmError {
 
 impl fmt::Display for CmError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}\n  why: {}\n  fix: {}", self.summary(), self.explanation(), self.fix())
+        write!(
+            f,
+            "{}\n  why: {}\n  fix: {}",
+            self.summary(),
+            self.explanation(),
+            self.fix()
+        )
     }
 }
 
@@ -324,8 +382,14 @@ pub fn wc_status_name(status: u32) -> &'static str {
 
 /// (why, fix) for a failure. Pure, so every row is unit-tested.
 fn explain(err: &CmError) -> (String, String) {
-    let peer = err.peer.map(|p| p.ip().to_string()).unwrap_or_else(|| "the peer".into());
-    let port = err.peer.map(|p| p.port().to_string()).unwrap_or_else(|| "the port".into());
+    let peer = err
+        .peer
+        .map(|p| p.ip().to_string())
+        .unwrap_or_else(|| "the peer".into());
+    let port = err
+        .peer
+        .map(|p| p.port().to_string())
+        .unwrap_or_else(|| "the port".into());
     let ib = err.link_layer == Some(LinkLayer::InfiniBand);
     let s = |a: &str, b: &str| (a.to_string(), b.to_string());
     match (&err.failure, err.stage) {
@@ -553,9 +617,14 @@ impl RemoteBuffer {
                 data[4]
             ));
         }
-        let be32 = |r: std::ops::Range<usize>| u32::from_be_bytes(data[r].try_into().unwrap_or_default());
+        let be32 =
+            |r: std::ops::Range<usize>| u32::from_be_bytes(data[r].try_into().unwrap_or_default());
         let addr = u64::from_be_bytes(data[8..16].try_into().unwrap_or_default());
-        Ok(RemoteBuffer { addr, rkey: be32(16..20), len: be32(20..24) })
+        Ok(RemoteBuffer {
+            addr,
+            rkey: be32(16..20),
+            len: be32(20..24),
+        })
     }
 }
 
@@ -569,7 +638,9 @@ fn to_sockaddr(addr: SocketAddr) -> libc::sockaddr_storage {
             let sin = libc::sockaddr_in {
                 sin_family: libc::AF_INET as libc::sa_family_t,
                 sin_port: v4.port().to_be(),
-                sin_addr: libc::in_addr { s_addr: u32::from_ne_bytes(v4.ip().octets()) },
+                sin_addr: libc::in_addr {
+                    s_addr: u32::from_ne_bytes(v4.ip().octets()),
+                },
                 sin_zero: [0; 8],
             };
             // SAFETY: sockaddr_storage is larger than and aligned for sockaddr_in.
@@ -580,7 +651,9 @@ fn to_sockaddr(addr: SocketAddr) -> libc::sockaddr_storage {
                 sin6_family: libc::AF_INET6 as libc::sa_family_t,
                 sin6_port: v6.port().to_be(),
                 sin6_flowinfo: v6.flowinfo(),
-                sin6_addr: libc::in6_addr { s6_addr: v6.ip().octets() },
+                sin6_addr: libc::in6_addr {
+                    s6_addr: v6.ip().octets(),
+                },
                 sin6_scope_id: v6.scope_id(),
             };
             // SAFETY: as above, for sockaddr_in6.
@@ -597,7 +670,10 @@ unsafe fn from_sockaddr(sa: *const libc::sockaddr) -> Option<SocketAddr> {
         libc::AF_INET => {
             let sin = &*(sa as *const libc::sockaddr_in);
             let ip = Ipv4Addr::from(sin.sin_addr.s_addr.to_ne_bytes());
-            Some(SocketAddr::V4(SocketAddrV4::new(ip, u16::from_be(sin.sin_port))))
+            Some(SocketAddr::V4(SocketAddrV4::new(
+                ip,
+                u16::from_be(sin.sin_port),
+            )))
         }
         libc::AF_INET6 => {
             let sin6 = &*(sa as *const libc::sockaddr_in6);
@@ -614,7 +690,9 @@ unsafe fn from_sockaddr(sa: *const libc::sockaddr) -> Option<SocketAddr> {
 }
 
 fn last_errno() -> i32 {
-    std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO)
+    std::io::Error::last_os_error()
+        .raw_os_error()
+        .unwrap_or(libc::EIO)
 }
 
 // ---------------------------------------------------------------- event channel and ids
@@ -623,12 +701,15 @@ fn last_errno() -> i32 {
 /// EOPNOTSUPP when it could not dlopen librdmacm, so ask the loader why.
 fn channel_error(errno: i32, peer: Option<SocketAddr>) -> CmError {
     let failure = if errno == libc::EOPNOTSUPP {
-        Failure::LibraryMissing { loader_error: loader_error() }
+        Failure::LibraryMissing {
+            loader_error: loader_error(),
+        }
     } else {
         Failure::NoKernelCm {
             errno,
             device_node_exists: std::path::Path::new("/dev/infiniband/rdma_cm").exists(),
-            devices_present: std::fs::read_dir("/sys/class/infiniband").is_ok_and(|mut d| d.next().is_some()),
+            devices_present: std::fs::read_dir("/sys/class/infiniband")
+                .is_ok_and(|mut d| d.next().is_some()),
         }
     };
     CmError::new(Stage::Setup, peer, failure)
@@ -637,7 +718,10 @@ fn channel_error(errno: i32, peer: Option<SocketAddr>) -> CmError {
 fn loader_error() -> String {
     // SAFETY: dlopen/dlerror with a valid C string; the handle is closed again at once.
     unsafe {
-        let handle = libc::dlopen(c"librdmacm.so.1".as_ptr(), libc::RTLD_LAZY | libc::RTLD_LOCAL);
+        let handle = libc::dlopen(
+            c"librdmacm.so.1".as_ptr(),
+            libc::RTLD_LAZY | libc::RTLD_LOCAL,
+        );
         if handle.is_null() {
             let msg = libc::dlerror();
             if msg.is_null() {
@@ -679,7 +763,9 @@ impl Channel {
     fn open(peer: Option<SocketAddr>) -> Result<Channel, CmError> {
         // SAFETY: plain constructor.
         let raw = unsafe { sys::rdma_create_event_channel() };
-        NonNull::new(raw).map(|raw| Channel { raw }).ok_or_else(|| channel_error(last_errno(), peer))
+        NonNull::new(raw)
+            .map(|raw| Channel { raw })
+            .ok_or_else(|| channel_error(last_errno(), peer))
     }
 
     fn fd(&self) -> i32 {
@@ -704,10 +790,18 @@ impl Channel {
             let private_data = if conn.private_data.is_null() {
                 Vec::new()
             } else {
-                std::slice::from_raw_parts(conn.private_data as *const u8, conn.private_data_len as usize)
-                    .to_vec()
+                std::slice::from_raw_parts(
+                    conn.private_data as *const u8,
+                    conn.private_data_len as usize,
+                )
+                .to_vec()
             };
-            let event = Event { kind: EventKind::from_raw(ev.event), status: ev.status, id: ev.id, private_data };
+            let event = Event {
+                kind: EventKind::from_raw(ev.event),
+                status: ev.status,
+                id: ev.id,
+                private_data,
+            };
             sys::rdma_ack_cm_event(raw);
             Ok(Some(event))
         }
@@ -717,18 +811,37 @@ impl Channel {
         let mut raw: *mut sys::rdma_cm_id = ptr::null_mut();
         // SAFETY: valid channel; RDMA_PS_TCP gives an RC QP's port space.
         let ret = unsafe {
-            sys::rdma_create_id(self.raw.as_ptr(), &mut raw, ptr::null_mut(), sys::rdma_port_space::RDMA_PS_TCP)
+            sys::rdma_create_id(
+                self.raw.as_ptr(),
+                &mut raw,
+                ptr::null_mut(),
+                sys::rdma_port_space::RDMA_PS_TCP,
+            )
         };
         match NonNull::new(raw) {
             Some(raw) if ret == 0 => Ok(Id { raw }),
-            _ => Err(CmError::new(Stage::Setup, peer, Failure::Call { call: "rdma_create_id", errno: last_errno() })),
+            _ => Err(CmError::new(
+                Stage::Setup,
+                peer,
+                Failure::Call {
+                    call: "rdma_create_id",
+                    errno: last_errno(),
+                },
+            )),
         }
     }
 }
 
 /// poll(2) on `fds` until one is readable or the deadline passes; the indices that are.
 fn wait_readable(fds: &[i32], deadline: Instant) -> Result<Vec<usize>, i32> {
-    let mut pfds: Vec<libc::pollfd> = fds.iter().map(|&fd| libc::pollfd { fd, events: libc::POLLIN, revents: 0 }).collect();
+    let mut pfds: Vec<libc::pollfd> = fds
+        .iter()
+        .map(|&fd| libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        })
+        .collect();
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
         let ms = left.as_millis().min(i32::MAX as u128) as i32;
@@ -741,7 +854,12 @@ fn wait_readable(fds: &[i32], deadline: Instant) -> Result<Vec<usize>, i32> {
             }
             return Err(errno);
         }
-        return Ok(pfds.iter().enumerate().filter(|(_, p)| p.revents != 0).map(|(i, _)| i).collect());
+        return Ok(pfds
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| p.revents != 0)
+            .map(|(i, _)| i)
+            .collect());
     }
 }
 
@@ -806,13 +924,28 @@ fn expect_event(
     peer: Option<SocketAddr>,
     timeout: Duration,
 ) -> Result<Event, CmError> {
-    let deadline = Instant::now() + timeout;
+    let started = Instant::now();
+    let deadline = started + timeout;
     loop {
-        let event = channel
-            .next_event(deadline)
-            .map_err(|errno| CmError::new(stage, peer, Failure::Call { call: "rdma_get_cm_event", errno }))?;
+        let event = channel.next_event(deadline).map_err(|errno| {
+            CmError::new(
+                stage,
+                peer,
+                Failure::Call {
+                    call: "rdma_get_cm_event",
+                    errno,
+                },
+            )
+        })?;
         let Some(event) = event else {
-            return Err(CmError::new(stage, peer, Failure::Timeout { waiting_for, after: timeout }));
+            return Err(CmError::new(
+                stage,
+                peer,
+                Failure::Timeout {
+                    waiting_for,
+                    after: timeout,
+                },
+            ));
         };
         if event.kind == want {
             return Ok(event);
@@ -821,7 +954,15 @@ fn expect_event(
         if matches!(event.kind, EventKind::TimewaitExit) {
             continue;
         }
-        let mut err = CmError::new(stage, peer, Failure::Event { event: event.kind, status: event.status });
+        let mut err = CmError::new(
+            stage,
+            peer,
+            Failure::Event {
+                event: event.kind,
+                status: event.status,
+            },
+        );
+        err.elapsed = Some(started.elapsed());
         if event.kind == EventKind::Rejected {
             if let Ok(text) = decode_reject(&event.private_data) {
                 err.failure = Failure::Protocol(text);
@@ -842,7 +983,10 @@ fn encode_reject(text: &str) -> Vec<u8> {
 fn decode_reject(data: &[u8]) -> Result<String, ()> {
     if data.len() > 5 && data[0..4] == PRIVATE_DATA_MAGIC {
         let text = String::from_utf8_lossy(&data[5..]);
-        return Ok(format!("the server rejected the connection: {}", text.trim_end_matches('\0')));
+        return Ok(format!(
+            "the server rejected the connection: {}",
+            text.trim_end_matches('\0')
+        ));
     }
     Err(())
 }
@@ -870,7 +1014,11 @@ pub struct Resolution {
 
 /// Ask the kernel which device, port and source GID it would use toward `peer`, by
 /// resolving address and route with the CM without connecting.
-pub fn resolve(peer: IpAddr, src: Option<IpAddr>, timeout: Duration) -> Result<Resolution, CmError> {
+pub fn resolve(
+    peer: IpAddr,
+    src: Option<IpAddr>,
+    timeout: Duration,
+) -> Result<Resolution, CmError> {
     let channel = Channel::open(Some(SocketAddr::new(peer, 0)))?;
     let id = channel.create_id(Some(SocketAddr::new(peer, 0)))?;
     resolve_on(&channel, &id, SocketAddr::new(peer, 0), src, timeout)
@@ -880,7 +1028,11 @@ pub fn resolve(peer: IpAddr, src: Option<IpAddr>, timeout: Duration) -> Result<R
 /// address (use the address of the device the user named); without it the kernel picks
 /// the source from the routing table, which on a host where the peer address is local
 /// means the peer's own device.
-pub fn kernel_gid_choice(peer: IpAddr, src: Option<IpAddr>, timeout: Duration) -> Result<Resolution, CmError> {
+pub fn kernel_gid_choice(
+    peer: IpAddr,
+    src: Option<IpAddr>,
+    timeout: Duration,
+) -> Result<Resolution, CmError> {
     resolve(peer, src, timeout)
 }
 
@@ -899,20 +1051,40 @@ fn resolve_on(
     let ret = unsafe {
         sys::rdma_resolve_addr(
             id.ptr(),
-            src_storage.as_mut().map_or(ptr::null_mut(), |s| s as *mut _ as *mut libc::sockaddr),
+            src_storage
+                .as_mut()
+                .map_or(ptr::null_mut(), |s| s as *mut _ as *mut libc::sockaddr),
             &mut dst_storage as *mut _ as *mut libc::sockaddr,
             ms,
         )
     };
     if ret != 0 {
         let errno = last_errno();
-        let stage = if src.is_some() && errno == libc::EADDRNOTAVAIL { Stage::Bind } else { Stage::ResolveAddr };
-        return Err(CmError::new(stage, some_peer, Failure::Call { call: "rdma_resolve_addr", errno }));
+        let stage = if src.is_some() && errno == libc::EADDRNOTAVAIL {
+            Stage::Bind
+        } else {
+            Stage::ResolveAddr
+        };
+        return Err(CmError::new(
+            stage,
+            some_peer,
+            Failure::Call {
+                call: "rdma_resolve_addr",
+                errno,
+            },
+        ));
     }
     // The kernel reports its own timeout as ADDR_ERROR -ETIMEDOUT; our deadline only
     // catches a kernel that never answers.
     let grace = timeout + Duration::from_millis(500);
-    expect_event(channel, EventKind::AddrResolved, "address resolution", Stage::ResolveAddr, some_peer, grace)?;
+    expect_event(
+        channel,
+        EventKind::AddrResolved,
+        "address resolution",
+        Stage::ResolveAddr,
+        some_peer,
+        grace,
+    )?;
     let annotate = |mut e: CmError| {
         e.device = id.device_name();
         e.link_layer = port_link_layer(id.verbs(), id.port_num());
@@ -923,11 +1095,21 @@ fn resolve_on(
         return Err(annotate(CmError::new(
             Stage::ResolveRoute,
             some_peer,
-            Failure::Call { call: "rdma_resolve_route", errno: last_errno() },
+            Failure::Call {
+                call: "rdma_resolve_route",
+                errno: last_errno(),
+            },
         )));
     }
-    expect_event(channel, EventKind::RouteResolved, "route resolution", Stage::ResolveRoute, some_peer, grace)
-        .map_err(annotate)?;
+    expect_event(
+        channel,
+        EventKind::RouteResolved,
+        "route resolution",
+        Stage::ResolveRoute,
+        some_peer,
+        grace,
+    )
+    .map_err(annotate)?;
     describe(id, peer.ip())
 }
 
@@ -1012,7 +1194,11 @@ fn find_gid(verbs: *mut sys::ibv_context, port: u8, gid: &Gid) -> Vec<Slot> {
             sys::IBV_GID_TYPE_ROCE_V2 => GidType::RoceV2,
             n => GidType::Other(n.to_string()),
         };
-        out.push(Slot { index, gid_type, netdev: ifname(entry.ndev_ifindex) });
+        out.push(Slot {
+            index,
+            gid_type,
+            netdev: ifname(entry.ndev_ifindex),
+        });
     }
     out
 }
@@ -1028,24 +1214,38 @@ fn ifname(ifindex: u32) -> Option<String> {
         return None;
     }
     // SAFETY: if_indextoname wrote a NUL-terminated name into buf.
-    Some(unsafe { CStr::from_ptr(buf.as_ptr()) }.to_string_lossy().into_owned())
+    Some(
+        unsafe { CStr::from_ptr(buf.as_ptr()) }
+            .to_string_lossy()
+            .into_owned(),
+    )
 }
 
 /// The slot the CM uses: on RoCE the port's default RoCE mode, which the kernel sets to
 /// RoCE v2 wherever the port supports it (cma_add_one; changeable only through configfs
 /// rdma_cm/<dev>/ports/<n>/default_roce_mode); on InfiniBand the IB slot.
-fn pick_cm_slot(slots: &[Slot], link_layer: &LinkLayer) -> (Option<u32>, Option<GidType>, Option<String>, Vec<u32>) {
+fn pick_cm_slot(
+    slots: &[Slot],
+    link_layer: &LinkLayer,
+) -> (Option<u32>, Option<GidType>, Option<String>, Vec<u32>) {
     let order: &[GidType] = match link_layer {
         LinkLayer::InfiniBand => &[GidType::Ib],
         _ => &[GidType::RoceV2, GidType::RoceV1, GidType::Ib],
     };
-    let chosen = order.iter().find_map(|t| slots.iter().find(|s| &s.gid_type == t)).or(slots.first());
+    let chosen = order
+        .iter()
+        .find_map(|t| slots.iter().find(|s| &s.gid_type == t))
+        .or(slots.first());
     match chosen {
         Some(c) => (
             Some(c.index),
             Some(c.gid_type.clone()),
             c.netdev.clone(),
-            slots.iter().filter(|s| s.index != c.index).map(|s| s.index).collect(),
+            slots
+                .iter()
+                .filter(|s| s.index != c.index)
+                .map(|s| s.index)
+                .collect(),
         ),
         None => (None, None, None, Vec::new()),
     }
@@ -1063,8 +1263,17 @@ pub struct StepDone {
 
 pub type StepLog<'a> = &'a mut dyn FnMut(StepDone);
 
-fn log_step(log: &mut dyn FnMut(StepDone), started: &mut Instant, step: &'static str, detail: String) {
-    log(StepDone { step, detail, elapsed: started.elapsed() });
+fn log_step(
+    log: &mut dyn FnMut(StepDone),
+    started: &mut Instant,
+    step: &'static str,
+    detail: String,
+) {
+    log(StepDone {
+        step,
+        detail,
+        elapsed: started.elapsed(),
+    });
     *started = Instant::now();
 }
 
@@ -1121,6 +1330,10 @@ const RECV_WR_ID: u64 = 1 << 63;
 const RETRY_COUNT: u8 = 6;
 const RNR_RETRY_COUNT: u8 = 7;
 const QUEUE_DEPTH: u32 = 16;
+/// rping's largest ping (-S), so a stock client fits in what the server registers.
+const FOREIGN_BUFFER_LEN: u32 = 65536;
+/// The most a client may ask the server to register (three areas of this each).
+const MAX_BUFFER_LEN: u32 = 256 << 20;
 
 /// An RC QP connected through the CM, with its registered buffer and the peer's.
 pub struct Endpoint {
@@ -1138,6 +1351,8 @@ pub struct Endpoint {
     pub info: ConnInfo,
     disconnected: bool,
     timeout: Duration,
+    /// The client is a stock tool (no rdmactl private data), not rdmactl.
+    pub foreign: bool,
 }
 
 // SAFETY: the endpoint owns all its verbs objects and is used from one thread at a time.
@@ -1169,7 +1384,13 @@ impl Drop for Endpoint {
 
 impl Endpoint {
     /// Allocate PD, CQ, buffer and MR on the id's device and create the QP on the id.
-    fn build(id: Id, channel: Channel, len: u32, peer: SocketAddr, timeout: Duration) -> Result<Endpoint, CmError> {
+    fn build(
+        id: Id,
+        channel: Channel,
+        len: u32,
+        peer: SocketAddr,
+        timeout: Duration,
+    ) -> Result<Endpoint, CmError> {
         let device = id.device_name().unwrap_or_else(|| "?".into());
         let port = id.port_num();
         let len = len.max(1) as usize;
@@ -1183,7 +1404,11 @@ impl Endpoint {
             qp_created: false,
             buf: vec![0u8; len * 3],
             len,
-            remote: RemoteBuffer { addr: 0, rkey: 0, len: 0 },
+            remote: RemoteBuffer {
+                addr: 0,
+                rkey: 0,
+                len: 0,
+            },
             info: ConnInfo {
                 device: device.clone(),
                 port,
@@ -1196,9 +1421,17 @@ impl Endpoint {
             },
             disconnected: false,
             timeout,
+            foreign: false,
         };
         let fail = |call: &'static str| {
-            let mut e = CmError::new(Stage::CreateQp, Some(peer), Failure::Call { call, errno: last_errno() });
+            let mut e = CmError::new(
+                Stage::CreateQp,
+                Some(peer),
+                Failure::Call {
+                    call,
+                    errno: last_errno(),
+                },
+            );
             e.device = Some(device.clone());
             e
         };
@@ -1214,14 +1447,20 @@ impl Endpoint {
             if ep.comp.is_null() {
                 return Err(fail("ibv_create_comp_channel"));
             }
-            ep.cq = sys::ibv_create_cq(verbs, (QUEUE_DEPTH * 2) as i32, ptr::null_mut(), ep.comp, 0);
+            ep.cq =
+                sys::ibv_create_cq(verbs, (QUEUE_DEPTH * 2) as i32, ptr::null_mut(), ep.comp, 0);
             if ep.cq.is_null() {
                 return Err(fail("ibv_create_cq"));
             }
             let access = sys::ibv_access_flags::IBV_ACCESS_LOCAL_WRITE.0
                 | sys::ibv_access_flags::IBV_ACCESS_REMOTE_WRITE.0
                 | sys::ibv_access_flags::IBV_ACCESS_REMOTE_READ.0;
-            ep.mr = sys::ibv_reg_mr(ep.pd, ep.buf.as_mut_ptr() as *mut _, ep.buf.len(), access as i32);
+            ep.mr = sys::ibv_reg_mr(
+                ep.pd,
+                ep.buf.as_mut_ptr() as *mut _,
+                ep.buf.len(),
+                access as i32,
+            );
             if ep.mr.is_null() {
                 return Err(fail("ibv_reg_mr"));
             }
@@ -1251,7 +1490,11 @@ impl Endpoint {
     pub fn local_buffer(&self, r: Region) -> RemoteBuffer {
         // SAFETY: mr is registered.
         let rkey = unsafe { (*self.mr).rkey };
-        RemoteBuffer { addr: self.region_ptr(r) as u64, rkey, len: self.len as u32 }
+        RemoteBuffer {
+            addr: self.region_ptr(r) as u64,
+            rkey,
+            len: self.len as u32,
+        }
     }
 
     fn region_ptr(&self, r: Region) -> *const u8 {
@@ -1265,6 +1508,16 @@ impl Endpoint {
 
     pub fn len(&self) -> usize {
         self.len
+    }
+
+    /// The deadline of every step on this endpoint.
+    pub fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
+    /// Point RDMA READ/WRITE at a buffer the peer announced in a message (rping does).
+    pub fn set_remote(&mut self, remote: RemoteBuffer) {
+        self.remote = remote;
     }
 
     fn fill_info(&mut self) {
@@ -1297,12 +1550,23 @@ impl Endpoint {
             // SAFETY: mr is registered.
             lkey: unsafe { (*self.mr).lkey },
         };
-        let mut wr = sys::ibv_recv_wr { wr_id: RECV_WR_ID, next: ptr::null_mut(), sg_list: &mut sge, num_sge: 1 };
+        let mut wr = sys::ibv_recv_wr {
+            wr_id: RECV_WR_ID,
+            next: ptr::null_mut(),
+            sg_list: &mut sge,
+            num_sge: 1,
+        };
         let mut bad = ptr::null_mut();
         // SAFETY: wr and sge live across the call; the buffer stays registered.
         let ret = unsafe { sys::ibv_post_recv(self.qp(), &mut wr, &mut bad) };
         if ret != 0 {
-            return Err(self.err(Stage::Transfer, Failure::Call { call: "ibv_post_recv", errno: ret }));
+            return Err(self.err(
+                Stage::Transfer,
+                Failure::Call {
+                    call: "ibv_post_recv",
+                    errno: ret,
+                },
+            ));
         }
         Ok(())
     }
@@ -1319,7 +1583,10 @@ impl Endpoint {
         if op != Op::Send && (len as u32) > self.remote.len {
             return Err(self.err(
                 Stage::Transfer,
-                Failure::Protocol(format!("the peer's buffer has {} bytes, {len} asked", self.remote.len)),
+                Failure::Protocol(format!(
+                    "the peer's buffer has {} bytes, {len} asked",
+                    self.remote.len
+                )),
             ));
         }
         let mut sge = sys::ibv_sge {
@@ -1335,12 +1602,21 @@ impl Endpoint {
         wr.num_sge = 1;
         wr.opcode = opcode;
         wr.send_flags = sys::ibv_send_flags::IBV_SEND_SIGNALED.0;
-        wr.wr.rdma = sys::rdma_t { remote_addr: self.remote.addr, rkey: self.remote.rkey };
+        wr.wr.rdma = sys::rdma_t {
+            remote_addr: self.remote.addr,
+            rkey: self.remote.rkey,
+        };
         let mut bad = ptr::null_mut();
         // SAFETY: wr and sge live across the call.
         let ret = unsafe { sys::ibv_post_send(self.qp(), &mut wr, &mut bad) };
         if ret != 0 {
-            return Err(self.err(Stage::Transfer, Failure::Call { call: "ibv_post_send", errno: ret }));
+            return Err(self.err(
+                Stage::Transfer,
+                Failure::Call {
+                    call: "ibv_post_send",
+                    errno: ret,
+                },
+            ));
         }
         Ok(())
     }
@@ -1351,20 +1627,38 @@ impl Endpoint {
         // SAFETY: the CQ is alive.
         let n = unsafe { sys::ibv_poll_cq(self.cq, 1, &mut wc) };
         if n < 0 {
-            return Err(self.err(Stage::Transfer, Failure::Call { call: "ibv_poll_cq", errno: -n }));
+            return Err(self.err(
+                Stage::Transfer,
+                Failure::Call {
+                    call: "ibv_poll_cq",
+                    errno: -n,
+                },
+            ));
         }
         if n == 0 {
             return Ok(None);
         }
         let is_recv = wc.wr_id == RECV_WR_ID;
         if wc.status != sys::ibv_wc_status::IBV_WC_SUCCESS {
-            let op = if is_recv { "RECV" } else { "send queue work request" };
+            let op = if is_recv {
+                "RECV"
+            } else {
+                "send queue work request"
+            };
             return Err(self.err(
                 Stage::Transfer,
-                Failure::Completion { op, status: wc.status, vendor_err: wc.vendor_err },
+                Failure::Completion {
+                    op,
+                    status: wc.status,
+                    vendor_err: wc.vendor_err,
+                },
             ));
         }
-        Ok(Some(Completion { wr_id: wc.wr_id, byte_len: wc.byte_len, is_recv }))
+        Ok(Some(Completion {
+            wr_id: wc.wr_id,
+            byte_len: wc.byte_len,
+            is_recv,
+        }))
     }
 
     /// Busy-poll the CQ for the next completion, for latency measurements.
@@ -1377,7 +1671,13 @@ impl Endpoint {
             }
             spins = spins.wrapping_add(1);
             if spins % 1024 == 0 && Instant::now() > deadline {
-                return Err(self.err(Stage::Transfer, Failure::Timeout { waiting_for, after: self.timeout }));
+                return Err(self.err(
+                    Stage::Transfer,
+                    Failure::Timeout {
+                        waiting_for,
+                        after: self.timeout,
+                    },
+                ));
             }
         }
     }
@@ -1396,10 +1696,24 @@ impl Endpoint {
             }
             // SAFETY: comp is alive.
             let comp_fd = unsafe { (*self.comp).fd };
-            let ready = wait_readable(&[comp_fd, self.channel.fd()], deadline)
-                .map_err(|errno| self.err(Stage::Transfer, Failure::Call { call: "poll", errno }))?;
+            let ready =
+                wait_readable(&[comp_fd, self.channel.fd()], deadline).map_err(|errno| {
+                    self.err(
+                        Stage::Transfer,
+                        Failure::Call {
+                            call: "poll",
+                            errno,
+                        },
+                    )
+                })?;
             if ready.is_empty() {
-                return Err(self.err(Stage::Transfer, Failure::Timeout { waiting_for, after: limit }));
+                return Err(self.err(
+                    Stage::Transfer,
+                    Failure::Timeout {
+                        waiting_for,
+                        after: limit,
+                    },
+                ));
             }
             if ready.contains(&0) {
                 let mut cq = ptr::null_mut();
@@ -1410,10 +1724,15 @@ impl Endpoint {
                 }
             }
             if ready.contains(&1) {
-                let event = self
-                    .channel
-                    .next_event(Instant::now())
-                    .map_err(|errno| self.err(Stage::Transfer, Failure::Call { call: "rdma_get_cm_event", errno }))?;
+                let event = self.channel.next_event(Instant::now()).map_err(|errno| {
+                    self.err(
+                        Stage::Transfer,
+                        Failure::Call {
+                            call: "rdma_get_cm_event",
+                            errno,
+                        },
+                    )
+                })?;
                 match event.map(|e| (e.kind, e.status)) {
                     Some((EventKind::Disconnected, _)) => {
                         self.disconnected = true;
@@ -1438,20 +1757,33 @@ impl Endpoint {
             if self.disconnected || errno == libc::EINVAL {
                 return Ok(());
             }
-            return Err(self.err(Stage::Disconnect, Failure::Call { call: "rdma_disconnect", errno }));
+            return Err(self.err(
+                Stage::Disconnect,
+                Failure::Call {
+                    call: "rdma_disconnect",
+                    errno,
+                },
+            ));
         }
         if self.disconnected {
             return Ok(());
         }
         let timeout = self.timeout;
-        expect_event(&self.channel, EventKind::Disconnected, "DISCONNECTED event", Stage::Disconnect, Some(self.info.peer), timeout)
-            .map(|_| {
-                self.disconnected = true;
-            })
-            .map_err(|mut e| {
-                e.device = Some(self.info.device.clone());
-                e
-            })
+        expect_event(
+            &self.channel,
+            EventKind::Disconnected,
+            "DISCONNECTED event",
+            Stage::Disconnect,
+            Some(self.info.peer),
+            timeout,
+        )
+        .map(|_| {
+            self.disconnected = true;
+        })
+        .map_err(|mut e| {
+            e.device = Some(self.info.device.clone());
+            e
+        })
     }
 }
 
@@ -1482,7 +1814,11 @@ pub struct ConnectOptions {
 
 /// Client side: resolve address and route, create the QP on the cm_id, connect with our
 /// buffer in the private data, and wait for ESTABLISHED (which carries the server's).
-pub fn connect(peer: SocketAddr, opts: &ConnectOptions, log: StepLog) -> Result<(Endpoint, Resolution), CmError> {
+pub fn connect(
+    peer: SocketAddr,
+    opts: &ConnectOptions,
+    log: StepLog,
+) -> Result<(Endpoint, Resolution), CmError> {
     let mut t = Instant::now();
     let channel = Channel::open(Some(peer))?;
     let id = channel.create_id(Some(peer))?;
@@ -1503,7 +1839,15 @@ pub fn connect(peer: SocketAddr, opts: &ConnectOptions, log: StepLog) -> Result<
         ),
     );
     let mut ep = Endpoint::build(id, channel, opts.len, peer, opts.timeout)?;
-    log_step(log, &mut t, "create qp", format!("QPN {:#08x} on {}/{}", ep.info.qpn, ep.info.device, ep.info.port));
+    log_step(
+        log,
+        &mut t,
+        "create qp",
+        format!(
+            "QPN {:#08x} on {}/{}",
+            ep.info.qpn, ep.info.device, ep.info.port
+        ),
+    );
     for _ in 0..QUEUE_DEPTH / 2 {
         ep.post_recv()?;
     }
@@ -1511,14 +1855,27 @@ pub fn connect(peer: SocketAddr, opts: &ConnectOptions, log: StepLog) -> Result<
     let mut param = conn_param(&ours);
     // SAFETY: param and its private data live across the call.
     if unsafe { sys::rdma_connect(ep.id.ptr(), &mut param) } != 0 {
-        return Err(ep.err(Stage::Connect, Failure::Call { call: "rdma_connect", errno: last_errno() }));
+        return Err(ep.err(
+            Stage::Connect,
+            Failure::Call {
+                call: "rdma_connect",
+                errno: last_errno(),
+            },
+        ));
     }
-    let established = expect_event(&ep.channel, EventKind::Established, "answer to the connection request", Stage::Connect, Some(peer), opts.timeout)
-        .map_err(|mut e| {
-            e.device = Some(ep.info.device.clone());
-            e.link_layer = Some(res.link_layer.clone());
-            e
-        })?;
+    let established = expect_event(
+        &ep.channel,
+        EventKind::Established,
+        "answer to the connection request",
+        Stage::Connect,
+        Some(peer),
+        opts.timeout,
+    )
+    .map_err(|mut e| {
+        e.device = Some(ep.info.device.clone());
+        e.link_layer = Some(res.link_layer.clone());
+        e
+    })?;
     ep.remote = RemoteBuffer::decode(&established.private_data)
         .map_err(|text| ep.err(Stage::Connect, Failure::Protocol(text)))?;
     ep.fill_info();
@@ -1528,7 +1885,12 @@ pub fn connect(peer: SocketAddr, opts: &ConnectOptions, log: StepLog) -> Result<
         "established",
         format!(
             "QPN {:#08x} <-> {:#08x}, sgid_index {}, path MTU {}, peer buffer {} bytes rkey {:#x}",
-            ep.info.qpn, ep.info.remote_qpn, ep.info.sgid_index, ep.info.path_mtu, ep.remote.len, ep.remote.rkey
+            ep.info.qpn,
+            ep.info.remote_qpn,
+            ep.info.sgid_index,
+            ep.info.path_mtu,
+            ep.remote.len,
+            ep.remote.rkey
         ),
     );
     Ok((ep, res))
@@ -1547,14 +1909,30 @@ impl Listener {
         let id = channel.create_id(None)?;
         let mut storage = to_sockaddr(addr);
         // SAFETY: storage lives across the call.
-        if unsafe { sys::rdma_bind_addr(id.ptr(), &mut storage as *mut _ as *mut libc::sockaddr) } != 0 {
-            let mut e = CmError::new(Stage::Bind, None, Failure::Call { call: "rdma_bind_addr", errno: last_errno() });
+        if unsafe { sys::rdma_bind_addr(id.ptr(), &mut storage as *mut _ as *mut libc::sockaddr) }
+            != 0
+        {
+            let mut e = CmError::new(
+                Stage::Bind,
+                None,
+                Failure::Call {
+                    call: "rdma_bind_addr",
+                    errno: last_errno(),
+                },
+            );
             e.peer = Some(addr);
             return Err(e);
         }
         // SAFETY: the id is bound.
         if unsafe { sys::rdma_listen(id.ptr(), 8) } != 0 {
-            let mut e = CmError::new(Stage::Listen, None, Failure::Call { call: "rdma_listen", errno: last_errno() });
+            let mut e = CmError::new(
+                Stage::Listen,
+                None,
+                Failure::Call {
+                    call: "rdma_listen",
+                    errno: last_errno(),
+                },
+            );
             e.peer = Some(addr);
             return Err(e);
         }
@@ -1573,49 +1951,145 @@ impl Listener {
 
     /// Wait up to `wait` for a connect request, then accept it on an endpoint of its own
     /// (own event channel) and wait `timeout` for ESTABLISHED.
-    pub fn accept(&self, wait: Duration, timeout: Duration, log: StepLog) -> Result<Endpoint, CmError> {
+    /// `prepare` fills the area the peer may READ before the accept makes it reachable.
+    pub fn accept(
+        &self,
+        wait: Duration,
+        timeout: Duration,
+        log: StepLog,
+        prepare: &mut dyn FnMut(&mut [u8]),
+    ) -> Result<Endpoint, CmError> {
         let mut t = Instant::now();
-        let request = expect_event(&self.channel, EventKind::ConnectRequest, "connection request", Stage::Accept, None, wait)?;
+        let request = expect_event(
+            &self.channel,
+            EventKind::ConnectRequest,
+            "connection request",
+            Stage::Accept,
+            None,
+            wait,
+        )?;
         // SAFETY: the request carries a new id that we now own.
-        let id = Id { raw: NonNull::new(request.id).ok_or_else(|| {
-            CmError::new(Stage::Accept, None, Failure::Protocol("connect request without a cm_id".into()))
-        })? };
+        let id = Id {
+            raw: NonNull::new(request.id).ok_or_else(|| {
+                CmError::new(
+                    Stage::Accept,
+                    None,
+                    Failure::Protocol("connect request without a cm_id".into()),
+                )
+            })?,
+        };
         // SAFETY: route.addr of the new id holds the client's address.
         let peer = unsafe { from_sockaddr(&(*id.ptr()).route.addr.dst_addr_union.dst_addr) }
             .unwrap_or_else(|| SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), 0));
-        let remote = match RemoteBuffer::decode(&request.private_data) {
-            Ok(r) => r,
+        // A client without rdmactl's magic is a stock tool (rping, rdma_client): accept it
+        // with a buffer of rping's maximum size and let the caller speak its protocol.
+        let magic = request.private_data.get(0..4) == Some(&PRIVATE_DATA_MAGIC[..]);
+        let (remote, foreign) = match RemoteBuffer::decode(&request.private_data) {
+            Ok(r) => (r, false),
+            Err(_) if !magic => (
+                RemoteBuffer {
+                    addr: 0,
+                    rkey: 0,
+                    len: FOREIGN_BUFFER_LEN,
+                },
+                true,
+            ),
             Err(text) => {
                 let msg = encode_reject("private data is not rdmactl --cm v1");
                 // SAFETY: msg lives across the call.
                 unsafe { sys::rdma_reject(id.ptr(), msg.as_ptr() as *const _, msg.len() as u8) };
-                return Err(CmError::new(Stage::Accept, Some(peer), Failure::Protocol(text)));
+                return Err(CmError::new(
+                    Stage::Accept,
+                    Some(peer),
+                    Failure::Protocol(text),
+                ));
             }
         };
-        log_step(log, &mut t, "connect request", format!("from {peer}, peer buffer {} bytes", remote.len));
+        if remote.len > MAX_BUFFER_LEN {
+            let msg = encode_reject("buffer larger than 256 MiB");
+            // SAFETY: msg lives across the call.
+            unsafe { sys::rdma_reject(id.ptr(), msg.as_ptr() as *const _, msg.len() as u8) };
+            return Err(CmError::new(
+                Stage::Accept,
+                Some(peer),
+                Failure::Protocol(format!(
+                    "the client asked for a {}-byte buffer; the limit is {MAX_BUFFER_LEN}",
+                    remote.len
+                )),
+            ));
+        }
+        let detail = if foreign {
+            format!("from {peer}, no rdmactl private data: a stock client (rping or rdma_client)")
+        } else {
+            format!("from {peer}, peer buffer {} bytes", remote.len)
+        };
+        log_step(log, &mut t, "connect request", detail);
         let channel = Channel::open(Some(peer))?;
         // SAFETY: both are valid; the request event was acked.
         if unsafe { sys::rdma_migrate_id(id.ptr(), channel.raw.as_ptr()) } != 0 {
-            return Err(CmError::new(Stage::Accept, Some(peer), Failure::Call { call: "rdma_migrate_id", errno: last_errno() }));
+            return Err(CmError::new(
+                Stage::Accept,
+                Some(peer),
+                Failure::Call {
+                    call: "rdma_migrate_id",
+                    errno: last_errno(),
+                },
+            ));
         }
         let mut ep = Endpoint::build(id, channel, remote.len, peer, timeout)?;
-        ep.remote = remote;
-        log_step(log, &mut t, "create qp", format!("QPN {:#08x} on {}/{}", ep.info.qpn, ep.info.device, ep.info.port));
+        ep.remote = if foreign {
+            RemoteBuffer {
+                addr: 0,
+                rkey: 0,
+                len: 0,
+            }
+        } else {
+            remote
+        };
+        ep.foreign = foreign;
+        log_step(
+            log,
+            &mut t,
+            "create qp",
+            format!(
+                "QPN {:#08x} on {}/{}",
+                ep.info.qpn, ep.info.device, ep.info.port
+            ),
+        );
         for _ in 0..QUEUE_DEPTH / 2 {
             ep.post_recv()?;
         }
+        prepare(ep.region(Region::Rdma));
         let ours = ep.local_buffer(Region::Rdma).encode();
         let mut param = conn_param(&ours);
         // SAFETY: param and its private data live across the call.
         if unsafe { sys::rdma_accept(ep.id.ptr(), &mut param) } != 0 {
-            return Err(ep.err(Stage::Accept, Failure::Call { call: "rdma_accept", errno: last_errno() }));
+            return Err(ep.err(
+                Stage::Accept,
+                Failure::Call {
+                    call: "rdma_accept",
+                    errno: last_errno(),
+                },
+            ));
         }
-        log_step(log, &mut t, "accept", format!("sent our buffer ({} bytes)", ep.len));
-        expect_event(&ep.channel, EventKind::Established, "ESTABLISHED after accept", Stage::Accept, Some(peer), timeout)
-            .map_err(|mut e| {
-                e.device = Some(ep.info.device.clone());
-                e
-            })?;
+        log_step(
+            log,
+            &mut t,
+            "accept",
+            format!("sent our buffer ({} bytes)", ep.len),
+        );
+        expect_event(
+            &ep.channel,
+            EventKind::Established,
+            "ESTABLISHED after accept",
+            Stage::Accept,
+            Some(peer),
+            timeout,
+        )
+        .map_err(|mut e| {
+            e.device = Some(ep.info.device.clone());
+            e
+        })?;
         ep.fill_info();
         log_step(
             log,
@@ -1641,12 +2115,17 @@ mod tests {
             device: Some("rxe1".into()),
             link_layer: ll,
             failure,
+            elapsed: None,
         }
     }
 
     #[test]
     fn private_data_round_trip_and_rejects() {
-        let b = RemoteBuffer { addr: 0x0102_0304_0506_0708, rkey: 0xdead_beef, len: 4096 };
+        let b = RemoteBuffer {
+            addr: 0x0102_0304_0506_0708,
+            rkey: 0xdead_beef,
+            len: 4096,
+        };
         let wire = b.encode();
         assert_eq!(&wire[0..5], b"RDCT\x01");
         assert_eq!(&wire[8..16], &[1, 2, 3, 4, 5, 6, 7, 8]);
@@ -1673,13 +2152,21 @@ mod tests {
     fn reject_message_round_trip() {
         let msg = encode_reject("private data is not rdmactl --cm v1");
         assert!(msg.len() <= 56);
-        assert_eq!(decode_reject(&msg).unwrap(), "the server rejected the connection: private data is not rdmactl --cm v1");
+        assert_eq!(
+            decode_reject(&msg).unwrap(),
+            "the server rejected the connection: private data is not rdmactl --cm v1"
+        );
         assert!(decode_reject(b"hello").is_err());
     }
 
     #[test]
     fn sockaddr_round_trip() {
-        for text in ["192.168.77.1:18515", "0.0.0.0:0", "[fe80::1]:7471", "[2001:db8::2]:1"] {
+        for text in [
+            "192.168.77.1:18515",
+            "0.0.0.0:0",
+            "[fe80::1]:7471",
+            "[2001:db8::2]:1",
+        ] {
             let addr: SocketAddr = text.parse().unwrap();
             let storage = to_sockaddr(addr);
             // SAFETY: storage holds the sockaddr just written.
@@ -1691,8 +2178,14 @@ mod tests {
     #[test]
     fn event_kinds_from_raw() {
         use sys::rdma_cm_event_type as t;
-        assert_eq!(EventKind::from_raw(t::RDMA_CM_EVENT_REJECTED), EventKind::Rejected);
-        assert_eq!(EventKind::from_raw(t::RDMA_CM_EVENT_ADDR_ERROR).name(), "RDMA_CM_EVENT_ADDR_ERROR");
+        assert_eq!(
+            EventKind::from_raw(t::RDMA_CM_EVENT_REJECTED),
+            EventKind::Rejected
+        );
+        assert_eq!(
+            EventKind::from_raw(t::RDMA_CM_EVENT_ADDR_ERROR).name(),
+            "RDMA_CM_EVENT_ADDR_ERROR"
+        );
         // An event type newer than this binding must not panic.
         assert_eq!(EventKind::from_raw(99), EventKind::Other(99));
         assert_eq!(EventKind::Other(99).name(), "RDMA CM event 99");
@@ -1721,50 +2214,206 @@ mod tests {
         let ib = Some(LinkLayer::InfiniBand);
         let eth = Some(LinkLayer::Ethernet);
         let cases: Vec<(Stage, Failure, Option<LinkLayer>, &str, &str, &str)> = vec![
-            (Stage::Setup, Failure::LibraryMissing { loader_error: "librdmacm.so.1: cannot open shared object file".into() }, None,
-                "librdmacm could not be loaded", "not installed", "librdmacm1"),
-            (Stage::Setup, Failure::NoKernelCm { errno: libc::ENODEV, device_node_exists: false, devices_present: true }, None,
-                "ENODEV", "rdma_ucm", "modprobe rdma_ucm"),
-            (Stage::Setup, Failure::NoKernelCm { errno: libc::ENODEV, device_node_exists: false, devices_present: false }, None,
-                "ENODEV", "no RDMA device", "modprobe rdma_rxe"),
-            (Stage::ResolveAddr, ev(EventKind::AddrError, -libc::ENODEV), ib.clone(),
-                "RDMA_CM_EVENT_ADDR_ERROR (status -19: ENODEV", "IPoIB interface without an IP address", "IPoIB"),
-            (Stage::ResolveAddr, ev(EventKind::AddrError, -libc::ENODEV), eth.clone(),
-                "status -19", "no RDMA device on it", "--bind"),
-            (Stage::ResolveAddr, ev(EventKind::AddrError, -libc::ETIMEDOUT), eth.clone(),
-                "ETIMEDOUT", "no ARP/neighbour reply from 192.168.77.1", "accept_local"),
-            (Stage::ResolveAddr, call("rdma_resolve_addr", libc::ENETUNREACH), None,
-                "rdma_resolve_addr failed: ENETUNREACH", "no route to 192.168.77.1", "ip route get 192.168.77.1"),
-            (Stage::Bind, call("rdma_resolve_addr", libc::EADDRNOTAVAIL), None,
-                "EADDRNOTAVAIL", "not configured", "ip -br addr"),
-            (Stage::ResolveRoute, ev(EventKind::RouteError, -libc::ETIMEDOUT), ib.clone(),
-                "RDMA_CM_EVENT_ROUTE_ERROR", "subnet administrator", "sminfo"),
-            (Stage::ResolveRoute, ev(EventKind::RouteError, -libc::ENETUNREACH), eth.clone(),
-                "RDMA_CM_EVENT_ROUTE_ERROR", "no usable route", "ip route get 192.168.77.1"),
-            (Stage::Connect, ev(EventKind::Rejected, 8), eth.clone(),
-                "REJECTED (status 8: IB_CM_REJ_INVALID_SERVICE_ID)", "nobody listens on 192.168.77.1 port 18515", "start the server first"),
-            (Stage::Connect, ev(EventKind::Rejected, 28), eth.clone(),
-                "IB_CM_REJ_CONSUMER_DEFINED", "server application refused", "server's output"),
-            (Stage::Connect, ev(EventKind::Unreachable, -libc::ETIMEDOUT), eth.clone(),
-                "RDMA_CM_EVENT_UNREACHABLE (status -110", "did not answer", "UDP 4791"),
-            (Stage::Connect, ev(EventKind::ConnectError, -libc::EINVAL), eth.clone(),
-                "RDMA_CM_EVENT_CONNECT_ERROR", "RTR/RTS", "check --peer"),
-            (Stage::Transfer, ev(EventKind::Disconnected, 0), eth.clone(),
-                "RDMA_CM_EVENT_DISCONNECTED", "peer closed", "peer's output"),
-            (Stage::Transfer, ev(EventKind::DeviceRemoval, 0), eth.clone(),
-                "RDMA_CM_EVENT_DEVICE_REMOVAL", "removed", "rdma link"),
-            (Stage::Connect, Failure::Timeout { waiting_for: "answer to the connection request", after: Duration::from_secs(5) }, eth.clone(),
-                "no answer to the connection request within 5.0 s", "did not answer", "start the server"),
-            (Stage::ResolveAddr, Failure::Timeout { waiting_for: "address resolution", after: Duration::from_secs(2) }, eth.clone(),
-                "within 2.0 s", "no ARP", "accept_local"),
-            (Stage::Transfer, Failure::Completion { op: "RDMA READ", status: sys::ibv_wc_status::IBV_WC_RETRY_EXC_ERR, vendor_err: 0x81 }, eth.clone(),
-                "IBV_WC_RETRY_EXC_ERR (12), vendor error 0x81", "never reached", "check --peer"),
-            (Stage::Transfer, Failure::Completion { op: "RDMA WRITE", status: sys::ibv_wc_status::IBV_WC_REM_ACCESS_ERR, vendor_err: 0 }, eth.clone(),
-                "IBV_WC_REM_ACCESS_ERR", "rkey", "private data"),
-            (Stage::Bind, call("rdma_bind_addr", libc::EADDRINUSE), None,
-                "EADDRINUSE", "already uses port 18515", "-p"),
-            (Stage::Accept, Failure::Protocol("the peer's CM private data starts with [00, 00, 00, 00]".into()), None,
-                "private data", "compatible version", "same rdmactl version"),
+            (
+                Stage::Setup,
+                Failure::LibraryMissing {
+                    loader_error: "librdmacm.so.1: cannot open shared object file".into(),
+                },
+                None,
+                "librdmacm could not be loaded",
+                "not installed",
+                "librdmacm1",
+            ),
+            (
+                Stage::Setup,
+                Failure::NoKernelCm {
+                    errno: libc::ENODEV,
+                    device_node_exists: false,
+                    devices_present: true,
+                },
+                None,
+                "ENODEV",
+                "rdma_ucm",
+                "modprobe rdma_ucm",
+            ),
+            (
+                Stage::Setup,
+                Failure::NoKernelCm {
+                    errno: libc::ENODEV,
+                    device_node_exists: false,
+                    devices_present: false,
+                },
+                None,
+                "ENODEV",
+                "no RDMA device",
+                "modprobe rdma_rxe",
+            ),
+            (
+                Stage::ResolveAddr,
+                ev(EventKind::AddrError, -libc::ENODEV),
+                ib.clone(),
+                "RDMA_CM_EVENT_ADDR_ERROR (status -19: ENODEV",
+                "IPoIB interface without an IP address",
+                "IPoIB",
+            ),
+            (
+                Stage::ResolveAddr,
+                ev(EventKind::AddrError, -libc::ENODEV),
+                eth.clone(),
+                "status -19",
+                "no RDMA device on it",
+                "--bind",
+            ),
+            (
+                Stage::ResolveAddr,
+                ev(EventKind::AddrError, -libc::ETIMEDOUT),
+                eth.clone(),
+                "ETIMEDOUT",
+                "no ARP/neighbour reply from 192.168.77.1",
+                "accept_local",
+            ),
+            (
+                Stage::ResolveAddr,
+                call("rdma_resolve_addr", libc::ENETUNREACH),
+                None,
+                "rdma_resolve_addr failed: ENETUNREACH",
+                "no route to 192.168.77.1",
+                "ip route get 192.168.77.1",
+            ),
+            (
+                Stage::Bind,
+                call("rdma_resolve_addr", libc::EADDRNOTAVAIL),
+                None,
+                "EADDRNOTAVAIL",
+                "not configured",
+                "ip -br addr",
+            ),
+            (
+                Stage::ResolveRoute,
+                ev(EventKind::RouteError, -libc::ETIMEDOUT),
+                ib.clone(),
+                "RDMA_CM_EVENT_ROUTE_ERROR",
+                "subnet administrator",
+                "sminfo",
+            ),
+            (
+                Stage::ResolveRoute,
+                ev(EventKind::RouteError, -libc::ENETUNREACH),
+                eth.clone(),
+                "RDMA_CM_EVENT_ROUTE_ERROR",
+                "no usable route",
+                "ip route get 192.168.77.1",
+            ),
+            (
+                Stage::Connect,
+                ev(EventKind::Rejected, 8),
+                eth.clone(),
+                "REJECTED (status 8: IB_CM_REJ_INVALID_SERVICE_ID)",
+                "nobody listens on 192.168.77.1 port 18515",
+                "start the server first",
+            ),
+            (
+                Stage::Connect,
+                ev(EventKind::Rejected, 28),
+                eth.clone(),
+                "IB_CM_REJ_CONSUMER_DEFINED",
+                "server application refused",
+                "server's output",
+            ),
+            (
+                Stage::Connect,
+                ev(EventKind::Unreachable, -libc::ETIMEDOUT),
+                eth.clone(),
+                "RDMA_CM_EVENT_UNREACHABLE (status -110",
+                "did not answer",
+                "UDP 4791",
+            ),
+            (
+                Stage::Connect,
+                ev(EventKind::ConnectError, -libc::EINVAL),
+                eth.clone(),
+                "RDMA_CM_EVENT_CONNECT_ERROR",
+                "RTR/RTS",
+                "check --peer",
+            ),
+            (
+                Stage::Transfer,
+                ev(EventKind::Disconnected, 0),
+                eth.clone(),
+                "RDMA_CM_EVENT_DISCONNECTED",
+                "peer closed",
+                "peer's output",
+            ),
+            (
+                Stage::Transfer,
+                ev(EventKind::DeviceRemoval, 0),
+                eth.clone(),
+                "RDMA_CM_EVENT_DEVICE_REMOVAL",
+                "removed",
+                "rdma link",
+            ),
+            (
+                Stage::Connect,
+                Failure::Timeout {
+                    waiting_for: "answer to the connection request",
+                    after: Duration::from_secs(5),
+                },
+                eth.clone(),
+                "no answer to the connection request within 5.0 s",
+                "did not answer",
+                "start the server",
+            ),
+            (
+                Stage::ResolveAddr,
+                Failure::Timeout {
+                    waiting_for: "address resolution",
+                    after: Duration::from_secs(2),
+                },
+                eth.clone(),
+                "within 2.0 s",
+                "no ARP",
+                "accept_local",
+            ),
+            (
+                Stage::Transfer,
+                Failure::Completion {
+                    op: "RDMA READ",
+                    status: sys::ibv_wc_status::IBV_WC_RETRY_EXC_ERR,
+                    vendor_err: 0x81,
+                },
+                eth.clone(),
+                "IBV_WC_RETRY_EXC_ERR (12), vendor error 0x81",
+                "never reached",
+                "check --peer",
+            ),
+            (
+                Stage::Transfer,
+                Failure::Completion {
+                    op: "RDMA WRITE",
+                    status: sys::ibv_wc_status::IBV_WC_REM_ACCESS_ERR,
+                    vendor_err: 0,
+                },
+                eth.clone(),
+                "IBV_WC_REM_ACCESS_ERR",
+                "rkey",
+                "private data",
+            ),
+            (
+                Stage::Bind,
+                call("rdma_bind_addr", libc::EADDRINUSE),
+                None,
+                "EADDRINUSE",
+                "already uses port 18515",
+                "-p",
+            ),
+            (
+                Stage::Accept,
+                Failure::Protocol("the peer's CM private data starts with [00, 00, 00, 00]".into()),
+                None,
+                "private data",
+                "compatible version",
+                "same rdmactl version",
+            ),
         ];
         for (stage, failure, ll, summary, why, fix) in cases {
             let e = err(stage, failure, ll);
@@ -1773,23 +2422,69 @@ mod tests {
             assert!(w.contains(why), "why {w:?} lacks {why:?} ({s})");
             assert!(f.contains(fix), "fix {f:?} lacks {fix:?} ({s})");
             let shown = e.to_string();
-            assert!(shown.contains("\n  why: ") && shown.contains("\n  fix: "), "{shown}");
+            assert!(
+                shown.contains("\n  why: ") && shown.contains("\n  fix: "),
+                "{shown}"
+            );
         }
     }
 
     #[test]
+    fn summary_says_when_the_event_came() {
+        let mut e = err(
+            Stage::Connect,
+            Failure::Event {
+                event: EventKind::Rejected,
+                status: 8,
+            },
+            None,
+        );
+        e.elapsed = Some(Duration::from_millis(31));
+        assert!(
+            e.summary()
+                .ends_with("IB_CM_REJ_INVALID_SERVICE_ID) after 0.03 s"),
+            "{}",
+            e.summary()
+        );
+    }
+
+    #[test]
     fn errno_and_exit_class() {
-        let e = err(Stage::ResolveAddr, Failure::Event { event: EventKind::AddrError, status: -110 }, None);
+        let e = err(
+            Stage::ResolveAddr,
+            Failure::Event {
+                event: EventKind::AddrError,
+                status: -110,
+            },
+            None,
+        );
         assert_eq!(e.errno(), Some(110));
         assert!(!e.is_missing_stack());
-        let r = err(Stage::Connect, Failure::Event { event: EventKind::Rejected, status: 8 }, None);
+        let r = err(
+            Stage::Connect,
+            Failure::Event {
+                event: EventKind::Rejected,
+                status: 8,
+            },
+            None,
+        );
         assert_eq!(r.errno(), None);
-        let m = err(Stage::Setup, Failure::LibraryMissing { loader_error: String::new() }, None);
+        let m = err(
+            Stage::Setup,
+            Failure::LibraryMissing {
+                loader_error: String::new(),
+            },
+            None,
+        );
         assert!(m.is_missing_stack());
     }
 
     fn slot(index: u32, gid_type: GidType) -> Slot {
-        Slot { index, gid_type, netdev: Some("eth0".into()) }
+        Slot {
+            index,
+            gid_type,
+            netdev: Some("eth0".into()),
+        }
     }
 
     #[test]
@@ -1801,7 +2496,13 @@ mod tests {
         let v1_only = [slot(0, GidType::RoceV1)];
         assert_eq!(pick_cm_slot(&v1_only, &LinkLayer::Ethernet).0, Some(0));
         let ib = [slot(0, GidType::Ib)];
-        assert_eq!(pick_cm_slot(&ib, &LinkLayer::InfiniBand).1, Some(GidType::Ib));
-        assert_eq!(pick_cm_slot(&[], &LinkLayer::Ethernet), (None, None, None, vec![]));
+        assert_eq!(
+            pick_cm_slot(&ib, &LinkLayer::InfiniBand).1,
+            Some(GidType::Ib)
+        );
+        assert_eq!(
+            pick_cm_slot(&[], &LinkLayer::Ethernet),
+            (None, None, None, vec![])
+        );
     }
 }
