@@ -707,7 +707,7 @@ fn cm_protocol(text: String) -> CmError {
         stage: cm::Stage::Transfer,
         peer: None,
         device: None,
-        link_layer: None,
+        infiniband: false,
         failure: cm::Failure::Protocol(text),
         elapsed: None,
     }
@@ -869,7 +869,8 @@ mod tests {
 
     #[test]
     fn latency_stats_nearest_rank() {
-        let cases: &[(&[f64], (f64, f64, f64))] = &[
+        type Row<'a> = (&'a [f64], (f64, f64, f64));
+        let cases: &[Row] = &[
             (&[], (0.0, 0.0, 0.0)),
             (&[5.0], (5.0, 5.0, 5.0)),
             (&[3.0, 1.0, 2.0], (1.0, 2.0, 3.0)),
