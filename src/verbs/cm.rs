@@ -1684,9 +1684,38 @@ impl Endpoint {
         }
     }
 
-    /// Sleep until a completion or a CM event (the peer disconnecting), at most `limit`.
+    /// Wait until a completion or a CM event (the peer disconnecting), at most `limit`.
+    /// Busy-polls for a while first, as ibv_rc_pingpong does: waking from the completion
+    /// channel costs far more than a round trip (milliseconds under qemu), and would show
+    /// up in the peer's latency. After `SPIN` without work it sleeps on both fds.
     pub fn wait(&mut self, limit: Duration, waiting_for: &'static str) -> Result<Wake, CmError> {
-        let deadline = Instant::now() + limit;
+        const SPIN: Duration = Duration::from_millis(50);
+        let start = Instant::now();
+        let deadline = start + limit;
+        let mut spins = 0u32;
+        while start.elapsed() < SPIN.min(limit) {
+            if let Some(c) = self.poll_once()? {
+                return Ok(Wake::Completion(c));
+            }
+            spins = spins.wrapping_add(1);
+            if spins % 256 == 0 {
+                let ready =
+                    wait_readable(&[self.channel.fd()], Instant::now()).map_err(|errno| {
+                        self.err(
+                            Stage::Transfer,
+                            Failure::Call {
+                                call: "poll",
+                                errno,
+                            },
+                        )
+                    })?;
+                if !ready.is_empty() {
+                    if let Some(wake) = self.take_cm_event()? {
+                        return Ok(wake);
+                    }
+                }
+            }
+        }
         loop {
             if let Some(c) = self.poll_once()? {
                 return Ok(Wake::Completion(c));
@@ -1726,25 +1755,33 @@ impl Endpoint {
                 }
             }
             if ready.contains(&1) {
-                let event = self.channel.next_event(Instant::now()).map_err(|errno| {
-                    self.err(
-                        Stage::Transfer,
-                        Failure::Call {
-                            call: "rdma_get_cm_event",
-                            errno,
-                        },
-                    )
-                })?;
-                match event.map(|e| (e.kind, e.status)) {
-                    Some((EventKind::Disconnected, _)) => {
-                        self.disconnected = true;
-                        return Ok(Wake::Disconnected);
-                    }
-                    Some((EventKind::TimewaitExit, _)) | None => {}
-                    Some((event, status)) => {
-                        return Err(self.err(Stage::Transfer, Failure::Event { event, status }));
-                    }
+                if let Some(wake) = self.take_cm_event()? {
+                    return Ok(wake);
                 }
+            }
+        }
+    }
+
+    /// Consume one pending CM event: DISCONNECTED ends the wait, anything else but a
+    /// TIMEWAIT_EXIT is an error.
+    fn take_cm_event(&mut self) -> Result<Option<Wake>, CmError> {
+        let event = self.channel.next_event(Instant::now()).map_err(|errno| {
+            self.err(
+                Stage::Transfer,
+                Failure::Call {
+                    call: "rdma_get_cm_event",
+                    errno,
+                },
+            )
+        })?;
+        match event.map(|e| (e.kind, e.status)) {
+            Some((EventKind::Disconnected, _)) => {
+                self.disconnected = true;
+                Ok(Some(Wake::Disconnected))
+            }
+            Some((EventKind::TimewaitExit, _)) | None => Ok(None),
+            Some((event, status)) => {
+                Err(self.err(Stage::Transfer, Failure::Event { event, status }))
             }
         }
     }

@@ -83,6 +83,16 @@ for op in send write read all; do
 done
 check "pingpong --cm send: the server echoed every SEND" jqf '.echoed == 200' "$RESULTS/pp-send-srv.out"
 check "pingpong --cm write/read: the server saw no SEND" jqf '.echoed == 0' "$RESULTS/pp-write-srv.out"
+# Side by side with ibv_rc_pingpong (4096 B x 200, same devices), for the record only:
+# TCG timings are noisy, so nothing is asserted on them.
+if command -v ibv_rc_pingpong >/dev/null; then
+  timeout 60 ibv_rc_pingpong -d rxe0 -g 1 -n 200 > "$RESULTS/ibv-srv.txt" 2>&1 &
+  ipid=$!; sleep 1
+  timeout 60 ibv_rc_pingpong -d rxe1 -g 1 -n 200 192.168.77.1 > "$RESULTS/ibv-cli.txt" 2>&1
+  wait $ipid
+  echo "ibv_rc_pingpong 4096 B x 200: $(grep -o '[0-9.]* usec/iter' "$RESULTS/ibv-cli.txt")"
+  echo "rdmactl --cm send 4096 B x 200: $(jq -r '.results[0].usec_per_iter' "$RESULTS/pp-send-cli.json") usec/iter (round trip)"
+fi
 # Every size path: one byte and a message larger than the 1024-byte path MTU.
 for size in 1 65536; do
   port=$((port + 1))
