@@ -24,13 +24,25 @@ pub mod exit {
 #[derive(Debug, Error)]
 pub enum Error {
     #[error("no device '{name}'; devices: {}", list_or_none(.available))]
-    NoSuchDevice { name: String, available: Vec<String> },
+    NoSuchDevice {
+        name: String,
+        available: Vec<String>,
+    },
 
     #[error("no port {port} on {device}; ports: {}", list_or_none(.available))]
-    NoSuchPort { device: String, port: u32, available: Vec<String> },
+    NoSuchPort {
+        device: String,
+        port: u32,
+        available: Vec<String>,
+    },
 
     #[error("no GID index {index} on {device}/{port}; {hint}")]
-    NoSuchGid { device: String, port: u32, index: u32, hint: String },
+    NoSuchGid {
+        device: String,
+        port: u32,
+        index: u32,
+        hint: String,
+    },
 
     #[error(
         "no RDMA devices: {} does not exist, so no RDMA driver is loaded. \
@@ -52,7 +64,10 @@ pub enum Error {
     Usage(String),
 
     #[error("cannot read {}: {source}", .path.display())]
-    Io { path: PathBuf, source: std::io::Error },
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
 
     /// The command already printed its findings; this only sets the exit code.
     #[error("{0}")]
@@ -67,6 +82,16 @@ pub enum Error {
 
     #[error(transparent)]
     Verbs(#[from] crate::verbs::VerbsError),
+
+    /// A connection-manager step failed; the error carries its stage, numbers and fix.
+    #[error("{0}")]
+    Cm(Box<crate::verbs::cm::CmError>),
+}
+
+impl From<crate::verbs::cm::CmError> for Error {
+    fn from(err: crate::verbs::cm::CmError) -> Self {
+        Error::Cm(Box::new(err))
+    }
 }
 
 impl Error {
@@ -80,6 +105,8 @@ impl Error {
             Error::Failed(_) => exit::FAILED,
             Error::Io { .. } | Error::System(_) => exit::SYSTEM,
             Error::Verbs(e) => e.exit_code(),
+            Error::Cm(e) if e.is_missing_stack() => exit::NO_RDMA,
+            Error::Cm(_) => exit::FAILED,
         }
     }
 }

@@ -7,5 +7,6 @@ pub mod doctor;
 pub mod gid;
 pub mod gids;
 pub mod pingpong;
+pub mod pingpong_cm;
 pub mod ports;
 pub mod selftest;

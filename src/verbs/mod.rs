@@ -9,6 +9,7 @@
 // Parts of this API serve commands merged from other branches (doctor, pingpong).
 #![allow(dead_code, unused_imports)]
 
+pub mod cm;
 mod query;
 pub mod sys;
 
@@ -221,3 +222,4 @@ impl fmt::Display for VerbsError {
 }
 
 impl std::error::Error for VerbsError {}
+

@@ -1,0 +1,1006 @@
+//! `pingpong --cm`, `selftest --cm` and the kernel's GID choice for `check --peer`: the
+//! same ping-pong as the TCP exchange, but connected through the RDMA connection manager,
+//! so the kernel picks device, port and GID from the route to the peer.
+
+use std::fmt::Write as _;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, ToSocketAddrs};
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use comfy_table::Table;
+use serde::Serialize;
+
+use crate::app::Ctx;
+use crate::cli::{CheckArgs, GidIndexArg, Op as OpArg, PingpongArgs, SelftestArgs};
+use crate::error::{exit, Error, Result};
+use crate::gid::Gid;
+use crate::output;
+use crate::verbs::cm::{
+    self, CmError, ConnInfo, ConnectOptions, Endpoint, Listener, Op, Region, Resolution, StepDone,
+    Wake,
+};
+
+/// How long a server waits for its first client: long enough to walk to the other host,
+/// short enough that a forgotten server does not sit there for ever.
+const SERVER_WAIT: Duration = Duration::from_secs(600);
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Latency {
+    pub min: f64,
+    pub median: f64,
+    pub p99: f64,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct OpResult {
+    pub op: &'static str,
+    pub size: u32,
+    pub iters: u32,
+    pub bytes: u64,
+    pub seconds: f64,
+    pub mbit_per_sec: f64,
+    pub usec_per_iter: f64,
+    pub latency_usec: Latency,
+}
+
+#[derive(Debug, Serialize)]
+struct ClientReport<'a> {
+    mode: &'static str,
+    role: &'static str,
+    connection: &'a ConnInfo,
+    kernel_choice: &'a Resolution,
+    results: &'a [OpResult],
+}
+
+#[derive(Debug, Serialize)]
+struct ServerReport<'a> {
+    mode: &'static str,
+    role: &'static str,
+    connection: &'a ConnInfo,
+    echoed: u64,
+    stock_client: bool,
+}
+
+/// The byte every side expects at offset `i` of a test buffer, so data is checked end to end.
+fn pattern(i: usize) -> u8 {
+    (i % 251) as u8 ^ 0x5a
+}
+
+fn fill_pattern(buf: &mut [u8]) {
+    for (i, b) in buf.iter_mut().enumerate() {
+        *b = pattern(i);
+    }
+}
+
+fn first_mismatch(buf: &[u8]) -> Option<usize> {
+    buf.iter().enumerate().position(|(i, b)| *b != pattern(i))
+}
+
+/// Min, median and p99 of per-iteration times in microseconds (nearest-rank).
+pub fn latency_stats(samples_usec: &mut [f64]) -> Latency {
+    if samples_usec.is_empty() {
+        return Latency {
+            min: 0.0,
+            median: 0.0,
+            p99: 0.0,
+        };
+    }
+    samples_usec.sort_by(|a, b| a.total_cmp(b));
+    let rank = |p: f64| {
+        let n = samples_usec.len();
+        let idx = ((p * n as f64).ceil() as usize).clamp(1, n) - 1;
+        samples_usec[idx]
+    };
+    Latency {
+        min: samples_usec[0],
+        median: rank(0.5),
+        p99: rank(0.99),
+    }
+}
+
+fn op_result(
+    op: &'static str,
+    size: u32,
+    iters: u32,
+    bytes: u64,
+    elapsed: Duration,
+    mut samples: Vec<f64>,
+) -> OpResult {
+    let seconds = elapsed.as_secs_f64();
+    let safe = seconds.max(1e-9);
+    OpResult {
+        op,
+        size,
+        iters,
+        bytes,
+        seconds,
+        mbit_per_sec: bytes as f64 * 8.0 / safe / 1e6,
+        usec_per_iter: seconds * 1e6 / iters.max(1) as f64,
+        latency_usec: latency_stats(&mut samples),
+    }
+}
+
+fn timeout_of(secs: f64) -> Result<Duration> {
+    if !(secs.is_finite() && secs > 0.0 && secs < 86_400.0) {
+        return Err(Error::Usage(format!(
+            "--timeout {secs}: give a number of seconds between 0 and 86400"
+        )));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+/// The IPv4 address a RoCE port carries, from its GID table in sysfs (the IPv4-mapped
+/// GID); the CM needs an address, not a device name.
+pub fn device_ipv4(sysfs: &Path, device: &str, port: u32) -> Result<IpAddr> {
+    let dir = sysfs.join(format!("class/infiniband/{device}/ports/{port}/gids"));
+    let entries = std::fs::read_dir(&dir).map_err(|source| {
+        if source.kind() == std::io::ErrorKind::NotFound {
+            Error::Usage(format!(
+                "no {device}/{port} in {}: check the device name (rdmactl devices)",
+                dir.display()
+            ))
+        } else {
+            Error::Io {
+                path: dir.clone(),
+                source,
+            }
+        }
+    })?;
+    let mut found: Vec<(u32, Ipv4Addr)> = entries
+        .filter_map(|e| e.ok())
+        .filter_map(|e| {
+            let index = e.file_name().to_str()?.parse::<u32>().ok()?;
+            let text = std::fs::read_to_string(e.path()).ok()?;
+            let gid = Gid::parse(text.trim()).ok()?;
+            gid.ipv4()
+                .filter(|ip| !ip.is_unspecified())
+                .map(|ip| (index, ip))
+        })
+        .collect();
+    found.sort();
+    found.first().map(|(_, ip)| IpAddr::V4(*ip)).ok_or_else(|| {
+        Error::Usage(format!(
+            "{device}/{port} has no IPv4 address in its GID table; the CM connects by IP address: \
+             give one with --bind, or put an address on the port's netdev"
+        ))
+    })
+}
+
+fn first_device(sysfs: &Path) -> Result<String> {
+    let dir = sysfs.join("class/infiniband");
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .map_err(|_| Error::NoRdma { path: dir.clone() })?
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .collect();
+    names.sort();
+    names.into_iter().next().ok_or(Error::NoRdma { path: dir })
+}
+
+fn peer_addr(server: &str, port: u16) -> Result<SocketAddr> {
+    if let Ok(ip) = server.parse::<IpAddr>() {
+        return Ok(SocketAddr::new(ip, port));
+    }
+    (server, port)
+        .to_socket_addrs()
+        .ok()
+        .and_then(|mut it| it.next())
+        .ok_or_else(|| Error::Usage(format!("cannot resolve '{server}' to an IP address")))
+}
+
+fn quiet(_: StepDone) {}
+
+/// `pingpong --cm`: client with SERVER, server without.
+pub fn run(ctx: &Ctx, args: &PingpongArgs) -> Result<u8> {
+    let timeout = timeout_of(args.timeout)?;
+    if args.compat.is_some() {
+        return Err(Error::Usage(
+            "--compat speaks a TCP exchange; it does not combine with --cm".into(),
+        ));
+    }
+    if args.gid_index.is_some() {
+        return Err(Error::Usage(
+            "-g does not apply with --cm: the kernel picks the GID from the route (rdmactl check --peer shows its choice)".into(),
+        ));
+    }
+    if args.size == 0 {
+        return Err(Error::Usage("--size must be at least 1 byte".into()));
+    }
+    let src = match (args.bind, &args.device) {
+        (Some(ip), _) => Some(ip),
+        (None, Some(dev)) => Some(device_ipv4(&ctx.sysfs, dev, args.port)?),
+        (None, None) => None,
+    };
+    match &args.server {
+        Some(server) => client(ctx, args, peer_addr(server, args.tcp_port)?, src, timeout),
+        None => server(ctx, args, src, timeout),
+    }
+}
+
+fn client(
+    ctx: &Ctx,
+    args: &PingpongArgs,
+    peer: SocketAddr,
+    src: Option<IpAddr>,
+    timeout: Duration,
+) -> Result<u8> {
+    let opts = ConnectOptions {
+        src,
+        len: args.size,
+        timeout,
+    };
+    let (mut ep, res) = cm::connect(peer, &opts, &mut quiet)?;
+    if let Some(dev) = &args.device {
+        if dev != &res.device {
+            return Err(Error::Usage(format!(
+                "the kernel routes {peer} through {}, not {dev}; give --bind with {dev}'s address",
+                res.device
+            )));
+        }
+    }
+    let ops: &[Op] = match args.op {
+        OpArg::Send => &[Op::Send],
+        OpArg::Write => &[Op::Write],
+        OpArg::Read => &[Op::Read],
+        OpArg::All => &[Op::Send, Op::Write, Op::Read],
+    };
+    let mut results = Vec::new();
+    for op in ops {
+        results.push(run_op(&mut ep, *op, args.size, args.iters)?);
+    }
+    let info = ep.info.clone();
+    ep.disconnect()?;
+    if ctx.json {
+        let report = ClientReport {
+            mode: "cm",
+            role: "client",
+            connection: &info,
+            kernel_choice: &res,
+            results: &results,
+        };
+        output::print(&output::json(&report)).map_err(io_err)?;
+    } else {
+        output::print(&render_client(&info, &res, &results)).map_err(io_err)?;
+    }
+    Ok(exit::OK)
+}
+
+fn io_err(source: std::io::Error) -> Error {
+    Error::Io {
+        path: "stdout".into(),
+        source,
+    }
+}
+
+fn run_op(ep: &mut Endpoint, op: Op, size: u32, iters: u32) -> Result<OpResult> {
+    let len = size as usize;
+    fill_pattern(ep.region(Region::Send));
+    ep.region(Region::Rdma).fill(0);
+    let mut samples = Vec::with_capacity(iters as usize);
+    let start = Instant::now();
+    for i in 0..iters {
+        let t0 = Instant::now();
+        ep.post(op, len, i as u64)?;
+        if op == Op::Send {
+            // The echo can complete before our own send completion is polled.
+            let (mut sent, mut echoed) = (false, false);
+            while !(sent && echoed) {
+                let c = ep.poll("the echo of a SEND")?;
+                if c.is_recv {
+                    echoed = true;
+                    ep.post_recv()?;
+                } else {
+                    sent = true;
+                }
+            }
+        } else {
+            ep.poll(if op == Op::Write {
+                "an RDMA WRITE completion"
+            } else {
+                "an RDMA READ completion"
+            })?;
+        }
+        samples.push(t0.elapsed().as_secs_f64() * 1e6);
+    }
+    let elapsed = start.elapsed();
+    let (name, bytes, check) = match op {
+        Op::Send => (
+            "send",
+            2 * size as u64 * iters as u64,
+            first_mismatch(ep.region(Region::Recv)),
+        ),
+        Op::Write => ("write", size as u64 * iters as u64, None),
+        Op::Read => (
+            "read",
+            size as u64 * iters as u64,
+            first_mismatch(ep.region(Region::Rdma)),
+        ),
+    };
+    if let (Some(at), true) = (check, iters > 0) {
+        return Err(Error::Failed(format!(
+            "{name}: data arrived corrupted at byte {at} of {size}: the transfer completed but the bytes differ"
+        )));
+    }
+    Ok(op_result(name, size, iters, bytes, elapsed, samples))
+}
+
+fn render_client(info: &ConnInfo, res: &Resolution, results: &[OpResult]) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "connected {} -> {} through the CM: {}/{} QPN {:#08x} <-> {:#08x}, GID index {} ({}{}), path MTU {}",
+        info.local.map_or("?".into(), |a| a.to_string()),
+        info.peer,
+        info.device,
+        info.port,
+        info.qpn,
+        info.remote_qpn,
+        info.sgid_index,
+        res.sgid,
+        res.netdev.as_deref().map(|n| format!(", {n}")).unwrap_or_default(),
+        info.path_mtu,
+    );
+    let mut table = Table::new();
+    table.set_header(vec![
+        "op",
+        "size",
+        "iters",
+        "bytes",
+        "seconds",
+        "Mbit/s",
+        "usec/iter",
+        "min",
+        "median",
+        "p99",
+    ]);
+    for r in results {
+        table.add_row(vec![
+            r.op.to_string(),
+            r.size.to_string(),
+            r.iters.to_string(),
+            r.bytes.to_string(),
+            format!("{:.3}", r.seconds),
+            format!("{:.2}", r.mbit_per_sec),
+            format!("{:.2}", r.usec_per_iter),
+            format!("{:.2}", r.latency_usec.min),
+            format!("{:.2}", r.latency_usec.median),
+            format!("{:.2}", r.latency_usec.p99),
+        ]);
+    }
+    let _ = write!(out, "{table}\n(latencies in usec; send is a round trip)");
+    out
+}
+
+fn server(ctx: &Ctx, args: &PingpongArgs, src: Option<IpAddr>, timeout: Duration) -> Result<u8> {
+    let addr = SocketAddr::new(
+        src.unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED)),
+        args.tcp_port,
+    );
+    let listener = Listener::bind(addr)?;
+    // On stderr even with --json: scripts wait for this line before starting the client.
+    {
+        eprintln!(
+            "listening on {} ({}) for an rdmactl pingpong --cm client",
+            listener.local_addr().unwrap_or(addr),
+            listener
+                .device()
+                .unwrap_or_else(|| "every RDMA device".into())
+        );
+    }
+    let mut ep = listener.accept(
+        SERVER_WAIT.max(timeout),
+        timeout,
+        &mut quiet,
+        &mut fill_pattern,
+    )?;
+    let echoed = serve(&mut ep)?;
+    let info = ep.info.clone();
+    let foreign = ep.foreign;
+    ep.disconnect()?;
+    if ctx.json {
+        let report = ServerReport {
+            mode: "cm",
+            role: "server",
+            connection: &info,
+            echoed,
+            stock_client: foreign,
+        };
+        output::print(&output::json(&report)).map_err(io_err)?;
+    } else {
+        let what = if foreign {
+            "a stock client (rping/rdma_client)"
+        } else {
+            "an rdmactl client"
+        };
+        output::print(&format!(
+            "served {what} at {} from {} on {}/{} (GID index {}): {echoed} messages answered",
+            info.peer,
+            info.local.map_or("?".into(), |a| a.to_string()),
+            info.device,
+            info.port,
+            info.sgid_index
+        ))
+        .map_err(io_err)?;
+    }
+    Ok(exit::OK)
+}
+
+/// Echo every SEND until the client disconnects. The client's READs and WRITEs need no
+/// help from this side, only the buffer advertised in the accept.
+///
+/// A stock client gets its own protocol: rping sends a 16-byte {addr, rkey, len} (all
+/// big-endian); the server READs the "ping", answers with a 16-byte go-ahead, gets the
+/// sink's {addr, rkey, len}, WRITEs the ping back and sends another go-ahead.
+/// rdma_client sends 16 zero bytes and waits for 16 bytes back, which the echo covers.
+fn serve(ep: &mut Endpoint) -> Result<u64> {
+    let mut served = 0u64;
+    let mut rping_read_next = true;
+    loop {
+        match ep.wait(SERVER_WAIT, "a SEND or a disconnect from the client")? {
+            Wake::Disconnected => return Ok(served),
+            Wake::Completion(c) if c.is_recv => {
+                let n = c.byte_len as usize;
+                let data = ep.region(Region::Recv)[..n].to_vec();
+                ep.post_recv()?;
+                match rping_info(&data).filter(|_| ep.foreign) {
+                    Some(remote) => {
+                        let len = (remote.len as usize).min(ep.len());
+                        ep.set_remote(remote);
+                        if rping_read_next {
+                            ep.post(Op::Read, len, WR_READ)?;
+                            wait_for(ep, WR_READ)?;
+                        } else {
+                            // rping writes back the string it read, NUL included.
+                            let rdma = ep.region(Region::Rdma)[..len].to_vec();
+                            let text_len = rdma.iter().position(|b| *b == 0).map_or(len, |p| p + 1);
+                            ep.region(Region::Send)[..text_len].copy_from_slice(&rdma[..text_len]);
+                            ep.post(Op::Write, text_len, WR_WRITE)?;
+                            wait_for(ep, WR_WRITE)?;
+                        }
+                        rping_read_next = !rping_read_next;
+                        // The client may answer the go-ahead before its send completion
+                        // is polled here; the main loop collects it.
+                        ep.post(Op::Send, RPING_INFO_LEN, WR_SEND)?;
+                    }
+                    None => {
+                        ep.region(Region::Send)[..n].copy_from_slice(&data);
+                        ep.post(Op::Send, n, WR_SEND)?;
+                    }
+                }
+                served += 1;
+            }
+            Wake::Completion(_) => {}
+        }
+    }
+}
+
+const WR_SEND: u64 = 1;
+const WR_READ: u64 = 2;
+const WR_WRITE: u64 = 3;
+const RPING_INFO_LEN: usize = 16;
+
+/// rping's `struct rping_rdma_info`: be64 buf, be32 rkey, be32 size.
+fn rping_info(msg: &[u8]) -> Option<cm::RemoteBuffer> {
+    if msg.len() != RPING_INFO_LEN {
+        return None;
+    }
+    let addr = u64::from_be_bytes(msg[0..8].try_into().ok()?);
+    let rkey = u32::from_be_bytes(msg[8..12].try_into().ok()?);
+    let len = u32::from_be_bytes(msg[12..16].try_into().ok()?);
+    (addr != 0 && len != 0).then_some(cm::RemoteBuffer { addr, rkey, len })
+}
+
+/// Wait for the completion of our READ or WRITE `wr_id`; rping sends nothing until our
+/// go-ahead, so a RECV meanwhile breaks its protocol.
+fn wait_for(ep: &mut Endpoint, wr_id: u64) -> Result<()> {
+    loop {
+        match ep.wait(ep.timeout(), "the completion of our own work request")? {
+            Wake::Completion(c) if !c.is_recv && c.wr_id == wr_id => return Ok(()),
+            Wake::Completion(c) if !c.is_recv => {}
+            Wake::Completion(_) => {
+                return Err(Error::Failed(
+                    "the client sent a message before our answer completed".into(),
+                ))
+            }
+            Wake::Disconnected => {
+                return Err(Error::Failed(
+                    "the client disconnected in the middle of an exchange".into(),
+                ))
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------- selftest --cm
+
+#[derive(Debug, Clone, Serialize)]
+struct StepLine {
+    side: &'static str,
+    step: String,
+    ok: bool,
+    detail: String,
+    ms: f64,
+}
+
+/// `selftest --cm`: a loopback through the CM on one device (or between two with two
+/// `-d`): listen, resolve, connect, accept, one SEND/RECV, WRITE and READ, disconnect.
+pub fn selftest_cm(ctx: &Ctx, args: &SelftestArgs) -> Result<u8> {
+    let timeout = timeout_of(args.timeout)?;
+    if args.gid_index != GidIndexArg::Auto {
+        return Err(Error::Usage(
+            "-g does not apply with --cm: the kernel picks the GID from the route".into(),
+        ));
+    }
+    let server_dev = match args.devices.first() {
+        Some(d) => d.clone(),
+        None => first_device(&ctx.sysfs)?,
+    };
+    let client_dev = args
+        .devices
+        .get(1)
+        .cloned()
+        .unwrap_or_else(|| server_dev.clone());
+    let server_ip = device_ipv4(&ctx.sysfs, &server_dev, args.port)?;
+    let client_ip = device_ipv4(&ctx.sysfs, &client_dev, args.port)?;
+    let lines: Arc<Mutex<Vec<StepLine>>> = Arc::new(Mutex::new(Vec::new()));
+    let json = ctx.json;
+    let record = {
+        let lines = Arc::clone(&lines);
+        move |side: &'static str, step: &str, ok: bool, detail: String, ms: f64| {
+            let line = StepLine {
+                side,
+                step: step.to_string(),
+                ok,
+                detail,
+                ms,
+            };
+            if !json {
+                let mark = if ok { "ok  " } else { "FAIL" };
+                println!(
+                    "{mark} {side:<6} {:<20} {:>8.2} ms  {}",
+                    line.step, line.ms, line.detail
+                );
+            }
+            lines.lock().unwrap_or_else(|e| e.into_inner()).push(line);
+        }
+    };
+    let mut failures: Vec<CmError> = Vec::new();
+    let t = Instant::now();
+    let listener = Listener::bind(SocketAddr::new(server_ip, 0));
+    let listener = match listener {
+        Ok(l) => l,
+        Err(e) => {
+            record(
+                "server",
+                "listen",
+                false,
+                e.summary(),
+                t.elapsed().as_secs_f64() * 1e3,
+            );
+            return finish(ctx, &lines, &[e]);
+        }
+    };
+    let listen_addr = listener
+        .local_addr()
+        .unwrap_or(SocketAddr::new(server_ip, 0));
+    record(
+        "server",
+        "listen",
+        true,
+        format!(
+            "{listen_addr} on {}",
+            listener.device().unwrap_or_else(|| server_dev.clone())
+        ),
+        t.elapsed().as_secs_f64() * 1e3,
+    );
+    let server_record = record.clone();
+    let server = std::thread::spawn(move || -> std::result::Result<u64, CmError> {
+        let mut log = |s: StepDone| {
+            server_record(
+                "server",
+                s.step,
+                true,
+                s.detail,
+                s.elapsed.as_secs_f64() * 1e3,
+            )
+        };
+        let mut ep = listener.accept(timeout, timeout, &mut log, &mut fill_pattern)?;
+        let echoed = serve(&mut ep).map_err(|e| match e {
+            Error::Cm(cm) => *cm,
+            other => cm_protocol(other.to_string()),
+        })?;
+        ep.disconnect()?;
+        Ok(echoed)
+    });
+
+    let mut client_log = |s: StepDone| {
+        record(
+            "client",
+            s.step,
+            true,
+            s.detail,
+            s.elapsed.as_secs_f64() * 1e3,
+        )
+    };
+    let opts = ConnectOptions {
+        src: Some(client_ip),
+        len: args.size.max(1),
+        timeout,
+    };
+    match cm::connect(listen_addr, &opts, &mut client_log) {
+        Ok((mut ep, _res)) => {
+            for (op, name) in [
+                (Op::Send, "send/recv"),
+                (Op::Write, "rdma write"),
+                (Op::Read, "rdma read"),
+            ] {
+                let t = Instant::now();
+                match run_op(&mut ep, op, args.size.max(1), 1) {
+                    Ok(r) => record(
+                        "client",
+                        name,
+                        true,
+                        format!("{} bytes, data verified", r.size),
+                        t.elapsed().as_secs_f64() * 1e3,
+                    ),
+                    Err(e) => {
+                        record(
+                            "client",
+                            name,
+                            false,
+                            e.to_string(),
+                            t.elapsed().as_secs_f64() * 1e3,
+                        );
+                        failures.push(match e {
+                            Error::Cm(cm) => *cm,
+                            other => cm_protocol(other.to_string()),
+                        });
+                        break;
+                    }
+                }
+            }
+            let t = Instant::now();
+            match ep.disconnect() {
+                Ok(()) => record(
+                    "client",
+                    "disconnect",
+                    true,
+                    "DISCONNECTED".into(),
+                    t.elapsed().as_secs_f64() * 1e3,
+                ),
+                Err(e) => {
+                    record(
+                        "client",
+                        "disconnect",
+                        false,
+                        e.summary(),
+                        t.elapsed().as_secs_f64() * 1e3,
+                    );
+                    failures.push(e);
+                }
+            }
+        }
+        Err(e) => {
+            record("client", e.stage.as_str(), false, e.summary(), 0.0);
+            failures.push(e);
+        }
+    }
+    match server.join() {
+        Ok(Ok(echoed)) => record(
+            "server",
+            "disconnect",
+            true,
+            format!("{echoed} SENDs echoed"),
+            0.0,
+        ),
+        Ok(Err(e)) => {
+            record("server", e.stage.as_str(), false, e.summary(), 0.0);
+            failures.push(e);
+        }
+        Err(_) => failures.push(cm_protocol("the server thread panicked".into())),
+    }
+    finish(ctx, &lines, &failures)
+}
+
+fn cm_protocol(text: String) -> CmError {
+    CmError {
+        stage: cm::Stage::Transfer,
+        peer: None,
+        device: None,
+        infiniband: false,
+        failure: cm::Failure::Protocol(text),
+        elapsed: None,
+    }
+}
+
+fn finish(ctx: &Ctx, lines: &Arc<Mutex<Vec<StepLine>>>, failures: &[CmError]) -> Result<u8> {
+    let lines = lines.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    if ctx.json {
+        #[derive(Serialize)]
+        struct Report {
+            mode: &'static str,
+            ok: bool,
+            steps: Vec<StepLine>,
+            errors: Vec<String>,
+        }
+        let report = Report {
+            mode: "cm",
+            ok: failures.is_empty(),
+            steps: lines,
+            errors: failures.iter().map(|f| f.to_string()).collect(),
+        };
+        output::print(&output::json(&report)).map_err(io_err)?;
+    }
+    match failures.first() {
+        None => Ok(exit::OK),
+        Some(first) if first.is_missing_stack() => Err(first.clone().into()),
+        Some(first) => {
+            if !ctx.json {
+                eprintln!("{first}");
+            }
+            Err(Error::Failed(format!(
+                "selftest --cm failed at {}",
+                first.stage
+            )))
+        }
+    }
+}
+
+// ---------------------------------------------------------------- check --peer
+
+#[derive(Debug, Serialize)]
+struct KernelChoiceReport {
+    peer: IpAddr,
+    kernel: Resolution,
+    given_gid_index: Option<u32>,
+    agrees: Option<bool>,
+    note: Option<String>,
+}
+
+/// The part of `check --peer` that asks the kernel (the lead merges it into check).
+pub fn check_peer(ctx: &Ctx, args: &CheckArgs) -> Result<u8> {
+    let Some(peer) = args.peer else {
+        return Err(Error::Usage(
+            "check without --peer is not wired on this branch; give --peer IP".into(),
+        ));
+    };
+    let src = match &args.device {
+        Some(dev) => Some(device_ipv4(&ctx.sysfs, dev, args.port)?),
+        None => None,
+    };
+    let res = cm::kernel_gid_choice(peer, src, Duration::from_secs(2))?;
+    let given = match args.gid_index {
+        GidIndexArg::Auto => None,
+        GidIndexArg::Index(n) => Some(n),
+    };
+    let given_gid = given.and_then(|n| read_gid(&ctx.sysfs, &res.device, res.port as u32, n));
+    let note = compare_choice(&res, given, given_gid.as_ref());
+    let agrees = given.map(|g| Some(g) == res.gid_index);
+    if ctx.json {
+        let report = KernelChoiceReport {
+            peer,
+            kernel: res,
+            given_gid_index: given,
+            agrees,
+            note,
+        };
+        output::print(&output::json(&report)).map_err(io_err)?;
+    } else {
+        let mut out = render_choice(&res);
+        if let Some(note) = note {
+            out.push('\n');
+            out.push_str(&note);
+        }
+        output::print(&out).map_err(io_err)?;
+    }
+    Ok(exit::OK)
+}
+
+fn read_gid(sysfs: &Path, device: &str, port: u32, index: u32) -> Option<Gid> {
+    let path = sysfs.join(format!(
+        "class/infiniband/{device}/ports/{port}/gids/{index}"
+    ));
+    Gid::parse(std::fs::read_to_string(path).ok()?.trim()).ok()
+}
+
+pub fn render_choice(res: &Resolution) -> String {
+    format!(
+        "kernel would use {}/{} GID index {} ({}{}{}) toward {}{}",
+        res.device,
+        res.port,
+        res.gid_index.map_or("?".to_string(), |i| i.to_string()),
+        res.sgid,
+        res.gid_type
+            .as_ref()
+            .map(|t| format!(", {}", gid_type_text(t)))
+            .unwrap_or_default(),
+        res.netdev
+            .as_deref()
+            .map(|n| format!(", {n}"))
+            .unwrap_or_default(),
+        res.peer,
+        res.source.map(|s| format!(" from {s}")).unwrap_or_default(),
+    )
+}
+
+fn gid_type_text(t: &crate::model::GidType) -> String {
+    use crate::model::GidType;
+    match t {
+        GidType::Ib => "IB/RoCE v1".into(),
+        GidType::RoceV1 => "RoCE v1".into(),
+        GidType::RoceV2 => "RoCE v2".into(),
+        GidType::Other(s) => s.clone(),
+    }
+}
+
+/// Compare the index the user gave with the kernel's choice and say what the difference
+/// means. Pure, for the table test below.
+pub fn compare_choice(
+    res: &Resolution,
+    given: Option<u32>,
+    given_gid: Option<&Gid>,
+) -> Option<String> {
+    let kernel = res.gid_index?;
+    let given = given?;
+    if given == kernel {
+        return Some(format!(
+            "you gave -g {given}: the same index the kernel picks"
+        ));
+    }
+    let what = match given_gid {
+        None => format!("slot {given} is empty or missing on {}/{}", res.device, res.port),
+        Some(g) if g.is_link_local() => format!(
+            "{g} is link-local: it reaches {} only on the same L2 segment, and RoCE v2 routing and the peer's \
+             GID type must agree; rping and the CM use the routable GID instead",
+            res.peer
+        ),
+        Some(g) => format!("{g} is not the GID of the source address the route to {} uses", res.peer),
+    };
+    Some(format!(
+        "warning: you gave -g {given}, the kernel would use index {kernel} ({}): {what}. Use -g {kernel}, or let rdmactl pick (-g auto)",
+        res.sgid
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{GidType, LinkLayer};
+
+    #[test]
+    fn latency_stats_nearest_rank() {
+        type Row<'a> = (&'a [f64], (f64, f64, f64));
+        let cases: &[Row] = &[
+            (&[], (0.0, 0.0, 0.0)),
+            (&[5.0], (5.0, 5.0, 5.0)),
+            (&[3.0, 1.0, 2.0], (1.0, 2.0, 3.0)),
+            (&[4.0, 1.0, 3.0, 2.0], (1.0, 2.0, 4.0)),
+        ];
+        for (input, (min, median, p99)) in cases {
+            let mut v = input.to_vec();
+            assert_eq!(
+                latency_stats(&mut v),
+                Latency {
+                    min: *min,
+                    median: *median,
+                    p99: *p99
+                },
+                "{input:?}"
+            );
+        }
+        let mut hundred: Vec<f64> = (1..=100).map(f64::from).collect();
+        assert_eq!(
+            latency_stats(&mut hundred),
+            Latency {
+                min: 1.0,
+                median: 50.0,
+                p99: 99.0
+            }
+        );
+    }
+
+    #[test]
+    fn op_result_rates() {
+        let r = op_result(
+            "write",
+            4096,
+            1000,
+            4_096_000,
+            Duration::from_secs(2),
+            vec![1.0; 1000],
+        );
+        assert_eq!(r.mbit_per_sec, 4_096_000.0 * 8.0 / 2.0 / 1e6);
+        assert_eq!(r.usec_per_iter, 2000.0);
+    }
+
+    #[test]
+    fn rping_info_messages() {
+        let mut msg = [0u8; 16];
+        msg[0..8].copy_from_slice(&0x5555_0000_1000u64.to_be_bytes());
+        msg[8..12].copy_from_slice(&0x1234u32.to_be_bytes());
+        msg[12..16].copy_from_slice(&64u32.to_be_bytes());
+        assert_eq!(
+            rping_info(&msg),
+            Some(cm::RemoteBuffer {
+                addr: 0x5555_0000_1000,
+                rkey: 0x1234,
+                len: 64
+            })
+        );
+        // rdma_client's 16 zero bytes are a plain message to echo, not an rping advert.
+        assert_eq!(rping_info(&[0u8; 16]), None);
+        assert_eq!(rping_info(&msg[..12]), None);
+    }
+
+    #[test]
+    fn pattern_checks() {
+        let mut buf = vec![0u8; 600];
+        fill_pattern(&mut buf);
+        assert_eq!(first_mismatch(&buf), None);
+        buf[300] ^= 1;
+        assert_eq!(first_mismatch(&buf), Some(300));
+    }
+
+    #[test]
+    fn device_ipv4_from_fixture() {
+        let root = Path::new("/work/shared/fixtures/sysfs/rxe-veth-basic");
+        if !root.exists() {
+            eprintln!("skipped: fixture {} not present", root.display());
+            return;
+        }
+        assert_eq!(
+            device_ipv4(root, "rxe0", 1).unwrap(),
+            "192.168.77.1".parse::<IpAddr>().unwrap()
+        );
+        assert_eq!(
+            device_ipv4(root, "rxe1", 1).unwrap(),
+            "192.168.77.2".parse::<IpAddr>().unwrap()
+        );
+        assert!(matches!(
+            device_ipv4(root, "mlx5_9", 1),
+            Err(Error::Usage(_))
+        ));
+    }
+
+    fn resolution(index: u32) -> Resolution {
+        Resolution {
+            peer: "192.168.77.2".parse().unwrap(),
+            source: Some("192.168.77.1".parse().unwrap()),
+            device: "rxe0".into(),
+            port: 1,
+            link_layer: LinkLayer::Ethernet,
+            sgid: Gid::parse("::ffff:192.168.77.1").unwrap(),
+            gid_index: Some(index),
+            gid_type: Some(GidType::RoceV2),
+            netdev: Some("veth0".into()),
+            other_indices: vec![],
+        }
+    }
+
+    #[test]
+    fn kernel_choice_comparison() {
+        let res = resolution(1);
+        let ll = Gid::parse("fe80::1").unwrap();
+        let other = Gid::parse("::ffff:10.0.0.1").unwrap();
+        assert_eq!(compare_choice(&res, None, None), None);
+        assert!(compare_choice(&res, Some(1), None)
+            .unwrap()
+            .contains("same index"));
+        let text = compare_choice(&res, Some(0), Some(&ll)).unwrap();
+        assert!(
+            text.starts_with("warning: you gave -g 0, the kernel would use index 1"),
+            "{text}"
+        );
+        assert!(text.contains("link-local"), "{text}");
+        assert!(compare_choice(&res, Some(3), Some(&other))
+            .unwrap()
+            .contains("not the GID of the source"));
+        assert!(compare_choice(&res, Some(9), None)
+            .unwrap()
+            .contains("empty or missing"));
+        assert_eq!(
+            render_choice(&res),
+            "kernel would use rxe0/1 GID index 1 (0000:0000:0000:0000:0000:ffff:c0a8:4d01, RoCE v2, veth0) toward 192.168.77.2 from 192.168.77.1"
+        );
+    }
+}

@@ -1,0 +1,2555 @@
+//! The RDMA connection manager (librdmacm), called through rdma-mummy-sys.
+//!
+//! sideway's rdmacm wrapper hides the event's private data, `rdma_reject`, the source GID
+//! and the event status behind a panic on unknown event types, so this module talks to
+//! librdmacm directly. librdmacm is dlopened like libibverbs: when it is missing every call
+//! fails with EOPNOTSUPP, and `open_channel` turns that into an error naming the package.
+//!
+//! Every wait on a CM event polls the channel's fd with a deadline, so no step can hang.
+//! The QP is created on the cm_id (`rdma_create_qp`), so librdmacm itself moves it through
+//! INIT/RTR/RTS from the kernel's address vector: the kernel, not the user, picks the GID.
+
+use std::ffi::CStr;
+use std::fmt;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6};
+use std::ptr::{self, NonNull};
+use std::time::{Duration, Instant};
+
+use rdma_mummy_sys as sys;
+use serde::Serialize;
+
+use crate::gid::Gid;
+use crate::model::{GidType, LinkLayer};
+
+// ---------------------------------------------------------------- errors and explanations
+
+/// Where in the connection's life a failure happened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Stage {
+    /// Opening librdmacm and its event channel.
+    Setup,
+    Bind,
+    ResolveAddr,
+    ResolveRoute,
+    CreateQp,
+    Listen,
+    Connect,
+    Accept,
+    Transfer,
+    Disconnect,
+}
+
+impl Stage {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Stage::Setup => "setup",
+            Stage::Bind => "bind",
+            Stage::ResolveAddr => "resolve address",
+            Stage::ResolveRoute => "resolve route",
+            Stage::CreateQp => "create QP",
+            Stage::Listen => "listen",
+            Stage::Connect => "connect",
+            Stage::Accept => "accept",
+            Stage::Transfer => "transfer",
+            Stage::Disconnect => "disconnect",
+        }
+    }
+}
+
+impl fmt::Display for Stage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A CM event type as librdmacm numbers it (`enum rdma_cm_event_type`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventKind {
+    AddrResolved,
+    AddrError,
+    RouteResolved,
+    RouteError,
+    ConnectRequest,
+    ConnectResponse,
+    ConnectError,
+    Unreachable,
+    Rejected,
+    Established,
+    Disconnected,
+    DeviceRemoval,
+    AddrChange,
+    TimewaitExit,
+    Other(u32),
+}
+
+impl EventKind {
+    fn from_raw(raw: u32) -> EventKind {
+        use sys::rdma_cm_event_type as t;
+        match raw {
+            t::RDMA_CM_EVENT_ADDR_RESOLVED => EventKind::AddrResolved,
+            t::RDMA_CM_EVENT_ADDR_ERROR => EventKind::AddrError,
+            t::RDMA_CM_EVENT_ROUTE_RESOLVED => EventKind::RouteResolved,
+            t::RDMA_CM_EVENT_ROUTE_ERROR => EventKind::RouteError,
+            t::RDMA_CM_EVENT_CONNECT_REQUEST => EventKind::ConnectRequest,
+            t::RDMA_CM_EVENT_CONNECT_RESPONSE => EventKind::ConnectResponse,
+            t::RDMA_CM_EVENT_CONNECT_ERROR => EventKind::ConnectError,
+            t::RDMA_CM_EVENT_UNREACHABLE => EventKind::Unreachable,
+            t::RDMA_CM_EVENT_REJECTED => EventKind::Rejected,
+            t::RDMA_CM_EVENT_ESTABLISHED => EventKind::Established,
+            t::RDMA_CM_EVENT_DISCONNECTED => EventKind::Disconnected,
+            t::RDMA_CM_EVENT_DEVICE_REMOVAL => EventKind::DeviceRemoval,
+            t::RDMA_CM_EVENT_ADDR_CHANGE => EventKind::AddrChange,
+            t::RDMA_CM_EVENT_TIMEWAIT_EXIT => EventKind::TimewaitExit,
+            other => EventKind::Other(other),
+        }
+    }
+
+    /// The name rdma-core's `rdma_event_str` prints, so users can grep for it.
+    pub fn name(self) -> String {
+        let s = match self {
+            EventKind::AddrResolved => "RDMA_CM_EVENT_ADDR_RESOLVED",
+            EventKind::AddrError => "RDMA_CM_EVENT_ADDR_ERROR",
+            EventKind::RouteResolved => "RDMA_CM_EVENT_ROUTE_RESOLVED",
+            EventKind::RouteError => "RDMA_CM_EVENT_ROUTE_ERROR",
+            EventKind::ConnectRequest => "RDMA_CM_EVENT_CONNECT_REQUEST",
+            EventKind::ConnectResponse => "RDMA_CM_EVENT_CONNECT_RESPONSE",
+            EventKind::ConnectError => "RDMA_CM_EVENT_CONNECT_ERROR",
+            EventKind::Unreachable => "RDMA_CM_EVENT_UNREACHABLE",
+            EventKind::Rejected => "RDMA_CM_EVENT_REJECTED",
+            EventKind::Established => "RDMA_CM_EVENT_ESTABLISHED",
+            EventKind::Disconnected => "RDMA_CM_EVENT_DISCONNECTED",
+            EventKind::DeviceRemoval => "RDMA_CM_EVENT_DEVICE_REMOVAL",
+            EventKind::AddrChange => "RDMA_CM_EVENT_ADDR_CHANGE",
+            EventKind::TimewaitExit => "RDMA_CM_EVENT_TIMEWAIT_EXIT",
+            EventKind::Other(n) => return format!("RDMA CM event {n}"),
+        };
+        s.to_string()
+    }
+}
+
+/// What went wrong, with the raw numbers the kernel gave.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Failure {
+    /// `librdmacm.so.1` (or a library it needs, like libibverbs) could not be loaded.
+    LibraryMissing { loader_error: String },
+    /// librdmacm loaded but could not open the kernel's CM (`/dev/infiniband/rdma_cm`).
+    NoKernelCm {
+        errno: i32,
+        device_node_exists: bool,
+        devices_present: bool,
+    },
+    /// A librdmacm or libibverbs call failed synchronously.
+    Call { call: &'static str, errno: i32 },
+    /// The CM reported an error event; `status` is the event's status (a negative errno,
+    /// or for REJECTED on IB/RoCE the IB CM reject reason).
+    Event { event: EventKind, status: i32 },
+    /// No event within the deadline.
+    Timeout {
+        waiting_for: &'static str,
+        after: Duration,
+    },
+    /// A work completion with an error status during the transfer.
+    Completion {
+        op: &'static str,
+        status: u32,
+        vendor_err: u32,
+    },
+    /// The peer spoke, but not our private-data layout.
+    Protocol(String),
+}
+
+/// A failed CM step: the peer, the stage, the numbers, and what to do about it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CmError {
+    pub stage: Stage,
+    pub peer: Option<SocketAddr>,
+    /// The RDMA device, once the CM had bound the id to one.
+    pub device: Option<String>,
+    /// The CM had bound an InfiniBand port (so IPoIB and subnet-manager causes apply).
+    pub infiniband: bool,
+    pub failure: Failure,
+    /// How long the step ran before the CM reported the failure event.
+    pub elapsed: Option<Duration>,
+}
+
+impl CmError {
+    fn new(stage: Stage, peer: Option<SocketAddr>, failure: Failure) -> CmError {
+        CmError {
+            stage,
+            peer,
+            device: None,
+            infiniband: false,
+            failure,
+            elapsed: None,
+        }
+    }
+
+    /// The errno behind the failure, positive, when there is one.
+    #[allow(dead_code)] // for check and doctor, which the lead wires after merge
+    pub fn errno(&self) -> Option<i32> {
+        match &self.failure {
+            Failure::Call { errno, .. } | Failure::NoKernelCm { errno, .. } => Some(*errno),
+            Failure::Event {
+                event: EventKind::Rejected,
+                ..
+            } => None,
+            Failure::Event { status, .. } if *status < 0 => Some(-status),
+            _ => None,
+        }
+    }
+
+    /// The exit code class: a missing stack is exit 4, everything else found a failure.
+    pub fn is_missing_stack(&self) -> bool {
+        matches!(
+            self.failure,
+            Failure::LibraryMissing { .. } | Failure::NoKernelCm { .. }
+        )
+    }
+
+    /// One line naming what happened, with the numbers.
+    pub fn summary(&self) -> String {
+        let peer = self
+            .peer
+            .map(|p| format!(" toward {p}"))
+            .unwrap_or_default();
+        let on = self
+            .device
+            .as_ref()
+            .map(|d| format!(" on {d}"))
+            .unwrap_or_default();
+        let what = match &self.failure {
+            Failure::LibraryMissing { loader_error } => {
+                format!("librdmacm could not be loaded ({loader_error})")
+            }
+            Failure::NoKernelCm { errno, .. } => {
+                format!("cannot open the kernel RDMA CM: {}", errno_text(*errno))
+            }
+            Failure::Call { call, errno } => format!("{call} failed: {}", errno_text(*errno)),
+            Failure::Event {
+                event: EventKind::Rejected,
+                status,
+            } => {
+                format!(
+                    "{} (status {status}: {})",
+                    EventKind::Rejected.name(),
+                    reject_reason_name(*status)
+                )
+            }
+            Failure::Event { event, status } if *status < 0 => {
+                format!(
+                    "{} (status {status}: {})",
+                    event.name(),
+                    errno_text(-status)
+                )
+            }
+            Failure::Event { event, status } => format!("{} (status {status})", event.name()),
+            Failure::Timeout { waiting_for, after } => {
+                format!("no {waiting_for} within {:.1} s", after.as_secs_f64())
+            }
+            Failure::Completion {
+                op,
+                status,
+                vendor_err,
+            } => format!(
+                "{op} completed with {} ({status}), vendor error {vendor_err:#x}",
+                wc_status_name(*status)
+            ),
+            Failure::Protocol(text) => text.clone(),
+        };
+        let after = self
+            .elapsed
+            .map(|e| format!(" after {:.2} s", e.as_secs_f64()))
+            .unwrap_or_default();
+        format!("{}{peer}{on}: {what}{after}", self.stage)
+    }
+
+    /// Why it happened, as far as the numbers tell.
+    pub fn explanation(&self) -> String {
+        explain(self).0
+    }
+
+    /// What to do next.
+    pub fn fix(&self) -> String {
+        explain(self).1
+    }
+}
+
+impl fmt::Display for CmError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}\n  why: {}\n  fix: {}",
+            self.summary(),
+            self.explanation(),
+            self.fix()
+        )
+    }
+}
+
+impl std::error::Error for CmError {}
+
+fn errno_text(errno: i32) -> String {
+    let text = std::io::Error::from_raw_os_error(errno).to_string();
+    // io::Error appends " (os error N)"; keep the errno's symbolic name instead.
+    let text = text.split(" (os error").next().unwrap_or(&text).to_string();
+    match errno_name(errno) {
+        Some(name) => format!("{name}, {text}"),
+        None => format!("errno {errno}, {text}"),
+    }
+}
+
+fn errno_name(errno: i32) -> Option<&'static str> {
+    Some(match errno {
+        libc::EPERM => "EPERM",
+        libc::ENOENT => "ENOENT",
+        libc::EINVAL => "EINVAL",
+        libc::ENODEV => "ENODEV",
+        libc::ENOMEM => "ENOMEM",
+        libc::EACCES => "EACCES",
+        libc::EADDRINUSE => "EADDRINUSE",
+        libc::EADDRNOTAVAIL => "EADDRNOTAVAIL",
+        libc::ENETUNREACH => "ENETUNREACH",
+        libc::EHOSTUNREACH => "EHOSTUNREACH",
+        libc::ETIMEDOUT => "ETIMEDOUT",
+        libc::ECONNREFUSED => "ECONNREFUSED",
+        libc::ECONNRESET => "ECONNRESET",
+        libc::EOPNOTSUPP => "EOPNOTSUPP",
+        libc::ENODATA => "ENODATA",
+        libc::EAFNOSUPPORT => "EAFNOSUPPORT",
+        libc::ENETDOWN => "ENETDOWN",
+        _ => return None,
+    })
+}
+
+/// IB CM reject reasons (IBTA CM REJ, `enum ib_cm_rej_reason`), the status of
+/// RDMA_CM_EVENT_REJECTED on InfiniBand and RoCE.
+pub fn reject_reason_name(status: i32) -> &'static str {
+    match status {
+        1 => "IB_CM_REJ_NO_QP",
+        2 => "IB_CM_REJ_NO_EEC",
+        3 => "IB_CM_REJ_NO_RESOURCES",
+        4 => "IB_CM_REJ_TIMEOUT",
+        5 => "IB_CM_REJ_UNSUPPORTED",
+        6 => "IB_CM_REJ_INVALID_COMM_ID",
+        7 => "IB_CM_REJ_INVALID_COMM_INSTANCE",
+        8 => "IB_CM_REJ_INVALID_SERVICE_ID",
+        9 => "IB_CM_REJ_INVALID_TRANSPORT_TYPE",
+        10 => "IB_CM_REJ_STALE_CONN",
+        11 => "IB_CM_REJ_RDC_NOT_EXIST",
+        12 => "IB_CM_REJ_INVALID_GID",
+        13 => "IB_CM_REJ_INVALID_LID",
+        14 => "IB_CM_REJ_INVALID_SL",
+        15 => "IB_CM_REJ_INVALID_TRAFFIC_CLASS",
+        16 => "IB_CM_REJ_INVALID_HOP_LIMIT",
+        17 => "IB_CM_REJ_INVALID_PACKET_RATE",
+        24 => "IB_CM_REJ_PORT_CM_REDIRECT",
+        25 => "IB_CM_REJ_PORT_REDIRECT",
+        26 => "IB_CM_REJ_INVALID_MTU",
+        27 => "IB_CM_REJ_INSUFFICIENT_RESP_RESOURCES",
+        28 => "IB_CM_REJ_CONSUMER_DEFINED",
+        29 => "IB_CM_REJ_INVALID_RNR_RETRY",
+        30 => "IB_CM_REJ_DUPLICATE_LOCAL_COMM_ID",
+        31 => "IB_CM_REJ_INVALID_CLASS_VERSION",
+        32 => "IB_CM_REJ_INVALID_FLOW_LABEL",
+        33 => "IB_CM_REJ_INVALID_ALT_FLOW_LABEL",
+        35 => "IB_CM_REJ_VENDOR_OPTION_NOT_SUPPORTED",
+        -111 => "ECONNREFUSED (iWARP)",
+        -110 => "ETIMEDOUT",
+        _ => "unknown reject reason",
+    }
+}
+
+pub fn wc_status_name(status: u32) -> &'static str {
+    use sys::ibv_wc_status as s;
+    match status {
+        s::IBV_WC_SUCCESS => "IBV_WC_SUCCESS",
+        s::IBV_WC_LOC_LEN_ERR => "IBV_WC_LOC_LEN_ERR",
+        s::IBV_WC_LOC_QP_OP_ERR => "IBV_WC_LOC_QP_OP_ERR",
+        s::IBV_WC_LOC_PROT_ERR => "IBV_WC_LOC_PROT_ERR",
+        s::IBV_WC_WR_FLUSH_ERR => "IBV_WC_WR_FLUSH_ERR",
+        s::IBV_WC_BAD_RESP_ERR => "IBV_WC_BAD_RESP_ERR",
+        s::IBV_WC_LOC_ACCESS_ERR => "IBV_WC_LOC_ACCESS_ERR",
+        s::IBV_WC_REM_INV_REQ_ERR => "IBV_WC_REM_INV_REQ_ERR",
+        s::IBV_WC_REM_ACCESS_ERR => "IBV_WC_REM_ACCESS_ERR",
+        s::IBV_WC_REM_OP_ERR => "IBV_WC_REM_OP_ERR",
+        s::IBV_WC_RETRY_EXC_ERR => "IBV_WC_RETRY_EXC_ERR",
+        s::IBV_WC_RNR_RETRY_EXC_ERR => "IBV_WC_RNR_RETRY_EXC_ERR",
+        s::IBV_WC_REM_ABORT_ERR => "IBV_WC_REM_ABORT_ERR",
+        s::IBV_WC_FATAL_ERR => "IBV_WC_FATAL_ERR",
+        s::IBV_WC_GENERAL_ERR => "IBV_WC_GENERAL_ERR",
+        _ => "an error status",
+    }
+}
+
+/// (why, fix) for a failure. Pure, so every row is unit-tested.
+fn explain(err: &CmError) -> (String, String) {
+    let peer = err
+        .peer
+        .map(|p| p.ip().to_string())
+        .unwrap_or_else(|| "the peer".into());
+    let port = err
+        .peer
+        .map(|p| p.port().to_string())
+        .unwrap_or_else(|| "the port".into());
+    let ib = err.infiniband;
+    let s = |a: &str, b: &str| (a.to_string(), b.to_string());
+    match (&err.failure, err.stage) {
+        (Failure::LibraryMissing { .. }, _) => s(
+            "librdmacm.so.1 is loaded at run time and is not installed (or a library it needs is missing)",
+            "install librdmacm1 (Debian/Ubuntu: apt install librdmacm1; RHEL: dnf install librdmacm), or use the TCP exchange (omit --cm)",
+        ),
+        (Failure::NoKernelCm { devices_present: false, .. }, _) => s(
+            "there is no RDMA device: /sys/class/infiniband is empty or missing, so no RDMA driver is loaded",
+            "load your NIC's RDMA driver (mlx5_ib, irdma, bnxt_re, ...), or for Soft-RoCE: modprobe rdma_rxe; rdma link add rxe0 type rxe netdev <if>",
+        ),
+        (Failure::NoKernelCm { device_node_exists: false, .. }, _) => s(
+            "/dev/infiniband/rdma_cm does not exist: the kernel's user-space CM module (rdma_ucm) is not loaded",
+            "modprobe rdma_ucm (rdma-core's rdma-load-modules@rdma.service does this at boot), or use the TCP exchange (omit --cm)",
+        ),
+        (Failure::NoKernelCm { errno, .. }, _) if *errno == libc::EACCES || *errno == libc::EPERM => s(
+            "/dev/infiniband/rdma_cm exists but this process may not open it (permissions, or a container without the device)",
+            "pass /dev/infiniband/rdma_cm into the container, or check its mode (the kernel creates it 0666)",
+        ),
+        (Failure::NoKernelCm { .. }, _) => s(
+            "librdmacm found no usable RDMA device (none registered, or libibverbs lists none)",
+            "run rdmactl devices and rdmactl doctor; load the NIC's RDMA driver",
+        ),
+        (Failure::Call { errno, .. }, Stage::Bind) if *errno == libc::EADDRNOTAVAIL || *errno == libc::ENODEV => (
+            "the address to bind is not configured on an RDMA-capable netdev of this host".into(),
+            "give an address shown by `ip -br addr` on the netdev of an RDMA port (rdmactl ports shows the netdev)".into(),
+        ),
+        (Failure::Call { errno, .. }, Stage::Bind | Stage::Listen) if *errno == libc::EADDRINUSE => (
+            format!("another RDMA CM listener already uses port {port} on that address"),
+            "stop the other server, or pick another port with -p".into(),
+        ),
+        (Failure::Call { .. }, Stage::ResolveAddr)
+        | (Failure::Event { event: EventKind::AddrError, .. }, _) => addr_error(err, &peer, ib),
+        (Failure::Event { event: EventKind::RouteError, status }, _)
+        | (Failure::Call { errno: status, call: "rdma_resolve_route" }, _) => {
+            let status = status.abs();
+            if ib && status == libc::ETIMEDOUT {
+                s(
+                    "the path record query to the subnet administrator timed out: no subnet manager answers, or the peer's GID is unknown to it",
+                    "check that opensm (or the switch's SM) runs: sminfo; ibstat shows the SM LID",
+                )
+            } else {
+                (
+                    format!("the kernel found no usable route from the RDMA netdev to {peer} (the netdev is down, or the route leaves through another interface)"),
+                    format!("check `ip route get {peer}` and the port state (rdmactl ports); RoCE needs the route to use the RDMA port's netdev"),
+                )
+            }
+        }
+        (Failure::Event { event: EventKind::Unreachable, .. }, _) => (
+            format!("{peer} did not answer the connection request: no RDMA CM there, the host is down, or RoCE packets (UDP 4791) are dropped on the way"),
+            format!("check that the server runs on {peer} (rdmactl pingpong --cm on it), that UDP 4791 passes, and that both ends use RoCE v2"),
+        ),
+        (Failure::Event { event: EventKind::Rejected, status }, _) => match *status {
+            8 | -111 => (
+                format!("nobody listens on {peer} port {port}: the peer's kernel answered the request with a reject (connection refused)"),
+                format!("start the server first (rdmactl pingpong --cm on {peer}), and use the same -p on both sides"),
+            ),
+            28 => (
+                "the server application refused the connection (a consumer-defined reject)".into(),
+                "read the server's output; a version or parameter mismatch is the usual cause".into(),
+            ),
+            26 => s("the two ends disagree on the path MTU", "set the same MTU on both netdevs (RoCE active_mtu follows the netdev MTU)"),
+            3 | 27 => s("the server ran out of QPs or responder resources", "free resources on the server, or lower the connection count"),
+            4 => s(
+                "the server's CM timed out waiting for this side's reply",
+                "check for packet loss between the hosts and that this host answers quickly",
+            ),
+            12 => s("the server could not use the GID this side sent", "check both GID tables (rdmactl gids) and the RoCE type on each end"),
+            _ => s(
+                "the peer's CM rejected the connection request",
+                "look up the reject reason above; compare both ends' configuration (rdmactl check)",
+            ),
+        },
+        (Failure::Event { event: EventKind::ConnectError, .. }, _) => s(
+            "the CM exchange got through, but bringing the QP to RTR/RTS or the final handshake failed",
+            "run rdmactl check --peer on both ends: GID table, route and MTU",
+        ),
+        (Failure::Event { event: EventKind::Disconnected, .. }, _) => s(
+            "the peer closed the connection (its process ended, or it called rdma_disconnect) before this step finished",
+            "read the peer's output for its own error",
+        ),
+        (Failure::Event { event: EventKind::DeviceRemoval, .. }, _) => s(
+            "the RDMA device was removed under the connection (driver unloaded, `rdma link delete`, or its netdev deleted)",
+            "check `rdma link` and dmesg, then restart the test",
+        ),
+        (Failure::Event { event: EventKind::AddrChange, .. }, _) => s(
+            "the address of the netdev under the connection changed (bonding fail-over or an address removed)",
+            "restart the test once the address is stable",
+        ),
+        (Failure::Event { .. }, _) => s(
+            "the CM reported an event this step did not expect",
+            "rerun; if it repeats, compare with rping against the same peer",
+        ),
+        (Failure::Timeout { waiting_for, .. }, Stage::ResolveAddr) => (
+            format!("the kernel gave no answer for {waiting_for}: no ARP/neighbour reply from {peer}"),
+            format!("check `ip neigh show {peer}` and `ping {peer}`; on one host with two ports on a veth pair set net.ipv4.conf.all.accept_local=1"),
+        ),
+        (Failure::Timeout { .. }, Stage::Connect) => (
+            format!("{peer} did not answer the connection request in time: no server there, the host is down, or RoCE packets (UDP 4791) are dropped"),
+            format!("start the server on {peer} first; check the path with rdmactl check --peer {peer}; raise --timeout for slow links"),
+        ),
+        (Failure::Timeout { .. }, Stage::Accept | Stage::Listen) => s(
+            "no client connected within the time allowed",
+            "start the client (rdmactl pingpong --cm SERVER) toward this address and port",
+        ),
+        (Failure::Timeout { .. }, Stage::Transfer) => s(
+            "no completion arrived in time: the peer stopped answering, or packets are lost",
+            "check the peer's output; rxe retries forever when retry_cnt is 7, rdmactl uses 6",
+        ),
+        (Failure::Timeout { .. }, _) => s("the step did not finish in time", "raise --timeout, or check the peer"),
+        (Failure::Completion { status, .. }, _) => match *status {
+            sys::ibv_wc_status::IBV_WC_RETRY_EXC_ERR => s(
+                "the packets never reached the peer, or its acknowledgements never came back (peer gone, wrong route, RoCE v1/v2 mismatch)",
+                "check the peer is alive; run rdmactl check --peer on both ends",
+            ),
+            sys::ibv_wc_status::IBV_WC_RNR_RETRY_EXC_ERR => s(
+                "a SEND arrived while the peer had no receive posted",
+                "the peer must post receives before the sender sends",
+            ),
+            sys::ibv_wc_status::IBV_WC_REM_ACCESS_ERR => s(
+                "the peer refused the remote access: wrong rkey, address out of its buffer, or missing access rights",
+                "check the buffer address, rkey and length exchanged in the CM private data",
+            ),
+            sys::ibv_wc_status::IBV_WC_WR_FLUSH_ERR => s(
+                "the QP went to the error state (the connection was torn down) while work was queued",
+                "look at the first error before this one, or at the peer's output",
+            ),
+            _ => s("the work request failed", "see the completion status; compare with ibv_rc_pingpong"),
+        },
+        (Failure::Protocol(_), _) => s(
+            "the peer is not an rdmactl --cm peer of a compatible version (its private data has another layout)",
+            "run the same rdmactl version on both ends",
+        ),
+        (Failure::Call { call, .. }, _) => (
+            format!("{call} was refused by the kernel or the provider"),
+            "check dmesg and rdmactl doctor".into(),
+        ),
+    }
+}
+
+fn addr_error(err: &CmError, peer: &str, ib: bool) -> (String, String) {
+    let errno = match &err.failure {
+        Failure::Call { errno, .. } => *errno,
+        Failure::Event { status, .. } => status.abs(),
+        _ => 0,
+    };
+    match errno {
+        libc::ENODEV if ib => (
+            format!("the route to {peer} leaves through an IPoIB interface without an IP address, or through a netdev that has no RDMA port (failure-modes row 12)"),
+            "configure an IP address on the port's IPoIB interface (ip addr add ... dev ib0), or use the TCP exchange (omit --cm)".into(),
+        ),
+        libc::ENODEV => (
+            format!("the route to {peer} leaves through a netdev with no RDMA device on it (e.g. a plain NIC), or on InfiniBand an IPoIB interface without an address"),
+            format!("give the peer's address on the RDMA network, or bind the source to the RDMA netdev's address (--bind); `ip route get {peer}` shows the netdev"),
+        ),
+        libc::ENETUNREACH => (
+            format!("there is no route to {peer}"),
+            format!("check `ip route get {peer}`: add a route, or use the peer's address on the RDMA subnet"),
+        ),
+        libc::EHOSTUNREACH | libc::ETIMEDOUT => (
+            format!("no ARP/neighbour reply from {peer} through the netdev the route picks (the host is down or not on that subnet, or ARP is filtered; on one host with two ports on a veth pair the reply needs accept_local)"),
+            format!("check `ping {peer}` and `ip neigh show {peer}`; on one host set net.ipv4.conf.all.accept_local=1 and rp_filter=0"),
+        ),
+        libc::EADDRNOTAVAIL => (
+            "the source address is not configured on this host".into(),
+            "give a local address with --bind (ip -br addr lists them)".into(),
+        ),
+        libc::EINVAL => (
+            format!("the kernel CM cannot use {peer} (multicast, broadcast, or an address family the port does not support)"),
+            "give the peer's unicast address".into(),
+        ),
+        _ => (
+            format!("the kernel could not map {peer} to an RDMA device and a destination MAC/GID"),
+            format!("check `ip route get {peer}` and rdmactl check --peer {peer}"),
+        ),
+    }
+}
+
+// ---------------------------------------------------------------- the private data layout
+
+/// Where the peer may RDMA READ/WRITE: carried in the CM private data of the connect
+/// request (client) and of the accept (server).
+///
+/// Layout, 24 bytes, all integers big-endian: magic "RDCT" (4), version (1), flags (1),
+/// reserved (2), buffer address (8), rkey (4), length (4). IB CM pads private data with
+/// zeros (up to 56 bytes in a REQ after the CMA header), so only the prefix is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct RemoteBuffer {
+    pub addr: u64,
+    pub rkey: u32,
+    pub len: u32,
+}
+
+pub const PRIVATE_DATA_MAGIC: [u8; 4] = *b"RDCT";
+pub const PRIVATE_DATA_VERSION: u8 = 1;
+pub const PRIVATE_DATA_LEN: usize = 24;
+
+impl RemoteBuffer {
+    pub fn encode(&self) -> [u8; PRIVATE_DATA_LEN] {
+        let mut out = [0u8; PRIVATE_DATA_LEN];
+        out[0..4].copy_from_slice(&PRIVATE_DATA_MAGIC);
+        out[4] = PRIVATE_DATA_VERSION;
+        out[8..16].copy_from_slice(&self.addr.to_be_bytes());
+        out[16..20].copy_from_slice(&self.rkey.to_be_bytes());
+        out[20..24].copy_from_slice(&self.len.to_be_bytes());
+        out
+    }
+
+    pub fn decode(data: &[u8]) -> Result<RemoteBuffer, String> {
+        if data.len() < PRIVATE_DATA_LEN {
+            return Err(format!(
+                "the peer sent {} bytes of CM private data; rdmactl --cm needs {PRIVATE_DATA_LEN}",
+                data.len()
+            ));
+        }
+        if data[0..4] != PRIVATE_DATA_MAGIC {
+            return Err(format!(
+                "the peer's CM private data starts with {:02x?}, not rdmactl's \"RDCT\"",
+                &data[0..4]
+            ));
+        }
+        if data[4] != PRIVATE_DATA_VERSION {
+            return Err(format!(
+                "the peer speaks rdmactl CM private data version {}, this rdmactl speaks {PRIVATE_DATA_VERSION}",
+                data[4]
+            ));
+        }
+        let be32 =
+            |r: std::ops::Range<usize>| u32::from_be_bytes(data[r].try_into().unwrap_or_default());
+        let addr = u64::from_be_bytes(data[8..16].try_into().unwrap_or_default());
+        Ok(RemoteBuffer {
+            addr,
+            rkey: be32(16..20),
+            len: be32(20..24),
+        })
+    }
+}
+
+// ---------------------------------------------------------------- sockaddr conversion
+
+fn to_sockaddr(addr: SocketAddr) -> libc::sockaddr_storage {
+    // SAFETY: sockaddr_storage is plain old data; all-zero is a valid value.
+    let mut storage: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+    match addr {
+        SocketAddr::V4(v4) => {
+            let sin = libc::sockaddr_in {
+                sin_family: libc::AF_INET as libc::sa_family_t,
+                sin_port: v4.port().to_be(),
+                sin_addr: libc::in_addr {
+                    s_addr: u32::from_ne_bytes(v4.ip().octets()),
+                },
+                sin_zero: [0; 8],
+            };
+            // SAFETY: sockaddr_storage is larger than and aligned for sockaddr_in.
+            unsafe { ptr::write(&mut storage as *mut _ as *mut libc::sockaddr_in, sin) };
+        }
+        SocketAddr::V6(v6) => {
+            let sin6 = libc::sockaddr_in6 {
+                sin6_family: libc::AF_INET6 as libc::sa_family_t,
+                sin6_port: v6.port().to_be(),
+                sin6_flowinfo: v6.flowinfo(),
+                sin6_addr: libc::in6_addr {
+                    s6_addr: v6.ip().octets(),
+                },
+                sin6_scope_id: v6.scope_id(),
+            };
+            // SAFETY: as above, for sockaddr_in6.
+            unsafe { ptr::write(&mut storage as *mut _ as *mut libc::sockaddr_in6, sin6) };
+        }
+    }
+    storage
+}
+
+/// # Safety
+/// `sa` must point to a sockaddr of at least the size its family implies.
+unsafe fn from_sockaddr(sa: *const libc::sockaddr) -> Option<SocketAddr> {
+    match (*sa).sa_family as i32 {
+        libc::AF_INET => {
+            let sin = &*(sa as *const libc::sockaddr_in);
+            let ip = Ipv4Addr::from(sin.sin_addr.s_addr.to_ne_bytes());
+            Some(SocketAddr::V4(SocketAddrV4::new(
+                ip,
+                u16::from_be(sin.sin_port),
+            )))
+        }
+        libc::AF_INET6 => {
+            let sin6 = &*(sa as *const libc::sockaddr_in6);
+            let ip = Ipv6Addr::from(sin6.sin6_addr.s6_addr);
+            Some(SocketAddr::V6(SocketAddrV6::new(
+                ip,
+                u16::from_be(sin6.sin6_port),
+                sin6.sin6_flowinfo,
+                sin6.sin6_scope_id,
+            )))
+        }
+        _ => None,
+    }
+}
+
+fn last_errno() -> i32 {
+    std::io::Error::last_os_error()
+        .raw_os_error()
+        .unwrap_or(libc::EIO)
+}
+
+// ---------------------------------------------------------------- event channel and ids
+
+/// Why `rdma_create_event_channel` failed, told apart by its errno: rdma-mummy-sys answers
+/// EOPNOTSUPP when it could not dlopen librdmacm, so ask the loader why.
+fn channel_error(errno: i32, peer: Option<SocketAddr>) -> CmError {
+    let failure = if errno == libc::EOPNOTSUPP {
+        Failure::LibraryMissing {
+            loader_error: loader_error(),
+        }
+    } else {
+        Failure::NoKernelCm {
+            errno,
+            device_node_exists: std::path::Path::new("/dev/infiniband/rdma_cm").exists(),
+            devices_present: std::fs::read_dir("/sys/class/infiniband")
+                .is_ok_and(|mut d| d.next().is_some()),
+        }
+    };
+    CmError::new(Stage::Setup, peer, failure)
+}
+
+fn loader_error() -> String {
+    // SAFETY: dlopen/dlerror with a valid C string; the handle is closed again at once.
+    unsafe {
+        let handle = libc::dlopen(
+            c"librdmacm.so.1".as_ptr(),
+            libc::RTLD_LAZY | libc::RTLD_LOCAL,
+        );
+        if handle.is_null() {
+            let msg = libc::dlerror();
+            if msg.is_null() {
+                "librdmacm.so.1: cannot be loaded".to_string()
+            } else {
+                CStr::from_ptr(msg).to_string_lossy().into_owned()
+            }
+        } else {
+            libc::dlclose(handle);
+            "librdmacm.so.1 loads, but rdmactl's loader could not resolve its functions".to_string()
+        }
+    }
+}
+
+struct Channel {
+    raw: NonNull<sys::rdma_event_channel>,
+}
+
+// SAFETY: an event channel is a file descriptor wrapper; librdmacm allows using it from
+// any thread, and rdmactl uses each channel from one thread at a time.
+unsafe impl Send for Channel {}
+
+impl Drop for Channel {
+    fn drop(&mut self) {
+        // SAFETY: created by rdma_create_event_channel; every id on it is destroyed first.
+        unsafe { sys::rdma_destroy_event_channel(self.raw.as_ptr()) }
+    }
+}
+
+/// What rdmactl keeps of one CM event; the event itself is acked at once.
+struct Event {
+    kind: EventKind,
+    status: i32,
+    id: *mut sys::rdma_cm_id,
+    private_data: Vec<u8>,
+}
+
+impl Channel {
+    fn open(peer: Option<SocketAddr>) -> Result<Channel, CmError> {
+        // SAFETY: plain constructor.
+        let raw = unsafe { sys::rdma_create_event_channel() };
+        NonNull::new(raw)
+            .map(|raw| Channel { raw })
+            .ok_or_else(|| channel_error(last_errno(), peer))
+    }
+
+    fn fd(&self) -> i32 {
+        // SAFETY: the channel is alive.
+        unsafe { self.raw.as_ref().fd }
+    }
+
+    /// The next event, or None when `deadline` passes first.
+    fn next_event(&self, deadline: Instant) -> Result<Option<Event>, i32> {
+        if !wait_readable(&[self.fd()], deadline)?.contains(&0) {
+            return Ok(None);
+        }
+        let mut raw: *mut sys::rdma_cm_event = ptr::null_mut();
+        // SAFETY: the fd is readable, so this returns without blocking.
+        if unsafe { sys::rdma_get_cm_event(self.raw.as_ptr(), &mut raw) } != 0 || raw.is_null() {
+            return Err(last_errno());
+        }
+        // SAFETY: raw is a valid event until acked; private data is copied out first.
+        unsafe {
+            let ev = &*raw;
+            let conn = &ev.param.conn;
+            let private_data = if conn.private_data.is_null() {
+                Vec::new()
+            } else {
+                std::slice::from_raw_parts(
+                    conn.private_data as *const u8,
+                    conn.private_data_len as usize,
+                )
+                .to_vec()
+            };
+            let event = Event {
+                kind: EventKind::from_raw(ev.event),
+                status: ev.status,
+                id: ev.id,
+                private_data,
+            };
+            sys::rdma_ack_cm_event(raw);
+            Ok(Some(event))
+        }
+    }
+
+    fn create_id(&self, peer: Option<SocketAddr>) -> Result<Id, CmError> {
+        let mut raw: *mut sys::rdma_cm_id = ptr::null_mut();
+        // SAFETY: valid channel; RDMA_PS_TCP gives an RC QP's port space.
+        let ret = unsafe {
+            sys::rdma_create_id(
+                self.raw.as_ptr(),
+                &mut raw,
+                ptr::null_mut(),
+                sys::rdma_port_space::RDMA_PS_TCP,
+            )
+        };
+        match NonNull::new(raw) {
+            Some(raw) if ret == 0 => Ok(Id { raw }),
+            _ => Err(CmError::new(
+                Stage::Setup,
+                peer,
+                Failure::Call {
+                    call: "rdma_create_id",
+                    errno: last_errno(),
+                },
+            )),
+        }
+    }
+}
+
+/// poll(2) on `fds` until one is readable or the deadline passes; the indices that are.
+fn wait_readable(fds: &[i32], deadline: Instant) -> Result<Vec<usize>, i32> {
+    let mut pfds: Vec<libc::pollfd> = fds
+        .iter()
+        .map(|&fd| libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        })
+        .collect();
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let ms = left.as_millis().min(i32::MAX as u128) as i32;
+        // SAFETY: pfds is a valid array of pollfd.
+        let n = unsafe { libc::poll(pfds.as_mut_ptr(), pfds.len() as libc::nfds_t, ms) };
+        if n < 0 {
+            let errno = last_errno();
+            if errno == libc::EINTR {
+                continue;
+            }
+            return Err(errno);
+        }
+        return Ok(pfds
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| p.revents != 0)
+            .map(|(i, _)| i)
+            .collect());
+    }
+}
+
+struct Id {
+    raw: NonNull<sys::rdma_cm_id>,
+}
+
+// SAFETY: a cm_id is used from one thread at a time; librdmacm locks internally.
+unsafe impl Send for Id {}
+
+impl Drop for Id {
+    fn drop(&mut self) {
+        // SAFETY: every event of this id was acked in next_event, so this cannot block.
+        unsafe { sys::rdma_destroy_id(self.raw.as_ptr()) };
+    }
+}
+
+impl Id {
+    fn ptr(&self) -> *mut sys::rdma_cm_id {
+        self.raw.as_ptr()
+    }
+
+    fn verbs(&self) -> *mut sys::ibv_context {
+        // SAFETY: the id is alive.
+        unsafe { (*self.ptr()).verbs }
+    }
+
+    fn port_num(&self) -> u8 {
+        // SAFETY: the id is alive.
+        unsafe { (*self.ptr()).port_num }
+    }
+
+    fn device_name(&self) -> Option<String> {
+        let verbs = self.verbs();
+        if verbs.is_null() {
+            return None;
+        }
+        // SAFETY: verbs is the id's open context; the name is a NUL-terminated string.
+        unsafe {
+            let name = sys::ibv_get_device_name((*verbs).device);
+            (!name.is_null()).then(|| CStr::from_ptr(name).to_string_lossy().into_owned())
+        }
+    }
+
+    fn local_addr(&self) -> Option<SocketAddr> {
+        // SAFETY: route.addr holds a sockaddr_storage, filled by librdmacm after bind/resolve.
+        unsafe { from_sockaddr(&(*self.ptr()).route.addr.src_addr_union.src_addr) }
+    }
+
+    fn sgid(&self) -> Gid {
+        // SAFETY: plain bytes of the id's address; zero before resolution.
+        Gid(unsafe { (*self.ptr()).route.addr.addr.ibaddr.sgid.raw })
+    }
+}
+
+/// Wait for `want` on `channel` for `id`, turning every other outcome into a typed error.
+fn expect_event(
+    channel: &Channel,
+    want: EventKind,
+    waiting_for: &'static str,
+    stage: Stage,
+    peer: Option<SocketAddr>,
+    timeout: Duration,
+) -> Result<Event, CmError> {
+    let started = Instant::now();
+    let deadline = started + timeout;
+    loop {
+        let event = channel.next_event(deadline).map_err(|errno| {
+            CmError::new(
+                stage,
+                peer,
+                Failure::Call {
+                    call: "rdma_get_cm_event",
+                    errno,
+                },
+            )
+        })?;
+        let Some(event) = event else {
+            return Err(CmError::new(
+                stage,
+                peer,
+                Failure::Timeout {
+                    waiting_for,
+                    after: timeout,
+                },
+            ));
+        };
+        if event.kind == want {
+            return Ok(event);
+        }
+        // TIMEWAIT_EXIT and ADDR_CHANGE of an earlier connection are not this step's business.
+        if matches!(event.kind, EventKind::TimewaitExit) {
+            continue;
+        }
+        let mut err = CmError::new(
+            stage,
+            peer,
+            Failure::Event {
+                event: event.kind,
+                status: event.status,
+            },
+        );
+        err.elapsed = Some(started.elapsed());
+        if event.kind == EventKind::Rejected {
+            if let Ok(text) = decode_reject(&event.private_data) {
+                err.failure = Failure::Protocol(text);
+            }
+        }
+        return Err(err);
+    }
+}
+
+/// rdmactl's own reject message: magic, version, then UTF-8 text.
+fn encode_reject(text: &str) -> Vec<u8> {
+    let mut out = PRIVATE_DATA_MAGIC.to_vec();
+    out.push(PRIVATE_DATA_VERSION);
+    out.extend(text.bytes().take(40));
+    out
+}
+
+fn decode_reject(data: &[u8]) -> Result<String, ()> {
+    if data.len() > 5 && data[0..4] == PRIVATE_DATA_MAGIC {
+        let text = String::from_utf8_lossy(&data[5..]);
+        return Ok(format!(
+            "the server rejected the connection: {}",
+            text.trim_end_matches('\0')
+        ));
+    }
+    Err(())
+}
+
+// ---------------------------------------------------------------- the kernel's choice
+
+/// What the kernel's CM picked to reach a peer: device, port, source GID and its index.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Resolution {
+    pub peer: IpAddr,
+    /// The source address the kernel chose (or the one given).
+    pub source: Option<IpAddr>,
+    pub device: String,
+    pub port: u8,
+    pub link_layer: LinkLayer,
+    /// The GID the kernel will put in the GRH (on RoCE, the source IP as a GID).
+    pub sgid: Gid,
+    /// The GID table slot holding `sgid` with the type the CM uses; None when not found.
+    pub gid_index: Option<u32>,
+    pub gid_type: Option<GidType>,
+    pub netdev: Option<String>,
+    /// Other slots holding the same GID with another type (RoCE v1 next to v2).
+    pub other_indices: Vec<u32>,
+}
+
+/// Ask the kernel which device, port and source GID it would use toward `peer`, by
+/// resolving address and route with the CM without connecting.
+pub fn resolve(
+    peer: IpAddr,
+    src: Option<IpAddr>,
+    timeout: Duration,
+) -> Result<Resolution, CmError> {
+    let channel = Channel::open(Some(SocketAddr::new(peer, 0)))?;
+    let id = channel.create_id(Some(SocketAddr::new(peer, 0)))?;
+    resolve_on(&channel, &id, SocketAddr::new(peer, 0), src, timeout)
+}
+
+/// The kernel's GID choice toward a peer, for `check --peer`. `src` pins the source
+/// address (use the address of the device the user named); without it the kernel picks
+/// the source from the routing table, which on a host where the peer address is local
+/// means the peer's own device.
+pub fn kernel_gid_choice(
+    peer: IpAddr,
+    src: Option<IpAddr>,
+    timeout: Duration,
+) -> Result<Resolution, CmError> {
+    resolve(peer, src, timeout)
+}
+
+fn resolve_on(
+    channel: &Channel,
+    id: &Id,
+    peer: SocketAddr,
+    src: Option<IpAddr>,
+    timeout: Duration,
+) -> Result<Resolution, CmError> {
+    let some_peer = Some(peer);
+    let mut src_storage = src.map(|ip| to_sockaddr(SocketAddr::new(ip, 0)));
+    let mut dst_storage = to_sockaddr(peer);
+    let ms = timeout.as_millis().clamp(1, i32::MAX as u128) as i32;
+    // SAFETY: the sockaddrs live across the call; librdmacm copies them.
+    let ret = unsafe {
+        sys::rdma_resolve_addr(
+            id.ptr(),
+            src_storage
+                .as_mut()
+                .map_or(ptr::null_mut(), |s| s as *mut _ as *mut libc::sockaddr),
+            &mut dst_storage as *mut _ as *mut libc::sockaddr,
+            ms,
+        )
+    };
+    if ret != 0 {
+        let errno = last_errno();
+        let stage = if src.is_some() && errno == libc::EADDRNOTAVAIL {
+            Stage::Bind
+        } else {
+            Stage::ResolveAddr
+        };
+        return Err(CmError::new(
+            stage,
+            some_peer,
+            Failure::Call {
+                call: "rdma_resolve_addr",
+                errno,
+            },
+        ));
+    }
+    // The kernel reports its own timeout as ADDR_ERROR -ETIMEDOUT; our deadline only
+    // catches a kernel that never answers.
+    let grace = timeout + Duration::from_millis(500);
+    expect_event(
+        channel,
+        EventKind::AddrResolved,
+        "address resolution",
+        Stage::ResolveAddr,
+        some_peer,
+        grace,
+    )?;
+    let annotate = |mut e: CmError| {
+        e.device = id.device_name();
+        e.infiniband = port_link_layer(id.verbs(), id.port_num()) == Some(LinkLayer::InfiniBand);
+        e
+    };
+    // SAFETY: the id is resolved and alive.
+    if unsafe { sys::rdma_resolve_route(id.ptr(), ms) } != 0 {
+        return Err(annotate(CmError::new(
+            Stage::ResolveRoute,
+            some_peer,
+            Failure::Call {
+                call: "rdma_resolve_route",
+                errno: last_errno(),
+            },
+        )));
+    }
+    expect_event(
+        channel,
+        EventKind::RouteResolved,
+        "route resolution",
+        Stage::ResolveRoute,
+        some_peer,
+        grace,
+    )
+    .map_err(annotate)?;
+    describe(id, peer.ip())
+}
+
+fn port_link_layer(verbs: *mut sys::ibv_context, port: u8) -> Option<LinkLayer> {
+    if verbs.is_null() {
+        return None;
+    }
+    // SAFETY: zeroed port_attr is valid input; verbs is an open context.
+    let mut attr: sys::ibv_port_attr = unsafe { std::mem::zeroed() };
+    if unsafe { sys::ibv_query_port(verbs, port, &mut attr) } != 0 {
+        return None;
+    }
+    Some(match attr.link_layer {
+        1 => LinkLayer::InfiniBand,
+        2 => LinkLayer::Ethernet,
+        // IBV_LINK_LAYER_UNSPECIFIED: old drivers, always InfiniBand.
+        0 => LinkLayer::InfiniBand,
+        n => LinkLayer::Other(n.to_string()),
+    })
+}
+
+fn describe(id: &Id, peer: IpAddr) -> Result<Resolution, CmError> {
+    let verbs = id.verbs();
+    let port = id.port_num();
+    let device = id.device_name().ok_or_else(|| {
+        CmError::new(
+            Stage::ResolveAddr,
+            Some(SocketAddr::new(peer, 0)),
+            Failure::Protocol("the CM resolved the address but bound no RDMA device".into()),
+        )
+    })?;
+    let link_layer = port_link_layer(verbs, port).unwrap_or(LinkLayer::Other("unknown".into()));
+    let sgid = id.sgid();
+    let slots = find_gid(verbs, port, &sgid);
+    let (gid_index, gid_type, netdev, other_indices) = pick_cm_slot(&slots, &link_layer);
+    Ok(Resolution {
+        peer,
+        source: id.local_addr().map(|a| a.ip()),
+        device,
+        port,
+        link_layer,
+        sgid,
+        gid_index,
+        gid_type,
+        netdev,
+        other_indices,
+    })
+}
+
+/// One GID table slot holding the GID we look for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Slot {
+    index: u32,
+    gid_type: GidType,
+    netdev: Option<String>,
+}
+
+/// Every slot of `port` holding `gid`, read one index at a time: sideway's table query
+/// can panic, and ibv_query_gid_ex answers ENODATA for empty slots, which we skip.
+fn find_gid(verbs: *mut sys::ibv_context, port: u8, gid: &Gid) -> Vec<Slot> {
+    let mut out = Vec::new();
+    if verbs.is_null() || gid.is_zero() {
+        return out;
+    }
+    // SAFETY: zeroed attrs are valid inputs; verbs is open for the id's lifetime.
+    let mut attr: sys::ibv_port_attr = unsafe { std::mem::zeroed() };
+    if unsafe { sys::ibv_query_port(verbs, port, &mut attr) } != 0 {
+        return out;
+    }
+    for index in 0..attr.gid_tbl_len.max(0) as u32 {
+        let mut entry: sys::ibv_gid_entry = unsafe { std::mem::zeroed() };
+        if unsafe { sys::ibv_query_gid_ex(verbs, port as u32, index, &mut entry, 0) } != 0 {
+            continue;
+        }
+        // SAFETY: raw view of the union.
+        if unsafe { entry.gid.raw } != gid.0 {
+            continue;
+        }
+        let gid_type = match entry.gid_type {
+            sys::IBV_GID_TYPE_IB => GidType::Ib,
+            sys::IBV_GID_TYPE_ROCE_V1 => GidType::RoceV1,
+            sys::IBV_GID_TYPE_ROCE_V2 => GidType::RoceV2,
+            n => GidType::Other(n.to_string()),
+        };
+        out.push(Slot {
+            index,
+            gid_type,
+            netdev: ifname(entry.ndev_ifindex),
+        });
+    }
+    out
+}
+
+fn ifname(ifindex: u32) -> Option<String> {
+    if ifindex == 0 {
+        return None;
+    }
+    let mut buf = [0 as libc::c_char; libc::IF_NAMESIZE];
+    // SAFETY: buf has IF_NAMESIZE bytes as if_indextoname requires.
+    let p = unsafe { libc::if_indextoname(ifindex, buf.as_mut_ptr()) };
+    if p.is_null() {
+        return None;
+    }
+    // SAFETY: if_indextoname wrote a NUL-terminated name into buf.
+    Some(
+        unsafe { CStr::from_ptr(buf.as_ptr()) }
+            .to_string_lossy()
+            .into_owned(),
+    )
+}
+
+/// The slot the CM uses: on RoCE the port's default RoCE mode, which the kernel sets to
+/// RoCE v2 wherever the port supports it (cma_add_one; changeable only through configfs
+/// rdma_cm/<dev>/ports/<n>/default_roce_mode); on InfiniBand the IB slot.
+fn pick_cm_slot(
+    slots: &[Slot],
+    link_layer: &LinkLayer,
+) -> (Option<u32>, Option<GidType>, Option<String>, Vec<u32>) {
+    let order: &[GidType] = match link_layer {
+        LinkLayer::InfiniBand => &[GidType::Ib],
+        _ => &[GidType::RoceV2, GidType::RoceV1, GidType::Ib],
+    };
+    let chosen = order
+        .iter()
+        .find_map(|t| slots.iter().find(|s| &s.gid_type == t))
+        .or(slots.first());
+    match chosen {
+        Some(c) => (
+            Some(c.index),
+            Some(c.gid_type.clone()),
+            c.netdev.clone(),
+            slots
+                .iter()
+                .filter(|s| s.index != c.index)
+                .map(|s| s.index)
+                .collect(),
+        ),
+        None => (None, None, None, Vec::new()),
+    }
+}
+
+// ---------------------------------------------------------------- connected endpoints
+
+/// A finished step of connection setup, for `selftest --cm`'s one line per step.
+#[derive(Debug, Clone)]
+pub struct StepDone {
+    pub step: &'static str,
+    pub detail: String,
+    pub elapsed: Duration,
+}
+
+pub type StepLog<'a> = &'a mut dyn FnMut(StepDone);
+
+fn log_step(
+    log: &mut dyn FnMut(StepDone),
+    started: &mut Instant,
+    step: &'static str,
+    detail: String,
+) {
+    log(StepDone {
+        step,
+        detail,
+        elapsed: started.elapsed(),
+    });
+    *started = Instant::now();
+}
+
+/// What the CM set up, read back from the QP after ESTABLISHED.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ConnInfo {
+    pub device: String,
+    pub port: u8,
+    pub local: Option<SocketAddr>,
+    pub peer: SocketAddr,
+    pub qpn: u32,
+    pub remote_qpn: u32,
+    /// The GID index the kernel put in the QP's address vector.
+    pub sgid_index: u8,
+    pub path_mtu: u32,
+}
+
+/// The three areas of the registered buffer, each `len` bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Region {
+    /// Source of SENDs and RDMA WRITEs.
+    Send = 0,
+    /// Target of RECVs.
+    Recv = 1,
+    /// Advertised to the peer for its READs and WRITEs; target of our READs.
+    Rdma = 2,
+}
+
+/// A one-sided or two-sided operation on a connected endpoint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Op {
+    Send,
+    Write,
+    Read,
+}
+
+/// One successful work completion.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Completion {
+    pub wr_id: u64,
+    pub byte_len: u32,
+    pub is_recv: bool,
+}
+
+/// What woke a waiting endpoint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wake {
+    Completion(Completion),
+    Disconnected,
+}
+
+const RECV_WR_ID: u64 = 1 << 63;
+/// The transport retry count: rxe retries forever at 7 (failure-modes row 13).
+const RETRY_COUNT: u8 = 6;
+const RNR_RETRY_COUNT: u8 = 7;
+const QUEUE_DEPTH: u32 = 16;
+/// rping's largest ping (-S), so a stock client fits in what the server registers.
+const FOREIGN_BUFFER_LEN: u32 = 65536;
+/// The most a client may ask the server to register (three areas of this each).
+const MAX_BUFFER_LEN: u32 = 256 << 20;
+
+/// An RC QP connected through the CM, with its registered buffer and the peer's.
+pub struct Endpoint {
+    // Field order is drop order where Drop does not handle it explicitly.
+    id: Id,
+    channel: Channel,
+    pd: *mut sys::ibv_pd,
+    comp: *mut sys::ibv_comp_channel,
+    cq: *mut sys::ibv_cq,
+    mr: *mut sys::ibv_mr,
+    qp_created: bool,
+    buf: Vec<u8>,
+    len: usize,
+    pub remote: RemoteBuffer,
+    pub info: ConnInfo,
+    disconnected: bool,
+    timeout: Duration,
+    /// The client is a stock tool (no rdmactl private data), not rdmactl.
+    pub foreign: bool,
+}
+
+// SAFETY: the endpoint owns all its verbs objects and is used from one thread at a time.
+unsafe impl Send for Endpoint {}
+
+impl Drop for Endpoint {
+    fn drop(&mut self) {
+        // SAFETY: objects are destroyed once, QP first, in reverse order of creation; the
+        // id and channel drop afterwards as fields.
+        unsafe {
+            if self.qp_created {
+                sys::rdma_destroy_qp(self.id.ptr());
+            }
+            if !self.mr.is_null() {
+                sys::ibv_dereg_mr(self.mr);
+            }
+            if !self.cq.is_null() {
+                sys::ibv_destroy_cq(self.cq);
+            }
+            if !self.comp.is_null() {
+                sys::ibv_destroy_comp_channel(self.comp);
+            }
+            if !self.pd.is_null() {
+                sys::ibv_dealloc_pd(self.pd);
+            }
+        }
+    }
+}
+
+impl Endpoint {
+    /// Allocate PD, CQ, buffer and MR on the id's device and create the QP on the id.
+    fn build(
+        id: Id,
+        channel: Channel,
+        len: u32,
+        peer: SocketAddr,
+        timeout: Duration,
+    ) -> Result<Endpoint, CmError> {
+        let device = id.device_name().unwrap_or_else(|| "?".into());
+        let port = id.port_num();
+        let len = len.max(1) as usize;
+        let mut ep = Endpoint {
+            id,
+            channel,
+            pd: ptr::null_mut(),
+            comp: ptr::null_mut(),
+            cq: ptr::null_mut(),
+            mr: ptr::null_mut(),
+            qp_created: false,
+            buf: vec![0u8; len * 3],
+            len,
+            remote: RemoteBuffer {
+                addr: 0,
+                rkey: 0,
+                len: 0,
+            },
+            info: ConnInfo {
+                device: device.clone(),
+                port,
+                local: None,
+                peer,
+                qpn: 0,
+                remote_qpn: 0,
+                sgid_index: 0,
+                path_mtu: 0,
+            },
+            disconnected: false,
+            timeout,
+            foreign: false,
+        };
+        let fail = |call: &'static str| {
+            let mut e = CmError::new(
+                Stage::CreateQp,
+                Some(peer),
+                Failure::Call {
+                    call,
+                    errno: last_errno(),
+                },
+            );
+            e.device = Some(device.clone());
+            e
+        };
+        let verbs = ep.id.verbs();
+        // SAFETY: verbs is the id's open context; each object is checked before use and
+        // owned by `ep`, whose Drop releases it.
+        unsafe {
+            ep.pd = sys::ibv_alloc_pd(verbs);
+            if ep.pd.is_null() {
+                return Err(fail("ibv_alloc_pd"));
+            }
+            ep.comp = sys::ibv_create_comp_channel(verbs);
+            if ep.comp.is_null() {
+                return Err(fail("ibv_create_comp_channel"));
+            }
+            ep.cq =
+                sys::ibv_create_cq(verbs, (QUEUE_DEPTH * 2) as i32, ptr::null_mut(), ep.comp, 0);
+            if ep.cq.is_null() {
+                return Err(fail("ibv_create_cq"));
+            }
+            let access = sys::ibv_access_flags::IBV_ACCESS_LOCAL_WRITE.0
+                | sys::ibv_access_flags::IBV_ACCESS_REMOTE_WRITE.0
+                | sys::ibv_access_flags::IBV_ACCESS_REMOTE_READ.0;
+            ep.mr = sys::ibv_reg_mr(
+                ep.pd,
+                ep.buf.as_mut_ptr() as *mut _,
+                ep.buf.len(),
+                access as i32,
+            );
+            if ep.mr.is_null() {
+                return Err(fail("ibv_reg_mr"));
+            }
+            let mut init: sys::ibv_qp_init_attr = std::mem::zeroed();
+            init.send_cq = ep.cq;
+            init.recv_cq = ep.cq;
+            init.qp_type = sys::ibv_qp_type::IBV_QPT_RC;
+            init.cap.max_send_wr = QUEUE_DEPTH;
+            init.cap.max_recv_wr = QUEUE_DEPTH;
+            init.cap.max_send_sge = 1;
+            init.cap.max_recv_sge = 1;
+            if sys::rdma_create_qp(ep.id.ptr(), ep.pd, &mut init) != 0 {
+                return Err(fail("rdma_create_qp"));
+            }
+            ep.qp_created = true;
+            ep.info.qpn = (*(*ep.id.ptr()).qp).qp_num;
+        }
+        Ok(ep)
+    }
+
+    fn qp(&self) -> *mut sys::ibv_qp {
+        // SAFETY: the id is alive; qp is set by rdma_create_qp.
+        unsafe { (*self.id.ptr()).qp }
+    }
+
+    /// Our buffer's area `r`, as the peer sees it.
+    pub fn local_buffer(&self, r: Region) -> RemoteBuffer {
+        // SAFETY: mr is registered.
+        let rkey = unsafe { (*self.mr).rkey };
+        RemoteBuffer {
+            addr: self.region_ptr(r) as u64,
+            rkey,
+            len: self.len as u32,
+        }
+    }
+
+    fn region_ptr(&self, r: Region) -> *const u8 {
+        self.buf[r as usize * self.len..].as_ptr()
+    }
+
+    pub fn region(&mut self, r: Region) -> &mut [u8] {
+        let start = r as usize * self.len;
+        &mut self.buf[start..start + self.len]
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// The deadline of every step on this endpoint.
+    pub fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
+    /// Point RDMA READ/WRITE at a buffer the peer announced in a message (rping does).
+    pub fn set_remote(&mut self, remote: RemoteBuffer) {
+        self.remote = remote;
+    }
+
+    fn fill_info(&mut self) {
+        self.info.local = self.id.local_addr();
+        // SAFETY: zeroed attrs are valid; the QP is alive.
+        unsafe {
+            let mut attr: sys::ibv_qp_attr = std::mem::zeroed();
+            let mut init: sys::ibv_qp_init_attr = std::mem::zeroed();
+            let mask = sys::ibv_qp_attr_mask::IBV_QP_AV.0
+                | sys::ibv_qp_attr_mask::IBV_QP_PATH_MTU.0
+                | sys::ibv_qp_attr_mask::IBV_QP_DEST_QPN.0;
+            if sys::ibv_query_qp(self.qp(), &mut attr, mask as i32, &mut init) == 0 {
+                self.info.remote_qpn = attr.dest_qp_num;
+                self.info.sgid_index = attr.ah_attr.grh.sgid_index;
+                self.info.path_mtu = 128u32 << attr.path_mtu.min(5);
+            }
+        }
+    }
+
+    fn err(&self, stage: Stage, failure: Failure) -> CmError {
+        let mut e = CmError::new(stage, Some(self.info.peer), failure);
+        e.device = Some(self.info.device.clone());
+        e
+    }
+
+    pub fn post_recv(&mut self) -> Result<(), CmError> {
+        let mut sge = sys::ibv_sge {
+            addr: self.region_ptr(Region::Recv) as u64,
+            length: self.len as u32,
+            // SAFETY: mr is registered.
+            lkey: unsafe { (*self.mr).lkey },
+        };
+        let mut wr = sys::ibv_recv_wr {
+            wr_id: RECV_WR_ID,
+            next: ptr::null_mut(),
+            sg_list: &mut sge,
+            num_sge: 1,
+        };
+        let mut bad = ptr::null_mut();
+        // SAFETY: wr and sge live across the call; the buffer stays registered.
+        let ret = unsafe { sys::ibv_post_recv(self.qp(), &mut wr, &mut bad) };
+        if ret != 0 {
+            return Err(self.err(
+                Stage::Transfer,
+                Failure::Call {
+                    call: "ibv_post_recv",
+                    errno: ret,
+                },
+            ));
+        }
+        Ok(())
+    }
+
+    /// Post one signaled `op` of `len` bytes: SEND from the send area, WRITE from the
+    /// send area into the peer's buffer, READ from the peer's buffer into our RDMA area.
+    pub fn post(&mut self, op: Op, len: usize, wr_id: u64) -> Result<(), CmError> {
+        let len = len.min(self.len);
+        let (local, opcode) = match op {
+            Op::Send => (Region::Send, sys::ibv_wr_opcode::IBV_WR_SEND),
+            Op::Write => (Region::Send, sys::ibv_wr_opcode::IBV_WR_RDMA_WRITE),
+            Op::Read => (Region::Rdma, sys::ibv_wr_opcode::IBV_WR_RDMA_READ),
+        };
+        if op != Op::Send && (len as u32) > self.remote.len {
+            return Err(self.err(
+                Stage::Transfer,
+                Failure::Protocol(format!(
+                    "the peer's buffer has {} bytes, {len} asked",
+                    self.remote.len
+                )),
+            ));
+        }
+        let mut sge = sys::ibv_sge {
+            addr: self.region_ptr(local) as u64,
+            length: len as u32,
+            // SAFETY: mr is registered.
+            lkey: unsafe { (*self.mr).lkey },
+        };
+        // SAFETY: an all-zero send WR is valid; the fields we need are set below.
+        let mut wr: sys::ibv_send_wr = unsafe { std::mem::zeroed() };
+        wr.wr_id = wr_id;
+        wr.sg_list = &mut sge;
+        wr.num_sge = 1;
+        wr.opcode = opcode;
+        wr.send_flags = sys::ibv_send_flags::IBV_SEND_SIGNALED.0;
+        wr.wr.rdma = sys::rdma_t {
+            remote_addr: self.remote.addr,
+            rkey: self.remote.rkey,
+        };
+        let mut bad = ptr::null_mut();
+        // SAFETY: wr and sge live across the call.
+        let ret = unsafe { sys::ibv_post_send(self.qp(), &mut wr, &mut bad) };
+        if ret != 0 {
+            return Err(self.err(
+                Stage::Transfer,
+                Failure::Call {
+                    call: "ibv_post_send",
+                    errno: ret,
+                },
+            ));
+        }
+        Ok(())
+    }
+
+    fn poll_once(&mut self) -> Result<Option<Completion>, CmError> {
+        // SAFETY: zeroed ibv_wc is valid output space.
+        let mut wc: sys::ibv_wc = unsafe { std::mem::zeroed() };
+        // SAFETY: the CQ is alive.
+        let n = unsafe { sys::ibv_poll_cq(self.cq, 1, &mut wc) };
+        if n < 0 {
+            return Err(self.err(
+                Stage::Transfer,
+                Failure::Call {
+                    call: "ibv_poll_cq",
+                    errno: -n,
+                },
+            ));
+        }
+        if n == 0 {
+            return Ok(None);
+        }
+        let is_recv = wc.wr_id == RECV_WR_ID;
+        if wc.status != sys::ibv_wc_status::IBV_WC_SUCCESS {
+            let op = if is_recv {
+                "RECV"
+            } else {
+                "send queue work request"
+            };
+            return Err(self.err(
+                Stage::Transfer,
+                Failure::Completion {
+                    op,
+                    status: wc.status,
+                    vendor_err: wc.vendor_err,
+                },
+            ));
+        }
+        Ok(Some(Completion {
+            wr_id: wc.wr_id,
+            byte_len: wc.byte_len,
+            is_recv,
+        }))
+    }
+
+    /// Busy-poll the CQ for the next completion, for latency measurements.
+    pub fn poll(&mut self, waiting_for: &'static str) -> Result<Completion, CmError> {
+        let deadline = Instant::now() + self.timeout;
+        let mut spins = 0u32;
+        loop {
+            if let Some(c) = self.poll_once()? {
+                return Ok(c);
+            }
+            spins = spins.wrapping_add(1);
+            if spins % 1024 == 0 && Instant::now() > deadline {
+                return Err(self.err(
+                    Stage::Transfer,
+                    Failure::Timeout {
+                        waiting_for,
+                        after: self.timeout,
+                    },
+                ));
+            }
+        }
+    }
+
+    /// Wait until a completion or a CM event (the peer disconnecting), at most `limit`.
+    /// Busy-polls for a while first, as ibv_rc_pingpong does: waking from the completion
+    /// channel costs far more than a round trip (milliseconds under qemu), and would show
+    /// up in the peer's latency. After `SPIN` without work it sleeps on both fds.
+    pub fn wait(&mut self, limit: Duration, waiting_for: &'static str) -> Result<Wake, CmError> {
+        const SPIN: Duration = Duration::from_millis(50);
+        let start = Instant::now();
+        let deadline = start + limit;
+        let mut spins = 0u32;
+        while start.elapsed() < SPIN.min(limit) {
+            if let Some(c) = self.poll_once()? {
+                return Ok(Wake::Completion(c));
+            }
+            spins = spins.wrapping_add(1);
+            if spins % 256 == 0 {
+                let ready =
+                    wait_readable(&[self.channel.fd()], Instant::now()).map_err(|errno| {
+                        self.err(
+                            Stage::Transfer,
+                            Failure::Call {
+                                call: "poll",
+                                errno,
+                            },
+                        )
+                    })?;
+                if !ready.is_empty() {
+                    if let Some(wake) = self.take_cm_event()? {
+                        return Ok(wake);
+                    }
+                }
+            }
+        }
+        loop {
+            if let Some(c) = self.poll_once()? {
+                return Ok(Wake::Completion(c));
+            }
+            // SAFETY: the CQ is alive; re-arm, then poll again to close the race.
+            unsafe { sys::ibv_req_notify_cq(self.cq, 0) };
+            if let Some(c) = self.poll_once()? {
+                return Ok(Wake::Completion(c));
+            }
+            // SAFETY: comp is alive.
+            let comp_fd = unsafe { (*self.comp).fd };
+            let ready =
+                wait_readable(&[comp_fd, self.channel.fd()], deadline).map_err(|errno| {
+                    self.err(
+                        Stage::Transfer,
+                        Failure::Call {
+                            call: "poll",
+                            errno,
+                        },
+                    )
+                })?;
+            if ready.is_empty() {
+                return Err(self.err(
+                    Stage::Transfer,
+                    Failure::Timeout {
+                        waiting_for,
+                        after: limit,
+                    },
+                ));
+            }
+            if ready.contains(&0) {
+                let mut cq = ptr::null_mut();
+                let mut ctx = ptr::null_mut();
+                // SAFETY: the fd is readable, so this does not block; ack what we took.
+                if unsafe { sys::ibv_get_cq_event(self.comp, &mut cq, &mut ctx) } == 0 {
+                    unsafe { sys::ibv_ack_cq_events(cq, 1) };
+                }
+            }
+            if ready.contains(&1) {
+                if let Some(wake) = self.take_cm_event()? {
+                    return Ok(wake);
+                }
+            }
+        }
+    }
+
+    /// Consume one pending CM event: DISCONNECTED ends the wait, anything else but a
+    /// TIMEWAIT_EXIT is an error.
+    fn take_cm_event(&mut self) -> Result<Option<Wake>, CmError> {
+        let event = self.channel.next_event(Instant::now()).map_err(|errno| {
+            self.err(
+                Stage::Transfer,
+                Failure::Call {
+                    call: "rdma_get_cm_event",
+                    errno,
+                },
+            )
+        })?;
+        match event.map(|e| (e.kind, e.status)) {
+            Some((EventKind::Disconnected, _)) => {
+                self.disconnected = true;
+                Ok(Some(Wake::Disconnected))
+            }
+            Some((EventKind::TimewaitExit, _)) | None => Ok(None),
+            Some((event, status)) => {
+                Err(self.err(Stage::Transfer, Failure::Event { event, status }))
+            }
+        }
+    }
+
+    /// Disconnect and wait (with the endpoint's timeout) for the CM to confirm.
+    pub fn disconnect(mut self) -> Result<(), CmError> {
+        // SAFETY: the id is alive; rdma_disconnect also moves the QP to the error state.
+        let ret = unsafe { sys::rdma_disconnect(self.id.ptr()) };
+        if ret != 0 {
+            let errno = last_errno();
+            // EINVAL: the peer's DREQ got here first; the connection is already gone.
+            if self.disconnected || errno == libc::EINVAL {
+                return Ok(());
+            }
+            return Err(self.err(
+                Stage::Disconnect,
+                Failure::Call {
+                    call: "rdma_disconnect",
+                    errno,
+                },
+            ));
+        }
+        if self.disconnected {
+            return Ok(());
+        }
+        let timeout = self.timeout;
+        expect_event(
+            &self.channel,
+            EventKind::Disconnected,
+            "DISCONNECTED event",
+            Stage::Disconnect,
+            Some(self.info.peer),
+            timeout,
+        )
+        .map(|_| {
+            self.disconnected = true;
+        })
+        .map_err(|mut e| {
+            e.device = Some(self.info.device.clone());
+            e
+        })
+    }
+}
+
+fn conn_param(private_data: &[u8]) -> sys::rdma_conn_param {
+    sys::rdma_conn_param {
+        private_data: private_data.as_ptr() as *const _,
+        private_data_len: private_data.len().min(u8::MAX as usize) as u8,
+        responder_resources: 1,
+        initiator_depth: 1,
+        flow_control: 0,
+        retry_count: RETRY_COUNT,
+        rnr_retry_count: RNR_RETRY_COUNT,
+        srq: 0,
+        qp_num: 0,
+    }
+}
+
+/// How a client connects.
+#[derive(Debug, Clone)]
+pub struct ConnectOptions {
+    /// Source address; pins the device on a host with several.
+    pub src: Option<IpAddr>,
+    /// Bytes per buffer area; the server sizes its buffer from this.
+    pub len: u32,
+    /// Deadline of every step.
+    pub timeout: Duration,
+}
+
+/// Client side: resolve address and route, create the QP on the cm_id, connect with our
+/// buffer in the private data, and wait for ESTABLISHED (which carries the server's).
+pub fn connect(
+    peer: SocketAddr,
+    opts: &ConnectOptions,
+    log: StepLog,
+) -> Result<(Endpoint, Resolution), CmError> {
+    let mut t = Instant::now();
+    let channel = Channel::open(Some(peer))?;
+    let id = channel.create_id(Some(peer))?;
+    let res = resolve_on(&channel, &id, peer, opts.src, opts.timeout)?;
+    log_step(
+        log,
+        &mut t,
+        "resolve addr+route",
+        format!(
+            "{} -> {}/{} GID index {} ({}, {}) from {}",
+            peer.ip(),
+            res.device,
+            res.port,
+            res.gid_index.map_or("?".to_string(), |i| i.to_string()),
+            res.sgid,
+            res.netdev.as_deref().unwrap_or("-"),
+            res.source.map_or("?".to_string(), |s| s.to_string()),
+        ),
+    );
+    let mut ep = Endpoint::build(id, channel, opts.len, peer, opts.timeout)?;
+    log_step(
+        log,
+        &mut t,
+        "create qp",
+        format!(
+            "QPN {:#08x} on {}/{}",
+            ep.info.qpn, ep.info.device, ep.info.port
+        ),
+    );
+    for _ in 0..QUEUE_DEPTH / 2 {
+        ep.post_recv()?;
+    }
+    let ours = ep.local_buffer(Region::Rdma).encode();
+    let mut param = conn_param(&ours);
+    // SAFETY: param and its private data live across the call.
+    if unsafe { sys::rdma_connect(ep.id.ptr(), &mut param) } != 0 {
+        return Err(ep.err(
+            Stage::Connect,
+            Failure::Call {
+                call: "rdma_connect",
+                errno: last_errno(),
+            },
+        ));
+    }
+    let established = expect_event(
+        &ep.channel,
+        EventKind::Established,
+        "answer to the connection request",
+        Stage::Connect,
+        Some(peer),
+        opts.timeout,
+    )
+    .map_err(|mut e| {
+        e.device = Some(ep.info.device.clone());
+        e.infiniband = res.link_layer == LinkLayer::InfiniBand;
+        e
+    })?;
+    ep.remote = RemoteBuffer::decode(&established.private_data)
+        .map_err(|text| ep.err(Stage::Connect, Failure::Protocol(text)))?;
+    ep.fill_info();
+    log_step(
+        log,
+        &mut t,
+        "established",
+        format!(
+            "QPN {:#08x} <-> {:#08x}, sgid_index {}, path MTU {}, peer buffer {} bytes rkey {:#x}",
+            ep.info.qpn,
+            ep.info.remote_qpn,
+            ep.info.sgid_index,
+            ep.info.path_mtu,
+            ep.remote.len,
+            ep.remote.rkey
+        ),
+    );
+    Ok((ep, res))
+}
+
+/// Server side: a bound, listening cm_id.
+pub struct Listener {
+    id: Id,
+    channel: Channel,
+}
+
+impl Listener {
+    /// Bind `addr` (an unspecified IP listens on every RDMA device) and listen.
+    pub fn bind(addr: SocketAddr) -> Result<Listener, CmError> {
+        let channel = Channel::open(None)?;
+        let id = channel.create_id(None)?;
+        let mut storage = to_sockaddr(addr);
+        // SAFETY: storage lives across the call.
+        if unsafe { sys::rdma_bind_addr(id.ptr(), &mut storage as *mut _ as *mut libc::sockaddr) }
+            != 0
+        {
+            let mut e = CmError::new(
+                Stage::Bind,
+                None,
+                Failure::Call {
+                    call: "rdma_bind_addr",
+                    errno: last_errno(),
+                },
+            );
+            e.peer = Some(addr);
+            return Err(e);
+        }
+        // SAFETY: the id is bound.
+        if unsafe { sys::rdma_listen(id.ptr(), 8) } != 0 {
+            let mut e = CmError::new(
+                Stage::Listen,
+                None,
+                Failure::Call {
+                    call: "rdma_listen",
+                    errno: last_errno(),
+                },
+            );
+            e.peer = Some(addr);
+            return Err(e);
+        }
+        Ok(Listener { id, channel })
+    }
+
+    /// The bound address, with the port the kernel picked when 0 was asked.
+    pub fn local_addr(&self) -> Option<SocketAddr> {
+        self.id.local_addr()
+    }
+
+    /// The device the listener is bound to; None when it listens on every device.
+    pub fn device(&self) -> Option<String> {
+        self.id.device_name()
+    }
+
+    /// Wait up to `wait` for a connect request, then accept it on an endpoint of its own
+    /// (own event channel) and wait `timeout` for ESTABLISHED.
+    /// `prepare` fills the area the peer may READ before the accept makes it reachable.
+    pub fn accept(
+        &self,
+        wait: Duration,
+        timeout: Duration,
+        log: StepLog,
+        prepare: &mut dyn FnMut(&mut [u8]),
+    ) -> Result<Endpoint, CmError> {
+        let mut t = Instant::now();
+        let request = expect_event(
+            &self.channel,
+            EventKind::ConnectRequest,
+            "connection request",
+            Stage::Accept,
+            None,
+            wait,
+        )?;
+        // SAFETY: the request carries a new id that we now own.
+        let id = Id {
+            raw: NonNull::new(request.id).ok_or_else(|| {
+                CmError::new(
+                    Stage::Accept,
+                    None,
+                    Failure::Protocol("connect request without a cm_id".into()),
+                )
+            })?,
+        };
+        // SAFETY: route.addr of the new id holds the client's address.
+        let peer = unsafe { from_sockaddr(&(*id.ptr()).route.addr.dst_addr_union.dst_addr) }
+            .unwrap_or_else(|| SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), 0));
+        // A client without rdmactl's magic is a stock tool (rping, rdma_client): accept it
+        // with a buffer of rping's maximum size and let the caller speak its protocol.
+        let magic = request.private_data.get(0..4) == Some(&PRIVATE_DATA_MAGIC[..]);
+        let (remote, foreign) = match RemoteBuffer::decode(&request.private_data) {
+            Ok(r) => (r, false),
+            Err(_) if !magic => (
+                RemoteBuffer {
+                    addr: 0,
+                    rkey: 0,
+                    len: FOREIGN_BUFFER_LEN,
+                },
+                true,
+            ),
+            Err(text) => {
+                let msg = encode_reject("private data is not rdmactl --cm v1");
+                // SAFETY: msg lives across the call.
+                unsafe { sys::rdma_reject(id.ptr(), msg.as_ptr() as *const _, msg.len() as u8) };
+                return Err(CmError::new(
+                    Stage::Accept,
+                    Some(peer),
+                    Failure::Protocol(text),
+                ));
+            }
+        };
+        if remote.len > MAX_BUFFER_LEN {
+            let msg = encode_reject("buffer larger than 256 MiB");
+            // SAFETY: msg lives across the call.
+            unsafe { sys::rdma_reject(id.ptr(), msg.as_ptr() as *const _, msg.len() as u8) };
+            return Err(CmError::new(
+                Stage::Accept,
+                Some(peer),
+                Failure::Protocol(format!(
+                    "the client asked for a {}-byte buffer; the limit is {MAX_BUFFER_LEN}",
+                    remote.len
+                )),
+            ));
+        }
+        let detail = if foreign {
+            format!("from {peer}, no rdmactl private data: a stock client (rping or rdma_client)")
+        } else {
+            format!("from {peer}, peer buffer {} bytes", remote.len)
+        };
+        log_step(log, &mut t, "connect request", detail);
+        let channel = Channel::open(Some(peer))?;
+        // SAFETY: both are valid; the request event was acked.
+        if unsafe { sys::rdma_migrate_id(id.ptr(), channel.raw.as_ptr()) } != 0 {
+            return Err(CmError::new(
+                Stage::Accept,
+                Some(peer),
+                Failure::Call {
+                    call: "rdma_migrate_id",
+                    errno: last_errno(),
+                },
+            ));
+        }
+        let mut ep = Endpoint::build(id, channel, remote.len, peer, timeout)?;
+        ep.remote = if foreign {
+            RemoteBuffer {
+                addr: 0,
+                rkey: 0,
+                len: 0,
+            }
+        } else {
+            remote
+        };
+        ep.foreign = foreign;
+        log_step(
+            log,
+            &mut t,
+            "create qp",
+            format!(
+                "QPN {:#08x} on {}/{}",
+                ep.info.qpn, ep.info.device, ep.info.port
+            ),
+        );
+        for _ in 0..QUEUE_DEPTH / 2 {
+            ep.post_recv()?;
+        }
+        prepare(ep.region(Region::Rdma));
+        let ours = ep.local_buffer(Region::Rdma).encode();
+        let mut param = conn_param(&ours);
+        // SAFETY: param and its private data live across the call.
+        if unsafe { sys::rdma_accept(ep.id.ptr(), &mut param) } != 0 {
+            return Err(ep.err(
+                Stage::Accept,
+                Failure::Call {
+                    call: "rdma_accept",
+                    errno: last_errno(),
+                },
+            ));
+        }
+        log_step(
+            log,
+            &mut t,
+            "accept",
+            format!("sent our buffer ({} bytes)", ep.len),
+        );
+        expect_event(
+            &ep.channel,
+            EventKind::Established,
+            "ESTABLISHED after accept",
+            Stage::Accept,
+            Some(peer),
+            timeout,
+        )
+        .map_err(|mut e| {
+            e.device = Some(ep.info.device.clone());
+            e
+        })?;
+        ep.fill_info();
+        log_step(
+            log,
+            &mut t,
+            "established",
+            format!(
+                "QPN {:#08x} <-> {:#08x}, sgid_index {}, path MTU {}",
+                ep.info.qpn, ep.info.remote_qpn, ep.info.sgid_index, ep.info.path_mtu
+            ),
+        );
+        Ok(ep)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn err(stage: Stage, failure: Failure, ll: Option<LinkLayer>) -> CmError {
+        CmError {
+            stage,
+            peer: Some("192.168.77.1:18515".parse().unwrap()),
+            device: Some("rxe1".into()),
+            infiniband: ll == Some(LinkLayer::InfiniBand),
+            failure,
+            elapsed: None,
+        }
+    }
+
+    #[test]
+    fn private_data_round_trip_and_rejects() {
+        let b = RemoteBuffer {
+            addr: 0x0102_0304_0506_0708,
+            rkey: 0xdead_beef,
+            len: 4096,
+        };
+        let wire = b.encode();
+        assert_eq!(&wire[0..5], b"RDCT\x01");
+        assert_eq!(&wire[8..16], &[1, 2, 3, 4, 5, 6, 7, 8]);
+        assert_eq!(RemoteBuffer::decode(&wire), Ok(b));
+        // IB CM pads private data with zeros: a longer buffer still decodes.
+        let mut padded = wire.to_vec();
+        padded.resize(56, 0);
+        assert_eq!(RemoteBuffer::decode(&padded), Ok(b));
+        let cases: &[(&[u8], &str)] = &[
+            (&[], "0 bytes"),
+            (&wire[..10], "10 bytes"),
+            (&[0u8; 24], "not rdmactl"),
+        ];
+        for (data, want) in cases {
+            let got = RemoteBuffer::decode(data).unwrap_err();
+            assert!(got.contains(want), "{got}");
+        }
+        let mut v2 = wire;
+        v2[4] = 2;
+        assert!(RemoteBuffer::decode(&v2).unwrap_err().contains("version 2"));
+    }
+
+    #[test]
+    fn reject_message_round_trip() {
+        let msg = encode_reject("private data is not rdmactl --cm v1");
+        assert!(msg.len() <= 56);
+        assert_eq!(
+            decode_reject(&msg).unwrap(),
+            "the server rejected the connection: private data is not rdmactl --cm v1"
+        );
+        assert!(decode_reject(b"hello").is_err());
+    }
+
+    #[test]
+    fn sockaddr_round_trip() {
+        for text in [
+            "192.168.77.1:18515",
+            "0.0.0.0:0",
+            "[fe80::1]:7471",
+            "[2001:db8::2]:1",
+        ] {
+            let addr: SocketAddr = text.parse().unwrap();
+            let storage = to_sockaddr(addr);
+            // SAFETY: storage holds the sockaddr just written.
+            let back = unsafe { from_sockaddr(&storage as *const _ as *const libc::sockaddr) };
+            assert_eq!(back, Some(addr), "{text}");
+        }
+    }
+
+    #[test]
+    fn event_kinds_from_raw() {
+        use sys::rdma_cm_event_type as t;
+        assert_eq!(
+            EventKind::from_raw(t::RDMA_CM_EVENT_REJECTED),
+            EventKind::Rejected
+        );
+        assert_eq!(
+            EventKind::from_raw(t::RDMA_CM_EVENT_ADDR_ERROR).name(),
+            "RDMA_CM_EVENT_ADDR_ERROR"
+        );
+        // An event type newer than this binding must not panic.
+        assert_eq!(EventKind::from_raw(99), EventKind::Other(99));
+        assert_eq!(EventKind::Other(99).name(), "RDMA CM event 99");
+    }
+
+    #[test]
+    fn reject_reasons() {
+        let cases = [
+            (8, "IB_CM_REJ_INVALID_SERVICE_ID"),
+            (28, "IB_CM_REJ_CONSUMER_DEFINED"),
+            (26, "IB_CM_REJ_INVALID_MTU"),
+            (-111, "ECONNREFUSED (iWARP)"),
+            (200, "unknown reject reason"),
+        ];
+        for (status, want) in cases {
+            assert_eq!(reject_reason_name(status), want, "{status}");
+        }
+    }
+
+    /// Every failure the VM can produce, and the rows of failure-modes.md about the CM:
+    /// (stage, failure, link layer, text the summary must have, text why must have, text fix must have).
+    #[test]
+    fn explanations() {
+        let ev = |event, status| Failure::Event { event, status };
+        let call = |call, errno| Failure::Call { call, errno };
+        let ib = Some(LinkLayer::InfiniBand);
+        let eth = Some(LinkLayer::Ethernet);
+        type Row = (
+            Stage,
+            Failure,
+            Option<LinkLayer>,
+            &'static str,
+            &'static str,
+            &'static str,
+        );
+        let cases: Vec<Row> = vec![
+            (
+                Stage::Setup,
+                Failure::LibraryMissing {
+                    loader_error: "librdmacm.so.1: cannot open shared object file".into(),
+                },
+                None,
+                "librdmacm could not be loaded",
+                "not installed",
+                "librdmacm1",
+            ),
+            (
+                Stage::Setup,
+                Failure::NoKernelCm {
+                    errno: libc::ENODEV,
+                    device_node_exists: false,
+                    devices_present: true,
+                },
+                None,
+                "ENODEV",
+                "rdma_ucm",
+                "modprobe rdma_ucm",
+            ),
+            (
+                Stage::Setup,
+                Failure::NoKernelCm {
+                    errno: libc::ENODEV,
+                    device_node_exists: false,
+                    devices_present: false,
+                },
+                None,
+                "ENODEV",
+                "no RDMA device",
+                "modprobe rdma_rxe",
+            ),
+            (
+                Stage::ResolveAddr,
+                ev(EventKind::AddrError, -libc::ENODEV),
+                ib.clone(),
+                "RDMA_CM_EVENT_ADDR_ERROR (status -19: ENODEV",
+                "IPoIB interface without an IP address",
+                "IPoIB",
+            ),
+            (
+                Stage::ResolveAddr,
+                ev(EventKind::AddrError, -libc::ENODEV),
+                eth.clone(),
+                "status -19",
+                "no RDMA device on it",
+                "--bind",
+            ),
+            (
+                Stage::ResolveAddr,
+                ev(EventKind::AddrError, -libc::ETIMEDOUT),
+                eth.clone(),
+                "ETIMEDOUT",
+                "no ARP/neighbour reply from 192.168.77.1",
+                "accept_local",
+            ),
+            (
+                Stage::ResolveAddr,
+                call("rdma_resolve_addr", libc::ENETUNREACH),
+                None,
+                "rdma_resolve_addr failed: ENETUNREACH",
+                "no route to 192.168.77.1",
+                "ip route get 192.168.77.1",
+            ),
+            (
+                Stage::Bind,
+                call("rdma_resolve_addr", libc::EADDRNOTAVAIL),
+                None,
+                "EADDRNOTAVAIL",
+                "not configured",
+                "ip -br addr",
+            ),
+            (
+                Stage::ResolveRoute,
+                ev(EventKind::RouteError, -libc::ETIMEDOUT),
+                ib.clone(),
+                "RDMA_CM_EVENT_ROUTE_ERROR",
+                "subnet administrator",
+                "sminfo",
+            ),
+            (
+                Stage::ResolveRoute,
+                ev(EventKind::RouteError, -libc::ENETUNREACH),
+                eth.clone(),
+                "RDMA_CM_EVENT_ROUTE_ERROR",
+                "no usable route",
+                "ip route get 192.168.77.1",
+            ),
+            (
+                Stage::Connect,
+                ev(EventKind::Rejected, 8),
+                eth.clone(),
+                "REJECTED (status 8: IB_CM_REJ_INVALID_SERVICE_ID)",
+                "nobody listens on 192.168.77.1 port 18515",
+                "start the server first",
+            ),
+            (
+                Stage::Connect,
+                ev(EventKind::Rejected, 28),
+                eth.clone(),
+                "IB_CM_REJ_CONSUMER_DEFINED",
+                "server application refused",
+                "server's output",
+            ),
+            (
+                Stage::Connect,
+                ev(EventKind::Unreachable, -libc::ETIMEDOUT),
+                eth.clone(),
+                "RDMA_CM_EVENT_UNREACHABLE (status -110",
+                "did not answer",
+                "UDP 4791",
+            ),
+            (
+                Stage::Connect,
+                ev(EventKind::ConnectError, -libc::EINVAL),
+                eth.clone(),
+                "RDMA_CM_EVENT_CONNECT_ERROR",
+                "RTR/RTS",
+                "check --peer",
+            ),
+            (
+                Stage::Transfer,
+                ev(EventKind::Disconnected, 0),
+                eth.clone(),
+                "RDMA_CM_EVENT_DISCONNECTED",
+                "peer closed",
+                "peer's output",
+            ),
+            (
+                Stage::Transfer,
+                ev(EventKind::DeviceRemoval, 0),
+                eth.clone(),
+                "RDMA_CM_EVENT_DEVICE_REMOVAL",
+                "removed",
+                "rdma link",
+            ),
+            (
+                Stage::Connect,
+                Failure::Timeout {
+                    waiting_for: "answer to the connection request",
+                    after: Duration::from_secs(5),
+                },
+                eth.clone(),
+                "no answer to the connection request within 5.0 s",
+                "did not answer",
+                "start the server",
+            ),
+            (
+                Stage::ResolveAddr,
+                Failure::Timeout {
+                    waiting_for: "address resolution",
+                    after: Duration::from_secs(2),
+                },
+                eth.clone(),
+                "within 2.0 s",
+                "no ARP",
+                "accept_local",
+            ),
+            (
+                Stage::Transfer,
+                Failure::Completion {
+                    op: "RDMA READ",
+                    status: sys::ibv_wc_status::IBV_WC_RETRY_EXC_ERR,
+                    vendor_err: 0x81,
+                },
+                eth.clone(),
+                "IBV_WC_RETRY_EXC_ERR (12), vendor error 0x81",
+                "never reached",
+                "check --peer",
+            ),
+            (
+                Stage::Transfer,
+                Failure::Completion {
+                    op: "RDMA WRITE",
+                    status: sys::ibv_wc_status::IBV_WC_REM_ACCESS_ERR,
+                    vendor_err: 0,
+                },
+                eth.clone(),
+                "IBV_WC_REM_ACCESS_ERR",
+                "rkey",
+                "private data",
+            ),
+            (
+                Stage::Bind,
+                call("rdma_bind_addr", libc::EADDRINUSE),
+                None,
+                "EADDRINUSE",
+                "already uses port 18515",
+                "-p",
+            ),
+            (
+                Stage::Accept,
+                Failure::Protocol("the peer's CM private data starts with [00, 00, 00, 00]".into()),
+                None,
+                "private data",
+                "compatible version",
+                "same rdmactl version",
+            ),
+        ];
+        for (stage, failure, ll, summary, why, fix) in cases {
+            let e = err(stage, failure, ll);
+            let (s, w, f) = (e.summary(), e.explanation(), e.fix());
+            assert!(s.contains(summary), "summary {s:?} lacks {summary:?}");
+            assert!(w.contains(why), "why {w:?} lacks {why:?} ({s})");
+            assert!(f.contains(fix), "fix {f:?} lacks {fix:?} ({s})");
+            let shown = e.to_string();
+            assert!(
+                shown.contains("\n  why: ") && shown.contains("\n  fix: "),
+                "{shown}"
+            );
+        }
+    }
+
+    #[test]
+    fn summary_says_when_the_event_came() {
+        let mut e = err(
+            Stage::Connect,
+            Failure::Event {
+                event: EventKind::Rejected,
+                status: 8,
+            },
+            None,
+        );
+        e.elapsed = Some(Duration::from_millis(31));
+        assert!(
+            e.summary()
+                .ends_with("IB_CM_REJ_INVALID_SERVICE_ID) after 0.03 s"),
+            "{}",
+            e.summary()
+        );
+    }
+
+    #[test]
+    fn errno_and_exit_class() {
+        let e = err(
+            Stage::ResolveAddr,
+            Failure::Event {
+                event: EventKind::AddrError,
+                status: -110,
+            },
+            None,
+        );
+        assert_eq!(e.errno(), Some(110));
+        assert!(!e.is_missing_stack());
+        let r = err(
+            Stage::Connect,
+            Failure::Event {
+                event: EventKind::Rejected,
+                status: 8,
+            },
+            None,
+        );
+        assert_eq!(r.errno(), None);
+        let m = err(
+            Stage::Setup,
+            Failure::LibraryMissing {
+                loader_error: String::new(),
+            },
+            None,
+        );
+        assert!(m.is_missing_stack());
+    }
+
+    fn slot(index: u32, gid_type: GidType) -> Slot {
+        Slot {
+            index,
+            gid_type,
+            netdev: Some("eth0".into()),
+        }
+    }
+
+    #[test]
+    fn cm_slot_choice() {
+        // mlx5 on RoCE lists each address twice: v1 then v2; the CM uses v2.
+        let both = [slot(2, GidType::RoceV1), slot(3, GidType::RoceV2)];
+        assert_eq!(pick_cm_slot(&both, &LinkLayer::Ethernet).0, Some(3));
+        assert_eq!(pick_cm_slot(&both, &LinkLayer::Ethernet).3, vec![2]);
+        let v1_only = [slot(0, GidType::RoceV1)];
+        assert_eq!(pick_cm_slot(&v1_only, &LinkLayer::Ethernet).0, Some(0));
+        let ib = [slot(0, GidType::Ib)];
+        assert_eq!(
+            pick_cm_slot(&ib, &LinkLayer::InfiniBand).1,
+            Some(GidType::Ib)
+        );
+        assert_eq!(
+            pick_cm_slot(&[], &LinkLayer::Ethernet),
+            (None, None, None, vec![])
+        );
+    }
+}

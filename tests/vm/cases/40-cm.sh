@@ -1,0 +1,176 @@
+# 40-cm: the RDMA connection manager. pingpong --cm rxe0<->rxe1 for every op, selftest
+# --cm, the kernel's GID choice for check --peer, and every CM failure the VM can produce,
+# each explained within its timeout. Sourced by the guest runner (set -u, lib.sh loaded).
+
+R=$RDMACTL
+
+# Seconds since an earlier `date +%s.%N`, to assert that failures arrive within the timeout.
+elapsed_since() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }'; }
+within() { awk -v e="$1" -v lim="$2" 'BEGIN { exit !(e <= lim) }'; }
+
+# rdma_ucm is the CM's user-space interface (/dev/infiniband/rdma_cm; librdmacm makes the
+# node itself when /dev lacks it). rdma-core loads it at boot through systemd, which the
+# VM does not run; loading rdma_rxe here already brings it in.
+[ -d /sys/class/misc/rdma_cm ] || modprobe rdma_ucm
+check "rdma_ucm loaded (/sys/class/misc/rdma_cm)" test -d /sys/class/misc/rdma_cm
+
+# A JSON check that fails on an empty file (jq -e alone passes on no input).
+jqf() { local f=${*: -1}; test -s "$f" && jq -e "$@"; }
+
+# Start `rdmactl pingpong --cm` server ARGS in the background as $spid, output in
+# $RESULTS/NAME.{out,err}, and wait until it listens (process start-up under TCG is slow).
+start_server() {
+  local name=$1; shift
+  $R "$@" > "$RESULTS/$name.out" 2> "$RESULTS/$name.err" &
+  spid=$!
+  for _ in $(seq 150); do
+    grep -q '^listening on' "$RESULTS/$name.err" 2>/dev/null && return 0
+    kill -0 $spid 2>/dev/null || return 1
+    sleep 0.1
+  done
+  return 1
+}
+
+# librdmacm is dlopened: a broken one must be named, with the package (exit 4).
+mkdir -p /tmp/nocm && : > /tmp/nocm/librdmacm.so.1
+expect_rc 4 "broken librdmacm.so.1: exit 4" env LD_LIBRARY_PATH=/tmp/nocm $R pingpong --cm 192.168.77.1 --timeout 2
+expect_out "broken librdmacm.so.1: names librdmacm1" 'librdmacm could not be loaded.*file too short|install librdmacm1' \
+  env LD_LIBRARY_PATH=/tmp/nocm $R pingpong --cm 192.168.77.1 --timeout 2
+
+# ---- the kernel's GID choice (check --peer)
+# With -d rxe0 the source is rxe0's address, so the kernel resolves 192.168.77.2 from rxe0.
+expect_out "check --peer 192.168.77.2 -d rxe0: rxe0/1 GID index 1 (IPv4-mapped, RoCE v2, veth0)" \
+  'kernel would use rxe0/1 GID index 1 \(0000:0000:0000:0000:0000:ffff:c0a8:4d01, RoCE v2, veth0\) toward 192.168.77.2 from 192.168.77.1' \
+  $R check --peer 192.168.77.2 -d rxe0
+expect_out "check --peer 192.168.77.2 -d rxe0 -g 0: warns, index 0 is link-local" \
+  'warning: you gave -g 0, the kernel would use index 1 .*link-local.*Use -g 1' \
+  $R check --peer 192.168.77.2 -d rxe0 -g 0
+expect_out "check --peer 192.168.77.2 -d rxe0 -g 1: agrees" 'same index the kernel picks' \
+  $R check --peer 192.168.77.2 -d rxe0 -g 1
+$R -j check --peer 192.168.77.2 -d rxe0 -g 0 > "$RESULTS/check-json.txt"
+check "check --peer -j: kernel.device rxe0, gid_index 1, agrees false" \
+  jqf '.kernel.device == "rxe0" and .kernel.gid_index == 1 and .kernel.netdev == "veth0" and .agrees == false' "$RESULTS/check-json.txt"
+# Without a source address both IPs are local to this one kernel: measured, the kernel
+# takes the route's local source, i.e. the peer address's own device.
+$R check --peer 192.168.77.2 > "$RESULTS/check-nosrc.txt" 2>&1
+echo "kernel choice without -d: $(cat "$RESULTS/check-nosrc.txt")"
+expect_out "check --peer 192.168.77.2 without -d: the kernel uses rxe1 (the address is local to rxe1)" \
+  'kernel would use rxe1/1 GID index 1 .* toward 192.168.77.2' $R check --peer 192.168.77.2
+
+# ---- pingpong --cm, server on rxe0, client on rxe1, every op, JSON checked
+port=18600
+for op in send write read all; do
+  port=$((port + 1))
+  check "server pp-$op-srv listens" start_server pp-$op-srv -j pingpong --cm -d rxe0 --bind 192.168.77.1 -p $port --timeout 10
+  timeout 60 $R -j pingpong --cm 192.168.77.1 -p $port -d rxe1 --op $op -n 200 -s 4096 > "$RESULTS/pp-$op-cli.json" 2> "$RESULTS/pp-$op-cli.err"
+  crc=$?
+  wait_pid_timeout $spid 20; src=$?
+  check "pingpong --cm --op $op: client exit 0" test "$crc" = 0
+  check "pingpong --cm --op $op: server exit 0" test "$src" = 0
+  want='["send"]'; [ $op = write ] && want='["write"]'; [ $op = read ] && want='["read"]'
+  [ $op = all ] && want='["send","write","read"]'
+  check "pingpong --cm --op $op: JSON has the ops, 200 iters, bytes, rates and latencies" \
+    jqf --argjson want "$want" '([.results[].op] == $want)
+      and all(.results[]; .iters == 200 and .bytes > 0 and .seconds > 0 and .mbit_per_sec > 0
+              and .usec_per_iter > 0 and .latency_usec.min > 0
+              and .latency_usec.min <= .latency_usec.median and .latency_usec.median <= .latency_usec.p99)' \
+    "$RESULTS/pp-$op-cli.json"
+  check "pingpong --cm --op $op: client on rxe1 (GID index 1), server rxe0" \
+    jqf '.connection.device == "rxe1" and .connection.sgid_index == 1 and .kernel_choice.device == "rxe1"
+           and .connection.peer == "192.168.77.1:'$port'"' "$RESULTS/pp-$op-cli.json"
+  check "pingpong --cm --op $op: server JSON names rxe0 and the echo count" \
+    jqf '.role == "server" and .connection.device == "rxe0"' "$RESULTS/pp-$op-srv.out"
+done
+check "pingpong --cm send: the server echoed every SEND" jqf '.echoed == 200' "$RESULTS/pp-send-srv.out"
+check "pingpong --cm write/read: the server saw no SEND" jqf '.echoed == 0' "$RESULTS/pp-write-srv.out"
+# Side by side with ibv_rc_pingpong (4096 B x 200, same devices), for the record only:
+# TCG timings are noisy, so nothing is asserted on them.
+if command -v ibv_rc_pingpong >/dev/null; then
+  timeout 60 ibv_rc_pingpong -d rxe0 -g 1 -n 200 > "$RESULTS/ibv-srv.txt" 2>&1 &
+  ipid=$!; sleep 1
+  timeout 60 ibv_rc_pingpong -d rxe1 -g 1 -n 200 192.168.77.1 > "$RESULTS/ibv-cli.txt" 2>&1
+  wait $ipid
+  echo "ibv_rc_pingpong 4096 B x 200: $(grep -o '[0-9.]* usec/iter' "$RESULTS/ibv-cli.txt")"
+  echo "rdmactl --cm send 4096 B x 200: $(jq -r '.results[0].usec_per_iter' "$RESULTS/pp-send-cli.json") usec/iter (round trip)"
+fi
+# Every size path: one byte and a message larger than the 1024-byte path MTU.
+for size in 1 65536; do
+  port=$((port + 1))
+  check "server pp-s$size-srv listens" start_server pp-s$size-srv pingpong --cm --bind 192.168.77.1 -p $port
+  expect_out "pingpong --cm -s $size (table output)" "send +\| $size +\| 20 .*write +\| $size +\| 20 .*read +\| $size +\| 20" \
+    sh -c "timeout 60 $R pingpong --cm 192.168.77.1 -p $port --bind 192.168.77.2 -s $size -n 20 2>&1 | tr '\n' ' '"
+  wait_pid_timeout $spid 20
+done
+# -g does not apply with --cm: the kernel picks the GID.
+expect_rc 2 "pingpong --cm -g 0 is refused as a usage error" $R pingpong --cm 192.168.77.1 -g 0
+
+# ---- selftest --cm: one line per step, on one device and between two
+expect_out "selftest --cm -d rxe0: every step ok" \
+  'ok +server +listen.*ok +client +resolve addr\+route.*ok +server +connect request.*ok +client +established.*ok +client +send/recv.*ok +client +rdma write.*ok +client +rdma read.*ok +client +disconnect' \
+  sh -c "$R selftest --cm -d rxe0 | tr '\n' ' '"
+expect_rc 0 "selftest --cm -d rxe0 -d rxe1: exit 0" $R selftest --cm -d rxe0 -d rxe1
+$R -j selftest --cm -d rxe0 -d rxe1 > "$RESULTS/selftest.json"
+check "selftest --cm -j: ok, no failed step" jqf '.ok == true and all(.steps[]; .ok) and (.steps | length) >= 10' "$RESULTS/selftest.json"
+
+# ---- CM failures, each explained within the timeout. rdmactl reports when the failure
+# event came ("after X s", measured in-process); wall-clock time also counts the slow
+# start-up of a process under TCG (seconds, when the host is loaded), so it only guards
+# against hangs.
+after_of() { sed -n 's/.* after \([0-9.]*\) s$/\1/p' "$1" | head -1; }
+
+t0=$(date +%s.%N)
+timeout 30 $R pingpong --cm 192.168.77.1 -p 18999 -d rxe1 --timeout 3 > "$RESULTS/nolistener.txt" 2>&1; rc=$?
+echo "no listener: wall clock $(elapsed_since "$t0")s"
+check "no listener: exit 1" test "$rc" = 1
+expect_out "no listener: REJECTED with IB_CM_REJ_INVALID_SERVICE_ID, explained" \
+  'connect toward 192.168.77.1:18999 on rxe1: RDMA_CM_EVENT_REJECTED \(status 8: IB_CM_REJ_INVALID_SERVICE_ID\) after [0-9.]+ s.*nobody listens on 192.168.77.1 port 18999.*start the server first' \
+  tr '\n' ' ' < "$RESULTS/nolistener.txt"
+a=$(after_of "$RESULTS/nolistener.txt"); check "no listener: the reject came within the 3 s timeout (after ${a:-?} s)" within "${a:-99}" 3
+
+# No route at all (the VM has no default route): the kernel refuses at once.
+t0=$(date +%s.%N)
+timeout 30 $R pingpong --cm 192.168.99.1 --timeout 3 > "$RESULTS/noroute.txt" 2>&1; rc=$?
+echo "no route: wall clock $(elapsed_since "$t0")s"
+check "no route: exit 1, no hang" test "$rc" = 1
+expect_out "no route to 192.168.99.1: ENETUNREACH explained" \
+  'resolve address toward 192.168.99.1:18515: rdma_resolve_addr failed: ENETUNREACH.*no route to 192.168.99.1.*ip route get 192.168.99.1' \
+  tr '\n' ' ' < "$RESULTS/noroute.txt"
+
+# On-link but nobody there: ARP gets no reply, the CM reports ADDR_ERROR -ETIMEDOUT.
+t0=$(date +%s.%N)
+timeout 30 $R pingpong --cm 192.168.77.99 --timeout 2 > "$RESULTS/noneigh.txt" 2>&1; rc=$?
+echo "no neighbour: wall clock $(elapsed_since "$t0")s"
+check "no neighbour: exit 1, no hang" test "$rc" = 1
+expect_out "no neighbour at 192.168.77.99: ADDR_ERROR ETIMEDOUT explained" \
+  'resolve address toward 192.168.77.99:18515: RDMA_CM_EVENT_ADDR_ERROR \(status -110: ETIMEDOUT.*no ARP/neighbour reply from 192.168.77.99' \
+  tr '\n' ' ' < "$RESULTS/noneigh.txt"
+a=$(after_of "$RESULTS/noneigh.txt"); check "no neighbour: ADDR_ERROR within the 2 s timeout (+0.5 s kernel slack; after ${a:-?} s)" within "${a:-99}" 2.5
+expect_rc 1 "check --peer 192.168.77.99: exit 1" timeout 30 $R check --peer 192.168.77.99 -d rxe0
+
+# Binding an address this host does not have.
+expect_out "--bind 10.9.9.9 (not local): explained" 'bind.*EADDRNOTAVAIL|not configured' \
+  sh -c "timeout 20 $R pingpong --cm --bind 10.9.9.9 --timeout 2 2>&1 | tr '\n' ' '"
+
+# ---- interoperability: stock librdmacm clients against the rdmactl --cm server
+if command -v rping >/dev/null; then
+  check "server rping-srv listens" start_server rping-srv -j pingpong --cm --bind 192.168.77.1 -p 7174 --timeout 10
+  expect_out "stock rping -c (-V validates the ping written back) against the rdmactl server" \
+    'ping data: rdma-ping-0: .*ping data: rdma-ping-1: .*ping data: rdma-ping-2: ' \
+    sh -c "timeout 30 rping -c -a 192.168.77.1 -I 192.168.77.2 -p 7174 -v -V -C 3 2>&1 | tr '\n' ' '"
+  wait_pid_timeout $spid 20; src=$?
+  check "rdmactl server after rping: exit 0" test "$src" = 0
+  check "rdmactl server after rping: a stock client, 6 messages (3 pings x read+write adverts)" \
+    jqf '.stock_client == true and .echoed == 6' "$RESULTS/rping-srv.out"
+else
+  skip "rping (rdmacm-utils) is not installed"
+fi
+if command -v rdma_client >/dev/null; then
+  check "server rdma_client-srv listens" start_server rdma_client-srv -j pingpong --cm --bind 192.168.77.1 -p 7471 --timeout 10
+  expect_out "stock rdma_client against the rdmactl server" 'rdma_client: end 0' \
+    timeout 30 rdma_client -s 192.168.77.1 -p 7471
+  wait_pid_timeout $spid 20; src=$?
+  check "rdmactl server after rdma_client: exit 0, one 16-byte message echoed" \
+    sh -c "test $src = 0 && jq -e '.stock_client == true and .echoed == 1' '$RESULTS/rdma_client-srv.out'"
+else
+  skip "rdma_client (rdmacm-utils) is not installed"
+fi
