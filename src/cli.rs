@@ -362,7 +362,8 @@ mod tests {
 
     #[test]
     fn dev_port_forms() {
-        let cases: &[(&str, Option<(&str, Option<u32>)>)] = &[
+        type Case = (&'static str, Option<(&'static str, Option<u32>)>);
+        let cases: &[Case] = &[
             ("mlx5_0", Some(("mlx5_0", None))),
             ("mlx5_0/1", Some(("mlx5_0", Some(1)))),
             ("rxe0/2", Some(("rxe0", Some(2)))),
