@@ -7,6 +7,7 @@ mod error;
 mod generate;
 mod gid;
 mod model;
+mod oob;
 mod output;
 mod verbs;
 

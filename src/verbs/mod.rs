@@ -2,3 +2,4 @@
 //! rdma-mummy-sys, which dlopen the libraries at run time, so rdmactl starts and explains
 //! itself on a host without them.
 #![allow(unsafe_code)]
+pub mod qp;
