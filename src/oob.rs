@@ -45,7 +45,11 @@ impl Ops {
     }
 
     pub fn from_bits(bits: u8) -> Option<Ops> {
-        (bits != 0 && bits & !7 == 0).then_some(Ops { send: bits & 1 != 0, write: bits & 2 != 0, read: bits & 4 != 0 })
+        (bits != 0 && bits & !7 == 0).then_some(Ops {
+            send: bits & 1 != 0,
+            write: bits & 2 != 0,
+            read: bits & 4 != 0,
+        })
     }
 }
 
@@ -84,7 +88,12 @@ fn perr(text: impl Into<String>) -> ParseError {
 
 /// Printable excerpt of untrusted bytes for error messages.
 pub fn quote(bytes: &[u8]) -> String {
-    let shown: String = bytes.iter().take(24).flat_map(|b| std::ascii::escape_default(*b)).map(char::from).collect();
+    let shown: String = bytes
+        .iter()
+        .take(24)
+        .flat_map(|b| std::ascii::escape_default(*b))
+        .map(char::from)
+        .collect();
     if bytes.len() > 24 {
         format!("\"{shown}\"... ({} bytes)", bytes.len())
     } else {
@@ -140,7 +149,10 @@ pub fn encode_native(msg: &NativeMsg) -> Vec<u8> {
 /// Checks the 8-byte header and returns the payload length to read.
 pub fn native_header(header: &[u8]) -> Result<usize, ParseError> {
     if header.len() != 8 || header[..4] != NATIVE_MAGIC {
-        return Err(perr(format!("not an rdmactl exchange header: {}", quote(header))));
+        return Err(perr(format!(
+            "not an rdmactl exchange header: {}",
+            quote(header)
+        )));
     }
     let version = header[4];
     if version != NATIVE_VERSION {
@@ -150,14 +162,21 @@ pub fn native_header(header: &[u8]) -> Result<usize, ParseError> {
         )));
     }
     if header[5] != 0 {
-        return Err(perr(format!("unknown flags 0x{:02x} in the rdmactl exchange header", header[5])));
+        return Err(perr(format!(
+            "unknown flags 0x{:02x} in the rdmactl exchange header",
+            header[5]
+        )));
     }
     let len = u16::from_be_bytes([header[6], header[7]]) as usize;
     if len > NATIVE_MAX_LEN {
-        return Err(perr(format!("announced payload of {len} bytes exceeds the limit of {NATIVE_MAX_LEN}")));
+        return Err(perr(format!(
+            "announced payload of {len} bytes exceeds the limit of {NATIVE_MAX_LEN}"
+        )));
     }
     if len != NATIVE_V1_LEN {
-        return Err(perr(format!("version 1 payload must be {NATIVE_V1_LEN} bytes, the peer announced {len}")));
+        return Err(perr(format!(
+            "version 1 payload must be {NATIVE_V1_LEN} bytes, the peer announced {len}"
+        )));
     }
     Ok(len)
 }
@@ -186,7 +205,10 @@ impl Cursor<'_> {
 
 pub fn decode_native_payload(payload: &[u8]) -> Result<NativeMsg, ParseError> {
     if payload.len() != NATIVE_V1_LEN {
-        return Err(perr(format!("payload is {} bytes, expected {NATIVE_V1_LEN}", payload.len())));
+        return Err(perr(format!(
+            "payload is {} bytes, expected {NATIVE_V1_LEN}",
+            payload.len()
+        )));
     }
     let mut c = Cursor(payload);
     let lid = c.u16();
@@ -222,14 +244,21 @@ pub fn decode_native_payload(payload: &[u8]) -> Result<NativeMsg, ParseError> {
         other => return Err(perr(format!("unknown link layer code {other}"))),
     };
     if !matches!(active_mtu, 256 | 512 | 1024 | 2048 | 4096) {
-        return Err(perr(format!("active MTU {active_mtu} is not one of 256, 512, 1024, 2048, 4096")));
+        return Err(perr(format!(
+            "active MTU {active_mtu} is not one of 256, 512, 1024, 2048, 4096"
+        )));
     }
-    let ops = Ops::from_bits(ops).ok_or_else(|| perr(format!("operation set 0x{ops:02x} is invalid")))?;
+    let ops =
+        Ops::from_bits(ops).ok_or_else(|| perr(format!("operation set 0x{ops:02x} is invalid")))?;
     if size == 0 || iters == 0 {
-        return Err(perr(format!("size {size} and iterations {iters} must be positive")));
+        return Err(perr(format!(
+            "size {size} and iterations {iters} must be positive"
+        )));
     }
     if u64::from(len) < u64::from(size) {
-        return Err(perr(format!("buffer of {len} bytes is smaller than the message size {size}")));
+        return Err(perr(format!(
+            "buffer of {len} bytes is smaller than the message size {size}"
+        )));
     }
     let endpoint = Endpoint {
         lid,
@@ -244,14 +273,25 @@ pub fn decode_native_payload(payload: &[u8]) -> Result<NativeMsg, ParseError> {
         addr,
         len,
     };
-    Ok(NativeMsg { endpoint, ops, size, iters })
+    Ok(NativeMsg {
+        endpoint,
+        ops,
+        size,
+        iters,
+    })
 }
 
 // ---------------------------------------------------------------------------------------
 // ibv_rc_pingpong format
 
 pub fn encode_rc_pingpong(dest: &RcDest) -> [u8; RC_PINGPONG_LEN] {
-    let text = format!("{:04x}:{:06x}:{:06x}:{}", dest.lid, dest.qpn & 0xff_ffff, dest.psn & 0xff_ffff, dest.gid.wire_form());
+    let text = format!(
+        "{:04x}:{:06x}:{:06x}:{}",
+        dest.lid,
+        dest.qpn & 0xff_ffff,
+        dest.psn & 0xff_ffff,
+        dest.gid.wire_form()
+    );
     let mut out = [0u8; RC_PINGPONG_LEN];
     out[..text.len()].copy_from_slice(text.as_bytes());
     out
@@ -260,9 +300,17 @@ pub fn encode_rc_pingpong(dest: &RcDest) -> [u8; RC_PINGPONG_LEN] {
 /// Strict: exactly `LLLL:QQQQQQ:PPPPPP:` + 32 hex digits + NUL. sscanf would accept more,
 /// but nothing else is what ibv_rc_pingpong sends.
 pub fn parse_rc_pingpong(bytes: &[u8]) -> Result<RcDest, ParseError> {
-    let bad = |why: &str| perr(format!("{why}; expected ibv_rc_pingpong's 'LLLL:QQQQQQ:PPPPPP:<32 hex GID>\\0', got {}", quote(bytes)));
+    let bad = |why: &str| {
+        perr(format!(
+            "{why}; expected ibv_rc_pingpong's 'LLLL:QQQQQQ:PPPPPP:<32 hex GID>\\0', got {}",
+            quote(bytes)
+        ))
+    };
     if bytes.len() != RC_PINGPONG_LEN {
-        return Err(bad(&format!("{} bytes instead of {RC_PINGPONG_LEN}", bytes.len())));
+        return Err(bad(&format!(
+            "{} bytes instead of {RC_PINGPONG_LEN}",
+            bytes.len()
+        )));
     }
     if bytes[51] != 0 {
         return Err(bad("no terminating NUL"));
@@ -271,13 +319,21 @@ pub fn parse_rc_pingpong(bytes: &[u8]) -> Result<RcDest, ParseError> {
     let fields: Vec<&str> = text.split(':').collect();
     let widths = [4, 6, 6, 32];
     if fields.len() != 4
-        || fields.iter().zip(widths).any(|(f, w)| f.len() != w || !f.bytes().all(|b| b.is_ascii_hexdigit()))
+        || fields
+            .iter()
+            .zip(widths)
+            .any(|(f, w)| f.len() != w || !f.bytes().all(|b| b.is_ascii_hexdigit()))
     {
         return Err(bad("malformed fields"));
     }
     let hex = |s: &str| u32::from_str_radix(s, 16).map_err(|_| bad("malformed number"));
     let gid = Gid::parse(fields[3]).map_err(|_| bad("malformed GID"))?;
-    Ok(RcDest { lid: hex(fields[0])? as u16, qpn: hex(fields[1])?, psn: hex(fields[2])?, gid })
+    Ok(RcDest {
+        lid: hex(fields[0])? as u16,
+        qpn: hex(fields[1])?,
+        psn: hex(fields[2])?,
+        gid,
+    })
 }
 
 /// Parses a complete first message in either format (what the server would receive).
@@ -289,7 +345,11 @@ pub fn parse_hello(bytes: &[u8]) -> Result<Hello, ParseError> {
             }
             let len = native_header(&bytes[..8])?;
             if bytes.len() != 8 + len {
-                return Err(perr(format!("message is {} bytes, header announced {}", bytes.len(), 8 + len)));
+                return Err(perr(format!(
+                    "message is {} bytes, header announced {}",
+                    bytes.len(),
+                    8 + len
+                )));
             }
             decode_native_payload(&bytes[8..]).map(Hello::Native)
         }
@@ -313,15 +373,39 @@ fn garbage(bytes: &[u8]) -> ParseError {
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "snake_case", tag = "kind")]
 pub enum Mismatch {
-    LinkLayer { local: LinkLayer, remote: LinkLayer },
-    GidType { local: Option<GidType>, remote: Option<GidType> },
-    GidFamily { local: GidKind, remote: GidKind },
+    LinkLayer {
+        local: LinkLayer,
+        remote: LinkLayer,
+    },
+    GidType {
+        local: Option<GidType>,
+        remote: Option<GidType>,
+    },
+    GidFamily {
+        local: GidKind,
+        remote: GidKind,
+    },
     /// RoCE needs a GRH, so both ends need a GID index.
-    NoGid { local: bool, remote: bool },
-    LidZero { local: bool, remote: bool },
-    Size { local: u32, remote: u32 },
-    Iters { local: u32, remote: u32 },
-    Ops { local: u8, remote: u8 },
+    NoGid {
+        local: bool,
+        remote: bool,
+    },
+    LidZero {
+        local: bool,
+        remote: bool,
+    },
+    Size {
+        local: u32,
+        remote: u32,
+    },
+    Iters {
+        local: u32,
+        remote: u32,
+    },
+    Ops {
+        local: u8,
+        remote: u8,
+    },
 }
 
 impl std::fmt::Display for Mismatch {
@@ -388,7 +472,11 @@ fn kind_name(k: GidKind) -> &'static str {
 
 fn ops_name(bits: u8) -> String {
     match Ops::from_bits(bits) {
-        Some(Ops { send: true, write: true, read: true }) => "all".into(),
+        Some(Ops {
+            send: true,
+            write: true,
+            read: true,
+        }) => "all".into(),
         Some(o) => {
             let names: Vec<&str> = [(o.send, "send"), (o.write, "write"), (o.read, "read")]
                 .into_iter()
@@ -405,20 +493,35 @@ pub fn compare(local: &NativeMsg, remote: &NativeMsg) -> Vec<Mismatch> {
     let (l, r) = (&local.endpoint, &remote.endpoint);
     let mut out = Vec::new();
     if l.link_layer != r.link_layer {
-        out.push(Mismatch::LinkLayer { local: l.link_layer.clone(), remote: r.link_layer.clone() });
+        out.push(Mismatch::LinkLayer {
+            local: l.link_layer.clone(),
+            remote: r.link_layer.clone(),
+        });
     }
     let ib = |e: &Endpoint| e.link_layer == LinkLayer::InfiniBand;
     if ib(l) && l.lid == 0 || ib(r) && r.lid == 0 {
-        out.push(Mismatch::LidZero { local: ib(l) && l.lid == 0, remote: ib(r) && r.lid == 0 });
+        out.push(Mismatch::LidZero {
+            local: ib(l) && l.lid == 0,
+            remote: ib(r) && r.lid == 0,
+        });
     }
     let roce = |e: &Endpoint| e.link_layer == LinkLayer::Ethernet;
-    let (l_nogid, r_nogid) = (roce(l) && l.gid_index.is_none(), roce(r) && r.gid_index.is_none());
+    let (l_nogid, r_nogid) = (
+        roce(l) && l.gid_index.is_none(),
+        roce(r) && r.gid_index.is_none(),
+    );
     if l_nogid || r_nogid {
-        out.push(Mismatch::NoGid { local: l_nogid, remote: r_nogid });
+        out.push(Mismatch::NoGid {
+            local: l_nogid,
+            remote: r_nogid,
+        });
     }
     if l.gid_index.is_some() && r.gid_index.is_some() {
         if l.gid_type.is_some() && r.gid_type.is_some() && l.gid_type != r.gid_type {
-            out.push(Mismatch::GidType { local: l.gid_type.clone(), remote: r.gid_type.clone() });
+            out.push(Mismatch::GidType {
+                local: l.gid_type.clone(),
+                remote: r.gid_type.clone(),
+            });
         }
         let family = |k: GidKind| match k {
             GidKind::Global | GidKind::Multicast => GidKind::Global,
@@ -426,23 +529,39 @@ pub fn compare(local: &NativeMsg, remote: &NativeMsg) -> Vec<Mismatch> {
         };
         let (lk, rk) = (family(l.gid.kind()), family(r.gid.kind()));
         if lk != rk {
-            out.push(Mismatch::GidFamily { local: l.gid.kind(), remote: r.gid.kind() });
+            out.push(Mismatch::GidFamily {
+                local: l.gid.kind(),
+                remote: r.gid.kind(),
+            });
         }
     }
     if local.size != remote.size {
-        out.push(Mismatch::Size { local: local.size, remote: remote.size });
+        out.push(Mismatch::Size {
+            local: local.size,
+            remote: remote.size,
+        });
     }
     if local.iters != remote.iters {
-        out.push(Mismatch::Iters { local: local.iters, remote: remote.iters });
+        out.push(Mismatch::Iters {
+            local: local.iters,
+            remote: remote.iters,
+        });
     }
     if local.ops != remote.ops {
-        out.push(Mismatch::Ops { local: local.ops.bits(), remote: remote.ops.bits() });
+        out.push(Mismatch::Ops {
+            local: local.ops.bits(),
+            remote: remote.ops.bits(),
+        });
     }
     out
 }
 
 /// The path MTU: the smaller active MTU, or the requested one if both ports can carry it.
-pub fn path_mtu(local_active: u32, remote_active: u32, requested: Option<u32>) -> Result<u32, String> {
+pub fn path_mtu(
+    local_active: u32,
+    remote_active: u32,
+    requested: Option<u32>,
+) -> Result<u32, String> {
     let common = match (local_active, remote_active) {
         (0, r) => r,
         (l, 0) => l,
@@ -471,13 +590,24 @@ pub struct Conn {
 }
 
 fn oob_failure(step: Step, cause: Cause, peer: Option<String>) -> Failure {
-    Failure::new(step, cause, FailureContext { peer_addr: peer, ..Default::default() })
+    Failure::new(
+        step,
+        cause,
+        FailureContext {
+            peer_addr: peer,
+            ..Default::default()
+        },
+    )
 }
 
 fn io_cause(e: &std::io::Error, waited: Duration) -> Cause {
     match e.kind() {
-        ErrorKind::WouldBlock | ErrorKind::TimedOut => Cause::Timeout { waited_ms: waited.as_millis() as u64 },
-        ErrorKind::UnexpectedEof | ErrorKind::ConnectionReset | ErrorKind::BrokenPipe => Cause::PeerClosed,
+        ErrorKind::WouldBlock | ErrorKind::TimedOut => Cause::Timeout {
+            waited_ms: waited.as_millis() as u64,
+        },
+        ErrorKind::UnexpectedEof | ErrorKind::ConnectionReset | ErrorKind::BrokenPipe => {
+            Cause::PeerClosed
+        }
         _ => Cause::errno(e.raw_os_error().unwrap_or(libc::EIO)),
     }
 }
@@ -485,22 +615,38 @@ fn io_cause(e: &std::io::Error, waited: Duration) -> Cause {
 /// Resolves and connects with a deadline over all resolved addresses.
 pub fn connect(host: &str, port: u16, timeout: Duration) -> Result<Conn, Failure> {
     let shown = format!("{host}:{port}");
-    let addrs: Vec<SocketAddr> = (host, port).to_socket_addrs().map_err(|e| {
-        oob_failure(Step::Connect, Cause::Invalid { what: format!("cannot resolve '{host}': {e}") }, Some(shown.clone()))
-    })?
-    .collect();
+    let addrs: Vec<SocketAddr> = (host, port)
+        .to_socket_addrs()
+        .map_err(|e| {
+            oob_failure(
+                Step::Connect,
+                Cause::Invalid {
+                    what: format!("cannot resolve '{host}': {e}"),
+                },
+                Some(shown.clone()),
+            )
+        })?
+        .collect();
     let start = Instant::now();
-    let mut last = Cause::Invalid { what: format!("'{host}' resolved to no address") };
+    let mut last = Cause::Invalid {
+        what: format!("'{host}' resolved to no address"),
+    };
     for addr in addrs {
         let left = timeout.saturating_sub(start.elapsed());
         if left.is_zero() {
-            last = Cause::Timeout { waited_ms: start.elapsed().as_millis() as u64 };
+            last = Cause::Timeout {
+                waited_ms: start.elapsed().as_millis() as u64,
+            };
             break;
         }
         match TcpStream::connect_timeout(&addr, left) {
             Ok(stream) => {
                 let _ = stream.set_nodelay(true);
-                return Ok(Conn { stream, peer: addr, timeout });
+                return Ok(Conn {
+                    stream,
+                    peer: addr,
+                    timeout,
+                });
             }
             Err(e) => last = io_cause(&e, start.elapsed()),
         }
@@ -517,16 +663,27 @@ pub fn listen(bind: Option<IpAddr>, port: u16) -> Result<TcpListener, Failure> {
             None => TcpListener::bind(SocketAddr::new(IpAddr::from([0, 0, 0, 0]), port)),
             Some(_) => Err(e),
         })
-        .map_err(|e| oob_failure(Step::Connect, io_cause(&e, Duration::ZERO), Some(addr.to_string())))
+        .map_err(|e| {
+            oob_failure(
+                Step::Connect,
+                io_cause(&e, Duration::ZERO),
+                Some(addr.to_string()),
+            )
+        })
 }
 
 /// Accepts exactly one client. Waiting for a client has no deadline (a server waits, as
 /// ibv_rc_pingpong does); everything after the accept does.
 pub fn accept_one(listener: &TcpListener, timeout: Duration) -> Result<Conn, Failure> {
-    let (stream, peer) =
-        listener.accept().map_err(|e| oob_failure(Step::Connect, io_cause(&e, Duration::ZERO), None))?;
+    let (stream, peer) = listener
+        .accept()
+        .map_err(|e| oob_failure(Step::Connect, io_cause(&e, Duration::ZERO), None))?;
     let _ = stream.set_nodelay(true);
-    Ok(Conn { stream, peer, timeout })
+    Ok(Conn {
+        stream,
+        peer,
+        timeout,
+    })
 }
 
 impl Conn {
@@ -541,7 +698,12 @@ impl Conn {
         while got < buf.len() {
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
-                return Err((got, self.fail(Cause::Timeout { waited_ms: start.elapsed().as_millis() as u64 })));
+                return Err((
+                    got,
+                    self.fail(Cause::Timeout {
+                        waited_ms: start.elapsed().as_millis() as u64,
+                    }),
+                ));
             }
             let _ = self.stream.set_read_timeout(Some(left));
             match self.stream.read(&mut buf[got..]) {
@@ -562,7 +724,9 @@ impl Conn {
     pub fn write_all(&mut self, data: &[u8]) -> Result<(), Failure> {
         let _ = self.stream.set_write_timeout(Some(self.timeout));
         let start = Instant::now();
-        self.stream.write_all(data).map_err(|e| self.fail(io_cause(&e, start.elapsed())))
+        self.stream
+            .write_all(data)
+            .map_err(|e| self.fail(io_cause(&e, start.elapsed())))
     }
 
     /// Reads the first message and detects its format (server side).
@@ -572,7 +736,12 @@ impl Conn {
         let truncated = |got: usize, buf: &[u8], f: Failure| match f.cause {
             Cause::PeerClosed | Cause::Timeout { .. } if got > 0 => Failure {
                 cause: Cause::Invalid {
-                    what: format!("{} after {}: {}", f.cause, quote(&buf[..got]), garbage(&buf[..got]).0),
+                    what: format!(
+                        "{} after {}: {}",
+                        f.cause,
+                        quote(&buf[..got]),
+                        garbage(&buf[..got]).0
+                    ),
                 },
                 ..f
             },
@@ -587,7 +756,8 @@ impl Conn {
                 if let Err((got, f)) = self.read_full(&mut buf[1..8], deadline) {
                     return Err(truncated(got + 1, &buf, f));
                 }
-                let len = native_header(&buf).map_err(|e| self.fail(Cause::Invalid { what: e.0 }))?;
+                let len =
+                    native_header(&buf).map_err(|e| self.fail(Cause::Invalid { what: e.0 }))?;
                 buf.resize(8 + len, 0);
                 if let Err((_, f)) = self.read_full(&mut buf[8..], deadline) {
                     return Err(f);
@@ -601,7 +771,9 @@ impl Conn {
             }
             _ => {
                 // Collect what else is there right away, to quote it.
-                let _ = self.stream.set_read_timeout(Some(Duration::from_millis(100)));
+                let _ = self
+                    .stream
+                    .set_read_timeout(Some(Duration::from_millis(100)));
                 let mut more = [0u8; 23];
                 if let Ok(n) = self.stream.read(&mut more) {
                     buf.truncate(1);
@@ -609,7 +781,9 @@ impl Conn {
                 } else {
                     buf.truncate(1);
                 }
-                return Err(self.fail(Cause::Invalid { what: garbage(&buf).0 }));
+                return Err(self.fail(Cause::Invalid {
+                    what: garbage(&buf).0,
+                }));
             }
         }
         parse_hello(&buf).map_err(|e| self.fail(Cause::Invalid { what: e.0 }))
@@ -624,7 +798,8 @@ impl Conn {
         match self.read_hello()? {
             Hello::Native(m) => Ok(m),
             Hello::RcPingpong(_) => Err(self.fail(Cause::Invalid {
-                what: "the server answered in ibv_rc_pingpong's format; use --compat rc_pingpong".into(),
+                what: "the server answered in ibv_rc_pingpong's format; use --compat rc_pingpong"
+                    .into(),
             })),
         }
     }
@@ -656,7 +831,9 @@ impl Conn {
         let mut buf = [0u8; RC_PINGPONG_DONE.len()];
         match self.read_exact(&mut buf) {
             Ok(()) if &buf == RC_PINGPONG_DONE => Ok(()),
-            Ok(()) => Err(self.fail(Cause::Invalid { what: format!("expected \"done\", got {}", quote(&buf)) })),
+            Ok(()) => Err(self.fail(Cause::Invalid {
+                what: format!("expected \"done\", got {}", quote(&buf)),
+            })),
             Err(f) if f.cause == Cause::PeerClosed => Ok(()),
             Err(f) => Err(f),
         }
@@ -674,10 +851,14 @@ impl Conn {
         frame[4] = tag;
         self.write_all(&frame)?;
         let mut got = [0u8; 5];
-        self.read_full(&mut got, Instant::now() + timeout).map_err(|(_, f)| f)?;
+        self.read_full(&mut got, Instant::now() + timeout)
+            .map_err(|(_, f)| f)?;
         if got[..4] != SYNC_MAGIC || got[4] != tag {
             return Err(self.fail(Cause::Invalid {
-                what: format!("out of step with the peer: expected sync {tag}, got {}", quote(&got)),
+                what: format!(
+                    "out of step with the peer: expected sync {tag}, got {}",
+                    quote(&got)
+                ),
             }));
         }
         Ok(())
@@ -703,7 +884,11 @@ mod tests {
                 addr: 0x7f00_0000_1000,
                 len: 8192,
             },
-            ops: Ops { send: true, write: true, read: true },
+            ops: Ops {
+                send: true,
+                write: true,
+                read: true,
+            },
             size: 4096,
             iters: 1000,
         }
@@ -717,9 +902,17 @@ mod tests {
 
     #[test]
     fn rc_pingpong_matches_its_sprintf() {
-        let d = RcDest { lid: 0x12, qpn: 0x11, psn: 0x4a5b6c, gid: Gid::parse("::ffff:192.168.77.1").unwrap() };
+        let d = RcDest {
+            lid: 0x12,
+            qpn: 0x11,
+            psn: 0x4a5b6c,
+            gid: Gid::parse("::ffff:192.168.77.1").unwrap(),
+        };
         let wire = encode_rc_pingpong(&d);
-        assert_eq!(&wire[..51], b"0012:000011:4a5b6c:00000000000000000000ffffc0a84d01");
+        assert_eq!(
+            &wire[..51],
+            b"0012:000011:4a5b6c:00000000000000000000ffffc0a84d01"
+        );
         assert_eq!(wire[51], 0);
         assert_eq!(parse_hello(&wire), Ok(Hello::RcPingpong(d)));
     }
@@ -731,8 +924,14 @@ mod tests {
         let mut huge = encode_native(&sample());
         huge[6..8].copy_from_slice(&5000u16.to_be_bytes());
         let mut bad_mtu = encode_native(&sample());
-        bad_mtu[8 + 2 + 4 + 4 + 16 + 4 + 2..8 + 2 + 4 + 4 + 16 + 4 + 2 + 4].copy_from_slice(&1500u32.to_be_bytes());
-        let mut no_nul = encode_rc_pingpong(&RcDest { lid: 0, qpn: 1, psn: 1, gid: Gid::ZERO });
+        bad_mtu[8 + 2 + 4 + 4 + 16 + 4 + 2..8 + 2 + 4 + 4 + 16 + 4 + 2 + 4]
+            .copy_from_slice(&1500u32.to_be_bytes());
+        let mut no_nul = encode_rc_pingpong(&RcDest {
+            lid: 0,
+            qpn: 1,
+            psn: 1,
+            gid: Gid::ZERO,
+        });
         no_nul[51] = b'0';
         let cases: Vec<(&str, Vec<u8>, &str)> = vec![
             ("empty", vec![], "neither"),
@@ -742,8 +941,16 @@ mod tests {
             ("huge length", huge, "exceeds the limit"),
             ("MTU 1500", bad_mtu, "active MTU 1500"),
             ("no NUL", no_nul.to_vec(), "NUL"),
-            ("short rc", b"0000:000001:000001:00\0".to_vec(), "instead of 52"),
-            ("uppercase field sep", b"0000-000001-000001-00000000000000000000000000000000\0".to_vec(), "malformed"),
+            (
+                "short rc",
+                b"0000:000001:000001:00\0".to_vec(),
+                "instead of 52",
+            ),
+            (
+                "uppercase field sep",
+                b"0000-000001-000001-00000000000000000000000000000000\0".to_vec(),
+                "malformed",
+            ),
         ];
         for (name, bytes, want) in cases {
             let err = parse_hello(&bytes).expect_err(name);
@@ -760,18 +967,44 @@ mod tests {
         b.endpoint.gid_index = Some(0);
         b.endpoint.gid_type = Some(GidType::RoceV1);
         let found = compare(&a, &b);
-        assert!(found.iter().any(|m| matches!(m, Mismatch::GidFamily { .. })), "{found:?}");
-        assert!(found.iter().any(|m| matches!(m, Mismatch::GidType { .. })), "{found:?}");
+        assert!(
+            found
+                .iter()
+                .any(|m| matches!(m, Mismatch::GidFamily { .. })),
+            "{found:?}"
+        );
+        assert!(
+            found.iter().any(|m| matches!(m, Mismatch::GidType { .. })),
+            "{found:?}"
+        );
         let mut ib = sample();
         ib.endpoint.link_layer = LinkLayer::InfiniBand;
         let found = compare(&ib, &ib);
-        assert_eq!(found, vec![Mismatch::LidZero { local: true, remote: true }]);
+        assert_eq!(
+            found,
+            vec![Mismatch::LidZero {
+                local: true,
+                remote: true
+            }]
+        );
         let mut nogid = sample();
         nogid.endpoint.gid_index = None;
         nogid.size = 8;
         let found = compare(&a, &nogid);
-        assert!(found.contains(&Mismatch::NoGid { local: false, remote: true }), "{found:?}");
-        assert!(found.contains(&Mismatch::Size { local: 4096, remote: 8 }), "{found:?}");
+        assert!(
+            found.contains(&Mismatch::NoGid {
+                local: false,
+                remote: true
+            }),
+            "{found:?}"
+        );
+        assert!(
+            found.contains(&Mismatch::Size {
+                local: 4096,
+                remote: 8
+            }),
+            "{found:?}"
+        );
         assert!(found.iter().all(|m| !m.to_string().is_empty()));
     }
 
@@ -780,8 +1013,12 @@ mod tests {
         assert_eq!(path_mtu(1024, 4096, None), Ok(1024));
         assert_eq!(path_mtu(4096, 0, None), Ok(4096));
         assert_eq!(path_mtu(4096, 4096, Some(2048)), Ok(2048));
-        assert!(path_mtu(1024, 1024, Some(4096)).unwrap_err().contains("use -m 1024"));
-        assert!(path_mtu(1024, 1024, Some(1500)).unwrap_err().contains("not a path MTU"));
+        assert!(path_mtu(1024, 1024, Some(4096))
+            .unwrap_err()
+            .contains("use -m 1024"));
+        assert!(path_mtu(1024, 1024, Some(1500))
+            .unwrap_err()
+            .contains("not a path MTU"));
     }
 
     /// xorshift64*: a fixed seed so a failure reproduces.
@@ -802,7 +1039,12 @@ mod tests {
     fn parser_never_panics_on_generated_input() {
         let mut rng = Rng(0x5eed_cafe_f00d_0001);
         let valid_native = encode_native(&sample());
-        let valid_rc = encode_rc_pingpong(&RcDest { lid: 1, qpn: 2, psn: 3, gid: Gid::parse("fe80::1").unwrap() });
+        let valid_rc = encode_rc_pingpong(&RcDest {
+            lid: 1,
+            qpn: 2,
+            psn: 3,
+            gid: Gid::parse("fe80::1").unwrap(),
+        });
         let alphabet = b"0123456789abcdefABCDEF:RDMX\0 \n";
         let mut accepted = 0;
         for round in 0..200_000u32 {
@@ -810,10 +1052,16 @@ mod tests {
                 // Random bytes of random length.
                 0 => (0..rng.below(120)).map(|_| rng.next() as u8).collect(),
                 // Plausible characters, so the rc_pingpong path gets exercised.
-                1 => (0..rng.below(60)).map(|_| alphabet[rng.below(alphabet.len() as u64) as usize]).collect(),
+                1 => (0..rng.below(60))
+                    .map(|_| alphabet[rng.below(alphabet.len() as u64) as usize])
+                    .collect(),
                 // A valid message with a few bytes flipped, cut or extended.
                 _ => {
-                    let mut v = if round % 4 == 2 { valid_native.clone() } else { valid_rc.to_vec() };
+                    let mut v = if round % 4 == 2 {
+                        valid_native.clone()
+                    } else {
+                        valid_rc.to_vec()
+                    };
                     for _ in 0..=rng.below(3) {
                         let i = rng.below(v.len() as u64) as usize;
                         v[i] = rng.next() as u8;
@@ -881,7 +1129,9 @@ mod tests {
             let l = TcpListener::bind("127.0.0.1:0").unwrap();
             l.local_addr().unwrap().port()
         };
-        let err = connect("127.0.0.1", port, Duration::from_secs(2)).err().expect("nothing listens");
+        let err = connect("127.0.0.1", port, Duration::from_secs(2))
+            .err()
+            .expect("nothing listens");
         assert_eq!(err.step, Step::Connect);
         assert_eq!(err.cause, Cause::errno(libc::ECONNREFUSED));
     }

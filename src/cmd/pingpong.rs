@@ -25,7 +25,8 @@ use crate::model::{GidType, LinkLayer};
 use crate::oob::{self, Conn, Hello, NativeMsg, Ops, RcDest};
 use crate::output;
 use crate::verbs::qp::{
-    Access, Cause, Context, Cq, Endpoint, Failure, FailureContext, Mr, PortInfo, Pd, Qp, QpCaps, RtrParams, SendOp, Step, Wc,
+    Access, Cause, Context, Cq, Endpoint, Failure, FailureContext, Mr, Pd, PortInfo, Qp, QpCaps,
+    RtrParams, SendOp, Step, Wc,
 };
 
 /// Receives posted ahead, as ibv_rc_pingpong's default rx depth.
@@ -61,13 +62,21 @@ pub struct Latency {
 /// min / median / p99 of per-iteration durations in nanoseconds (sorts in place).
 pub fn latency_of(samples_ns: &mut [u64]) -> Latency {
     if samples_ns.is_empty() {
-        return Latency { min: 0.0, median: 0.0, p99: 0.0 };
+        return Latency {
+            min: 0.0,
+            median: 0.0,
+            p99: 0.0,
+        };
     }
     samples_ns.sort_unstable();
     let n = samples_ns.len();
     let us = |ns: u64| ns as f64 / 1000.0;
     let p99_rank = (n * 99).div_ceil(100).max(1) - 1;
-    Latency { min: us(samples_ns[0]), median: us(samples_ns[n / 2]), p99: us(samples_ns[p99_rank]) }
+    Latency {
+        min: us(samples_ns[0]),
+        median: us(samples_ns[n / 2]),
+        p99: us(samples_ns[p99_rank]),
+    }
 }
 
 fn op_result(iters: u32, bytes: u64, elapsed: Duration, samples_ns: &mut [u64]) -> OpResult {
@@ -76,8 +85,16 @@ fn op_result(iters: u32, bytes: u64, elapsed: Duration, samples_ns: &mut [u64]) 
         iters,
         bytes,
         seconds: elapsed.as_secs_f64(),
-        mbit_per_sec: if usec > 0.0 { bytes as f64 * 8.0 / usec } else { 0.0 },
-        usec_per_iter: if iters > 0 { usec / f64::from(iters) } else { 0.0 },
+        mbit_per_sec: if usec > 0.0 {
+            bytes as f64 * 8.0 / usec
+        } else {
+            0.0
+        },
+        usec_per_iter: if iters > 0 {
+            usec / f64::from(iters)
+        } else {
+            0.0
+        },
         latency_usec: latency_of(samples_ns),
         verified: None,
     }
@@ -150,7 +167,9 @@ impl Side {
 
 /// A random 24-bit PSN, as ibv_rc_pingpong's lrand48() & 0xffffff.
 fn random_psn() -> u32 {
-    let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
     let mut x = t.as_nanos() as u64 ^ (u64::from(std::process::id()) << 32);
     x ^= x >> 33;
     x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
@@ -167,42 +186,81 @@ struct Plan {
 
 fn plan(args: &PingpongArgs) -> Result<Plan> {
     if args.cm {
-        return Err(Error::Usage("--cm (librdmacm) is not implemented yet; use the TCP exchange".into()));
+        return Err(Error::Usage(
+            "--cm (librdmacm) is not implemented yet; use the TCP exchange".into(),
+        ));
     }
     let gid_index = match args.gid_index {
         Some(GidIndexArg::Auto) => {
-            return Err(Error::Usage("-g auto: automatic GID selection lands with `rdmactl check`; give -g N".into()))
+            return Err(Error::Usage(
+                "-g auto: automatic GID selection lands with `rdmactl check`; give -g N".into(),
+            ))
         }
         Some(GidIndexArg::Index(i)) => Some(i),
         None => None,
     };
     if args.size == 0 || args.size > MAX_SIZE {
-        return Err(Error::Usage(format!("-s {}: the message size must be 1 to {MAX_SIZE} bytes", args.size)));
+        return Err(Error::Usage(format!(
+            "-s {}: the message size must be 1 to {MAX_SIZE} bytes",
+            args.size
+        )));
     }
     if args.iters == 0 {
         return Err(Error::Usage("-n 0: give at least one iteration".into()));
     }
     if !(args.timeout.is_finite() && args.timeout > 0.0 && args.timeout <= 3600.0) {
-        return Err(Error::Usage(format!("--timeout {}: give 0 < SECS <= 3600", args.timeout)));
+        return Err(Error::Usage(format!(
+            "--timeout {}: give 0 < SECS <= 3600",
+            args.timeout
+        )));
     }
     if let Some(m) = args.mtu {
         oob::path_mtu(0, 0, Some(m)).map_err(Error::Usage)?;
     }
     if args.compat.is_some() && args.op != Op::Send && args.op != Op::All {
-        return Err(Error::Usage("--compat rc_pingpong does SEND/RECV only; drop --op or use --op send".into()));
+        return Err(Error::Usage(
+            "--compat rc_pingpong does SEND/RECV only; drop --op or use --op send".into(),
+        ));
     }
     if args.bind.is_some() && args.server.is_some() {
-        return Err(Error::Usage("--bind is for the server (without SERVER)".into()));
+        return Err(Error::Usage(
+            "--bind is for the server (without SERVER)".into(),
+        ));
     }
     let ops = match (args.compat, args.op) {
-        (Some(_), _) | (None, Op::Send) => Ops { send: true, write: false, read: false },
-        (None, Op::Write) => Ops { send: false, write: true, read: false },
-        (None, Op::Read) => Ops { send: false, write: false, read: true },
-        (None, Op::All) => Ops { send: true, write: true, read: true },
+        (Some(_), _) | (None, Op::Send) => Ops {
+            send: true,
+            write: false,
+            read: false,
+        },
+        (None, Op::Write) => Ops {
+            send: false,
+            write: true,
+            read: false,
+        },
+        (None, Op::Read) => Ops {
+            send: false,
+            write: false,
+            read: true,
+        },
+        (None, Op::All) => Ops {
+            send: true,
+            write: true,
+            read: true,
+        },
     };
     // The peer may only write or read what the chosen operations need.
-    let access = Access { remote_write: ops.write, remote_read: ops.read, remote_atomic: false };
-    Ok(Plan { ops, access, timeout: Duration::from_secs_f64(args.timeout), gid_index })
+    let access = Access {
+        remote_write: ops.write,
+        remote_read: ops.read,
+        remote_atomic: false,
+    };
+    Ok(Plan {
+        ops,
+        access,
+        timeout: Duration::from_secs_f64(args.timeout),
+        gid_index,
+    })
 }
 
 /// Turns a local setup failure into the error (and exit code) it deserves.
@@ -210,24 +268,36 @@ fn setup_error(f: Failure, avail: Vec<String>) -> Error {
     let c = &f.context;
     match (&f.step, &f.cause) {
         (Step::Open, Cause::Errno { errno }) if *errno == libc::ENODEV && avail.is_empty() => {
-            Error::NoRdma { path: "/sys/class/infiniband".into() }
+            Error::NoRdma {
+                path: "/sys/class/infiniband".into(),
+            }
         }
-        (Step::Open, Cause::Errno { errno }) if *errno == libc::ENODEV => {
-            Error::NoSuchDevice { name: c.device.clone(), available: avail }
-        }
-        (Step::Open, Cause::Errno { errno }) if *errno == libc::ENOSYS || *errno == libc::EOPNOTSUPP => Error::NoRdma {
-            path: "/sys/class/infiniband".into(),
+        (Step::Open, Cause::Errno { errno }) if *errno == libc::ENODEV => Error::NoSuchDevice {
+            name: c.device.clone(),
+            available: avail,
         },
-        (Step::QueryPort, Cause::Errno { errno }) if *errno == libc::EINVAL => {
-            Error::NoSuchPort { device: c.device.clone(), port: c.port, available: Vec::new() }
+        (Step::Open, Cause::Errno { errno })
+            if *errno == libc::ENOSYS || *errno == libc::EOPNOTSUPP =>
+        {
+            Error::NoRdma {
+                path: "/sys/class/infiniband".into(),
+            }
         }
-        (Step::QueryGid, Cause::Errno { errno }) if *errno == libc::EINVAL || *errno == libc::ENODATA => {
+        (Step::QueryPort, Cause::Errno { errno }) if *errno == libc::EINVAL => Error::NoSuchPort {
+            device: c.device.clone(),
+            port: c.port,
+            available: Vec::new(),
+        },
+        (Step::QueryGid, Cause::Errno { errno })
+            if *errno == libc::EINVAL || *errno == libc::ENODATA =>
+        {
             Error::NoSuchGid {
                 device: c.device.clone(),
                 port: c.port,
                 index: c.gid_index.unwrap_or(0),
                 hint: if *errno == libc::ENODATA {
-                    "the slot is empty (ENODATA); list the populated ones with `rdmactl gids`".into()
+                    "the slot is empty (ENODATA); list the populated ones with `rdmactl gids`"
+                        .into()
                 } else {
                     "the index is past the GID table (EINVAL); list them with `rdmactl gids`".into()
                 },
@@ -240,12 +310,24 @@ fn setup_error(f: Failure, avail: Vec<String>) -> Error {
 fn open_side(args: &PingpongArgs, plan: &Plan) -> Result<Side> {
     let ctx = Context::open(args.device.as_deref()).map_err(|(f, avail)| setup_error(f, avail))?;
     let port = args.port;
-    let port_info = ctx.query_port(port).map_err(|f| setup_error(f, Vec::new()))?;
+    let port_info = ctx
+        .query_port(port)
+        .map_err(|f| setup_error(f, Vec::new()))?;
     if !port_info.is_active() {
         let f = Failure::new(
             Step::QueryPort,
-            Cause::Invalid { what: format!("port state {} is not ACTIVE (4): no link, or no subnet manager on InfiniBand", port_info.state) },
-            FailureContext { device: ctx.name().to_string(), port, link_layer: Some(port_info.link_layer.clone()), ..Default::default() },
+            Cause::Invalid {
+                what: format!(
+                    "port state {} is not ACTIVE (4): no link, or no subnet manager on InfiniBand",
+                    port_info.state
+                ),
+            },
+            FailureContext {
+                device: ctx.name().to_string(),
+                port,
+                link_layer: Some(port_info.link_layer.clone()),
+                ..Default::default()
+            },
         );
         return Err(Error::Failed(f.to_string()));
     }
@@ -259,25 +341,52 @@ fn open_side(args: &PingpongArgs, plan: &Plan) -> Result<Side> {
     }
     let gid = match plan.gid_index {
         Some(i) => {
-            let (g, t) = ctx.query_gid(port, i).map_err(|f| setup_error(f, Vec::new()))?;
+            let (g, t) = ctx
+                .query_gid(port, i)
+                .map_err(|f| setup_error(f, Vec::new()))?;
             Some((i, g, t))
         }
         None => None,
     };
-    let (rd_atom, init_rd_atom) = ctx.rd_atomic_limits().map_err(|f| Error::Failed(f.to_string()))?;
+    let (rd_atom, init_rd_atom) = ctx
+        .rd_atomic_limits()
+        .map_err(|f| Error::Failed(f.to_string()))?;
     let max_rd_atomic = rd_atom.min(init_rd_atom).clamp(1, 16) as u8;
     let fail = |f: Failure| Error::Failed(f.to_string());
     let pd = Pd::alloc(&ctx).map_err(fail)?;
     let mr = Mr::register(&pd, 2 * args.size as usize, plan.access).map_err(fail)?;
     let cq = Cq::create(&ctx, RX_DEPTH + WINDOW + 8).map_err(fail)?;
-    let qp = Qp::create_rc(&pd, &cq, QpCaps { max_send_wr: WINDOW, max_recv_wr: RX_DEPTH }, port, plan.gid_index)
-        .map_err(fail)?;
+    let qp = Qp::create_rc(
+        &pd,
+        &cq,
+        QpCaps {
+            max_send_wr: WINDOW,
+            max_recv_wr: RX_DEPTH,
+        },
+        port,
+        plan.gid_index,
+    )
+    .map_err(fail)?;
     qp.to_init(plan.access).map_err(fail)?;
-    let side = Side { qp, cq, mr, _pd: pd, ctx, port, port_info, gid, psn: random_psn(), max_rd_atomic, size: args.size };
+    let side = Side {
+        qp,
+        cq,
+        mr,
+        _pd: pd,
+        ctx,
+        port,
+        port_info,
+        gid,
+        psn: random_psn(),
+        max_rd_atomic,
+        size: args.size,
+    };
     // Receives go up before RTR, so the peer's first SEND always finds one.
     if plan.ops.send {
         for _ in 0..RX_DEPTH.min(args.iters.saturating_add(1)) {
-            side.qp.post_recv(&side.mr, side.target(), side.size, WRID_RECV).map_err(fail)?;
+            side.qp
+                .post_recv(&side.mr, side.target(), side.size, WRID_RECV)
+                .map_err(fail)?;
         }
     }
     Ok(side)
@@ -287,7 +396,11 @@ pub fn run(ctx: &Ctx, args: &PingpongArgs) -> Result<u8> {
     let plan = plan(args)?;
     let mut side = open_side(args, &plan)?;
     let mut report = Report {
-        role: if args.server.is_some() { "client" } else { "server" },
+        role: if args.server.is_some() {
+            "client"
+        } else {
+            "server"
+        },
         exchange: "native",
         device: side.ctx.name().to_string(),
         port: side.port,
@@ -323,9 +436,15 @@ pub fn run(ctx: &Ctx, args: &PingpongArgs) -> Result<u8> {
         report.failure = Some(f);
     }
     if ctx.json {
-        output::print(&output::json(&report)).map_err(|e| Error::Io { path: "stdout".into(), source: e })?;
+        output::print(&output::json(&report)).map_err(|e| Error::Io {
+            path: "stdout".into(),
+            source: e,
+        })?;
     } else {
-        output::print(&render(&report)).map_err(|e| Error::Io { path: "stdout".into(), source: e })?;
+        output::print(&render(&report)).map_err(|e| Error::Io {
+            path: "stdout".into(),
+            source: e,
+        })?;
     }
     match report.failure {
         None => Ok(crate::error::exit::OK),
@@ -336,7 +455,10 @@ pub fn run(ctx: &Ctx, args: &PingpongArgs) -> Result<u8> {
 fn render(r: &Report) -> String {
     let mut out = String::new();
     let ep = |e: &Endpoint| {
-        let mut s = format!("LID 0x{:04x}, QPN 0x{:06x}, PSN 0x{:06x}, GID {}", e.lid, e.qpn, e.psn, e.gid);
+        let mut s = format!(
+            "LID 0x{:04x}, QPN 0x{:06x}, PSN 0x{:06x}, GID {}",
+            e.lid, e.qpn, e.psn, e.gid
+        );
         if let Some(i) = e.gid_index {
             s.push_str(&format!(" (index {i}"));
             match &e.gid_type {
@@ -356,7 +478,10 @@ fn render(r: &Report) -> String {
         out.push_str(&format!("  remote address: {}\n", ep(rem)));
     }
     if let Some(m) = r.path_mtu {
-        out.push_str(&format!("  {} {}/{} ({} exchange), path MTU {m}, {} B messages\n", r.role, r.device, r.port, r.exchange, r.size));
+        out.push_str(&format!(
+            "  {} {}/{} ({} exchange), path MTU {m}, {} B messages\n",
+            r.role, r.device, r.port, r.exchange, r.size
+        ));
     }
     for (name, o) in &r.ops {
         out.push_str(&format!(
@@ -373,7 +498,12 @@ fn render(r: &Report) -> String {
     out
 }
 
-fn drive(args: &PingpongArgs, plan: &Plan, side: &mut Side, report: &mut Report) -> std::result::Result<(), Failure> {
+fn drive(
+    args: &PingpongArgs,
+    plan: &Plan,
+    side: &mut Side,
+    report: &mut Report,
+) -> std::result::Result<(), Failure> {
     let is_client = args.server.is_some();
     let mut conn = match &args.server {
         Some(host) => oob::connect(host, args.tcp_port, plan.timeout)?,
@@ -381,7 +511,10 @@ fn drive(args: &PingpongArgs, plan: &Plan, side: &mut Side, report: &mut Report)
             let listener = oob::listen(args.bind, args.tcp_port)?;
             eprintln!(
                 "rdmactl: waiting for a client on {} (ibv_rc_pingpong clients welcome)",
-                listener.local_addr().map(|a| a.to_string()).unwrap_or_else(|_| args.tcp_port.to_string())
+                listener
+                    .local_addr()
+                    .map(|a| a.to_string())
+                    .unwrap_or_else(|_| args.tcp_port.to_string())
             );
             // One client per run: the listener closes when this returns.
             oob::accept_one(&listener, plan.timeout)?
@@ -407,7 +540,12 @@ fn drive(args: &PingpongArgs, plan: &Plan, side: &mut Side, report: &mut Report)
     };
     if compat {
         report.exchange = "rc_pingpong";
-        let me = RcDest { lid: local.lid, qpn: local.qpn, psn: local.psn, gid: local.gid };
+        let me = RcDest {
+            lid: local.lid,
+            qpn: local.qpn,
+            psn: local.psn,
+            gid: local.gid,
+        };
         conn.send_rc(&me)?;
         let dest = conn.read_rc()?;
         conn.write_all(oob::RC_PINGPONG_DONE)?;
@@ -427,7 +565,12 @@ fn drive(args: &PingpongArgs, plan: &Plan, side: &mut Side, report: &mut Report)
 }
 
 fn native_msg(args: &PingpongArgs, plan: &Plan, local: &Endpoint) -> NativeMsg {
-    NativeMsg { endpoint: local.clone(), ops: plan.ops, size: args.size, iters: args.iters }
+    NativeMsg {
+        endpoint: local.clone(),
+        ops: plan.ops,
+        size: args.size,
+        iters: args.iters,
+    }
 }
 
 fn rc_endpoint(d: &RcDest) -> Endpoint {
@@ -456,7 +599,12 @@ fn compat_mtu(args: &PingpongArgs, side: &Side) -> std::result::Result<u32, Fail
 
 /// RTR and RTS toward an ibv_rc_pingpong peer. It sets a GRH only when the peer's GID has
 /// a non-zero interface id; on RoCE that means a peer without -g cannot work, so say so.
-fn connect_rc(side: &Side, dest: &RcDest, mtu: u32, _client: bool) -> std::result::Result<(), Failure> {
+fn connect_rc(
+    side: &Side,
+    dest: &RcDest,
+    mtu: u32,
+    _client: bool,
+) -> std::result::Result<(), Failure> {
     let interface_id_zero = dest.gid.0[8..] == [0; 8];
     let grh = match &side.gid {
         Some((idx, _, _)) if !interface_id_zero => Some((dest.gid, *idx)),
@@ -474,7 +622,6 @@ fn connect_rc(side: &Side, dest: &RcDest, mtu: u32, _client: bool) -> std::resul
         ));
     }
     let rtr = RtrParams {
-        port: side.port,
         path_mtu: mtu,
         dest_qpn: dest.qpn,
         dest_psn: dest.psn,
@@ -500,7 +647,12 @@ fn serve_rc_pingpong(
     // ibv_rc_pingpong's server connects its QP before answering: the client sends right after.
     connect_rc(side, &dest, mtu, false)?;
     let local = side.endpoint();
-    conn.send_rc(&RcDest { lid: local.lid, qpn: local.qpn, psn: local.psn, gid: local.gid })?;
+    conn.send_rc(&RcDest {
+        lid: local.lid,
+        qpn: local.qpn,
+        psn: local.psn,
+        gid: local.gid,
+    })?;
     conn.read_done()?;
     let r = pingpong_loop(side, false, args.iters, plan.timeout)?;
     report.ops.insert("send", r);
@@ -521,16 +673,23 @@ fn native_run(
     report.remote = Some(remote.endpoint.clone());
     let mismatches = oob::compare(&mine, &remote);
     if !mismatches.is_empty() {
-        let what = mismatches.iter().map(|m| m.to_string()).collect::<Vec<_>>().join("; ");
+        let what = mismatches
+            .iter()
+            .map(|m| m.to_string())
+            .collect::<Vec<_>>()
+            .join("; ");
         return Err(side.fail(Step::Compare, Cause::Invalid { what }));
     }
-    let mtu = oob::path_mtu(side.port_info.active_mtu, remote.endpoint.active_mtu, args.mtu)
-        .map_err(|what| side.fail(Step::Compare, Cause::Invalid { what }))?;
+    let mtu = oob::path_mtu(
+        side.port_info.active_mtu,
+        remote.endpoint.active_mtu,
+        args.mtu,
+    )
+    .map_err(|what| side.fail(Step::Compare, Cause::Invalid { what }))?;
     report.path_mtu = Some(mtu);
     let r = &remote.endpoint;
     let grh = side.gid.as_ref().map(|(idx, _, _)| (r.gid, *idx));
     let rtr = RtrParams {
-        port: side.port,
         path_mtu: mtu,
         dest_qpn: r.qpn,
         dest_psn: r.psn,
@@ -548,7 +707,10 @@ fn native_run(
         report.ops.insert("send", res);
         conn.sync(2)?;
     }
-    for (op, name, tag) in [(plan.ops.write, "write", 10u8), (plan.ops.read, "read", 20u8)] {
+    for (op, name, tag) in [
+        (plan.ops.write, "write", 10u8),
+        (plan.ops.read, "read", 20u8),
+    ] {
         if !op {
             continue;
         }
@@ -592,9 +754,19 @@ fn rdma_initiator(
     }
     conn.sync(tag)?;
     let op = if is_write {
-        SendOp::Write { offset: 0, len: side.size, remote_addr: remote.addr, rkey: remote.rkey }
+        SendOp::Write {
+            offset: 0,
+            len: side.size,
+            remote_addr: remote.addr,
+            rkey: remote.rkey,
+        }
     } else {
-        SendOp::Read { offset: 0, len: side.size, remote_addr: remote.addr, rkey: remote.rkey }
+        SendOp::Read {
+            offset: 0,
+            len: side.size,
+            remote_addr: remote.addr,
+            rkey: remote.rkey,
+        }
     };
     let mut res = windowed_loop(side, op, iters, timeout)?;
     if !is_write {
@@ -602,7 +774,11 @@ fn rdma_initiator(
         if side.mr.read(0, size) != want {
             return Err(side.fail(
                 Step::Verify,
-                Cause::Invalid { what: format!("RDMA READ returned data that is not the peer's buffer ({size} bytes)") },
+                Cause::Invalid {
+                    what: format!(
+                        "RDMA READ returned data that is not the peer's buffer ({size} bytes)"
+                    ),
+                },
             ));
         }
         res.verified = Some(format!("read the peer's {size}-byte buffer and it matched"));
@@ -633,7 +809,11 @@ fn rdma_target(
     if name == "write" && side.mr.read(target, size) != pattern("write", peer_qpn, size) {
         return Err(side.fail(
             Step::Verify,
-            Cause::Invalid { what: format!("the peer's RDMA WRITE did not leave its {size}-byte string in this buffer") },
+            Cause::Invalid {
+                what: format!(
+                    "the peer's RDMA WRITE did not leave its {size}-byte string in this buffer"
+                ),
+            },
         ));
     }
     Ok(())
@@ -642,8 +822,16 @@ fn rdma_target(
 /// ibv_rc_pingpong's traffic: the client sends first; each end sends its next message once
 /// its previous send and a receive both completed. One timestamp per iteration into a
 /// preallocated buffer; nothing else allocates inside the loop.
-fn pingpong_loop(side: &mut Side, is_client: bool, iters: u32, timeout: Duration) -> std::result::Result<OpResult, Failure> {
-    let send = SendOp::Send { offset: 0, len: side.size };
+fn pingpong_loop(
+    side: &mut Side,
+    is_client: bool,
+    iters: u32,
+    timeout: Duration,
+) -> std::result::Result<OpResult, Failure> {
+    let send = SendOp::Send {
+        offset: 0,
+        len: side.size,
+    };
     let target = side.target();
     let mut stamps: Vec<Instant> = Vec::with_capacity(iters as usize + 1);
     let mut wc = [Wc::default(); 2];
@@ -657,10 +845,19 @@ fn pingpong_loop(side: &mut Side, is_client: bool, iters: u32, timeout: Duration
     }
     while rcnt < iters || scnt < iters {
         let now = Instant::now();
-        let n = side.cq.wait(&mut wc, now + timeout, now).map_err(|f| with_progress(f, side, rcnt, scnt, iters))?;
+        let n = side
+            .cq
+            .wait(&mut wc, now + timeout, now)
+            .map_err(|f| with_progress(f, side, rcnt, scnt, iters))?;
         for w in &wc[..n] {
             if !w.ok() {
-                return Err(with_progress(side.fail(Step::Completion, w.cause()), side, rcnt, scnt, iters));
+                return Err(with_progress(
+                    side.fail(Step::Completion, w.cause()),
+                    side,
+                    rcnt,
+                    scnt,
+                    iters,
+                ));
             }
             match w.wr_id {
                 WRID_SEND => scnt += 1,
@@ -682,8 +879,16 @@ fn pingpong_loop(side: &mut Side, is_client: bool, iters: u32, timeout: Duration
     }
     let end = Instant::now();
     stamps.push(end);
-    let mut samples: Vec<u64> = stamps.windows(2).map(|w| (w[1] - w[0]).as_nanos() as u64).collect();
-    Ok(op_result(iters, u64::from(side.size) * u64::from(iters) * 2, end - start, &mut samples))
+    let mut samples: Vec<u64> = stamps
+        .windows(2)
+        .map(|w| (w[1] - w[0]).as_nanos() as u64)
+        .collect();
+    Ok(op_result(
+        iters,
+        u64::from(side.size) * u64::from(iters) * 2,
+        end - start,
+        &mut samples,
+    ))
 }
 
 fn with_progress(mut f: Failure, side: &Side, rcnt: u32, scnt: u32, iters: u32) -> Failure {
@@ -698,12 +903,22 @@ fn with_progress(mut f: Failure, side: &Side, rcnt: u32, scnt: u32, iters: u32) 
         f.step = Step::Poll;
     }
     f.context.device = side.ctx.name().to_string();
+    f.context.port = side.port;
     f
 }
 
 /// RDMA WRITE or READ `iters` times with up to WINDOW in flight; latency is post to completion.
-fn windowed_loop(side: &mut Side, op: SendOp, iters: u32, timeout: Duration) -> std::result::Result<OpResult, Failure> {
-    let window = WINDOW.min(if matches!(op, SendOp::Read { .. }) { u32::from(side.max_rd_atomic).max(1) * 2 } else { WINDOW });
+fn windowed_loop(
+    side: &mut Side,
+    op: SendOp,
+    iters: u32,
+    timeout: Duration,
+) -> std::result::Result<OpResult, Failure> {
+    let window = WINDOW.min(if matches!(op, SendOp::Read { .. }) {
+        u32::from(side.max_rd_atomic).max(1) * 2
+    } else {
+        WINDOW
+    });
     let mut posted_at: Vec<Instant> = Vec::with_capacity(iters as usize);
     let mut samples: Vec<u64> = vec![0; iters as usize];
     let mut wc = [Wc::default(); 16];
@@ -716,7 +931,10 @@ fn windowed_loop(side: &mut Side, op: SendOp, iters: u32, timeout: Duration) -> 
             posted += 1;
         }
         let now = Instant::now();
-        let n = side.cq.wait(&mut wc, now + timeout, now).map_err(|f| with_progress(f, side, done, posted, iters))?;
+        let n = side
+            .cq
+            .wait(&mut wc, now + timeout, now)
+            .map_err(|f| with_progress(f, side, done, posted, iters))?;
         let at = Instant::now();
         for w in &wc[..n] {
             if !w.ok() {
@@ -729,7 +947,12 @@ fn windowed_loop(side: &mut Side, op: SendOp, iters: u32, timeout: Duration) -> 
         }
     }
     let elapsed = start.elapsed();
-    Ok(op_result(iters, u64::from(side.size) * u64::from(iters), elapsed, &mut samples))
+    Ok(op_result(
+        iters,
+        u64::from(side.size) * u64::from(iters),
+        elapsed,
+        &mut samples,
+    ))
 }
 
 #[cfg(test)]

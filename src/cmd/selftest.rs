@@ -15,7 +15,8 @@ use crate::model::GidType;
 use crate::oob;
 use crate::output;
 use crate::verbs::qp::{
-    Access, Cause, Context, Cq, Failure, FailureContext, Mr, Pd, PortInfo, Qp, QpCaps, RtrParams, SendOp, Step, Wc,
+    Access, Cause, Context, Cq, Failure, FailureContext, Mr, Pd, PortInfo, Qp, QpCaps, RtrParams,
+    SendOp, Step, Wc,
 };
 
 #[derive(Debug, Serialize)]
@@ -65,11 +66,15 @@ const ATOMIC_NEW: u64 = 0xfeed_face_cafe_beef;
 
 pub fn run(ctx: &Ctx, args: &SelftestArgs) -> Result<u8> {
     if args.cm {
-        return Err(Error::Usage("--cm (librdmacm) is not implemented yet".into()));
+        return Err(Error::Usage(
+            "--cm (librdmacm) is not implemented yet".into(),
+        ));
     }
     let gid_index = match args.gid_index {
         GidIndexArg::Auto => {
-            return Err(Error::Usage("-g auto: automatic GID selection lands with `rdmactl check`; give -g N".into()))
+            return Err(Error::Usage(
+                "-g auto: automatic GID selection lands with `rdmactl check`; give -g N".into(),
+            ))
         }
         GidIndexArg::Index(i) => i,
     };
@@ -77,10 +82,17 @@ pub fn run(ctx: &Ctx, args: &SelftestArgs) -> Result<u8> {
         return Err(Error::Usage("give at most two devices (-d A -d B)".into()));
     }
     if args.size < 8 || args.size > 1 << 30 {
-        return Err(Error::Usage(format!("-s {}: the size must be 8 to {} bytes", args.size, 1u32 << 30)));
+        return Err(Error::Usage(format!(
+            "-s {}: the size must be 8 to {} bytes",
+            args.size,
+            1u32 << 30
+        )));
     }
     if !(args.timeout.is_finite() && args.timeout > 0.0 && args.timeout <= 3600.0) {
-        return Err(Error::Usage(format!("--timeout {}: give 0 < SECS <= 3600", args.timeout)));
+        return Err(Error::Usage(format!(
+            "--timeout {}: give 0 < SECS <= 3600",
+            args.timeout
+        )));
     }
     let names: [Option<&str>; 2] = match args.devices.as_slice() {
         [] => [None, None],
@@ -98,33 +110,69 @@ pub fn run(ctx: &Ctx, args: &SelftestArgs) -> Result<u8> {
         open_error: None,
     };
     t.run_all(names);
-    let devices = t.ends.iter().filter_map(|e| e.ctx.as_ref().map(|c| c.name().to_string())).collect();
+    let devices = t
+        .ends
+        .iter()
+        .filter_map(|e| e.ctx.as_ref().map(|c| c.name().to_string()))
+        .collect();
     if let Some(err) = t.open_error.take() {
         return Err(err);
     }
     let ok = t.steps.iter().all(|s| s.ok) && !t.stopped;
-    let report = Report { devices, port: args.port, gid_index: Some(gid_index), size: args.size, steps: std::mem::take(&mut t.steps), ok };
-    let text = if ctx.json { output::json(&report) } else { render(&report) };
-    output::print(&text).map_err(|e| Error::Io { path: "stdout".into(), source: e })?;
+    let report = Report {
+        devices,
+        port: args.port,
+        gid_index: Some(gid_index),
+        size: args.size,
+        steps: std::mem::take(&mut t.steps),
+        ok,
+    };
+    let text = if ctx.json {
+        output::json(&report)
+    } else {
+        render(&report)
+    };
+    output::print(&text).map_err(|e| Error::Io {
+        path: "stdout".into(),
+        source: e,
+    })?;
     if ok {
         Ok(exit::OK)
     } else {
-        let failed = report.steps.iter().find(|s| !s.ok).map(|s| s.step).unwrap_or("a step");
+        let failed = report
+            .steps
+            .iter()
+            .find(|s| !s.ok)
+            .map(|s| s.step)
+            .unwrap_or("a step");
         Err(Error::Failed(format!("selftest failed at '{failed}'")))
     }
 }
 
 fn render(r: &Report) -> String {
-    let mut out = format!("selftest {} port {} GID index {}, {} B\n", r.devices.join(" <-> "), r.port, r.gid_index.unwrap_or(0), r.size);
+    let mut out = format!(
+        "selftest {} port {} GID index {}, {} B\n",
+        r.devices.join(" <-> "),
+        r.port,
+        r.gid_index.unwrap_or(0),
+        r.size
+    );
     for s in &r.steps {
         let status = if s.ok { "ok  " } else { "FAIL" };
         let ms = s.elapsed_us / 1000.0;
-        out.push_str(&format!("  {status} {ms:>9.3} ms  {:<16} {}\n", s.step, s.detail));
+        out.push_str(&format!(
+            "  {status} {ms:>9.3} ms  {:<16} {}\n",
+            s.step, s.detail
+        ));
         if let Some(f) = &s.failure {
             out.push_str(&format!("       {f}\n"));
         }
     }
-    out.push_str(if r.ok { "all steps passed\n" } else { "FAILED\n" });
+    out.push_str(if r.ok {
+        "all steps passed\n"
+    } else {
+        "FAILED\n"
+    });
     out
 }
 
@@ -157,7 +205,13 @@ impl Tester {
                 (false, String::new(), Some(f))
             }
         };
-        self.steps.push(StepLine { step: name, ok, elapsed_us, detail, failure });
+        self.steps.push(StepLine {
+            step: name,
+            ok,
+            elapsed_us,
+            detail,
+            failure,
+        });
     }
 
     fn run_all(&mut self, names: [Option<&str>; 2]) {
@@ -226,12 +280,18 @@ impl Tester {
             Ok(String::new())
         });
         self.step("mr", |t| {
-            let access = Access { remote_write: true, remote_read: true, remote_atomic: true };
+            let access = Access {
+                remote_write: true,
+                remote_read: true,
+                remote_atomic: true,
+            };
             let len = 2 * t.size as usize;
             for end in &mut t.ends {
                 end.mr = Some(Mr::register(end.pd.as_ref().expect("pd"), len, access)?);
             }
-            Ok(format!("{len} bytes each, local write + remote write/read/atomic"))
+            Ok(format!(
+                "{len} bytes each, local write + remote write/read/atomic"
+            ))
         });
         self.step("cq", |t| {
             for end in &mut t.ends {
@@ -242,13 +302,30 @@ impl Tester {
         self.step("qp create", |t| {
             let (port, gid_index) = (t.port, t.gid_index);
             for end in &mut t.ends {
-                let caps = QpCaps { max_send_wr: 4, max_recv_wr: 4 };
-                end.qp = Some(Qp::create_rc(end.pd.as_ref().expect("pd"), end.cq.as_ref().expect("cq"), caps, port, Some(gid_index))?);
+                let caps = QpCaps {
+                    max_send_wr: 4,
+                    max_recv_wr: 4,
+                };
+                end.qp = Some(Qp::create_rc(
+                    end.pd.as_ref().expect("pd"),
+                    end.cq.as_ref().expect("cq"),
+                    caps,
+                    port,
+                    Some(gid_index),
+                )?);
             }
-            Ok(format!("QPN 0x{:06x} and 0x{:06x}", t.qp(0).qpn(), t.qp(1).qpn()))
+            Ok(format!(
+                "QPN 0x{:06x} and 0x{:06x}",
+                t.qp(0).qpn(),
+                t.qp(1).qpn()
+            ))
         });
         self.step("init", |t| {
-            let access = Access { remote_write: true, remote_read: true, remote_atomic: true };
+            let access = Access {
+                remote_write: true,
+                remote_read: true,
+                remote_atomic: true,
+            };
             for i in 0..2 {
                 t.qp(i).to_init(access)?;
             }
@@ -259,7 +336,6 @@ impl Tester {
             for i in 0..2 {
                 let peer = 1 - i;
                 let p = RtrParams {
-                    port: t.port,
                     path_mtu: mtu,
                     dest_qpn: t.qp(peer).qpn(),
                     dest_psn: psn(peer),
@@ -289,7 +365,14 @@ impl Tester {
             let data = pattern("send", size as usize);
             t.mr(0).write(0, &data);
             t.mr(1).fill(size as usize, size as usize, 0);
-            t.qp(0).post_send(t.mr(0), SendOp::Send { offset: 0, len: size }, 10)?;
+            t.qp(0).post_send(
+                t.mr(0),
+                SendOp::Send {
+                    offset: 0,
+                    len: size,
+                },
+                10,
+            )?;
             t.wait(0, 10)?;
             let wc = t.wait(1, 1)?;
             if wc.byte_len != size {
@@ -303,7 +386,16 @@ impl Tester {
             t.mr(0).write(0, &data);
             t.mr(1).fill(size as usize, size as usize, 0);
             let (addr, rkey) = (t.mr(1).addr() + u64::from(size), t.mr(1).rkey());
-            t.qp(0).post_send(t.mr(0), SendOp::Write { offset: 0, len: size, remote_addr: addr, rkey }, 11)?;
+            t.qp(0).post_send(
+                t.mr(0),
+                SendOp::Write {
+                    offset: 0,
+                    len: size,
+                    remote_addr: addr,
+                    rkey,
+                },
+                11,
+            )?;
             t.wait(0, 11)?;
             t.check(1, size as usize, &data, "RDMA WRITE")?;
             Ok(format!("{size} bytes written and checked"))
@@ -313,7 +405,16 @@ impl Tester {
             t.mr(1).write(size as usize, &data);
             t.mr(0).fill(0, size as usize, 0);
             let (addr, rkey) = (t.mr(1).addr() + u64::from(size), t.mr(1).rkey());
-            t.qp(0).post_send(t.mr(0), SendOp::Read { offset: 0, len: size, remote_addr: addr, rkey }, 12)?;
+            t.qp(0).post_send(
+                t.mr(0),
+                SendOp::Read {
+                    offset: 0,
+                    len: size,
+                    remote_addr: addr,
+                    rkey,
+                },
+                12,
+            )?;
             t.wait(0, 12)?;
             t.check(0, 0, &data, "RDMA READ")?;
             Ok(format!("{size} bytes read and checked"))
@@ -323,22 +424,35 @@ impl Tester {
             t.mr(1).write(0, &ATOMIC_OLD.to_ne_bytes());
             t.mr(0).fill(0, 8, 0);
             let (addr, rkey) = (t.mr(1).addr(), t.mr(1).rkey());
-            let op = SendOp::CompareSwap { offset: 0, remote_addr: addr, rkey, compare: ATOMIC_OLD, swap: ATOMIC_NEW };
+            let op = SendOp::CompareSwap {
+                offset: 0,
+                remote_addr: addr,
+                rkey,
+                compare: ATOMIC_OLD,
+                swap: ATOMIC_NEW,
+            };
             t.qp(0).post_send(t.mr(0), op, 13)?;
             t.wait(0, 13)?;
             let old = u64::from_ne_bytes(t.mr(0).read(0, 8).try_into().expect("8 bytes"));
             let now = u64::from_ne_bytes(t.mr(1).read(0, 8).try_into().expect("8 bytes"));
             if old != ATOMIC_OLD || now != ATOMIC_NEW {
-                return Err(t.invalid(0, format!("compare-and-swap returned 0x{old:016x} and left 0x{now:016x}")));
+                return Err(t.invalid(
+                    0,
+                    format!("compare-and-swap returned 0x{old:016x} and left 0x{now:016x}"),
+                ));
             }
             Ok(format!("0x{ATOMIC_OLD:016x} -> 0x{ATOMIC_NEW:016x}"))
         });
         self.step("zero-byte send", |t| {
-            t.qp(0).post_send(t.mr(0), SendOp::Send { offset: 0, len: 0 }, 14)?;
+            t.qp(0)
+                .post_send(t.mr(0), SendOp::Send { offset: 0, len: 0 }, 14)?;
             t.wait(0, 14)?;
             let wc = t.wait(1, 2)?;
             if wc.byte_len != 0 {
-                return Err(t.invalid(1, format!("a zero-byte SEND arrived as {} bytes", wc.byte_len)));
+                return Err(t.invalid(
+                    1,
+                    format!("a zero-byte SEND arrived as {} bytes", wc.byte_len),
+                ));
             }
             Ok("completed with 0 bytes".into())
         });
@@ -347,7 +461,10 @@ impl Tester {
                 let mut wc = [Wc::default(); 4];
                 let n = t.ends[i].cq.as_mut().expect("cq").poll(&mut wc)?;
                 if n > 0 {
-                    return Err(t.invalid(i, format!("{n} unexpected completion(s), first wr_id {}", wc[0].wr_id)));
+                    return Err(t.invalid(
+                        i,
+                        format!("{n} unexpected completion(s), first wr_id {}", wc[0].wr_id),
+                    ));
                 }
             }
             Ok("both CQs empty".into())
@@ -370,7 +487,11 @@ impl Tester {
     fn invalid(&self, i: usize, what: String) -> Failure {
         match &self.ends[i].qp {
             Some(qp) => qp.failure(Step::Verify, Cause::Invalid { what }),
-            None => Failure::new(Step::Verify, Cause::Invalid { what }, FailureContext::default()),
+            None => Failure::new(
+                Step::Verify,
+                Cause::Invalid { what },
+                FailureContext::default(),
+            ),
         }
     }
 
@@ -381,7 +502,9 @@ impl Tester {
         let mut wc = [Wc::default(); 1];
         let cq = self.ends[i].cq.as_mut().expect("cq");
         let link_layer = self.ends[i].port.as_ref().map(|p| p.link_layer.clone());
+        let port = self.port;
         cq.wait(&mut wc, deadline, now).map_err(|mut f| {
+            f.context.port = port;
             f.context.gid_index = Some(self.gid_index);
             f.context.link_layer = link_layer;
             f
@@ -390,14 +513,26 @@ impl Tester {
             return Err(self.qp(i).failure(Step::Completion, wc[0].cause()));
         }
         if wc[0].wr_id != wr_id {
-            return Err(self.invalid(i, format!("expected completion {wr_id}, got {}", wc[0].wr_id)));
+            return Err(self.invalid(
+                i,
+                format!("expected completion {wr_id}, got {}", wc[0].wr_id),
+            ));
         }
         Ok(wc[0])
     }
 
-    fn check(&self, i: usize, offset: usize, want: &[u8], what: &str) -> std::result::Result<(), Failure> {
+    fn check(
+        &self,
+        i: usize,
+        offset: usize,
+        want: &[u8],
+        what: &str,
+    ) -> std::result::Result<(), Failure> {
         if self.mr(i).read(offset, want.len()) != want {
-            return Err(self.invalid(i, format!("{what}: the data that arrived differs from what was sent")));
+            return Err(self.invalid(
+                i,
+                format!("{what}: the data that arrived differs from what was sent"),
+            ));
         }
         Ok(())
     }
@@ -408,5 +543,9 @@ fn psn(i: usize) -> u32 {
 }
 
 fn pattern(op: &str, len: usize) -> Vec<u8> {
-    format!("rdmactl selftest {op}; ").bytes().cycle().take(len).collect()
+    format!("rdmactl selftest {op}; ")
+        .bytes()
+        .cycle()
+        .take(len)
+        .collect()
 }

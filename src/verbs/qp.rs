@@ -10,7 +10,7 @@ use std::ffi::CStr;
 use std::fmt;
 use std::ptr;
 use std::rc::Rc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use rdma_mummy_sys as sys;
 use serde::Serialize;
@@ -80,14 +80,24 @@ impl Step {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case", tag = "kind")]
 pub enum Cause {
-    Errno { errno: i32 },
-    WcStatus { status: u32, vendor_err: u32, opcode: u32 },
+    Errno {
+        errno: i32,
+    },
+    WcStatus {
+        status: u32,
+        vendor_err: u32,
+        opcode: u32,
+    },
     /// Nothing happened before the deadline.
-    Timeout { waited_ms: u64 },
+    Timeout {
+        waited_ms: u64,
+    },
     /// The peer closed the TCP connection: it failed on its side, or died.
     PeerClosed,
     /// A mismatch or malformed data; the text says which field.
-    Invalid { what: String },
+    Invalid {
+        what: String,
+    },
 }
 
 impl Cause {
@@ -96,7 +106,9 @@ impl Cause {
     }
 
     pub fn last_errno() -> Cause {
-        Cause::Errno { errno: std::io::Error::last_os_error().raw_os_error().unwrap_or(0) }
+        Cause::Errno {
+            errno: std::io::Error::last_os_error().raw_os_error().unwrap_or(0),
+        }
     }
 }
 
@@ -104,16 +116,30 @@ impl fmt::Display for Cause {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Cause::Errno { errno } => {
-                write!(f, "{} ({errno}: {})", errno_name(*errno), std::io::Error::from_raw_os_error(*errno))
+                write!(
+                    f,
+                    "{} ({errno}: {})",
+                    errno_name(*errno),
+                    std::io::Error::from_raw_os_error(*errno)
+                )
             }
-            Cause::WcStatus { status, vendor_err, .. } => {
-                write!(f, "{} (status {status}: {}", wc_status_name(*status), wc_status_str(*status))?;
+            Cause::WcStatus {
+                status, vendor_err, ..
+            } => {
+                write!(
+                    f,
+                    "{} (status {status}: {}",
+                    wc_status_name(*status),
+                    wc_status_str(*status)
+                )?;
                 if *vendor_err != 0 {
                     write!(f, ", vendor err 0x{vendor_err:x}")?;
                 }
                 f.write_str(")")
             }
-            Cause::Timeout { waited_ms } => write!(f, "no answer within {:.1} s", *waited_ms as f64 / 1000.0),
+            Cause::Timeout { waited_ms } => {
+                write!(f, "no answer within {:.1} s", *waited_ms as f64 / 1000.0)
+            }
             Cause::PeerClosed => f.write_str("the peer closed the connection"),
             Cause::Invalid { what } => f.write_str(what),
         }
@@ -147,12 +173,17 @@ pub struct FailureContext {
 pub struct Failure {
     pub step: Step,
     pub cause: Cause,
-    pub context: FailureContext,
+    /// Boxed so that `Result<_, Failure>` stays small on the hot path.
+    pub context: Box<FailureContext>,
 }
 
 impl Failure {
     pub fn new(step: Step, cause: Cause, context: FailureContext) -> Failure {
-        Failure { step, cause, context }
+        Failure {
+            step,
+            cause,
+            context: Box::new(context),
+        }
     }
 }
 
@@ -279,6 +310,15 @@ pub fn wc_status_str(status: u32) -> &'static str {
     }
 }
 
+/// The C library's text for an errno, without std's " (os error N)" suffix.
+pub fn strerror(errno: i32) -> String {
+    let text = std::io::Error::from_raw_os_error(errno).to_string();
+    match text.rfind(" (os error ") {
+        Some(cut) => text[..cut].to_string(),
+        None => text,
+    }
+}
+
 /// The symbolic errno name (EINVAL, ETIMEDOUT, ...), which is what people search for.
 pub fn errno_name(errno: i32) -> &'static str {
     match errno {
@@ -371,7 +411,10 @@ impl Context {
     /// device is `Cause::Errno(ENODEV)` with the list of what exists in `Err.1`.
     pub fn open(name: Option<&str>) -> Result<Rc<Context>, (Failure, Vec<String>)> {
         let fail = |cause: Cause, avail: Vec<String>| {
-            let context = FailureContext { device: name.unwrap_or_default().to_string(), ..Default::default() };
+            let context = FailureContext {
+                device: name.unwrap_or_default().to_string(),
+                ..Default::default()
+            };
             (Failure::new(Step::Open, cause, context), avail)
         };
         let mut count = 0;
@@ -389,8 +432,10 @@ impl Context {
                 break;
             }
             // SAFETY: the name is a NUL-terminated string owned by the device.
-            let dev_name = unsafe { CStr::from_ptr(sys::ibv_get_device_name(dev)) }.to_string_lossy().into_owned();
-            if chosen.is_null() && name.is_none_or(|n| n == dev_name) {
+            let dev_name = unsafe { CStr::from_ptr(sys::ibv_get_device_name(dev)) }
+                .to_string_lossy()
+                .into_owned();
+            if chosen.is_null() && name.map_or(true, |n| n == dev_name) {
                 chosen = dev;
             }
             names.push(dev_name);
@@ -404,7 +449,10 @@ impl Context {
                 Err(fail(Cause::last_errno(), names.clone()))
             } else {
                 let dev_name = name.map(str::to_string).unwrap_or_else(|| names[0].clone());
-                Ok(Rc::new(Context { raw, name: dev_name }))
+                Ok(Rc::new(Context {
+                    raw,
+                    name: dev_name,
+                }))
             }
         };
         // SAFETY: the list came from ibv_get_device_list; opened contexts stay valid.
@@ -417,11 +465,17 @@ impl Context {
     }
 
     fn ctx(&self, port: u32) -> FailureContext {
-        FailureContext { device: self.name.clone(), port, ..Default::default() }
+        FailureContext {
+            device: self.name.clone(),
+            port,
+            ..Default::default()
+        }
     }
 
     pub fn query_port(&self, port: u32) -> Result<PortInfo, Failure> {
-        let port_u8 = u8::try_from(port).map_err(|_| Failure::new(Step::QueryPort, Cause::errno(libc::EINVAL), self.ctx(port)))?;
+        let port_u8 = u8::try_from(port).map_err(|_| {
+            Failure::new(Step::QueryPort, Cause::errno(libc::EINVAL), self.ctx(port))
+        })?;
         // SAFETY: zeroed port_attr is a valid out-parameter.
         let mut attr: sys::ibv_port_attr = unsafe { std::mem::zeroed() };
         let rc = unsafe { sys::ibv_query_port(self.raw, port_u8, &mut attr) };
@@ -486,7 +540,10 @@ impl Context {
         if rc != 0 {
             return Err(Failure::new(Step::QueryDevice, errno_of(rc), self.ctx(0)));
         }
-        Ok((attr.max_qp_rd_atom.max(0) as u32, attr.max_qp_init_rd_atom.max(0) as u32))
+        Ok((
+            attr.max_qp_rd_atom.max(0) as u32,
+            attr.max_qp_init_rd_atom.max(0) as u32,
+        ))
     }
 }
 
@@ -526,7 +583,10 @@ impl Pd {
         if raw.is_null() {
             return Err(Failure::new(Step::Pd, Cause::last_errno(), ctx.ctx(0)));
         }
-        Ok(Rc::new(Pd { raw, ctx: ctx.clone() }))
+        Ok(Rc::new(Pd {
+            raw,
+            ctx: ctx.clone(),
+        }))
     }
 }
 
@@ -581,7 +641,8 @@ impl Mr {
             c.bytes = Some(len as u64);
             Failure::new(Step::Mr, cause, c)
         };
-        let layout = Layout::from_size_align(len.max(64), 4096).map_err(|_| fail(Cause::errno(libc::EINVAL)))?;
+        let layout = Layout::from_size_align(len.max(64), 4096)
+            .map_err(|_| fail(Cause::errno(libc::EINVAL)))?;
         // SAFETY: non-zero size layout.
         let buf = unsafe { std::alloc::alloc_zeroed(layout) };
         if buf.is_null() {
@@ -595,15 +656,17 @@ impl Mr {
             unsafe { std::alloc::dealloc(buf, layout) };
             return Err(fail(cause));
         }
-        Ok(Mr { raw, buf, layout, _pd: pd.clone() })
+        Ok(Mr {
+            raw,
+            buf,
+            layout,
+            _pd: pd.clone(),
+        })
     }
 
-    pub fn len(&self) -> usize {
+    /// Registered bytes (the requested length rounded up to at least 64).
+    pub fn size(&self) -> usize {
         self.layout.size()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        false
     }
 
     pub fn addr(&self) -> u64 {
@@ -622,20 +685,22 @@ impl Mr {
 
     /// Copies bytes into the buffer. Only call while no work request targets this range.
     pub fn write(&self, offset: usize, data: &[u8]) {
-        assert!(offset + data.len() <= self.len(), "write past the MR");
+        assert!(offset + data.len() <= self.size(), "write past the MR");
         // SAFETY: in bounds (checked); the device does not touch the range right now.
         unsafe { ptr::copy_nonoverlapping(data.as_ptr(), self.buf.add(offset), data.len()) };
     }
 
     /// Copies bytes out; volatile because the device writes the buffer behind our back.
     pub fn read(&self, offset: usize, len: usize) -> Vec<u8> {
-        assert!(offset + len <= self.len(), "read past the MR");
+        assert!(offset + len <= self.size(), "read past the MR");
         // SAFETY: in bounds (checked).
-        (0..len).map(|i| unsafe { ptr::read_volatile(self.buf.add(offset + i)) }).collect()
+        (0..len)
+            .map(|i| unsafe { ptr::read_volatile(self.buf.add(offset + i)) })
+            .collect()
     }
 
     pub fn fill(&self, offset: usize, len: usize, byte: u8) {
-        assert!(offset + len <= self.len(), "fill past the MR");
+        assert!(offset + len <= self.size(), "fill past the MR");
         // SAFETY: in bounds (checked).
         unsafe { ptr::write_bytes(self.buf.add(offset), byte, len) };
     }
@@ -667,7 +732,11 @@ impl Wc {
     }
 
     pub fn cause(&self) -> Cause {
-        Cause::WcStatus { status: self.status, vendor_err: self.vendor_err, opcode: self.opcode }
+        Cause::WcStatus {
+            status: self.status,
+            vendor_err: self.vendor_err,
+            opcode: self.opcode,
+        }
     }
 }
 
@@ -680,12 +749,18 @@ pub struct Cq {
 impl Cq {
     pub fn create(ctx: &Rc<Context>, entries: u32) -> Result<Cq, Failure> {
         // SAFETY: the context is open; no completion channel.
-        let raw = unsafe { sys::ibv_create_cq(ctx.raw, entries as i32, ptr::null_mut(), ptr::null_mut(), 0) };
+        let raw = unsafe {
+            sys::ibv_create_cq(ctx.raw, entries as i32, ptr::null_mut(), ptr::null_mut(), 0)
+        };
         if raw.is_null() {
             return Err(Failure::new(Step::Cq, Cause::last_errno(), ctx.ctx(0)));
         }
         // SAFETY: ibv_wc is plain data.
-        Ok(Cq { raw, ctx: ctx.clone(), scratch: unsafe { std::mem::zeroed() } })
+        Ok(Cq {
+            raw,
+            ctx: ctx.clone(),
+            scratch: unsafe { std::mem::zeroed() },
+        })
     }
 
     /// Non-blocking: copies up to `out.len()` (at most 16) completions into `out`.
@@ -712,7 +787,12 @@ impl Cq {
     /// Busy-polls until at least one completion or the deadline. The clock is read only
     /// every few hundred empty polls, so waiting stays cheap.
     #[inline]
-    pub fn wait(&mut self, out: &mut [Wc], deadline: Instant, started: Instant) -> Result<usize, Failure> {
+    pub fn wait(
+        &mut self,
+        out: &mut [Wc],
+        deadline: Instant,
+        started: Instant,
+    ) -> Result<usize, Failure> {
         let mut spins = 0u32;
         loop {
             let n = self.poll(out)?;
@@ -724,7 +804,11 @@ impl Cq {
                 let now = Instant::now();
                 if now >= deadline {
                     let waited_ms = now.duration_since(started).as_millis() as u64;
-                    return Err(Failure::new(Step::Poll, Cause::Timeout { waited_ms }, self.ctx.ctx(0)));
+                    return Err(Failure::new(
+                        Step::Poll,
+                        Cause::Timeout { waited_ms },
+                        self.ctx.ctx(0),
+                    ));
                 }
                 if spins % 65536 == 0 {
                     // Give a co-located peer (same core under emulation) a chance to run.
@@ -748,7 +832,6 @@ impl Drop for Cq {
 /// What RTR needs about the remote end.
 #[derive(Debug, Clone)]
 pub struct RtrParams {
-    pub port: u32,
     pub path_mtu: u32,
     pub dest_qpn: u32,
     pub dest_psn: u32,
@@ -761,11 +844,30 @@ pub struct RtrParams {
 /// One send-queue operation. Offsets are into the local MR.
 #[derive(Debug, Clone, Copy)]
 pub enum SendOp {
-    Send { offset: usize, len: u32 },
-    Write { offset: usize, len: u32, remote_addr: u64, rkey: u32 },
-    Read { offset: usize, len: u32, remote_addr: u64, rkey: u32 },
+    Send {
+        offset: usize,
+        len: u32,
+    },
+    Write {
+        offset: usize,
+        len: u32,
+        remote_addr: u64,
+        rkey: u32,
+    },
+    Read {
+        offset: usize,
+        len: u32,
+        remote_addr: u64,
+        rkey: u32,
+    },
     /// The old remote value lands in 8 bytes at `offset`.
-    CompareSwap { offset: usize, remote_addr: u64, rkey: u32, compare: u64, swap: u64 },
+    CompareSwap {
+        offset: usize,
+        remote_addr: u64,
+        rkey: u32,
+        compare: u64,
+        swap: u64,
+    },
 }
 
 pub struct Qp {
@@ -784,7 +886,13 @@ pub struct QpCaps {
 
 impl Qp {
     /// An RC QP on one CQ for sends and receives.
-    pub fn create_rc(pd: &Rc<Pd>, cq: &Cq, caps: QpCaps, port: u32, gid_index: Option<u32>) -> Result<Qp, Failure> {
+    pub fn create_rc(
+        pd: &Rc<Pd>,
+        cq: &Cq,
+        caps: QpCaps,
+        port: u32,
+        gid_index: Option<u32>,
+    ) -> Result<Qp, Failure> {
         // SAFETY: zeroed init attr is valid; fields set below.
         let mut init: sys::ibv_qp_init_attr = unsafe { std::mem::zeroed() };
         init.send_cq = cq.raw;
@@ -815,11 +923,6 @@ impl Qp {
         unsafe { (*self.raw).qp_num }
     }
 
-    /// Sends of at most this many bytes may go inline (no DMA read of the buffer).
-    pub fn max_inline(&self) -> u32 {
-        self.max_inline
-    }
-
     fn ctx(&self) -> FailureContext {
         FailureContext {
             device: self.device.clone(),
@@ -842,7 +945,10 @@ impl Qp {
         attr.pkey_index = 0;
         attr.port_num = self.port as u8;
         attr.qp_access_flags = access.qp_flags();
-        let mask = m::IBV_QP_STATE.0 | m::IBV_QP_PKEY_INDEX.0 | m::IBV_QP_PORT.0 | m::IBV_QP_ACCESS_FLAGS.0;
+        let mask = m::IBV_QP_STATE.0
+            | m::IBV_QP_PKEY_INDEX.0
+            | m::IBV_QP_PORT.0
+            | m::IBV_QP_ACCESS_FLAGS.0;
         match self.modify(&mut attr, mask) {
             0 => Ok(()),
             rc => Err(Failure::new(Step::Init, errno_of(rc), self.ctx())),
@@ -921,8 +1027,17 @@ impl Qp {
     /// One receive of `len` bytes at `offset` of `mr`.
     #[inline]
     pub fn post_recv(&self, mr: &Mr, offset: usize, len: u32, wr_id: u64) -> Result<(), Failure> {
-        let mut sge = sys::ibv_sge { addr: mr.addr() + offset as u64, length: len, lkey: mr.lkey() };
-        let mut wr = sys::ibv_recv_wr { wr_id, next: ptr::null_mut(), sg_list: &mut sge, num_sge: 1 };
+        let mut sge = sys::ibv_sge {
+            addr: mr.addr() + offset as u64,
+            length: len,
+            lkey: mr.lkey(),
+        };
+        let mut wr = sys::ibv_recv_wr {
+            wr_id,
+            next: ptr::null_mut(),
+            sg_list: &mut sge,
+            num_sge: 1,
+        };
         let mut bad = ptr::null_mut();
         // SAFETY: wr and sge live across the call; the provider copies them.
         let rc = unsafe { sys::ibv_post_recv(self.raw, &mut wr, &mut bad) };
@@ -943,23 +1058,48 @@ impl Qp {
                 wr.opcode = o::IBV_WR_SEND;
                 (offset, len)
             }
-            SendOp::Write { offset, len, remote_addr, rkey } => {
+            SendOp::Write {
+                offset,
+                len,
+                remote_addr,
+                rkey,
+            } => {
                 wr.opcode = o::IBV_WR_RDMA_WRITE;
                 wr.wr.rdma = sys::rdma_t { remote_addr, rkey };
                 (offset, len)
             }
-            SendOp::Read { offset, len, remote_addr, rkey } => {
+            SendOp::Read {
+                offset,
+                len,
+                remote_addr,
+                rkey,
+            } => {
                 wr.opcode = o::IBV_WR_RDMA_READ;
                 wr.wr.rdma = sys::rdma_t { remote_addr, rkey };
                 (offset, len)
             }
-            SendOp::CompareSwap { offset, remote_addr, rkey, compare, swap } => {
+            SendOp::CompareSwap {
+                offset,
+                remote_addr,
+                rkey,
+                compare,
+                swap,
+            } => {
                 wr.opcode = o::IBV_WR_ATOMIC_CMP_AND_SWP;
-                wr.wr.atomic = sys::atomic_t { remote_addr, compare_add: compare, swap, rkey };
+                wr.wr.atomic = sys::atomic_t {
+                    remote_addr,
+                    compare_add: compare,
+                    swap,
+                    rkey,
+                };
                 (offset, 8)
             }
         };
-        let mut sge = sys::ibv_sge { addr: mr.addr() + offset as u64, length: len, lkey: mr.lkey() };
+        let mut sge = sys::ibv_sge {
+            addr: mr.addr() + offset as u64,
+            length: len,
+            lkey: mr.lkey(),
+        };
         wr.wr_id = wr_id;
         wr.next = ptr::null_mut();
         if len > 0 {
@@ -967,7 +1107,10 @@ impl Qp {
             wr.num_sge = 1;
         }
         let mut flags = sys::ibv_send_flags::IBV_SEND_SIGNALED.0;
-        if matches!(op, SendOp::Send { .. } | SendOp::Write { .. }) && len > 0 && len <= self.max_inline {
+        if matches!(op, SendOp::Send { .. } | SendOp::Write { .. })
+            && len > 0
+            && len <= self.max_inline
+        {
             flags |= sys::ibv_send_flags::IBV_SEND_INLINE.0;
         }
         wr.send_flags = flags;
@@ -991,12 +1134,6 @@ impl Drop for Qp {
         // SAFETY: live QP, destroyed once.
         unsafe { sys::ibv_destroy_qp(self.raw) };
     }
-}
-
-/// A deadline `timeout` from now, for the waits of one step.
-pub fn deadline_after(timeout: Duration) -> (Instant, Instant) {
-    let now = Instant::now();
-    (now, now + timeout)
 }
 
 #[cfg(test)]
@@ -1038,14 +1175,27 @@ mod tests {
             },
         );
         let text = f.to_string();
-        for want in ["modify QP to RTR failed", "rxe0/1", "GID index 1", "0x000011", "path MTU 1024", "ETIMEDOUT (110"] {
+        for want in [
+            "modify QP to RTR failed",
+            "rxe0/1",
+            "GID index 1",
+            "0x000011",
+            "path MTU 1024",
+            "ETIMEDOUT (110",
+        ] {
             assert!(text.contains(want), "{want:?} not in {text:?}");
         }
         let wc = Failure::new(
             Step::Completion,
-            Cause::WcStatus { status: 12, vendor_err: 0x81, opcode: 0 },
+            Cause::WcStatus {
+                status: 12,
+                vendor_err: 0x81,
+                opcode: 0,
+            },
             FailureContext::default(),
         );
-        assert!(wc.to_string().contains("IBV_WC_RETRY_EXC_ERR (status 12: transport retry counter exceeded, vendor err 0x81)"));
+        assert!(wc.to_string().contains(
+            "IBV_WC_RETRY_EXC_ERR (status 12: transport retry counter exceeded, vendor err 0x81)"
+        ));
     }
 }
