@@ -1091,6 +1091,38 @@ mod tests {
         assert!(accepted > 1000, "only {accepted} generated inputs parsed");
     }
 
+    /// GID text comes from the exchange (32 hex digits) and from users; neither may panic,
+    /// and whatever parses must survive a round trip through its sysfs and wire forms.
+    #[test]
+    fn gid_text_parser_never_panics_on_generated_input() {
+        let mut rng = Rng(0x0123_4567_89ab_cdef);
+        let alphabet = b"0123456789abcdefABCDEF:.fx ";
+        let seeds = [
+            "::ffff:10.11.11.251",
+            "fe80::5054:ff:fe12:3456",
+            "00000000000000000000ffff0a0b0bfb",
+        ];
+        let mut accepted = 0;
+        for round in 0..100_000u32 {
+            let text: String = if round % 2 == 0 {
+                (0..rng.below(48))
+                    .map(|_| char::from(alphabet[rng.below(alphabet.len() as u64) as usize]))
+                    .collect()
+            } else {
+                let mut t: Vec<u8> = seeds[rng.below(3) as usize].bytes().collect();
+                let i = rng.below(t.len() as u64) as usize;
+                t[i] = alphabet[rng.below(alphabet.len() as u64) as usize];
+                String::from_utf8(t).expect("ASCII")
+            };
+            if let Ok(g) = Gid::parse(&text) {
+                accepted += 1;
+                assert_eq!(Gid::parse(&g.to_string()), Ok(g), "{text:?}");
+                assert_eq!(Gid::parse(&g.wire_form()), Ok(g), "{text:?}");
+            }
+        }
+        assert!(accepted > 1000, "only {accepted} generated GIDs parsed");
+    }
+
     #[test]
     fn garbage_over_tcp_is_reported_quickly() {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();

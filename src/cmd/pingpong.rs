@@ -11,7 +11,6 @@
 //! source, READ destination); `[size, 2 × size)` is the target (receives land here, and it
 //! is the only range advertised to the peer).
 
-use std::collections::BTreeMap;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
@@ -116,12 +115,43 @@ struct Report {
     local: Option<Endpoint>,
     #[serde(skip_serializing_if = "Option::is_none")]
     remote: Option<Endpoint>,
-    ops: BTreeMap<&'static str, OpResult>,
+    ops: OpResults,
     /// With a single operation its figures are also at the top level.
     #[serde(flatten)]
     single: Option<OpResult>,
     ok: bool,
     failure: Option<Failure>,
+}
+
+/// Per operation, in the order they run (a map would sort them).
+#[derive(Debug, Default, Serialize)]
+struct OpResults {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    send: Option<OpResult>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    write: Option<OpResult>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    read: Option<OpResult>,
+}
+
+impl OpResults {
+    fn insert(&mut self, name: &str, result: OpResult) {
+        match name {
+            "send" => self.send = Some(result),
+            "write" => self.write = Some(result),
+            _ => self.read = Some(result),
+        }
+    }
+
+    fn iter(&self) -> impl Iterator<Item = (&'static str, &OpResult)> {
+        [
+            ("send", &self.send),
+            ("write", &self.write),
+            ("read", &self.read),
+        ]
+        .into_iter()
+        .filter_map(|(n, r)| r.as_ref().map(|r| (n, r)))
+    }
 }
 
 /// Everything one end owns, in drop order (QP before CQ before MR before PD).
@@ -410,7 +440,7 @@ pub fn run(ctx: &Ctx, args: &PingpongArgs) -> Result<u8> {
         path_mtu: None,
         local: Some(side.endpoint()),
         remote: None,
-        ops: BTreeMap::new(),
+        ops: OpResults::default(),
         single: None,
         ok: false,
         failure: None,
@@ -418,8 +448,8 @@ pub fn run(ctx: &Ctx, args: &PingpongArgs) -> Result<u8> {
     let outcome = drive(args, &plan, &mut side, &mut report);
     let failure = outcome.err();
     report.ok = failure.is_none();
-    if report.ops.len() == 1 {
-        report.single = report.ops.values().next().cloned();
+    if report.ops.iter().count() == 1 {
+        report.single = report.ops.iter().next().map(|(_, r)| r.clone());
     }
     if let Some(f) = &failure {
         let mut f = f.clone();
@@ -483,7 +513,7 @@ fn render(r: &Report) -> String {
             r.role, r.device, r.port, r.exchange, r.size
         ));
     }
-    for (name, o) in &r.ops {
+    for (name, o) in r.ops.iter() {
         out.push_str(&format!(
             "{name:<5} {} bytes in {:.2} seconds = {:.2} Mbit/sec\n{name:<5} {} iters in {:.2} seconds = {:.2} usec/iter; latency usec min {:.2}, median {:.2}, p99 {:.2}\n",
             o.bytes, o.seconds, o.mbit_per_sec, o.iters, o.seconds, o.usec_per_iter, o.latency_usec.min, o.latency_usec.median, o.latency_usec.p99
