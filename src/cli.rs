@@ -83,10 +83,11 @@ impl std::str::FromStr for DevPort {
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let (device, port) = match s.split_once('/') {
             Some((d, p)) => {
-                let port =
-                    p.parse::<u32>().ok().filter(|p| *p > 0).ok_or_else(|| {
-                        format!("'{p}' is not a port number (ports count from 1)")
-                    })?;
+                let port = p
+                    .parse::<u32>()
+                    .ok()
+                    .filter(|p| *p > 0)
+                    .ok_or_else(|| format!("'{p}' is not a port number (ports count from 1)"))?;
                 (d, Some(port))
             }
             None => (s, None),
@@ -94,10 +95,7 @@ impl std::str::FromStr for DevPort {
         if device.is_empty() {
             return Err("empty device name; expected DEV or DEV/PORT, e.g. mlx5_0/1".into());
         }
-        Ok(DevPort {
-            device: device.to_string(),
-            port,
-        })
+        Ok(DevPort { device: device.to_string(), port })
     }
 }
 
@@ -117,12 +115,7 @@ pub struct PortsArgs {
     #[arg(value_name = "DEV[/PORT]")]
     pub target: Option<DevPort>,
     /// Only this device (same as the positional DEV)
-    #[arg(
-        short = 'd',
-        long = "ib-dev",
-        value_name = "DEV",
-        conflicts_with = "target"
-    )]
+    #[arg(short = 'd', long = "ib-dev", value_name = "DEV", conflicts_with = "target")]
     pub device: Option<String>,
     /// Only this port
     #[arg(short = 'i', long = "ib-port", value_name = "PORT")]
@@ -135,12 +128,7 @@ pub struct GidsArgs {
     #[arg(value_name = "DEV[/PORT]")]
     pub target: Option<DevPort>,
     /// Only this device (same as the positional DEV)
-    #[arg(
-        short = 'd',
-        long = "ib-dev",
-        value_name = "DEV",
-        conflicts_with = "target"
-    )]
+    #[arg(short = 'd', long = "ib-dev", value_name = "DEV", conflicts_with = "target")]
     pub device: Option<String>,
     /// Only this port
     #[arg(short = 'i', long = "ib-port", value_name = "PORT")]
@@ -193,20 +181,10 @@ pub struct CheckArgs {
     #[arg(short = 'd', long = "ib-dev", value_name = "DEV")]
     pub device: Option<String>,
     /// Port
-    #[arg(
-        short = 'i',
-        long = "ib-port",
-        value_name = "PORT",
-        default_value_t = 1
-    )]
+    #[arg(short = 'i', long = "ib-port", value_name = "PORT", default_value_t = 1)]
     pub port: u32,
     /// GID index to check, or auto
-    #[arg(
-        short = 'g',
-        long = "gid-index",
-        value_name = "N|auto",
-        default_value = "auto"
-    )]
+    #[arg(short = 'g', long = "gid-index", value_name = "N|auto", default_value = "auto")]
     pub gid_index: GidIndexArg,
     /// The peer's IP address, to check routing and neighbours toward it
     #[arg(long, value_name = "IP")]
@@ -240,28 +218,13 @@ pub struct PingpongArgs {
     #[arg(short = 'd', long = "ib-dev", value_name = "DEV")]
     pub device: Option<String>,
     /// Port of the device
-    #[arg(
-        short = 'i',
-        long = "ib-port",
-        value_name = "PORT",
-        default_value_t = 1
-    )]
+    #[arg(short = 'i', long = "ib-port", value_name = "PORT", default_value_t = 1)]
     pub port: u32,
     /// GID index, or auto
-    #[arg(
-        short = 'g',
-        long = "gid-idx",
-        visible_alias = "gid-index",
-        value_name = "N|auto"
-    )]
+    #[arg(short = 'g', long = "gid-idx", visible_alias = "gid-index", value_name = "N|auto")]
     pub gid_index: Option<GidIndexArg>,
     /// TCP port of the out-of-band exchange
-    #[arg(
-        short = 'p',
-        long = "port",
-        value_name = "PORT",
-        default_value_t = 18515
-    )]
+    #[arg(short = 'p', long = "port", value_name = "PORT", default_value_t = 18515)]
     pub tcp_port: u16,
     /// Message size in bytes
     #[arg(short = 's', long, value_name = "BYTES", default_value_t = 4096)]
@@ -295,21 +258,10 @@ pub struct SelftestArgs {
     #[arg(short = 'd', long = "ib-dev", value_name = "DEV", num_args = 1, action = clap::ArgAction::Append)]
     pub devices: Vec<String>,
     /// Port
-    #[arg(
-        short = 'i',
-        long = "ib-port",
-        value_name = "PORT",
-        default_value_t = 1
-    )]
+    #[arg(short = 'i', long = "ib-port", value_name = "PORT", default_value_t = 1)]
     pub port: u32,
     /// GID index, or auto
-    #[arg(
-        short = 'g',
-        long = "gid-idx",
-        visible_alias = "gid-index",
-        value_name = "N|auto",
-        default_value = "auto"
-    )]
+    #[arg(short = 'g', long = "gid-idx", visible_alias = "gid-index", value_name = "N|auto", default_value = "auto")]
     pub gid_index: GidIndexArg,
     /// Message size in bytes
     #[arg(short = 's', long, value_name = "BYTES", default_value_t = 4096)]
@@ -359,10 +311,7 @@ mod tests {
         ];
         for (text, want) in cases {
             let got = text.parse::<DevPort>().ok();
-            let want = want.map(|(d, p)| DevPort {
-                device: d.to_string(),
-                port: p,
-            });
+            let want = want.map(|(d, p)| DevPort { device: d.to_string(), port: p });
             assert_eq!(got, want, "{text}");
         }
     }

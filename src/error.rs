@@ -24,25 +24,13 @@ pub mod exit {
 #[derive(Debug, Error)]
 pub enum Error {
     #[error("no device '{name}'; devices: {}", list_or_none(.available))]
-    NoSuchDevice {
-        name: String,
-        available: Vec<String>,
-    },
+    NoSuchDevice { name: String, available: Vec<String> },
 
     #[error("no port {port} on {device}; ports: {}", list_or_none(.available))]
-    NoSuchPort {
-        device: String,
-        port: u32,
-        available: Vec<String>,
-    },
+    NoSuchPort { device: String, port: u32, available: Vec<String> },
 
     #[error("no GID index {index} on {device}/{port}; {hint}")]
-    NoSuchGid {
-        device: String,
-        port: u32,
-        index: u32,
-        hint: String,
-    },
+    NoSuchGid { device: String, port: u32, index: u32, hint: String },
 
     #[error(
         "no RDMA devices: {} does not exist, so no RDMA driver is loaded. \
@@ -56,10 +44,7 @@ pub enum Error {
     Usage(String),
 
     #[error("cannot read {}: {source}", .path.display())]
-    Io {
-        path: PathBuf,
-        source: std::io::Error,
-    },
+    Io { path: PathBuf, source: std::io::Error },
 
     /// The command already printed its findings; this only sets the exit code.
     #[error("{0}")]

@@ -12,10 +12,7 @@ use crate::error::{Error, Result};
 pub fn run(args: &GenerateArgs) -> Result<u8> {
     for (path, bytes) in artifacts() {
         let path = args.dir.join(path);
-        let io_err = |source| Error::Io {
-            path: path.clone(),
-            source,
-        };
+        let io_err = |source| Error::Io { path: path.clone(), source };
         if let Some(parent) = path.parent() {
             std::fs::create_dir_all(parent).map_err(io_err)?;
         }

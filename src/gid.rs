@@ -37,22 +37,17 @@ impl Gid {
 
     pub fn parse(text: &str) -> Result<Gid, GidParseError> {
         let t = text.trim();
-        let err = || GidParseError {
-            text: text.to_string(),
-        };
+        let err = || GidParseError { text: text.to_string() };
         // 32 hex digits, the ibv_rc_pingpong wire form.
         if t.len() == 32 && t.bytes().all(|b| b.is_ascii_hexdigit()) {
-            return Ok(Gid(u128::from_str_radix(t, 16)
-                .map_err(|_| err())?
-                .to_be_bytes()));
+            return Ok(Gid(u128::from_str_radix(t, 16).map_err(|_| err())?.to_be_bytes()));
         }
         let parts: Vec<&str> = t.split(':').collect();
         // 16 colon-separated bytes, as ibv demos log them.
         if parts.len() == 16 {
             let mut raw = [0u8; 16];
             for (slot, part) in raw.iter_mut().zip(&parts) {
-                if part.is_empty() || part.len() > 2 || !part.bytes().all(|b| b.is_ascii_hexdigit())
-                {
+                if part.is_empty() || part.len() > 2 || !part.bytes().all(|b| b.is_ascii_hexdigit()) {
                     return Err(err());
                 }
                 *slot = u8::from_str_radix(part, 16).map_err(|_| err())?;
@@ -60,9 +55,7 @@ impl Gid {
             return Ok(Gid(raw));
         }
         // sysfs form and every IPv6 spelling (the sysfs form is a full IPv6 address).
-        t.parse::<Ipv6Addr>()
-            .map(|a| Gid(a.octets()))
-            .map_err(|_| err())
+        t.parse::<Ipv6Addr>().map(|a| Gid(a.octets())).map_err(|_| err())
     }
 
     /// The GID a RoCE v2 port gets for this address.
@@ -230,13 +223,7 @@ mod tests {
     fn eui64_mac_and_wire_form() {
         let g = Gid::parse("fe80:0000:0000:0000:5054:00ff:fe12:3456").unwrap();
         assert_eq!(g.eui64_mac(), Some([0x52, 0x54, 0x00, 0x12, 0x34, 0x56]));
-        assert_eq!(
-            Gid::parse(SEED).unwrap().wire_form(),
-            "00000000000000000000ffff0a0b0bfb"
-        );
-        assert_eq!(
-            Gid::from_ip("10.11.11.251".parse().unwrap()).to_string(),
-            SEED
-        );
+        assert_eq!(Gid::parse(SEED).unwrap().wire_form(), "00000000000000000000ffff0a0b0bfb");
+        assert_eq!(Gid::from_ip("10.11.11.251".parse().unwrap()).to_string(), SEED);
     }
 }
