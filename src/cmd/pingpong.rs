@@ -875,18 +875,20 @@ fn pingpong_loop(
     }
     while rcnt < iters || scnt < iters {
         let now = Instant::now();
-        let n = side
-            .cq
-            .wait(&mut wc, now + timeout, now)
-            .map_err(|f| with_progress(f, side, rcnt, scnt, iters))?;
+        let n = side.cq.wait(&mut wc, now + timeout, now).map_err(|f| {
+            with_progress(
+                f,
+                side,
+                format!("after {scnt}/{iters} sends and {rcnt}/{iters} receives"),
+            )
+        })?;
         for w in &wc[..n] {
             if !w.ok() {
+                let progress = format!("after {scnt}/{iters} sends and {rcnt}/{iters} receives");
                 return Err(with_progress(
                     side.fail(Step::Completion, w.cause()),
                     side,
-                    rcnt,
-                    scnt,
-                    iters,
+                    progress,
                 ));
             }
             match w.wr_id {
@@ -921,16 +923,13 @@ fn pingpong_loop(
     ))
 }
 
-fn with_progress(mut f: Failure, side: &Side, rcnt: u32, scnt: u32, iters: u32) -> Failure {
-    if let Cause::Timeout { waited_ms } = f.cause {
-        f.cause = Cause::Invalid {
-            what: format!(
-                "no completion within {:.1} s after {scnt}/{iters} sends and {rcnt}/{iters} receives: \
-                 the peer stopped answering (killed, or its link went down)",
-                waited_ms as f64 / 1000.0
-            ),
-        };
-        f.step = Step::Poll;
+fn with_progress(mut f: Failure, side: &Side, progress: String) -> Failure {
+    if matches!(f.cause, Cause::Timeout { .. }) {
+        f.context.note = Some(format!(
+            "{progress}: the peer stopped answering (killed, or its link went down)"
+        ));
+    } else {
+        f.context.note = Some(progress);
     }
     f.context.device = side.ctx.name().to_string();
     f.context.port = side.port;
@@ -961,14 +960,22 @@ fn windowed_loop(
             posted += 1;
         }
         let now = Instant::now();
-        let n = side
-            .cq
-            .wait(&mut wc, now + timeout, now)
-            .map_err(|f| with_progress(f, side, done, posted, iters))?;
+        let n = side.cq.wait(&mut wc, now + timeout, now).map_err(|f| {
+            with_progress(
+                f,
+                side,
+                format!("after {done}/{iters} completions ({posted} posted)"),
+            )
+        })?;
         let at = Instant::now();
         for w in &wc[..n] {
             if !w.ok() {
-                return Err(side.fail(Step::Completion, w.cause()));
+                let progress = format!("after {done}/{iters} completions ({posted} posted)");
+                return Err(with_progress(
+                    side.fail(Step::Completion, w.cause()),
+                    side,
+                    progress,
+                ));
             }
             if let Some(slot) = samples.get_mut(w.wr_id as usize) {
                 *slot = (at - posted_at[w.wr_id as usize]).as_nanos() as u64;

@@ -166,6 +166,8 @@ pub struct FailureContext {
     /// The local and remote endpoints, once the exchange happened.
     pub local: Option<Endpoint>,
     pub remote: Option<Endpoint>,
+    /// What the run had done when it failed, e.g. "after 347/1000 sends".
+    pub note: Option<String>,
 }
 
 /// One failure, as data: an explainer matches on `step` and `cause` and reads `context`.
@@ -221,7 +223,11 @@ impl fmt::Display for Failure {
         if !attrs.is_empty() {
             write!(f, " ({})", attrs.join(", "))?;
         }
-        write!(f, ": {}", self.cause)
+        write!(f, ": {}", self.cause)?;
+        if let Some(note) = &c.note {
+            write!(f, "; {note}")?;
+        }
+        Ok(())
     }
 }
 

@@ -105,6 +105,19 @@ expect_out "garbage: the server quotes what it got and says what it expected" \
     cat "$RESULTS/garbage-server.out"
 expect_no_out "garbage: no panic" 'panicked' cat "$RESULTS/garbage-server.out"
 
+# --- -g 1 against -g 0: caught from the exchange, before RTR, on both ends
+next_port
+bg_server mixed-server "$RDMACTL" pingpong -d rxe0 -g 0 -p "$port" -n 10
+srv=$BG_PID
+wait_listen "$port" 15
+expect_rc 1 "mixed GIDs: the client (-g 1) exits 1" "$RDMACTL" pingpong -d rxe1 -g 1 -p "$port" -n 10 "$SERVER_IP"
+expect_out "mixed GIDs: the client says the families differ, before RTR" \
+    'compare parameters failed.*GID address families differ: this end.s GID is IPv4-mapped, the peer.s is link-local' \
+    cat "$LAST_OUT"
+wait_pid_timeout "$srv" 10
+check "mixed GIDs: the server (-g 0) exits 1 too" test $? -eq 1
+expect_out "mixed GIDs: the server says so as well" 'GID address families differ' cat "$RESULTS/mixed-server.out"
+
 # --- nobody listening: a clear error within the timeout
 start=$SECONDS
 expect_rc 1 "no listener: the client exits 1" \
