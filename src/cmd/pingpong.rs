@@ -24,14 +24,14 @@ use crate::model::{GidType, LinkLayer};
 use crate::oob::{self, Conn, Hello, NativeMsg, Ops, RcDest};
 use crate::output;
 use crate::verbs::qp::{
-    Access, Cause, Context, Cq, Endpoint, Failure, FailureContext, Mr, Pd, PortInfo, Qp, QpCaps,
-    RtrParams, SendOp, Step, Wc,
+    ticks, Access, Cause, Context, Cq, Endpoint, Failure, FailureContext, Mr, Pd, PortInfo, Qp,
+    QpCaps, RtrParams, SendOp, Step, Wc,
 };
 
 /// Receives posted ahead, as ibv_rc_pingpong's default rx depth.
 const RX_DEPTH: u32 = 500;
-/// RDMA WRITE/READ work requests in flight at once.
-const WINDOW: u32 = 32;
+/// RDMA WRITE/READ work requests in flight at once (perftest's default tx depth).
+const WINDOW: u32 = 128;
 const MAX_SIZE: u32 = 1 << 30;
 
 const WRID_RECV: u64 = 1;
@@ -863,19 +863,19 @@ fn pingpong_loop(
         len: side.size,
     };
     let target = side.target();
-    let mut stamps: Vec<Instant> = Vec::with_capacity(iters as usize + 1);
+    let mut stamps: Vec<u64> = Vec::with_capacity(iters as usize + 1);
     let mut wc = [Wc::default(); 2];
     let (mut rcnt, mut scnt) = (0u32, 0u32);
     let mut pending = WRID_RECV;
     let start = Instant::now();
+    let start_tick = ticks();
     if is_client {
-        stamps.push(Instant::now());
+        stamps.push(ticks());
         side.qp.post_send(&side.mr, send, WRID_SEND)?;
         pending |= WRID_SEND;
     }
     while rcnt < iters || scnt < iters {
-        let now = Instant::now();
-        let n = side.cq.wait(&mut wc, now + timeout, now).map_err(|f| {
+        let n = side.cq.wait(&mut wc, timeout).map_err(|f| {
             with_progress(
                 f,
                 side,
@@ -903,24 +903,34 @@ fn pingpong_loop(
             }
             pending &= !w.wr_id;
             if scnt < iters && pending == 0 {
-                stamps.push(Instant::now());
+                stamps.push(ticks());
                 side.qp.post_send(&side.mr, send, WRID_SEND)?;
                 pending = WRID_RECV | WRID_SEND;
             }
         }
     }
-    let end = Instant::now();
-    stamps.push(end);
+    let end_tick = ticks();
+    let elapsed = start.elapsed();
+    stamps.push(end_tick);
+    let ns_per_tick = ns_per_tick(start_tick, end_tick, elapsed);
     let mut samples: Vec<u64> = stamps
         .windows(2)
-        .map(|w| (w[1] - w[0]).as_nanos() as u64)
+        .map(|w| (w[1].saturating_sub(w[0]) as f64 * ns_per_tick) as u64)
         .collect();
     Ok(op_result(
         iters,
         u64::from(side.size) * u64::from(iters) * 2,
-        end - start,
+        elapsed,
         &mut samples,
     ))
+}
+
+/// Tick length, calibrated against the monotonic clock over one measured loop.
+fn ns_per_tick(start_tick: u64, end_tick: u64, elapsed: Duration) -> f64 {
+    match end_tick.saturating_sub(start_tick) {
+        0 => 0.0,
+        ticks => elapsed.as_nanos() as f64 / ticks as f64,
+    }
 }
 
 fn with_progress(mut f: Failure, side: &Side, progress: String) -> Failure {
@@ -948,26 +958,26 @@ fn windowed_loop(
     } else {
         WINDOW
     });
-    let mut posted_at: Vec<Instant> = Vec::with_capacity(iters as usize);
+    let mut posted_at: Vec<u64> = Vec::with_capacity(iters as usize);
     let mut samples: Vec<u64> = vec![0; iters as usize];
     let mut wc = [Wc::default(); 16];
     let (mut posted, mut done) = (0u32, 0u32);
     let start = Instant::now();
+    let start_tick = ticks();
     while done < iters {
         while posted < iters && posted - done < window {
-            posted_at.push(Instant::now());
+            posted_at.push(ticks());
             side.qp.post_send(&side.mr, op, u64::from(posted))?;
             posted += 1;
         }
-        let now = Instant::now();
-        let n = side.cq.wait(&mut wc, now + timeout, now).map_err(|f| {
+        let n = side.cq.wait(&mut wc, timeout).map_err(|f| {
             with_progress(
                 f,
                 side,
                 format!("after {done}/{iters} completions ({posted} posted)"),
             )
         })?;
-        let at = Instant::now();
+        let at = ticks();
         for w in &wc[..n] {
             if !w.ok() {
                 let progress = format!("after {done}/{iters} completions ({posted} posted)");
@@ -978,12 +988,16 @@ fn windowed_loop(
                 ));
             }
             if let Some(slot) = samples.get_mut(w.wr_id as usize) {
-                *slot = (at - posted_at[w.wr_id as usize]).as_nanos() as u64;
+                *slot = at.saturating_sub(posted_at[w.wr_id as usize]);
             }
             done += 1;
         }
     }
     let elapsed = start.elapsed();
+    let scale = ns_per_tick(start_tick, ticks(), elapsed);
+    for sample in &mut samples {
+        *sample = (*sample as f64 * scale) as u64;
+    }
     Ok(op_result(
         iters,
         u64::from(side.size) * u64::from(iters),

@@ -497,13 +497,11 @@ impl Tester {
 
     /// Waits for the completion `wr_id` on end `i`'s CQ; any other completion is a failure.
     fn wait(&mut self, i: usize, wr_id: u64) -> std::result::Result<Wc, Failure> {
-        let now = Instant::now();
-        let deadline = now + self.timeout;
         let mut wc = [Wc::default(); 1];
         let cq = self.ends[i].cq.as_mut().expect("cq");
         let link_layer = self.ends[i].port.as_ref().map(|p| p.link_layer.clone());
         let port = self.port;
-        cq.wait(&mut wc, deadline, now).map_err(|mut f| {
+        cq.wait(&mut wc, self.timeout).map_err(|mut f| {
             f.context.port = port;
             f.context.gid_index = Some(self.gid_index);
             f.context.link_layer = link_layer;

@@ -10,7 +10,7 @@ use std::ffi::CStr;
 use std::fmt;
 use std::ptr;
 use std::rc::Rc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use rdma_mummy_sys as sys;
 use serde::Serialize;
@@ -120,7 +120,7 @@ impl fmt::Display for Cause {
                     f,
                     "{} ({errno}: {})",
                     errno_name(*errno),
-                    std::io::Error::from_raw_os_error(*errno)
+                    strerror(*errno)
                 )
             }
             Cause::WcStatus {
@@ -574,6 +574,23 @@ fn errno_of(rc: i32) -> Cause {
     }
 }
 
+/// A cheap monotonic tick for per-iteration timestamps: the TSC on x86_64, because
+/// clock_gettime can be a syscall and an emulated HPET read (under qemu, for one). Callers
+/// convert ticks to time by calibrating against `Instant` over the whole measured loop.
+#[inline]
+pub fn ticks() -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        // SAFETY: rdtsc has no preconditions on x86_64.
+        unsafe { core::arch::x86_64::_rdtsc() }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        static START: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+        START.get_or_init(Instant::now).elapsed().as_nanos() as u64
+    }
+}
+
 // ---------------------------------------------------------------------------------------
 // PD, MR, CQ
 
@@ -790,16 +807,13 @@ impl Cq {
         Ok(n as usize)
     }
 
-    /// Busy-polls until at least one completion or the deadline. The clock is read only
-    /// every few hundred empty polls, so waiting stays cheap.
+    /// Busy-polls until at least one completion, or `timeout` without one. The clock is
+    /// first read only after a few hundred empty polls, so a completion that is already
+    /// there (the common case in a ping-pong) costs no clock read at all.
     #[inline]
-    pub fn wait(
-        &mut self,
-        out: &mut [Wc],
-        deadline: Instant,
-        started: Instant,
-    ) -> Result<usize, Failure> {
+    pub fn wait(&mut self, out: &mut [Wc], timeout: Duration) -> Result<usize, Failure> {
         let mut spins = 0u32;
+        let mut since: Option<Instant> = None;
         loop {
             let n = self.poll(out)?;
             if n > 0 {
@@ -808,8 +822,10 @@ impl Cq {
             spins = spins.wrapping_add(1);
             if spins % 256 == 0 {
                 let now = Instant::now();
-                if now >= deadline {
-                    let waited_ms = now.duration_since(started).as_millis() as u64;
+                let started = *since.get_or_insert(now);
+                let waited = now.duration_since(started);
+                if waited >= timeout {
+                    let waited_ms = waited.as_millis() as u64;
                     return Err(Failure::new(
                         Step::Poll,
                         Cause::Timeout { waited_ms },
