@@ -703,12 +703,7 @@ fn native_run(
     report.remote = Some(remote.endpoint.clone());
     let mismatches = oob::compare(&mine, &remote);
     if !mismatches.is_empty() {
-        let what = mismatches
-            .iter()
-            .map(|m| m.to_string())
-            .collect::<Vec<_>>()
-            .join("; ");
-        return Err(side.fail(Step::Compare, Cause::Invalid { what }));
+        return Err(side.fail(Step::Compare, Cause::Mismatch { mismatches }));
     }
     let mtu = oob::path_mtu(
         side.port_info.active_mtu,

@@ -94,7 +94,11 @@ pub enum Cause {
     },
     /// The peer closed the TCP connection: it failed on its side, or died.
     PeerClosed,
-    /// A mismatch or malformed data; the text says which field.
+    /// The two ends' parameters do not fit together (found from the exchange).
+    Mismatch {
+        mismatches: Vec<crate::oob::Mismatch>,
+    },
+    /// Malformed data or a wrong state; the text says which field.
     Invalid {
         what: String,
     },
@@ -116,12 +120,7 @@ impl fmt::Display for Cause {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Cause::Errno { errno } => {
-                write!(
-                    f,
-                    "{} ({errno}: {})",
-                    errno_name(*errno),
-                    strerror(*errno)
-                )
+                write!(f, "{} ({errno}: {})", errno_name(*errno), strerror(*errno))
             }
             Cause::WcStatus {
                 status, vendor_err, ..
@@ -141,6 +140,10 @@ impl fmt::Display for Cause {
                 write!(f, "no answer within {:.1} s", *waited_ms as f64 / 1000.0)
             }
             Cause::PeerClosed => f.write_str("the peer closed the connection"),
+            Cause::Mismatch { mismatches } => {
+                let texts: Vec<String> = mismatches.iter().map(|m| m.to_string()).collect();
+                f.write_str(&texts.join("; "))
+            }
             Cause::Invalid { what } => f.write_str(what),
         }
     }
