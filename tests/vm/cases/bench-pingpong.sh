@@ -31,6 +31,10 @@ pair() { # pair NAME SERVER_CMD... -- CLIENT_CMD...
 best_min() { sort -g | head -1; }
 best_max() { sort -g | tail -1; }
 
+# Under TCG the guest clock source and the host's load decide most of the noise; record both.
+echo "guest clocksource: $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource), load: $(cut -d' ' -f1-3 /proc/loadavg)" |
+    tee "$RESULTS/environment.txt"
+
 lat_rdmactl=() lat_ref=() bw_rdmactl=() bw_ref=()
 for round in $(seq "$ROUNDS"); do
     next_port
@@ -46,8 +50,8 @@ for round in $(seq "$ROUNDS"); do
     next_port
     if pair "bw-ref-$round" ib_write_bw -d rxe0 -x 1 -F -p "$port" -s 65536 -n 2000 -- \
         ib_write_bw -d rxe1 -x 1 -F -p "$port" -s 65536 -n 2000 "$SERVER_IP"; then
-        # The line after the '#bytes' header: bytes iterations BW-peak BW-average MsgRate.
-        bw_ref+=("$(awk '/#bytes/ {getline; print $4; exit}' "$RESULTS/bw-ref-$round.out")")
+        # The result row: bytes iterations BW-peak BW-average MsgRate.
+        bw_ref+=("$(awk '$1 == 65536 && $2 == 2000 && NF >= 5 {print $4; exit}' "$RESULTS/bw-ref-$round.out")")
     fi
     next_port
     if pair "bw-rdmactl-$round" "$RDMACTL" -j pingpong -d rxe0 -g 1 -p "$port" -s 65536 -n 2000 --op write -- \
