@@ -11,6 +11,7 @@ mod gid;
 mod gidselect;
 mod model;
 mod net;
+mod oob;
 mod output;
 mod render;
 mod sysfs;

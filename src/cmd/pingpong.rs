@@ -1,10 +1,1044 @@
+//! `rdmactl pingpong`: an RC ping-pong between two hosts.
+//!
+//! Native mode exchanges a full endpoint description (oob.rs), compares both ends before
+//! touching the QP, then runs SEND/RECV ping-pong, RDMA WRITE and RDMA READ; every RDMA
+//! phase runs once from each side and the target checks the bytes it got (the seed
+//! scenario: the server writes a string into the client's buffer, the client reads the
+//! server's). `--compat rc_pingpong` speaks ibv_rc_pingpong's exchange and traffic, so a
+//! stock ibv_rc_pingpong can be either end; a server detects that format by itself.
+//!
+//! Buffer layout (one MR of 2 × size): `[0, size)` is the local scratch (send source, WRITE
+//! source, READ destination); `[size, 2 × size)` is the target (receives land here, and it
+//! is the only range advertised to the peer).
+
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
 use crate::app::Ctx;
-use crate::cli::PingpongArgs;
+use crate::cli::{Compat, GidIndexArg, Op, PingpongArgs};
 use crate::error::{Error, Result};
+use crate::gid::Gid;
+use crate::model::{GidType, LinkLayer};
+use crate::oob::{self, Conn, Hello, NativeMsg, Ops, RcDest};
+use crate::output;
+use crate::verbs::qp::{
+    ticks, Access, Cause, Context, Cq, Endpoint, Failure, FailureContext, Mr, Pd, PortInfo, Qp,
+    QpCaps, RtrParams, SendOp, Step, Wc,
+};
+
+/// Receives posted ahead, as ibv_rc_pingpong's default rx depth.
+const RX_DEPTH: u32 = 500;
+/// RDMA WRITE/READ work requests in flight at once. 128 (perftest's tx depth) once made
+/// rxe in the 6.1 kernel NAK a 64 KiB WRITE stream with REM_INV_REQ_ERR; 32 never did.
+const WINDOW: u32 = 32;
+const MAX_SIZE: u32 = 1 << 30;
+
+const WRID_RECV: u64 = 1;
+const WRID_SEND: u64 = 2;
+
+/// Measured figures of one operation, as printed and as JSON.
+#[derive(Debug, Clone, Serialize)]
+pub struct OpResult {
+    pub iters: u32,
+    pub bytes: u64,
+    pub seconds: f64,
+    pub mbit_per_sec: f64,
+    pub usec_per_iter: f64,
+    pub latency_usec: Latency,
+    /// What was checked after the transfer, if anything.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verified: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Latency {
+    pub min: f64,
+    pub median: f64,
+    pub p99: f64,
+}
+
+/// min / median / p99 of per-iteration durations in nanoseconds (sorts in place).
+pub fn latency_of(samples_ns: &mut [u64]) -> Latency {
+    if samples_ns.is_empty() {
+        return Latency {
+            min: 0.0,
+            median: 0.0,
+            p99: 0.0,
+        };
+    }
+    samples_ns.sort_unstable();
+    let n = samples_ns.len();
+    let us = |ns: u64| ns as f64 / 1000.0;
+    let p99_rank = (n * 99).div_ceil(100).max(1) - 1;
+    Latency {
+        min: us(samples_ns[0]),
+        median: us(samples_ns[n / 2]),
+        p99: us(samples_ns[p99_rank]),
+    }
+}
+
+fn op_result(iters: u32, bytes: u64, elapsed: Duration, samples_ns: &mut [u64]) -> OpResult {
+    let usec = elapsed.as_secs_f64() * 1e6;
+    OpResult {
+        iters,
+        bytes,
+        seconds: elapsed.as_secs_f64(),
+        mbit_per_sec: if usec > 0.0 {
+            bytes as f64 * 8.0 / usec
+        } else {
+            0.0
+        },
+        usec_per_iter: if iters > 0 {
+            usec / f64::from(iters)
+        } else {
+            0.0
+        },
+        latency_usec: latency_of(samples_ns),
+        verified: None,
+    }
+}
+
+#[derive(Debug, Serialize)]
+struct Report {
+    role: &'static str,
+    exchange: &'static str,
+    device: String,
+    port: u32,
+    gid_index: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    peer: Option<String>,
+    size: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    path_mtu: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    local: Option<Endpoint>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    remote: Option<Endpoint>,
+    ops: OpResults,
+    /// With a single operation its figures are also at the top level.
+    #[serde(flatten)]
+    single: Option<OpResult>,
+    ok: bool,
+    failure: Option<Failure>,
+}
+
+/// Per operation, in the order they run (a map would sort them).
+#[derive(Debug, Default, Serialize)]
+struct OpResults {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    send: Option<OpResult>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    write: Option<OpResult>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    read: Option<OpResult>,
+}
+
+impl OpResults {
+    fn insert(&mut self, name: &str, result: OpResult) {
+        match name {
+            "send" => self.send = Some(result),
+            "write" => self.write = Some(result),
+            _ => self.read = Some(result),
+        }
+    }
+
+    fn iter(&self) -> impl Iterator<Item = (&'static str, &OpResult)> {
+        [
+            ("send", &self.send),
+            ("write", &self.write),
+            ("read", &self.read),
+        ]
+        .into_iter()
+        .filter_map(|(n, r)| r.as_ref().map(|r| (n, r)))
+    }
+}
+
+/// Everything one end owns, in drop order (QP before CQ before MR before PD).
+struct Side {
+    qp: Qp,
+    cq: Cq,
+    mr: Mr,
+    _pd: Rc<Pd>,
+    ctx: Rc<Context>,
+    port: u32,
+    port_info: PortInfo,
+    gid: Option<(u32, Gid, Option<GidType>)>,
+    psn: u32,
+    max_rd_atomic: u8,
+    size: u32,
+}
+
+impl Side {
+    fn endpoint(&self) -> Endpoint {
+        Endpoint {
+            lid: self.port_info.lid,
+            qpn: self.qp.qpn(),
+            psn: self.psn,
+            gid: self.gid.as_ref().map(|g| g.1).unwrap_or(Gid::ZERO),
+            gid_index: self.gid.as_ref().map(|g| g.0),
+            gid_type: self.gid.as_ref().and_then(|g| g.2.clone()),
+            link_layer: self.port_info.link_layer.clone(),
+            active_mtu: self.port_info.active_mtu,
+            rkey: self.mr.rkey(),
+            addr: self.mr.addr() + u64::from(self.size),
+            len: self.size,
+        }
+    }
+
+    fn target(&self) -> usize {
+        self.size as usize
+    }
+
+    fn fail(&self, step: Step, cause: Cause) -> Failure {
+        self.qp.failure(step, cause)
+    }
+}
+
+/// A random 24-bit PSN, as ibv_rc_pingpong's lrand48() & 0xffffff.
+fn random_psn() -> u32 {
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    let mut x = t.as_nanos() as u64 ^ (u64::from(std::process::id()) << 32);
+    x ^= x >> 33;
+    x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    x ^= x >> 33;
+    (x & 0xff_ffff) as u32
+}
+
+struct Plan {
+    ops: Ops,
+    access: Access,
+    timeout: Duration,
+    gid_index: Option<u32>,
+}
+
+fn plan(args: &PingpongArgs) -> Result<Plan> {
+    if args.cm {
+        return Err(Error::Usage(
+            "--cm (librdmacm) is not implemented yet; use the TCP exchange".into(),
+        ));
+    }
+    let gid_index = match args.gid_index {
+        Some(GidIndexArg::Auto) => {
+            return Err(Error::Usage(
+                "-g auto: automatic GID selection lands with `rdmactl check`; give -g N".into(),
+            ))
+        }
+        Some(GidIndexArg::Index(i)) => Some(i),
+        None => None,
+    };
+    if args.size == 0 || args.size > MAX_SIZE {
+        return Err(Error::Usage(format!(
+            "-s {}: the message size must be 1 to {MAX_SIZE} bytes",
+            args.size
+        )));
+    }
+    if args.iters == 0 {
+        return Err(Error::Usage("-n 0: give at least one iteration".into()));
+    }
+    if !(args.timeout.is_finite() && args.timeout > 0.0 && args.timeout <= 3600.0) {
+        return Err(Error::Usage(format!(
+            "--timeout {}: give 0 < SECS <= 3600",
+            args.timeout
+        )));
+    }
+    if let Some(m) = args.mtu {
+        oob::path_mtu(0, 0, Some(m)).map_err(Error::Usage)?;
+    }
+    if args.compat.is_some() && args.op != Op::Send && args.op != Op::All {
+        return Err(Error::Usage(
+            "--compat rc_pingpong does SEND/RECV only; drop --op or use --op send".into(),
+        ));
+    }
+    if args.bind.is_some() && args.server.is_some() {
+        return Err(Error::Usage(
+            "--bind is for the server (without SERVER)".into(),
+        ));
+    }
+    let ops = match (args.compat, args.op) {
+        (Some(_), _) | (None, Op::Send) => Ops {
+            send: true,
+            write: false,
+            read: false,
+        },
+        (None, Op::Write) => Ops {
+            send: false,
+            write: true,
+            read: false,
+        },
+        (None, Op::Read) => Ops {
+            send: false,
+            write: false,
+            read: true,
+        },
+        (None, Op::All) => Ops {
+            send: true,
+            write: true,
+            read: true,
+        },
+    };
+    // The peer may only write or read what the chosen operations need.
+    let access = Access {
+        remote_write: ops.write,
+        remote_read: ops.read,
+        remote_atomic: false,
+    };
+    Ok(Plan {
+        ops,
+        access,
+        timeout: Duration::from_secs_f64(args.timeout),
+        gid_index,
+    })
+}
+
+/// Turns a local setup failure into the error (and exit code) it deserves.
+fn setup_error(f: Failure, avail: Vec<String>) -> Error {
+    let c = &f.context;
+    match (&f.step, &f.cause) {
+        (Step::Open, Cause::Errno { errno }) if *errno == libc::ENODEV && avail.is_empty() => {
+            Error::NoRdma {
+                path: "/sys/class/infiniband".into(),
+            }
+        }
+        (Step::Open, Cause::Errno { errno }) if *errno == libc::ENODEV => Error::NoSuchDevice {
+            name: c.device.clone(),
+            available: avail,
+        },
+        (Step::Open, Cause::Errno { errno })
+            if *errno == libc::ENOSYS || *errno == libc::EOPNOTSUPP =>
+        {
+            Error::NoRdma {
+                path: "/sys/class/infiniband".into(),
+            }
+        }
+        (Step::QueryPort, Cause::Errno { errno }) if *errno == libc::EINVAL => Error::NoSuchPort {
+            device: c.device.clone(),
+            port: c.port,
+            available: Vec::new(),
+        },
+        (Step::QueryGid, Cause::Errno { errno })
+            if *errno == libc::EINVAL || *errno == libc::ENODATA =>
+        {
+            Error::NoSuchGid {
+                device: c.device.clone(),
+                port: c.port,
+                index: c.gid_index.unwrap_or(0),
+                hint: if *errno == libc::ENODATA {
+                    "the slot is empty (ENODATA); list the populated ones with `rdmactl gids`"
+                        .into()
+                } else {
+                    "the index is past the GID table (EINVAL); list them with `rdmactl gids`".into()
+                },
+            }
+        }
+        _ => Error::Failed(f.to_string()),
+    }
+}
+
+fn open_side(args: &PingpongArgs, plan: &Plan) -> Result<Side> {
+    let ctx = Context::open(args.device.as_deref()).map_err(|(f, avail)| setup_error(f, avail))?;
+    let port = args.port;
+    let port_info = ctx
+        .query_port(port)
+        .map_err(|f| setup_error(f, Vec::new()))?;
+    if !port_info.is_active() {
+        let f = Failure::new(
+            Step::QueryPort,
+            Cause::Invalid {
+                what: format!(
+                    "port state {} is not ACTIVE (4): no link, or no subnet manager on InfiniBand",
+                    port_info.state
+                ),
+            },
+            FailureContext {
+                device: ctx.name().to_string(),
+                port,
+                link_layer: Some(port_info.link_layer.clone()),
+                ..Default::default()
+            },
+        );
+        return Err(Error::Failed(f.to_string()));
+    }
+    if port_info.link_layer == LinkLayer::Ethernet && plan.gid_index.is_none() {
+        return Err(Error::Usage(format!(
+            "{}/{port} is RoCE (Ethernet link layer), which needs a GRH: give a GID index with -g N \
+             (`rdmactl gids {}` lists them)",
+            ctx.name(),
+            ctx.name()
+        )));
+    }
+    let gid = match plan.gid_index {
+        Some(i) => {
+            let (g, t) = ctx
+                .query_gid(port, i)
+                .map_err(|f| setup_error(f, Vec::new()))?;
+            Some((i, g, t))
+        }
+        None => None,
+    };
+    let (rd_atom, init_rd_atom) = ctx
+        .rd_atomic_limits()
+        .map_err(|f| Error::Failed(f.to_string()))?;
+    let max_rd_atomic = rd_atom.min(init_rd_atom).clamp(1, 16) as u8;
+    let fail = |f: Failure| Error::Failed(f.to_string());
+    let pd = Pd::alloc(&ctx).map_err(fail)?;
+    let mr = Mr::register(&pd, 2 * args.size as usize, plan.access).map_err(fail)?;
+    let cq = Cq::create(&ctx, RX_DEPTH + WINDOW + 8).map_err(fail)?;
+    let qp = Qp::create_rc(
+        &pd,
+        &cq,
+        QpCaps {
+            max_send_wr: WINDOW,
+            max_recv_wr: RX_DEPTH,
+        },
+        port,
+        plan.gid_index,
+    )
+    .map_err(fail)?;
+    qp.to_init(plan.access).map_err(fail)?;
+    let side = Side {
+        qp,
+        cq,
+        mr,
+        _pd: pd,
+        ctx,
+        port,
+        port_info,
+        gid,
+        psn: random_psn(),
+        max_rd_atomic,
+        size: args.size,
+    };
+    // Receives go up before RTR, so the peer's first SEND always finds one.
+    if plan.ops.send {
+        for _ in 0..RX_DEPTH.min(args.iters.saturating_add(1)) {
+            side.qp
+                .post_recv(&side.mr, side.target(), side.size, WRID_RECV)
+                .map_err(fail)?;
+        }
+    }
+    Ok(side)
+}
 
 pub fn run(ctx: &Ctx, args: &PingpongArgs) -> Result<u8> {
     if args.cm {
         return super::pingpong_cm::run(ctx, args);
     }
-    Err(Error::System("'pingpong' is not implemented yet".into()))
+    let plan = plan(args)?;
+    let mut side = open_side(args, &plan)?;
+    let mut report = Report {
+        role: if args.server.is_some() {
+            "client"
+        } else {
+            "server"
+        },
+        exchange: "native",
+        device: side.ctx.name().to_string(),
+        port: side.port,
+        gid_index: plan.gid_index,
+        peer: None,
+        size: args.size,
+        path_mtu: None,
+        local: Some(side.endpoint()),
+        remote: None,
+        ops: OpResults::default(),
+        single: None,
+        ok: false,
+        failure: None,
+    };
+    let outcome = drive(args, &plan, &mut side, &mut report);
+    let failure = outcome.err();
+    report.ok = failure.is_none();
+    if report.ops.iter().count() == 1 {
+        report.single = report.ops.iter().next().map(|(_, r)| r.clone());
+    }
+    if let Some(f) = &failure {
+        let mut f = f.clone();
+        // Fill in what the step did not know but the run did.
+        if f.context.device.is_empty() {
+            f.context.device = report.device.clone();
+            f.context.port = report.port;
+        }
+        f.context.gid_index = f.context.gid_index.or(plan.gid_index);
+        f.context.local = f.context.local.take().or_else(|| report.local.clone());
+        f.context.remote = f.context.remote.take().or_else(|| report.remote.clone());
+        f.context.path_mtu = f.context.path_mtu.or(report.path_mtu);
+        f.context.peer_addr = f.context.peer_addr.take().or_else(|| report.peer.clone());
+        report.failure = Some(f);
+    }
+    if ctx.json {
+        output::print(&output::json(&report)).map_err(|e| Error::Io {
+            path: "stdout".into(),
+            source: e,
+        })?;
+    } else {
+        output::print(&render(&report)).map_err(|e| Error::Io {
+            path: "stdout".into(),
+            source: e,
+        })?;
+    }
+    match report.failure {
+        None => Ok(crate::error::exit::OK),
+        Some(f) => Err(Error::Failed(format!("pingpong failed: {f}"))),
+    }
+}
+
+fn render(r: &Report) -> String {
+    let mut out = String::new();
+    let ep = |e: &Endpoint| {
+        let mut s = format!(
+            "LID 0x{:04x}, QPN 0x{:06x}, PSN 0x{:06x}, GID {}",
+            e.lid, e.qpn, e.psn, e.gid
+        );
+        if let Some(i) = e.gid_index {
+            s.push_str(&format!(" (index {i}"));
+            match &e.gid_type {
+                Some(GidType::RoceV2) => s.push_str(", RoCE v2"),
+                Some(GidType::RoceV1) => s.push_str(", RoCE v1"),
+                Some(GidType::Ib) => s.push_str(", IB"),
+                _ => {}
+            }
+            s.push(')');
+        }
+        s
+    };
+    if let Some(l) = &r.local {
+        out.push_str(&format!("  local address:  {}\n", ep(l)));
+    }
+    if let Some(rem) = &r.remote {
+        out.push_str(&format!("  remote address: {}\n", ep(rem)));
+    }
+    if let Some(m) = r.path_mtu {
+        out.push_str(&format!(
+            "  {} {}/{} ({} exchange), path MTU {m}, {} B messages\n",
+            r.role, r.device, r.port, r.exchange, r.size
+        ));
+    }
+    for (name, o) in r.ops.iter() {
+        out.push_str(&format!(
+            "{name:<5} {} bytes in {:.2} seconds = {:.2} Mbit/sec\n{name:<5} {} iters in {:.2} seconds = {:.2} usec/iter; latency usec min {:.2}, median {:.2}, p99 {:.2}\n",
+            o.bytes, o.seconds, o.mbit_per_sec, o.iters, o.seconds, o.usec_per_iter, o.latency_usec.min, o.latency_usec.median, o.latency_usec.p99
+        ));
+        if let Some(v) = &o.verified {
+            out.push_str(&format!("{name:<5} verified: {v}\n"));
+        }
+    }
+    if r.ok {
+        out.push_str("ok\n");
+    }
+    out
+}
+
+fn drive(
+    args: &PingpongArgs,
+    plan: &Plan,
+    side: &mut Side,
+    report: &mut Report,
+) -> std::result::Result<(), Failure> {
+    let is_client = args.server.is_some();
+    let mut conn = match &args.server {
+        Some(host) => oob::connect(host, args.tcp_port, plan.timeout)?,
+        None => {
+            let listener = oob::listen(args.bind, args.tcp_port)?;
+            eprintln!(
+                "rdmactl: waiting for a client on {} (ibv_rc_pingpong clients welcome)",
+                listener
+                    .local_addr()
+                    .map(|a| a.to_string())
+                    .unwrap_or_else(|_| args.tcp_port.to_string())
+            );
+            // One client per run: the listener closes when this returns.
+            oob::accept_one(&listener, plan.timeout)?
+        }
+    };
+    report.peer = Some(conn.peer.to_string());
+    let local = side.endpoint();
+
+    let compat = if is_client {
+        args.compat == Some(Compat::RcPingpong)
+    } else {
+        match conn.read_hello()? {
+            Hello::RcPingpong(dest) => {
+                report.exchange = "rc_pingpong";
+                return serve_rc_pingpong(args, plan, side, report, &mut conn, dest);
+            }
+            Hello::Native(remote) => {
+                let mine = native_msg(args, plan, &local);
+                conn.send_native(&mine)?;
+                return native_run(args, plan, side, report, &mut conn, mine, remote, false);
+            }
+        }
+    };
+    if compat {
+        report.exchange = "rc_pingpong";
+        let me = RcDest {
+            lid: local.lid,
+            qpn: local.qpn,
+            psn: local.psn,
+            gid: local.gid,
+        };
+        conn.send_rc(&me)?;
+        let dest = conn.read_rc()?;
+        conn.write_all(oob::RC_PINGPONG_DONE)?;
+        drop(conn);
+        report.remote = Some(rc_endpoint(&dest));
+        let mtu = compat_mtu(args, side)?;
+        report.path_mtu = Some(mtu);
+        connect_rc(side, &dest, mtu, true)?;
+        let r = pingpong_loop(side, true, args.iters, plan.timeout)?;
+        report.ops.insert("send", r);
+        return Ok(());
+    }
+    let mine = native_msg(args, plan, &local);
+    conn.send_native(&mine)?;
+    let remote = conn.read_native()?;
+    native_run(args, plan, side, report, &mut conn, mine, remote, true)
+}
+
+fn native_msg(args: &PingpongArgs, plan: &Plan, local: &Endpoint) -> NativeMsg {
+    NativeMsg {
+        endpoint: local.clone(),
+        ops: plan.ops,
+        size: args.size,
+        iters: args.iters,
+    }
+}
+
+fn rc_endpoint(d: &RcDest) -> Endpoint {
+    Endpoint {
+        lid: d.lid,
+        qpn: d.qpn,
+        psn: d.psn,
+        gid: d.gid,
+        gid_index: None,
+        gid_type: None,
+        link_layer: LinkLayer::Other("unknown".into()),
+        active_mtu: 0,
+        rkey: 0,
+        addr: 0,
+        len: 0,
+    }
+}
+
+/// ibv_rc_pingpong uses 1024 unless -m is given; stay within this port's active MTU.
+fn compat_mtu(args: &PingpongArgs, side: &Side) -> std::result::Result<u32, Failure> {
+    let active = side.port_info.active_mtu;
+    let want = args.mtu.unwrap_or(1024.min(active.max(256)));
+    oob::path_mtu(active, 0, Some(want))
+        .map_err(|what| side.fail(Step::Compare, Cause::Invalid { what }))
+}
+
+/// RTR and RTS toward an ibv_rc_pingpong peer. It sets a GRH only when the peer's GID has
+/// a non-zero interface id; on RoCE that means a peer without -g cannot work, so say so.
+fn connect_rc(
+    side: &Side,
+    dest: &RcDest,
+    mtu: u32,
+    _client: bool,
+) -> std::result::Result<(), Failure> {
+    let interface_id_zero = dest.gid.0[8..] == [0; 8];
+    let grh = match &side.gid {
+        Some((idx, _, _)) if !interface_id_zero => Some((dest.gid, *idx)),
+        _ => None,
+    };
+    if side.port_info.link_layer == LinkLayer::Ethernet && grh.is_none() {
+        return Err(side.fail(
+            Step::Compare,
+            Cause::Invalid {
+                what: format!(
+                    "the peer sent GID {}: it runs without -g, but RoCE needs a GRH; run it with -g N",
+                    dest.gid
+                ),
+            },
+        ));
+    }
+    let rtr = RtrParams {
+        path_mtu: mtu,
+        dest_qpn: dest.qpn,
+        dest_psn: dest.psn,
+        dest_lid: dest.lid,
+        grh,
+        max_dest_rd_atomic: 1,
+    };
+    side.qp.to_rtr(&rtr)?;
+    side.qp.to_rts(side.psn, 1)
+}
+
+fn serve_rc_pingpong(
+    args: &PingpongArgs,
+    plan: &Plan,
+    side: &mut Side,
+    report: &mut Report,
+    conn: &mut Conn,
+    dest: RcDest,
+) -> std::result::Result<(), Failure> {
+    report.remote = Some(rc_endpoint(&dest));
+    let mtu = compat_mtu(args, side)?;
+    report.path_mtu = Some(mtu);
+    // ibv_rc_pingpong's server connects its QP before answering: the client sends right after.
+    connect_rc(side, &dest, mtu, false)?;
+    let local = side.endpoint();
+    conn.send_rc(&RcDest {
+        lid: local.lid,
+        qpn: local.qpn,
+        psn: local.psn,
+        gid: local.gid,
+    })?;
+    conn.read_done()?;
+    let r = pingpong_loop(side, false, args.iters, plan.timeout)?;
+    report.ops.insert("send", r);
+    Ok(())
+}
+
+#[allow(clippy::too_many_arguments)]
+fn native_run(
+    args: &PingpongArgs,
+    plan: &Plan,
+    side: &mut Side,
+    report: &mut Report,
+    conn: &mut Conn,
+    mine: NativeMsg,
+    remote: NativeMsg,
+    is_client: bool,
+) -> std::result::Result<(), Failure> {
+    report.remote = Some(remote.endpoint.clone());
+    let mismatches = oob::compare(&mine, &remote);
+    if !mismatches.is_empty() {
+        return Err(side.fail(Step::Compare, Cause::Mismatch { mismatches }));
+    }
+    let mtu = oob::path_mtu(
+        side.port_info.active_mtu,
+        remote.endpoint.active_mtu,
+        args.mtu,
+    )
+    .map_err(|what| side.fail(Step::Compare, Cause::Invalid { what }))?;
+    report.path_mtu = Some(mtu);
+    let r = &remote.endpoint;
+    let grh = side.gid.as_ref().map(|(idx, _, _)| (r.gid, *idx));
+    let rtr = RtrParams {
+        path_mtu: mtu,
+        dest_qpn: r.qpn,
+        dest_psn: r.psn,
+        dest_lid: r.lid,
+        grh,
+        max_dest_rd_atomic: side.max_rd_atomic,
+    };
+    side.qp.to_rtr(&rtr)?;
+    side.qp.to_rts(side.psn, side.max_rd_atomic)?;
+    conn.sync(1)?;
+
+    let passive = plan.timeout + Duration::from_millis(u64::from(args.iters) * 20);
+    if plan.ops.send {
+        let res = pingpong_loop(side, is_client, args.iters, plan.timeout)?;
+        report.ops.insert("send", res);
+        conn.sync(2)?;
+    }
+    for (op, name, tag) in [
+        (plan.ops.write, "write", 10u8),
+        (plan.ops.read, "read", 20u8),
+    ] {
+        if !op {
+            continue;
+        }
+        // The client goes first, then the server; each end measures its own turn.
+        for initiator_is_client in [true, false] {
+            let me_first = initiator_is_client == is_client;
+            let t = tag + if initiator_is_client { 0 } else { 5 };
+            if me_first {
+                let res = rdma_initiator(side, conn, name, r, args.iters, plan.timeout, t)?;
+                report.ops.insert(name, res);
+            } else {
+                rdma_target(side, conn, name, r.qpn, t, passive)?;
+            }
+        }
+    }
+    conn.sync_for(99, passive)?;
+    Ok(())
+}
+
+/// The bytes one end puts in its buffer, so the other can check exactly what arrived.
+fn pattern(op: &str, qpn: u32, len: usize) -> Vec<u8> {
+    let unit = format!("rdmactl {op} from QPN 0x{qpn:06x}; ");
+    unit.bytes().cycle().take(len).collect()
+}
+
+fn rdma_initiator(
+    side: &mut Side,
+    conn: &mut Conn,
+    name: &'static str,
+    remote: &Endpoint,
+    iters: u32,
+    timeout: Duration,
+    tag: u8,
+) -> std::result::Result<OpResult, Failure> {
+    let size = side.size as usize;
+    let is_write = name == "write";
+    if is_write {
+        side.mr.write(0, &pattern("write", side.qp.qpn(), size));
+    } else {
+        side.mr.fill(0, size, 0);
+    }
+    conn.sync(tag)?;
+    let op = if is_write {
+        SendOp::Write {
+            offset: 0,
+            len: side.size,
+            remote_addr: remote.addr,
+            rkey: remote.rkey,
+        }
+    } else {
+        SendOp::Read {
+            offset: 0,
+            len: side.size,
+            remote_addr: remote.addr,
+            rkey: remote.rkey,
+        }
+    };
+    let mut res = windowed_loop(side, op, iters, timeout)?;
+    if !is_write {
+        let want = pattern("read", remote.qpn, size);
+        if side.mr.read(0, size) != want {
+            return Err(side.fail(
+                Step::Verify,
+                Cause::Invalid {
+                    what: format!(
+                        "RDMA READ returned data that is not the peer's buffer ({size} bytes)"
+                    ),
+                },
+            ));
+        }
+        res.verified = Some(format!("read the peer's {size}-byte buffer and it matched"));
+    } else {
+        res.verified = Some("the peer checks what was written".into());
+    }
+    conn.sync(tag + 1)?;
+    Ok(res)
+}
+
+fn rdma_target(
+    side: &mut Side,
+    conn: &mut Conn,
+    name: &str,
+    peer_qpn: u32,
+    tag: u8,
+    passive: Duration,
+) -> std::result::Result<(), Failure> {
+    let size = side.size as usize;
+    let target = side.target();
+    if name == "write" {
+        side.mr.fill(target, size, 0);
+    } else {
+        side.mr.write(target, &pattern("read", side.qp.qpn(), size));
+    }
+    conn.sync(tag)?;
+    conn.sync_for(tag + 1, passive)?;
+    if name == "write" && side.mr.read(target, size) != pattern("write", peer_qpn, size) {
+        return Err(side.fail(
+            Step::Verify,
+            Cause::Invalid {
+                what: format!(
+                    "the peer's RDMA WRITE did not leave its {size}-byte string in this buffer"
+                ),
+            },
+        ));
+    }
+    Ok(())
+}
+
+/// ibv_rc_pingpong's traffic: the client sends first; each end sends its next message once
+/// its previous send and a receive both completed. One timestamp per iteration into a
+/// preallocated buffer; nothing else allocates inside the loop.
+fn pingpong_loop(
+    side: &mut Side,
+    is_client: bool,
+    iters: u32,
+    timeout: Duration,
+) -> std::result::Result<OpResult, Failure> {
+    let send = SendOp::Send {
+        offset: 0,
+        len: side.size,
+    };
+    let target = side.target();
+    let mut stamps: Vec<u64> = Vec::with_capacity(iters as usize + 1);
+    let mut wc = [Wc::default(); 2];
+    let (mut rcnt, mut scnt) = (0u32, 0u32);
+    let mut pending = WRID_RECV;
+    let start = Instant::now();
+    let start_tick = ticks();
+    if is_client {
+        stamps.push(ticks());
+        side.qp.post_send(&side.mr, send, WRID_SEND)?;
+        pending |= WRID_SEND;
+    }
+    while rcnt < iters || scnt < iters {
+        let n = side.cq.wait(&mut wc, timeout).map_err(|f| {
+            with_progress(
+                f,
+                side,
+                format!("after {scnt}/{iters} sends and {rcnt}/{iters} receives"),
+            )
+        })?;
+        for w in &wc[..n] {
+            if !w.ok() {
+                let progress = format!("after {scnt}/{iters} sends and {rcnt}/{iters} receives");
+                return Err(with_progress(
+                    side.fail(Step::Completion, w.cause()),
+                    side,
+                    progress,
+                ));
+            }
+            match w.wr_id {
+                WRID_SEND => scnt += 1,
+                WRID_RECV => {
+                    rcnt += 1;
+                    if rcnt + RX_DEPTH <= iters + 1 {
+                        side.qp.post_recv(&side.mr, target, side.size, WRID_RECV)?;
+                    }
+                }
+                _ => {}
+            }
+            pending &= !w.wr_id;
+            if scnt < iters && pending == 0 {
+                stamps.push(ticks());
+                side.qp.post_send(&side.mr, send, WRID_SEND)?;
+                pending = WRID_RECV | WRID_SEND;
+            }
+        }
+    }
+    let end_tick = ticks();
+    let elapsed = start.elapsed();
+    stamps.push(end_tick);
+    let ns_per_tick = ns_per_tick(start_tick, end_tick, elapsed);
+    let mut samples: Vec<u64> = stamps
+        .windows(2)
+        .map(|w| (w[1].saturating_sub(w[0]) as f64 * ns_per_tick) as u64)
+        .collect();
+    Ok(op_result(
+        iters,
+        u64::from(side.size) * u64::from(iters) * 2,
+        elapsed,
+        &mut samples,
+    ))
+}
+
+/// Tick length, calibrated against the monotonic clock over one measured loop.
+fn ns_per_tick(start_tick: u64, end_tick: u64, elapsed: Duration) -> f64 {
+    match end_tick.saturating_sub(start_tick) {
+        0 => 0.0,
+        ticks => elapsed.as_nanos() as f64 / ticks as f64,
+    }
+}
+
+fn with_progress(mut f: Failure, side: &Side, progress: String) -> Failure {
+    if matches!(f.cause, Cause::Timeout { .. }) {
+        f.context.note = Some(format!(
+            "{progress}: the peer stopped answering (killed, or its link went down)"
+        ));
+    } else {
+        f.context.note = Some(progress);
+    }
+    f.context.device = side.ctx.name().to_string();
+    f.context.port = side.port;
+    f
+}
+
+/// RDMA WRITE or READ `iters` times with up to WINDOW in flight; latency is post to completion.
+fn windowed_loop(
+    side: &mut Side,
+    op: SendOp,
+    iters: u32,
+    timeout: Duration,
+) -> std::result::Result<OpResult, Failure> {
+    let window = WINDOW.min(if matches!(op, SendOp::Read { .. }) {
+        u32::from(side.max_rd_atomic).max(1) * 2
+    } else {
+        WINDOW
+    });
+    let mut posted_at: Vec<u64> = Vec::with_capacity(iters as usize);
+    let mut samples: Vec<u64> = vec![0; iters as usize];
+    let mut wc = [Wc::default(); 16];
+    let (mut posted, mut done) = (0u32, 0u32);
+    let start = Instant::now();
+    let start_tick = ticks();
+    while done < iters {
+        while posted < iters && posted - done < window {
+            posted_at.push(ticks());
+            side.qp.post_send(&side.mr, op, u64::from(posted))?;
+            posted += 1;
+        }
+        let n = side.cq.wait(&mut wc, timeout).map_err(|f| {
+            with_progress(
+                f,
+                side,
+                format!("after {done}/{iters} completions ({posted} posted)"),
+            )
+        })?;
+        let at = ticks();
+        for w in &wc[..n] {
+            if !w.ok() {
+                let progress = format!("after {done}/{iters} completions ({posted} posted)");
+                return Err(with_progress(
+                    side.fail(Step::Completion, w.cause()),
+                    side,
+                    progress,
+                ));
+            }
+            if let Some(slot) = samples.get_mut(w.wr_id as usize) {
+                *slot = at.saturating_sub(posted_at[w.wr_id as usize]);
+            }
+            done += 1;
+        }
+    }
+    let elapsed = start.elapsed();
+    let scale = ns_per_tick(start_tick, ticks(), elapsed);
+    for sample in &mut samples {
+        *sample = (*sample as f64 * scale) as u64;
+    }
+    Ok(op_result(
+        iters,
+        u64::from(side.size) * u64::from(iters),
+        elapsed,
+        &mut samples,
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn latency_percentiles() {
+        let mut v: Vec<u64> = (1..=100).map(|i| i * 1000).collect();
+        let l = latency_of(&mut v);
+        assert_eq!((l.min, l.median, l.p99), (1.0, 51.0, 99.0));
+        let mut one = vec![5000];
+        let l = latency_of(&mut one);
+        assert_eq!((l.min, l.median, l.p99), (5.0, 5.0, 5.0));
+        let l = latency_of(&mut []);
+        assert_eq!(l.p99, 0.0);
+    }
+
+    #[test]
+    fn results_use_rc_pingpong_arithmetic() {
+        // 8192000 bytes in 1 s = 65.536 Mbit/s; 1000 iters = 1000 usec/iter.
+        let r = op_result(1000, 8_192_000, Duration::from_secs(1), &mut [1000, 2000]);
+        assert!((r.mbit_per_sec - 65.536).abs() < 1e-9);
+        assert!((r.usec_per_iter - 1000.0).abs() < 1e-9);
+        let json = serde_json::to_value(&r).unwrap();
+        for key in ["iters", "bytes", "seconds", "mbit_per_sec", "usec_per_iter"] {
+            assert!(json.get(key).is_some(), "{key}");
+        }
+        assert!(json["latency_usec"].get("p99").is_some());
+    }
+
+    #[test]
+    fn patterns_differ_per_end_and_fill_exactly() {
+        let a = pattern("write", 0x11, 100);
+        assert_eq!(a.len(), 100);
+        assert!(a.starts_with(b"rdmactl write from QPN 0x000011; rdmactl"));
+        assert_ne!(a, pattern("write", 0x12, 100));
+    }
 }

@@ -1,10 +1,547 @@
+//! `rdmactl selftest`: two RC QPs in one process (on one device, or one on each of two
+//! devices), connected to each other, running every verbs step in turn and reporting each:
+//! ok or FAIL, how long it took, and for a failure the step value an explainer can read.
+
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
 use crate::app::Ctx;
-use crate::cli::SelftestArgs;
-use crate::error::{Error, Result};
+use crate::cli::{GidIndexArg, SelftestArgs};
+use crate::error::{exit, Error, Result};
+use crate::gid::Gid;
+use crate::model::GidType;
+use crate::oob;
+use crate::output;
+use crate::verbs::qp::{
+    Access, Cause, Context, Cq, Failure, FailureContext, Mr, Pd, PortInfo, Qp, QpCaps, RtrParams,
+    SendOp, Step, Wc,
+};
+
+#[derive(Debug, Serialize)]
+struct StepLine {
+    step: &'static str,
+    ok: bool,
+    elapsed_us: f64,
+    detail: String,
+    failure: Option<Failure>,
+}
+
+#[derive(Debug, Serialize)]
+struct Report {
+    devices: Vec<String>,
+    port: u32,
+    gid_index: Option<u32>,
+    size: u32,
+    steps: Vec<StepLine>,
+    ok: bool,
+}
+
+/// One end of the loopback.
+#[derive(Default)]
+struct End {
+    ctx: Option<Rc<Context>>,
+    port: Option<PortInfo>,
+    gid: Option<(Gid, Option<GidType>)>,
+    pd: Option<Rc<Pd>>,
+    mr: Option<Mr>,
+    cq: Option<Cq>,
+    qp: Option<Qp>,
+}
+
+// Drop order matters: QP, CQ, MR, PD, context.
+impl Drop for End {
+    fn drop(&mut self) {
+        self.qp.take();
+        self.cq.take();
+        self.mr.take();
+        self.pd.take();
+        self.ctx.take();
+    }
+}
+
+const ATOMIC_OLD: u64 = 0x0123_4567_89ab_cdef;
+const ATOMIC_NEW: u64 = 0xfeed_face_cafe_beef;
 
 pub fn run(ctx: &Ctx, args: &SelftestArgs) -> Result<u8> {
     if args.cm {
         return super::pingpong_cm::selftest_cm(ctx, args);
     }
-    Err(Error::System("'selftest' is not implemented yet".into()))
+    let gid_index = match args.gid_index {
+        GidIndexArg::Auto => {
+            return Err(Error::Usage(
+                "-g auto: automatic GID selection lands with `rdmactl check`; give -g N".into(),
+            ))
+        }
+        GidIndexArg::Index(i) => i,
+    };
+    if args.devices.len() > 2 {
+        return Err(Error::Usage("give at most two devices (-d A -d B)".into()));
+    }
+    if args.size < 8 || args.size > 1 << 30 {
+        return Err(Error::Usage(format!(
+            "-s {}: the size must be 8 to {} bytes",
+            args.size,
+            1u32 << 30
+        )));
+    }
+    if !(args.timeout.is_finite() && args.timeout > 0.0 && args.timeout <= 3600.0) {
+        return Err(Error::Usage(format!(
+            "--timeout {}: give 0 < SECS <= 3600",
+            args.timeout
+        )));
+    }
+    let names: [Option<&str>; 2] = match args.devices.as_slice() {
+        [] => [None, None],
+        [a] => [Some(a.as_str()), Some(a.as_str())],
+        [a, b, ..] => [Some(a.as_str()), Some(b.as_str())],
+    };
+    let mut t = Tester {
+        ends: [End::default(), End::default()],
+        port: args.port,
+        gid_index,
+        size: args.size,
+        timeout: Duration::from_secs_f64(args.timeout),
+        steps: Vec::new(),
+        stopped: false,
+        open_error: None,
+    };
+    t.run_all(names);
+    let devices = t
+        .ends
+        .iter()
+        .filter_map(|e| e.ctx.as_ref().map(|c| c.name().to_string()))
+        .collect();
+    if let Some(err) = t.open_error.take() {
+        return Err(err);
+    }
+    let ok = t.steps.iter().all(|s| s.ok) && !t.stopped;
+    let report = Report {
+        devices,
+        port: args.port,
+        gid_index: Some(gid_index),
+        size: args.size,
+        steps: std::mem::take(&mut t.steps),
+        ok,
+    };
+    let text = if ctx.json {
+        output::json(&report)
+    } else {
+        render(&report)
+    };
+    output::print(&text).map_err(|e| Error::Io {
+        path: "stdout".into(),
+        source: e,
+    })?;
+    if ok {
+        Ok(exit::OK)
+    } else {
+        let failed = report
+            .steps
+            .iter()
+            .find(|s| !s.ok)
+            .map(|s| s.step)
+            .unwrap_or("a step");
+        Err(Error::Failed(format!("selftest failed at '{failed}'")))
+    }
+}
+
+fn render(r: &Report) -> String {
+    let mut out = format!(
+        "selftest {} port {} GID index {}, {} B\n",
+        r.devices.join(" <-> "),
+        r.port,
+        r.gid_index.unwrap_or(0),
+        r.size
+    );
+    for s in &r.steps {
+        let status = if s.ok { "ok  " } else { "FAIL" };
+        let ms = s.elapsed_us / 1000.0;
+        out.push_str(&format!(
+            "  {status} {ms:>9.3} ms  {:<16} {}\n",
+            s.step, s.detail
+        ));
+        if let Some(f) = &s.failure {
+            out.push_str(&format!("       {f}\n"));
+        }
+    }
+    out.push_str(if r.ok {
+        "all steps passed\n"
+    } else {
+        "FAILED\n"
+    });
+    out
+}
+
+struct Tester {
+    ends: [End; 2],
+    port: u32,
+    gid_index: u32,
+    size: u32,
+    timeout: Duration,
+    steps: Vec<StepLine>,
+    stopped: bool,
+    /// A missing device or GID is a usage problem, not a test result.
+    open_error: Option<Error>,
+}
+
+type StepResult = std::result::Result<String, Failure>;
+
+impl Tester {
+    fn step(&mut self, name: &'static str, f: impl FnOnce(&mut Tester) -> StepResult) {
+        if self.stopped {
+            return;
+        }
+        let start = Instant::now();
+        let result = f(self);
+        let elapsed_us = start.elapsed().as_secs_f64() * 1e6;
+        let (ok, detail, failure) = match result {
+            Ok(detail) => (true, detail, None),
+            Err(f) => {
+                self.stopped = true;
+                (false, String::new(), Some(f))
+            }
+        };
+        self.steps.push(StepLine {
+            step: name,
+            ok,
+            elapsed_us,
+            detail,
+            failure,
+        });
+    }
+
+    fn run_all(&mut self, names: [Option<&str>; 2]) {
+        self.step("open", |t| {
+            let mut detail = Vec::new();
+            for (i, name) in names.iter().enumerate() {
+                let c = match Context::open(*name) {
+                    Ok(c) => c,
+                    Err((f, avail)) => {
+                        if matches!(f.cause, Cause::Errno { errno } if errno == libc::ENODEV) {
+                            t.open_error = Some(if avail.is_empty() {
+                                Error::NoRdma { path: "/sys/class/infiniband".into() }
+                            } else {
+                                Error::NoSuchDevice { name: f.context.device.clone(), available: avail }
+                            });
+                        }
+                        return Err(f);
+                    }
+                };
+                let port = c.query_port(t.port)?;
+                if !port.is_active() {
+                    return Err(Failure::new(
+                        Step::QueryPort,
+                        Cause::Invalid { what: format!("port state {} is not ACTIVE (4)", port.state) },
+                        FailureContext { device: c.name().into(), port: t.port, ..Default::default() },
+                    ));
+                }
+                let gid = c.query_gid(t.port, t.gid_index).inspect_err(|f| {
+                    if matches!(f.cause, Cause::Errno { errno } if errno == libc::ENODATA || errno == libc::EINVAL) {
+                        t.open_error = Some(Error::NoSuchGid {
+                            device: c.name().into(),
+                            port: t.port,
+                            index: t.gid_index,
+                            hint: format!("{}; list them with `rdmactl gids {}`", f.cause, c.name()),
+                        });
+                    }
+                })?;
+                detail.push(format!(
+                    "{}/{} GID[{}] {} {}, MTU {}",
+                    c.name(),
+                    t.port,
+                    t.gid_index,
+                    gid.0,
+                    match &gid.1 {
+                        Some(GidType::RoceV2) => "RoCE v2",
+                        Some(GidType::RoceV1) => "RoCE v1",
+                        Some(GidType::Ib) => "IB",
+                        _ => "",
+                    },
+                    port.active_mtu
+                ));
+                if i == 1 && names[0] == names[1] {
+                    detail.pop();
+                }
+                let end = &mut t.ends[i];
+                end.ctx = Some(c);
+                end.port = Some(port);
+                end.gid = Some(gid);
+            }
+            Ok(detail.join("; "))
+        });
+        self.step("pd", |t| {
+            for end in &mut t.ends {
+                end.pd = Some(Pd::alloc(end.ctx.as_ref().expect("opened"))?);
+            }
+            Ok(String::new())
+        });
+        self.step("mr", |t| {
+            let access = Access {
+                remote_write: true,
+                remote_read: true,
+                remote_atomic: true,
+            };
+            let len = 2 * t.size as usize;
+            for end in &mut t.ends {
+                end.mr = Some(Mr::register(end.pd.as_ref().expect("pd"), len, access)?);
+            }
+            Ok(format!(
+                "{len} bytes each, local write + remote write/read/atomic"
+            ))
+        });
+        self.step("cq", |t| {
+            for end in &mut t.ends {
+                end.cq = Some(Cq::create(end.ctx.as_ref().expect("opened"), 16)?);
+            }
+            Ok(String::new())
+        });
+        self.step("qp create", |t| {
+            let (port, gid_index) = (t.port, t.gid_index);
+            for end in &mut t.ends {
+                let caps = QpCaps {
+                    max_send_wr: 4,
+                    max_recv_wr: 4,
+                };
+                end.qp = Some(Qp::create_rc(
+                    end.pd.as_ref().expect("pd"),
+                    end.cq.as_ref().expect("cq"),
+                    caps,
+                    port,
+                    Some(gid_index),
+                )?);
+            }
+            Ok(format!(
+                "QPN 0x{:06x} and 0x{:06x}",
+                t.qp(0).qpn(),
+                t.qp(1).qpn()
+            ))
+        });
+        self.step("init", |t| {
+            let access = Access {
+                remote_write: true,
+                remote_read: true,
+                remote_atomic: true,
+            };
+            for i in 0..2 {
+                t.qp(i).to_init(access)?;
+            }
+            Ok(String::new())
+        });
+        let mtu = self.path_mtu();
+        self.step("rtr", |t| {
+            for i in 0..2 {
+                let peer = 1 - i;
+                let p = RtrParams {
+                    path_mtu: mtu,
+                    dest_qpn: t.qp(peer).qpn(),
+                    dest_psn: psn(peer),
+                    dest_lid: t.ends[peer].port.as_ref().map_or(0, |p| p.lid),
+                    grh: Some((t.ends[peer].gid.as_ref().expect("gid").0, t.gid_index)),
+                    max_dest_rd_atomic: 1,
+                };
+                t.qp(i).to_rtr(&p)?;
+            }
+            Ok(format!("path MTU {mtu}"))
+        });
+        self.step("rts", |t| {
+            for i in 0..2 {
+                t.qp(i).to_rts(psn(i), 1)?;
+            }
+            Ok(String::new())
+        });
+        let size = self.size;
+        self.step("post recv", |t| {
+            let b = &t.ends[1];
+            let (qp, mr) = (b.qp.as_ref().expect("qp"), b.mr.as_ref().expect("mr"));
+            qp.post_recv(mr, size as usize, size, 1)?;
+            qp.post_recv(mr, size as usize, size, 2)?;
+            Ok("2 receives on the second QP".into())
+        });
+        self.step("send", |t| {
+            let data = pattern("send", size as usize);
+            t.mr(0).write(0, &data);
+            t.mr(1).fill(size as usize, size as usize, 0);
+            t.qp(0).post_send(
+                t.mr(0),
+                SendOp::Send {
+                    offset: 0,
+                    len: size,
+                },
+                10,
+            )?;
+            t.wait(0, 10)?;
+            let wc = t.wait(1, 1)?;
+            if wc.byte_len != size {
+                return Err(t.invalid(1, format!("received {} bytes, sent {size}", wc.byte_len)));
+            }
+            t.check(1, size as usize, &data, "SEND")?;
+            Ok(format!("{size} bytes received and checked"))
+        });
+        self.step("rdma write", |t| {
+            let data = pattern("write", size as usize);
+            t.mr(0).write(0, &data);
+            t.mr(1).fill(size as usize, size as usize, 0);
+            let (addr, rkey) = (t.mr(1).addr() + u64::from(size), t.mr(1).rkey());
+            t.qp(0).post_send(
+                t.mr(0),
+                SendOp::Write {
+                    offset: 0,
+                    len: size,
+                    remote_addr: addr,
+                    rkey,
+                },
+                11,
+            )?;
+            t.wait(0, 11)?;
+            t.check(1, size as usize, &data, "RDMA WRITE")?;
+            Ok(format!("{size} bytes written and checked"))
+        });
+        self.step("rdma read", |t| {
+            let data = pattern("read", size as usize);
+            t.mr(1).write(size as usize, &data);
+            t.mr(0).fill(0, size as usize, 0);
+            let (addr, rkey) = (t.mr(1).addr() + u64::from(size), t.mr(1).rkey());
+            t.qp(0).post_send(
+                t.mr(0),
+                SendOp::Read {
+                    offset: 0,
+                    len: size,
+                    remote_addr: addr,
+                    rkey,
+                },
+                12,
+            )?;
+            t.wait(0, 12)?;
+            t.check(0, 0, &data, "RDMA READ")?;
+            Ok(format!("{size} bytes read and checked"))
+        });
+        self.step("atomic cas", |t| {
+            // The remote word sits at the page-aligned start of the second MR.
+            t.mr(1).write(0, &ATOMIC_OLD.to_ne_bytes());
+            t.mr(0).fill(0, 8, 0);
+            let (addr, rkey) = (t.mr(1).addr(), t.mr(1).rkey());
+            let op = SendOp::CompareSwap {
+                offset: 0,
+                remote_addr: addr,
+                rkey,
+                compare: ATOMIC_OLD,
+                swap: ATOMIC_NEW,
+            };
+            t.qp(0).post_send(t.mr(0), op, 13)?;
+            t.wait(0, 13)?;
+            let old = u64::from_ne_bytes(t.mr(0).read(0, 8).try_into().expect("8 bytes"));
+            let now = u64::from_ne_bytes(t.mr(1).read(0, 8).try_into().expect("8 bytes"));
+            if old != ATOMIC_OLD || now != ATOMIC_NEW {
+                return Err(t.invalid(
+                    0,
+                    format!("compare-and-swap returned 0x{old:016x} and left 0x{now:016x}"),
+                ));
+            }
+            Ok(format!("0x{ATOMIC_OLD:016x} -> 0x{ATOMIC_NEW:016x}"))
+        });
+        self.step("zero-byte send", |t| {
+            t.qp(0)
+                .post_send(t.mr(0), SendOp::Send { offset: 0, len: 0 }, 14)?;
+            t.wait(0, 14)?;
+            let wc = t.wait(1, 2)?;
+            if wc.byte_len != 0 {
+                return Err(t.invalid(
+                    1,
+                    format!("a zero-byte SEND arrived as {} bytes", wc.byte_len),
+                ));
+            }
+            Ok("completed with 0 bytes".into())
+        });
+        self.step("poll", |t| {
+            for i in 0..2 {
+                let mut wc = [Wc::default(); 4];
+                let n = t.ends[i].cq.as_mut().expect("cq").poll(&mut wc)?;
+                if n > 0 {
+                    return Err(t.invalid(
+                        i,
+                        format!("{n} unexpected completion(s), first wr_id {}", wc[0].wr_id),
+                    ));
+                }
+            }
+            Ok("both CQs empty".into())
+        });
+    }
+
+    fn qp(&self, i: usize) -> &Qp {
+        self.ends[i].qp.as_ref().expect("qp created")
+    }
+
+    fn mr(&self, i: usize) -> &Mr {
+        self.ends[i].mr.as_ref().expect("mr registered")
+    }
+
+    fn path_mtu(&self) -> u32 {
+        let mtu = |i: usize| self.ends[i].port.as_ref().map_or(1024, |p| p.active_mtu);
+        oob::path_mtu(mtu(0), mtu(1), None).unwrap_or(1024)
+    }
+
+    fn invalid(&self, i: usize, what: String) -> Failure {
+        match &self.ends[i].qp {
+            Some(qp) => qp.failure(Step::Verify, Cause::Invalid { what }),
+            None => Failure::new(
+                Step::Verify,
+                Cause::Invalid { what },
+                FailureContext::default(),
+            ),
+        }
+    }
+
+    /// Waits for the completion `wr_id` on end `i`'s CQ; any other completion is a failure.
+    fn wait(&mut self, i: usize, wr_id: u64) -> std::result::Result<Wc, Failure> {
+        let mut wc = [Wc::default(); 1];
+        let cq = self.ends[i].cq.as_mut().expect("cq");
+        let link_layer = self.ends[i].port.as_ref().map(|p| p.link_layer.clone());
+        let port = self.port;
+        cq.wait(&mut wc, self.timeout).map_err(|mut f| {
+            f.context.port = port;
+            f.context.gid_index = Some(self.gid_index);
+            f.context.link_layer = link_layer;
+            f
+        })?;
+        if !wc[0].ok() {
+            return Err(self.qp(i).failure(Step::Completion, wc[0].cause()));
+        }
+        if wc[0].wr_id != wr_id {
+            return Err(self.invalid(
+                i,
+                format!("expected completion {wr_id}, got {}", wc[0].wr_id),
+            ));
+        }
+        Ok(wc[0])
+    }
+
+    fn check(
+        &self,
+        i: usize,
+        offset: usize,
+        want: &[u8],
+        what: &str,
+    ) -> std::result::Result<(), Failure> {
+        if self.mr(i).read(offset, want.len()) != want {
+            return Err(self.invalid(
+                i,
+                format!("{what}: the data that arrived differs from what was sent"),
+            ));
+        }
+        Ok(())
+    }
+}
+
+fn psn(i: usize) -> u32 {
+    0x1000 + i as u32 * 0x1000
+}
+
+fn pattern(op: &str, len: usize) -> Vec<u8> {
+    format!("rdmactl selftest {op}; ")
+        .bytes()
+        .cycle()
+        .take(len)
+        .collect()
 }

@@ -223,3 +223,4 @@ impl fmt::Display for VerbsError {
 
 impl std::error::Error for VerbsError {}
 
+pub mod qp;

@@ -1,0 +1,1226 @@
+//! The RC data path: device, PD, MR, CQ and QP, the INIT → RTR → RTS walk, posting and
+//! polling. Every failure is a [`Failure`]: the step, the errno or completion status, and
+//! the attributes that were in use, so an explainer can reason about it without parsing text.
+//!
+//! Raw rdma-mummy-sys calls rather than sideway's wrappers: the measuring loop must post and
+//! poll without allocation, and each QP transition must report exactly what it passed.
+
+use std::alloc::Layout;
+use std::ffi::CStr;
+use std::fmt;
+use std::ptr;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use rdma_mummy_sys as sys;
+use serde::Serialize;
+
+use crate::gid::Gid;
+use crate::model::{GidType, LinkLayer};
+
+/// Where in the connection or the traffic something went wrong.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Step {
+    /// ibv_get_device_list / ibv_open_device
+    Open,
+    QueryDevice,
+    QueryPort,
+    QueryGid,
+    Pd,
+    Mr,
+    Cq,
+    QpCreate,
+    Init,
+    Rtr,
+    Rts,
+    PostRecv,
+    PostSend,
+    /// ibv_poll_cq itself failed, or no completion came before the deadline.
+    Poll,
+    /// A completion arrived with an error status.
+    Completion,
+    /// TCP connect / accept / bind of the out-of-band exchange.
+    Connect,
+    /// Reading or writing the out-of-band messages.
+    Exchange,
+    /// The two ends' parameters do not fit together (checked before touching the QP).
+    Compare,
+    /// Data arrived but is not what the peer sent.
+    Verify,
+}
+
+impl Step {
+    pub fn name(self) -> &'static str {
+        match self {
+            Step::Open => "open device",
+            Step::QueryDevice => "query device",
+            Step::QueryPort => "query port",
+            Step::QueryGid => "query GID",
+            Step::Pd => "allocate PD",
+            Step::Mr => "register MR",
+            Step::Cq => "create CQ",
+            Step::QpCreate => "create QP",
+            Step::Init => "modify QP to INIT",
+            Step::Rtr => "modify QP to RTR",
+            Step::Rts => "modify QP to RTS",
+            Step::PostRecv => "post receive",
+            Step::PostSend => "post send",
+            Step::Poll => "poll CQ",
+            Step::Completion => "work completion",
+            Step::Connect => "connect (TCP)",
+            Step::Exchange => "exchange (TCP)",
+            Step::Compare => "compare parameters",
+            Step::Verify => "verify data",
+        }
+    }
+}
+
+/// What the failing call said.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum Cause {
+    Errno {
+        errno: i32,
+    },
+    WcStatus {
+        status: u32,
+        vendor_err: u32,
+        opcode: u32,
+    },
+    /// Nothing happened before the deadline.
+    Timeout {
+        waited_ms: u64,
+    },
+    /// The peer closed the TCP connection: it failed on its side, or died.
+    PeerClosed,
+    /// The two ends' parameters do not fit together (found from the exchange).
+    Mismatch {
+        mismatches: Vec<crate::oob::Mismatch>,
+    },
+    /// Malformed data or a wrong state; the text says which field.
+    Invalid {
+        what: String,
+    },
+}
+
+impl Cause {
+    pub fn errno(errno: i32) -> Cause {
+        Cause::Errno { errno }
+    }
+
+    pub fn last_errno() -> Cause {
+        Cause::Errno {
+            errno: std::io::Error::last_os_error().raw_os_error().unwrap_or(0),
+        }
+    }
+}
+
+impl fmt::Display for Cause {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Cause::Errno { errno } => {
+                write!(f, "{} ({errno}: {})", errno_name(*errno), strerror(*errno))
+            }
+            Cause::WcStatus {
+                status, vendor_err, ..
+            } => {
+                write!(
+                    f,
+                    "{} (status {status}: {}",
+                    wc_status_name(*status),
+                    wc_status_str(*status)
+                )?;
+                if *vendor_err != 0 {
+                    write!(f, ", vendor err 0x{vendor_err:x}")?;
+                }
+                f.write_str(")")
+            }
+            Cause::Timeout { waited_ms } => {
+                write!(f, "no answer within {:.1} s", *waited_ms as f64 / 1000.0)
+            }
+            Cause::PeerClosed => f.write_str("the peer closed the connection"),
+            Cause::Mismatch { mismatches } => {
+                let texts: Vec<String> = mismatches.iter().map(|m| m.to_string()).collect();
+                f.write_str(&texts.join("; "))
+            }
+            Cause::Invalid { what } => f.write_str(what),
+        }
+    }
+}
+
+/// The attributes in use when a step failed. Fields stay None when the step came before them.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct FailureContext {
+    pub device: String,
+    pub port: u32,
+    pub gid_index: Option<u32>,
+    pub sgid: Option<Gid>,
+    pub dgid: Option<Gid>,
+    pub dest_lid: Option<u16>,
+    pub dest_qpn: Option<u32>,
+    pub dest_psn: Option<u32>,
+    pub path_mtu: Option<u32>,
+    pub link_layer: Option<LinkLayer>,
+    /// Peer address of the TCP exchange.
+    pub peer_addr: Option<String>,
+    /// The MR length or other size the step used.
+    pub bytes: Option<u64>,
+    /// The local and remote endpoints, once the exchange happened.
+    pub local: Option<Endpoint>,
+    pub remote: Option<Endpoint>,
+    /// What the run had done when it failed, e.g. "after 347/1000 sends".
+    pub note: Option<String>,
+}
+
+/// One failure, as data: an explainer matches on `step` and `cause` and reads `context`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Failure {
+    pub step: Step,
+    pub cause: Cause,
+    /// Boxed so that `Result<_, Failure>` stays small on the hot path.
+    pub context: Box<FailureContext>,
+}
+
+impl Failure {
+    pub fn new(step: Step, cause: Cause, context: FailureContext) -> Failure {
+        Failure {
+            step,
+            cause,
+            context: Box::new(context),
+        }
+    }
+}
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let c = &self.context;
+        write!(f, "{} failed", self.step.name())?;
+        let mut attrs: Vec<String> = Vec::new();
+        if !c.device.is_empty() {
+            attrs.push(format!("{}/{}", c.device, c.port));
+        }
+        if let Some(i) = c.gid_index {
+            attrs.push(format!("GID index {i}"));
+        }
+        if let Some(g) = c.dgid {
+            attrs.push(format!("dest GID {g}"));
+        }
+        if let Some(l) = c.dest_lid {
+            if l != 0 {
+                attrs.push(format!("dest LID 0x{l:04x}"));
+            }
+        }
+        if let Some(q) = c.dest_qpn {
+            attrs.push(format!("dest QPN 0x{q:06x}"));
+        }
+        if let Some(p) = c.dest_psn {
+            attrs.push(format!("dest PSN 0x{p:06x}"));
+        }
+        if let Some(m) = c.path_mtu {
+            attrs.push(format!("path MTU {m}"));
+        }
+        if let Some(p) = &c.peer_addr {
+            attrs.push(format!("peer {p}"));
+        }
+        if !attrs.is_empty() {
+            write!(f, " ({})", attrs.join(", "))?;
+        }
+        write!(f, ": {}", self.cause)?;
+        if let Some(note) = &c.note {
+            write!(f, "; {note}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for Failure {}
+
+/// What one end tells the other, and what both compare before touching the QP.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Endpoint {
+    pub lid: u16,
+    pub qpn: u32,
+    pub psn: u32,
+    pub gid: Gid,
+    pub gid_index: Option<u32>,
+    pub gid_type: Option<GidType>,
+    pub link_layer: LinkLayer,
+    /// Active MTU of the port in bytes; 0 when unknown (ibv_rc_pingpong does not send it).
+    pub active_mtu: u32,
+    pub rkey: u32,
+    pub addr: u64,
+    pub len: u32,
+}
+
+// ---------------------------------------------------------------------------------------
+// Names for numbers
+
+pub fn wc_status_name(status: u32) -> &'static str {
+    use sys::ibv_wc_status::*;
+    match status {
+        IBV_WC_SUCCESS => "IBV_WC_SUCCESS",
+        IBV_WC_LOC_LEN_ERR => "IBV_WC_LOC_LEN_ERR",
+        IBV_WC_LOC_QP_OP_ERR => "IBV_WC_LOC_QP_OP_ERR",
+        IBV_WC_LOC_EEC_OP_ERR => "IBV_WC_LOC_EEC_OP_ERR",
+        IBV_WC_LOC_PROT_ERR => "IBV_WC_LOC_PROT_ERR",
+        IBV_WC_WR_FLUSH_ERR => "IBV_WC_WR_FLUSH_ERR",
+        IBV_WC_MW_BIND_ERR => "IBV_WC_MW_BIND_ERR",
+        IBV_WC_BAD_RESP_ERR => "IBV_WC_BAD_RESP_ERR",
+        IBV_WC_LOC_ACCESS_ERR => "IBV_WC_LOC_ACCESS_ERR",
+        IBV_WC_REM_INV_REQ_ERR => "IBV_WC_REM_INV_REQ_ERR",
+        IBV_WC_REM_ACCESS_ERR => "IBV_WC_REM_ACCESS_ERR",
+        IBV_WC_REM_OP_ERR => "IBV_WC_REM_OP_ERR",
+        IBV_WC_RETRY_EXC_ERR => "IBV_WC_RETRY_EXC_ERR",
+        IBV_WC_RNR_RETRY_EXC_ERR => "IBV_WC_RNR_RETRY_EXC_ERR",
+        IBV_WC_LOC_RDD_VIOL_ERR => "IBV_WC_LOC_RDD_VIOL_ERR",
+        IBV_WC_REM_INV_RD_REQ_ERR => "IBV_WC_REM_INV_RD_REQ_ERR",
+        IBV_WC_REM_ABORT_ERR => "IBV_WC_REM_ABORT_ERR",
+        IBV_WC_INV_EECN_ERR => "IBV_WC_INV_EECN_ERR",
+        IBV_WC_INV_EEC_STATE_ERR => "IBV_WC_INV_EEC_STATE_ERR",
+        IBV_WC_FATAL_ERR => "IBV_WC_FATAL_ERR",
+        IBV_WC_RESP_TIMEOUT_ERR => "IBV_WC_RESP_TIMEOUT_ERR",
+        IBV_WC_GENERAL_ERR => "IBV_WC_GENERAL_ERR",
+        IBV_WC_TM_ERR => "IBV_WC_TM_ERR",
+        IBV_WC_TM_RNDV_INCOMPLETE => "IBV_WC_TM_RNDV_INCOMPLETE",
+        _ => "IBV_WC_UNKNOWN",
+    }
+}
+
+/// The text ibv_wc_status_str prints, kept here so it works without libibverbs loaded.
+pub fn wc_status_str(status: u32) -> &'static str {
+    use sys::ibv_wc_status::*;
+    match status {
+        IBV_WC_SUCCESS => "success",
+        IBV_WC_LOC_LEN_ERR => "local length error",
+        IBV_WC_LOC_QP_OP_ERR => "local QP operation error",
+        IBV_WC_LOC_EEC_OP_ERR => "local EE context operation error",
+        IBV_WC_LOC_PROT_ERR => "local protection error",
+        IBV_WC_WR_FLUSH_ERR => "Work Request Flushed Error",
+        IBV_WC_MW_BIND_ERR => "memory management operation error",
+        IBV_WC_BAD_RESP_ERR => "bad response error",
+        IBV_WC_LOC_ACCESS_ERR => "local access error",
+        IBV_WC_REM_INV_REQ_ERR => "remote invalid request error",
+        IBV_WC_REM_ACCESS_ERR => "remote access error",
+        IBV_WC_REM_OP_ERR => "remote operation error",
+        IBV_WC_RETRY_EXC_ERR => "transport retry counter exceeded",
+        IBV_WC_RNR_RETRY_EXC_ERR => "RNR retry counter exceeded",
+        IBV_WC_LOC_RDD_VIOL_ERR => "local RDD violation error",
+        IBV_WC_REM_INV_RD_REQ_ERR => "remote invalid RD request",
+        IBV_WC_REM_ABORT_ERR => "aborted error",
+        IBV_WC_INV_EECN_ERR => "invalid EE context number",
+        IBV_WC_INV_EEC_STATE_ERR => "invalid EE context state",
+        IBV_WC_FATAL_ERR => "fatal error",
+        IBV_WC_RESP_TIMEOUT_ERR => "response timeout error",
+        IBV_WC_GENERAL_ERR => "general error",
+        IBV_WC_TM_ERR => "TM error",
+        IBV_WC_TM_RNDV_INCOMPLETE => "TM software rendezvous",
+        _ => "unknown",
+    }
+}
+
+/// The C library's text for an errno, without std's " (os error N)" suffix.
+pub fn strerror(errno: i32) -> String {
+    let text = std::io::Error::from_raw_os_error(errno).to_string();
+    match text.rfind(" (os error ") {
+        Some(cut) => text[..cut].to_string(),
+        None => text,
+    }
+}
+
+/// The symbolic errno name (EINVAL, ETIMEDOUT, ...), which is what people search for.
+pub fn errno_name(errno: i32) -> &'static str {
+    match errno {
+        libc::EPERM => "EPERM",
+        libc::ENOENT => "ENOENT",
+        libc::EINTR => "EINTR",
+        libc::EIO => "EIO",
+        libc::ENXIO => "ENXIO",
+        libc::EAGAIN => "EAGAIN",
+        libc::ENOMEM => "ENOMEM",
+        libc::EACCES => "EACCES",
+        libc::EFAULT => "EFAULT",
+        libc::EBUSY => "EBUSY",
+        libc::EEXIST => "EEXIST",
+        libc::ENODEV => "ENODEV",
+        libc::EINVAL => "EINVAL",
+        libc::ENOSPC => "ENOSPC",
+        libc::ENOSYS => "ENOSYS",
+        libc::ENODATA => "ENODATA",
+        libc::EPROTO => "EPROTO",
+        libc::EOPNOTSUPP => "EOPNOTSUPP",
+        libc::EADDRINUSE => "EADDRINUSE",
+        libc::EADDRNOTAVAIL => "EADDRNOTAVAIL",
+        libc::ENETUNREACH => "ENETUNREACH",
+        libc::ECONNABORTED => "ECONNABORTED",
+        libc::ECONNRESET => "ECONNRESET",
+        libc::ETIMEDOUT => "ETIMEDOUT",
+        libc::ECONNREFUSED => "ECONNREFUSED",
+        libc::EHOSTUNREACH => "EHOSTUNREACH",
+        libc::EPIPE => "EPIPE",
+        _ => "errno",
+    }
+}
+
+/// MTU in bytes ↔ the verbs enum (IBV_MTU_256 = 1 … IBV_MTU_4096 = 5).
+pub fn mtu_to_enum(bytes: u32) -> Option<u32> {
+    match bytes {
+        256 => Some(1),
+        512 => Some(2),
+        1024 => Some(3),
+        2048 => Some(4),
+        4096 => Some(5),
+        _ => None,
+    }
+}
+
+pub fn mtu_from_enum(value: u32) -> u32 {
+    match value {
+        1..=5 => 128 << value,
+        _ => 0,
+    }
+}
+
+fn link_layer_from(value: u8) -> LinkLayer {
+    // IBV_LINK_LAYER_UNSPECIFIED (0) is what old InfiniBand drivers report.
+    match value {
+        0 | 1 => LinkLayer::InfiniBand,
+        2 => LinkLayer::Ethernet,
+        other => LinkLayer::Other(other.to_string()),
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Device
+
+/// What the data path needs from a port.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PortInfo {
+    pub state: u32,
+    pub lid: u16,
+    pub link_layer: LinkLayer,
+    pub active_mtu: u32,
+    pub max_mtu: u32,
+    pub gid_tbl_len: u32,
+}
+
+impl PortInfo {
+    pub fn is_active(&self) -> bool {
+        self.state == sys::ibv_port_state::IBV_PORT_ACTIVE
+    }
+}
+
+pub struct Context {
+    raw: *mut sys::ibv_context,
+    name: String,
+}
+
+impl Context {
+    /// Opens `name`, or the first device when None (as ibv_rc_pingpong does). A missing
+    /// device is `Cause::Errno(ENODEV)` with the list of what exists in `Err.1`.
+    pub fn open(name: Option<&str>) -> Result<Rc<Context>, (Failure, Vec<String>)> {
+        let fail = |cause: Cause, avail: Vec<String>| {
+            let context = FailureContext {
+                device: name.unwrap_or_default().to_string(),
+                ..Default::default()
+            };
+            (Failure::new(Step::Open, cause, context), avail)
+        };
+        let mut count = 0;
+        // SAFETY: plain library call; the list is freed below on every path.
+        let list = unsafe { sys::ibv_get_device_list(&mut count) };
+        if list.is_null() {
+            return Err(fail(Cause::last_errno(), Vec::new()));
+        }
+        let mut names = Vec::new();
+        let mut chosen: *mut sys::ibv_device = ptr::null_mut();
+        for i in 0..count.max(0) as usize {
+            // SAFETY: the list holds `count` valid device pointers.
+            let dev = unsafe { *list.add(i) };
+            if dev.is_null() {
+                break;
+            }
+            // SAFETY: the name is a NUL-terminated string owned by the device.
+            let dev_name = unsafe { CStr::from_ptr(sys::ibv_get_device_name(dev)) }
+                .to_string_lossy()
+                .into_owned();
+            if chosen.is_null() && name.map_or(true, |n| n == dev_name) {
+                chosen = dev;
+            }
+            names.push(dev_name);
+        }
+        let result = if chosen.is_null() {
+            Err(fail(Cause::errno(libc::ENODEV), names.clone()))
+        } else {
+            // SAFETY: chosen comes from the live list.
+            let raw = unsafe { sys::ibv_open_device(chosen) };
+            if raw.is_null() {
+                Err(fail(Cause::last_errno(), names.clone()))
+            } else {
+                let dev_name = name.map(str::to_string).unwrap_or_else(|| names[0].clone());
+                Ok(Rc::new(Context {
+                    raw,
+                    name: dev_name,
+                }))
+            }
+        };
+        // SAFETY: the list came from ibv_get_device_list; opened contexts stay valid.
+        unsafe { sys::ibv_free_device_list(list) };
+        result
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn ctx(&self, port: u32) -> FailureContext {
+        FailureContext {
+            device: self.name.clone(),
+            port,
+            ..Default::default()
+        }
+    }
+
+    pub fn query_port(&self, port: u32) -> Result<PortInfo, Failure> {
+        let port_u8 = u8::try_from(port).map_err(|_| {
+            Failure::new(Step::QueryPort, Cause::errno(libc::EINVAL), self.ctx(port))
+        })?;
+        // SAFETY: zeroed port_attr is a valid out-parameter.
+        let mut attr: sys::ibv_port_attr = unsafe { std::mem::zeroed() };
+        let rc = unsafe { sys::ibv_query_port(self.raw, port_u8, &mut attr) };
+        if rc != 0 {
+            return Err(Failure::new(Step::QueryPort, errno_of(rc), self.ctx(port)));
+        }
+        Ok(PortInfo {
+            state: attr.state,
+            lid: attr.lid,
+            link_layer: link_layer_from(attr.link_layer),
+            active_mtu: mtu_from_enum(attr.active_mtu),
+            max_mtu: mtu_from_enum(attr.max_mtu),
+            gid_tbl_len: attr.gid_tbl_len.max(0) as u32,
+        })
+    }
+
+    /// The GID at `index` and its type. An empty slot is ENODATA (as the kernel says).
+    pub fn query_gid(&self, port: u32, index: u32) -> Result<(Gid, Option<GidType>), Failure> {
+        let fail = |cause| {
+            let mut c = self.ctx(port);
+            c.gid_index = Some(index);
+            Failure::new(Step::QueryGid, cause, c)
+        };
+        // SAFETY: zeroed entry is a valid out-parameter.
+        let mut entry: sys::ibv_gid_entry = unsafe { std::mem::zeroed() };
+        let rc = unsafe { sys::ibv_query_gid_ex(self.raw, port, index, &mut entry, 0) };
+        if rc == 0 {
+            // SAFETY: raw is the plain byte view of the union.
+            let gid = Gid(unsafe { entry.gid.raw });
+            let gid_type = match entry.gid_type {
+                sys::IBV_GID_TYPE_IB => Some(GidType::Ib),
+                sys::IBV_GID_TYPE_ROCE_V1 => Some(GidType::RoceV1),
+                sys::IBV_GID_TYPE_ROCE_V2 => Some(GidType::RoceV2),
+                other => Some(GidType::Other(other.to_string())),
+            };
+            return Ok((gid, gid_type));
+        }
+        let errno = if rc > 0 { rc } else { last_os_errno() };
+        if errno != libc::EOPNOTSUPP && errno != libc::ENOSYS {
+            return Err(fail(Cause::errno(errno)));
+        }
+        // Older libibverbs without ibv_query_gid_ex: the GID alone, type unknown.
+        let port_u8 = u8::try_from(port).unwrap_or(0);
+        let mut gid: sys::ibv_gid = unsafe { std::mem::zeroed() };
+        let rc = unsafe { sys::ibv_query_gid(self.raw, port_u8, index as i32, &mut gid) };
+        if rc != 0 {
+            return Err(fail(errno_of(rc)));
+        }
+        // SAFETY: raw is the plain byte view of the union.
+        let gid = Gid(unsafe { gid.raw });
+        if gid.is_zero() {
+            return Err(fail(Cause::errno(libc::ENODATA)));
+        }
+        Ok((gid, None))
+    }
+
+    /// (max_qp_rd_atom, max_qp_init_rd_atom): how many RDMA READ/atomic may be in flight.
+    pub fn rd_atomic_limits(&self) -> Result<(u32, u32), Failure> {
+        // SAFETY: zeroed device_attr is a valid out-parameter.
+        let mut attr: sys::ibv_device_attr = unsafe { std::mem::zeroed() };
+        let rc = unsafe { sys::ibv_query_device(self.raw, &mut attr) };
+        if rc != 0 {
+            return Err(Failure::new(Step::QueryDevice, errno_of(rc), self.ctx(0)));
+        }
+        Ok((
+            attr.max_qp_rd_atom.max(0) as u32,
+            attr.max_qp_init_rd_atom.max(0) as u32,
+        ))
+    }
+}
+
+impl Drop for Context {
+    fn drop(&mut self) {
+        // SAFETY: every child (PD, CQ, QP) holds an Rc to this context, so none is alive.
+        unsafe { sys::ibv_close_device(self.raw) };
+    }
+}
+
+fn last_os_errno() -> i32 {
+    std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
+}
+
+/// Verbs return either -1 with errno set, or the errno itself (modify_qp does the latter).
+fn errno_of(rc: i32) -> Cause {
+    if rc > 0 {
+        Cause::errno(rc)
+    } else {
+        let e = last_os_errno();
+        Cause::errno(if e == 0 { -rc } else { e })
+    }
+}
+
+/// A cheap monotonic tick for per-iteration timestamps: the TSC on x86_64, because
+/// clock_gettime can be a syscall and an emulated HPET read (under qemu, for one). Callers
+/// convert ticks to time by calibrating against `Instant` over the whole measured loop.
+#[inline]
+pub fn ticks() -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        // SAFETY: rdtsc has no preconditions on x86_64.
+        unsafe { core::arch::x86_64::_rdtsc() }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        static START: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+        START.get_or_init(Instant::now).elapsed().as_nanos() as u64
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// PD, MR, CQ
+
+pub struct Pd {
+    raw: *mut sys::ibv_pd,
+    ctx: Rc<Context>,
+}
+
+impl Pd {
+    pub fn alloc(ctx: &Rc<Context>) -> Result<Rc<Pd>, Failure> {
+        // SAFETY: the context is open.
+        let raw = unsafe { sys::ibv_alloc_pd(ctx.raw) };
+        if raw.is_null() {
+            return Err(Failure::new(Step::Pd, Cause::last_errno(), ctx.ctx(0)));
+        }
+        Ok(Rc::new(Pd {
+            raw,
+            ctx: ctx.clone(),
+        }))
+    }
+}
+
+impl Drop for Pd {
+    fn drop(&mut self) {
+        // SAFETY: MRs and QPs hold an Rc to this PD.
+        unsafe { sys::ibv_dealloc_pd(self.raw) };
+    }
+}
+
+/// Remote rights a memory region grants. Local write is always on: receives and READ
+/// responses land in the buffer.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Access {
+    pub remote_write: bool,
+    pub remote_read: bool,
+    pub remote_atomic: bool,
+}
+
+impl Access {
+    fn mr_flags(self) -> i32 {
+        let mut f = sys::ibv_access_flags::IBV_ACCESS_LOCAL_WRITE.0;
+        if self.remote_write {
+            f |= sys::ibv_access_flags::IBV_ACCESS_REMOTE_WRITE.0;
+        }
+        if self.remote_read {
+            f |= sys::ibv_access_flags::IBV_ACCESS_REMOTE_READ.0;
+        }
+        if self.remote_atomic {
+            f |= sys::ibv_access_flags::IBV_ACCESS_REMOTE_ATOMIC.0;
+        }
+        f as i32
+    }
+
+    fn qp_flags(self) -> u32 {
+        (self.mr_flags() as u32) & !sys::ibv_access_flags::IBV_ACCESS_LOCAL_WRITE.0
+    }
+}
+
+/// A page-aligned buffer and its registration.
+pub struct Mr {
+    raw: *mut sys::ibv_mr,
+    buf: *mut u8,
+    layout: Layout,
+    _pd: Rc<Pd>,
+}
+
+impl Mr {
+    pub fn register(pd: &Rc<Pd>, len: usize, access: Access) -> Result<Mr, Failure> {
+        let fail = |cause| {
+            let mut c = pd.ctx.ctx(0);
+            c.bytes = Some(len as u64);
+            Failure::new(Step::Mr, cause, c)
+        };
+        let layout = Layout::from_size_align(len.max(64), 4096)
+            .map_err(|_| fail(Cause::errno(libc::EINVAL)))?;
+        // SAFETY: non-zero size layout.
+        let buf = unsafe { std::alloc::alloc_zeroed(layout) };
+        if buf.is_null() {
+            return Err(fail(Cause::errno(libc::ENOMEM)));
+        }
+        // SAFETY: buf is valid for layout.size() bytes and outlives the registration.
+        let raw = unsafe { sys::ibv_reg_mr(pd.raw, buf.cast(), layout.size(), access.mr_flags()) };
+        if raw.is_null() {
+            let cause = Cause::last_errno();
+            // SAFETY: allocated above with this layout.
+            unsafe { std::alloc::dealloc(buf, layout) };
+            return Err(fail(cause));
+        }
+        Ok(Mr {
+            raw,
+            buf,
+            layout,
+            _pd: pd.clone(),
+        })
+    }
+
+    /// Registered bytes (the requested length rounded up to at least 64).
+    pub fn size(&self) -> usize {
+        self.layout.size()
+    }
+
+    pub fn addr(&self) -> u64 {
+        self.buf as u64
+    }
+
+    pub fn lkey(&self) -> u32 {
+        // SAFETY: registered MR.
+        unsafe { (*self.raw).lkey }
+    }
+
+    pub fn rkey(&self) -> u32 {
+        // SAFETY: registered MR.
+        unsafe { (*self.raw).rkey }
+    }
+
+    /// Copies bytes into the buffer. Only call while no work request targets this range.
+    pub fn write(&self, offset: usize, data: &[u8]) {
+        assert!(offset + data.len() <= self.size(), "write past the MR");
+        // SAFETY: in bounds (checked); the device does not touch the range right now.
+        unsafe { ptr::copy_nonoverlapping(data.as_ptr(), self.buf.add(offset), data.len()) };
+    }
+
+    /// Copies bytes out; volatile because the device writes the buffer behind our back.
+    pub fn read(&self, offset: usize, len: usize) -> Vec<u8> {
+        assert!(offset + len <= self.size(), "read past the MR");
+        // SAFETY: in bounds (checked).
+        (0..len)
+            .map(|i| unsafe { ptr::read_volatile(self.buf.add(offset + i)) })
+            .collect()
+    }
+
+    pub fn fill(&self, offset: usize, len: usize, byte: u8) {
+        assert!(offset + len <= self.size(), "fill past the MR");
+        // SAFETY: in bounds (checked).
+        unsafe { ptr::write_bytes(self.buf.add(offset), byte, len) };
+    }
+}
+
+impl Drop for Mr {
+    fn drop(&mut self) {
+        // SAFETY: deregister before freeing the memory it pins.
+        unsafe {
+            sys::ibv_dereg_mr(self.raw);
+            std::alloc::dealloc(self.buf, self.layout);
+        }
+    }
+}
+
+/// One completion, copied out of the CQ.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Wc {
+    pub wr_id: u64,
+    pub status: u32,
+    pub opcode: u32,
+    pub byte_len: u32,
+    pub vendor_err: u32,
+}
+
+impl Wc {
+    pub fn ok(&self) -> bool {
+        self.status == sys::ibv_wc_status::IBV_WC_SUCCESS
+    }
+
+    pub fn cause(&self) -> Cause {
+        Cause::WcStatus {
+            status: self.status,
+            vendor_err: self.vendor_err,
+            opcode: self.opcode,
+        }
+    }
+}
+
+pub struct Cq {
+    raw: *mut sys::ibv_cq,
+    ctx: Rc<Context>,
+    scratch: [sys::ibv_wc; 16],
+}
+
+impl Cq {
+    pub fn create(ctx: &Rc<Context>, entries: u32) -> Result<Cq, Failure> {
+        // SAFETY: the context is open; no completion channel.
+        let raw = unsafe {
+            sys::ibv_create_cq(ctx.raw, entries as i32, ptr::null_mut(), ptr::null_mut(), 0)
+        };
+        if raw.is_null() {
+            return Err(Failure::new(Step::Cq, Cause::last_errno(), ctx.ctx(0)));
+        }
+        // SAFETY: ibv_wc is plain data.
+        Ok(Cq {
+            raw,
+            ctx: ctx.clone(),
+            scratch: unsafe { std::mem::zeroed() },
+        })
+    }
+
+    /// Non-blocking: copies up to `out.len()` (at most 16) completions into `out`.
+    #[inline]
+    pub fn poll(&mut self, out: &mut [Wc]) -> Result<usize, Failure> {
+        let want = out.len().min(self.scratch.len()) as i32;
+        // SAFETY: scratch holds `want` entries.
+        let n = unsafe { sys::ibv_poll_cq(self.raw, want, self.scratch.as_mut_ptr()) };
+        if n < 0 {
+            return Err(Failure::new(Step::Poll, Cause::errno(-n), self.ctx.ctx(0)));
+        }
+        for (dst, src) in out.iter_mut().zip(&self.scratch[..n as usize]) {
+            *dst = Wc {
+                wr_id: src.wr_id,
+                status: src.status,
+                opcode: src.opcode,
+                byte_len: src.byte_len,
+                vendor_err: src.vendor_err,
+            };
+        }
+        Ok(n as usize)
+    }
+
+    /// Busy-polls until at least one completion, or `timeout` without one. The clock is
+    /// first read only after a few hundred empty polls, so a completion that is already
+    /// there (the common case in a ping-pong) costs no clock read at all.
+    #[inline]
+    pub fn wait(&mut self, out: &mut [Wc], timeout: Duration) -> Result<usize, Failure> {
+        let mut spins = 0u32;
+        let mut since: Option<Instant> = None;
+        loop {
+            let n = self.poll(out)?;
+            if n > 0 {
+                return Ok(n);
+            }
+            spins = spins.wrapping_add(1);
+            if spins % 256 == 0 {
+                let now = Instant::now();
+                let started = *since.get_or_insert(now);
+                let waited = now.duration_since(started);
+                if waited >= timeout {
+                    let waited_ms = waited.as_millis() as u64;
+                    return Err(Failure::new(
+                        Step::Poll,
+                        Cause::Timeout { waited_ms },
+                        self.ctx.ctx(0),
+                    ));
+                }
+                if spins % 65536 == 0 {
+                    // Give a co-located peer (same core under emulation) a chance to run.
+                    std::thread::yield_now();
+                }
+            }
+        }
+    }
+}
+
+impl Drop for Cq {
+    fn drop(&mut self) {
+        // SAFETY: QPs using this CQ hold an Rc to it and are gone.
+        unsafe { sys::ibv_destroy_cq(self.raw) };
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// QP
+
+/// What RTR needs about the remote end.
+#[derive(Debug, Clone)]
+pub struct RtrParams {
+    pub path_mtu: u32,
+    pub dest_qpn: u32,
+    pub dest_psn: u32,
+    pub dest_lid: u16,
+    /// Some: send a GRH (RoCE always needs one) from `sgid_index` to this GID.
+    pub grh: Option<(Gid, u32)>,
+    pub max_dest_rd_atomic: u8,
+}
+
+/// One send-queue operation. Offsets are into the local MR.
+#[derive(Debug, Clone, Copy)]
+pub enum SendOp {
+    Send {
+        offset: usize,
+        len: u32,
+    },
+    Write {
+        offset: usize,
+        len: u32,
+        remote_addr: u64,
+        rkey: u32,
+    },
+    Read {
+        offset: usize,
+        len: u32,
+        remote_addr: u64,
+        rkey: u32,
+    },
+    /// The old remote value lands in 8 bytes at `offset`.
+    CompareSwap {
+        offset: usize,
+        remote_addr: u64,
+        rkey: u32,
+        compare: u64,
+        swap: u64,
+    },
+}
+
+pub struct Qp {
+    raw: *mut sys::ibv_qp,
+    device: String,
+    port: u32,
+    gid_index: Option<u32>,
+    _pd: Rc<Pd>,
+    max_inline: u32,
+}
+
+pub struct QpCaps {
+    pub max_send_wr: u32,
+    pub max_recv_wr: u32,
+}
+
+impl Qp {
+    /// An RC QP on one CQ for sends and receives.
+    pub fn create_rc(
+        pd: &Rc<Pd>,
+        cq: &Cq,
+        caps: QpCaps,
+        port: u32,
+        gid_index: Option<u32>,
+    ) -> Result<Qp, Failure> {
+        // SAFETY: zeroed init attr is valid; fields set below.
+        let mut init: sys::ibv_qp_init_attr = unsafe { std::mem::zeroed() };
+        init.send_cq = cq.raw;
+        init.recv_cq = cq.raw;
+        init.cap.max_send_wr = caps.max_send_wr;
+        init.cap.max_recv_wr = caps.max_recv_wr;
+        init.cap.max_send_sge = 1;
+        init.cap.max_recv_sge = 1;
+        init.qp_type = sys::ibv_qp_type::IBV_QPT_RC;
+        let raw = unsafe { sys::ibv_create_qp(pd.raw, &mut init) };
+        if raw.is_null() {
+            let mut c = pd.ctx.ctx(port);
+            c.gid_index = gid_index;
+            return Err(Failure::new(Step::QpCreate, Cause::last_errno(), c));
+        }
+        Ok(Qp {
+            raw,
+            device: pd.ctx.name.clone(),
+            port,
+            gid_index,
+            _pd: pd.clone(),
+            max_inline: init.cap.max_inline_data,
+        })
+    }
+
+    pub fn qpn(&self) -> u32 {
+        // SAFETY: live QP.
+        unsafe { (*self.raw).qp_num }
+    }
+
+    fn ctx(&self) -> FailureContext {
+        FailureContext {
+            device: self.device.clone(),
+            port: self.port,
+            gid_index: self.gid_index,
+            ..Default::default()
+        }
+    }
+
+    fn modify(&self, attr: &mut sys::ibv_qp_attr, mask: u32) -> i32 {
+        // SAFETY: live QP; attr fully initialised by the caller.
+        unsafe { sys::ibv_modify_qp(self.raw, attr, mask as i32) }
+    }
+
+    pub fn to_init(&self, access: Access) -> Result<(), Failure> {
+        use sys::ibv_qp_attr_mask as m;
+        // SAFETY: zeroed qp_attr is valid; unused fields stay 0.
+        let mut attr: sys::ibv_qp_attr = unsafe { std::mem::zeroed() };
+        attr.qp_state = sys::ibv_qp_state::IBV_QPS_INIT;
+        attr.pkey_index = 0;
+        attr.port_num = self.port as u8;
+        attr.qp_access_flags = access.qp_flags();
+        let mask = m::IBV_QP_STATE.0
+            | m::IBV_QP_PKEY_INDEX.0
+            | m::IBV_QP_PORT.0
+            | m::IBV_QP_ACCESS_FLAGS.0;
+        match self.modify(&mut attr, mask) {
+            0 => Ok(()),
+            rc => Err(Failure::new(Step::Init, errno_of(rc), self.ctx())),
+        }
+    }
+
+    /// RTR with a GRH whenever a GID is given, hop limit 1, as ibv_rc_pingpong does.
+    pub fn to_rtr(&self, p: &RtrParams) -> Result<(), Failure> {
+        use sys::ibv_qp_attr_mask as m;
+        let mut ctx = self.ctx();
+        ctx.dest_qpn = Some(p.dest_qpn);
+        ctx.dest_psn = Some(p.dest_psn);
+        ctx.dest_lid = Some(p.dest_lid);
+        ctx.path_mtu = Some(p.path_mtu);
+        ctx.dgid = p.grh.map(|(g, _)| g);
+        ctx.gid_index = p.grh.map(|(_, i)| i).or(self.gid_index);
+        let Some(mtu) = mtu_to_enum(p.path_mtu) else {
+            return Err(Failure::new(Step::Rtr, Cause::errno(libc::EINVAL), ctx));
+        };
+        // SAFETY: zeroed qp_attr is valid; unused fields stay 0.
+        let mut attr: sys::ibv_qp_attr = unsafe { std::mem::zeroed() };
+        attr.qp_state = sys::ibv_qp_state::IBV_QPS_RTR;
+        attr.path_mtu = mtu;
+        attr.dest_qp_num = p.dest_qpn;
+        attr.rq_psn = p.dest_psn;
+        attr.max_dest_rd_atomic = p.max_dest_rd_atomic;
+        attr.min_rnr_timer = 12;
+        attr.ah_attr.dlid = p.dest_lid;
+        attr.ah_attr.sl = 0;
+        attr.ah_attr.src_path_bits = 0;
+        attr.ah_attr.port_num = self.port as u8;
+        if let Some((dgid, sgid_index)) = p.grh {
+            attr.ah_attr.is_global = 1;
+            attr.ah_attr.grh.dgid = sys::ibv_gid { raw: dgid.0 };
+            attr.ah_attr.grh.sgid_index = sgid_index as u8;
+            attr.ah_attr.grh.hop_limit = 1;
+        }
+        let mask = m::IBV_QP_STATE.0
+            | m::IBV_QP_AV.0
+            | m::IBV_QP_PATH_MTU.0
+            | m::IBV_QP_DEST_QPN.0
+            | m::IBV_QP_RQ_PSN.0
+            | m::IBV_QP_MAX_DEST_RD_ATOMIC.0
+            | m::IBV_QP_MIN_RNR_TIMER.0;
+        match self.modify(&mut attr, mask) {
+            0 => Ok(()),
+            rc => Err(Failure::new(Step::Rtr, errno_of(rc), ctx)),
+        }
+    }
+
+    /// RTS with timeout 14 and retry_cnt 6: with 7 rxe retries forever, so a dead peer
+    /// would never be reported. rnr_retry 7 (infinite) because receives are always posted
+    /// ahead; the CQ deadline still bounds the wait.
+    pub fn to_rts(&self, sq_psn: u32, max_rd_atomic: u8) -> Result<(), Failure> {
+        use sys::ibv_qp_attr_mask as m;
+        // SAFETY: zeroed qp_attr is valid; unused fields stay 0.
+        let mut attr: sys::ibv_qp_attr = unsafe { std::mem::zeroed() };
+        attr.qp_state = sys::ibv_qp_state::IBV_QPS_RTS;
+        attr.timeout = 14;
+        attr.retry_cnt = 6;
+        attr.rnr_retry = 7;
+        attr.sq_psn = sq_psn;
+        attr.max_rd_atomic = max_rd_atomic;
+        let mask = m::IBV_QP_STATE.0
+            | m::IBV_QP_TIMEOUT.0
+            | m::IBV_QP_RETRY_CNT.0
+            | m::IBV_QP_RNR_RETRY.0
+            | m::IBV_QP_SQ_PSN.0
+            | m::IBV_QP_MAX_QP_RD_ATOMIC.0;
+        match self.modify(&mut attr, mask) {
+            0 => Ok(()),
+            rc => Err(Failure::new(Step::Rts, errno_of(rc), self.ctx())),
+        }
+    }
+
+    /// One receive of `len` bytes at `offset` of `mr`.
+    #[inline]
+    pub fn post_recv(&self, mr: &Mr, offset: usize, len: u32, wr_id: u64) -> Result<(), Failure> {
+        let mut sge = sys::ibv_sge {
+            addr: mr.addr() + offset as u64,
+            length: len,
+            lkey: mr.lkey(),
+        };
+        let mut wr = sys::ibv_recv_wr {
+            wr_id,
+            next: ptr::null_mut(),
+            sg_list: &mut sge,
+            num_sge: 1,
+        };
+        let mut bad = ptr::null_mut();
+        // SAFETY: wr and sge live across the call; the provider copies them.
+        let rc = unsafe { sys::ibv_post_recv(self.raw, &mut wr, &mut bad) };
+        if rc != 0 {
+            return Err(Failure::new(Step::PostRecv, errno_of(rc), self.ctx()));
+        }
+        Ok(())
+    }
+
+    /// Posts one signalled work request. `len` 0 posts no SGE (a zero-byte SEND).
+    #[inline]
+    pub fn post_send(&self, mr: &Mr, op: SendOp, wr_id: u64) -> Result<(), Failure> {
+        use sys::ibv_wr_opcode as o;
+        // SAFETY: ibv_send_wr is plain data; zero is a valid starting point.
+        let mut wr: sys::ibv_send_wr = unsafe { std::mem::zeroed() };
+        let (offset, len) = match op {
+            SendOp::Send { offset, len } => {
+                wr.opcode = o::IBV_WR_SEND;
+                (offset, len)
+            }
+            SendOp::Write {
+                offset,
+                len,
+                remote_addr,
+                rkey,
+            } => {
+                wr.opcode = o::IBV_WR_RDMA_WRITE;
+                wr.wr.rdma = sys::rdma_t { remote_addr, rkey };
+                (offset, len)
+            }
+            SendOp::Read {
+                offset,
+                len,
+                remote_addr,
+                rkey,
+            } => {
+                wr.opcode = o::IBV_WR_RDMA_READ;
+                wr.wr.rdma = sys::rdma_t { remote_addr, rkey };
+                (offset, len)
+            }
+            SendOp::CompareSwap {
+                offset,
+                remote_addr,
+                rkey,
+                compare,
+                swap,
+            } => {
+                wr.opcode = o::IBV_WR_ATOMIC_CMP_AND_SWP;
+                wr.wr.atomic = sys::atomic_t {
+                    remote_addr,
+                    compare_add: compare,
+                    swap,
+                    rkey,
+                };
+                (offset, 8)
+            }
+        };
+        let mut sge = sys::ibv_sge {
+            addr: mr.addr() + offset as u64,
+            length: len,
+            lkey: mr.lkey(),
+        };
+        wr.wr_id = wr_id;
+        wr.next = ptr::null_mut();
+        if len > 0 {
+            wr.sg_list = &mut sge;
+            wr.num_sge = 1;
+        }
+        let mut flags = sys::ibv_send_flags::IBV_SEND_SIGNALED.0;
+        if matches!(op, SendOp::Send { .. } | SendOp::Write { .. })
+            && len > 0
+            && len <= self.max_inline
+        {
+            flags |= sys::ibv_send_flags::IBV_SEND_INLINE.0;
+        }
+        wr.send_flags = flags;
+        let mut bad = ptr::null_mut();
+        // SAFETY: wr and sge live across the call; the provider copies them.
+        let rc = unsafe { sys::ibv_post_send(self.raw, &mut wr, &mut bad) };
+        if rc != 0 {
+            return Err(Failure::new(Step::PostSend, errno_of(rc), self.ctx()));
+        }
+        Ok(())
+    }
+
+    /// Context for a failure seen on this QP's completions.
+    pub fn failure(&self, step: Step, cause: Cause) -> Failure {
+        Failure::new(step, cause, self.ctx())
+    }
+}
+
+impl Drop for Qp {
+    fn drop(&mut self) {
+        // SAFETY: live QP, destroyed once.
+        unsafe { sys::ibv_destroy_qp(self.raw) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mtu_round_trips() {
+        for bytes in [256, 512, 1024, 2048, 4096] {
+            assert_eq!(mtu_from_enum(mtu_to_enum(bytes).unwrap()), bytes);
+        }
+        assert_eq!(mtu_to_enum(1500), None);
+        assert_eq!(mtu_from_enum(0), 0);
+        assert_eq!(mtu_from_enum(6), 0);
+    }
+
+    #[test]
+    fn wc_status_names_match_libibverbs() {
+        assert_eq!(wc_status_name(12), "IBV_WC_RETRY_EXC_ERR");
+        assert_eq!(wc_status_str(12), "transport retry counter exceeded");
+        assert_eq!(wc_status_name(13), "IBV_WC_RNR_RETRY_EXC_ERR");
+        assert_eq!(wc_status_str(5), "Work Request Flushed Error");
+        assert_eq!(wc_status_name(999), "IBV_WC_UNKNOWN");
+    }
+
+    #[test]
+    fn failure_text_names_step_attributes_and_errno() {
+        let f = Failure::new(
+            Step::Rtr,
+            Cause::errno(libc::ETIMEDOUT),
+            FailureContext {
+                device: "rxe0".into(),
+                port: 1,
+                gid_index: Some(1),
+                dest_qpn: Some(0x11),
+                dest_psn: Some(0xabc),
+                path_mtu: Some(1024),
+                ..Default::default()
+            },
+        );
+        let text = f.to_string();
+        for want in [
+            "modify QP to RTR failed",
+            "rxe0/1",
+            "GID index 1",
+            "0x000011",
+            "path MTU 1024",
+            "ETIMEDOUT (110",
+        ] {
+            assert!(text.contains(want), "{want:?} not in {text:?}");
+        }
+        let wc = Failure::new(
+            Step::Completion,
+            Cause::WcStatus {
+                status: 12,
+                vendor_err: 0x81,
+                opcode: 0,
+            },
+            FailureContext::default(),
+        );
+        assert!(wc.to_string().contains(
+            "IBV_WC_RETRY_EXC_ERR (status 12: transport retry counter exceeded, vendor err 0x81)"
+        ));
+    }
+}

@@ -1,0 +1,23 @@
+# shellcheck shell=bash
+# rdmactl selftest: two QPs in one process on rxe0, and one QP on each of rxe0 and rxe1.
+
+steps='["open","pd","mr","cq","qp create","init","rtr","rts","post recv","send","rdma write","rdma read","atomic cas","zero-byte send","poll"]'
+
+selftest_ok() { # selftest_ok LABEL ARGS...
+    local label=$1
+    shift
+    expect_rc 0 "selftest $label exits 0" "$RDMACTL" selftest "$@" -g 1
+    expect_out "selftest $label: every step ok" '^all steps passed$' cat "$LAST_STDOUT"
+    expect_no_out "selftest $label: no FAIL line" 'FAIL' cat "$LAST_STDOUT"
+    check "selftest $label -j runs" "$RDMACTL" -j selftest "$@" -g 1
+    cp "$LAST_STDOUT" "$RESULTS/selftest-$label.json"
+    check "selftest $label JSON: 15 steps, all ok, in order" \
+        jq -e --argjson want "$steps" '[.steps[].step] == $want and all(.steps[]; .ok) and .ok' \
+        "$RESULTS/selftest-$label.json"
+}
+
+selftest_ok rxe0 -d rxe0
+selftest_ok rxe0+rxe1 -d rxe0 -d rxe1
+
+expect_rc 3 "selftest on a missing device exits 3" "$RDMACTL" selftest -d nosuch0 -g 1
+expect_out "selftest on a missing device lists what exists" "no device 'nosuch0'; devices: rxe0, rxe1" cat "$LAST_OUT"
