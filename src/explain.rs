@@ -147,7 +147,7 @@ pub enum Failure {
 impl fmt::Display for Failure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Failure::Errno(e) => write!(f, "errno {e} ({}: {})", errno_name(*e), errno_text(*e)),
+            Failure::Errno(e) => write!(f, "errno {e} ({}: {})", errno_name(*e), strerror(*e)),
             Failure::WorkCompletion { status, vendor_err } => write!(
                 f,
                 "completion status {status} ({}, \"{}\"), vendor err 0x{vendor_err:x}",
@@ -160,10 +160,13 @@ impl fmt::Display for Failure {
     }
 }
 
+/// The symbolic errno name (EINVAL, ETIMEDOUT, ...), which is what people search for;
+/// "errno" for one not listed. The one table for the whole crate (verbs and CM too).
 pub fn errno_name(errno: i32) -> &'static str {
     match errno {
         libc::EPERM => "EPERM",
         libc::ENOENT => "ENOENT",
+        libc::EINTR => "EINTR",
         libc::EIO => "EIO",
         libc::ENXIO => "ENXIO",
         libc::EAGAIN => "EAGAIN",
@@ -171,28 +174,41 @@ pub fn errno_name(errno: i32) -> &'static str {
         libc::EACCES => "EACCES",
         libc::EFAULT => "EFAULT",
         libc::EBUSY => "EBUSY",
+        libc::EEXIST => "EEXIST",
         libc::ENODEV => "ENODEV",
         libc::EINVAL => "EINVAL",
+        libc::ENOSPC => "ENOSPC",
+        libc::EPIPE => "EPIPE",
         libc::ENOSYS => "ENOSYS",
         libc::ENODATA => "ENODATA",
+        libc::EPROTO => "EPROTO",
         libc::EOPNOTSUPP => "EOPNOTSUPP",
-        libc::ENETUNREACH => "ENETUNREACH",
-        libc::ECONNREFUSED => "ECONNREFUSED",
-        libc::ETIMEDOUT => "ETIMEDOUT",
-        libc::EHOSTUNREACH => "EHOSTUNREACH",
+        libc::EAFNOSUPPORT => "EAFNOSUPPORT",
+        libc::EADDRINUSE => "EADDRINUSE",
         libc::EADDRNOTAVAIL => "EADDRNOTAVAIL",
+        libc::ENETDOWN => "ENETDOWN",
+        libc::ENETUNREACH => "ENETUNREACH",
+        libc::ECONNABORTED => "ECONNABORTED",
         libc::ECONNRESET => "ECONNRESET",
+        libc::ETIMEDOUT => "ETIMEDOUT",
+        libc::ECONNREFUSED => "ECONNREFUSED",
+        libc::EHOSTUNREACH => "EHOSTUNREACH",
         _ => "errno",
     }
 }
 
 /// strerror text without std's " (os error N)" suffix.
-fn errno_text(errno: i32) -> String {
+pub fn strerror(errno: i32) -> String {
     let text = std::io::Error::from_raw_os_error(errno).to_string();
     match text.find(" (os error") {
         Some(cut) => text[..cut].to_string(),
         None => text,
     }
+}
+
+/// `EACCES (13, Permission denied)`: the name people grep for, the number, and the text.
+pub fn errno_text(errno: i32) -> String {
+    format!("{} ({errno}, {})", errno_name(errno), strerror(errno))
 }
 
 /// The `IBV_WC_*` name of a completion status.

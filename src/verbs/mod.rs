@@ -10,6 +10,7 @@
 #![allow(dead_code, unused_imports)]
 
 pub mod cm;
+pub mod qp;
 mod query;
 pub mod sys;
 
@@ -89,31 +90,30 @@ impl VerbsError {
     }
 }
 
-/// `EACCES (13, Permission denied)`: the name people grep for, the number, and the text.
-pub fn errno_text(errno: i32) -> String {
-    let name = match errno {
-        libc::EPERM => "EPERM",
-        libc::ENOENT => "ENOENT",
-        libc::EIO => "EIO",
-        libc::ENXIO => "ENXIO",
-        libc::ENOMEM => "ENOMEM",
-        libc::EACCES => "EACCES",
-        libc::EBUSY => "EBUSY",
-        libc::ENODEV => "ENODEV",
-        libc::EINVAL => "EINVAL",
-        libc::ENOSYS => "ENOSYS",
-        libc::ENODATA => "ENODATA",
-        libc::EOPNOTSUPP => "EOPNOTSUPP",
-        libc::ETIMEDOUT => "ETIMEDOUT",
-        _ => "errno",
-    };
-    let text = std::io::Error::from_raw_os_error(errno).to_string();
-    let text = text
-        .split(" (os error")
-        .next()
-        .unwrap_or_default()
-        .to_string();
-    format!("{name} ({errno}, {text})")
+/// Names for errnos and completion statuses live in `explain` (pure, shared with the
+/// rules); re-exported here for the callers that print a verbs error.
+pub use crate::explain::{errno_name, errno_text, strerror, wc_status_name, wc_status_text};
+
+/// The errno of the calling thread's last failed call; EIO when there is none.
+pub(crate) fn last_errno() -> i32 {
+    std::io::Error::last_os_error()
+        .raw_os_error()
+        .filter(|e| *e != 0)
+        .unwrap_or(libc::EIO)
+}
+
+/// Failed verbs calls return either -1 with errno set, or the errno value itself
+/// (ibv_modify_qp, ibv_post_send and ibv_query_* do the latter, some providers the
+/// negative errno).
+pub(crate) fn errno_of(ret: libc::c_int) -> i32 {
+    if ret > 0 {
+        return ret;
+    }
+    match std::io::Error::last_os_error().raw_os_error() {
+        Some(e) if e != 0 => e,
+        _ if ret < -1 => -ret,
+        _ => libc::EIO,
+    }
 }
 
 impl fmt::Display for VerbsError {
@@ -222,5 +222,3 @@ impl fmt::Display for VerbsError {
 }
 
 impl std::error::Error for VerbsError {}
-
-pub mod qp;

@@ -8,13 +8,12 @@
 //! not know.
 
 use std::ffi::{CStr, CString};
-use std::io;
 use std::mem::MaybeUninit;
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use rdma_mummy_sys::{
-    ibv_device, ibv_device_attr_ex, ibv_gid, ibv_gid_type_sysfs, ibv_port_attr,
+    ibv_context, ibv_device, ibv_device_attr_ex, ibv_gid, ibv_gid_type_sysfs, ibv_port_attr,
     ibv_query_device_ex, ibv_query_gid, ibv_query_gid_type, ibv_query_port,
     IBV_GID_TYPE_SYSFS_IB_ROCE_V1, IBV_GID_TYPE_SYSFS_ROCE_V2, IBV_LINK_LAYER_INFINIBAND,
 };
@@ -23,7 +22,7 @@ use sideway::ibverbs::device::{
 };
 use sideway::ibverbs::device_context::DeviceContext;
 
-use super::VerbsError;
+use super::{errno_of, VerbsError};
 use crate::gid::Gid;
 use crate::model::GidType;
 
@@ -171,17 +170,6 @@ pub fn open_devices(only: Option<&str>) -> Result<Vec<OpenDevice>, VerbsError> {
     Ok(opened)
 }
 
-/// Failed verbs calls return either -1 with errno set, or the errno value itself.
-fn errno_of(ret: libc::c_int) -> i32 {
-    if ret < 0 {
-        io::Error::last_os_error()
-            .raw_os_error()
-            .unwrap_or(libc::EIO)
-    } else {
-        ret
-    }
-}
-
 impl OpenDevice {
     pub fn name(&self) -> &str {
         &self.name
@@ -207,7 +195,8 @@ impl OpenDevice {
         &self.context
     }
 
-    fn raw(&self) -> *mut rdma_mummy_sys::ibv_context {
+    /// The raw context, for the data path (qp.rs) built on this device.
+    pub(super) fn raw(&self) -> *mut ibv_context {
         // SAFETY: the pointer lives as long as self.context, which we hold.
         unsafe { self.context.context().as_ptr() }
     }
@@ -226,20 +215,11 @@ impl OpenDevice {
     }
 
     pub fn query_device(&self) -> Result<DeviceAttrs, VerbsError> {
-        // Zeroed, not uninit: when the provider has no query_device_ex, the fallback fills
-        // only the legacy part and the extended fields must read as "not supported" (0).
-        let mut attr = MaybeUninit::<ibv_device_attr_ex>::zeroed();
-        // SAFETY: valid open context and a writable, correctly sized attribute struct.
-        let ret = unsafe { ibv_query_device_ex(self.raw(), std::ptr::null(), attr.as_mut_ptr()) };
-        if ret != 0 {
-            return Err(VerbsError::QueryDevice {
-                device: self.name.clone(),
-                errno: errno_of(ret),
-            });
-        }
-        // SAFETY: all-zero is a valid value of this plain C struct, and the call succeeded.
-        let attr = unsafe { attr.assume_init() };
-        Ok(DeviceAttrs::from_raw(&attr))
+        // SAFETY: the context is open for as long as self lives.
+        unsafe { device_attrs(self.raw()) }.map_err(|errno| VerbsError::QueryDevice {
+            device: self.name.clone(),
+            errno,
+        })
     }
 
     /// A user-given port number checked against the device's port count, so a bad `-i`
@@ -256,59 +236,29 @@ impl OpenDevice {
     }
 
     pub fn query_port(&self, port: u8) -> Result<PortAttrs, VerbsError> {
-        let mut attr = MaybeUninit::<ibv_port_attr>::zeroed();
-        // SAFETY: valid open context and a writable, correctly sized attribute struct.
-        let ret = unsafe { ibv_query_port(self.raw(), port, attr.as_mut_ptr()) };
-        if ret != 0 {
-            return Err(VerbsError::QueryPort {
-                device: self.name.clone(),
-                port,
-                errno: errno_of(ret),
-            });
-        }
-        // SAFETY: all-zero is a valid value of this plain C struct, and the call succeeded.
-        let attr = unsafe { attr.assume_init() };
-        Ok(PortAttrs::from_raw(&attr))
+        // SAFETY: the context is open for as long as self lives.
+        unsafe { port_attrs(self.raw(), port) }.map_err(|errno| VerbsError::QueryPort {
+            device: self.name.clone(),
+            port,
+            errno,
+        })
     }
 
     /// One GID table slot. An empty slot reads as the zero GID (libibverbs maps ENODATA).
     pub fn query_gid(&self, port: u8, index: u32) -> Result<Gid, VerbsError> {
-        let err = |errno| VerbsError::QueryGid {
+        // SAFETY: the context is open for as long as self lives.
+        unsafe { gid(self.raw(), port, index) }.map_err(|errno| VerbsError::QueryGid {
             device: self.name.clone(),
             port,
             index,
             errno,
-        };
-        let c_index = libc::c_int::try_from(index).map_err(|_| err(libc::EINVAL))?;
-        let mut gid = ibv_gid { raw: [0; 16] };
-        // SAFETY: valid open context and a writable 16-byte union.
-        let ret = unsafe { ibv_query_gid(self.raw(), port, c_index, &mut gid) };
-        if ret != 0 {
-            return Err(err(errno_of(ret)));
-        }
-        // SAFETY: every bit pattern of the union is a valid [u8; 16].
-        Ok(Gid(unsafe { gid.raw }))
+        })
     }
 
-    /// The GID's type as libibverbs reads it from sysfs (`gid_attrs/types/N`), refined by
-    /// the link layer: the kernel's "IB/RoCE v1" is IB on an InfiniBand port and RoCE v1
-    /// on Ethernet. None when the kernel gives no type (an empty slot) or one libibverbs
-    /// does not know; ibv_devinfo then prints nothing for that slot.
+    /// The GID's type (see [`gid_type`]); None when libibverbs cannot tell.
     pub fn query_gid_type(&self, port: u8, index: u32, link_layer: u8) -> Option<GidType> {
-        let mut sysfs_type: ibv_gid_type_sysfs = 0;
-        // SAFETY: valid open context and a writable enum-sized integer.
-        let ret = unsafe { ibv_query_gid_type(self.raw(), port, index, &mut sysfs_type) };
-        if ret != 0 {
-            return None;
-        }
-        match sysfs_type {
-            IBV_GID_TYPE_SYSFS_IB_ROCE_V1 if link_layer == IBV_LINK_LAYER_INFINIBAND => {
-                Some(GidType::Ib)
-            }
-            IBV_GID_TYPE_SYSFS_IB_ROCE_V1 => Some(GidType::RoceV1),
-            IBV_GID_TYPE_SYSFS_ROCE_V2 => Some(GidType::RoceV2),
-            other => Some(GidType::Other(format!("unknown type {other}"))),
-        }
+        // SAFETY: the context is open for as long as self lives.
+        unsafe { gid_type(self.raw(), port, index, link_layer) }
     }
 
     /// Every non-zero GID of a port, queried one index at a time (never the table call,
@@ -329,6 +279,74 @@ impl OpenDevice {
             });
         }
         Ok(gids)
+    }
+}
+
+// The queries on any open context: one opened here, or the one librdmacm opened for a
+// cm_id (cm.rs). Errors are the bare errno; each caller adds its own context.
+
+/// `ibv_query_device_ex`. Safety: `ctx` is an open context.
+pub(super) unsafe fn device_attrs(ctx: *mut ibv_context) -> Result<DeviceAttrs, i32> {
+    // Zeroed, not uninit: when the provider has no query_device_ex, the fallback fills
+    // only the legacy part and the extended fields must read as "not supported" (0).
+    let mut attr = MaybeUninit::<ibv_device_attr_ex>::zeroed();
+    // SAFETY: open context (the caller's promise) and a writable, correctly sized struct.
+    let ret = unsafe { ibv_query_device_ex(ctx, std::ptr::null(), attr.as_mut_ptr()) };
+    if ret != 0 {
+        return Err(errno_of(ret));
+    }
+    // SAFETY: all-zero is a valid value of this plain C struct, and the call succeeded.
+    Ok(DeviceAttrs::from_raw(unsafe { &attr.assume_init() }))
+}
+
+/// `ibv_query_port`. Safety: `ctx` is an open context.
+pub(super) unsafe fn port_attrs(ctx: *mut ibv_context, port: u8) -> Result<PortAttrs, i32> {
+    let mut attr = MaybeUninit::<ibv_port_attr>::zeroed();
+    // SAFETY: open context (the caller's promise) and a writable, correctly sized struct.
+    let ret = unsafe { ibv_query_port(ctx, port, attr.as_mut_ptr()) };
+    if ret != 0 {
+        return Err(errno_of(ret));
+    }
+    // SAFETY: all-zero is a valid value of this plain C struct, and the call succeeded.
+    Ok(PortAttrs::from_raw(unsafe { &attr.assume_init() }))
+}
+
+/// `ibv_query_gid`: one slot, the zero GID when empty. Safety: `ctx` is an open context.
+pub(super) unsafe fn gid(ctx: *mut ibv_context, port: u8, index: u32) -> Result<Gid, i32> {
+    let c_index = libc::c_int::try_from(index).map_err(|_| libc::EINVAL)?;
+    let mut gid = ibv_gid { raw: [0; 16] };
+    // SAFETY: open context (the caller's promise) and a writable 16-byte union.
+    let ret = unsafe { ibv_query_gid(ctx, port, c_index, &mut gid) };
+    if ret != 0 {
+        return Err(errno_of(ret));
+    }
+    // SAFETY: every bit pattern of the union is a valid [u8; 16].
+    Ok(Gid(unsafe { gid.raw }))
+}
+
+/// The GID's type as libibverbs reads it from sysfs (`gid_attrs/types/N`), refined by
+/// the link layer: the kernel's "IB/RoCE v1" is IB on an InfiniBand port and RoCE v1
+/// on Ethernet. None when the kernel gives no type (an empty slot) or the query fails;
+/// ibv_devinfo then prints nothing for that slot. Safety: `ctx` is an open context.
+pub(super) unsafe fn gid_type(
+    ctx: *mut ibv_context,
+    port: u8,
+    index: u32,
+    link_layer: u8,
+) -> Option<GidType> {
+    let mut sysfs_type: ibv_gid_type_sysfs = 0;
+    // SAFETY: open context (the caller's promise) and a writable enum-sized integer.
+    let ret = unsafe { ibv_query_gid_type(ctx, port, index, &mut sysfs_type) };
+    if ret != 0 {
+        return None;
+    }
+    match sysfs_type {
+        IBV_GID_TYPE_SYSFS_IB_ROCE_V1 if link_layer == IBV_LINK_LAYER_INFINIBAND => {
+            Some(GidType::Ib)
+        }
+        IBV_GID_TYPE_SYSFS_IB_ROCE_V1 => Some(GidType::RoceV1),
+        IBV_GID_TYPE_SYSFS_ROCE_V2 => Some(GidType::RoceV2),
+        other => Some(GidType::Other(format!("unknown type {other}"))),
     }
 }
 
