@@ -18,6 +18,11 @@ use std::time::{Duration, Instant};
 use rdma_mummy_sys as sys;
 use serde::Serialize;
 
+use super::qp::{
+    link_layer_from, Access, Cause, Context, Cq, Failure as QpFailure, Mr, Pd, Qp, QpCaps, SendOp,
+    Step, Wc,
+};
+use super::{errno_text, last_errno, query, wc_status_name};
 use crate::gid::Gid;
 use crate::model::{GidType, LinkLayer};
 
@@ -289,39 +294,6 @@ impl fmt::Display for CmError {
 
 impl std::error::Error for CmError {}
 
-fn errno_text(errno: i32) -> String {
-    let text = std::io::Error::from_raw_os_error(errno).to_string();
-    // io::Error appends " (os error N)"; keep the errno's symbolic name instead.
-    let text = text.split(" (os error").next().unwrap_or(&text).to_string();
-    match errno_name(errno) {
-        Some(name) => format!("{name}, {text}"),
-        None => format!("errno {errno}, {text}"),
-    }
-}
-
-fn errno_name(errno: i32) -> Option<&'static str> {
-    Some(match errno {
-        libc::EPERM => "EPERM",
-        libc::ENOENT => "ENOENT",
-        libc::EINVAL => "EINVAL",
-        libc::ENODEV => "ENODEV",
-        libc::ENOMEM => "ENOMEM",
-        libc::EACCES => "EACCES",
-        libc::EADDRINUSE => "EADDRINUSE",
-        libc::EADDRNOTAVAIL => "EADDRNOTAVAIL",
-        libc::ENETUNREACH => "ENETUNREACH",
-        libc::EHOSTUNREACH => "EHOSTUNREACH",
-        libc::ETIMEDOUT => "ETIMEDOUT",
-        libc::ECONNREFUSED => "ECONNREFUSED",
-        libc::ECONNRESET => "ECONNRESET",
-        libc::EOPNOTSUPP => "EOPNOTSUPP",
-        libc::ENODATA => "ENODATA",
-        libc::EAFNOSUPPORT => "EAFNOSUPPORT",
-        libc::ENETDOWN => "ENETDOWN",
-        _ => return None,
-    })
-}
-
 /// IB CM reject reasons (IBTA CM REJ, `enum ib_cm_rej_reason`), the status of
 /// RDMA_CM_EVENT_REJECTED on InfiniBand and RoCE.
 pub fn reject_reason_name(status: i32) -> &'static str {
@@ -357,28 +329,6 @@ pub fn reject_reason_name(status: i32) -> &'static str {
         -111 => "ECONNREFUSED (iWARP)",
         -110 => "ETIMEDOUT",
         _ => "unknown reject reason",
-    }
-}
-
-pub fn wc_status_name(status: u32) -> &'static str {
-    use sys::ibv_wc_status as s;
-    match status {
-        s::IBV_WC_SUCCESS => "IBV_WC_SUCCESS",
-        s::IBV_WC_LOC_LEN_ERR => "IBV_WC_LOC_LEN_ERR",
-        s::IBV_WC_LOC_QP_OP_ERR => "IBV_WC_LOC_QP_OP_ERR",
-        s::IBV_WC_LOC_PROT_ERR => "IBV_WC_LOC_PROT_ERR",
-        s::IBV_WC_WR_FLUSH_ERR => "IBV_WC_WR_FLUSH_ERR",
-        s::IBV_WC_BAD_RESP_ERR => "IBV_WC_BAD_RESP_ERR",
-        s::IBV_WC_LOC_ACCESS_ERR => "IBV_WC_LOC_ACCESS_ERR",
-        s::IBV_WC_REM_INV_REQ_ERR => "IBV_WC_REM_INV_REQ_ERR",
-        s::IBV_WC_REM_ACCESS_ERR => "IBV_WC_REM_ACCESS_ERR",
-        s::IBV_WC_REM_OP_ERR => "IBV_WC_REM_OP_ERR",
-        s::IBV_WC_RETRY_EXC_ERR => "IBV_WC_RETRY_EXC_ERR",
-        s::IBV_WC_RNR_RETRY_EXC_ERR => "IBV_WC_RNR_RETRY_EXC_ERR",
-        s::IBV_WC_REM_ABORT_ERR => "IBV_WC_REM_ABORT_ERR",
-        s::IBV_WC_FATAL_ERR => "IBV_WC_FATAL_ERR",
-        s::IBV_WC_GENERAL_ERR => "IBV_WC_GENERAL_ERR",
-        _ => "an error status",
     }
 }
 
@@ -689,12 +639,6 @@ unsafe fn from_sockaddr(sa: *const libc::sockaddr) -> Option<SocketAddr> {
         }
         _ => None,
     }
-}
-
-fn last_errno() -> i32 {
-    std::io::Error::last_os_error()
-        .raw_os_error()
-        .unwrap_or(libc::EIO)
 }
 
 // ---------------------------------------------------------------- event channel and ids
@@ -1119,18 +1063,9 @@ fn port_link_layer(verbs: *mut sys::ibv_context, port: u8) -> Option<LinkLayer> 
     if verbs.is_null() {
         return None;
     }
-    // SAFETY: zeroed port_attr is valid input; verbs is an open context.
-    let mut attr: sys::ibv_port_attr = unsafe { std::mem::zeroed() };
-    if unsafe { sys::ibv_query_port(verbs, port, &mut attr) } != 0 {
-        return None;
-    }
-    Some(match attr.link_layer {
-        1 => LinkLayer::InfiniBand,
-        2 => LinkLayer::Ethernet,
-        // IBV_LINK_LAYER_UNSPECIFIED: old drivers, always InfiniBand.
-        0 => LinkLayer::InfiniBand,
-        n => LinkLayer::Other(n.to_string()),
-    })
+    // SAFETY: verbs is the id's open context.
+    let attr = unsafe { query::port_attrs(verbs, port) }.ok()?;
+    Some(link_layer_from(attr.link_layer))
 }
 
 fn describe(id: &Id, peer: IpAddr) -> Result<Resolution, CmError> {
@@ -1176,12 +1111,12 @@ fn find_gid(verbs: *mut sys::ibv_context, port: u8, gid: &Gid) -> Vec<Slot> {
     if verbs.is_null() || gid.is_zero() {
         return out;
     }
-    // SAFETY: zeroed attrs are valid inputs; verbs is open for the id's lifetime.
-    let mut attr: sys::ibv_port_attr = unsafe { std::mem::zeroed() };
-    if unsafe { sys::ibv_query_port(verbs, port, &mut attr) } != 0 {
+    // SAFETY: verbs is open for the id's lifetime.
+    let Ok(attr) = (unsafe { query::port_attrs(verbs, port) }) else {
         return out;
-    }
+    };
     for index in 0..attr.gid_tbl_len.max(0) as u32 {
+        // ibv_query_gid_ex, not query::gid: the entry also names the slot's netdev.
         let mut entry: sys::ibv_gid_entry = unsafe { std::mem::zeroed() };
         if unsafe { sys::ibv_query_gid_ex(verbs, port as u32, index, &mut entry, 0) } != 0 {
             continue;
@@ -1337,17 +1272,16 @@ const FOREIGN_BUFFER_LEN: u32 = 65536;
 /// The most a client may ask the server to register (three areas of this each).
 const MAX_BUFFER_LEN: u32 = 256 << 20;
 
-/// An RC QP connected through the CM, with its registered buffer and the peer's.
+/// An RC QP connected through the CM, with its registered buffer and the peer's. The
+/// verbs objects are qp.rs's, built on the context librdmacm opened for the id.
 pub struct Endpoint {
-    // Field order is drop order where Drop does not handle it explicitly.
+    // Field order is drop order: the QP (through the id), MR, CQ, then the id's PD and the
+    // id itself, whose context everything above uses.
+    qp: Qp,
+    mr: Mr,
+    cq: Cq,
     id: Id,
     channel: Channel,
-    pd: *mut sys::ibv_pd,
-    comp: *mut sys::ibv_comp_channel,
-    cq: *mut sys::ibv_cq,
-    mr: *mut sys::ibv_mr,
-    qp_created: bool,
-    buf: Vec<u8>,
     len: usize,
     pub remote: RemoteBuffer,
     pub info: ConnInfo,
@@ -1355,32 +1289,38 @@ pub struct Endpoint {
     timeout: Duration,
     /// The client is a stock tool (no rdmactl private data), not rdmactl.
     pub foreign: bool,
+    /// One completion at a time: the CM path echoes and measures one operation at once.
+    wc: [Wc; 1],
 }
 
-// SAFETY: the endpoint owns all its verbs objects and is used from one thread at a time.
+// SAFETY: the endpoint owns all its verbs objects, including every clone of the Rc'd
+// context and PD inside them (none leaves the endpoint), and is used from one thread at a
+// time.
 unsafe impl Send for Endpoint {}
 
-impl Drop for Endpoint {
-    fn drop(&mut self) {
-        // SAFETY: objects are destroyed once, QP first, in reverse order of creation; the
-        // id and channel drop afterwards as fields.
-        unsafe {
-            if self.qp_created {
-                sys::rdma_destroy_qp(self.id.ptr());
-            }
-            if !self.mr.is_null() {
-                sys::ibv_dereg_mr(self.mr);
-            }
-            if !self.cq.is_null() {
-                sys::ibv_destroy_cq(self.cq);
-            }
-            if !self.comp.is_null() {
-                sys::ibv_destroy_comp_channel(self.comp);
-            }
-            if !self.pd.is_null() {
-                sys::ibv_dealloc_pd(self.pd);
-            }
-        }
+/// The librdmacm/libibverbs call behind a failed data-path step, as the CM explainer
+/// names it.
+fn call_of(step: Step) -> &'static str {
+    match step {
+        Step::Pd => "ibv_alloc_pd",
+        Step::Cq => "ibv_create_cq",
+        Step::Mr => "ibv_reg_mr",
+        Step::QpCreate => "rdma_create_qp",
+        Step::PostRecv => "ibv_post_recv",
+        Step::PostSend => "ibv_post_send",
+        Step::Poll => "ibv_poll_cq",
+        _ => "verbs call",
+    }
+}
+
+/// A data-path failure (qp.rs) as the CM's error type.
+fn cm_failure(f: QpFailure) -> Failure {
+    match f.cause {
+        Cause::Errno { errno } => Failure::Call {
+            call: call_of(f.step),
+            errno,
+        },
+        other => Failure::Protocol(format!("{}: {other}", f.step.name())),
     }
 }
 
@@ -1396,15 +1336,36 @@ impl Endpoint {
         let device = id.device_name().unwrap_or_else(|| "?".into());
         let port = id.port_num();
         let len = len.max(1) as usize;
-        let mut ep = Endpoint {
+        let fail = |f: QpFailure| {
+            let mut e = CmError::new(Stage::CreateQp, Some(peer), cm_failure(f));
+            e.device = Some(device.clone());
+            e
+        };
+        // SAFETY: the id is bound to a device, so verbs is its open context, which lives
+        // as long as the id; the endpoint drops everything built on it before the id.
+        let ctx = unsafe { Context::borrowed(id.verbs(), device.clone()) };
+        let pd = Pd::alloc(&ctx).map_err(fail)?;
+        let cq = Cq::create_notifying(&ctx, QUEUE_DEPTH * 2).map_err(fail)?;
+        let access = Access {
+            remote_write: true,
+            remote_read: true,
+            remote_atomic: false,
+        };
+        let mr = Mr::register(&pd, len * 3, access).map_err(fail)?;
+        let caps = QpCaps {
+            max_send_wr: QUEUE_DEPTH,
+            max_recv_wr: QUEUE_DEPTH,
+        };
+        // SAFETY: the id is live, bound to pd's device, and outlives the QP (field order).
+        let qp = unsafe { Qp::create_on_cm_id(id.ptr(), &pd, &cq, caps, u32::from(port)) }
+            .map_err(fail)?;
+        let qpn = qp.qpn();
+        Ok(Endpoint {
+            qp,
+            mr,
+            cq,
             id,
             channel,
-            pd: ptr::null_mut(),
-            comp: ptr::null_mut(),
-            cq: ptr::null_mut(),
-            mr: ptr::null_mut(),
-            qp_created: false,
-            buf: vec![0u8; len * 3],
             len,
             remote: RemoteBuffer {
                 addr: 0,
@@ -1412,11 +1373,11 @@ impl Endpoint {
                 len: 0,
             },
             info: ConnInfo {
-                device: device.clone(),
+                device,
                 port,
                 local: None,
                 peer,
-                qpn: 0,
+                qpn,
                 remote_qpn: 0,
                 sgid_index: 0,
                 path_mtu: 0,
@@ -1424,88 +1385,26 @@ impl Endpoint {
             disconnected: false,
             timeout,
             foreign: false,
-        };
-        let fail = |call: &'static str| {
-            let mut e = CmError::new(
-                Stage::CreateQp,
-                Some(peer),
-                Failure::Call {
-                    call,
-                    errno: last_errno(),
-                },
-            );
-            e.device = Some(device.clone());
-            e
-        };
-        let verbs = ep.id.verbs();
-        // SAFETY: verbs is the id's open context; each object is checked before use and
-        // owned by `ep`, whose Drop releases it.
-        unsafe {
-            ep.pd = sys::ibv_alloc_pd(verbs);
-            if ep.pd.is_null() {
-                return Err(fail("ibv_alloc_pd"));
-            }
-            ep.comp = sys::ibv_create_comp_channel(verbs);
-            if ep.comp.is_null() {
-                return Err(fail("ibv_create_comp_channel"));
-            }
-            ep.cq =
-                sys::ibv_create_cq(verbs, (QUEUE_DEPTH * 2) as i32, ptr::null_mut(), ep.comp, 0);
-            if ep.cq.is_null() {
-                return Err(fail("ibv_create_cq"));
-            }
-            let access = sys::ibv_access_flags::IBV_ACCESS_LOCAL_WRITE.0
-                | sys::ibv_access_flags::IBV_ACCESS_REMOTE_WRITE.0
-                | sys::ibv_access_flags::IBV_ACCESS_REMOTE_READ.0;
-            ep.mr = sys::ibv_reg_mr(
-                ep.pd,
-                ep.buf.as_mut_ptr() as *mut _,
-                ep.buf.len(),
-                access as i32,
-            );
-            if ep.mr.is_null() {
-                return Err(fail("ibv_reg_mr"));
-            }
-            let mut init: sys::ibv_qp_init_attr = std::mem::zeroed();
-            init.send_cq = ep.cq;
-            init.recv_cq = ep.cq;
-            init.qp_type = sys::ibv_qp_type::IBV_QPT_RC;
-            init.cap.max_send_wr = QUEUE_DEPTH;
-            init.cap.max_recv_wr = QUEUE_DEPTH;
-            init.cap.max_send_sge = 1;
-            init.cap.max_recv_sge = 1;
-            if sys::rdma_create_qp(ep.id.ptr(), ep.pd, &mut init) != 0 {
-                return Err(fail("rdma_create_qp"));
-            }
-            ep.qp_created = true;
-            ep.info.qpn = (*(*ep.id.ptr()).qp).qp_num;
-        }
-        Ok(ep)
-    }
-
-    fn qp(&self) -> *mut sys::ibv_qp {
-        // SAFETY: the id is alive; qp is set by rdma_create_qp.
-        unsafe { (*self.id.ptr()).qp }
+            wc: [Wc::default()],
+        })
     }
 
     /// Our buffer's area `r`, as the peer sees it.
     pub fn local_buffer(&self, r: Region) -> RemoteBuffer {
-        // SAFETY: mr is registered.
-        let rkey = unsafe { (*self.mr).rkey };
         RemoteBuffer {
-            addr: self.region_ptr(r) as u64,
-            rkey,
+            addr: self.mr.addr() + self.offset(r) as u64,
+            rkey: self.mr.rkey(),
             len: self.len as u32,
         }
     }
 
-    fn region_ptr(&self, r: Region) -> *const u8 {
-        self.buf[r as usize * self.len..].as_ptr()
+    fn offset(&self, r: Region) -> usize {
+        r as usize * self.len
     }
 
     pub fn region(&mut self, r: Region) -> &mut [u8] {
-        let start = r as usize * self.len;
-        &mut self.buf[start..start + self.len]
+        let start = self.offset(r);
+        self.mr.slice_mut(start, self.len)
     }
 
     pub fn len(&self) -> usize {
@@ -1524,18 +1423,10 @@ impl Endpoint {
 
     fn fill_info(&mut self) {
         self.info.local = self.id.local_addr();
-        // SAFETY: zeroed attrs are valid; the QP is alive.
-        unsafe {
-            let mut attr: sys::ibv_qp_attr = std::mem::zeroed();
-            let mut init: sys::ibv_qp_init_attr = std::mem::zeroed();
-            let mask = sys::ibv_qp_attr_mask::IBV_QP_AV.0
-                | sys::ibv_qp_attr_mask::IBV_QP_PATH_MTU.0
-                | sys::ibv_qp_attr_mask::IBV_QP_DEST_QPN.0;
-            if sys::ibv_query_qp(self.qp(), &mut attr, mask as i32, &mut init) == 0 {
-                self.info.remote_qpn = attr.dest_qp_num;
-                self.info.sgid_index = attr.ah_attr.grh.sgid_index;
-                self.info.path_mtu = 128u32 << attr.path_mtu.min(5);
-            }
+        if let Some(path) = self.qp.path() {
+            self.info.remote_qpn = path.dest_qpn;
+            self.info.sgid_index = path.sgid_index;
+            self.info.path_mtu = path.path_mtu;
         }
     }
 
@@ -1545,44 +1436,22 @@ impl Endpoint {
         e
     }
 
+    fn transfer_err(&self, f: QpFailure) -> CmError {
+        self.err(Stage::Transfer, cm_failure(f))
+    }
+
     pub fn post_recv(&mut self) -> Result<(), CmError> {
-        let mut sge = sys::ibv_sge {
-            addr: self.region_ptr(Region::Recv) as u64,
-            length: self.len as u32,
-            // SAFETY: mr is registered.
-            lkey: unsafe { (*self.mr).lkey },
-        };
-        let mut wr = sys::ibv_recv_wr {
-            wr_id: RECV_WR_ID,
-            next: ptr::null_mut(),
-            sg_list: &mut sge,
-            num_sge: 1,
-        };
-        let mut bad = ptr::null_mut();
-        // SAFETY: wr and sge live across the call; the buffer stays registered.
-        let ret = unsafe { sys::ibv_post_recv(self.qp(), &mut wr, &mut bad) };
-        if ret != 0 {
-            return Err(self.err(
-                Stage::Transfer,
-                Failure::Call {
-                    call: "ibv_post_recv",
-                    errno: ret,
-                },
-            ));
-        }
-        Ok(())
+        let offset = self.offset(Region::Recv);
+        self.qp
+            .post_recv(&self.mr, offset, self.len as u32, RECV_WR_ID)
+            .map_err(|f| self.transfer_err(f))
     }
 
     /// Post one signaled `op` of `len` bytes: SEND from the send area, WRITE from the
     /// send area into the peer's buffer, READ from the peer's buffer into our RDMA area.
     pub fn post(&mut self, op: Op, len: usize, wr_id: u64) -> Result<(), CmError> {
-        let len = len.min(self.len);
-        let (local, opcode) = match op {
-            Op::Send => (Region::Send, sys::ibv_wr_opcode::IBV_WR_SEND),
-            Op::Write => (Region::Send, sys::ibv_wr_opcode::IBV_WR_RDMA_WRITE),
-            Op::Read => (Region::Rdma, sys::ibv_wr_opcode::IBV_WR_RDMA_READ),
-        };
-        if op != Op::Send && (len as u32) > self.remote.len {
+        let len = len.min(self.len) as u32;
+        if op != Op::Send && len > self.remote.len {
             return Err(self.err(
                 Stage::Transfer,
                 Failure::Protocol(format!(
@@ -1591,57 +1460,41 @@ impl Endpoint {
                 )),
             ));
         }
-        let mut sge = sys::ibv_sge {
-            addr: self.region_ptr(local) as u64,
-            length: len as u32,
-            // SAFETY: mr is registered.
-            lkey: unsafe { (*self.mr).lkey },
+        let (remote_addr, rkey) = (self.remote.addr, self.remote.rkey);
+        let send_op = match op {
+            Op::Send => SendOp::Send {
+                offset: self.offset(Region::Send),
+                len,
+            },
+            Op::Write => SendOp::Write {
+                offset: self.offset(Region::Send),
+                len,
+                remote_addr,
+                rkey,
+            },
+            Op::Read => SendOp::Read {
+                offset: self.offset(Region::Rdma),
+                len,
+                remote_addr,
+                rkey,
+            },
         };
-        // SAFETY: an all-zero send WR is valid; the fields we need are set below.
-        let mut wr: sys::ibv_send_wr = unsafe { std::mem::zeroed() };
-        wr.wr_id = wr_id;
-        wr.sg_list = &mut sge;
-        wr.num_sge = 1;
-        wr.opcode = opcode;
-        wr.send_flags = sys::ibv_send_flags::IBV_SEND_SIGNALED.0;
-        wr.wr.rdma = sys::rdma_t {
-            remote_addr: self.remote.addr,
-            rkey: self.remote.rkey,
-        };
-        let mut bad = ptr::null_mut();
-        // SAFETY: wr and sge live across the call.
-        let ret = unsafe { sys::ibv_post_send(self.qp(), &mut wr, &mut bad) };
-        if ret != 0 {
-            return Err(self.err(
-                Stage::Transfer,
-                Failure::Call {
-                    call: "ibv_post_send",
-                    errno: ret,
-                },
-            ));
-        }
-        Ok(())
+        self.qp
+            .post_send(&self.mr, send_op, wr_id)
+            .map_err(|f| self.transfer_err(f))
     }
 
     fn poll_once(&mut self) -> Result<Option<Completion>, CmError> {
-        // SAFETY: zeroed ibv_wc is valid output space.
-        let mut wc: sys::ibv_wc = unsafe { std::mem::zeroed() };
-        // SAFETY: the CQ is alive.
-        let n = unsafe { sys::ibv_poll_cq(self.cq, 1, &mut wc) };
-        if n < 0 {
-            return Err(self.err(
-                Stage::Transfer,
-                Failure::Call {
-                    call: "ibv_poll_cq",
-                    errno: -n,
-                },
-            ));
-        }
+        let n = match self.cq.poll(&mut self.wc) {
+            Ok(n) => n,
+            Err(f) => return Err(self.transfer_err(f)),
+        };
         if n == 0 {
             return Ok(None);
         }
+        let wc = self.wc[0];
         let is_recv = wc.wr_id == RECV_WR_ID;
-        if wc.status != sys::ibv_wc_status::IBV_WC_SUCCESS {
+        if !wc.ok() {
             let op = if is_recv {
                 "RECV"
             } else {
@@ -1720,13 +1573,12 @@ impl Endpoint {
             if let Some(c) = self.poll_once()? {
                 return Ok(Wake::Completion(c));
             }
-            // SAFETY: the CQ is alive; re-arm, then poll again to close the race.
-            unsafe { sys::ibv_req_notify_cq(self.cq, 0) };
+            // Re-arm, then poll again to close the race.
+            self.cq.arm().map_err(|f| self.transfer_err(f))?;
             if let Some(c) = self.poll_once()? {
                 return Ok(Wake::Completion(c));
             }
-            // SAFETY: comp is alive.
-            let comp_fd = unsafe { (*self.comp).fd };
+            let comp_fd = self.cq.event_fd().unwrap_or(-1);
             let ready =
                 wait_readable(&[comp_fd, self.channel.fd()], deadline).map_err(|errno| {
                     self.err(
@@ -1747,12 +1599,8 @@ impl Endpoint {
                 ));
             }
             if ready.contains(&0) {
-                let mut cq = ptr::null_mut();
-                let mut ctx = ptr::null_mut();
-                // SAFETY: the fd is readable, so this does not block; ack what we took.
-                if unsafe { sys::ibv_get_cq_event(self.comp, &mut cq, &mut ctx) } == 0 {
-                    unsafe { sys::ibv_ack_cq_events(cq, 1) };
-                }
+                // Readable, so this does not block.
+                self.cq.take_event();
             }
             if ready.contains(&1) {
                 if let Some(wake) = self.take_cm_event()? {

@@ -276,7 +276,7 @@ pub fn mtu_from_enum(value: u32) -> u32 {
     }
 }
 
-fn link_layer_from(value: u8) -> LinkLayer {
+pub(super) fn link_layer_from(value: u8) -> LinkLayer {
     // IBV_LINK_LAYER_UNSPECIFIED (0) is what old InfiniBand drivers report.
     match value {
         0 | 1 => LinkLayer::InfiniBand,
@@ -482,6 +482,12 @@ impl Pd {
     }
 }
 
+impl Pd {
+    pub(super) fn raw(&self) -> *mut sys::ibv_pd {
+        self.raw
+    }
+}
+
 impl Drop for Pd {
     fn drop(&mut self) {
         // SAFETY: MRs and QPs hold an Rc to this PD.
@@ -591,6 +597,14 @@ impl Mr {
             .collect()
     }
 
+    /// The bytes at `offset..offset + len`, to fill or check in place. Only while no work
+    /// request targets the range (the device writes it behind our back).
+    pub fn slice_mut(&mut self, offset: usize, len: usize) -> &mut [u8] {
+        assert!(offset + len <= self.size(), "slice past the MR");
+        // SAFETY: in bounds (checked); `&mut self` keeps other Rust borrows away.
+        unsafe { std::slice::from_raw_parts_mut(self.buf.add(offset), len) }
+    }
+
     pub fn fill(&self, offset: usize, len: usize, byte: u8) {
         assert!(offset + len <= self.size(), "fill past the MR");
         // SAFETY: in bounds (checked).
@@ -636,14 +650,38 @@ pub struct Cq {
     raw: *mut sys::ibv_cq,
     ctx: Rc<Context>,
     scratch: [sys::ibv_wc; 16],
+    /// The completion channel of a CQ that can be slept on; null for a busy-polled one.
+    channel: *mut sys::ibv_comp_channel,
 }
 
 impl Cq {
+    /// A CQ that is only ever busy-polled (no completion channel).
     pub fn create(ctx: &Rc<Context>, entries: u32) -> Result<Cq, Failure> {
-        // SAFETY: the context is open; no completion channel.
-        let raw = unsafe {
-            sys::ibv_create_cq(ctx.raw, entries as i32, ptr::null_mut(), ptr::null_mut(), 0)
-        };
+        Cq::create_on(ctx, entries, ptr::null_mut())
+    }
+
+    /// A CQ with its own completion channel, so a waiter can sleep on [`Cq::event_fd`]
+    /// after [`Cq::arm`] instead of spinning (the CM server waits minutes for a client).
+    pub fn create_notifying(ctx: &Rc<Context>, entries: u32) -> Result<Cq, Failure> {
+        // SAFETY: the context is open.
+        let channel = unsafe { sys::ibv_create_comp_channel(ctx.raw) };
+        if channel.is_null() {
+            return Err(Failure::new(Step::Cq, Cause::last_errno(), ctx.ctx(0)));
+        }
+        Cq::create_on(ctx, entries, channel).inspect_err(|_| {
+            // SAFETY: no CQ uses the channel; it was created above.
+            unsafe { sys::ibv_destroy_comp_channel(channel) };
+        })
+    }
+
+    fn create_on(
+        ctx: &Rc<Context>,
+        entries: u32,
+        channel: *mut sys::ibv_comp_channel,
+    ) -> Result<Cq, Failure> {
+        // SAFETY: the context is open; the channel is null or belongs to this context.
+        let raw =
+            unsafe { sys::ibv_create_cq(ctx.raw, entries as i32, ptr::null_mut(), channel, 0) };
         if raw.is_null() {
             return Err(Failure::new(Step::Cq, Cause::last_errno(), ctx.ctx(0)));
         }
@@ -652,7 +690,43 @@ impl Cq {
             raw,
             ctx: ctx.clone(),
             scratch: unsafe { std::mem::zeroed() },
+            channel,
         })
+    }
+
+    /// The completion channel's fd, readable once an armed CQ got a completion.
+    pub fn event_fd(&self) -> Option<i32> {
+        // SAFETY: a non-null channel lives as long as self.
+        (!self.channel.is_null()).then(|| unsafe { (*self.channel).fd })
+    }
+
+    /// Ask for one event on the next completion; poll again afterwards to close the race.
+    pub fn arm(&self) -> Result<(), Failure> {
+        // SAFETY: live CQ.
+        match unsafe { sys::ibv_req_notify_cq(self.raw, 0) } {
+            0 => Ok(()),
+            rc => Err(Failure::new(Step::Poll, errno_of(rc), self.ctx.ctx(0))),
+        }
+    }
+
+    /// Take and acknowledge the pending event. Call only when `event_fd` is readable
+    /// (ibv_get_cq_event blocks otherwise).
+    pub fn take_event(&self) {
+        if self.channel.is_null() {
+            return;
+        }
+        let mut cq = ptr::null_mut();
+        let mut cq_context = ptr::null_mut();
+        // SAFETY: live channel; an event we get is acked at once, before the CQ can go.
+        unsafe {
+            if sys::ibv_get_cq_event(self.channel, &mut cq, &mut cq_context) == 0 {
+                sys::ibv_ack_cq_events(cq, 1);
+            }
+        }
+    }
+
+    pub(super) fn raw(&self) -> *mut sys::ibv_cq {
+        self.raw
     }
 
     /// Non-blocking: copies up to `out.len()` (at most 16) completions into `out`.
@@ -712,8 +786,14 @@ impl Cq {
 
 impl Drop for Cq {
     fn drop(&mut self) {
-        // SAFETY: QPs using this CQ hold an Rc to it and are gone.
-        unsafe { sys::ibv_destroy_cq(self.raw) };
+        // SAFETY: the QPs using this CQ are gone (their owners drop them first); every
+        // channel event was acked in take_event, so destroying the channel cannot block.
+        unsafe {
+            sys::ibv_destroy_cq(self.raw);
+            if !self.channel.is_null() {
+                sys::ibv_destroy_comp_channel(self.channel);
+            }
+        }
     }
 }
 
@@ -763,6 +843,9 @@ pub enum SendOp {
 
 pub struct Qp {
     raw: *mut sys::ibv_qp,
+    /// The cm_id the QP was created on (rdma_create_qp), which must destroy it; null
+    /// for one from ibv_create_qp.
+    cm_id: *mut sys::rdma_cm_id,
     device: String,
     port: u32,
     gid_index: Option<u32>,
@@ -775,6 +858,29 @@ pub struct QpCaps {
     pub max_recv_wr: u32,
 }
 
+impl QpCaps {
+    fn init_attr(&self, cq: &Cq) -> sys::ibv_qp_init_attr {
+        // SAFETY: zeroed init attr is valid; fields set below.
+        let mut init: sys::ibv_qp_init_attr = unsafe { std::mem::zeroed() };
+        init.send_cq = cq.raw;
+        init.recv_cq = cq.raw;
+        init.cap.max_send_wr = self.max_send_wr;
+        init.cap.max_recv_wr = self.max_recv_wr;
+        init.cap.max_send_sge = 1;
+        init.cap.max_recv_sge = 1;
+        init.qp_type = sys::ibv_qp_type::IBV_QPT_RC;
+        init
+    }
+}
+
+/// What a connected QP's address vector says, read back (the CM set it, not us).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QpPath {
+    pub dest_qpn: u32,
+    pub sgid_index: u8,
+    pub path_mtu: u32,
+}
+
 impl Qp {
     /// An RC QP on one CQ for sends and receives.
     pub fn create_rc(
@@ -784,15 +890,8 @@ impl Qp {
         port: u32,
         gid_index: Option<u32>,
     ) -> Result<Qp, Failure> {
-        // SAFETY: zeroed init attr is valid; fields set below.
-        let mut init: sys::ibv_qp_init_attr = unsafe { std::mem::zeroed() };
-        init.send_cq = cq.raw;
-        init.recv_cq = cq.raw;
-        init.cap.max_send_wr = caps.max_send_wr;
-        init.cap.max_recv_wr = caps.max_recv_wr;
-        init.cap.max_send_sge = 1;
-        init.cap.max_recv_sge = 1;
-        init.qp_type = sys::ibv_qp_type::IBV_QPT_RC;
+        let mut init = caps.init_attr(cq);
+        // SAFETY: live PD and CQ of one context; init is fully set.
         let raw = unsafe { sys::ibv_create_qp(pd.raw, &mut init) };
         if raw.is_null() {
             let mut c = pd.ctx.ctx(port);
@@ -801,11 +900,61 @@ impl Qp {
         }
         Ok(Qp {
             raw,
+            cm_id: ptr::null_mut(),
             device: pd.ctx.name.clone(),
             port,
             gid_index,
             _pd: pd.clone(),
             max_inline: init.cap.max_inline_data,
+        })
+    }
+
+    /// An RC QP created on a cm_id (rdma_create_qp), so librdmacm moves it through
+    /// INIT/RTR/RTS. Safety: `id` is a live cm_id bound to `pd`'s device, and outlives
+    /// the returned QP.
+    pub(super) unsafe fn create_on_cm_id(
+        id: *mut sys::rdma_cm_id,
+        pd: &Rc<Pd>,
+        cq: &Cq,
+        caps: QpCaps,
+        port: u32,
+    ) -> Result<Qp, Failure> {
+        let mut init = caps.init_attr(cq);
+        // SAFETY: the caller's promise about id; live PD and CQ; init is fully set.
+        if unsafe { sys::rdma_create_qp(id, pd.raw, &mut init) } != 0 {
+            return Err(Failure::new(
+                Step::QpCreate,
+                Cause::last_errno(),
+                pd.ctx.ctx(port),
+            ));
+        }
+        Ok(Qp {
+            // SAFETY: rdma_create_qp succeeded, so id->qp is the new QP.
+            raw: unsafe { (*id).qp },
+            cm_id: id,
+            device: pd.ctx.name.clone(),
+            port,
+            gid_index: None,
+            _pd: pd.clone(),
+            max_inline: init.cap.max_inline_data,
+        })
+    }
+
+    /// Destination QPN, source GID index and path MTU, as the QP holds them now.
+    pub fn path(&self) -> Option<QpPath> {
+        use sys::ibv_qp_attr_mask as m;
+        // SAFETY: zeroed attrs are valid out-parameters; live QP.
+        let (mut attr, mut init): (sys::ibv_qp_attr, sys::ibv_qp_init_attr) =
+            unsafe { (std::mem::zeroed(), std::mem::zeroed()) };
+        let mask = m::IBV_QP_AV.0 | m::IBV_QP_PATH_MTU.0 | m::IBV_QP_DEST_QPN.0;
+        // SAFETY: live QP and valid out-parameters.
+        if unsafe { sys::ibv_query_qp(self.raw, &mut attr, mask as i32, &mut init) } != 0 {
+            return None;
+        }
+        Some(QpPath {
+            dest_qpn: attr.dest_qp_num,
+            sgid_index: attr.ah_attr.grh.sgid_index,
+            path_mtu: mtu_from_enum(attr.path_mtu),
         })
     }
 
@@ -1022,8 +1171,14 @@ impl Qp {
 
 impl Drop for Qp {
     fn drop(&mut self) {
-        // SAFETY: live QP, destroyed once.
-        unsafe { sys::ibv_destroy_qp(self.raw) };
+        // SAFETY: live QP, destroyed once; a cm_id's QP through the id, which outlives it.
+        unsafe {
+            if self.cm_id.is_null() {
+                sys::ibv_destroy_qp(self.raw);
+            } else {
+                sys::rdma_destroy_qp(self.cm_id);
+            }
+        }
     }
 }
 
