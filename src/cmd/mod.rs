@@ -9,4 +9,5 @@ pub mod gids;
 pub mod pingpong;
 pub mod pingpong_cm;
 pub mod ports;
+pub mod results;
 pub mod selftest;

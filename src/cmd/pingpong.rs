@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
+use super::results::{op_result, OpResult, OpResults};
 use crate::app::Ctx;
 use crate::cli::{Compat, GidIndexArg, Op, PingpongArgs};
 use crate::error::{Error, Result};
@@ -37,68 +38,6 @@ const MAX_SIZE: u32 = 1 << 30;
 
 const WRID_RECV: u64 = 1;
 const WRID_SEND: u64 = 2;
-
-/// Measured figures of one operation, as printed and as JSON.
-#[derive(Debug, Clone, Serialize)]
-pub struct OpResult {
-    pub iters: u32,
-    pub bytes: u64,
-    pub seconds: f64,
-    pub mbit_per_sec: f64,
-    pub usec_per_iter: f64,
-    pub latency_usec: Latency,
-    /// What was checked after the transfer, if anything.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub verified: Option<String>,
-}
-
-#[derive(Debug, Clone, Copy, Serialize)]
-pub struct Latency {
-    pub min: f64,
-    pub median: f64,
-    pub p99: f64,
-}
-
-/// min / median / p99 of per-iteration durations in nanoseconds (sorts in place).
-pub fn latency_of(samples_ns: &mut [u64]) -> Latency {
-    if samples_ns.is_empty() {
-        return Latency {
-            min: 0.0,
-            median: 0.0,
-            p99: 0.0,
-        };
-    }
-    samples_ns.sort_unstable();
-    let n = samples_ns.len();
-    let us = |ns: u64| ns as f64 / 1000.0;
-    let p99_rank = (n * 99).div_ceil(100).max(1) - 1;
-    Latency {
-        min: us(samples_ns[0]),
-        median: us(samples_ns[n / 2]),
-        p99: us(samples_ns[p99_rank]),
-    }
-}
-
-fn op_result(iters: u32, bytes: u64, elapsed: Duration, samples_ns: &mut [u64]) -> OpResult {
-    let usec = elapsed.as_secs_f64() * 1e6;
-    OpResult {
-        iters,
-        bytes,
-        seconds: elapsed.as_secs_f64(),
-        mbit_per_sec: if usec > 0.0 {
-            bytes as f64 * 8.0 / usec
-        } else {
-            0.0
-        },
-        usec_per_iter: if iters > 0 {
-            usec / f64::from(iters)
-        } else {
-            0.0
-        },
-        latency_usec: latency_of(samples_ns),
-        verified: None,
-    }
-}
 
 #[derive(Debug, Serialize)]
 struct Report {
@@ -122,37 +61,6 @@ struct Report {
     single: Option<OpResult>,
     ok: bool,
     failure: Option<Failure>,
-}
-
-/// Per operation, in the order they run (a map would sort them).
-#[derive(Debug, Default, Serialize)]
-struct OpResults {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    send: Option<OpResult>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    write: Option<OpResult>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    read: Option<OpResult>,
-}
-
-impl OpResults {
-    fn insert(&mut self, name: &str, result: OpResult) {
-        match name {
-            "send" => self.send = Some(result),
-            "write" => self.write = Some(result),
-            _ => self.read = Some(result),
-        }
-    }
-
-    fn iter(&self) -> impl Iterator<Item = (&'static str, &OpResult)> {
-        [
-            ("send", &self.send),
-            ("write", &self.write),
-            ("read", &self.read),
-        ]
-        .into_iter()
-        .filter_map(|(n, r)| r.as_ref().map(|r| (n, r)))
-    }
 }
 
 /// Everything one end owns, in drop order (QP before CQ before MR before PD).
@@ -452,9 +360,7 @@ pub fn run(ctx: &Ctx, args: &PingpongArgs) -> Result<u8> {
     let outcome = drive(args, &plan, &mut side, &mut report);
     let failure = outcome.err();
     report.ok = failure.is_none();
-    if report.ops.iter().count() == 1 {
-        report.single = report.ops.iter().next().map(|(_, r)| r.clone());
-    }
+    report.single = report.ops.single();
     if let Some(f) = &failure {
         let mut f = f.clone();
         // Fill in what the step did not know but the run did.
@@ -1008,31 +914,6 @@ fn windowed_loop(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn latency_percentiles() {
-        let mut v: Vec<u64> = (1..=100).map(|i| i * 1000).collect();
-        let l = latency_of(&mut v);
-        assert_eq!((l.min, l.median, l.p99), (1.0, 51.0, 99.0));
-        let mut one = vec![5000];
-        let l = latency_of(&mut one);
-        assert_eq!((l.min, l.median, l.p99), (5.0, 5.0, 5.0));
-        let l = latency_of(&mut []);
-        assert_eq!(l.p99, 0.0);
-    }
-
-    #[test]
-    fn results_use_rc_pingpong_arithmetic() {
-        // 8192000 bytes in 1 s = 65.536 Mbit/s; 1000 iters = 1000 usec/iter.
-        let r = op_result(1000, 8_192_000, Duration::from_secs(1), &mut [1000, 2000]);
-        assert!((r.mbit_per_sec - 65.536).abs() < 1e-9);
-        assert!((r.usec_per_iter - 1000.0).abs() < 1e-9);
-        let json = serde_json::to_value(&r).unwrap();
-        for key in ["iters", "bytes", "seconds", "mbit_per_sec", "usec_per_iter"] {
-            assert!(json.get(key).is_some(), "{key}");
-        }
-        assert!(json["latency_usec"].get("p99").is_some());
-    }
 
     #[test]
     fn patterns_differ_per_end_and_fill_exactly() {

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use comfy_table::Table;
 use serde::Serialize;
 
+use super::results::{op_result, OpResult, OpResults};
 use crate::app::Ctx;
 use crate::cli::{CheckArgs, GidIndexArg, Op as OpArg, PingpongArgs, SelftestArgs};
 use crate::error::{exit, Error, Result};
@@ -25,38 +26,31 @@ use crate::verbs::cm::{
 /// short enough that a forgotten server does not sit there for ever.
 const SERVER_WAIT: Duration = Duration::from_secs(600);
 
-#[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct Latency {
-    pub min: f64,
-    pub median: f64,
-    pub p99: f64,
-}
-
-#[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct OpResult {
-    pub op: &'static str,
-    pub size: u32,
-    pub iters: u32,
-    pub bytes: u64,
-    pub seconds: f64,
-    pub mbit_per_sec: f64,
-    pub usec_per_iter: f64,
-    pub latency_usec: Latency,
-}
-
+/// The TCP exchange's report shape (role, exchange, device, port, gid_index, peer, size,
+/// path_mtu, `ops`, a single op's figures repeated at the top level, ok), plus what the CM
+/// set up and what the kernel chose.
 #[derive(Debug, Serialize)]
 struct ClientReport<'a> {
-    mode: &'static str,
     role: &'static str,
+    exchange: &'static str,
+    device: &'a str,
+    port: u8,
+    gid_index: u8,
+    peer: String,
+    size: u32,
+    path_mtu: u32,
+    ops: &'a OpResults,
+    #[serde(flatten)]
+    single: Option<OpResult>,
+    ok: bool,
     connection: &'a ConnInfo,
     kernel_choice: &'a Resolution,
-    results: &'a [OpResult],
 }
 
 #[derive(Debug, Serialize)]
 struct ServerReport<'a> {
-    mode: &'static str,
     role: &'static str,
+    exchange: &'static str,
     connection: &'a ConnInfo,
     echoed: u64,
     stock_client: bool,
@@ -75,50 +69,6 @@ fn fill_pattern(buf: &mut [u8]) {
 
 fn first_mismatch(buf: &[u8]) -> Option<usize> {
     buf.iter().enumerate().position(|(i, b)| *b != pattern(i))
-}
-
-/// Min, median and p99 of per-iteration times in microseconds (nearest-rank).
-pub fn latency_stats(samples_usec: &mut [f64]) -> Latency {
-    if samples_usec.is_empty() {
-        return Latency {
-            min: 0.0,
-            median: 0.0,
-            p99: 0.0,
-        };
-    }
-    samples_usec.sort_by(|a, b| a.total_cmp(b));
-    let rank = |p: f64| {
-        let n = samples_usec.len();
-        let idx = ((p * n as f64).ceil() as usize).clamp(1, n) - 1;
-        samples_usec[idx]
-    };
-    Latency {
-        min: samples_usec[0],
-        median: rank(0.5),
-        p99: rank(0.99),
-    }
-}
-
-fn op_result(
-    op: &'static str,
-    size: u32,
-    iters: u32,
-    bytes: u64,
-    elapsed: Duration,
-    mut samples: Vec<f64>,
-) -> OpResult {
-    let seconds = elapsed.as_secs_f64();
-    let safe = seconds.max(1e-9);
-    OpResult {
-        op,
-        size,
-        iters,
-        bytes,
-        seconds,
-        mbit_per_sec: bytes as f64 * 8.0 / safe / 1e6,
-        usec_per_iter: seconds * 1e6 / iters.max(1) as f64,
-        latency_usec: latency_stats(&mut samples),
-    }
 }
 
 fn timeout_of(secs: f64) -> Result<Duration> {
@@ -244,23 +194,32 @@ fn client(
         OpArg::Read => &[Op::Read],
         OpArg::All => &[Op::Send, Op::Write, Op::Read],
     };
-    let mut results = Vec::new();
+    let mut results = OpResults::default();
     for op in ops {
-        results.push(run_op(&mut ep, *op, args.size, args.iters)?);
+        let (name, result) = run_op(&mut ep, *op, args.size, args.iters)?;
+        results.insert(name, result);
     }
     let info = ep.info.clone();
     ep.disconnect()?;
     if ctx.json {
         let report = ClientReport {
-            mode: "cm",
             role: "client",
+            exchange: "cm",
+            device: &info.device,
+            port: info.port,
+            gid_index: info.sgid_index,
+            peer: info.peer.to_string(),
+            size: args.size,
+            path_mtu: info.path_mtu,
+            ops: &results,
+            single: results.single(),
+            ok: true,
             connection: &info,
             kernel_choice: &res,
-            results: &results,
         };
         output::print(&output::json(&report)).map_err(io_err)?;
     } else {
-        output::print(&render_client(&info, &res, &results)).map_err(io_err)?;
+        output::print(&render_client(&info, &res, args.size, &results)).map_err(io_err)?;
     }
     Ok(exit::OK)
 }
@@ -272,20 +231,27 @@ fn io_err(source: std::io::Error) -> Error {
     }
 }
 
-fn run_op(ep: &mut Endpoint, op: Op, size: u32, iters: u32) -> Result<OpResult> {
+/// `iters` times `op`, one at a time; the samples are post to completion (for SEND, to
+/// both our completion and the echo: a round trip, as ibv_rc_pingpong counts it).
+fn run_op(ep: &mut Endpoint, op: Op, size: u32, iters: u32) -> Result<(&'static str, OpResult)> {
     let len = size as usize;
     fill_pattern(ep.region(Region::Send));
     ep.region(Region::Rdma).fill(0);
-    let mut samples = Vec::with_capacity(iters as usize);
+    let mut samples_ns: Vec<u64> = vec![0; iters as usize];
+    let waiting_for = match op {
+        Op::Send => "the echo of a SEND",
+        Op::Write => "an RDMA WRITE completion",
+        Op::Read => "an RDMA READ completion",
+    };
     let start = Instant::now();
-    for i in 0..iters {
+    for (i, sample) in samples_ns.iter_mut().enumerate() {
         let t0 = Instant::now();
         ep.post(op, len, i as u64)?;
         if op == Op::Send {
             // The echo can complete before our own send completion is polled.
             let (mut sent, mut echoed) = (false, false);
             while !(sent && echoed) {
-                let c = ep.poll("the echo of a SEND")?;
+                let c = ep.poll(waiting_for)?;
                 if c.is_recv {
                     echoed = true;
                     ep.post_recv()?;
@@ -294,13 +260,9 @@ fn run_op(ep: &mut Endpoint, op: Op, size: u32, iters: u32) -> Result<OpResult> 
                 }
             }
         } else {
-            ep.poll(if op == Op::Write {
-                "an RDMA WRITE completion"
-            } else {
-                "an RDMA READ completion"
-            })?;
+            ep.poll(waiting_for)?;
         }
-        samples.push(t0.elapsed().as_secs_f64() * 1e6);
+        *sample = t0.elapsed().as_nanos() as u64;
     }
     let elapsed = start.elapsed();
     let (name, bytes, check) = match op {
@@ -321,10 +283,16 @@ fn run_op(ep: &mut Endpoint, op: Op, size: u32, iters: u32) -> Result<OpResult> 
             "{name}: data arrived corrupted at byte {at} of {size}: the transfer completed but the bytes differ"
         )));
     }
-    Ok(op_result(name, size, iters, bytes, elapsed, samples))
+    let mut result = op_result(iters, bytes, elapsed, &mut samples_ns);
+    result.verified = match op {
+        Op::Send if iters > 0 => Some(format!("every echo matched the {size}-byte pattern")),
+        Op::Read if iters > 0 => Some(format!("read the peer's {size}-byte buffer and it matched")),
+        _ => None,
+    };
+    Ok((name, result))
 }
 
-fn render_client(info: &ConnInfo, res: &Resolution, results: &[OpResult]) -> String {
+fn render_client(info: &ConnInfo, res: &Resolution, size: u32, results: &OpResults) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -353,10 +321,10 @@ fn render_client(info: &ConnInfo, res: &Resolution, results: &[OpResult]) -> Str
         "median",
         "p99",
     ]);
-    for r in results {
+    for (name, r) in results.iter() {
         table.add_row(vec![
-            r.op.to_string(),
-            r.size.to_string(),
+            name.to_string(),
+            size.to_string(),
             r.iters.to_string(),
             r.bytes.to_string(),
             format!("{:.3}", r.seconds),
@@ -399,8 +367,8 @@ fn server(ctx: &Ctx, args: &PingpongArgs, src: Option<IpAddr>, timeout: Duration
     ep.disconnect()?;
     if ctx.json {
         let report = ServerReport {
-            mode: "cm",
             role: "server",
+            exchange: "cm",
             connection: &info,
             echoed,
             stock_client: foreign,
@@ -636,11 +604,14 @@ pub fn selftest_cm(ctx: &Ctx, args: &SelftestArgs) -> Result<u8> {
             ] {
                 let t = Instant::now();
                 match run_op(&mut ep, op, args.size.max(1), 1) {
-                    Ok(r) => record(
+                    Ok((_, r)) => record(
                         "client",
                         name,
                         true,
-                        format!("{} bytes, data verified", r.size),
+                        match r.verified {
+                            Some(_) => format!("{} bytes, data verified", args.size.max(1)),
+                            None => format!("{} bytes", args.size.max(1)),
+                        },
                         t.elapsed().as_secs_f64() * 1e3,
                     ),
                     Err(e) => {
@@ -867,50 +838,64 @@ mod tests {
     use super::*;
     use crate::model::{GidType, LinkLayer};
 
+    /// `pingpong --cm -j` has the TCP exchange's keys, so one script reads both.
     #[test]
-    fn latency_stats_nearest_rank() {
-        type Row<'a> = (&'a [f64], (f64, f64, f64));
-        let cases: &[Row] = &[
-            (&[], (0.0, 0.0, 0.0)),
-            (&[5.0], (5.0, 5.0, 5.0)),
-            (&[3.0, 1.0, 2.0], (1.0, 2.0, 3.0)),
-            (&[4.0, 1.0, 3.0, 2.0], (1.0, 2.0, 4.0)),
-        ];
-        for (input, (min, median, p99)) in cases {
-            let mut v = input.to_vec();
-            assert_eq!(
-                latency_stats(&mut v),
-                Latency {
-                    min: *min,
-                    median: *median,
-                    p99: *p99
-                },
-                "{input:?}"
-            );
+    fn client_report_has_the_tcp_shape() {
+        let mut ops = OpResults::default();
+        ops.insert(
+            "send",
+            op_result(10, 81_920, Duration::from_millis(5), &mut [1000; 10]),
+        );
+        let info = ConnInfo {
+            device: "rxe1".into(),
+            port: 1,
+            local: Some("192.168.77.2:40000".parse().unwrap()),
+            peer: "192.168.77.1:18515".parse().unwrap(),
+            qpn: 0x11,
+            remote_qpn: 0x12,
+            sgid_index: 1,
+            path_mtu: 1024,
+        };
+        let res = resolution(1);
+        let report = ClientReport {
+            role: "client",
+            exchange: "cm",
+            device: &info.device,
+            port: info.port,
+            gid_index: info.sgid_index,
+            peer: info.peer.to_string(),
+            size: 4096,
+            path_mtu: info.path_mtu,
+            ops: &ops,
+            single: ops.single(),
+            ok: true,
+            connection: &info,
+            kernel_choice: &res,
+        };
+        let json = serde_json::to_value(&report).unwrap();
+        for key in [
+            "role",
+            "exchange",
+            "device",
+            "port",
+            "gid_index",
+            "peer",
+            "size",
+            "path_mtu",
+            "ops",
+            "ok",
+            "iters",
+            "bytes",
+            "seconds",
+            "mbit_per_sec",
+            "usec_per_iter",
+            "latency_usec",
+        ] {
+            assert!(json.get(key).is_some(), "{key} missing in {json}");
         }
-        let mut hundred: Vec<f64> = (1..=100).map(f64::from).collect();
-        assert_eq!(
-            latency_stats(&mut hundred),
-            Latency {
-                min: 1.0,
-                median: 50.0,
-                p99: 99.0
-            }
-        );
-    }
-
-    #[test]
-    fn op_result_rates() {
-        let r = op_result(
-            "write",
-            4096,
-            1000,
-            4_096_000,
-            Duration::from_secs(2),
-            vec![1.0; 1000],
-        );
-        assert_eq!(r.mbit_per_sec, 4_096_000.0 * 8.0 / 2.0 / 1e6);
-        assert_eq!(r.usec_per_iter, 2000.0);
+        assert_eq!(json["ops"]["send"]["iters"], 10);
+        assert_eq!(json["ops"]["send"]["latency_usec"]["median"], 1.0);
+        assert!(json["ops"].get("write").is_none());
     }
 
     #[test]

@@ -70,8 +70,8 @@ for op in send write read all; do
   want='["send"]'; [ $op = write ] && want='["write"]'; [ $op = read ] && want='["read"]'
   [ $op = all ] && want='["send","write","read"]'
   check "pingpong --cm --op $op: JSON has the ops, 200 iters, bytes, rates and latencies" \
-    jqf --argjson want "$want" '([.results[].op] == $want)
-      and all(.results[]; .iters == 200 and .bytes > 0 and .seconds > 0 and .mbit_per_sec > 0
+    jqf --argjson want "$want" '(.ops | keys_unsorted) == $want and .exchange == "cm" and .size == 4096
+      and all(.ops[]; .iters == 200 and .bytes > 0 and .seconds > 0 and .mbit_per_sec > 0
               and .usec_per_iter > 0 and .latency_usec.min > 0
               and .latency_usec.min <= .latency_usec.median and .latency_usec.median <= .latency_usec.p99)' \
     "$RESULTS/pp-$op-cli.json"
@@ -91,7 +91,7 @@ if command -v ibv_rc_pingpong >/dev/null; then
   timeout 60 ibv_rc_pingpong -d rxe1 -g 1 -n 200 192.168.77.1 > "$RESULTS/ibv-cli.txt" 2>&1
   wait $ipid
   echo "ibv_rc_pingpong 4096 B x 200: $(grep -o '[0-9.]* usec/iter' "$RESULTS/ibv-cli.txt")"
-  echo "rdmactl --cm send 4096 B x 200: $(jq -r '.results[0].usec_per_iter' "$RESULTS/pp-send-cli.json") usec/iter (round trip)"
+  echo "rdmactl --cm send 4096 B x 200: $(jq -r '.ops.send.usec_per_iter' "$RESULTS/pp-send-cli.json") usec/iter (round trip)"
 fi
 # Every size path: one byte and a message larger than the 1024-byte path MTU.
 for size in 1 65536; do
