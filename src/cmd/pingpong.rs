@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use super::results::{op_result, OpResult, OpResults};
+use super::results::{ns_per_tick, op_result, OpResult, OpResults};
 use crate::app::Ctx;
 use crate::cli::{Compat, GidIndexArg, Op, PingpongArgs};
 use crate::error::{Error, Result};
@@ -828,14 +828,6 @@ fn pingpong_loop(
         elapsed,
         &mut samples,
     ))
-}
-
-/// Tick length, calibrated against the monotonic clock over one measured loop.
-fn ns_per_tick(start_tick: u64, end_tick: u64, elapsed: Duration) -> f64 {
-    match end_tick.saturating_sub(start_tick) {
-        0 => 0.0,
-        ticks => elapsed.as_nanos() as f64 / ticks as f64,
-    }
 }
 
 fn with_progress(mut f: Failure, side: &Side, progress: String) -> Failure {

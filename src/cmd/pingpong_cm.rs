@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use comfy_table::Table;
 use serde::Serialize;
 
-use super::results::{op_result, OpResult, OpResults};
+use super::results::{ns_per_tick, op_result, OpResult, OpResults};
 use crate::app::Ctx;
 use crate::cli::{CheckArgs, GidIndexArg, Op as OpArg, PingpongArgs, SelftestArgs};
 use crate::error::{exit, Error, Result};
@@ -21,6 +21,7 @@ use crate::verbs::cm::{
     self, CmError, ConnInfo, ConnectOptions, Endpoint, Listener, Op, Region, Resolution, StepDone,
     Wake,
 };
+use crate::verbs::qp::ticks;
 
 /// How long a server waits for its first client: long enough to walk to the other host,
 /// short enough that a forgotten server does not sit there for ever.
@@ -45,6 +46,29 @@ struct ClientReport<'a> {
     ok: bool,
     connection: &'a ConnInfo,
     kernel_choice: &'a Resolution,
+}
+
+fn client_report<'a>(
+    info: &'a ConnInfo,
+    res: &'a Resolution,
+    size: u32,
+    ops: &'a OpResults,
+) -> ClientReport<'a> {
+    ClientReport {
+        role: "client",
+        exchange: "cm",
+        device: &info.device,
+        port: info.port,
+        gid_index: info.sgid_index,
+        peer: info.peer.to_string(),
+        size,
+        path_mtu: info.path_mtu,
+        ops,
+        single: ops.single(),
+        ok: true,
+        connection: info,
+        kernel_choice: res,
+    }
 }
 
 #[derive(Debug, Serialize)]
@@ -202,21 +226,7 @@ fn client(
     let info = ep.info.clone();
     ep.disconnect()?;
     if ctx.json {
-        let report = ClientReport {
-            role: "client",
-            exchange: "cm",
-            device: &info.device,
-            port: info.port,
-            gid_index: info.sgid_index,
-            peer: info.peer.to_string(),
-            size: args.size,
-            path_mtu: info.path_mtu,
-            ops: &results,
-            single: results.single(),
-            ok: true,
-            connection: &info,
-            kernel_choice: &res,
-        };
+        let report = client_report(&info, &res, args.size, &results);
         output::print(&output::json(&report)).map_err(io_err)?;
     } else {
         output::print(&render_client(&info, &res, args.size, &results)).map_err(io_err)?;
@@ -243,9 +253,11 @@ fn run_op(ep: &mut Endpoint, op: Op, size: u32, iters: u32) -> Result<(&'static 
         Op::Write => "an RDMA WRITE completion",
         Op::Read => "an RDMA READ completion",
     };
+    // TSC ticks per sample, as the TCP exchange measures (no clock read per iteration).
     let start = Instant::now();
+    let start_tick = ticks();
     for (i, sample) in samples_ns.iter_mut().enumerate() {
-        let t0 = Instant::now();
+        let t0 = ticks();
         ep.post(op, len, i as u64)?;
         if op == Op::Send {
             // The echo can complete before our own send completion is polled.
@@ -262,9 +274,13 @@ fn run_op(ep: &mut Endpoint, op: Op, size: u32, iters: u32) -> Result<(&'static 
         } else {
             ep.poll(waiting_for)?;
         }
-        *sample = t0.elapsed().as_nanos() as u64;
+        *sample = ticks().saturating_sub(t0);
     }
     let elapsed = start.elapsed();
+    let scale = ns_per_tick(start_tick, ticks(), elapsed);
+    for sample in &mut samples_ns {
+        *sample = (*sample as f64 * scale) as u64;
+    }
     let (name, bytes, check) = match op {
         Op::Send => (
             "send",
@@ -857,21 +873,7 @@ mod tests {
             path_mtu: 1024,
         };
         let res = resolution(1);
-        let report = ClientReport {
-            role: "client",
-            exchange: "cm",
-            device: &info.device,
-            port: info.port,
-            gid_index: info.sgid_index,
-            peer: info.peer.to_string(),
-            size: 4096,
-            path_mtu: info.path_mtu,
-            ops: &ops,
-            single: ops.single(),
-            ok: true,
-            connection: &info,
-            kernel_choice: &res,
-        };
+        let report = client_report(&info, &res, 4096, &ops);
         let json = serde_json::to_value(&report).unwrap();
         for key in [
             "role",

@@ -71,6 +71,15 @@ pub fn op_result(iters: u32, bytes: u64, elapsed: Duration, samples_ns: &mut [u6
     }
 }
 
+/// Tick length (see `verbs::qp::ticks`) in nanoseconds, calibrated against the monotonic
+/// clock over one measured loop.
+pub fn ns_per_tick(start_tick: u64, end_tick: u64, elapsed: Duration) -> f64 {
+    match end_tick.saturating_sub(start_tick) {
+        0 => 0.0,
+        ticks => elapsed.as_nanos() as f64 / ticks as f64,
+    }
+}
+
 /// Per operation, in the order they run (a map would sort them).
 #[derive(Debug, Default, Clone, Serialize)]
 pub struct OpResults {
@@ -156,6 +165,8 @@ mod tests {
         }
         assert!(json["latency_usec"].get("p99").is_some());
         assert!(json.get("verified").is_none());
+        assert_eq!(ns_per_tick(100, 300, Duration::from_nanos(1000)), 5.0);
+        assert_eq!(ns_per_tick(300, 300, Duration::from_nanos(1000)), 0.0);
         let zero = op_result(0, 0, Duration::ZERO, &mut []);
         assert_eq!((zero.mbit_per_sec, zero.usec_per_iter), (0.0, 0.0));
     }

@@ -1484,14 +1484,8 @@ impl Endpoint {
             .map_err(|f| self.transfer_err(f))
     }
 
-    fn poll_once(&mut self) -> Result<Option<Completion>, CmError> {
-        let n = match self.cq.poll(&mut self.wc) {
-            Ok(n) => n,
-            Err(f) => return Err(self.transfer_err(f)),
-        };
-        if n == 0 {
-            return Ok(None);
-        }
+    /// The completion in `self.wc`, checked: an error status is the transfer's failure.
+    fn completion(&self) -> Result<Completion, CmError> {
         let wc = self.wc[0];
         let is_recv = wc.wr_id == RECV_WR_ID;
         if !wc.ok() {
@@ -1509,31 +1503,37 @@ impl Endpoint {
                 },
             ));
         }
-        Ok(Some(Completion {
+        Ok(Completion {
             wr_id: wc.wr_id,
             byte_len: wc.byte_len,
             is_recv,
-        }))
+        })
     }
 
-    /// Busy-poll the CQ for the next completion, for latency measurements.
+    fn poll_once(&mut self) -> Result<Option<Completion>, CmError> {
+        match self.cq.poll(&mut self.wc) {
+            Ok(0) => Ok(None),
+            Ok(_) => self.completion().map(Some),
+            Err(f) => Err(self.transfer_err(f)),
+        }
+    }
+
+    /// Busy-poll the CQ for the next completion, for latency measurements: qp.rs's
+    /// [`Cq::wait`], which reads no clock while completions keep coming.
     pub fn poll(&mut self, waiting_for: &'static str) -> Result<Completion, CmError> {
-        let deadline = Instant::now() + self.timeout;
-        let mut spins = 0u32;
-        loop {
-            if let Some(c) = self.poll_once()? {
-                return Ok(c);
-            }
-            spins = spins.wrapping_add(1);
-            if spins % 1024 == 0 && Instant::now() > deadline {
-                return Err(self.err(
-                    Stage::Transfer,
-                    Failure::Timeout {
-                        waiting_for,
-                        after: self.timeout,
-                    },
-                ));
-            }
+        match self.cq.wait(&mut self.wc, self.timeout) {
+            Ok(_) => self.completion(),
+            Err(QpFailure {
+                cause: Cause::Timeout { .. },
+                ..
+            }) => Err(self.err(
+                Stage::Transfer,
+                Failure::Timeout {
+                    waiting_for,
+                    after: self.timeout,
+                },
+            )),
+            Err(f) => Err(self.transfer_err(f)),
         }
     }
 
