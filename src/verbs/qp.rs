@@ -482,12 +482,6 @@ impl Pd {
     }
 }
 
-impl Pd {
-    pub(super) fn raw(&self) -> *mut sys::ibv_pd {
-        self.raw
-    }
-}
-
 impl Drop for Pd {
     fn drop(&mut self) {
         // SAFETY: MRs and QPs hold an Rc to this PD.
@@ -723,10 +717,6 @@ impl Cq {
                 sys::ibv_ack_cq_events(cq, 1);
             }
         }
-    }
-
-    pub(super) fn raw(&self) -> *mut sys::ibv_cq {
-        self.raw
     }
 
     /// Non-blocking: copies up to `out.len()` (at most 16) completions into `out`.

@@ -1,7 +1,8 @@
 //! Device listing, opening and the read-only queries (device, port, GID).
 //!
-//! sideway gives the device list and the context (whose Drop closes the device, and which
-//! the data-path code reuses for PDs, CQs and QPs). The queries themselves go straight to
+//! This is the one device opener: qp.rs's data-path `Context` is built on an [`OpenDevice`].
+//! sideway gives the device list and the context (whose Drop closes the device). The
+//! queries go straight to
 //! rdma-mummy-sys with zeroed structs, because sideway's wrappers leave the extended
 //! fields uninitialised when the provider falls back to the legacy call, read errno from
 //! the wrong place for `ibv_query_gid`, and panic on transport or GID type values they do
@@ -188,11 +189,6 @@ impl OpenDevice {
     /// The device's sysfs directory as libibverbs sees it (`/sys/class/infiniband/<dev>`).
     pub fn ibdev_path(&self) -> &std::path::Path {
         &self.ibdev_path
-    }
-
-    /// The sideway context, for the data-path code (PDs, CQs, QPs).
-    pub fn context(&self) -> &Arc<DeviceContext> {
-        &self.context
     }
 
     /// The raw context, for the data path (qp.rs) built on this device.
