@@ -222,4 +222,3 @@ impl fmt::Display for VerbsError {
 }
 
 impl std::error::Error for VerbsError {}
-
