@@ -425,3 +425,54 @@ fn every_json_key_is_documented() {
     assert!(missing.is_empty(), "undocumented JSON keys: {missing:?}");
     assert!(found.contains("read_problems") && found.contains("lmc") && found.contains("mac"));
 }
+
+/// `check` prints its findings through the same renderer as doctor, and on a captured tree
+/// says that the kernel's CM was not asked instead of asking this host's kernel.
+#[test]
+fn check_on_a_captured_tree_skips_the_kernel_choice() {
+    let rxe = sysfs("rxe-veth-basic");
+    let r = run(&[
+        "--sysfs",
+        &rxe,
+        "check",
+        "-d",
+        "rxe0",
+        "--peer",
+        "192.168.77.2",
+    ]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stdout.contains("auto: chose index 1"), "{}", r.stdout);
+    assert!(
+        r.stdout.contains(
+            "info  kernel-choice  kernel's GID choice not asked: --sysfs points at a captured tree"
+        ),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        r.stdout
+            .contains("ok    mtu            RoCE MTU 1024 over netdev veth0 MTU 1500"),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        r.stdout.ends_with("warning(s), 0 failure(s)\n"),
+        "{}",
+        r.stdout
+    );
+    let j = run(&["-j", "--sysfs", &rxe, "check", "-d", "rxe0", "-g", "7"]);
+    assert_eq!(j.code, 1);
+    let v: serde_json::Value = serde_json::from_str(&j.stdout).unwrap();
+    let slot = v["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["code"] == "gid-slot")
+        .unwrap();
+    assert_eq!(slot["severity"], "fail");
+    assert!(
+        slot["fix"].as_str().unwrap().contains("use GID index 1"),
+        "{slot}"
+    );
+    assert!(v.get("kernel_choice").is_none());
+}

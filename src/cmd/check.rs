@@ -1218,7 +1218,10 @@ mod tests {
         assert!(out.contains("index 0   rejected"), "{out}");
         assert!(out.contains("\nok    gid-slot "), "{out}");
         assert!(out.contains("        evidence: gids/1 = "), "{out}");
-        assert!(out.ends_with("6 ok, 2 info, 0 warning(s), 0 failure(s)"), "{out}");
+        assert!(
+            out.ends_with("6 ok, 2 info, 0 warning(s), 0 failure(s)"),
+            "{out}"
+        );
         let json: serde_json::Value = serde_json::from_str(&output::json(&report)).unwrap();
         assert_eq!(json["selection"]["chosen"], 1);
         assert_eq!(json["checks"][0]["severity"], "ok");

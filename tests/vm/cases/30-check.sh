@@ -30,6 +30,17 @@ expect_rc 1 "check -g 7 fails" "$RDMACTL" check -d rxe0 -g 7
 expect_out "-g 7 is an empty slot" 'FAIL +gid-slot +GID index 7 on rxe0/1 is an empty slot' \
     "$RDMACTL" check -d rxe0 -g 7
 expect_out "-g 7 names index 1" "fix: +use $IDX1" "$RDMACTL" check -d rxe0 -g 7
+# Past the table: the slot count comes from the live sysfs table.
+expect_out "-g 5000 is past the table and names index 1" \
+    'FAIL +gid-slot +GID index 5000 is past the end of rxe0/1.s table \([0-9]+ entries\)' \
+    "$RDMACTL" check -d rxe0 -g 5000
+expect_out "-g 5000 names index 1" "fix: +use $IDX1" "$RDMACTL" check -d rxe0 -g 5000
+
+# On the live host the port's active MTU comes from verbs (ibv_query_port), judged as doctor does.
+expect_out "the MTU check uses verbs' active_mtu" \
+    'ok +mtu +RoCE MTU 1024 over netdev veth0 MTU 1500' "$RDMACTL" check -d rxe0 -g 1
+expect_out "active_mtu came from ibv_query_port" 'evidence: active_mtu from ibv_query_port' \
+    "$RDMACTL" check -d rxe0 -g 1
 
 # auto picks index 1 and says why it rejected index 0.
 expect_rc 0 "check -g auto toward the peer passes" \

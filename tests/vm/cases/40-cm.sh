@@ -38,25 +38,28 @@ expect_out "broken librdmacm.so.1: names librdmacm1" 'librdmacm could not be loa
   env LD_LIBRARY_PATH=/tmp/nocm $R pingpong --cm 192.168.77.1 --timeout 2
 
 # ---- the kernel's GID choice (check --peer)
-# With -d rxe0 the source is rxe0's address, so the kernel resolves 192.168.77.2 from rxe0.
-expect_out "check --peer 192.168.77.2 -d rxe0: rxe0/1 GID index 1 (IPv4-mapped, RoCE v2, veth0)" \
-  'kernel would use rxe0/1 GID index 1 \(0000:0000:0000:0000:0000:ffff:c0a8:4d01, RoCE v2, veth0\) toward 192.168.77.2 from 192.168.77.1' \
+# check pins the CM source to the checked GID's address, so the kernel resolves
+# 192.168.77.2 from rxe0 even though both addresses are local to this one kernel.
+expect_out "check --peer 192.168.77.2 -d rxe0: the kernel uses rxe0/1 GID index 1 (RoCE v2, veth0), as auto does" \
+  '^ok +kernel-choice +the kernel would use rxe0/1 GID index 1 \(RoCE v2, ::ffff:192\.168\.77\.1 on veth0\) toward 192\.168\.77\.2 from 192\.168\.77\.1: the same index auto chose index 1' \
+  $R check --peer 192.168.77.2 -d rxe0
+expect_out "check --peer 192.168.77.2 -d rxe0: the evidence names the sgid" \
+  'evidence: rdma_resolve_addr \+ rdma_resolve_route toward 192\.168\.77\.2 from 192\.168\.77\.1: rxe0/1, sgid 0000:0000:0000:0000:0000:ffff:c0a8:4d01' \
   $R check --peer 192.168.77.2 -d rxe0
 expect_out "check --peer 192.168.77.2 -d rxe0 -g 0: warns, index 0 is link-local" \
-  'warning: you gave -g 0, the kernel would use index 1 .*link-local.*Use -g 1' \
+  '^warn +kernel-choice +the kernel would use rxe0/1 GID index 1 .*; you gave -g 0: index 0 is link-local' \
   $R check --peer 192.168.77.2 -d rxe0 -g 0
-expect_out "check --peer 192.168.77.2 -d rxe0 -g 1: agrees" 'same index the kernel picks' \
+expect_out "check --peer 192.168.77.2 -d rxe0 -g 0: the fix is -g 1" 'fix: use -g 1 ' \
+  $R check --peer 192.168.77.2 -d rxe0 -g 0
+expect_out "check --peer 192.168.77.2 -d rxe0 -g 1: agrees" '^ok +kernel-choice .*: the same index you gave -g 1' \
   $R check --peer 192.168.77.2 -d rxe0 -g 1
 $R -j check --peer 192.168.77.2 -d rxe0 -g 0 > "$RESULTS/check-json.txt"
-check "check --peer -j: kernel.device rxe0, gid_index 1, agrees false" \
-  jqf '.kernel.device == "rxe0" and .kernel.gid_index == 1 and .kernel.netdev == "veth0" and .agrees == false' "$RESULTS/check-json.txt"
-# Without a source address both IPs are local to this one kernel: measured, the kernel
-# takes the route's local source, i.e. the peer address's own device.
-$R check --peer 192.168.77.2 > "$RESULTS/check-nosrc.txt" 2>&1
-echo "kernel choice without -d: $(cat "$RESULTS/check-nosrc.txt")"
-expect_out "check --peer 192.168.77.2 without -d: the kernel uses rxe1 (the address is local to rxe1)" \
-  'kernel would use rxe1/1 GID index 1 .* toward 192.168.77.2' $R check --peer 192.168.77.2
-
+check "check --peer -j: kernel_choice.kernel.device rxe0, gid_index 1, agrees false; a kernel-choice warning" \
+  jqf '.kernel_choice.kernel.device == "rxe0" and .kernel_choice.kernel.gid_index == 1 and .kernel_choice.kernel.netdev == "veth0" and .kernel_choice.agrees == false and .kernel_choice.source == "192.168.77.1" and any(.checks[]; .code == "kernel-choice" and .severity == "warn")' "$RESULTS/check-json.txt"
+# From rxe1 the same question resolves on rxe1 (source 192.168.77.2).
+expect_out "check --peer 192.168.77.1 -d rxe1: the kernel uses rxe1/1 GID index 1" \
+  '^ok +kernel-choice +the kernel would use rxe1/1 GID index 1 .* toward 192\.168\.77\.1 from 192\.168\.77\.2' \
+  $R check --peer 192.168.77.1 -d rxe1
 # ---- pingpong --cm, server on rxe0, client on rxe1, every op, JSON checked
 port=18600
 for op in send write read all; do
