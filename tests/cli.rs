@@ -215,7 +215,17 @@ fn errors_are_one_line_naming_what_exists_with_their_exit_codes() {
         (vec!["--sysfs", &ib, "ports", "mlx5_0/2"], 3, "no port 2 on mlx5_0; ports: 1".into()),
         (vec!["--sysfs", &ib, "gids", "-i", "2"], 3, "no port 2 on any device; ports: 1".into()),
         (vec!["--sysfs", &ib, "gids", "mlx5_0/1", "-i", "2"], 2, "port 1 in DEV/PORT and -i 2 disagree; give one".into()),
-        (vec!["--sysfs", &rxe, "devices", "-v"], 2, "devices -v needs the verbs layer".into()),
+        (
+            vec!["--sysfs", &rxe, "devices", "-v"],
+            2,
+            format!(
+                "devices -v needs live verbs queries, and --sysfs ({rxe}) is a captured tree, so they are skipped. \
+                 Missing without verbs: max_* limits, device_cap_flags(_ex), atomic_cap, ODP caps, completion \
+                 timestamp mask, hca_core_clock, TSO/RSS/packet pacing/tag matching caps, num_comp_vectors, and \
+                 per port max_msg_sz, port_cap_flags2, max_vl_num, bad_pkey_cntr, qkey_viol_cntr, subnet_timeout, \
+                 init_type_reply. Run `rdmactl devices` (without -v) for the fields sysfs has"
+            ),
+        ),
         (
             vec!["gid", "decode", "::1", "10.11.11.251"],
             2,

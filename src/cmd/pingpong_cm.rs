@@ -15,8 +15,8 @@ use serde::Serialize;
 use crate::app::Ctx;
 use crate::cli::{GidIndexArg, Op as OpArg, PingpongArgs, SelftestArgs};
 use crate::error::{exit, Error, Result};
-use crate::gid::Gid;
 use crate::output;
+use crate::sysfs::SysfsRoot;
 use crate::verbs::cm::{
     self, CmError, ConnInfo, ConnectOptions, Endpoint, Listener, Op, Region, Resolution, StepDone,
     Wake,
@@ -134,48 +134,27 @@ fn timeout_of(secs: f64) -> Result<Duration> {
 /// The IPv4 address a RoCE port carries, from its GID table in sysfs (the IPv4-mapped
 /// GID); the CM needs an address, not a device name.
 pub fn device_ipv4(sysfs: &Path, device: &str, port: u32) -> Result<IpAddr> {
-    let dir = sysfs.join(format!("class/infiniband/{device}/ports/{port}/gids"));
-    let entries = std::fs::read_dir(&dir).map_err(|source| {
-        if source.kind() == std::io::ErrorKind::NotFound {
+    SysfsRoot::new(sysfs)
+        .gid_table(device, port, false)?
+        .iter()
+        .find_map(|e| e.gid.ipv4().filter(|ip| !ip.is_unspecified()))
+        .map(IpAddr::V4)
+        .ok_or_else(|| {
             Error::Usage(format!(
-                "no {device}/{port} in {}: check the device name (rdmactl devices)",
-                dir.display()
+                "{device}/{port} has no IPv4 address in its GID table; the CM connects by IP address: \
+                 give one with --bind, or put an address on the port's netdev"
             ))
-        } else {
-            Error::Io {
-                path: dir.clone(),
-                source,
-            }
-        }
-    })?;
-    let mut found: Vec<(u32, Ipv4Addr)> = entries
-        .filter_map(|e| e.ok())
-        .filter_map(|e| {
-            let index = e.file_name().to_str()?.parse::<u32>().ok()?;
-            let text = std::fs::read_to_string(e.path()).ok()?;
-            let gid = Gid::parse(text.trim()).ok()?;
-            gid.ipv4()
-                .filter(|ip| !ip.is_unspecified())
-                .map(|ip| (index, ip))
         })
-        .collect();
-    found.sort();
-    found.first().map(|(_, ip)| IpAddr::V4(*ip)).ok_or_else(|| {
-        Error::Usage(format!(
-            "{device}/{port} has no IPv4 address in its GID table; the CM connects by IP address: \
-             give one with --bind, or put an address on the port's netdev"
-        ))
-    })
 }
 
 fn first_device(sysfs: &Path) -> Result<String> {
-    let dir = sysfs.join("class/infiniband");
-    let mut names: Vec<String> = std::fs::read_dir(&dir)
-        .map_err(|_| Error::NoRdma { path: dir.clone() })?
-        .filter_map(|e| e.ok()?.file_name().into_string().ok())
-        .collect();
-    names.sort();
-    names.into_iter().next().ok_or(Error::NoRdma { path: dir })
+    let root = SysfsRoot::new(sysfs);
+    root.device_names()?
+        .into_iter()
+        .next()
+        .ok_or_else(|| Error::NoDevices {
+            path: root.path().join("class/infiniband"),
+        })
 }
 
 fn peer_addr(server: &str, port: u16) -> Result<SocketAddr> {
@@ -842,7 +821,7 @@ mod tests {
         );
         assert!(matches!(
             device_ipv4(root, "mlx5_9", 1),
-            Err(Error::Usage(_))
+            Err(Error::NoSuchDevice { .. })
         ));
     }
 }

@@ -1,3 +1,4 @@
+# vm-timeout: 300
 # 40-cm: the RDMA connection manager. pingpong --cm rxe0<->rxe1 for every op, selftest
 # --cm, the kernel's GID choice for check --peer, and every CM failure the VM can produce,
 # each explained within its timeout. Sourced by the guest runner (set -u, lib.sh loaded).
@@ -45,12 +46,12 @@ expect_out "check --peer 192.168.77.2 -d rxe0: the kernel uses rxe0/1 GID index 
   $R check --peer 192.168.77.2 -d rxe0
 expect_out "check --peer 192.168.77.2 -d rxe0: the evidence names the sgid" \
   'evidence: rdma_resolve_addr \+ rdma_resolve_route toward 192\.168\.77\.2 from 192\.168\.77\.1: rxe0/1, sgid 0000:0000:0000:0000:0000:ffff:c0a8:4d01' \
-  $R check --peer 192.168.77.2 -d rxe0
+  cat "$LAST_OUT"
 expect_out "check --peer 192.168.77.2 -d rxe0 -g 0: warns, index 0 is link-local" \
   '^warn +kernel-choice +the kernel would use rxe0/1 GID index 1 .*; you gave -g 0: index 0 is link-local' \
   $R check --peer 192.168.77.2 -d rxe0 -g 0
 expect_out "check --peer 192.168.77.2 -d rxe0 -g 0: the fix is -g 1" 'fix: use -g 1 ' \
-  $R check --peer 192.168.77.2 -d rxe0 -g 0
+  cat "$LAST_OUT"
 expect_out "check --peer 192.168.77.2 -d rxe0 -g 1: agrees" '^ok +kernel-choice .*: the same index you gave -g 1' \
   $R check --peer 192.168.77.2 -d rxe0 -g 1
 $R -j check --peer 192.168.77.2 -d rxe0 -g 0 > "$RESULTS/check-json.txt"
