@@ -15,6 +15,10 @@ within() { awk -v e="$1" -v lim="$2" 'BEGIN { exit !(e <= lim) }'; }
 [ -d /sys/class/misc/rdma_cm ] || modprobe rdma_ucm
 check "rdma_ucm loaded (/sys/class/misc/rdma_cm)" test -d /sys/class/misc/rdma_cm
 
+# A file's lines joined into one, for regexes that span an explanation's lines. lib.sh runs
+# each command with stdin from /dev/null, so the file goes in as an argument.
+one_line() { sh -c 'tr "\n" " " < "$1"' one_line "$1"; }
+
 # A JSON check that fails on an empty file (jq -e alone passes on no input).
 jqf() { local f=${*: -1}; test -s "$f" && jq -e "$@"; }
 
@@ -128,7 +132,7 @@ echo "no listener: wall clock $(elapsed_since "$t0")s"
 check "no listener: exit 1" test "$rc" = 1
 expect_out "no listener: REJECTED with IB_CM_REJ_INVALID_SERVICE_ID, explained" \
   'connect toward 192.168.77.1:18999 on rxe1: RDMA_CM_EVENT_REJECTED \(status 8: IB_CM_REJ_INVALID_SERVICE_ID\) after [0-9.]+ s.*nobody listens on 192.168.77.1 port 18999.*start the server first' \
-  tr '\n' ' ' < "$RESULTS/nolistener.txt"
+  one_line "$RESULTS/nolistener.txt"
 a=$(after_of "$RESULTS/nolistener.txt"); check "no listener: the reject came within the 3 s timeout (after ${a:-?} s)" within "${a:-99}" 3
 
 # No route at all (the VM has no default route): the kernel refuses at once.
@@ -138,7 +142,7 @@ echo "no route: wall clock $(elapsed_since "$t0")s"
 check "no route: exit 1, no hang" test "$rc" = 1
 expect_out "no route to 192.168.99.1: ENETUNREACH explained" \
   'resolve address toward 192.168.99.1:18515: rdma_resolve_addr failed: ENETUNREACH.*no route to 192.168.99.1.*ip route get 192.168.99.1' \
-  tr '\n' ' ' < "$RESULTS/noroute.txt"
+  one_line "$RESULTS/noroute.txt"
 
 # On-link but nobody there: ARP gets no reply, the CM reports ADDR_ERROR -ETIMEDOUT.
 t0=$(date +%s.%N)
@@ -147,9 +151,12 @@ echo "no neighbour: wall clock $(elapsed_since "$t0")s"
 check "no neighbour: exit 1, no hang" test "$rc" = 1
 expect_out "no neighbour at 192.168.77.99: ADDR_ERROR ETIMEDOUT explained" \
   'resolve address toward 192.168.77.99:18515: RDMA_CM_EVENT_ADDR_ERROR \(status -110: ETIMEDOUT.*no ARP/neighbour reply from 192.168.77.99' \
-  tr '\n' ' ' < "$RESULTS/noneigh.txt"
+  one_line "$RESULTS/noneigh.txt"
 a=$(after_of "$RESULTS/noneigh.txt"); check "no neighbour: ADDR_ERROR within the 2 s timeout (+0.5 s kernel slack; after ${a:-?} s)" within "${a:-99}" 2.5
 expect_rc 1 "check --peer 192.168.77.99: exit 1" timeout 30 $R check --peer 192.168.77.99 -d rxe0
+expect_out "check --peer 192.168.77.99: the kernel-choice finding carries the CM's ADDR_ERROR and its fix" \
+  '^FAIL +kernel-choice +the kernel cannot resolve a path to 192\.168\.77\.99 from 192\.168\.77\.1: .*RDMA_CM_EVENT_ADDR_ERROR \(status -110: ETIMEDOUT' \
+  cat "$LAST_OUT"
 
 # Binding an address this host does not have.
 expect_out "--bind 10.9.9.9 (not local): explained" 'bind.*EADDRNOTAVAIL|not configured' \
