@@ -88,17 +88,22 @@ pub fn ask(peer: IpAddr, checked: &Checked) -> (Finding, KernelChoice) {
                 .evidence(e.explanation())
                 .fix(e.fix())
         }
-        Err(e) => Finding::new(
-            Severity::Fail,
-            CODE,
-            format!(
-                "the kernel cannot resolve a path to {peer}{}: {}",
-                from(choice.source),
-                e.summary()
-            ),
-        )
-        .evidence(e.explanation())
-        .fix(e.fix()),
+        Err(e) => {
+            // The message names the peer already; the CM's own line would add it as `IP:0`.
+            let mut step = e.clone();
+            step.peer = None;
+            Finding::new(
+                Severity::Fail,
+                CODE,
+                format!(
+                    "the kernel cannot resolve a path to {peer}{}: {}",
+                    from(choice.source),
+                    step.summary()
+                ),
+            )
+            .evidence(e.explanation())
+            .fix(e.fix())
+        }
     };
     (finding, choice)
 }
@@ -206,10 +211,15 @@ pub fn compare(res: &Resolution, checked: &Checked, source: Option<IpAddr>) -> F
         ));
     };
     if index == kernel_index {
+        let same = if checked.auto {
+            "auto chose the same index".to_string()
+        } else {
+            format!("the same index you gave (-g {index})")
+        };
         return with_evidence(Finding::new(
             Severity::Ok,
             CODE,
-            format!("{headline}: the same index {you}"),
+            format!("{headline}: {same}"),
         ));
     }
     let given = checked.gids.iter().find(|e| e.index == index);
@@ -298,14 +308,14 @@ mod tests {
                 resolution("rxe0", Some(1)),
                 checked(Some(1), false),
                 Severity::Ok,
-                &["the kernel would use rxe0/1 GID index 1 (RoCE v2, ::ffff:192.168.77.1 on veth0) toward 192.168.77.2 from 192.168.77.1", "the same index you gave -g 1"],
+                &["the kernel would use rxe0/1 GID index 1 (RoCE v2, ::ffff:192.168.77.1 on veth0) toward 192.168.77.2 from 192.168.77.1", "the same index you gave (-g 1)"],
             ),
             (
                 "same index auto",
                 resolution("rxe0", Some(1)),
                 checked(Some(1), true),
                 Severity::Ok,
-                &["the same index auto chose index 1"],
+                &["from 192.168.77.1: auto chose the same index"],
             ),
             (
                 "link-local given",

@@ -46,7 +46,7 @@ expect_out "broken librdmacm.so.1: names librdmacm1" 'librdmacm could not be loa
 # check pins the CM source to the checked GID's address, so the kernel resolves
 # 192.168.77.2 from rxe0 even though both addresses are local to this one kernel.
 expect_out "check --peer 192.168.77.2 -d rxe0: the kernel uses rxe0/1 GID index 1 (RoCE v2, veth0), as auto does" \
-  '^ok +kernel-choice +the kernel would use rxe0/1 GID index 1 \(RoCE v2, ::ffff:192\.168\.77\.1 on veth0\) toward 192\.168\.77\.2 from 192\.168\.77\.1: the same index auto chose index 1' \
+  '^ok +kernel-choice +the kernel would use rxe0/1 GID index 1 \(RoCE v2, ::ffff:192\.168\.77\.1 on veth0\) toward 192\.168\.77\.2 from 192\.168\.77\.1: auto chose the same index' \
   $R check --peer 192.168.77.2 -d rxe0
 expect_out "check --peer 192.168.77.2 -d rxe0: the evidence names the sgid" \
   'evidence: rdma_resolve_addr \+ rdma_resolve_route toward 192\.168\.77\.2 from 192\.168\.77\.1: rxe0/1, sgid 0000:0000:0000:0000:0000:ffff:c0a8:4d01' \
@@ -56,7 +56,7 @@ expect_out "check --peer 192.168.77.2 -d rxe0 -g 0: warns, index 0 is link-local
   $R check --peer 192.168.77.2 -d rxe0 -g 0
 expect_out "check --peer 192.168.77.2 -d rxe0 -g 0: the fix is -g 1" 'fix: use -g 1 ' \
   cat "$LAST_OUT"
-expect_out "check --peer 192.168.77.2 -d rxe0 -g 1: agrees" '^ok +kernel-choice .*: the same index you gave -g 1' \
+expect_out "check --peer 192.168.77.2 -d rxe0 -g 1: agrees" '^ok +kernel-choice .*: the same index you gave \(-g 1\)' \
   $R check --peer 192.168.77.2 -d rxe0 -g 1
 $R -j check --peer 192.168.77.2 -d rxe0 -g 0 > "$RESULTS/check-json.txt"
 check "check --peer -j: kernel_choice.kernel.device rxe0, gid_index 1, agrees false; a kernel-choice warning" \
