@@ -222,3 +222,4 @@ impl fmt::Display for VerbsError {
 }
 
 impl std::error::Error for VerbsError {}
+
