@@ -1,3 +1,4 @@
+# vm-timeout: 240
 # rdmactl doctor on a real rxe host: healthy, then each broken piece named with its fix.
 # Breakage happens in private mount namespaces (unshare -m) or is undone by restore_net.
 
