@@ -27,7 +27,6 @@ impl SysfsRoot {
         SysfsRoot { root: root.into() }
     }
 
-    #[allow(dead_code)] // API for doctor/check (other branches)
     pub fn path(&self) -> &Path {
         &self.root
     }
@@ -105,7 +104,6 @@ impl SysfsRoot {
     }
 
     /// One port of one device; `NoSuchPort` lists the device's ports.
-    #[allow(dead_code)] // API for check/pingpong (other branches)
     pub fn port(&self, device: &str, port: u32) -> Result<Port> {
         self.check_port(device, port)?;
         Ok(self.read_port(device, port))
@@ -162,7 +160,6 @@ impl SysfsRoot {
     }
 
     /// `class/net/<name>/`; None when the interface is not there.
-    #[allow(dead_code)] // API for doctor/check (other branches)
     pub fn netdev(&self, name: &str) -> Option<Netdev> {
         self.read_netdev(name, &mut Vec::new())
     }
