@@ -1235,7 +1235,7 @@ fn all_read_problems(d: &Device) -> Vec<ReadProblem> {
 }
 
 /// Verbs and sysfs describe the same device: add the sysfs-only parts.
-fn merge_sysfs(info: &mut DevInfo, d: &Device) {
+fn merge_sysfs(info: &mut DevInfo, d: &Device, root: &SysfsRoot) {
     info.driver = d.driver.clone();
     info.uverbs = d.uverbs.clone();
     info.read_problems = all_read_problems(d);
@@ -1244,13 +1244,24 @@ fn merge_sysfs(info: &mut DevInfo, d: &Device) {
             continue;
         };
         port.sysfs = PortSysfs::of(sp);
-        for g in &mut port.gids {
-            g.netdev = sp
-                .gids
-                .iter()
-                .find(|s| s.index == g.index)
-                .and_then(|s| s.netdev.clone());
+        if port.link_layer != "Ethernet" {
+            continue;
         }
+        // Only the slots verbs found populated: reading all 1024 sysfs slots again would
+        // double the cost of -v.
+        let mut gid_netdevs: Vec<String> = Vec::new();
+        for g in &mut port.gids {
+            g.netdev = root
+                .gid(&d.name, sp.number, g.index)
+                .ok()
+                .and_then(|e| e.netdev);
+            if let Some(nd) = &g.netdev {
+                if !gid_netdevs.contains(nd) {
+                    gid_netdevs.push(nd.clone());
+                }
+            }
+        }
+        port.sysfs.gid_netdevs = gid_netdevs;
     }
 }
 
@@ -1388,28 +1399,35 @@ fn not_listed(d: &Device, listed: &[String]) -> String {
 /// The sysfs devices (the list), each merged with verbs where verbs has it. A device
 /// verbs lists but sysfs does not (a /sys that is not this host's) still shows.
 pub fn gather(ctx: &Ctx, device: Option<&str>) -> Result<(Vec<Device>, Vec<DevView>)> {
-    let sysfs = SysfsRoot::new(&ctx.sysfs).select(device, None)?;
+    let root = SysfsRoot::new(&ctx.sysfs);
+    // The port netdevs first; a GID table is read in full only for a device shown from
+    // sysfs alone, where it is the GID list.
+    let mut sysfs = root.clone().netdev_only().select(device, None)?;
     let mut verbs = ask_verbs(ctx, device);
     let listed: Vec<String> = match &verbs {
         Ok(list) => list.iter().map(|(n, _)| n.clone()).collect(),
         Err(_) => Vec::new(),
     };
     let mut views = Vec::with_capacity(sysfs.len());
-    for d in &sysfs {
-        let view = match &mut verbs {
-            Err(reason) => DevView::Sysfs(Box::new(from_sysfs(d, reason.clone()))),
+    for d in &mut sysfs {
+        let reason = match &mut verbs {
+            Err(reason) => reason.clone(),
             Ok(list) => match list.iter().position(|(n, _)| *n == d.name) {
-                None => DevView::Sysfs(Box::new(from_sysfs(d, not_listed(d, &listed)))),
+                None => not_listed(d, &listed),
                 Some(i) => match list.remove(i).1 {
                     Ok(mut info) => {
-                        merge_sysfs(&mut info, d);
-                        DevView::Verbs(Box::new(info))
+                        merge_sysfs(&mut info, d, &root);
+                        views.push(DevView::Verbs(Box::new(info)));
+                        continue;
                     }
-                    Err(reason) => DevView::Sysfs(Box::new(from_sysfs(d, reason))),
+                    Err(reason) => reason,
                 },
             },
         };
-        views.push(view);
+        if let Ok(full) = root.device(&d.name) {
+            *d = full;
+        }
+        views.push(DevView::Sysfs(Box::new(from_sysfs(d, reason))));
     }
     if let Ok(rest) = verbs {
         views.extend(
@@ -1713,8 +1731,12 @@ mod tests {
         let (d, p, gids) = rxe_attrs();
         let mut info = build("rxe0", 0, None, 2, &d, &[(1, p, gids)]);
         let plain = render(&info);
-        let dev = fixture_devices("rxe-veth-basic").remove(0);
-        merge_sysfs(&mut info, &dev);
+        let root = SysfsRoot::new(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/fixtures/sysfs/rxe-veth-basic"),
+        );
+        let dev = root.clone().netdev_only().devices().unwrap().remove(0);
+        merge_sysfs(&mut info, &dev, &root);
         let merged = render(&info);
         let kept: Vec<&str> = merged.lines().filter(|l| !is_sysfs_line(l)).collect();
         assert_eq!(kept, plain.lines().collect::<Vec<_>>());
@@ -1732,6 +1754,7 @@ mod tests {
         assert_eq!(v["ports"][0]["netdev"], "veth0");
         assert_eq!(v["ports"][0]["netdev_mtu"], 1500);
         assert_eq!(v["ports"][0]["gids"][1]["netdev"], "veth0");
+        assert_eq!(v["ports"][0]["gid_netdevs"], serde_json::json!(["veth0"]));
     }
 
     #[test]
