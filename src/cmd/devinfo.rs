@@ -1379,20 +1379,20 @@ fn ask_verbs(ctx: &Ctx, device: Option<&str>) -> VerbsAnswer {
 /// node is), which is what `doctor` checks.
 fn not_listed(d: &Device, listed: &[String]) -> String {
     let lists = if listed.is_empty() {
-        "it lists no devices".to_string()
+        "which lists no devices".to_string()
     } else {
-        format!("it lists {}", listed.join(", "))
+        format!("which lists {}", listed.join(", "))
     };
     let driver = d
         .driver
         .as_ref()
         .map(|drv| format!(" for driver {drv}"))
         .unwrap_or_default();
+    // No device name in the text: devices with the same cause share one note.
     format!(
-        "libibverbs does not list {} ({lists}): no provider library{driver} is installed \
-         (Debian/Ubuntu: ibverbs-providers, RHEL: libibverbs; see /etc/libibverbs.d) or its \
-         /dev/infiniband/uverbs node is missing. `rdmactl doctor -d {}` checks both",
-        d.name, d.name
+        "not listed by libibverbs ({lists}): no provider library{driver} is installed \
+         (Debian/Ubuntu: ibverbs-providers, RHEL: libibverbs; see /etc/libibverbs.d) or the \
+         /dev/infiniband/uverbs node is missing. `rdmactl doctor` checks both"
     )
 }
 
@@ -1772,7 +1772,7 @@ mod tests {
         assert!(notes[0].ends_with("subnet_timeout, init_type_reply"));
         let listed = not_listed(&devs[0], &["rxe1".to_string()]);
         assert!(
-            listed.contains("libibverbs does not list rxe0 (it lists rxe1)"),
+            listed.starts_with("not listed by libibverbs (which lists rxe1): no provider"),
             "{listed}"
         );
     }
