@@ -32,6 +32,8 @@ const MATRIX: &[&[&str]] = &[
     &["gids"],
     &["gids", "--ip"],
     &["gids", "-j"],
+    &["devices", "-v"],
+    &["devices", "-v", "-j"],
 ];
 
 fn root() -> PathBuf {
@@ -215,17 +217,7 @@ fn errors_are_one_line_naming_what_exists_with_their_exit_codes() {
         (vec!["--sysfs", &ib, "ports", "mlx5_0/2"], 3, "no port 2 on mlx5_0; ports: 1".into()),
         (vec!["--sysfs", &ib, "gids", "-i", "2"], 3, "no port 2 on any device; ports: 1".into()),
         (vec!["--sysfs", &ib, "gids", "mlx5_0/1", "-i", "2"], 2, "port 1 in DEV/PORT and -i 2 disagree; give one".into()),
-        (
-            vec!["--sysfs", &rxe, "devices", "-v"],
-            2,
-            format!(
-                "devices -v needs live verbs queries, and --sysfs ({rxe}) is a captured tree, so they are skipped. \
-                 Missing without verbs: max_* limits, device_cap_flags(_ex), atomic_cap, ODP caps, completion \
-                 timestamp mask, hca_core_clock, TSO/RSS/packet pacing/tag matching caps, num_comp_vectors, and \
-                 per port max_msg_sz, port_cap_flags2, max_vl_num, bad_pkey_cntr, qkey_viol_cntr, subnet_timeout, \
-                 init_type_reply. Run `rdmactl devices` (without -v) for the fields sysfs has"
-            ),
-        ),
+        (vec!["--sysfs", &rxe, "devices", "-v", "-d", "mlx5_9"], 3, "no device 'mlx5_9'; devices: rxe0, rxe1".into()),
         (
             vec!["gid", "decode", "::1", "10.11.11.251"],
             2,
@@ -408,7 +400,11 @@ fn every_json_key_is_documented() {
     }
     let mut found = std::collections::BTreeSet::new();
     for tree in TREES {
-        for cmd in [&["devices", "-j"][..], &["gids", "--all", "-j"]] {
+        for cmd in [
+            &["devices", "-j"][..],
+            &["gids", "--all", "-j"],
+            &["devices", "-v", "-j"],
+        ] {
             let dir = sysfs(tree);
             let mut args = vec!["--sysfs", dir.as_str()];
             args.extend_from_slice(cmd);

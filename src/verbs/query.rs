@@ -171,6 +171,77 @@ pub fn open_devices(only: Option<&str>) -> Result<Vec<OpenDevice>, VerbsError> {
     Ok(opened)
 }
 
+/// Each device libibverbs lists, by name, opened or with the reason it did not open.
+pub type EachDevice = Vec<(String, Result<OpenDevice, VerbsError>)>;
+
+/// Like `open_devices`, but one device that fails to open (EACCES on its uverbs node)
+/// does not hide the others: each listed device comes with its own result. The outer
+/// error is for the list itself (no libibverbs, no kernel support).
+pub fn open_each(only: Option<&str>) -> Result<EachDevice, VerbsError> {
+    let list = device_list()?;
+    let mut out = Vec::new();
+    for device in list.iter() {
+        let name = device.name();
+        if only.is_some_and(|wanted| wanted != name) {
+            continue;
+        }
+        let raw = raw_device(device);
+        // SAFETY: `raw` comes from the live device list, which outlives these reads.
+        let (transport, node_type, ibdev_path, node_name) = unsafe {
+            (
+                (*raw).transport_type,
+                (*raw).node_type,
+                PathBuf::from(c_chars_to_string(&(*raw).ibdev_path)),
+                c_chars_to_string(&(*raw).dev_name),
+            )
+        };
+        let opened = device
+            .open()
+            .map(|context| OpenDevice {
+                name: name.clone(),
+                transport,
+                node_type,
+                ibdev_path,
+                context,
+            })
+            .map_err(|e| {
+                let errno = match e.0 {
+                    OpenDeviceErrorKind::Ibverbs(io) => io.raw_os_error(),
+                    _ => None,
+                }
+                .unwrap_or(libc::EIO);
+                VerbsError::Open {
+                    device: name.clone(),
+                    errno: node_errno(&node_name, errno),
+                }
+            });
+        out.push((name, opened));
+    }
+    drop(list);
+    Ok(out)
+}
+
+/// libibverbs reports ENOENT when /dev/infiniband/uverbsN exists but this user may not
+/// open it (after the node, it tries /dev/char/MAJ:MIN, which is missing), so the reader
+/// would be told to load ib_uverbs. Ask the node itself whether it is a permission problem.
+fn node_errno(node_name: &str, errno: i32) -> i32 {
+    if errno != libc::ENOENT || node_name.is_empty() || node_name.contains('/') {
+        return errno;
+    }
+    let Ok(path) = CString::new(format!("/dev/infiniband/{node_name}")) else {
+        return errno;
+    };
+    // SAFETY: access() with a valid C string.
+    let ret = unsafe { libc::access(path.as_ptr(), libc::R_OK | libc::W_OK) };
+    if ret == 0 {
+        return errno;
+    }
+    match io::Error::last_os_error().raw_os_error() {
+        Some(real @ (libc::EACCES | libc::EPERM)) => real,
+        _ => errno,
+    }
+}
+
 /// Failed verbs calls return either -1 with errno set, or the errno value itself.
 fn errno_of(ret: libc::c_int) -> i32 {
     if ret < 0 {
