@@ -2,58 +2,18 @@
 //! Gathering (sysfs, /dev, /proc, verbs) happens in `cmd::doctor`; this module holds the
 //! facts it gathered and the pure rules that turn them into findings.
 
-use serde::Serialize;
-
 use crate::error::Error;
+use crate::explain::{Finding, Severity};
 use crate::model::{Device, LinkLayer, PhysState, Port, PortState};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Verdict {
-    Ok,
-    Warn,
-    Fail,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Finding {
-    /// Stable identifier of the check, e.g. `memlock`, `port-state`.
-    pub check: &'static str,
-    /// What was checked: a device, `dev/port`, a netdev, or the host.
-    pub subject: String,
-    pub verdict: Verdict,
-    pub summary: String,
-    pub evidence: Vec<String>,
-    /// One line saying what to change; None when nothing needs to change.
-    pub fix: Option<String>,
-}
-
-impl Finding {
-    fn new(
-        check: &'static str,
-        subject: impl Into<String>,
-        verdict: Verdict,
-        summary: impl Into<String>,
-    ) -> Self {
-        Finding {
-            check,
-            subject: subject.into(),
-            verdict,
-            summary: summary.into(),
-            evidence: Vec::new(),
-            fix: None,
-        }
-    }
-
-    fn evidence(mut self, line: impl Into<String>) -> Self {
-        self.evidence.push(line.into());
-        self
-    }
-
-    fn fix(mut self, fix: impl Into<String>) -> Self {
-        self.fix = Some(fix.into());
-        self
-    }
+/// A doctor finding: every one names its subject (`host`, a device, `dev/port`).
+fn finding(
+    code: &str,
+    subject: impl Into<String>,
+    severity: Severity,
+    message: impl Into<String>,
+) -> Finding {
+    Finding::new(severity, code, message).subject(subject)
 }
 
 /// `Max locked memory` from /proc/self/limits: None means unlimited.
@@ -155,10 +115,10 @@ pub fn memlock_finding(
 ) -> Finding {
     let subject = "host";
     let Some(limit) = soft_limit else {
-        return Finding::new(
+        return finding(
             "memlock",
             subject,
-            Verdict::Warn,
+            Severity::Warn,
             "cannot read RLIMIT_MEMLOCK",
         )
         .evidence("no 'Max locked memory' line in /proc/self/limits");
@@ -173,51 +133,51 @@ pub fn memlock_finding(
         }
     );
     if cap_ipc_lock == Some(true) || euid_root && cap_ipc_lock != Some(false) {
-        return Finding::new(
+        return finding(
             "memlock",
             subject,
-            Verdict::Ok,
+            Severity::Ok,
             "memory registration is not limited (CAP_IPC_LOCK)",
         )
         .evidence(evidence);
     }
     match limit {
-        None => Finding::new("memlock", subject, Verdict::Ok, "locked memory is unlimited").evidence(evidence),
-        Some(bytes) if bytes < needed => Finding::new(
+        None => finding("memlock", subject, Severity::Ok, "locked memory is unlimited").evidence(evidence),
+        Some(bytes) if bytes < needed => finding(
             "memlock",
             subject,
-            Verdict::Fail,
+            Severity::Fail,
             format!("locked-memory limit {shown} is below the {} a test registers: ibv_reg_mr will fail with ENOMEM", human_bytes(needed)),
         )
         .evidence(evidence)
         .fix("raise it: `ulimit -l unlimited`, `memlock unlimited` in /etc/security/limits.conf, LimitMEMLOCK=infinity in the systemd unit, or --ulimit memlock=-1 for containers"),
-        Some(bytes) if bytes <= 64 << 20 => Finding::new(
+        Some(bytes) if bytes <= 64 << 20 => finding(
             "memlock",
             subject,
-            Verdict::Warn,
+            Severity::Warn,
             format!("locked-memory limit {shown} is enough for rdmactl but small for real workloads (MPI, NCCL, storage)"),
         )
         .evidence(evidence)
         .fix("raise it: `memlock unlimited` in /etc/security/limits.conf or LimitMEMLOCK=infinity in the systemd unit"),
-        Some(_) => Finding::new("memlock", subject, Verdict::Ok, format!("locked-memory limit {shown}")).evidence(evidence),
+        Some(_) => finding("memlock", subject, Severity::Ok, format!("locked-memory limit {shown}")).evidence(evidence),
     }
 }
 
 /// `class/infiniband` and what is in it.
 pub fn kernel_finding(sysfs_dir: &str, devices: Result<&[Device], &Error>) -> Finding {
     match devices {
-        Ok([]) => Finding::new("kernel", "host", Verdict::Fail, "the RDMA core is loaded but no device is registered")
+        Ok([]) => finding("kernel", "host", Severity::Fail, "the RDMA core is loaded but no device is registered")
             .evidence(format!("{sysfs_dir} is empty"))
             .fix("load the NIC's RDMA driver (mlx5_ib, irdma, bnxt_re, ...), or for Soft-RoCE: modprobe rdma_rxe; rdma link add rxe0 type rxe netdev <if>"),
         Ok(devs) => {
             let names: Vec<&str> = devs.iter().map(|d| d.name.as_str()).collect();
-            Finding::new("kernel", "host", Verdict::Ok, format!("{} RDMA device(s): {}", devs.len(), names.join(", ")))
+            finding("kernel", "host", Severity::Ok, format!("{} RDMA device(s): {}", devs.len(), names.join(", ")))
                 .evidence(format!("{sysfs_dir} lists {}", names.join(", ")))
         }
-        Err(Error::NoRdma { path }) => Finding::new("kernel", "host", Verdict::Fail, "no RDMA support in the kernel: no driver is loaded")
+        Err(Error::NoRdma { path }) => finding("kernel", "host", Severity::Fail, "no RDMA support in the kernel: no driver is loaded")
             .evidence(format!("{} does not exist", path.display()))
             .fix("load the NIC's RDMA driver (mlx5_ib, irdma, bnxt_re, ...), or for Soft-RoCE: modprobe rdma_rxe; rdma link add rxe0 type rxe netdev <if>"),
-        Err(other) => Finding::new("kernel", "host", Verdict::Fail, format!("cannot list RDMA devices: {other}"))
+        Err(other) => finding("kernel", "host", Severity::Fail, format!("cannot list RDMA devices: {other}"))
             .evidence(format!("reading {sysfs_dir}")),
     }
 }
@@ -242,24 +202,24 @@ pub enum NodeAccess {
 pub fn uverbs_finding(device: &str, access: &NodeAccess) -> Finding {
     let check = "uverbs";
     match access {
-        NodeAccess::NoMapping => Finding::new(check, device, Verdict::Fail, "no user-space verbs node: the device cannot be used from applications")
+        NodeAccess::NoMapping => finding(check, device, Severity::Fail, "no user-space verbs node: the device cannot be used from applications")
             .evidence(format!("no class/infiniband_verbs/uverbsN has ibdev {device}"))
             .fix("load ib_uverbs (modprobe ib_uverbs)"),
-        NodeAccess::Missing { path } => Finding::new(check, device, Verdict::Fail, format!("{path} does not exist: libibverbs silently skips the device"))
+        NodeAccess::Missing { path } => finding(check, device, Severity::Fail, format!("{path} does not exist: libibverbs silently skips the device"))
             .evidence(format!("sysfs maps {device} to {path}, which is not in /dev"))
             .fix("in a container, pass the device in (--device=/dev/infiniband/...); on a host, check udev (rdma-core's 90-rdma-*.rules)"),
-        NodeAccess::Denied { path, errno } => Finding::new(check, device, Verdict::Fail, format!("{path} is not accessible: libibverbs silently skips the device"))
+        NodeAccess::Denied { path, errno } => finding(check, device, Severity::Fail, format!("{path} is not accessible: libibverbs silently skips the device"))
             .evidence(format!("access({path}, R_OK|W_OK) failed with {}", crate::verbs::errno_text(*errno)))
             .fix("the kernel creates uverbs nodes 0666: check the container's device cgroup and udev rules, or run as a user that may open it"),
-        NodeAccess::Usable { path } => Finding::new(check, device, Verdict::Ok, format!("{path} is readable and writable"))
+        NodeAccess::Usable { path } => finding(check, device, Severity::Ok, format!("{path} is readable and writable"))
             .evidence(format!("access({path}, R_OK|W_OK) = 0")),
     }
 }
 
 pub fn library_finding(status: Result<(), String>) -> Finding {
     match status {
-        Ok(()) => Finding::new("libibverbs", "host", Verdict::Ok, "libibverbs.so.1 is loaded").evidence("dlopen(libibverbs.so.1) succeeded"),
-        Err(reason) => Finding::new("libibverbs", "host", Verdict::Fail, "libibverbs.so.1 cannot be loaded: no application can use RDMA")
+        Ok(()) => finding("libibverbs", "host", Severity::Ok, "libibverbs.so.1 is loaded").evidence("dlopen(libibverbs.so.1) succeeded"),
+        Err(reason) => finding("libibverbs", "host", Severity::Fail, "libibverbs.so.1 cannot be loaded: no application can use RDMA")
             .evidence(reason)
             .fix("install it: Debian/Ubuntu `apt install libibverbs1 ibverbs-providers`, RHEL `dnf install libibverbs`"),
     }
@@ -289,10 +249,10 @@ pub fn provider_finding(
     if verbs_devices.iter().any(|d| d == &device.name) {
         return Finding {
             evidence,
-            ..Finding::new(
+            ..finding(
                 "provider",
                 device.name.clone(),
-                Verdict::Ok,
+                Severity::Ok,
                 format!("libibverbs sees {} (provider {name})", device.name),
             )
         };
@@ -315,10 +275,10 @@ pub fn provider_finding(
     };
     Finding {
         evidence,
-        ..Finding::new(
+        ..finding(
             "provider",
             device.name.clone(),
-            Verdict::Fail,
+            Severity::Fail,
             format!("libibverbs has no provider for {}: {missing}", device.name),
         )
         .fix("install the provider package: Debian/Ubuntu `apt install ibverbs-providers`, RHEL `dnf install libibverbs`; an rdma-core much older than the kernel driver may not know the device")
@@ -334,23 +294,61 @@ pub struct ProviderFiles {
 
 /// The IB MTU a RoCE port can use over a netdev of this MTU: the largest of 256..4096
 /// that fits once the RoCE headers are taken off, as the kernel's iboe_get_mtu does, so
-/// a 1500-byte netdev gives 1024 and 9000 gives 4096.
-pub fn roce_mtu_for_netdev(netdev_mtu: u32) -> u32 {
+/// a 1500-byte netdev gives 1024 and 9000 gives 4096. None when not even 256 fits.
+pub fn roce_mtu_for_netdev(netdev_mtu: u32) -> Option<u32> {
     // GRH 40 + UDP 8 + BTH 12 + XRC ext 4 + AtomicETH 28 + ICRC 4, as iboe_get_mtu counts.
     const ROCE_OVERHEAD: u32 = 96;
     [4096, 2048, 1024, 512, 256]
         .into_iter()
         .find(|m| m + ROCE_OVERHEAD <= netdev_mtu)
-        .unwrap_or(256)
+}
+
+/// The RoCE MTU over netdev `nd` of MTU `mtu`, against the port's active MTU when verbs
+/// gave it (`why_unknown` says why not). doctor and check judge the MTU with this one rule.
+pub fn mtu_finding(nd: &str, mtu: u32, active_mtu: Option<u32>, why_unknown: &str) -> Finding {
+    let Some(fits) = roce_mtu_for_netdev(mtu) else {
+        return Finding::new(
+            Severity::Fail,
+            "mtu",
+            format!(
+                "netdev {nd} MTU {mtu} is too small to carry RoCE (256-byte packets need {})",
+                256 + 96
+            ),
+        )
+        .evidence(format!("netdev {nd} MTU {mtu}"))
+        .fix(format!("ip link set {nd} mtu 1500"));
+    };
+    let evidence = format!(
+        "netdev {nd} MTU {mtu} (fits RoCE MTU {fits}); active_mtu {}",
+        active_mtu.map_or(why_unknown.to_string(), |m| m.to_string())
+    );
+    match active_mtu {
+        Some(a) if a > fits => Finding::new(Severity::Fail, "mtu", format!("active MTU {a} exceeds what the netdev MTU {mtu} carries: large messages will be dropped"))
+            .evidence(evidence)
+            .fix(format!("raise the netdev MTU (`ip link set {nd} mtu {}`) or use -m {fits}", a + 100)),
+        Some(a) if a < fits => Finding::new(Severity::Warn, "mtu", format!("active MTU {a} is below the {fits} the netdev MTU allows"))
+            .evidence(evidence)
+            .fix("the port did not pick up the MTU change: re-create the rxe link or reload the driver"),
+        _ if mtu < 1500 => Finding::new(Severity::Warn, "mtu", format!("netdev {nd} MTU {mtu} limits RoCE to {fits}-byte packets"))
+            .evidence(evidence)
+            .fix(format!("ip link set {nd} mtu 1500 (or 9000 for 4096-byte RoCE MTU)")),
+        _ => Finding::new(Severity::Ok, "mtu", format!("RoCE MTU {fits} over netdev {nd} MTU {mtu}; both peers must agree (rdmactl pingpong uses the smaller)")).evidence(evidence),
+    }
+}
+
+/// What doctor learned about the host's network, where it looked (not for a captured tree).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HostNet {
+    /// rxe (kernel 6.1) works only in the initial network namespace.
+    pub in_init_netns: Option<bool>,
+    /// netdev name → its addresses as `ip addr` prints them (`192.168.77.1/24`); None when
+    /// not looked up (a captured tree, or rtnetlink failed).
+    pub addresses: Option<std::collections::BTreeMap<String, Vec<String>>>,
 }
 
 /// Port state and, on RoCE, the netdev it rides on. `active_mtu` comes from verbs when
 /// they are available.
-pub fn port_findings(
-    port: &Port,
-    active_mtu: Option<u32>,
-    in_init_netns: Option<bool>,
-) -> Vec<Finding> {
+pub fn port_findings(port: &Port, active_mtu: Option<u32>, host: &HostNet) -> Vec<Finding> {
     let subject = format!("{}/{}", port.device, port.number);
     let mut out = Vec::new();
     let state = port
@@ -365,8 +363,13 @@ pub fn port_findings(
     let ethernet = port.link_layer == Some(LinkLayer::Ethernet);
     let active = port.state == Some(PortState::Active);
     let state_finding = if active {
-        Finding::new("port-state", subject.clone(), Verdict::Ok, "port is ACTIVE")
-            .evidence(evidence)
+        finding(
+            "port-state",
+            subject.clone(),
+            Severity::Ok,
+            "port is ACTIVE",
+        )
+        .evidence(evidence)
     } else if ethernet {
         let netdev = port.netdev.as_ref();
         let name = netdev.map_or("its netdev".to_string(), |n| n.name.clone());
@@ -374,10 +377,10 @@ pub fn port_findings(
             Some("down") => format!("bring the interface up: `ip link set {name} up`"),
             _ => format!("{name} has no carrier: check the cable and the switch port (for veth, the peer end)"),
         };
-        Finding::new(
+        finding(
             "port-state",
             subject.clone(),
-            Verdict::Fail,
+            Severity::Fail,
             format!("port is {state}: a RoCE port follows its netdev, so {name} has no link"),
         )
         .evidence(evidence)
@@ -391,7 +394,7 @@ pub fn port_findings(
             Some(PhysState::Disabled) => "the port is administratively disabled",
             _ => "the port is not usable",
         };
-        Finding::new("port-state", subject.clone(), Verdict::Fail, format!("port is {state}: {why}"))
+        finding("port-state", subject.clone(), Severity::Fail, format!("port is {state}: {why}"))
             .evidence(evidence)
             .fix(if port.phys_state == Some(PhysState::LinkUp) { "start a subnet manager (`systemctl start opensm`) on one node of the fabric, or check the SM's logs; an SR-IOV VF needs a virtualization-aware SM" } else { "check the cable and the switch port (`ibstat`, `iblinkinfo`)" })
     };
@@ -401,34 +404,47 @@ pub fn port_findings(
             out.push(match port.lid {
                 // An incomplete tree (no `lid` file) proves nothing either way.
                 None => return out,
-                Some(0) if active => Finding::new("lid", subject, Verdict::Fail, "ACTIVE InfiniBand port with LID 0")
+                Some(0) if active => finding("lid", subject, Severity::Fail, "ACTIVE InfiniBand port with LID 0")
                     .evidence("lid 0x0")
                     .fix("check the subnet manager's logs (`sminfo`, `journalctl -u opensm`)"),
-                Some(0) => Finding::new("lid", subject, Verdict::Fail, "LID 0: no subnet manager has assigned an address, so ibv_rc_pingpong says \"Couldn't get local LID\"")
+                Some(0) => finding("lid", subject, Severity::Fail, "LID 0: no subnet manager has assigned an address, so ibv_rc_pingpong says \"Couldn't get local LID\"")
                     .evidence(format!("lid {}, sm_lid {}", port.lid.unwrap_or(0), port.sm_lid.unwrap_or(0)))
                     .fix("start opensm (`systemctl start opensm`) on one node of the fabric"),
-                Some(0xffff) => Finding::new("lid", subject, Verdict::Fail, "LID 65535 (permissive): the port has no valid address").evidence("lid 0xffff").fix("check the link and the subnet manager"),
-                Some(lid) => Finding::new("lid", subject, Verdict::Ok, format!("LID {lid}, SM LID {}", port.sm_lid.unwrap_or(0))).evidence(format!("lid {lid:#x}")),
+                Some(0xffff) => finding("lid", subject, Severity::Fail, "LID 65535 (permissive): the port has no valid address").evidence("lid 0xffff").fix("check the link and the subnet manager"),
+                Some(lid) => finding("lid", subject, Severity::Ok, format!("LID {lid}, SM LID {}", port.sm_lid.unwrap_or(0))).evidence(format!("lid {lid:#x}")),
             });
         }
         return out;
     }
     let Some(netdev) = &port.netdev else {
-        out.push(Finding::new("netdev", subject, Verdict::Fail, "RoCE port without a netdev: no GID can be formed")
+        out.push(finding("netdev", subject, Severity::Fail, "RoCE port without a netdev: no GID can be formed")
             .evidence("no gid_attrs/ndevs entry and no device/net interface")
             .fix("for rxe, recreate it on an existing interface: rdma link add rxe0 type rxe netdev <if>"));
         return out;
     };
     let nd = &netdev.name;
     let oper = netdev.operstate.as_deref().unwrap_or("unknown");
+    let addresses = host
+        .addresses
+        .as_ref()
+        .map(|all| all.get(nd).cloned().unwrap_or_default());
     out.push(if oper == "up" || oper == "unknown" {
-        Finding::new("netdev", subject.clone(), Verdict::Ok, format!("netdev {nd} is {oper}")).evidence(format!("class/net/{nd}/operstate {oper}"))
+        match addresses {
+            None => finding("netdev", subject.clone(), Severity::Ok, format!("netdev {nd} is {oper}"))
+                .evidence(format!("class/net/{nd}/operstate {oper}")),
+            Some(a) if a.is_empty() => finding("netdev", subject.clone(), Severity::Warn, format!("netdev {nd} is {oper} but has no IP address: RoCE v2 GIDs come from its addresses"))
+                .evidence(format!("class/net/{nd}/operstate {oper}"))
+                .evidence(format!("ip addr show dev {nd}: no address"))
+                .fix(format!("ip addr add <addr>/<len> dev {nd}")),
+            Some(a) => finding("netdev", subject.clone(), Severity::Ok, format!("netdev {nd} is {oper}, addresses {}", a.join(", ")))
+                .evidence(format!("class/net/{nd}/operstate {oper}")),
+        }
     } else if oper == "lowerlayerdown" || oper == "dormant" {
-        Finding::new("netdev", subject.clone(), Verdict::Fail, format!("netdev {nd} is administratively up but has no carrier ({oper})"))
+        finding("netdev", subject.clone(), Severity::Fail, format!("netdev {nd} is administratively up but has no carrier ({oper})"))
             .evidence(format!("class/net/{nd}/operstate {oper}"))
             .fix("check the cable, the switch port, or the lower device (for veth: the peer end; for a VLAN: its parent)")
     } else {
-        Finding::new("netdev", subject.clone(), Verdict::Fail, format!("netdev {nd} is {oper}"))
+        finding("netdev", subject.clone(), Severity::Fail, format!("netdev {nd} is {oper}"))
             .evidence(format!("class/net/{nd}/operstate {oper}"))
             .fix(format!("ip link set {nd} up"))
     });
@@ -439,36 +455,21 @@ pub fn port_findings(
         .filter(|g| !g.gid.is_link_local() && !g.gid.is_zero())
         .count();
     out.push(match v4 {
-        Some(g) => Finding::new("ipv4-gid", subject.clone(), Verdict::Ok, format!("IPv4-mapped GID at index {} ({})", g.index, g.gid.ip()))
+        Some(g) => finding("ipv4-gid", subject.clone(), Severity::Ok, format!("IPv4-mapped GID at index {} ({})", g.index, g.gid.ip()))
             .evidence(format!("gids/{} = {}", g.index, g.gid)),
-        None if routable > 0 => Finding::new("ipv4-gid", subject.clone(), Verdict::Warn, format!("no IPv4 address on {nd}: only IPv6 GIDs, while NCCL and perftest default to IPv4"))
+        None if routable > 0 => finding("ipv4-gid", subject.clone(), Severity::Warn, format!("no IPv4 address on {nd}: only IPv6 GIDs, while NCCL and perftest default to IPv4"))
             .evidence(format!("{routable} non-link-local GID(s), none in ::ffff:0:0/96"))
             .fix(format!("add an IPv4 address (`ip addr add <addr>/<len> dev {nd}`), or set NCCL_IB_ADDR_FAMILY=AF_INET6")),
-        None => Finding::new("ipv4-gid", subject.clone(), Verdict::Fail, format!("{nd} has no IP address: only the link-local GID exists, which does not route"))
+        None => finding("ipv4-gid", subject.clone(), Severity::Fail, format!("{nd} has no IP address: only the link-local GID exists, which does not route"))
             .evidence("every populated GID is link-local (fe80::/64)")
             .fix(format!("ip addr add <addr>/<len> dev {nd}")),
     });
     if let (Some(mtu), true) = (netdev.mtu, active) {
-        let fits = roce_mtu_for_netdev(mtu);
-        let evidence = format!(
-            "netdev {nd} MTU {mtu} (fits RoCE MTU {fits}); active_mtu {}",
-            active_mtu.map_or("unknown (no verbs)".to_string(), |m| m.to_string())
-        );
-        out.push(match active_mtu {
-            Some(a) if a > fits => Finding::new("mtu", subject.clone(), Verdict::Fail, format!("active MTU {a} exceeds what the netdev MTU {mtu} carries: large messages will be dropped"))
-                .evidence(evidence)
-                .fix(format!("raise the netdev MTU (`ip link set {nd} mtu {}`) or use -m {fits}", a + 100)),
-            Some(a) if a < fits => Finding::new("mtu", subject.clone(), Verdict::Warn, format!("active MTU {a} is below the {fits} the netdev MTU allows"))
-                .evidence(evidence)
-                .fix("the port did not pick up the MTU change: re-create the rxe link or reload the driver"),
-            _ if mtu < 1500 => Finding::new("mtu", subject.clone(), Verdict::Warn, format!("netdev MTU {mtu} limits RoCE to {fits}-byte packets"))
-                .evidence(evidence)
-                .fix(format!("ip link set {nd} mtu 1500 (or 9000 for 4096-byte RoCE MTU)")),
-            _ => Finding::new("mtu", subject.clone(), Verdict::Ok, format!("RoCE MTU {fits} over netdev MTU {mtu}; both peers must agree (rdmactl pingpong uses the smaller)")).evidence(evidence),
-        });
+        let why_unknown = "unknown (no verbs)";
+        out.push(mtu_finding(nd, mtu, active_mtu, why_unknown).subject(subject.clone()));
     }
-    if port.device.starts_with("rxe") && in_init_netns == Some(false) {
-        out.push(Finding::new("netns", subject, Verdict::Fail, "rxe outside the initial network namespace: QPs fail with \"local QP operation error\"")
+    if port.device.starts_with("rxe") && host.in_init_netns == Some(false) {
+        out.push(finding("netns", subject, Severity::Fail, "rxe outside the initial network namespace: QPs fail with \"local QP operation error\"")
             .evidence("/proc/self/ns/net differs from /proc/1/ns/net")
             .fix("create and use rxe devices in the host's network namespace (kernel 6.1 rxe is init_net only)"));
     }
@@ -531,17 +532,17 @@ Max locked memory         16384                16384                bytes     \n
     #[test]
     fn memlock_verdicts() {
         let need = 64 << 10;
-        let v = |limit, cap, root| memlock_finding(limit, cap, root, need).verdict;
-        assert_eq!(v(Some(Some(16 << 10)), Some(false), false), Verdict::Fail);
-        assert_eq!(v(Some(Some(16 << 10)), Some(true), false), Verdict::Ok);
-        assert_eq!(v(Some(Some(8 << 20)), Some(false), false), Verdict::Warn);
-        assert_eq!(v(Some(None), Some(false), false), Verdict::Ok);
-        assert_eq!(v(None, None, false), Verdict::Warn);
+        let v = |limit, cap, root| memlock_finding(limit, cap, root, need).severity;
+        assert_eq!(v(Some(Some(16 << 10)), Some(false), false), Severity::Fail);
+        assert_eq!(v(Some(Some(16 << 10)), Some(true), false), Severity::Ok);
+        assert_eq!(v(Some(Some(8 << 20)), Some(false), false), Severity::Warn);
+        assert_eq!(v(Some(None), Some(false), false), Severity::Ok);
+        assert_eq!(v(None, None, false), Severity::Warn);
         let fail = memlock_finding(Some(Some(16 << 10)), Some(false), false, need);
         assert!(
-            fail.summary.contains("16 KiB") && fail.summary.contains("ENOMEM"),
+            fail.message.contains("16 KiB") && fail.message.contains("ENOMEM"),
             "{}",
-            fail.summary
+            fail.message
         );
         assert!(fail.fix.unwrap().contains("limits.conf"));
     }
@@ -549,12 +550,14 @@ Max locked memory         16384                16384                bytes     \n
     #[test]
     fn roce_mtu_follows_the_netdev() {
         for (netdev, want) in [
-            (1500, 1024),
-            (9000, 4096),
-            (4200, 4096),
-            (4000, 2048),
-            (1100, 512),
-            (200, 256),
+            (1500, Some(1024)),
+            (9000, Some(4096)),
+            (4200, Some(4096)),
+            (4000, Some(2048)),
+            (2200, Some(2048)),
+            (1100, Some(512)),
+            (352, Some(256)),
+            (300, None),
         ] {
             assert_eq!(roce_mtu_for_netdev(netdev), want, "netdev MTU {netdev}");
         }
@@ -593,37 +596,72 @@ Max locked memory         16384                16384                bytes     \n
         }
     }
 
-    fn verdict_of(findings: &[Finding], check: &str) -> Option<Verdict> {
+    fn netns(in_init_netns: Option<bool>) -> HostNet {
+        HostNet {
+            in_init_netns,
+            addresses: None,
+        }
+    }
+
+    #[test]
+    fn netdev_addresses_are_named() {
+        let with = |list: &[&str]| HostNet {
+            in_init_netns: Some(true),
+            addresses: Some(
+                [(
+                    "veth0".to_string(),
+                    list.iter().map(|a| a.to_string()).collect(),
+                )]
+                .into_iter()
+                .collect(),
+            ),
+        };
+        let f = port_findings(&roce_port("up", 1500), None, &with(&["192.168.77.1/24"]));
+        let netdev = f.iter().find(|f| f.code == "netdev").unwrap();
+        assert_eq!(netdev.severity, Severity::Ok);
+        assert!(
+            netdev.message.contains("addresses 192.168.77.1/24"),
+            "{netdev:?}"
+        );
+        let f = port_findings(&roce_port("up", 1500), None, &with(&[]));
+        let netdev = f.iter().find(|f| f.code == "netdev").unwrap();
+        assert_eq!(netdev.severity, Severity::Warn);
+        assert!(netdev.message.contains("no IP address"), "{netdev:?}");
+        let f = port_findings(&roce_port("up", 300), Some(256), &netns(Some(true)));
+        assert_eq!(verdict_of(&f, "mtu"), Some(Severity::Fail));
+    }
+
+    fn verdict_of(findings: &[Finding], check: &str) -> Option<Severity> {
         findings
             .iter()
-            .find(|f| f.check == check)
-            .map(|f| f.verdict)
+            .find(|f| f.code == check)
+            .map(|f| f.severity)
     }
 
     #[test]
     fn mtu_beyond_the_netdev_fails() {
-        let f = port_findings(&roce_port("up", 1500), Some(4096), Some(true));
-        assert_eq!(verdict_of(&f, "mtu"), Some(Verdict::Fail));
-        let f = port_findings(&roce_port("up", 1500), Some(1024), Some(true));
-        assert_eq!(verdict_of(&f, "mtu"), Some(Verdict::Ok));
-        let f = port_findings(&roce_port("up", 9000), Some(1024), Some(true));
-        assert_eq!(verdict_of(&f, "mtu"), Some(Verdict::Warn));
+        let f = port_findings(&roce_port("up", 1500), Some(4096), &netns(Some(true)));
+        assert_eq!(verdict_of(&f, "mtu"), Some(Severity::Fail));
+        let f = port_findings(&roce_port("up", 1500), Some(1024), &netns(Some(true)));
+        assert_eq!(verdict_of(&f, "mtu"), Some(Severity::Ok));
+        let f = port_findings(&roce_port("up", 9000), Some(1024), &netns(Some(true)));
+        assert_eq!(verdict_of(&f, "mtu"), Some(Severity::Warn));
     }
 
     #[test]
     fn rxe_outside_init_netns_fails() {
-        let f = port_findings(&roce_port("up", 1500), None, Some(false));
-        assert_eq!(verdict_of(&f, "netns"), Some(Verdict::Fail));
-        let f = port_findings(&roce_port("up", 1500), None, None);
+        let f = port_findings(&roce_port("up", 1500), None, &netns(Some(false)));
+        assert_eq!(verdict_of(&f, "netns"), Some(Severity::Fail));
+        let f = port_findings(&roce_port("up", 1500), None, &netns(None));
         assert_eq!(verdict_of(&f, "netns"), None);
     }
 
     #[test]
     fn ipv4_gid_and_netdev() {
-        let f = port_findings(&roce_port("up", 1500), None, Some(true));
-        assert_eq!(verdict_of(&f, "ipv4-gid"), Some(Verdict::Ok));
-        assert_eq!(verdict_of(&f, "netdev"), Some(Verdict::Ok));
-        let f = port_findings(&roce_port("down", 1500), None, Some(true));
-        assert_eq!(verdict_of(&f, "netdev"), Some(Verdict::Fail));
+        let f = port_findings(&roce_port("up", 1500), None, &netns(Some(true)));
+        assert_eq!(verdict_of(&f, "ipv4-gid"), Some(Severity::Ok));
+        assert_eq!(verdict_of(&f, "netdev"), Some(Severity::Ok));
+        let f = port_findings(&roce_port("down", 1500), None, &netns(Some(true)));
+        assert_eq!(verdict_of(&f, "netdev"), Some(Severity::Fail));
     }
 }

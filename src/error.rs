@@ -73,13 +73,6 @@ pub enum Error {
     #[error("{0}")]
     Failed(String),
 
-    #[error("{0}")]
-    System(String),
-
-    /// Verbs are unusable (no libibverbs, no kernel support); the text says why.
-    #[error("{0}")]
-    NoVerbs(String),
-
     #[error(transparent)]
     Verbs(#[from] crate::verbs::VerbsError),
 
@@ -100,10 +93,10 @@ impl Error {
             Error::NoSuchDevice { .. } | Error::NoSuchPort { .. } | Error::NoSuchGid { .. } => {
                 exit::NOT_FOUND
             }
-            Error::NoRdma { .. } | Error::NoDevices { .. } | Error::NoVerbs(_) => exit::NO_RDMA,
+            Error::NoRdma { .. } | Error::NoDevices { .. } => exit::NO_RDMA,
             Error::Usage(_) => exit::USAGE,
             Error::Failed(_) => exit::FAILED,
-            Error::Io { .. } | Error::System(_) => exit::SYSTEM,
+            Error::Io { .. } => exit::SYSTEM,
             Error::Verbs(e) => e.exit_code(),
             Error::Cm(e) if e.is_missing_stack() => exit::NO_RDMA,
             Error::Cm(_) => exit::FAILED,

@@ -42,13 +42,20 @@ impl Severity {
     }
 }
 
+/// One judged fact, as every command reports it (doctor, check, pingpong, selftest) and
+/// `render::findings` prints it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Finding {
     pub severity: Severity,
     /// Stable, kebab-case: scripts match on it.
     pub code: String,
+    /// What was judged: `host`, a device, `dev/port`, a netdev; empty when the command's
+    /// header already names it.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub subject: String,
     pub message: String,
     pub evidence: Vec<String>,
+    /// What to change; None when nothing needs to change.
     pub fix: Option<String>,
 }
 
@@ -57,10 +64,16 @@ impl Finding {
         Finding {
             severity,
             code: code.to_string(),
+            subject: String::new(),
             message: message.into(),
             evidence: Vec::new(),
             fix: None,
         }
+    }
+
+    pub fn subject(mut self, subject: impl Into<String>) -> Finding {
+        self.subject = subject.into();
+        self
     }
 
     pub fn evidence(mut self, line: impl Into<String>) -> Finding {
@@ -463,6 +476,7 @@ impl Explanation {
         Finding {
             severity: Severity::Fail,
             code: self.code.clone(),
+            subject: String::new(),
             message: format!(
                 "{} failed with {}: {}",
                 self.step.name(),

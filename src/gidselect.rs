@@ -102,12 +102,12 @@ pub fn is_link_local(gid: &Gid) -> bool {
     }
 }
 
+/// A GID type as messages name it: the sysfs text (`IB/RoCE v1` for the shared value,
+/// which `GidType`'s Display shortens to `IB` for tables).
 pub fn type_name(t: Option<&GidType>) -> String {
     match t {
         Some(GidType::Ib) => "IB/RoCE v1".into(),
-        Some(GidType::RoceV1) => "RoCE v1".into(),
-        Some(GidType::RoceV2) => "RoCE v2".into(),
-        Some(GidType::Other(s)) => s.clone(),
+        Some(other) => other.to_string(),
         None => "type unknown".into(),
     }
 }

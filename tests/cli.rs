@@ -32,6 +32,8 @@ const MATRIX: &[&[&str]] = &[
     &["gids"],
     &["gids", "--ip"],
     &["gids", "-j"],
+    &["devices", "-v"],
+    &["devices", "-v", "-j"],
 ];
 
 fn root() -> PathBuf {
@@ -215,7 +217,7 @@ fn errors_are_one_line_naming_what_exists_with_their_exit_codes() {
         (vec!["--sysfs", &ib, "ports", "mlx5_0/2"], 3, "no port 2 on mlx5_0; ports: 1".into()),
         (vec!["--sysfs", &ib, "gids", "-i", "2"], 3, "no port 2 on any device; ports: 1".into()),
         (vec!["--sysfs", &ib, "gids", "mlx5_0/1", "-i", "2"], 2, "port 1 in DEV/PORT and -i 2 disagree; give one".into()),
-        (vec!["--sysfs", &rxe, "devices", "-v"], 2, "devices -v needs the verbs layer".into()),
+        (vec!["--sysfs", &rxe, "devices", "-v", "-d", "mlx5_9"], 3, "no device 'mlx5_9'; devices: rxe0, rxe1".into()),
         (
             vec!["gid", "decode", "::1", "10.11.11.251"],
             2,
@@ -398,7 +400,11 @@ fn every_json_key_is_documented() {
     }
     let mut found = std::collections::BTreeSet::new();
     for tree in TREES {
-        for cmd in [&["devices", "-j"][..], &["gids", "--all", "-j"]] {
+        for cmd in [
+            &["devices", "-j"][..],
+            &["gids", "--all", "-j"],
+            &["devices", "-v", "-j"],
+        ] {
             let dir = sysfs(tree);
             let mut args = vec!["--sysfs", dir.as_str()];
             args.extend_from_slice(cmd);
@@ -424,4 +430,55 @@ fn every_json_key_is_documented() {
         .collect();
     assert!(missing.is_empty(), "undocumented JSON keys: {missing:?}");
     assert!(found.contains("read_problems") && found.contains("lmc") && found.contains("mac"));
+}
+
+/// `check` prints its findings through the same renderer as doctor, and on a captured tree
+/// says that the kernel's CM was not asked instead of asking this host's kernel.
+#[test]
+fn check_on_a_captured_tree_skips_the_kernel_choice() {
+    let rxe = sysfs("rxe-veth-basic");
+    let r = run(&[
+        "--sysfs",
+        &rxe,
+        "check",
+        "-d",
+        "rxe0",
+        "--peer",
+        "192.168.77.2",
+    ]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stdout.contains("auto: chose index 1"), "{}", r.stdout);
+    assert!(
+        r.stdout.contains(
+            "info  kernel-choice  kernel's GID choice not asked: --sysfs points at a captured tree"
+        ),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        r.stdout
+            .contains("ok    mtu            RoCE MTU 1024 over netdev veth0 MTU 1500"),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        r.stdout.ends_with("warning(s), 0 failure(s)\n"),
+        "{}",
+        r.stdout
+    );
+    let j = run(&["-j", "--sysfs", &rxe, "check", "-d", "rxe0", "-g", "7"]);
+    assert_eq!(j.code, 1);
+    let v: serde_json::Value = serde_json::from_str(&j.stdout).unwrap();
+    let slot = v["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["code"] == "gid-slot")
+        .unwrap();
+    assert_eq!(slot["severity"], "fail");
+    assert!(
+        slot["fix"].as_str().unwrap().contains("use GID index 1"),
+        "{slot}"
+    );
+    assert!(v.get("kernel_choice").is_none());
 }

@@ -93,12 +93,12 @@ fn json_counts_match_findings() {
     assert_eq!(out.status.code(), Some(1));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let findings = v["findings"].as_array().unwrap();
-    let fails = findings.iter().filter(|f| f["verdict"] == "fail").count();
+    let fails = findings.iter().filter(|f| f["severity"] == "fail").count();
     assert_eq!(v["fail"], fails);
     assert!(fails > 0);
     assert!(findings
         .iter()
-        .all(|f| f["check"].is_string() && f["subject"].is_string()));
+        .all(|f| f["code"].is_string() && f["subject"].is_string() && f["message"].is_string()));
 }
 
 #[test]

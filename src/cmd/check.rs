@@ -8,156 +8,101 @@ use std::fmt::Write as _;
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 
-use owo_colors::OwoColorize;
 use serde::Serialize;
 
 use crate::app::Ctx;
 use crate::cli::{CheckArgs, GidIndexArg};
+use crate::cmd::check_kernel::{self, Checked, KernelChoice};
 use crate::error::{exit, Error, Result};
 use crate::explain::{Finding, NetdevFacts, RouteFacts, Severity};
 use crate::gid::Gid;
 use crate::gidselect::{
     self, describe, is_link_local, type_name, EnvTarget, Family, Selection, Verdict, Want,
 };
-use crate::model::{GidEntry, GidType, LinkLayer};
+use crate::model::{GidEntry, GidType, LinkLayer, Port};
 use crate::net;
 use crate::output::{self, Style};
+use crate::render::findings::{self as render_findings, Evidence};
+use crate::sysfs::SysfsRoot;
+use crate::verbs;
 
 // ---------------------------------------------------------------------------------------
-// Port facts.
-// MERGE: this minimal reader stands in for the shared sysfs reader (inventory's
-// Device/Port in src/model.rs + src/sysfs/). Swap `load_port_facts` for it; `evaluate`
-// only needs the fields of `PortFacts`.
+// Port facts: the shared sysfs model, plus what check needs beyond it.
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct PortFacts {
-    pub device: String,
-    pub port: u32,
+    pub sysfs: Port,
+    /// `sysfs.link_layer`, or `unknown` when sysfs has none.
     pub link_layer: LinkLayer,
-    /// "ACTIVE", "DOWN", ... (the name after the number in `state`).
-    pub state: Option<String>,
-    pub phys_state: Option<String>,
-    pub lid: Option<u16>,
-    /// Populated slots only.
-    pub gids: Vec<GidEntry>,
-    /// Number of slots (`gid_tbl_len`): the count of `gids/N` files.
+    /// Slots in the GID table (the `gids/N` files), populated or not.
     pub gid_table_len: u32,
-    /// From verbs query_port when available; sysfs does not carry it.
+    /// From ibv_query_port; sysfs does not carry it.
     pub active_mtu: Option<u32>,
+    /// Where `active_mtu` came from, or why there is none.
+    pub active_mtu_source: String,
 }
 
-fn read_trim(path: &Path) -> Option<String> {
-    std::fs::read_to_string(path)
-        .ok()
-        .map(|s| s.trim().to_string())
-}
+impl PortFacts {
+    fn name(&self) -> String {
+        format!("{}/{}", self.sysfs.device, self.sysfs.number)
+    }
 
-/// "4: ACTIVE" → "ACTIVE".
-fn state_name(raw: &str) -> String {
-    raw.split_once(':')
-        .map_or(raw, |(_, name)| name)
-        .trim()
-        .to_string()
-}
-
-fn parse_gid_type(text: &str) -> GidType {
-    match text {
-        "IB/RoCE v1" => GidType::Ib,
-        "RoCE v2" => GidType::RoceV2,
-        "RoCE v1" => GidType::RoceV1,
-        other => GidType::Other(other.to_string()),
+    fn gids(&self) -> &[GidEntry] {
+        &self.sysfs.gids
     }
 }
 
-fn list_dir(dir: &Path) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(dir)
-        .map(|rd| {
-            rd.filter_map(|e| e.ok())
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .collect()
-        })
-        .unwrap_or_default();
-    names.sort();
-    names
-}
-
-/// The device to check: the named one, else the only one, else the first in name order.
-fn resolve_device(sysfs: &Path, wanted: Option<&str>) -> Result<String> {
-    let class = sysfs.join("class/infiniband");
-    if !class.is_dir() {
-        return Err(Error::NoRdma { path: class });
-    }
-    let devices = list_dir(&class);
+/// The device to check: the named one, else the first in name order (the only one on most
+/// hosts). Errors name the devices that exist.
+fn resolve_device(sysfs: &SysfsRoot, wanted: Option<&str>) -> Result<String> {
+    let devices = sysfs.device_names()?;
     match wanted {
         Some(name) if devices.iter().any(|d| d == name) => Ok(name.to_string()),
         Some(name) => Err(Error::NoSuchDevice {
             name: name.to_string(),
             available: devices,
         }),
-        None => devices
-            .into_iter()
-            .next()
-            .ok_or(Error::NoRdma { path: class }),
+        None => devices.into_iter().next().ok_or_else(|| Error::NoDevices {
+            path: sysfs.path().join("class/infiniband"),
+        }),
     }
 }
 
+/// Read the port from sysfs and, on a live host, its active MTU through verbs.
 pub fn load_port_facts(ctx: &Ctx, device: &str, port: u32) -> Result<PortFacts> {
-    let dev_dir = ctx.sysfs.join("class/infiniband").join(device);
-    let port_dir = dev_dir.join("ports").join(port.to_string());
-    if !port_dir.is_dir() {
-        return Err(Error::NoSuchPort {
-            device: device.to_string(),
-            port,
-            available: list_dir(&dev_dir.join("ports")),
-        });
-    }
-    let link_layer = match read_trim(&port_dir.join("link_layer")).as_deref() {
-        Some("InfiniBand") => LinkLayer::InfiniBand,
-        Some("Ethernet") => LinkLayer::Ethernet,
-        Some(other) => LinkLayer::Other(other.to_string()),
-        None => {
-            return Err(Error::Io {
-                path: port_dir.join("link_layer"),
-                source: std::io::Error::new(std::io::ErrorKind::NotFound, "unreadable"),
-            })
+    let sysfs = SysfsRoot::new(&ctx.sysfs);
+    let model = sysfs.port(device, port)?;
+    let gid_table_len = sysfs.gid_table(device, port, true)?.len() as u32;
+    let (active_mtu, active_mtu_source) = if ctx.captured {
+        (
+            None,
+            "not read: --sysfs points at a captured tree".to_string(),
+        )
+    } else {
+        match active_mtu_live(device, port) {
+            Ok(mtu) => (Some(mtu), "ibv_query_port".to_string()),
+            Err(why) => (None, format!("not read: {why}")),
         }
     };
-    let lid = read_trim(&port_dir.join("lid"))
-        .and_then(|s| u16::from_str_radix(s.trim_start_matches("0x"), 16).ok());
-    let slots = list_dir(&port_dir.join("gids"));
-    let mut gids = Vec::new();
-    for name in &slots {
-        let Ok(index) = name.parse::<u32>() else {
-            continue;
-        };
-        let Some(gid) =
-            read_trim(&port_dir.join("gids").join(name)).and_then(|t| Gid::parse(&t).ok())
-        else {
-            continue;
-        };
-        if gid.is_zero() {
-            continue;
-        }
-        let attrs = port_dir.join("gid_attrs");
-        gids.push(GidEntry {
-            index,
-            gid,
-            gid_type: read_trim(&attrs.join("types").join(name)).map(|t| parse_gid_type(&t)),
-            netdev: read_trim(&attrs.join("ndevs").join(name)).filter(|s| !s.is_empty()),
-        });
-    }
-    gids.sort_by_key(|e| e.index);
     Ok(PortFacts {
-        device: device.to_string(),
-        port,
-        link_layer,
-        state: read_trim(&port_dir.join("state")).map(|s| state_name(&s)),
-        phys_state: read_trim(&port_dir.join("phys_state")).map(|s| state_name(&s)),
-        lid,
-        gids,
-        gid_table_len: slots.len() as u32,
-        active_mtu: None,
+        link_layer: model
+            .link_layer
+            .clone()
+            .unwrap_or_else(|| LinkLayer::Other("unknown".into())),
+        sysfs: model,
+        gid_table_len,
+        active_mtu,
+        active_mtu_source,
     })
+}
+
+fn active_mtu_live(device: &str, port: u32) -> std::result::Result<u32, String> {
+    let port = u8::try_from(port).map_err(|_| format!("port {port} is not a verbs port number"))?;
+    let attrs = verbs::open_device(device)
+        .and_then(|d| d.query_port(port))
+        .map_err(|e| e.to_string())?;
+    // enum ibv_mtu: 1 is 256 bytes, each step doubles.
+    Ok(128u32 << attrs.active_mtu)
 }
 
 // ---------------------------------------------------------------------------------------
@@ -176,19 +121,20 @@ pub struct NetFacts {
     pub netdev_source: &'static str,
 }
 
-/// The netdev as a captured tree records it (class/net/<if>/{operstate,mtu,flags}).
+/// The netdev as a captured tree records it (class/net/<if>/{operstate,mtu}).
 fn netdev_from_sysfs(sysfs: &Path, name: &str) -> NetdevFacts {
-    let dir = sysfs.join("class/net").join(name);
-    let operstate = read_trim(&dir.join("operstate"));
-    let flags = read_trim(&dir.join("flags"))
-        .and_then(|f| u32::from_str_radix(f.trim_start_matches("0x"), 16).ok());
-    let admin_up = flags.is_some_and(|f| f & 1 == 1);
-    NetdevFacts {
-        name: name.to_string(),
-        exists: dir.is_dir(),
-        up: admin_up && matches!(operstate.as_deref(), Some("up") | Some("unknown")),
-        operstate,
-        mtu: read_trim(&dir.join("mtu")).and_then(|m| m.parse().ok()),
+    match SysfsRoot::new(sysfs).netdev(name) {
+        Some(n) => NetdevFacts {
+            name: n.name,
+            exists: true,
+            up: matches!(n.operstate.as_deref(), Some("up") | Some("unknown")),
+            operstate: n.operstate,
+            mtu: n.mtu,
+        },
+        None => NetdevFacts {
+            name: name.to_string(),
+            ..NetdevFacts::default()
+        },
     }
 }
 
@@ -323,15 +269,6 @@ fn gather_net(ctx: &Ctx, entry: Option<&GidEntry>, peer: Option<IpAddr>) -> NetF
 // ---------------------------------------------------------------------------------------
 // The checks (pure)
 
-/// The RoCE active MTU the kernel derives from a netdev MTU (iboe_get_mtu: the netdev MTU
-/// less GRH, UDP, BTH, XRC, AtomicETH and ICRC headers, rounded down to an IB MTU).
-pub fn roce_mtu_for(netdev_mtu: u32) -> Option<u32> {
-    let room = netdev_mtu.checked_sub(40 + 8 + 12 + 4 + 28 + 4)?;
-    [4096, 2048, 1024, 512, 256]
-        .into_iter()
-        .find(|m| *m <= room)
-}
-
 pub fn want_for(peer: Option<IpAddr>, net: &NetFacts) -> Want {
     let route = net.route.as_ref();
     // A link-local peer has no single route: every link has its own fe80::/64, and the
@@ -349,7 +286,7 @@ pub fn want_for(peer: Option<IpAddr>, net: &NetFacts) -> Want {
 }
 
 fn entry_or_auto_text(port: &PortFacts, sel: &Selection) -> String {
-    gidselect::suggestion(&port.gids, sel).unwrap_or_else(|| "no GID on this port fits".into())
+    gidselect::suggestion(port.gids(), sel).unwrap_or_else(|| "no GID on this port fits".into())
 }
 
 /// Run every check on GID `index` of `port` toward `peer`.
@@ -361,7 +298,7 @@ pub fn evaluate(
     auto: &Selection,
 ) -> Vec<Finding> {
     let mut out = Vec::new();
-    let name = format!("{}/{}", port.device, port.port);
+    let name = port.name();
     let better = || -> String {
         match auto.chosen {
             Some(i) if i != index => entry_or_auto_text(port, auto),
@@ -381,7 +318,11 @@ pub fn evaluate(
     };
 
     // Port.
-    let state = port.state.clone().unwrap_or_else(|| "unknown".into());
+    let state = port
+        .sysfs
+        .state
+        .as_ref()
+        .map_or("unknown".to_string(), |s| s.name().to_string());
     let mut f = if state == "ACTIVE" {
         Finding::new(Severity::Ok, "port-state", format!("{name} is ACTIVE"))
     } else {
@@ -389,7 +330,7 @@ pub fn evaluate(
             "start a subnet manager (opensm) or fix the link".to_string()
         } else {
             let dev = port
-                .gids
+                .gids()
                 .iter()
                 .find_map(|e| e.netdev.clone())
                 .unwrap_or_else(|| "the netdev".into());
@@ -404,11 +345,14 @@ pub fn evaluate(
     };
     f = f.evidence(format!(
         "state {state}, phys_state {}",
-        port.phys_state.clone().unwrap_or_else(|| "unknown".into())
+        port.sysfs
+            .phys_state
+            .as_ref()
+            .map_or("unknown", |s| s.name())
     ));
     out.push(f);
     if port.link_layer == LinkLayer::InfiniBand {
-        let lid = port.lid.unwrap_or(0);
+        let lid = port.sysfs.lid.unwrap_or(0);
         out.push(if lid == 0 || lid == 0xffff {
             Finding::new(
                 Severity::Fail,
@@ -434,7 +378,7 @@ pub fn evaluate(
         );
         return out;
     }
-    let Some(entry) = port.gids.iter().find(|e| e.index == index) else {
+    let Some(entry) = port.gids().iter().find(|e| e.index == index) else {
         out.push(
             Finding::new(
                 Severity::Fail,
@@ -568,34 +512,24 @@ pub fn evaluate(
         }
     }
 
-    // MTU.
-    if let Some(n) = &net.netdev {
-        if let Some(mtu) = n.mtu {
-            let derived = roce_mtu_for(mtu);
-            let mut f = match (derived, port.active_mtu) {
-                (None, _) => Finding::new(Severity::Fail, "mtu", format!("{} MTU {mtu} is too small to carry RoCE", n.name)),
-                (Some(d), Some(active)) if active > d => {
-                    Finding::new(Severity::Warn, "mtu", format!("port active MTU {active} is larger than {} MTU {mtu} allows ({d})", n.name))
-                        .fix(format!("use -m {d}, or raise the MTU of {} and the switch", n.name))
-                }
-                (Some(d), _) => Finding::new(
-                    Severity::Ok,
-                    "mtu",
-                    format!("{} MTU {mtu} gives RoCE path MTU {d}; the peer must use the same or pass -m {d}", n.name),
-                ),
-            };
-            f = f.evidence(format!("{} mtu {mtu}", n.name));
-            if let Some(a) = port.active_mtu {
-                f = f.evidence(format!("active_mtu {a}"));
-            }
-            out.push(f);
+    // MTU: the same rule as doctor's.
+    if let Some(mtu) = net.netdev.as_ref().and_then(|n| n.mtu.map(|m| (n, m))) {
+        let (n, mtu) = mtu;
+        let why_unknown = format!(
+            "{}; the RoCE MTU is derived from the netdev MTU",
+            port.active_mtu_source
+        );
+        let mut f = crate::doctor::mtu_finding(&n.name, mtu, port.active_mtu, &why_unknown);
+        if port.active_mtu.is_some() {
+            f = f.evidence(format!("active_mtu from {}", port.active_mtu_source));
         }
+        out.push(f);
     }
     out
 }
 
 fn populated(port: &PortFacts) -> String {
-    let list: Vec<String> = port.gids.iter().map(|e| e.index.to_string()).collect();
+    let list: Vec<String> = port.gids().iter().map(|e| e.index.to_string()).collect();
     if list.is_empty() {
         "no populated GID slot".into()
     } else {
@@ -748,11 +682,14 @@ struct Report {
     #[serde(skip_serializing_if = "Option::is_none")]
     selection: Option<Selection>,
     checks: Vec<Finding>,
+    /// With --peer on a live host: what the kernel's CM would pick.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    kernel_choice: Option<KernelChoice>,
     result: Severity,
 }
 
 pub fn run(ctx: &Ctx, args: &CheckArgs) -> Result<u8> {
-    let device = resolve_device(&ctx.sysfs, args.device.as_deref())?;
+    let device = resolve_device(&SysfsRoot::new(&ctx.sysfs), args.device.as_deref())?;
     let port = load_port_facts(ctx, &device, args.port)?;
 
     // The selection needs route facts, which need a netdev: look the route up once without
@@ -763,7 +700,7 @@ pub fn run(ctx: &Ctx, args: &CheckArgs) -> Result<u8> {
         gather_net(ctx, None, args.peer)
     };
     let auto = gidselect::select_gid(
-        &port.gids,
+        port.gids(),
         &port.link_layer,
         &want_for(args.peer, &first_net),
     );
@@ -774,7 +711,7 @@ pub fn run(ctx: &Ctx, args: &CheckArgs) -> Result<u8> {
 
     let mut checks = match index {
         Some(i) => {
-            let entry = port.gids.iter().find(|e| e.index == i);
+            let entry = port.gids().iter().find(|e| e.index == i);
             let net = gather_net(ctx, entry, args.peer);
             evaluate(&port, i, args.peer, &net, &auto)
         }
@@ -786,13 +723,33 @@ pub fn run(ctx: &Ctx, args: &CheckArgs) -> Result<u8> {
         .evidence(populated(&port))
         .fix("see the reasons above; give the port an address in the peer's family on the netdev that routes to it")],
     };
+    let mut kernel_choice = None;
+    if let Some(peer) = args.peer {
+        if ctx.captured {
+            checks.push(check_kernel::skipped(
+                Severity::Info,
+                "not asked: --sysfs points at a captured tree, not this host's kernel",
+            ));
+        } else {
+            let checked = Checked {
+                device: &device,
+                port: args.port,
+                index,
+                auto: args.gid_index == GidIndexArg::Auto,
+                gids: port.gids(),
+            };
+            let (finding, choice) = check_kernel::ask(peer, &checked);
+            checks.push(finding);
+            kernel_choice = Some(choice);
+        }
+    }
     if args.env {
-        let devices = list_dir(&ctx.sysfs.join("class/infiniband"));
+        let devices = SysfsRoot::new(&ctx.sysfs).device_names()?;
         let target = EnvTarget {
             device: &device,
             port: args.port,
             link_layer: &port.link_layer,
-            table: &port.gids,
+            table: port.gids(),
             auto: &auto,
             devices: &devices,
         };
@@ -806,11 +763,7 @@ pub fn run(ctx: &Ctx, args: &CheckArgs) -> Result<u8> {
         }
         checks.extend(env_findings);
     }
-    let result = checks
-        .iter()
-        .map(|f| f.severity)
-        .max()
-        .unwrap_or(Severity::Ok);
+    let result = render_findings::worst(&checks);
     let report = Report {
         device,
         port: args.port,
@@ -822,6 +775,7 @@ pub fn run(ctx: &Ctx, args: &CheckArgs) -> Result<u8> {
         peer: args.peer,
         selection,
         checks,
+        kernel_choice,
         result,
     };
     let text = if ctx.json {
@@ -840,19 +794,6 @@ pub fn run(ctx: &Ctx, args: &CheckArgs) -> Result<u8> {
     })
 }
 
-fn label(sev: Severity, style: Style) -> String {
-    let text = format!("{:<4}", sev.label());
-    if !style.color {
-        return text;
-    }
-    match sev {
-        Severity::Ok => text.green().to_string(),
-        Severity::Info => text.blue().to_string(),
-        Severity::Warn => text.yellow().to_string(),
-        Severity::Fail => text.red().bold().to_string(),
-    }
-}
-
 fn render(report: &Report, style: Style) -> String {
     let mut s = String::new();
     let target = format!("{}/{}", report.device, report.port);
@@ -860,14 +801,10 @@ fn render(report: &Report, style: Style) -> String {
         .peer
         .map(|p| format!(" toward {p}"))
         .unwrap_or_default();
-    match report.gid_index {
-        Some(i) => {
-            let _ = writeln!(s, "check {target} GID index {i}{peer}");
-        }
-        None => {
-            let _ = writeln!(s, "check {target} GID index {}{peer}", report.requested);
-        }
-    }
+    let index = report
+        .gid_index
+        .map_or(report.requested.clone(), |i| i.to_string());
+    let _ = writeln!(s, "check {target} GID index {index}{peer}");
     if let Some(sel) = &report.selection {
         let _ = writeln!(
             s,
@@ -885,32 +822,12 @@ fn render(report: &Report, style: Style) -> String {
             let _ = writeln!(s, "  index {:<3} {verdict:<8} {}", r.index, r.why);
         }
     }
-    for f in &report.checks {
-        let _ = writeln!(
-            s,
-            "{} {:<16} {}",
-            label(f.severity, style),
-            f.code,
-            f.message
-        );
-        for e in &f.evidence {
-            let _ = writeln!(s, "     {:<16} seen: {e}", "");
-        }
-        if let Some(fix) = &f.fix {
-            if !fix.is_empty() {
-                let _ = writeln!(s, "     {:<16} fix:  {fix}", "");
-            }
-        }
-    }
-    let _ = write!(
-        s,
-        "result: {}",
-        match report.result {
-            Severity::Fail => "FAIL",
-            Severity::Warn => "ok with warnings",
-            _ => "ok",
-        }
-    );
+    s.push_str(&render_findings::lines(
+        &report.checks,
+        style,
+        Evidence::All,
+    ));
+    s.push_str(&render_findings::tally(&report.checks));
     s
 }
 
@@ -933,14 +850,17 @@ mod tests {
     #[test]
     fn loads_the_rxe_fixture() {
         let ctx = fixture("rxe-veth-basic");
-        assert_eq!(resolve_device(&ctx.sysfs, None).unwrap(), "rxe0");
+        let root = SysfsRoot::new(&ctx.sysfs);
+        assert_eq!(resolve_device(&root, None).unwrap(), "rxe0");
         let p = load_port_facts(&ctx, "rxe0", 1).unwrap();
         assert_eq!(p.link_layer, LinkLayer::Ethernet);
-        assert_eq!(p.state.as_deref(), Some("ACTIVE"));
+        assert_eq!(p.sysfs.state, Some(crate::model::PortState::Active));
         assert_eq!(p.gid_table_len, 1024);
-        assert_eq!(p.gids.len(), 2);
+        assert_eq!(p.gids().len(), 2);
+        assert_eq!(p.active_mtu, None);
+        assert!(p.active_mtu_source.contains("captured"), "{p:?}");
         assert_eq!(
-            describe(&p.gids[1]),
+            describe(&p.gids()[1]),
             "GID index 1 (RoCE v2, ::ffff:192.168.77.1 on veth0)"
         );
         assert!(matches!(
@@ -948,7 +868,7 @@ mod tests {
             Err(Error::NoSuchPort { .. })
         ));
         assert!(matches!(
-            resolve_device(&ctx.sysfs, Some("mlx5_0")),
+            resolve_device(&root, Some("mlx5_0")),
             Err(Error::NoSuchDevice { .. })
         ));
     }
@@ -963,10 +883,10 @@ mod tests {
         let ctx = fixture(fixture_name);
         let port = load_port_facts(&ctx, device, 1).unwrap();
         let peer: Option<IpAddr> = peer.map(|p| p.parse().unwrap());
-        let auto = gidselect::select_gid(&port.gids, &port.link_layer, &want_for(peer, &net));
+        let auto = gidselect::select_gid(port.gids(), &port.link_layer, &want_for(peer, &net));
         let mut net = net;
         if net.netdev.is_none() {
-            let entry = port.gids.iter().find(|e| e.index == index);
+            let entry = port.gids().iter().find(|e| e.index == index);
             net.netdev = entry
                 .and_then(|e| e.netdev.as_deref())
                 .map(|n| netdev_from_sysfs(&ctx.sysfs, n));
@@ -1113,7 +1033,7 @@ mod tests {
                 net: NetFacts::default(),
                 code: "mtu",
                 severity: Severity::Ok,
-                says: &["MTU 1500", "path MTU 1024"],
+                says: &["RoCE MTU 1024 over netdev veth0 MTU 1500", "captured tree"],
             },
             Case {
                 name: "port down (veth1 down)",
@@ -1195,33 +1115,35 @@ mod tests {
             ..fixture("rxe-veth-basic")
         };
         let peer: IpAddr = "8.8.8.8".parse().unwrap();
+        let mut sysfs = load_port_facts(&fixture("rxe-veth-basic"), "rxe0", 1)
+            .unwrap()
+            .sysfs;
+        sysfs.device = "fake0".into();
+        sysfs.gids = vec![
+            GidEntry {
+                index: 0,
+                gid: Gid::parse("::ffff:127.0.0.1").unwrap(),
+                gid_type: Some(GidType::RoceV2),
+                netdev: Some("lo".into()),
+            },
+            GidEntry {
+                index: 1,
+                gid: Gid::from_ip(route.prefsrc.unwrap_or(IpAddr::from([192, 0, 2, 2]))),
+                gid_type: Some(GidType::RoceV2),
+                netdev: Some(dev.clone()),
+            },
+        ];
         let port = PortFacts {
-            device: "fake0".into(),
-            port: 1,
+            sysfs,
             link_layer: LinkLayer::Ethernet,
-            state: Some("ACTIVE".into()),
-            phys_state: Some("LinkUp".into()),
-            lid: Some(0),
-            gids: vec![
-                GidEntry {
-                    index: 0,
-                    gid: Gid::parse("::ffff:127.0.0.1").unwrap(),
-                    gid_type: Some(GidType::RoceV2),
-                    netdev: Some("lo".into()),
-                },
-                GidEntry {
-                    index: 1,
-                    gid: Gid::from_ip(route.prefsrc.unwrap_or(IpAddr::from([192, 0, 2, 2]))),
-                    gid_type: Some(GidType::RoceV2),
-                    netdev: Some(dev.clone()),
-                },
-            ],
             gid_table_len: 16,
             active_mtu: None,
+            active_mtu_source: "not read: a made-up port".into(),
         };
+        let gids = port.gids().to_vec();
         let first = gather_net(&ctx, None, Some(peer));
         let auto =
-            gidselect::select_gid(&port.gids, &port.link_layer, &want_for(Some(peer), &first));
+            gidselect::select_gid(port.gids(), &port.link_layer, &want_for(Some(peer), &first));
         assert_eq!(auto.chosen, Some(1), "{auto:#?}");
         assert!(
             auto.reason(0)
@@ -1234,7 +1156,7 @@ mod tests {
             &port,
             1,
             Some(peer),
-            &gather_net(&ctx, Some(&port.gids[1]), Some(peer)),
+            &gather_net(&ctx, Some(&gids[1]), Some(peer)),
             &auto,
         );
         assert_eq!(find(&good, "route").severity, Severity::Ok, "{good:#?}");
@@ -1243,7 +1165,7 @@ mod tests {
             &port,
             0,
             Some(peer),
-            &gather_net(&ctx, Some(&port.gids[0]), Some(peer)),
+            &gather_net(&ctx, Some(&gids[0]), Some(peer)),
             &auto,
         );
         let f = find(&bad, "route");
@@ -1266,22 +1188,9 @@ mod tests {
             }),
             ..NetFacts::default()
         };
-        let auto = gidselect::select_gid(&port.gids, &port.link_layer, &want_for(Some(peer), &net));
+        let auto =
+            gidselect::select_gid(port.gids(), &port.link_layer, &want_for(Some(peer), &net));
         assert_eq!(auto.chosen, Some(0), "{auto:#?}");
-    }
-
-    #[test]
-    fn roce_mtu_follows_the_netdev() {
-        for (netdev, roce) in [
-            (1500, Some(1024)),
-            (9000, Some(4096)),
-            (4200, Some(4096)),
-            (2200, Some(2048)),
-            (1100, Some(512)),
-            (300, None),
-        ] {
-            assert_eq!(roce_mtu_for(netdev), roce, "{netdev}");
-        }
     }
 
     #[test]
@@ -1290,7 +1199,8 @@ mod tests {
         let port = load_port_facts(&ctx, "rxe0", 1).unwrap();
         let peer: IpAddr = "192.168.77.2".parse().unwrap();
         let net = vm_net(true);
-        let auto = gidselect::select_gid(&port.gids, &port.link_layer, &want_for(Some(peer), &net));
+        let auto =
+            gidselect::select_gid(port.gids(), &port.link_layer, &want_for(Some(peer), &net));
         let checks = evaluate(&port, 1, Some(peer), &net, &auto);
         let report = Report {
             device: "rxe0".into(),
@@ -1300,12 +1210,18 @@ mod tests {
             peer: Some(peer),
             selection: Some(auto),
             checks,
+            kernel_choice: None,
             result: Severity::Ok,
         };
         let out = render(&report, Style::plain());
         assert!(out.contains("auto: chose index 1"), "{out}");
         assert!(out.contains("index 0   rejected"), "{out}");
-        assert!(out.contains("ok   gid-slot"), "{out}");
+        assert!(out.contains("\nok    gid-slot "), "{out}");
+        assert!(out.contains("        evidence: gids/1 = "), "{out}");
+        assert!(
+            out.ends_with("6 ok, 2 info, 0 warning(s), 0 failure(s)"),
+            "{out}"
+        );
         let json: serde_json::Value = serde_json::from_str(&output::json(&report)).unwrap();
         assert_eq!(json["selection"]["chosen"], 1);
         assert_eq!(json["checks"][0]["severity"], "ok");

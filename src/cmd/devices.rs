@@ -12,10 +12,13 @@ pub fn run(ctx: &Ctx, args: &DevicesArgs) -> Result<u8> {
     if args.verbose {
         return crate::cmd::devinfo::run_verbose(ctx, args.device.as_deref());
     }
-    let devices = gather(ctx, args.device.as_deref())?;
     let text = if ctx.json {
-        inventory::devices_json(&devices)
+        inventory::devices_json(&gather(ctx, args.device.as_deref())?)
     } else {
+        // The table shows each port's netdev, not its GID table.
+        let devices = SysfsRoot::new(&ctx.sysfs)
+            .netdev_only()
+            .select(args.device.as_deref(), None)?;
         warn_unreadable(&devices);
         inventory::devices_table(&devices, ctx.style)
     };

@@ -23,8 +23,11 @@ use serde::Serialize;
 use crate::app::Ctx;
 use crate::error::{Error, Result};
 use crate::gid::Gid;
-use crate::model::GidType;
+use crate::model::{
+    Device, GidType, NetdevSource, NodeType, PhysState, Port, PortState, ReadProblem,
+};
 use crate::output;
+use crate::sysfs::SysfsRoot;
 use crate::verbs::{self, DeviceAttrs, OpenDevice, PortAttrs, VerbsError, VerbsGid};
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -98,7 +101,71 @@ pub struct DevInfo {
     /// Bytes of device memory; 0 means none.
     pub max_dm_size: u64,
     pub num_comp_vectors: i32,
+    /// From sysfs: the kernel driver of the parent device (`device/driver`).
+    pub driver: Option<String>,
+    /// From sysfs: the `/dev/infiniband/uverbsN` node.
+    pub uverbs: Option<String>,
+    pub verbs: VerbsStatus,
+    /// sysfs files (device or port) that exist but could not be read.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub read_problems: Vec<ReadProblem>,
     pub ports: Vec<PortInfo>,
+}
+
+/// Whether the verbs fields are there, and if not, why and which.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct VerbsStatus {
+    pub available: bool,
+    pub reason: Option<String>,
+    pub missing_fields: Vec<String>,
+}
+
+impl VerbsStatus {
+    fn available() -> VerbsStatus {
+        VerbsStatus {
+            available: true,
+            reason: None,
+            missing_fields: Vec::new(),
+        }
+    }
+
+    fn unavailable(reason: String) -> VerbsStatus {
+        VerbsStatus {
+            available: false,
+            reason: Some(reason),
+            missing_fields: MISSING_DEVICE_FIELDS
+                .iter()
+                .chain(MISSING_PORT_FIELDS)
+                .map(|f| f.to_string())
+                .collect(),
+        }
+    }
+}
+
+/// What sysfs adds to a port that verbs does not report: the netdev side.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct PortSysfs {
+    /// The kernel's `rate` text, e.g. `100 Gb/sec (4X EDR)`.
+    pub rate: Option<String>,
+    pub netdev: Option<String>,
+    pub netdev_source: Option<NetdevSource>,
+    pub netdev_mtu: Option<u32>,
+    pub netdev_operstate: Option<String>,
+    /// Every netdev the populated GID table refers to.
+    pub gid_netdevs: Vec<String>,
+}
+
+impl PortSysfs {
+    fn of(p: &Port) -> PortSysfs {
+        PortSysfs {
+            rate: p.rate.as_ref().map(|r| r.text.clone()),
+            netdev: p.netdev.as_ref().map(|n| n.name.clone()),
+            netdev_source: p.netdev_source,
+            netdev_mtu: p.netdev.as_ref().and_then(|n| n.mtu),
+            netdev_operstate: p.netdev.as_ref().and_then(|n| n.operstate.clone()),
+            gid_netdevs: p.gid_netdevs.clone(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -175,6 +242,8 @@ pub struct PortInfo {
     /// ibv_devinfo prints it only for the InfiniBand transport.
     pub phys_state: String,
     pub phys_state_raw: u8,
+    #[serde(flatten)]
+    pub sysfs: PortSysfs,
     pub gids: Vec<GidInfo>,
 }
 
@@ -184,6 +253,8 @@ pub struct GidInfo {
     pub gid: Gid,
     #[serde(rename = "type")]
     pub gid_type: Option<GidType>,
+    /// From sysfs `gid_attrs/ndevs/N`; null on InfiniBand.
+    pub netdev: Option<String>,
 }
 
 // ---- decoding, value for value as rdma-core 44's ibv_devinfo does it ----
@@ -529,6 +600,10 @@ pub fn build(
         },
         max_dm_size: d.max_dm_size,
         num_comp_vectors,
+        driver: None,
+        uverbs: None,
+        verbs: VerbsStatus::available(),
+        read_problems: Vec::new(),
         ports: ports
             .iter()
             .map(|(n, p, gids)| build_port(*n, p, gids))
@@ -569,12 +644,14 @@ fn build_port(port: u8, p: &PortAttrs, gids: &[VerbsGid]) -> PortInfo {
         active_speed_raw: p.active_speed,
         phys_state: phys_state_str(p.phys_state).into(),
         phys_state_raw: p.phys_state,
+        sysfs: PortSysfs::default(),
         gids: gids
             .iter()
             .map(|g| GidInfo {
                 index: g.index,
                 gid: g.gid,
                 gid_type: g.gid_type.clone(),
+                netdev: None,
             })
             .collect(),
     }
@@ -751,6 +828,7 @@ pub fn render(d: &DevInfo) -> String {
         );
     }
     let _ = writeln!(w, "\tnum_comp_vectors:\t\t{}", d.num_comp_vectors);
+    render_device_sysfs(w, d.driver.as_deref(), d.uverbs.as_deref());
     for port in &d.ports {
         render_port(w, port, d.transport_raw == 0);
     }
@@ -802,8 +880,13 @@ fn render_port(w: &mut String, p: &PortInfo, infiniband_transport: bool) {
             p.phys_state, p.phys_state_raw
         );
     }
-    let ethernet = p.link_layer == "Ethernet";
-    for g in &p.gids {
+    render_gids(w, &p.gids, p.link_layer == "Ethernet");
+    render_port_sysfs(w, &p.sysfs);
+    let _ = writeln!(w);
+}
+
+fn render_gids(w: &mut String, gids: &[GidInfo], ethernet: bool) {
+    for g in gids {
         let Some(gid_type) = &g.gid_type else {
             // ibv_devinfo stays silent here; say what we know instead of dropping it.
             let _ = writeln!(w, "\t\t\tGID[{:3}]:\t\t{}, type unknown", g.index, g.gid);
@@ -825,16 +908,430 @@ fn render_port(w: &mut String, p: &PortInfo, infiniband_transport: bool) {
             gid_text(&g.gid, gid_type)
         );
     }
-    let _ = writeln!(w);
+}
+
+/// `key:` indented by `depth` tabs, then tabs up to ibv_devinfo's value column (40 for
+/// device fields, 48 for port fields), so added lines line up with the ones it prints.
+fn field(w: &mut String, depth: usize, key: &str, value: impl std::fmt::Display) {
+    let target = if depth == 1 { 40 } else { 48 };
+    let mut col = 8 * depth + key.len() + 1;
+    let mut tabs = 0;
+    while col < target || tabs == 0 {
+        col = (col / 8 + 1) * 8;
+        tabs += 1;
+    }
+    let _ = writeln!(
+        w,
+        "{}{key}:{}{value}",
+        "\t".repeat(depth),
+        "\t".repeat(tabs)
+    );
+}
+
+/// The sysfs lines after ibv_devinfo's own, so a diff against it shows only additions.
+fn render_device_sysfs(w: &mut String, driver: Option<&str>, uverbs: Option<&str>) {
+    if let Some(driver) = driver {
+        field(w, 1, "driver", driver);
+    }
+    if let Some(uverbs) = uverbs {
+        field(w, 1, "uverbs", format!("/dev/infiniband/{uverbs}"));
+    }
+}
+
+fn render_port_sysfs(w: &mut String, s: &PortSysfs) {
+    if let Some(rate) = &s.rate {
+        field(w, 3, "rate", rate);
+    }
+    if let Some(netdev) = &s.netdev {
+        let mut details = Vec::new();
+        if let Some(state) = &s.netdev_operstate {
+            details.push(state.clone());
+        }
+        if let Some(mtu) = s.netdev_mtu {
+            details.push(format!("mtu {mtu}"));
+        }
+        let details = if details.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", details.join(", "))
+        };
+        field(w, 3, "netdev", format!("{netdev}{details}"));
+    }
+    if !s.gid_netdevs.is_empty() && s.gid_netdevs.as_slice() != s.netdev.as_slice() {
+        field(w, 3, "gid_netdevs", s.gid_netdevs.join(", "));
+    }
+}
+
+// ---- without verbs: what sysfs has, under the same names ----
+
+/// ibv_devinfo's device fields that only a verbs query returns, in its order.
+const MISSING_DEVICE_FIELDS: &[&str] = &[
+    "vendor_id",
+    "vendor_part_id",
+    "max_mr_size",
+    "page_size_cap",
+    "max_qp",
+    "max_qp_wr",
+    "device_cap_flags",
+    "max_sge",
+    "max_sge_rd",
+    "max_cq",
+    "max_cqe",
+    "max_mr",
+    "max_pd",
+    "max_qp_rd_atom",
+    "max_ee_rd_atom",
+    "max_res_rd_atom",
+    "max_qp_init_rd_atom",
+    "max_ee_init_rd_atom",
+    "atomic_cap",
+    "max_ee",
+    "max_rdd",
+    "max_mw",
+    "max_raw_ipv6_qp",
+    "max_raw_ethy_qp",
+    "max_mcast_grp",
+    "max_mcast_qp_attach",
+    "max_total_mcast_qp_attach",
+    "max_ah",
+    "max_fmr",
+    "max_map_per_fmr",
+    "max_srq",
+    "max_srq_wr",
+    "max_srq_sge",
+    "max_pkeys",
+    "local_ca_ack_delay",
+    "general_odp_caps",
+    "rc_odp_caps",
+    "uc_odp_caps",
+    "ud_odp_caps",
+    "xrc_odp_caps",
+    "completion_timestamp_mask",
+    "hca_core_clock",
+    "raw_packet_caps",
+    "device_cap_flags_ex",
+    "tso_caps",
+    "rss_caps",
+    "max_wq_type_rq",
+    "packet_pacing_caps",
+    "tm_caps",
+    "cq_moderation_caps",
+    "max_dm_size",
+    "num_comp_vectors",
+];
+
+/// The same for each port.
+const MISSING_PORT_FIELDS: &[&str] = &[
+    "max_mtu",
+    "active_mtu",
+    "max_msg_sz",
+    "port_cap_flags2",
+    "max_vl_num",
+    "bad_pkey_cntr",
+    "qkey_viol_cntr",
+    "pkey_tbl_len",
+    "gid_tbl_len",
+    "subnet_timeout",
+    "init_type_reply",
+];
+
+/// A device shown from sysfs alone: ibv_devinfo's names and spellings for the values
+/// sysfs has, null where it lacks one, and `verbs` saying what is missing and why.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SysfsDevInfo {
+    pub hca_id: String,
+    pub transport: Option<String>,
+    pub transport_raw: Option<i32>,
+    pub fw_ver: Option<String>,
+    pub node_guid: Option<String>,
+    pub sys_image_guid: Option<String>,
+    pub hw_ver: Option<String>,
+    pub board_id: Option<String>,
+    pub phys_port_cnt: usize,
+    pub driver: Option<String>,
+    pub uverbs: Option<String>,
+    pub verbs: VerbsStatus,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub read_problems: Vec<ReadProblem>,
+    pub ports: Vec<SysfsPortInfo>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SysfsPortInfo {
+    pub port: u32,
+    pub state: Option<String>,
+    pub state_raw: Option<u32>,
+    pub sm_lid: Option<u32>,
+    pub port_lid: Option<u32>,
+    pub port_lmc: Option<String>,
+    pub link_layer: Option<String>,
+    pub port_cap_flags: Option<String>,
+    pub port_cap_flags_decoded: Option<Vec<String>>,
+    pub sm_sl: Option<u8>,
+    pub active_width: Option<String>,
+    pub active_width_raw: Option<u8>,
+    pub active_speed: Option<String>,
+    pub active_speed_raw: Option<u8>,
+    pub phys_state: Option<String>,
+    pub phys_state_raw: Option<u8>,
+    #[serde(flatten)]
+    pub sysfs: PortSysfs,
+    pub gids: Vec<GidInfo>,
+}
+
+/// One entry of `devices -v`: verbs merged with sysfs, or sysfs alone.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum DevView {
+    Verbs(Box<DevInfo>),
+    Sysfs(Box<SysfsDevInfo>),
+}
+
+/// libibverbs derives the transport from the node type exactly this way.
+fn transport_of(node_type: &NodeType) -> Option<i32> {
+    match node_type {
+        NodeType::Ca | NodeType::Switch | NodeType::Router => Some(0),
+        NodeType::Rnic => Some(1),
+        NodeType::Usnic => Some(2),
+        NodeType::UsnicUdp => Some(3),
+        NodeType::Unspecified => Some(4),
+        NodeType::Other(_) => None,
+    }
+}
+
+fn port_state_raw(s: &PortState) -> Option<u32> {
+    match s {
+        PortState::Nop => Some(0),
+        PortState::Down => Some(1),
+        PortState::Init => Some(2),
+        PortState::Armed => Some(3),
+        PortState::Active => Some(4),
+        PortState::ActiveDefer => Some(5),
+        PortState::Other(_) => None,
+    }
+}
+
+fn phys_state_raw(s: &PhysState) -> Option<u8> {
+    match s {
+        PhysState::Sleep => Some(1),
+        PhysState::Polling => Some(2),
+        PhysState::Disabled => Some(3),
+        PhysState::PortConfigurationTraining => Some(4),
+        PhysState::LinkUp => Some(5),
+        PhysState::LinkErrorRecovery => Some(6),
+        PhysState::PhyTest => Some(7),
+        PhysState::Other(_) => None,
+    }
+}
+
+/// The kernel writes `rate` from active_width/active_speed with one name per value, so
+/// the names map back exactly (`1X` is 1, `4X` is 2; `FDR10` is 8).
+fn width_raw(name: &str) -> Option<u8> {
+    match name {
+        "1X" => Some(1),
+        "4X" => Some(2),
+        "8X" => Some(4),
+        "12X" => Some(8),
+        "2X" => Some(16),
+        _ => None,
+    }
+}
+
+fn speed_raw(name: &str) -> Option<u8> {
+    match name {
+        "SDR" => Some(1),
+        "DDR" => Some(2),
+        "QDR" => Some(4),
+        "FDR10" => Some(8),
+        "FDR" => Some(16),
+        "EDR" => Some(32),
+        "HDR" => Some(64),
+        "NDR" => Some(128),
+        _ => None,
+    }
+}
+
+/// sysfs `hw_rev` is hex ("0x0"); ibv_devinfo prints hw_ver as `0x%X`.
+fn hw_ver_text(rev: &str) -> String {
+    rev.strip_prefix("0x")
+        .and_then(|h| u64::from_str_radix(h, 16).ok())
+        .map_or_else(|| rev.to_string(), |v| format!("0x{v:X}"))
+}
+
+fn gid_infos(port: &Port) -> Vec<GidInfo> {
+    port.gids
+        .iter()
+        .map(|g| GidInfo {
+            index: g.index,
+            gid: g.gid,
+            gid_type: g.gid_type.clone(),
+            netdev: g.netdev.clone(),
+        })
+        .collect()
+}
+
+pub fn from_sysfs(d: &Device, reason: String) -> SysfsDevInfo {
+    let transport_raw = d.node_type.as_ref().and_then(transport_of);
+    SysfsDevInfo {
+        hca_id: d.name.clone(),
+        transport: transport_raw.map(|t| transport_str(t).to_string()),
+        transport_raw,
+        fw_ver: d.fw_ver.clone(),
+        node_guid: d.node_guid.map(|g| g.to_string()),
+        sys_image_guid: d.sys_image_guid.map(|g| g.to_string()),
+        hw_ver: d.hw_rev.as_deref().map(hw_ver_text),
+        board_id: d.board_id.clone(),
+        phys_port_cnt: d.ports.len(),
+        driver: d.driver.clone(),
+        uverbs: d.uverbs.clone(),
+        verbs: VerbsStatus::unavailable(reason),
+        read_problems: all_read_problems(d),
+        ports: d
+            .ports
+            .iter()
+            .map(|p| {
+                let state_raw = p.state.as_ref().and_then(port_state_raw);
+                let phys_raw = p.phys_state.as_ref().and_then(phys_state_raw);
+                let width = p.rate.as_ref().and_then(|r| r.width.as_deref());
+                let width_raw = width.and_then(width_raw);
+                let speed_raw = p
+                    .rate
+                    .as_ref()
+                    .and_then(|r| r.speed.as_deref())
+                    .and_then(speed_raw);
+                SysfsPortInfo {
+                    port: p.number,
+                    state: state_raw.map(|s| port_state_str(s).to_string()),
+                    state_raw,
+                    sm_lid: p.sm_lid,
+                    port_lid: p.lid,
+                    port_lmc: p.lmc.map(|l| format!("0x{l:02x}")),
+                    link_layer: p.link_layer.as_ref().map(|l| l.to_string()),
+                    port_cap_flags: p.cap_mask.map(|c| format!("0x{c:08x}")),
+                    port_cap_flags_decoded: p
+                        .cap_mask
+                        .map(|c| decode_flags(u64::from(c), PORT_CAP_FLAGS)),
+                    sm_sl: p.sm_sl,
+                    active_width: width_raw.map(|w| format!("{}X", width_str(w))),
+                    active_width_raw: width_raw,
+                    active_speed: speed_raw.map(|s| speed_str(s).to_string()),
+                    active_speed_raw: speed_raw,
+                    phys_state: phys_raw.map(|s| phys_state_str(s).to_string()),
+                    phys_state_raw: phys_raw,
+                    sysfs: PortSysfs::of(p),
+                    gids: gid_infos(p),
+                }
+            })
+            .collect(),
+    }
+}
+
+fn all_read_problems(d: &Device) -> Vec<ReadProblem> {
+    d.read_problems
+        .iter()
+        .chain(d.ports.iter().flat_map(|p| p.read_problems.iter()))
+        .cloned()
+        .collect()
+}
+
+/// Verbs and sysfs describe the same device: add the sysfs-only parts.
+fn merge_sysfs(info: &mut DevInfo, d: &Device, root: &SysfsRoot) {
+    info.driver = d.driver.clone();
+    info.uverbs = d.uverbs.clone();
+    info.read_problems = all_read_problems(d);
+    for port in &mut info.ports {
+        let Some(sp) = d.ports.iter().find(|p| p.number == u32::from(port.port)) else {
+            continue;
+        };
+        port.sysfs = PortSysfs::of(sp);
+        if port.link_layer != "Ethernet" {
+            continue;
+        }
+        // Only the slots verbs found populated: reading all 1024 sysfs slots again would
+        // double the cost of -v.
+        let mut gid_netdevs: Vec<String> = Vec::new();
+        for g in &mut port.gids {
+            g.netdev = root
+                .gid(&d.name, sp.number, g.index)
+                .ok()
+                .and_then(|e| e.netdev);
+            if let Some(nd) = &g.netdev {
+                if !gid_netdevs.contains(nd) {
+                    gid_netdevs.push(nd.clone());
+                }
+            }
+        }
+        port.sysfs.gid_netdevs = gid_netdevs;
+    }
+}
+
+/// `value (raw)` as ibv_devinfo writes enumerated values, or "-" when sysfs lacks it.
+fn with_raw<R: std::fmt::Display>(value: &Option<String>, raw: Option<R>) -> String {
+    match (value, raw) {
+        (Some(v), Some(r)) => format!("{v} ({r})"),
+        _ => "-".to_string(),
+    }
+}
+
+fn or_dash<T: std::fmt::Display>(v: &Option<T>) -> String {
+    v.as_ref()
+        .map_or_else(|| "-".to_string(), |v| v.to_string())
+}
+
+/// ibv_devinfo's layout for the fields sysfs has; the note on stderr lists the rest.
+pub fn render_sysfs(d: &SysfsDevInfo) -> String {
+    let mut o = String::new();
+    let w = &mut o;
+    let _ = writeln!(w, "hca_id:\t{}", d.hca_id);
+    field(w, 1, "transport", with_raw(&d.transport, d.transport_raw));
+    if let Some(fw) = &d.fw_ver {
+        field(w, 1, "fw_ver", fw);
+    }
+    field(w, 1, "node_guid", or_dash(&d.node_guid));
+    field(w, 1, "sys_image_guid", or_dash(&d.sys_image_guid));
+    if let Some(hw) = &d.hw_ver {
+        field(w, 1, "hw_ver", hw);
+    }
+    if let Some(board) = &d.board_id {
+        field(w, 1, "board_id", board);
+    }
+    field(w, 1, "phys_port_cnt", d.phys_port_cnt);
+    render_device_sysfs(w, d.driver.as_deref(), d.uverbs.as_deref());
+    for p in &d.ports {
+        let _ = writeln!(w, "\t\tport:\t{}", p.port);
+        field(w, 3, "state", with_raw(&p.state, p.state_raw));
+        field(w, 3, "sm_lid", or_dash(&p.sm_lid));
+        field(w, 3, "port_lid", or_dash(&p.port_lid));
+        field(w, 3, "port_lmc", or_dash(&p.port_lmc));
+        field(w, 3, "link_layer", or_dash(&p.link_layer));
+        field(w, 3, "port_cap_flags", or_dash(&p.port_cap_flags));
+        field(w, 3, "sm_sl", or_dash(&p.sm_sl));
+        field(
+            w,
+            3,
+            "active_width",
+            with_raw(&p.active_width, p.active_width_raw),
+        );
+        field(
+            w,
+            3,
+            "active_speed",
+            with_raw(&p.active_speed, p.active_speed_raw),
+        );
+        field(
+            w,
+            3,
+            "phys_state",
+            with_raw(&p.phys_state, p.phys_state_raw),
+        );
+        render_gids(w, &p.gids, p.link_layer.as_deref() == Some("Ethernet"));
+        render_port_sysfs(w, &p.sysfs);
+        let _ = writeln!(w);
+    }
+    o
 }
 
 // ---- the command ----
-
-/// The sysfs-only view lacks these, because only verbs queries return them.
-const VERBS_ONLY_FIELDS: &str = "max_* limits, device_cap_flags(_ex), atomic_cap, ODP caps, \
-     completion timestamp mask, hca_core_clock, TSO/RSS/packet pacing/tag matching caps, \
-     num_comp_vectors, and per port max_msg_sz, port_cap_flags2, max_vl_num, bad_pkey_cntr, \
-     qkey_viol_cntr, subnet_timeout, init_type_reply";
 
 fn query_one(dev: &OpenDevice) -> Result<DevInfo, VerbsError> {
     let attrs = dev.query_device()?;
@@ -854,114 +1351,146 @@ fn query_one(dev: &OpenDevice) -> Result<DevInfo, VerbsError> {
     ))
 }
 
-/// `rdmactl devices -v [-d DEV]`.
-pub fn run_verbose(ctx: &Ctx, device: Option<&str>) -> Result<u8> {
+/// What verbs says about each device it lists (a per-device failure as its reason), or
+/// why verbs cannot be asked at all.
+type VerbsAnswer = std::result::Result<Vec<(String, std::result::Result<DevInfo, String>)>, String>;
+
+fn ask_verbs(ctx: &Ctx, device: Option<&str>) -> VerbsAnswer {
     if ctx.captured {
-        return Err(Error::Usage(format!(
-            "devices -v needs live verbs queries, and --sysfs ({}) is a captured tree, so \
-             they are skipped. Missing without verbs: {VERBS_ONLY_FIELDS}. Run \
-             `rdmactl devices` (without -v) for the fields sysfs has",
+        return Err(format!(
+            "--sysfs {} is a captured tree and verbs would describe this host instead, so \
+             they are skipped",
             ctx.sysfs.display()
-        )));
-    }
-    let devices = match verbs::open_devices(device) {
-        Ok(devices) => devices,
-        Err(VerbsError::NoSuchDevice { device, available }) => {
-            return Err(no_such_device(ctx, &device, available));
-        }
-        Err(e @ (VerbsError::LibraryMissing { .. } | VerbsError::DeviceList { .. })) => {
-            return Err(explain_unavailable(ctx, e));
-        }
-        Err(e) => return Err(e.into()),
-    };
-    if devices.is_empty() {
-        return Err(explain_unavailable(
-            ctx,
-            VerbsError::NoSuchDevice {
-                device: "(any)".into(),
-                available: vec![],
-            },
         ));
     }
-    let mut infos = Vec::with_capacity(devices.len());
-    for dev in &devices {
-        infos.push(query_one(dev)?);
-    }
-    let text = if ctx.json {
-        output::json(&infos)
+    let opened = verbs::open_each(device).map_err(|e| e.to_string())?;
+    Ok(opened
+        .into_iter()
+        .map(|(name, dev)| {
+            let info = dev
+                .and_then(|dev| query_one(&dev))
+                .map_err(|e| e.to_string());
+            (name, info)
+        })
+        .collect())
+}
+
+/// A device sysfs lists but libibverbs does not: its provider is missing (or its uverbs
+/// node is), which is what `doctor` checks.
+fn not_listed(d: &Device, listed: &[String]) -> String {
+    let lists = if listed.is_empty() {
+        "which lists no devices".to_string()
     } else {
-        infos.iter().map(render).collect::<String>()
+        format!("which lists {}", listed.join(", "))
     };
+    let driver = d
+        .driver
+        .as_ref()
+        .map(|drv| format!(" for driver {drv}"))
+        .unwrap_or_default();
+    // No device name in the text: devices with the same cause share one note.
+    format!(
+        "not listed by libibverbs ({lists}): no provider library{driver} is installed \
+         (Debian/Ubuntu: ibverbs-providers, RHEL: libibverbs; see /etc/libibverbs.d) or the \
+         /dev/infiniband/uverbs node is missing. `rdmactl doctor` checks both"
+    )
+}
+
+/// The sysfs devices (the list), each merged with verbs where verbs has it. A device
+/// verbs lists but sysfs does not (a /sys that is not this host's) still shows.
+pub fn gather(ctx: &Ctx, device: Option<&str>) -> Result<(Vec<Device>, Vec<DevView>)> {
+    let root = SysfsRoot::new(&ctx.sysfs);
+    // The port netdevs first; a GID table is read in full only for a device shown from
+    // sysfs alone, where it is the GID list.
+    let mut sysfs = root.clone().netdev_only().select(device, None)?;
+    let mut verbs = ask_verbs(ctx, device);
+    let listed: Vec<String> = match &verbs {
+        Ok(list) => list.iter().map(|(n, _)| n.clone()).collect(),
+        Err(_) => Vec::new(),
+    };
+    let mut views = Vec::with_capacity(sysfs.len());
+    for d in &mut sysfs {
+        let reason = match &mut verbs {
+            Err(reason) => reason.clone(),
+            Ok(list) => match list.iter().position(|(n, _)| *n == d.name) {
+                None => not_listed(d, &listed),
+                Some(i) => match list.remove(i).1 {
+                    Ok(mut info) => {
+                        merge_sysfs(&mut info, d, &root);
+                        views.push(DevView::Verbs(Box::new(info)));
+                        continue;
+                    }
+                    Err(reason) => reason,
+                },
+            },
+        };
+        if let Ok(full) = root.device(&d.name) {
+            *d = full;
+        }
+        views.push(DevView::Sysfs(Box::new(from_sysfs(d, reason))));
+    }
+    if let Ok(rest) = verbs {
+        views.extend(
+            rest.into_iter()
+                .filter_map(|(_, info)| info.ok())
+                .map(|info| DevView::Verbs(Box::new(info))),
+        );
+    }
+    Ok((sysfs, views))
+}
+
+/// The stderr note: which devices lack verbs, why, and which fields that costs. One line
+/// per distinct reason, so a host without libibverbs gets one line, not one per device.
+pub fn missing_notes(views: &[DevView]) -> Vec<String> {
+    let mut by_reason: Vec<(String, Vec<String>)> = Vec::new();
+    for v in views {
+        let DevView::Sysfs(d) = v else { continue };
+        let reason = d.verbs.reason.clone().unwrap_or_default();
+        match by_reason.iter_mut().find(|(r, _)| *r == reason) {
+            Some((_, names)) => names.push(d.hca_id.clone()),
+            None => by_reason.push((reason, vec![d.hca_id.clone()])),
+        }
+    }
+    by_reason
+        .into_iter()
+        .map(|(reason, names)| {
+            format!(
+                "{}: verbs unavailable: {}; shown from sysfs, missing: {}; per port: {}",
+                names.join(", "),
+                reason.trim_end_matches('.'),
+                MISSING_DEVICE_FIELDS.join(", "),
+                MISSING_PORT_FIELDS.join(", ")
+            )
+        })
+        .collect()
+}
+
+/// `rdmactl devices -v [-d DEV]`. Exit 0 whenever a device was shown: without verbs the
+/// sysfs values are still real, and the note says what is missing.
+pub fn run_verbose(ctx: &Ctx, device: Option<&str>) -> Result<u8> {
+    let (sysfs, views) = gather(ctx, device)?;
+    let text = if ctx.json {
+        output::json(&views)
+    } else {
+        views
+            .iter()
+            .map(|v| match v {
+                DevView::Verbs(info) => render(info),
+                DevView::Sysfs(d) => render_sysfs(d),
+            })
+            .collect::<String>()
+    };
+    if !ctx.json {
+        crate::cmd::devices::warn_unreadable(&sysfs);
+        for note in missing_notes(&views) {
+            eprintln!("rdmactl: note: {note}");
+        }
+    }
     output::print(&text).map_err(|source| Error::Io {
         path: "<stdout>".into(),
         source,
     })?;
     Ok(crate::error::exit::OK)
-}
-
-fn sysfs_devices(ctx: &Ctx) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(ctx.sysfs.join("class/infiniband"))
-        .map(|rd| {
-            rd.filter_map(|e| e.ok()?.file_name().into_string().ok())
-                .collect()
-        })
-        .unwrap_or_default();
-    names.sort();
-    names
-}
-
-/// Verbs failed as a whole: name the cause and what still works. Always "no RDMA
-/// stack" (exit 4), whichever piece is missing.
-fn explain_unavailable(ctx: &Ctx, e: VerbsError) -> Error {
-    let in_sysfs = sysfs_devices(ctx);
-    let also = if in_sysfs.is_empty() {
-        String::new()
-    } else if matches!(e, VerbsError::NoSuchDevice { .. }) {
-        format!(
-            " sysfs lists {}, so libibverbs has no provider for them: install the provider \
-             package (Debian/Ubuntu: ibverbs-providers, RHEL: libibverbs) and check \
-             /etc/libibverbs.d; `rdmactl doctor` names the driver.",
-            in_sysfs.join(", ")
-        )
-    } else {
-        format!(
-            " sysfs still lists {}: `rdmactl devices` (without -v) shows what sysfs has.",
-            in_sysfs.join(", ")
-        )
-    };
-    let cause = match &e {
-        VerbsError::NoSuchDevice { .. } => "libibverbs lists no RDMA devices.".to_string(),
-        other => other.to_string(),
-    };
-    Error::NoVerbs(format!(
-        "devices -v cannot query verbs: {}{also} Without verbs these fields are \
-         unavailable: {VERBS_ONLY_FIELDS}",
-        if cause.ends_with('.') {
-            cause.clone()
-        } else {
-            format!("{cause}.")
-        }
-    ))
-}
-
-fn no_such_device(ctx: &Ctx, name: &str, available: Vec<String>) -> Error {
-    if sysfs_devices(ctx).iter().any(|n| n == name) {
-        return Error::NoVerbs(format!(
-            "{name} is in {} but libibverbs does not list it ({}): its provider library is \
-             missing or its /dev/infiniband/uverbs node is not accessible. Run \
-             `rdmactl doctor -d {name}`",
-            ctx.sysfs.join("class/infiniband").display(),
-            if available.is_empty() {
-                "it lists no devices".to_string()
-            } else {
-                format!("it lists {}", available.join(", "))
-            }
-        ));
-    }
-    Error::Verbs(VerbsError::NoSuchDevice {
-        device: name.to_string(),
-        available,
-    })
 }
 
 #[cfg(test)]
@@ -1122,6 +1651,145 @@ mod tests {
         assert!(!out.status.success());
         assert!(stdout.contains("ports.1.active_mtu"), "{stdout}");
         assert!(stdout.contains("max_cqe"), "{stdout}");
+    }
+
+    fn fixture_devices(tree: &str) -> Vec<Device> {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/sysfs")
+            .join(tree);
+        SysfsRoot::new(root).devices().unwrap()
+    }
+
+    /// Lines sysfs adds after ibv_devinfo's own.
+    fn is_sysfs_line(line: &str) -> bool {
+        let key = line.trim_start().split(':').next().unwrap_or("");
+        ["driver", "uverbs", "rate", "netdev", "gid_netdevs"].contains(&key)
+    }
+
+    /// Without verbs, every line that is not a sysfs addition is one ibv_devinfo printed,
+    /// byte for byte, on the same capture: the values and the layout are ibv_devinfo's.
+    #[test]
+    fn sysfs_fallback_lines_are_ibv_devinfo_lines_of_the_same_capture() {
+        let captured = include_str!("../../tests/fixtures/sysfs/rxe-vm-basic/ibv_devinfo-v.txt");
+        for d in fixture_devices("rxe-vm-basic") {
+            let ours = render_sysfs(&from_sysfs(&d, "test".into()));
+            let mut compared = 0;
+            for line in ours.lines().filter(|l| !l.is_empty() && !is_sysfs_line(l)) {
+                assert!(
+                    captured.lines().any(|c| c == line),
+                    "{}: {line:?} is not in ibv_devinfo's output",
+                    d.name
+                );
+                compared += 1;
+            }
+            assert!(compared >= 15, "{}: only {compared} lines", d.name);
+            assert!(ours.contains("netdev:\t\t\tveth"), "{ours}");
+        }
+    }
+
+    /// The note's lists are exactly ibv_devinfo's fields that the sysfs view lacks.
+    #[test]
+    fn missing_fields_are_the_verbs_keys_sysfs_lacks() {
+        let keys = |v: &serde_json::Value| -> std::collections::BTreeSet<String> {
+            v.as_object()
+                .unwrap()
+                .keys()
+                .filter(|k| !k.ends_with("_raw") && !k.ends_with("_decoded"))
+                .cloned()
+                .collect()
+        };
+        let (d, p, gids) = rxe_attrs();
+        let verbs = serde_json::to_value(build("rxe0", 0, None, 2, &d, &[(1, p, gids)])).unwrap();
+        let dev = fixture_devices("rxe-vm-basic").remove(0);
+        let sysfs = serde_json::to_value(from_sysfs(&dev, "test".into())).unwrap();
+        let want: std::collections::BTreeSet<String> =
+            keys(&verbs).difference(&keys(&sysfs)).cloned().collect();
+        let listed: std::collections::BTreeSet<String> = MISSING_DEVICE_FIELDS
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        assert_eq!(listed, want);
+        let want: std::collections::BTreeSet<String> = keys(&verbs["ports"][0])
+            .difference(&keys(&sysfs["ports"][0]))
+            .cloned()
+            .collect();
+        let listed: std::collections::BTreeSet<String> =
+            MISSING_PORT_FIELDS.iter().map(|s| s.to_string()).collect();
+        assert_eq!(listed, want);
+        assert_eq!(sysfs["verbs"]["available"], false);
+        assert_eq!(sysfs["verbs"]["reason"], "test");
+        assert_eq!(
+            sysfs["verbs"]["missing_fields"].as_array().unwrap().len(),
+            MISSING_DEVICE_FIELDS.len() + MISSING_PORT_FIELDS.len()
+        );
+    }
+
+    /// Merged output: ibv_devinfo's text unchanged, sysfs lines only added; JSON gains
+    /// the netdev per port and per GID.
+    #[test]
+    fn merged_view_adds_sysfs_without_changing_ibv_devinfo_lines() {
+        let (d, p, gids) = rxe_attrs();
+        let mut info = build("rxe0", 0, None, 2, &d, &[(1, p, gids)]);
+        let plain = render(&info);
+        let root = SysfsRoot::new(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/fixtures/sysfs/rxe-veth-basic"),
+        );
+        let dev = root.clone().netdev_only().devices().unwrap().remove(0);
+        merge_sysfs(&mut info, &dev, &root);
+        let merged = render(&info);
+        let kept: Vec<&str> = merged.lines().filter(|l| !is_sysfs_line(l)).collect();
+        assert_eq!(kept, plain.lines().collect::<Vec<_>>());
+        assert!(
+            merged.contains("\t\t\tnetdev:\t\t\tveth0 (up, mtu 1500)\n"),
+            "{merged}"
+        );
+        assert!(
+            merged.contains("\tuverbs:\t\t\t\t/dev/infiniband/uverbs0\n"),
+            "{merged}"
+        );
+        let v = serde_json::to_value(&info).unwrap();
+        assert_eq!(v["verbs"]["available"], true);
+        assert_eq!(v["uverbs"], "uverbs0");
+        assert_eq!(v["ports"][0]["netdev"], "veth0");
+        assert_eq!(v["ports"][0]["netdev_mtu"], 1500);
+        assert_eq!(v["ports"][0]["gids"][1]["netdev"], "veth0");
+        assert_eq!(v["ports"][0]["gid_netdevs"], serde_json::json!(["veth0"]));
+    }
+
+    #[test]
+    fn notes_group_devices_by_reason() {
+        let devs = fixture_devices("rxe-veth-basic");
+        let views = vec![
+            DevView::Sysfs(Box::new(from_sysfs(&devs[0], "no libibverbs.".into()))),
+            DevView::Sysfs(Box::new(from_sysfs(&devs[1], "no libibverbs.".into()))),
+        ];
+        let notes = missing_notes(&views);
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        assert!(notes[0].starts_with(
+            "rxe0, rxe1: verbs unavailable: no libibverbs; shown from sysfs, missing: vendor_id,"
+        ));
+        assert!(notes[0].ends_with("subnet_timeout, init_type_reply"));
+        let listed = not_listed(&devs[0], &["rxe1".to_string()]);
+        assert!(
+            listed.starts_with("not listed by libibverbs (which lists rxe1): no provider"),
+            "{listed}"
+        );
+    }
+
+    #[test]
+    fn added_lines_use_ibv_devinfo_columns() {
+        let mut w = String::new();
+        field(&mut w, 1, "max_qp", 1);
+        field(&mut w, 1, "max_total_mcast_qp_attach", 2);
+        field(&mut w, 3, "state", 3);
+        field(&mut w, 3, "port_cap_flags2", 4);
+        assert_eq!(
+            w,
+            "\tmax_qp:\t\t\t\t1\n\tmax_total_mcast_qp_attach:\t2\n\t\t\tstate:\t\t\t3\n\t\t\tport_cap_flags2:\t4\n"
+        );
+        assert_eq!(hw_ver_text("0xa0"), "0xA0");
+        assert_eq!(hw_ver_text("rev B"), "rev B");
     }
 
     #[test]

@@ -1,16 +1,19 @@
 //! `rdmactl doctor`: gather the host's facts (sysfs, /dev/infiniband, libibverbs,
 //! providers, limits, namespaces), let `crate::doctor`'s rules judge them, print.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
 use crate::app::Ctx;
 use crate::cli::DoctorArgs;
-use crate::doctor::{self, Finding, NodeAccess, ProviderFiles, Verdict};
+use crate::doctor::{self, HostNet, NodeAccess, ProviderFiles};
 use crate::error::{exit, Error, Result};
+use crate::explain::{Finding, Severity};
 use crate::model::Device;
-use crate::render::doctor as render;
+use crate::net;
+use crate::render::findings::{self as render, Evidence};
 use crate::sysfs::SysfsRoot;
 use crate::verbs;
 
@@ -29,6 +32,7 @@ const PROVIDER_CONF_DIR: &str = "/etc/libibverbs.d";
 pub struct Report {
     pub findings: Vec<Finding>,
     pub ok: usize,
+    pub info: usize,
     pub warn: usize,
     pub fail: usize,
 }
@@ -38,7 +42,11 @@ pub fn run(ctx: &Ctx, args: &DoctorArgs) -> Result<u8> {
     let text = if ctx.json {
         crate::output::json(&report)
     } else {
-        render::report(&report.findings, ctx.style)
+        format!(
+            "{}{}",
+            render::lines(&report.findings, ctx.style, Evidence::Problems),
+            render::tally(&report.findings)
+        )
     };
     crate::cmd::devices::print(&text)?;
     Ok(if report.fail > 0 {
@@ -50,11 +58,12 @@ pub fn run(ctx: &Ctx, args: &DoctorArgs) -> Result<u8> {
 
 impl From<Vec<Finding>> for Report {
     fn from(findings: Vec<Finding>) -> Report {
-        let count = |v| findings.iter().filter(|f| f.verdict == v).count();
+        let count = |v| findings.iter().filter(|f| f.severity == v).count();
         Report {
-            ok: count(Verdict::Ok),
-            warn: count(Verdict::Warn),
-            fail: count(Verdict::Fail),
+            ok: count(Severity::Ok),
+            info: count(Severity::Info),
+            warn: count(Severity::Warn),
+            fail: count(Severity::Fail),
             findings,
         }
     }
@@ -95,17 +104,16 @@ fn gather(ctx: &Ctx, only: Option<&str>) -> Result<Vec<Finding>> {
             match verbs::device_names() {
                 Ok(names) => Some(names),
                 Err(e) => {
-                    findings.push(Finding {
-                        check: "libibverbs",
-                        subject: "host".into(),
-                        verdict: Verdict::Fail,
-                        summary: "ibv_get_device_list failed".into(),
-                        evidence: vec![e.to_string()],
-                        fix: Some(
-                            "see the evidence; `rdmactl doctor` checks above show the kernel side"
-                                .into(),
-                        ),
-                    });
+                    findings.push(
+                        Finding::new(
+                            Severity::Fail,
+                            "libibverbs",
+                            "ibv_get_device_list failed",
+                        )
+                        .subject("host")
+                        .evidence(e.to_string())
+                        .fix("see the evidence; `rdmactl doctor` checks above show the kernel side"),
+                    );
                     None
                 }
             }
@@ -132,7 +140,14 @@ fn gather(ctx: &Ctx, only: Option<&str>) -> Result<Vec<Finding>> {
             PLANNED_REGISTRATION,
         ));
     }
-    let in_init_netns = if host { in_initial_netns() } else { None };
+    let host_net = if host {
+        HostNet {
+            in_init_netns: in_initial_netns(),
+            addresses: netdev_addresses(),
+        }
+    } else {
+        HostNet::default()
+    };
     for device in &devices {
         let opened = verbs_devices
             .as_ref()
@@ -143,7 +158,7 @@ fn gather(ctx: &Ctx, only: Option<&str>) -> Result<Vec<Finding>> {
                 .as_ref()
                 .and_then(|d| d.query_port(u8::try_from(port.number).ok()?).ok())
                 .map(|a| 128u32 << a.active_mtu);
-            findings.extend(doctor::port_findings(port, active_mtu, in_init_netns));
+            findings.extend(doctor::port_findings(port, active_mtu, &host_net));
         }
     }
     Ok(findings)
@@ -184,6 +199,25 @@ fn provider_files(provider: Option<&str>) -> ProviderFiles {
             .exists()
             .then(|| driver_file.display().to_string()),
     }
+}
+
+/// Every netdev's addresses, by name, from rtnetlink; None when it cannot be asked.
+fn netdev_addresses() -> Option<BTreeMap<String, Vec<String>>> {
+    let names: BTreeMap<u32, String> = net::netdevs()
+        .ok()?
+        .into_iter()
+        .map(|d| (d.index, d.name))
+        .collect();
+    let mut by_name: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for a in net::addresses().ok()? {
+        if let Some(name) = names.get(&a.ifindex) {
+            by_name
+                .entry(name.clone())
+                .or_default()
+                .push(format!("{}/{}", a.address, a.prefix_len));
+        }
+    }
+    Some(by_name)
 }
 
 /// rxe (kernel 6.1) works only in the initial network namespace. Reading /proc/1/ns/net

@@ -1,6 +1,7 @@
 //! One module per subcommand: gather → model → diagnose → render.
 
 pub mod check;
+pub mod check_kernel;
 pub mod devices;
 pub mod devinfo;
 pub mod doctor;

@@ -1,6 +1,7 @@
-//! `pingpong --cm`, `selftest --cm` and the kernel's GID choice for `check --peer`: the
-//! same ping-pong as the TCP exchange, but connected through the RDMA connection manager,
-//! so the kernel picks device, port and GID from the route to the peer.
+//! `pingpong --cm` and `selftest --cm`: the same ping-pong as the TCP exchange, but
+//! connected through the RDMA connection manager, so the kernel picks device, port and GID
+//! from the route to the peer. `check --peer` asks the kernel the same question
+//! (`cmd::check_kernel`).
 
 use std::fmt::Write as _;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, ToSocketAddrs};
@@ -13,10 +14,10 @@ use serde::Serialize;
 
 use super::results::{ns_per_tick, op_result, OpResult, OpResults};
 use crate::app::Ctx;
-use crate::cli::{CheckArgs, GidIndexArg, Op as OpArg, PingpongArgs, SelftestArgs};
+use crate::cli::{GidIndexArg, Op as OpArg, PingpongArgs, SelftestArgs};
 use crate::error::{exit, Error, Result};
-use crate::gid::Gid;
 use crate::output;
+use crate::sysfs::SysfsRoot;
 use crate::verbs::cm::{
     self, CmError, ConnInfo, ConnectOptions, Endpoint, Listener, Op, Region, Resolution, StepDone,
     Wake,
@@ -107,48 +108,27 @@ fn timeout_of(secs: f64) -> Result<Duration> {
 /// The IPv4 address a RoCE port carries, from its GID table in sysfs (the IPv4-mapped
 /// GID); the CM needs an address, not a device name.
 pub fn device_ipv4(sysfs: &Path, device: &str, port: u32) -> Result<IpAddr> {
-    let dir = sysfs.join(format!("class/infiniband/{device}/ports/{port}/gids"));
-    let entries = std::fs::read_dir(&dir).map_err(|source| {
-        if source.kind() == std::io::ErrorKind::NotFound {
+    SysfsRoot::new(sysfs)
+        .gid_table(device, port, false)?
+        .iter()
+        .find_map(|e| e.gid.ipv4().filter(|ip| !ip.is_unspecified()))
+        .map(IpAddr::V4)
+        .ok_or_else(|| {
             Error::Usage(format!(
-                "no {device}/{port} in {}: check the device name (rdmactl devices)",
-                dir.display()
+                "{device}/{port} has no IPv4 address in its GID table; the CM connects by IP address: \
+                 give one with --bind, or put an address on the port's netdev"
             ))
-        } else {
-            Error::Io {
-                path: dir.clone(),
-                source,
-            }
-        }
-    })?;
-    let mut found: Vec<(u32, Ipv4Addr)> = entries
-        .filter_map(|e| e.ok())
-        .filter_map(|e| {
-            let index = e.file_name().to_str()?.parse::<u32>().ok()?;
-            let text = std::fs::read_to_string(e.path()).ok()?;
-            let gid = Gid::parse(text.trim()).ok()?;
-            gid.ipv4()
-                .filter(|ip| !ip.is_unspecified())
-                .map(|ip| (index, ip))
         })
-        .collect();
-    found.sort();
-    found.first().map(|(_, ip)| IpAddr::V4(*ip)).ok_or_else(|| {
-        Error::Usage(format!(
-            "{device}/{port} has no IPv4 address in its GID table; the CM connects by IP address: \
-             give one with --bind, or put an address on the port's netdev"
-        ))
-    })
 }
 
 fn first_device(sysfs: &Path) -> Result<String> {
-    let dir = sysfs.join("class/infiniband");
-    let mut names: Vec<String> = std::fs::read_dir(&dir)
-        .map_err(|_| Error::NoRdma { path: dir.clone() })?
-        .filter_map(|e| e.ok()?.file_name().into_string().ok())
-        .collect();
-    names.sort();
-    names.into_iter().next().ok_or(Error::NoRdma { path: dir })
+    let root = SysfsRoot::new(sysfs);
+    root.device_names()?
+        .into_iter()
+        .next()
+        .ok_or_else(|| Error::NoDevices {
+            path: root.path().join("class/infiniband"),
+        })
 }
 
 fn peer_addr(server: &str, port: u16) -> Result<SocketAddr> {
@@ -733,126 +713,9 @@ fn finish(ctx: &Ctx, lines: &Arc<Mutex<Vec<StepLine>>>, failures: &[CmError]) ->
     }
 }
 
-// ---------------------------------------------------------------- check --peer
-
-#[derive(Debug, Serialize)]
-struct KernelChoiceReport {
-    peer: IpAddr,
-    kernel: Resolution,
-    given_gid_index: Option<u32>,
-    agrees: Option<bool>,
-    note: Option<String>,
-}
-
-/// The part of `check --peer` that asks the kernel (the lead merges it into check).
-pub fn check_peer(ctx: &Ctx, args: &CheckArgs) -> Result<u8> {
-    let Some(peer) = args.peer else {
-        return Err(Error::Usage(
-            "check without --peer is not wired on this branch; give --peer IP".into(),
-        ));
-    };
-    let src = match &args.device {
-        Some(dev) => Some(device_ipv4(&ctx.sysfs, dev, args.port)?),
-        None => None,
-    };
-    let res = cm::kernel_gid_choice(peer, src, Duration::from_secs(2))?;
-    let given = match args.gid_index {
-        GidIndexArg::Auto => None,
-        GidIndexArg::Index(n) => Some(n),
-    };
-    let given_gid = given.and_then(|n| read_gid(&ctx.sysfs, &res.device, res.port as u32, n));
-    let note = compare_choice(&res, given, given_gid.as_ref());
-    let agrees = given.map(|g| Some(g) == res.gid_index);
-    if ctx.json {
-        let report = KernelChoiceReport {
-            peer,
-            kernel: res,
-            given_gid_index: given,
-            agrees,
-            note,
-        };
-        output::print(&output::json(&report)).map_err(io_err)?;
-    } else {
-        let mut out = render_choice(&res);
-        if let Some(note) = note {
-            out.push('\n');
-            out.push_str(&note);
-        }
-        output::print(&out).map_err(io_err)?;
-    }
-    Ok(exit::OK)
-}
-
-fn read_gid(sysfs: &Path, device: &str, port: u32, index: u32) -> Option<Gid> {
-    let path = sysfs.join(format!(
-        "class/infiniband/{device}/ports/{port}/gids/{index}"
-    ));
-    Gid::parse(std::fs::read_to_string(path).ok()?.trim()).ok()
-}
-
-pub fn render_choice(res: &Resolution) -> String {
-    format!(
-        "kernel would use {}/{} GID index {} ({}{}{}) toward {}{}",
-        res.device,
-        res.port,
-        res.gid_index.map_or("?".to_string(), |i| i.to_string()),
-        res.sgid,
-        res.gid_type
-            .as_ref()
-            .map(|t| format!(", {}", gid_type_text(t)))
-            .unwrap_or_default(),
-        res.netdev
-            .as_deref()
-            .map(|n| format!(", {n}"))
-            .unwrap_or_default(),
-        res.peer,
-        res.source.map(|s| format!(" from {s}")).unwrap_or_default(),
-    )
-}
-
-fn gid_type_text(t: &crate::model::GidType) -> String {
-    use crate::model::GidType;
-    match t {
-        GidType::Ib => "IB/RoCE v1".into(),
-        GidType::RoceV1 => "RoCE v1".into(),
-        GidType::RoceV2 => "RoCE v2".into(),
-        GidType::Other(s) => s.clone(),
-    }
-}
-
-/// Compare the index the user gave with the kernel's choice and say what the difference
-/// means. Pure, for the table test below.
-pub fn compare_choice(
-    res: &Resolution,
-    given: Option<u32>,
-    given_gid: Option<&Gid>,
-) -> Option<String> {
-    let kernel = res.gid_index?;
-    let given = given?;
-    if given == kernel {
-        return Some(format!(
-            "you gave -g {given}: the same index the kernel picks"
-        ));
-    }
-    let what = match given_gid {
-        None => format!("slot {given} is empty or missing on {}/{}", res.device, res.port),
-        Some(g) if g.is_link_local() => format!(
-            "{g} is link-local: it reaches {} only on the same L2 segment, and RoCE v2 routing and the peer's \
-             GID type must agree; rping and the CM use the routable GID instead",
-            res.peer
-        ),
-        Some(g) => format!("{g} is not the GID of the source address the route to {} uses", res.peer),
-    };
-    Some(format!(
-        "warning: you gave -g {given}, the kernel would use index {kernel} ({}): {what}. Use -g {kernel}, or let rdmactl pick (-g auto)",
-        res.sgid
-    ))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{GidType, LinkLayer};
 
     /// `pingpong --cm -j` has the TCP exchange's keys, so one script reads both.
     #[test]
@@ -872,7 +735,18 @@ mod tests {
             sgid_index: 1,
             path_mtu: 1024,
         };
-        let res = resolution(1);
+        let res = Resolution {
+            peer: "192.168.77.1".parse().unwrap(),
+            source: Some("192.168.77.2".parse().unwrap()),
+            device: "rxe1".into(),
+            port: 1,
+            link_layer: crate::model::LinkLayer::Ethernet,
+            sgid: crate::gid::Gid::parse("::ffff:192.168.77.2").unwrap(),
+            gid_index: Some(1),
+            gid_type: Some(crate::model::GidType::RoceV2),
+            netdev: Some("veth1".into()),
+            other_indices: vec![],
+        };
         let report = client_report(&info, &res, 4096, &ops);
         let json = serde_json::to_value(&report).unwrap();
         for key in [
@@ -945,49 +819,7 @@ mod tests {
         );
         assert!(matches!(
             device_ipv4(root, "mlx5_9", 1),
-            Err(Error::Usage(_))
+            Err(Error::NoSuchDevice { .. })
         ));
-    }
-
-    fn resolution(index: u32) -> Resolution {
-        Resolution {
-            peer: "192.168.77.2".parse().unwrap(),
-            source: Some("192.168.77.1".parse().unwrap()),
-            device: "rxe0".into(),
-            port: 1,
-            link_layer: LinkLayer::Ethernet,
-            sgid: Gid::parse("::ffff:192.168.77.1").unwrap(),
-            gid_index: Some(index),
-            gid_type: Some(GidType::RoceV2),
-            netdev: Some("veth0".into()),
-            other_indices: vec![],
-        }
-    }
-
-    #[test]
-    fn kernel_choice_comparison() {
-        let res = resolution(1);
-        let ll = Gid::parse("fe80::1").unwrap();
-        let other = Gid::parse("::ffff:10.0.0.1").unwrap();
-        assert_eq!(compare_choice(&res, None, None), None);
-        assert!(compare_choice(&res, Some(1), None)
-            .unwrap()
-            .contains("same index"));
-        let text = compare_choice(&res, Some(0), Some(&ll)).unwrap();
-        assert!(
-            text.starts_with("warning: you gave -g 0, the kernel would use index 1"),
-            "{text}"
-        );
-        assert!(text.contains("link-local"), "{text}");
-        assert!(compare_choice(&res, Some(3), Some(&other))
-            .unwrap()
-            .contains("not the GID of the source"));
-        assert!(compare_choice(&res, Some(9), None)
-            .unwrap()
-            .contains("empty or missing"));
-        assert_eq!(
-            render_choice(&res),
-            "kernel would use rxe0/1 GID index 1 (0000:0000:0000:0000:0000:ffff:c0a8:4d01, RoCE v2, veth0) toward 192.168.77.2 from 192.168.77.1"
-        );
     }
 }

@@ -15,8 +15,8 @@ mod query;
 pub mod sys;
 
 pub use query::{
-    device_names, library_status, open_device, open_devices, DeviceAttrs, OpenDevice, PortAttrs,
-    VerbsGid,
+    device_names, library_status, open_device, open_devices, open_each, DeviceAttrs, OpenDevice,
+    PortAttrs, VerbsGid,
 };
 
 use std::fmt;

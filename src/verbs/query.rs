@@ -123,17 +123,29 @@ pub fn open_device(name: &str) -> Result<OpenDevice, VerbsError> {
 
 /// Open every device libibverbs lists (or only `only`), from one device list: each
 /// `ibv_get_device_list` rescans sysfs, which is slow under emulation and on big hosts.
+/// The first device that does not open is the error.
 pub fn open_devices(only: Option<&str>) -> Result<Vec<OpenDevice>, VerbsError> {
-    let list = device_list()?;
+    let each = open_each(only)?;
     if let Some(name) = only {
-        if !list.iter().any(|d| d.name() == name) {
+        if each.is_empty() {
             return Err(VerbsError::NoSuchDevice {
                 device: name.to_string(),
-                available: list.iter().map(|d| d.name()).collect(),
+                available: device_names()?,
             });
         }
     }
-    let mut opened = Vec::new();
+    each.into_iter().map(|(_, opened)| opened).collect()
+}
+
+/// Each device libibverbs lists, by name, opened or with the reason it did not open.
+pub type EachDevice = Vec<(String, Result<OpenDevice, VerbsError>)>;
+
+/// Like `open_devices`, but one device that fails to open (EACCES on its uverbs node)
+/// does not hide the others: each listed device comes with its own result. The outer
+/// error is for the list itself (no libibverbs, no kernel support).
+pub fn open_each(only: Option<&str>) -> Result<EachDevice, VerbsError> {
+    let list = device_list()?;
+    let mut out = Vec::new();
     for device in list.iter() {
         let name = device.name();
         if only.is_some_and(|wanted| wanted != name) {
@@ -141,34 +153,60 @@ pub fn open_devices(only: Option<&str>) -> Result<Vec<OpenDevice>, VerbsError> {
         }
         let raw = raw_device(device);
         // SAFETY: `raw` comes from the live device list, which outlives these reads.
-        let (transport, node_type, ibdev_path) = unsafe {
+        let (transport, node_type, ibdev_path, node_name) = unsafe {
             (
                 (*raw).transport_type,
                 (*raw).node_type,
                 PathBuf::from(c_chars_to_string(&(*raw).ibdev_path)),
+                c_chars_to_string(&(*raw).dev_name),
             )
         };
-        let context = device.open().map_err(|e| {
-            let errno = match e.0 {
-                OpenDeviceErrorKind::Ibverbs(io) => io.raw_os_error(),
-                _ => None,
-            };
-            VerbsError::Open {
-                device: name.clone(),
-                errno: errno.unwrap_or(libc::EIO),
-            }
-        })?;
-        opened.push(OpenDevice {
-            name,
-            transport,
-            node_type,
-            ibdev_path,
-            context,
-        });
+        let opened = device
+            .open()
+            .map(|context| OpenDevice {
+                name: name.clone(),
+                transport,
+                node_type,
+                ibdev_path,
+                context,
+            })
+            .map_err(|e| {
+                let errno = match e.0 {
+                    OpenDeviceErrorKind::Ibverbs(io) => io.raw_os_error(),
+                    _ => None,
+                }
+                .unwrap_or(libc::EIO);
+                VerbsError::Open {
+                    device: name.clone(),
+                    errno: node_errno(&node_name, errno),
+                }
+            });
+        out.push((name, opened));
     }
     // libibverbs keeps its own reference to an opened device, so the list may go now.
     drop(list);
-    Ok(opened)
+    Ok(out)
+}
+
+/// libibverbs reports ENOENT when /dev/infiniband/uverbsN exists but this user may not
+/// open it (after the node, it tries /dev/char/MAJ:MIN, which is missing), so the reader
+/// would be told to load ib_uverbs. Ask the node itself whether it is a permission problem.
+fn node_errno(node_name: &str, errno: i32) -> i32 {
+    if errno != libc::ENOENT || node_name.is_empty() || node_name.contains('/') {
+        return errno;
+    }
+    let Ok(path) = CString::new(format!("/dev/infiniband/{node_name}")) else {
+        return errno;
+    };
+    // SAFETY: access() with a valid C string.
+    let ret = unsafe { libc::access(path.as_ptr(), libc::R_OK | libc::W_OK) };
+    if ret == 0 {
+        return errno;
+    }
+    match std::io::Error::last_os_error().raw_os_error() {
+        Some(real @ (libc::EACCES | libc::EPERM)) => real,
+        _ => errno,
+    }
 }
 
 impl OpenDevice {

@@ -1,3 +1,4 @@
+# vm-timeout: 300
 # rdmactl check: is a GID index usable, and does it route to the peer? (issue 4, item 3)
 # Default guest state: rxe0 on veth0 (192.168.77.1), rxe1 on veth1 (192.168.77.2),
 # GID index 0 = fe80 link-local v2, index 1 = ::ffff:192.168.77.x v2, accept_local=1.
@@ -9,10 +10,10 @@ expect_rc 0 "check -g 1 toward the peer passes" \
     "$RDMACTL" check -d rxe0 -g 1 --peer 192.168.77.2
 expect_out "same-host peer: route leaves through veth0 and veth1 accepts local ARP" \
     'ok +arp-same-host +veth1 accepts ARP' \
-    "$RDMACTL" check -d rxe0 -g 1 --peer 192.168.77.2
+    cat "$LAST_OUT"
 expect_out "the route check used the live kernel route" \
     'ok +route +192\.168\.77\.2 is an address of this host \(on veth1\)' \
-    "$RDMACTL" check -d rxe0 -g 1 --peer 192.168.77.2
+    cat "$LAST_OUT"
 expect_rc 0 "the other direction passes too" \
     "$RDMACTL" check -d rxe1 -g 1 --peer 192.168.77.1
 
@@ -21,24 +22,38 @@ expect_rc 1 "check -g 0 toward an IPv4 peer fails" \
     "$RDMACTL" check -d rxe0 -g 0 --peer 192.168.77.2
 expect_out "-g 0 is explained as link-local against IPv4" \
     'FAIL +gid-family +index 0 is link-local IPv6 but the peer 192\.168\.77\.2 is IPv4' \
-    "$RDMACTL" check -d rxe0 -g 0 --peer 192.168.77.2
+    cat "$LAST_OUT"
 expect_out "-g 0 names index 1" "fix: +use $IDX1" \
-    "$RDMACTL" check -d rxe0 -g 0 --peer 192.168.77.2
+    cat "$LAST_OUT"
+expect_out "-g 0: the kernel's CM would use index 1, and check says so" \
+    '^warn +kernel-choice +the kernel would use rxe0/1 GID index 1 .*you gave -g 0: index 0 is link-local' \
+    cat "$LAST_OUT"
 
 # An empty slot.
 expect_rc 1 "check -g 7 fails" "$RDMACTL" check -d rxe0 -g 7
 expect_out "-g 7 is an empty slot" 'FAIL +gid-slot +GID index 7 on rxe0/1 is an empty slot' \
-    "$RDMACTL" check -d rxe0 -g 7
-expect_out "-g 7 names index 1" "fix: +use $IDX1" "$RDMACTL" check -d rxe0 -g 7
+    cat "$LAST_OUT"
+expect_out "-g 7 names index 1" "fix: +use $IDX1" cat "$LAST_OUT"
+# Past the table: the slot count comes from the live sysfs table.
+expect_out "-g 5000 is past the table" \
+    'FAIL +gid-slot +GID index 5000 is past the end of rxe0/1.s table \([0-9]+ entries\)' \
+    "$RDMACTL" check -d rxe0 -g 5000
+expect_out "-g 5000 names index 1" "fix: +use $IDX1" cat "$LAST_OUT"
+
+# On the live host the port's active MTU comes from verbs (ibv_query_port), judged as doctor does.
+expect_out "the MTU check uses verbs' active_mtu" \
+    'ok +mtu +RoCE MTU 1024 over netdev veth0 MTU 1500' "$RDMACTL" check -d rxe0 -g 1
+expect_out "active_mtu came from ibv_query_port" 'evidence: active_mtu from ibv_query_port' \
+    cat "$LAST_OUT"
 
 # auto picks index 1 and says why it rejected index 0.
 expect_rc 0 "check -g auto toward the peer passes" \
     "$RDMACTL" check -d rxe0 -g auto --peer 192.168.77.2
 expect_out "auto chooses index 1" '^auto: chose index 1$' \
-    "$RDMACTL" check -d rxe0 -g auto --peer 192.168.77.2
+    cat "$LAST_OUT"
 expect_out "auto rejects index 0 as link-local IPv6" \
     'index 0 +rejected +it is link-local IPv6 and the peer 192\.168\.77\.2 is IPv4' \
-    "$RDMACTL" check -d rxe0 -g auto --peer 192.168.77.2
+    cat "$LAST_OUT"
 expect_out "auto in JSON" '"chosen": 1' \
     "$RDMACTL" --json check -d rxe0 -g auto --peer 192.168.77.2
 
@@ -47,7 +62,7 @@ expect_rc 1 "--env with NCCL_IB_GID_INDEX=0 fails" \
     env NCCL_IB_GID_INDEX=0 "$RDMACTL" check -d rxe0 -g 1 --peer 192.168.77.2 --env
 expect_out "--env flags NCCL_IB_GID_INDEX=0 and names 1" \
     'fix: +set NCCL_IB_GID_INDEX=1: use GID index 1' \
-    env NCCL_IB_GID_INDEX=0 "$RDMACTL" check -d rxe0 -g 1 --peer 192.168.77.2 --env
+    cat "$LAST_OUT"
 expect_rc 0 "--env with NCCL_IB_GID_INDEX=1 and NCCL_IB_HCA=rxe passes" \
     env NCCL_IB_GID_INDEX=1 NCCL_IB_HCA=rxe UCX_IB_GID_INDEX=auto "$RDMACTL" check -d rxe0 -g 1 --peer 192.168.77.2 --env
 expect_out "--env flags an NCCL_IB_HCA that selects nothing" \
@@ -60,7 +75,7 @@ expect_rc 1 "without accept_local, check -g 1 fails" \
     "$RDMACTL" check -d rxe0 -g 1 --peer 192.168.77.2
 expect_out "without accept_local, the fix is the sysctl" \
     'FAIL +arp-same-host +veth1 will drop the ARP request from veth0' \
-    "$RDMACTL" check -d rxe0 -g 1 --peer 192.168.77.2
+    cat "$LAST_OUT"
 restore_net
 
 # A netdev taken down: the port goes DOWN and the netdev check says so.
@@ -68,5 +83,5 @@ ip link set veth1 down
 sleep 1
 expect_rc 1 "with veth1 down, check on rxe1 fails" "$RDMACTL" check -d rxe1 -g 1
 expect_out "with veth1 down, the netdev check says so" 'FAIL +netdev +veth1 is not up' \
-    "$RDMACTL" check -d rxe1 -g 1
+    cat "$LAST_OUT"
 restore_net

@@ -1,3 +1,4 @@
+# vm-timeout: 300
 # 40-cm: the RDMA connection manager. pingpong --cm rxe0<->rxe1 for every op, selftest
 # --cm, the kernel's GID choice for check --peer, and every CM failure the VM can produce,
 # each explained within its timeout. Sourced by the guest runner (set -u, lib.sh loaded).
@@ -13,6 +14,10 @@ within() { awk -v e="$1" -v lim="$2" 'BEGIN { exit !(e <= lim) }'; }
 # VM does not run; loading rdma_rxe here already brings it in.
 [ -d /sys/class/misc/rdma_cm ] || modprobe rdma_ucm
 check "rdma_ucm loaded (/sys/class/misc/rdma_cm)" test -d /sys/class/misc/rdma_cm
+
+# A file's lines joined into one, for regexes that span an explanation's lines. lib.sh runs
+# each command with stdin from /dev/null, so the file goes in as an argument.
+one_line() { sh -c 'tr "\n" " " < "$1"' one_line "$1"; }
 
 # A JSON check that fails on an empty file (jq -e alone passes on no input).
 jqf() { local f=${*: -1}; test -s "$f" && jq -e "$@"; }
@@ -38,25 +43,28 @@ expect_out "broken librdmacm.so.1: names librdmacm1" 'librdmacm could not be loa
   env LD_LIBRARY_PATH=/tmp/nocm $R pingpong --cm 192.168.77.1 --timeout 2
 
 # ---- the kernel's GID choice (check --peer)
-# With -d rxe0 the source is rxe0's address, so the kernel resolves 192.168.77.2 from rxe0.
-expect_out "check --peer 192.168.77.2 -d rxe0: rxe0/1 GID index 1 (IPv4-mapped, RoCE v2, veth0)" \
-  'kernel would use rxe0/1 GID index 1 \(0000:0000:0000:0000:0000:ffff:c0a8:4d01, RoCE v2, veth0\) toward 192.168.77.2 from 192.168.77.1' \
+# check pins the CM source to the checked GID's address, so the kernel resolves
+# 192.168.77.2 from rxe0 even though both addresses are local to this one kernel.
+expect_out "check --peer 192.168.77.2 -d rxe0: the kernel uses rxe0/1 GID index 1 (RoCE v2, veth0), as auto does" \
+  '^ok +kernel-choice +the kernel would use rxe0/1 GID index 1 \(RoCE v2, ::ffff:192\.168\.77\.1 on veth0\) toward 192\.168\.77\.2 from 192\.168\.77\.1: auto chose the same index' \
   $R check --peer 192.168.77.2 -d rxe0
+expect_out "check --peer 192.168.77.2 -d rxe0: the evidence names the sgid" \
+  'evidence: rdma_resolve_addr \+ rdma_resolve_route toward 192\.168\.77\.2 from 192\.168\.77\.1: rxe0/1, sgid 0000:0000:0000:0000:0000:ffff:c0a8:4d01' \
+  cat "$LAST_OUT"
 expect_out "check --peer 192.168.77.2 -d rxe0 -g 0: warns, index 0 is link-local" \
-  'warning: you gave -g 0, the kernel would use index 1 .*link-local.*Use -g 1' \
+  '^warn +kernel-choice +the kernel would use rxe0/1 GID index 1 .*; you gave -g 0: index 0 is link-local' \
   $R check --peer 192.168.77.2 -d rxe0 -g 0
-expect_out "check --peer 192.168.77.2 -d rxe0 -g 1: agrees" 'same index the kernel picks' \
+expect_out "check --peer 192.168.77.2 -d rxe0 -g 0: the fix is -g 1" 'fix: use -g 1 ' \
+  cat "$LAST_OUT"
+expect_out "check --peer 192.168.77.2 -d rxe0 -g 1: agrees" '^ok +kernel-choice .*: the same index you gave \(-g 1\)' \
   $R check --peer 192.168.77.2 -d rxe0 -g 1
 $R -j check --peer 192.168.77.2 -d rxe0 -g 0 > "$RESULTS/check-json.txt"
-check "check --peer -j: kernel.device rxe0, gid_index 1, agrees false" \
-  jqf '.kernel.device == "rxe0" and .kernel.gid_index == 1 and .kernel.netdev == "veth0" and .agrees == false' "$RESULTS/check-json.txt"
-# Without a source address both IPs are local to this one kernel: measured, the kernel
-# takes the route's local source, i.e. the peer address's own device.
-$R check --peer 192.168.77.2 > "$RESULTS/check-nosrc.txt" 2>&1
-echo "kernel choice without -d: $(cat "$RESULTS/check-nosrc.txt")"
-expect_out "check --peer 192.168.77.2 without -d: the kernel uses rxe1 (the address is local to rxe1)" \
-  'kernel would use rxe1/1 GID index 1 .* toward 192.168.77.2' $R check --peer 192.168.77.2
-
+check "check --peer -j: kernel_choice.kernel.device rxe0, gid_index 1, agrees false; a kernel-choice warning" \
+  jqf '.kernel_choice.kernel.device == "rxe0" and .kernel_choice.kernel.gid_index == 1 and .kernel_choice.kernel.netdev == "veth0" and .kernel_choice.agrees == false and .kernel_choice.source == "192.168.77.1" and any(.checks[]; .code == "kernel-choice" and .severity == "warn")' "$RESULTS/check-json.txt"
+# From rxe1 the same question resolves on rxe1 (source 192.168.77.2).
+expect_out "check --peer 192.168.77.1 -d rxe1: the kernel uses rxe1/1 GID index 1" \
+  '^ok +kernel-choice +the kernel would use rxe1/1 GID index 1 .* toward 192\.168\.77\.1 from 192\.168\.77\.2' \
+  $R check --peer 192.168.77.1 -d rxe1
 # ---- pingpong --cm, server on rxe0, client on rxe1, every op, JSON checked
 port=18600
 for op in send write read all; do
@@ -124,10 +132,8 @@ echo "no listener: wall clock $(elapsed_since "$t0")s"
 check "no listener: exit 1" test "$rc" = 1
 expect_out "no listener: REJECTED with IB_CM_REJ_INVALID_SERVICE_ID, explained" \
   'connect toward 192.168.77.1:18999 on rxe1: RDMA_CM_EVENT_REJECTED \(status 8: IB_CM_REJ_INVALID_SERVICE_ID\) after [0-9.]+ s.*nobody listens on 192.168.77.1 port 18999.*start the server first' \
-  sh -c 'tr "\n" " " < "$1"' _ "$RESULTS/nolistener.txt"
+  one_line "$RESULTS/nolistener.txt"
 a=$(after_of "$RESULTS/nolistener.txt"); check "no listener: the reject came within the 3 s timeout (after ${a:-?} s)" within "${a:-99}" 3
-
-# (expect_out runs its command with stdin from /dev/null: the file is tr's argument via sh.)
 
 # No route at all (the VM has no default route): the kernel refuses at once.
 t0=$(date +%s.%N)
@@ -136,7 +142,7 @@ echo "no route: wall clock $(elapsed_since "$t0")s"
 check "no route: exit 1, no hang" test "$rc" = 1
 expect_out "no route to 192.168.99.1: ENETUNREACH explained" \
   'resolve address toward 192.168.99.1:18515: rdma_resolve_addr failed: ENETUNREACH.*no route to 192.168.99.1.*ip route get 192.168.99.1' \
-  sh -c 'tr "\n" " " < "$1"' _ "$RESULTS/noroute.txt"
+  one_line "$RESULTS/noroute.txt"
 
 # On-link but nobody there: ARP gets no reply, the CM reports ADDR_ERROR -ETIMEDOUT.
 t0=$(date +%s.%N)
@@ -145,9 +151,12 @@ echo "no neighbour: wall clock $(elapsed_since "$t0")s"
 check "no neighbour: exit 1, no hang" test "$rc" = 1
 expect_out "no neighbour at 192.168.77.99: ADDR_ERROR ETIMEDOUT explained" \
   'resolve address toward 192.168.77.99:18515: RDMA_CM_EVENT_ADDR_ERROR \(status -110: ETIMEDOUT.*no ARP/neighbour reply from 192.168.77.99' \
-  sh -c 'tr "\n" " " < "$1"' _ "$RESULTS/noneigh.txt"
+  one_line "$RESULTS/noneigh.txt"
 a=$(after_of "$RESULTS/noneigh.txt"); check "no neighbour: ADDR_ERROR within the 2 s timeout (+0.5 s kernel slack; after ${a:-?} s)" within "${a:-99}" 2.5
 expect_rc 1 "check --peer 192.168.77.99: exit 1" timeout 30 $R check --peer 192.168.77.99 -d rxe0
+expect_out "check --peer 192.168.77.99: the kernel-choice finding carries the CM's ADDR_ERROR and its fix" \
+  '^FAIL +kernel-choice +the kernel cannot resolve a path to 192\.168\.77\.99 from 192\.168\.77\.1: .*RDMA_CM_EVENT_ADDR_ERROR \(status -110: ETIMEDOUT' \
+  cat "$LAST_OUT"
 
 # Binding an address this host does not have.
 expect_out "--bind 10.9.9.9 (not local): explained" 'bind.*EADDRNOTAVAIL|not configured' \

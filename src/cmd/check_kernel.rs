@@ -1,0 +1,408 @@
+//! The kernel's own answer for `check --peer`: resolve address and route toward the peer
+//! with the RDMA CM (what rping, rdma_cm applications and NCCL's RDMA CM path do), and
+//! compare the device, port and GID index it picks with the index being checked.
+//!
+//! `ask` does the I/O; `source_for` and `compare` are pure.
+
+use std::net::IpAddr;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::explain::{Finding, Severity};
+use crate::gidselect::{describe, is_link_local, Family};
+use crate::model::{GidEntry, GidType};
+use crate::verbs::cm::{self, Resolution};
+
+/// Address and route resolution toward a live neighbour take milliseconds; an unanswered
+/// ARP takes the kernel's own few seconds, which is the answer too.
+const RESOLVE_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// What `check -j` reports under `kernel_choice`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct KernelChoice {
+    pub peer: IpAddr,
+    /// The source address given to the CM: the checked GID's address, so the kernel answers
+    /// for the checked device even when both ends' addresses are local to this host.
+    pub source: Option<IpAddr>,
+    /// What the kernel picked; None when it was not asked or could not resolve.
+    pub kernel: Option<Resolution>,
+    /// Whether the kernel's GID index is the one checked; None when there is nothing to
+    /// compare.
+    pub agrees: Option<bool>,
+}
+
+/// The device and GID the comparison is about.
+#[derive(Debug, Clone, Copy)]
+pub struct Checked<'a> {
+    pub device: &'a str,
+    pub port: u32,
+    /// The index checked (given with -g, or chosen by auto); None when auto found none.
+    pub index: Option<u32>,
+    /// True when the index came from `-g auto`.
+    pub auto: bool,
+    /// Populated slots of the checked port.
+    pub gids: &'a [GidEntry],
+}
+
+/// The CM source address: the checked GID's IP when it can reach the peer's family,
+/// else another routable address of the same port. Without one the kernel picks the source
+/// from the routing table, which on a host holding both addresses is the peer's device.
+pub fn source_for(peer: IpAddr, checked: &Checked) -> Option<IpAddr> {
+    let usable = |e: &&GidEntry| {
+        Family::of_gid(&e.gid) == Family::of(peer) && !is_link_local(&e.gid) && !e.gid.is_zero()
+    };
+    let own = checked
+        .index
+        .and_then(|i| checked.gids.iter().find(|e| e.index == i))
+        .filter(usable);
+    own.or_else(|| checked.gids.iter().find(usable))
+        .map(|e| e.gid.ip())
+}
+
+/// Ask the kernel (live host only; the caller skips captured trees). Returns the finding
+/// and the JSON record.
+pub fn ask(peer: IpAddr, checked: &Checked) -> (Finding, KernelChoice) {
+    let mut choice = KernelChoice {
+        peer,
+        source: source_for(peer, checked),
+        kernel: None,
+        agrees: None,
+    };
+    if is_link_local(&crate::gid::Gid::from_ip(peer)) {
+        let f = skipped(
+            Severity::Info,
+            format!("not asked: a link-local peer ({peer}) needs an interface scope the CM lookup does not take"),
+        );
+        return (f, choice);
+    }
+    let finding = match cm::kernel_gid_choice(peer, choice.source, RESOLVE_TIMEOUT) {
+        Ok(res) => {
+            let f = compare(&res, checked, choice.source);
+            choice.agrees = checked.index.zip(res.gid_index).map(|(a, b)| a == b);
+            choice.kernel = Some(res);
+            f
+        }
+        Err(e) if e.is_missing_stack() => {
+            skipped(Severity::Warn, format!("not asked: {}", e.summary()))
+                .evidence(e.explanation())
+                .fix(e.fix())
+        }
+        Err(e) => {
+            // The message names the peer already; the CM's own line would add it as `IP:0`.
+            let mut step = e.clone();
+            step.peer = None;
+            Finding::new(
+                Severity::Fail,
+                CODE,
+                format!(
+                    "the kernel cannot resolve a path to {peer}{}: {}",
+                    from(choice.source),
+                    step.summary()
+                ),
+            )
+            .evidence(e.explanation())
+            .fix(e.fix())
+        }
+    };
+    (finding, choice)
+}
+
+pub const CODE: &str = "kernel-choice";
+
+/// The kernel-choice finding when the kernel is not asked (captured tree, no librdmacm).
+pub fn skipped(severity: Severity, why: impl Into<String>) -> Finding {
+    Finding::new(
+        severity,
+        CODE,
+        format!("kernel's GID choice {}", why.into()),
+    )
+}
+
+fn from(source: Option<IpAddr>) -> String {
+    source.map(|s| format!(" from {s}")).unwrap_or_default()
+}
+
+/// How the kernel's choice reads: `rxe0/1 GID index 1 (RoCE v2, ::ffff:192.168.77.1 on veth0)`.
+fn kernel_text(res: &Resolution) -> String {
+    let entry = res.gid_index.map(|index| GidEntry {
+        index,
+        gid: res.sgid,
+        gid_type: res.gid_type.clone(),
+        netdev: res.netdev.clone(),
+    });
+    match entry {
+        Some(e) => format!("{}/{} {}", res.device, res.port, describe(&e)),
+        None => format!(
+            "{}/{} source GID {} (in no GID table slot)",
+            res.device,
+            res.port,
+            res.sgid.ip()
+        ),
+    }
+}
+
+/// Compare the kernel's choice with the checked index and say what a difference means.
+pub fn compare(res: &Resolution, checked: &Checked, source: Option<IpAddr>) -> Finding {
+    let peer = res.peer;
+    let kernel = kernel_text(res);
+    let headline = format!(
+        "the kernel would use {kernel} toward {peer}{}",
+        from(source)
+    );
+    let mut evidence = vec![format!(
+        "rdma_resolve_addr + rdma_resolve_route toward {peer}{}: {}/{}, sgid {}",
+        match source {
+            Some(s) => format!(" from {s}"),
+            None => " (source from the routing table)".into(),
+        },
+        res.device,
+        res.port,
+        res.sgid
+    )];
+    if !res.other_indices.is_empty() {
+        let list: Vec<String> = res.other_indices.iter().map(u32::to_string).collect();
+        evidence.push(format!(
+            "the same GID also sits at index {} with another type; the CM uses {}",
+            list.join(", "),
+            crate::gidselect::type_name(res.gid_type.as_ref())
+        ));
+    }
+    let with_evidence = |mut f: Finding| {
+        f.evidence = evidence.clone();
+        f
+    };
+    let you = match (checked.auto, checked.index) {
+        (true, Some(i)) => format!("auto chose index {i}"),
+        (false, Some(i)) => format!("you gave -g {i}"),
+        (_, None) => "no index was chosen".into(),
+    };
+    if res.device != checked.device || u32::from(res.port) != checked.port {
+        return with_evidence(
+            Finding::new(
+                Severity::Warn,
+                CODE,
+                format!(
+                    "{headline}, not {}/{}: CM applications toward {peer} run on {}",
+                    checked.device, checked.port, res.device
+                ),
+            )
+            .fix(format!(
+                "check {}/{} instead (rdmactl check -d {} -i {} --peer {peer}), or give the checked port an address on the route to {peer}",
+                res.device, res.port, res.device, res.port
+            )),
+        );
+    }
+    let Some(kernel_index) = res.gid_index else {
+        return with_evidence(Finding::new(
+            Severity::Warn,
+            CODE,
+            format!(
+                "{headline}; no slot of {}/{} holds that GID with the type the CM uses",
+                res.device, res.port
+            ),
+        ));
+    };
+    let Some(index) = checked.index else {
+        return with_evidence(Finding::new(
+            Severity::Info,
+            CODE,
+            format!("{headline}; {you}"),
+        ));
+    };
+    if index == kernel_index {
+        let same = if checked.auto {
+            "auto chose the same index".to_string()
+        } else {
+            format!("the same index you gave (-g {index})")
+        };
+        return with_evidence(Finding::new(
+            Severity::Ok,
+            CODE,
+            format!("{headline}: {same}"),
+        ));
+    }
+    let given = checked.gids.iter().find(|e| e.index == index);
+    let what = match given {
+        None => format!("index {index} is an empty slot or past the table"),
+        Some(e) if is_link_local(&e.gid) => format!(
+            "index {index} is link-local ({}): it reaches {peer} only on the same L2 segment, and the CM (rping, rdma_cm applications) uses the routable GID",
+            e.gid.ip()
+        ),
+        Some(e) if e.gid == res.sgid => format!(
+            "index {index} holds the same GID as {}; the CM uses {}",
+            crate::gidselect::type_name(e.gid_type.as_ref()),
+            crate::gidselect::type_name(res.gid_type.as_ref())
+        ),
+        Some(e) => format!(
+            "index {index} ({}) is not the address the route to {peer} leaves from",
+            e.gid.ip()
+        ),
+    };
+    let peer_v1 = matches!(
+        given.and_then(|e| e.gid_type.as_ref()),
+        Some(GidType::RoceV1 | GidType::Ib)
+    );
+    with_evidence(
+        Finding::new(Severity::Warn, CODE, format!("{headline}; {you}: {what}")).fix(format!(
+            "use -g {kernel_index} so this end matches what CM-based tools use{}",
+            if peer_v1 {
+                ", unless every peer speaks RoCE v1"
+            } else {
+                ""
+            }
+        )),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gid::Gid;
+    use crate::model::LinkLayer;
+
+    fn resolution(device: &str, index: Option<u32>) -> Resolution {
+        Resolution {
+            peer: "192.168.77.2".parse().unwrap(),
+            source: Some("192.168.77.1".parse().unwrap()),
+            device: device.into(),
+            port: 1,
+            link_layer: LinkLayer::Ethernet,
+            sgid: Gid::parse("::ffff:192.168.77.1").unwrap(),
+            gid_index: index,
+            gid_type: Some(GidType::RoceV2),
+            netdev: Some("veth0".into()),
+            other_indices: vec![],
+        }
+    }
+
+    fn table() -> Vec<GidEntry> {
+        let entry = |index, gid: &str, t| GidEntry {
+            index,
+            gid: Gid::parse(gid).unwrap(),
+            gid_type: Some(t),
+            netdev: Some("veth0".into()),
+        };
+        vec![
+            entry(0, "fe80::1", GidType::RoceV2),
+            entry(1, "::ffff:192.168.77.1", GidType::RoceV2),
+            entry(2, "::ffff:192.168.77.1", GidType::RoceV1),
+            entry(3, "::ffff:10.0.0.1", GidType::RoceV2),
+        ]
+    }
+
+    #[test]
+    fn comparison_table() {
+        let gids = table();
+        let checked = |index: Option<u32>, auto: bool| Checked {
+            device: "rxe0",
+            port: 1,
+            index,
+            auto,
+            gids: &gids,
+        };
+        let src = Some("192.168.77.1".parse().unwrap());
+        let cases: &[(&str, Resolution, Checked, Severity, &[&str])] = &[
+            (
+                "same index given",
+                resolution("rxe0", Some(1)),
+                checked(Some(1), false),
+                Severity::Ok,
+                &["the kernel would use rxe0/1 GID index 1 (RoCE v2, ::ffff:192.168.77.1 on veth0) toward 192.168.77.2 from 192.168.77.1", "the same index you gave (-g 1)"],
+            ),
+            (
+                "same index auto",
+                resolution("rxe0", Some(1)),
+                checked(Some(1), true),
+                Severity::Ok,
+                &["from 192.168.77.1: auto chose the same index"],
+            ),
+            (
+                "link-local given",
+                resolution("rxe0", Some(1)),
+                checked(Some(0), false),
+                Severity::Warn,
+                &["you gave -g 0: index 0 is link-local (fe80::1)", "use -g 1"],
+            ),
+            (
+                "v1 twin",
+                resolution("rxe0", Some(1)),
+                checked(Some(2), false),
+                Severity::Warn,
+                &["the same GID as RoCE v1; the CM uses RoCE v2", "unless every peer speaks RoCE v1"],
+            ),
+            (
+                "other address",
+                resolution("rxe0", Some(1)),
+                checked(Some(3), false),
+                Severity::Warn,
+                &["index 3 (10.0.0.1) is not the address the route"],
+            ),
+            (
+                "empty slot",
+                resolution("rxe0", Some(1)),
+                checked(Some(9), false),
+                Severity::Warn,
+                &["index 9 is an empty slot", "use -g 1"],
+            ),
+            (
+                "other device",
+                resolution("rxe1", Some(1)),
+                checked(Some(1), false),
+                Severity::Warn,
+                &["not rxe0/1", "rdmactl check -d rxe1 -i 1"],
+            ),
+            (
+                "no slot",
+                resolution("rxe0", None),
+                checked(Some(1), false),
+                Severity::Warn,
+                &["in no GID table slot"],
+            ),
+        ];
+        for (name, res, c, severity, says) in cases {
+            let f = compare(res, c, src);
+            assert_eq!(f.code, CODE);
+            assert_eq!(f.severity, *severity, "{name}: {f:?}");
+            let text = format!("{} | {}", f.message, f.fix.clone().unwrap_or_default());
+            for s in *says {
+                assert!(text.contains(s), "{name}: missing {s:?} in {text}");
+            }
+            assert!(
+                f.evidence[0].contains("sgid 0000:0000:0000:0000:0000:ffff:c0a8:4d01"),
+                "{name}"
+            );
+        }
+    }
+
+    #[test]
+    fn source_is_the_checked_gids_address() {
+        let gids = table();
+        let c = |index| Checked {
+            device: "rxe0",
+            port: 1,
+            index,
+            auto: false,
+            gids: &gids,
+        };
+        let v4: IpAddr = "192.168.77.2".parse().unwrap();
+        assert_eq!(
+            source_for(v4, &c(Some(3))),
+            Some("10.0.0.1".parse().unwrap())
+        );
+        // A link-local or empty index: another IPv4 address of the same port.
+        assert_eq!(
+            source_for(v4, &c(Some(0))),
+            Some("192.168.77.1".parse().unwrap())
+        );
+        assert_eq!(
+            source_for(v4, &c(None)),
+            Some("192.168.77.1".parse().unwrap())
+        );
+        // No routable IPv6 GID: the kernel picks.
+        assert_eq!(
+            source_for("2001:db8::2".parse().unwrap(), &c(Some(1))),
+            None
+        );
+    }
+}
