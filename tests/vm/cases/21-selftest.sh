@@ -21,3 +21,6 @@ selftest_ok rxe0+rxe1 -d rxe0 -d rxe1
 
 expect_rc 3 "selftest on a missing device exits 3" "$RDMACTL" selftest -d nosuch0 -g 1
 expect_out "selftest on a missing device lists what exists" "no device 'nosuch0'; devices: rxe0, rxe1" cat "$LAST_OUT"
+# Without -d the first device libibverbs lists (rxe0), as ibv_rc_pingpong picks it.
+expect_rc 0 "selftest without -d (the first device) exits 0" "$RDMACTL" selftest -g 1
+expect_out "selftest without -d ran on rxe0" 'rxe0' cat "$LAST_OUT"
