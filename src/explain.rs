@@ -86,6 +86,8 @@ pub enum Step {
     /// ibv_open_device
     Open,
     QueryPort,
+    /// ibv_query_gid(_ex) of the chosen index.
+    QueryGid,
     AllocPd,
     RegMr,
     CreateCq,
@@ -104,6 +106,13 @@ pub enum Step {
     CmResolveAddr,
     CmResolveRoute,
     CmConnect,
+    /// The TCP connection of the out-of-band exchange.
+    OobConnect,
+    /// Reading or writing the out-of-band messages.
+    OobExchange,
+    /// Comparing both ends' parameters before touching the QP (native exchange), or the
+    /// data that arrived.
+    Compare,
 }
 
 impl Step {
@@ -126,6 +135,10 @@ impl Step {
             Step::CmResolveAddr => "rdma_resolve_addr",
             Step::CmResolveRoute => "rdma_resolve_route",
             Step::CmConnect => "rdma_connect",
+            Step::QueryGid => "query GID",
+            Step::OobConnect => "connect (TCP)",
+            Step::OobExchange => "exchange (TCP)",
+            Step::Compare => "compare parameters",
         }
     }
 }
@@ -142,6 +155,10 @@ pub enum Failure {
     Timeout { seconds: f64 },
     /// Sysfs lists the device but libibverbs does not (no provider for its driver).
     NotListed,
+    /// The peer closed the out-of-band connection.
+    PeerClosed,
+    /// Malformed or mismatching data; the text says what.
+    Invalid(String),
 }
 
 impl fmt::Display for Failure {
@@ -156,6 +173,8 @@ impl fmt::Display for Failure {
             ),
             Failure::Timeout { seconds } => write!(f, "no answer within {seconds} s"),
             Failure::NotListed => write!(f, "not listed by libibverbs"),
+            Failure::PeerClosed => write!(f, "the peer closed the connection"),
+            Failure::Invalid(what) => f.write_str(what),
         }
     }
 }
@@ -622,6 +641,10 @@ pub fn explain(step: Step, failure: &Failure, ctx: &Context) -> Explanation {
             cm_resolve(b, libc::ETIMEDOUT)
         }
         (Step::CmConnect, _) => cm_connect(b),
+        (Step::QueryGid, Failure::Errno(e)) => gid_slot(b, *e),
+        (Step::OobConnect, f) => oob_connect(b, f),
+        (Step::OobExchange, f) => oob_exchange(b, f),
+        (Step::Compare, _) => compare(b),
         _ => generic(b),
     }
 }
@@ -923,25 +946,7 @@ fn rtr_errno(b: Builder, errno: i32) -> Explanation {
                 true,
             )
         }
-        e if e == libc::ENODATA => {
-            let i = local
-                .gid_index
-                .map(|i| i.to_string())
-                .unwrap_or_else(|| "?".into());
-            b.done(
-                "gid-empty-slot",
-                format!(
-                    "GID index {i} on {} is an empty slot: there is no address behind it",
-                    local.name()
-                ),
-                vec![
-                    format!("gids/{i} is all zero and gid_attrs/types/{i} is unreadable"),
-                    table_summary(local),
-                ],
-                "pick a populated index".into(),
-                true,
-            )
-        }
+        e if e == libc::ENODATA => empty_slot(b),
         e if e == libc::ENODEV => {
             let dev = local.netdev_now();
             let mut ev = Vec::new();
@@ -973,6 +978,171 @@ fn rtr_errno(b: Builder, errno: i32) -> Explanation {
         }
         _ => generic(b),
     }
+}
+
+/// Row 2: an empty slot (the kernel says ENODATA).
+fn empty_slot(b: Builder) -> Explanation {
+    let local = &b.ctx.local;
+    let i = local
+        .gid_index
+        .map(|i| i.to_string())
+        .unwrap_or_else(|| "?".into());
+    b.done(
+        "gid-empty-slot",
+        format!(
+            "GID index {i} on {} is an empty slot: there is no address behind it",
+            local.name()
+        ),
+        vec![
+            format!("gids/{i} is all zero and gid_attrs/types/{i} is unreadable"),
+            table_summary(local),
+        ],
+        "pick a populated index".into(),
+        true,
+    )
+}
+
+/// Row 2 when the GID is looked up before the QP: an empty slot or an index past the table.
+fn gid_slot(b: Builder, errno: i32) -> Explanation {
+    let local = &b.ctx.local;
+    let past_end = match (local.gid_index, local.gid_table_len) {
+        (Some(i), Some(len)) => i >= len,
+        _ => false,
+    };
+    if errno == libc::EINVAL && past_end {
+        let (i, len) = (local.gid_index.unwrap_or(0), local.gid_table_len.unwrap_or(0));
+        let summary = format!(
+            "GID index {i} is past the end of {}'s GID table ({len} entries)",
+            local.name()
+        );
+        let ev = vec![format!("gid_tbl_len {len}"), table_summary(local)];
+        return b.done("gid-index-out-of-range", summary, ev, format!("pick an index below {len}"), true);
+    }
+    if errno == libc::ENODATA || errno == libc::EINVAL {
+        return empty_slot(b);
+    }
+    generic(b)
+}
+
+/// The TCP connection of the out-of-band exchange.
+fn oob_connect(b: Builder, failure: &Failure) -> Explanation {
+    let peer = peer_ip(b.ctx)
+        .map(|p| p.to_string())
+        .unwrap_or_else(|| "the server".into());
+    match failure {
+        Failure::Errno(e) if *e == libc::ECONNREFUSED => b.done(
+            "no-listener",
+            format!("nothing listens on {peer} at that TCP port: the server is not running (yet), already finished, or uses another -p"),
+            vec![format!("{peer} answered the TCP connection with a reset (ECONNREFUSED)")],
+            "start the server first (rdmactl pingpong -d DEV -g N, or ibv_rc_pingpong and --compat rc_pingpong here), and give both ends the same -p".into(),
+            false,
+        ),
+        Failure::Timeout { seconds } => {
+            let mut ev = vec![format!("no answer to the TCP connection within {seconds} s")];
+            if let Some(s) = b.ctx.route.as_ref().and_then(|r| r.neighbour_state.clone()) {
+                ev.push(format!("neighbour {peer}: {s}"));
+            }
+            b.done(
+                "peer-silent",
+                format!("{peer} does not answer: the host is down, the address is wrong, or a firewall drops the port"),
+                ev,
+                format!("check the address and that the server runs there (ping {peer}; ss -ltn on the server)"),
+                false,
+            )
+        }
+        Failure::Errno(e) if *e == libc::ENETUNREACH || *e == libc::EHOSTUNREACH => b.done(
+            "no-route",
+            format!("this host has no route to {peer}"),
+            vec![format!("connect: {}", errno_name(*e))],
+            format!("check ip route get {peer} and the address"),
+            false,
+        ),
+        _ => generic(b),
+    }
+}
+
+/// Reading or writing the out-of-band messages.
+fn oob_exchange(b: Builder, failure: &Failure) -> Explanation {
+    match failure {
+        Failure::PeerClosed => {
+            let local = &b.ctx.local;
+            let fix = match local.gid_now().filter(|g| !g.is_zero()) {
+                Some(g) => format!(
+                    "look at the peer's output. An ibv_rc_pingpong server moves its QP to RTR before it answers, so one whose GID does not fit this end's ({}) stops there: run it with the index of its {} {} GID (`rdmactl gids` there lists them)",
+                    local_gid_words(local),
+                    gid_family_word(&g),
+                    type_name(local.type_now().as_ref())
+                ),
+                None => "look at the peer's output and rerun it".into(),
+            };
+            b.done(
+                "peer-closed",
+                "the peer closed the out-of-band connection: it failed on its side (its output says why), or its process was killed".into(),
+                vec![],
+                fix,
+                true,
+            )
+        }
+        Failure::Timeout { seconds } => b.done(
+            "peer-stopped",
+            format!("the peer sent nothing for {seconds} s: it is stuck or gone, or it is not rdmactl or ibv_rc_pingpong"),
+            vec![],
+            "check the peer process; give both ends the same --timeout".into(),
+            false,
+        ),
+        Failure::Invalid(what) => b.done(
+            "bad-handshake",
+            format!("the peer's handshake is not one rdmactl understands: {what}"),
+            vec![],
+            "point it at an rdmactl pingpong or ibv_rc_pingpong on this port; against a stock ibv_rc_pingpong server use --compat rc_pingpong".into(),
+            false,
+        ),
+        _ => generic(b),
+    }
+}
+
+/// The two ends' parameters, compared before the QP (the native exchange sends GID type,
+/// link layer and MTU; the compat one only the GID).
+fn compare(b: Builder) -> Explanation {
+    let ctx = b.ctx;
+    let local = &ctx.local;
+    let Some(peer) = ctx.peer.as_ref() else {
+        return generic(b);
+    };
+    if let Some((summary, mut ev)) = gid_mismatch(local, peer) {
+        ev.push(table_summary(local));
+        // When this end's GID already fits the peer's address, the peer is the one to change.
+        let fix = if b.suggestion.current_is_best {
+            format!(
+                "use a GID like this end's on the peer ({}): `rdmactl gids` there lists them, -g auto picks it",
+                local_gid_words(local)
+            )
+        } else {
+            "use GIDs of the same RoCE version and address family on both ends".into()
+        };
+        let code = if summary.starts_with("RoCE version") {
+            "roce-version-mismatch"
+        } else {
+            "gid-family-mismatch"
+        };
+        return b.done(code, summary, ev, fix, true);
+    }
+    if let Some(f) = compare_peers(local, peer)
+        .into_iter()
+        .find(|f| f.severity == Severity::Fail)
+    {
+        let code = f.code.clone();
+        let fix = f.fix.clone().unwrap_or_default();
+        return b.done(&code, f.message.clone(), f.evidence.clone(), fix, false);
+    }
+    let what = b.failure.to_string();
+    b.done(
+        "parameters-differ",
+        what,
+        vec![],
+        "give both ends the same -s, -n, --op and -m".into(),
+        false,
+    )
 }
 
 /// Row 3: the kernel could not resolve the peer's MAC through the source GID's netdev.

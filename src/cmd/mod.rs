@@ -4,6 +4,7 @@ pub mod check;
 pub mod devices;
 pub mod devinfo;
 pub mod doctor;
+pub mod failure;
 pub mod gid;
 pub mod gids;
 pub mod pingpong;
