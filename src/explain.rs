@@ -830,6 +830,21 @@ fn rtr_errno(b: Builder, errno: i32) -> Explanation {
     let ctx = b.ctx;
     let local = &ctx.local;
     let peer = ctx.peer.as_ref();
+    // GIDs of different families or RoCE versions fail whatever the errno (EINVAL, or a
+    // resolution timeout); a scope mismatch is row 3's, with its route evidence.
+    if let Some((summary, mut ev)) = peer
+        .and_then(|p| gid_mismatch(local, p))
+        .filter(|(s, _)| !s.starts_with("scope"))
+    {
+        ev.push(table_summary(local));
+        return b.done(
+            "gid-mismatch",
+            summary,
+            ev,
+            "use GIDs of the same RoCE version and address family on both ends".into(),
+            true,
+        );
+    }
     match errno {
         e if e == libc::EINVAL => {
             // Row 1: RoCE without a GRH.
@@ -2358,6 +2373,85 @@ mod tests {
                 code: "cm-no-ipoib-address",
                 says: &["IPoIB", "ib0"],
                 suggested: Some(0),
+            },
+            Case {
+                name: "-g 7 looked up before the QP: an empty slot (row 2)",
+                step: Step::QueryGid,
+                failure: errno(libc::ENODATA),
+                ctx: Context {
+                    peer: None,
+                    ..rxe_ctx(Some(7), "::ffff:192.168.77.2")
+                },
+                code: "gid-empty-slot",
+                says: &["GID index 7 on rxe0/1 is an empty slot", "use GID index 1"],
+                suggested: Some(1),
+            },
+            Case {
+                name: "no listener on the TCP port",
+                step: Step::OobConnect,
+                failure: errno(libc::ECONNREFUSED),
+                ctx: Context {
+                    peer: None,
+                    ..rxe_ctx(Some(1), "::ffff:192.168.77.2")
+                },
+                code: "no-listener",
+                says: &["nothing listens on 192.168.77.2", "same -p"],
+                suggested: Some(1),
+            },
+            Case {
+                name: "garbage instead of a handshake",
+                step: Step::OobExchange,
+                failure: Failure::Invalid("the peer sent \"garbage\\n\", which is neither an rdmactl exchange nor ibv_rc_pingpong's".into()),
+                ctx: Context {
+                    peer: None,
+                    ..rxe_ctx(Some(1), "::ffff:192.168.77.2")
+                },
+                code: "bad-handshake",
+                says: &["garbage", "--compat rc_pingpong"],
+                suggested: Some(1),
+            },
+            Case {
+                name: "a stock ibv_rc_pingpong server closes without answering",
+                step: Step::OobExchange,
+                failure: Failure::PeerClosed,
+                ctx: Context {
+                    peer: None,
+                    ..rxe_ctx(Some(1), "::ffff:192.168.77.2")
+                },
+                code: "peer-closed",
+                says: &["RTR before it answers", "IPv4-mapped RoCE v2 GID"],
+                suggested: Some(1),
+            },
+            Case {
+                name: "native compare: this end's IPv4 GID fits, the peer's link-local one does not",
+                step: Step::Compare,
+                failure: Failure::Invalid("GID address families differ".into()),
+                ctx: rxe_ctx(Some(1), "fe80::5054:ff:fe12:3456"),
+                code: "gid-family-mismatch",
+                says: &["address family mismatch", "on the peer (index 1 (RoCE v2, IPv4"],
+                suggested: Some(1),
+            },
+            Case {
+                name: "native compare: this end is the link-local one",
+                step: Step::Compare,
+                failure: Failure::Invalid("GID address families differ".into()),
+                ctx: rxe_ctx(Some(0), "::ffff:192.168.77.2"),
+                code: "gid-family-mismatch",
+                says: &["address family mismatch", "use GID index 1 (RoCE v2"],
+                suggested: Some(1),
+            },
+            Case {
+                name: "compat RTR with mixed families times out: the families are the cause",
+                step: Step::ModifyRtr,
+                failure: errno(libc::ETIMEDOUT),
+                ctx: {
+                    let mut c = rxe_ctx(Some(1), "fe80::5054:ff:fe12:3456");
+                    c.peer.as_mut().unwrap().gid_type = None;
+                    c
+                },
+                code: "gid-mismatch",
+                says: &["address family mismatch", "link-local"],
+                suggested: Some(1),
             },
         ]
     }

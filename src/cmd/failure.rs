@@ -182,7 +182,9 @@ fn context(sysfs: &Path, known: &Known, failure: &Failure) -> Context {
         gid_table_len: known.gid_table_len,
         ..XEndpoint::default()
     };
+    let mut port_netdev = None;
     if let Ok(p) = SysfsRoot::new(sysfs).port(device, port_no) {
+        port_netdev = p.netdev.as_ref().map(|n| n.name.clone());
         local.link_layer = p.link_layer.clone();
         local.port_state = p.state.as_ref().map(|s| s.name().to_string());
         local.phys_state = p.phys_state.as_ref().map(|s| s.name().to_string());
@@ -200,13 +202,16 @@ fn context(sysfs: &Path, known: &Known, failure: &Failure) -> Context {
     if local.link_layer.is_none() {
         local.link_layer = c.link_layer.clone();
     }
-    local.netdev = gid_index.and_then(|i| {
-        local
-            .gid_table
-            .iter()
-            .find(|e| e.index == i)
-            .and_then(|e| e.netdev.clone())
-    });
+    // A GID whose address went away with its link leaves the port's own netdev to name.
+    local.netdev = gid_index
+        .and_then(|i| {
+            local
+                .gid_table
+                .iter()
+                .find(|e| e.index == i)
+                .and_then(|e| e.netdev.clone())
+        })
+        .or(port_netdev);
 
     let peer_ep = remote_ep.map(|r| {
         let unknown = matches!(r.link_layer, LinkLayer::Other(_));

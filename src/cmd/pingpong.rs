@@ -679,26 +679,37 @@ fn drive(
         }
     };
     report.peer = Some(conn.peer.to_string());
-    if side.gid.is_none() && args.server.is_none() && plan.auto {
-        choose_for_client(ctx, side, report, conn.peer.ip().to_canonical())?;
-    }
-    let local = side.endpoint();
-
     let compat = if is_client {
         args.compat == Some(Compat::RcPingpong)
     } else {
-        match conn.read_hello()? {
+        let hello = conn.read_hello()?;
+        if side.gid.is_none() && plan.auto {
+            // The client's GID says where it is better than the TCP source address, which
+            // on one host is the server's own.
+            let gid = match &hello {
+                Hello::RcPingpong(d) => d.gid,
+                Hello::Native(m) => m.endpoint.gid,
+            };
+            let client = if gid.is_zero() {
+                conn.peer.ip().to_canonical()
+            } else {
+                gid.ip()
+            };
+            choose_for_client(ctx, side, report, client)?;
+        }
+        match hello {
             Hello::RcPingpong(dest) => {
                 report.exchange = "rc_pingpong";
                 return serve_rc_pingpong(args, plan, side, report, &mut conn, dest);
             }
             Hello::Native(remote) => {
-                let mine = native_msg(args, plan, &local);
+                let mine = native_msg(args, plan, &side.endpoint());
                 conn.send_native(&mine)?;
                 return native_run(args, plan, side, report, &mut conn, mine, remote, false);
             }
         }
     };
+    let local = side.endpoint();
     if compat {
         report.exchange = "rc_pingpong";
         let me = RcDest {
