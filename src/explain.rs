@@ -1025,13 +1025,22 @@ fn gid_slot(b: Builder, errno: i32) -> Explanation {
         _ => false,
     };
     if errno == libc::EINVAL && past_end {
-        let (i, len) = (local.gid_index.unwrap_or(0), local.gid_table_len.unwrap_or(0));
+        let (i, len) = (
+            local.gid_index.unwrap_or(0),
+            local.gid_table_len.unwrap_or(0),
+        );
         let summary = format!(
             "GID index {i} is past the end of {}'s GID table ({len} entries)",
             local.name()
         );
         let ev = vec![format!("gid_tbl_len {len}"), table_summary(local)];
-        return b.done("gid-index-out-of-range", summary, ev, format!("pick an index below {len}"), true);
+        return b.done(
+            "gid-index-out-of-range",
+            summary,
+            ev,
+            format!("pick an index below {len}"),
+            true,
+        );
     }
     if errno == libc::ENODATA || errno == libc::EINVAL {
         return empty_slot(b);

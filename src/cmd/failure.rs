@@ -418,7 +418,9 @@ impl GidChoice {
             "-g auto: no GID on {}/{} fits{}: {}",
             self.device,
             self.port,
-            self.peer.map(|p| format!(" the peer {p}")).unwrap_or_default(),
+            self.peer
+                .map(|p| format!(" the peer {p}"))
+                .unwrap_or_default(),
             if reasons.is_empty() {
                 "the GID table is empty".into()
             } else {
@@ -474,12 +476,19 @@ mod tests {
 
     #[test]
     fn auto_on_the_rxe_fixture_picks_the_ipv4_gid_and_says_why() {
-        let sysfs = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sysfs/rxe-veth-basic");
+        let sysfs =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sysfs/rxe-veth-basic");
         let choice = choose_gid(&sysfs, "rxe0", 1, None).unwrap();
         assert_eq!(choice.selection.chosen, Some(1));
         let text = choice.render();
-        assert!(text.contains("chose GID index 1 (RoCE v2, ::ffff:192.168.77.1 on veth0)"), "{text}");
-        assert!(text.contains("index 0 rejected: it is link-local IPv6"), "{text}");
+        assert!(
+            text.contains("chose GID index 1 (RoCE v2, ::ffff:192.168.77.1 on veth0)"),
+            "{text}"
+        );
+        assert!(
+            text.contains("index 0 rejected: it is link-local IPv6"),
+            "{text}"
+        );
         let json = serde_json::to_value(&choice).unwrap();
         assert_eq!(json["chosen"], 1);
         assert_eq!(json["reasons"][0]["verdict"], "rejected");

@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
+use super::failure::{self, Explained, GidChoice, Known};
 use crate::app::Ctx;
 use crate::cli::{Compat, GidIndexArg, Op, PingpongArgs};
 use crate::error::{Error, Result};
@@ -24,7 +25,6 @@ use crate::gid::Gid;
 use crate::model::{GidType, LinkLayer};
 use crate::oob::{self, Conn, Hello, NativeMsg, Ops, RcDest};
 use crate::output;
-use super::failure::{self, Explained, GidChoice, Known};
 use crate::verbs::qp::{
     ticks, Access, Cause, Context, Cq, Endpoint, Failure, FailureContext, Mr, Pd, PortInfo, Qp,
     QpCaps, RtrParams, SendOp, Step, Wc,
@@ -413,7 +413,10 @@ fn open_side(
                 Some(format!(
                     "; -g auto would pick {} ({})",
                     i,
-                    c.selection.reason(i).map(|r| r.why.clone()).unwrap_or_default()
+                    c.selection
+                        .reason(i)
+                        .map(|r| r.why.clone())
+                        .unwrap_or_default()
                 ))
             })
             .unwrap_or_default();
@@ -485,9 +488,21 @@ fn choose_for_client(
     client: IpAddr,
 ) -> std::result::Result<(), Failure> {
     let choice = failure::choose_gid(&ctx.sysfs, side.ctx.name(), side.port, Some(client))
-        .map_err(|e| side.fail(Step::QueryGid, Cause::Invalid { what: e.to_string() }))?;
+        .map_err(|e| {
+            side.fail(
+                Step::QueryGid,
+                Cause::Invalid {
+                    what: e.to_string(),
+                },
+            )
+        })?;
     let Some(i) = choice.selection.chosen else {
-        return Err(side.fail(Step::QueryGid, Cause::Invalid { what: choice.none_fits() }));
+        return Err(side.fail(
+            Step::QueryGid,
+            Cause::Invalid {
+                what: choice.none_fits(),
+            },
+        ));
     };
     let (g, t) = side.ctx.query_gid(side.port, i)?;
     side.gid = Some((i, g, t));

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
+use super::failure::{self, Explained, GidChoice, Known};
 use crate::app::Ctx;
 use crate::cli::{GidIndexArg, SelftestArgs};
 use crate::error::{exit, Error, Result};
@@ -15,7 +16,6 @@ use crate::gid::Gid;
 use crate::model::GidType;
 use crate::oob;
 use crate::output;
-use super::failure::{self, Explained, GidChoice, Known};
 use crate::verbs::qp::{
     Access, Cause, Context, Cq, Failure, FailureContext, Mr, Pd, PortInfo, Qp, QpCaps, RtrParams,
     SendOp, Step, Wc,
