@@ -738,8 +738,45 @@ fn local_gid_words(ep: &Endpoint) -> String {
             gid_words(&g)
         ),
         (Some(i), None) => format!("index {i}"),
+        // ibv_rc_pingpong sends its GID but not the index.
+        (None, Some(g)) if !g.is_zero() => format!("GID {}", gid_words(&g)),
         (None, _) => "no GID index".into(),
     }
+}
+
+/// Two ports of one host: the peer's netdev drops what arrives from a local source address
+/// unless accept_local is set (and rp_filter is not strict). Returns the owner of the
+/// peer's address, the evidence and the fix, when the sysctls say it drops.
+fn same_host_drop(
+    route: &RouteFacts,
+    peer_text: &str,
+    dev_name: &str,
+) -> Option<(String, Vec<String>, String)> {
+    if !route.peer_is_local {
+        return None;
+    }
+    let owner = route
+        .peer_local_netdev
+        .clone()
+        .unwrap_or_else(|| "the peer's netdev".into());
+    let drops = route.accept_local == Some(false) || route.rp_filter == Some(1);
+    if !drops && route.accept_local.is_some() {
+        return None;
+    }
+    let mut ev = vec![format!(
+        "{peer_text} is an address of this host (on {owner}): both ports are in one kernel"
+    )];
+    if let Some(a) = route.accept_local {
+        ev.push(format!(
+            "net.ipv4.conf.{{all,{owner}}}.accept_local = {}",
+            u8::from(a)
+        ));
+    }
+    if let Some(r) = route.rp_filter {
+        ev.push(format!("rp_filter (max of all, {owner}) = {r}"));
+    }
+    let fix = format!("sysctl -w net.ipv4.conf.all.accept_local=1 net.ipv4.conf.{dev_name}.accept_local=1 net.ipv4.conf.{owner}.accept_local=1, with rp_filter 0 or 2");
+    Some((owner, ev, fix))
 }
 
 fn gid_words(g: &Gid) -> String {
@@ -837,13 +874,16 @@ fn rtr_errno(b: Builder, errno: i32) -> Explanation {
         .filter(|(s, _)| !s.starts_with("scope"))
     {
         ev.push(table_summary(local));
-        return b.done(
-            "gid-mismatch",
-            summary,
-            ev,
-            "use GIDs of the same RoCE version and address family on both ends".into(),
-            true,
-        );
+        let fix = if b.suggestion.current_is_best {
+            format!(
+                "run the peer with a GID like this end's ({}); for ibv_rc_pingpong that is -g with the index of its {} GID",
+                local_gid_words(local),
+                local.gid_now().map_or("", |g| gid_family_word(&g))
+            )
+        } else {
+            "use GIDs of the same RoCE version and address family on both ends".into()
+        };
+        return b.done("gid-mismatch", summary, ev, fix, true);
     }
     match errno {
         e if e == libc::EINVAL => {
@@ -1219,33 +1259,15 @@ fn rtr_unreachable(b: Builder, errno: i32) -> Explanation {
             );
         }
     }
-    if route.peer_is_local {
-        let owner = route
-            .peer_local_netdev
-            .clone()
-            .unwrap_or_else(|| "the peer's netdev".into());
-        let drops = route.accept_local == Some(false) || route.rp_filter == Some(1);
-        if drops || route.accept_local.is_none() {
-            ev.push(format!(
-                "{peer_text} is an address of this host (on {owner}): both ports are in one kernel"
-            ));
-            if let Some(a) = route.accept_local {
-                ev.push(format!(
-                    "net.ipv4.conf.{{all,{owner}}}.accept_local = {}",
-                    u8::from(a)
-                ));
-            }
-            if let Some(r) = route.rp_filter {
-                ev.push(format!("rp_filter (max of all, {owner}) = {r}"));
-            }
-            return b.done(
-                "same-host-arp",
-                format!("same-host test: {owner} drops the ARP request from {dev_name} because its sender address is local, so the MAC never resolves"),
-                ev,
-                format!("sysctl -w net.ipv4.conf.all.accept_local=1 net.ipv4.conf.{dev_name}.accept_local=1 net.ipv4.conf.{owner}.accept_local=1, with rp_filter 0 or 2"),
-                false,
-            );
-        }
+    if let Some((owner, more, fix)) = same_host_drop(&route, &peer_text, &dev_name) {
+        ev.extend(more);
+        return b.done(
+            "same-host-arp",
+            format!("same-host test: {owner} drops the ARP request from {dev_name} because its sender address is local, so the MAC never resolves"),
+            ev,
+            fix,
+            false,
+        );
     }
     match route.neighbour_state.as_deref() {
         Some(s @ ("FAILED" | "INCOMPLETE")) => {
@@ -1358,6 +1380,19 @@ fn completion(b: Builder, status: u32) -> Explanation {
                 );
             }
             let route = ctx.route.clone().unwrap_or_default();
+            // Linux 6.1 resolves a local peer's MAC without ARP, so RTR passes and the
+            // packets themselves are dropped: their source address is local too.
+            let peer_text = peer_ip(ctx).map(|p| p.to_string()).unwrap_or_else(|| "the peer".into());
+            let dev_name = ctx.local.netdev_now().unwrap_or_else(|| "the GID's netdev".into());
+            if let Some((owner, more, fix)) = same_host_drop(&route, &peer_text, &dev_name) {
+                return b.done(
+                    "same-host-drop",
+                    format!("same-host test: {owner} drops the RoCE packets from {dev_name} because their source address is local to this host, so nothing is ever acknowledged"),
+                    more,
+                    fix,
+                    false,
+                );
+            }
             if let (Some(rd), Some(d)) = (&route.route_netdev, ctx.local.netdev_now()) {
                 if !route.peer_is_local && *rd != d {
                     ev.push(format!("ip route get {}: dev {rd}; GID netdev {d}", peer_ip(ctx).map(|p| p.to_string()).unwrap_or_default()));
@@ -2460,6 +2495,23 @@ mod tests {
                 },
                 code: "gid-mismatch",
                 says: &["address family mismatch", "link-local"],
+                suggested: Some(1),
+            },
+            Case {
+                name: "same host without accept_local on 6.1: RTR passes, the packets are dropped",
+                step: Step::PollCq,
+                failure: wc(WC_RETRY_EXC_ERR),
+                ctx: {
+                    let mut c = rxe_ctx(Some(1), "::ffff:192.168.77.2");
+                    c.route = Some(vm_route(false));
+                    c
+                },
+                code: "same-host-drop",
+                says: &[
+                    "veth1 drops the RoCE packets from veth0",
+                    "accept_local = 0",
+                    "sysctl -w net.ipv4.conf.all.accept_local=1",
+                ],
                 suggested: Some(1),
             },
         ]
