@@ -14,6 +14,12 @@ expect_rc 3 "-g 7: exits 3 (no such GID)" "$RDMACTL" pingpong -d rxe1 -g 7 -p 18
 expect_out "-g 7: explained as an empty slot" 'why: +GID index 7 on rxe1/1 is an empty slot' cat "$LAST_OUT"
 expect_out "-g 7: the fix names index 1" 'fix: .*use GID index 1 \(RoCE v2, ::ffff:192\.168\.77\.2 on veth1\)' cat "$LAST_OUT"
 
+# --- no -g on RoCE: refused up front (ibv_rc_pingpong would fail at RTR), naming auto's pick
+expect_rc 2 "no -g on RoCE: a usage error" "$RDMACTL" pingpong -d rxe1 -p 18999 "$SERVER_IP"
+expect_out "no -g on RoCE: says why and which index -g auto would pick" \
+    'rxe1/1 is RoCE .* needs a GRH: give a GID index with -g N or -g auto; -g auto would pick 1 \(RoCE v2, IPv4 like the peer 192\.168\.77\.1' \
+    cat "$LAST_OUT"
+
 # --- nobody listening: a clear error within the timeout
 start=$SECONDS
 expect_rc 1 "no listener: the client exits 1" \
@@ -24,6 +30,10 @@ expect_out "no listener: step, peer and ECONNREFUSED" \
 expect_out "no listener: explained, with the fix" 'why: +nothing listens on 192\.168\.77\.1' cat "$LAST_OUT"
 expect_out "no listener: the fix says to start the server with the same -p" 'fix: +start the server first.*same -p' cat "$LAST_OUT"
 check "no listener: reported within --timeout plus start-up slack (took $took s)" test "$took" -le 10
+expect_rc 1 "no listener, -j: exits 1" "$RDMACTL" -j pingpong -d rxe1 -g 1 -p 18999 --timeout 3 "$SERVER_IP"
+json_has "no listener, -j: failure with step, errno and the explanation's code and fix" "$LAST_STDOUT" \
+    ok=false step=connect errno=111 errno_name=ECONNREFUSED
+json_has "no listener, -j: the explanation" "$LAST_STDOUT" code=no-listener 'fix=start the server first.*'
 
 # --- garbage instead of a handshake: a clear error, no hang
 next_port
