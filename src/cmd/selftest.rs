@@ -117,7 +117,14 @@ pub fn run(ctx: &Ctx, args: &SelftestArgs) -> Result<u8> {
         .iter()
         .filter_map(|e| e.ctx.as_ref().map(|c| c.name().to_string()))
         .collect();
-    if let Some(err) = t.open_error.take() {
+    if let Some(mut err) = t.open_error.take() {
+        // An empty slot or an index past the table: say so with the rules' words, which
+        // name the index that would work.
+        if let Error::NoSuchGid { hint, .. } = &mut err {
+            if let Some(x) = t.steps.iter().find_map(|s| s.failure.as_ref()) {
+                *hint = format!("{}; {}", x.explanation.summary, x.explanation.fix);
+            }
+        }
         return Err(err);
     }
     let ok = t.steps.iter().all(|s| s.ok) && !t.stopped;

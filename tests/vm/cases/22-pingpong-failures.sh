@@ -14,6 +14,10 @@ expect_rc 3 "-g 7: exits 3 (no such GID)" "$RDMACTL" pingpong -d rxe1 -g 7 -p 18
 expect_out "-g 7: explained as an empty slot" 'why: +GID index 7 on rxe1/1 is an empty slot' cat "$LAST_OUT"
 expect_out "-g 7: the fix names index 1" 'fix: .*use GID index 1 \(RoCE v2, ::ffff:192\.168\.77\.2 on veth1\)' cat "$LAST_OUT"
 
+expect_rc 3 "selftest -g 7: exits 3" "$RDMACTL" selftest -d rxe0 -g 7
+expect_out "selftest -g 7: explained as an empty slot, naming index 1" \
+    'GID index 7 on rxe0/1 is an empty slot.*use GID index 1 \(RoCE v2, ::ffff:192\.168\.77\.1 on veth0\)' cat "$LAST_OUT"
+
 # --- no -g on RoCE: refused up front (ibv_rc_pingpong would fail at RTR), naming auto's pick
 expect_rc 2 "no -g on RoCE: a usage error" "$RDMACTL" pingpong -d rxe1 -p 18999 "$SERVER_IP"
 expect_out "no -g on RoCE: says why and which index -g auto would pick" \
