@@ -99,6 +99,8 @@ pub enum Step {
     /// ibv_open_device
     Open,
     QueryPort,
+    /// ibv_query_gid(_ex) of the chosen index.
+    QueryGid,
     AllocPd,
     RegMr,
     CreateCq,
@@ -117,6 +119,13 @@ pub enum Step {
     CmResolveAddr,
     CmResolveRoute,
     CmConnect,
+    /// The TCP connection of the out-of-band exchange.
+    OobConnect,
+    /// Reading or writing the out-of-band messages.
+    OobExchange,
+    /// Comparing both ends' parameters before touching the QP (native exchange), or the
+    /// data that arrived.
+    Compare,
 }
 
 impl Step {
@@ -139,6 +148,10 @@ impl Step {
             Step::CmResolveAddr => "rdma_resolve_addr",
             Step::CmResolveRoute => "rdma_resolve_route",
             Step::CmConnect => "rdma_connect",
+            Step::QueryGid => "query GID",
+            Step::OobConnect => "connect (TCP)",
+            Step::OobExchange => "exchange (TCP)",
+            Step::Compare => "compare parameters",
         }
     }
 }
@@ -155,6 +168,10 @@ pub enum Failure {
     Timeout { seconds: f64 },
     /// Sysfs lists the device but libibverbs does not (no provider for its driver).
     NotListed,
+    /// The peer closed the out-of-band connection.
+    PeerClosed,
+    /// Malformed or mismatching data; the text says what.
+    Invalid(String),
 }
 
 impl fmt::Display for Failure {
@@ -169,6 +186,8 @@ impl fmt::Display for Failure {
             ),
             Failure::Timeout { seconds } => write!(f, "no answer within {seconds} s"),
             Failure::NotListed => write!(f, "not listed by libibverbs"),
+            Failure::PeerClosed => write!(f, "the peer closed the connection"),
+            Failure::Invalid(what) => f.write_str(what),
         }
     }
 }
@@ -652,6 +671,10 @@ pub fn explain(step: Step, failure: &Failure, ctx: &Context) -> Explanation {
             cm_resolve(b, libc::ETIMEDOUT)
         }
         (Step::CmConnect, _) => cm_connect(b),
+        (Step::QueryGid, Failure::Errno(e)) => gid_slot(b, *e),
+        (Step::OobConnect, f) => oob_connect(b, f),
+        (Step::OobExchange, f) => oob_exchange(b, f),
+        (Step::Compare, _) => compare(b),
         _ => generic(b),
     }
 }
@@ -745,8 +768,45 @@ fn local_gid_words(ep: &Endpoint) -> String {
             gid_words(&g)
         ),
         (Some(i), None) => format!("index {i}"),
+        // ibv_rc_pingpong sends its GID but not the index.
+        (None, Some(g)) if !g.is_zero() => format!("GID {}", gid_words(&g)),
         (None, _) => "no GID index".into(),
     }
+}
+
+/// Two ports of one host: the peer's netdev drops what arrives from a local source address
+/// unless accept_local is set (and rp_filter is not strict). Returns the owner of the
+/// peer's address, the evidence and the fix, when the sysctls say it drops.
+fn same_host_drop(
+    route: &RouteFacts,
+    peer_text: &str,
+    dev_name: &str,
+) -> Option<(String, Vec<String>, String)> {
+    if !route.peer_is_local {
+        return None;
+    }
+    let owner = route
+        .peer_local_netdev
+        .clone()
+        .unwrap_or_else(|| "the peer's netdev".into());
+    let drops = route.accept_local == Some(false) || route.rp_filter == Some(1);
+    if !drops && route.accept_local.is_some() {
+        return None;
+    }
+    let mut ev = vec![format!(
+        "{peer_text} is an address of this host (on {owner}): both ports are in one kernel"
+    )];
+    if let Some(a) = route.accept_local {
+        ev.push(format!(
+            "net.ipv4.conf.{{all,{owner}}}.accept_local = {}",
+            u8::from(a)
+        ));
+    }
+    if let Some(r) = route.rp_filter {
+        ev.push(format!("rp_filter (max of all, {owner}) = {r}"));
+    }
+    let fix = format!("sysctl -w net.ipv4.conf.all.accept_local=1 net.ipv4.conf.{dev_name}.accept_local=1 net.ipv4.conf.{owner}.accept_local=1, with rp_filter 0 or 2");
+    Some((owner, ev, fix))
 }
 
 fn gid_words(g: &Gid) -> String {
@@ -837,6 +897,24 @@ fn rtr_errno(b: Builder, errno: i32) -> Explanation {
     let ctx = b.ctx;
     let local = &ctx.local;
     let peer = ctx.peer.as_ref();
+    // GIDs of different families or RoCE versions fail whatever the errno (EINVAL, or a
+    // resolution timeout); a scope mismatch is row 3's, with its route evidence.
+    if let Some((summary, mut ev)) = peer
+        .and_then(|p| gid_mismatch(local, p))
+        .filter(|(s, _)| !s.starts_with("scope"))
+    {
+        ev.push(table_summary(local));
+        let fix = if b.suggestion.current_is_best {
+            format!(
+                "run the peer with a GID like this end's ({}); for ibv_rc_pingpong that is -g with the index of its {} GID",
+                local_gid_words(local),
+                local.gid_now().map_or("", |g| gid_family_word(&g))
+            )
+        } else {
+            "use GIDs of the same RoCE version and address family on both ends".into()
+        };
+        return b.done("gid-mismatch", summary, ev, fix, true);
+    }
     match errno {
         e if e == libc::EINVAL => {
             // Row 1: RoCE without a GRH.
@@ -953,25 +1031,7 @@ fn rtr_errno(b: Builder, errno: i32) -> Explanation {
                 true,
             )
         }
-        e if e == libc::ENODATA => {
-            let i = local
-                .gid_index
-                .map(|i| i.to_string())
-                .unwrap_or_else(|| "?".into());
-            b.done(
-                "gid-empty-slot",
-                format!(
-                    "GID index {i} on {} is an empty slot: there is no address behind it",
-                    local.name()
-                ),
-                vec![
-                    format!("gids/{i} is all zero and gid_attrs/types/{i} is unreadable"),
-                    table_summary(local),
-                ],
-                "pick a populated index".into(),
-                true,
-            )
-        }
+        e if e == libc::ENODATA => empty_slot(b),
         e if e == libc::ENODEV => {
             let dev = local.netdev_now();
             let mut ev = Vec::new();
@@ -1003,6 +1063,180 @@ fn rtr_errno(b: Builder, errno: i32) -> Explanation {
         }
         _ => generic(b),
     }
+}
+
+/// Row 2: an empty slot (the kernel says ENODATA).
+fn empty_slot(b: Builder) -> Explanation {
+    let local = &b.ctx.local;
+    let i = local
+        .gid_index
+        .map(|i| i.to_string())
+        .unwrap_or_else(|| "?".into());
+    b.done(
+        "gid-empty-slot",
+        format!(
+            "GID index {i} on {} is an empty slot: there is no address behind it",
+            local.name()
+        ),
+        vec![
+            format!("gids/{i} is all zero and gid_attrs/types/{i} is unreadable"),
+            table_summary(local),
+        ],
+        "pick a populated index".into(),
+        true,
+    )
+}
+
+/// Row 2 when the GID is looked up before the QP: an empty slot or an index past the table.
+fn gid_slot(b: Builder, errno: i32) -> Explanation {
+    let local = &b.ctx.local;
+    let past_end = match (local.gid_index, local.gid_table_len) {
+        (Some(i), Some(len)) => i >= len,
+        _ => false,
+    };
+    if errno == libc::EINVAL && past_end {
+        let (i, len) = (
+            local.gid_index.unwrap_or(0),
+            local.gid_table_len.unwrap_or(0),
+        );
+        let summary = format!(
+            "GID index {i} is past the end of {}'s GID table ({len} entries)",
+            local.name()
+        );
+        let ev = vec![format!("gid_tbl_len {len}"), table_summary(local)];
+        return b.done(
+            "gid-index-out-of-range",
+            summary,
+            ev,
+            format!("pick an index below {len}"),
+            true,
+        );
+    }
+    if errno == libc::ENODATA || errno == libc::EINVAL {
+        return empty_slot(b);
+    }
+    generic(b)
+}
+
+/// The TCP connection of the out-of-band exchange.
+fn oob_connect(b: Builder, failure: &Failure) -> Explanation {
+    let peer = peer_ip(b.ctx)
+        .map(|p| p.to_string())
+        .unwrap_or_else(|| "the server".into());
+    match failure {
+        Failure::Errno(e) if *e == libc::ECONNREFUSED => b.done(
+            "no-listener",
+            format!("nothing listens on {peer} at that TCP port: the server is not running (yet), already finished, or uses another -p"),
+            vec![format!("{peer} answered the TCP connection with a reset (ECONNREFUSED)")],
+            "start the server first (rdmactl pingpong -d DEV -g N, or ibv_rc_pingpong and --compat rc_pingpong here), and give both ends the same -p".into(),
+            false,
+        ),
+        Failure::Timeout { seconds } => {
+            let mut ev = vec![format!("no answer to the TCP connection within {seconds} s")];
+            if let Some(s) = b.ctx.route.as_ref().and_then(|r| r.neighbour_state.clone()) {
+                ev.push(format!("neighbour {peer}: {s}"));
+            }
+            b.done(
+                "peer-silent",
+                format!("{peer} does not answer: the host is down, the address is wrong, or a firewall drops the port"),
+                ev,
+                format!("check the address and that the server runs there (ping {peer}; ss -ltn on the server)"),
+                false,
+            )
+        }
+        Failure::Errno(e) if *e == libc::ENETUNREACH || *e == libc::EHOSTUNREACH => b.done(
+            "no-route",
+            format!("this host has no route to {peer}"),
+            vec![format!("connect: {}", errno_name(*e))],
+            format!("check ip route get {peer} and the address"),
+            false,
+        ),
+        _ => generic(b),
+    }
+}
+
+/// Reading or writing the out-of-band messages.
+fn oob_exchange(b: Builder, failure: &Failure) -> Explanation {
+    match failure {
+        Failure::PeerClosed => {
+            let local = &b.ctx.local;
+            let fix = match local.gid_now().filter(|g| !g.is_zero()) {
+                Some(g) => format!(
+                    "look at the peer's output. An ibv_rc_pingpong server moves its QP to RTR before it answers, so one whose GID does not fit this end's ({}) stops there: run it with the index of its {} {} GID (`rdmactl gids` there lists them)",
+                    local_gid_words(local),
+                    gid_family_word(&g),
+                    type_name(local.type_now().as_ref())
+                ),
+                None => "look at the peer's output and rerun it".into(),
+            };
+            b.done(
+                "peer-closed",
+                "the peer closed the out-of-band connection: it failed on its side (its output says why), or its process was killed".into(),
+                vec![],
+                fix,
+                true,
+            )
+        }
+        Failure::Timeout { seconds } => b.done(
+            "peer-stopped",
+            format!("the peer sent nothing for {seconds} s: it is stuck or gone, or it is not rdmactl or ibv_rc_pingpong"),
+            vec![],
+            "check the peer process; give both ends the same --timeout".into(),
+            false,
+        ),
+        Failure::Invalid(what) => b.done(
+            "bad-handshake",
+            format!("the peer's handshake is not one rdmactl understands: {what}"),
+            vec![],
+            "point it at an rdmactl pingpong or ibv_rc_pingpong on this port; against a stock ibv_rc_pingpong server use --compat rc_pingpong".into(),
+            false,
+        ),
+        _ => generic(b),
+    }
+}
+
+/// The two ends' parameters, compared before the QP (the native exchange sends GID type,
+/// link layer and MTU; the compat one only the GID).
+fn compare(b: Builder) -> Explanation {
+    let ctx = b.ctx;
+    let local = &ctx.local;
+    let Some(peer) = ctx.peer.as_ref() else {
+        return generic(b);
+    };
+    if let Some((summary, mut ev)) = gid_mismatch(local, peer) {
+        ev.push(table_summary(local));
+        // When this end's GID already fits the peer's address, the peer is the one to change.
+        let fix = if b.suggestion.current_is_best {
+            format!(
+                "use a GID like this end's on the peer ({}): `rdmactl gids` there lists them, -g auto picks it",
+                local_gid_words(local)
+            )
+        } else {
+            "use GIDs of the same RoCE version and address family on both ends".into()
+        };
+        let code = if summary.starts_with("RoCE version") {
+            "roce-version-mismatch"
+        } else {
+            "gid-family-mismatch"
+        };
+        return b.done(code, summary, ev, fix, true);
+    }
+    if let Some(f) = compare_peers(local, peer)
+        .into_iter()
+        .find(|f| f.severity == Severity::Fail)
+    {
+        let code = f.code.clone();
+        let fix = f.fix.clone().unwrap_or_default();
+        return b.done(&code, f.message.clone(), f.evidence.clone(), fix, false);
+    }
+    let what = b.failure.to_string();
+    b.done(
+        "parameters-differ",
+        what,
+        vec![],
+        "give both ends the same -s, -n, --op and -m".into(),
+        false,
+    )
 }
 
 /// Row 3: the kernel could not resolve the peer's MAC through the source GID's netdev.
@@ -1055,33 +1289,15 @@ fn rtr_unreachable(b: Builder, errno: i32) -> Explanation {
             );
         }
     }
-    if route.peer_is_local {
-        let owner = route
-            .peer_local_netdev
-            .clone()
-            .unwrap_or_else(|| "the peer's netdev".into());
-        let drops = route.accept_local == Some(false) || route.rp_filter == Some(1);
-        if drops || route.accept_local.is_none() {
-            ev.push(format!(
-                "{peer_text} is an address of this host (on {owner}): both ports are in one kernel"
-            ));
-            if let Some(a) = route.accept_local {
-                ev.push(format!(
-                    "net.ipv4.conf.{{all,{owner}}}.accept_local = {}",
-                    u8::from(a)
-                ));
-            }
-            if let Some(r) = route.rp_filter {
-                ev.push(format!("rp_filter (max of all, {owner}) = {r}"));
-            }
-            return b.done(
-                "same-host-arp",
-                format!("same-host test: {owner} drops the ARP request from {dev_name} because its sender address is local, so the MAC never resolves"),
-                ev,
-                format!("sysctl -w net.ipv4.conf.all.accept_local=1 net.ipv4.conf.{dev_name}.accept_local=1 net.ipv4.conf.{owner}.accept_local=1, with rp_filter 0 or 2"),
-                false,
-            );
-        }
+    if let Some((owner, more, fix)) = same_host_drop(&route, &peer_text, &dev_name) {
+        ev.extend(more);
+        return b.done(
+            "same-host-arp",
+            format!("same-host test: {owner} drops the ARP request from {dev_name} because its sender address is local, so the MAC never resolves"),
+            ev,
+            fix,
+            false,
+        );
     }
     match route.neighbour_state.as_deref() {
         Some(s @ ("FAILED" | "INCOMPLETE")) => {
@@ -1194,6 +1410,19 @@ fn completion(b: Builder, status: u32) -> Explanation {
                 );
             }
             let route = ctx.route.clone().unwrap_or_default();
+            // Linux 6.1 resolves a local peer's MAC without ARP, so RTR passes and the
+            // packets themselves are dropped: their source address is local too.
+            let peer_text = peer_ip(ctx).map(|p| p.to_string()).unwrap_or_else(|| "the peer".into());
+            let dev_name = ctx.local.netdev_now().unwrap_or_else(|| "the GID's netdev".into());
+            if let Some((owner, more, fix)) = same_host_drop(&route, &peer_text, &dev_name) {
+                return b.done(
+                    "same-host-drop",
+                    format!("same-host test: {owner} drops the RoCE packets from {dev_name} because their source address is local to this host, so nothing is ever acknowledged"),
+                    more,
+                    fix,
+                    false,
+                );
+            }
             if let (Some(rd), Some(d)) = (&route.route_netdev, ctx.local.netdev_now()) {
                 if !route.peer_is_local && *rd != d {
                     ev.push(format!("ip route get {}: dev {rd}; GID netdev {d}", peer_ip(ctx).map(|p| p.to_string()).unwrap_or_default()));
@@ -2218,6 +2447,102 @@ mod tests {
                 code: "cm-no-ipoib-address",
                 says: &["IPoIB", "ib0"],
                 suggested: Some(0),
+            },
+            Case {
+                name: "-g 7 looked up before the QP: an empty slot (row 2)",
+                step: Step::QueryGid,
+                failure: errno(libc::ENODATA),
+                ctx: Context {
+                    peer: None,
+                    ..rxe_ctx(Some(7), "::ffff:192.168.77.2")
+                },
+                code: "gid-empty-slot",
+                says: &["GID index 7 on rxe0/1 is an empty slot", "use GID index 1"],
+                suggested: Some(1),
+            },
+            Case {
+                name: "no listener on the TCP port",
+                step: Step::OobConnect,
+                failure: errno(libc::ECONNREFUSED),
+                ctx: Context {
+                    peer: None,
+                    ..rxe_ctx(Some(1), "::ffff:192.168.77.2")
+                },
+                code: "no-listener",
+                says: &["nothing listens on 192.168.77.2", "same -p"],
+                suggested: Some(1),
+            },
+            Case {
+                name: "garbage instead of a handshake",
+                step: Step::OobExchange,
+                failure: Failure::Invalid("the peer sent \"garbage\\n\", which is neither an rdmactl exchange nor ibv_rc_pingpong's".into()),
+                ctx: Context {
+                    peer: None,
+                    ..rxe_ctx(Some(1), "::ffff:192.168.77.2")
+                },
+                code: "bad-handshake",
+                says: &["garbage", "--compat rc_pingpong"],
+                suggested: Some(1),
+            },
+            Case {
+                name: "a stock ibv_rc_pingpong server closes without answering",
+                step: Step::OobExchange,
+                failure: Failure::PeerClosed,
+                ctx: Context {
+                    peer: None,
+                    ..rxe_ctx(Some(1), "::ffff:192.168.77.2")
+                },
+                code: "peer-closed",
+                says: &["RTR before it answers", "IPv4-mapped RoCE v2 GID"],
+                suggested: Some(1),
+            },
+            Case {
+                name: "native compare: this end's IPv4 GID fits, the peer's link-local one does not",
+                step: Step::Compare,
+                failure: Failure::Invalid("GID address families differ".into()),
+                ctx: rxe_ctx(Some(1), "fe80::5054:ff:fe12:3456"),
+                code: "gid-family-mismatch",
+                says: &["address family mismatch", "on the peer (index 1 (RoCE v2, IPv4"],
+                suggested: Some(1),
+            },
+            Case {
+                name: "native compare: this end is the link-local one",
+                step: Step::Compare,
+                failure: Failure::Invalid("GID address families differ".into()),
+                ctx: rxe_ctx(Some(0), "::ffff:192.168.77.2"),
+                code: "gid-family-mismatch",
+                says: &["address family mismatch", "use GID index 1 (RoCE v2"],
+                suggested: Some(1),
+            },
+            Case {
+                name: "compat RTR with mixed families times out: the families are the cause",
+                step: Step::ModifyRtr,
+                failure: errno(libc::ETIMEDOUT),
+                ctx: {
+                    let mut c = rxe_ctx(Some(1), "fe80::5054:ff:fe12:3456");
+                    c.peer.as_mut().unwrap().gid_type = None;
+                    c
+                },
+                code: "gid-mismatch",
+                says: &["address family mismatch", "link-local"],
+                suggested: Some(1),
+            },
+            Case {
+                name: "same host without accept_local on 6.1: RTR passes, the packets are dropped",
+                step: Step::PollCq,
+                failure: wc(WC_RETRY_EXC_ERR),
+                ctx: {
+                    let mut c = rxe_ctx(Some(1), "::ffff:192.168.77.2");
+                    c.route = Some(vm_route(false));
+                    c
+                },
+                code: "same-host-drop",
+                says: &[
+                    "veth1 drops the RoCE packets from veth0",
+                    "accept_local = 0",
+                    "sysctl -w net.ipv4.conf.all.accept_local=1",
+                ],
+                suggested: Some(1),
             },
         ]
     }

@@ -5,6 +5,7 @@ pub mod check_kernel;
 pub mod devices;
 pub mod devinfo;
 pub mod doctor;
+pub mod failure;
 pub mod gid;
 pub mod gids;
 pub mod pingpong;

@@ -11,11 +11,13 @@
 //! source, READ destination); `[size, 2 × size)` is the target (receives land here, and it
 //! is the only range advertised to the peer).
 
+use std::net::IpAddr;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
+use super::failure::{self, Explained, GidChoice, Known};
 use super::results::{ns_per_tick, op_result, OpResult, OpResults};
 use crate::app::Ctx;
 use crate::cli::{Compat, GidIndexArg, Op, PingpongArgs};
@@ -55,12 +57,15 @@ struct Report {
     local: Option<Endpoint>,
     #[serde(skip_serializing_if = "Option::is_none")]
     remote: Option<Endpoint>,
+    /// What `-g auto` chose, and why it turned the other indices down.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    gid_selection: Option<GidChoice>,
     ops: OpResults,
     /// With a single operation its figures are also at the top level.
     #[serde(flatten)]
     single: Option<OpResult>,
     ok: bool,
-    failure: Option<Failure>,
+    failure: Option<Explained>,
 }
 
 /// Everything one end owns, in drop order (QP before CQ before MR before PD).
@@ -121,6 +126,8 @@ struct Plan {
     access: Access,
     timeout: Duration,
     gid_index: Option<u32>,
+    /// `-g auto`: a client chooses before it connects, a server once it knows the client.
+    auto: bool,
 }
 
 fn plan(args: &PingpongArgs) -> Result<Plan> {
@@ -130,13 +137,8 @@ fn plan(args: &PingpongArgs) -> Result<Plan> {
         ));
     }
     let gid_index = match args.gid_index {
-        Some(GidIndexArg::Auto) => {
-            return Err(Error::Usage(
-                "-g auto: automatic GID selection lands with `rdmactl check`; give -g N".into(),
-            ))
-        }
         Some(GidIndexArg::Index(i)) => Some(i),
-        None => None,
+        Some(GidIndexArg::Auto) | None => None,
     };
     if args.size == 0 || args.size > MAX_SIZE {
         return Err(Error::Usage(format!(
@@ -199,7 +201,26 @@ fn plan(args: &PingpongArgs) -> Result<Plan> {
         access,
         timeout: Duration::from_secs_f64(args.timeout),
         gid_index,
+        auto: args.gid_index == Some(GidIndexArg::Auto),
     })
+}
+
+/// Why opening the local side stopped: a usage or lookup error, or a verbs step to explain.
+enum Setup {
+    Error(Error),
+    Failure(Failure),
+}
+
+impl From<Error> for Setup {
+    fn from(e: Error) -> Setup {
+        Setup::Error(e)
+    }
+}
+
+impl From<Failure> for Setup {
+    fn from(f: Failure) -> Setup {
+        Setup::Failure(f)
+    }
 }
 
 /// Turns a local setup failure into the error (and exit code) it deserves.
@@ -246,14 +267,23 @@ fn setup_error(f: Failure, avail: Vec<String>) -> Error {
     }
 }
 
-fn open_side(args: &PingpongArgs, plan: &Plan) -> Result<Side> {
-    let ctx = Context::open(args.device.as_deref()).map_err(|(f, avail)| setup_error(f, avail))?;
+/// Opens the device and builds the QP. With `-g auto` a client chooses its GID here (it
+/// knows the server's address); a server leaves `gid` empty until a client connects.
+fn open_side(
+    ctx: &Ctx,
+    args: &PingpongArgs,
+    plan: &Plan,
+    peer: Option<IpAddr>,
+    report: &mut Report,
+) -> std::result::Result<Side, Setup> {
+    let vctx = Context::open(args.device.as_deref()).map_err(|(f, avail)| setup_error(f, avail))?;
+    report.device = vctx.name().to_string();
     let port = args.port;
-    let port_info = ctx
+    let port_info = vctx
         .query_port(port)
         .map_err(|f| setup_error(f, Vec::new()))?;
     if !port_info.is_active() {
-        let f = Failure::new(
+        return Err(Setup::Failure(Failure::new(
             Step::QueryPort,
             Cause::Invalid {
                 what: format!(
@@ -262,39 +292,61 @@ fn open_side(args: &PingpongArgs, plan: &Plan) -> Result<Side> {
                 ),
             },
             FailureContext {
-                device: ctx.name().to_string(),
+                device: vctx.name().to_string(),
                 port,
                 link_layer: Some(port_info.link_layer.clone()),
                 ..Default::default()
             },
-        );
-        return Err(Error::Failed(f.to_string()));
-    }
-    if port_info.link_layer == LinkLayer::Ethernet && plan.gid_index.is_none() {
-        return Err(Error::Usage(format!(
-            "{}/{port} is RoCE (Ethernet link layer), which needs a GRH: give a GID index with -g N \
-             (`rdmactl gids {}` lists them)",
-            ctx.name(),
-            ctx.name()
         )));
     }
-    let gid = match plan.gid_index {
+    let mut gid_index = plan.gid_index;
+    if plan.auto && args.server.is_some() {
+        let choice = failure::choose_gid(&ctx.sysfs, vctx.name(), port, peer)?;
+        gid_index = Some(
+            choice
+                .selection
+                .chosen
+                .ok_or_else(|| Error::Failed(choice.none_fits()))?,
+        );
+        announce(ctx, &choice);
+        report.gid_selection = Some(choice);
+    }
+    report.gid_index = gid_index;
+    if port_info.link_layer == LinkLayer::Ethernet && gid_index.is_none() && !plan.auto {
+        // ibv_rc_pingpong without -g sends no GRH, which RoCE rejects at RTR: refuse now.
+        let pick = failure::choose_gid(&ctx.sysfs, vctx.name(), port, peer)
+            .ok()
+            .and_then(|c| {
+                let i = c.selection.chosen?;
+                Some(format!(
+                    "; -g auto would pick {} ({})",
+                    i,
+                    c.selection
+                        .reason(i)
+                        .map(|r| r.why.clone())
+                        .unwrap_or_default()
+                ))
+            })
+            .unwrap_or_default();
+        return Err(Setup::Error(Error::Usage(format!(
+            "{}/{port} is RoCE (Ethernet link layer), which needs a GRH: give a GID index with -g N or -g auto{pick} \
+             (`rdmactl gids {}` lists them)",
+            vctx.name(),
+            vctx.name()
+        ))));
+    }
+    let gid = match gid_index {
         Some(i) => {
-            let (g, t) = ctx
-                .query_gid(port, i)
-                .map_err(|f| setup_error(f, Vec::new()))?;
+            let (g, t) = vctx.query_gid(port, i)?;
             Some((i, g, t))
         }
         None => None,
     };
-    let (rd_atom, init_rd_atom) = ctx
-        .rd_atomic_limits()
-        .map_err(|f| Error::Failed(f.to_string()))?;
+    let (rd_atom, init_rd_atom) = vctx.rd_atomic_limits()?;
     let max_rd_atomic = rd_atom.min(init_rd_atom).clamp(1, 16) as u8;
-    let fail = |f: Failure| Error::Failed(f.to_string());
-    let pd = Pd::alloc(&ctx).map_err(fail)?;
-    let mr = Mr::register(&pd, 2 * args.size as usize, plan.access).map_err(fail)?;
-    let cq = Cq::create(&ctx, RX_DEPTH + WINDOW + 8).map_err(fail)?;
+    let pd = Pd::alloc(&vctx)?;
+    let mr = Mr::register(&pd, 2 * args.size as usize, plan.access)?;
+    let cq = Cq::create(&vctx, RX_DEPTH + WINDOW + 8)?;
     let qp = Qp::create_rc(
         &pd,
         &cq,
@@ -303,16 +355,15 @@ fn open_side(args: &PingpongArgs, plan: &Plan) -> Result<Side> {
             max_recv_wr: RX_DEPTH,
         },
         port,
-        plan.gid_index,
-    )
-    .map_err(fail)?;
-    qp.to_init(plan.access).map_err(fail)?;
+        gid_index,
+    )?;
+    qp.to_init(plan.access)?;
     let side = Side {
         qp,
         cq,
         mr,
         _pd: pd,
-        ctx,
+        ctx: vctx,
         port,
         port_info,
         gid,
@@ -324,11 +375,50 @@ fn open_side(args: &PingpongArgs, plan: &Plan) -> Result<Side> {
     if plan.ops.send {
         for _ in 0..RX_DEPTH.min(args.iters.saturating_add(1)) {
             side.qp
-                .post_recv(&side.mr, side.target(), side.size, WRID_RECV)
-                .map_err(fail)?;
+                .post_recv(&side.mr, side.target(), side.size, WRID_RECV)?;
         }
     }
     Ok(side)
+}
+
+/// `-g auto`'s choice goes to stderr in table mode (stdout is the result) and into the JSON.
+fn announce(ctx: &Ctx, choice: &GidChoice) {
+    if !ctx.json {
+        eprint!("rdmactl: {}", choice.render());
+    }
+}
+
+/// A server with `-g auto` picks its GID once it knows the client's address.
+fn choose_for_client(
+    ctx: &Ctx,
+    side: &mut Side,
+    report: &mut Report,
+    client: IpAddr,
+) -> std::result::Result<(), Failure> {
+    let choice = failure::choose_gid(&ctx.sysfs, side.ctx.name(), side.port, Some(client))
+        .map_err(|e| {
+            side.fail(
+                Step::QueryGid,
+                Cause::Invalid {
+                    what: e.to_string(),
+                },
+            )
+        })?;
+    let Some(i) = choice.selection.chosen else {
+        return Err(side.fail(
+            Step::QueryGid,
+            Cause::Invalid {
+                what: choice.none_fits(),
+            },
+        ));
+    };
+    let (g, t) = side.ctx.query_gid(side.port, i)?;
+    side.gid = Some((i, g, t));
+    announce(ctx, &choice);
+    report.gid_index = Some(i);
+    report.gid_selection = Some(choice);
+    report.local = Some(side.endpoint());
+    Ok(())
 }
 
 pub fn run(ctx: &Ctx, args: &PingpongArgs) -> Result<u8> {
@@ -336,7 +426,10 @@ pub fn run(ctx: &Ctx, args: &PingpongArgs) -> Result<u8> {
         return super::pingpong_cm::run(ctx, args);
     }
     let plan = plan(args)?;
-    let mut side = open_side(args, &plan)?;
+    let peer = args
+        .server
+        .as_deref()
+        .and_then(|h| failure::resolve_host(h, args.tcp_port));
     let mut report = Report {
         role: if args.server.is_some() {
             "client"
@@ -344,51 +437,93 @@ pub fn run(ctx: &Ctx, args: &PingpongArgs) -> Result<u8> {
             "server"
         },
         exchange: "native",
-        device: side.ctx.name().to_string(),
-        port: side.port,
+        device: args.device.clone().unwrap_or_default(),
+        port: args.port,
         gid_index: plan.gid_index,
         peer: None,
         size: args.size,
         path_mtu: None,
-        local: Some(side.endpoint()),
+        local: None,
         remote: None,
+        gid_selection: None,
         ops: OpResults::default(),
         single: None,
         ok: false,
         failure: None,
     };
-    let outcome = drive(args, &plan, &mut side, &mut report);
-    let failure = outcome.err();
+    let mut side = match open_side(ctx, args, &plan, peer, &mut report) {
+        Ok(side) => side,
+        Err(Setup::Error(e)) => return Err(e),
+        Err(Setup::Failure(f)) => return finish(ctx, args, report, Some(f), peer, None),
+    };
+    report.local = Some(side.endpoint());
+    let outcome = drive(ctx, args, &plan, &mut side, &mut report);
+    let gid_table_len = Some(side.port_info.gid_tbl_len);
+    finish(ctx, args, report, outcome.err(), peer, gid_table_len)
+}
+
+/// Explains the failure, if any, prints the report and turns it into the exit status.
+fn finish(
+    ctx: &Ctx,
+    args: &PingpongArgs,
+    mut report: Report,
+    failure: Option<Failure>,
+    peer: Option<IpAddr>,
+    gid_table_len: Option<u32>,
+) -> Result<u8> {
     report.ok = failure.is_none();
     report.single = report.ops.single();
-    if let Some(f) = &failure {
-        let mut f = f.clone();
+    if let Some(mut f) = failure {
         // Fill in what the step did not know but the run did.
         if f.context.device.is_empty() {
             f.context.device = report.device.clone();
             f.context.port = report.port;
         }
-        f.context.gid_index = f.context.gid_index.or(plan.gid_index);
+        f.context.gid_index = f.context.gid_index.or(report.gid_index);
         f.context.local = f.context.local.take().or_else(|| report.local.clone());
         f.context.remote = f.context.remote.take().or_else(|| report.remote.clone());
         f.context.path_mtu = f.context.path_mtu.or(report.path_mtu);
         f.context.peer_addr = f.context.peer_addr.take().or_else(|| report.peer.clone());
-        report.failure = Some(f);
+        let known = Known {
+            device: &report.device,
+            port: report.port,
+            gid_index: report.gid_index,
+            local: report.local.as_ref(),
+            remote: report.remote.as_ref(),
+            peer: peer.or_else(|| report.peer.as_deref().and_then(failure::peer_ip_of)),
+            compat: report.exchange == "rc_pingpong",
+            registered_bytes: 2 * u64::from(args.size),
+            requested_mtu: args.mtu,
+            message_bytes: Some(args.size),
+            gid_table_len,
+        };
+        report.failure = Some(failure::explain_failure(&ctx.sysfs, &known, f));
     }
-    if ctx.json {
-        output::print(&output::json(&report)).map_err(|e| Error::Io {
-            path: "stdout".into(),
-            source: e,
-        })?;
+    let text = if ctx.json {
+        output::json(&report)
     } else {
-        output::print(&render(&report)).map_err(|e| Error::Io {
-            path: "stdout".into(),
-            source: e,
-        })?;
-    }
+        render(&report)
+    };
+    output::print(&text).map_err(|e| Error::Io {
+        path: "stdout".into(),
+        source: e,
+    })?;
     match report.failure {
         None => Ok(crate::error::exit::OK),
-        Some(f) => Err(Error::Failed(format!("pingpong failed: {f}"))),
+        Some(x) => {
+            let f = &x.failure;
+            let bad_index = f.step == Step::QueryGid
+                && matches!(f.cause, Cause::Errno { errno } if errno == libc::ENODATA || errno == libc::EINVAL);
+            if bad_index {
+                return Err(Error::NoSuchGid {
+                    device: report.device.clone(),
+                    port: report.port,
+                    index: f.context.gid_index.unwrap_or(0),
+                    hint: format!("{}; {}", x.explanation.summary, x.explanation.fix),
+                });
+            }
+            Err(Error::Failed(format!("pingpong failed: {f}")))
+        }
     }
 }
 
@@ -435,10 +570,14 @@ fn render(r: &Report) -> String {
     if r.ok {
         out.push_str("ok\n");
     }
+    if let Some(x) = &r.failure {
+        out.push_str(&x.render(""));
+    }
     out
 }
 
 fn drive(
+    ctx: &Ctx,
     args: &PingpongArgs,
     plan: &Plan,
     side: &mut Side,
@@ -461,23 +600,37 @@ fn drive(
         }
     };
     report.peer = Some(conn.peer.to_string());
-    let local = side.endpoint();
-
     let compat = if is_client {
         args.compat == Some(Compat::RcPingpong)
     } else {
-        match conn.read_hello()? {
+        let hello = conn.read_hello()?;
+        if side.gid.is_none() && plan.auto {
+            // The client's GID says where it is better than the TCP source address, which
+            // on one host is the server's own.
+            let gid = match &hello {
+                Hello::RcPingpong(d) => d.gid,
+                Hello::Native(m) => m.endpoint.gid,
+            };
+            let client = if gid.is_zero() {
+                conn.peer.ip().to_canonical()
+            } else {
+                gid.ip()
+            };
+            choose_for_client(ctx, side, report, client)?;
+        }
+        match hello {
             Hello::RcPingpong(dest) => {
                 report.exchange = "rc_pingpong";
                 return serve_rc_pingpong(args, plan, side, report, &mut conn, dest);
             }
             Hello::Native(remote) => {
-                let mine = native_msg(args, plan, &local);
+                let mine = native_msg(args, plan, &side.endpoint());
                 conn.send_native(&mine)?;
                 return native_run(args, plan, side, report, &mut conn, mine, remote, false);
             }
         }
     };
+    let local = side.endpoint();
     if compat {
         report.exchange = "rc_pingpong";
         let me = RcDest {
@@ -487,7 +640,16 @@ fn drive(
             gid: local.gid,
         };
         conn.send_rc(&me)?;
-        let dest = conn.read_rc()?;
+        // A stock server connects its QP before it answers: a close here is its RTR failing.
+        let dest = conn.read_rc().map_err(|mut f| {
+            if let Cause::Invalid { what } = &f.cause {
+                if what.contains("closed the connection") {
+                    f.context.note = Some(what.clone());
+                    f.cause = Cause::PeerClosed;
+                }
+            }
+            f
+        })?;
         conn.write_all(oob::RC_PINGPONG_DONE)?;
         drop(conn);
         report.remote = Some(rc_endpoint(&dest));

@@ -2,11 +2,13 @@
 //! devices), connected to each other, running every verbs step in turn and reporting each:
 //! ok or FAIL, how long it took, and for a failure the step value an explainer can read.
 
+use std::path::PathBuf;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
+use super::failure::{self, Explained, GidChoice, Known};
 use crate::app::Ctx;
 use crate::cli::{GidIndexArg, SelftestArgs};
 use crate::error::{exit, Error, Result};
@@ -25,7 +27,7 @@ struct StepLine {
     ok: bool,
     elapsed_us: f64,
     detail: String,
-    failure: Option<Failure>,
+    failure: Option<Explained>,
 }
 
 #[derive(Debug, Serialize)]
@@ -33,6 +35,9 @@ struct Report {
     devices: Vec<String>,
     port: u32,
     gid_index: Option<u32>,
+    /// `-g auto`: per device, what was chosen and why the other indices were not.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    gid_selection: Vec<GidChoice>,
     size: u32,
     steps: Vec<StepLine>,
     ok: bool,
@@ -68,13 +73,9 @@ pub fn run(ctx: &Ctx, args: &SelftestArgs) -> Result<u8> {
     if args.cm {
         return super::pingpong_cm::selftest_cm(ctx, args);
     }
-    let gid_index = match args.gid_index {
-        GidIndexArg::Auto => {
-            return Err(Error::Usage(
-                "-g auto: automatic GID selection lands with `rdmactl check`; give -g N".into(),
-            ))
-        }
-        GidIndexArg::Index(i) => i,
+    let fixed_index = match args.gid_index {
+        GidIndexArg::Auto => None,
+        GidIndexArg::Index(i) => Some(i),
     };
     if args.devices.len() > 2 {
         return Err(Error::Usage("give at most two devices (-d A -d B)".into()));
@@ -100,7 +101,10 @@ pub fn run(ctx: &Ctx, args: &SelftestArgs) -> Result<u8> {
     let mut t = Tester {
         ends: [End::default(), End::default()],
         port: args.port,
-        gid_index,
+        fixed_index,
+        gid_index: [0; 2],
+        choices: Vec::new(),
+        sysfs: ctx.sysfs.clone(),
         size: args.size,
         timeout: Duration::from_secs_f64(args.timeout),
         steps: Vec::new(),
@@ -113,14 +117,27 @@ pub fn run(ctx: &Ctx, args: &SelftestArgs) -> Result<u8> {
         .iter()
         .filter_map(|e| e.ctx.as_ref().map(|c| c.name().to_string()))
         .collect();
-    if let Some(err) = t.open_error.take() {
+    if let Some(mut err) = t.open_error.take() {
+        // An empty slot or an index past the table: say so with the rules' words, which
+        // name the index that would work.
+        if let Error::NoSuchGid { hint, .. } = &mut err {
+            if let Some(x) = t.steps.iter().find_map(|s| s.failure.as_ref()) {
+                *hint = format!("{}; {}", x.explanation.summary, x.explanation.fix);
+            }
+        }
         return Err(err);
     }
     let ok = t.steps.iter().all(|s| s.ok) && !t.stopped;
+    if !ctx.json {
+        for c in &t.choices {
+            eprint!("rdmactl: {}", c.render());
+        }
+    }
     let report = Report {
         devices,
         port: args.port,
-        gid_index: Some(gid_index),
+        gid_index: Some(t.gid_index[0]),
+        gid_selection: std::mem::take(&mut t.choices),
         size: args.size,
         steps: std::mem::take(&mut t.steps),
         ok,
@@ -152,7 +169,7 @@ fn render(r: &Report) -> String {
         "selftest {} port {} GID index {}, {} B\n",
         r.devices.join(" <-> "),
         r.port,
-        r.gid_index.unwrap_or(0),
+        r.gid_index.map_or("?".to_string(), |i| i.to_string()),
         r.size
     );
     for s in &r.steps {
@@ -162,8 +179,8 @@ fn render(r: &Report) -> String {
             "  {status} {ms:>9.3} ms  {:<16} {}\n",
             s.step, s.detail
         ));
-        if let Some(f) = &s.failure {
-            out.push_str(&format!("       {f}\n"));
+        if let Some(x) = &s.failure {
+            out.push_str(&x.render("       "));
         }
     }
     out.push_str(if r.ok {
@@ -177,7 +194,11 @@ fn render(r: &Report) -> String {
 struct Tester {
     ends: [End; 2],
     port: u32,
-    gid_index: u32,
+    /// `-g N`; None is `-g auto`, chosen per device.
+    fixed_index: Option<u32>,
+    gid_index: [u32; 2],
+    choices: Vec<GidChoice>,
+    sysfs: PathBuf,
     size: u32,
     timeout: Duration,
     steps: Vec<StepLine>,
@@ -200,7 +221,7 @@ impl Tester {
             Ok(detail) => (true, detail, None),
             Err(f) => {
                 self.stopped = true;
-                (false, String::new(), Some(f))
+                (false, String::new(), Some(self.explain(f)))
             }
         };
         self.steps.push(StepLine {
@@ -237,12 +258,39 @@ impl Tester {
                         FailureContext { device: c.name().into(), port: t.port, ..Default::default() },
                     ));
                 }
-                let gid = c.query_gid(t.port, t.gid_index).inspect_err(|f| {
+                let index = match t.fixed_index {
+                    Some(i) => i,
+                    None => match failure::choose_gid(&t.sysfs, c.name(), t.port, None) {
+                        Ok(choice) => {
+                            let chosen = choice.selection.chosen;
+                            if chosen.is_none() {
+                                t.open_error = Some(Error::Failed(choice.none_fits()));
+                            }
+                            if !(i == 1 && names[0] == names[1]) {
+                                t.choices.push(choice);
+                            }
+                            chosen.unwrap_or(0)
+                        }
+                        Err(e) => {
+                            t.open_error = Some(e);
+                            0
+                        }
+                    },
+                };
+                if t.open_error.is_some() {
+                    return Err(Failure::new(
+                        Step::QueryGid,
+                        Cause::Invalid { what: "-g auto found no GID".into() },
+                        FailureContext { device: c.name().into(), port: t.port, ..Default::default() },
+                    ));
+                }
+                t.gid_index[i] = index;
+                let gid = c.query_gid(t.port, index).inspect_err(|f| {
                     if matches!(f.cause, Cause::Errno { errno } if errno == libc::ENODATA || errno == libc::EINVAL) {
                         t.open_error = Some(Error::NoSuchGid {
                             device: c.name().into(),
                             port: t.port,
-                            index: t.gid_index,
+                            index,
                             hint: format!("{}; list them with `rdmactl gids {}`", f.cause, c.name()),
                         });
                     }
@@ -251,7 +299,7 @@ impl Tester {
                     "{}/{} GID[{}] {} {}, MTU {}",
                     c.name(),
                     t.port,
-                    t.gid_index,
+                    index,
                     gid.0,
                     match &gid.1 {
                         Some(GidType::RoceV2) => "RoCE v2",
@@ -299,7 +347,7 @@ impl Tester {
         });
         self.step("qp create", |t| {
             let (port, gid_index) = (t.port, t.gid_index);
-            for end in &mut t.ends {
+            for (end, gid_index) in t.ends.iter_mut().zip(gid_index) {
                 let caps = QpCaps {
                     max_send_wr: 4,
                     max_recv_wr: 4,
@@ -338,7 +386,7 @@ impl Tester {
                     dest_qpn: t.qp(peer).qpn(),
                     dest_psn: psn(peer),
                     dest_lid: t.ends[peer].port.as_ref().map_or(0, |p| p.lid),
-                    grh: Some((t.ends[peer].gid.as_ref().expect("gid").0, t.gid_index)),
+                    grh: Some((t.ends[peer].gid.as_ref().expect("gid").0, t.gid_index[i])),
                     max_dest_rd_atomic: 1,
                 };
                 t.qp(i).to_rtr(&p)?;
@@ -469,6 +517,28 @@ impl Tester {
         });
     }
 
+    /// The failure with the explanation the rules give for it.
+    fn explain(&self, f: Failure) -> Explained {
+        let first = self.ends[0].ctx.as_ref().map(|c| c.name().to_string());
+        let end = if f.context.device.is_empty() || Some(&f.context.device) == first.as_ref() {
+            0
+        } else {
+            1
+        };
+        let device = first.clone().unwrap_or_default();
+        let known = Known {
+            device: &device,
+            port: self.port,
+            gid_index: Some(self.gid_index[end]),
+            // Both MRs, two buffers each.
+            registered_bytes: 4 * u64::from(self.size),
+            message_bytes: Some(self.size),
+            gid_table_len: self.ends[end].port.as_ref().map(|p| p.gid_tbl_len),
+            ..Known::default()
+        };
+        failure::explain_failure(&self.sysfs, &known, f)
+    }
+
     fn qp(&self, i: usize) -> &Qp {
         self.ends[i].qp.as_ref().expect("qp created")
     }
@@ -499,9 +569,10 @@ impl Tester {
         let cq = self.ends[i].cq.as_mut().expect("cq");
         let link_layer = self.ends[i].port.as_ref().map(|p| p.link_layer.clone());
         let port = self.port;
+        let gid_index = self.gid_index[i];
         cq.wait(&mut wc, self.timeout).map_err(|mut f| {
             f.context.port = port;
-            f.context.gid_index = Some(self.gid_index);
+            f.context.gid_index = Some(gid_index);
             f.context.link_layer = link_layer;
             f
         })?;

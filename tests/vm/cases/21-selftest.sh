@@ -21,6 +21,11 @@ selftest_ok rxe0+rxe1 -d rxe0 -d rxe1
 
 expect_rc 3 "selftest on a missing device exits 3" "$RDMACTL" selftest -d nosuch0 -g 1
 expect_out "selftest on a missing device lists what exists" "no device 'nosuch0'; devices: rxe0, rxe1" cat "$LAST_OUT"
+
+expect_out "selftest -g auto on rxe0+rxe1 names the chosen index and why" \
+    '^rdmactl: -g auto on rxe1/1: chose GID index 1 \(RoCE v2, ::ffff:192\.168\.77\.2 on veth1\): RoCE v2, IPv4' \
+    "$RDMACTL" selftest -d rxe0 -d rxe1 -g auto
+check "selftest -g auto exits 0 with every step passed" test "$LAST_RC" -eq 0 -a -n "$(grep -x 'all steps passed' "$LAST_STDOUT")"
 # Without -d the first device libibverbs lists (rxe0), as ibv_rc_pingpong picks it.
 expect_rc 0 "selftest without -d (the first device) exits 0" "$RDMACTL" selftest -g 1
 expect_out "selftest without -d ran on rxe0" 'rxe0' cat "$LAST_OUT"

@@ -1,0 +1,498 @@
+//! A pingpong or selftest failure, explained. The data path reports a `qp::Failure` (step,
+//! errno or completion status, the attributes in use); this module gathers the facts the
+//! rules in `explain` look at — the port and its GID table from sysfs, the peer's endpoint
+//! from the handshake, the route, neighbour and ARP sysctls toward the peer over
+//! rtnetlink, the memlock limit — and runs the rules. It also runs `-g auto`, which needs
+//! the same route facts.
+
+use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
+use std::path::Path;
+
+use serde::Serialize;
+
+use crate::cmd::check::{want_for, NetFacts};
+use crate::explain::{
+    self, Context, Endpoint as XEndpoint, Explanation, MemlockFacts, NetdevFacts, QpFacts,
+    RouteFacts,
+};
+use crate::gid::Gid;
+use crate::gidselect::{self, is_link_local, Selection, Verdict};
+use crate::model::{GidEntry, LinkLayer};
+use crate::net;
+use crate::sysfs::SysfsRoot;
+use crate::verbs::qp::{Cause, Endpoint, Failure, Step};
+
+/// What the caller knows when a step fails; the rest is read here.
+#[derive(Debug, Clone, Default)]
+pub struct Known<'a> {
+    pub device: &'a str,
+    pub port: u32,
+    pub gid_index: Option<u32>,
+    pub local: Option<&'a Endpoint>,
+    pub remote: Option<&'a Endpoint>,
+    /// The peer's IP address (from the TCP exchange, or the one given on the command line).
+    pub peer: Option<IpAddr>,
+    /// The remote endpoint came from ibv_rc_pingpong's exchange: only LID, QPN, PSN, GID.
+    pub compat: bool,
+    /// Bytes the run registers (MRs), for the memlock rule.
+    pub registered_bytes: u64,
+    pub requested_mtu: Option<u32>,
+    pub message_bytes: Option<u32>,
+    pub gid_table_len: Option<u32>,
+}
+
+/// A failure as printed and serialized: the data path's record, the errno or completion
+/// status by name, and the explanation.
+#[derive(Debug, Clone, Serialize)]
+pub struct Explained {
+    #[serde(flatten)]
+    pub failure: Failure,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub errno: Option<i32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub errno_name: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub wc_status: Option<&'static str>,
+    pub explanation: Explanation,
+}
+
+impl Explained {
+    /// The step line, then why, the evidence and the fix.
+    pub fn render(&self, indent: &str) -> String {
+        let x = &self.explanation;
+        let mut out = format!("{indent}FAILED: {}\n", self.failure);
+        out.push_str(&format!("{indent}  why:  {}\n", x.summary));
+        for e in &x.evidence {
+            out.push_str(&format!("{indent}  seen: {e}\n"));
+        }
+        out.push_str(&format!("{indent}  fix:  {}\n", x.fix));
+        out
+    }
+}
+
+/// The peer address in a failure's context ("192.168.77.1:18515", "[::ffff:1.2.3.4]:5").
+pub fn peer_ip_of(text: &str) -> Option<IpAddr> {
+    if let Ok(sa) = text.parse::<SocketAddr>() {
+        return Some(sa.ip().to_canonical());
+    }
+    if let Ok(ip) = text.parse::<IpAddr>() {
+        return Some(ip.to_canonical());
+    }
+    // host:port with a name: resolve it (the connect already did, so this is quick).
+    text.to_socket_addrs()
+        .ok()?
+        .next()
+        .map(|sa| sa.ip().to_canonical())
+}
+
+/// A host name or address given on the command line, resolved to the address to use.
+pub fn resolve_host(host: &str, port: u16) -> Option<IpAddr> {
+    if let Ok(ip) = host.parse::<IpAddr>() {
+        return Some(ip.to_canonical());
+    }
+    (host, port)
+        .to_socket_addrs()
+        .ok()?
+        .next()
+        .map(|sa| sa.ip().to_canonical())
+}
+
+pub fn explain_failure(sysfs: &Path, known: &Known, failure: Failure) -> Explained {
+    let ctx = context(sysfs, known, &failure);
+    let (step, xfailure) = map_failure(&failure);
+    let explanation = explain::explain(step, &xfailure, &ctx);
+    let (errno, errno_name, wc_status) = match &failure.cause {
+        Cause::Errno { errno } => (Some(*errno), Some(crate::explain::errno_name(*errno)), None),
+        Cause::WcStatus { status, .. } => {
+            (None, None, Some(crate::explain::wc_status_name(*status)))
+        }
+        _ => (None, None, None),
+    };
+    Explained {
+        failure,
+        errno,
+        errno_name,
+        wc_status,
+        explanation,
+    }
+}
+
+fn map_failure(f: &Failure) -> (explain::Step, explain::Failure) {
+    use explain::Step as X;
+    let step = match f.step {
+        Step::Open => X::Open,
+        Step::QueryDevice | Step::QueryPort => X::QueryPort,
+        Step::QueryGid => X::QueryGid,
+        Step::Pd => X::AllocPd,
+        Step::Mr => X::RegMr,
+        Step::Cq => X::CreateCq,
+        Step::QpCreate => X::CreateQp,
+        Step::Init => X::ModifyInit,
+        Step::Rtr => X::ModifyRtr,
+        Step::Rts => X::ModifyRts,
+        Step::PostRecv => X::PostRecv,
+        Step::PostSend => X::PostSend,
+        Step::Poll | Step::Completion => X::PollCq,
+        Step::Connect => X::OobConnect,
+        Step::Exchange => X::OobExchange,
+        Step::Compare | Step::Verify => X::Compare,
+    };
+    let failure = match &f.cause {
+        Cause::Errno { errno } => explain::Failure::Errno(*errno),
+        Cause::WcStatus {
+            status, vendor_err, ..
+        } => explain::Failure::WorkCompletion {
+            status: *status,
+            vendor_err: *vendor_err,
+        },
+        Cause::Timeout { waited_ms } => explain::Failure::Timeout {
+            seconds: *waited_ms as f64 / 1000.0,
+        },
+        Cause::PeerClosed => explain::Failure::PeerClosed,
+        Cause::Mismatch { .. } | Cause::Invalid { .. } => {
+            explain::Failure::Invalid(f.cause.to_string())
+        }
+    };
+    (step, failure)
+}
+
+fn context(sysfs: &Path, known: &Known, failure: &Failure) -> Context {
+    let c = &failure.context;
+    let device = if c.device.is_empty() {
+        known.device
+    } else {
+        &c.device
+    };
+    let port_no = if c.port == 0 { known.port } else { c.port };
+    let gid_index = c.gid_index.or(known.gid_index);
+    let local_ep = c.local.as_ref().or(known.local);
+    let remote_ep = c.remote.as_ref().or(known.remote);
+    let peer = known
+        .peer
+        .or_else(|| c.peer_addr.as_deref().and_then(peer_ip_of))
+        .or_else(|| {
+            remote_ep
+                .map(|r| r.gid)
+                .filter(|g| !g.is_zero())
+                .map(|g| g.ip())
+        });
+
+    let mut local = XEndpoint {
+        device: device.to_string(),
+        port: port_no,
+        gid_index,
+        gid_table_len: known.gid_table_len,
+        ..XEndpoint::default()
+    };
+    let mut port_netdev = None;
+    if let Ok(p) = SysfsRoot::new(sysfs).port(device, port_no) {
+        port_netdev = p.netdev.as_ref().map(|n| n.name.clone());
+        local.link_layer = p.link_layer.clone();
+        local.port_state = p.state.as_ref().map(|s| s.name().to_string());
+        local.phys_state = p.phys_state.as_ref().map(|s| s.name().to_string());
+        local.lid = p.lid.and_then(|l| u16::try_from(l).ok());
+        local.gid_table = p.gids.clone();
+    }
+    if let Some(l) = local_ep {
+        local.link_layer = local.link_layer.or(Some(l.link_layer.clone()));
+        local.active_mtu = (l.active_mtu > 0).then_some(l.active_mtu);
+        if local.gid_index.is_some() && !l.gid.is_zero() {
+            local.gid = Some(l.gid);
+            local.gid_type = l.gid_type.clone();
+        }
+    }
+    if local.link_layer.is_none() {
+        local.link_layer = c.link_layer.clone();
+    }
+    // A GID whose address went away with its link leaves the port's own netdev to name.
+    local.netdev = gid_index
+        .and_then(|i| {
+            local
+                .gid_table
+                .iter()
+                .find(|e| e.index == i)
+                .and_then(|e| e.netdev.clone())
+        })
+        .or(port_netdev);
+
+    let peer_ep = remote_ep.map(|r| {
+        let unknown = matches!(r.link_layer, LinkLayer::Other(_));
+        XEndpoint {
+            device: String::new(),
+            port: 0,
+            link_layer: (!unknown).then(|| r.link_layer.clone()),
+            lid: (!known.compat || r.lid != 0).then_some(r.lid),
+            active_mtu: (r.active_mtu > 0).then_some(r.active_mtu),
+            // ibv_rc_pingpong does not say which index it used.
+            gid_index: if known.compat { None } else { r.gid_index },
+            gid: Some(r.gid),
+            gid_type: r.gid_type.clone(),
+            ..XEndpoint::default()
+        }
+    });
+
+    let live = sysfs == Path::new("/sys");
+    let netdev = match (&local.netdev, live) {
+        (Some(name), true) => netdev_facts(name),
+        _ => None,
+    };
+    let route = match (peer, live) {
+        (Some(p), true) => route_facts(p, local.netdev.as_deref()),
+        _ => None,
+    };
+    Context {
+        local,
+        peer: peer_ep,
+        requested_mtu: known.requested_mtu,
+        netdev,
+        route,
+        memlock: Some(memlock_facts(known.registered_bytes)),
+        qp: Some(QpFacts {
+            retry_cnt: Some(6),
+            rnr_retry: Some(7),
+            recv_posted_before_rtr: Some(true),
+            message_bytes: known.message_bytes,
+            path_mtu: c.path_mtu,
+            soft_roce: device.starts_with("rxe"),
+        }),
+        device_node: None,
+    }
+}
+
+fn netdev_facts(name: &str) -> Option<NetdevFacts> {
+    Some(match net::netdev(name).ok()? {
+        Some(d) => NetdevFacts {
+            name: d.name.clone(),
+            exists: true,
+            up: d.is_up(),
+            operstate: Some(d.operstate.clone()),
+            mtu: d.mtu,
+        },
+        None => NetdevFacts {
+            name: name.to_string(),
+            exists: false,
+            ..NetdevFacts::default()
+        },
+    })
+}
+
+/// A route lookup where "no route" is an answer.
+fn route_soft(peer: IpAddr, oif: Option<&str>) -> Result<Option<net::Route>, net::NetError> {
+    match net::route_get(peer, oif) {
+        Ok(r) if matches!(r.kind.as_str(), "unreachable" | "prohibit" | "blackhole") => Ok(None),
+        Ok(r) => Ok(Some(r)),
+        Err(net::NetError::Kernel { errno, .. })
+            if errno == libc::ENETUNREACH
+                || errno == libc::EHOSTUNREACH
+                || errno == libc::EACCES
+                || errno == libc::EINVAL =>
+        {
+            Ok(None)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// The kernel's way to `peer` as RoCE sees it from the GID's netdev: the route, whether
+/// the peer is an address of this host (and which netdev owns it: it must accept our
+/// ARP), the ARP sysctls there, and the neighbour state on the GID's netdev.
+pub fn route_facts(peer: IpAddr, gid_netdev: Option<&str>) -> Option<RouteFacts> {
+    let mut facts = RouteFacts {
+        peer: Some(peer),
+        ..RouteFacts::default()
+    };
+    let link_local = is_link_local(&Gid::from_ip(peer));
+    let plain = route_soft(peer, if link_local { gid_netdev } else { None }).ok()?;
+    let Some(route) = plain else {
+        facts.no_route = true;
+        return Some(facts);
+    };
+    facts.route_netdev = route.oif.clone();
+    facts.gateway = route.gateway;
+    facts.peer_is_local = route.is_local();
+    let devs = net::netdevs().ok()?;
+    if facts.peer_is_local {
+        let owner = net::addresses()
+            .ok()?
+            .iter()
+            .find(|a| a.address == peer)
+            .and_then(|a| devs.iter().find(|d| d.index == a.ifindex))
+            .map(|d| d.name.clone());
+        if let Some(owner) = &owner {
+            let s = net::arp_sysctls(Path::new("/proc"), owner);
+            facts.accept_local = s.accept_local;
+            facts.rp_filter = s.rp_filter;
+        }
+        facts.peer_local_netdev = owner;
+        if let Some(dev) = gid_netdev {
+            if let Ok(Some(r)) = route_soft(peer, Some(dev)) {
+                facts.gateway = r.gateway;
+            }
+        }
+    }
+    if let Some(d) = gid_netdev.and_then(|n| devs.iter().find(|d| d.name == n)) {
+        let hop = facts.gateway.unwrap_or(peer);
+        facts.neighbour_state = net::neighbour(hop, d.index).ok().flatten().map(|n| n.state);
+    }
+    Some(facts)
+}
+
+/// RLIMIT_MEMLOCK and CAP_IPC_LOCK of this process.
+fn memlock_facts(needed: u64) -> MemlockFacts {
+    let limits = std::fs::read_to_string("/proc/self/limits").unwrap_or_default();
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    MemlockFacts {
+        limit_bytes: crate::doctor::parse_memlock_soft_limit(&limits).flatten(),
+        cap_ipc_lock: crate::doctor::parse_has_cap_ipc_lock(&status).unwrap_or(false),
+        needed_bytes: needed.div_ceil(4096) * 4096,
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// -g auto
+
+/// The outcome of `-g auto`, as printed and as the `gid_selection` JSON object.
+#[derive(Debug, Clone, Serialize)]
+pub struct GidChoice {
+    pub device: String,
+    pub port: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub peer: Option<IpAddr>,
+    #[serde(flatten)]
+    pub selection: Selection,
+    #[serde(skip)]
+    table: Vec<GidEntry>,
+}
+
+impl GidChoice {
+    /// "auto: GID index 1 (RoCE v2, ::ffff:192.168.77.2 on veth1): RoCE v2, IPv4 like ..."
+    /// and one line per other slot.
+    pub fn render(&self) -> String {
+        let toward = self
+            .peer
+            .map(|p| format!(" toward {p}"))
+            .unwrap_or_default();
+        let mut out = match self.selection.chosen {
+            Some(i) => {
+                let what = self
+                    .table
+                    .iter()
+                    .find(|e| e.index == i)
+                    .map(gidselect::describe)
+                    .unwrap_or_else(|| format!("GID index {i}"));
+                let why = self
+                    .selection
+                    .reason(i)
+                    .map(|r| r.why.clone())
+                    .unwrap_or_default();
+                format!(
+                    "-g auto on {}/{}{toward}: chose {what}: {why}\n",
+                    self.device, self.port
+                )
+            }
+            None => format!(
+                "-g auto on {}/{}{toward}: no GID index fits\n",
+                self.device, self.port
+            ),
+        };
+        for r in &self.selection.reasons {
+            if r.verdict == Verdict::Chosen {
+                continue;
+            }
+            let verdict = match r.verdict {
+                Verdict::Usable => "usable",
+                _ => "rejected",
+            };
+            out.push_str(&format!("  index {} {verdict}: {}\n", r.index, r.why));
+        }
+        out
+    }
+
+    /// The error when nothing fits: every slot and why it was turned down.
+    pub fn none_fits(&self) -> String {
+        let reasons: Vec<String> = self
+            .selection
+            .reasons
+            .iter()
+            .map(|r| format!("index {}: {}", r.index, r.why))
+            .collect();
+        format!(
+            "-g auto: no GID on {}/{} fits{}: {}",
+            self.device,
+            self.port,
+            self.peer
+                .map(|p| format!(" the peer {p}"))
+                .unwrap_or_default(),
+            if reasons.is_empty() {
+                "the GID table is empty".into()
+            } else {
+                reasons.join("; ")
+            }
+        )
+    }
+}
+
+/// Choose the GID index on `device`/`port` toward `peer` (None: perftest's default, IPv4
+/// and not link-local), with the route facts from this host's network namespace.
+pub fn choose_gid(
+    sysfs: &Path,
+    device: &str,
+    port: u32,
+    peer: Option<IpAddr>,
+) -> crate::error::Result<GidChoice> {
+    let p = SysfsRoot::new(sysfs).port(device, port)?;
+    let link_layer = p.link_layer.clone().unwrap_or(LinkLayer::Ethernet);
+    let net = NetFacts {
+        route: peer.and_then(|ip| route_facts(ip, None)),
+        ..NetFacts::default()
+    };
+    let selection = gidselect::select_gid(&p.gids, &link_layer, &want_for(peer, &net));
+    Ok(GidChoice {
+        device: device.to_string(),
+        port,
+        peer,
+        selection,
+        table: p.gids,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn peer_addresses_parse_from_failure_text() {
+        for (text, want) in [
+            ("192.168.77.1:18515", Some("192.168.77.1")),
+            ("[::ffff:192.168.77.2]:40000", Some("192.168.77.2")),
+            ("[fe80::1]:5", Some("fe80::1")),
+            ("10.0.0.1", Some("10.0.0.1")),
+        ] {
+            assert_eq!(
+                peer_ip_of(text),
+                want.map(|w| w.parse::<IpAddr>().unwrap()),
+                "{text}"
+            );
+        }
+    }
+
+    #[test]
+    fn auto_on_the_rxe_fixture_picks_the_ipv4_gid_and_says_why() {
+        let sysfs =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sysfs/rxe-veth-basic");
+        let choice = choose_gid(&sysfs, "rxe0", 1, None).unwrap();
+        assert_eq!(choice.selection.chosen, Some(1));
+        let text = choice.render();
+        assert!(
+            text.contains("chose GID index 1 (RoCE v2, ::ffff:192.168.77.1 on veth0)"),
+            "{text}"
+        );
+        assert!(
+            text.contains("index 0 rejected: it is link-local IPv6"),
+            "{text}"
+        );
+        let json = serde_json::to_value(&choice).unwrap();
+        assert_eq!(json["chosen"], 1);
+        assert_eq!(json["reasons"][0]["verdict"], "rejected");
+    }
+}
