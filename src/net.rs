@@ -12,6 +12,11 @@
 #![allow(dead_code)]
 
 use std::net::IpAddr;
+use std::path::Path;
+
+use crate::explain::{NetdevFacts, RouteFacts};
+use crate::gid::Gid;
+use crate::gidselect::is_link_local;
 
 use netlink_packet_core::{
     NetlinkHeader, NetlinkMessage, NetlinkPayload, NLM_F_DUMP, NLM_F_REQUEST,
@@ -510,6 +515,104 @@ pub fn arp_sysctls(proc_root: &std::path::Path, netdev: &str) -> ArpSysctls {
         netdev: netdev.to_string(),
         accept_local,
         rp_filter,
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Facts for the explanation rules (check, pingpong, selftest)
+
+/// A netdev as the QP sees it: present in this namespace, up, its MTU.
+pub fn netdev_facts(name: &str) -> Result<NetdevFacts, NetError> {
+    Ok(match netdev(name)? {
+        Some(d) => NetdevFacts {
+            name: d.name.clone(),
+            exists: true,
+            up: d.is_up(),
+            operstate: Some(d.operstate.clone()),
+            mtu: d.mtu,
+        },
+        None => NetdevFacts {
+            name: name.to_string(),
+            exists: false,
+            ..NetdevFacts::default()
+        },
+    })
+}
+
+/// The kernel's way to `peer`, as seen from the GID's netdev `gid_netdev`: the route, whether
+/// the peer is an address of this host (and the ARP sysctls of the netdev that owns it), and
+/// the neighbour state on the GID's netdev. The second value is the route through that netdev
+/// when the peer is local.
+pub fn route_facts(
+    peer: IpAddr,
+    gid_netdev: Option<&str>,
+) -> Result<(RouteFacts, Option<Route>), NetError> {
+    let mut facts = RouteFacts {
+        peer: Some(peer),
+        ..RouteFacts::default()
+    };
+    let peer_link_local = is_link_local(&Gid::from_ip(peer));
+    // An IPv6 link-local peer is only meaningful on a given link: ask through the GID's netdev.
+    let plain = if peer_link_local {
+        route_get_soft(peer, gid_netdev)?
+    } else {
+        route_get_soft(peer, None)?
+    };
+    let Some(route) = plain else {
+        facts.no_route = true;
+        return Ok((facts, None));
+    };
+    facts.route_netdev = route.oif.clone();
+    facts.gateway = route.gateway;
+    facts.peer_is_local = route.is_local();
+    let mut via_gid = None;
+    if facts.peer_is_local {
+        // Two ports of one host: the RDMA path leaves through the GID's netdev and the
+        // peer's netdev must accept an ARP request whose sender address is local.
+        let addrs = addresses()?;
+        let devs = netdevs()?;
+        let owner = addrs
+            .iter()
+            .find(|a| a.address == peer)
+            .and_then(|a| devs.iter().find(|d| d.index == a.ifindex))
+            .map(|d| d.name.clone());
+        if let Some(owner) = &owner {
+            let sysctls = arp_sysctls(Path::new("/proc"), owner);
+            facts.accept_local = sysctls.accept_local;
+            facts.rp_filter = sysctls.rp_filter;
+        }
+        facts.peer_local_netdev = owner;
+        if let Some(dev) = gid_netdev {
+            via_gid = route_get_soft(peer, Some(dev))?;
+            if let Some(r) = &via_gid {
+                facts.gateway = r.gateway;
+            }
+        }
+    }
+    // The neighbour the kernel ARPs for, on the GID's netdev.
+    if let Some(dev) = gid_netdev {
+        if let Some(d) = netdev(dev)? {
+            let hop = facts.gateway.unwrap_or(peer);
+            facts.neighbour_state = neighbour(hop, d.index)?.map(|n| n.state);
+        }
+    }
+    Ok((facts, via_gid))
+}
+
+/// A route lookup where "no route" is an answer, not an error.
+pub fn route_get_soft(peer: IpAddr, oif: Option<&str>) -> Result<Option<Route>, NetError> {
+    match route_get(peer, oif) {
+        Ok(r) if matches!(r.kind.as_str(), "unreachable" | "prohibit" | "blackhole") => Ok(None),
+        Ok(r) => Ok(Some(r)),
+        Err(NetError::Kernel { errno, .. })
+            if errno == libc::ENETUNREACH
+                || errno == libc::EHOSTUNREACH
+                || errno == libc::EACCES
+                || errno == libc::EINVAL =>
+        {
+            Ok(None)
+        }
+        Err(e) => Err(e),
     }
 }
 

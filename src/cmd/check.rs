@@ -138,100 +138,6 @@ fn netdev_from_sysfs(sysfs: &Path, name: &str) -> NetdevFacts {
     }
 }
 
-fn netdev_live(name: &str) -> std::result::Result<NetdevFacts, net::NetError> {
-    Ok(match net::netdev(name)? {
-        Some(d) => NetdevFacts {
-            name: d.name.clone(),
-            exists: true,
-            up: d.is_up(),
-            operstate: Some(d.operstate.clone()),
-            mtu: d.mtu,
-        },
-        None => NetdevFacts {
-            name: name.to_string(),
-            exists: false,
-            ..NetdevFacts::default()
-        },
-    })
-}
-
-/// The kernel's way to `peer`, as seen from the GID's netdev `gid_netdev`.
-fn route_live(
-    peer: IpAddr,
-    gid_netdev: Option<&str>,
-) -> std::result::Result<(RouteFacts, Option<net::Route>), net::NetError> {
-    let mut facts = RouteFacts {
-        peer: Some(peer),
-        ..RouteFacts::default()
-    };
-    let peer_link_local = is_link_local(&Gid::from_ip(peer));
-    // An IPv6 link-local peer is only meaningful on a given link: ask through the GID's netdev.
-    let plain = if peer_link_local {
-        route_get_soft(peer, gid_netdev)?
-    } else {
-        route_get_soft(peer, None)?
-    };
-    let Some(route) = plain else {
-        facts.no_route = true;
-        return Ok((facts, None));
-    };
-    facts.route_netdev = route.oif.clone();
-    facts.gateway = route.gateway;
-    facts.peer_is_local = route.is_local();
-    let mut via_gid = None;
-    if facts.peer_is_local {
-        // Two ports of one host: the RDMA path leaves through the GID's netdev and the
-        // peer's netdev must accept an ARP request whose sender address is local.
-        let addrs = net::addresses()?;
-        let devs = net::netdevs()?;
-        let owner = addrs
-            .iter()
-            .find(|a| a.address == peer)
-            .and_then(|a| devs.iter().find(|d| d.index == a.ifindex))
-            .map(|d| d.name.clone());
-        if let Some(owner) = &owner {
-            let sysctls = net::arp_sysctls(Path::new("/proc"), owner);
-            facts.accept_local = sysctls.accept_local;
-            facts.rp_filter = sysctls.rp_filter;
-        }
-        facts.peer_local_netdev = owner;
-        if let Some(dev) = gid_netdev {
-            via_gid = route_get_soft(peer, Some(dev))?;
-            if let Some(r) = &via_gid {
-                facts.gateway = r.gateway;
-            }
-        }
-    }
-    // The neighbour the kernel ARPs for, on the GID's netdev.
-    if let Some(dev) = gid_netdev {
-        if let Some(d) = net::netdev(dev)? {
-            let hop = facts.gateway.unwrap_or(peer);
-            facts.neighbour_state = net::neighbour(hop, d.index)?.map(|n| n.state);
-        }
-    }
-    Ok((facts, via_gid))
-}
-
-/// A route lookup where "no route" is an answer, not an error.
-fn route_get_soft(
-    peer: IpAddr,
-    oif: Option<&str>,
-) -> std::result::Result<Option<net::Route>, net::NetError> {
-    match net::route_get(peer, oif) {
-        Ok(r) if matches!(r.kind.as_str(), "unreachable" | "prohibit" | "blackhole") => Ok(None),
-        Ok(r) => Ok(Some(r)),
-        Err(net::NetError::Kernel { errno, .. })
-            if errno == libc::ENETUNREACH
-                || errno == libc::EHOSTUNREACH
-                || errno == libc::EACCES
-                || errno == libc::EINVAL =>
-        {
-            Ok(None)
-        }
-        Err(e) => Err(e),
-    }
-}
-
 fn gather_net(ctx: &Ctx, entry: Option<&GidEntry>, peer: Option<IpAddr>) -> NetFacts {
     let mut facts = NetFacts {
         netdev_source: "this network namespace (rtnetlink)",
@@ -249,13 +155,13 @@ fn gather_net(ctx: &Ctx, entry: Option<&GidEntry>, peer: Option<IpAddr>) -> NetF
         return facts;
     }
     if let Some(name) = &netdev_name {
-        match netdev_live(name) {
+        match net::netdev_facts(name) {
             Ok(n) => facts.netdev = Some(n),
             Err(e) => facts.route_skipped = Some(format!("not checked: {e}")),
         }
     }
     if let Some(peer) = peer {
-        match route_live(peer, netdev_name.as_deref()) {
+        match net::route_facts(peer, netdev_name.as_deref()) {
             Ok((route, via)) => {
                 facts.route = Some(route);
                 facts.route_via_gid_netdev = via;

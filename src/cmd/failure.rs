@@ -11,12 +11,8 @@ use std::path::Path;
 use serde::Serialize;
 
 use crate::cmd::check::{want_for, NetFacts};
-use crate::explain::{
-    self, Context, Endpoint as XEndpoint, Explanation, MemlockFacts, NetdevFacts, QpFacts,
-    RouteFacts,
-};
-use crate::gid::Gid;
-use crate::gidselect::{self, is_link_local, Selection, Verdict};
+use crate::explain::{self, Context, Endpoint as XEndpoint, Explanation, MemlockFacts, QpFacts};
+use crate::gidselect::{self, Selection, Verdict};
 use crate::model::{GidEntry, LinkLayer};
 use crate::net;
 use crate::sysfs::SysfsRoot;
@@ -233,11 +229,13 @@ fn context(sysfs: &Path, known: &Known, failure: &Failure) -> Context {
 
     let live = sysfs == Path::new("/sys");
     let netdev = match (&local.netdev, live) {
-        (Some(name), true) => netdev_facts(name),
+        (Some(name), true) => net::netdev_facts(name).ok(),
         _ => None,
     };
     let route = match (peer, live) {
-        (Some(p), true) => route_facts(p, local.netdev.as_deref()),
+        (Some(p), true) => net::route_facts(p, local.netdev.as_deref())
+            .ok()
+            .map(|(facts, _)| facts),
         _ => None,
     };
     Context {
@@ -257,84 +255,6 @@ fn context(sysfs: &Path, known: &Known, failure: &Failure) -> Context {
         }),
         device_node: None,
     }
-}
-
-fn netdev_facts(name: &str) -> Option<NetdevFacts> {
-    Some(match net::netdev(name).ok()? {
-        Some(d) => NetdevFacts {
-            name: d.name.clone(),
-            exists: true,
-            up: d.is_up(),
-            operstate: Some(d.operstate.clone()),
-            mtu: d.mtu,
-        },
-        None => NetdevFacts {
-            name: name.to_string(),
-            exists: false,
-            ..NetdevFacts::default()
-        },
-    })
-}
-
-/// A route lookup where "no route" is an answer.
-fn route_soft(peer: IpAddr, oif: Option<&str>) -> Result<Option<net::Route>, net::NetError> {
-    match net::route_get(peer, oif) {
-        Ok(r) if matches!(r.kind.as_str(), "unreachable" | "prohibit" | "blackhole") => Ok(None),
-        Ok(r) => Ok(Some(r)),
-        Err(net::NetError::Kernel { errno, .. })
-            if errno == libc::ENETUNREACH
-                || errno == libc::EHOSTUNREACH
-                || errno == libc::EACCES
-                || errno == libc::EINVAL =>
-        {
-            Ok(None)
-        }
-        Err(e) => Err(e),
-    }
-}
-
-/// The kernel's way to `peer` as RoCE sees it from the GID's netdev: the route, whether
-/// the peer is an address of this host (and which netdev owns it: it must accept our
-/// ARP), the ARP sysctls there, and the neighbour state on the GID's netdev.
-pub fn route_facts(peer: IpAddr, gid_netdev: Option<&str>) -> Option<RouteFacts> {
-    let mut facts = RouteFacts {
-        peer: Some(peer),
-        ..RouteFacts::default()
-    };
-    let link_local = is_link_local(&Gid::from_ip(peer));
-    let plain = route_soft(peer, if link_local { gid_netdev } else { None }).ok()?;
-    let Some(route) = plain else {
-        facts.no_route = true;
-        return Some(facts);
-    };
-    facts.route_netdev = route.oif.clone();
-    facts.gateway = route.gateway;
-    facts.peer_is_local = route.is_local();
-    let devs = net::netdevs().ok()?;
-    if facts.peer_is_local {
-        let owner = net::addresses()
-            .ok()?
-            .iter()
-            .find(|a| a.address == peer)
-            .and_then(|a| devs.iter().find(|d| d.index == a.ifindex))
-            .map(|d| d.name.clone());
-        if let Some(owner) = &owner {
-            let s = net::arp_sysctls(Path::new("/proc"), owner);
-            facts.accept_local = s.accept_local;
-            facts.rp_filter = s.rp_filter;
-        }
-        facts.peer_local_netdev = owner;
-        if let Some(dev) = gid_netdev {
-            if let Ok(Some(r)) = route_soft(peer, Some(dev)) {
-                facts.gateway = r.gateway;
-            }
-        }
-    }
-    if let Some(d) = gid_netdev.and_then(|n| devs.iter().find(|d| d.name == n)) {
-        let hop = facts.gateway.unwrap_or(peer);
-        facts.neighbour_state = net::neighbour(hop, d.index).ok().flatten().map(|n| n.state);
-    }
-    Some(facts)
 }
 
 /// RLIMIT_MEMLOCK and CAP_IPC_LOCK of this process.
@@ -443,7 +363,7 @@ pub fn choose_gid(
     let p = SysfsRoot::new(sysfs).port(device, port)?;
     let link_layer = p.link_layer.clone().unwrap_or(LinkLayer::Ethernet);
     let net = NetFacts {
-        route: peer.and_then(|ip| route_facts(ip, None)),
+        route: peer.and_then(|ip| net::route_facts(ip, None).ok().map(|(facts, _)| facts)),
         ..NetFacts::default()
     };
     let selection = gidselect::select_gid(&p.gids, &link_layer, &want_for(peer, &net));
