@@ -29,15 +29,21 @@ impl Style {
     }
 }
 
-/// Write to stdout. A closed pipe (`rdmactl gids | head`) surfaces as an io error of kind
-/// BrokenPipe, which main turns into a quiet exit.
-pub fn print(text: &str) -> std::io::Result<()> {
-    let mut out = std::io::stdout().lock();
-    out.write_all(text.as_bytes())?;
-    if !text.ends_with('\n') {
-        out.write_all(b"\n")?;
-    }
-    out.flush()
+/// Write to stdout. A closed pipe (`rdmactl gids | head`) surfaces as an `Error::Io` of
+/// kind BrokenPipe, which main turns into a quiet exit.
+pub fn print(text: &str) -> crate::error::Result<()> {
+    let write = || -> std::io::Result<()> {
+        let mut out = std::io::stdout().lock();
+        out.write_all(text.as_bytes())?;
+        if !text.ends_with('\n') {
+            out.write_all(b"\n")?;
+        }
+        out.flush()
+    };
+    write().map_err(|source| crate::error::Error::Io {
+        path: "<stdout>".into(),
+        source,
+    })
 }
 
 pub fn json<T: serde::Serialize>(value: &T) -> String {

@@ -6,7 +6,7 @@
 
 use std::fmt::Write as _;
 use std::net::IpAddr;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde::Serialize;
 
@@ -689,10 +689,7 @@ pub fn run(ctx: &Ctx, args: &CheckArgs) -> Result<u8> {
     } else {
         render(&report, ctx.style)
     };
-    output::print(&text).map_err(|source| Error::Io {
-        path: PathBuf::from("<stdout>"),
-        source,
-    })?;
+    output::print(&text)?;
     Ok(if result == Severity::Fail {
         exit::FAILED
     } else {

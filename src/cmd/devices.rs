@@ -1,8 +1,6 @@
-use std::path::PathBuf;
-
 use crate::app::Ctx;
 use crate::cli::DevicesArgs;
-use crate::error::{exit, Error, Result};
+use crate::error::{exit, Result};
 use crate::model::Device;
 use crate::output;
 use crate::render::inventory;
@@ -22,7 +20,7 @@ pub fn run(ctx: &Ctx, args: &DevicesArgs) -> Result<u8> {
         warn_unreadable(&devices);
         inventory::devices_table(&devices, ctx.style)
     };
-    print(&text)?;
+    output::print(&text)?;
     Ok(exit::OK)
 }
 
@@ -46,12 +44,4 @@ pub fn warn_unreadable(devices: &[Device]) {
             p.error
         );
     }
-}
-
-/// stdout, with a closed pipe surfacing as an io error main turns into a quiet exit.
-pub fn print(text: &str) -> Result<()> {
-    output::print(text).map_err(|source| Error::Io {
-        path: PathBuf::from("<stdout>"),
-        source,
-    })
 }

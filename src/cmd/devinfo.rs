@@ -21,7 +21,7 @@ use std::net::Ipv6Addr;
 use serde::Serialize;
 
 use crate::app::Ctx;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::gid::Gid;
 use crate::model::{
     Device, GidType, NetdevSource, NodeType, PhysState, Port, PortState, ReadProblem,
@@ -1486,10 +1486,7 @@ pub fn run_verbose(ctx: &Ctx, device: Option<&str>) -> Result<u8> {
             eprintln!("rdmactl: note: {note}");
         }
     }
-    output::print(&text).map_err(|source| Error::Io {
-        path: "<stdout>".into(),
-        source,
-    })?;
+    output::print(&text)?;
     Ok(crate::error::exit::OK)
 }
 

@@ -48,7 +48,7 @@ pub fn run(ctx: &Ctx, args: &DoctorArgs) -> Result<u8> {
             render::tally(&report.findings)
         )
     };
-    crate::cmd::devices::print(&text)?;
+    crate::output::print(&text)?;
     Ok(if report.fail > 0 {
         exit::FAILED
     } else {

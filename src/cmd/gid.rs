@@ -1,8 +1,8 @@
 use crate::app::Ctx;
 use crate::cli::GidCommand;
-use crate::cmd::devices::print;
 use crate::error::{exit, Error, Result};
 use crate::gid::Gid;
+use crate::output::print;
 use crate::render::gid::{self, Decoded, Encoded};
 
 pub fn run(ctx: &Ctx, args: &GidCommand) -> Result<u8> {

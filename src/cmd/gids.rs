@@ -1,9 +1,10 @@
 use crate::app::Ctx;
 use crate::cli::GidsArgs;
-use crate::cmd::devices::{print, warn_unreadable};
+use crate::cmd::devices::warn_unreadable;
 use crate::cmd::ports::target;
 use crate::error::{exit, Result};
 use crate::model::GidEntry;
+use crate::output::print;
 use crate::render::inventory::{self, GidRow};
 use crate::sysfs::SysfsRoot;
 

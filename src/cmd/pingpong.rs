@@ -504,10 +504,7 @@ fn finish(
     } else {
         render(&report)
     };
-    output::print(&text).map_err(|e| Error::Io {
-        path: "stdout".into(),
-        source: e,
-    })?;
+    output::print(&text)?;
     match report.failure {
         None => Ok(crate::error::exit::OK),
         Some(x) => {

@@ -207,18 +207,11 @@ fn client(
     ep.disconnect()?;
     if ctx.json {
         let report = client_report(&info, &res, args.size, &results);
-        output::print(&output::json(&report)).map_err(io_err)?;
+        output::print(&output::json(&report))?;
     } else {
-        output::print(&render_client(&info, &res, args.size, &results)).map_err(io_err)?;
+        output::print(&render_client(&info, &res, args.size, &results))?;
     }
     Ok(exit::OK)
-}
-
-fn io_err(source: std::io::Error) -> Error {
-    Error::Io {
-        path: "stdout".into(),
-        source,
-    }
 }
 
 /// `iters` times `op`, one at a time; the samples are post to completion (for SEND, to
@@ -369,7 +362,7 @@ fn server(ctx: &Ctx, args: &PingpongArgs, src: Option<IpAddr>, timeout: Duration
             echoed,
             stock_client: foreign,
         };
-        output::print(&output::json(&report)).map_err(io_err)?;
+        output::print(&output::json(&report))?;
     } else {
         let what = if foreign {
             "a stock client (rping/rdma_client)"
@@ -383,8 +376,7 @@ fn server(ctx: &Ctx, args: &PingpongArgs, src: Option<IpAddr>, timeout: Duration
             info.device,
             info.port,
             info.sgid_index
-        ))
-        .map_err(io_err)?;
+        ))?;
     }
     Ok(exit::OK)
 }
@@ -696,7 +688,7 @@ fn finish(ctx: &Ctx, lines: &Arc<Mutex<Vec<StepLine>>>, failures: &[CmError]) ->
             steps: lines,
             errors: failures.iter().map(|f| f.to_string()).collect(),
         };
-        output::print(&output::json(&report)).map_err(io_err)?;
+        output::print(&output::json(&report))?;
     }
     match failures.first() {
         None => Ok(exit::OK),

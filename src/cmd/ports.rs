@@ -1,8 +1,9 @@
 use crate::app::Ctx;
 use crate::cli::{DevPort, PortsArgs};
-use crate::cmd::devices::{print, warn_unreadable};
+use crate::cmd::devices::warn_unreadable;
 use crate::error::{exit, Error, Result};
 use crate::model::Port;
+use crate::output::print;
 use crate::render::inventory;
 use crate::sysfs::SysfsRoot;
 

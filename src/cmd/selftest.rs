@@ -147,10 +147,7 @@ pub fn run(ctx: &Ctx, args: &SelftestArgs) -> Result<u8> {
     } else {
         render(&report)
     };
-    output::print(&text).map_err(|e| Error::Io {
-        path: "stdout".into(),
-        source: e,
-    })?;
+    output::print(&text)?;
     if ok {
         Ok(exit::OK)
     } else {
