@@ -198,6 +198,17 @@ fn client(
         OpArg::Read => &[Op::Read],
         OpArg::All => &[Op::Send, Op::Write, Op::Read],
     };
+    // On stderr even with --json, as the server's "listening" line: a long run shows it got
+    // this far, and scripts can wait for it before disturbing the connection.
+    eprintln!(
+        "connected to {peer} on {}/{} (GID index {}); {} x {} iterations of {} bytes",
+        ep.info.device,
+        ep.info.port,
+        ep.info.sgid_index,
+        ops.iter().map(|op| op.name()).collect::<Vec<_>>().join("+"),
+        args.iters,
+        args.size
+    );
     let mut results = OpResults::default();
     for op in ops {
         let (name, result) = run_op(&mut ep, *op, args.size, args.iters)?;
@@ -254,15 +265,14 @@ fn run_op(ep: &mut Endpoint, op: Op, size: u32, iters: u32) -> Result<(&'static 
     for sample in &mut samples_ns {
         *sample = (*sample as f64 * scale) as u64;
     }
-    let (name, bytes, check) = match op {
+    let name = op.name();
+    let (bytes, check) = match op {
         Op::Send => (
-            "send",
             2 * size as u64 * iters as u64,
             first_mismatch(ep.region(Region::Recv)),
         ),
-        Op::Write => ("write", size as u64 * iters as u64, None),
+        Op::Write => (size as u64 * iters as u64, None),
         Op::Read => (
-            "read",
             size as u64 * iters as u64,
             first_mismatch(ep.region(Region::Rdma)),
         ),

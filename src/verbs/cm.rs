@@ -1247,6 +1247,16 @@ pub enum Op {
     Read,
 }
 
+impl Op {
+    pub fn name(self) -> &'static str {
+        match self {
+            Op::Send => "send",
+            Op::Write => "write",
+            Op::Read => "read",
+        }
+    }
+}
+
 /// One successful work completion.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Completion {
@@ -1519,22 +1529,62 @@ impl Endpoint {
     }
 
     /// Busy-poll the CQ for the next completion, for latency measurements: qp.rs's
-    /// [`Cq::wait`], which reads no clock while completions keep coming.
+    /// [`Cq::wait`], which reads no clock while completions keep coming. While none comes
+    /// it looks at the CM channel every `CM_CHECK`, so a peer that went away or a device
+    /// being removed is named at once instead of ending in a timeout (or, with rxe, in a
+    /// `rdma link delete` that blocks until this process lets go of the device).
     pub fn poll(&mut self, waiting_for: &'static str) -> Result<Completion, CmError> {
-        match self.cq.wait(&mut self.wc, self.timeout) {
-            Ok(_) => self.completion(),
-            Err(QpFailure {
-                cause: Cause::Timeout { .. },
-                ..
-            }) => Err(self.err(
-                Stage::Transfer,
-                Failure::Timeout {
-                    waiting_for,
-                    after: self.timeout,
-                },
-            )),
-            Err(f) => Err(self.transfer_err(f)),
+        const CM_CHECK: Duration = Duration::from_millis(100);
+        let start = Instant::now();
+        loop {
+            let slice = CM_CHECK.min(self.timeout.saturating_sub(start.elapsed()));
+            match self.cq.wait(&mut self.wc, slice) {
+                Ok(_) => return self.completion(),
+                Err(QpFailure {
+                    cause: Cause::Timeout { .. },
+                    ..
+                }) => {}
+                Err(f) => return Err(self.transfer_err(f)),
+            }
+            if self.cm_event_pending()? {
+                match self.take_cm_event()? {
+                    Some(Wake::Disconnected) => {
+                        return Err(self.err(
+                            Stage::Transfer,
+                            Failure::Event {
+                                event: EventKind::Disconnected,
+                                status: 0,
+                            },
+                        ))
+                    }
+                    Some(Wake::Completion(c)) => return Ok(c),
+                    None => {}
+                }
+            }
+            if start.elapsed() >= self.timeout {
+                return Err(self.err(
+                    Stage::Transfer,
+                    Failure::Timeout {
+                        waiting_for,
+                        after: self.timeout,
+                    },
+                ));
+            }
         }
+    }
+
+    fn cm_event_pending(&self) -> Result<bool, CmError> {
+        wait_readable(&[self.channel.fd()], Instant::now())
+            .map(|ready| !ready.is_empty())
+            .map_err(|errno| {
+                self.err(
+                    Stage::Transfer,
+                    Failure::Call {
+                        call: "poll",
+                        errno,
+                    },
+                )
+            })
     }
 
     /// Wait until a completion or a CM event (the peer disconnecting), at most `limit`.
@@ -1551,21 +1601,9 @@ impl Endpoint {
                 return Ok(Wake::Completion(c));
             }
             spins = spins.wrapping_add(1);
-            if spins % 256 == 0 {
-                let ready =
-                    wait_readable(&[self.channel.fd()], Instant::now()).map_err(|errno| {
-                        self.err(
-                            Stage::Transfer,
-                            Failure::Call {
-                                call: "poll",
-                                errno,
-                            },
-                        )
-                    })?;
-                if !ready.is_empty() {
-                    if let Some(wake) = self.take_cm_event()? {
-                        return Ok(wake);
-                    }
+            if spins % 256 == 0 && self.cm_event_pending()? {
+                if let Some(wake) = self.take_cm_event()? {
+                    return Ok(wake);
                 }
             }
         }

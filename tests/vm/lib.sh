@@ -17,6 +17,13 @@
 #   bg_server NAME cmd...             start cmd in the background; sets BG_PID
 #   wait_listen PORT [SECS]           wait until something listens on TCP PORT
 #   wait_pid_timeout PID SECS         wait for a background PID; its status, or 124 if killed
+#   bg_start NAME cmd...              start cmd itself in the background (no timeout wrapper,
+#                                     so BG_PID is the command and signals reach it); stdout
+#                                     in $RESULTS/NAME.out, stderr in $RESULTS/NAME.err
+#   wait_line FILE REGEX [SECS] [PID] wait until a line of FILE matches; fails early when PID
+#                                     has exited
+#   one_line FILE                     FILE's lines joined by spaces, for regexes across lines
+#   jqf ARGS... FILE                  jq -e that fails on an empty or missing FILE
 #
 # After check/expect_*: LAST_RC, LAST_STDOUT, LAST_STDERR and LAST_OUT (stdout then stderr)
 # describe the command that just ran, so a case can look further at its output.
@@ -261,6 +268,38 @@ wait_pid_timeout() { # wait_pid_timeout PID SECS: the PID's exit status, or 124 
         sleep 0.1
     done
     wait "$pid"
+}
+
+bg_start() { # bg_start NAME cmd... -> BG_PID (the command's own pid)
+    local name=$1
+    shift
+    "$@" >"$RESULTS/$name.out" 2>"$RESULTS/$name.err" </dev/null &
+    BG_PID=$!
+    _lib_show "$@"
+    printf '  bg    %s: %s (pid %s)\n' "$name" "$_lib_shown" "$BG_PID"
+}
+
+wait_line() { # wait_line FILE REGEX [SECS] [PID]
+    local file=$1 re=$2 deadline=$((SECONDS + ${3:-15})) pid=${4:-}
+    while ((SECONDS < deadline)); do
+        grep -Eq -- "$re" "$file" 2>/dev/null && return 0
+        if [[ -n $pid ]] && ! kill -0 "$pid" 2>/dev/null; then
+            grep -Eq -- "$re" "$file" 2>/dev/null && return 0
+            echo "pid $pid exited before $file had a line matching /$re/" >&2
+            return 1
+        fi
+        sleep 0.1
+    done
+    echo "no line of $file matches /$re/ after ${3:-15}s" >&2
+    return 1
+}
+
+# lib.sh runs each command with stdin from /dev/null, so the file goes in as an argument.
+one_line() { tr '\n' ' ' <"$1"; }
+
+jqf() { # jq -e alone passes on no input
+    local f=${*: -1}
+    [[ -s $f ]] && jq -e "$@"
 }
 
 # ---------------------------------------------------------------- the default network state

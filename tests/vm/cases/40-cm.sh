@@ -15,25 +15,13 @@ within() { awk -v e="$1" -v lim="$2" 'BEGIN { exit !(e <= lim) }'; }
 [ -d /sys/class/misc/rdma_cm ] || modprobe rdma_ucm
 check "rdma_ucm loaded (/sys/class/misc/rdma_cm)" test -d /sys/class/misc/rdma_cm
 
-# A file's lines joined into one, for regexes that span an explanation's lines. lib.sh runs
-# each command with stdin from /dev/null, so the file goes in as an argument.
-one_line() { sh -c 'tr "\n" " " < "$1"' one_line "$1"; }
-
-# A JSON check that fails on an empty file (jq -e alone passes on no input).
-jqf() { local f=${*: -1}; test -s "$f" && jq -e "$@"; }
-
-# Start `rdmactl pingpong --cm` server ARGS in the background as $spid, output in
+# Start `rdmactl ARGS` (a pingpong --cm server) in the background as $spid, output in
 # $RESULTS/NAME.{out,err}, and wait until it listens (process start-up under TCG is slow).
 start_server() {
   local name=$1; shift
-  $R "$@" > "$RESULTS/$name.out" 2> "$RESULTS/$name.err" &
-  spid=$!
-  for _ in $(seq 150); do
-    grep -q '^listening on' "$RESULTS/$name.err" 2>/dev/null && return 0
-    kill -0 $spid 2>/dev/null || return 1
-    sleep 0.1
-  done
-  return 1
+  bg_start "$name" $R "$@"
+  spid=$BG_PID
+  wait_line "$RESULTS/$name.err" '^listening on' 15 $spid
 }
 
 # librdmacm is dlopened: a broken one must be named, with the package (exit 4).
