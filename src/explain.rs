@@ -8,7 +8,6 @@
 //! Nothing here does I/O: callers gather the facts (sysfs, verbs, netlink) into `Context`.
 
 // Parts of this API serve pingpong and selftest, which call it once the phases merge.
-#![allow(dead_code)]
 
 use std::fmt;
 use std::net::IpAddr;
@@ -90,12 +89,10 @@ impl Finding {
 // ---------------------------------------------------------------------------------------
 // Steps and failures
 
-/// The verbs (or connection-manager) step that failed.
+/// The verbs step that failed (the CM's own stages are `cmexplain::Stage`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Step {
-    /// ibv_get_device_list
-    DeviceList,
     /// ibv_open_device
     Open,
     QueryPort,
@@ -111,14 +108,10 @@ pub enum Step {
     ModifyRtr,
     /// RTR → RTS
     ModifyRts,
-    CreateAh,
     PostRecv,
     PostSend,
     /// ibv_poll_cq returned a completion with an error status, or nothing before a deadline.
     PollCq,
-    CmResolveAddr,
-    CmResolveRoute,
-    CmConnect,
     /// The TCP connection of the out-of-band exchange.
     OobConnect,
     /// Reading or writing the out-of-band messages.
@@ -131,7 +124,6 @@ pub enum Step {
 impl Step {
     pub fn name(self) -> &'static str {
         match self {
-            Step::DeviceList => "ibv_get_device_list",
             Step::Open => "open device",
             Step::QueryPort => "query port",
             Step::AllocPd => "allocate PD",
@@ -141,13 +133,9 @@ impl Step {
             Step::ModifyInit => "modify QP to INIT",
             Step::ModifyRtr => "modify QP to RTR",
             Step::ModifyRts => "modify QP to RTS",
-            Step::CreateAh => "create AH",
             Step::PostRecv => "post receive",
             Step::PostSend => "post send",
             Step::PollCq => "poll CQ",
-            Step::CmResolveAddr => "rdma_resolve_addr",
-            Step::CmResolveRoute => "rdma_resolve_route",
-            Step::CmConnect => "rdma_connect",
             Step::QueryGid => "query GID",
             Step::OobConnect => "connect (TCP)",
             Step::OobExchange => "exchange (TCP)",
@@ -166,8 +154,6 @@ pub enum Failure {
     WorkCompletion { status: u32, vendor_err: u32 },
     /// Nothing happened before the deadline (no completion, no CM event).
     Timeout { seconds: f64 },
-    /// Sysfs lists the device but libibverbs does not (no provider for its driver).
-    NotListed,
     /// The peer closed the out-of-band connection.
     PeerClosed,
     /// Malformed or mismatching data; the text says what.
@@ -185,7 +171,6 @@ impl fmt::Display for Failure {
                 wc_status_text(*status)
             ),
             Failure::Timeout { seconds } => write!(f, "no answer within {seconds} s"),
-            Failure::NotListed => write!(f, "not listed by libibverbs"),
             Failure::PeerClosed => write!(f, "the peer closed the connection"),
             Failure::Invalid(what) => f.write_str(what),
         }
@@ -490,24 +475,6 @@ pub struct Explanation {
     pub suggested_gid_index: Option<u32>,
 }
 
-impl Explanation {
-    pub fn to_finding(&self) -> Finding {
-        Finding {
-            severity: Severity::Fail,
-            code: self.code.clone(),
-            subject: String::new(),
-            message: format!(
-                "{} failed with {}: {}",
-                self.step.name(),
-                self.failure,
-                self.summary
-            ),
-            evidence: self.evidence.clone(),
-            fix: Some(self.fix.clone()),
-        }
-    }
-}
-
 impl fmt::Display for Explanation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(f, "{} failed: {}", self.step.name(), self.failure)?;
@@ -642,7 +609,6 @@ pub fn explain(step: Step, failure: &Failure, ctx: &Context) -> Explanation {
         }
     }
     match (step, failure) {
-        (Step::DeviceList, f) => device_list(b, f),
         (Step::Open, Failure::Errno(e)) if *e == libc::EACCES || *e == libc::EPERM => {
             device_access(b)
         }
@@ -659,18 +625,13 @@ pub fn explain(step: Step, failure: &Failure, ctx: &Context) -> Explanation {
         (Step::RegMr, Failure::Errno(e)) if *e == libc::EACCES || *e == libc::EPERM => {
             device_access(b)
         }
-        (Step::ModifyRtr | Step::CreateAh, Failure::Errno(e)) => rtr_errno(b, *e),
+        (Step::ModifyRtr, Failure::Errno(e)) => rtr_errno(b, *e),
         (Step::ModifyInit, Failure::Errno(e)) if *e == libc::EINVAL => init_einval(b),
         (Step::CreateQp, Failure::Errno(e)) if *e == libc::EINVAL => qp_caps(b),
         (Step::PostSend | Step::PostRecv, Failure::Errno(e)) if *e == libc::ENOMEM => queue_full(b),
         (Step::ModifyRts, Failure::Errno(e)) if *e == libc::EINVAL => rts_einval(b),
         (Step::PollCq, Failure::WorkCompletion { status, .. }) => completion(b, *status),
         (Step::PollCq, Failure::Timeout { seconds }) => poll_timeout(b, *seconds),
-        (Step::CmResolveAddr | Step::CmResolveRoute, Failure::Errno(e)) => cm_resolve(b, *e),
-        (Step::CmResolveAddr | Step::CmResolveRoute, Failure::Timeout { .. }) => {
-            cm_resolve(b, libc::ETIMEDOUT)
-        }
-        (Step::CmConnect, _) => cm_connect(b),
         (Step::QueryGid, Failure::Errno(e)) => gid_slot(b, *e),
         (Step::OobConnect, f) => oob_connect(b, f),
         (Step::OobExchange, f) => oob_exchange(b, f),
@@ -682,15 +643,7 @@ pub fn explain(step: Step, failure: &Failure, ctx: &Context) -> Explanation {
 fn step_needs_active_port(step: Step) -> bool {
     matches!(
         step,
-        Step::QueryPort
-            | Step::ModifyRtr
-            | Step::ModifyRts
-            | Step::CreateAh
-            | Step::PostSend
-            | Step::PollCq
-            | Step::CmResolveAddr
-            | Step::CmResolveRoute
-            | Step::CmConnect
+        Step::QueryPort | Step::ModifyRtr | Step::ModifyRts | Step::PostSend | Step::PollCq
     )
 }
 
@@ -1641,83 +1594,6 @@ fn device_gone(b: Builder) -> Explanation {
     )
 }
 
-/// Rows 9 and 11.
-fn device_list(b: Builder, failure: &Failure) -> Explanation {
-    let node = b.ctx.device_node.clone().unwrap_or_default();
-    match failure {
-        Failure::Errno(e) if *e == libc::ENOSYS => b.done(
-            "no-kernel-rdma",
-            "the kernel has no RDMA support loaded (no /sys/class/infiniband)".into(),
-            vec![],
-            "load the NIC's RDMA driver (mlx5_ib, irdma, bnxt_re, ...); for Soft-RoCE: modprobe rdma_rxe; rdma link add rxe0 type rxe netdev eth0".into(),
-            false,
-        ),
-        Failure::Errno(e) if *e == libc::EOPNOTSUPP => b.done(
-            "no-libibverbs",
-            "libibverbs.so.1 could not be loaded".into(),
-            vec![],
-            "install libibverbs1 and ibverbs-providers (Debian/Ubuntu) or libibverbs (RHEL)".into(),
-            false,
-        ),
-        _ => {
-            let mut ev = Vec::new();
-            if let Some(d) = &node.driver {
-                ev.push(format!("kernel driver {d}"));
-            }
-            let provider = node.provider.clone().unwrap_or_else(|| "the provider library".into());
-            ev.push(format!("{provider} is not loadable"));
-            b.done(
-                "provider-missing",
-                "sysfs lists the device but libibverbs does not: the user-space provider for its driver is missing".into(),
-                ev,
-                "install ibverbs-providers (Debian/Ubuntu; libibverbs1 only recommends it) or libibverbs (RHEL)".into(),
-                false,
-            )
-        }
-    }
-}
-
-/// Row 12 and the CM's own address resolution.
-fn cm_resolve(b: Builder, errno: i32) -> Explanation {
-    let ctx = b.ctx;
-    if ctx.local.is_infiniband() && errno == libc::ENODEV {
-        let dev = ctx
-            .local
-            .netdev_now()
-            .unwrap_or_else(|| "the IPoIB netdev".into());
-        return b.done(
-            "cm-no-ipoib-address",
-            format!("rdma_cm needs an IP address on the InfiniBand port's IPoIB netdev ({dev}) and found none (RDMA_CM_EVENT_ADDR_ERROR -19)"),
-            vec![],
-            format!("configure IPoIB (ip addr add ... dev {dev}), or use the TCP exchange instead of --cm"),
-            false,
-        );
-    }
-    if errno == libc::ETIMEDOUT || errno == libc::ENETUNREACH || errno == libc::EHOSTUNREACH {
-        return rtr_unreachable(b, errno);
-    }
-    if errno == libc::ENODEV || errno == libc::EADDRNOTAVAIL {
-        return b.done(
-            "cm-no-rdma-netdev",
-            "no RDMA device owns the netdev that routes to the peer".into(),
-            vec![],
-            "bind to an address of a netdev with an RDMA device (rdmactl ports shows them)".into(),
-            true,
-        );
-    }
-    generic(b)
-}
-
-fn cm_connect(b: Builder) -> Explanation {
-    b.done(
-        "cm-rejected",
-        "the peer rejected or did not answer the connection request: no listener on that port, or it is busy".into(),
-        vec![],
-        "start the server first, and use the same -p on both ends".into(),
-        false,
-    )
-}
-
 fn generic(b: Builder) -> Explanation {
     let evidence = vec![format!("local {}", local_gid_words(&b.ctx.local))];
     let summary = format!("{} failed with {}", b.step.name(), b.failure);
@@ -1765,14 +1641,6 @@ fn mtu_mismatch(ctx: &Context) -> Option<(u32, u32)> {
 
 // ---------------------------------------------------------------------------------------
 // Before the QP: compare what the two ends sent each other
-
-/// The path MTU both ends should use: the smaller active MTU.
-pub fn path_mtu(local: &Endpoint, peer: &Endpoint) -> Option<u32> {
-    match (local.active_mtu, peer.active_mtu) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
-    }
-}
 
 /// Compare the two ends of a native handshake before touching the QP. A finding of
 /// severity Fail means RTR would fail or the connection would never carry a packet.
@@ -2131,16 +1999,6 @@ mod tests {
         roce_down.local.port_state = Some("DOWN".into());
         roce_down.local.phys_state = Some("Disabled".into());
 
-        let mut no_provider = rxe_ctx(Some(1), "::ffff:192.168.77.2");
-        no_provider.device_node = Some(DeviceNodeFacts {
-            driver: Some("rdma_rxe".into()),
-            provider: Some("librxe-rdmav34.so".into()),
-            ..DeviceNodeFacts::default()
-        });
-
-        let mut ib_cm = ib_ctx(5, "ACTIVE", "LinkUp");
-        ib_cm.local.netdev = Some("ib0".into());
-
         let mut vlan_gone = mlx5_ctx(7, "::ffff:10.0.0.6", GidType::RoceV2);
         vlan_gone.netdev = Some(NetdevFacts {
             name: "ens1f0.100".into(),
@@ -2422,33 +2280,6 @@ mod tests {
                 suggested: Some(1),
             },
             Case {
-                name: "provider missing (row 9)",
-                step: Step::DeviceList,
-                failure: Failure::NotListed,
-                ctx: no_provider,
-                code: "provider-missing",
-                says: &["ibverbs-providers", "librxe"],
-                suggested: Some(1),
-            },
-            Case {
-                name: "no kernel RDMA (row 11)",
-                step: Step::DeviceList,
-                failure: errno(libc::ENOSYS),
-                ctx: Context::default(),
-                code: "no-kernel-rdma",
-                says: &["modprobe rdma_rxe"],
-                suggested: None,
-            },
-            Case {
-                name: "rdma_cm ADDR_ERROR on IB (row 12)",
-                step: Step::CmResolveAddr,
-                failure: errno(libc::ENODEV),
-                ctx: ib_cm,
-                code: "cm-no-ipoib-address",
-                says: &["IPoIB", "ib0"],
-                suggested: Some(0),
-            },
-            Case {
                 name: "-g 7 looked up before the QP: an empty slot (row 2)",
                 step: Step::QueryGid,
                 failure: errno(libc::ENODATA),
@@ -2671,6 +2502,5 @@ mod tests {
                 .any(|f| f.code == "mtu-differs" && f.message.contains("1024")),
             "{f:?}"
         );
-        assert_eq!(path_mtu(&rxe_local(Some(1)), &big), Some(1024));
     }
 }

@@ -7,7 +7,6 @@
 //! netdev (`rdma_resolve_ip`). A GID on any other netdev times out at RTR.
 
 // Parts of this API serve pingpong and selftest, which call it once the phases merge.
-#![allow(dead_code)]
 
 use std::net::IpAddr;
 

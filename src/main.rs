@@ -3,6 +3,7 @@
 mod app;
 mod cli;
 mod cmd;
+mod cmexplain;
 mod doctor;
 mod error;
 mod explain;

@@ -332,11 +332,6 @@ pub struct Device {
 }
 
 impl Device {
-    #[allow(dead_code)] // API for doctor/check (other branches)
-    pub fn port(&self, number: u32) -> Option<&Port> {
-        self.ports.iter().find(|p| p.number == number)
-    }
-
     /// Distinct link layers of the ports, in port order.
     pub fn link_layers(&self) -> Vec<&LinkLayer> {
         let mut out: Vec<&LinkLayer> = Vec::new();

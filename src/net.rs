@@ -9,7 +9,6 @@
 //! `query` touches a socket.
 
 // Parts of this API serve pingpong and selftest, which call it once the phases merge.
-#![allow(dead_code)]
 
 use std::net::IpAddr;
 use std::path::Path;
@@ -67,16 +66,6 @@ impl Route {
     pub fn is_local(&self) -> bool {
         self.kind == "local"
     }
-
-    /// On-link: the peer's MAC is resolved directly, no router in between.
-    pub fn on_link(&self) -> bool {
-        self.gateway.is_none()
-    }
-
-    /// The address the kernel ARPs for: the gateway, or the peer itself when on-link.
-    pub fn next_hop(&self) -> IpAddr {
-        self.gateway.unwrap_or(self.destination)
-    }
 }
 
 /// One row of `ip link`: enough to tell whether a GID's netdev is usable.
@@ -114,16 +103,6 @@ pub struct Neighbour {
     /// As `ip neigh` prints it: REACHABLE, STALE, DELAY, PROBE, INCOMPLETE, FAILED, ...
     pub state: String,
     pub lladdr: Option<String>,
-}
-
-impl Neighbour {
-    /// The kernel holds a MAC it will use (possibly after a quick re-probe).
-    pub fn is_resolved(&self) -> bool {
-        matches!(
-            self.state.as_str(),
-            "REACHABLE" | "STALE" | "DELAY" | "PROBE" | "PERMANENT" | "NOARP"
-        )
-    }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -662,8 +641,6 @@ mod tests {
         assert_eq!(route.gateway, Some("192.0.2.1".parse().unwrap()));
         assert_eq!(route.prefsrc, Some("192.0.2.2".parse().unwrap()));
         assert_eq!(route.table, 254);
-        assert!(!route.on_link());
-        assert_eq!(route.next_hop(), "192.0.2.1".parse::<IpAddr>().unwrap());
     }
 
     #[test]
@@ -674,25 +651,6 @@ mod tests {
         match parse_messages(&bytes, "route get 10.9.9.9") {
             Err(NetError::Kernel { errno, .. }) => assert_eq!(errno, libc::ENETUNREACH),
             other => panic!("{other:?}"),
-        }
-    }
-
-    #[test]
-    fn neighbour_states_resolved_or_not() {
-        for (state, resolved) in [
-            ("REACHABLE", true),
-            ("STALE", true),
-            ("PERMANENT", true),
-            ("INCOMPLETE", false),
-            ("FAILED", false),
-        ] {
-            let n = Neighbour {
-                ifindex: 3,
-                address: "192.168.77.2".parse().unwrap(),
-                state: state.into(),
-                lladdr: None,
-            };
-            assert_eq!(n.is_resolved(), resolved, "{state}");
         }
     }
 

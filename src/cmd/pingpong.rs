@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use super::failure::{self, Explained, GidChoice, Known};
-use super::results::{ns_per_tick, op_result, OpResult, OpResults};
+use super::results::{ns_per_tick, op_result, render_ops, OpResult, OpResults};
 use crate::app::Ctx;
 use crate::cli::{Compat, GidIndexArg, Op, PingpongArgs};
 use crate::error::{Error, Result};
@@ -555,15 +555,7 @@ fn render(r: &Report) -> String {
             r.role, r.device, r.port, r.exchange, r.size
         ));
     }
-    for (name, o) in r.ops.iter() {
-        out.push_str(&format!(
-            "{name:<5} {} bytes in {:.2} seconds = {:.2} Mbit/sec\n{name:<5} {} iters in {:.2} seconds = {:.2} usec/iter; latency usec min {:.2}, median {:.2}, p99 {:.2}\n",
-            o.bytes, o.seconds, o.mbit_per_sec, o.iters, o.seconds, o.usec_per_iter, o.latency_usec.min, o.latency_usec.median, o.latency_usec.p99
-        ));
-        if let Some(v) = &o.verified {
-            out.push_str(&format!("{name:<5} verified: {v}\n"));
-        }
-    }
+    out.push_str(&render_ops(&r.ops));
     if r.ok {
         out.push_str("ok\n");
     }

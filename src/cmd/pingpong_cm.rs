@@ -3,24 +3,24 @@
 //! from the route to the peer. `check --peer` asks the kernel the same question
 //! (`cmd::check_kernel`).
 
-use std::fmt::Write as _;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, ToSocketAddrs};
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use comfy_table::Table;
 use serde::Serialize;
 
-use super::results::{ns_per_tick, op_result, OpResult, OpResults};
+use super::results::{ns_per_tick, op_result, render_ops, OpResult, OpResults};
 use crate::app::Ctx;
 use crate::cli::{GidIndexArg, Op as OpArg, PingpongArgs, SelftestArgs};
+use crate::cmexplain::CmFailureReport;
 use crate::error::{exit, Error, Result};
+use crate::model::GidType;
 use crate::output;
 use crate::sysfs::SysfsRoot;
 use crate::verbs::cm::{
-    self, CmError, ConnInfo, ConnectOptions, Endpoint, Listener, Op, Region, Resolution, StepDone,
-    Wake,
+    self, CmError, ConnInfo, ConnectOptions, Endpoint, Failure, Listener, Op, Region, Resolution,
+    Stage, StepDone, Wake,
 };
 use crate::verbs::qp::ticks;
 
@@ -29,56 +29,63 @@ use crate::verbs::qp::ticks;
 const SERVER_WAIT: Duration = Duration::from_secs(600);
 
 /// The TCP exchange's report shape (role, exchange, device, port, gid_index, peer, size,
-/// path_mtu, `ops`, a single op's figures repeated at the top level, ok), plus what the CM
-/// set up and what the kernel chose.
+/// path_mtu, `ops`, a single op's figures repeated at the top level, ok, failure), plus
+/// what the CM set up and, on the client, what the kernel chose.
 #[derive(Debug, Serialize)]
-struct ClientReport<'a> {
+struct Report {
     role: &'static str,
     exchange: &'static str,
-    device: &'a str,
-    port: u8,
-    gid_index: u8,
-    peer: String,
+    device: String,
+    port: u32,
+    gid_index: Option<u8>,
+    peer: Option<String>,
     size: u32,
-    path_mtu: u32,
-    ops: &'a OpResults,
+    path_mtu: Option<u32>,
+    ops: OpResults,
     #[serde(flatten)]
     single: Option<OpResult>,
+    /// Server: messages answered, and whether the client was a stock tool.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    echoed: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stock_client: Option<bool>,
+    connection: Option<ConnInfo>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    kernel_choice: Option<Resolution>,
     ok: bool,
-    connection: &'a ConnInfo,
-    kernel_choice: &'a Resolution,
+    failure: Option<CmFailureReport>,
 }
 
-fn client_report<'a>(
-    info: &'a ConnInfo,
-    res: &'a Resolution,
-    size: u32,
-    ops: &'a OpResults,
-) -> ClientReport<'a> {
-    ClientReport {
-        role: "client",
-        exchange: "cm",
-        device: &info.device,
-        port: info.port,
-        gid_index: info.sgid_index,
-        peer: info.peer.to_string(),
-        size,
-        path_mtu: info.path_mtu,
-        ops,
-        single: ops.single(),
-        ok: true,
-        connection: info,
-        kernel_choice: res,
+impl Report {
+    fn new(role: &'static str, args: &PingpongArgs) -> Report {
+        Report {
+            role,
+            exchange: "cm",
+            device: args.device.clone().unwrap_or_default(),
+            port: args.port,
+            gid_index: None,
+            peer: None,
+            size: args.size,
+            path_mtu: None,
+            ops: OpResults::default(),
+            single: None,
+            echoed: None,
+            stock_client: None,
+            connection: None,
+            kernel_choice: None,
+            ok: false,
+            failure: None,
+        }
     }
-}
 
-#[derive(Debug, Serialize)]
-struct ServerReport<'a> {
-    role: &'static str,
-    exchange: &'static str,
-    connection: &'a ConnInfo,
-    echoed: u64,
-    stock_client: bool,
+    fn connected(&mut self, info: &ConnInfo) {
+        self.device = info.device.clone();
+        self.port = u32::from(info.port);
+        self.gid_index = Some(info.sgid_index);
+        self.peer = Some(info.peer.to_string());
+        self.path_mtu = Some(info.path_mtu);
+        self.connection = Some(info.clone());
+    }
 }
 
 /// The byte every side expects at offset `i` of a test buffer, so data is checked end to end.
@@ -92,10 +99,9 @@ fn fill_pattern(buf: &mut [u8]) {
     }
 }
 
-fn first_mismatch(buf: &[u8]) -> Option<usize> {
-    buf.iter().enumerate().position(|(i, b)| *b != pattern(i))
+fn first_difference(got: &[u8], want: &[u8]) -> Option<usize> {
+    got.iter().zip(want).position(|(g, w)| g != w)
 }
-
 fn timeout_of(secs: f64) -> Result<Duration> {
     if !(secs.is_finite() && secs > 0.0 && secs < 86_400.0) {
         return Err(Error::Usage(format!(
@@ -166,18 +172,98 @@ pub fn run(ctx: &Ctx, args: &PingpongArgs) -> Result<u8> {
         (None, None) => None,
     };
     match &args.server {
-        Some(server) => client(ctx, args, peer_addr(server, args.tcp_port)?, src, timeout),
-        None => server(ctx, args, src, timeout),
+        Some(server) => {
+            let peer = peer_addr(server, args.tcp_port)?;
+            let mut report = Report::new("client", args);
+            report.peer = Some(peer.to_string());
+            let outcome = client(args, peer, src, timeout, &mut report);
+            finish(ctx, report, outcome)
+        }
+        None => {
+            let mut report = Report::new("server", args);
+            let outcome = server(args, src, timeout, &mut report);
+            finish(ctx, report, outcome)
+        }
     }
 }
 
+/// Prints the report, with the failure explained, and turns it into the exit status. A
+/// usage error, or a run that failed before the CM could tell anything, prints no report.
+fn finish(ctx: &Ctx, mut report: Report, outcome: Result<()>) -> Result<u8> {
+    let failure = match outcome {
+        Ok(()) => None,
+        Err(Error::Cm(e)) if !e.is_missing_stack() => Some(e),
+        Err(other) => return Err(other),
+    };
+    report.ok = failure.is_none();
+    report.single = report.ops.single();
+    report.failure = failure.as_ref().map(|e| e.report());
+    if ctx.json {
+        output::print(&output::json(&report))?;
+    } else if report.connection.is_some() {
+        output::print(render(&report).trim_end())?;
+    }
+    match failure {
+        // The summary, why and fix go to stderr, as every error does.
+        Some(e) => Err(Error::Cm(e)),
+        None => Ok(exit::OK),
+    }
+}
+
+fn render(r: &Report) -> String {
+    let mut out = String::new();
+    if let Some(c) = &r.connection {
+        let at = |a: Option<SocketAddr>| a.map_or("?".to_string(), |a| a.to_string());
+        let gid = match &r.kernel_choice {
+            Some(k) => {
+                let mut what = vec![format!("index {}", c.sgid_index)];
+                match k.gid_type {
+                    Some(GidType::RoceV2) => what.push("RoCE v2".into()),
+                    Some(GidType::RoceV1) => what.push("RoCE v1".into()),
+                    Some(GidType::Ib) => what.push("IB".into()),
+                    _ => {}
+                }
+                what.extend(k.netdev.clone());
+                format!(", GID {} ({})", k.sgid, what.join(", "))
+            }
+            None => format!(", GID index {}", c.sgid_index),
+        };
+        out.push_str(&format!(
+            "  local address:  {}, QPN 0x{:06x}{gid}\n",
+            at(c.local),
+            c.qpn
+        ));
+        out.push_str(&format!(
+            "  remote address: {}, QPN 0x{:06x}\n",
+            c.peer, c.remote_qpn
+        ));
+        out.push_str(&format!(
+            "  {} {}/{} (cm exchange), path MTU {}, {} B messages\n",
+            r.role, c.device, c.port, c.path_mtu, r.size
+        ));
+    }
+    out.push_str(&render_ops(&r.ops));
+    if let Some(echoed) = r.echoed {
+        let who = if r.stock_client == Some(true) {
+            "a stock client (rping/rdma_client)"
+        } else {
+            "an rdmactl client"
+        };
+        out.push_str(&format!("served {who}: {echoed} messages answered\n"));
+    }
+    if r.ok {
+        out.push_str("ok\n");
+    }
+    out
+}
+
 fn client(
-    ctx: &Ctx,
     args: &PingpongArgs,
     peer: SocketAddr,
     src: Option<IpAddr>,
     timeout: Duration,
-) -> Result<u8> {
+    report: &mut Report,
+) -> Result<()> {
     let opts = ConnectOptions {
         src,
         len: args.size,
@@ -192,6 +278,8 @@ fn client(
             )));
         }
     }
+    report.connected(&ep.info);
+    report.kernel_choice = Some(res);
     let ops: &[Op] = match args.op {
         OpArg::Send => &[Op::Send],
         OpArg::Write => &[Op::Write],
@@ -209,27 +297,39 @@ fn client(
         args.iters,
         args.size
     );
-    let mut results = OpResults::default();
+    // What the server's buffer holds: it fills it with the pattern when it accepts, and
+    // every WRITE of ours replaces it.
+    let mut peer_image: Vec<u8> = (0..args.size as usize).map(pattern).collect();
     for op in ops {
-        let (name, result) = run_op(&mut ep, *op, args.size, args.iters)?;
-        results.insert(name, result);
+        let result = run_op(&mut ep, *op, args.iters, &mut peer_image)?;
+        report.ops.insert(op.name(), result);
     }
-    let info = ep.info.clone();
     ep.disconnect()?;
-    if ctx.json {
-        let report = client_report(&info, &res, args.size, &results);
-        output::print(&output::json(&report))?;
-    } else {
-        output::print(&render_client(&info, &res, args.size, &results))?;
-    }
-    Ok(exit::OK)
+    Ok(())
 }
 
 /// `iters` times `op`, one at a time; the samples are post to completion (for SEND, to
-/// both our completion and the echo: a round trip, as ibv_rc_pingpong counts it).
-fn run_op(ep: &mut Endpoint, op: Op, size: u32, iters: u32) -> Result<(&'static str, OpResult)> {
-    let len = size as usize;
-    fill_pattern(ep.region(Region::Send));
+/// both our completion and the echo: a round trip, as ibv_rc_pingpong counts it). Then the
+/// data is checked: the echo, what a WRITE left in the peer's buffer (read back), or what
+/// a READ brought.
+fn run_op(
+    ep: &mut Endpoint,
+    op: Op,
+    iters: u32,
+    peer_image: &mut [u8],
+) -> std::result::Result<OpResult, CmError> {
+    let len = peer_image.len();
+    // WRITE sends the inverted pattern, so a WRITE that did nothing cannot pass the check.
+    let sent: Vec<u8> = (0..len)
+        .map(|i| {
+            if op == Op::Write {
+                !pattern(i)
+            } else {
+                pattern(i)
+            }
+        })
+        .collect();
+    ep.region(Region::Send)[..len].copy_from_slice(&sent);
     ep.region(Region::Rdma).fill(0);
     let mut samples_ns: Vec<u64> = vec![0; iters as usize];
     let waiting_for = match op {
@@ -265,130 +365,78 @@ fn run_op(ep: &mut Endpoint, op: Op, size: u32, iters: u32) -> Result<(&'static 
     for sample in &mut samples_ns {
         *sample = (*sample as f64 * scale) as u64;
     }
-    let name = op.name();
-    let (bytes, check) = match op {
-        Op::Send => (
-            2 * size as u64 * iters as u64,
-            first_mismatch(ep.region(Region::Recv)),
-        ),
-        Op::Write => (size as u64 * iters as u64, None),
-        Op::Read => (
-            size as u64 * iters as u64,
-            first_mismatch(ep.region(Region::Rdma)),
-        ),
-    };
-    if let (Some(at), true) = (check, iters > 0) {
-        return Err(Error::Failed(format!(
-            "{name}: data arrived corrupted at byte {at} of {size}: the transfer completed but the bytes differ"
-        )));
-    }
+    let bytes = len as u64 * u64::from(iters) * if op == Op::Send { 2 } else { 1 };
     let mut result = op_result(iters, bytes, elapsed, &mut samples_ns);
-    result.verified = match op {
-        Op::Send if iters > 0 => Some(format!("every echo matched the {size}-byte pattern")),
-        Op::Read if iters > 0 => Some(format!("read the peer's {size}-byte buffer and it matched")),
-        _ => None,
-    };
-    Ok((name, result))
-}
-
-fn render_client(info: &ConnInfo, res: &Resolution, size: u32, results: &OpResults) -> String {
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "connected {} -> {} through the CM: {}/{} QPN {:#08x} <-> {:#08x}, GID index {} ({}{}), path MTU {}",
-        info.local.map_or("?".into(), |a| a.to_string()),
-        info.peer,
-        info.device,
-        info.port,
-        info.qpn,
-        info.remote_qpn,
-        info.sgid_index,
-        res.sgid,
-        res.netdev.as_deref().map(|n| format!(", {n}")).unwrap_or_default(),
-        info.path_mtu,
-    );
-    let mut table = Table::new();
-    table.set_header(vec![
-        "op",
-        "size",
-        "iters",
-        "bytes",
-        "seconds",
-        "Mbit/s",
-        "usec/iter",
-        "min",
-        "median",
-        "p99",
-    ]);
-    for (name, r) in results.iter() {
-        table.add_row(vec![
-            name.to_string(),
-            size.to_string(),
-            r.iters.to_string(),
-            r.bytes.to_string(),
-            format!("{:.3}", r.seconds),
-            format!("{:.2}", r.mbit_per_sec),
-            format!("{:.2}", r.usec_per_iter),
-            format!("{:.2}", r.latency_usec.min),
-            format!("{:.2}", r.latency_usec.median),
-            format!("{:.2}", r.latency_usec.p99),
-        ]);
+    if iters == 0 {
+        return Ok(result);
     }
-    let _ = write!(out, "{table}\n(latencies in usec; send is a round trip)");
-    out
+    let (got, want, verified) = match op {
+        Op::Send => (
+            ep.region(Region::Recv)[..len].to_vec(),
+            sent,
+            format!("every echo matched the {len}-byte pattern"),
+        ),
+        Op::Write => {
+            ep.post(Op::Read, len, u64::from(iters))?;
+            ep.poll("the READ that checks the written data")?;
+            peer_image.copy_from_slice(&sent);
+            (
+                ep.region(Region::Rdma)[..len].to_vec(),
+                sent,
+                format!("read the peer's {len}-byte buffer back and it matched"),
+            )
+        }
+        Op::Read => (
+            ep.region(Region::Rdma)[..len].to_vec(),
+            peer_image.to_vec(),
+            format!("read the peer's {len}-byte buffer and it matched"),
+        ),
+    };
+    if let Some(offset) = first_difference(&got, &want) {
+        let failure = Failure::Corrupted {
+            op: op.name(),
+            offset,
+            len,
+        };
+        return Err(ep.err(Stage::Transfer, failure));
+    }
+    result.verified = Some(verified);
+    Ok(result)
 }
 
-fn server(ctx: &Ctx, args: &PingpongArgs, src: Option<IpAddr>, timeout: Duration) -> Result<u8> {
+fn server(
+    args: &PingpongArgs,
+    src: Option<IpAddr>,
+    timeout: Duration,
+    report: &mut Report,
+) -> Result<()> {
     let addr = SocketAddr::new(
         src.unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED)),
         args.tcp_port,
     );
     let listener = Listener::bind(addr)?;
     // On stderr even with --json: scripts wait for this line before starting the client.
-    {
-        eprintln!(
-            "listening on {} ({}) for an rdmactl pingpong --cm client",
-            listener.local_addr().unwrap_or(addr),
-            listener
-                .device()
-                .unwrap_or_else(|| "every RDMA device".into())
-        );
-    }
+    eprintln!(
+        "listening on {} ({}) for an rdmactl pingpong --cm client",
+        listener.local_addr().unwrap_or(addr),
+        listener
+            .device()
+            .unwrap_or_else(|| "every RDMA device".into())
+    );
     let mut ep = listener.accept(
         SERVER_WAIT.max(timeout),
         timeout,
         &mut quiet,
         &mut fill_pattern,
     )?;
-    let echoed = serve(&mut ep)?;
-    let info = ep.info.clone();
-    let foreign = ep.foreign;
+    report.connected(&ep.info);
+    report.stock_client = Some(ep.foreign);
+    let mut echoed = 0;
+    let served = serve(&mut ep, &mut echoed);
+    report.echoed = Some(echoed);
+    served?;
     ep.disconnect()?;
-    if ctx.json {
-        let report = ServerReport {
-            role: "server",
-            exchange: "cm",
-            connection: &info,
-            echoed,
-            stock_client: foreign,
-        };
-        output::print(&output::json(&report))?;
-    } else {
-        let what = if foreign {
-            "a stock client (rping/rdma_client)"
-        } else {
-            "an rdmactl client"
-        };
-        output::print(&format!(
-            "served {what} at {} from {} on {}/{} (GID index {}): {echoed} messages answered",
-            info.peer,
-            info.local.map_or("?".into(), |a| a.to_string()),
-            info.device,
-            info.port,
-            info.sgid_index
-        ))?;
-    }
-    Ok(exit::OK)
+    Ok(())
 }
 
 /// Echo every SEND until the client disconnects. The client's READs and WRITEs need no
@@ -398,12 +446,11 @@ fn server(ctx: &Ctx, args: &PingpongArgs, src: Option<IpAddr>, timeout: Duration
 /// big-endian); the server READs the "ping", answers with a 16-byte go-ahead, gets the
 /// sink's {addr, rkey, len}, WRITEs the ping back and sends another go-ahead.
 /// rdma_client sends 16 zero bytes and waits for 16 bytes back, which the echo covers.
-fn serve(ep: &mut Endpoint) -> Result<u64> {
-    let mut served = 0u64;
+fn serve(ep: &mut Endpoint, served: &mut u64) -> std::result::Result<(), CmError> {
     let mut rping_read_next = true;
     loop {
         match ep.wait(SERVER_WAIT, "a SEND or a disconnect from the client")? {
-            Wake::Disconnected => return Ok(served),
+            Wake::Disconnected => return Ok(()),
             Wake::Completion(c) if c.is_recv => {
                 let n = c.byte_len as usize;
                 let data = ep.region(Region::Recv)[..n].to_vec();
@@ -433,7 +480,7 @@ fn serve(ep: &mut Endpoint) -> Result<u64> {
                         ep.post(Op::Send, n, WR_SEND)?;
                     }
                 }
-                served += 1;
+                *served += 1;
             }
             Wake::Completion(_) => {}
         }
@@ -458,20 +505,18 @@ fn rping_info(msg: &[u8]) -> Option<cm::RemoteBuffer> {
 
 /// Wait for the completion of our READ or WRITE `wr_id`; rping sends nothing until our
 /// go-ahead, so a RECV meanwhile breaks its protocol.
-fn wait_for(ep: &mut Endpoint, wr_id: u64) -> Result<()> {
+fn wait_for(ep: &mut Endpoint, wr_id: u64) -> std::result::Result<(), CmError> {
     loop {
         match ep.wait(ep.timeout(), "the completion of our own work request")? {
             Wake::Completion(c) if !c.is_recv && c.wr_id == wr_id => return Ok(()),
             Wake::Completion(c) if !c.is_recv => {}
             Wake::Completion(_) => {
-                return Err(Error::Failed(
-                    "the client sent a message before our answer completed".into(),
-                ))
+                let text = "the client sent a message before our answer completed";
+                return Err(ep.err(Stage::Transfer, Failure::Protocol(text.into())));
             }
             Wake::Disconnected => {
-                return Err(Error::Failed(
-                    "the client disconnected in the middle of an exchange".into(),
-                ))
+                let event = cm::EventKind::Disconnected;
+                return Err(ep.err(Stage::Transfer, Failure::Event { event, status: 0 }));
             }
         }
     }
@@ -479,14 +524,69 @@ fn wait_for(ep: &mut Endpoint, wr_id: u64) -> Result<()> {
 
 // ---------------------------------------------------------------- selftest --cm
 
+/// One step, as `selftest`'s steps, plus the side that ran it.
 #[derive(Debug, Clone, Serialize)]
 struct StepLine {
     side: &'static str,
     step: String,
     ok: bool,
+    elapsed_us: f64,
     detail: String,
-    ms: f64,
+    failure: Option<CmFailureReport>,
 }
+
+/// `selftest`'s report shape; `gid_index` is the one the kernel chose for the client.
+#[derive(Debug, Serialize)]
+struct SelftestReport {
+    mode: &'static str,
+    devices: Vec<String>,
+    port: u32,
+    gid_index: Option<u8>,
+    size: u32,
+    steps: Vec<StepLine>,
+    ok: bool,
+}
+
+/// The steps of both sides, in the order they finished.
+#[derive(Clone, Default)]
+struct Steps(Arc<Mutex<Vec<StepLine>>>);
+
+impl Steps {
+    fn push(&self, line: StepLine) {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).push(line);
+    }
+
+    fn ok(&self, side: &'static str, step: &str, detail: String, elapsed: Duration) {
+        self.push(StepLine {
+            side,
+            step: step.to_string(),
+            ok: true,
+            elapsed_us: elapsed.as_secs_f64() * 1e6,
+            detail,
+            failure: None,
+        });
+    }
+
+    fn failed(&self, side: &'static str, step: &str, err: &CmError, elapsed: Duration) {
+        self.push(StepLine {
+            side,
+            step: step.to_string(),
+            ok: false,
+            elapsed_us: elapsed.as_secs_f64() * 1e6,
+            detail: err.summary(),
+            failure: Some(err.report()),
+        });
+    }
+
+    fn take(&self) -> Vec<StepLine> {
+        std::mem::take(&mut *self.0.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+}
+
+/// How long the client waits for the server's own failure once its connect failed: a
+/// server that broke first (a QP it could not create) has the root cause; one still
+/// waiting for a request that will never come has nothing to add.
+const SERVER_GRACE: Duration = Duration::from_secs(1);
 
 /// `selftest --cm`: a loopback through the CM on one device (or between two with two
 /// `-d`): listen, resolve, connect, accept, one SEND/RECV, WRITE and READ, disconnect.
@@ -508,226 +608,214 @@ pub fn selftest_cm(ctx: &Ctx, args: &SelftestArgs) -> Result<u8> {
         .unwrap_or_else(|| server_dev.clone());
     let server_ip = device_ipv4(&ctx.sysfs, &server_dev, args.port)?;
     let client_ip = device_ipv4(&ctx.sysfs, &client_dev, args.port)?;
-    let lines: Arc<Mutex<Vec<StepLine>>> = Arc::new(Mutex::new(Vec::new()));
-    let json = ctx.json;
-    let record = {
-        let lines = Arc::clone(&lines);
-        move |side: &'static str, step: &str, ok: bool, detail: String, ms: f64| {
-            let line = StepLine {
-                side,
-                step: step.to_string(),
-                ok,
-                detail,
-                ms,
-            };
-            if !json {
-                let mark = if ok { "ok  " } else { "FAIL" };
-                println!(
-                    "{mark} {side:<6} {:<20} {:>8.2} ms  {}",
-                    line.step, line.ms, line.detail
-                );
-            }
-            lines.lock().unwrap_or_else(|e| e.into_inner()).push(line);
-        }
+    let size = args.size.max(1);
+    let mut report = SelftestReport {
+        mode: "cm",
+        devices: vec![server_dev.clone(), client_dev.clone()],
+        port: args.port,
+        gid_index: None,
+        size,
+        steps: Vec::new(),
+        ok: false,
     };
-    let mut failures: Vec<CmError> = Vec::new();
+    report.devices.dedup();
+    let steps = Steps::default();
+    let failure = run_selftest(
+        &steps,
+        &server_dev,
+        SocketAddr::new(server_ip, 0),
+        client_ip,
+        size,
+        timeout,
+        &mut report,
+    );
+    report.steps = steps.take();
+    report.ok = failure.is_none() && report.steps.iter().all(|s| s.ok);
+    if let Some(e) = failure.as_ref().filter(|e| e.is_missing_stack()) {
+        return Err(e.clone().into());
+    }
+    let text = if ctx.json {
+        output::json(&report)
+    } else {
+        render_selftest(&report, server_ip, client_ip)
+    };
+    output::print(&text)?;
+    match failure {
+        None if report.ok => Ok(exit::OK),
+        None => Err(Error::Failed("selftest --cm: a step failed".into())),
+        Some(e) => Err(Error::Failed(format!(
+            "selftest --cm failed at {}",
+            e.stage
+        ))),
+    }
+}
+
+/// Runs the steps; the first failure, if any.
+fn run_selftest(
+    steps: &Steps,
+    server_dev: &str,
+    listen_on: SocketAddr,
+    client_ip: IpAddr,
+    size: u32,
+    timeout: Duration,
+    report: &mut SelftestReport,
+) -> Option<CmError> {
     let t = Instant::now();
-    let listener = Listener::bind(SocketAddr::new(server_ip, 0));
-    let listener = match listener {
+    let listener = match Listener::bind(listen_on) {
         Ok(l) => l,
         Err(e) => {
-            record(
-                "server",
-                "listen",
-                false,
-                e.summary(),
-                t.elapsed().as_secs_f64() * 1e3,
-            );
-            return finish(ctx, &lines, &[e]);
+            steps.failed("server", "listen", &e, t.elapsed());
+            return Some(e);
         }
     };
-    let listen_addr = listener
-        .local_addr()
-        .unwrap_or(SocketAddr::new(server_ip, 0));
-    record(
+    let listen_addr = listener.local_addr().unwrap_or(listen_on);
+    let device = listener.device().unwrap_or_else(|| server_dev.to_string());
+    steps.ok(
         "server",
         "listen",
-        true,
-        format!(
-            "{listen_addr} on {}",
-            listener.device().unwrap_or_else(|| server_dev.clone())
-        ),
-        t.elapsed().as_secs_f64() * 1e3,
+        format!("{listen_addr} on {device}"),
+        t.elapsed(),
     );
-    let server_record = record.clone();
-    let server = std::thread::spawn(move || -> std::result::Result<u64, CmError> {
-        let mut log = |s: StepDone| {
-            server_record(
-                "server",
-                s.step,
-                true,
-                s.detail,
-                s.elapsed.as_secs_f64() * 1e3,
-            )
-        };
-        let mut ep = listener.accept(timeout, timeout, &mut log, &mut fill_pattern)?;
-        let echoed = serve(&mut ep).map_err(|e| match e {
-            Error::Cm(cm) => *cm,
-            other => cm_protocol(other.to_string()),
-        })?;
-        ep.disconnect()?;
-        Ok(echoed)
+
+    let (done_tx, done_rx) = mpsc::channel();
+    let server_steps = steps.clone();
+    // Detached: when the client cannot connect, the server may still be waiting for a
+    // request, and the process ends without it.
+    std::thread::spawn(move || {
+        let mut log = |s: StepDone| server_steps.ok("server", s.step, s.detail, s.elapsed);
+        let outcome = listener
+            .accept(timeout, timeout, &mut log, &mut fill_pattern)
+            .and_then(|mut ep| {
+                let t = Instant::now();
+                let mut echoed = 0;
+                serve(&mut ep, &mut echoed)?;
+                ep.disconnect()?;
+                let detail = format!("DISCONNECTED; {echoed} SENDs echoed");
+                server_steps.ok("server", "disconnect", detail, t.elapsed());
+                Ok(())
+            });
+        if let Err(e) = &outcome {
+            server_steps.failed("server", e.stage.as_str(), e, Duration::ZERO);
+        }
+        let _ = done_tx.send(outcome);
     });
 
-    let mut client_log = |s: StepDone| {
-        record(
-            "client",
-            s.step,
-            true,
-            s.detail,
-            s.elapsed.as_secs_f64() * 1e3,
-        )
-    };
+    let mut client_log = |s: StepDone| steps.ok("client", s.step, s.detail, s.elapsed);
     let opts = ConnectOptions {
         src: Some(client_ip),
-        len: args.size.max(1),
+        len: size,
         timeout,
     };
-    match cm::connect(listen_addr, &opts, &mut client_log) {
-        Ok((mut ep, _res)) => {
-            for (op, name) in [
-                (Op::Send, "send/recv"),
-                (Op::Write, "rdma write"),
-                (Op::Read, "rdma read"),
-            ] {
-                let t = Instant::now();
-                match run_op(&mut ep, op, args.size.max(1), 1) {
-                    Ok((_, r)) => record(
-                        "client",
-                        name,
-                        true,
-                        match r.verified {
-                            Some(_) => format!("{} bytes, data verified", args.size.max(1)),
-                            None => format!("{} bytes", args.size.max(1)),
-                        },
-                        t.elapsed().as_secs_f64() * 1e3,
-                    ),
-                    Err(e) => {
-                        record(
-                            "client",
-                            name,
-                            false,
-                            e.to_string(),
-                            t.elapsed().as_secs_f64() * 1e3,
-                        );
-                        failures.push(match e {
-                            Error::Cm(cm) => *cm,
-                            other => cm_protocol(other.to_string()),
-                        });
-                        break;
-                    }
-                }
-            }
-            let t = Instant::now();
-            match ep.disconnect() {
-                Ok(()) => record(
-                    "client",
-                    "disconnect",
-                    true,
-                    "DISCONNECTED".into(),
-                    t.elapsed().as_secs_f64() * 1e3,
-                ),
-                Err(e) => {
-                    record(
-                        "client",
-                        "disconnect",
-                        false,
-                        e.summary(),
-                        t.elapsed().as_secs_f64() * 1e3,
-                    );
-                    failures.push(e);
-                }
-            }
-        }
+    let (mut ep, res) = match cm::connect(listen_addr, &opts, &mut client_log) {
+        Ok(connected) => connected,
         Err(e) => {
-            record("client", e.stage.as_str(), false, e.summary(), 0.0);
-            failures.push(e);
+            steps.failed(
+                "client",
+                e.stage.as_str(),
+                &e,
+                e.elapsed.unwrap_or_default(),
+            );
+            return match done_rx.recv_timeout(SERVER_GRACE) {
+                Ok(Err(server_err)) if server_err.stage != Stage::Accept => Some(server_err),
+                _ => Some(e),
+            };
         }
-    }
-    match server.join() {
-        Ok(Ok(echoed)) => record(
-            "server",
-            "disconnect",
-            true,
-            format!("{echoed} SENDs echoed"),
-            0.0,
-        ),
-        Ok(Err(e)) => {
-            record("server", e.stage.as_str(), false, e.summary(), 0.0);
-            failures.push(e);
-        }
-        Err(_) => failures.push(cm_protocol("the server thread panicked".into())),
-    }
-    finish(ctx, &lines, &failures)
-}
-
-fn cm_protocol(text: String) -> CmError {
-    CmError {
-        stage: cm::Stage::Transfer,
-        peer: None,
-        device: None,
-        infiniband: false,
-        failure: cm::Failure::Protocol(text),
-        elapsed: None,
-    }
-}
-
-fn finish(ctx: &Ctx, lines: &Arc<Mutex<Vec<StepLine>>>, failures: &[CmError]) -> Result<u8> {
-    let lines = lines.lock().unwrap_or_else(|e| e.into_inner()).clone();
-    if ctx.json {
-        #[derive(Serialize)]
-        struct Report {
-            mode: &'static str,
-            ok: bool,
-            steps: Vec<StepLine>,
-            errors: Vec<String>,
-        }
-        let report = Report {
-            mode: "cm",
-            ok: failures.is_empty(),
-            steps: lines,
-            errors: failures.iter().map(|f| f.to_string()).collect(),
-        };
-        output::print(&output::json(&report))?;
-    }
-    match failures.first() {
-        None => Ok(exit::OK),
-        Some(first) if first.is_missing_stack() => Err(first.clone().into()),
-        Some(first) => {
-            if !ctx.json {
-                eprintln!("{first}");
+    };
+    report.gid_index = res.gid_index.and_then(|i| u8::try_from(i).ok());
+    let mut peer_image: Vec<u8> = (0..size as usize).map(pattern).collect();
+    let mut first_failure = None;
+    for (op, name) in [
+        (Op::Send, "send/recv"),
+        (Op::Write, "rdma write"),
+        (Op::Read, "rdma read"),
+    ] {
+        let t = Instant::now();
+        match run_op(&mut ep, op, 1, &mut peer_image) {
+            Ok(r) => {
+                let verified = r.verified.unwrap_or_default();
+                steps.ok("client", name, verified, t.elapsed());
             }
-            Err(Error::Failed(format!(
-                "selftest --cm failed at {}",
-                first.stage
-            )))
+            Err(e) => {
+                steps.failed("client", name, &e, t.elapsed());
+                first_failure = Some(e);
+                break;
+            }
         }
     }
+    let t = Instant::now();
+    match ep.disconnect() {
+        Ok(()) => steps.ok("client", "disconnect", "DISCONNECTED".into(), t.elapsed()),
+        Err(e) => {
+            steps.failed("client", "disconnect", &e, t.elapsed());
+            first_failure.get_or_insert(e);
+        }
+    }
+    // The server ends once it sees our disconnect, within its own timeout.
+    match done_rx.recv_timeout(timeout + SERVER_GRACE) {
+        Ok(Err(e)) => first_failure.or(Some(e)),
+        Ok(Ok(())) => first_failure,
+        Err(_) => {
+            let e = CmError::new(
+                Stage::Disconnect,
+                Some(listen_addr),
+                Failure::Timeout {
+                    waiting_for: "the server to see the disconnect",
+                    after: timeout + SERVER_GRACE,
+                },
+            );
+            steps.failed("server", "disconnect", &e, timeout);
+            first_failure.or(Some(e))
+        }
+    }
+}
+
+fn render_selftest(r: &SelftestReport, server_ip: IpAddr, client_ip: IpAddr) -> String {
+    let mut out = format!(
+        "selftest --cm {} port {}, {client_ip} -> {server_ip}, {} B; the kernel picks the GID{}\n",
+        r.devices.join(" <-> "),
+        r.port,
+        r.size,
+        r.gid_index
+            .map(|i| format!(" (index {i})"))
+            .unwrap_or_default()
+    );
+    for s in &r.steps {
+        let status = if s.ok { "ok  " } else { "FAIL" };
+        let step = format!("{} {}", s.side, s.step);
+        out.push_str(&format!(
+            "  {status} {:>9.3} ms  {step:<25} {}\n",
+            s.elapsed_us / 1000.0,
+            s.detail
+        ));
+        if let Some(f) = &s.failure {
+            out.push_str(&format!("         why:  {}\n", f.explanation.summary));
+            out.push_str(&format!("         fix:  {}\n", f.explanation.fix));
+        }
+    }
+    out.push_str(if r.ok {
+        "all steps passed\n"
+    } else {
+        "FAILED\n"
+    });
+    out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// `pingpong --cm -j` has the TCP exchange's keys, so one script reads both.
-    #[test]
-    fn client_report_has_the_tcp_shape() {
-        let mut ops = OpResults::default();
-        ops.insert(
-            "send",
-            op_result(10, 81_920, Duration::from_millis(5), &mut [1000; 10]),
-        );
-        let info = ConnInfo {
+    fn args(server: Option<&str>) -> PingpongArgs {
+        use clap::Parser;
+        let mut argv = vec!["rdmactl", "pingpong", "--cm"];
+        argv.extend(server);
+        match crate::cli::Cli::parse_from(argv).command {
+            crate::cli::Command::Pingpong(a) => a,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    fn conn_info() -> ConnInfo {
+        ConnInfo {
             device: "rxe1".into(),
             port: 1,
             local: Some("192.168.77.2:40000".parse().unwrap()),
@@ -736,8 +824,15 @@ mod tests {
             remote_qpn: 0x12,
             sgid_index: 1,
             path_mtu: 1024,
-        };
-        let res = Resolution {
+        }
+    }
+
+    /// `pingpong --cm -j` has the TCP exchange's keys, so one script reads both.
+    #[test]
+    fn client_report_has_the_tcp_shape() {
+        let mut report = Report::new("client", &args(Some("192.168.77.1")));
+        report.connected(&conn_info());
+        report.kernel_choice = Some(Resolution {
             peer: "192.168.77.1".parse().unwrap(),
             source: Some("192.168.77.2".parse().unwrap()),
             device: "rxe1".into(),
@@ -745,11 +840,16 @@ mod tests {
             link_layer: crate::model::LinkLayer::Ethernet,
             sgid: crate::gid::Gid::parse("::ffff:192.168.77.2").unwrap(),
             gid_index: Some(1),
-            gid_type: Some(crate::model::GidType::RoceV2),
+            gid_type: Some(GidType::RoceV2),
             netdev: Some("veth1".into()),
             other_indices: vec![],
-        };
-        let report = client_report(&info, &res, 4096, &ops);
+        });
+        report.ops.insert(
+            "send",
+            op_result(10, 81_920, Duration::from_millis(5), &mut [1000; 10]),
+        );
+        report.single = report.ops.single();
+        report.ok = true;
         let json = serde_json::to_value(&report).unwrap();
         for key in [
             "role",
@@ -762,6 +862,7 @@ mod tests {
             "path_mtu",
             "ops",
             "ok",
+            "failure",
             "iters",
             "bytes",
             "seconds",
@@ -771,9 +872,142 @@ mod tests {
         ] {
             assert!(json.get(key).is_some(), "{key} missing in {json}");
         }
+        assert_eq!(json["gid_index"], 1);
+        assert_eq!(json["device"], "rxe1");
         assert_eq!(json["ops"]["send"]["iters"], 10);
         assert_eq!(json["ops"]["send"]["latency_usec"]["median"], 1.0);
         assert!(json["ops"].get("write").is_none());
+        assert!(json.get("echoed").is_none(), "server-only key: {json}");
+
+        // The text: ibv_rc_pingpong's lines, as the TCP exchange prints them.
+        let text = render(&report);
+        assert!(
+            text.starts_with(
+                "  local address:  192.168.77.2:40000, QPN 0x000011, GID \
+                 0000:0000:0000:0000:0000:ffff:c0a8:4d02 (index 1, RoCE v2, veth1)\n"
+            ),
+            "{text}"
+        );
+        assert!(text.contains("  client rxe1/1 (cm exchange), path MTU 1024, 4096 B messages\n"));
+        assert!(
+            text.contains("send  81920 bytes in 0.01 seconds = 131.07 Mbit/sec\n"),
+            "{text}"
+        );
+        assert!(text.ends_with("ok\n"), "{text}");
+    }
+
+    /// A failed run still reports, with `ok: false` and the failure explained.
+    #[test]
+    fn failed_report_carries_the_explained_failure() {
+        let mut report = Report::new("client", &args(Some("192.168.77.1")));
+        report.peer = Some("192.168.77.1:18515".into());
+        let err = CmError::new(
+            Stage::Connect,
+            "192.168.77.1:18515".parse().ok(),
+            Failure::Event {
+                event: cm::EventKind::Rejected,
+                status: 8,
+            },
+        );
+        report.failure = Some(err.report());
+        let json = serde_json::to_value(&report).unwrap();
+        assert_eq!(json["ok"], false);
+        assert_eq!(json["connection"], serde_json::Value::Null);
+        assert_eq!(json["failure"]["step"], "connect");
+        assert_eq!(json["failure"]["explanation"]["code"], "cm-no-listener");
+    }
+
+    #[test]
+    fn server_report_and_text() {
+        let mut report = Report::new("server", &args(None));
+        let mut info = conn_info();
+        (info.local, info.peer) = (Some(info.peer), info.local.unwrap());
+        report.connected(&info);
+        report.echoed = Some(6);
+        report.stock_client = Some(true);
+        report.ok = true;
+        let json = serde_json::to_value(&report).unwrap();
+        assert_eq!(json["role"], "server");
+        assert_eq!(json["echoed"], 6);
+        assert_eq!(json["stock_client"], true);
+        assert!(json.get("kernel_choice").is_none(), "{json}");
+        let text = render(&report);
+        assert!(
+            text.contains("  local address:  192.168.77.1:18515, QPN 0x000011, GID index 1\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("served a stock client (rping/rdma_client): 6 messages answered\nok\n"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn selftest_text_explains_the_failed_step() {
+        let err = CmError::new(
+            Stage::ResolveAddr,
+            "192.168.77.1:40000".parse().ok(),
+            Failure::Call {
+                call: "rdma_resolve_addr",
+                errno: libc::ENETUNREACH,
+            },
+        );
+        let report = SelftestReport {
+            mode: "cm",
+            devices: vec!["rxe0".into()],
+            port: 1,
+            gid_index: None,
+            size: 4096,
+            steps: vec![
+                StepLine {
+                    side: "server",
+                    step: "listen".into(),
+                    ok: true,
+                    elapsed_us: 1500.0,
+                    detail: "192.168.77.1:40000 on rxe0".into(),
+                    failure: None,
+                },
+                StepLine {
+                    side: "client",
+                    step: "resolve address".into(),
+                    ok: false,
+                    elapsed_us: 0.0,
+                    detail: err.summary(),
+                    failure: Some(err.report()),
+                },
+            ],
+            ok: false,
+        };
+        let ip = "192.168.77.1".parse().unwrap();
+        let text = render_selftest(&report, ip, ip);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines[0],
+            "selftest --cm rxe0 port 1, 192.168.77.1 -> 192.168.77.1, 4096 B; the kernel picks the GID"
+        );
+        assert!(
+            lines[1].starts_with("  ok       1.500 ms  server listen"),
+            "{text}"
+        );
+        assert!(
+            lines[2].starts_with("  FAIL     0.000 ms  client resolve address"),
+            "{text}"
+        );
+        assert!(
+            lines[3].contains("why:  there is no route to 192.168.77.1"),
+            "{text}"
+        );
+        assert!(
+            lines[4].contains("fix:  check `ip route get 192.168.77.1`"),
+            "{text}"
+        );
+        assert_eq!(lines.last(), Some(&"FAILED"));
+        let json = serde_json::to_value(&report).unwrap();
+        assert_eq!(
+            json["steps"][1]["failure"]["explanation"]["code"],
+            "cm-no-route"
+        );
+        assert_eq!(json["steps"][1]["failure"]["errno_name"], "ENETUNREACH");
     }
 
     #[test]
@@ -799,18 +1033,18 @@ mod tests {
     fn pattern_checks() {
         let mut buf = vec![0u8; 600];
         fill_pattern(&mut buf);
-        assert_eq!(first_mismatch(&buf), None);
+        let want: Vec<u8> = (0..600).map(pattern).collect();
+        assert_eq!(first_difference(&buf, &want), None);
         buf[300] ^= 1;
-        assert_eq!(first_mismatch(&buf), Some(300));
+        assert_eq!(first_difference(&buf, &want), Some(300));
+        // Not a constant: a buffer of one repeated byte does not pass.
+        assert_ne!(first_difference(&[0x5a; 600], &want), None);
     }
 
     #[test]
     fn device_ipv4_from_fixture() {
-        let root = Path::new("/work/shared/fixtures/sysfs/rxe-veth-basic");
-        if !root.exists() {
-            eprintln!("skipped: fixture {} not present", root.display());
-            return;
-        }
+        let root =
+            &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sysfs/rxe-veth-basic");
         assert_eq!(
             device_ipv4(root, "rxe0", 1).unwrap(),
             "192.168.77.1".parse::<IpAddr>().unwrap()

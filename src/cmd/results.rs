@@ -121,6 +121,26 @@ impl OpResults {
     }
 }
 
+/// ibv_rc_pingpong's two lines per operation (bytes and Mbit/sec, iters and usec/iter),
+/// with the latency percentiles and what was verified; both exchanges print this.
+pub fn render_ops(ops: &OpResults) -> String {
+    let mut out = String::new();
+    for (name, o) in ops.iter() {
+        out.push_str(&format!(
+            "{name:<5} {} bytes in {:.2} seconds = {:.2} Mbit/sec\n",
+            o.bytes, o.seconds, o.mbit_per_sec
+        ));
+        out.push_str(&format!(
+            "{name:<5} {} iters in {:.2} seconds = {:.2} usec/iter; latency usec min {:.2}, median {:.2}, p99 {:.2}\n",
+            o.iters, o.seconds, o.usec_per_iter, o.latency_usec.min, o.latency_usec.median, o.latency_usec.p99
+        ));
+        if let Some(v) = &o.verified {
+            out.push_str(&format!("{name:<5} verified: {v}\n"));
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -32,6 +32,8 @@ struct StepLine {
 
 #[derive(Debug, Serialize)]
 struct Report {
+    /// `verbs` here; `cm` for `selftest --cm`.
+    mode: &'static str,
     devices: Vec<String>,
     port: u32,
     gid_index: Option<u32>,
@@ -134,6 +136,7 @@ pub fn run(ctx: &Ctx, args: &SelftestArgs) -> Result<u8> {
         }
     }
     let report = Report {
+        mode: "verbs",
         devices,
         port: args.port,
         gid_index: Some(t.gid_index[0]),

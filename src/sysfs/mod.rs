@@ -142,7 +142,6 @@ impl SysfsRoot {
 
     /// One GID slot. `NoSuchGid` when the index is past the table or the slot is empty,
     /// with the populated indices as the hint.
-    #[allow(dead_code)] // API for check/pingpong's GID selection (other branches)
     pub fn gid(&self, device: &str, port: u32, index: u32) -> Result<GidEntry> {
         self.check_port(device, port)?;
         let port_dir = self.port_dir(device, port);

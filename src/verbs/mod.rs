@@ -7,7 +7,6 @@
 //! errno and says what to do next.
 #![allow(unsafe_code)]
 // Parts of this API serve commands merged from other branches (doctor, pingpong).
-#![allow(dead_code, unused_imports)]
 
 pub mod cm;
 pub mod qp;
@@ -15,8 +14,8 @@ mod query;
 pub mod sys;
 
 pub use query::{
-    device_names, library_status, open_device, open_devices, open_each, DeviceAttrs, OpenDevice,
-    PortAttrs, VerbsGid,
+    device_names, library_status, open_device, open_each, DeviceAttrs, OpenDevice, PortAttrs,
+    VerbsGid,
 };
 
 use std::fmt;
@@ -48,12 +47,6 @@ pub enum VerbsError {
         device: String,
         errno: i32,
     },
-    /// Port numbers outside 1..=255 never reach libibverbs.
-    NoSuchPort {
-        device: String,
-        port: u32,
-        port_count: u8,
-    },
     QueryPort {
         device: String,
         port: u8,
@@ -72,7 +65,7 @@ impl VerbsError {
         match self {
             VerbsError::LibraryMissing { .. } => exit::NO_RDMA,
             VerbsError::DeviceList { errno } if *errno == libc::ENOSYS => exit::NO_RDMA,
-            VerbsError::NoSuchDevice { .. } | VerbsError::NoSuchPort { .. } => exit::NOT_FOUND,
+            VerbsError::NoSuchDevice { .. } => exit::NOT_FOUND,
             _ => exit::SYSTEM,
         }
     }
@@ -186,14 +179,6 @@ impl fmt::Display for VerbsError {
                 "ibv_query_device_ex on {device} failed with {}. The provider or kernel driver \
                  rejected the query; check `dmesg` and run `rdmactl doctor -d {device}`",
                 errno_text(*errno)
-            ),
-            VerbsError::NoSuchPort {
-                device,
-                port,
-                port_count,
-            } => write!(
-                f,
-                "no port {port} on {device}; it has {port_count} port(s), numbered from 1"
             ),
             VerbsError::QueryPort {
                 device,

@@ -102,7 +102,6 @@ fn c_chars_to_string(chars: &[libc::c_char]) -> String {
 pub struct OpenDevice {
     name: String,
     transport: i32,
-    node_type: i32,
     ibdev_path: PathBuf,
     context: Arc<DeviceContext>,
 }
@@ -153,10 +152,9 @@ pub fn open_each(only: Option<&str>) -> Result<EachDevice, VerbsError> {
         }
         let raw = raw_device(device);
         // SAFETY: `raw` comes from the live device list, which outlives these reads.
-        let (transport, node_type, ibdev_path, node_name) = unsafe {
+        let (transport, ibdev_path, node_name) = unsafe {
             (
                 (*raw).transport_type,
-                (*raw).node_type,
                 PathBuf::from(c_chars_to_string(&(*raw).ibdev_path)),
                 c_chars_to_string(&(*raw).dev_name),
             )
@@ -166,7 +164,6 @@ pub fn open_each(only: Option<&str>) -> Result<EachDevice, VerbsError> {
             .map(|context| OpenDevice {
                 name: name.clone(),
                 transport,
-                node_type,
                 ibdev_path,
                 context,
             })
@@ -219,16 +216,6 @@ impl OpenDevice {
         self.transport
     }
 
-    /// `enum ibv_node_type`: 1 CA, 2 switch, 3 router, 4 RNIC, 5 usNIC, 6 usNIC UDP.
-    pub fn node_type(&self) -> i32 {
-        self.node_type
-    }
-
-    /// The device's sysfs directory as libibverbs sees it (`/sys/class/infiniband/<dev>`).
-    pub fn ibdev_path(&self) -> &std::path::Path {
-        &self.ibdev_path
-    }
-
     /// The raw context, for the data path (qp.rs) built on this device.
     pub(super) fn raw(&self) -> *mut ibv_context {
         // SAFETY: the pointer lives as long as self.context, which we hold.
@@ -254,19 +241,6 @@ impl OpenDevice {
             device: self.name.clone(),
             errno,
         })
-    }
-
-    /// A user-given port number checked against the device's port count, so a bad `-i`
-    /// gets "no port 2 on rxe0; it has 1 port(s)" instead of EINVAL from the kernel.
-    pub fn port_number(&self, port: u32, attrs: &DeviceAttrs) -> Result<u8, VerbsError> {
-        u8::try_from(port)
-            .ok()
-            .filter(|p| (1..=attrs.phys_port_cnt).contains(p))
-            .ok_or_else(|| VerbsError::NoSuchPort {
-                device: self.name.clone(),
-                port,
-                port_count: attrs.phys_port_cnt,
-            })
     }
 
     pub fn query_port(&self, port: u8) -> Result<PortAttrs, VerbsError> {

@@ -71,11 +71,13 @@ for op in send write read all; do
               and .usec_per_iter > 0 and .latency_usec.min > 0
               and .latency_usec.min <= .latency_usec.median and .latency_usec.median <= .latency_usec.p99)' \
     "$RESULTS/pp-$op-cli.json"
+  check "pingpong --cm --op $op: every op's data verified (the echo, the WRITE read back, the READ)" \
+    jqf 'all(.ops[]; .verified | test("matched"))' "$RESULTS/pp-$op-cli.json"
   check "pingpong --cm --op $op: client on rxe1 (GID index 1), server rxe0" \
     jqf '.connection.device == "rxe1" and .connection.sgid_index == 1 and .kernel_choice.device == "rxe1"
            and .connection.peer == "192.168.77.1:'$port'"' "$RESULTS/pp-$op-cli.json"
   check "pingpong --cm --op $op: server JSON names rxe0 and the echo count" \
-    jqf '.role == "server" and .connection.device == "rxe0"' "$RESULTS/pp-$op-srv.out"
+    jqf '.role == "server" and .connection.device == "rxe0" and .ok == true and .failure == null' "$RESULTS/pp-$op-srv.out"
 done
 check "pingpong --cm send: the server echoed every SEND" jqf '.echoed == 200' "$RESULTS/pp-send-srv.out"
 check "pingpong --cm write/read: the server saw no SEND" jqf '.echoed == 0' "$RESULTS/pp-write-srv.out"
@@ -93,8 +95,9 @@ fi
 for size in 1 65536; do
   port=$((port + 1))
   check "server pp-s$size-srv listens" start_server pp-s$size-srv pingpong --cm --bind 192.168.77.1 -p $port
-  expect_out "pingpong --cm -s $size (table output)" "send +\| $size +\| 20 .*write +\| $size +\| 20 .*read +\| $size +\| 20" \
-    sh -c "timeout 60 $R pingpong --cm 192.168.77.1 -p $port --bind 192.168.77.2 -s $size -n 20 2>&1 | tr '\n' ' '"
+  expect_out "pingpong --cm -s $size: ibv_rc_pingpong's lines for each op, each verified, then ok" \
+    "client rxe1/1 \(cm exchange\), path MTU 1024, $size B messages send +$((2 * size * 20)) bytes in .*send +20 iters in .* usec/iter.*send +verified: .*write +$((size * 20)) bytes in .*write +verified: read the peer's $size-byte buffer back and it matched .*read +verified: .* ok $" \
+    sh -c "timeout 60 $R pingpong --cm 192.168.77.1 -p $port --bind 192.168.77.2 -s $size -n 20 2>/dev/null | tr '\n' ' '"
   wait_pid_timeout $spid 20
 done
 # -g does not apply with --cm: the kernel picks the GID.
@@ -102,11 +105,13 @@ expect_rc 2 "pingpong --cm -g 0 is refused as a usage error" $R pingpong --cm 19
 
 # ---- selftest --cm: one line per step, on one device and between two
 expect_out "selftest --cm -d rxe0: every step ok" \
-  'ok +server +listen.*ok +client +resolve addr\+route.*ok +server +connect request.*ok +client +established.*ok +client +send/recv.*ok +client +rdma write.*ok +client +rdma read.*ok +client +disconnect' \
+  '^selftest --cm rxe0 port 1, 192\.168\.77\.1 -> 192\.168\.77\.1, 4096 B; the kernel picks the GID \(index 1\) .*ok +[0-9.]+ ms +server listen .*ok +[0-9.]+ ms +client resolve addr\+route .*ok +[0-9.]+ ms +server connect request .*ok +[0-9.]+ ms +client established .*ok +[0-9.]+ ms +client send/recv +every echo matched .*ok +[0-9.]+ ms +client rdma write +read the peer.s 4096-byte buffer back and it matched .*ok +[0-9.]+ ms +client rdma read .*ok +[0-9.]+ ms +client disconnect .*all steps passed $' \
   sh -c "$R selftest --cm -d rxe0 | tr '\n' ' '"
 expect_rc 0 "selftest --cm -d rxe0 -d rxe1: exit 0" $R selftest --cm -d rxe0 -d rxe1
 $R -j selftest --cm -d rxe0 -d rxe1 > "$RESULTS/selftest.json"
-check "selftest --cm -j: ok, no failed step" jqf '.ok == true and all(.steps[]; .ok) and (.steps | length) >= 10' "$RESULTS/selftest.json"
+check "selftest --cm -j: ok, no failed step, selftest's keys" \
+  jqf '.mode == "cm" and .ok == true and .devices == ["rxe0","rxe1"] and .gid_index == 1 and .size == 4096
+       and all(.steps[]; .ok and .failure == null and .elapsed_us >= 0) and (.steps | length) >= 10' "$RESULTS/selftest.json"
 
 # ---- CM failures, each explained within the timeout. rdmactl reports when the failure
 # event came ("after X s", measured in-process); wall-clock time also counts the slow
@@ -122,6 +127,15 @@ expect_out "no listener: REJECTED with IB_CM_REJ_INVALID_SERVICE_ID, explained" 
   'connect toward 192.168.77.1:18999 on rxe1: RDMA_CM_EVENT_REJECTED \(status 8: IB_CM_REJ_INVALID_SERVICE_ID\) after [0-9.]+ s.*nobody listens on 192.168.77.1 port 18999.*start the server first' \
   one_line "$RESULTS/nolistener.txt"
 a=$(after_of "$RESULTS/nolistener.txt"); check "no listener: the reject came within the 3 s timeout (after ${a:-?} s)" within "${a:-99}" 3
+timeout 30 $R -j pingpong --cm 192.168.77.1 -p 18999 -d rxe1 --timeout 3 > "$RESULTS/nolistener.json" 2> "$RESULTS/nolistener-j.err"; rc=$?
+check "no listener -j: exit 1" test "$rc" = 1
+check "no listener -j: a report with ok false and the failure explained (step, event, reject reason, code, fix)" \
+  jqf '.ok == false and .exchange == "cm" and .connection == null and .failure.step == "connect"
+       and .failure.cause.kind == "cm_event" and .failure.cause.event == "RDMA_CM_EVENT_REJECTED"
+       and .failure.cause.reject_reason == "IB_CM_REJ_INVALID_SERVICE_ID"
+       and .failure.context.peer == "192.168.77.1:18999"
+       and .failure.explanation.code == "cm-no-listener" and (.failure.explanation.fix | test("start the server"))' \
+  "$RESULTS/nolistener.json"
 
 # No route at all (the VM has no default route): the kernel refuses at once.
 t0=$(date +%s.%N)
@@ -141,6 +155,11 @@ expect_out "no neighbour at 192.168.77.99: ADDR_ERROR ETIMEDOUT explained" \
   'resolve address toward 192.168.77.99:18515: RDMA_CM_EVENT_ADDR_ERROR \(status -110: ETIMEDOUT.*no ARP/neighbour reply from 192.168.77.99' \
   one_line "$RESULTS/noneigh.txt"
 a=$(after_of "$RESULTS/noneigh.txt"); check "no neighbour: ADDR_ERROR within the 2 s timeout (+0.5 s kernel slack; after ${a:-?} s)" within "${a:-99}" 2.5
+timeout 30 $R -j pingpong --cm 192.168.77.99 --timeout 2 > "$RESULTS/noneigh.json" 2>/dev/null
+check "no neighbour -j: ADDR_ERROR ETIMEDOUT, code cm-no-neighbour" \
+  jqf '.ok == false and .failure.step == "resolve_addr" and .failure.errno_name == "ETIMEDOUT"
+       and .failure.cause.event == "RDMA_CM_EVENT_ADDR_ERROR" and .failure.explanation.code == "cm-no-neighbour"' \
+  "$RESULTS/noneigh.json"
 expect_rc 1 "check --peer 192.168.77.99: exit 1" timeout 30 $R check --peer 192.168.77.99 -d rxe0
 expect_out "check --peer 192.168.77.99: the kernel-choice finding carries the CM's ADDR_ERROR and its fix" \
   '^FAIL +kernel-choice +the kernel cannot resolve a path to 192\.168\.77\.99 from 192\.168\.77\.1: .*RDMA_CM_EVENT_ADDR_ERROR \(status -110: ETIMEDOUT' \
@@ -149,6 +168,24 @@ expect_out "check --peer 192.168.77.99: the kernel-choice finding carries the CM
 # Binding an address this host does not have.
 expect_out "--bind 10.9.9.9 (not local): explained" 'bind.*EADDRNOTAVAIL|not configured' \
   sh -c "timeout 20 $R pingpong --cm --bind 10.9.9.9 --timeout 2 2>&1 | tr '\n' ' '"
+
+# ---- selftest --cm when the port's netdev is down: the failed step is explained, and the
+# run does not wait out the server's timeout for a connection that cannot come.
+ip link set veth0 down
+t0=$(date +%s.%N)
+timeout 60 $R selftest --cm -d rxe0 --timeout 20 > "$RESULTS/st-down.txt" 2>&1; rc=$?
+secs=$(elapsed_since "$t0")
+check "selftest --cm, veth0 down: exit 1" test "$rc" = 1
+check "selftest --cm, veth0 down: over in ${secs}s, well before the 20 s timeout" within "$secs" 10
+expect_out "selftest --cm, veth0 down: the resolve step fails with ENETUNREACH, explained" \
+  'FAIL +[0-9.]+ ms +client resolve address +resolve address toward 192\.168\.77\.1:[0-9]+: rdma_resolve_addr failed: ENETUNREACH.* why: +there is no route to 192\.168\.77\.1.* fix: .*ip -br link.* FAILED' \
+  one_line "$RESULTS/st-down.txt"
+timeout 60 $R -j selftest --cm -d rxe0 --timeout 20 > "$RESULTS/st-down.json" 2>/dev/null
+check "selftest --cm -j, veth0 down: the failed step carries code cm-no-route" \
+  jqf '.ok == false and any(.steps[]; .ok == false and .step == "resolve address" and .failure.explanation.code == "cm-no-route")' \
+  "$RESULTS/st-down.json"
+restore_net
+check "veth0 is back" net_is_default
 
 # ---- interoperability: stock librdmacm clients against the rdmactl --cm server
 if command -v rping >/dev/null; then
@@ -173,3 +210,4 @@ if command -v rdma_client >/dev/null; then
 else
   skip "rdma_client (rdmacm-utils) is not installed"
 fi
+
