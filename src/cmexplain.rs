@@ -141,8 +141,21 @@ pub struct CmError {
     /// The CM had bound an InfiniBand port (so IPoIB and subnet-manager causes apply).
     pub infiniband: bool,
     pub failure: Failure,
+    /// Boxed: the error travels in every data-path `Result`.
+    pub facts: Box<Facts>,
+}
+
+/// What is known besides the failure itself.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Facts {
     /// How long the step ran before the CM reported the failure event.
     pub elapsed: Option<Duration>,
+    /// What the caller looked up on this host (the source address's netdev, the route to
+    /// the peer): shown as evidence.
+    pub evidence: Vec<String>,
+    /// The netdev carrying this side's address, when it is down: then that, not the
+    /// network, is why the kernel found no way to the peer.
+    pub source_netdev_down: Option<String>,
 }
 
 impl CmError {
@@ -153,7 +166,7 @@ impl CmError {
             device: None,
             infiniband: false,
             failure,
-            elapsed: None,
+            facts: Box::default(),
         }
     }
 
@@ -232,6 +245,7 @@ impl CmError {
             }
         };
         let after = self
+            .facts
             .elapsed
             .map(|e| format!(" after {:.2} s", e.as_secs_f64()))
             .unwrap_or_default();
@@ -257,13 +271,12 @@ impl CmError {
 
 impl fmt::Display for CmError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{}\n  why: {}\n  fix: {}",
-            self.summary(),
-            self.explanation(),
-            self.fix()
-        )
+        writeln!(f, "{}", self.summary())?;
+        writeln!(f, "  why: {}", self.explanation())?;
+        for e in &self.facts.evidence {
+            writeln!(f, "  seen: {e}")?;
+        }
+        write!(f, "  fix: {}", self.fix())
     }
 }
 
@@ -333,6 +346,17 @@ fn explain(err: &CmError) -> Why {
         .map(|p| p.port().to_string())
         .unwrap_or_else(|| "the port".into());
     let ib = err.infiniband;
+    let finding_the_peer = matches!(
+        err.stage,
+        Stage::ResolveAddr | Stage::ResolveRoute | Stage::Connect
+    );
+    if let (Some(dev), true) = (&err.facts.source_netdev_down, finding_the_peer) {
+        return why(
+            "cm-netdev-down",
+            format!("{dev}, the netdev of this side's address, is down: the kernel has no way to {peer} through it"),
+            format!("bring it up (`ip link set {dev} up`); if it stays down, check the cable and the switch port (for veth, the peer end); rdmactl ports shows the port state"),
+        );
+    }
     match (&err.failure, err.stage) {
         (Failure::LibraryMissing { .. }, _) => why(
             "cm-library-missing",
@@ -697,7 +721,7 @@ impl CmError {
                 device: self.device.clone(),
                 peer: self.peer.map(|p| p.to_string()),
                 infiniband: self.infiniband,
-                after_seconds: self.elapsed.map(|e| e.as_secs_f64()),
+                after_seconds: self.facts.elapsed.map(|e| e.as_secs_f64()),
             },
             errno,
             errno_name: errno.map(errno_name),
@@ -705,7 +729,7 @@ impl CmError {
             explanation: CmExplanation {
                 code,
                 summary: why,
-                evidence: Vec::new(),
+                evidence: self.facts.evidence.clone(),
                 fix,
                 suggested_gid_index: None,
             },
@@ -719,14 +743,10 @@ mod tests {
     use crate::model::LinkLayer;
 
     fn err(stage: Stage, failure: Failure, ll: Option<LinkLayer>) -> CmError {
-        CmError {
-            stage,
-            peer: Some("192.168.77.1:18515".parse().unwrap()),
-            device: Some("rxe1".into()),
-            infiniband: ll == Some(LinkLayer::InfiniBand),
-            failure,
-            elapsed: None,
-        }
+        let mut e = CmError::new(stage, Some("192.168.77.1:18515".parse().unwrap()), failure);
+        e.device = Some("rxe1".into());
+        e.infiniband = ll == Some(LinkLayer::InfiniBand);
+        e
     }
 
     #[test]
@@ -985,7 +1005,7 @@ mod tests {
             },
             None,
         );
-        e.elapsed = Some(Duration::from_millis(31));
+        e.facts.elapsed = Some(Duration::from_millis(31));
         assert!(
             e.summary()
                 .ends_with("IB_CM_REJ_INVALID_SERVICE_ID) after 0.03 s"),
@@ -1120,7 +1140,7 @@ mod tests {
             },
             None,
         );
-        e.elapsed = Some(Duration::from_millis(250));
+        e.facts.elapsed = Some(Duration::from_millis(250));
         let v = serde_json::to_value(e.report()).unwrap();
         assert_eq!(v["step"], "connect");
         assert_eq!(v["cause"]["kind"], "cm_event");
@@ -1164,5 +1184,47 @@ mod tests {
         let v = serde_json::to_value(w.report()).unwrap();
         assert_eq!(v["wc_status"], "IBV_WC_RETRY_EXC_ERR");
         assert_eq!(v["cause"]["kind"], "wc_status");
+    }
+
+    /// A down netdev under this side's address explains "no route" and timeouts toward
+    /// the peer better than the network does; the evidence shows in text and JSON.
+    #[test]
+    fn source_netdev_down_wins_while_finding_the_peer() {
+        let unreach = Failure::Call {
+            call: "rdma_resolve_addr",
+            errno: libc::ENETUNREACH,
+        };
+        let mut e = err(Stage::ResolveAddr, unreach.clone(), None);
+        e.facts.source_netdev_down = Some("veth0".into());
+        e.facts.evidence =
+            vec!["192.168.77.2 is on veth0: operstate down, administratively down".into()];
+        assert_eq!(e.code(), "cm-netdev-down");
+        assert!(e
+            .explanation()
+            .starts_with("veth0, the netdev of this side's address, is down"));
+        assert!(e.fix().contains("ip link set veth0 up"));
+        let text = e.to_string();
+        assert!(
+            text.contains("\n  seen: 192.168.77.2 is on veth0: operstate down"),
+            "{text}"
+        );
+        let v = serde_json::to_value(e.report()).unwrap();
+        assert_eq!(
+            v["explanation"]["evidence"][0],
+            "192.168.77.2 is on veth0: operstate down, administratively down"
+        );
+        // Once connected, a down netdev is not this rule's business.
+        let mut later = err(
+            Stage::Transfer,
+            Failure::Event {
+                event: EventKind::Disconnected,
+                status: 0,
+            },
+            None,
+        );
+        later.facts.source_netdev_down = Some("veth0".into());
+        assert_eq!(later.code(), "cm-peer-disconnected");
+        // And without the fact, the errno's own rule.
+        assert_eq!(err(Stage::ResolveAddr, unreach, None).code(), "cm-no-route");
     }
 }

@@ -403,6 +403,14 @@ pub fn addresses() -> Result<Vec<IfAddr>, NetError> {
         .collect())
 }
 
+/// The netdev that carries `address` (`ip -br addr`), if any.
+pub fn address_owner(address: IpAddr) -> Result<Option<Netdev>, NetError> {
+    let Some(owner) = addresses()?.into_iter().find(|a| a.address == address) else {
+        return Ok(None);
+    };
+    Ok(netdevs()?.into_iter().find(|d| d.index == owner.ifindex))
+}
+
 /// `ip route get DST [oif DEV]`. With `oif`, note that the kernel assumes the peer is
 /// on-link through DEV when no route matches, so the answer says "this is what would be
 /// tried", not "this works": compare with the plain lookup.
@@ -548,13 +556,7 @@ pub fn route_facts(
     if facts.peer_is_local {
         // Two ports of one host: the RDMA path leaves through the GID's netdev and the
         // peer's netdev must accept an ARP request whose sender address is local.
-        let addrs = addresses()?;
-        let devs = netdevs()?;
-        let owner = addrs
-            .iter()
-            .find(|a| a.address == peer)
-            .and_then(|a| devs.iter().find(|d| d.index == a.ifindex))
-            .map(|d| d.name.clone());
+        let owner = address_owner(peer)?.map(|d| d.name);
         if let Some(owner) = &owner {
             let sysctls = arp_sysctls(Path::new("/proc"), owner);
             facts.accept_local = sysctls.accept_local;

@@ -16,6 +16,7 @@ use crate::cli::{GidIndexArg, Op as OpArg, PingpongArgs, SelftestArgs};
 use crate::cmexplain::CmFailureReport;
 use crate::error::{exit, Error, Result};
 use crate::model::GidType;
+use crate::net;
 use crate::output;
 use crate::sysfs::SysfsRoot;
 use crate::verbs::cm::{
@@ -177,12 +178,80 @@ pub fn run(ctx: &Ctx, args: &PingpongArgs) -> Result<u8> {
             let mut report = Report::new("client", args);
             report.peer = Some(peer.to_string());
             let outcome = client(args, peer, src, timeout, &mut report);
-            finish(ctx, report, outcome)
+            finish(ctx, report, outcome.map_err(|e| with_net_evidence(e, src)))
         }
         None => {
             let mut report = Report::new("server", args);
             let outcome = server(args, src, timeout, &mut report);
             finish(ctx, report, outcome)
+        }
+    }
+}
+
+/// Adds what the CM does not say when it cannot find the peer: the state of the netdev
+/// that carries this side's address `src`, and the kernel's route toward the peer.
+fn with_net_evidence(err: Error, src: Option<IpAddr>) -> Error {
+    match err {
+        Error::Cm(mut e) => {
+            add_net_evidence(&mut e, src);
+            Error::Cm(e)
+        }
+        other => other,
+    }
+}
+
+fn add_net_evidence(err: &mut CmError, src: Option<IpAddr>) {
+    if !matches!(
+        err.stage,
+        Stage::ResolveAddr | Stage::ResolveRoute | Stage::Connect
+    ) {
+        return;
+    }
+    // Netlink errors only cost the evidence; the CM's own failure still stands.
+    if let Some(src) = src {
+        match net::address_owner(src) {
+            Ok(Some(dev)) => {
+                let admin = if dev.admin_up {
+                    ""
+                } else {
+                    ", administratively down"
+                };
+                err.facts.evidence.push(format!(
+                    "{src} is on {}: operstate {}{admin}",
+                    dev.name, dev.operstate
+                ));
+                if !dev.is_up() {
+                    err.facts.source_netdev_down = Some(dev.name);
+                }
+            }
+            Ok(None) => err
+                .facts
+                .evidence
+                .push(format!("{src} is not an address of this host")),
+            Err(_) => {}
+        }
+    }
+    if let Some(peer) = err.peer.map(|p| p.ip()) {
+        match net::route_get_soft(peer, None) {
+            Ok(Some(r)) if r.is_local() => err.facts.evidence.push(format!(
+                "ip route get {peer}: local (an address of this host)"
+            )),
+            Ok(Some(r)) => {
+                let mut how = format!("ip route get {peer}:");
+                if let Some(gw) = r.gateway {
+                    how.push_str(&format!(" via {gw}"));
+                }
+                how.push_str(&format!(" dev {}", r.oif.as_deref().unwrap_or("?")));
+                if let Some(src) = r.prefsrc {
+                    how.push_str(&format!(" src {src}"));
+                }
+                err.facts.evidence.push(how);
+            }
+            Ok(None) => err
+                .facts
+                .evidence
+                .push(format!("ip route get {peer}: no route")),
+            Err(_) => {}
         }
     }
 }
@@ -708,12 +777,13 @@ fn run_selftest(
     };
     let (mut ep, res) = match cm::connect(listen_addr, &opts, &mut client_log) {
         Ok(connected) => connected,
-        Err(e) => {
+        Err(mut e) => {
+            add_net_evidence(&mut e, Some(client_ip));
             steps.failed(
                 "client",
                 e.stage.as_str(),
                 &e,
-                e.elapsed.unwrap_or_default(),
+                e.facts.elapsed.unwrap_or_default(),
             );
             return match done_rx.recv_timeout(SERVER_GRACE) {
                 Ok(Err(server_err)) if server_err.stage != Stage::Accept => Some(server_err),
@@ -789,6 +859,9 @@ fn render_selftest(r: &SelftestReport, server_ip: IpAddr, client_ip: IpAddr) -> 
         ));
         if let Some(f) = &s.failure {
             out.push_str(&format!("         why:  {}\n", f.explanation.summary));
+            for e in &f.explanation.evidence {
+                out.push_str(&format!("         seen: {e}\n"));
+            }
             out.push_str(&format!("         fix:  {}\n", f.explanation.fix));
         }
     }

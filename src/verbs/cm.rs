@@ -438,7 +438,7 @@ fn expect_event(
                 status: event.status,
             },
         );
-        err.elapsed = Some(started.elapsed());
+        err.facts.elapsed = Some(started.elapsed());
         if event.kind == EventKind::Rejected {
             if let Ok(text) = decode_reject(&event.private_data) {
                 err.failure = Failure::Protocol(text);
