@@ -522,9 +522,15 @@ fn serve(ep: &mut Endpoint, served: &mut u64) -> std::result::Result<(), CmError
             Wake::Disconnected => return Ok(()),
             Wake::Completion(c) if c.is_recv => {
                 let n = c.byte_len as usize;
-                let data = ep.region(Region::Recv)[..n].to_vec();
+                // The client sends its next message only after our answer, so the
+                // receive area stays as it is until then.
                 ep.post_recv()?;
-                match rping_info(&data).filter(|_| ep.foreign) {
+                let rping = if ep.foreign {
+                    rping_info(&ep.region(Region::Recv)[..n])
+                } else {
+                    None
+                };
+                match rping {
                     Some(remote) => {
                         let len = (remote.len as usize).min(ep.len());
                         ep.set_remote(remote);
@@ -545,7 +551,7 @@ fn serve(ep: &mut Endpoint, served: &mut u64) -> std::result::Result<(), CmError
                         ep.post(Op::Send, RPING_INFO_LEN, WR_SEND)?;
                     }
                     None => {
-                        ep.region(Region::Send)[..n].copy_from_slice(&data);
+                        ep.copy_region(Region::Recv, Region::Send, n);
                         ep.post(Op::Send, n, WR_SEND)?;
                     }
                 }

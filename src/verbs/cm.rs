@@ -831,6 +831,8 @@ pub struct Endpoint {
     pub foreign: bool,
     /// One completion at a time: the CM path echoes and measures one operation at once.
     wc: [Wc; 1],
+    /// Completions taken since the CM channel was last looked at.
+    since_cm_check: u32,
 }
 
 // SAFETY: the endpoint owns all its verbs objects, including every clone of the Rc'd
@@ -926,6 +928,7 @@ impl Endpoint {
             timeout,
             foreign: false,
             wc: [Wc::default()],
+            since_cm_check: 0,
         })
     }
 
@@ -945,6 +948,16 @@ impl Endpoint {
     pub fn region(&mut self, r: Region) -> &mut [u8] {
         let start = self.offset(r);
         self.mr.slice_mut(start, self.len)
+    }
+
+    /// Copies the first `len` bytes of one area to another: the echo of a SEND, without
+    /// a buffer in between.
+    pub fn copy_region(&mut self, from: Region, to: Region, len: usize) {
+        let len = len.min(self.len);
+        let (src, dst) = (self.offset(from), self.offset(to));
+        self.mr
+            .slice_mut(0, 3 * self.len)
+            .copy_within(src..src + len, dst);
     }
 
     pub fn len(&self) -> usize {
@@ -1060,15 +1073,18 @@ impl Endpoint {
     }
 
     /// Busy-poll the CQ for the next completion, for latency measurements: qp.rs's
-    /// [`Cq::wait`], which reads no clock while completions keep coming. While none comes
-    /// it looks at the CM channel every `CM_CHECK`, so a peer that went away or a device
-    /// being removed is named at once instead of ending in a timeout (or, with rxe, in a
-    /// `rdma link delete` that blocks until this process lets go of the device).
+    /// [`Cq::wait`], which reads no clock while completions keep coming. The CM channel is
+    /// looked at every `CM_CHECK` without a completion and every `CM_CHECK_EVERY`
+    /// completions, so a peer that went away or a device being removed is named at once
+    /// instead of ending in a timeout (or, with rxe, in a `rdma link delete` that blocks
+    /// until this process lets go of the device, while traffic still flows).
     pub fn poll(&mut self, waiting_for: &'static str) -> Result<Completion, CmError> {
         const CM_CHECK: Duration = Duration::from_millis(100);
-        let start = Instant::now();
+        let wake = self.cm_event_now_and_then()?;
+        self.no_disconnect(wake)?;
+        let mut waited = Duration::ZERO;
         loop {
-            let slice = CM_CHECK.min(self.timeout.saturating_sub(start.elapsed()));
+            let slice = CM_CHECK.min(self.timeout.saturating_sub(waited));
             match self.cq.wait(&mut self.wc, slice) {
                 Ok(_) => return self.completion(),
                 Err(QpFailure {
@@ -1077,22 +1093,11 @@ impl Endpoint {
                 }) => {}
                 Err(f) => return Err(self.transfer_err(f)),
             }
-            if self.cm_event_pending()? {
-                match self.take_cm_event()? {
-                    Some(Wake::Disconnected) => {
-                        return Err(self.err(
-                            Stage::Transfer,
-                            Failure::Event {
-                                event: EventKind::Disconnected,
-                                status: 0,
-                            },
-                        ))
-                    }
-                    Some(Wake::Completion(c)) => return Ok(c),
-                    None => {}
-                }
-            }
-            if start.elapsed() >= self.timeout {
+            // Cq::wait returns no sooner than `slice`.
+            waited += slice;
+            let wake = self.cm_event_now()?;
+            self.no_disconnect(wake)?;
+            if waited >= self.timeout {
                 return Err(self.err(
                     Stage::Transfer,
                     Failure::Timeout {
@@ -1101,6 +1106,39 @@ impl Endpoint {
                     },
                 ));
             }
+        }
+    }
+
+    /// Once in `CM_CHECK_EVERY` calls, the pending CM event, if any: a syscall, too dear
+    /// for every completion of a latency loop.
+    fn cm_event_now_and_then(&mut self) -> Result<Option<Wake>, CmError> {
+        const CM_CHECK_EVERY: u32 = 1024;
+        self.since_cm_check += 1;
+        if self.since_cm_check < CM_CHECK_EVERY {
+            return Ok(None);
+        }
+        self.cm_event_now()
+    }
+
+    fn cm_event_now(&mut self) -> Result<Option<Wake>, CmError> {
+        self.since_cm_check = 0;
+        if !self.cm_event_pending()? {
+            return Ok(None);
+        }
+        self.take_cm_event()
+    }
+
+    /// In the middle of a transfer a disconnect is a failure.
+    fn no_disconnect(&self, wake: Option<Wake>) -> Result<(), CmError> {
+        match wake {
+            Some(Wake::Disconnected) => Err(self.err(
+                Stage::Transfer,
+                Failure::Event {
+                    event: EventKind::Disconnected,
+                    status: 0,
+                },
+            )),
+            _ => Ok(()),
         }
     }
 
@@ -1121,23 +1159,27 @@ impl Endpoint {
     /// Wait until a completion or a CM event (the peer disconnecting), at most `limit`.
     /// Busy-polls for a while first, as ibv_rc_pingpong does: waking from the completion
     /// channel costs far more than a round trip (milliseconds under qemu), and would show
-    /// up in the peer's latency. After `SPIN` without work it sleeps on both fds.
+    /// up in the peer's latency. The spin is [`Cq::wait`]'s, which reads no clock while
+    /// completions keep coming; the CM channel is looked at when it ends, and once in a
+    /// while before it. After `SPIN` without work it sleeps on both fds.
     pub fn wait(&mut self, limit: Duration, waiting_for: &'static str) -> Result<Wake, CmError> {
         const SPIN: Duration = Duration::from_millis(50);
-        let start = Instant::now();
-        let deadline = start + limit;
-        let mut spins = 0u32;
-        while start.elapsed() < SPIN.min(limit) {
-            if let Some(c) = self.poll_once()? {
-                return Ok(Wake::Completion(c));
-            }
-            spins = spins.wrapping_add(1);
-            if spins % 256 == 0 && self.cm_event_pending()? {
-                if let Some(wake) = self.take_cm_event()? {
-                    return Ok(wake);
-                }
-            }
+        if let Some(wake) = self.cm_event_now_and_then()? {
+            return Ok(wake);
         }
+        match self.cq.wait(&mut self.wc, SPIN.min(limit)) {
+            Ok(_) => return self.completion().map(Wake::Completion),
+            Err(QpFailure {
+                cause: Cause::Timeout { .. },
+                ..
+            }) => {}
+            Err(f) => return Err(self.transfer_err(f)),
+        }
+        if let Some(wake) = self.cm_event_now()? {
+            return Ok(wake);
+        }
+        // The spin took about SPIN; no clock read before it, as this runs per message.
+        let deadline = Instant::now() + limit.saturating_sub(SPIN);
         loop {
             if let Some(c) = self.poll_once()? {
                 return Ok(Wake::Completion(c));

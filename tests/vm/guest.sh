@@ -27,6 +27,9 @@ say() { echo "=== GUEST: $* (uptime $(uptime_s)s)"; }
 setup() {
     mkdir -p /run/rdmactl-vm
     modprobe rdma_rxe && modprobe veth || return 1
+    # The user-space CM (/dev/infiniband/rdma_cm), which rdma-core's rdma-load-modules
+    # loads at boot on a real host; the VM runs no systemd.
+    modprobe rdma_ucm || return 1
     ip link set lo up
     # Links that exist before any case: restore_net removes everything else a case adds.
     local links=(/sys/class/net/*)

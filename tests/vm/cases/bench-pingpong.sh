@@ -5,6 +5,8 @@
 #   latency:   rdmactl pingpong --op send  vs ibv_rc_pingpong,   4096 B x 2000, usec/iter
 #   bandwidth: rdmactl pingpong --op write vs ib_write_bw -F,  65536 B x 2000, MiB/s
 # Targets: latency <= 1.05x ibv_rc_pingpong; bandwidth >= 0.95x ib_write_bw.
+# For the record, without a target: pingpong --cm --op send (same sizes) against
+# ibv_rc_pingpong, as both post one SEND at a time.
 
 SERVER_IP=192.168.77.1
 ROUNDS=${BENCH_ROUNDS:-3}
@@ -28,6 +30,23 @@ pair() { # pair NAME SERVER_CMD... -- CLIENT_CMD...
     return $rc
 }
 
+# pair for an rdmactl --cm server, which listens on the CM, not on TCP.
+pair_cm() { # pair_cm NAME SERVER_CMD... -- CLIENT_CMD...
+    local name=$1
+    shift
+    local srv=() cli=()
+    while [[ $1 != -- ]]; do srv+=("$1"); shift; done
+    shift
+    cli=("$@")
+    bg_start "$name-server" "${srv[@]}"
+    local pid=$BG_PID
+    wait_line "$RESULTS/$name-server.err" '^listening on' 15 "$pid" || return 1
+    timeout 120 "${cli[@]}" >"$RESULTS/$name.out" 2>"$RESULTS/$name.err"
+    local rc=$?
+    wait_pid_timeout "$pid" 30 >/dev/null
+    return $rc
+}
+
 best_min() { sort -g | head -1; }
 best_max() { sort -g | tail -1; }
 
@@ -35,7 +54,7 @@ best_max() { sort -g | tail -1; }
 echo "guest clocksource: $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource), load: $(cut -d' ' -f1-3 /proc/loadavg)" |
     tee "$RESULTS/environment.txt"
 
-lat_rdmactl=() lat_ref=() bw_rdmactl=() bw_ref=()
+lat_rdmactl=() lat_ref=() bw_rdmactl=() bw_ref=() lat_cm=()
 for round in $(seq "$ROUNDS"); do
     next_port
     if pair "lat-ref-$round" ibv_rc_pingpong -d rxe0 -g 1 -p "$port" -s 4096 -n 2000 -- \
@@ -46,6 +65,11 @@ for round in $(seq "$ROUNDS"); do
     if pair "lat-rdmactl-$round" "$RDMACTL" -j pingpong -d rxe0 -g 1 -p "$port" -s 4096 -n 2000 --op send -- \
         "$RDMACTL" -j pingpong -d rxe1 -g 1 -p "$port" -s 4096 -n 2000 --op send "$SERVER_IP"; then
         lat_rdmactl+=("$(jq -r '.ops.send.usec_per_iter' "$RESULTS/lat-rdmactl-$round.out")")
+    fi
+    next_port
+    if pair_cm "lat-cm-$round" "$RDMACTL" -j pingpong --cm -d rxe0 --bind "$SERVER_IP" -p "$port" -- \
+        "$RDMACTL" -j pingpong --cm -d rxe1 -p "$port" -s 4096 -n 2000 --op send "$SERVER_IP"; then
+        lat_cm+=("$(jq -r '.ops.send.usec_per_iter' "$RESULTS/lat-cm-$round.out")")
     fi
     next_port
     if pair "bw-ref-$round" ib_write_bw -d rxe0 -x 1 -F -p "$port" -s 65536 -n 2000 -- \
@@ -65,20 +89,26 @@ printf '%s\n' "${lat_ref[@]}" >"$RESULTS/lat-ref.txt"
 printf '%s\n' "${lat_rdmactl[@]}" >"$RESULTS/lat-rdmactl.txt"
 printf '%s\n' "${bw_ref[@]}" >"$RESULTS/bw-ref.txt"
 printf '%s\n' "${bw_rdmactl[@]}" >"$RESULTS/bw-rdmactl.txt"
+printf '%s\n' "${lat_cm[@]}" >"$RESULTS/lat-cm.txt"
 check "latency: $ROUNDS ibv_rc_pingpong runs" test "${#lat_ref[@]}" -eq "$ROUNDS"
 check "latency: $ROUNDS rdmactl runs" test "${#lat_rdmactl[@]}" -eq "$ROUNDS"
 check "bandwidth: $ROUNDS ib_write_bw runs" test "${#bw_ref[@]}" -eq "$ROUNDS"
 check "bandwidth: $ROUNDS rdmactl runs" test "${#bw_rdmactl[@]}" -eq "$ROUNDS"
+check "latency: $ROUNDS rdmactl --cm runs" test "${#lat_cm[@]}" -eq "$ROUNDS"
 
 lr=$(best_min <"$RESULTS/lat-ref.txt")
 lm=$(best_min <"$RESULTS/lat-rdmactl.txt")
 br=$(best_max <"$RESULTS/bw-ref.txt")
 bm=$(best_max <"$RESULTS/bw-rdmactl.txt")
+lc=$(best_min <"$RESULTS/lat-cm.txt")
+cm_ratio=$(awk -v a="$lc" -v b="$lr" 'BEGIN { if (b > 0) printf "%.3f", a / b; else print "nan" }')
 lat_ratio=$(awk -v a="$lm" -v b="$lr" 'BEGIN { if (b > 0) printf "%.3f", a / b; else print "nan" }')
 bw_ratio=$(awk -v a="$bm" -v b="$br" 'BEGIN { if (b > 0) printf "%.3f", a / b; else print "nan" }')
 {
     echo "latency 4096 B x 2000 (usec/iter, best of $ROUNDS): ibv_rc_pingpong $lr  rdmactl $lm  ratio $lat_ratio (target <= 1.05)"
     echo "  all runs: ibv_rc_pingpong ${lat_ref[*]} | rdmactl ${lat_rdmactl[*]}"
+    echo "latency --cm 4096 B x 2000 (usec/iter, best of $ROUNDS): ibv_rc_pingpong $lr  rdmactl --cm $lc  ratio $cm_ratio (no target)"
+    echo "  all runs: rdmactl --cm ${lat_cm[*]}"
     echo "bandwidth RDMA WRITE 65536 B x 2000 (MiB/s, best of $ROUNDS): ib_write_bw $br  rdmactl $bm  ratio $bw_ratio (target >= 0.95)"
     echo "  all runs: ib_write_bw ${bw_ref[*]} | rdmactl ${bw_rdmactl[*]}"
 } | tee "$RESULTS/summary.txt"
