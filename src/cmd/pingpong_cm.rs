@@ -201,10 +201,19 @@ fn with_net_evidence(err: Error, src: Option<IpAddr>) -> Error {
 }
 
 fn add_net_evidence(err: &mut CmError, src: Option<IpAddr>) {
-    if !matches!(
+    let finding_the_peer = matches!(
         err.stage,
         Stage::ResolveAddr | Stage::ResolveRoute | Stage::Connect
-    ) {
+    );
+    // A reject came from the peer's kernel: the way there works.
+    let peer_answered = matches!(
+        err.failure,
+        Failure::Event {
+            event: cm::EventKind::Rejected,
+            ..
+        }
+    );
+    if !finding_the_peer || peer_answered {
         return;
     }
     // Netlink errors only cost the evidence; the CM's own failure still stands.

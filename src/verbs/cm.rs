@@ -1160,26 +1160,35 @@ impl Endpoint {
     /// Busy-polls for a while first, as ibv_rc_pingpong does: waking from the completion
     /// channel costs far more than a round trip (milliseconds under qemu), and would show
     /// up in the peer's latency. The spin is [`Cq::wait`]'s, which reads no clock while
-    /// completions keep coming; the CM channel is looked at when it ends, and once in a
-    /// while before it. After `SPIN` without work it sleeps on both fds.
+    /// completions keep coming; the CM channel is looked at every `SLICE` without one, and
+    /// once in a while when they keep coming. After `SPIN` without work it sleeps on both
+    /// fds.
     pub fn wait(&mut self, limit: Duration, waiting_for: &'static str) -> Result<Wake, CmError> {
         const SPIN: Duration = Duration::from_millis(50);
+        // The CM channel is looked at between slices, so a disconnect is seen within one.
+        const SLICE: Duration = Duration::from_millis(5);
         if let Some(wake) = self.cm_event_now_and_then()? {
             return Ok(wake);
         }
-        match self.cq.wait(&mut self.wc, SPIN.min(limit)) {
-            Ok(_) => return self.completion().map(Wake::Completion),
-            Err(QpFailure {
-                cause: Cause::Timeout { .. },
-                ..
-            }) => {}
-            Err(f) => return Err(self.transfer_err(f)),
+        let mut spun = Duration::ZERO;
+        while spun < SPIN.min(limit) {
+            let slice = SLICE.min(limit - spun);
+            match self.cq.wait(&mut self.wc, slice) {
+                Ok(_) => return self.completion().map(Wake::Completion),
+                Err(QpFailure {
+                    cause: Cause::Timeout { .. },
+                    ..
+                }) => {}
+                Err(f) => return Err(self.transfer_err(f)),
+            }
+            // Cq::wait returns no sooner than `slice`.
+            spun += slice;
+            if let Some(wake) = self.cm_event_now()? {
+                return Ok(wake);
+            }
         }
-        if let Some(wake) = self.cm_event_now()? {
-            return Ok(wake);
-        }
-        // The spin took about SPIN; no clock read before it, as this runs per message.
-        let deadline = Instant::now() + limit.saturating_sub(SPIN);
+        // No clock read before the spin, as this runs per message.
+        let deadline = Instant::now() + limit.saturating_sub(spun);
         loop {
             if let Some(c) = self.poll_once()? {
                 return Ok(Wake::Completion(c));
