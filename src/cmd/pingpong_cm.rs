@@ -15,7 +15,6 @@ use crate::app::Ctx;
 use crate::cli::{GidIndexArg, Op as OpArg, PingpongArgs, SelftestArgs};
 use crate::cmexplain::CmFailureReport;
 use crate::error::{exit, Error, Result};
-use crate::model::GidType;
 use crate::net;
 use crate::output;
 use crate::sysfs::SysfsRoot;
@@ -292,19 +291,12 @@ fn render(r: &Report) -> String {
     let mut out = String::new();
     if let Some(c) = &r.connection {
         let at = |a: Option<SocketAddr>| a.map_or("?".to_string(), |a| a.to_string());
-        let gid = match &r.kernel_choice {
-            Some(k) => {
-                let mut what = vec![format!("index {}", c.sgid_index)];
-                match k.gid_type {
-                    Some(GidType::RoceV2) => what.push("RoCE v2".into()),
-                    Some(GidType::RoceV1) => what.push("RoCE v1".into()),
-                    Some(GidType::Ib) => what.push("IB".into()),
-                    _ => {}
-                }
-                what.extend(k.netdev.clone());
-                format!(", GID {} ({})", k.sgid, what.join(", "))
-            }
-            None => format!(", GID index {}", c.sgid_index),
+        let mut what = vec![format!("index {}", c.sgid_index)];
+        what.extend(c.gid_type.as_ref().map(ToString::to_string));
+        what.extend(r.kernel_choice.as_ref().and_then(|k| k.netdev.clone()));
+        let gid = match c.sgid {
+            Some(g) => format!(", GID {g} ({})", what.join(", ")),
+            None => format!(", GID {}", what.join(", ")),
         };
         out.push_str(&format!(
             "  local address:  {}, QPN 0x{:06x}{gid}\n",
@@ -891,6 +883,7 @@ fn render_selftest(r: &SelftestReport, server_ip: IpAddr, client_ip: IpAddr) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::GidType;
 
     fn args(server: Option<&str>) -> PingpongArgs {
         use clap::Parser;
@@ -911,6 +904,8 @@ mod tests {
             qpn: 0x11,
             remote_qpn: 0x12,
             sgid_index: 1,
+            sgid: crate::gid::Gid::parse("::ffff:192.168.77.2").ok(),
+            gid_type: Some(GidType::RoceV2),
             path_mtu: 1024,
         }
     }
@@ -1010,6 +1005,7 @@ mod tests {
         let mut report = Report::new("server", &args(None));
         let mut info = conn_info();
         (info.local, info.peer) = (Some(info.peer), info.local.unwrap());
+        info.sgid = crate::gid::Gid::parse("::ffff:192.168.77.1").ok();
         report.connected(&info);
         report.echoed = Some(6);
         report.stock_client = Some(true);
@@ -1021,7 +1017,10 @@ mod tests {
         assert!(json.get("kernel_choice").is_none(), "{json}");
         let text = render(&report);
         assert!(
-            text.contains("  local address:  192.168.77.1:18515, QPN 0x000011, GID index 1\n"),
+            text.contains(
+                "  local address:  192.168.77.1:18515, QPN 0x000011, GID \
+                 0000:0000:0000:0000:0000:ffff:c0a8:4d01 (index 1, RoCE v2)\n"
+            ),
             "{text}"
         );
         assert!(

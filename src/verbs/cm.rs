@@ -753,8 +753,10 @@ pub struct ConnInfo {
     pub peer: SocketAddr,
     pub qpn: u32,
     pub remote_qpn: u32,
-    /// The GID index the kernel put in the QP's address vector.
+    /// The GID index the kernel put in the QP's address vector, and what that slot holds.
     pub sgid_index: u8,
+    pub sgid: Option<Gid>,
+    pub gid_type: Option<GidType>,
     pub path_mtu: u32,
 }
 
@@ -922,6 +924,8 @@ impl Endpoint {
                 qpn,
                 remote_qpn: 0,
                 sgid_index: 0,
+                sgid: None,
+                gid_type: None,
                 path_mtu: 0,
             },
             disconnected: false,
@@ -980,6 +984,15 @@ impl Endpoint {
             self.info.remote_qpn = path.dest_qpn;
             self.info.sgid_index = path.sgid_index;
             self.info.path_mtu = path.path_mtu;
+            let (verbs, port, index) =
+                (self.id.verbs(), self.info.port, u32::from(path.sgid_index));
+            // SAFETY: the id's context is open for as long as the id lives.
+            unsafe {
+                self.info.sgid = query::gid(verbs, port, index).ok();
+                self.info.gid_type = query::port_attrs(verbs, port)
+                    .ok()
+                    .and_then(|a| query::gid_type(verbs, port, index, a.link_layer));
+            }
         }
     }
 

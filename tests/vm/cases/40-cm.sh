@@ -77,7 +77,8 @@ for op in send write read all; do
     jqf '.connection.device == "rxe1" and .connection.sgid_index == 1 and .kernel_choice.device == "rxe1"
            and .connection.peer == "192.168.77.1:'$port'"' "$RESULTS/pp-$op-cli.json"
   check "pingpong --cm --op $op: server JSON names rxe0 and the echo count" \
-    jqf '.role == "server" and .connection.device == "rxe0" and .ok == true and .failure == null' "$RESULTS/pp-$op-srv.out"
+    jqf '.role == "server" and .connection.device == "rxe0" and .ok == true and .failure == null
+         and .connection.sgid == "0000:0000:0000:0000:0000:ffff:c0a8:4d01" and .connection.gid_type == "RoCE v2"' "$RESULTS/pp-$op-srv.out"
 done
 check "pingpong --cm send: the server echoed every SEND" jqf '.echoed == 200' "$RESULTS/pp-send-srv.out"
 check "pingpong --cm write/read: the server saw no SEND" jqf '.echoed == 0' "$RESULTS/pp-write-srv.out"
