@@ -136,7 +136,7 @@ write\t''
 read\t''
 all\t''"
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand pingpong" -l timeout -d 'Give up on any step after this many seconds' -r
-complete -c rdmactl -n "__fish_rdmactl_using_subcommand pingpong" -l bind -d 'Listen on this address only (server)' -r
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand pingpong" -l bind -d 'Local address: a server listens on it only; with --cm a client connects from it' -r
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand pingpong" -l compat -d 'Speak another tool\'s exchange (client side; a server detects it by itself)' -r -f -a "rc_pingpong\t'The exchange of rdma-core\'s ibv_rc_pingpong'"
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand pingpong" -l color -d 'When to colour the output (NO_COLOR is honoured in `auto`)' -r -f -a "auto\t''
 always\t''

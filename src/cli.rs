@@ -292,7 +292,7 @@ pub struct PingpongArgs {
     /// Give up on any step after this many seconds
     #[arg(long, value_name = "SECS", default_value_t = 5.0)]
     pub timeout: f64,
-    /// Listen on this address only (server)
+    /// Local address: a server listens on it only; with --cm a client connects from it
     #[arg(long, value_name = "ADDR")]
     pub bind: Option<IpAddr>,
     /// Speak another tool's exchange (client side; a server detects it by itself)

@@ -123,6 +123,11 @@ pub enum Failure {
     },
     /// The peer spoke, but not our private-data layout.
     Protocol(String),
+    /// The port has no IP address for the CM to bind: neither an IPv4 GID nor an address
+    /// on its netdev (`netdev`, when it has one).
+    NoAddress { netdev: Option<String> },
+    /// An rdmactl server rejected the connection and said why in the reject's private data.
+    ServerRejected { status: i32, reason: String },
     /// The transfer completed but the bytes differ from what was sent.
     Corrupted {
         op: &'static str,
@@ -240,6 +245,15 @@ impl CmError {
                 wc_status_name(*status)
             ),
             Failure::Protocol(text) => text.clone(),
+            Failure::NoAddress { netdev: Some(n) } => {
+                format!("no IP address on {n}, the port's netdev")
+            }
+            Failure::NoAddress { netdev: None } => "no netdev, so no IP address".into(),
+            Failure::ServerRejected { status, reason } => format!(
+                "{} (status {status}: {}): the server said \"{reason}\"",
+                EventKind::Rejected.name(),
+                reject_reason_name(*status)
+            ),
             Failure::Corrupted { op, offset, len } => {
                 format!("{op}: the data arrived corrupted at byte {offset} of {len}")
             }
@@ -530,6 +544,32 @@ fn explain(err: &CmError) -> Why {
                 "see the completion status; compare with ibv_rc_pingpong",
             ),
         },
+        (Failure::NoAddress { netdev }, _) => {
+            let dev = netdev.as_deref().unwrap_or("its netdev");
+            if ib {
+                why(
+                    "cm-no-ipoib-address",
+                    format!("the CM connects by IP address, and this InfiniBand port's IPoIB interface {dev} has none (failure-modes row 12; the CM would answer ADDR_ERROR -19)"),
+                    format!("configure IPoIB: ip addr add ADDR/PREFIX dev {dev} and ip link set {dev} up; or use the TCP exchange (omit --cm)"),
+                )
+            } else {
+                why(
+                    "cm-no-address",
+                    format!("the CM connects by IP address, and this port has none: no IPv4 GID, and no address on {dev}"),
+                    format!("put an address on {dev} (ip addr add ADDR/PREFIX dev {dev}); the RoCE GID table follows it"),
+                )
+            }
+        }
+        (Failure::ServerRejected { reason, .. }, _) if reason.contains("larger than") => why(
+            "cm-rejected-by-server",
+            format!("the rdmactl server refused the connection: {reason}"),
+            "lower -s on the client to 256 MiB or less",
+        ),
+        (Failure::ServerRejected { reason, .. }, _) => why(
+            "cm-rejected-by-server",
+            format!("the rdmactl server refused the connection: {reason}"),
+            "run the same rdmactl version on both ends, and read the server's output",
+        ),
         (Failure::Protocol(_), _) => why(
             "cm-protocol",
             "the peer is not an rdmactl --cm peer of a compatible version (its private data has another layout)",
@@ -632,6 +672,9 @@ pub enum Cause {
         /// For REJECTED: the IB CM reject reason the status stands for.
         #[serde(skip_serializing_if = "Option::is_none")]
         reject_reason: Option<&'static str>,
+        /// For REJECTED by an rdmactl server: its reason, from the reject's private data.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        server_reason: Option<String>,
     },
     Timeout {
         waiting_for: &'static str,
@@ -644,6 +687,9 @@ pub enum Cause {
     },
     Protocol {
         text: String,
+    },
+    NoAddress {
+        netdev: Option<String>,
     },
     Mismatch {
         op: &'static str,
@@ -686,6 +732,13 @@ impl CmError {
                 event: event.name(),
                 status: *status,
                 reject_reason: (*event == EventKind::Rejected).then(|| reject_reason_name(*status)),
+                server_reason: None,
+            },
+            Failure::ServerRejected { status, reason } => Cause::CmEvent {
+                event: EventKind::Rejected.name(),
+                status: *status,
+                reject_reason: Some(reject_reason_name(*status)),
+                server_reason: Some(reason.clone()),
             },
             Failure::Timeout { waiting_for, after } => Cause::Timeout {
                 waiting_for,
@@ -701,6 +754,9 @@ impl CmError {
                 vendor_err: *vendor_err,
             },
             Failure::Protocol(text) => Cause::Protocol { text: text.clone() },
+            Failure::NoAddress { netdev } => Cause::NoAddress {
+                netdev: netdev.clone(),
+            },
             Failure::Corrupted { op, offset, len } => Cause::Mismatch {
                 op,
                 offset: *offset,
@@ -1226,5 +1282,26 @@ mod tests {
         assert_eq!(later.code(), "cm-peer-disconnected");
         // And without the fact, the errno's own rule.
         assert_eq!(err(Stage::ResolveAddr, unreach, None).code(), "cm-no-route");
+    }
+
+    /// An rdmactl server's own reject keeps the event and its reason, not a "version" guess.
+    #[test]
+    fn server_reject_says_what_the_server_said() {
+        let e = err(
+            Stage::Connect,
+            Failure::ServerRejected {
+                status: 28,
+                reason: "buffer larger than 256 MiB".into(),
+            },
+            None,
+        );
+        assert_eq!(e.code(), "cm-rejected-by-server");
+        assert!(e.summary().contains(
+            "RDMA_CM_EVENT_REJECTED (status 28: IB_CM_REJ_CONSUMER_DEFINED): the server said \"buffer larger than 256 MiB\""
+        ), "{}", e.summary());
+        assert!(e.fix().contains("256 MiB or less"), "{}", e.fix());
+        let v = serde_json::to_value(e.report()).unwrap();
+        assert_eq!(v["cause"]["server_reason"], "buffer larger than 256 MiB");
+        assert_eq!(v["cause"]["reject_reason"], "IB_CM_REJ_CONSUMER_DEFINED");
     }
 }

@@ -15,6 +15,7 @@ use crate::app::Ctx;
 use crate::cli::{GidIndexArg, Op as OpArg, PingpongArgs, SelftestArgs};
 use crate::cmexplain::CmFailureReport;
 use crate::error::{exit, Error, Result};
+use crate::model::LinkLayer;
 use crate::net;
 use crate::output;
 use crate::sysfs::SysfsRoot;
@@ -111,20 +112,52 @@ fn timeout_of(secs: f64) -> Result<Duration> {
     Ok(Duration::from_secs_f64(secs))
 }
 
-/// The IPv4 address a RoCE port carries, from its GID table in sysfs (the IPv4-mapped
-/// GID); the CM needs an address, not a device name.
-pub fn device_ipv4(sysfs: &Path, device: &str, port: u32) -> Result<IpAddr> {
-    SysfsRoot::new(sysfs)
+/// The address the CM binds for DEV/PORT, as the CM connects by IP, not by device: the
+/// IPv4 address in the port's GID table (RoCE), else an address of the port's netdev (the
+/// IPoIB interface on InfiniBand, or an IPv6-only RoCE port). None of them is row 12 of
+/// failure-modes.md, explained before the CM is even asked.
+pub fn port_address(sysfs: &Path, device: &str, port: u32) -> Result<IpAddr> {
+    let root = SysfsRoot::new(sysfs);
+    let ipv4 = root
         .gid_table(device, port, false)?
         .iter()
-        .find_map(|e| e.gid.ipv4().filter(|ip| !ip.is_unspecified()))
-        .map(IpAddr::V4)
-        .ok_or_else(|| {
-            Error::Usage(format!(
-                "{device}/{port} has no IPv4 address in its GID table; the CM connects by IP address: \
-                 give one with --bind, or put an address on the port's netdev"
-            ))
-        })
+        .find_map(|e| e.gid.ipv4().filter(|ip| !ip.is_unspecified()));
+    if let Some(ip) = ipv4 {
+        return Ok(IpAddr::V4(ip));
+    }
+    let facts = root.port(device, port)?;
+    let netdev = facts.netdev.map(|n| n.name);
+    let usable = |ip: &IpAddr| match ip {
+        IpAddr::V4(_) => true,
+        // A link-local address needs a scope the CM is not given here.
+        IpAddr::V6(v6) => (v6.segments()[0] & 0xffc0) != 0xfe80,
+    };
+    let addrs: Vec<IpAddr> = netdev
+        .as_deref()
+        .and_then(netdev_addresses)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(usable)
+        .collect();
+    if let Some(ip) = addrs.iter().find(|ip| ip.is_ipv4()).or(addrs.first()) {
+        return Ok(*ip);
+    }
+    let mut err = CmError::new(Stage::Setup, None, Failure::NoAddress { netdev });
+    err.device = Some(format!("{device}/{port}"));
+    err.infiniband = facts.link_layer == Some(LinkLayer::InfiniBand);
+    Err(err.into())
+}
+
+/// The addresses of a netdev in this namespace; None when netlink cannot tell.
+fn netdev_addresses(name: &str) -> Option<Vec<IpAddr>> {
+    let dev = net::netdev(name).ok()??;
+    let all = net::addresses().ok()?;
+    Some(
+        all.into_iter()
+            .filter(|a| a.ifindex == dev.index)
+            .map(|a| a.address)
+            .collect(),
+    )
 }
 
 fn first_device(sysfs: &Path) -> Result<String> {
@@ -163,25 +196,40 @@ pub fn run(ctx: &Ctx, args: &PingpongArgs) -> Result<u8> {
             "-g does not apply with --cm: the kernel picks the GID from the route (rdmactl check --peer shows its choice)".into(),
         ));
     }
-    if args.size == 0 {
-        return Err(Error::Usage("--size must be at least 1 byte".into()));
+    if args.mtu.is_some() {
+        return Err(Error::Usage(
+            "-m does not apply with --cm: the CM takes the path MTU from the route (the netdev MTU on RoCE, the path record on InfiniBand)".into(),
+        ));
     }
-    let src = match (args.bind, &args.device) {
-        (Some(ip), _) => Some(ip),
-        (None, Some(dev)) => Some(device_ipv4(&ctx.sysfs, dev, args.port)?),
-        (None, None) => None,
+    if args.size == 0 || args.size > cm::MAX_BUFFER_LEN {
+        return Err(Error::Usage(format!(
+            "--size {}: with --cm give 1 to {} bytes (256 MiB, what a server registers at most)",
+            args.size,
+            cm::MAX_BUFFER_LEN
+        )));
+    }
+    // The CM binds an address, not a device: -d stands for its port's address.
+    let source = || -> Result<Option<IpAddr>> {
+        Ok(match (args.bind, &args.device) {
+            (Some(ip), _) => Some(ip),
+            (None, Some(dev)) => Some(port_address(&ctx.sysfs, dev, args.port)?),
+            (None, None) => None,
+        })
     };
     match &args.server {
         Some(server) => {
             let peer = peer_addr(server, args.tcp_port)?;
             let mut report = Report::new("client", args);
             report.peer = Some(peer.to_string());
-            let outcome = client(args, peer, src, timeout, &mut report);
-            finish(ctx, report, outcome.map_err(|e| with_net_evidence(e, src)))
+            let outcome = source().and_then(|src| {
+                client(args, peer, src, timeout, &mut report)
+                    .map_err(|e| with_net_evidence(e, src, &ctx.sysfs))
+            });
+            finish(ctx, report, outcome)
         }
         None => {
             let mut report = Report::new("server", args);
-            let outcome = server(args, src, timeout, &mut report);
+            let outcome = source().and_then(|src| server(args, src, timeout, &mut report));
             finish(ctx, report, outcome)
         }
     }
@@ -189,17 +237,17 @@ pub fn run(ctx: &Ctx, args: &PingpongArgs) -> Result<u8> {
 
 /// Adds what the CM does not say when it cannot find the peer: the state of the netdev
 /// that carries this side's address `src`, and the kernel's route toward the peer.
-fn with_net_evidence(err: Error, src: Option<IpAddr>) -> Error {
+fn with_net_evidence(err: Error, src: Option<IpAddr>, sysfs: &Path) -> Error {
     match err {
         Error::Cm(mut e) => {
-            add_net_evidence(&mut e, src);
+            add_net_evidence(&mut e, src, sysfs);
             Error::Cm(e)
         }
         other => other,
     }
 }
 
-fn add_net_evidence(err: &mut CmError, src: Option<IpAddr>) {
+fn add_net_evidence(err: &mut CmError, src: Option<IpAddr>, sysfs: &Path) {
     let finding_the_peer = matches!(
         err.stage,
         Stage::ResolveAddr | Stage::ResolveRoute | Stage::Connect
@@ -261,6 +309,45 @@ fn add_net_evidence(err: &mut CmError, src: Option<IpAddr>) {
                 .push(format!("ip route get {peer}: no route")),
             Err(_) => {}
         }
+    }
+    if err.stage == Stage::ResolveAddr && err.errno() == Some(libc::ENODEV) {
+        add_ipoib_evidence(err, sysfs);
+    }
+}
+
+/// ENODEV from address resolution: the route leads to no RDMA device. On a host whose RDMA
+/// ports are all InfiniBand that is row 12: their IPoIB interfaces lack addresses.
+fn add_ipoib_evidence(err: &mut CmError, sysfs: &Path) {
+    let Ok(devices) = SysfsRoot::new(sysfs).devices() else {
+        return;
+    };
+    let ports: Vec<_> = devices.iter().flat_map(|d| &d.ports).collect();
+    let is_ib = |p: &&crate::model::Port| p.link_layer == Some(LinkLayer::InfiniBand);
+    if ports.is_empty() || !ports.iter().all(is_ib) {
+        return;
+    }
+    err.infiniband = true;
+    for p in ports {
+        let line = match p.netdev.as_ref().map(|n| n.name.as_str()) {
+            None => format!("{}/{} is InfiniBand and has no IPoIB interface", p.device, p.number),
+            Some(dev) => match netdev_addresses(dev) {
+                Some(a) if a.is_empty() => format!(
+                    "{}/{} is InfiniBand; its IPoIB interface {dev} has no IP address",
+                    p.device, p.number
+                ),
+                Some(a) => format!(
+                    "{}/{} is InfiniBand; its IPoIB interface {dev} has {}",
+                    p.device,
+                    p.number,
+                    a.iter().map(IpAddr::to_string).collect::<Vec<_>>().join(", ")
+                ),
+                None => format!(
+                    "{}/{} is InfiniBand; its IPoIB interface {dev} is not in this network namespace",
+                    p.device, p.number
+                ),
+            },
+        };
+        err.facts.evidence.push(line);
     }
 }
 
@@ -617,6 +704,10 @@ struct SelftestReport {
     mode: &'static str,
     devices: Vec<String>,
     port: u32,
+    /// The addresses the devices stand for: the server listens on one, the client
+    /// connects from the other.
+    server_address: Option<IpAddr>,
+    client_address: Option<IpAddr>,
     gid_index: Option<u8>,
     size: u32,
     steps: Vec<StepLine>,
@@ -682,13 +773,13 @@ pub fn selftest_cm(ctx: &Ctx, args: &SelftestArgs) -> Result<u8> {
         .get(1)
         .cloned()
         .unwrap_or_else(|| server_dev.clone());
-    let server_ip = device_ipv4(&ctx.sysfs, &server_dev, args.port)?;
-    let client_ip = device_ipv4(&ctx.sysfs, &client_dev, args.port)?;
     let size = args.size.max(1);
     let mut report = SelftestReport {
         mode: "cm",
         devices: vec![server_dev.clone(), client_dev.clone()],
         port: args.port,
+        server_address: None,
+        client_address: None,
         gid_index: None,
         size,
         steps: Vec::new(),
@@ -696,15 +787,38 @@ pub fn selftest_cm(ctx: &Ctx, args: &SelftestArgs) -> Result<u8> {
     };
     report.devices.dedup();
     let steps = Steps::default();
-    let failure = run_selftest(
-        &steps,
-        &server_dev,
-        SocketAddr::new(server_ip, 0),
-        client_ip,
-        size,
-        timeout,
-        &mut report,
-    );
+    // The CM binds addresses: each device stands for its port's. A port without one is
+    // the run's first failed step.
+    let address_of = |side: &'static str, dev: &str| match port_address(&ctx.sysfs, dev, args.port)
+    {
+        Ok(ip) => Ok(Ok(ip)),
+        Err(Error::Cm(e)) if !e.is_missing_stack() => {
+            steps.failed(side, "address", &e, Duration::ZERO);
+            Ok(Err(*e))
+        }
+        Err(other) => Err(other),
+    };
+    let server_ip = address_of("server", &server_dev)?;
+    let client_ip = match &server_ip {
+        Ok(_) => address_of("client", &client_dev)?,
+        Err(e) => Err(e.clone()),
+    };
+    report.server_address = server_ip.as_ref().ok().copied();
+    report.client_address = client_ip.as_ref().ok().copied();
+    let failure = match (server_ip, client_ip) {
+        (Ok(server_ip), Ok(client_ip)) => {
+            let plan = Loopback {
+                sysfs: &ctx.sysfs,
+                server_dev: &server_dev,
+                listen_on: SocketAddr::new(server_ip, 0),
+                client_ip,
+                size,
+                timeout,
+            };
+            run_selftest(&plan, &steps, &mut report)
+        }
+        (Err(e), _) | (_, Err(e)) => Some(e),
+    };
     report.steps = steps.take();
     report.ok = failure.is_none() && report.steps.iter().all(|s| s.ok);
     if let Some(e) = failure.as_ref().filter(|e| e.is_missing_stack()) {
@@ -713,7 +827,7 @@ pub fn selftest_cm(ctx: &Ctx, args: &SelftestArgs) -> Result<u8> {
     let text = if ctx.json {
         output::json(&report)
     } else {
-        render_selftest(&report, server_ip, client_ip)
+        render_selftest(&report)
     };
     output::print(&text)?;
     match failure {
@@ -726,16 +840,27 @@ pub fn selftest_cm(ctx: &Ctx, args: &SelftestArgs) -> Result<u8> {
     }
 }
 
-/// Runs the steps; the first failure, if any.
-fn run_selftest(
-    steps: &Steps,
-    server_dev: &str,
+/// What `selftest --cm` connects: a listener on the server device's address, a client
+/// from the other device's.
+struct Loopback<'a> {
+    sysfs: &'a Path,
+    server_dev: &'a str,
     listen_on: SocketAddr,
     client_ip: IpAddr,
     size: u32,
     timeout: Duration,
-    report: &mut SelftestReport,
-) -> Option<CmError> {
+}
+
+/// Runs the steps; the first failure, if any.
+fn run_selftest(plan: &Loopback, steps: &Steps, report: &mut SelftestReport) -> Option<CmError> {
+    let Loopback {
+        sysfs,
+        server_dev,
+        listen_on,
+        client_ip,
+        size,
+        timeout,
+    } = *plan;
     let t = Instant::now();
     let listener = match Listener::bind(listen_on) {
         Ok(l) => l,
@@ -782,10 +907,10 @@ fn run_selftest(
         len: size,
         timeout,
     };
-    let (mut ep, res) = match cm::connect(listen_addr, &opts, &mut client_log) {
+    let (mut ep, _) = match cm::connect(listen_addr, &opts, &mut client_log) {
         Ok(connected) => connected,
         Err(mut e) => {
-            add_net_evidence(&mut e, Some(client_ip));
+            add_net_evidence(&mut e, Some(client_ip), sysfs);
             steps.failed(
                 "client",
                 e.stage.as_str(),
@@ -798,7 +923,7 @@ fn run_selftest(
             };
         }
     };
-    report.gid_index = res.gid_index.and_then(|i| u8::try_from(i).ok());
+    report.gid_index = Some(ep.info.sgid_index);
     let mut peer_image: Vec<u8> = (0..size as usize).map(pattern).collect();
     let mut first_failure = None;
     for (op, name) in [
@@ -846,11 +971,14 @@ fn run_selftest(
     }
 }
 
-fn render_selftest(r: &SelftestReport, server_ip: IpAddr, client_ip: IpAddr) -> String {
+fn render_selftest(r: &SelftestReport) -> String {
+    let at = |ip: Option<IpAddr>| ip.map_or("?".to_string(), |ip| ip.to_string());
     let mut out = format!(
-        "selftest --cm {} port {}, {client_ip} -> {server_ip}, {} B; the kernel picks the GID{}\n",
+        "selftest --cm {} port {}, {} -> {}, {} B; the kernel picks the GID{}\n",
         r.devices.join(" <-> "),
         r.port,
+        at(r.client_address),
+        at(r.server_address),
         r.size,
         r.gid_index
             .map(|i| format!(" (index {i})"))
@@ -1043,6 +1171,8 @@ mod tests {
             mode: "cm",
             devices: vec!["rxe0".into()],
             port: 1,
+            server_address: "192.168.77.1".parse().ok(),
+            client_address: "192.168.77.1".parse().ok(),
             gid_index: None,
             size: 4096,
             steps: vec![
@@ -1065,8 +1195,7 @@ mod tests {
             ],
             ok: false,
         };
-        let ip = "192.168.77.1".parse().unwrap();
-        let text = render_selftest(&report, ip, ip);
+        let text = render_selftest(&report);
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(
             lines[0],
@@ -1129,20 +1258,52 @@ mod tests {
     }
 
     #[test]
-    fn device_ipv4_from_fixture() {
+    fn port_address_from_fixture() {
         let root =
             &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sysfs/rxe-veth-basic");
         assert_eq!(
-            device_ipv4(root, "rxe0", 1).unwrap(),
+            port_address(root, "rxe0", 1).unwrap(),
             "192.168.77.1".parse::<IpAddr>().unwrap()
         );
         assert_eq!(
-            device_ipv4(root, "rxe1", 1).unwrap(),
+            port_address(root, "rxe1", 1).unwrap(),
             "192.168.77.2".parse::<IpAddr>().unwrap()
         );
         assert!(matches!(
-            device_ipv4(root, "mlx5_9", 1),
+            port_address(root, "mlx5_9", 1),
             Err(Error::NoSuchDevice { .. })
         ));
+        assert!(matches!(
+            port_address(root, "rxe0", 2),
+            Err(Error::NoSuchPort { .. })
+        ));
+    }
+
+    /// An InfiniBand port has no IPv4 GID: its address is on the IPoIB interface, and
+    /// without one the CM cannot work (row 12), said before the CM is asked.
+    #[test]
+    fn port_address_on_infiniband_without_ipoib_address() {
+        let root = &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sysfs/ib-hca");
+        // The address comes from this host's interfaces; a host with a real ib0 answers
+        // for itself.
+        if matches!(net::netdev("ib0"), Ok(Some(_))) {
+            eprintln!("skipped: this host has an ib0 of its own");
+            return;
+        }
+        let Err(Error::Cm(e)) = port_address(root, "mlx5_0", 1) else {
+            panic!("an IB port without IPoIB address must fail");
+        };
+        assert!(e.infiniband);
+        assert_eq!(e.report().explanation.code, "cm-no-ipoib-address");
+        assert!(
+            e.summary().contains("on mlx5_0/1: no IP address on ib0"),
+            "{}",
+            e.summary()
+        );
+        assert!(
+            e.fix().contains("ip addr add ADDR/PREFIX dev ib0"),
+            "{}",
+            e.fix()
+        );
     }
 }

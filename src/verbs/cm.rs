@@ -440,8 +440,11 @@ fn expect_event(
         );
         err.facts.elapsed = Some(started.elapsed());
         if event.kind == EventKind::Rejected {
-            if let Ok(text) = decode_reject(&event.private_data) {
-                err.failure = Failure::Protocol(text);
+            if let Ok(reason) = decode_reject(&event.private_data) {
+                err.failure = Failure::ServerRejected {
+                    status: event.status,
+                    reason,
+                };
             }
         }
         return Err(err);
@@ -459,10 +462,7 @@ fn encode_reject(text: &str) -> Vec<u8> {
 fn decode_reject(data: &[u8]) -> Result<String, ()> {
     if data.len() > 5 && data[0..4] == PRIVATE_DATA_MAGIC {
         let text = String::from_utf8_lossy(&data[5..]);
-        return Ok(format!(
-            "the server rejected the connection: {}",
-            text.trim_end_matches('\0')
-        ));
+        return Ok(text.trim_end_matches('\0').to_string());
     }
     Err(())
 }
@@ -812,7 +812,7 @@ const QUEUE_DEPTH: u32 = 16;
 /// rping's largest ping (-S), so a stock client fits in what the server registers.
 const FOREIGN_BUFFER_LEN: u32 = 65536;
 /// The most a client may ask the server to register (three areas of this each).
-const MAX_BUFFER_LEN: u32 = 256 << 20;
+pub const MAX_BUFFER_LEN: u32 = 256 << 20;
 
 /// An RC QP connected through the CM, with its registered buffer and the peer's. The
 /// verbs objects are qp.rs's, built on the context librdmacm opened for the id.
@@ -836,11 +836,6 @@ pub struct Endpoint {
     /// Completions taken since the CM channel was last looked at.
     since_cm_check: u32,
 }
-
-// SAFETY: the endpoint owns all its verbs objects, including every clone of the Rc'd
-// context and PD inside them (none leaves the endpoint), and is used from one thread at a
-// time.
-unsafe impl Send for Endpoint {}
 
 /// The librdmacm/libibverbs call behind a failed data-path step, as the CM explainer
 /// names it.
@@ -1663,7 +1658,7 @@ mod tests {
         assert!(msg.len() <= 56);
         assert_eq!(
             decode_reject(&msg).unwrap(),
-            "the server rejected the connection: private data is not rdmactl --cm v1"
+            "private data is not rdmactl --cm v1"
         );
         assert!(decode_reject(b"hello").is_err());
     }

@@ -199,6 +199,33 @@ expect_out "pingpong --cm -d rxe0, veth0 down: stderr says why, what was seen an
 restore_net
 check "veth0 is back" net_is_default
 
+# ---- the CM binds addresses, not devices. A port whose netdev has no usable address (here
+# veth1 left with only its fe80:: address) fails before the CM is asked, explained.
+ip addr del 192.168.77.2/24 dev veth1
+wait_gids 10 >/dev/null 2>&1
+timeout 60 $R selftest --cm -d rxe0 -d rxe1 > "$RESULTS/st-noaddr.txt" 2>&1; rc=$?
+check "selftest --cm, veth1 without an IPv4 address: exit 1" test "$rc" = 1
+expect_out "selftest --cm, veth1 without an IPv4 address: the client's address step fails, explained" \
+  'FAIL +[0-9.]+ ms +client address +setup on rxe1/1: no IP address on veth1.* why: +the CM connects by IP address, and this port has none.* fix: +put an address on veth1' \
+  one_line "$RESULTS/st-noaddr.txt"
+timeout 60 $R -j pingpong --cm -d rxe1 192.168.77.1 > "$RESULTS/pp-noaddr.json" 2>/dev/null
+check "pingpong --cm -j -d rxe1, no address: a report with code cm-no-address" \
+  jqf '.ok == false and .failure.step == "setup" and .failure.cause.kind == "no_address" and .failure.explanation.code == "cm-no-address"' \
+  "$RESULTS/pp-noaddr.json"
+restore_net
+
+# A route through a netdev with no RDMA device on it: ADDR_ERROR ENODEV (on an InfiniBand
+# host the same error means an IPoIB interface without an address, row 12).
+ip link add rdmactl-dummy type dummy && ip addr add 10.55.0.1/24 dev rdmactl-dummy && ip link set rdmactl-dummy up
+timeout 30 $R -j pingpong --cm 10.55.0.2 --timeout 3 > "$RESULTS/nordma.json" 2> "$RESULTS/nordma.err"; rc=$?
+check "route through a non-RDMA netdev: exit 1" test "$rc" = 1
+check "route through a non-RDMA netdev: ENODEV at address resolution, code cm-no-rdma-netdev, the route in the evidence" \
+  jqf '.failure.step == "resolve_addr" and .failure.errno_name == "ENODEV" and .failure.explanation.code == "cm-no-rdma-netdev"
+       and any(.failure.explanation.evidence[]; test("ip route get 10\\.55\\.0\\.2: dev rdmactl-dummy"))' \
+  "$RESULTS/nordma.json"
+restore_net
+check "the default network is back" net_is_default
+
 # ---- interoperability: stock librdmacm clients against the rdmactl --cm server
 if command -v rping >/dev/null; then
   check "server rping-srv listens" start_server rping-srv -j pingpong --cm --bind 192.168.77.1 -p 7174 --timeout 10
