@@ -3,7 +3,7 @@
 //! from the route to the peer. `check --peer` asks the kernel the same question
 //! (`cmd::check_kernel`).
 
-use std::net::{IpAddr, Ipv4Addr, SocketAddr, ToSocketAddrs};
+use std::net::{IpAddr, Ipv6Addr, SocketAddr, ToSocketAddrs};
 use std::path::Path;
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -567,8 +567,10 @@ fn server(
     timeout: Duration,
     report: &mut Report,
 ) -> Result<()> {
+    // The IPv6 wildcard takes IPv4 clients too (unless net.ipv6.bindv6only is set), as
+    // the TCP exchange's listener does.
     let addr = SocketAddr::new(
-        src.unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED)),
+        src.unwrap_or(IpAddr::V6(Ipv6Addr::UNSPECIFIED)),
         args.tcp_port,
     );
     let listener = Listener::bind(addr)?;

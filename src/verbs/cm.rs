@@ -239,9 +239,30 @@ impl Channel {
     fn open(peer: Option<SocketAddr>) -> Result<Channel, CmError> {
         // SAFETY: plain constructor.
         let raw = unsafe { sys::rdma_create_event_channel() };
-        NonNull::new(raw)
+        let channel = NonNull::new(raw)
             .map(|raw| Channel { raw })
-            .ok_or_else(|| channel_error(last_errno(), peer))
+            .ok_or_else(|| channel_error(last_errno(), peer))?;
+        // rdma_get_cm_event reads again by itself when it drops an event (a connect
+        // request it could not set up); on a blocking fd that second read would wait
+        // past every deadline.
+        let fd = channel.fd();
+        // SAFETY: fcntl on the channel's own open fd.
+        let nonblocking = unsafe {
+            let flags = libc::fcntl(fd, libc::F_GETFL);
+            flags >= 0 && libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) == 0
+        };
+        if !nonblocking {
+            let errno = last_errno();
+            return Err(CmError::new(
+                Stage::Setup,
+                peer,
+                Failure::Call {
+                    call: "fcntl(O_NONBLOCK) on the CM event channel",
+                    errno,
+                },
+            ));
+        }
+        Ok(channel)
     }
 
     fn fd(&self) -> i32 {
@@ -251,13 +272,21 @@ impl Channel {
 
     /// The next event, or None when `deadline` passes first.
     fn next_event(&self, deadline: Instant) -> Result<Option<Event>, i32> {
-        if !wait_readable(&[self.fd()], deadline)?.contains(&0) {
-            return Ok(None);
-        }
         let mut raw: *mut sys::rdma_cm_event = ptr::null_mut();
-        // SAFETY: the fd is readable, so this returns without blocking.
-        if unsafe { sys::rdma_get_cm_event(self.raw.as_ptr(), &mut raw) } != 0 || raw.is_null() {
-            return Err(last_errno());
+        loop {
+            if !wait_readable(&[self.fd()], deadline)?.contains(&0) {
+                return Ok(None);
+            }
+            // SAFETY: valid channel; its fd is non-blocking, so this never waits.
+            if unsafe { sys::rdma_get_cm_event(self.raw.as_ptr(), &mut raw) } == 0 && !raw.is_null()
+            {
+                break;
+            }
+            match last_errno() {
+                // An event librdmacm dropped by itself: wait for the next one.
+                libc::EAGAIN => continue,
+                errno => return Err(errno),
+            }
         }
         // SAFETY: raw is a valid event until acked; private data is copied out first.
         unsafe {

@@ -101,6 +101,14 @@ for size in 1 65536; do
     sh -c "timeout 60 $R pingpong --cm 192.168.77.1 -p $port --bind 192.168.77.2 -s $size -n 20 2>/dev/null | tr '\n' ' '"
   wait_pid_timeout $spid 20
 done
+# A server given neither --bind nor -d listens on the IPv6 wildcard, which takes IPv4 clients.
+port=$((port + 1))
+check "server pp-any-srv (no --bind, no -d) listens on [::]" start_server pp-any-srv -j pingpong --cm -p $port --timeout 10
+expect_out "the wildcard server says where it listens" "^listening on \\[::\\]:$port \\(every RDMA device\\)" cat "$RESULTS/pp-any-srv.err"
+expect_rc 0 "an IPv4 client reaches the wildcard server" timeout 60 $R pingpong --cm 192.168.77.1 -p $port -d rxe1 -n 20
+wait_pid_timeout $spid 20; src=$?
+check "the wildcard server served it on rxe0: exit 0" \
+  sh -c "test $src = 0 && jq -e '.connection.device == \"rxe0\" and .echoed == 20' '$RESULTS/pp-any-srv.out'"
 # -g does not apply with --cm: the kernel picks the GID.
 expect_rc 2 "pingpong --cm -g 0 is refused as a usage error" $R pingpong --cm 192.168.77.1 -g 0
 
