@@ -560,6 +560,11 @@ fn explain(err: &CmError) -> Why {
                 )
             }
         }
+        (Failure::ServerRejected { reason, .. }, _) if reason.starts_with("busy serving") => why(
+            "cm-server-busy",
+            format!("the rdmactl server serves one client at a time and is {reason}"),
+            "wait until that run ends, or start another server with another -p",
+        ),
         (Failure::ServerRejected { reason, .. }, _) if reason.contains("larger than") => why(
             "cm-rejected-by-server",
             format!("the rdmactl server refused the connection: {reason}"),

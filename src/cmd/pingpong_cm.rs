@@ -591,7 +591,7 @@ fn server(
     report.connected(&ep.info);
     report.stock_client = Some(ep.foreign);
     let mut echoed = 0;
-    let served = serve(&mut ep, &mut echoed);
+    let served = serve(&mut ep, &listener, &mut echoed);
     report.echoed = Some(echoed);
     served?;
     ep.disconnect()?;
@@ -605,10 +605,40 @@ fn server(
 /// big-endian); the server READs the "ping", answers with a 16-byte go-ahead, gets the
 /// sink's {addr, rkey, len}, WRITEs the ping back and sends another go-ahead.
 /// rdma_client sends 16 zero bytes and waits for 16 bytes back, which the echo covers.
-fn serve(ep: &mut Endpoint, served: &mut u64) -> std::result::Result<(), CmError> {
+///
+/// A second client meanwhile is turned away with a reject that says so, instead of waiting
+/// out its timeout: the listener is looked at every `LOOK_AROUND` without a message (a
+/// client's WRITEs and READs give this side no completion) and every 1024 messages.
+fn serve(
+    ep: &mut Endpoint,
+    listener: &Listener,
+    served: &mut u64,
+) -> std::result::Result<(), CmError> {
+    const LOOK_AROUND: Duration = Duration::from_secs(1);
+    let waiting_for = "a SEND or a disconnect from the client";
     let mut rping_read_next = true;
+    let mut idle = Duration::ZERO;
     loop {
-        match ep.wait(SERVER_WAIT, "a SEND or a disconnect from the client")? {
+        let wake = match ep.wait(LOOK_AROUND, waiting_for) {
+            Err(CmError {
+                failure: Failure::Timeout { .. },
+                ..
+            }) => {
+                idle += LOOK_AROUND;
+                if idle >= SERVER_WAIT {
+                    let after = SERVER_WAIT;
+                    return Err(ep.err(Stage::Transfer, Failure::Timeout { waiting_for, after }));
+                }
+                turn_away_others(ep, listener)?;
+                continue;
+            }
+            other => other?,
+        };
+        idle = Duration::ZERO;
+        if *served % 1024 == 1023 {
+            turn_away_others(ep, listener)?;
+        }
+        match wake {
             Wake::Disconnected => return Ok(()),
             Wake::Completion(c) if c.is_recv => {
                 let n = c.byte_len as usize;
@@ -650,6 +680,15 @@ fn serve(ep: &mut Endpoint, served: &mut u64) -> std::result::Result<(), CmError
             Wake::Completion(_) => {}
         }
     }
+}
+
+/// Rejects every client waiting behind the one being served, naming that one.
+fn turn_away_others(ep: &Endpoint, listener: &Listener) -> std::result::Result<(), CmError> {
+    let reason = format!("busy serving {}", ep.info.peer);
+    while let Some(other) = listener.turn_away(&reason)? {
+        eprintln!("rdmactl: turned {other} away: {reason}");
+    }
+    Ok(())
 }
 
 const WR_SEND: u64 = 1;
@@ -891,7 +930,7 @@ fn run_selftest(plan: &Loopback, steps: &Steps, report: &mut SelftestReport) -> 
             .and_then(|mut ep| {
                 let t = Instant::now();
                 let mut echoed = 0;
-                serve(&mut ep, &mut echoed)?;
+                serve(&mut ep, &listener, &mut echoed)?;
                 ep.disconnect()?;
                 let detail = format!("DISCONNECTED; {echoed} SENDs echoed");
                 server_steps.ok("server", "disconnect", detail, t.elapsed());

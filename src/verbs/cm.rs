@@ -1493,6 +1493,35 @@ impl Listener {
         self.id.device_name()
     }
 
+    /// Rejects a connect request that is already waiting, if any, saying `reason` in the
+    /// reject; returns who was turned away. Does not wait.
+    pub fn turn_away(&self, reason: &str) -> Result<Option<SocketAddr>, CmError> {
+        let event = self.channel.next_event(Instant::now()).map_err(|errno| {
+            CmError::new(
+                Stage::Listen,
+                None,
+                Failure::Call {
+                    call: "rdma_get_cm_event",
+                    errno,
+                },
+            )
+        })?;
+        let Some(event) = event.filter(|e| e.kind == EventKind::ConnectRequest) else {
+            return Ok(None);
+        };
+        let Some(raw) = NonNull::new(event.id) else {
+            return Ok(None);
+        };
+        // The request's id is ours now; dropping it after the reject destroys it.
+        let id = Id { raw };
+        // SAFETY: route.addr of the request's id holds the client's address.
+        let peer = unsafe { from_sockaddr(&(*id.ptr()).route.addr.dst_addr_union.dst_addr) };
+        let msg = encode_reject(reason);
+        // SAFETY: msg lives across the call; the id is live.
+        unsafe { sys::rdma_reject(id.ptr(), msg.as_ptr() as *const _, msg.len() as u8) };
+        Ok(peer)
+    }
+
     /// Wait up to `wait` for a connect request, then accept it on an endpoint of its own
     /// (own event channel) and wait `timeout` for ESTABLISHED.
     /// `prepare` fills the area the peer may READ before the accept makes it reachable.

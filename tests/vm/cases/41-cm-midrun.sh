@@ -1,4 +1,4 @@
-# vm-timeout: 300
+# vm-timeout: 330
 # 41-cm-midrun: what breaks a --cm connection after it is up, each named by its CM event:
 # the server killed (DISCONNECTED), the client's or the server's device removed
 # (DEVICE_REMOVAL), and RoCE packets dropped on the way (the connect times out, and with a
@@ -44,6 +44,26 @@ expect_out "killed client: the server says how many messages it answered" \
 expect_out "killed client: the server names the client it served" \
   '^  remote address: 192\.168\.77\.2:[0-9]+, QPN 0x[0-9a-f]{6}$' \
   cat "$RESULTS/killcli-srv.out"
+
+# ---- a second client while the server is busy: turned away at once with a reject that
+# says so, not left to time out.
+check "busy server: the pair is connected and running" start_pair busy 18706
+t0=$(date +%s.%N)
+timeout 30 $R -j pingpong --cm 192.168.77.1 -p 18706 -d rxe1 --timeout 5 > "$RESULTS/busy-second.json" 2> "$RESULTS/busy-second.err"; rc=$?
+secs=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+check "busy server: the second client exits 1" test "$rc" = 1
+check "busy server: turned away in ${secs}s, before its 5 s timeout" awk -v s="$secs" 'BEGIN { exit !(s < 5) }'
+check "busy server: code cm-server-busy, the server's reason names the client it serves" \
+  jqf '.failure.explanation.code == "cm-server-busy" and .failure.cause.event == "RDMA_CM_EVENT_REJECTED"
+       and (.failure.cause.server_reason | test("^busy serving 192\\.168\\.77\\.2:[0-9]+$"))' "$RESULTS/busy-second.json"
+expect_out "busy server: stderr explains it and says what to do" \
+  'the server said "busy serving 192\.168\.77\.2:[0-9]+".* why: the rdmactl server serves one client at a time.* fix: wait until that run ends, or start another server with another -p' \
+  one_line "$RESULTS/busy-second.err"
+check "busy server: the first client is still running" kill -0 $cpid
+kill -KILL $cpid
+wait_pid_timeout $spid 30; src=$?
+check "busy server: the server exits 0 after its client, and said whom it turned away" \
+  sh -c "test $src = 0 && grep -q '^rdmactl: turned 192\.168\.77\.2:[0-9]* away: busy serving' '$RESULTS/busy-srv.err'"
 
 # ---- the client's device is removed mid-run. rxe cannot detach a process from its device,
 # so `rdma link delete` waits until the process lets go: rdmactl must notice the CM's
