@@ -497,25 +497,10 @@ fn run_op(
     // TSC ticks per sample, as the TCP exchange measures (no clock read per iteration).
     let start = Instant::now();
     let start_tick = ticks();
-    for (i, sample) in samples_ns.iter_mut().enumerate() {
-        let t0 = ticks();
-        ep.post(op, len, i as u64)?;
-        if op == Op::Send {
-            // The echo can complete before our own send completion is polled.
-            let (mut sent, mut echoed) = (false, false);
-            while !(sent && echoed) {
-                let c = ep.poll(waiting_for)?;
-                if c.is_recv {
-                    echoed = true;
-                    ep.post_recv()?;
-                } else {
-                    sent = true;
-                }
-            }
-        } else {
-            ep.poll(waiting_for)?;
-        }
-        *sample = ticks().saturating_sub(t0);
+    if op == Op::Send {
+        ping_pong(ep, len, &mut samples_ns, waiting_for)?;
+    } else {
+        windowed(ep, op, len, &mut samples_ns, waiting_for)?;
     }
     let elapsed = start.elapsed();
     let scale = ns_per_tick(start_tick, ticks(), elapsed);
@@ -559,6 +544,66 @@ fn run_op(
     }
     result.verified = Some(verified);
     Ok(result)
+}
+
+/// One SEND at a time, each waiting for the peer's echo: a round trip per sample.
+fn ping_pong(
+    ep: &mut Endpoint,
+    len: usize,
+    samples: &mut [u64],
+    waiting_for: &'static str,
+) -> std::result::Result<(), CmError> {
+    for (i, sample) in samples.iter_mut().enumerate() {
+        let t0 = ticks();
+        ep.post(Op::Send, len, i as u64)?;
+        // The echo can complete before our own send completion is polled.
+        let (mut sent, mut echoed) = (false, false);
+        while !(sent && echoed) {
+            let c = ep.poll(waiting_for)?;
+            if c.is_recv {
+                echoed = true;
+                ep.post_recv()?;
+            } else {
+                sent = true;
+            }
+        }
+        *sample = ticks().saturating_sub(t0);
+    }
+    Ok(())
+}
+
+/// RDMA WRITEs or READs with up to the endpoint's window in flight, as the TCP exchange
+/// runs them; each sample is one request, post to completion.
+fn windowed(
+    ep: &mut Endpoint,
+    op: Op,
+    len: usize,
+    samples: &mut [u64],
+    waiting_for: &'static str,
+) -> std::result::Result<(), CmError> {
+    let window = ep.window(op);
+    let iters = samples.len();
+    let mut posted_at = vec![0u64; iters];
+    let (mut posted, mut done) = (0usize, 0usize);
+    while done < iters {
+        while posted < iters && posted - done < window {
+            posted_at[posted] = ticks();
+            ep.post(op, len, posted as u64)?;
+            posted += 1;
+        }
+        let c = ep.poll(waiting_for)?;
+        let at = ticks();
+        if c.is_recv {
+            // Nothing is sent to us meanwhile; keep the receive queue as it was.
+            ep.post_recv()?;
+            continue;
+        }
+        if let Some(slot) = samples.get_mut(c.wr_id as usize) {
+            *slot = at.saturating_sub(posted_at[c.wr_id as usize]);
+        }
+        done += 1;
+    }
+    Ok(())
 }
 
 fn server(

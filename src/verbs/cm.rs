@@ -837,7 +837,10 @@ const RECV_WR_ID: u64 = 1 << 63;
 /// The transport retry count: rxe retries forever at 7 (failure-modes row 13).
 const RETRY_COUNT: u8 = 6;
 const RNR_RETRY_COUNT: u8 = 7;
-const QUEUE_DEPTH: u32 = 16;
+/// Work requests per queue: the TCP exchange's WRITE window (32) fits in the send queue.
+const QUEUE_DEPTH: u32 = 32;
+/// RDMA READs this side has outstanding at the peer, and the peer at this side.
+const INITIATOR_DEPTH: u8 = 1;
 /// rping's largest ping (-S), so a stock client fits in what the server registers.
 const FOREIGN_BUFFER_LEN: u32 = 65536;
 /// The most a client may ask the server to register (three areas of this each).
@@ -986,6 +989,16 @@ impl Endpoint {
         self.mr
             .slice_mut(0, 3 * self.len)
             .copy_within(src..src + len, dst);
+    }
+
+    /// How many of `op` may be in flight: the send queue for WRITE, twice the READs the
+    /// peer answers at once (the initiator depth) for READ, one SEND (a ping-pong).
+    pub fn window(&self, op: Op) -> usize {
+        match op {
+            Op::Write => QUEUE_DEPTH as usize,
+            Op::Read => 2 * usize::from(INITIATOR_DEPTH),
+            Op::Send => 1,
+        }
     }
 
     pub fn len(&self) -> usize {
@@ -1335,8 +1348,8 @@ fn conn_param(private_data: &[u8]) -> sys::rdma_conn_param {
     sys::rdma_conn_param {
         private_data: private_data.as_ptr() as *const _,
         private_data_len: private_data.len().min(u8::MAX as usize) as u8,
-        responder_resources: 1,
-        initiator_depth: 1,
+        responder_resources: INITIATOR_DEPTH,
+        initiator_depth: INITIATOR_DEPTH,
         flow_control: 0,
         retry_count: RETRY_COUNT,
         rnr_retry_count: RNR_RETRY_COUNT,

@@ -5,8 +5,8 @@
 #   latency:   rdmactl pingpong --op send  vs ibv_rc_pingpong,   4096 B x 2000, usec/iter
 #   bandwidth: rdmactl pingpong --op write vs ib_write_bw -F,  65536 B x 2000, MiB/s
 # Targets: latency <= 1.05x ibv_rc_pingpong; bandwidth >= 0.95x ib_write_bw.
-# For the record, without a target: pingpong --cm --op send (same sizes) against
-# ibv_rc_pingpong, as both post one SEND at a time.
+# For the record, without a target: pingpong --cm --op send against ibv_rc_pingpong (both
+# post one SEND at a time) and pingpong --cm --op write against ib_write_bw (same sizes).
 
 SERVER_IP=192.168.77.1
 ROUNDS=${BENCH_ROUNDS:-3}
@@ -54,7 +54,7 @@ best_max() { sort -g | tail -1; }
 echo "guest clocksource: $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource), load: $(cut -d' ' -f1-3 /proc/loadavg)" |
     tee "$RESULTS/environment.txt"
 
-lat_rdmactl=() lat_ref=() bw_rdmactl=() bw_ref=() lat_cm=()
+lat_rdmactl=() lat_ref=() bw_rdmactl=() bw_ref=() lat_cm=() bw_cm=()
 for round in $(seq "$ROUNDS"); do
     next_port
     if pair "lat-ref-$round" ibv_rc_pingpong -d rxe0 -g 1 -p "$port" -s 4096 -n 2000 -- \
@@ -78,6 +78,11 @@ for round in $(seq "$ROUNDS"); do
         bw_ref+=("$(awk '$1 == 65536 && $2 == 2000 && NF >= 5 {print $4; exit}' "$RESULTS/bw-ref-$round.out")")
     fi
     next_port
+    if pair_cm "bw-cm-$round" "$RDMACTL" -j pingpong --cm -d rxe0 --bind "$SERVER_IP" -p "$port" -- \
+        "$RDMACTL" -j pingpong --cm -d rxe1 -p "$port" -s 65536 -n 2000 --op write "$SERVER_IP"; then
+        bw_cm+=("$(jq -r '.ops.write.mbit_per_sec * 1000000 / 8 / 1048576' "$RESULTS/bw-cm-$round.out")")
+    fi
+    next_port
     if pair "bw-rdmactl-$round" "$RDMACTL" -j pingpong -d rxe0 -g 1 -p "$port" -s 65536 -n 2000 --op write -- \
         "$RDMACTL" -j pingpong -d rxe1 -g 1 -p "$port" -s 65536 -n 2000 --op write "$SERVER_IP"; then
         # Mbit/s (10^6 bit) to perftest's MB/sec (2^20 bytes).
@@ -90,17 +95,21 @@ printf '%s\n' "${lat_rdmactl[@]}" >"$RESULTS/lat-rdmactl.txt"
 printf '%s\n' "${bw_ref[@]}" >"$RESULTS/bw-ref.txt"
 printf '%s\n' "${bw_rdmactl[@]}" >"$RESULTS/bw-rdmactl.txt"
 printf '%s\n' "${lat_cm[@]}" >"$RESULTS/lat-cm.txt"
+printf '%s\n' "${bw_cm[@]}" >"$RESULTS/bw-cm.txt"
 check "latency: $ROUNDS ibv_rc_pingpong runs" test "${#lat_ref[@]}" -eq "$ROUNDS"
 check "latency: $ROUNDS rdmactl runs" test "${#lat_rdmactl[@]}" -eq "$ROUNDS"
 check "bandwidth: $ROUNDS ib_write_bw runs" test "${#bw_ref[@]}" -eq "$ROUNDS"
 check "bandwidth: $ROUNDS rdmactl runs" test "${#bw_rdmactl[@]}" -eq "$ROUNDS"
 check "latency: $ROUNDS rdmactl --cm runs" test "${#lat_cm[@]}" -eq "$ROUNDS"
+check "bandwidth: $ROUNDS rdmactl --cm runs" test "${#bw_cm[@]}" -eq "$ROUNDS"
 
 lr=$(best_min <"$RESULTS/lat-ref.txt")
 lm=$(best_min <"$RESULTS/lat-rdmactl.txt")
 br=$(best_max <"$RESULTS/bw-ref.txt")
 bm=$(best_max <"$RESULTS/bw-rdmactl.txt")
 lc=$(best_min <"$RESULTS/lat-cm.txt")
+bc=$(best_max <"$RESULTS/bw-cm.txt")
+bw_cm_ratio=$(awk -v a="$bc" -v b="$br" 'BEGIN { if (b > 0) printf "%.3f", a / b; else print "nan" }')
 cm_ratio=$(awk -v a="$lc" -v b="$lr" 'BEGIN { if (b > 0) printf "%.3f", a / b; else print "nan" }')
 lat_ratio=$(awk -v a="$lm" -v b="$lr" 'BEGIN { if (b > 0) printf "%.3f", a / b; else print "nan" }')
 bw_ratio=$(awk -v a="$bm" -v b="$br" 'BEGIN { if (b > 0) printf "%.3f", a / b; else print "nan" }')
@@ -111,6 +120,8 @@ bw_ratio=$(awk -v a="$bm" -v b="$br" 'BEGIN { if (b > 0) printf "%.3f", a / b; e
     echo "  all runs: rdmactl --cm ${lat_cm[*]}"
     echo "bandwidth RDMA WRITE 65536 B x 2000 (MiB/s, best of $ROUNDS): ib_write_bw $br  rdmactl $bm  ratio $bw_ratio (target >= 0.95)"
     echo "  all runs: ib_write_bw ${bw_ref[*]} | rdmactl ${bw_rdmactl[*]}"
+    echo "bandwidth --cm RDMA WRITE 65536 B x 2000 (MiB/s, best of $ROUNDS): ib_write_bw $br  rdmactl --cm $bc  ratio $bw_cm_ratio (no target)"
+    echo "  all runs: rdmactl --cm ${bw_cm[*]}"
 } | tee "$RESULTS/summary.txt"
 check "latency ratio $lat_ratio <= 1.05" awk -v r="$lat_ratio" 'BEGIN { exit !(r != "nan" && r <= 1.05) }'
 check "bandwidth ratio $bw_ratio >= 0.95" awk -v r="$bw_ratio" 'BEGIN { exit !(r != "nan" && r >= 0.95) }'
