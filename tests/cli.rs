@@ -218,6 +218,29 @@ fn errors_are_one_line_naming_what_exists_with_their_exit_codes() {
         (vec!["--sysfs", &ib, "gids", "-i", "2"], 3, "no port 2 on any device; ports: 1".into()),
         (vec!["--sysfs", &ib, "gids", "mlx5_0/1", "-i", "2"], 2, "port 1 in DEV/PORT and -i 2 disagree; give one".into()),
         (vec!["--sysfs", &rxe, "devices", "-v", "-d", "mlx5_9"], 3, "no device 'mlx5_9'; devices: rxe0, rxe1".into()),
+        // --cm: what does not apply is refused before anything is opened.
+        (
+            vec!["pingpong", "--cm", "-g", "0", "192.168.77.1"],
+            2,
+            "-g does not apply with --cm: the kernel picks the GID from the route (rdmactl check --peer shows its choice)".into(),
+        ),
+        (
+            vec!["pingpong", "--cm", "-m", "1024", "192.168.77.1"],
+            2,
+            "-m does not apply with --cm: the CM takes the path MTU from the route (the netdev MTU on RoCE, the path record on InfiniBand)".into(),
+        ),
+        (
+            vec!["pingpong", "--cm", "-s", "268435457", "192.168.77.1"],
+            2,
+            "--size 268435457: with --cm give 1 to 268435456 bytes (256 MiB, what a server registers at most)".into(),
+        ),
+        (
+            vec!["pingpong", "--cm", "--compat", "rc_pingpong", "192.168.77.1"],
+            2,
+            "--compat speaks a TCP exchange; it does not combine with --cm".into(),
+        ),
+        (vec!["--sysfs", &rxe, "pingpong", "--cm", "-d", "mlx5_9", "192.168.77.1"], 3, "no device 'mlx5_9'; devices: rxe0, rxe1".into()),
+        (vec!["--sysfs", &rxe, "selftest", "--cm", "-d", "rxe0", "-i", "2"], 3, "no port 2 on rxe0; ports: 1".into()),
         (
             vec!["gid", "decode", "::1", "10.11.11.251"],
             2,

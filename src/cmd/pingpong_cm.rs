@@ -619,6 +619,13 @@ fn server(
         args.tcp_port,
     );
     let listener = Listener::bind(addr)?;
+    if let (Some(dev), Some(bound)) = (&args.device, listener.device()) {
+        if dev != &bound {
+            return Err(Error::Usage(format!(
+                "{addr} is an address of {bound}, not {dev}: give -d {bound}, or --bind with {dev}'s address"
+            )));
+        }
+    }
     // On stderr even with --json: scripts wait for this line before starting the client.
     eprintln!(
         "listening on {} ({}) for an rdmactl pingpong --cm client",

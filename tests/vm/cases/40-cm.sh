@@ -111,6 +111,11 @@ check "the wildcard server served it on rxe0: exit 0" \
   sh -c "test $src = 0 && jq -e '.connection.device == \"rxe0\" and .echoed == 20' '$RESULTS/pp-any-srv.out'"
 # -g does not apply with --cm: the kernel picks the GID.
 expect_rc 2 "pingpong --cm -g 0 is refused as a usage error" $R pingpong --cm 192.168.77.1 -g 0
+# -d and --bind must name the same port.
+expect_rc 2 "pingpong --cm server -d rxe1 --bind rxe0's address: a usage error" \
+  timeout 20 $R pingpong --cm -d rxe1 --bind 192.168.77.1 -p 18998
+expect_out "pingpong --cm server -d rxe1 --bind rxe0's address: names both devices" \
+  '^rdmactl: 192\.168\.77\.1:18998 is an address of rxe0, not rxe1: give -d rxe0' cat "$LAST_OUT"
 
 # ---- selftest --cm: one line per step, on one device and between two
 expect_out "selftest --cm -d rxe0: every step ok" \
