@@ -103,6 +103,7 @@ fn fill_pattern(buf: &mut [u8]) {
 fn first_difference(got: &[u8], want: &[u8]) -> Option<usize> {
     got.iter().zip(want).position(|(g, w)| g != w)
 }
+
 fn timeout_of(secs: f64) -> Result<Duration> {
     if !(secs.is_finite() && secs > 0.0 && secs < 86_400.0) {
         return Err(Error::Usage(format!(
@@ -114,8 +115,8 @@ fn timeout_of(secs: f64) -> Result<Duration> {
 
 /// The address the CM binds for DEV/PORT, as the CM connects by IP, not by device: the
 /// IPv4 address in the port's GID table (RoCE), else an address of the port's netdev (the
-/// IPoIB interface on InfiniBand, or an IPv6-only RoCE port). None of them is row 12 of
-/// failure-modes.md, explained before the CM is even asked.
+/// IPoIB interface on InfiniBand, or an IPv6-only RoCE port). A port with none is row 12
+/// of failure-modes.md, explained before the CM is even asked.
 pub fn port_address(sysfs: &Path, device: &str, port: u32) -> Result<IpAddr> {
     let root = SysfsRoot::new(sysfs);
     let ipv4 = root
@@ -174,10 +175,16 @@ fn peer_addr(server: &str, port: u16) -> Result<SocketAddr> {
     if let Ok(ip) = server.parse::<IpAddr>() {
         return Ok(SocketAddr::new(ip, port));
     }
-    (server, port)
+    // IPv4 first: RoCE GID tables carry IPv4 addresses far more often than IPv6 ones.
+    let addrs: Vec<SocketAddr> = (server, port)
         .to_socket_addrs()
-        .ok()
-        .and_then(|mut it| it.next())
+        .map(Iterator::collect)
+        .unwrap_or_default();
+    addrs
+        .iter()
+        .find(|a| a.is_ipv4())
+        .or(addrs.first())
+        .copied()
         .ok_or_else(|| Error::Usage(format!("cannot resolve '{server}' to an IP address")))
 }
 
@@ -258,7 +265,7 @@ fn add_net_evidence(err: &mut CmError, src: Option<IpAddr>, sysfs: &Path) {
         Failure::Event {
             event: cm::EventKind::Rejected,
             ..
-        }
+        } | Failure::ServerRejected { .. }
     );
     if !finding_the_peer || peer_answered {
         return;
