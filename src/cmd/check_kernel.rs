@@ -162,8 +162,16 @@ pub fn compare(res: &Resolution, checked: &Checked, source: Option<IpAddr>) -> F
     )];
     if !res.other_indices.is_empty() {
         let list: Vec<String> = res.other_indices.iter().map(u32::to_string).collect();
+        let mode = match (&res.default_roce_mode, res.default_roce_mode_set) {
+            (Some(_), true) => format!(
+                "default_roce_mode in /sys/kernel/config/rdma_cm/{}",
+                res.device
+            ),
+            (Some(_), false) => "the kernel's default; configfs sets no default_roce_mode".into(),
+            (None, _) => "the port's only GID type".into(),
+        };
         evidence.push(format!(
-            "the same GID also sits at index {} with another type; the CM uses {}",
+            "the same GID also sits at index {} with another type; the CM uses {} ({mode})",
             list.join(", "),
             crate::gidselect::type_name(res.gid_type.as_ref())
         ));
@@ -273,6 +281,8 @@ mod tests {
             gid_type: Some(GidType::RoceV2),
             netdev: Some("veth0".into()),
             other_indices: vec![],
+            default_roce_mode: Some(GidType::RoceV2),
+            default_roce_mode_set: false,
         }
     }
 
@@ -373,6 +383,42 @@ mod tests {
                 "{name}"
             );
         }
+    }
+
+    /// Where the v1/v2 twin is, the evidence says which GID type the CM uses and why.
+    #[test]
+    fn roce_mode_in_the_evidence() {
+        let gids = table();
+        let checked = Checked {
+            device: "rxe0",
+            port: 1,
+            index: Some(1),
+            auto: false,
+            gids: &gids,
+        };
+        let mut res = resolution("rxe0", Some(1));
+        res.other_indices = vec![2];
+        let f = compare(&res, &checked, None);
+        assert!(
+            f.evidence[1].ends_with(
+                "the CM uses RoCE v2 (the kernel's default; configfs sets no default_roce_mode)"
+            ),
+            "{:?}",
+            f.evidence
+        );
+        res.gid_index = Some(2);
+        res.gid_type = Some(GidType::RoceV1);
+        res.other_indices = vec![1];
+        res.default_roce_mode = Some(GidType::RoceV1);
+        res.default_roce_mode_set = true;
+        let f = compare(&res, &checked, None);
+        assert!(
+            f.evidence[1].ends_with(
+                "the CM uses RoCE v1 (default_roce_mode in /sys/kernel/config/rdma_cm/rxe0)"
+            ),
+            "{:?}",
+            f.evidence
+        );
     }
 
     #[test]

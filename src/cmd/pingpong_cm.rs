@@ -1154,6 +1154,8 @@ mod tests {
             gid_type: Some(GidType::RoceV2),
             netdev: Some("veth1".into()),
             other_indices: vec![],
+            default_roce_mode: Some(GidType::RoceV2),
+            default_roce_mode_set: false,
         });
         report.ops.insert(
             "send",

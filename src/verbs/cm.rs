@@ -515,6 +515,10 @@ pub struct Resolution {
     pub netdev: Option<String>,
     /// Other slots holding the same GID with another type (RoCE v1 next to v2).
     pub other_indices: Vec<u32>,
+    /// On RoCE, the GID type the CM uses: configfs `default_roce_mode`, else the kernel's
+    /// default, RoCE v2; `default_roce_mode_set` says which.
+    pub default_roce_mode: Option<GidType>,
+    pub default_roce_mode_set: bool,
 }
 
 /// Ask the kernel which device, port and source GID it would use toward `peer`, by
@@ -640,7 +644,15 @@ fn describe(id: &Id, peer: IpAddr) -> Result<Resolution, CmError> {
     let link_layer = port_link_layer(verbs, port).unwrap_or(LinkLayer::Other("unknown".into()));
     let sgid = id.sgid();
     let slots = find_gid(verbs, port, &sgid);
-    let (gid_index, gid_type, netdev, other_indices) = pick_cm_slot(&slots, &link_layer);
+    let (roce_mode, roce_mode_set) = match link_layer {
+        LinkLayer::InfiniBand => (None, false),
+        _ => match default_roce_mode(&device, port) {
+            Some(mode) => (Some(mode), true),
+            None => (Some(GidType::RoceV2), false),
+        },
+    };
+    let (gid_index, gid_type, netdev, other_indices) =
+        pick_cm_slot(&slots, &link_layer, roce_mode.as_ref());
     Ok(Resolution {
         peer,
         source: id.local_addr().map(|a| a.ip()),
@@ -652,7 +664,20 @@ fn describe(id: &Id, peer: IpAddr) -> Result<Resolution, CmError> {
         gid_type,
         netdev,
         other_indices,
+        default_roce_mode: roce_mode,
+        default_roce_mode_set: roce_mode_set,
     })
+}
+
+/// The RoCE GID type an administrator set for the CM on DEV/PORT, if any: configfs holds
+/// it only once someone made the device's directory there.
+fn default_roce_mode(device: &str, port: u8) -> Option<GidType> {
+    let path = format!("/sys/kernel/config/rdma_cm/{device}/ports/{port}/default_roce_mode");
+    match std::fs::read_to_string(path).ok()?.trim() {
+        "RoCE v2" => Some(GidType::RoceV2),
+        "IB/RoCE v1" => Some(GidType::RoceV1),
+        _ => None,
+    }
 }
 
 /// One GID table slot holding the GID we look for.
@@ -723,14 +748,18 @@ fn ifname(ifindex: u32) -> Option<String> {
 fn pick_cm_slot(
     slots: &[Slot],
     link_layer: &LinkLayer,
+    roce_mode: Option<&GidType>,
 ) -> (Option<u32>, Option<GidType>, Option<String>, Vec<u32>) {
-    let order: &[GidType] = match link_layer {
-        LinkLayer::InfiniBand => &[GidType::Ib],
-        _ => &[GidType::RoceV2, GidType::RoceV1, GidType::Ib],
+    let order: Vec<&GidType> = match link_layer {
+        LinkLayer::InfiniBand => vec![&GidType::Ib],
+        _ => roce_mode
+            .into_iter()
+            .chain([&GidType::RoceV2, &GidType::RoceV1, &GidType::Ib])
+            .collect(),
     };
     let chosen = order
         .iter()
-        .find_map(|t| slots.iter().find(|s| &s.gid_type == t))
+        .find_map(|t| slots.iter().find(|s| &s.gid_type == *t))
         .or(slots.first());
     match chosen {
         Some(c) => (
@@ -1775,17 +1804,23 @@ mod tests {
     fn cm_slot_choice() {
         // mlx5 on RoCE lists each address twice: v1 then v2; the CM uses v2.
         let both = [slot(2, GidType::RoceV1), slot(3, GidType::RoceV2)];
-        assert_eq!(pick_cm_slot(&both, &LinkLayer::Ethernet).0, Some(3));
-        assert_eq!(pick_cm_slot(&both, &LinkLayer::Ethernet).3, vec![2]);
+        assert_eq!(pick_cm_slot(&both, &LinkLayer::Ethernet, None).0, Some(3));
+        assert_eq!(pick_cm_slot(&both, &LinkLayer::Ethernet, None).3, vec![2]);
+        // An administrator's default_roce_mode "IB/RoCE v1" makes the CM use the v1 slot.
+        let v1 = Some(&GidType::RoceV1);
+        assert_eq!(pick_cm_slot(&both, &LinkLayer::Ethernet, v1).0, Some(2));
         let v1_only = [slot(0, GidType::RoceV1)];
-        assert_eq!(pick_cm_slot(&v1_only, &LinkLayer::Ethernet).0, Some(0));
+        assert_eq!(
+            pick_cm_slot(&v1_only, &LinkLayer::Ethernet, None).0,
+            Some(0)
+        );
         let ib = [slot(0, GidType::Ib)];
         assert_eq!(
-            pick_cm_slot(&ib, &LinkLayer::InfiniBand).1,
+            pick_cm_slot(&ib, &LinkLayer::InfiniBand, None).1,
             Some(GidType::Ib)
         );
         assert_eq!(
-            pick_cm_slot(&[], &LinkLayer::Ethernet),
+            pick_cm_slot(&[], &LinkLayer::Ethernet, None),
             (None, None, None, vec![])
         );
     }
