@@ -35,16 +35,12 @@ pub enum NetError {
     #[error("netlink socket: {0}")]
     Socket(#[source] std::io::Error),
     /// The kernel refused the request (e.g. ENETUNREACH for `route get` with no route).
-    #[error("the kernel answered {what} with errno {errno} ({})", errno_text(*errno))]
+    #[error("the kernel answered {what} with {}", crate::explain::errno_text(*errno))]
     Kernel { what: String, errno: i32 },
     #[error("cannot parse the kernel's reply to {what}: {detail}")]
     Parse { what: String, detail: String },
     #[error("no netdev '{0}' in this network namespace")]
     NoSuchNetdev(String),
-}
-
-fn errno_text(errno: i32) -> String {
-    std::io::Error::from_raw_os_error(errno).to_string()
 }
 
 /// The answer to `ip route get DST [oif DEV]`.
