@@ -285,12 +285,13 @@ impl CmError {
 
 impl fmt::Display for CmError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let Why { why, fix, .. } = explain(self);
         writeln!(f, "{}", self.summary())?;
-        writeln!(f, "  why: {}", self.explanation())?;
+        writeln!(f, "  why: {why}")?;
         for e in &self.facts.evidence {
             writeln!(f, "  seen: {e}")?;
         }
-        write!(f, "  fix: {}", self.fix())
+        write!(f, "  fix: {fix}")
     }
 }
 

@@ -887,22 +887,9 @@ pub fn selftest_cm(ctx: &Ctx, args: &SelftestArgs) -> Result<u8> {
     };
     report.devices.dedup();
     let steps = Steps::default();
-    // The CM binds addresses: each device stands for its port's. A port without one is
-    // the run's first failed step.
-    let address_of = |side: &'static str, dev: &str| match port_address(&ctx.sysfs, dev, args.port)
-    {
-        Ok(ip) => Ok(Ok(ip)),
-        Err(Error::Cm(e)) if !e.is_missing_stack() => {
-            steps.failed(side, "address", &e, Duration::ZERO);
-            Ok(Err(*e))
-        }
-        Err(other) => Err(other),
-    };
-    let server_ip = address_of("server", &server_dev)?;
-    let client_ip = match &server_ip {
-        Ok(_) => address_of("client", &client_dev)?,
-        Err(e) => Err(e.clone()),
-    };
+    // The CM binds addresses: each device stands for its port's.
+    let server_ip = port_address(&ctx.sysfs, &server_dev, args.port);
+    let client_ip = port_address(&ctx.sysfs, &client_dev, args.port);
     report.server_address = server_ip.as_ref().ok().copied();
     report.client_address = client_ip.as_ref().ok().copied();
     let failure = match (server_ip, client_ip) {
@@ -917,7 +904,8 @@ pub fn selftest_cm(ctx: &Ctx, args: &SelftestArgs) -> Result<u8> {
             };
             run_selftest(&plan, &steps, &mut report)
         }
-        (Err(e), _) | (_, Err(e)) => Some(e),
+        (Err(e), _) => Some(no_address(&steps, "server", e)?),
+        (_, Err(e)) => Some(no_address(&steps, "client", e)?),
     };
     report.steps = steps.take();
     report.ok = failure.is_none() && report.steps.iter().all(|s| s.ok);
@@ -937,6 +925,18 @@ pub fn selftest_cm(ctx: &Ctx, args: &SelftestArgs) -> Result<u8> {
             "selftest --cm failed at {}",
             e.stage
         ))),
+    }
+}
+
+/// A port without an address is the run's first failed step; other errors (no such
+/// device, no RDMA stack) end the run without a report.
+fn no_address(steps: &Steps, side: &'static str, err: Error) -> Result<CmError> {
+    match err {
+        Error::Cm(e) if !e.is_missing_stack() => {
+            steps.failed(side, "address", &e, Duration::ZERO);
+            Ok(*e)
+        }
+        other => Err(other),
     }
 }
 

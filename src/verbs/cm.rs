@@ -892,7 +892,7 @@ pub struct Endpoint {
     timeout: Duration,
     /// The client is a stock tool (no rdmactl private data), not rdmactl.
     pub foreign: bool,
-    /// One completion at a time: the CM path echoes and measures one operation at once.
+    /// One completion per poll: callers take them one by one, also with a window in flight.
     wc: [Wc; 1],
     /// Completions taken since the CM channel was last looked at.
     since_cm_check: u32,

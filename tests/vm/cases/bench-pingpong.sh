@@ -13,7 +13,9 @@ ROUNDS=${BENCH_ROUNDS:-3}
 port=18700
 next_port() { port=$((port + 1)); }
 
-# Runs a server on rxe0 and a client on rxe1; the client's stdout lands in $RESULTS/$1.out.
+# Runs a server on rxe0 and a client on rxe1; the client's stdout lands in $RESULTS/$1.out,
+# its stderr in $1.err. A TCP server is ready once it listens on the port; an rdmactl
+# --cm server, which listens on the CM instead, once it says so.
 pair() { # pair NAME SERVER_CMD... -- CLIENT_CMD...
     local name=$1
     shift
@@ -23,24 +25,11 @@ pair() { # pair NAME SERVER_CMD... -- CLIENT_CMD...
     cli=("$@")
     bg_server "$name-server" "${srv[@]}"
     local pid=$BG_PID
-    wait_listen "$port" 15 || return 1
-    timeout 120 "${cli[@]}" >"$RESULTS/$name.out" 2>&1
-    local rc=$?
-    wait_pid_timeout "$pid" 30 >/dev/null
-    return $rc
-}
-
-# pair for an rdmactl --cm server, which listens on the CM, not on TCP.
-pair_cm() { # pair_cm NAME SERVER_CMD... -- CLIENT_CMD...
-    local name=$1
-    shift
-    local srv=() cli=()
-    while [[ $1 != -- ]]; do srv+=("$1"); shift; done
-    shift
-    cli=("$@")
-    bg_start "$name-server" "${srv[@]}"
-    local pid=$BG_PID
-    wait_line "$RESULTS/$name-server.err" '^listening on' 15 "$pid" || return 1
+    if [[ " ${srv[*]} " == *" --cm "* ]]; then
+        wait_line "$RESULTS/$name-server.out" '^listening on' 15 "$pid" || return 1
+    else
+        wait_listen "$port" 15 || return 1
+    fi
     timeout 120 "${cli[@]}" >"$RESULTS/$name.out" 2>"$RESULTS/$name.err"
     local rc=$?
     wait_pid_timeout "$pid" 30 >/dev/null
@@ -67,7 +56,7 @@ for round in $(seq "$ROUNDS"); do
         lat_rdmactl+=("$(jq -r '.ops.send.usec_per_iter' "$RESULTS/lat-rdmactl-$round.out")")
     fi
     next_port
-    if pair_cm "lat-cm-$round" "$RDMACTL" -j pingpong --cm -d rxe0 --bind "$SERVER_IP" -p "$port" -- \
+    if pair "lat-cm-$round" "$RDMACTL" -j pingpong --cm -d rxe0 --bind "$SERVER_IP" -p "$port" -- \
         "$RDMACTL" -j pingpong --cm -d rxe1 -p "$port" -s 4096 -n 2000 --op send "$SERVER_IP"; then
         lat_cm+=("$(jq -r '.ops.send.usec_per_iter' "$RESULTS/lat-cm-$round.out")")
     fi
@@ -78,7 +67,7 @@ for round in $(seq "$ROUNDS"); do
         bw_ref+=("$(awk '$1 == 65536 && $2 == 2000 && NF >= 5 {print $4; exit}' "$RESULTS/bw-ref-$round.out")")
     fi
     next_port
-    if pair_cm "bw-cm-$round" "$RDMACTL" -j pingpong --cm -d rxe0 --bind "$SERVER_IP" -p "$port" -- \
+    if pair "bw-cm-$round" "$RDMACTL" -j pingpong --cm -d rxe0 --bind "$SERVER_IP" -p "$port" -- \
         "$RDMACTL" -j pingpong --cm -d rxe1 -p "$port" -s 65536 -n 2000 --op write "$SERVER_IP"; then
         bw_cm+=("$(jq -r '.ops.write.mbit_per_sec * 1000000 / 8 / 1048576' "$RESULTS/bw-cm-$round.out")")
     fi
