@@ -325,6 +325,8 @@ pub struct Endpoint {
     pub gid_type: Option<GidType>,
     /// The GID's netdev (local side only).
     pub netdev: Option<String>,
+    /// The port's own netdev (local side only); a VLAN GID's netdev is another one.
+    pub port_netdev: Option<String>,
     /// The port's GID table (local side; may be empty for the peer).
     pub gid_table: Vec<GidEntry>,
     /// `gid_tbl_len` from query_port.
@@ -698,19 +700,44 @@ fn port_not_active(ctx: &Context) -> Option<Rule> {
             ));
         }
     }
-    if local.is_ethernet() && state.is_some_and(|s| s != "ACTIVE") {
-        let netdev = local.netdev_now().unwrap_or_else(|| "its netdev".into());
-        return Some((
-            "port-down",
-            format!(
-                "RoCE port {} is not ACTIVE: its netdev {netdev} is down or has no carrier",
-                local.name()
-            ),
-            evidence,
-            format!("ip link set {netdev} up, and check the cable (ip link show {netdev})"),
+    if !local.is_ethernet() {
+        return None;
+    }
+    // The QP can fail before the port's state catches up with its netdev (rxe learns of
+    // the link through a notifier), so the port's own netdev being down already counts.
+    let netdev_down = ctx
+        .netdev
+        .as_ref()
+        .filter(|n| n.exists && !n.up && local.port_netdev.as_deref() == Some(n.name.as_str()));
+    if let Some(n) = netdev_down {
+        evidence.push(format!(
+            "netdev {} is down (operstate {})",
+            n.name,
+            n.operstate.as_deref().unwrap_or("unknown")
         ));
     }
-    None
+    let port_down = state.is_some_and(|s| s != "ACTIVE");
+    if !port_down && netdev_down.is_none() {
+        return None;
+    }
+    let netdev = local.netdev_now().unwrap_or_else(|| "its netdev".into());
+    let summary = if port_down {
+        format!(
+            "RoCE port {} is not ACTIVE: its netdev {netdev} is down or has no carrier",
+            local.name()
+        )
+    } else {
+        format!(
+            "RoCE port {} cannot send: its netdev {netdev} is down or has no carrier",
+            local.name()
+        )
+    };
+    Some((
+        "port-down",
+        summary,
+        evidence,
+        format!("ip link set {netdev} up, and check the cable (ip link show {netdev})"),
+    ))
 }
 
 fn local_gid_words(ep: &Endpoint) -> String {
@@ -1774,6 +1801,7 @@ mod tests {
             gid: None,
             gid_type: None,
             netdev: None,
+            port_netdev: None,
             gid_table: rxe0(),
             gid_table_len: Some(1024),
         }
@@ -1923,6 +1951,11 @@ mod tests {
             operstate: Some("down".into()),
             mtu: Some(1500),
         });
+
+        // The netdev went down under traffic; the port's state in sysfs still says ACTIVE.
+        let mut down_under_traffic = down.clone();
+        down_under_traffic.local.port_netdev = Some("veth0".into());
+        down_under_traffic.local.port_state = Some("ACTIVE".into());
 
         let mut no_accept_local = rxe_ctx(Some(1), "::ffff:192.168.77.2");
         no_accept_local.route = Some(vm_route(false));
@@ -2186,6 +2219,15 @@ mod tests {
                 code: "port-down",
                 says: &["ip link set veth0 up"],
                 suggested: Some(1),
+            },
+            Case {
+                name: "LOC_QP_OP_ERR when the netdev went down before the port state did",
+                step: Step::PollCq,
+                failure: wc(WC_LOC_QP_OP_ERR),
+                ctx: down_under_traffic,
+                code: "port-down",
+                says: &["cannot send: its netdev veth0 is down", "ip link set veth0 up"],
+                suggested: None,
             },
             Case {
                 name: "RTR EINVAL, -m above the active MTU (row 6)",

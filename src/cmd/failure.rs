@@ -209,7 +209,8 @@ fn context(sysfs: &Path, known: &Known, failure: &Failure) -> Context {
                 .find(|e| e.index == i)
                 .and_then(|e| e.netdev.clone())
         })
-        .or(port_netdev);
+        .or(port_netdev.clone());
+    local.port_netdev = port_netdev;
 
     let peer_ep = remote_ep.map(|r| {
         let unknown = matches!(r.link_layer, LinkLayer::Other(_));
