@@ -1117,11 +1117,16 @@ impl Endpoint {
             .map_err(|f| self.transfer_err(f))
     }
 
-    /// The completion in `self.wc`, checked: an error status is the transfer's failure.
-    fn completion(&self) -> Result<Completion, CmError> {
+    /// The completion in `self.wc`, checked: an error status is the transfer's failure,
+    /// unless a CM event is already waiting. A peer that went away or a device being
+    /// removed also fails the work in flight, and the event names the cause; the
+    /// completion status only shows the consequence.
+    fn completion(&mut self) -> Result<Completion, CmError> {
         let wc = self.wc[0];
         let is_recv = wc.wr_id == RECV_WR_ID;
         if !wc.ok() {
+            let wake = self.cm_event_now()?;
+            self.no_disconnect(wake)?;
             let op = if is_recv {
                 "RECV"
             } else {
