@@ -53,12 +53,12 @@ for round in $(seq "$ROUNDS"); do
     next_port
     if pair "lat-rdmactl-$round" "$RDMACTL" -j pingpong -d rxe0 -g 1 -p "$port" -s 4096 -n 2000 --op send -- \
         "$RDMACTL" -j pingpong -d rxe1 -g 1 -p "$port" -s 4096 -n 2000 --op send "$SERVER_IP"; then
-        lat_rdmactl+=("$(jq -r '.ops.send.usec_per_iter' "$RESULTS/lat-rdmactl-$round.out")")
+        lat_rdmactl+=("$(jq -r '.ops.send.usec_per_iter * 100 | round / 100' "$RESULTS/lat-rdmactl-$round.out")")
     fi
     next_port
     if pair "lat-cm-$round" "$RDMACTL" -j pingpong --cm -d rxe0 --bind "$SERVER_IP" -p "$port" -- \
         "$RDMACTL" -j pingpong --cm -d rxe1 -p "$port" -s 4096 -n 2000 --op send "$SERVER_IP"; then
-        lat_cm+=("$(jq -r '.ops.send.usec_per_iter' "$RESULTS/lat-cm-$round.out")")
+        lat_cm+=("$(jq -r '.ops.send.usec_per_iter * 100 | round / 100' "$RESULTS/lat-cm-$round.out")")
     fi
     next_port
     if pair "bw-ref-$round" ib_write_bw -d rxe0 -x 1 -F -p "$port" -s 65536 -n 2000 -- \
@@ -69,13 +69,13 @@ for round in $(seq "$ROUNDS"); do
     next_port
     if pair "bw-cm-$round" "$RDMACTL" -j pingpong --cm -d rxe0 --bind "$SERVER_IP" -p "$port" -- \
         "$RDMACTL" -j pingpong --cm -d rxe1 -p "$port" -s 65536 -n 2000 --op write "$SERVER_IP"; then
-        bw_cm+=("$(jq -r '.ops.write.mbit_per_sec * 1000000 / 8 / 1048576' "$RESULTS/bw-cm-$round.out")")
+        bw_cm+=("$(jq -r '.ops.write.mbit_per_sec * 1000000 / 8 / 1048576 * 100 | round / 100' "$RESULTS/bw-cm-$round.out")")
     fi
     next_port
     if pair "bw-rdmactl-$round" "$RDMACTL" -j pingpong -d rxe0 -g 1 -p "$port" -s 65536 -n 2000 --op write -- \
         "$RDMACTL" -j pingpong -d rxe1 -g 1 -p "$port" -s 65536 -n 2000 --op write "$SERVER_IP"; then
         # Mbit/s (10^6 bit) to perftest's MB/sec (2^20 bytes).
-        bw_rdmactl+=("$(jq -r '.ops.write.mbit_per_sec * 1000000 / 8 / 1048576' "$RESULTS/bw-rdmactl-$round.out")")
+        bw_rdmactl+=("$(jq -r '.ops.write.mbit_per_sec * 1000000 / 8 / 1048576 * 100 | round / 100' "$RESULTS/bw-rdmactl-$round.out")")
     fi
 done
 
