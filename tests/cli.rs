@@ -239,6 +239,11 @@ fn errors_are_one_line_naming_what_exists_with_their_exit_codes() {
             2,
             "--compat speaks a TCP exchange; it does not combine with --cm".into(),
         ),
+        (
+            vec!["pingpong", "--cm", "-i", "2", "192.168.77.1"],
+            2,
+            "-i 2: with --cm a port is named with -d (its address is bound); without -d the kernel picks device and port from the route".into(),
+        ),
         (vec!["--sysfs", &rxe, "pingpong", "--cm", "-d", "mlx5_9", "192.168.77.1"], 3, "no device 'mlx5_9'; devices: rxe0, rxe1".into()),
         (vec!["--sysfs", &rxe, "selftest", "--cm", "-d", "rxe0", "-i", "2"], 3, "no port 2 on rxe0; ports: 1".into()),
         (

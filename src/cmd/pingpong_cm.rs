@@ -215,6 +215,12 @@ pub fn run(ctx: &Ctx, args: &PingpongArgs) -> Result<u8> {
             cm::MAX_BUFFER_LEN
         )));
     }
+    if args.device.is_none() && args.bind.is_none() && args.port != 1 {
+        return Err(Error::Usage(format!(
+            "-i {}: with --cm a port is named with -d (its address is bound); without -d the kernel picks device and port from the route",
+            args.port
+        )));
+    }
     // The CM binds an address, not a device: -d stands for its port's address.
     let source = || -> Result<Option<IpAddr>> {
         Ok(match (args.bind, &args.device) {
