@@ -123,6 +123,9 @@ pub enum Failure {
     },
     /// The peer spoke, but not our private-data layout.
     Protocol(String),
+    /// The server accepted, but its accept carries no rdmactl buffer description: another
+    /// program (rping -s, rdma_server) listens on that port.
+    ForeignServer(String),
     /// The port has no IP address for the CM to bind: neither an IPv4 GID nor an address
     /// on its netdev (`netdev`, when it has one).
     NoAddress { netdev: Option<String> },
@@ -244,7 +247,7 @@ impl CmError {
                 "{op} completed with {} ({status}), vendor error {vendor_err:#x}",
                 wc_status_name(*status)
             ),
-            Failure::Protocol(text) => text.clone(),
+            Failure::Protocol(text) | Failure::ForeignServer(text) => text.clone(),
             Failure::NoAddress { netdev: Some(n) } => {
                 format!("no IP address on {n}, the port's netdev")
             }
@@ -576,6 +579,11 @@ fn explain(err: &CmError) -> Why {
             format!("the rdmactl server refused the connection: {reason}"),
             "run the same rdmactl version on both ends, and read the server's output",
         ),
+        (Failure::ForeignServer(_), _) => why(
+            "cm-not-rdmactl-server",
+            "the server accepted the connection but is not an rdmactl --cm server: stock servers (rping -s, rdma_server) speak their own protocol and send no buffer description",
+            "run rdmactl pingpong --cm on the server; the other way round works: an rdmactl server serves rping -c and rdma_client",
+        ),
         (Failure::Protocol(_), _) => why(
             "cm-protocol",
             "the peer is not an rdmactl --cm peer of a compatible version (its private data has another layout)",
@@ -759,7 +767,9 @@ impl CmError {
                 status: *status,
                 vendor_err: *vendor_err,
             },
-            Failure::Protocol(text) => Cause::Protocol { text: text.clone() },
+            Failure::Protocol(text) | Failure::ForeignServer(text) => {
+                Cause::Protocol { text: text.clone() }
+            }
             Failure::NoAddress { netdev } => Cause::NoAddress {
                 netdev: netdev.clone(),
             },
@@ -1033,6 +1043,14 @@ mod tests {
                 "EADDRINUSE",
                 "already uses port 18515",
                 "-p",
+            ),
+            (
+                Stage::Connect,
+                Failure::ForeignServer("the peer's CM private data starts with [00, 00, 00, 00], not rdmactl's \"RDCT\"".into()),
+                None,
+                "not rdmactl",
+                "not an rdmactl --cm server",
+                "run rdmactl pingpong --cm on the server",
             ),
             (
                 Stage::Accept,

@@ -265,13 +265,14 @@ fn add_net_evidence(err: &mut CmError, src: Option<IpAddr>, sysfs: &Path) {
         err.stage,
         Stage::ResolveAddr | Stage::ResolveRoute | Stage::Connect
     );
-    // A reject came from the peer's kernel: the way there works.
+    // A reject or an accept came from the peer: the way there works.
     let peer_answered = matches!(
         err.failure,
         Failure::Event {
             event: cm::EventKind::Rejected,
             ..
         } | Failure::ServerRejected { .. }
+            | Failure::ForeignServer(_)
     );
     if !finding_the_peer || peer_answered {
         return;

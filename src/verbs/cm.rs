@@ -1467,8 +1467,15 @@ pub fn connect(
         e.infiniband = res.link_layer == LinkLayer::InfiniBand;
         e
     })?;
-    ep.remote = RemoteBuffer::decode(&established.private_data)
-        .map_err(|text| ep.err(Stage::Connect, Failure::Protocol(text)))?;
+    ep.remote = RemoteBuffer::decode(&established.private_data).map_err(|text| {
+        // Without the magic it is another program, not another rdmactl version.
+        let failure = if established.private_data.starts_with(&PRIVATE_DATA_MAGIC) {
+            Failure::Protocol(text)
+        } else {
+            Failure::ForeignServer(text)
+        };
+        ep.err(Stage::Connect, failure)
+    })?;
     ep.fill_info();
     log_step(
         log,

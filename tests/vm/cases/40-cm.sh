@@ -239,6 +239,45 @@ check "route through a non-RDMA netdev: ENODEV at address resolution, code cm-no
 restore_net
 check "the default network is back" net_is_default
 
+# ---- the other way round: the rdmactl client against stock servers. They accept, but
+# send no buffer description, so the client stops at once and says what listens there.
+# Wait until the stock server's cm_id listens on PORT (`rdma resource show cm_id`).
+wait_cm_listen() {
+  local port=$1 deadline=$((SECONDS + 15))
+  until rdma resource show cm_id | grep -Eq "state LISTEN .*src-addr [0-9.]+:$port "; do
+    ((SECONDS < deadline)) || return 1
+    sleep 0.1
+  done
+}
+# against_stock TOOL PORT: start TOOL listening on PORT, point the rdmactl client at it.
+against_stock() {
+  local tool=$1 port=$2 rc stock_pid
+  if ! command -v "$tool" >/dev/null; then
+    skip "$tool (rdmacm-utils) is not installed"
+    return
+  fi
+  case $tool in
+  rping) bg_start "stock-$tool" rping -s -a 192.168.77.1 -p "$port" -C 1 ;;
+  *) bg_start "stock-$tool" "$tool" -p "$port" ;;
+  esac
+  stock_pid=$BG_PID
+  check "stock $tool listens on $port" wait_cm_listen "$port"
+  timeout 30 $R -j pingpong --cm 192.168.77.1 -p "$port" -d rxe1 --timeout 5 \
+    > "$RESULTS/vs-$tool.json" 2> "$RESULTS/vs-$tool.err"; rc=$?
+  check "rdmactl client against stock $tool: exits 1" test "$rc" = 1
+  check "rdmactl client against stock $tool: connect fails, code cm-not-rdmactl-server, no network evidence" \
+    jqf '.ok == false and .failure.step == "connect" and .failure.explanation.code == "cm-not-rdmactl-server"
+         and .failure.explanation.evidence == []' "$RESULTS/vs-$tool.json"
+  expect_out "rdmactl client against stock $tool: stderr says what listens there and what to run" \
+    'why: the server accepted the connection but is not an rdmactl --cm server.* fix: run rdmactl pingpong --cm on the server' \
+    one_line "$RESULTS/vs-$tool.err"
+  # rdma_server waits for a message that never comes.
+  kill "$stock_pid" 2>/dev/null
+  wait_pid_timeout "$stock_pid" 10 >/dev/null 2>&1
+}
+against_stock rping 7175
+against_stock rdma_server 7472
+
 # ---- interoperability: stock librdmacm clients against the rdmactl --cm server
 if command -v rping >/dev/null; then
   check "server rping-srv listens" start_server rping-srv -j pingpong --cm --bind 192.168.77.1 -p 7174 --timeout 10
