@@ -4,18 +4,8 @@ use std::path::PathBuf;
 
 use crate::cli::{Cli, Command};
 use crate::cmd;
+use crate::ctx::Ctx;
 use crate::output::Style;
-
-/// What every command needs to know about how it was invoked.
-#[derive(Debug, Clone)]
-pub struct Ctx {
-    pub json: bool,
-    pub style: Style,
-    /// The sysfs root; `/sys` unless `--sysfs` points at a captured tree.
-    pub sysfs: PathBuf,
-    /// True when `--sysfs` was given: the tree is not this host's, so skip verbs.
-    pub captured: bool,
-}
 
 pub fn run(cli: Cli) -> anyhow::Result<u8> {
     let ctx = Ctx {

@@ -5,21 +5,7 @@ use std::path::PathBuf;
 
 use thiserror::Error;
 
-/// Exit codes, documented in the README and the man page.
-pub mod exit {
-    /// Everything asked for was done and nothing failed.
-    pub const OK: u8 = 0;
-    /// A check, test or ping-pong ran and found a failure.
-    pub const FAILED: u8 = 1;
-    /// Bad command line or malformed input (clap uses 2 as well).
-    pub const USAGE: u8 = 2;
-    /// The named device, port or GID index does not exist.
-    pub const NOT_FOUND: u8 = 3;
-    /// No RDMA stack: no kernel support, no libibverbs, or no devices.
-    pub const NO_RDMA: u8 = 4;
-    /// An operating-system or verbs call failed unexpectedly.
-    pub const SYSTEM: u8 = 5;
-}
+use crate::exit;
 
 #[derive(Debug, Error)]
 pub enum Error {
@@ -76,14 +62,24 @@ pub enum Error {
     #[error(transparent)]
     Verbs(#[from] crate::verbs::VerbsError),
 
-    /// A connection-manager step failed; the error carries its stage, numbers and fix.
+    /// A verbs, TCP-exchange or CM step failed and nobody has explained it yet; `main`
+    /// runs the rules on it before printing, so no failure leaves unexplained.
     #[error("{0}")]
-    Cm(Box<crate::verbs::cm::CmError>),
+    Failure(Box<crate::failure::Failure>),
+
+    /// A failure with its explanation; `main` prints the summary and why/seen/fix once.
+    #[error("{}", .0.message)]
+    Explained(Box<crate::finding::FailureReport>),
+
+    /// The command already printed everything (its `-j` report carries the failure); only
+    /// the exit code is left to set.
+    #[error("")]
+    Reported(u8),
 }
 
-impl From<crate::verbs::cm::CmError> for Error {
-    fn from(err: crate::verbs::cm::CmError) -> Self {
-        Error::Cm(Box::new(err))
+impl From<crate::failure::Failure> for Error {
+    fn from(failure: crate::failure::Failure) -> Self {
+        Error::Failure(Box::new(failure))
     }
 }
 
@@ -98,8 +94,10 @@ impl Error {
             Error::Failed(_) => exit::FAILED,
             Error::Io { .. } => exit::SYSTEM,
             Error::Verbs(e) => e.exit_code(),
-            Error::Cm(e) if e.is_missing_stack() => exit::NO_RDMA,
-            Error::Cm(_) => exit::FAILED,
+            Error::Failure(f) if f.is_missing_stack() => exit::NO_RDMA,
+            Error::Failure(_) => exit::FAILED,
+            Error::Explained(r) => r.exit_code(),
+            Error::Reported(code) => *code,
         }
     }
 }

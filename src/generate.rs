@@ -21,7 +21,7 @@ pub fn run(args: &GenerateArgs) -> Result<u8> {
         }
         std::fs::write(&path, bytes).map_err(io_err)?;
     }
-    Ok(crate::error::exit::OK)
+    Ok(crate::exit::OK)
 }
 
 /// Every generated file, relative to the repository root.

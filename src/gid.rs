@@ -164,6 +164,14 @@ impl std::str::FromStr for Gid {
     }
 }
 
+/// fe80::/10, and 169.254.0.0/16 when IPv4-mapped: addresses that never leave the link.
+pub fn is_link_local(gid: &Gid) -> bool {
+    match gid.ipv4() {
+        Some(v4) => v4.octets()[..2] == [169, 254],
+        None => gid.0[0] == 0xfe && gid.0[1] & 0xc0 == 0x80,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -3,13 +3,16 @@
 mod app;
 mod cli;
 mod cmd;
-mod cmexplain;
-mod doctor;
+mod ctx;
+mod diagnose;
+mod errno;
 mod error;
-mod explain;
+mod exit;
+mod facts;
+mod failure;
+mod finding;
 mod generate;
 mod gid;
-mod gidselect;
 mod model;
 mod net;
 mod oob;
@@ -30,14 +33,33 @@ fn main() -> ExitCode {
             if is_broken_pipe(&err) {
                 return ExitCode::SUCCESS;
             }
-            let code = err
-                .downcast_ref::<error::Error>()
-                .map_or(error::exit::SYSTEM, error::Error::exit_code);
-            // Failed means the findings are already on stdout; repeat only the summary.
-            eprintln!("rdmactl: {err:#}");
+            let known = err.downcast_ref::<error::Error>();
+            let code = known.map_or(exit::SYSTEM, error::Error::exit_code);
+            match known {
+                // The -j report already carries it; stderr stays quiet.
+                Some(error::Error::Reported(_)) => {}
+                Some(error::Error::Explained(report)) => eprint!("rdmactl: {}", explained(report)),
+                Some(error::Error::Failure(failure)) => {
+                    let facts = facts::Facts::default();
+                    let report =
+                        finding::FailureReport::new(failure, diagnose::explain(failure, &facts));
+                    eprint!("rdmactl: {}", explained(&report));
+                }
+                // Failed means the findings are already on stdout; repeat only the summary.
+                _ => eprintln!("rdmactl: {err:#}"),
+            }
             ExitCode::from(code)
         }
     }
+}
+
+/// The one-line summary, then why, seen and fix.
+fn explained(report: &finding::FailureReport) -> String {
+    format!(
+        "{}\n{}",
+        report.message,
+        render::explanation::body(&report.explanation, "")
+    )
 }
 
 fn is_broken_pipe(err: &anyhow::Error) -> bool {

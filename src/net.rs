@@ -13,9 +13,9 @@
 use std::net::IpAddr;
 use std::path::Path;
 
-use crate::explain::{NetdevFacts, RouteFacts};
+use crate::facts::{NetdevFacts, RouteFacts};
+use crate::gid::is_link_local;
 use crate::gid::Gid;
-use crate::gidselect::is_link_local;
 
 use netlink_packet_core::{
     NetlinkHeader, NetlinkMessage, NetlinkPayload, NLM_F_DUMP, NLM_F_REQUEST,
@@ -35,7 +35,7 @@ pub enum NetError {
     #[error("netlink socket: {0}")]
     Socket(#[source] std::io::Error),
     /// The kernel refused the request (e.g. ENETUNREACH for `route get` with no route).
-    #[error("the kernel answered {what} with {}", crate::explain::errno_text(*errno))]
+    #[error("the kernel answered {what} with {}", crate::errno::errno_text(*errno))]
     Kernel { what: String, errno: i32 },
     #[error("cannot parse the kernel's reply to {what}: {detail}")]
     Parse { what: String, detail: String },
@@ -467,7 +467,7 @@ pub fn find_neighbour(
         .find(|n| n.address == address && n.ifindex == ifindex)
 }
 
-/// The ARP knobs that decide whether a same-host peer answers (see failure-modes row 3).
+/// The ARP knobs that decide whether a same-host peer answers (the same-host-drop rule reads them).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ArpSysctls {
     pub netdev: String,

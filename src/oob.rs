@@ -14,9 +14,9 @@ use std::io::{ErrorKind, Read, Write};
 use std::net::{IpAddr, Ipv6Addr, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
 use std::time::{Duration, Instant};
 
+use crate::failure::{Cause, Endpoint, Failure, FailureContext, Mismatch, Ops, Step};
 use crate::gid::{Gid, GidKind};
 use crate::model::{GidType, LinkLayer};
-use crate::verbs::qp::{Cause, Endpoint, Failure, FailureContext, Step};
 
 pub const NATIVE_MAGIC: [u8; 4] = *b"RDMX";
 pub const NATIVE_VERSION: u8 = 1;
@@ -30,28 +30,6 @@ pub const RC_PINGPONG_LEN: usize = 52;
 pub const RC_PINGPONG_DONE: &[u8; 5] = b"done\0";
 
 const SYNC_MAGIC: [u8; 4] = *b"RDMS";
-
-/// Which operations a run does; sent so both ends agree before any traffic.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Ops {
-    pub send: bool,
-    pub write: bool,
-    pub read: bool,
-}
-
-impl Ops {
-    pub fn bits(self) -> u8 {
-        u8::from(self.send) | (u8::from(self.write) << 1) | (u8::from(self.read) << 2)
-    }
-
-    pub fn from_bits(bits: u8) -> Option<Ops> {
-        (bits != 0 && bits & !7 == 0).then_some(Ops {
-            send: bits & 1 != 0,
-            write: bits & 2 != 0,
-            read: bits & 4 != 0,
-        })
-    }
-}
 
 /// The native message: one endpoint plus the run's parameters.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -369,125 +347,6 @@ fn garbage(bytes: &[u8]) -> ParseError {
 // ---------------------------------------------------------------------------------------
 // What both ends compare before touching the QP
 
-/// A reason the two ends cannot talk, found from the exchanged parameters alone.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "snake_case", tag = "kind")]
-pub enum Mismatch {
-    LinkLayer {
-        local: LinkLayer,
-        remote: LinkLayer,
-    },
-    GidType {
-        local: Option<GidType>,
-        remote: Option<GidType>,
-    },
-    GidFamily {
-        local: GidKind,
-        remote: GidKind,
-    },
-    /// RoCE needs a GRH, so both ends need a GID index.
-    NoGid {
-        local: bool,
-        remote: bool,
-    },
-    LidZero {
-        local: bool,
-        remote: bool,
-    },
-    Size {
-        local: u32,
-        remote: u32,
-    },
-    Iters {
-        local: u32,
-        remote: u32,
-    },
-    Ops {
-        local: u8,
-        remote: u8,
-    },
-}
-
-impl std::fmt::Display for Mismatch {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let side = |l: bool, r: bool| match (l, r) {
-            (true, true) => "both ends",
-            (true, false) => "this end",
-            _ => "the peer",
-        };
-        match self {
-            Mismatch::LinkLayer { local, remote } => {
-                write!(f, "link layers differ: this port is {local:?}, the peer's is {remote:?}")
-            }
-            Mismatch::GidType { local, remote } => write!(
-                f,
-                "GID types differ: this end uses {}, the peer {} (RoCE v1 and v2 do not interoperate)",
-                type_name(local),
-                type_name(remote)
-            ),
-            Mismatch::GidFamily { local, remote } => write!(
-                f,
-                "GID address families differ: this end's GID is {}, the peer's is {}",
-                kind_name(*local),
-                kind_name(*remote)
-            ),
-            Mismatch::NoGid { local, remote } => {
-                write!(f, "{} gave no GID index, but RoCE needs a GRH: pass -g N", side(*local, *remote))
-            }
-            Mismatch::LidZero { local, remote } => write!(
-                f,
-                "{} has LID 0 on InfiniBand: the port is not configured by a subnet manager",
-                side(*local, *remote)
-            ),
-            Mismatch::Size { local, remote } => write!(f, "message sizes differ: -s {local} here, -s {remote} on the peer"),
-            Mismatch::Iters { local, remote } => write!(f, "iteration counts differ: -n {local} here, -n {remote} on the peer"),
-            Mismatch::Ops { local, remote } => write!(
-                f,
-                "operations differ: --op {} here, --op {} on the peer",
-                ops_name(*local),
-                ops_name(*remote)
-            ),
-        }
-    }
-}
-
-fn type_name(t: &Option<GidType>) -> &'static str {
-    match t {
-        Some(GidType::Ib) => "IB/RoCE v1",
-        Some(GidType::RoceV1) => "RoCE v1",
-        Some(GidType::RoceV2) => "RoCE v2",
-        _ => "an unknown type",
-    }
-}
-
-fn kind_name(k: GidKind) -> &'static str {
-    match k {
-        GidKind::Zero => "empty (::)",
-        GidKind::Ipv4Mapped => "IPv4-mapped",
-        GidKind::LinkLocal => "link-local (fe80::)",
-        GidKind::Multicast => "multicast",
-        GidKind::Global => "IPv6",
-    }
-}
-
-fn ops_name(bits: u8) -> String {
-    match Ops::from_bits(bits) {
-        Some(Ops {
-            send: true,
-            write: true,
-            read: true,
-        }) => "all".into(),
-        Some(o) => {
-            let names: Vec<&str> = [(o.send, "send"), (o.write, "write"), (o.read, "read")]
-                .into_iter()
-                .filter_map(|(on, n)| on.then_some(n))
-                .collect();
-            names.join("+")
-        }
-        None => format!("0x{bits:02x}"),
-    }
-}
-
 /// Everything that would make RTR fail or the traffic hang, from the two messages alone.
 pub fn compare(local: &NativeMsg, remote: &NativeMsg) -> Vec<Mismatch> {
     let (l, r) = (&local.endpoint, &remote.endpoint);
@@ -604,6 +463,7 @@ fn io_cause(e: &std::io::Error, waited: Duration) -> Cause {
     match e.kind() {
         ErrorKind::WouldBlock | ErrorKind::TimedOut => Cause::Timeout {
             waited_ms: waited.as_millis() as u64,
+            waiting_for: None,
         },
         ErrorKind::UnexpectedEof | ErrorKind::ConnectionReset | ErrorKind::BrokenPipe => {
             Cause::PeerClosed
@@ -636,6 +496,7 @@ pub fn connect(host: &str, port: u16, timeout: Duration) -> Result<Conn, Failure
         if left.is_zero() {
             last = Cause::Timeout {
                 waited_ms: start.elapsed().as_millis() as u64,
+                waiting_for: None,
             };
             break;
         }
@@ -657,15 +518,24 @@ pub fn connect(host: &str, port: u16, timeout: Duration) -> Result<Conn, Failure
 /// Listens on `bind` (default: every address, IPv6 and IPv4). SO_REUSEADDR is std's default.
 pub fn listen(bind: Option<IpAddr>, port: u16) -> Result<TcpListener, Failure> {
     let addr = SocketAddr::new(bind.unwrap_or(IpAddr::V6(Ipv6Addr::UNSPECIFIED)), port);
+    let no_ipv6 = |e: &std::io::Error| {
+        matches!(
+            e.raw_os_error(),
+            Some(libc::EAFNOSUPPORT) | Some(libc::EADDRNOTAVAIL)
+        )
+    };
     TcpListener::bind(addr)
         .or_else(|e| match bind {
-            // No IPv6 on this host: fall back to IPv4 any.
-            None => TcpListener::bind(SocketAddr::new(IpAddr::from([0, 0, 0, 0]), port)),
-            Some(_) => Err(e),
+            // Only a host without IPv6 is a reason to fall back to IPv4 any: a port held
+            // by another process stays that error.
+            None if no_ipv6(&e) => {
+                TcpListener::bind(SocketAddr::new(IpAddr::from([0, 0, 0, 0]), port))
+            }
+            _ => Err(e),
         })
         .map_err(|e| {
             oob_failure(
-                Step::Connect,
+                Step::Listen,
                 io_cause(&e, Duration::ZERO),
                 Some(addr.to_string()),
             )
@@ -702,6 +572,7 @@ impl Conn {
                     got,
                     self.fail(Cause::Timeout {
                         waited_ms: start.elapsed().as_millis() as u64,
+                        waiting_for: None,
                     }),
                 ));
             }

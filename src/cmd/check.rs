@@ -10,15 +10,17 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use crate::app::Ctx;
 use crate::cli::{CheckArgs, GidIndexArg};
 use crate::cmd::check_kernel::{self, Checked, KernelChoice};
-use crate::error::{exit, Error, Result};
-use crate::explain::{Finding, NetdevFacts, RouteFacts, Severity};
-use crate::gid::Gid;
-use crate::gidselect::{
+use crate::ctx::Ctx;
+use crate::diagnose::gidselect::{
     self, describe, is_link_local, type_name, EnvTarget, Family, Selection, Verdict, Want,
 };
+use crate::error::{Error, Result};
+use crate::exit;
+use crate::facts::{NetdevFacts, RouteFacts};
+use crate::finding::{Finding, Severity};
+use crate::gid::Gid;
 use crate::model::{GidEntry, GidType, LinkLayer, Port};
 use crate::net;
 use crate::output::{self, Style};
@@ -425,7 +427,8 @@ pub fn evaluate(
             "{}; the RoCE MTU is derived from the netdev MTU",
             port.active_mtu_source
         );
-        let mut f = crate::doctor::mtu_finding(&n.name, mtu, port.active_mtu, &why_unknown);
+        let mut f =
+            crate::diagnose::doctor::mtu_finding(&n.name, mtu, port.active_mtu, &why_unknown);
         if port.active_mtu.is_some() {
             f = f.evidence(format!("active_mtu from {}", port.active_mtu_source));
         }

@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::explain::{Finding, Severity};
-use crate::gidselect::{describe, is_link_local, Family};
+use crate::diagnose::gidselect::{describe, is_link_local, Family};
+use crate::finding::{Finding, Severity};
 use crate::model::{GidEntry, GidType};
 use crate::verbs::cm::{self, Resolution};
 
@@ -84,25 +84,27 @@ pub fn ask(peer: IpAddr, checked: &Checked) -> (Finding, KernelChoice) {
             f
         }
         Err(e) if e.is_missing_stack() => {
-            skipped(Severity::Warn, format!("not asked: {}", e.summary()))
-                .evidence(e.explanation())
-                .fix(e.fix())
+            let x = crate::diagnose::explain(&e, &crate::facts::Facts::default());
+            skipped(Severity::Warn, format!("not asked: {e}"))
+                .evidence(x.summary)
+                .fix(x.fix)
         }
         Err(e) => {
+            let x = crate::diagnose::explain(&e, &crate::facts::Facts::default());
             // The message names the peer already; the CM's own line would add it as `IP:0`.
             let mut step = e.clone();
-            step.peer = None;
+            step.context.peer_addr = None;
             Finding::new(
                 Severity::Fail,
                 CODE,
                 format!(
                     "the kernel cannot resolve a path to {peer}{}: {}",
                     from(choice.source),
-                    step.summary()
+                    step
                 ),
             )
-            .evidence(e.explanation())
-            .fix(e.fix())
+            .evidence(x.summary)
+            .fix(x.fix)
         }
     };
     (finding, choice)
@@ -173,7 +175,7 @@ pub fn compare(res: &Resolution, checked: &Checked, source: Option<IpAddr>) -> F
         evidence.push(format!(
             "the same GID also sits at index {} with another type; the CM uses {} ({mode})",
             list.join(", "),
-            crate::gidselect::type_name(res.gid_type.as_ref())
+            crate::diagnose::gidselect::type_name(res.gid_type.as_ref())
         ));
     }
     let with_evidence = |mut f: Finding| {
@@ -239,8 +241,8 @@ pub fn compare(res: &Resolution, checked: &Checked, source: Option<IpAddr>) -> F
         ),
         Some(e) if e.gid == res.sgid => format!(
             "index {index} holds the same GID as {}; the CM uses {}",
-            crate::gidselect::type_name(e.gid_type.as_ref()),
-            crate::gidselect::type_name(res.gid_type.as_ref())
+            crate::diagnose::gidselect::type_name(e.gid_type.as_ref()),
+            crate::diagnose::gidselect::type_name(res.gid_type.as_ref())
         ),
         Some(e) => format!(
             "index {index} ({}) is not the address the route to {peer} leaves from",

@@ -1,6 +1,7 @@
-use crate::app::Ctx;
 use crate::cli::DevicesArgs;
-use crate::error::{exit, Result};
+use crate::ctx::Ctx;
+use crate::error::Result;
+use crate::exit;
 use crate::model::Device;
 use crate::output;
 use crate::render::inventory;
@@ -17,7 +18,7 @@ pub fn run(ctx: &Ctx, args: &DevicesArgs) -> Result<u8> {
         let devices = SysfsRoot::new(&ctx.sysfs)
             .netdev_only()
             .select(args.device.as_deref(), None)?;
-        warn_unreadable(&devices);
+        super::warn_unreadable(&devices);
         inventory::devices_table(&devices, ctx.style)
     };
     output::print(&text)?;
@@ -27,21 +28,4 @@ pub fn run(ctx: &Ctx, args: &DevicesArgs) -> Result<u8> {
 /// The sysfs side of `devices`; the verbs layer adds its attributes on top for `-v`.
 pub fn gather(ctx: &Ctx, device: Option<&str>) -> Result<Vec<Device>> {
     SysfsRoot::new(&ctx.sysfs).select(device, None)
-}
-
-/// Attributes that exist but could not be read: one stderr line each, so the table stays
-/// clean and the reader still learns why a column says "-". JSON carries `read_problems`.
-pub fn warn_unreadable(devices: &[Device]) {
-    let problems = devices.iter().flat_map(|d| {
-        d.read_problems
-            .iter()
-            .chain(d.ports.iter().flat_map(|p| p.read_problems.iter()))
-    });
-    for p in problems {
-        eprintln!(
-            "rdmactl: warning: cannot read {}: {}",
-            p.path.display(),
-            p.error
-        );
-    }
 }

@@ -20,7 +20,7 @@ use std::net::Ipv6Addr;
 
 use serde::Serialize;
 
-use crate::app::Ctx;
+use crate::ctx::Ctx;
 use crate::error::Result;
 use crate::gid::Gid;
 use crate::model::{
@@ -1481,13 +1481,13 @@ pub fn run_verbose(ctx: &Ctx, device: Option<&str>) -> Result<u8> {
             .collect::<String>()
     };
     if !ctx.json {
-        crate::cmd::devices::warn_unreadable(&sysfs);
+        crate::cmd::warn_unreadable(&sysfs);
         for note in missing_notes(&views) {
             eprintln!("rdmactl: note: {note}");
         }
     }
     output::print(&text)?;
-    Ok(crate::error::exit::OK)
+    Ok(crate::exit::OK)
 }
 
 #[cfg(test)]

@@ -6,11 +6,12 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use crate::app::Ctx;
 use crate::cli::DoctorArgs;
-use crate::doctor::{self, HostNet, NodeAccess, ProviderFiles};
-use crate::error::{exit, Error, Result};
-use crate::explain::{Finding, Severity};
+use crate::ctx::Ctx;
+use crate::diagnose::doctor::{self, HostNet, NodeAccess, ProviderFiles};
+use crate::error::{Error, Result};
+use crate::exit;
+use crate::finding::{Finding, Severity};
 use crate::model::Device;
 use crate::net;
 use crate::render::findings::{self as render, Evidence};

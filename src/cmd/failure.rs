@@ -1,9 +1,8 @@
-//! A pingpong or selftest failure, explained. The data path reports a `qp::Failure` (step,
-//! errno or completion status, the attributes in use); this module gathers the facts the
-//! rules in `explain` look at — the port and its GID table from sysfs, the peer's endpoint
-//! from the handshake, the route, neighbour and ARP sysctls toward the peer over
-//! rtnetlink, the memlock limit — and runs the rules. It also runs `-g auto`, which needs
-//! the same route facts.
+//! A pingpong or selftest failure, explained. The data path reports a `Failure` (step,
+//! cause, the attributes in use); this module gathers the facts the rules in `diagnose`
+//! look at (the port and its GID table from sysfs, the peer's endpoint from the handshake,
+//! the route, neighbour and ARP sysctls toward the peer over rtnetlink, the memlock limit)
+//! and runs the rules. It also runs `-g auto`, which needs the same route facts.
 
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 use std::path::Path;
@@ -11,12 +10,14 @@ use std::path::Path;
 use serde::Serialize;
 
 use crate::cmd::check::{want_for, NetFacts};
-use crate::explain::{self, Context, Endpoint as XEndpoint, Explanation, MemlockFacts, QpFacts};
-use crate::gidselect::{self, Selection, Verdict};
+use crate::diagnose;
+use crate::diagnose::gidselect::{self, Selection, Verdict};
+use crate::facts::{EndFacts, Facts, MemlockFacts, QpFacts};
+use crate::failure::{Endpoint, Failure};
+use crate::finding::FailureReport;
 use crate::model::{GidEntry, LinkLayer};
 use crate::net;
 use crate::sysfs::SysfsRoot;
-use crate::verbs::qp::{Cause, Endpoint, Failure, Step};
 
 /// What the caller knows when a step fails; the rest is read here.
 #[derive(Debug, Clone, Default)]
@@ -35,35 +36,8 @@ pub struct Known<'a> {
     pub requested_mtu: Option<u32>,
     pub message_bytes: Option<u32>,
     pub gid_table_len: Option<u32>,
-}
-
-/// A failure as printed and serialized: the data path's record, the errno or completion
-/// status by name, and the explanation.
-#[derive(Debug, Clone, Serialize)]
-pub struct Explained {
-    #[serde(flatten)]
-    pub failure: Failure,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub errno: Option<i32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub errno_name: Option<&'static str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub wc_status: Option<&'static str>,
-    pub explanation: Explanation,
-}
-
-impl Explained {
-    /// The step line, then why, the evidence and the fix.
-    pub fn render(&self, indent: &str) -> String {
-        let x = &self.explanation;
-        let mut out = format!("{indent}FAILED: {}\n", self.failure);
-        out.push_str(&format!("{indent}  why:  {}\n", x.summary));
-        for e in &x.evidence {
-            out.push_str(&format!("{indent}  seen: {e}\n"));
-        }
-        out.push_str(&format!("{indent}  fix:  {}\n", x.fix));
-        out
-    }
+    /// Receives were posted before the QP reached RTR (None: the run had not got there).
+    pub recv_posted_before_rtr: Option<bool>,
 }
 
 /// The peer address in a failure's context ("192.168.77.1:18515", "[::ffff:1.2.3.4]:5").
@@ -93,66 +67,14 @@ pub fn resolve_host(host: &str, port: u16) -> Option<IpAddr> {
         .map(|sa| sa.ip().to_canonical())
 }
 
-pub fn explain_failure(sysfs: &Path, known: &Known, failure: Failure) -> Explained {
-    let ctx = context(sysfs, known, &failure);
-    let (step, xfailure) = map_failure(&failure);
-    let explanation = explain::explain(step, &xfailure, &ctx);
-    let (errno, errno_name, wc_status) = match &failure.cause {
-        Cause::Errno { errno } => (Some(*errno), Some(crate::explain::errno_name(*errno)), None),
-        Cause::WcStatus { status, .. } => {
-            (None, None, Some(crate::explain::wc_status_name(*status)))
-        }
-        _ => (None, None, None),
-    };
-    Explained {
-        failure,
-        errno,
-        errno_name,
-        wc_status,
-        explanation,
-    }
+/// Gather the facts about `failure` and run the rules: the report pingpong and selftest
+/// print (text on stderr, `failure` in `-j`).
+pub fn explain_failure(sysfs: &Path, known: &Known, failure: &Failure) -> FailureReport {
+    let facts = context(sysfs, known, failure);
+    FailureReport::new(failure, diagnose::explain(failure, &facts))
 }
 
-fn map_failure(f: &Failure) -> (explain::Step, explain::Failure) {
-    use explain::Step as X;
-    let step = match f.step {
-        Step::Open => X::Open,
-        Step::QueryDevice | Step::QueryPort => X::QueryPort,
-        Step::QueryGid => X::QueryGid,
-        Step::Pd => X::AllocPd,
-        Step::Mr => X::RegMr,
-        Step::Cq => X::CreateCq,
-        Step::QpCreate => X::CreateQp,
-        Step::Init => X::ModifyInit,
-        Step::Rtr => X::ModifyRtr,
-        Step::Rts => X::ModifyRts,
-        Step::PostRecv => X::PostRecv,
-        Step::PostSend => X::PostSend,
-        Step::Poll | Step::Completion => X::PollCq,
-        Step::Connect => X::OobConnect,
-        Step::Exchange => X::OobExchange,
-        Step::Compare | Step::Verify => X::Compare,
-    };
-    let failure = match &f.cause {
-        Cause::Errno { errno } => explain::Failure::Errno(*errno),
-        Cause::WcStatus {
-            status, vendor_err, ..
-        } => explain::Failure::WorkCompletion {
-            status: *status,
-            vendor_err: *vendor_err,
-        },
-        Cause::Timeout { waited_ms } => explain::Failure::Timeout {
-            seconds: *waited_ms as f64 / 1000.0,
-        },
-        Cause::PeerClosed => explain::Failure::PeerClosed,
-        Cause::Mismatch { .. } | Cause::Invalid { .. } => {
-            explain::Failure::Invalid(f.cause.to_string())
-        }
-    };
-    (step, failure)
-}
-
-fn context(sysfs: &Path, known: &Known, failure: &Failure) -> Context {
+fn context(sysfs: &Path, known: &Known, failure: &Failure) -> Facts {
     let c = &failure.context;
     let device = if c.device.is_empty() {
         known.device
@@ -173,12 +95,12 @@ fn context(sysfs: &Path, known: &Known, failure: &Failure) -> Context {
                 .map(|g| g.ip())
         });
 
-    let mut local = XEndpoint {
+    let mut local = EndFacts {
         device: device.to_string(),
         port: port_no,
         gid_index,
         gid_table_len: known.gid_table_len,
-        ..XEndpoint::default()
+        ..EndFacts::default()
     };
     let mut port_netdev = None;
     if let Ok(p) = SysfsRoot::new(sysfs).port(device, port_no) {
@@ -214,7 +136,7 @@ fn context(sysfs: &Path, known: &Known, failure: &Failure) -> Context {
 
     let peer_ep = remote_ep.map(|r| {
         let unknown = matches!(r.link_layer, LinkLayer::Other(_));
-        XEndpoint {
+        EndFacts {
             device: String::new(),
             port: 0,
             link_layer: (!unknown).then(|| r.link_layer.clone()),
@@ -224,7 +146,7 @@ fn context(sysfs: &Path, known: &Known, failure: &Failure) -> Context {
             gid_index: if known.compat { None } else { r.gid_index },
             gid: Some(r.gid),
             gid_type: r.gid_type.clone(),
-            ..XEndpoint::default()
+            ..EndFacts::default()
         }
     });
 
@@ -239,22 +161,24 @@ fn context(sysfs: &Path, known: &Known, failure: &Failure) -> Context {
             .map(|(facts, _)| facts),
         _ => None,
     };
-    Context {
+    Facts {
         local,
         peer: peer_ep,
         requested_mtu: known.requested_mtu,
         netdev,
         route,
         memlock: Some(memlock_facts(known.registered_bytes)),
+        // The attributes set on the QP, when it had got that far.
         qp: Some(QpFacts {
-            retry_cnt: Some(6),
-            rnr_retry: Some(7),
-            recv_posted_before_rtr: Some(true),
+            retry_cnt: c.qp.map(|q| q.retry_cnt),
+            rnr_retry: c.qp.map(|q| q.rnr_retry),
+            recv_posted_before_rtr: known.recv_posted_before_rtr,
             message_bytes: known.message_bytes,
             path_mtu: c.path_mtu,
             soft_roce: device.starts_with("rxe"),
         }),
         device_node: None,
+        evidence: Vec::new(),
     }
 }
 
@@ -263,8 +187,8 @@ fn memlock_facts(needed: u64) -> MemlockFacts {
     let limits = std::fs::read_to_string("/proc/self/limits").unwrap_or_default();
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
     MemlockFacts {
-        limit_bytes: crate::doctor::parse_memlock_soft_limit(&limits).flatten(),
-        cap_ipc_lock: crate::doctor::parse_has_cap_ipc_lock(&status).unwrap_or(false),
+        limit_bytes: crate::diagnose::doctor::parse_memlock_soft_limit(&limits).flatten(),
+        cap_ipc_lock: crate::diagnose::doctor::parse_has_cap_ipc_lock(&status).unwrap_or(false),
         needed_bytes: needed.div_ceil(4096) * 4096,
     }
 }

@@ -1,6 +1,7 @@
-use crate::app::Ctx;
 use crate::cli::GidCommand;
-use crate::error::{exit, Error, Result};
+use crate::ctx::Ctx;
+use crate::error::{Error, Result};
+use crate::exit;
 use crate::gid::Gid;
 use crate::output::print;
 use crate::render::gid::{self, Decoded, Encoded};

@@ -1,8 +1,9 @@
-use crate::app::Ctx;
 use crate::cli::GidsArgs;
-use crate::cmd::devices::warn_unreadable;
 use crate::cmd::ports::target;
-use crate::error::{exit, Result};
+use crate::cmd::warn_unreadable;
+use crate::ctx::Ctx;
+use crate::error::Result;
+use crate::exit;
 use crate::model::GidEntry;
 use crate::output::print;
 use crate::render::inventory::{self, GidRow};

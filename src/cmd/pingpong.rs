@@ -17,18 +17,19 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use super::failure::{self, Explained, GidChoice, Known};
+use super::failure::{self, GidChoice, Known};
 use super::results::{ns_per_tick, op_result, render_ops, OpResult, OpResults};
-use crate::app::Ctx;
 use crate::cli::{Compat, GidIndexArg, Op, PingpongArgs};
+use crate::ctx::Ctx;
 use crate::error::{Error, Result};
+use crate::failure::{show_addr, Cause, Endpoint, Failure, FailureContext, Ops, Step};
+use crate::finding::FailureReport;
 use crate::gid::Gid;
 use crate::model::{GidType, LinkLayer};
-use crate::oob::{self, Conn, Hello, NativeMsg, Ops, RcDest};
+use crate::oob::{self, Conn, Hello, NativeMsg, RcDest};
 use crate::output;
 use crate::verbs::qp::{
-    ticks, Access, Cause, Context, Cq, Endpoint, Failure, FailureContext, Mr, Pd, PortInfo, Qp,
-    QpCaps, RtrParams, SendOp, Step, Wc,
+    ticks, Access, Context, Cq, Mr, Pd, PortInfo, Qp, QpCaps, RtrParams, SendOp, Wc,
 };
 
 /// Receives posted ahead, as ibv_rc_pingpong's default rx depth.
@@ -65,7 +66,7 @@ struct Report {
     #[serde(flatten)]
     single: Option<OpResult>,
     ok: bool,
-    failure: Option<Explained>,
+    failure: Option<FailureReport>,
 }
 
 /// Everything one end owns, in drop order (QP before CQ before MR before PD).
@@ -227,28 +228,30 @@ impl From<Failure> for Setup {
 fn setup_error(f: Failure, avail: Vec<String>) -> Error {
     let c = &f.context;
     match (&f.step, &f.cause) {
-        (Step::Open, Cause::Errno { errno }) if *errno == libc::ENODEV && avail.is_empty() => {
+        (Step::Open, Cause::Errno { errno, .. }) if *errno == libc::ENODEV && avail.is_empty() => {
             Error::NoRdma {
                 path: "/sys/class/infiniband".into(),
             }
         }
-        (Step::Open, Cause::Errno { errno }) if *errno == libc::ENODEV => Error::NoSuchDevice {
+        (Step::Open, Cause::Errno { errno, .. }) if *errno == libc::ENODEV => Error::NoSuchDevice {
             name: c.device.clone(),
             available: avail,
         },
-        (Step::Open, Cause::Errno { errno })
+        (Step::Open, Cause::Errno { errno, .. })
             if *errno == libc::ENOSYS || *errno == libc::EOPNOTSUPP =>
         {
             Error::NoRdma {
                 path: "/sys/class/infiniband".into(),
             }
         }
-        (Step::QueryPort, Cause::Errno { errno }) if *errno == libc::EINVAL => Error::NoSuchPort {
-            device: c.device.clone(),
-            port: c.port,
-            available: Vec::new(),
-        },
-        (Step::QueryGid, Cause::Errno { errno })
+        (Step::QueryPort, Cause::Errno { errno, .. }) if *errno == libc::EINVAL => {
+            Error::NoSuchPort {
+                device: c.device.clone(),
+                port: c.port,
+                available: Vec::new(),
+            }
+        }
+        (Step::QueryGid, Cause::Errno { errno, .. })
             if *errno == libc::EINVAL || *errno == libc::ENODATA =>
         {
             Error::NoSuchGid {
@@ -454,12 +457,22 @@ pub fn run(ctx: &Ctx, args: &PingpongArgs) -> Result<u8> {
     let mut side = match open_side(ctx, args, &plan, peer, &mut report) {
         Ok(side) => side,
         Err(Setup::Error(e)) => return Err(e),
-        Err(Setup::Failure(f)) => return finish(ctx, args, report, Some(f), peer, None),
+        Err(Setup::Failure(f)) => {
+            return finish(ctx, args, report, Some(f), peer, None, plan.ops.send)
+        }
     };
     report.local = Some(side.endpoint());
     let outcome = drive(ctx, args, &plan, &mut side, &mut report);
     let gid_table_len = Some(side.port_info.gid_tbl_len);
-    finish(ctx, args, report, outcome.err(), peer, gid_table_len)
+    finish(
+        ctx,
+        args,
+        report,
+        outcome.err(),
+        peer,
+        gid_table_len,
+        plan.ops.send,
+    )
 }
 
 /// Explains the failure, if any, prints the report and turns it into the exit status.
@@ -470,6 +483,7 @@ fn finish(
     failure: Option<Failure>,
     peer: Option<IpAddr>,
     gid_table_len: Option<u32>,
+    plan_sends: bool,
 ) -> Result<u8> {
     report.ok = failure.is_none();
     report.single = report.ops.single();
@@ -496,8 +510,10 @@ fn finish(
             requested_mtu: args.mtu,
             message_bytes: Some(args.size),
             gid_table_len,
+            // open_side posts them before RTR when the run sends; WRITE and READ need none.
+            recv_posted_before_rtr: plan_sends.then_some(true),
         };
-        report.failure = Some(failure::explain_failure(&ctx.sysfs, &known, f));
+        report.failure = Some(failure::explain_failure(&ctx.sysfs, &known, &f));
     }
     let text = if ctx.json {
         output::json(&report)
@@ -506,20 +522,24 @@ fn finish(
     };
     output::print(&text)?;
     match report.failure {
-        None => Ok(crate::error::exit::OK),
+        None => Ok(crate::exit::OK),
         Some(x) => {
-            let f = &x.failure;
-            let bad_index = f.step == Step::QueryGid
-                && matches!(f.cause, Cause::Errno { errno } if errno == libc::ENODATA || errno == libc::EINVAL);
+            let bad_index = x.step == Step::QueryGid
+                && matches!(x.cause, Cause::Errno { errno, .. } if errno == libc::ENODATA || errno == libc::EINVAL);
             if bad_index {
                 return Err(Error::NoSuchGid {
                     device: report.device.clone(),
                     port: report.port,
-                    index: f.context.gid_index.unwrap_or(0),
+                    index: x.context.gid_index.unwrap_or(0),
                     hint: format!("{}; {}", x.explanation.summary, x.explanation.fix),
                 });
             }
-            Err(Error::Failed(format!("pingpong failed: {f}")))
+            // Said once: in -j the report carries it; in text, on stderr with why/seen/fix.
+            if ctx.json {
+                Err(Error::Reported(crate::exit::FAILED))
+            } else {
+                Err(Error::Explained(Box::new(x)))
+            }
         }
     }
 }
@@ -559,9 +579,6 @@ fn render(r: &Report) -> String {
     if r.ok {
         out.push_str("ok\n");
     }
-    if let Some(x) = &r.failure {
-        out.push_str(&x.render(""));
-    }
     out
 }
 
@@ -588,7 +605,7 @@ fn drive(
             oob::accept_one(&listener, plan.timeout)?
         }
     };
-    report.peer = Some(conn.peer.to_string());
+    report.peer = Some(show_addr(conn.peer));
     let compat = if is_client {
         args.compat == Some(Compat::RcPingpong)
     } else {

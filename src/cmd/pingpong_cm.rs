@@ -11,17 +11,20 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use super::results::{ns_per_tick, op_result, render_ops, OpResult, OpResults};
-use crate::app::Ctx;
 use crate::cli::{GidIndexArg, Op as OpArg, PingpongArgs, SelftestArgs};
-use crate::cmexplain::CmFailureReport;
-use crate::error::{exit, Error, Result};
+use crate::ctx::Ctx;
+use crate::diagnose;
+use crate::error::{Error, Result};
+use crate::exit;
+use crate::facts::{Facts, NetdevFacts};
+use crate::failure::{Cause, EventKind, Failure, Step};
+use crate::finding::FailureReport;
 use crate::model::LinkLayer;
 use crate::net;
 use crate::output;
 use crate::sysfs::SysfsRoot;
 use crate::verbs::cm::{
-    self, CmError, ConnInfo, ConnectOptions, Endpoint, Failure, Listener, Op, Region, Resolution,
-    Stage, StepDone, Wake,
+    self, ConnInfo, ConnectOptions, Endpoint, Listener, Op, Region, Resolution, StepDone, Wake,
 };
 use crate::verbs::qp::ticks;
 
@@ -54,7 +57,7 @@ struct Report {
     #[serde(skip_serializing_if = "Option::is_none")]
     kernel_choice: Option<Resolution>,
     ok: bool,
-    failure: Option<CmFailureReport>,
+    failure: Option<FailureReport>,
 }
 
 impl Report {
@@ -115,8 +118,8 @@ fn timeout_of(secs: f64) -> Result<Duration> {
 
 /// The address the CM binds for DEV/PORT, as the CM connects by IP, not by device: the
 /// IPv4 address in the port's GID table (RoCE), else an address of the port's netdev (the
-/// IPoIB interface on InfiniBand, or an IPv6-only RoCE port). A port with none is row 12
-/// of failure-modes.md, explained before the CM is even asked.
+/// IPoIB interface on InfiniBand, or an IPv6-only RoCE port). A port with none is
+/// explained before the CM is even asked (cm-no-address, cm-no-ipoib-address).
 pub fn port_address(sysfs: &Path, device: &str, port: u32) -> Result<IpAddr> {
     let root = SysfsRoot::new(sysfs);
     let ipv4 = root
@@ -143,9 +146,10 @@ pub fn port_address(sysfs: &Path, device: &str, port: u32) -> Result<IpAddr> {
     if let Some(ip) = addrs.iter().find(|ip| ip.is_ipv4()).or(addrs.first()) {
         return Ok(*ip);
     }
-    let mut err = CmError::new(Stage::Setup, None, Failure::NoAddress { netdev });
-    err.device = Some(format!("{device}/{port}"));
-    err.infiniband = facts.link_layer == Some(LinkLayer::InfiniBand);
+    let mut err = Failure::toward_addr(Step::CmSetup, None, Cause::NoAddress { netdev });
+    err.context.device = device.to_string();
+    err.context.port = port;
+    err.context.link_layer = facts.link_layer.clone();
     Err(err.into())
 }
 
@@ -248,34 +252,41 @@ pub fn run(ctx: &Ctx, args: &PingpongArgs) -> Result<u8> {
     }
 }
 
-/// Adds what the CM does not say when it cannot find the peer: the state of the netdev
-/// that carries this side's address `src`, and the kernel's route toward the peer.
+/// Explains a CM failure where it happened, with the network facts of this side.
 fn with_net_evidence(err: Error, src: Option<IpAddr>, sysfs: &Path) -> Error {
     match err {
-        Error::Cm(mut e) => {
-            add_net_evidence(&mut e, src, sysfs);
-            Error::Cm(e)
+        Error::Failure(f) if !f.is_missing_stack() => {
+            Error::Explained(Box::new(explain_cm(*f, src, sysfs)))
         }
         other => other,
     }
 }
 
-fn add_net_evidence(err: &mut CmError, src: Option<IpAddr>, sysfs: &Path) {
+/// Explain a CM failure with what the CM does not say when it cannot find the peer: the
+/// state of the netdev that carries this side's address `src`, and the kernel's route
+/// toward the peer.
+pub fn explain_cm(mut failure: Failure, src: Option<IpAddr>, sysfs: &Path) -> FailureReport {
+    let facts = cm_facts(&mut failure, src, sysfs);
+    FailureReport::new(&failure, diagnose::explain(&failure, &facts))
+}
+
+fn cm_facts(err: &mut Failure, src: Option<IpAddr>, sysfs: &Path) -> Facts {
+    let mut facts = Facts::default();
     let finding_the_peer = matches!(
-        err.stage,
-        Stage::ResolveAddr | Stage::ResolveRoute | Stage::Connect
+        err.step,
+        Step::CmResolveAddr | Step::CmResolveRoute | Step::CmConnect
     );
     // A reject or an accept came from the peer: the way there works.
     let peer_answered = matches!(
-        err.failure,
-        Failure::Event {
-            event: cm::EventKind::Rejected,
+        err.cause,
+        Cause::CmEvent {
+            event: EventKind::Rejected,
             ..
-        } | Failure::ServerRejected { .. }
-            | Failure::ForeignServer(_)
+        } | Cause::ServerRejected { .. }
+            | Cause::ForeignServer { .. }
     );
     if !finding_the_peer || peer_answered {
-        return;
+        return facts;
     }
     // Netlink errors only cost the evidence; the CM's own failure still stands.
     if let Some(src) = src {
@@ -286,24 +297,33 @@ fn add_net_evidence(err: &mut CmError, src: Option<IpAddr>, sysfs: &Path) {
                 } else {
                     ", administratively down"
                 };
-                err.facts.evidence.push(format!(
+                facts.evidence.push(format!(
                     "{src} is on {}: operstate {}{admin}",
                     dev.name, dev.operstate
                 ));
-                if !dev.is_up() {
-                    err.facts.source_netdev_down = Some(dev.name);
-                }
+                facts.netdev = Some(NetdevFacts {
+                    up: dev.is_up(),
+                    exists: true,
+                    operstate: Some(dev.operstate.clone()),
+                    mtu: None,
+                    name: dev.name,
+                });
             }
-            Ok(None) => err
-                .facts
+            Ok(None) => facts
                 .evidence
                 .push(format!("{src} is not an address of this host")),
             Err(_) => {}
         }
     }
-    if let Some(peer) = err.peer.map(|p| p.ip()) {
+    let peer = err
+        .context
+        .peer_addr
+        .as_deref()
+        .and_then(|p| p.parse::<SocketAddr>().ok())
+        .map(|p| p.ip().to_canonical());
+    if let Some(peer) = peer {
         match net::route_get_soft(peer, None) {
-            Ok(Some(r)) if r.is_local() => err.facts.evidence.push(format!(
+            Ok(Some(r)) if r.is_local() => facts.evidence.push(format!(
                 "ip route get {peer}: local (an address of this host)"
             )),
             Ok(Some(r)) => {
@@ -315,23 +335,23 @@ fn add_net_evidence(err: &mut CmError, src: Option<IpAddr>, sysfs: &Path) {
                 if let Some(src) = r.prefsrc {
                     how.push_str(&format!(" src {src}"));
                 }
-                err.facts.evidence.push(how);
+                facts.evidence.push(how);
             }
-            Ok(None) => err
-                .facts
+            Ok(None) => facts
                 .evidence
                 .push(format!("ip route get {peer}: no route")),
             Err(_) => {}
         }
     }
-    if err.stage == Stage::ResolveAddr && err.errno() == Some(libc::ENODEV) {
-        add_ipoib_evidence(err, sysfs);
+    if err.step == Step::CmResolveAddr && err.cause.errno_value() == Some(libc::ENODEV) {
+        add_ipoib_evidence(err, &mut facts, sysfs);
     }
+    facts
 }
 
 /// ENODEV from address resolution: the route leads to no RDMA device. On a host whose RDMA
-/// ports are all InfiniBand that is row 12: their IPoIB interfaces lack addresses.
-fn add_ipoib_evidence(err: &mut CmError, sysfs: &Path) {
+/// ports are all InfiniBand, their IPoIB interfaces lack addresses.
+fn add_ipoib_evidence(err: &mut Failure, facts: &mut Facts, sysfs: &Path) {
     let Ok(devices) = SysfsRoot::new(sysfs).devices() else {
         return;
     };
@@ -340,7 +360,7 @@ fn add_ipoib_evidence(err: &mut CmError, sysfs: &Path) {
     if ports.is_empty() || !ports.iter().all(is_ib) {
         return;
     }
-    err.infiniband = true;
+    err.context.link_layer = Some(LinkLayer::InfiniBand);
     for p in ports {
         let line = match p.netdev.as_ref().map(|n| n.name.as_str()) {
             None => format!("{}/{} is InfiniBand and has no IPoIB interface", p.device, p.number),
@@ -361,7 +381,7 @@ fn add_ipoib_evidence(err: &mut CmError, sysfs: &Path) {
                 ),
             },
         };
-        err.facts.evidence.push(line);
+        facts.evidence.push(line);
     }
 }
 
@@ -370,20 +390,22 @@ fn add_ipoib_evidence(err: &mut CmError, sysfs: &Path) {
 fn finish(ctx: &Ctx, mut report: Report, outcome: Result<()>) -> Result<u8> {
     let failure = match outcome {
         Ok(()) => None,
-        Err(Error::Cm(e)) if !e.is_missing_stack() => Some(e),
+        Err(Error::Explained(r)) if r.exit_code() == exit::FAILED => Some(*r),
+        Err(Error::Failure(f)) if !f.is_missing_stack() => Some(explain_cm(*f, None, &ctx.sysfs)),
         Err(other) => return Err(other),
     };
     report.ok = failure.is_none();
     report.single = report.ops.single();
-    report.failure = failure.as_ref().map(|e| e.report());
+    report.failure = failure.clone();
     if ctx.json {
         output::print(&output::json(&report))?;
     } else if report.connection.is_some() {
         output::print(render(&report).trim_end())?;
     }
     match failure {
-        // The summary, why and fix go to stderr, as every error does.
-        Some(e) => Err(Error::Cm(e)),
+        // The -j report carries it; in text the summary, why and fix go to stderr once.
+        Some(r) if ctx.json => Err(Error::Reported(r.exit_code())),
+        Some(r) => Err(Error::Explained(Box::new(r))),
         None => Ok(exit::OK),
     }
 }
@@ -488,7 +510,7 @@ fn run_op(
     op: Op,
     iters: u32,
     peer_image: &mut [u8],
-) -> std::result::Result<OpResult, CmError> {
+) -> std::result::Result<OpResult, Failure> {
     let len = peer_image.len();
     // WRITE sends the inverted pattern, so a WRITE that did nothing cannot pass the check.
     let sent: Vec<u8> = (0..len)
@@ -549,12 +571,12 @@ fn run_op(
         ),
     };
     if let Some(offset) = first_difference(&got, &want) {
-        let failure = Failure::Corrupted {
+        let failure = Cause::Corrupted {
             op: op.name(),
             offset,
             len,
         };
-        return Err(ep.err(Stage::Transfer, failure));
+        return Err(ep.err(Step::CmTransfer, failure));
     }
     result.verified = Some(verified);
     Ok(result)
@@ -566,7 +588,7 @@ fn ping_pong(
     len: usize,
     samples: &mut [u64],
     waiting_for: &'static str,
-) -> std::result::Result<(), CmError> {
+) -> std::result::Result<(), Failure> {
     for (i, sample) in samples.iter_mut().enumerate() {
         let t0 = ticks();
         ep.post(Op::Send, len, i as u64)?;
@@ -594,7 +616,7 @@ fn windowed(
     len: usize,
     samples: &mut [u64],
     waiting_for: &'static str,
-) -> std::result::Result<(), CmError> {
+) -> std::result::Result<(), Failure> {
     let window = ep.window(op);
     let iters = samples.len();
     let mut posted_at = vec![0u64; iters];
@@ -679,21 +701,24 @@ fn serve(
     ep: &mut Endpoint,
     listener: &Listener,
     served: &mut u64,
-) -> std::result::Result<(), CmError> {
+) -> std::result::Result<(), Failure> {
     const LOOK_AROUND: Duration = Duration::from_secs(1);
     let waiting_for = "a SEND or a disconnect from the client";
     let mut rping_read_next = true;
     let mut idle = Duration::ZERO;
     loop {
         let wake = match ep.wait(LOOK_AROUND, waiting_for) {
-            Err(CmError {
-                failure: Failure::Timeout { .. },
+            Err(Failure {
+                cause: Cause::Timeout { .. },
                 ..
             }) => {
                 idle += LOOK_AROUND;
                 if idle >= SERVER_WAIT {
-                    let after = SERVER_WAIT;
-                    return Err(ep.err(Stage::Transfer, Failure::Timeout { waiting_for, after }));
+                    let cause = Cause::Timeout {
+                        waited_ms: SERVER_WAIT.as_millis() as u64,
+                        waiting_for: Some(waiting_for),
+                    };
+                    return Err(ep.err(Step::CmTransfer, cause));
                 }
                 turn_away_others(ep, listener)?;
                 continue;
@@ -749,7 +774,7 @@ fn serve(
 }
 
 /// Rejects every client waiting behind the one being served, naming that one.
-fn turn_away_others(ep: &Endpoint, listener: &Listener) -> std::result::Result<(), CmError> {
+fn turn_away_others(ep: &Endpoint, listener: &Listener) -> std::result::Result<(), Failure> {
     let reason = format!("busy serving {}", ep.info.peer);
     while let Some(other) = listener.turn_away(&reason)? {
         eprintln!("rdmactl: turned {other} away: {reason}");
@@ -775,18 +800,18 @@ fn rping_info(msg: &[u8]) -> Option<cm::RemoteBuffer> {
 
 /// Wait for the completion of our READ or WRITE `wr_id`; rping sends nothing until our
 /// go-ahead, so a RECV meanwhile breaks its protocol.
-fn wait_for(ep: &mut Endpoint, wr_id: u64) -> std::result::Result<(), CmError> {
+fn wait_for(ep: &mut Endpoint, wr_id: u64) -> std::result::Result<(), Failure> {
     loop {
         match ep.wait(ep.timeout(), "the completion of our own work request")? {
             Wake::Completion(c) if !c.is_recv && c.wr_id == wr_id => return Ok(()),
             Wake::Completion(c) if !c.is_recv => {}
             Wake::Completion(_) => {
                 let text = "the client sent a message before our answer completed";
-                return Err(ep.err(Stage::Transfer, Failure::Protocol(text.into())));
+                return Err(ep.err(Step::CmTransfer, Cause::invalid(text)));
             }
             Wake::Disconnected => {
-                let event = cm::EventKind::Disconnected;
-                return Err(ep.err(Stage::Transfer, Failure::Event { event, status: 0 }));
+                let event = EventKind::Disconnected;
+                return Err(ep.err(Step::CmTransfer, Cause::cm_event(event, 0)));
             }
         }
     }
@@ -802,7 +827,7 @@ struct StepLine {
     ok: bool,
     elapsed_us: f64,
     detail: String,
-    failure: Option<CmFailureReport>,
+    failure: Option<FailureReport>,
 }
 
 /// `selftest`'s report shape; `gid_index` is the one the kernel chose for the client.
@@ -841,20 +866,31 @@ impl Steps {
         });
     }
 
-    fn failed(&self, side: &'static str, step: &str, err: &CmError, elapsed: Duration) {
+    fn failed(&self, side: &'static str, step: &str, report: FailureReport, elapsed: Duration) {
         self.push(StepLine {
             side,
             step: step.to_string(),
             ok: false,
             elapsed_us: elapsed.as_secs_f64() * 1e6,
-            detail: err.summary(),
-            failure: Some(err.report()),
+            detail: report.message.clone(),
+            failure: Some(report),
         });
     }
 
     fn take(&self) -> Vec<StepLine> {
         std::mem::take(&mut *self.0.lock().unwrap_or_else(|e| e.into_inner()))
     }
+}
+
+/// A failure explained by the rules alone, for steps where this host has nothing to add
+/// (the peer answered, or the step is not about finding it).
+fn plain_report(e: &Failure) -> FailureReport {
+    FailureReport::new(e, diagnose::explain(e, &Facts::default()))
+}
+
+/// A CM stage as selftest's step column names it ("resolve address", "accept").
+fn step_word(step: Step) -> &'static str {
+    step.name().trim_start_matches("CM ")
 }
 
 /// How long the client waits for the server's own failure once its connect failed: a
@@ -925,22 +961,19 @@ pub fn selftest_cm(ctx: &Ctx, args: &SelftestArgs) -> Result<u8> {
         render_selftest(&report)
     };
     output::print(&text)?;
+    // The failed step and its explanation are in the report just printed.
     match failure {
         None if report.ok => Ok(exit::OK),
-        None => Err(Error::Failed("selftest --cm: a step failed".into())),
-        Some(e) => Err(Error::Failed(format!(
-            "selftest --cm failed at {}",
-            e.stage
-        ))),
+        _ => Err(Error::Reported(exit::FAILED)),
     }
 }
 
 /// A port without an address is the run's first failed step; other errors (no such
 /// device, no RDMA stack) end the run without a report.
-fn no_address(steps: &Steps, side: &'static str, err: Error) -> Result<CmError> {
+fn no_address(steps: &Steps, side: &'static str, err: Error) -> Result<Failure> {
     match err {
-        Error::Cm(e) if !e.is_missing_stack() => {
-            steps.failed(side, "address", &e, Duration::ZERO);
+        Error::Failure(e) if !e.is_missing_stack() => {
+            steps.failed(side, "address", plain_report(&e), Duration::ZERO);
             Ok(*e)
         }
         other => Err(other),
@@ -959,7 +992,7 @@ struct Loopback<'a> {
 }
 
 /// Runs the steps; the first failure, if any.
-fn run_selftest(plan: &Loopback, steps: &Steps, report: &mut SelftestReport) -> Option<CmError> {
+fn run_selftest(plan: &Loopback, steps: &Steps, report: &mut SelftestReport) -> Option<Failure> {
     let Loopback {
         sysfs,
         server_dev,
@@ -972,7 +1005,7 @@ fn run_selftest(plan: &Loopback, steps: &Steps, report: &mut SelftestReport) -> 
     let listener = match Listener::bind(listen_on) {
         Ok(l) => l,
         Err(e) => {
-            steps.failed("server", "listen", &e, t.elapsed());
+            steps.failed("server", "listen", plain_report(&e), t.elapsed());
             return Some(e);
         }
     };
@@ -1003,7 +1036,7 @@ fn run_selftest(plan: &Loopback, steps: &Steps, report: &mut SelftestReport) -> 
                 Ok(())
             });
         if let Err(e) = &outcome {
-            server_steps.failed("server", e.stage.as_str(), e, Duration::ZERO);
+            server_steps.failed("server", step_word(e.step), plain_report(e), Duration::ZERO);
         }
         let _ = done_tx.send(outcome);
     });
@@ -1016,16 +1049,17 @@ fn run_selftest(plan: &Loopback, steps: &Steps, report: &mut SelftestReport) -> 
     };
     let (mut ep, _) = match cm::connect(listen_addr, &opts, &mut client_log) {
         Ok(connected) => connected,
-        Err(mut e) => {
-            add_net_evidence(&mut e, Some(client_ip), sysfs);
+        Err(e) => {
+            let elapsed = Duration::from_millis(e.context.elapsed_ms.unwrap_or_default());
+            let step = step_word(e.step);
             steps.failed(
                 "client",
-                e.stage.as_str(),
-                &e,
-                e.facts.elapsed.unwrap_or_default(),
+                step,
+                explain_cm(e.clone(), Some(client_ip), sysfs),
+                elapsed,
             );
             return match done_rx.recv_timeout(SERVER_GRACE) {
-                Ok(Err(server_err)) if server_err.stage != Stage::Accept => Some(server_err),
+                Ok(Err(server_err)) if server_err.step != Step::CmAccept => Some(server_err),
                 _ => Some(e),
             };
         }
@@ -1045,7 +1079,7 @@ fn run_selftest(plan: &Loopback, steps: &Steps, report: &mut SelftestReport) -> 
                 steps.ok("client", name, verified, t.elapsed());
             }
             Err(e) => {
-                steps.failed("client", name, &e, t.elapsed());
+                steps.failed("client", name, plain_report(&e), t.elapsed());
                 first_failure = Some(e);
                 break;
             }
@@ -1055,7 +1089,7 @@ fn run_selftest(plan: &Loopback, steps: &Steps, report: &mut SelftestReport) -> 
     match ep.disconnect() {
         Ok(()) => steps.ok("client", "disconnect", "DISCONNECTED".into(), t.elapsed()),
         Err(e) => {
-            steps.failed("client", "disconnect", &e, t.elapsed());
+            steps.failed("client", "disconnect", plain_report(&e), t.elapsed());
             first_failure.get_or_insert(e);
         }
     }
@@ -1064,15 +1098,15 @@ fn run_selftest(plan: &Loopback, steps: &Steps, report: &mut SelftestReport) -> 
         Ok(Err(e)) => first_failure.or(Some(e)),
         Ok(Ok(())) => first_failure,
         Err(_) => {
-            let e = CmError::new(
-                Stage::Disconnect,
+            let e = Failure::toward_addr(
+                Step::CmDisconnect,
                 Some(listen_addr),
-                Failure::Timeout {
-                    waiting_for: "the server to see the disconnect",
-                    after: timeout + SERVER_GRACE,
+                Cause::Timeout {
+                    waited_ms: (timeout + SERVER_GRACE).as_millis() as u64,
+                    waiting_for: Some("the server to see the disconnect"),
                 },
             );
-            steps.failed("server", "disconnect", &e, timeout);
+            steps.failed("server", "disconnect", plain_report(&e), timeout);
             first_failure.or(Some(e))
         }
     }
@@ -1100,11 +1134,7 @@ fn render_selftest(r: &SelftestReport) -> String {
             s.detail
         ));
         if let Some(f) = &s.failure {
-            out.push_str(&format!("         why:  {}\n", f.explanation.summary));
-            for e in &f.explanation.evidence {
-                out.push_str(&format!("         seen: {e}\n"));
-            }
-            out.push_str(&format!("         fix:  {}\n", f.explanation.fix));
+            out.push_str(&crate::render::explanation::body(&f.explanation, "       "));
         }
     }
     out.push_str(if r.ok {
@@ -1221,19 +1251,16 @@ mod tests {
     fn failed_report_carries_the_explained_failure() {
         let mut report = Report::new("client", &args(Some("192.168.77.1")));
         report.peer = Some("192.168.77.1:18515".into());
-        let err = CmError::new(
-            Stage::Connect,
+        let err = Failure::toward_addr(
+            Step::CmConnect,
             "192.168.77.1:18515".parse().ok(),
-            Failure::Event {
-                event: cm::EventKind::Rejected,
-                status: 8,
-            },
+            Cause::cm_event(EventKind::Rejected, 8),
         );
-        report.failure = Some(err.report());
+        report.failure = Some(plain_report(&err));
         let json = serde_json::to_value(&report).unwrap();
         assert_eq!(json["ok"], false);
         assert_eq!(json["connection"], serde_json::Value::Null);
-        assert_eq!(json["failure"]["step"], "connect");
+        assert_eq!(json["failure"]["step"], "cm_connect");
         assert_eq!(json["failure"]["explanation"]["code"], "cm-no-listener");
     }
 
@@ -1268,13 +1295,10 @@ mod tests {
 
     #[test]
     fn selftest_text_explains_the_failed_step() {
-        let err = CmError::new(
-            Stage::ResolveAddr,
+        let err = Failure::toward_addr(
+            Step::CmResolveAddr,
             "192.168.77.1:40000".parse().ok(),
-            Failure::Call {
-                call: "rdma_resolve_addr",
-                errno: libc::ENETUNREACH,
-            },
+            Cause::call("rdma_resolve_addr", libc::ENETUNREACH),
         );
         let report = SelftestReport {
             mode: "cm",
@@ -1298,8 +1322,8 @@ mod tests {
                     step: "resolve address".into(),
                     ok: false,
                     elapsed_us: 0.0,
-                    detail: err.summary(),
-                    failure: Some(err.report()),
+                    detail: err.to_string(),
+                    failure: Some(plain_report(&err)),
                 },
             ],
             ok: false,
@@ -1389,7 +1413,7 @@ mod tests {
     }
 
     /// An InfiniBand port has no IPv4 GID: its address is on the IPoIB interface, and
-    /// without one the CM cannot work (row 12), said before the CM is asked.
+    /// without one the CM cannot work, said before the CM is asked.
     #[test]
     fn port_address_on_infiniband_without_ipoib_address() {
         let root = &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sysfs/ib-hca");
@@ -1399,20 +1423,21 @@ mod tests {
             eprintln!("skipped: this host has an ib0 of its own");
             return;
         }
-        let Err(Error::Cm(e)) = port_address(root, "mlx5_0", 1) else {
+        let Err(Error::Failure(e)) = port_address(root, "mlx5_0", 1) else {
             panic!("an IB port without IPoIB address must fail");
         };
-        assert!(e.infiniband);
-        assert_eq!(e.report().explanation.code, "cm-no-ipoib-address");
+        assert!(e.is_infiniband());
+        let x = plain_report(&e).explanation;
+        assert_eq!(x.code, "cm-no-ipoib-address");
         assert!(
-            e.summary().contains("on mlx5_0/1: no IP address on ib0"),
+            e.to_string().contains("mlx5_0/1): no IP address on ib0"),
             "{}",
-            e.summary()
+            e
         );
         assert!(
-            e.fix().contains("ip addr add ADDR/PREFIX dev ib0"),
+            x.fix.contains("ip addr add ADDR/PREFIX dev ib0"),
             "{}",
-            e.fix()
+            x.fix
         );
     }
 }

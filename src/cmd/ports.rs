@@ -1,7 +1,8 @@
-use crate::app::Ctx;
 use crate::cli::{DevPort, PortsArgs};
-use crate::cmd::devices::warn_unreadable;
-use crate::error::{exit, Error, Result};
+use crate::cmd::warn_unreadable;
+use crate::ctx::Ctx;
+use crate::error::{Error, Result};
+use crate::exit;
 use crate::model::Port;
 use crate::output::print;
 use crate::render::inventory;

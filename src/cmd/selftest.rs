@@ -8,18 +8,18 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use super::failure::{self, Explained, GidChoice, Known};
-use crate::app::Ctx;
+use super::failure::{self, GidChoice, Known};
 use crate::cli::{GidIndexArg, SelftestArgs};
-use crate::error::{exit, Error, Result};
+use crate::ctx::Ctx;
+use crate::error::{Error, Result};
+use crate::exit;
+use crate::failure::{Cause, Failure, FailureContext, Step};
+use crate::finding::FailureReport;
 use crate::gid::Gid;
 use crate::model::GidType;
 use crate::oob;
 use crate::output;
-use crate::verbs::qp::{
-    Access, Cause, Context, Cq, Failure, FailureContext, Mr, Pd, PortInfo, Qp, QpCaps, RtrParams,
-    SendOp, Step, Wc,
-};
+use crate::verbs::qp::{Access, Context, Cq, Mr, Pd, PortInfo, Qp, QpCaps, RtrParams, SendOp, Wc};
 
 #[derive(Debug, Serialize)]
 struct StepLine {
@@ -27,7 +27,7 @@ struct StepLine {
     ok: bool,
     elapsed_us: f64,
     detail: String,
-    failure: Option<Explained>,
+    failure: Option<FailureReport>,
 }
 
 #[derive(Debug, Serialize)]
@@ -180,7 +180,7 @@ fn render(r: &Report) -> String {
             s.step, s.detail
         ));
         if let Some(x) = &s.failure {
-            out.push_str(&x.render("       "));
+            out.push_str(&crate::render::explanation::body(&x.explanation, "       "));
         }
     }
     out.push_str(if r.ok {
@@ -240,7 +240,7 @@ impl Tester {
                 let c = match Context::open(*name) {
                     Ok(c) => c,
                     Err((f, avail)) => {
-                        if matches!(f.cause, Cause::Errno { errno } if errno == libc::ENODEV) {
+                        if matches!(f.cause, Cause::Errno { errno, .. } if errno == libc::ENODEV) {
                             t.open_error = Some(if avail.is_empty() {
                                 Error::NoRdma { path: "/sys/class/infiniband".into() }
                             } else {
@@ -286,7 +286,7 @@ impl Tester {
                 }
                 t.gid_index[i] = index;
                 let gid = c.query_gid(t.port, index).inspect_err(|f| {
-                    if matches!(f.cause, Cause::Errno { errno } if errno == libc::ENODATA || errno == libc::EINVAL) {
+                    if matches!(f.cause, Cause::Errno { errno, .. } if errno == libc::ENODATA || errno == libc::EINVAL) {
                         t.open_error = Some(Error::NoSuchGid {
                             device: c.name().into(),
                             port: t.port,
@@ -518,7 +518,7 @@ impl Tester {
     }
 
     /// The failure with the explanation the rules give for it.
-    fn explain(&self, f: Failure) -> Explained {
+    fn explain(&self, f: Failure) -> FailureReport {
         let first = self.ends[0].ctx.as_ref().map(|c| c.name().to_string());
         let end = if f.context.device.is_empty() || Some(&f.context.device) == first.as_ref() {
             0
@@ -534,9 +534,11 @@ impl Tester {
             registered_bytes: 4 * u64::from(self.size),
             message_bytes: Some(self.size),
             gid_table_len: self.ends[end].port.as_ref().map(|p| p.gid_tbl_len),
+            // The "post recv" step comes after "rts": the SENDs wait for it, not RTR.
+            recv_posted_before_rtr: Some(false),
             ..Known::default()
         };
-        failure::explain_failure(&self.sysfs, &known, f)
+        failure::explain_failure(&self.sysfs, &known, &f)
     }
 
     fn qp(&self, i: usize) -> &Qp {

@@ -4,7 +4,7 @@
 
 use owo_colors::OwoColorize;
 
-use crate::explain::{Finding, Severity};
+use crate::finding::{Finding, Severity};
 use crate::output::Style;
 
 /// Which findings show their evidence.

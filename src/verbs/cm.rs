@@ -17,14 +17,16 @@ use std::time::{Duration, Instant};
 use rdma_mummy_sys as sys;
 use serde::Serialize;
 
-use super::qp::{
-    link_layer_from, Access, Cause, Context, Cq, Failure as QpFailure, Mr, Pd, Qp, QpCaps, SendOp,
-    Step, Wc,
-};
+use super::qp::{link_layer_from, Access, Context, Cq, Mr, Pd, Qp, QpCaps, SendOp, Wc};
 use super::{last_errno, query};
-pub use crate::cmexplain::{CmError, EventKind, Failure, Stage};
+use crate::failure::{show_addr, Cause, EventKind, Failure, Step, QP_PARAMS};
 use crate::gid::Gid;
 use crate::model::{GidType, LinkLayer};
+
+/// A CM failure before the id is bound to a device: only the peer is known.
+fn cm_err(step: Step, peer: Option<SocketAddr>, cause: Cause) -> Failure {
+    Failure::toward(step, cause, peer.map(show_addr))
+}
 
 // ---------------------------------------------------------------- event types
 
@@ -175,20 +177,20 @@ unsafe fn from_sockaddr(sa: *const libc::sockaddr) -> Option<SocketAddr> {
 
 /// Why `rdma_create_event_channel` failed, told apart by its errno: rdma-mummy-sys answers
 /// EOPNOTSUPP when it could not dlopen librdmacm, so ask the loader why.
-fn channel_error(errno: i32, peer: Option<SocketAddr>) -> CmError {
+fn channel_error(errno: i32, peer: Option<SocketAddr>) -> Failure {
     let failure = if errno == libc::EOPNOTSUPP {
-        Failure::LibraryMissing {
+        Cause::LibraryMissing {
             loader_error: loader_error(),
         }
     } else {
-        Failure::NoKernelCm {
+        Cause::NoKernelCm {
             errno,
             device_node_exists: std::path::Path::new("/dev/infiniband/rdma_cm").exists(),
             devices_present: std::fs::read_dir("/sys/class/infiniband")
                 .is_ok_and(|mut d| d.next().is_some()),
         }
     };
-    CmError::new(Stage::Setup, peer, failure)
+    cm_err(Step::CmSetup, peer, failure)
 }
 
 fn loader_error() -> String {
@@ -236,7 +238,7 @@ struct Event {
 }
 
 impl Channel {
-    fn open(peer: Option<SocketAddr>) -> Result<Channel, CmError> {
+    fn open(peer: Option<SocketAddr>) -> Result<Channel, Failure> {
         // SAFETY: plain constructor.
         let raw = unsafe { sys::rdma_create_event_channel() };
         let channel = NonNull::new(raw)
@@ -253,13 +255,10 @@ impl Channel {
         };
         if !nonblocking {
             let errno = last_errno();
-            return Err(CmError::new(
-                Stage::Setup,
+            return Err(cm_err(
+                Step::CmSetup,
                 peer,
-                Failure::Call {
-                    call: "fcntl(O_NONBLOCK) on the CM event channel",
-                    errno,
-                },
+                Cause::call("fcntl(O_NONBLOCK) on the CM event channel", errno),
             ));
         }
         Ok(channel)
@@ -312,7 +311,7 @@ impl Channel {
         }
     }
 
-    fn create_id(&self, peer: Option<SocketAddr>) -> Result<Id, CmError> {
+    fn create_id(&self, peer: Option<SocketAddr>) -> Result<Id, Failure> {
         let mut raw: *mut sys::rdma_cm_id = ptr::null_mut();
         // SAFETY: valid channel; RDMA_PS_TCP gives an RC QP's port space.
         let ret = unsafe {
@@ -325,13 +324,10 @@ impl Channel {
         };
         match NonNull::new(raw) {
             Some(raw) if ret == 0 => Ok(Id { raw }),
-            _ => Err(CmError::new(
-                Stage::Setup,
+            _ => Err(cm_err(
+                Step::CmSetup,
                 peer,
-                Failure::Call {
-                    call: "rdma_create_id",
-                    errno: last_errno(),
-                },
+                Cause::call("rdma_create_id", last_errno()),
             )),
         }
     }
@@ -425,30 +421,23 @@ fn expect_event(
     channel: &Channel,
     want: EventKind,
     waiting_for: &'static str,
-    stage: Stage,
+    step: Step,
     peer: Option<SocketAddr>,
     timeout: Duration,
-) -> Result<Event, CmError> {
+) -> Result<Event, Failure> {
     let started = Instant::now();
     let deadline = started + timeout;
     loop {
-        let event = channel.next_event(deadline).map_err(|errno| {
-            CmError::new(
-                stage,
-                peer,
-                Failure::Call {
-                    call: "rdma_get_cm_event",
-                    errno,
-                },
-            )
-        })?;
+        let event = channel
+            .next_event(deadline)
+            .map_err(|errno| cm_err(step, peer, Cause::call("rdma_get_cm_event", errno)))?;
         let Some(event) = event else {
-            return Err(CmError::new(
-                stage,
+            return Err(cm_err(
+                step,
                 peer,
-                Failure::Timeout {
-                    waiting_for,
-                    after: timeout,
+                Cause::Timeout {
+                    waited_ms: (timeout).as_millis() as u64,
+                    waiting_for: Some(waiting_for),
                 },
             ));
         };
@@ -459,20 +448,14 @@ fn expect_event(
         if matches!(event.kind, EventKind::TimewaitExit) {
             continue;
         }
-        let mut err = CmError::new(
-            stage,
-            peer,
-            Failure::Event {
-                event: event.kind,
-                status: event.status,
-            },
-        );
-        err.facts.elapsed = Some(started.elapsed());
+        let mut err = cm_err(step, peer, Cause::cm_event(event.kind, event.status));
+        err.context.elapsed_ms = Some(started.elapsed().as_millis() as u64);
         if event.kind == EventKind::Rejected {
             if let Ok(reason) = decode_reject(&event.private_data) {
-                err.failure = Failure::ServerRejected {
+                err.cause = Cause::ServerRejected {
                     status: event.status,
-                    reason,
+                    reject_reason: crate::errno::reject_reason_name(event.status),
+                    server_reason: reason,
                 };
             }
         }
@@ -527,7 +510,7 @@ pub fn resolve(
     peer: IpAddr,
     src: Option<IpAddr>,
     timeout: Duration,
-) -> Result<Resolution, CmError> {
+) -> Result<Resolution, Failure> {
     let channel = Channel::open(Some(SocketAddr::new(peer, 0)))?;
     let id = channel.create_id(Some(SocketAddr::new(peer, 0)))?;
     resolve_on(&channel, &id, SocketAddr::new(peer, 0), src, timeout)
@@ -541,7 +524,7 @@ pub fn kernel_gid_choice(
     peer: IpAddr,
     src: Option<IpAddr>,
     timeout: Duration,
-) -> Result<Resolution, CmError> {
+) -> Result<Resolution, Failure> {
     resolve(peer, src, timeout)
 }
 
@@ -551,7 +534,7 @@ fn resolve_on(
     peer: SocketAddr,
     src: Option<IpAddr>,
     timeout: Duration,
-) -> Result<Resolution, CmError> {
+) -> Result<Resolution, Failure> {
     let some_peer = Some(peer);
     let mut src_storage = src.map(|ip| to_sockaddr(SocketAddr::new(ip, 0)));
     let mut dst_storage = to_sockaddr(peer);
@@ -570,17 +553,14 @@ fn resolve_on(
     if ret != 0 {
         let errno = last_errno();
         let stage = if src.is_some() && errno == libc::EADDRNOTAVAIL {
-            Stage::Bind
+            Step::CmBind
         } else {
-            Stage::ResolveAddr
+            Step::CmResolveAddr
         };
-        return Err(CmError::new(
+        return Err(cm_err(
             stage,
             some_peer,
-            Failure::Call {
-                call: "rdma_resolve_addr",
-                errno,
-            },
+            Cause::call("rdma_resolve_addr", errno),
         ));
     }
     // The kernel reports its own timeout as ADDR_ERROR -ETIMEDOUT; our deadline only
@@ -590,31 +570,28 @@ fn resolve_on(
         channel,
         EventKind::AddrResolved,
         "address resolution",
-        Stage::ResolveAddr,
+        Step::CmResolveAddr,
         some_peer,
         grace,
     )?;
-    let annotate = |mut e: CmError| {
-        e.device = id.device_name();
-        e.infiniband = port_link_layer(id.verbs(), id.port_num()) == Some(LinkLayer::InfiniBand);
+    let annotate = |mut e: Failure| {
+        e.context.device = id.device_name().unwrap_or_default();
+        e.context.link_layer = port_link_layer(id.verbs(), id.port_num());
         e
     };
     // SAFETY: the id is resolved and alive.
     if unsafe { sys::rdma_resolve_route(id.ptr(), ms) } != 0 {
-        return Err(annotate(CmError::new(
-            Stage::ResolveRoute,
+        return Err(annotate(cm_err(
+            Step::CmResolveRoute,
             some_peer,
-            Failure::Call {
-                call: "rdma_resolve_route",
-                errno: last_errno(),
-            },
+            Cause::call("rdma_resolve_route", last_errno()),
         )));
     }
     expect_event(
         channel,
         EventKind::RouteResolved,
         "route resolution",
-        Stage::ResolveRoute,
+        Step::CmResolveRoute,
         some_peer,
         grace,
     )
@@ -631,14 +608,14 @@ fn port_link_layer(verbs: *mut sys::ibv_context, port: u8) -> Option<LinkLayer> 
     Some(link_layer_from(attr.link_layer))
 }
 
-fn describe(id: &Id, peer: IpAddr) -> Result<Resolution, CmError> {
+fn describe(id: &Id, peer: IpAddr) -> Result<Resolution, Failure> {
     let verbs = id.verbs();
     let port = id.port_num();
     let device = id.device_name().ok_or_else(|| {
-        CmError::new(
-            Stage::ResolveAddr,
+        cm_err(
+            Step::CmResolveAddr,
             Some(SocketAddr::new(peer, 0)),
-            Failure::Protocol("the CM resolved the address but bound no RDMA device".into()),
+            Cause::invalid("the CM resolved the address but bound no RDMA device"),
         )
     })?;
     let link_layer = port_link_layer(verbs, port).unwrap_or(LinkLayer::Other("unknown".into()));
@@ -863,9 +840,6 @@ pub enum Wake {
 }
 
 const RECV_WR_ID: u64 = 1 << 63;
-/// The transport retry count: rxe retries forever at 7 (failure-modes row 13).
-const RETRY_COUNT: u8 = 6;
-const RNR_RETRY_COUNT: u8 = 7;
 /// Work requests per queue: the TCP exchange's WRITE window (32) fits in the send queue.
 const QUEUE_DEPTH: u32 = 32;
 /// RDMA READs this side has outstanding at the peer, and the peer at this side.
@@ -913,14 +887,11 @@ fn call_of(step: Step) -> &'static str {
     }
 }
 
-/// A data-path failure (qp.rs) as the CM's error type.
-fn cm_failure(f: QpFailure) -> Failure {
+/// A data-path failure (qp.rs) as the cause of a CM stage's failure, naming the call.
+fn cm_cause(f: Failure) -> Cause {
     match f.cause {
-        Cause::Errno { errno } => Failure::Call {
-            call: call_of(f.step),
-            errno,
-        },
-        other => Failure::Protocol(format!("{}: {other}", f.step.name())),
+        Cause::Errno { errno, .. } => Cause::call(call_of(f.step), errno),
+        other => Cause::invalid(format!("{}: {other}", f.step.name())),
     }
 }
 
@@ -932,13 +903,13 @@ impl Endpoint {
         len: u32,
         peer: SocketAddr,
         timeout: Duration,
-    ) -> Result<Endpoint, CmError> {
+    ) -> Result<Endpoint, Failure> {
         let device = id.device_name().unwrap_or_else(|| "?".into());
         let port = id.port_num();
         let len = len.max(1) as usize;
-        let fail = |f: QpFailure| {
-            let mut e = CmError::new(Stage::CreateQp, Some(peer), cm_failure(f));
-            e.device = Some(device.clone());
+        let fail = |f: Failure| {
+            let mut e = cm_err(Step::CmCreateQp, Some(peer), cm_cause(f));
+            e.context.device = device.clone();
             e
         };
         // SAFETY: the id is bound to a device, so verbs is its open context, which lives
@@ -1063,17 +1034,17 @@ impl Endpoint {
     }
 
     /// A failure of this connection: names its peer and device.
-    pub fn err(&self, stage: Stage, failure: Failure) -> CmError {
-        let mut e = CmError::new(stage, Some(self.info.peer), failure);
-        e.device = Some(self.info.device.clone());
+    pub fn err(&self, step: Step, cause: Cause) -> Failure {
+        let mut e = cm_err(step, Some(self.info.peer), cause);
+        e.context.device = self.info.device.clone();
         e
     }
 
-    fn transfer_err(&self, f: QpFailure) -> CmError {
-        self.err(Stage::Transfer, cm_failure(f))
+    fn transfer_err(&self, f: Failure) -> Failure {
+        self.err(Step::CmTransfer, cm_cause(f))
     }
 
-    pub fn post_recv(&mut self) -> Result<(), CmError> {
+    pub fn post_recv(&mut self) -> Result<(), Failure> {
         let offset = self.offset(Region::Recv);
         self.qp
             .post_recv(&self.mr, offset, self.len as u32, RECV_WR_ID)
@@ -1082,12 +1053,12 @@ impl Endpoint {
 
     /// Post one signaled `op` of `len` bytes: SEND from the send area, WRITE from the
     /// send area into the peer's buffer, READ from the peer's buffer into our RDMA area.
-    pub fn post(&mut self, op: Op, len: usize, wr_id: u64) -> Result<(), CmError> {
+    pub fn post(&mut self, op: Op, len: usize, wr_id: u64) -> Result<(), Failure> {
         let len = len.min(self.len) as u32;
         if op != Op::Send && len > self.remote.len {
             return Err(self.err(
-                Stage::Transfer,
-                Failure::Protocol(format!(
+                Step::CmTransfer,
+                Cause::invalid(format!(
                     "the peer's buffer has {} bytes, {len} asked",
                     self.remote.len
                 )),
@@ -1121,7 +1092,7 @@ impl Endpoint {
     /// unless a CM event is already waiting. A peer that went away or a device being
     /// removed also fails the work in flight, and the event names the cause; the
     /// completion status only shows the consequence.
-    fn completion(&mut self) -> Result<Completion, CmError> {
+    fn completion(&mut self) -> Result<Completion, Failure> {
         let wc = self.wc[0];
         let is_recv = wc.wr_id == RECV_WR_ID;
         if !wc.ok() {
@@ -1133,11 +1104,12 @@ impl Endpoint {
                 "send queue work request"
             };
             return Err(self.err(
-                Stage::Transfer,
-                Failure::Completion {
-                    op,
+                Step::CmTransfer,
+                Cause::WcStatus {
                     status: wc.status,
                     vendor_err: wc.vendor_err,
+                    opcode: wc.opcode,
+                    op: Some(op),
                 },
             ));
         }
@@ -1148,7 +1120,7 @@ impl Endpoint {
         })
     }
 
-    fn poll_once(&mut self) -> Result<Option<Completion>, CmError> {
+    fn poll_once(&mut self) -> Result<Option<Completion>, Failure> {
         match self.cq.poll(&mut self.wc) {
             Ok(0) => Ok(None),
             Ok(_) => self.completion().map(Some),
@@ -1162,7 +1134,7 @@ impl Endpoint {
     /// completions, so a peer that went away or a device being removed is named at once
     /// instead of ending in a timeout (or, with rxe, in a `rdma link delete` that blocks
     /// until this process lets go of the device, while traffic still flows).
-    pub fn poll(&mut self, waiting_for: &'static str) -> Result<Completion, CmError> {
+    pub fn poll(&mut self, waiting_for: &'static str) -> Result<Completion, Failure> {
         const CM_CHECK: Duration = Duration::from_millis(100);
         let wake = self.cm_event_now_and_then()?;
         self.no_disconnect(wake)?;
@@ -1171,7 +1143,7 @@ impl Endpoint {
             let slice = CM_CHECK.min(self.timeout.saturating_sub(waited));
             match self.cq.wait(&mut self.wc, slice) {
                 Ok(_) => return self.completion(),
-                Err(QpFailure {
+                Err(Failure {
                     cause: Cause::Timeout { .. },
                     ..
                 }) => {}
@@ -1183,10 +1155,10 @@ impl Endpoint {
             self.no_disconnect(wake)?;
             if waited >= self.timeout {
                 return Err(self.err(
-                    Stage::Transfer,
-                    Failure::Timeout {
-                        waiting_for,
-                        after: self.timeout,
+                    Step::CmTransfer,
+                    Cause::Timeout {
+                        waited_ms: (self.timeout).as_millis() as u64,
+                        waiting_for: Some(waiting_for),
                     },
                 ));
             }
@@ -1195,7 +1167,7 @@ impl Endpoint {
 
     /// Once in `CM_CHECK_EVERY` calls, the pending CM event, if any: a syscall, too dear
     /// for every completion of a latency loop.
-    fn cm_event_now_and_then(&mut self) -> Result<Option<Wake>, CmError> {
+    fn cm_event_now_and_then(&mut self) -> Result<Option<Wake>, Failure> {
         const CM_CHECK_EVERY: u32 = 1024;
         self.since_cm_check += 1;
         if self.since_cm_check < CM_CHECK_EVERY {
@@ -1204,7 +1176,7 @@ impl Endpoint {
         self.cm_event_now()
     }
 
-    fn cm_event_now(&mut self) -> Result<Option<Wake>, CmError> {
+    fn cm_event_now(&mut self) -> Result<Option<Wake>, Failure> {
         self.since_cm_check = 0;
         if !self.cm_event_pending()? {
             return Ok(None);
@@ -1213,31 +1185,20 @@ impl Endpoint {
     }
 
     /// In the middle of a transfer a disconnect is a failure.
-    fn no_disconnect(&self, wake: Option<Wake>) -> Result<(), CmError> {
+    fn no_disconnect(&self, wake: Option<Wake>) -> Result<(), Failure> {
         match wake {
             Some(Wake::Disconnected) => Err(self.err(
-                Stage::Transfer,
-                Failure::Event {
-                    event: EventKind::Disconnected,
-                    status: 0,
-                },
+                Step::CmTransfer,
+                Cause::cm_event(EventKind::Disconnected, 0),
             )),
             _ => Ok(()),
         }
     }
 
-    fn cm_event_pending(&self) -> Result<bool, CmError> {
+    fn cm_event_pending(&self) -> Result<bool, Failure> {
         wait_readable(&[self.channel.fd()], Instant::now())
             .map(|ready| !ready.is_empty())
-            .map_err(|errno| {
-                self.err(
-                    Stage::Transfer,
-                    Failure::Call {
-                        call: "poll",
-                        errno,
-                    },
-                )
-            })
+            .map_err(|errno| self.err(Step::CmTransfer, Cause::call("poll", errno)))
     }
 
     /// Wait until a completion or a CM event (the peer disconnecting), at most `limit`.
@@ -1247,7 +1208,7 @@ impl Endpoint {
     /// completions keep coming; the CM channel is looked at every `SLICE` without one, and
     /// once in a while when they keep coming. After `SPIN` without work it sleeps on both
     /// fds.
-    pub fn wait(&mut self, limit: Duration, waiting_for: &'static str) -> Result<Wake, CmError> {
+    pub fn wait(&mut self, limit: Duration, waiting_for: &'static str) -> Result<Wake, Failure> {
         const SPIN: Duration = Duration::from_millis(50);
         // The CM channel is looked at between slices, so a disconnect is seen within one.
         const SLICE: Duration = Duration::from_millis(5);
@@ -1259,7 +1220,7 @@ impl Endpoint {
             let slice = SLICE.min(limit - spun);
             match self.cq.wait(&mut self.wc, slice) {
                 Ok(_) => return self.completion().map(Wake::Completion),
-                Err(QpFailure {
+                Err(Failure {
                     cause: Cause::Timeout { .. },
                     ..
                 }) => {}
@@ -1283,22 +1244,14 @@ impl Endpoint {
                 return Ok(Wake::Completion(c));
             }
             let comp_fd = self.cq.event_fd().unwrap_or(-1);
-            let ready =
-                wait_readable(&[comp_fd, self.channel.fd()], deadline).map_err(|errno| {
-                    self.err(
-                        Stage::Transfer,
-                        Failure::Call {
-                            call: "poll",
-                            errno,
-                        },
-                    )
-                })?;
+            let ready = wait_readable(&[comp_fd, self.channel.fd()], deadline)
+                .map_err(|errno| self.err(Step::CmTransfer, Cause::call("poll", errno)))?;
             if ready.is_empty() {
                 return Err(self.err(
-                    Stage::Transfer,
-                    Failure::Timeout {
-                        waiting_for,
-                        after: limit,
+                    Step::CmTransfer,
+                    Cause::Timeout {
+                        waited_ms: (limit).as_millis() as u64,
+                        waiting_for: Some(waiting_for),
                     },
                 ));
             }
@@ -1316,16 +1269,11 @@ impl Endpoint {
 
     /// Consume one pending CM event: DISCONNECTED ends the wait, anything else but a
     /// TIMEWAIT_EXIT is an error.
-    fn take_cm_event(&mut self) -> Result<Option<Wake>, CmError> {
-        let event = self.channel.next_event(Instant::now()).map_err(|errno| {
-            self.err(
-                Stage::Transfer,
-                Failure::Call {
-                    call: "rdma_get_cm_event",
-                    errno,
-                },
-            )
-        })?;
+    fn take_cm_event(&mut self) -> Result<Option<Wake>, Failure> {
+        let event = self
+            .channel
+            .next_event(Instant::now())
+            .map_err(|errno| self.err(Step::CmTransfer, Cause::call("rdma_get_cm_event", errno)))?;
         match event.map(|e| (e.kind, e.status)) {
             Some((EventKind::Disconnected, _)) => {
                 self.disconnected = true;
@@ -1333,13 +1281,13 @@ impl Endpoint {
             }
             Some((EventKind::TimewaitExit, _)) | None => Ok(None),
             Some((event, status)) => {
-                Err(self.err(Stage::Transfer, Failure::Event { event, status }))
+                Err(self.err(Step::CmTransfer, Cause::cm_event(event, status)))
             }
         }
     }
 
     /// Disconnect and wait (with the endpoint's timeout) for the CM to confirm.
-    pub fn disconnect(mut self) -> Result<(), CmError> {
+    pub fn disconnect(mut self) -> Result<(), Failure> {
         // SAFETY: the id is alive; rdma_disconnect also moves the QP to the error state.
         let ret = unsafe { sys::rdma_disconnect(self.id.ptr()) };
         if ret != 0 {
@@ -1348,13 +1296,7 @@ impl Endpoint {
             if self.disconnected || errno == libc::EINVAL {
                 return Ok(());
             }
-            return Err(self.err(
-                Stage::Disconnect,
-                Failure::Call {
-                    call: "rdma_disconnect",
-                    errno,
-                },
-            ));
+            return Err(self.err(Step::CmDisconnect, Cause::call("rdma_disconnect", errno)));
         }
         if self.disconnected {
             return Ok(());
@@ -1364,7 +1306,7 @@ impl Endpoint {
             &self.channel,
             EventKind::Disconnected,
             "DISCONNECTED event",
-            Stage::Disconnect,
+            Step::CmDisconnect,
             Some(self.info.peer),
             timeout,
         )
@@ -1372,7 +1314,7 @@ impl Endpoint {
             self.disconnected = true;
         })
         .map_err(|mut e| {
-            e.device = Some(self.info.device.clone());
+            e.context.device = self.info.device.clone();
             e
         })
     }
@@ -1385,8 +1327,8 @@ fn conn_param(private_data: &[u8]) -> sys::rdma_conn_param {
         responder_resources: INITIATOR_DEPTH,
         initiator_depth: INITIATOR_DEPTH,
         flow_control: 0,
-        retry_count: RETRY_COUNT,
-        rnr_retry_count: RNR_RETRY_COUNT,
+        retry_count: QP_PARAMS.retry_cnt,
+        rnr_retry_count: QP_PARAMS.rnr_retry,
         srq: 0,
         qp_num: 0,
     }
@@ -1409,7 +1351,7 @@ pub fn connect(
     peer: SocketAddr,
     opts: &ConnectOptions,
     log: StepLog,
-) -> Result<(Endpoint, Resolution), CmError> {
+) -> Result<(Endpoint, Resolution), Failure> {
     let mut t = Instant::now();
     let channel = Channel::open(Some(peer))?;
     let id = channel.create_id(Some(peer))?;
@@ -1446,35 +1388,29 @@ pub fn connect(
     let mut param = conn_param(&ours);
     // SAFETY: param and its private data live across the call.
     if unsafe { sys::rdma_connect(ep.id.ptr(), &mut param) } != 0 {
-        return Err(ep.err(
-            Stage::Connect,
-            Failure::Call {
-                call: "rdma_connect",
-                errno: last_errno(),
-            },
-        ));
+        return Err(ep.err(Step::CmConnect, Cause::call("rdma_connect", last_errno())));
     }
     let established = expect_event(
         &ep.channel,
         EventKind::Established,
         "answer to the connection request",
-        Stage::Connect,
+        Step::CmConnect,
         Some(peer),
         opts.timeout,
     )
     .map_err(|mut e| {
-        e.device = Some(ep.info.device.clone());
-        e.infiniband = res.link_layer == LinkLayer::InfiniBand;
+        e.context.device = ep.info.device.clone();
+        e.context.link_layer = Some(res.link_layer.clone());
         e
     })?;
     ep.remote = RemoteBuffer::decode(&established.private_data).map_err(|text| {
         // Without the magic it is another program, not another rdmactl version.
         let failure = if established.private_data.starts_with(&PRIVATE_DATA_MAGIC) {
-            Failure::Protocol(text)
+            Cause::invalid(text)
         } else {
-            Failure::ForeignServer(text)
+            Cause::foreign_server(text)
         };
-        ep.err(Stage::Connect, failure)
+        ep.err(Step::CmConnect, failure)
     })?;
     ep.fill_info();
     log_step(
@@ -1502,7 +1438,7 @@ pub struct Listener {
 
 impl Listener {
     /// Bind `addr` (an unspecified IP listens on every RDMA device) and listen.
-    pub fn bind(addr: SocketAddr) -> Result<Listener, CmError> {
+    pub fn bind(addr: SocketAddr) -> Result<Listener, Failure> {
         let channel = Channel::open(None)?;
         let id = channel.create_id(None)?;
         let mut storage = to_sockaddr(addr);
@@ -1510,28 +1446,22 @@ impl Listener {
         if unsafe { sys::rdma_bind_addr(id.ptr(), &mut storage as *mut _ as *mut libc::sockaddr) }
             != 0
         {
-            let mut e = CmError::new(
-                Stage::Bind,
+            let mut e = cm_err(
+                Step::CmBind,
                 None,
-                Failure::Call {
-                    call: "rdma_bind_addr",
-                    errno: last_errno(),
-                },
+                Cause::call("rdma_bind_addr", last_errno()),
             );
-            e.peer = Some(addr);
+            e.context.peer_addr = Some(show_addr(addr));
             return Err(e);
         }
         // SAFETY: the id is bound.
         if unsafe { sys::rdma_listen(id.ptr(), 8) } != 0 {
-            let mut e = CmError::new(
-                Stage::Listen,
+            let mut e = cm_err(
+                Step::CmListen,
                 None,
-                Failure::Call {
-                    call: "rdma_listen",
-                    errno: last_errno(),
-                },
+                Cause::call("rdma_listen", last_errno()),
             );
-            e.peer = Some(addr);
+            e.context.peer_addr = Some(show_addr(addr));
             return Err(e);
         }
         Ok(Listener { id, channel })
@@ -1549,15 +1479,12 @@ impl Listener {
 
     /// Rejects a connect request that is already waiting, if any, saying `reason` in the
     /// reject; returns who was turned away. Does not wait.
-    pub fn turn_away(&self, reason: &str) -> Result<Option<SocketAddr>, CmError> {
+    pub fn turn_away(&self, reason: &str) -> Result<Option<SocketAddr>, Failure> {
         let event = self.channel.next_event(Instant::now()).map_err(|errno| {
-            CmError::new(
-                Stage::Listen,
+            cm_err(
+                Step::CmListen,
                 None,
-                Failure::Call {
-                    call: "rdma_get_cm_event",
-                    errno,
-                },
+                Cause::call("rdma_get_cm_event", errno),
             )
         })?;
         let Some(event) = event.filter(|e| e.kind == EventKind::ConnectRequest) else {
@@ -1585,23 +1512,23 @@ impl Listener {
         timeout: Duration,
         log: StepLog,
         prepare: &mut dyn FnMut(&mut [u8]),
-    ) -> Result<Endpoint, CmError> {
+    ) -> Result<Endpoint, Failure> {
         let mut t = Instant::now();
         let request = expect_event(
             &self.channel,
             EventKind::ConnectRequest,
             "connection request",
-            Stage::Accept,
+            Step::CmAccept,
             None,
             wait,
         )?;
         // SAFETY: the request carries a new id that we now own.
         let id = Id {
             raw: NonNull::new(request.id).ok_or_else(|| {
-                CmError::new(
-                    Stage::Accept,
+                cm_err(
+                    Step::CmAccept,
                     None,
-                    Failure::Protocol("connect request without a cm_id".into()),
+                    Cause::invalid("connect request without a cm_id"),
                 )
             })?,
         };
@@ -1625,21 +1552,17 @@ impl Listener {
                 let msg = encode_reject("private data is not rdmactl --cm v1");
                 // SAFETY: msg lives across the call.
                 unsafe { sys::rdma_reject(id.ptr(), msg.as_ptr() as *const _, msg.len() as u8) };
-                return Err(CmError::new(
-                    Stage::Accept,
-                    Some(peer),
-                    Failure::Protocol(text),
-                ));
+                return Err(cm_err(Step::CmAccept, Some(peer), Cause::invalid(text)));
             }
         };
         if remote.len > MAX_BUFFER_LEN {
             let msg = encode_reject("buffer larger than 256 MiB");
             // SAFETY: msg lives across the call.
             unsafe { sys::rdma_reject(id.ptr(), msg.as_ptr() as *const _, msg.len() as u8) };
-            return Err(CmError::new(
-                Stage::Accept,
+            return Err(cm_err(
+                Step::CmAccept,
                 Some(peer),
-                Failure::Protocol(format!(
+                Cause::invalid(format!(
                     "the client asked for a {}-byte buffer; the limit is {MAX_BUFFER_LEN}",
                     remote.len
                 )),
@@ -1654,13 +1577,10 @@ impl Listener {
         let channel = Channel::open(Some(peer))?;
         // SAFETY: both are valid; the request event was acked.
         if unsafe { sys::rdma_migrate_id(id.ptr(), channel.raw.as_ptr()) } != 0 {
-            return Err(CmError::new(
-                Stage::Accept,
+            return Err(cm_err(
+                Step::CmAccept,
                 Some(peer),
-                Failure::Call {
-                    call: "rdma_migrate_id",
-                    errno: last_errno(),
-                },
+                Cause::call("rdma_migrate_id", last_errno()),
             ));
         }
         let mut ep = Endpoint::build(id, channel, remote.len, peer, timeout)?;
@@ -1691,13 +1611,7 @@ impl Listener {
         let mut param = conn_param(&ours);
         // SAFETY: param and its private data live across the call.
         if unsafe { sys::rdma_accept(ep.id.ptr(), &mut param) } != 0 {
-            return Err(ep.err(
-                Stage::Accept,
-                Failure::Call {
-                    call: "rdma_accept",
-                    errno: last_errno(),
-                },
-            ));
+            return Err(ep.err(Step::CmAccept, Cause::call("rdma_accept", last_errno())));
         }
         log_step(
             log,
@@ -1709,12 +1623,12 @@ impl Listener {
             &ep.channel,
             EventKind::Established,
             "ESTABLISHED after accept",
-            Stage::Accept,
+            Step::CmAccept,
             Some(peer),
             timeout,
         )
         .map_err(|mut e| {
-            e.device = Some(ep.info.device.clone());
+            e.context.device = ep.info.device.clone();
             e
         })?;
         ep.fill_info();

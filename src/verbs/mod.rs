@@ -20,7 +20,7 @@ pub use query::{
 
 use std::fmt;
 
-use crate::error::exit;
+use crate::exit;
 
 /// What went wrong in a verbs call, with everything needed to act on it.
 #[derive(Debug)]
@@ -83,9 +83,7 @@ impl VerbsError {
     }
 }
 
-/// Names for errnos and completion statuses live in `explain` (pure, shared with the
-/// rules); re-exported here for the callers that print a verbs error.
-pub use crate::explain::{errno_name, errno_text, strerror, wc_status_name, wc_status_text};
+use crate::errno::errno_text;
 
 /// The errno of the calling thread's last failed call; EIO when there is none.
 pub(crate) fn last_errno() -> i32 {

@@ -6,7 +6,6 @@
 //! poll without allocation, and each QP transition must report exactly what it passed.
 
 use std::alloc::Layout;
-use std::fmt;
 use std::ptr;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
@@ -15,244 +14,11 @@ use rdma_mummy_sys as sys;
 use serde::Serialize;
 
 use super::query::{self, OpenDevice};
-use super::{errno_name, strerror, wc_status_name, wc_status_text, VerbsError};
+use super::VerbsError;
+use crate::failure::{Cause, Failure, FailureContext, QpParams, Step, QP_PARAMS};
+
 use crate::gid::Gid;
 use crate::model::{GidType, LinkLayer};
-
-/// Where in the connection or the traffic something went wrong.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Step {
-    /// ibv_get_device_list / ibv_open_device
-    Open,
-    QueryDevice,
-    QueryPort,
-    QueryGid,
-    Pd,
-    Mr,
-    Cq,
-    QpCreate,
-    Init,
-    Rtr,
-    Rts,
-    PostRecv,
-    PostSend,
-    /// ibv_poll_cq itself failed, or no completion came before the deadline.
-    Poll,
-    /// A completion arrived with an error status.
-    Completion,
-    /// TCP connect / accept / bind of the out-of-band exchange.
-    Connect,
-    /// Reading or writing the out-of-band messages.
-    Exchange,
-    /// The two ends' parameters do not fit together (checked before touching the QP).
-    Compare,
-    /// Data arrived but is not what the peer sent.
-    Verify,
-}
-
-impl Step {
-    pub fn name(self) -> &'static str {
-        match self {
-            Step::Open => "open device",
-            Step::QueryDevice => "query device",
-            Step::QueryPort => "query port",
-            Step::QueryGid => "query GID",
-            Step::Pd => "allocate PD",
-            Step::Mr => "register MR",
-            Step::Cq => "create CQ",
-            Step::QpCreate => "create QP",
-            Step::Init => "modify QP to INIT",
-            Step::Rtr => "modify QP to RTR",
-            Step::Rts => "modify QP to RTS",
-            Step::PostRecv => "post receive",
-            Step::PostSend => "post send",
-            Step::Poll => "poll CQ",
-            Step::Completion => "work completion",
-            Step::Connect => "connect (TCP)",
-            Step::Exchange => "exchange (TCP)",
-            Step::Compare => "compare parameters",
-            Step::Verify => "verify data",
-        }
-    }
-}
-
-/// What the failing call said.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case", tag = "kind")]
-pub enum Cause {
-    Errno {
-        errno: i32,
-    },
-    WcStatus {
-        status: u32,
-        vendor_err: u32,
-        opcode: u32,
-    },
-    /// Nothing happened before the deadline.
-    Timeout {
-        waited_ms: u64,
-    },
-    /// The peer closed the TCP connection: it failed on its side, or died.
-    PeerClosed,
-    /// The two ends' parameters do not fit together (found from the exchange).
-    Mismatch {
-        mismatches: Vec<crate::oob::Mismatch>,
-    },
-    /// Malformed data or a wrong state; the text says which field.
-    Invalid {
-        what: String,
-    },
-}
-
-impl Cause {
-    pub fn errno(errno: i32) -> Cause {
-        Cause::Errno { errno }
-    }
-
-    pub fn last_errno() -> Cause {
-        Cause::Errno {
-            errno: super::last_errno(),
-        }
-    }
-}
-
-impl fmt::Display for Cause {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Cause::Errno { errno } => {
-                write!(f, "{} ({errno}: {})", errno_name(*errno), strerror(*errno))
-            }
-            Cause::WcStatus {
-                status, vendor_err, ..
-            } => {
-                write!(
-                    f,
-                    "{} (status {status}: {}",
-                    wc_status_name(*status),
-                    wc_status_text(*status)
-                )?;
-                if *vendor_err != 0 {
-                    write!(f, ", vendor err 0x{vendor_err:x}")?;
-                }
-                f.write_str(")")
-            }
-            Cause::Timeout { waited_ms } => {
-                write!(f, "no answer within {:.1} s", *waited_ms as f64 / 1000.0)
-            }
-            Cause::PeerClosed => f.write_str("the peer closed the connection"),
-            Cause::Mismatch { mismatches } => {
-                let texts: Vec<String> = mismatches.iter().map(|m| m.to_string()).collect();
-                f.write_str(&texts.join("; "))
-            }
-            Cause::Invalid { what } => f.write_str(what),
-        }
-    }
-}
-
-/// The attributes in use when a step failed. Fields stay None when the step came before them.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct FailureContext {
-    pub device: String,
-    pub port: u32,
-    pub gid_index: Option<u32>,
-    pub sgid: Option<Gid>,
-    pub dgid: Option<Gid>,
-    pub dest_lid: Option<u16>,
-    pub dest_qpn: Option<u32>,
-    pub dest_psn: Option<u32>,
-    pub path_mtu: Option<u32>,
-    pub link_layer: Option<LinkLayer>,
-    /// Peer address of the TCP exchange.
-    pub peer_addr: Option<String>,
-    /// The MR length or other size the step used.
-    pub bytes: Option<u64>,
-    /// The local and remote endpoints, once the exchange happened.
-    pub local: Option<Endpoint>,
-    pub remote: Option<Endpoint>,
-    /// What the run had done when it failed, e.g. "after 347/1000 sends".
-    pub note: Option<String>,
-}
-
-/// One failure, as data: an explainer matches on `step` and `cause` and reads `context`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Failure {
-    pub step: Step,
-    pub cause: Cause,
-    /// Boxed so that `Result<_, Failure>` stays small on the hot path.
-    pub context: Box<FailureContext>,
-}
-
-impl Failure {
-    pub fn new(step: Step, cause: Cause, context: FailureContext) -> Failure {
-        Failure {
-            step,
-            cause,
-            context: Box::new(context),
-        }
-    }
-}
-
-impl fmt::Display for Failure {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let c = &self.context;
-        write!(f, "{} failed", self.step.name())?;
-        let mut attrs: Vec<String> = Vec::new();
-        if !c.device.is_empty() {
-            attrs.push(format!("{}/{}", c.device, c.port));
-        }
-        if let Some(i) = c.gid_index {
-            attrs.push(format!("GID index {i}"));
-        }
-        if let Some(g) = c.dgid {
-            attrs.push(format!("dest GID {g}"));
-        }
-        if let Some(l) = c.dest_lid {
-            if l != 0 {
-                attrs.push(format!("dest LID 0x{l:04x}"));
-            }
-        }
-        if let Some(q) = c.dest_qpn {
-            attrs.push(format!("dest QPN 0x{q:06x}"));
-        }
-        if let Some(p) = c.dest_psn {
-            attrs.push(format!("dest PSN 0x{p:06x}"));
-        }
-        if let Some(m) = c.path_mtu {
-            attrs.push(format!("path MTU {m}"));
-        }
-        if let Some(p) = &c.peer_addr {
-            attrs.push(format!("peer {p}"));
-        }
-        if !attrs.is_empty() {
-            write!(f, " ({})", attrs.join(", "))?;
-        }
-        write!(f, ": {}", self.cause)?;
-        if let Some(note) = &c.note {
-            write!(f, "; {note}")?;
-        }
-        Ok(())
-    }
-}
-
-impl std::error::Error for Failure {}
-
-/// What one end tells the other, and what both compare before touching the QP.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Endpoint {
-    pub lid: u16,
-    pub qpn: u32,
-    pub psn: u32,
-    pub gid: Gid,
-    pub gid_index: Option<u32>,
-    pub gid_type: Option<GidType>,
-    pub link_layer: LinkLayer,
-    /// Active MTU of the port in bytes; 0 when unknown (ibv_rc_pingpong does not send it).
-    pub active_mtu: u32,
-    pub rkey: u32,
-    pub addr: u64,
-    pub len: u32,
-}
 
 // ---------------------------------------------------------------------------------------
 // Numbers
@@ -471,7 +237,11 @@ impl Pd {
         // SAFETY: the context is open.
         let raw = unsafe { sys::ibv_alloc_pd(ctx.raw) };
         if raw.is_null() {
-            return Err(Failure::new(Step::Pd, Cause::last_errno(), ctx.ctx(0)));
+            return Err(Failure::new(
+                Step::Pd,
+                Cause::errno(super::last_errno()),
+                ctx.ctx(0),
+            ));
         }
         Ok(Rc::new(Pd {
             raw,
@@ -541,7 +311,7 @@ impl Mr {
         // SAFETY: buf is valid for layout.size() bytes and outlives the registration.
         let raw = unsafe { sys::ibv_reg_mr(pd.raw, buf.cast(), layout.size(), access.mr_flags()) };
         if raw.is_null() {
-            let cause = Cause::last_errno();
+            let cause = Cause::errno(super::last_errno());
             // SAFETY: allocated above with this layout.
             unsafe { std::alloc::dealloc(buf, layout) };
             return Err(fail(cause));
@@ -634,6 +404,7 @@ impl Wc {
             status: self.status,
             vendor_err: self.vendor_err,
             opcode: self.opcode,
+            op: None,
         }
     }
 }
@@ -658,7 +429,11 @@ impl Cq {
         // SAFETY: the context is open.
         let channel = unsafe { sys::ibv_create_comp_channel(ctx.raw) };
         if channel.is_null() {
-            return Err(Failure::new(Step::Cq, Cause::last_errno(), ctx.ctx(0)));
+            return Err(Failure::new(
+                Step::Cq,
+                Cause::errno(super::last_errno()),
+                ctx.ctx(0),
+            ));
         }
         Cq::create_on(ctx, entries, channel).inspect_err(|_| {
             // SAFETY: no CQ uses the channel; it was created above.
@@ -675,7 +450,11 @@ impl Cq {
         let raw =
             unsafe { sys::ibv_create_cq(ctx.raw, entries as i32, ptr::null_mut(), channel, 0) };
         if raw.is_null() {
-            return Err(Failure::new(Step::Cq, Cause::last_errno(), ctx.ctx(0)));
+            return Err(Failure::new(
+                Step::Cq,
+                Cause::errno(super::last_errno()),
+                ctx.ctx(0),
+            ));
         }
         // SAFETY: ibv_wc is plain data.
         Ok(Cq {
@@ -761,7 +540,10 @@ impl Cq {
                     let waited_ms = waited.as_millis() as u64;
                     return Err(Failure::new(
                         Step::Poll,
-                        Cause::Timeout { waited_ms },
+                        Cause::Timeout {
+                            waited_ms,
+                            waiting_for: None,
+                        },
                         self.ctx.ctx(0),
                     ));
                 }
@@ -841,6 +623,9 @@ pub struct Qp {
     gid_index: Option<u32>,
     _pd: Rc<Pd>,
     max_inline: u32,
+    /// The retry attributes, once set (RTS here, or librdmacm's connect from the same
+    /// numbers): a failure carries them, so its explanation quotes what was used.
+    params: std::cell::Cell<Option<QpParams>>,
 }
 
 pub struct QpCaps {
@@ -886,7 +671,11 @@ impl Qp {
         if raw.is_null() {
             let mut c = pd.ctx.ctx(port);
             c.gid_index = gid_index;
-            return Err(Failure::new(Step::QpCreate, Cause::last_errno(), c));
+            return Err(Failure::new(
+                Step::QpCreate,
+                Cause::errno(super::last_errno()),
+                c,
+            ));
         }
         Ok(Qp {
             raw,
@@ -896,6 +685,7 @@ impl Qp {
             gid_index,
             _pd: pd.clone(),
             max_inline: init.cap.max_inline_data,
+            params: std::cell::Cell::new(None),
         })
     }
 
@@ -914,7 +704,7 @@ impl Qp {
         if unsafe { sys::rdma_create_qp(id, pd.raw, &mut init) } != 0 {
             return Err(Failure::new(
                 Step::QpCreate,
-                Cause::last_errno(),
+                Cause::errno(super::last_errno()),
                 pd.ctx.ctx(port),
             ));
         }
@@ -927,6 +717,8 @@ impl Qp {
             gid_index: None,
             _pd: pd.clone(),
             max_inline: init.cap.max_inline_data,
+            // The CM connects with QP_PARAMS' retry counts (verbs::cm's conn_param).
+            params: std::cell::Cell::new(Some(QP_PARAMS)),
         })
     }
 
@@ -958,6 +750,7 @@ impl Qp {
             device: self.device.clone(),
             port: self.port,
             gid_index: self.gid_index,
+            qp: self.params.get(),
             ..Default::default()
         }
     }
@@ -1005,7 +798,7 @@ impl Qp {
         attr.dest_qp_num = p.dest_qpn;
         attr.rq_psn = p.dest_psn;
         attr.max_dest_rd_atomic = p.max_dest_rd_atomic;
-        attr.min_rnr_timer = 12;
+        attr.min_rnr_timer = QP_PARAMS.min_rnr_timer;
         attr.ah_attr.dlid = p.dest_lid;
         attr.ah_attr.sl = 0;
         attr.ah_attr.src_path_bits = 0;
@@ -1029,17 +822,17 @@ impl Qp {
         }
     }
 
-    /// RTS with timeout 14 and retry_cnt 6: with 7 rxe retries forever, so a dead peer
-    /// would never be reported. rnr_retry 7 (infinite) because receives are always posted
+    /// RTS with `QP_PARAMS`: retry_cnt 6, as with 7 rxe retries forever and a dead peer
+    /// would never be reported; rnr_retry 7 (infinite) because receives are always posted
     /// ahead; the CQ deadline still bounds the wait.
     pub fn to_rts(&self, sq_psn: u32, max_rd_atomic: u8) -> Result<(), Failure> {
         use sys::ibv_qp_attr_mask as m;
         // SAFETY: zeroed qp_attr is valid; unused fields stay 0.
         let mut attr: sys::ibv_qp_attr = unsafe { std::mem::zeroed() };
         attr.qp_state = sys::ibv_qp_state::IBV_QPS_RTS;
-        attr.timeout = 14;
-        attr.retry_cnt = 6;
-        attr.rnr_retry = 7;
+        attr.timeout = QP_PARAMS.timeout;
+        attr.retry_cnt = QP_PARAMS.retry_cnt;
+        attr.rnr_retry = QP_PARAMS.rnr_retry;
         attr.sq_psn = sq_psn;
         attr.max_rd_atomic = max_rd_atomic;
         let mask = m::IBV_QP_STATE.0
@@ -1049,7 +842,10 @@ impl Qp {
             | m::IBV_QP_SQ_PSN.0
             | m::IBV_QP_MAX_QP_RD_ATOMIC.0;
         match self.modify(&mut attr, mask) {
-            0 => Ok(()),
+            0 => {
+                self.params.set(Some(QP_PARAMS));
+                Ok(())
+            }
             rc => Err(Failure::new(Step::Rts, errno_of(rc), self.ctx())),
         }
     }
@@ -1218,6 +1014,7 @@ mod tests {
                 status: 12,
                 vendor_err: 0x81,
                 opcode: 0,
+                op: None,
             },
             FailureContext::default(),
         );

@@ -228,7 +228,7 @@ check "pingpong --cm -j -d rxe1, no address: a report with code cm-no-address" \
 restore_net
 
 # A route through a netdev with no RDMA device on it: ADDR_ERROR ENODEV (on an InfiniBand
-# host the same error means an IPoIB interface without an address, row 12).
+# host the same error means an IPoIB interface without an address).
 ip link add rdmactl-dummy type dummy && ip addr add 10.55.0.1/24 dev rdmactl-dummy && ip link set rdmactl-dummy up
 timeout 30 $R -j pingpong --cm 10.55.0.2 --timeout 3 > "$RESULTS/nordma.json" 2> "$RESULTS/nordma.err"; rc=$?
 check "route through a non-RDMA netdev: exit 1" test "$rc" = 1

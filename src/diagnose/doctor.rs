@@ -3,7 +3,7 @@
 //! facts it gathered and the pure rules that turn them into findings.
 
 use crate::error::Error;
-use crate::explain::{Finding, Severity};
+use crate::finding::{Finding, Severity};
 use crate::model::{Device, LinkLayer, PhysState, Port, PortState};
 
 /// A doctor finding: every one names its subject (`host`, a device, `dev/port`).
@@ -209,7 +209,7 @@ pub fn uverbs_finding(device: &str, access: &NodeAccess) -> Finding {
             .evidence(format!("sysfs maps {device} to {path}, which is not in /dev"))
             .fix("in a container, pass the device in (--device=/dev/infiniband/...); on a host, check udev (rdma-core's 90-rdma-*.rules)"),
         NodeAccess::Denied { path, errno } => finding(check, device, Severity::Fail, format!("{path} is not accessible: libibverbs silently skips the device"))
-            .evidence(format!("access({path}, R_OK|W_OK) failed with {}", crate::verbs::errno_text(*errno)))
+            .evidence(format!("access({path}, R_OK|W_OK) failed with {}", crate::errno::errno_text(*errno)))
             .fix("the kernel creates uverbs nodes 0666: check the container's device cgroup and udev rules, or run as a user that may open it"),
         NodeAccess::Usable { path } => finding(check, device, Severity::Ok, format!("{path} is readable and writable"))
             .evidence(format!("access({path}, R_OK|W_OK) = 0")),

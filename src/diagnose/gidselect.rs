@@ -12,7 +12,7 @@ use std::net::IpAddr;
 
 use serde::Serialize;
 
-use crate::explain::{Finding, Severity};
+use crate::finding::{Finding, Severity};
 use crate::gid::Gid;
 use crate::model::{GidEntry, GidType, LinkLayer};
 
@@ -93,13 +93,7 @@ impl Selection {
     }
 }
 
-/// fe80::/10, and 169.254.0.0/16 when IPv4-mapped: addresses that never leave the link.
-pub fn is_link_local(gid: &Gid) -> bool {
-    match gid.ipv4() {
-        Some(v4) => v4.octets()[..2] == [169, 254],
-        None => gid.0[0] == 0xfe && gid.0[1] & 0xc0 == 0x80,
-    }
-}
+pub use crate::gid::is_link_local;
 
 /// A GID type as messages name it: the sysfs text (`IB/RoCE v1` for the shared value,
 /// which `GidType`'s Display shortens to `IB` for tables).

@@ -1,0 +1,16 @@
+//! How a command was invoked: what every command needs, resolved once by `app`.
+
+use std::path::PathBuf;
+
+use crate::output::Style;
+
+/// What every command needs to know about how it was invoked.
+#[derive(Debug, Clone)]
+pub struct Ctx {
+    pub json: bool,
+    pub style: Style,
+    /// The sysfs root; `/sys` unless `--sysfs` points at a captured tree.
+    pub sysfs: PathBuf,
+    /// True when `--sysfs` was given: the tree is not this host's, so skip verbs.
+    pub captured: bool,
+}

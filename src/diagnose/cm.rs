@@ -1,0 +1,806 @@
+//! Why a connection-manager step failed: one rule per failure the CM can report (the stage,
+//! the event or errno the kernel gave, and the facts gathered on this host). Work-completion
+//! failures on a CM connection go to the data-path rules, so both paths explain a
+//! retry-exceeded the same way. Pure, so every rule is unit-tested.
+
+use std::net::SocketAddr;
+
+use crate::diagnose::datapath;
+use crate::facts::Facts;
+use crate::failure::{Cause, EventKind, Failure, Step};
+use crate::finding::Explanation;
+
+fn why(code: &'static str, why: impl Into<String>, fix: impl Into<String>) -> Explanation {
+    Explanation::new(code, why, fix)
+}
+
+/// The rules, one per failure the CM can report. Pure, so every row is unit-tested.
+pub fn explain(err: &Failure, facts: &Facts) -> Explanation {
+    let mut x = rule(err, facts);
+    x.evidence.extend(facts.evidence.iter().cloned());
+    x
+}
+
+fn rule(err: &Failure, facts: &Facts) -> Explanation {
+    let addr: Option<SocketAddr> = err
+        .context
+        .peer_addr
+        .as_deref()
+        .and_then(|p| p.parse().ok());
+    let peer = addr
+        .map(|p| p.ip().to_canonical().to_string())
+        .unwrap_or_else(|| "the peer".into());
+    let port = addr
+        .map(|p| p.port().to_string())
+        .unwrap_or_else(|| "the port".into());
+    let ib = err.is_infiniband();
+    let finding_the_peer = matches!(
+        err.step,
+        Step::CmResolveAddr | Step::CmResolveRoute | Step::CmConnect
+    );
+    let source_netdev_down = facts.netdev.as_ref().filter(|n| !n.up).map(|n| &n.name);
+    if let (Some(dev), true) = (source_netdev_down, finding_the_peer) {
+        return why(
+            "cm-netdev-down",
+            format!("{dev}, the netdev of this side's address, is down: the kernel has no way to {peer} through it"),
+            format!("bring it up (`ip link set {dev} up`); if it stays down, check the cable and the switch port (for veth, the peer end); rdmactl ports shows the port state"),
+        );
+    }
+    match (&err.cause, err.step) {
+        (Cause::LibraryMissing { .. }, _) => why(
+            "cm-library-missing",
+            "librdmacm.so.1 is loaded at run time and is not installed (or a library it needs is missing)",
+            "install librdmacm1 (Debian/Ubuntu: apt install librdmacm1; RHEL: dnf install librdmacm), or use the TCP exchange (omit --cm)",
+        ),
+        (Cause::NoKernelCm { devices_present: false, .. }, _) => why(
+            "no-kernel-rdma",
+            "there is no RDMA device: /sys/class/infiniband is empty or missing, so no RDMA driver is loaded",
+            "load your NIC's RDMA driver (mlx5_ib, irdma, bnxt_re, ...), or for Soft-RoCE: modprobe rdma_rxe; rdma link add rxe0 type rxe netdev <if>",
+        ),
+        (Cause::NoKernelCm { device_node_exists: false, .. }, _) => why(
+            "cm-no-rdma-ucm",
+            "/dev/infiniband/rdma_cm does not exist: the kernel's user-space CM module (rdma_ucm) is not loaded",
+            "modprobe rdma_ucm (rdma-core's rdma-load-modules@rdma.service does this at boot), or use the TCP exchange (omit --cm)",
+        ),
+        (Cause::NoKernelCm { errno, .. }, _) if *errno == libc::EACCES || *errno == libc::EPERM => why(
+            "cm-device-access",
+            "/dev/infiniband/rdma_cm exists but this process may not open it (permissions, or a container without the device)",
+            "pass /dev/infiniband/rdma_cm into the container, or check its mode (the kernel creates it 0666)",
+        ),
+        (Cause::NoKernelCm { .. }, _) => why(
+            "cm-no-device",
+            "librdmacm found no usable RDMA device (none registered, or libibverbs lists none)",
+            "run rdmactl devices and rdmactl doctor; load the NIC's RDMA driver",
+        ),
+        (Cause::Errno { errno, .. }, Step::CmBind) if *errno == libc::EADDRNOTAVAIL || *errno == libc::ENODEV => why(
+            "cm-bind-not-local",
+            "the address to bind is not configured on an RDMA-capable netdev of this host",
+            "give an address shown by `ip -br addr` on the netdev of an RDMA port (rdmactl ports shows the netdev)",
+        ),
+        (Cause::Errno { errno, .. }, Step::CmBind | Step::CmListen) if *errno == libc::EADDRINUSE => why(
+            "cm-port-in-use",
+            format!("another RDMA CM listener already uses port {port} on that address"),
+            "stop the other server, or pick another port with -p",
+        ),
+        (Cause::Errno { .. }, Step::CmResolveAddr)
+        | (Cause::CmEvent { event: EventKind::AddrError, .. }, _) => addr_error(err, &peer, ib),
+        (Cause::CmEvent { event: EventKind::RouteError, status, .. }, _)
+        | (Cause::Errno { errno: status, call: Some("rdma_resolve_route") }, _) => {
+            if ib && status.abs() == libc::ETIMEDOUT {
+                why(
+                    "cm-no-path-record",
+                    "the path record query to the subnet administrator timed out: no subnet manager answers, or the peer's GID is unknown to it",
+                    "check that opensm (or the switch's SM) runs: sminfo; ibstat shows the SM LID",
+                )
+            } else {
+                why(
+                    "cm-no-route",
+                    format!("the kernel found no usable route from the RDMA netdev to {peer} (the netdev is down, or the route leaves through another interface)"),
+                    format!("check `ip route get {peer}` and the port state (rdmactl ports); RoCE needs the route to use the RDMA port's netdev"),
+                )
+            }
+        }
+        (Cause::CmEvent { event: EventKind::Unreachable, .. }, _) => why(
+            "cm-unreachable",
+            format!("{peer} did not answer the connection request: no RDMA CM there, the host is down, or RoCE packets (UDP 4791) are dropped on the way"),
+            format!("check that the server runs on {peer} (rdmactl pingpong --cm on it), that UDP 4791 passes, and that both ends use RoCE v2"),
+        ),
+        (Cause::CmEvent { event: EventKind::Rejected, status, .. }, _) => match *status {
+            8 | -111 => why(
+                "cm-no-listener",
+                format!("nobody listens on {peer} port {port}: the peer's kernel answered the request with a reject (connection refused)"),
+                format!("start the server first (rdmactl pingpong --cm on {peer}), and use the same -p on both sides"),
+            ),
+            28 => why(
+                "cm-rejected-by-server",
+                "the server application refused the connection (a consumer-defined reject)",
+                "read the server's output; a version or parameter mismatch is the usual cause",
+            ),
+            26 => why(
+                "cm-mtu-mismatch",
+                "the two ends disagree on the path MTU",
+                "set the same MTU on both netdevs (RoCE active_mtu follows the netdev MTU)",
+            ),
+            3 | 27 => why(
+                "cm-peer-out-of-resources",
+                "the server ran out of QPs or responder resources",
+                "free resources on the server, or lower the connection count",
+            ),
+            4 => why(
+                "cm-reply-timeout",
+                "the server's CM timed out waiting for this side's reply",
+                "check for packet loss between the hosts and that this host answers quickly",
+            ),
+            12 => why(
+                "cm-invalid-gid",
+                "the server could not use the GID this side sent",
+                "check both GID tables (rdmactl gids) and the RoCE type on each end",
+            ),
+            _ => why(
+                "cm-rejected",
+                "the peer's CM rejected the connection request",
+                "look up the reject reason above; compare both ends' configuration (rdmactl check)",
+            ),
+        },
+        (Cause::CmEvent { event: EventKind::ConnectError, .. }, _) => why(
+            "cm-connect-error",
+            "the CM exchange got through, but bringing the QP to RTR/RTS or the final handshake failed",
+            "run rdmactl check --peer on both ends: GID table, route and MTU",
+        ),
+        (Cause::CmEvent { event: EventKind::Disconnected, .. }, _) => why(
+            "cm-peer-disconnected",
+            "the peer closed the connection (its process ended, or it called rdma_disconnect) before this step finished",
+            "read the peer's output for its own error",
+        ),
+        (Cause::CmEvent { event: EventKind::DeviceRemoval, .. }, _) => why(
+            "cm-device-removed",
+            "the RDMA device was removed under the connection (driver unloaded, `rdma link delete`, or its netdev deleted)",
+            "check `rdma link` and dmesg, then restart the test",
+        ),
+        (Cause::CmEvent { event: EventKind::AddrChange, .. }, _) => why(
+            "cm-address-changed",
+            "the address of the netdev under the connection changed (bonding fail-over or an address removed)",
+            "restart the test once the address is stable",
+        ),
+        (Cause::CmEvent { .. }, _) => why(
+            "cm-unexpected-event",
+            "the CM reported an event this step did not expect",
+            "rerun; if it repeats, compare with rping against the same peer",
+        ),
+        (Cause::Timeout { waiting_for, .. }, Step::CmResolveAddr) => why(
+            "cm-no-neighbour",
+            format!("the kernel gave no answer for {}: no ARP/neighbour reply from {peer}", waiting_for.unwrap_or("address resolution")),
+            format!("check `ip neigh show {peer}` and `ping {peer}`; on one host with two ports on a veth pair set net.ipv4.conf.all.accept_local=1"),
+        ),
+        (Cause::Timeout { .. }, Step::CmConnect) => why(
+            "cm-connect-timeout",
+            format!("{peer} did not answer the connection request in time: no server there, the host is down, or RoCE packets (UDP 4791) are dropped"),
+            format!("start the server on {peer} first; check the path with rdmactl check --peer {peer}; raise --timeout for slow links"),
+        ),
+        (Cause::Timeout { .. }, Step::CmAccept | Step::CmListen) => why(
+            "cm-no-client",
+            "no client connected within the time allowed",
+            "start the client (rdmactl pingpong --cm SERVER) toward this address and port",
+        ),
+        (Cause::Timeout { .. }, Step::CmTransfer) => why(
+            "cm-transfer-timeout",
+            "no completion arrived in time: the peer stopped answering, or packets are lost",
+            "check the peer's output; rxe retries forever when retry_cnt is 7, rdmactl uses 6",
+        ),
+        (Cause::Timeout { .. }, _) => why(
+            "cm-timeout",
+            "the step did not finish in time",
+            "raise --timeout, or check the peer",
+        ),
+        (Cause::WcStatus { .. }, _) => datapath::explain(err, facts),
+        (Cause::NoAddress { netdev }, _) => {
+            let dev = netdev.as_deref().unwrap_or("its netdev");
+            if ib {
+                why(
+                    "cm-no-ipoib-address",
+                    format!("the CM connects by IP address, and this InfiniBand port's IPoIB interface {dev} has none (the CM would answer ADDR_ERROR -19)"),
+                    format!("configure IPoIB: ip addr add ADDR/PREFIX dev {dev} and ip link set {dev} up; or use the TCP exchange (omit --cm)"),
+                )
+            } else {
+                why(
+                    "cm-no-address",
+                    format!("the CM connects by IP address, and this port has none: no IPv4 GID, and no address on {dev}"),
+                    format!("put an address on {dev} (ip addr add ADDR/PREFIX dev {dev}); the RoCE GID table follows it"),
+                )
+            }
+        }
+        (Cause::ServerRejected { server_reason: reason, .. }, _) if reason.starts_with("busy serving") => why(
+            "cm-server-busy",
+            format!("the rdmactl server serves one client at a time and is {reason}"),
+            "wait until that run ends, or start another server with another -p",
+        ),
+        (Cause::ServerRejected { server_reason: reason, .. }, _) if reason.contains("larger than") => why(
+            "cm-rejected-by-server",
+            format!("the rdmactl server refused the connection: {reason}"),
+            "lower -s on the client to 256 MiB or less",
+        ),
+        (Cause::ServerRejected { server_reason: reason, .. }, _) => why(
+            "cm-rejected-by-server",
+            format!("the rdmactl server refused the connection: {reason}"),
+            "run the same rdmactl version on both ends, and read the server's output",
+        ),
+        (Cause::ForeignServer { .. }, _) => why(
+            "cm-not-rdmactl-server",
+            "the server accepted the connection but is not an rdmactl --cm server: stock servers (rping -s, rdma_server) speak their own protocol and send no buffer description",
+            "run rdmactl pingpong --cm on the server; the other way round works: an rdmactl server serves rping -c and rdma_client",
+        ),
+        (Cause::Invalid { .. }, _) => why(
+            "cm-protocol",
+            "the peer is not an rdmactl --cm peer of a compatible version (its private data has another layout)",
+            "run the same rdmactl version on both ends",
+        ),
+        (Cause::Corrupted { .. }, _) => why(
+            "data-mismatch",
+            "every work request completed successfully, yet the bytes differ: memory corruption on either host, a buggy provider, or a peer that changed its buffer meanwhile",
+            "rerun; if it repeats, run rdmactl selftest on each host to find the side that corrupts",
+        ),
+        // The TCP exchange's causes never reach a CM stage; the data-path rules take them.
+        (Cause::PeerClosed | Cause::Mismatch { .. }, _) => datapath::explain(err, facts),
+        (Cause::Errno { call, .. }, _) => why(
+            "cm-call-failed",
+            format!("{} was refused by the kernel or the provider", call.unwrap_or("a librdmacm call")),
+            "check dmesg and rdmactl doctor",
+        ),
+    }
+}
+
+fn addr_error(err: &Failure, peer: &str, ib: bool) -> Explanation {
+    let errno = match &err.cause {
+        Cause::Errno { errno, .. } => *errno,
+        Cause::CmEvent { status, .. } => status.abs(),
+        _ => 0,
+    };
+    match errno {
+        libc::ENODEV if ib => why(
+            "cm-no-ipoib-address",
+            format!("the route to {peer} leaves through an IPoIB interface without an IP address, or through a netdev that has no RDMA port"),
+            "configure an IP address on the port's IPoIB interface (ip addr add ... dev ib0), or use the TCP exchange (omit --cm)",
+        ),
+        libc::ENODEV => why(
+            "cm-no-rdma-netdev",
+            format!("the route to {peer} leaves through a netdev with no RDMA device on it (e.g. a plain NIC), or on InfiniBand an IPoIB interface without an address"),
+            format!("give the peer's address on the RDMA network, or bind the source to the RDMA netdev's address (--bind); `ip route get {peer}` shows the netdev"),
+        ),
+        libc::ENETUNREACH => why(
+            "cm-no-route",
+            format!("there is no route to {peer} (or the netdev that carried it is down)"),
+            format!("check `ip route get {peer}` and `ip -br link`: bring the RDMA port's netdev up, add a route, or use the peer's address on the RDMA subnet"),
+        ),
+        libc::EHOSTUNREACH | libc::ETIMEDOUT => why(
+            "cm-no-neighbour",
+            format!("no ARP/neighbour reply from {peer} through the netdev the route picks (the host is down or not on that subnet, or ARP is filtered; on one host with two ports on a veth pair the reply needs accept_local)"),
+            format!("check `ping {peer}` and `ip neigh show {peer}`; on one host set net.ipv4.conf.all.accept_local=1 and rp_filter=0"),
+        ),
+        libc::EADDRNOTAVAIL => why(
+            "cm-bind-not-local",
+            "the source address is not configured on this host",
+            "give a local address with --bind (ip -br addr lists them)",
+        ),
+        libc::EINVAL => why(
+            "cm-bad-address",
+            format!("the kernel CM cannot use {peer} (multicast, broadcast, or an address family the port does not support)"),
+            "give the peer's unicast address",
+        ),
+        _ => why(
+            "cm-resolve-failed",
+            format!("the kernel could not map {peer} to an RDMA device and a destination MAC/GID"),
+            format!("check `ip route get {peer}` and rdmactl check --peer {peer}"),
+        ),
+    }
+}
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::errno::reject_reason_name;
+    use crate::facts::NetdevFacts;
+    use crate::failure::FailureContext;
+    use crate::finding::FailureReport;
+    use crate::model::LinkLayer;
+
+    /// A CM failure with the facts a caller gathered, and what the rules make of it.
+    struct E {
+        f: Failure,
+        facts: Facts,
+    }
+
+    impl E {
+        fn x(&self) -> Explanation {
+            explain(&self.f, &self.facts)
+        }
+        fn summary(&self) -> String {
+            self.f.to_string()
+        }
+        fn explanation(&self) -> String {
+            self.x().summary
+        }
+        fn fix(&self) -> String {
+            self.x().fix
+        }
+        fn code(&self) -> String {
+            self.x().code
+        }
+        fn errno(&self) -> Option<i32> {
+            self.f.cause.errno_value()
+        }
+        fn is_missing_stack(&self) -> bool {
+            self.f.is_missing_stack()
+        }
+        fn report(&self) -> FailureReport {
+            FailureReport::new(&self.f, self.x())
+        }
+        fn netdev_down(&mut self, name: &str) {
+            self.facts.netdev = Some(NetdevFacts {
+                name: name.into(),
+                exists: true,
+                up: false,
+                ..NetdevFacts::default()
+            });
+        }
+    }
+
+    fn err(step: Step, cause: Cause, ll: Option<LinkLayer>) -> E {
+        E {
+            f: Failure::new(
+                step,
+                cause,
+                FailureContext {
+                    device: "rxe1".into(),
+                    peer_addr: Some("192.168.77.1:18515".into()),
+                    link_layer: ll,
+                    ..FailureContext::default()
+                },
+            ),
+            facts: Facts::default(),
+        }
+    }
+
+    #[test]
+    fn reject_reasons() {
+        let cases = [
+            (8, "IB_CM_REJ_INVALID_SERVICE_ID"),
+            (28, "IB_CM_REJ_CONSUMER_DEFINED"),
+            (26, "IB_CM_REJ_INVALID_MTU"),
+            (-111, "ECONNREFUSED (iWARP)"),
+            (200, "unknown reject reason"),
+        ];
+        for (status, want) in cases {
+            assert_eq!(reject_reason_name(status), want, "{status}");
+        }
+    }
+
+    /// Every failure the VM can produce:
+    /// (stage, failure, link layer, text the summary must have, text why must have, text fix must have).
+    #[test]
+    fn explanations() {
+        let ev = Cause::cm_event;
+        let call = Cause::call;
+        let ib = Some(LinkLayer::InfiniBand);
+        let eth = Some(LinkLayer::Ethernet);
+        type Row = (
+            Step,
+            Cause,
+            Option<LinkLayer>,
+            &'static str,
+            &'static str,
+            &'static str,
+        );
+        let cases: Vec<Row> = vec![
+            (
+                Step::CmSetup,
+                Cause::LibraryMissing {
+                    loader_error: "librdmacm.so.1: cannot open shared object file".into(),
+                },
+                None,
+                "librdmacm could not be loaded",
+                "not installed",
+                "librdmacm1",
+            ),
+            (
+                Step::CmSetup,
+                Cause::NoKernelCm {
+                    errno: libc::ENODEV,
+                    device_node_exists: false,
+                    devices_present: true,
+                },
+                None,
+                "ENODEV",
+                "rdma_ucm",
+                "modprobe rdma_ucm",
+            ),
+            (
+                Step::CmSetup,
+                Cause::NoKernelCm {
+                    errno: libc::ENODEV,
+                    device_node_exists: false,
+                    devices_present: false,
+                },
+                None,
+                "ENODEV",
+                "no RDMA device",
+                "modprobe rdma_rxe",
+            ),
+            (
+                Step::CmResolveAddr,
+                ev(EventKind::AddrError, -libc::ENODEV),
+                ib.clone(),
+                "RDMA_CM_EVENT_ADDR_ERROR (status -19: ENODEV",
+                "IPoIB interface without an IP address",
+                "IPoIB",
+            ),
+            (
+                Step::CmResolveAddr,
+                ev(EventKind::AddrError, -libc::ENODEV),
+                eth.clone(),
+                "status -19",
+                "no RDMA device on it",
+                "--bind",
+            ),
+            (
+                Step::CmResolveAddr,
+                ev(EventKind::AddrError, -libc::ETIMEDOUT),
+                eth.clone(),
+                "ETIMEDOUT",
+                "no ARP/neighbour reply from 192.168.77.1",
+                "accept_local",
+            ),
+            (
+                Step::CmResolveAddr,
+                call("rdma_resolve_addr", libc::ENETUNREACH),
+                None,
+                "rdma_resolve_addr: ENETUNREACH",
+                "no route to 192.168.77.1",
+                "ip route get 192.168.77.1",
+            ),
+            (
+                Step::CmBind,
+                call("rdma_resolve_addr", libc::EADDRNOTAVAIL),
+                None,
+                "EADDRNOTAVAIL",
+                "not configured",
+                "ip -br addr",
+            ),
+            (
+                Step::CmResolveRoute,
+                ev(EventKind::RouteError, -libc::ETIMEDOUT),
+                ib.clone(),
+                "RDMA_CM_EVENT_ROUTE_ERROR",
+                "subnet administrator",
+                "sminfo",
+            ),
+            (
+                Step::CmResolveRoute,
+                ev(EventKind::RouteError, -libc::ENETUNREACH),
+                eth.clone(),
+                "RDMA_CM_EVENT_ROUTE_ERROR",
+                "no usable route",
+                "ip route get 192.168.77.1",
+            ),
+            (
+                Step::CmConnect,
+                ev(EventKind::Rejected, 8),
+                eth.clone(),
+                "REJECTED (status 8: IB_CM_REJ_INVALID_SERVICE_ID)",
+                "nobody listens on 192.168.77.1 port 18515",
+                "start the server first",
+            ),
+            (
+                Step::CmConnect,
+                ev(EventKind::Rejected, 28),
+                eth.clone(),
+                "IB_CM_REJ_CONSUMER_DEFINED",
+                "server application refused",
+                "server's output",
+            ),
+            (
+                Step::CmConnect,
+                ev(EventKind::Unreachable, -libc::ETIMEDOUT),
+                eth.clone(),
+                "RDMA_CM_EVENT_UNREACHABLE (status -110",
+                "did not answer",
+                "UDP 4791",
+            ),
+            (
+                Step::CmConnect,
+                ev(EventKind::ConnectError, -libc::EINVAL),
+                eth.clone(),
+                "RDMA_CM_EVENT_CONNECT_ERROR",
+                "RTR/RTS",
+                "check --peer",
+            ),
+            (
+                Step::CmTransfer,
+                ev(EventKind::Disconnected, 0),
+                eth.clone(),
+                "RDMA_CM_EVENT_DISCONNECTED",
+                "peer closed",
+                "peer's output",
+            ),
+            (
+                Step::CmTransfer,
+                ev(EventKind::DeviceRemoval, 0),
+                eth.clone(),
+                "RDMA_CM_EVENT_DEVICE_REMOVAL",
+                "removed",
+                "rdma link",
+            ),
+            (
+                Step::CmConnect,
+                Cause::Timeout { waited_ms: 5000, waiting_for: Some("answer to the connection request") },
+                eth.clone(),
+                "no answer to the connection request within 5.0 s",
+                "did not answer",
+                "start the server",
+            ),
+            (
+                Step::CmResolveAddr,
+                Cause::Timeout { waited_ms: 2000, waiting_for: Some("address resolution") },
+                eth.clone(),
+                "within 2.0 s",
+                "no ARP",
+                "accept_local",
+            ),
+            (
+                Step::CmTransfer,
+                Cause::WcStatus { status: 12, vendor_err: 0x81, opcode: 0, op: Some("RDMA READ") },
+                eth.clone(),
+                "IBV_WC_RETRY_EXC_ERR (status 12: transport retry counter exceeded, vendor err 0x81)",
+                "never acknowledged",
+                "peer process is alive",
+            ),
+            (
+                Step::CmTransfer,
+                Cause::WcStatus { status: 10, vendor_err: 0, opcode: 0, op: Some("RDMA WRITE") },
+                eth.clone(),
+                "IBV_WC_REM_ACCESS_ERR",
+                "rkey",
+                "rkey and address the peer sent",
+            ),
+            (
+                Step::CmBind,
+                call("rdma_bind_addr", libc::EADDRINUSE),
+                None,
+                "EADDRINUSE",
+                "already uses port 18515",
+                "-p",
+            ),
+            (
+                Step::CmConnect,
+                Cause::ForeignServer { what: "the peer's CM private data starts with [00, 00, 00, 00], not rdmactl's \"RDCT\"".into() },
+                None,
+                "not rdmactl",
+                "not an rdmactl --cm server",
+                "run rdmactl pingpong --cm on the server",
+            ),
+            (
+                Step::CmAccept,
+                Cause::Invalid { what: "the peer's CM private data starts with [00, 00, 00, 00]".into() },
+                None,
+                "private data",
+                "compatible version",
+                "same rdmactl version",
+            ),
+        ];
+        for (step, cause, ll, summary, why, fix) in cases {
+            let e = err(step, cause, ll);
+            let (s, w, f) = (e.summary(), e.explanation(), e.fix());
+            assert!(s.contains(summary), "summary {s:?} lacks {summary:?}");
+            assert!(w.contains(why), "why {w:?} lacks {why:?} ({s})");
+            assert!(f.contains(fix), "fix {f:?} lacks {fix:?} ({s})");
+        }
+    }
+
+    #[test]
+    fn summary_says_when_the_event_came() {
+        let mut e = err(
+            Step::CmConnect,
+            Cause::cm_event(EventKind::Rejected, 8),
+            None,
+        );
+        e.f.context.elapsed_ms = Some(31);
+        assert!(
+            e.summary()
+                .ends_with("IB_CM_REJ_INVALID_SERVICE_ID) after 0.03 s"),
+            "{}",
+            e.summary()
+        );
+    }
+
+    #[test]
+    fn errno_and_exit_class() {
+        let e = err(
+            Step::CmResolveAddr,
+            Cause::cm_event(EventKind::AddrError, -110),
+            None,
+        );
+        assert_eq!(e.errno(), Some(110));
+        assert!(!e.is_missing_stack());
+        let r = err(
+            Step::CmConnect,
+            Cause::cm_event(EventKind::Rejected, 8),
+            None,
+        );
+        assert_eq!(r.errno(), None);
+        let m = err(
+            Step::CmSetup,
+            Cause::LibraryMissing {
+                loader_error: String::new(),
+            },
+            None,
+        );
+        assert!(m.is_missing_stack());
+    }
+
+    /// Scripts match on the code: each failure the VM produces has its own.
+    #[test]
+    fn codes() {
+        let cases = [
+            (
+                Step::CmConnect,
+                Cause::cm_event(EventKind::Rejected, 8),
+                "cm-no-listener",
+            ),
+            (
+                Step::CmResolveAddr,
+                Cause::call("rdma_resolve_addr", libc::ENETUNREACH),
+                "cm-no-route",
+            ),
+            (
+                Step::CmResolveAddr,
+                Cause::cm_event(EventKind::AddrError, -libc::ETIMEDOUT),
+                "cm-no-neighbour",
+            ),
+            (
+                Step::CmConnect,
+                Cause::cm_event(EventKind::Unreachable, -libc::ETIMEDOUT),
+                "cm-unreachable",
+            ),
+            (
+                Step::CmTransfer,
+                Cause::cm_event(EventKind::Disconnected, 0),
+                "cm-peer-disconnected",
+            ),
+            (
+                Step::CmTransfer,
+                Cause::cm_event(EventKind::DeviceRemoval, 0),
+                "cm-device-removed",
+            ),
+            (
+                Step::CmTransfer,
+                Cause::Corrupted {
+                    op: "read",
+                    offset: 7,
+                    len: 64,
+                },
+                "data-mismatch",
+            ),
+            (
+                Step::CmBind,
+                Cause::call("rdma_bind_addr", libc::EADDRNOTAVAIL),
+                "cm-bind-not-local",
+            ),
+        ];
+        for (stage, failure, code) in cases {
+            let e = err(stage, failure, None);
+            assert_eq!(e.code(), code, "{}", e.summary());
+        }
+        let ib = err(
+            Step::CmResolveAddr,
+            Cause::cm_event(EventKind::AddrError, -libc::ENODEV),
+            Some(LinkLayer::InfiniBand),
+        );
+        assert_eq!(ib.code(), "cm-no-ipoib-address");
+    }
+
+    #[test]
+    fn report_has_the_verbs_failure_keys() {
+        let mut e = err(
+            Step::CmConnect,
+            Cause::cm_event(EventKind::Rejected, 8),
+            None,
+        );
+        e.f.context.elapsed_ms = Some(250);
+        let v = serde_json::to_value(e.report()).unwrap();
+        assert_eq!(v["step"], "cm_connect");
+        assert_eq!(v["cause"]["kind"], "cm_event");
+        assert_eq!(v["cause"]["event"], "RDMA_CM_EVENT_REJECTED");
+        assert_eq!(v["cause"]["reject_reason"], "IB_CM_REJ_INVALID_SERVICE_ID");
+        assert_eq!(v["context"]["peer"], "192.168.77.1:18515");
+        assert_eq!(v["context"]["device"], "rxe1");
+        assert_eq!(v["context"]["elapsed_ms"], 250);
+        assert_eq!(v["explanation"]["code"], "cm-no-listener");
+        assert!(v["explanation"]["fix"]
+            .as_str()
+            .unwrap()
+            .contains("start the server"));
+        assert!(v["errno"].is_null(), "a reject reason is not an errno: {v}");
+
+        let t = err(
+            Step::CmResolveAddr,
+            Cause::cm_event(EventKind::AddrError, -libc::ETIMEDOUT),
+            None,
+        );
+        let v = serde_json::to_value(t.report()).unwrap();
+        assert_eq!(v["errno"], 110);
+        assert_eq!(v["errno_name"], "ETIMEDOUT");
+        assert!(v["cause"].get("reject_reason").is_none(), "{v}");
+
+        let w = err(
+            Step::CmTransfer,
+            Cause::WcStatus {
+                status: 12,
+                vendor_err: 0,
+                opcode: 0,
+                op: Some("RDMA READ"),
+            },
+            None,
+        );
+        let v = serde_json::to_value(w.report()).unwrap();
+        assert_eq!(v["wc_status"], "IBV_WC_RETRY_EXC_ERR");
+        assert_eq!(v["cause"]["kind"], "wc_status");
+    }
+
+    /// A down netdev under this side's address explains "no route" and timeouts toward
+    /// the peer better than the network does; the evidence shows in text and JSON.
+    #[test]
+    fn source_netdev_down_wins_while_finding_the_peer() {
+        let unreach = Cause::call("rdma_resolve_addr", libc::ENETUNREACH);
+        let mut e = err(Step::CmResolveAddr, unreach.clone(), None);
+        e.netdev_down("veth0");
+        e.facts.evidence =
+            vec!["192.168.77.2 is on veth0: operstate down, administratively down".into()];
+        assert_eq!(e.code(), "cm-netdev-down");
+        assert!(e
+            .explanation()
+            .starts_with("veth0, the netdev of this side's address, is down"));
+        assert!(e.fix().contains("ip link set veth0 up"));
+        assert_eq!(
+            e.x().evidence,
+            ["192.168.77.2 is on veth0: operstate down, administratively down"]
+        );
+        let v = serde_json::to_value(e.report()).unwrap();
+        assert_eq!(
+            v["explanation"]["evidence"][0],
+            "192.168.77.2 is on veth0: operstate down, administratively down"
+        );
+        // Once connected, a down netdev is not this rule's business.
+        let mut later = err(
+            Step::CmTransfer,
+            Cause::cm_event(EventKind::Disconnected, 0),
+            None,
+        );
+        later.netdev_down("veth0");
+        assert_eq!(later.code(), "cm-peer-disconnected");
+        // And without the fact, the errno's own rule.
+        assert_eq!(
+            err(Step::CmResolveAddr, unreach, None).code(),
+            "cm-no-route"
+        );
+    }
+
+    /// An rdmactl server's own reject keeps the event and its reason, not a "version" guess.
+    #[test]
+    fn server_reject_says_what_the_server_said() {
+        let e = err(
+            Step::CmConnect,
+            Cause::ServerRejected {
+                status: 28,
+                reject_reason: reject_reason_name(28),
+                server_reason: "buffer larger than 256 MiB".into(),
+            },
+            None,
+        );
+        assert_eq!(e.code(), "cm-rejected-by-server");
+        assert!(e.summary().contains(
+            "RDMA_CM_EVENT_REJECTED (status 28: IB_CM_REJ_CONSUMER_DEFINED): the server said \"buffer larger than 256 MiB\""
+        ), "{}", e.summary());
+        assert!(e.fix().contains("256 MiB or less"), "{}", e.fix());
+        let v = serde_json::to_value(e.report()).unwrap();
+        assert_eq!(v["cause"]["server_reason"], "buffer larger than 256 MiB");
+        assert_eq!(v["cause"]["reject_reason"], "IB_CM_REJ_CONSUMER_DEFINED");
+    }
+}

@@ -1,0 +1,22 @@
+//! Diagnosis: pure rules from gathered facts to findings and explanations. Nothing here does
+//! I/O or calls into the system; callers gather the facts (`facts::Facts`) and the failure
+//! (`failure::Failure`), and render what comes back.
+
+pub mod cm;
+pub mod datapath;
+pub mod doctor;
+pub mod gidselect;
+
+use crate::facts::Facts;
+use crate::failure::Failure;
+use crate::finding::Explanation;
+
+/// Explain any failure: connection-manager stages go to the CM rules, everything else to
+/// the data-path rules (which also explain a failed completion on a CM connection).
+pub fn explain(failure: &Failure, facts: &Facts) -> Explanation {
+    if failure.step.is_cm() {
+        cm::explain(failure, facts)
+    } else {
+        datapath::explain(failure, facts)
+    }
+}

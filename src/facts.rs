@@ -1,0 +1,172 @@
+//! Facts gathered for the rules: what sysfs, rtnetlink, /proc and the exchange said about
+//! a failed run. Gatherers fill these in; `diagnose` reads them. A leaf below both.
+
+use std::net::IpAddr;
+
+use serde::Serialize;
+
+use crate::gid::Gid;
+use crate::model::{GidEntry, GidType, LinkLayer};
+
+/// What is known of one end of a connection: its port (sysfs), what it sent in the
+/// out-of-band exchange, and (local side) its GID table. The rules read this, not the wire
+/// message.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+pub struct EndFacts {
+    pub device: String,
+    pub port: u32,
+    pub link_layer: Option<LinkLayer>,
+    /// Port state as sysfs spells it after the number: ACTIVE, INIT, DOWN, ...
+    pub port_state: Option<String>,
+    /// LinkUp, Polling, Disabled, ...
+    pub phys_state: Option<String>,
+    pub lid: Option<u16>,
+    /// Bytes: 256 .. 4096.
+    pub active_mtu: Option<u32>,
+    /// The GID index in use; None means no GRH (ibv_rc_pingpong without -g).
+    pub gid_index: Option<u32>,
+    /// The GID in use (the peer's: what it sent; zero when it sent `::`).
+    pub gid: Option<Gid>,
+    pub gid_type: Option<GidType>,
+    /// The GID's netdev (local side only).
+    pub netdev: Option<String>,
+    /// The port's own netdev (local side only); a VLAN GID's netdev is another one.
+    pub port_netdev: Option<String>,
+    /// The port's GID table (local side; may be empty for the peer).
+    pub gid_table: Vec<GidEntry>,
+    /// `gid_tbl_len` from query_port.
+    pub gid_table_len: Option<u32>,
+}
+
+impl EndFacts {
+    pub fn is_ethernet(&self) -> bool {
+        self.link_layer == Some(LinkLayer::Ethernet)
+    }
+
+    pub fn is_infiniband(&self) -> bool {
+        self.link_layer == Some(LinkLayer::InfiniBand)
+    }
+
+    pub fn entry(&self) -> Option<&GidEntry> {
+        let index = self.gid_index?;
+        self.gid_table.iter().find(|e| e.index == index)
+    }
+
+    pub fn gid_now(&self) -> Option<Gid> {
+        self.gid.or_else(|| self.entry().map(|e| e.gid))
+    }
+
+    pub fn type_now(&self) -> Option<GidType> {
+        self.gid_type
+            .clone()
+            .or_else(|| self.entry().and_then(|e| e.gid_type.clone()))
+    }
+
+    pub fn netdev_now(&self) -> Option<String> {
+        self.netdev
+            .clone()
+            .or_else(|| self.entry().and_then(|e| e.netdev.clone()))
+    }
+
+    pub fn name(&self) -> String {
+        if self.device.is_empty() {
+            "the port".into()
+        } else {
+            format!("{}/{}", self.device, self.port)
+        }
+    }
+}
+
+/// The local GID's netdev, as this network namespace sees it.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+pub struct NetdevFacts {
+    pub name: String,
+    /// False: the netdev is gone, or lives in another network namespace (a pod).
+    pub exists: bool,
+    pub up: bool,
+    pub operstate: Option<String>,
+    pub mtu: Option<u32>,
+}
+
+/// The kernel's view of the way to the peer, from the local GID's netdev.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+pub struct RouteFacts {
+    pub peer: Option<IpAddr>,
+    /// `ip route get PEER`: the netdev the kernel sends through. None: no route.
+    pub route_netdev: Option<String>,
+    /// The route lookup failed outright (ENETUNREACH, unreachable route).
+    pub no_route: bool,
+    pub gateway: Option<IpAddr>,
+    /// The peer address belongs to this host (loopback tests between two local ports).
+    pub peer_is_local: bool,
+    /// The netdev that owns the peer address when it is local (it must accept our ARP).
+    pub peer_local_netdev: Option<String>,
+    /// Neighbour state of the next hop on the GID's netdev: REACHABLE, FAILED, ... None: no entry.
+    pub neighbour_state: Option<String>,
+    pub accept_local: Option<bool>,
+    pub rp_filter: Option<u32>,
+}
+
+impl RouteFacts {
+    pub fn on_link(&self) -> Option<bool> {
+        if self.no_route || self.peer.is_none() {
+            return None;
+        }
+        Some(self.gateway.is_none())
+    }
+}
+
+/// RLIMIT_MEMLOCK and the planned registration.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+pub struct MemlockFacts {
+    /// Soft limit in bytes; None is unlimited.
+    pub limit_bytes: Option<u64>,
+    pub cap_ipc_lock: bool,
+    /// What the test registers (buffers, rounded to pages).
+    pub needed_bytes: u64,
+}
+
+/// The QP attributes that decide retry behaviour.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+pub struct QpFacts {
+    pub retry_cnt: Option<u8>,
+    pub rnr_retry: Option<u8>,
+    /// Were receives posted before the QP went to RTR (or before the peer's first send)?
+    pub recv_posted_before_rtr: Option<bool>,
+    pub message_bytes: Option<u32>,
+    /// The path MTU set at RTR.
+    pub path_mtu: Option<u32>,
+    /// The provider is rxe (it retries forever with retry_cnt 7).
+    pub soft_roce: bool,
+}
+
+/// The uverbs node of the device.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+pub struct DeviceNodeFacts {
+    pub path: String,
+    pub exists: bool,
+    pub accessible: bool,
+    /// The kernel driver, e.g. mlx5_core, rdma_rxe.
+    pub driver: Option<String>,
+    /// The provider library libibverbs needs, e.g. libmlx5-rdmav34.so.
+    pub provider: Option<String>,
+}
+
+/// Everything gathered about a failed run, for the rules: both ends, the netdev and the route
+/// toward the peer, the memlock limit, and the QP parameters actually used.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+pub struct Facts {
+    pub local: EndFacts,
+    /// Known after the out-of-band exchange.
+    pub peer: Option<EndFacts>,
+    /// `-m`: the MTU asked for on the command line.
+    pub requested_mtu: Option<u32>,
+    pub netdev: Option<NetdevFacts>,
+    pub route: Option<RouteFacts>,
+    pub memlock: Option<MemlockFacts>,
+    pub qp: Option<QpFacts>,
+    pub device_node: Option<DeviceNodeFacts>,
+    /// What the gatherer looked at and found, in words, when no rule derives it from a
+    /// field above (the CM path's look at the source address's netdev and the route).
+    pub evidence: Vec<String>,
+}

@@ -1,0 +1,142 @@
+//! The two results a diagnosis produces, shared by every command: a `Finding` (one judged
+//! fact, as doctor and check list them) and an `Explanation` (why a step failed, the evidence
+//! seen in this run, and the fix). One renderer prints each (`render::findings`,
+//! `render::explanation`). A leaf: rules build these, renderers print them.
+
+use serde::Serialize;
+
+use crate::errno::{errno_name, wc_status_name};
+use crate::failure::{Cause, Failure, FailureContext, Step};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    Ok,
+    Info,
+    Warn,
+    Fail,
+}
+
+impl Severity {
+    pub fn label(self) -> &'static str {
+        match self {
+            Severity::Ok => "ok",
+            Severity::Info => "info",
+            Severity::Warn => "warn",
+            Severity::Fail => "FAIL",
+        }
+    }
+}
+
+/// One judged fact, as every command reports it (doctor, check, pingpong, selftest) and
+/// `render::findings` prints it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Finding {
+    pub severity: Severity,
+    /// Stable, kebab-case: scripts match on it.
+    pub code: String,
+    /// What was judged: `host`, a device, `dev/port`, a netdev; empty when the command's
+    /// header already names it.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub subject: String,
+    pub message: String,
+    pub evidence: Vec<String>,
+    /// What to change; None when nothing needs to change.
+    pub fix: Option<String>,
+}
+
+impl Finding {
+    pub fn new(severity: Severity, code: &str, message: impl Into<String>) -> Finding {
+        Finding {
+            severity,
+            code: code.to_string(),
+            subject: String::new(),
+            message: message.into(),
+            evidence: Vec::new(),
+            fix: None,
+        }
+    }
+
+    pub fn subject(mut self, subject: impl Into<String>) -> Finding {
+        self.subject = subject.into();
+        self
+    }
+
+    pub fn evidence(mut self, line: impl Into<String>) -> Finding {
+        self.evidence.push(line.into());
+        self
+    }
+
+    pub fn fix(mut self, fix: impl Into<String>) -> Finding {
+        self.fix = Some(fix.into());
+        self
+    }
+}
+
+/// Why a step failed: the rule's stable code, the cause, the evidence seen in this run, and
+/// what to change. Every failure path (TCP exchange, connection manager, selftest) builds
+/// this one type, and `render::explanation` prints it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Explanation {
+    /// Stable, kebab-case, one per rule; docs/failures.md lists them all.
+    pub code: String,
+    /// Why it happened, as far as the evidence tells.
+    pub summary: String,
+    /// What was seen in this run that supports the summary.
+    pub evidence: Vec<String>,
+    pub fix: String,
+    /// The GID index that would work toward the peer, when one exists (never set when the
+    /// kernel chose the GID, as with the connection manager).
+    pub suggested_gid_index: Option<u32>,
+}
+
+impl Explanation {
+    pub fn new(code: &str, summary: impl Into<String>, fix: impl Into<String>) -> Explanation {
+        Explanation {
+            code: code.to_string(),
+            summary: summary.into(),
+            evidence: Vec::new(),
+            fix: fix.into(),
+            suggested_gid_index: None,
+        }
+    }
+}
+
+/// A failure as `-j` prints it: the `failure` object of pingpong and selftest, one shape for
+/// the TCP exchange and the connection manager. `message` is the one-line summary printed
+/// above the explanation; `errno`, `errno_name` and `wc_status` name the raw numbers.
+#[derive(Debug, Clone, Serialize)]
+pub struct FailureReport {
+    pub step: Step,
+    pub message: String,
+    pub cause: Cause,
+    pub context: FailureContext,
+    pub errno: Option<i32>,
+    pub errno_name: Option<&'static str>,
+    pub wc_status: Option<&'static str>,
+    pub explanation: Explanation,
+}
+
+impl FailureReport {
+    pub fn new(failure: &Failure, explanation: Explanation) -> FailureReport {
+        let errno = failure.cause.errno_value();
+        FailureReport {
+            step: failure.step,
+            message: failure.to_string(),
+            cause: failure.cause.clone(),
+            context: (*failure.context).clone(),
+            errno,
+            errno_name: errno.map(errno_name),
+            wc_status: failure.cause.wc_status().map(wc_status_name),
+            explanation,
+        }
+    }
+
+    /// The exit code: a missing RDMA stack is not a failed test.
+    pub fn exit_code(&self) -> u8 {
+        match self.cause {
+            Cause::LibraryMissing { .. } | Cause::NoKernelCm { .. } => crate::exit::NO_RDMA,
+            _ => crate::exit::FAILED,
+        }
+    }
+}

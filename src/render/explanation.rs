@@ -1,0 +1,47 @@
+//! A failure and its explanation as a person reads it: the one-line summary with the raw
+//! numbers, then why, what was seen in this run, and the fix. Every command that explains a
+//! failure (pingpong, selftest, TCP and CM alike) prints it through here, once, on stderr.
+
+use crate::finding::Explanation;
+
+/// `why:`, `seen:` and `fix:` lines, indented by `indent`.
+pub fn body(x: &Explanation, indent: &str) -> String {
+    let mut out = format!("{indent}  why:  {}\n", x.summary);
+    for e in &x.evidence {
+        out.push_str(&format!("{indent}  seen: {e}\n"));
+    }
+    out.push_str(&format!("{indent}  fix:  {}\n", x.fix));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::failure::{Cause, Failure, FailureContext, Step};
+    use crate::finding::FailureReport;
+
+    #[test]
+    fn one_block_with_aligned_labels() {
+        let failure = Failure::new(
+            Step::Rtr,
+            Cause::errno(libc::ETIMEDOUT),
+            FailureContext {
+                device: "rxe0".into(),
+                port: 1,
+                gid_index: Some(1),
+                ..FailureContext::default()
+            },
+        );
+        let mut x = Explanation::new("no-neighbour", "no ARP reply", "check the peer");
+        x.evidence.push("neighbour FAILED".into());
+        let r = FailureReport::new(&failure, x);
+        assert_eq!(
+            r.message,
+            "modify QP to RTR failed (rxe0/1, GID index 1): ETIMEDOUT (110: Connection timed out)"
+        );
+        assert_eq!(
+            body(&r.explanation, ""),
+            "  why:  no ARP reply\n  seen: neighbour FAILED\n  fix:  check the peer\n"
+        );
+    }
+}
