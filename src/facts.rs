@@ -6,7 +6,7 @@ use std::net::IpAddr;
 use serde::Serialize;
 
 use crate::gid::Gid;
-use crate::model::{GidEntry, GidType, LinkLayer};
+use crate::model::{GidEntry, GidType, LinkLayer, Port};
 
 /// What is known of one end of a connection: its port (sysfs), what it sent in the
 /// out-of-band exchange, and (local side) its GID table. The rules read this, not the wire
@@ -169,4 +169,62 @@ pub struct Facts {
     /// What the gatherer looked at and found, in words, when no rule derives it from a
     /// field above (the CM path's look at the source address's netdev and the route).
     pub evidence: Vec<String>,
+}
+
+/// The answer to `ip route get DST [oif DEV]`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Route {
+    pub destination: IpAddr,
+    /// `unicast`, `local` (DST is an address of this host), `unreachable`, ...
+    pub kind: String,
+    pub oif_index: Option<u32>,
+    /// Filled in by `route_get` from the link table; None in a pure parse.
+    pub oif: Option<String>,
+    /// Set when the peer is reached through a router: it is not on-link.
+    pub gateway: Option<IpAddr>,
+    pub prefsrc: Option<IpAddr>,
+    pub table: u32,
+}
+
+impl Route {
+    pub fn is_local(&self) -> bool {
+        self.kind == "local"
+    }
+}
+
+/// One port as `check` sees it: the sysfs model, plus what check needs beyond it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PortFacts {
+    pub sysfs: Port,
+    /// `sysfs.link_layer`, or `unknown` when sysfs has none.
+    pub link_layer: LinkLayer,
+    /// Slots in the GID table (the `gids/N` files), populated or not.
+    pub gid_table_len: u32,
+    /// From ibv_query_port; sysfs does not carry it.
+    pub active_mtu: Option<u32>,
+    /// Where `active_mtu` came from, or why there is none.
+    pub active_mtu_source: String,
+}
+
+impl PortFacts {
+    pub fn name(&self) -> String {
+        format!("{}/{}", self.sysfs.device, self.sysfs.number)
+    }
+
+    pub fn gids(&self) -> &[GidEntry] {
+        &self.sysfs.gids
+    }
+}
+
+/// What the network side told us; None fields were not checked (and say why).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NetFacts {
+    pub netdev: Option<NetdevFacts>,
+    pub route: Option<RouteFacts>,
+    /// `ip route get PEER oif GID_NETDEV` when the plain lookup is not conclusive.
+    pub route_via_gid_netdev: Option<Route>,
+    /// Why the route was not checked (no --peer, captured tree, netlink error).
+    pub route_skipped: Option<String>,
+    /// Where `netdev` came from: this network namespace, or the captured tree.
+    pub netdev_source: &'static str,
 }

@@ -30,15 +30,18 @@ fn healthy_rxe_capture_passes() {
 
 #[test]
 fn down_veth_is_named_with_its_fix() {
+    // One root cause, one failure: the netdev's state is the port-state failure's evidence,
+    // not a second failure.
     doctor("rxe-veth-vlan-ipv6-down")
         .code(1)
         .stdout(predicate::str::contains(
-            "FAIL  netdev      rxe1/1  netdev veth1 is down",
+            "FAIL  port-state  rxe1/1  port is DOWN: a RoCE port follows its netdev, so veth1 has no link",
         ))
-        .stdout(predicate::str::contains("fix: ip link set veth1 up"))
-        .stdout(predicate::str::contains(
-            "veth0 is administratively up but has no carrier (lowerlayerdown)",
-        ));
+        .stdout(predicate::str::contains("evidence: class/net/veth1/operstate down"))
+        .stdout(predicate::str::contains("fix: bring the interface up: `ip link set veth1 up`"))
+        .stdout(predicate::str::contains("evidence: class/net/veth0/operstate lowerlayerdown"))
+        .stdout(predicate::str::contains("FAIL  netdev").not())
+        .stdout(predicate::str::contains("3 ok, 0 warning(s), 2 failure(s)"));
 }
 
 #[test]
@@ -48,7 +51,13 @@ fn infiniband_lid_problems() {
         .stdout(predicate::str::contains(
             "ok    lid         mlx5_0/1  LID 700, SM LID 1",
         ))
-        .stdout(predicate::str::contains("LID 65535 (permissive)"));
+        // The permissive LID of a DOWN port follows from the port state: evidence, not a
+        // failure of its own.
+        .stdout(predicate::str::contains(
+            "evidence: lid 0xffff, sm_lid 0x0: no usable address while the port is DOWN",
+        ))
+        .stdout(predicate::str::contains("FAIL  lid").not())
+        .stdout(predicate::str::contains("1 failure(s)"));
 }
 
 #[test]

@@ -9,9 +9,10 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use crate::cmd::check::{want_for, NetFacts};
 use crate::diagnose;
+use crate::diagnose::check::want_for;
 use crate::diagnose::gidselect::{self, Selection, Verdict};
+use crate::facts::NetFacts;
 use crate::facts::{EndFacts, Facts, MemlockFacts, QpFacts};
 use crate::failure::{Endpoint, Failure};
 use crate::finding::FailureReport;

@@ -36,20 +36,11 @@ fn peer_ip(ctx: &Facts) -> Option<IpAddr> {
 }
 
 fn want_for(ctx: &Facts) -> Want {
-    let route = ctx.route.as_ref();
-    Want {
-        family: None,
-        peer: peer_ip(ctx),
-        // Toward a local address the plain route says "lo", and toward a link-local one it
-        // names just the first link; the GID's own netdev is then what matters.
-        route_netdev: route
-            .filter(|r| {
-                !r.peer_is_local && !r.peer.is_some_and(|p| is_link_local(&Gid::from_ip(p)))
-            })
-            .and_then(|r| r.route_netdev.clone()),
-        peer_on_link: route.and_then(RouteFacts::on_link),
-        peer_gid_type: ctx.peer.as_ref().and_then(EndFacts::type_now),
-    }
+    gidselect::want_toward(
+        peer_ip(ctx),
+        ctx.route.as_ref(),
+        ctx.peer.as_ref().and_then(EndFacts::type_now),
+    )
 }
 
 fn suggest(ctx: &Facts) -> Suggestion {

@@ -398,6 +398,33 @@ pub fn port_findings(port: &Port, active_mtu: Option<u32>, host: &HostNet) -> Ve
             .evidence(evidence)
             .fix(if port.phys_state == Some(PhysState::LinkUp) { "start a subnet manager (`systemctl start opensm`) on one node of the fabric, or check the SM's logs; an SR-IOV VF needs a virtualization-aware SM" } else { "check the cable and the switch port (`ibstat`, `iblinkinfo`)" })
     };
+    // One root cause, one failure: what follows from a port that is not ACTIVE (its LID, its
+    // netdev's state) is evidence under the port-state failure, not a failure of its own.
+    if !active {
+        let mut state_finding = state_finding;
+        if port.link_layer == Some(LinkLayer::InfiniBand) {
+            if let Some(lid) = port.lid {
+                state_finding = state_finding.evidence(format!(
+                    "lid {lid:#x}, sm_lid {:#x}: no usable address while the port is {state}",
+                    port.sm_lid.unwrap_or(0)
+                ));
+            }
+        }
+        if let Some(oper) = port.netdev.as_ref().and_then(|n| n.operstate.as_deref()) {
+            let nd = &port
+                .netdev
+                .as_ref()
+                .map(|n| n.name.clone())
+                .unwrap_or_default();
+            state_finding = state_finding.evidence(format!("class/net/{nd}/operstate {oper}"));
+        }
+        out.push(state_finding);
+        if ethernet {
+            out.extend(gid_findings(port, &subject));
+            out.extend(netns_finding(port, host, subject));
+        }
+        return out;
+    }
     out.push(state_finding);
     if !ethernet {
         if port.link_layer == Some(LinkLayer::InfiniBand) {
@@ -448,13 +475,29 @@ pub fn port_findings(port: &Port, active_mtu: Option<u32>, host: &HostNet) -> Ve
             .evidence(format!("class/net/{nd}/operstate {oper}"))
             .fix(format!("ip link set {nd} up"))
     });
+    out.extend(gid_findings(port, &subject));
+    if let (Some(mtu), true) = (netdev.mtu, active) {
+        let why_unknown = "unknown (no verbs)";
+        out.push(mtu_finding(nd, mtu, active_mtu, why_unknown).subject(subject.clone()));
+    }
+    out.extend(netns_finding(port, host, subject));
+    out
+}
+
+/// Whether the RoCE port has an IPv4-mapped GID, or at least a routable one.
+fn gid_findings(port: &Port, subject: &str) -> Option<Finding> {
+    let subject = subject.to_string();
+    let nd = port
+        .netdev
+        .as_ref()
+        .map_or("its netdev", |n| n.name.as_str());
     let v4 = port.gids.iter().find(|g| g.gid.ipv4().is_some());
     let routable = port
         .gids
         .iter()
         .filter(|g| !g.gid.is_link_local() && !g.gid.is_zero())
         .count();
-    out.push(match v4 {
+    Some(match v4 {
         Some(g) => finding("ipv4-gid", subject.clone(), Severity::Ok, format!("IPv4-mapped GID at index {} ({})", g.index, g.gid.ip()))
             .evidence(format!("gids/{} = {}", g.index, g.gid)),
         None if routable > 0 => finding("ipv4-gid", subject.clone(), Severity::Warn, format!("no IPv4 address on {nd}: only IPv6 GIDs, while NCCL and perftest default to IPv4"))
@@ -463,17 +506,16 @@ pub fn port_findings(port: &Port, active_mtu: Option<u32>, host: &HostNet) -> Ve
         None => finding("ipv4-gid", subject.clone(), Severity::Fail, format!("{nd} has no IP address: only the link-local GID exists, which does not route"))
             .evidence("every populated GID is link-local (fe80::/64)")
             .fix(format!("ip addr add <addr>/<len> dev {nd}")),
-    });
-    if let (Some(mtu), true) = (netdev.mtu, active) {
-        let why_unknown = "unknown (no verbs)";
-        out.push(mtu_finding(nd, mtu, active_mtu, why_unknown).subject(subject.clone()));
-    }
-    if port.device.starts_with("rxe") && host.in_init_netns == Some(false) {
-        out.push(finding("netns", subject, Severity::Fail, "rxe outside the initial network namespace: QPs fail with \"local QP operation error\"")
+    })
+}
+
+/// rxe outside the initial network namespace cannot carry a QP on kernel 6.1.
+fn netns_finding(port: &Port, host: &HostNet, subject: String) -> Option<Finding> {
+    (port.device.starts_with("rxe") && host.in_init_netns == Some(false)).then(|| {
+        finding("netns", subject, Severity::Fail, "rxe outside the initial network namespace: QPs fail with \"local QP operation error\"")
             .evidence("/proc/self/ns/net differs from /proc/1/ns/net")
-            .fix("create and use rxe devices in the host's network namespace (kernel 6.1 rxe is init_net only)"));
-    }
-    out
+            .fix("create and use rxe devices in the host's network namespace (kernel 6.1 rxe is init_net only)")
+    })
 }
 
 #[cfg(test)]

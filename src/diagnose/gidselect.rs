@@ -95,6 +95,29 @@ impl Selection {
 
 pub use crate::gid::is_link_local;
 
+/// What a GID must fit to reach `peer`, given the kernel's route toward it (`ip route get`).
+/// Toward a local address the route says "lo", and a link-local peer has no single route
+/// (every link has its own fe80::/64, and the kernel names just the first): the GID's own
+/// netdev is then what matters, so the route's netdev is not required.
+pub fn want_toward(
+    peer: Option<IpAddr>,
+    route: Option<&crate::facts::RouteFacts>,
+    peer_gid_type: Option<GidType>,
+) -> Want {
+    let peer_link_local = peer
+        .or(route.and_then(|r| r.peer))
+        .is_some_and(|p| is_link_local(&Gid::from_ip(p)));
+    Want {
+        family: None,
+        peer,
+        route_netdev: route
+            .filter(|r| !r.peer_is_local && !r.no_route && !peer_link_local)
+            .and_then(|r| r.route_netdev.clone()),
+        peer_on_link: route.and_then(crate::facts::RouteFacts::on_link),
+        peer_gid_type,
+    }
+}
+
 /// A GID type as messages name it: the sysfs text (`IB/RoCE v1` for the shared value,
 /// which `GidType`'s Display shortens to `IB` for tables).
 pub fn type_name(t: Option<&GidType>) -> String {

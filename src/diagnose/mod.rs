@@ -2,6 +2,7 @@
 //! I/O or calls into the system; callers gather the facts (`facts::Facts`) and the failure
 //! (`failure::Failure`), and render what comes back.
 
+pub mod check;
 pub mod cm;
 pub mod datapath;
 pub mod doctor;

@@ -11,7 +11,8 @@ VM_LIB=$VM_SUITE/lib.sh
 # as an installed binary on local disk would be.
 mkdir -p /tmp/rdmactl-bin
 cp "$SHARE/bin/rdmactl" /tmp/rdmactl-bin/rdmactl
-chmod 0755 /tmp/rdmactl-bin /tmp/rdmactl-bin/rdmactl
+cp "$SHARE/bin/rdmactl-unit" /tmp/rdmactl-bin/rdmactl-unit
+chmod 0755 /tmp/rdmactl-bin /tmp/rdmactl-bin/rdmactl /tmp/rdmactl-bin/rdmactl-unit
 RDMACTL=/tmp/rdmactl-bin/rdmactl
 MODE=suite
 CASES=

@@ -235,6 +235,11 @@ skip() { # skip "reason": ends the case
     exit 0
 }
 
+skip_here() { # skip_here "reason": records a SKIP for one part; the case goes on
+    _lib_record SKIP "$1"
+    printf '  SKIP  %s\n' "$1"
+}
+
 bg_server() { # bg_server NAME cmd... -> BG_PID; output in $RESULTS/NAME.out
     local name=$1
     shift

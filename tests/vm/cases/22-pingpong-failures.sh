@@ -87,7 +87,7 @@ wait_listen "$port" 15
 ibv_rc_pingpong -d rxe1 -g 0 -p "$port" -n 10 "$SERVER_IP" >"$RESULTS/stock-mixed-client.out" 2>&1
 wait_pid_timeout "$srv" 15
 check "compat mixed: the rdmactl server (-g 1) against a stock -g 0 client exits 1 (got $?)" test $? -eq 1
-expect_out "compat mixed: the server fails at RTR" 'FAILED: modify QP to RTR failed' cat "$RESULTS/compat-mixed-server.out"
+expect_out "compat mixed: the server fails at RTR" 'modify QP to RTR failed' cat "$RESULTS/compat-mixed-server.out"
 expect_out "compat mixed: the server explains the mixed families" \
     'why: +address family mismatch: the local GID is IPv4-mapped and the peer.s is link-local' \
     cat "$RESULTS/compat-mixed-server.out"
@@ -164,7 +164,7 @@ restore_net
 as_nobody() { (ulimit -S -l 16 && exec setpriv --reuid=65534 --regid=65534 --clear-groups "$@"); }
 expect_rc 1 "memlock: pingpong as nobody exits 1" \
     as_nobody "$RDMACTL" pingpong -d rxe1 -g 1 -s 65536 -p 18999 "$SERVER_IP"
-expect_out "memlock: pingpong fails at MR registration with ENOMEM" 'FAILED: register MR failed.*ENOMEM' cat "$LAST_OUT"
+expect_out "memlock: pingpong fails at MR registration with ENOMEM" 'rdmactl: register MR failed.*ENOMEM' cat "$LAST_OUT"
 expect_out "memlock: explained with the limit" \
     'why: +the locked-memory limit \(16 KiB\) is smaller than what register MR needs to pin' cat "$LAST_OUT"
 expect_out "memlock: the fix is limits.conf" "fix: +raise memlock: '\\* - memlock unlimited' in /etc/security/limits.conf" cat "$LAST_OUT"

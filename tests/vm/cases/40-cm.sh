@@ -42,7 +42,7 @@ expect_out "check --peer 192.168.77.2 -d rxe0: the evidence names the sgid" \
 expect_out "check --peer 192.168.77.2 -d rxe0 -g 0: warns, index 0 is link-local" \
   '^warn +kernel-choice +the kernel would use rxe0/1 GID index 1 .*; you gave -g 0: index 0 is link-local' \
   $R check --peer 192.168.77.2 -d rxe0 -g 0
-expect_out "check --peer 192.168.77.2 -d rxe0 -g 0: the fix is -g 1" 'fix: use -g 1 ' \
+expect_out "check --peer 192.168.77.2 -d rxe0 -g 0: the fix is -g 1" 'fix: +use -g 1 ' \
   cat "$LAST_OUT"
 expect_out "check --peer 192.168.77.2 -d rxe0 -g 1: agrees" '^ok +kernel-choice .*: the same index you gave \(-g 1\)' \
   $R check --peer 192.168.77.2 -d rxe0 -g 1
@@ -138,13 +138,13 @@ timeout 30 $R pingpong --cm 192.168.77.1 -p 18999 -d rxe1 --timeout 3 > "$RESULT
 echo "no listener: wall clock $(elapsed_since "$t0")s"
 check "no listener: exit 1" test "$rc" = 1
 expect_out "no listener: REJECTED with IB_CM_REJ_INVALID_SERVICE_ID, explained" \
-  'connect toward 192.168.77.1:18999 on rxe1: RDMA_CM_EVENT_REJECTED \(status 8: IB_CM_REJ_INVALID_SERVICE_ID\) after [0-9.]+ s.*nobody listens on 192.168.77.1 port 18999.*start the server first' \
+  'CM connect failed \(rxe1, peer 192.168.77.1:18999\): RDMA_CM_EVENT_REJECTED \(status 8: IB_CM_REJ_INVALID_SERVICE_ID\) after [0-9.]+ s.*nobody listens on 192.168.77.1 port 18999.*start the server first' \
   one_line "$RESULTS/nolistener.txt"
 a=$(after_of "$RESULTS/nolistener.txt"); check "no listener: the reject came within the 3 s timeout (after ${a:-?} s)" within "${a:-99}" 3
 timeout 30 $R -j pingpong --cm 192.168.77.1 -p 18999 -d rxe1 --timeout 3 > "$RESULTS/nolistener.json" 2> "$RESULTS/nolistener-j.err"; rc=$?
 check "no listener -j: exit 1" test "$rc" = 1
 check "no listener -j: a report with ok false and the failure explained (step, event, reject reason, code, fix)" \
-  jqf '.ok == false and .exchange == "cm" and .connection == null and .failure.step == "connect"
+  jqf '.ok == false and .exchange == "cm" and .connection == null and .failure.step == "cm_connect"
        and .failure.cause.kind == "cm_event" and .failure.cause.event == "RDMA_CM_EVENT_REJECTED"
        and .failure.cause.reject_reason == "IB_CM_REJ_INVALID_SERVICE_ID"
        and .failure.context.peer == "192.168.77.1:18999"
@@ -157,7 +157,7 @@ timeout 30 $R pingpong --cm 192.168.99.1 --timeout 3 > "$RESULTS/noroute.txt" 2>
 echo "no route: wall clock $(elapsed_since "$t0")s"
 check "no route: exit 1, no hang" test "$rc" = 1
 expect_out "no route to 192.168.99.1: ENETUNREACH explained" \
-  'resolve address toward 192.168.99.1:18515: rdma_resolve_addr failed: ENETUNREACH.*no route to 192.168.99.1.*ip route get 192.168.99.1' \
+  'CM resolve address failed \([^)]*peer 192.168.99.1:18515\): rdma_resolve_addr: ENETUNREACH.*no route to 192.168.99.1.*ip route get 192.168.99.1' \
   one_line "$RESULTS/noroute.txt"
 
 # On-link but nobody there: ARP gets no reply, the CM reports ADDR_ERROR -ETIMEDOUT.
@@ -166,12 +166,12 @@ timeout 30 $R pingpong --cm 192.168.77.99 --timeout 2 > "$RESULTS/noneigh.txt" 2
 echo "no neighbour: wall clock $(elapsed_since "$t0")s"
 check "no neighbour: exit 1, no hang" test "$rc" = 1
 expect_out "no neighbour at 192.168.77.99: ADDR_ERROR ETIMEDOUT explained" \
-  'resolve address toward 192.168.77.99:18515: RDMA_CM_EVENT_ADDR_ERROR \(status -110: ETIMEDOUT.*no ARP/neighbour reply from 192.168.77.99' \
+  'CM resolve address failed \([^)]*peer 192.168.77.99:18515\): RDMA_CM_EVENT_ADDR_ERROR \(status -110: ETIMEDOUT.*no ARP/neighbour reply from 192.168.77.99' \
   one_line "$RESULTS/noneigh.txt"
 a=$(after_of "$RESULTS/noneigh.txt"); check "no neighbour: ADDR_ERROR within the 2 s timeout (+0.5 s kernel slack; after ${a:-?} s)" within "${a:-99}" 2.5
 timeout 30 $R -j pingpong --cm 192.168.77.99 --timeout 2 > "$RESULTS/noneigh.json" 2>/dev/null
 check "no neighbour -j: ADDR_ERROR ETIMEDOUT, code cm-no-neighbour" \
-  jqf '.ok == false and .failure.step == "resolve_addr" and .failure.errno_name == "ETIMEDOUT"
+  jqf '.ok == false and .failure.step == "cm_resolve_addr" and .failure.errno_name == "ETIMEDOUT"
        and .failure.cause.event == "RDMA_CM_EVENT_ADDR_ERROR" and .failure.explanation.code == "cm-no-neighbour"' \
   "$RESULTS/noneigh.json"
 expect_rc 1 "check --peer 192.168.77.99: exit 1" timeout 30 $R check --peer 192.168.77.99 -d rxe0
@@ -192,7 +192,7 @@ secs=$(elapsed_since "$t0")
 check "selftest --cm, veth0 down: exit 1" test "$rc" = 1
 check "selftest --cm, veth0 down: over in ${secs}s, well before the 20 s timeout" within "$secs" 10
 expect_out "selftest --cm, veth0 down: the resolve step fails with ENETUNREACH, and veth0 being down is named as the cause" \
-  'FAIL +[0-9.]+ ms +client resolve address +resolve address toward 192\.168\.77\.1:[0-9]+: rdma_resolve_addr failed: ENETUNREACH.* why: +veth0, the netdev of this side.s address, is down.* seen: 192\.168\.77\.1 is on veth0: operstate down, administratively down .* fix: +bring it up \(`ip link set veth0 up`\).* FAILED' \
+  'FAIL +[0-9.]+ ms +client resolve address +CM resolve address failed \([^)]*peer 192\.168\.77\.1:[0-9]+\): rdma_resolve_addr: ENETUNREACH.* why: +veth0, the netdev of this side.s address, is down.* seen: +192\.168\.77\.1 is on veth0: operstate down, administratively down .* fix: +bring it up \(`ip link set veth0 up`\).* FAILED' \
   one_line "$RESULTS/st-down.txt"
 timeout 60 $R -j selftest --cm -d rxe0 --timeout 20 > "$RESULTS/st-down.json" 2>/dev/null
 check "selftest --cm -j, veth0 down: the failed step carries code cm-netdev-down and its evidence" \
@@ -207,7 +207,7 @@ check "pingpong --cm -j -d rxe0, veth0 down: code cm-netdev-down, evidence names
        and any(.failure.explanation.evidence[]; test("^ip route get 192\\.168\\.77\\.2: "))' \
   "$RESULTS/pp-down.json"
 expect_out "pingpong --cm -d rxe0, veth0 down: stderr says why, what was seen and the fix" \
-  'why: veth0, the netdev of this side.s address, is down: .* seen: 192\.168\.77\.1 is on veth0: .* fix: bring it up' \
+  'why: +veth0, the netdev of this side.s address, is down: .* seen: +192\.168\.77\.1 is on veth0: .* fix: +bring it up' \
   one_line "$RESULTS/pp-down.err"
 restore_net
 check "veth0 is back" net_is_default
@@ -219,11 +219,11 @@ wait_gids 10 >/dev/null 2>&1
 timeout 60 $R selftest --cm -d rxe0 -d rxe1 > "$RESULTS/st-noaddr.txt" 2>&1; rc=$?
 check "selftest --cm, veth1 without an IPv4 address: exit 1" test "$rc" = 1
 expect_out "selftest --cm, veth1 without an IPv4 address: the client's address step fails, explained" \
-  'FAIL +[0-9.]+ ms +client address +setup on rxe1/1: no IP address on veth1.* why: +the CM connects by IP address, and this port has none.* fix: +put an address on veth1' \
+  'FAIL +[0-9.]+ ms +client address +CM setup failed \(rxe1/1\): no IP address on veth1.* why: +the CM connects by IP address, and this port has none.* fix: +put an address on veth1' \
   one_line "$RESULTS/st-noaddr.txt"
 timeout 60 $R -j pingpong --cm -d rxe1 192.168.77.1 > "$RESULTS/pp-noaddr.json" 2>/dev/null
 check "pingpong --cm -j -d rxe1, no address: a report with code cm-no-address" \
-  jqf '.ok == false and .failure.step == "setup" and .failure.cause.kind == "no_address" and .failure.explanation.code == "cm-no-address"' \
+  jqf '.ok == false and .failure.step == "cm_setup" and .failure.cause.kind == "no_address" and .failure.explanation.code == "cm-no-address"' \
   "$RESULTS/pp-noaddr.json"
 restore_net
 
@@ -233,7 +233,7 @@ ip link add rdmactl-dummy type dummy && ip addr add 10.55.0.1/24 dev rdmactl-dum
 timeout 30 $R -j pingpong --cm 10.55.0.2 --timeout 3 > "$RESULTS/nordma.json" 2> "$RESULTS/nordma.err"; rc=$?
 check "route through a non-RDMA netdev: exit 1" test "$rc" = 1
 check "route through a non-RDMA netdev: ENODEV at address resolution, code cm-no-rdma-netdev, the route in the evidence" \
-  jqf '.failure.step == "resolve_addr" and .failure.errno_name == "ENODEV" and .failure.explanation.code == "cm-no-rdma-netdev"
+  jqf '.failure.step == "cm_resolve_addr" and .failure.errno_name == "ENODEV" and .failure.explanation.code == "cm-no-rdma-netdev"
        and any(.failure.explanation.evidence[]; test("ip route get 10\\.55\\.0\\.2: dev rdmactl-dummy"))' \
   "$RESULTS/nordma.json"
 restore_net
@@ -253,7 +253,7 @@ wait_cm_listen() {
 against_stock() {
   local tool=$1 port=$2 rc stock_pid
   if ! command -v "$tool" >/dev/null; then
-    skip "$tool (rdmacm-utils) is not installed"
+    skip_here "$tool (rdmacm-utils) is not installed"
     return
   fi
   case $tool in
@@ -266,10 +266,10 @@ against_stock() {
     > "$RESULTS/vs-$tool.json" 2> "$RESULTS/vs-$tool.err"; rc=$?
   check "rdmactl client against stock $tool: exits 1" test "$rc" = 1
   check "rdmactl client against stock $tool: connect fails, code cm-not-rdmactl-server, no network evidence" \
-    jqf '.ok == false and .failure.step == "connect" and .failure.explanation.code == "cm-not-rdmactl-server"
+    jqf '.ok == false and .failure.step == "cm_connect" and .failure.explanation.code == "cm-not-rdmactl-server"
          and .failure.explanation.evidence == []' "$RESULTS/vs-$tool.json"
   expect_out "rdmactl client against stock $tool: stderr says what listens there and what to run" \
-    'why: the server accepted the connection but is not an rdmactl --cm server.* fix: run rdmactl pingpong --cm on the server' \
+    'why: +the server accepted the connection but is not an rdmactl --cm server.* fix: +run rdmactl pingpong --cm on the server' \
     one_line "$RESULTS/vs-$tool.err"
   # rdma_server waits for a message that never comes.
   kill "$stock_pid" 2>/dev/null
@@ -289,7 +289,7 @@ if command -v rping >/dev/null; then
   check "rdmactl server after rping: a stock client, 6 messages (3 pings x read+write adverts)" \
     jqf '.stock_client == true and .echoed == 6' "$RESULTS/rping-srv.out"
 else
-  skip "rping (rdmacm-utils) is not installed"
+  skip_here "rping (rdmacm-utils) is not installed"
 fi
 if command -v rdma_client >/dev/null; then
   check "server rdma_client-srv listens" start_server rdma_client-srv -j pingpong --cm --bind 192.168.77.1 -p 7471 --timeout 10
@@ -299,6 +299,6 @@ if command -v rdma_client >/dev/null; then
   check "rdmactl server after rdma_client: exit 0, one 16-byte message echoed" \
     sh -c "test $src = 0 && jq -e '.stock_client == true and .echoed == 1' '$RESULTS/rdma_client-srv.out'"
 else
-  skip "rdma_client (rdmacm-utils) is not installed"
+  skip_here "rdma_client (rdmacm-utils) is not installed"
 fi
 

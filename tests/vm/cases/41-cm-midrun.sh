@@ -57,7 +57,7 @@ check "busy server: code cm-server-busy, the server's reason names the client it
   jqf '.failure.explanation.code == "cm-server-busy" and .failure.cause.event == "RDMA_CM_EVENT_REJECTED"
        and (.failure.cause.server_reason | test("^busy serving 192\\.168\\.77\\.2:[0-9]+$"))' "$RESULTS/busy-second.json"
 expect_out "busy server: stderr explains it and says what to do" \
-  'the server said "busy serving 192\.168\.77\.2:[0-9]+".* why: the rdmactl server serves one client at a time.* fix: wait until that run ends, or start another server with another -p' \
+  'the server said "busy serving 192\.168\.77\.2:[0-9]+".* why: +the rdmactl server serves one client at a time.* fix: +wait until that run ends, or start another server with another -p' \
   one_line "$RESULTS/busy-second.err"
 check "busy server: the first client is still running" kill -0 $cpid
 kill -KILL $cpid
@@ -112,7 +112,7 @@ spid=$BG_PID
 check "dropped RoCE: the server listens" wait_line "$RESULTS/drop-srv.err" '^listening on' 15 $spid
 expect_rc 1 "dropped RoCE, --timeout 3: exit 1" timeout 60 $R pingpong --cm 192.168.77.1 -p 18705 -d rxe1 --timeout 3
 expect_out "dropped RoCE, --timeout 3: the connect times out, and UDP 4791 is named" \
-  'connect toward 192\.168\.77\.1:18705.*did not answer the connection request in time.*UDP 4791' \
+  'CM connect failed \([^)]*peer 192\.168\.77\.1:18705\).*did not answer the connection request in time.*UDP 4791' \
   one_line "$LAST_OUT"
 # The CM retries the request itself (15 tries with growing waits): about 100 s on 6.1 rxe.
 t0=$EPOCHREALTIME

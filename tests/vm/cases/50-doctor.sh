@@ -51,5 +51,7 @@ expect_rc 1 "link down fails doctor" "$RDMACTL" doctor -d rxe1
 expect_out "link down: rxe1 port DOWN explained" 'FAIL +port-state +rxe1/1 +port is DOWN: a RoCE port follows its netdev, so veth1 has no link' \
     "$RDMACTL" doctor -d rxe1
 expect_out "link down: the fix brings veth1 up" 'fix: (bring the interface up: )?`?ip link set veth1 up' "$RDMACTL" doctor -d rxe1
+expect_out "link down: the netdev's state is evidence of the port failure" 'evidence: class/net/veth1/operstate down' "$RDMACTL" doctor -d rxe1
+expect_out "link down: one root cause, one failure" ', 1 failure\(s\)$' "$RDMACTL" doctor -d rxe1
 restore_net
 expect_rc 0 "healthy again after restore_net" "$RDMACTL" doctor

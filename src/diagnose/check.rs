@@ -1,0 +1,401 @@
+//! `check`'s rules: is GID index N of a port usable toward a peer? Pure over the port's
+//! facts and the network facts `cmd::check` gathered (sysfs, rtnetlink).
+
+use std::net::IpAddr;
+
+use crate::diagnose::gidselect::{
+    self, describe, is_link_local, type_name, Family, Selection, Verdict, Want,
+};
+use crate::facts::{NetFacts, PortFacts, Route, RouteFacts};
+use crate::finding::{Finding, Severity};
+use crate::model::{GidEntry, GidType, LinkLayer};
+
+/// What a GID must fit to reach `peer`, from the kernel's route toward it.
+pub fn want_for(peer: Option<IpAddr>, net: &NetFacts) -> Want {
+    gidselect::want_toward(peer, net.route.as_ref(), None)
+}
+
+fn entry_or_auto_text(port: &PortFacts, sel: &Selection) -> String {
+    gidselect::suggestion(port.gids(), sel).unwrap_or_else(|| "no GID on this port fits".into())
+}
+
+/// Run every check on GID `index` of `port` toward `peer`.
+pub fn evaluate(
+    port: &PortFacts,
+    index: u32,
+    peer: Option<IpAddr>,
+    net: &NetFacts,
+    auto: &Selection,
+) -> Vec<Finding> {
+    let mut out = Vec::new();
+    let name = port.name();
+    let better = || -> String {
+        match auto.chosen {
+            Some(i) if i != index => entry_or_auto_text(port, auto),
+            Some(_) => String::new(),
+            None => "no GID on this port fits the peer".into(),
+        }
+    };
+    let with_better = |fix: String| -> String {
+        let b = better();
+        if b.is_empty() {
+            fix
+        } else if fix.is_empty() {
+            b
+        } else {
+            format!("{fix}; {b}")
+        }
+    };
+
+    // Port.
+    let state = port
+        .sysfs
+        .state
+        .as_ref()
+        .map_or("unknown".to_string(), |s| s.name().to_string());
+    let mut f = if state == "ACTIVE" {
+        Finding::new(Severity::Ok, "port-state", format!("{name} is ACTIVE"))
+    } else {
+        let fix = if port.link_layer == LinkLayer::InfiniBand {
+            "start a subnet manager (opensm) or fix the link".to_string()
+        } else {
+            let dev = port
+                .gids()
+                .iter()
+                .find_map(|e| e.netdev.clone())
+                .unwrap_or_else(|| "the netdev".into());
+            format!("bring {dev} up and check its carrier (ip link show {dev})")
+        };
+        Finding::new(
+            Severity::Fail,
+            "port-state",
+            format!("{name} is {state}, not ACTIVE"),
+        )
+        .fix(fix)
+    };
+    f = f.evidence(format!(
+        "state {state}, phys_state {}",
+        port.sysfs
+            .phys_state
+            .as_ref()
+            .map_or("unknown", |s| s.name())
+    ));
+    out.push(f);
+    if port.link_layer == LinkLayer::InfiniBand {
+        let lid = port.sysfs.lid.unwrap_or(0);
+        out.push(if lid == 0 || lid == 0xffff {
+            Finding::new(
+                Severity::Fail,
+                "ib-lid",
+                format!("{name} has no LID (0x{lid:04x}): no subnet manager configured it"),
+            )
+            .fix("start a subnet manager (opensm, or the switch's)")
+        } else {
+            Finding::new(Severity::Ok, "ib-lid", format!("{name} LID 0x{lid:04x}"))
+        });
+    }
+
+    // Slot.
+    if index >= port.gid_table_len {
+        out.push(
+            Finding::new(
+                Severity::Fail,
+                "gid-slot",
+                format!("GID index {index} is past the end of {name}'s table ({} entries): RTR fails with EINVAL", port.gid_table_len),
+            )
+            .evidence(populated(port))
+            .fix(with_better(String::new())),
+        );
+        return out;
+    }
+    let Some(entry) = port.gids().iter().find(|e| e.index == index) else {
+        out.push(
+            Finding::new(
+                Severity::Fail,
+                "gid-slot",
+                format!("GID index {index} on {name} is an empty slot: RTR fails with ENODATA"),
+            )
+            .evidence(format!(
+                "gids/{index} is all zero; gid_attrs/types/{index} is unreadable"
+            ))
+            .evidence(populated(port))
+            .fix(with_better(String::new())),
+        );
+        return out;
+    };
+    out.push(
+        Finding::new(
+            Severity::Ok,
+            "gid-slot",
+            format!("{} is populated", describe(entry)),
+        )
+        .evidence(format!("gids/{index} = {}", entry.gid)),
+    );
+
+    if port.link_layer == LinkLayer::InfiniBand {
+        if let Some(r) = auto.reason(index) {
+            out.push(Finding::new(
+                if r.verdict == Verdict::Chosen {
+                    Severity::Ok
+                } else {
+                    Severity::Info
+                },
+                "gid-choice",
+                format!("index {index}: {}", r.why),
+            ));
+        }
+        return out;
+    }
+
+    // Type.
+    out.push(match &entry.gid_type {
+        Some(GidType::RoceV2) => Finding::new(Severity::Ok, "gid-type", format!("index {index} is RoCE v2 (routable over UDP/IP)")),
+        Some(t @ (GidType::RoceV1 | GidType::Ib)) => {
+            let off_link = net.route.as_ref().and_then(RouteFacts::on_link) == Some(false);
+            Finding::new(
+                if off_link { Severity::Fail } else { Severity::Warn },
+                "gid-type",
+                format!("index {index} is {}: v1 frames stay on one L2 segment, and the peer must use v1 too", type_name(Some(t))),
+            )
+            .fix(with_better("use RoCE v2 unless every peer speaks v1".into()))
+        }
+        other => Finding::new(Severity::Warn, "gid-type", format!("index {index} has {}", type_name(other.as_ref())))
+            .evidence(format!("gid_attrs/types/{index} is unreadable or unknown"))
+            .fix(with_better(String::new())),
+    });
+
+    // Family against the peer.
+    if let Some(peer) = peer {
+        let gid_family = Family::of_gid(&entry.gid);
+        let peer_family = Family::of(peer);
+        if gid_family != peer_family {
+            out.push(
+                Finding::new(
+                    Severity::Fail,
+                    "gid-family",
+                    format!(
+                        "index {index} is {}{} but the peer {peer} is {}: both GIDs of a connection must be the same family (RTR fails with EINVAL)",
+                        if is_link_local(&entry.gid) { "link-local " } else { "" },
+                        gid_family.name(),
+                        peer_family.name()
+                    ),
+                )
+                .fix(with_better(String::new())),
+            );
+        } else {
+            out.push(Finding::new(
+                Severity::Ok,
+                "gid-family",
+                format!(
+                    "index {index} and the peer {peer} are both {}",
+                    gid_family.name()
+                ),
+            ));
+        }
+    }
+
+    // Netdev.
+    match (&entry.netdev, &net.netdev) {
+        (None, _) => out.push(
+            Finding::new(Severity::Fail, "netdev", format!("index {index} has no netdev (gid_attrs/ndevs/{index} unreadable): RTR fails with ENODEV"))
+                .fix(with_better(String::new())),
+        ),
+        (Some(dev), None) => out.push(Finding::new(Severity::Info, "netdev", format!("{dev}: not checked"))),
+        (Some(dev), Some(n)) if !n.exists => out.push(
+            Finding::new(
+                Severity::Fail,
+                "netdev",
+                format!("{dev} does not exist in this network namespace: removed, or in another namespace (RTR fails with ENODEV)"),
+            )
+            .evidence(format!("gid_attrs/ndevs/{index} = {dev}"))
+            .fix(with_better("run where the netdev lives, or use a GID whose netdev is here".into())),
+        ),
+        (Some(dev), Some(n)) if !n.up => out.push(
+            Finding::new(Severity::Fail, "netdev", format!("{dev} is not up (operstate {})", n.operstate.clone().unwrap_or_else(|| "?".into())))
+                .fix(format!("ip link set {dev} up, and check its link")),
+        ),
+        (Some(dev), Some(n)) => out.push(
+            Finding::new(Severity::Ok, "netdev", format!("{dev} is present and up (operstate {})", n.operstate.clone().unwrap_or_default()))
+                .evidence(format!("looked up in {}", net.netdev_source)),
+        ),
+    }
+
+    // Route, neighbour, link-local.
+    if let Some(peer) = peer {
+        if let Some(why) = &net.route_skipped {
+            out.push(Finding::new(
+                Severity::Info,
+                "route",
+                format!("route to {peer}: {why}"),
+            ));
+        }
+        if let Some(route) = &net.route {
+            out.extend(route_findings(
+                port,
+                entry,
+                index,
+                peer,
+                route,
+                net.route_via_gid_netdev.as_ref(),
+                &with_better,
+            ));
+        }
+    }
+
+    // MTU: the same rule as doctor's.
+    if let Some(mtu) = net.netdev.as_ref().and_then(|n| n.mtu.map(|m| (n, m))) {
+        let (n, mtu) = mtu;
+        let why_unknown = format!(
+            "{}; the RoCE MTU is derived from the netdev MTU",
+            port.active_mtu_source
+        );
+        let mut f =
+            crate::diagnose::doctor::mtu_finding(&n.name, mtu, port.active_mtu, &why_unknown);
+        if port.active_mtu.is_some() {
+            f = f.evidence(format!("active_mtu from {}", port.active_mtu_source));
+        }
+        out.push(f);
+    }
+    out
+}
+
+pub fn populated(port: &PortFacts) -> String {
+    let list: Vec<String> = port.gids().iter().map(|e| e.index.to_string()).collect();
+    if list.is_empty() {
+        "no populated GID slot".into()
+    } else {
+        format!("populated indices: {}", list.join(", "))
+    }
+}
+
+fn route_findings(
+    port: &PortFacts,
+    entry: &GidEntry,
+    index: u32,
+    peer: IpAddr,
+    route: &RouteFacts,
+    via_gid: Option<&Route>,
+    with_better: &dyn Fn(String) -> String,
+) -> Vec<Finding> {
+    let _ = port;
+    let mut out = Vec::new();
+    let gid_dev = entry.netdev.clone().unwrap_or_else(|| "?".into());
+    if route.no_route {
+        out.push(
+            Finding::new(
+                Severity::Fail,
+                "route",
+                format!("the kernel has no route to {peer}: RTR would time out resolving it"),
+            )
+            .evidence(format!("ip route get {peer}: unreachable"))
+            .fix(format!("add a route to {peer} through {gid_dev}")),
+        );
+        return out;
+    }
+    let route_dev = route.route_netdev.clone().unwrap_or_else(|| "?".into());
+    if route.peer_is_local {
+        let owner = route
+            .peer_local_netdev
+            .clone()
+            .unwrap_or_else(|| "?".into());
+        let mut f = Finding::new(
+            Severity::Ok,
+            "route",
+            format!("{peer} is an address of this host (on {owner}): a same-host test, sent out through {gid_dev}"),
+        )
+        .evidence(format!("ip route get {peer}: local, dev {route_dev}"));
+        if let Some(r) = via_gid {
+            f = f.evidence(format!(
+                "ip route get {peer} oif {gid_dev}: dev {}",
+                r.oif.clone().unwrap_or_default()
+            ));
+        }
+        out.push(f);
+        let drops = route.accept_local == Some(false) || route.rp_filter == Some(1);
+        let mut f = if drops {
+            Finding::new(
+                Severity::Fail,
+                "arp-same-host",
+                format!("{owner} will drop the ARP request from {gid_dev} (its sender address is local): RTR fails with ETIMEDOUT"),
+            )
+            .fix(format!(
+                "sysctl -w net.ipv4.conf.all.accept_local=1 net.ipv4.conf.{gid_dev}.accept_local=1 net.ipv4.conf.{owner}.accept_local=1, with rp_filter 0 or 2"
+            ))
+        } else if route.accept_local.is_none() {
+            Finding::new(
+                Severity::Warn,
+                "arp-same-host",
+                format!("cannot read accept_local for {owner}; a same-host ARP needs it set"),
+            )
+        } else {
+            Finding::new(
+                Severity::Ok,
+                "arp-same-host",
+                format!("{owner} accepts ARP from a local sender"),
+            )
+        };
+        if let Some(a) = route.accept_local {
+            f = f.evidence(format!("accept_local (all or {owner}) = {}", u8::from(a)));
+        }
+        if let Some(r) = route.rp_filter {
+            f = f.evidence(format!("rp_filter (max of all, {owner}) = {r}"));
+        }
+        out.push(f);
+    } else if route_dev == gid_dev {
+        let mut f = Finding::new(
+            Severity::Ok,
+            "route",
+            format!("the kernel routes {peer} through {gid_dev}, the GID's netdev"),
+        )
+        .evidence(format!("ip route get {peer}: dev {route_dev}"));
+        if let Some(gw) = route.gateway {
+            f = f.evidence(format!("via {gw}"));
+        }
+        out.push(f);
+    } else {
+        out.push(
+            Finding::new(
+                Severity::Fail,
+                "route",
+                format!("the kernel routes {peer} through {route_dev}, but GID index {index} belongs to {gid_dev}: the peer's MAC is resolved through {gid_dev}, so RTR would time out"),
+            )
+            .evidence(format!("ip route get {peer}: dev {route_dev}"))
+            .fix(with_better(format!("use a GID on {route_dev}"))),
+        );
+    }
+
+    // Link-local toward an off-link peer.
+    if is_link_local(&entry.gid) {
+        if route.gateway.is_some() && !route.peer_is_local {
+            out.push(
+                Finding::new(
+                    Severity::Fail,
+                    "link-local",
+                    format!("index {index} is link-local and {peer} is behind a router ({}): link-local never crosses one", route.gateway.map(|g| g.to_string()).unwrap_or_default()),
+                )
+                .fix(with_better(String::new())),
+            );
+        } else {
+            out.push(Finding::new(Severity::Warn, "link-local", format!("index {index} is link-local: it reaches only peers on this L2 segment, using link-local GIDs too")).fix(with_better(String::new())));
+        }
+    }
+
+    // Neighbour.
+    let hop = route.gateway.unwrap_or(peer);
+    out.push(match route.neighbour_state.as_deref() {
+        Some(s @ ("FAILED" | "INCOMPLETE")) => Finding::new(
+            Severity::Fail,
+            "neighbour",
+            format!("{hop} on {gid_dev} is {s}: it did not answer ARP/ND, so RTR would time out"),
+        )
+        .evidence(format!("ip neigh show {hop} dev {gid_dev}: {s}"))
+        .fix(format!("check that {hop} is up and on the same segment/VLAN as {gid_dev} (ping -I {gid_dev} {hop})")),
+        Some(s) => Finding::new(Severity::Ok, "neighbour", format!("{hop} on {gid_dev} is {s}")),
+        None => Finding::new(
+            Severity::Info,
+            "neighbour",
+            format!("no neighbour entry for {hop} on {gid_dev} yet: the kernel resolves it at RTR (1 s timeout)"),
+        ),
+    });
+    out
+}
