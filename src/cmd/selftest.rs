@@ -154,13 +154,8 @@ pub fn run(ctx: &Ctx, args: &SelftestArgs) -> Result<u8> {
     if ok {
         Ok(exit::OK)
     } else {
-        let failed = report
-            .steps
-            .iter()
-            .find(|s| !s.ok)
-            .map(|s| s.step)
-            .unwrap_or("a step");
-        Err(Error::Failed(format!("selftest failed at '{failed}'")))
+        // The failed step and its explanation are in the report just printed.
+        Err(Error::Reported(exit::FAILED))
     }
 }
 

@@ -42,7 +42,7 @@ fn rule(err: &Failure, facts: &Facts) -> Explanation {
     if let (Some(dev), true) = (source_netdev_down, finding_the_peer) {
         return why(
             "cm-netdev-down",
-            format!("{dev}, the netdev of this side's address, is down: the kernel has no way to {peer} through it"),
+            format!("{dev}, the netdev of this side's address, is down: the kernel has no way to reach {peer} through it"),
             format!("bring it up (`ip link set {dev} up`); if it stays down, check the cable and the switch port (for veth, the peer end); rdmactl ports shows the port state"),
         );
     }

@@ -171,7 +171,8 @@ pub fn explain(failure: &Failure, ctx: &Facts) -> Explanation {
         }
         (Step::Connect, cause) => oob_connect(b, cause),
         (Step::Exchange, cause) => oob_exchange(b, cause),
-        (Step::Compare | Step::Verify, _) => compare(b),
+        (Step::Verify, _) => data_mismatch(b),
+        (Step::Compare, _) => compare(b),
         _ => generic(b),
     }
 }
@@ -535,7 +536,10 @@ fn rtr_errno(b: Builder, errno: i32) -> Explanation {
             }
             let mut ev = vec![format!("local {}", local_gid_words(local))];
             if let Some(p) = peer {
-                ev.push(format!("peer {}, LID {:?}", local_gid_words(p), p.lid));
+                let lid = p
+                    .lid
+                    .map_or("unknown".to_string(), |l| format!("0x{l:04x}"));
+                ev.push(format!("peer {}, LID {lid}", local_gid_words(p)));
             }
             b.done(
                 "rtr-invalid",
@@ -740,6 +744,19 @@ fn oob_exchange(b: Builder, cause: &Cause) -> Explanation {
     }
 }
 
+/// Every work request completed, yet the bytes that arrived are not the ones sent: the same
+/// code as the connection manager's check.
+fn data_mismatch(b: Builder) -> Explanation {
+    let seen = format!("{}", b.failure.cause);
+    b.done(
+        "data-mismatch",
+        "every work request completed successfully, yet the bytes differ from what was sent: memory corruption on either host, a buggy provider, or a peer that changed its buffer meanwhile".into(),
+        vec![seen],
+        "rerun; if it repeats, run rdmactl selftest on each host to find the side that corrupts".into(),
+        false,
+    )
+}
+
 /// The two ends' parameters, compared before the QP (the native exchange sends GID type,
 /// link layer and MTU; the compat one only the GID).
 fn compare(b: Builder) -> Explanation {
@@ -937,13 +954,12 @@ fn completion(b: Builder, status: u32) -> Explanation {
             // packets never reach the peer.
             let mut ev = Vec::new();
             if let Some(peer) = &ctx.peer {
-                if let Some((summary, mut mev)) = gid_mismatch(&ctx.local, peer) {
-                    mev.push("exchange the GID type in the handshake (the native exchange does)".into());
+                if let Some((summary, mev)) = gid_mismatch(&ctx.local, peer) {
                     return b.done(
                         "retry-exceeded-gid-mismatch",
                         format!("the peer never acknowledged: {summary}"),
                         mev,
-                        "use the same RoCE version (v2 across subnets) and family on both ends".into(),
+                        "use the same RoCE version (v2 across subnets) and family on both ends; rdmactl's native exchange compares GID types before the QP, ibv_rc_pingpong's does not".into(),
                         true,
                     );
                 }
@@ -1189,7 +1205,11 @@ fn device_gone(b: Builder) -> Explanation {
 
 fn generic(b: Builder) -> Explanation {
     let evidence = vec![format!("local {}", local_gid_words(&b.ctx.local))];
-    let summary = format!("{} failed with {}", b.failure.step.name(), b.failure);
+    let summary = format!(
+        "no rule explains {} at this step ({})",
+        b.failure.cause,
+        b.failure.step.name()
+    );
     b.done(
         "unexplained",
         summary,
@@ -1836,6 +1856,15 @@ mod tests {
                 suggested: Some(2),
             },
             Case {
+                name: "data that arrived is not what was sent",
+                step: Step::Verify,
+                failure: Cause::invalid("RDMA READ: byte 17 of 4096 is 0x00, expected 0x4b"),
+                ctx: rxe_ctx(Some(1), "::ffff:192.168.77.2"),
+                code: "data-mismatch",
+                says: &["bytes differ", "byte 17 of 4096", "selftest on each host"],
+                suggested: Some(1),
+            },
+            Case {
                 name: "RETRY_EXC_ERR, peer died",
                 step: Step::Poll,
                 failure: wc(WC_RETRY_EXC_ERR),
@@ -2018,6 +2047,25 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// A busy TCP port is about the port, not the GID: no GID claim, and the fix is -p.
+    #[test]
+    fn listen_port_in_use() {
+        let failure = Failure::new(
+            Step::Listen,
+            Cause::errno(libc::EADDRINUSE),
+            crate::failure::FailureContext {
+                peer_addr: Some("[::]:18515".into()),
+                ..Default::default()
+            },
+        );
+        let x = explain(&failure, &rxe_ctx(Some(1), "::ffff:192.168.77.2"));
+        assert_eq!(x.code, "port-in-use");
+        assert!(x.summary.contains("TCP port 18515"), "{x:?}");
+        assert!(x.fix.contains("-p"), "{x:?}");
+        assert!(x.evidence.iter().all(|e| !e.contains("GID")), "{x:?}");
+        assert_eq!(x.suggested_gid_index, None);
     }
 
     #[test]

@@ -1037,6 +1037,8 @@ impl Endpoint {
     pub fn err(&self, step: Step, cause: Cause) -> Failure {
         let mut e = cm_err(step, Some(self.info.peer), cause);
         e.context.device = self.info.device.clone();
+        // The QP exists and was connected with these attributes (conn_param).
+        e.context.qp = Some(QP_PARAMS);
         e
     }
 

@@ -11,8 +11,10 @@ next_port() { port=$((port + 1)); }
 
 # --- an empty GID slot: found before anything is connected, and index 1 named
 expect_rc 3 "-g 7: exits 3 (no such GID)" "$RDMACTL" pingpong -d rxe1 -g 7 -p 18999 "$SERVER_IP"
-expect_out "-g 7: explained as an empty slot" 'why: +GID index 7 on rxe1/1 is an empty slot' cat "$LAST_OUT"
-expect_out "-g 7: the fix names index 1" 'fix: .*use GID index 1 \(RoCE v2, ::ffff:192\.168\.77\.2 on veth1\)' cat "$LAST_OUT"
+# Said once, in the one-line "no GID index" error (exit 3), with the cause and the fix.
+expect_out "-g 7: explained as an empty slot, naming index 1, in one line" \
+    '^rdmactl: no GID index 7 on rxe1/1; GID index 7 on rxe1/1 is an empty slot.*use GID index 1 \(RoCE v2, ::ffff:192\.168\.77\.2 on veth1\)' cat "$LAST_OUT"
+check "-g 7: said once" bash -c '[ "$(grep -c "empty slot" "$0")" = 1 ]' "$LAST_OUT"
 
 expect_rc 3 "selftest -g 7: exits 3" "$RDMACTL" selftest -d rxe0 -g 7
 expect_out "selftest -g 7: explained as an empty slot, naming index 1" \
@@ -59,7 +61,7 @@ srv=$BG_PID
 wait_listen "$port" 15
 expect_rc 1 "mixed GIDs: the client (-g 1) exits 1" "$RDMACTL" pingpong -d rxe1 -g 1 -p "$port" -n 10 "$SERVER_IP"
 expect_out "mixed GIDs: the client fails at compare, before RTR" \
-    'FAILED: compare parameters failed.*GID address families differ' cat "$LAST_OUT"
+    '^rdmactl: compare parameters failed.*GID address families differ' cat "$LAST_OUT"
 expect_out "mixed GIDs: the client explains the family mismatch" \
     'why: +address family mismatch: the local GID is IPv4-mapped and the peer.s is link-local IPv6' cat "$LAST_OUT"
 expect_out "mixed GIDs: the client says the peer should change to an IPv4 RoCE v2 GID" \
@@ -113,7 +115,7 @@ rc=$?
 check "kill: the surviving client exits 1 (got $rc)" test "$rc" -eq 1
 check "kill: reported within 10 s (took $((SECONDS - killed_at)) s)" test $((SECONDS - killed_at)) -le 10
 expect_out "kill: the client names the failed step and status or timeout" \
-    'FAILED: (poll CQ|work completion) failed.*(IBV_WC_RETRY_EXC_ERR|no answer within)' \
+    'rdmactl: (poll CQ|work completion) failed.*(IBV_WC_RETRY_EXC_ERR|no answer within)' \
     cat "$RESULTS/survivor-client.out"
 expect_out "kill: explained: the peer stopped answering" \
     'why: +the peer (never acknowledged|stopped responding)' cat "$RESULTS/survivor-client.out"
@@ -152,7 +154,7 @@ wait_listen "$port" 15
 expect_rc 1 "no accept_local: the client exits 1" \
     "$RDMACTL" pingpong -d rxe1 -g 1 -p "$port" -n 10 --timeout 5 "$SERVER_IP"
 expect_out "no accept_local: RTR ETIMEDOUT or transport retries exceeded" \
-    'FAILED: (modify QP to RTR failed.*ETIMEDOUT|work completion failed.*IBV_WC_RETRY_EXC_ERR)' cat "$LAST_OUT"
+    'rdmactl: (modify QP to RTR failed.*ETIMEDOUT|work completion failed.*IBV_WC_RETRY_EXC_ERR)' cat "$LAST_OUT"
 expect_out "no accept_local: explained as a same-host drop on veth0" \
     'why: +same-host test: veth0 drops the (ARP request|RoCE packets) from veth1 because (its sender|their source) address is local' cat "$LAST_OUT"
 expect_out "no accept_local: the evidence shows the sysctl" 'seen: +net\.ipv4\.conf\.\{all,veth0\}\.accept_local = 0' cat "$LAST_OUT"

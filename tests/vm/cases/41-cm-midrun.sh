@@ -54,7 +54,7 @@ secs=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
 check "busy server: the second client exits 1" test "$rc" = 1
 check "busy server: turned away in ${secs}s, before its 5 s timeout" awk -v s="$secs" 'BEGIN { exit !(s < 5) }'
 check "busy server: code cm-server-busy, the server's reason names the client it serves" \
-  jqf '.failure.explanation.code == "cm-server-busy" and .failure.cause.event == "RDMA_CM_EVENT_REJECTED"
+  jqf '.failure.explanation.code == "cm-server-busy" and .failure.cause.kind == "server_rejected" and .failure.cause.reject_reason == "IB_CM_REJ_CONSUMER_DEFINED"
        and (.failure.cause.server_reason | test("^busy serving 192\\.168\\.77\\.2:[0-9]+$"))' "$RESULTS/busy-second.json"
 expect_out "busy server: stderr explains it and says what to do" \
   'the server said "busy serving 192\.168\.77\.2:[0-9]+".* why: +the rdmactl server serves one client at a time.* fix: +wait until that run ends, or start another server with another -p' \

@@ -1,0 +1,204 @@
+//! docs/failures.md lists every explanation code the rules can emit, and nothing else: the
+//! codes are read from the rules' sources (src/diagnose/datapath.rs and cm.rs, production
+//! code only) and compared with the page's `### \`code\`` headings. Reads files; builds
+//! nothing.
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::path::PathBuf;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A source file without its `#[cfg(test)] mod tests` block: tests build explanations with
+/// made-up codes.
+fn production(path: &str) -> String {
+    let text = fs::read_to_string(root().join(path)).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let cut = text.find("#[cfg(test)]\nmod tests").unwrap_or(text.len());
+    // Line comments may quote a code that no rule emits any more.
+    text[..cut]
+        .lines()
+        .map(|l| match l.find("//") {
+            Some(i) if !l[..i].contains('"') => &l[..i],
+            _ => l,
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// `^[a-z][a-z0-9]*(-[a-z0-9]+)*$`: a code as the rules spell it (`flushed` has no dash).
+fn is_name(s: &str) -> bool {
+    s.starts_with(|c: char| c.is_ascii_lowercase())
+        && s.split('-').all(|p| {
+            !p.is_empty()
+                && p.chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
+        })
+}
+
+/// `^[a-z][a-z0-9]*(-[a-z0-9]+)+$`: kebab-case with at least one dash, for literals that are
+/// codes only by their look (a computed `let code = ...`).
+fn is_code(s: &str) -> bool {
+    is_name(s) && s.contains('-')
+}
+
+/// The string literal at the start of `text` (after whitespace), if there is one.
+fn literal_at(text: &str) -> Option<&str> {
+    let rest = text.trim_start().strip_prefix('"')?;
+    let end = rest.find('"')?;
+    Some(&rest[..end])
+}
+
+/// Every code in the production code of one rules file:
+/// - the first argument of `b.done(`, `why(`, `Explanation::new(` when it is a literal;
+/// - the code of `Finding::new(Severity::Fail, "...")` (compare_peers: only its Fail
+///   findings become explanations);
+/// - the first element of a `Some(("...", ...))` rule tuple (port_not_active);
+/// - the kebab-case literals of a computed `let code = ... ;`.
+fn codes_in(code: &str) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    let bytes = code.as_bytes();
+    let ident = |c: u8| c.is_ascii_alphanumeric() || c == b'_' || c == b'.' || c == b':';
+    let mut take = |s: &str, at: &str| {
+        assert!(is_name(s), "{at}: {s:?} is not a kebab-case code");
+        out.insert(s.to_string());
+    };
+    for call in ["b.done(", "why(", "Explanation::new(", "Some(("] {
+        for (at, _) in code.match_indices(call) {
+            // `why(` must not be the tail of another name (`fn why(` is followed by no literal).
+            if call == "why(" && at > 0 && ident(bytes[at - 1]) {
+                continue;
+            }
+            if let Some(s) = literal_at(&code[at + call.len()..]) {
+                take(s, call);
+            }
+        }
+    }
+    for (at, _) in code.match_indices("Finding::new(") {
+        let args = code[at + "Finding::new(".len()..].trim_start();
+        if let Some(rest) = args.strip_prefix("Severity::Fail,") {
+            if let Some(s) = literal_at(rest) {
+                take(s, "Finding::new(Severity::Fail");
+            }
+        }
+    }
+    for (at, _) in code.match_indices("let code =") {
+        let stmt = &code[at..];
+        let stmt = &stmt[..stmt.find(';').unwrap_or(stmt.len())];
+        for (i, piece) in stmt.split('"').enumerate() {
+            // Odd pieces are inside quotes.
+            if i % 2 == 1 && is_code(piece) {
+                out.insert(piece.to_string());
+            }
+        }
+    }
+    out
+}
+
+fn source_codes() -> BTreeSet<String> {
+    let mut all = codes_in(&production("src/diagnose/datapath.rs"));
+    all.extend(codes_in(&production("src/diagnose/cm.rs")));
+    all
+}
+
+/// The `### \`code\`` headings of docs/failures.md, as (code, in the explanation groups).
+/// The explanation groups are everything before "## Findings of".
+fn headings() -> (BTreeSet<String>, BTreeSet<String>) {
+    let doc = fs::read_to_string(root().join("docs/failures.md")).expect("docs/failures.md");
+    let (explained, findings) = match doc.find("\n## Findings of") {
+        Some(i) => doc.split_at(i),
+        None => (doc.as_str(), ""),
+    };
+    let parse = |text: &str| -> BTreeSet<String> {
+        text.lines()
+            .filter_map(|l| l.strip_prefix("### `")?.strip_suffix('`'))
+            .map(str::to_string)
+            .collect()
+    };
+    (parse(explained), parse(findings))
+}
+
+#[test]
+fn the_extractor_finds_known_codes() {
+    let codes = source_codes();
+    for known in [
+        // b.done, datapath
+        "retry-exceeded",
+        "same-host-drop",
+        "no-listener",
+        // why(), cm
+        "cm-no-listener",
+        "cm-netdev-down",
+        // Explanation::new
+        "port-in-use",
+        // a code without a dash
+        "flushed",
+        // port_not_active's tuple
+        "port-down",
+        "ib-port-not-active",
+        // let code = if ...
+        "roce-version-mismatch",
+        "gid-family-mismatch",
+        // compare_peers' Fail findings
+        "ib-lid-zero",
+        "link-layer-mismatch",
+    ] {
+        assert!(codes.contains(known), "extractor missed {known}: {codes:?}");
+    }
+    // Test-only codes and the Info finding of compare_peers are not explanations.
+    assert!(!codes.contains("mtu-differs"), "{codes:?}");
+    assert!(codes.len() > 60, "only {} codes: {codes:?}", codes.len());
+}
+
+#[test]
+fn the_extractor_reads_multi_line_calls() {
+    let code = "b.done(\n    \"one-code\",\n    x)\nwhy(\"two-code\", a, b)\nfn why(code: &str)\n\
+                Finding::new(\n  Severity::Fail,\n  \"three-code\",\n  m)\n\
+                Finding::new(Severity::Info, \"not-this\", m)\n\
+                let code = if a {\n  \"four-code\"\n} else {\n  \"five-code\"\n};\n\
+                return Some((\n  \"six-code\",\n  s))\nSome((owner, ev))";
+    let got: Vec<String> = codes_in(code).into_iter().collect();
+    assert_eq!(
+        got,
+        [
+            "five-code",
+            "four-code",
+            "one-code",
+            "six-code",
+            "three-code",
+            "two-code"
+        ]
+    );
+}
+
+#[test]
+fn every_code_is_catalogued() {
+    let (explained, _) = headings();
+    let missing: Vec<String> = source_codes().difference(&explained).cloned().collect();
+    assert!(
+        missing.is_empty(),
+        "codes with no `### \\`code\\`` heading in docs/failures.md: {missing:?}"
+    );
+}
+
+#[test]
+fn every_catalogued_code_exists() {
+    let (explained, _) = headings();
+    let stale: Vec<String> = explained.difference(&source_codes()).cloned().collect();
+    assert!(
+        stale.is_empty(),
+        "docs/failures.md lists codes no rule emits: {stale:?}"
+    );
+}
+
+#[test]
+fn the_findings_section_has_entries() {
+    let (_, findings) = headings();
+    for code in ["memlock", "port-state", "kernel-choice", "gid-slot"] {
+        assert!(
+            findings.contains(code),
+            "{code} missing from the findings section"
+        );
+    }
+}
