@@ -162,6 +162,11 @@ unsafe fn from_sockaddr(sa: *const libc::sockaddr) -> Option<SocketAddr> {
         libc::AF_INET6 => {
             let sin6 = &*(sa as *const libc::sockaddr_in6);
             let ip = Ipv6Addr::from(sin6.sin6_addr.s6_addr);
+            // An IPv4 client of a `[::]` listener: show it as `ss` and `ip` do.
+            if let Some(v4) = ip.to_ipv4_mapped() {
+                let port = u16::from_be(sin6.sin6_port);
+                return Some(SocketAddr::V4(SocketAddrV4::new(v4, port)));
+            }
             Some(SocketAddr::V6(SocketAddrV6::new(
                 ip,
                 u16::from_be(sin6.sin6_port),
