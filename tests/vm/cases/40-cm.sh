@@ -206,9 +206,13 @@ check "pingpong --cm -j -d rxe0, veth0 down: code cm-netdev-down, evidence names
        and any(.failure.explanation.evidence[]; test("is on veth0: operstate down"))
        and any(.failure.explanation.evidence[]; test("^ip route get 192\\.168\\.77\\.2: "))' \
   "$RESULTS/pp-down.json"
+check "pingpong --cm -j, veth0 down: said once, in the JSON; stderr stays quiet" test ! -s "$RESULTS/pp-down.err"
+timeout 30 $R pingpong --cm 192.168.77.2 -d rxe0 --timeout 3 > "$RESULTS/pp-down.txt" 2> "$RESULTS/pp-down.err"
 expect_out "pingpong --cm -d rxe0, veth0 down: stderr says why, what was seen and the fix" \
   'why: +veth0, the netdev of this side.s address, is down: .* seen: +192\.168\.77\.1 is on veth0: .* fix: +bring it up' \
   one_line "$RESULTS/pp-down.err"
+check "pingpong --cm -d rxe0, veth0 down: the explanation is said once" \
+  bash -c '[ "$(grep -c "why:" "$0")" = 1 ] && ! grep -q "why:" "$1"' "$RESULTS/pp-down.err" "$RESULTS/pp-down.txt"
 restore_net
 check "veth0 is back" net_is_default
 
@@ -268,9 +272,10 @@ against_stock() {
   check "rdmactl client against stock $tool: connect fails, code cm-not-rdmactl-server, no network evidence" \
     jqf '.ok == false and .failure.step == "cm_connect" and .failure.explanation.code == "cm-not-rdmactl-server"
          and .failure.explanation.evidence == []' "$RESULTS/vs-$tool.json"
-  expect_out "rdmactl client against stock $tool: stderr says what listens there and what to run" \
-    'why: +the server accepted the connection but is not an rdmactl --cm server.* fix: +run rdmactl pingpong --cm on the server' \
-    one_line "$RESULTS/vs-$tool.err"
+  check "rdmactl client against stock $tool: the report says what listens there and what to run; stderr stays quiet under -j" \
+    jqf '(.failure.explanation.summary | test("the server accepted the connection but is not an rdmactl --cm server"))
+         and (.failure.explanation.fix | test("run rdmactl pingpong --cm on the server"))' "$RESULTS/vs-$tool.json"
+  check "rdmactl client against stock $tool: nothing on stderr with -j" test ! -s "$RESULTS/vs-$tool.err"
   # rdma_server waits for a message that never comes.
   kill "$stock_pid" 2>/dev/null
   wait_pid_timeout "$stock_pid" 10 >/dev/null 2>&1
