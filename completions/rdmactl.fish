@@ -115,7 +115,7 @@ complete -c rdmactl -n "__fish_rdmactl_using_subcommand gid; and __fish_seen_sub
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand check" -s d -l ib-dev -d 'Device (default: the only one, or the first)' -r
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand check" -s i -l ib-port -d 'Port' -r
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand check" -s g -l gid-index -d 'GID index to check, or auto' -r
-complete -c rdmactl -n "__fish_rdmactl_using_subcommand check" -l peer -d 'The peer\'s IP address, to check routing and neighbours toward it' -r
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand check" -l peer -d 'The peer\'s IP address or host name, to check routing and neighbours toward it' -r
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand check" -l color -d 'When to colour the output (NO_COLOR is honoured in `auto`)' -r -f -a "auto\t''
 always\t''
 never\t''"

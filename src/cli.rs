@@ -222,9 +222,9 @@ pub struct CheckArgs {
         default_value = "auto"
     )]
     pub gid_index: GidIndexArg,
-    /// The peer's IP address, to check routing and neighbours toward it
-    #[arg(long, value_name = "IP")]
-    pub peer: Option<IpAddr>,
+    /// The peer's IP address or host name, to check routing and neighbours toward it
+    #[arg(long, value_name = "HOST")]
+    pub peer: Option<String>,
     /// Validate NCCL_IB_GID_INDEX, UCX_IB_GID_INDEX and NCCL_IB_HCA from the environment
     #[arg(long)]
     pub env: bool,

@@ -166,6 +166,11 @@ pub struct Facts {
     pub memlock: Option<MemlockFacts>,
     pub qp: Option<QpFacts>,
     pub device_node: Option<DeviceNodeFacts>,
+    /// The CM's source address (`--bind`, or the address `-d` stands for); None: the kernel
+    /// picks it from the route.
+    pub cm_source: Option<IpAddr>,
+    /// The processes (pid, name) that hold the TCP port a listen could not bind.
+    pub port_holders: Vec<(u32, String)>,
     /// What the gatherer looked at and found, in words, when no rule derives it from a
     /// field above (the CM path's look at the source address's netdev and the route).
     pub evidence: Vec<String>,

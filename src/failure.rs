@@ -196,12 +196,31 @@ pub enum Cause {
     ForeignServer { what: String },
     /// The port has no IP address for the CM to use.
     NoAddress { netdev: Option<String> },
+    /// Not attempted: the run would pin more memory than `limit` allows (checked before
+    /// allocating, so the OOM killer never gets to end the run without a word).
+    WouldPin {
+        pinned_bytes: u64,
+        /// What the pinned bytes are, e.g. "4 × the 256 MiB message size".
+        what: String,
+        limit_bytes: u64,
+        limit: PinLimit,
+    },
     /// Every work request completed, yet the bytes differ from what was sent.
     Corrupted {
         op: &'static str,
         offset: usize,
         len: usize,
     },
+}
+
+/// What a planned registration is checked against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PinLimit {
+    /// RLIMIT_MEMLOCK, for a process without CAP_IPC_LOCK.
+    Memlock,
+    /// MemAvailable in /proc/meminfo.
+    MemAvailable,
 }
 
 impl Cause {
@@ -334,6 +353,19 @@ impl fmt::Display for Cause {
                 write!(f, "no IP address on {n}, the port's netdev")
             }
             Cause::NoAddress { netdev: None } => f.write_str("no netdev, so no IP address"),
+            Cause::WouldPin {
+                pinned_bytes,
+                what,
+                limit_bytes,
+                limit,
+            } => write!(
+                f,
+                "not attempted: the run would pin {pinned_bytes} bytes ({what}), above {} of {limit_bytes} bytes",
+                match limit {
+                    PinLimit::Memlock => "the locked-memory limit",
+                    PinLimit::MemAvailable => "the available memory",
+                }
+            ),
             Cause::Corrupted { op, offset, len } => {
                 write!(
                     f,
@@ -360,6 +392,9 @@ pub struct FailureContext {
     /// The peer's address (TCP exchange or CM), as `ss` prints it: `192.168.77.1:18515`.
     #[serde(rename = "peer")]
     pub peer_addr: Option<String>,
+    /// The local address a listen tried to bind, as `ss` prints it: `[::]:18515`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bind_addr: Option<String>,
     /// The MR length or other size the step used.
     pub bytes: Option<u64>,
     /// The local and remote endpoints, once the exchange happened.
@@ -460,6 +495,9 @@ impl fmt::Display for Failure {
         }
         if let Some(p) = &c.peer_addr {
             attrs.push(format!("peer {p}"));
+        }
+        if let Some(b) = &c.bind_addr {
+            attrs.push(format!("on {b}"));
         }
         if !attrs.is_empty() {
             write!(f, " ({})", attrs.join(", "))?;

@@ -534,11 +534,9 @@ pub fn listen(bind: Option<IpAddr>, port: u16) -> Result<TcpListener, Failure> {
             _ => Err(e),
         })
         .map_err(|e| {
-            oob_failure(
-                Step::Listen,
-                io_cause(&e, Duration::ZERO),
-                Some(addr.to_string()),
-            )
+            let mut f = oob_failure(Step::Listen, io_cause(&e, Duration::ZERO), None);
+            f.context.bind_addr = Some(addr.to_string());
+            f
         })
 }
 

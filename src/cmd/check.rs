@@ -14,7 +14,7 @@ use crate::cli::{CheckArgs, GidIndexArg};
 use crate::cmd::check_kernel::{self, Checked, KernelChoice};
 use crate::ctx::Ctx;
 use crate::diagnose::gidselect::{self, EnvTarget, Selection, Verdict};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::exit;
 use crate::facts::{NetFacts, NetdevFacts, PortFacts};
 use crate::finding::{Finding, Severity};
@@ -32,20 +32,6 @@ pub use crate::diagnose::check::{evaluate, populated, want_for};
 
 /// The device to check: the named one, else the first in name order (the only one on most
 /// hosts). Errors name the devices that exist.
-fn resolve_device(sysfs: &SysfsRoot, wanted: Option<&str>) -> Result<String> {
-    let devices = sysfs.device_names()?;
-    match wanted {
-        Some(name) if devices.iter().any(|d| d == name) => Ok(name.to_string()),
-        Some(name) => Err(Error::NoSuchDevice {
-            name: name.to_string(),
-            available: devices,
-        }),
-        None => devices.into_iter().next().ok_or_else(|| Error::NoDevices {
-            path: sysfs.path().join("class/infiniband"),
-        }),
-    }
-}
-
 /// Read the port from sysfs and, on a live host, its active MTU through verbs.
 pub fn load_port_facts(ctx: &Ctx, device: &str, port: u32) -> Result<PortFacts> {
     let sysfs = SysfsRoot::new(&ctx.sysfs);
@@ -160,21 +146,21 @@ struct Report {
 }
 
 pub fn run(ctx: &Ctx, args: &CheckArgs) -> Result<u8> {
-    let device = resolve_device(&SysfsRoot::new(&ctx.sysfs), args.device.as_deref())?;
+    let peer = match args.peer.as_deref() {
+        Some(host) => Some(super::failure::resolve_peer(host, 0)?),
+        None => None,
+    };
+    let device = super::device_port(&ctx.sysfs, args.device.as_deref(), args.port)?;
     let port = load_port_facts(ctx, &device, args.port)?;
 
     // The selection needs route facts, which need a netdev: look the route up once without
     // a GID netdev for `auto`, then again from the chosen GID's netdev.
-    let first_net = if ctx.captured || args.peer.is_none() {
+    let first_net = if ctx.captured || peer.is_none() {
         NetFacts::default()
     } else {
-        gather_net(ctx, None, args.peer)
+        gather_net(ctx, None, peer)
     };
-    let auto = gidselect::select_gid(
-        port.gids(),
-        &port.link_layer,
-        &want_for(args.peer, &first_net),
-    );
+    let auto = gidselect::select_gid(port.gids(), &port.link_layer, &want_for(peer, &first_net));
     let (index, selection) = match args.gid_index {
         GidIndexArg::Index(i) => (Some(i), None),
         GidIndexArg::Auto => (auto.chosen, Some(auto.clone())),
@@ -183,19 +169,19 @@ pub fn run(ctx: &Ctx, args: &CheckArgs) -> Result<u8> {
     let mut checks = match index {
         Some(i) => {
             let entry = port.gids().iter().find(|e| e.index == i);
-            let net = gather_net(ctx, entry, args.peer);
-            evaluate(&port, i, args.peer, &net, &auto)
+            let net = gather_net(ctx, entry, peer);
+            evaluate(&port, i, peer, &net, &auto)
         }
         None => vec![Finding::new(
             Severity::Fail,
             "gid-choice",
-            format!("no GID on {device}/{} fits{}", args.port, args.peer.map(|p| format!(" the peer {p}")).unwrap_or_default()),
+            format!("no GID on {device}/{} fits{}", args.port, peer.map(|p| format!(" the peer {p}")).unwrap_or_default()),
         )
         .evidence(populated(&port))
         .fix("see the reasons above; give the port an address in the peer's family on the netdev that routes to it")],
     };
     let mut kernel_choice = None;
-    if let Some(peer) = args.peer {
+    if let Some(peer) = peer {
         if ctx.captured {
             checks.push(check_kernel::skipped(
                 Severity::Info,
@@ -243,7 +229,7 @@ pub fn run(ctx: &Ctx, args: &CheckArgs) -> Result<u8> {
             GidIndexArg::Auto => "auto".into(),
             GidIndexArg::Index(i) => i.to_string(),
         },
-        peer: args.peer,
+        peer,
         selection,
         checks,
         kernel_choice,
@@ -303,6 +289,7 @@ fn render(report: &Report, style: Style) -> String {
 mod tests {
     use super::*;
     use crate::diagnose::gidselect::describe;
+    use crate::error::Error;
     use crate::facts::RouteFacts;
     use crate::gid::Gid;
     use crate::model::GidType;
@@ -322,8 +309,10 @@ mod tests {
     #[test]
     fn loads_the_rxe_fixture() {
         let ctx = fixture("rxe-veth-basic");
-        let root = SysfsRoot::new(&ctx.sysfs);
-        assert_eq!(resolve_device(&root, None).unwrap(), "rxe0");
+        assert_eq!(
+            crate::cmd::device_port(&ctx.sysfs, None, 1).unwrap(),
+            "rxe0"
+        );
         let p = load_port_facts(&ctx, "rxe0", 1).unwrap();
         assert_eq!(p.link_layer, LinkLayer::Ethernet);
         assert_eq!(p.sysfs.state, Some(crate::model::PortState::Active));
@@ -340,9 +329,14 @@ mod tests {
             Err(Error::NoSuchPort { .. })
         ));
         assert!(matches!(
-            resolve_device(&root, Some("mlx5_0")),
+            crate::cmd::device_port(&ctx.sysfs, Some("mlx5_0"), 1),
             Err(Error::NoSuchDevice { .. })
         ));
+        // One lookup for every command: the device's own ports are named.
+        let Err(e) = crate::cmd::device_port(&ctx.sysfs, Some("rxe1"), 9) else {
+            panic!("port 9 must not exist");
+        };
+        assert_eq!(e.to_string(), "no port 9 on rxe1; ports: 1");
     }
 
     fn run_checks(

@@ -14,7 +14,7 @@ use crate::diagnose::check::want_for;
 use crate::diagnose::gidselect::{self, Selection, Verdict};
 use crate::facts::NetFacts;
 use crate::facts::{EndFacts, Facts, MemlockFacts, QpFacts};
-use crate::failure::{Endpoint, Failure};
+use crate::failure::{Endpoint, Failure, Step};
 use crate::finding::FailureReport;
 use crate::model::{GidEntry, LinkLayer};
 use crate::net;
@@ -56,16 +56,30 @@ pub fn peer_ip_of(text: &str) -> Option<IpAddr> {
         .map(|sa| sa.ip().to_canonical())
 }
 
-/// A host name or address given on the command line, resolved to the address to use.
-pub fn resolve_host(host: &str, port: u16) -> Option<IpAddr> {
+/// The peer's address, resolved before anything is opened: IPv4 first, as RoCE GID tables
+/// carry IPv4 far more often. A name that does not resolve is a usage error that says so.
+pub fn resolve_peer(host: &str, port: u16) -> crate::error::Result<IpAddr> {
     if let Ok(ip) = host.parse::<IpAddr>() {
-        return Some(ip.to_canonical());
+        return Ok(ip.to_canonical());
     }
-    (host, port)
-        .to_socket_addrs()
-        .ok()?
-        .next()
-        .map(|sa| sa.ip().to_canonical())
+    let addrs: Vec<SocketAddr> = match (host, port).to_socket_addrs() {
+        Ok(addrs) => addrs.collect(),
+        Err(e) => {
+            return Err(crate::error::Error::Usage(format!(
+                "cannot resolve '{host}': {e}; give the peer's IP address, or a name this host resolves (getent hosts {host})"
+            )))
+        }
+    };
+    addrs
+        .iter()
+        .find(|a| a.is_ipv4())
+        .or(addrs.first())
+        .map(|a| a.ip().to_canonical())
+        .ok_or_else(|| {
+            crate::error::Error::Usage(format!(
+                "'{host}' resolved to no address; give the peer's IP address"
+            ))
+        })
 }
 
 /// Gather the facts about `failure` and run the rules: the report pingpong and selftest
@@ -179,6 +193,14 @@ fn context(sysfs: &Path, known: &Known, failure: &Failure) -> Facts {
             soft_roce: device.starts_with("rxe"),
         }),
         device_node: None,
+        cm_source: None,
+        port_holders: match (failure.step, &c.bind_addr) {
+            (Step::Listen, Some(addr)) => addr
+                .parse::<SocketAddr>()
+                .map(|a| net::tcp_port_holders(Path::new("/proc"), a.port()))
+                .unwrap_or_default(),
+            _ => Vec::new(),
+        },
         evidence: Vec::new(),
     }
 }
@@ -191,6 +213,29 @@ fn memlock_facts(needed: u64) -> MemlockFacts {
         limit_bytes: crate::diagnose::doctor::parse_memlock_soft_limit(&limits).flatten(),
         cap_ipc_lock: crate::diagnose::doctor::parse_has_cap_ipc_lock(&status).unwrap_or(false),
         needed_bytes: needed.div_ceil(4096) * 4096,
+    }
+}
+
+/// Before allocating: a run that would pin more than the memlock limit or the available
+/// memory is refused with the numbers (the OOM killer would end it without a word).
+pub fn pin_check(pinned: u64, what: String) -> Option<crate::failure::Cause> {
+    use crate::failure::{Cause, PinLimit};
+    let m = memlock_facts(pinned);
+    let refuse = |limit_bytes, limit| Cause::WouldPin {
+        pinned_bytes: m.needed_bytes,
+        what: what.clone(),
+        limit_bytes,
+        limit,
+    };
+    if let (false, Some(limit)) = (m.cap_ipc_lock, m.limit_bytes) {
+        if m.needed_bytes > limit {
+            return Some(refuse(limit, PinLimit::Memlock));
+        }
+    }
+    let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
+    match crate::diagnose::doctor::parse_mem_available(&meminfo) {
+        Some(avail) if m.needed_bytes > avail => Some(refuse(avail, PinLimit::MemAvailable)),
+        _ => None,
     }
 }
 
@@ -300,6 +345,36 @@ pub fn choose_gid(
         selection,
         table: p.gids,
     })
+}
+
+/// `-g auto` for a loopback test: perftest's default (IPv4, not link-local) when the port
+/// has one; otherwise any valid GID, since both ends are this port's and share its family.
+pub fn choose_loopback_gid(
+    sysfs: &Path,
+    device: &str,
+    port: u32,
+) -> crate::error::Result<GidChoice> {
+    let mut choice = choose_gid(sysfs, device, port, None)?;
+    if choice.selection.chosen.is_some() {
+        return Ok(choice);
+    }
+    let p = SysfsRoot::new(sysfs).port(device, port)?;
+    let link_layer = p.link_layer.clone().unwrap_or(LinkLayer::Ethernet);
+    let want = gidselect::Want {
+        family: Some(gidselect::Family::V6),
+        ..want_for(None, &NetFacts::default())
+    };
+    let selection = gidselect::select_gid(&p.gids, &link_layer, &want);
+    if let Some(i) = selection.chosen {
+        choice.selection = selection;
+        if let Some(r) = choice.selection.reasons.iter_mut().find(|r| r.index == i) {
+            r.why = format!(
+                "no IPv4 GID on {device}/{port}, and a loopback test works on any valid GID: {}",
+                r.why
+            );
+        }
+    }
+    Ok(choice)
 }
 
 #[cfg(test)]

@@ -150,6 +150,11 @@ fn plan(args: &PingpongArgs) -> Result<Plan> {
     if args.iters == 0 {
         return Err(Error::Usage("-n 0: give at least one iteration".into()));
     }
+    if args.server.is_some() && args.tcp_port == 0 {
+        return Err(Error::Usage(
+            "-p 0: a client needs the server's TCP port (a server started with -p 0 prints the one it got)".into(),
+        ));
+    }
     if !(args.timeout.is_finite() && args.timeout > 0.0 && args.timeout <= 3600.0) {
         return Err(Error::Usage(format!(
             "--timeout {}: give 0 < SECS <= 3600",
@@ -276,10 +281,11 @@ fn open_side(
     ctx: &Ctx,
     args: &PingpongArgs,
     plan: &Plan,
+    device: &str,
     peer: Option<IpAddr>,
     report: &mut Report,
 ) -> std::result::Result<Side, Setup> {
-    let vctx = Context::open(args.device.as_deref()).map_err(|(f, avail)| setup_error(f, avail))?;
+    let vctx = Context::open(Some(device)).map_err(|(f, avail)| setup_error(f, avail))?;
     report.device = vctx.name().to_string();
     let port = args.port;
     let port_info = vctx
@@ -347,6 +353,16 @@ fn open_side(
     };
     let (rd_atom, init_rd_atom) = vctx.rd_atomic_limits()?;
     let max_rd_atomic = rd_atom.min(init_rd_atom).clamp(1, 16) as u8;
+    let pinned = 2 * u64::from(args.size);
+    if let Some(cause) =
+        failure::pin_check(pinned, format!("2 × the {}-byte message size", args.size))
+    {
+        let mut f = Failure::new(Step::Mr, cause, FailureContext::default());
+        f.context.device = vctx.name().to_string();
+        f.context.port = port;
+        f.context.bytes = Some(pinned);
+        return Err(Setup::Failure(f));
+    }
     let pd = Pd::alloc(&vctx)?;
     let mr = Mr::register(&pd, 2 * args.size as usize, plan.access)?;
     let cq = Cq::create(&vctx, RX_DEPTH + WINDOW + 8)?;
@@ -429,10 +445,13 @@ pub fn run(ctx: &Ctx, args: &PingpongArgs) -> Result<u8> {
         return super::pingpong_cm::run(ctx, args);
     }
     let plan = plan(args)?;
-    let peer = args
-        .server
-        .as_deref()
-        .and_then(|h| failure::resolve_host(h, args.tcp_port));
+    // Everything that can be refused is refused before the device is opened: the peer's
+    // name, the device and port, and (server) the TCP port.
+    let peer = match args.server.as_deref() {
+        Some(host) => Some(failure::resolve_peer(host, args.tcp_port)?),
+        None => None,
+    };
+    let device = super::device_port(&ctx.sysfs, args.device.as_deref(), args.port)?;
     let mut report = Report {
         role: if args.server.is_some() {
             "client"
@@ -440,7 +459,7 @@ pub fn run(ctx: &Ctx, args: &PingpongArgs) -> Result<u8> {
             "server"
         },
         exchange: "native",
-        device: args.device.clone().unwrap_or_default(),
+        device: device.clone(),
         port: args.port,
         gid_index: plan.gid_index,
         peer: None,
@@ -454,7 +473,14 @@ pub fn run(ctx: &Ctx, args: &PingpongArgs) -> Result<u8> {
         ok: false,
         failure: None,
     };
-    let mut side = match open_side(ctx, args, &plan, peer, &mut report) {
+    let role = match peer {
+        Some(ip) => Role::Client(ip),
+        None => match oob::listen(args.bind, args.tcp_port) {
+            Ok(l) => Role::Server(l),
+            Err(f) => return finish(ctx, args, report, Some(f), peer, None, plan.ops.send),
+        },
+    };
+    let mut side = match open_side(ctx, args, &plan, &device, peer, &mut report) {
         Ok(side) => side,
         Err(Setup::Error(e)) => return Err(e),
         Err(Setup::Failure(f)) => {
@@ -462,7 +488,7 @@ pub fn run(ctx: &Ctx, args: &PingpongArgs) -> Result<u8> {
         }
     };
     report.local = Some(side.endpoint());
-    let outcome = drive(ctx, args, &plan, &mut side, &mut report);
+    let outcome = drive(ctx, args, &plan, &mut side, &mut report, role);
     let gid_table_len = Some(side.port_info.gid_tbl_len);
     finish(
         ctx,
@@ -491,6 +517,9 @@ fn finish(
         // Fill in what the step did not know but the run did.
         if f.context.device.is_empty() {
             f.context.device = report.device.clone();
+        }
+        // Device-level verbs (PD, MR, CQ) know no port; the run does.
+        if f.context.port == 0 && f.context.device == report.device {
             f.context.port = report.port;
         }
         f.context.gid_index = f.context.gid_index.or(report.gid_index);
@@ -582,18 +611,25 @@ fn render(r: &Report) -> String {
     out
 }
 
+/// A client knows its server's address; a server has bound its port before opening the
+/// device, so a busy port is found before anything else is done.
+enum Role {
+    Client(IpAddr),
+    Server(std::net::TcpListener),
+}
+
 fn drive(
     ctx: &Ctx,
     args: &PingpongArgs,
     plan: &Plan,
     side: &mut Side,
     report: &mut Report,
+    role: Role,
 ) -> std::result::Result<(), Failure> {
-    let is_client = args.server.is_some();
-    let mut conn = match &args.server {
-        Some(host) => oob::connect(host, args.tcp_port, plan.timeout)?,
-        None => {
-            let listener = oob::listen(args.bind, args.tcp_port)?;
+    let is_client = matches!(role, Role::Client(_));
+    let mut conn = match role {
+        Role::Client(ip) => oob::connect(&ip.to_string(), args.tcp_port, plan.timeout)?,
+        Role::Server(listener) => {
             eprintln!(
                 "rdmactl: waiting for a client on {} (ibv_rc_pingpong clients welcome)",
                 listener

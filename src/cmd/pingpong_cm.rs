@@ -3,7 +3,7 @@
 //! from the route to the peer. `check --peer` asks the kernel the same question
 //! (`cmd::check_kernel`).
 
-use std::net::{IpAddr, Ipv6Addr, SocketAddr, ToSocketAddrs};
+use std::net::{IpAddr, Ipv6Addr, SocketAddr};
 use std::path::Path;
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -120,31 +120,53 @@ fn timeout_of(secs: f64) -> Result<Duration> {
 /// IPv4 address in the port's GID table (RoCE), else an address of the port's netdev (the
 /// IPoIB interface on InfiniBand, or an IPv6-only RoCE port). A port with none is
 /// explained before the CM is even asked (cm-no-address, cm-no-ipoib-address).
-pub fn port_address(sysfs: &Path, device: &str, port: u32) -> Result<IpAddr> {
+pub fn port_address(sysfs: &Path, device: &str, port: u32, peer: Option<IpAddr>) -> Result<IpAddr> {
     let root = SysfsRoot::new(sysfs);
-    let ipv4 = root
+    // The kernel CM refuses a source and a peer of different families (EINVAL), so the
+    // peer's family decides; without a peer, IPv4 first (RoCE tables carry it most).
+    let want_v6 = peer.map(|p| p.to_canonical().is_ipv6());
+    let family_fits = |ip: &IpAddr| want_v6.map_or(true, |v6| ip.is_ipv6() == v6);
+    // A link-local address needs a scope the CM is not given here.
+    let usable = |ip: &IpAddr| match ip {
+        IpAddr::V4(v4) => !v4.is_unspecified(),
+        IpAddr::V6(v6) => (v6.segments()[0] & 0xffc0) != 0xfe80 && !v6.is_unspecified(),
+    };
+    let from_gids: Vec<IpAddr> = root
         .gid_table(device, port, false)?
         .iter()
-        .find_map(|e| e.gid.ipv4().filter(|ip| !ip.is_unspecified()));
-    if let Some(ip) = ipv4 {
-        return Ok(IpAddr::V4(ip));
-    }
+        .filter(|e| e.gid_type != Some(crate::model::GidType::Ib))
+        .map(|e| e.gid.ip())
+        .filter(usable)
+        .collect();
     let facts = root.port(device, port)?;
     let netdev = facts.netdev.map(|n| n.name);
-    let usable = |ip: &IpAddr| match ip {
-        IpAddr::V4(_) => true,
-        // A link-local address needs a scope the CM is not given here.
-        IpAddr::V6(v6) => (v6.segments()[0] & 0xffc0) != 0xfe80,
-    };
-    let addrs: Vec<IpAddr> = netdev
+    let from_netdev: Vec<IpAddr> = netdev
         .as_deref()
         .and_then(netdev_addresses)
         .unwrap_or_default()
         .into_iter()
         .filter(usable)
         .collect();
-    if let Some(ip) = addrs.iter().find(|ip| ip.is_ipv4()).or(addrs.first()) {
+    let all: Vec<IpAddr> = from_gids.into_iter().chain(from_netdev).collect();
+    let pick = all
+        .iter()
+        .filter(|ip| family_fits(ip))
+        .find(|ip| want_v6.is_some() || ip.is_ipv4())
+        .or_else(|| all.iter().find(|ip| family_fits(ip)));
+    if let Some(ip) = pick {
         return Ok(*ip);
+    }
+    if let (Some(peer), false) = (peer, all.is_empty()) {
+        let listed: Vec<String> = all.iter().map(IpAddr::to_string).collect();
+        return Err(Error::Usage(format!(
+            "{device}/{port} has no {} address for the peer {peer}: {} has only {}; \
+             give the peer's {} address, or add one (ip addr add ADDR/PREFIX dev {})",
+            if peer.is_ipv6() { "IPv6" } else { "IPv4" },
+            netdev.as_deref().unwrap_or("its netdev"),
+            listed.join(", "),
+            if peer.is_ipv6() { "IPv4" } else { "IPv6" },
+            netdev.as_deref().unwrap_or("DEV"),
+        )));
     }
     let mut err = Failure::toward_addr(Step::CmSetup, None, Cause::NoAddress { netdev });
     err.context.device = device.to_string();
@@ -176,20 +198,10 @@ fn first_device(sysfs: &Path) -> Result<String> {
 }
 
 fn peer_addr(server: &str, port: u16) -> Result<SocketAddr> {
-    if let Ok(ip) = server.parse::<IpAddr>() {
-        return Ok(SocketAddr::new(ip, port));
-    }
-    // IPv4 first: RoCE GID tables carry IPv4 addresses far more often than IPv6 ones.
-    let addrs: Vec<SocketAddr> = (server, port)
-        .to_socket_addrs()
-        .map(Iterator::collect)
-        .unwrap_or_default();
-    addrs
-        .iter()
-        .find(|a| a.is_ipv4())
-        .or(addrs.first())
-        .copied()
-        .ok_or_else(|| Error::Usage(format!("cannot resolve '{server}' to an IP address")))
+    Ok(SocketAddr::new(
+        super::failure::resolve_peer(server, port)?,
+        port,
+    ))
 }
 
 fn quiet(_: StepDone) {}
@@ -219,6 +231,11 @@ pub fn run(ctx: &Ctx, args: &PingpongArgs) -> Result<u8> {
             cm::MAX_BUFFER_LEN
         )));
     }
+    if args.server.is_some() && args.tcp_port == 0 {
+        return Err(Error::Usage(
+            "-p 0: a client needs the server's port (a server started with -p 0 prints the one it got)".into(),
+        ));
+    }
     if args.device.is_none() && args.bind.is_none() && args.port != 1 {
         return Err(Error::Usage(format!(
             "-i {}: with --cm a port is named with -d (its address is bound); without -d the kernel picks device and port from the route",
@@ -226,16 +243,27 @@ pub fn run(ctx: &Ctx, args: &PingpongArgs) -> Result<u8> {
         )));
     }
     // The CM binds an address, not a device: -d stands for its port's address.
+    let peer = match &args.server {
+        Some(server) => Some(peer_addr(server, args.tcp_port)?),
+        None => None,
+    };
+    if let Some(dev) = &args.device {
+        super::device_port(&ctx.sysfs, Some(dev), args.port)?;
+    }
     let source = || -> Result<Option<IpAddr>> {
         Ok(match (args.bind, &args.device) {
             (Some(ip), _) => Some(ip),
-            (None, Some(dev)) => Some(port_address(&ctx.sysfs, dev, args.port)?),
+            (None, Some(dev)) => Some(port_address(
+                &ctx.sysfs,
+                dev,
+                args.port,
+                peer.map(|p| p.ip()),
+            )?),
             (None, None) => None,
         })
     };
-    match &args.server {
-        Some(server) => {
-            let peer = peer_addr(server, args.tcp_port)?;
+    match peer {
+        Some(peer) => {
             let mut report = Report::new("client", args);
             report.peer = Some(peer.to_string());
             let outcome = source().and_then(|src| {
@@ -271,7 +299,10 @@ pub fn explain_cm(mut failure: Failure, src: Option<IpAddr>, sysfs: &Path) -> Fa
 }
 
 fn cm_facts(err: &mut Failure, src: Option<IpAddr>, sysfs: &Path) -> Facts {
-    let mut facts = Facts::default();
+    let mut facts = Facts {
+        cm_source: src,
+        ..Facts::default()
+    };
     let finding_the_peer = matches!(
         err.step,
         Step::CmResolveAddr | Step::CmResolveRoute | Step::CmConnect
@@ -931,8 +962,13 @@ pub fn selftest_cm(ctx: &Ctx, args: &SelftestArgs) -> Result<u8> {
     report.devices.dedup();
     let steps = Steps::default();
     // The CM binds addresses: each device stands for its port's.
-    let server_ip = port_address(&ctx.sysfs, &server_dev, args.port);
-    let client_ip = port_address(&ctx.sysfs, &client_dev, args.port);
+    let server_ip = port_address(&ctx.sysfs, &server_dev, args.port, None);
+    let client_ip = port_address(
+        &ctx.sysfs,
+        &client_dev,
+        args.port,
+        server_ip.as_ref().ok().copied(),
+    );
     report.server_address = server_ip.as_ref().ok().copied();
     report.client_address = client_ip.as_ref().ok().copied();
     let failure = match (server_ip, client_ip) {
@@ -1395,19 +1431,19 @@ mod tests {
         let root =
             &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sysfs/rxe-veth-basic");
         assert_eq!(
-            port_address(root, "rxe0", 1).unwrap(),
+            port_address(root, "rxe0", 1, None).unwrap(),
             "192.168.77.1".parse::<IpAddr>().unwrap()
         );
         assert_eq!(
-            port_address(root, "rxe1", 1).unwrap(),
+            port_address(root, "rxe1", 1, None).unwrap(),
             "192.168.77.2".parse::<IpAddr>().unwrap()
         );
         assert!(matches!(
-            port_address(root, "mlx5_9", 1),
+            port_address(root, "mlx5_9", 1, None),
             Err(Error::NoSuchDevice { .. })
         ));
         assert!(matches!(
-            port_address(root, "rxe0", 2),
+            port_address(root, "rxe0", 2, None),
             Err(Error::NoSuchPort { .. })
         ));
     }
@@ -1423,7 +1459,7 @@ mod tests {
             eprintln!("skipped: this host has an ib0 of its own");
             return;
         }
-        let Err(Error::Failure(e)) = port_address(root, "mlx5_0", 1) else {
+        let Err(Error::Failure(e)) = port_address(root, "mlx5_0", 1, None) else {
             panic!("an IB port without IPoIB address must fail");
         };
         assert!(e.is_infiniband());

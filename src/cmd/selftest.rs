@@ -95,11 +95,18 @@ pub fn run(ctx: &Ctx, args: &SelftestArgs) -> Result<u8> {
             args.timeout
         )));
     }
-    let names: [Option<&str>; 2] = match args.devices.as_slice() {
+    // Both devices and the port are looked up before anything is opened: a wrong -d or -i
+    // is one line naming what exists, not a failed step.
+    let wanted: [Option<&str>; 2] = match args.devices.as_slice() {
         [] => [None, None],
         [a] => [Some(a.as_str()), Some(a.as_str())],
         [a, b, ..] => [Some(a.as_str()), Some(b.as_str())],
     };
+    let resolved = [
+        super::device_port(&ctx.sysfs, wanted[0], args.port)?,
+        super::device_port(&ctx.sysfs, wanted[1], args.port)?,
+    ];
+    let names: [Option<&str>; 2] = [Some(resolved[0].as_str()), Some(resolved[1].as_str())];
     let mut t = Tester {
         ends: [End::default(), End::default()],
         port: args.port,
@@ -255,7 +262,7 @@ impl Tester {
                 }
                 let index = match t.fixed_index {
                     Some(i) => i,
-                    None => match failure::choose_gid(&t.sysfs, c.name(), t.port, None) {
+                    None => match failure::choose_loopback_gid(&t.sysfs, c.name(), t.port) {
                         Ok(choice) => {
                             let chosen = choice.selection.chosen;
                             if chosen.is_none() {
@@ -327,6 +334,20 @@ impl Tester {
                 remote_atomic: true,
             };
             let len = 2 * t.size as usize;
+            let pinned = 2 * len as u64;
+            if let Some(cause) =
+                failure::pin_check(pinned, format!("4 × the {}-byte message size", t.size))
+            {
+                let mut f = Failure::new(Step::Mr, cause, FailureContext::default());
+                f.context.device = t.ends[0]
+                    .ctx
+                    .as_ref()
+                    .map(|c| c.name().to_string())
+                    .unwrap_or_default();
+                f.context.port = t.port;
+                f.context.bytes = Some(pinned);
+                return Err(f);
+            }
             for end in &mut t.ends {
                 end.mr = Some(Mr::register(end.pd.as_ref().expect("pd"), len, access)?);
             }

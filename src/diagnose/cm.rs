@@ -83,7 +83,7 @@ fn rule(err: &Failure, facts: &Facts) -> Explanation {
             "stop the other server, or pick another port with -p",
         ),
         (Cause::Errno { .. }, Step::CmResolveAddr)
-        | (Cause::CmEvent { event: EventKind::AddrError, .. }, _) => addr_error(err, &peer, ib),
+        | (Cause::CmEvent { event: EventKind::AddrError, .. }, _) => addr_error(err, &peer, ib, facts),
         (Cause::CmEvent { event: EventKind::RouteError, status, .. }, _)
         | (Cause::Errno { errno: status, call: Some("rdma_resolve_route") }, _) => {
             if ib && status.abs() == libc::ETIMEDOUT {
@@ -240,7 +240,9 @@ fn rule(err: &Failure, facts: &Facts) -> Explanation {
             "rerun; if it repeats, run rdmactl selftest on each host to find the side that corrupts",
         ),
         // The TCP exchange's causes never reach a CM stage; the data-path rules take them.
-        (Cause::PeerClosed | Cause::Mismatch { .. }, _) => datapath::explain(err, facts),
+        (Cause::PeerClosed | Cause::Mismatch { .. } | Cause::WouldPin { .. }, _) => {
+            datapath::explain(err, facts)
+        }
         (Cause::Errno { call, .. }, _) => why(
             "cm-call-failed",
             format!("{} was refused by the kernel or the provider", call.unwrap_or("a librdmacm call")),
@@ -249,7 +251,7 @@ fn rule(err: &Failure, facts: &Facts) -> Explanation {
     }
 }
 
-fn addr_error(err: &Failure, peer: &str, ib: bool) -> Explanation {
+fn addr_error(err: &Failure, peer: &str, ib: bool, facts: &Facts) -> Explanation {
     let errno = match &err.cause {
         Cause::Errno { errno, .. } => *errno,
         Cause::CmEvent { status, .. } => status.abs(),
@@ -281,11 +283,7 @@ fn addr_error(err: &Failure, peer: &str, ib: bool) -> Explanation {
             "the source address is not configured on this host",
             "give a local address with --bind (ip -br addr lists them)",
         ),
-        libc::EINVAL => why(
-            "cm-bad-address",
-            format!("the kernel CM cannot use {peer} (multicast, broadcast, or an address family the port does not support)"),
-            "give the peer's unicast address",
-        ),
+        libc::EINVAL => bad_address(err, peer, facts),
         _ => why(
             "cm-resolve-failed",
             format!("the kernel could not map {peer} to an RDMA device and a destination MAC/GID"),
@@ -293,6 +291,57 @@ fn addr_error(err: &Failure, peer: &str, ib: bool) -> Explanation {
         ),
     }
 }
+/// rdma_resolve_addr's EINVAL: say what the addresses show, never a guess about them.
+fn bad_address(err: &Failure, peer: &str, facts: &Facts) -> Explanation {
+    let peer_ip = err
+        .context
+        .peer_addr
+        .as_deref()
+        .and_then(|p| p.parse::<SocketAddr>().ok())
+        .map(|p| p.ip().to_canonical());
+    let family = |ip: &std::net::IpAddr| if ip.is_ipv4() { "IPv4" } else { "IPv6" };
+    let mut x = match (facts.cm_source, peer_ip) {
+        (Some(src), Some(dst)) if src.to_canonical().is_ipv4() != dst.is_ipv4() => {
+            let mut x = why(
+                "cm-family-mismatch",
+                format!(
+                    "the source address {src} is {} and the peer {dst} is {}: the CM connects within one address family",
+                    family(&src.to_canonical()),
+                    family(&dst)
+                ),
+                format!(
+                    "give a source of the peer's family (--bind ADDR, or -d with a port that has an {} address), or the peer's {} address",
+                    family(&dst),
+                    family(&src.to_canonical())
+                ),
+            );
+            x.evidence.push(format!("source {src}, peer {dst}"));
+            x
+        }
+        (_, Some(std::net::IpAddr::V6(v6))) if (v6.segments()[0] & 0xffc0) == 0xfe80 => why(
+            "cm-bad-address",
+            format!("{peer} is IPv6 link-local, and the CM needs to know which interface it is on"),
+            format!("give the peer's global address, or add the scope: {peer}%IFNAME"),
+        ),
+        (_, Some(dst)) if dst.is_multicast() || dst == std::net::IpAddr::V4(std::net::Ipv4Addr::BROADCAST) => why(
+            "cm-bad-address",
+            format!("{peer} is a multicast or broadcast address; a connection needs the peer's unicast address"),
+            "give the peer's unicast address",
+        ),
+        _ => why(
+            "cm-bad-address",
+            format!("the kernel CM refused to resolve {peer} (EINVAL) from the source it was given"),
+            format!("compare the source and the peer (`ip route get {peer}` shows the kernel's source), and rdmactl check --peer {peer}"),
+        ),
+    };
+    if let Some(src) = facts.cm_source {
+        if x.code != "cm-family-mismatch" {
+            x.evidence.push(format!("source {src}"));
+        }
+    }
+    x
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -357,6 +406,53 @@ mod tests {
             ),
             facts: Facts::default(),
         }
+    }
+
+    /// rdma_resolve_addr's EINVAL names what the addresses show: an IPv4 source for an
+    /// IPv6 peer is a family mismatch, and a unicast peer is never called multicast.
+    #[test]
+    fn resolve_addr_einval_says_what_the_addresses_show() {
+        let mut e = err(
+            Step::CmResolveAddr,
+            Cause::call("rdma_resolve_addr", libc::EINVAL),
+            Some(LinkLayer::Ethernet),
+        );
+        e.f.context.peer_addr = Some("[2001:db8::1]:18515".into());
+        e.facts.cm_source = Some("192.168.77.2".parse().unwrap());
+        let x = e.x();
+        assert_eq!(x.code, "cm-family-mismatch");
+        assert!(
+            x.summary
+                .contains("192.168.77.2 is IPv4 and the peer 2001:db8::1 is IPv6"),
+            "{}",
+            x.summary
+        );
+        assert!(
+            x.evidence
+                .iter()
+                .any(|s| s == "source 192.168.77.2, peer 2001:db8::1"),
+            "{:?}",
+            x.evidence
+        );
+        assert!(!x.summary.contains("multicast"), "{}", x.summary);
+
+        e.facts.cm_source = Some("2001:db8::2".parse().unwrap());
+        let x = e.x();
+        assert_eq!(x.code, "cm-bad-address");
+        assert!(!x.summary.contains("multicast"), "{}", x.summary);
+        assert!(
+            x.evidence.iter().any(|s| s == "source 2001:db8::2"),
+            "{:?}",
+            x.evidence
+        );
+
+        e.f.context.peer_addr = Some("224.0.0.1:18515".into());
+        e.facts.cm_source = None;
+        assert!(
+            e.x().summary.contains("224.0.0.1 is a multicast"),
+            "{}",
+            e.x().summary
+        );
     }
 
     #[test]

@@ -15,7 +15,7 @@ use crate::errno::{
     WC_REM_INV_REQ_ERR, WC_RETRY_EXC_ERR, WC_RNR_RETRY_EXC_ERR, WC_WR_FLUSH_ERR,
 };
 use crate::facts::{EndFacts, Facts, RouteFacts};
-use crate::failure::{Cause, Failure, Step};
+use crate::failure::{Cause, Failure, Mismatch, PinLimit, Step};
 use crate::finding::{Explanation, Finding, Severity};
 use crate::gid::Gid;
 use crate::model::{GidEntry, GidType, LinkLayer};
@@ -92,7 +92,16 @@ impl Builder<'_> {
     ) -> Explanation {
         let s = &self.suggestion;
         let mut fix = fix;
+        // Whether the GID fits is evidence only where a GID could have caused the failure:
+        // on the wire (RTR, completions, the peer's RTR behind a closed exchange). Under a
+        // memlock or MR failure it would be a fact about something else.
+        let gid_matters = gid_fix
+            || matches!(
+                self.failure.step,
+                Step::Rtr | Step::Poll | Step::Completion | Step::CmTransfer | Step::Exchange
+            );
         match (&s.text, gid_fix) {
+            _ if !gid_matters => {}
             (Some(text), true) if !s.current_is_best => fix = format!("{fix}; {text}"),
             (Some(text), _) if s.current_is_best => evidence.push(format!(
                 "the GID in use fits the peer: {}",
@@ -111,7 +120,7 @@ impl Builder<'_> {
             summary,
             evidence,
             fix,
-            suggested_gid_index: s.index,
+            suggested_gid_index: s.index.filter(|_| gid_matters),
         }
     }
 }
@@ -149,6 +158,14 @@ pub fn explain(failure: &Failure, ctx: &Facts) -> Explanation {
         {
             memlock(b)
         }
+        (
+            _,
+            Cause::WouldPin {
+                limit: PinLimit::Memlock,
+                ..
+            },
+        ) => memlock(b),
+        (_, Cause::WouldPin { .. }) => memory_short(b),
         (Step::Mr, Cause::Errno { errno: e, .. }) if *e == libc::EACCES || *e == libc::EPERM => {
             device_access(b)
         }
@@ -167,7 +184,7 @@ pub fn explain(failure: &Failure, ctx: &Facts) -> Explanation {
         }
         (Step::QueryGid, Cause::Errno { errno: e, .. }) => gid_slot(b, *e),
         (Step::Listen, Cause::Errno { errno: e, .. }) if *e == libc::EADDRINUSE => {
-            port_in_use(failure)
+            port_in_use(failure, ctx)
         }
         (Step::Connect, cause) => oob_connect(b, cause),
         (Step::Exchange, cause) => oob_exchange(b, cause),
@@ -638,27 +655,42 @@ fn gid_slot(b: Builder, errno: i32) -> Explanation {
 
 /// The server's TCP port is taken. Nothing about GIDs or the peer applies: no device was
 /// needed to find this out.
-fn port_in_use(failure: &Failure) -> Explanation {
-    let port = failure
-        .context
-        .peer_addr
-        .as_deref()
+fn port_in_use(failure: &Failure, ctx: &Facts) -> Explanation {
+    let bind = failure.context.bind_addr.as_deref();
+    let port = bind
         .and_then(|a| a.parse::<std::net::SocketAddr>().ok())
         .map(|a| a.port());
     let which = port.map_or("the TCP port".to_string(), |p| format!("TCP port {p}"));
+    let holders: Vec<String> = ctx
+        .port_holders
+        .iter()
+        .map(|(pid, name)| format!("{name} (pid {pid})"))
+        .collect();
+    let who = if holders.is_empty() {
+        "another process".to_string()
+    } else {
+        holders.join(" and ")
+    };
     let mut x = Explanation::new(
         "port-in-use",
-        format!("another process already listens on {which}: a server still running, or another tool on that port"),
+        format!("{who} already listens on {which}: a server still running, or another tool on that port"),
         format!(
-            "stop the other server, or give both ends another port with -p{}",
-            port.map(|p| format!(" (`ss -ltnp 'sport = :{p}'` names the process)"))
-                .unwrap_or_default()
+            "stop {}, or give both ends another port with -p{}",
+            if holders.is_empty() { "the other server" } else { "it" },
+            match (port, holders.is_empty()) {
+                (Some(p), true) => format!(" (`ss -ltnp 'sport = :{p}'` names the process)"),
+                _ => String::new(),
+            }
         ),
     );
-    x.evidence.push(format!(
-        "bind {}: EADDRINUSE",
-        failure.context.peer_addr.as_deref().unwrap_or("?")
-    ));
+    x.evidence
+        .push(format!("bind {}: EADDRINUSE", bind.unwrap_or("?")));
+    for (pid, name) in &ctx.port_holders {
+        x.evidence.push(format!(
+            "/proc/{pid}/fd holds the listening socket of {} ({name})",
+            which
+        ));
+    }
     x
 }
 
@@ -791,18 +823,57 @@ fn compare(b: Builder) -> Explanation {
         let fix = f.fix.clone().unwrap_or_default();
         return b.done(&code, f.message.clone(), f.evidence.clone(), fix, false);
     }
-    // The exchange found the difference itself; its mismatches are the evidence.
-    let evidence: Vec<String> = match &b.failure.cause {
-        Cause::Mismatch { mismatches } => mismatches.iter().map(|m| m.to_string()).collect(),
-        other => vec![other.to_string()],
-    };
-    b.done(
-        "parameters-differ",
-        "the two ends were started with parameters that do not fit together".into(),
-        evidence,
-        "give both ends the same -s, -n, --op and -m".into(),
-        false,
-    )
+    // The exchange found the difference itself; its mismatches are the evidence, and the
+    // fix names only the flags that differ.
+    match &b.failure.cause {
+        Cause::Mismatch { mismatches } => {
+            let evidence = mismatches.iter().map(|m| m.to_string()).collect();
+            let mut flags: Vec<&str> = mismatches
+                .iter()
+                .filter_map(|m| match m {
+                    Mismatch::Size { .. } => Some("-s"),
+                    Mismatch::Iters { .. } => Some("-n"),
+                    Mismatch::Ops { .. } => Some("--op"),
+                    Mismatch::NoGid { .. } => Some("-g"),
+                    _ => None,
+                })
+                .collect();
+            flags.dedup();
+            let fix = match flags.as_slice() {
+                [] => "start both ends with matching settings (the lines above say which differ)"
+                    .to_string(),
+                [one] => format!("give both ends the same {one}"),
+                [init @ .., last] => {
+                    format!("give both ends the same {} and {last}", init.join(", "))
+                }
+            };
+            b.done(
+                "parameters-differ",
+                "the two ends were started with parameters that do not fit together".into(),
+                evidence,
+                fix,
+                false,
+            )
+        }
+        // A setting this end cannot use with this peer (-m above the path's MTU): its own
+        // words say what to change.
+        Cause::Invalid { what } => b.done(
+            "parameters-differ",
+            "a setting does not fit this path".into(),
+            vec![what.clone()],
+            what.rsplit_once("; ")
+                .map(|(_, fix)| fix.to_string())
+                .unwrap_or_else(|| "adjust the setting named above".into()),
+            false,
+        ),
+        other => b.done(
+            "parameters-differ",
+            "the two ends were started with parameters that do not fit together".into(),
+            vec![other.to_string()],
+            "compare the flags of both ends".into(),
+            false,
+        ),
+    }
 }
 
 /// the kernel could not resolve the peer's MAC through the source GID's netdev.
@@ -999,12 +1070,12 @@ fn completion(b: Builder, status: u32) -> Explanation {
             if let Some(r) = qp.retry_cnt {
                 ev.push(format!("retry_cnt {r}"));
             }
-            ev.push("compare hw_counters (local_ack_timeout_err, out_of_sequence, roce_adp_retrans) before and after".into());
+            let counters = format!("`rdma statistic show link {}` before and after a run shows whether packets were retransmitted or dropped", ctx.local.name());
             b.done(
                 "retry-exceeded",
                 "the peer never acknowledged: it died, its QP is gone, or packets are dropped on the way (wrong GID or route, switch filtering, RoCE v1 across L3)".into(),
                 ev,
-                "check that the peer process is alive; use the same GID type on both ends and RoCE v2 across subnets".into(),
+                format!("check that the peer process is alive; use the same GID type on both ends and RoCE v2 across subnets; {counters}"),
                 true,
             )
         }
@@ -1115,7 +1186,11 @@ fn poll_timeout(b: Builder, seconds: f64) -> Explanation {
 /// Rows 8 (memlock) and resource exhaustion.
 fn memlock(b: Builder) -> Explanation {
     let step = b.failure.step;
-    match b.ctx.memlock.clone() {
+    let mut memlock = b.ctx.memlock.clone();
+    if let (Some(m), Cause::WouldPin { pinned_bytes, .. }) = (&mut memlock, &b.failure.cause) {
+        m.needed_bytes = *pinned_bytes;
+    }
+    match memlock {
         Some(m) if !m.cap_ipc_lock && m.limit_bytes.is_some_and(|l| l < m.needed_bytes) => {
             let limit = m.limit_bytes.unwrap_or(0);
             b.done(
@@ -1153,6 +1228,34 @@ fn memlock(b: Builder) -> Explanation {
             false,
         ),
     }
+}
+
+/// Checked before allocating: more than the host has available would end in the OOM killer.
+fn memory_short(b: Builder) -> Explanation {
+    let Cause::WouldPin {
+        pinned_bytes,
+        what,
+        limit_bytes,
+        ..
+    } = &b.failure.cause
+    else {
+        return generic(b);
+    };
+    let ratio = (*pinned_bytes / (*limit_bytes).max(1)).max(1) + 1;
+    b.done(
+        "memory-short",
+        format!(
+            "the run would pin {} ({what}), more than the {} of memory this host has available: the OOM killer would end it",
+            human_bytes(*pinned_bytes),
+            human_bytes(*limit_bytes)
+        ),
+        vec![
+            format!("MemAvailable {limit_bytes} bytes (/proc/meminfo)"),
+            format!("to pin {pinned_bytes} bytes ({what})"),
+        ],
+        format!("use a message size at least {ratio} times smaller (-s), or free memory on this host"),
+        false,
+    )
 }
 
 fn device_access(b: Builder) -> Explanation {
@@ -1640,8 +1743,8 @@ mod tests {
                 failure: errno(libc::EINVAL),
                 ctx: rxe_ctx(Some(1), "::ffff:192.168.77.2"),
                 code: "init-invalid",
-                says: &["P_Key", "GID index 1"],
-                suggested: Some(1),
+                says: &["P_Key"],
+                suggested: None,
             },
             Case {
                 name: "create QP EINVAL",
@@ -1650,7 +1753,7 @@ mod tests {
                 ctx: rxe_ctx(Some(1), "::ffff:192.168.77.2"),
                 code: "qp-caps",
                 says: &["max_qp_wr"],
-                suggested: Some(1),
+                suggested: None,
             },
             Case {
                 name: "post send ENOMEM",
@@ -1659,7 +1762,7 @@ mod tests {
                 ctx: rxe_ctx(Some(1), "::ffff:192.168.77.2"),
                 code: "queue-full",
                 says: &["poll completions"],
-                suggested: Some(1),
+                suggested: None,
             },
             Case {
                 name: "RTR ENODEV, VLAN netdev gone: another netdev's GID works",
@@ -1803,7 +1906,7 @@ mod tests {
                 ctx: ib_ctx(0, "DOWN", "Polling"),
                 code: "ib-port-not-active",
                 says: &["cable"],
-                suggested: Some(0),
+                suggested: None,
             },
             Case {
                 name: "RoCE port down",
@@ -1862,7 +1965,7 @@ mod tests {
                 ctx: rxe_ctx(Some(1), "::ffff:192.168.77.2"),
                 code: "data-mismatch",
                 says: &["bytes differ", "byte 17 of 4096", "selftest on each host"],
-                suggested: Some(1),
+                suggested: None,
             },
             Case {
                 name: "RETRY_EXC_ERR, peer died",
@@ -1870,7 +1973,7 @@ mod tests {
                 failure: wc(WC_RETRY_EXC_ERR),
                 ctx: retry_dead,
                 code: "retry-exceeded",
-                says: &["IBV_WC_RETRY_EXC_ERR", "hw_counters", "GID index 1"],
+                says: &["IBV_WC_RETRY_EXC_ERR", "rdma statistic show link", "GID index 1"],
                 suggested: Some(1),
             },
             Case {
@@ -1902,9 +2005,8 @@ mod tests {
                     "8 MiB",
                     "CAP_IPC_LOCK",
                     "limits.conf",
-                    "GID index 1",
                 ],
-                suggested: Some(1),
+                suggested: None,
             },
             Case {
                 name: "ENOMEM with memlock unlimited",
@@ -1913,7 +2015,7 @@ mod tests {
                 ctx: roomy_memlock,
                 code: "out-of-resources",
                 says: &["unlimited"],
-                suggested: Some(1),
+                suggested: None,
             },
             Case {
                 name: "EACCES on the device",
@@ -1922,7 +2024,7 @@ mod tests {
                 ctx: eacces,
                 code: "device-access",
                 says: &["/dev/infiniband/uverbs0", "cgroup"],
-                suggested: Some(1),
+                suggested: None,
             },
             Case {
                 name: "-g 7 looked up before the QP: an empty slot",
@@ -1946,7 +2048,7 @@ mod tests {
                 },
                 code: "no-listener",
                 says: &["nothing listens on 192.168.77.2", "same -p"],
-                suggested: Some(1),
+                suggested: None,
             },
             Case {
                 name: "garbage instead of a handshake",
@@ -2038,6 +2140,28 @@ mod tests {
                 "{}:\n{text}",
                 case.name
             );
+            // A step the GID cannot cause has no seen line about the GID.
+            let gid_free = matches!(
+                case.step,
+                Step::Open
+                    | Step::Pd
+                    | Step::Mr
+                    | Step::Cq
+                    | Step::QpCreate
+                    | Step::Init
+                    | Step::PostSend
+                    | Step::PostRecv
+                    | Step::Verify
+                    | Step::Listen
+                    | Step::Connect
+            );
+            if gid_free {
+                assert!(
+                    !exp.evidence.iter().any(|e| e.contains("GID")),
+                    "{}: a GID seen line under a step the GID cannot cause:\n{text}",
+                    case.name
+                );
+            }
             // Whenever an index would work, the explanation names it.
             if let Some(i) = exp.suggested_gid_index {
                 assert!(
@@ -2056,16 +2180,33 @@ mod tests {
             Step::Listen,
             Cause::errno(libc::EADDRINUSE),
             crate::failure::FailureContext {
-                peer_addr: Some("[::]:18515".into()),
+                bind_addr: Some("[::]:18515".into()),
                 ..Default::default()
             },
         );
-        let x = explain(&failure, &rxe_ctx(Some(1), "::ffff:192.168.77.2"));
+        assert_eq!(
+            failure.to_string(),
+            "listen (TCP) failed (on [::]:18515): EADDRINUSE (98: Address already in use)"
+        );
+        let mut facts = rxe_ctx(Some(1), "::ffff:192.168.77.2");
+        let x = explain(&failure, &facts);
         assert_eq!(x.code, "port-in-use");
         assert!(x.summary.contains("TCP port 18515"), "{x:?}");
         assert!(x.fix.contains("-p"), "{x:?}");
         assert!(x.evidence.iter().all(|e| !e.contains("GID")), "{x:?}");
         assert_eq!(x.suggested_gid_index, None);
+        // Named when /proc tells, as `ss -p` does.
+        facts.port_holders = vec![(4242, "rdmactl".into())];
+        let x = explain(&failure, &facts);
+        assert!(
+            x.summary
+                .starts_with("rdmactl (pid 4242) already listens on TCP port 18515"),
+            "{x:?}"
+        );
+        assert!(
+            x.evidence.iter().any(|e| e.contains("/proc/4242/fd")),
+            "{x:?}"
+        );
     }
 
     #[test]

@@ -16,6 +16,20 @@ fn finding(
     Finding::new(severity, code, message).subject(subject)
 }
 
+/// The largest whole-page message size that fits `bytes`, as a -s value.
+fn largest_size(bytes: u64) -> u64 {
+    (bytes / 4096 * 4096).max(8)
+}
+
+/// `MemAvailable` from /proc/meminfo, in bytes; None when the line is missing.
+pub fn parse_mem_available(meminfo: &str) -> Option<u64> {
+    meminfo.lines().find_map(|l| {
+        let rest = l.strip_prefix("MemAvailable:")?;
+        let kib: u64 = rest.trim().trim_end_matches("kB").trim().parse().ok()?;
+        Some(kib * 1024)
+    })
+}
+
 /// `Max locked memory` from /proc/self/limits: None means unlimited.
 pub fn parse_memlock_soft_limit(limits: &str) -> Option<Option<u64>> {
     let line = limits
@@ -155,7 +169,11 @@ pub fn memlock_finding(
             "memlock",
             subject,
             Severity::Warn,
-            format!("locked-memory limit {shown} is enough for rdmactl but small for real workloads (MPI, NCCL, storage)"),
+            format!(
+                "locked-memory limit {shown} holds rdmactl's default runs (-s 4096), up to about selftest -s {} and pingpong -s {} (they pin 4× and 2× the message size), but it is small for real workloads (MPI, NCCL, storage)",
+                largest_size(bytes / 4),
+                largest_size(bytes / 2)
+            ),
         )
         .evidence(evidence)
         .fix("raise it: `memlock unlimited` in /etc/security/limits.conf or LimitMEMLOCK=infinity in the systemd unit"),
