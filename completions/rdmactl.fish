@@ -131,7 +131,7 @@ complete -c rdmactl -n "__fish_rdmactl_using_subcommand pingpong" -s p -l port -
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand pingpong" -s s -l size -d 'Message size in bytes' -r
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand pingpong" -s n -l iters -d 'Number of iterations' -r
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand pingpong" -s m -l mtu -d 'Path MTU (256, 512, 1024, 2048, 4096); default: the smaller active MTU of the two ports' -r
-complete -c rdmactl -n "__fish_rdmactl_using_subcommand pingpong" -l op -d 'Operations to run' -r -f -a "send\t''
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand pingpong" -l op -d 'Operations to run [default: all; send against a stock ibv_rc_pingpong]' -r -f -a "send\t''
 write\t''
 read\t''
 all\t''"

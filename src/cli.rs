@@ -286,9 +286,9 @@ pub struct PingpongArgs {
     /// Path MTU (256, 512, 1024, 2048, 4096); default: the smaller active MTU of the two ports
     #[arg(short = 'm', long, value_name = "MTU")]
     pub mtu: Option<u32>,
-    /// Operations to run
-    #[arg(long, value_enum, default_value_t = Op::All)]
-    pub op: Op,
+    /// Operations to run [default: all; send against a stock ibv_rc_pingpong]
+    #[arg(long, value_enum)]
+    pub op: Option<Op>,
     /// Give up on any step after this many seconds
     #[arg(long, value_name = "SECS", default_value_t = 5.0)]
     pub timeout: f64,

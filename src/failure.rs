@@ -205,12 +205,40 @@ pub enum Cause {
         limit_bytes: u64,
         limit: PinLimit,
     },
+    /// SIGINT or SIGTERM stopped the run (a second one ends the process at once).
+    Interrupted { signal: i32 },
+    /// The peer found the cause on its side and said so over the out-of-band connection.
+    PeerReported { notice: Box<PeerNotice> },
     /// Every work request completed, yet the bytes differ from what was sent.
     Corrupted {
         op: &'static str,
         offset: usize,
         len: usize,
     },
+}
+
+/// What one end tells the other when it fails while the out-of-band connection is open:
+/// its failure line and its explanation, so both ends print the cause.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct PeerNotice {
+    /// "client" or "server".
+    pub role: String,
+    /// The peer's own failure line, e.g. "modify QP to RTR failed (rxe1/1, ...): ETIMEDOUT".
+    pub message: String,
+    pub code: String,
+    pub summary: String,
+    pub evidence: Vec<String>,
+    pub fix: String,
+}
+
+/// The name of a signal a run is stopped by.
+pub fn signal_name(signal: i32) -> &'static str {
+    match signal {
+        libc::SIGINT => "SIGINT",
+        libc::SIGTERM => "SIGTERM",
+        libc::SIGHUP => "SIGHUP",
+        _ => "a signal",
+    }
 }
 
 /// What a planned registration is checked against.
@@ -366,6 +394,12 @@ impl fmt::Display for Cause {
                     PinLimit::MemAvailable => "the available memory",
                 }
             ),
+            Cause::Interrupted { signal } => {
+                write!(f, "interrupted by {}", signal_name(*signal))
+            }
+            Cause::PeerReported { notice } => {
+                write!(f, "the {} failed: {}", notice.role, notice.message)
+            }
             Cause::Corrupted { op, offset, len } => {
                 write!(
                     f,

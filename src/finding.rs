@@ -136,6 +136,8 @@ impl FailureReport {
     pub fn exit_code(&self) -> u8 {
         match self.cause {
             Cause::LibraryMissing { .. } | Cause::NoKernelCm { .. } => crate::exit::NO_RDMA,
+            // As a shell reports a process a signal ended: 130 for SIGINT, 143 for SIGTERM.
+            Cause::Interrupted { signal } => 128u8.saturating_add(signal as u8),
             _ => crate::exit::FAILED,
         }
     }

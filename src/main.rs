@@ -13,6 +13,7 @@ mod failure;
 mod finding;
 mod generate;
 mod gid;
+mod interrupt;
 mod model;
 mod net;
 mod oob;

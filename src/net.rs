@@ -528,6 +528,7 @@ pub fn route_facts(
     facts.route_netdev = route.oif.clone();
     facts.gateway = route.gateway;
     facts.peer_is_local = route.is_local();
+    facts.subnet_netdevs = subnet_netdevs(peer)?;
     let mut via_gid = None;
     if facts.peer_is_local {
         // Two ports of one host: the RDMA path leaves through the GID's netdev and the
@@ -554,6 +555,46 @@ pub fn route_facts(
         }
     }
     Ok((facts, via_gid))
+}
+
+/// The netdevs that have an address in the peer's subnet, except the peer's own address.
+fn subnet_netdevs(peer: IpAddr) -> Result<Vec<String>, NetError> {
+    let addrs = addresses()?;
+    let links = netdevs()?;
+    let mut names: Vec<String> = addrs
+        .iter()
+        .filter(|a| a.address != peer && prefix_holds(a.address, a.prefix_len, peer))
+        .filter_map(|a| links.iter().find(|l| l.index == a.ifindex))
+        .map(|l| l.name.clone())
+        .collect();
+    names.sort();
+    names.dedup();
+    Ok(names)
+}
+
+/// Does `addr/prefix_len` contain `ip`? Host routes (/32, /128) hold only themselves.
+pub fn prefix_holds(addr: IpAddr, prefix_len: u8, ip: IpAddr) -> bool {
+    match (addr, ip) {
+        (IpAddr::V4(a), IpAddr::V4(b)) => {
+            let bits = u32::from(prefix_len.min(32));
+            let mask = if bits == 0 {
+                0
+            } else {
+                u32::MAX << (32 - bits)
+            };
+            u32::from(a) & mask == u32::from(b) & mask
+        }
+        (IpAddr::V6(a), IpAddr::V6(b)) => {
+            let bits = u32::from(prefix_len.min(128));
+            let mask = if bits == 0 {
+                0
+            } else {
+                u128::MAX << (128 - bits)
+            };
+            u128::from(a) & mask == u128::from(b) & mask
+        }
+        _ => false,
+    }
 }
 
 /// A route lookup where "no route" is an answer, not an error.
@@ -710,6 +751,18 @@ mod tests {
         assert!(dev(true, "unknown").is_up());
         assert!(!dev(true, "lowerlayerdown").is_up());
         assert!(!dev(false, "down").is_up());
+    }
+
+    #[test]
+    fn prefixes_hold_their_subnet() {
+        let ip = |s: &str| s.parse::<IpAddr>().unwrap();
+        assert!(prefix_holds(ip("192.168.10.2"), 24, ip("192.168.10.1")));
+        assert!(!prefix_holds(ip("192.168.77.2"), 24, ip("192.168.10.1")));
+        assert!(!prefix_holds(ip("192.168.10.2"), 32, ip("192.168.10.1")));
+        assert!(prefix_holds(ip("2001:db8::2"), 64, ip("2001:db8::1")));
+        assert!(!prefix_holds(ip("2001:db8:1::2"), 64, ip("2001:db8::1")));
+        assert!(!prefix_holds(ip("192.168.10.2"), 24, ip("2001:db8::1")));
+        assert!(prefix_holds(ip("10.0.0.1"), 0, ip("192.168.1.1")));
     }
 
     /// /proc/net/tcp6 as the kernel writes it: one LISTEN on 18515 (0x4853), one

@@ -14,7 +14,7 @@ use std::io::{ErrorKind, Read, Write};
 use std::net::{IpAddr, Ipv6Addr, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
 use std::time::{Duration, Instant};
 
-use crate::failure::{Cause, Endpoint, Failure, FailureContext, Mismatch, Ops, Step};
+use crate::failure::{Cause, Endpoint, Failure, FailureContext, Mismatch, Ops, PeerNotice, Step};
 use crate::gid::{Gid, GidKind};
 use crate::model::{GidType, LinkLayer};
 
@@ -30,6 +30,10 @@ pub const RC_PINGPONG_LEN: usize = 52;
 pub const RC_PINGPONG_DONE: &[u8; 5] = b"done\0";
 
 const SYNC_MAGIC: [u8; 4] = *b"RDMS";
+/// A failing end's last word: its failure and explanation (length-prefixed JSON), so the
+/// other end prints the cause instead of "the peer closed the connection".
+const NOTICE_MAGIC: [u8; 4] = *b"RDMF";
+const NOTICE_MAX_LEN: usize = 64 * 1024;
 
 /// The native message: one endpoint plus the run's parameters.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -52,7 +56,10 @@ pub struct RcDest {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Hello {
     Native(NativeMsg),
+    /// A stock ibv_rc_pingpong (or `--compat rc_pingpong`).
     RcPingpong(RcDest),
+    /// An rdmactl client's opening: ibv_rc_pingpong's message, offering the native exchange.
+    RdmactlOffer(RcDest),
 }
 
 /// Why bytes from the peer are not a valid message. The text quotes what came.
@@ -275,9 +282,32 @@ pub fn encode_rc_pingpong(dest: &RcDest) -> [u8; RC_PINGPONG_LEN] {
     out
 }
 
-/// Strict: exactly `LLLL:QQQQQQ:PPPPPP:` + 32 hex digits + NUL. sscanf would accept more,
-/// but nothing else is what ibv_rc_pingpong sends.
+/// rdmactl's client opens with ibv_rc_pingpong's message, so a stock server works with no
+/// flag, and marks it as an offer to switch to the native exchange: the PSN field is a space
+/// and five hex digits. A stock server's sscanf("%x") skips the space and reads the same
+/// PSN (rdmactl's PSNs fit in 20 bits); an rdmactl server sees the mark and answers natively.
+pub fn encode_rdmactl_offer(dest: &RcDest) -> [u8; RC_PINGPONG_LEN] {
+    let text = format!(
+        "{:04x}:{:06x}: {:05x}:{}",
+        dest.lid,
+        dest.qpn & 0xff_ffff,
+        dest.psn & 0xf_ffff,
+        dest.gid.wire_form()
+    );
+    let mut out = [0u8; RC_PINGPONG_LEN];
+    out[..text.len()].copy_from_slice(text.as_bytes());
+    out
+}
+
+/// Strict: exactly `LLLL:QQQQQQ:PPPPPP:` + 32 hex digits + NUL, or rdmactl's offer (PSN
+/// ` PPPPP`). sscanf would accept more, but nothing else is what the tools send.
+#[cfg(test)]
 pub fn parse_rc_pingpong(bytes: &[u8]) -> Result<RcDest, ParseError> {
+    parse_rc_message(bytes).map(|(dest, _)| dest)
+}
+
+/// The message and whether it is rdmactl's offer.
+fn parse_rc_message(bytes: &[u8]) -> Result<(RcDest, bool), ParseError> {
     let bad = |why: &str| {
         perr(format!(
             "{why}; expected ibv_rc_pingpong's 'LLLL:QQQQQQ:PPPPPP:<32 hex GID>\\0', got {}",
@@ -294,8 +324,14 @@ pub fn parse_rc_pingpong(bytes: &[u8]) -> Result<RcDest, ParseError> {
         return Err(bad("no terminating NUL"));
     }
     let text = std::str::from_utf8(&bytes[..51]).map_err(|_| bad("not ASCII"))?;
-    let fields: Vec<&str> = text.split(':').collect();
-    let widths = [4, 6, 6, 32];
+    let mut fields: Vec<&str> = text.split(':').collect();
+    let offer = fields.get(2).is_some_and(|psn| {
+        psn.len() == 6 && psn.starts_with(' ') && psn[1..].bytes().all(|b| b.is_ascii_hexdigit())
+    });
+    if offer {
+        fields[2] = &fields[2][1..];
+    }
+    let widths = [4, 6, if offer { 5 } else { 6 }, 32];
     if fields.len() != 4
         || fields
             .iter()
@@ -306,12 +342,13 @@ pub fn parse_rc_pingpong(bytes: &[u8]) -> Result<RcDest, ParseError> {
     }
     let hex = |s: &str| u32::from_str_radix(s, 16).map_err(|_| bad("malformed number"));
     let gid = Gid::parse(fields[3]).map_err(|_| bad("malformed GID"))?;
-    Ok(RcDest {
+    let dest = RcDest {
         lid: hex(fields[0])? as u16,
         qpn: hex(fields[1])?,
         psn: hex(fields[2])?,
         gid,
-    })
+    };
+    Ok((dest, offer))
 }
 
 /// Parses a complete first message in either format (what the server would receive).
@@ -331,7 +368,13 @@ pub fn parse_hello(bytes: &[u8]) -> Result<Hello, ParseError> {
             }
             decode_native_payload(&bytes[8..]).map(Hello::Native)
         }
-        Some(b) if b.is_ascii_hexdigit() => parse_rc_pingpong(bytes).map(Hello::RcPingpong),
+        Some(b) if b.is_ascii_hexdigit() => parse_rc_message(bytes).map(|(dest, offer)| {
+            if offer {
+                Hello::RdmactlOffer(dest)
+            } else {
+                Hello::RcPingpong(dest)
+            }
+        }),
         _ => Err(garbage(bytes)),
     }
 }
@@ -578,7 +621,12 @@ impl Conn {
             match self.stream.read(&mut buf[got..]) {
                 Ok(0) => return Err((got, self.fail(Cause::PeerClosed))),
                 Ok(n) => got += n,
-                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                // A caught Ctrl-C interrupts a read with a timeout (no SA_RESTART there).
+                Err(e) if e.kind() == ErrorKind::Interrupted => {
+                    if let Some(signal) = crate::interrupt::caught() {
+                        return Err((got, self.fail(Cause::Interrupted { signal })));
+                    }
+                }
                 Err(e) => return Err((got, self.fail(io_cause(&e, start.elapsed())))),
             }
         }
@@ -625,6 +673,10 @@ impl Conn {
                 if let Err((got, f)) = self.read_full(&mut buf[1..8], deadline) {
                     return Err(truncated(got + 1, &buf, f));
                 }
+                if buf[..4] == NOTICE_MAGIC {
+                    let len_head = buf[4..8].to_vec();
+                    return Err(self.read_notice(&len_head, deadline));
+                }
                 let len =
                     native_header(&buf).map_err(|e| self.fail(Cause::Invalid { what: e.0 }))?;
                 buf.resize(8 + len, 0);
@@ -662,12 +714,12 @@ impl Conn {
         self.write_all(&encode_native(msg))
     }
 
-    /// Reads the server's native reply (client side).
+    /// Reads the peer's native message (after the offer was taken up).
     pub fn read_native(&mut self) -> Result<NativeMsg, Failure> {
         match self.read_hello()? {
             Hello::Native(m) => Ok(m),
-            Hello::RcPingpong(_) => Err(self.fail(Cause::Invalid {
-                what: "the server answered in ibv_rc_pingpong's format; use --compat rc_pingpong"
+            Hello::RcPingpong(_) | Hello::RdmactlOffer(_) => Err(self.fail(Cause::Invalid {
+                what: "the peer answered in ibv_rc_pingpong's format where rdmactl's was due"
                     .into(),
             })),
         }
@@ -677,22 +729,8 @@ impl Conn {
         self.write_all(&encode_rc_pingpong(dest))
     }
 
-    pub fn read_rc(&mut self) -> Result<RcDest, Failure> {
-        let mut buf = [0u8; RC_PINGPONG_LEN];
-        self.read_exact(&mut buf).map_err(|f| match f.cause {
-            Cause::PeerClosed => self.fail(Cause::Invalid {
-                what: "the server closed the connection without answering (is it ibv_rc_pingpong, \
-                       and did it fail to connect its QP? see its output)"
-                    .into(),
-            }),
-            _ => f,
-        })?;
-        if buf[0] == b'R' {
-            return Err(self.fail(Cause::Invalid {
-                what: "the server answered in rdmactl's native format; drop --compat".into(),
-            }));
-        }
-        parse_rc_pingpong(&buf).map_err(|e| self.fail(Cause::Invalid { what: e.0 }))
+    pub fn send_offer(&mut self, dest: &RcDest) -> Result<(), Failure> {
+        self.write_all(&encode_rdmactl_offer(dest))
     }
 
     /// The rc_pingpong client's last word; the server accepts it or a plain close.
@@ -708,6 +746,72 @@ impl Conn {
         }
     }
 
+    /// Tells the peer why this end stops (best effort: the peer may be gone already).
+    pub fn send_notice(&mut self, notice: &PeerNotice) {
+        let Ok(json) = serde_json::to_vec(notice) else {
+            return;
+        };
+        let json = &json[..json.len().min(NOTICE_MAX_LEN)];
+        let mut frame = Vec::with_capacity(8 + json.len());
+        frame.extend_from_slice(&NOTICE_MAGIC);
+        frame.extend_from_slice(&(json.len() as u32).to_be_bytes());
+        frame.extend_from_slice(json);
+        let _ = self.stream.set_write_timeout(Some(Duration::from_secs(1)));
+        let _ = self.stream.write_all(&frame);
+    }
+
+    /// The rest of a notice whose magic has been read; `len_head` holds the length bytes
+    /// already read with it.
+    fn read_notice(&mut self, len_head: &[u8], deadline: Instant) -> Failure {
+        let mut len_bytes = [0u8; 4];
+        len_bytes[..len_head.len()].copy_from_slice(len_head);
+        if let Err((_, f)) = self.read_full(&mut len_bytes[len_head.len()..], deadline) {
+            return f;
+        }
+        let len = u32::from_be_bytes(len_bytes) as usize;
+        if len > NOTICE_MAX_LEN {
+            return self.fail(Cause::Invalid {
+                what: format!("the peer's failure notice claims {len} bytes"),
+            });
+        }
+        let mut body = vec![0u8; len];
+        if let Err((_, f)) = self.read_full(&mut body, deadline) {
+            return f;
+        }
+        match serde_json::from_slice::<PeerNotice>(&body) {
+            Ok(notice) => self.fail(Cause::PeerReported {
+                notice: Box::new(notice),
+            }),
+            Err(e) => self.fail(Cause::Invalid {
+                what: format!("the peer's failure notice does not parse: {e}"),
+            }),
+        }
+    }
+
+    /// Without waiting: has the peer gone away, or said why it stopped? A sync or any
+    /// other data waiting is not a failure.
+    pub fn peer_stopped(&mut self) -> Option<Failure> {
+        let mut head = [0u8; 4];
+        if self.stream.set_nonblocking(true).is_err() {
+            return None;
+        }
+        let peeked = self.stream.peek(&mut head);
+        let _ = self.stream.set_nonblocking(false);
+        match peeked {
+            Ok(0) => Some(self.fail(Cause::PeerClosed)),
+            Ok(4) if head == NOTICE_MAGIC => {
+                let mut magic = [0u8; 4];
+                let deadline = Instant::now() + Duration::from_secs(1);
+                if let Err((_, f)) = self.read_full(&mut magic, deadline) {
+                    return Some(f);
+                }
+                Some(self.read_notice(&[], deadline))
+            }
+            Err(e) if e.kind() == ErrorKind::ConnectionReset => Some(self.fail(Cause::PeerClosed)),
+            _ => None,
+        }
+    }
+
     /// Both ends say they reached `tag`, and wait for the other. A peer that failed has
     /// closed the socket, which shows up here as PeerClosed.
     pub fn sync(&mut self, tag: u8) -> Result<(), Failure> {
@@ -720,8 +824,11 @@ impl Conn {
         frame[4] = tag;
         self.write_all(&frame)?;
         let mut got = [0u8; 5];
-        self.read_full(&mut got, Instant::now() + timeout)
-            .map_err(|(_, f)| f)?;
+        let deadline = Instant::now() + timeout;
+        self.read_full(&mut got, deadline).map_err(|(_, f)| f)?;
+        if got[..4] == NOTICE_MAGIC {
+            return Err(self.read_notice(&got[4..], deadline));
+        }
         if got[..4] != SYNC_MAGIC || got[4] != tag {
             return Err(self.fail(Cause::Invalid {
                 what: format!(
@@ -784,6 +891,30 @@ mod tests {
         );
         assert_eq!(wire[51], 0);
         assert_eq!(parse_hello(&wire), Ok(Hello::RcPingpong(d)));
+    }
+
+    /// The offer is what a stock server's sscanf("%x:%x:%x:%s") reads as the same values
+    /// (%x skips the space), and what an rdmactl server recognises.
+    #[test]
+    fn rdmactl_offer_reads_as_the_stock_message() {
+        let d = RcDest {
+            lid: 0,
+            qpn: 0x11,
+            psn: 0x4a5b6,
+            gid: Gid::parse("::ffff:192.168.77.2").unwrap(),
+        };
+        let wire = encode_rdmactl_offer(&d);
+        assert_eq!(
+            &wire[..51],
+            b"0000:000011: 4a5b6:00000000000000000000ffffc0a84d02"
+        );
+        assert_eq!(wire[51], 0);
+        assert_eq!(parse_hello(&wire), Ok(Hello::RdmactlOffer(d)));
+        assert_eq!(parse_rc_pingpong(&wire), Ok(d));
+        // A space anywhere else is not an offer.
+        let mut odd = wire;
+        odd[5] = b' ';
+        assert!(parse_hello(&odd).is_err());
     }
 
     #[test]
@@ -952,6 +1083,13 @@ mod tests {
                 Ok(Hello::RcPingpong(d)) => {
                     accepted += 1;
                     assert_eq!(parse_rc_pingpong(&encode_rc_pingpong(&d)), Ok(d));
+                }
+                Ok(Hello::RdmactlOffer(d)) => {
+                    accepted += 1;
+                    assert_eq!(
+                        parse_hello(&encode_rdmactl_offer(&d)),
+                        Ok(Hello::RdmactlOffer(d))
+                    );
                 }
                 Err(e) => assert!(!e.0.is_empty()),
             }

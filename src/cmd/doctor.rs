@@ -162,7 +162,48 @@ fn gather(ctx: &Ctx, only: Option<&str>) -> Result<Vec<Finding>> {
             findings.extend(doctor::port_findings(port, active_mtu, &host_net));
         }
     }
+    if host {
+        findings.extend(doctor::same_subnet_findings(&roce_netdevs(&devices)));
+    }
     Ok(findings)
+}
+
+/// Every RoCE port's netdev with its IPv4 addresses and ARP sysctls, from this host.
+fn roce_netdevs(devices: &[Device]) -> Vec<doctor::RoceNetdev> {
+    let Ok(addrs) = net::addresses() else {
+        return Vec::new();
+    };
+    let Ok(links) = net::netdevs() else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for port in devices.iter().flat_map(|d| &d.ports) {
+        if port.link_layer != Some(crate::model::LinkLayer::Ethernet) {
+            continue;
+        }
+        let Some(nd) = &port.netdev else { continue };
+        let Some(link) = links.iter().find(|l| l.name == nd.name) else {
+            continue;
+        };
+        let ipv4 = addrs
+            .iter()
+            .filter(|a| a.ifindex == link.index)
+            .filter_map(|a| match a.address {
+                std::net::IpAddr::V4(v4) => Some((v4, a.prefix_len)),
+                std::net::IpAddr::V6(_) => None,
+            })
+            .collect();
+        let arp = net::arp_sysctls(std::path::Path::new("/proc"), &nd.name);
+        out.push(doctor::RoceNetdev {
+            port: format!("{}/{}", port.device, port.number),
+            netdev: nd.name.clone(),
+            mtu: link.mtu.or(nd.mtu),
+            ipv4,
+            accept_local: arp.accept_local,
+            rp_filter: arp.rp_filter,
+        });
+    }
+    out
 }
 
 fn node_access(device: &Device) -> NodeAccess {

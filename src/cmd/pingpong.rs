@@ -22,7 +22,7 @@ use super::results::{ns_per_tick, op_result, render_ops, OpResult, OpResults};
 use crate::cli::{Compat, GidIndexArg, Op, PingpongArgs};
 use crate::ctx::Ctx;
 use crate::error::{Error, Result};
-use crate::failure::{show_addr, Cause, Endpoint, Failure, FailureContext, Ops, Step};
+use crate::failure::{show_addr, Cause, Endpoint, Failure, FailureContext, Ops, PeerNotice, Step};
 use crate::finding::FailureReport;
 use crate::gid::Gid;
 use crate::model::{GidType, LinkLayer};
@@ -119,7 +119,8 @@ fn random_psn() -> u32 {
     x ^= x >> 33;
     x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
     x ^= x >> 33;
-    (x & 0xff_ffff) as u32
+    // 20 bits: the offer to an rdmactl server writes the PSN as five hex digits.
+    (x & 0xf_ffff) as u32
 }
 
 struct Plan {
@@ -164,7 +165,8 @@ fn plan(args: &PingpongArgs) -> Result<Plan> {
     if let Some(m) = args.mtu {
         oob::path_mtu(0, 0, Some(m)).map_err(Error::Usage)?;
     }
-    if args.compat.is_some() && args.op != Op::Send && args.op != Op::All {
+    let op = args.op.unwrap_or(Op::All);
+    if args.compat.is_some() && op != Op::Send && op != Op::All {
         return Err(Error::Usage(
             "--compat rc_pingpong does SEND/RECV only; drop --op or use --op send".into(),
         ));
@@ -174,7 +176,7 @@ fn plan(args: &PingpongArgs) -> Result<Plan> {
             "--bind is for the server (without SERVER)".into(),
         ));
     }
-    let ops = match (args.compat, args.op) {
+    let ops = match (args.compat, op) {
         (Some(_), _) | (None, Op::Send) => Ops {
             send: true,
             write: false,
@@ -488,9 +490,10 @@ pub fn run(ctx: &Ctx, args: &PingpongArgs) -> Result<u8> {
         }
     };
     report.local = Some(side.endpoint());
-    let outcome = drive(ctx, args, &plan, &mut side, &mut report, role);
+    let mut conn = None;
+    let outcome = drive(ctx, args, &plan, &mut side, &mut report, role, &mut conn);
     let gid_table_len = Some(side.port_info.gid_tbl_len);
-    finish(
+    finish_telling(
         ctx,
         args,
         report,
@@ -498,11 +501,79 @@ pub fn run(ctx: &Ctx, args: &PingpongArgs) -> Result<u8> {
         peer,
         gid_table_len,
         plan.ops.send,
+        conn,
     )
+}
+
+/// `finish`, and while the out-of-band connection is still open, tell the peer the cause
+/// this end found, so both ends print it (a peer that spoke first is not answered back).
+#[allow(clippy::too_many_arguments)]
+fn finish_telling(
+    ctx: &Ctx,
+    args: &PingpongArgs,
+    report: Report,
+    failure: Option<Failure>,
+    peer: Option<IpAddr>,
+    gid_table_len: Option<u32>,
+    plan_sends: bool,
+    conn: Option<Conn>,
+) -> Result<u8> {
+    let from_peer = failure
+        .as_ref()
+        .is_some_and(|f| matches!(f.cause, Cause::PeerClosed | Cause::PeerReported { .. }));
+    let role = report.role;
+    let native = report.exchange == "native";
+    let mut told: Option<PeerNotice> = None;
+    let result = finish_with(
+        ctx,
+        args,
+        report,
+        failure,
+        peer,
+        gid_table_len,
+        plan_sends,
+        &mut |r: &FailureReport| {
+            told = Some(PeerNotice {
+                role: role.to_string(),
+                message: r.message.clone(),
+                code: r.explanation.code.clone(),
+                summary: r.explanation.summary.clone(),
+                evidence: r.explanation.evidence.clone(),
+                fix: r.explanation.fix.clone(),
+            })
+        },
+    );
+    if let (Some(mut conn), Some(notice), false, true) = (conn, told, from_peer, native) {
+        conn.send_notice(&notice);
+    }
+    result
 }
 
 /// Explains the failure, if any, prints the report and turns it into the exit status.
 fn finish(
+    ctx: &Ctx,
+    args: &PingpongArgs,
+    report: Report,
+    failure: Option<Failure>,
+    peer: Option<IpAddr>,
+    gid_table_len: Option<u32>,
+    plan_sends: bool,
+) -> Result<u8> {
+    finish_with(
+        ctx,
+        args,
+        report,
+        failure,
+        peer,
+        gid_table_len,
+        plan_sends,
+        &mut |_| {},
+    )
+}
+
+/// `finish`, handing the explained failure to `explained` before it is printed.
+#[allow(clippy::too_many_arguments)]
+fn finish_with(
     ctx: &Ctx,
     args: &PingpongArgs,
     mut report: Report,
@@ -510,6 +581,7 @@ fn finish(
     peer: Option<IpAddr>,
     gid_table_len: Option<u32>,
     plan_sends: bool,
+    explained: &mut dyn FnMut(&FailureReport),
 ) -> Result<u8> {
     report.ok = failure.is_none();
     report.single = report.ops.single();
@@ -542,7 +614,9 @@ fn finish(
             // open_side posts them before RTR when the run sends; WRITE and READ need none.
             recv_posted_before_rtr: plan_sends.then_some(true),
         };
-        report.failure = Some(failure::explain_failure(&ctx.sysfs, &known, &f));
+        let x = failure::explain_failure(&ctx.sysfs, &known, &f);
+        explained(&x);
+        report.failure = Some(x);
     }
     let text = if ctx.json {
         output::json(&report)
@@ -565,7 +639,7 @@ fn finish(
             }
             // Said once: in -j the report carries it; in text, on stderr with why/seen/fix.
             if ctx.json {
-                Err(Error::Reported(crate::exit::FAILED))
+                Err(Error::Reported(x.exit_code()))
             } else {
                 Err(Error::Explained(Box::new(x)))
             }
@@ -625,9 +699,10 @@ fn drive(
     side: &mut Side,
     report: &mut Report,
     role: Role,
+    conn_slot: &mut Option<Conn>,
 ) -> std::result::Result<(), Failure> {
     let is_client = matches!(role, Role::Client(_));
-    let mut conn = match role {
+    let conn = conn_slot.insert(match role {
         Role::Client(ip) => oob::connect(&ip.to_string(), args.tcp_port, plan.timeout)?,
         Role::Server(listener) => {
             eprintln!(
@@ -640,72 +715,125 @@ fn drive(
             // One client per run: the listener closes when this returns.
             oob::accept_one(&listener, plan.timeout)?
         }
-    };
+    });
     report.peer = Some(show_addr(conn.peer));
-    let compat = if is_client {
-        args.compat == Some(Compat::RcPingpong)
-    } else {
-        let hello = conn.read_hello()?;
-        if side.gid.is_none() && plan.auto {
-            // The client's GID says where it is better than the TCP source address, which
-            // on one host is the server's own.
-            let gid = match &hello {
-                Hello::RcPingpong(d) => d.gid,
-                Hello::Native(m) => m.endpoint.gid,
-            };
-            let client = if gid.is_zero() {
-                conn.peer.ip().to_canonical()
-            } else {
-                gid.ip()
-            };
-            choose_for_client(ctx, side, report, client)?;
-        }
-        match hello {
-            Hello::RcPingpong(dest) => {
-                report.exchange = "rc_pingpong";
-                return serve_rc_pingpong(args, plan, side, report, &mut conn, dest);
-            }
-            Hello::Native(remote) => {
-                let mine = native_msg(args, plan, &side.endpoint());
-                conn.send_native(&mine)?;
-                return native_run(args, plan, side, report, &mut conn, mine, remote, false);
-            }
-        }
-    };
+    // From here on a first Ctrl-C stops the run with what it measured, and tells the peer.
+    crate::interrupt::catch();
     let local = side.endpoint();
-    if compat {
-        report.exchange = "rc_pingpong";
-        let me = RcDest {
-            lid: local.lid,
-            qpn: local.qpn,
-            psn: local.psn,
-            gid: local.gid,
-        };
-        conn.send_rc(&me)?;
+    let me = RcDest {
+        lid: local.lid,
+        qpn: local.qpn,
+        psn: local.psn,
+        gid: local.gid,
+    };
+    if is_client {
+        if args.compat == Some(Compat::RcPingpong) {
+            conn.send_rc(&me)?;
+        } else {
+            conn.send_offer(&me)?;
+        }
         // A stock server connects its QP before it answers: a close here is its RTR failing.
-        let dest = conn.read_rc().map_err(|mut f| {
-            if let Cause::Invalid { what } = &f.cause {
-                if what.contains("closed the connection") {
-                    f.context.note = Some(what.clone());
-                    f.cause = Cause::PeerClosed;
-                }
+        let reply = conn.read_hello().map_err(|mut f| {
+            if f.cause == Cause::PeerClosed {
+                f.context.note = Some(
+                    "the server closed the connection without answering (a stock ibv_rc_pingpong does when its RTR fails)".into(),
+                );
             }
             f
         })?;
-        conn.write_all(oob::RC_PINGPONG_DONE)?;
-        drop(conn);
-        report.remote = Some(rc_endpoint(&dest));
-        let mtu = compat_mtu(args, side)?;
-        report.path_mtu = Some(mtu);
-        connect_rc(side, &dest, mtu, true)?;
-        let r = pingpong_loop(side, true, args.iters, plan.timeout)?;
-        report.ops.insert("send", r);
-        return Ok(());
+        return match reply {
+            Hello::Native(remote) if args.compat.is_none() => {
+                let mine = native_msg(args, plan, &local);
+                conn.send_native(&mine)?;
+                native_run(args, plan, side, report, conn, mine, remote, true)
+            }
+            Hello::RcPingpong(dest) => {
+                report.exchange = "rc_pingpong";
+                stock_server(ctx, args, plan, side, report, conn, dest)?;
+                *conn_slot = None;
+                Ok(())
+            }
+            _ => Err(side.fail(
+                Step::Exchange,
+                Cause::Invalid {
+                    what: "the server answered with a message a server never sends".into(),
+                },
+            )),
+        };
     }
-    let mine = native_msg(args, plan, &local);
-    conn.send_native(&mine)?;
-    let remote = conn.read_native()?;
-    native_run(args, plan, side, report, &mut conn, mine, remote, true)
+    let hello = conn.read_hello()?;
+    if side.gid.is_none() && plan.auto {
+        // The client's GID says where it is better than the TCP source address, which on
+        // one host is the server's own.
+        let gid = match &hello {
+            Hello::RcPingpong(d) | Hello::RdmactlOffer(d) => d.gid,
+            Hello::Native(m) => m.endpoint.gid,
+        };
+        let client = if gid.is_zero() {
+            conn.peer.ip().to_canonical()
+        } else {
+            gid.ip()
+        };
+        choose_for_client(ctx, side, report, client)?;
+    }
+    match hello {
+        Hello::RcPingpong(dest) => {
+            report.exchange = "rc_pingpong";
+            serve_rc_pingpong(args, plan, side, report, conn, dest)
+        }
+        // An rdmactl client: take up its offer, then both speak the native exchange.
+        Hello::RdmactlOffer(_) => {
+            let mine = native_msg(args, plan, &side.endpoint());
+            conn.send_native(&mine)?;
+            let remote = conn.read_native()?;
+            native_run(args, plan, side, report, conn, mine, remote, false)
+        }
+        Hello::Native(remote) => {
+            let mine = native_msg(args, plan, &side.endpoint());
+            conn.send_native(&mine)?;
+            native_run(args, plan, side, report, conn, mine, remote, false)
+        }
+    }
+}
+
+/// The server answered in ibv_rc_pingpong's format: a stock server, which has already
+/// moved its QP to RTR. It does SEND only, with its own -s and -n.
+fn stock_server(
+    ctx: &Ctx,
+    args: &PingpongArgs,
+    plan: &Plan,
+    side: &mut Side,
+    report: &mut Report,
+    conn: &mut Conn,
+    dest: RcDest,
+) -> std::result::Result<(), Failure> {
+    if args.compat.is_none() {
+        if let Some(op) = args.op.filter(|op| *op != Op::Send && *op != Op::All) {
+            return Err(side.fail(
+                Step::Compare,
+                Cause::Invalid {
+                    what: format!(
+                        "--op {}: the server is a stock ibv_rc_pingpong, which does SEND only; use --op send",
+                        format!("{op:?}").to_lowercase()
+                    ),
+                },
+            ));
+        }
+        if !ctx.json {
+            eprintln!(
+                "rdmactl: the server speaks ibv_rc_pingpong's exchange: SEND only, {} B messages, {} iterations (give the server the same -s and -n)",
+                args.size, args.iters
+            );
+        }
+    }
+    conn.write_all(oob::RC_PINGPONG_DONE)?;
+    report.remote = Some(rc_endpoint(&dest));
+    let mtu = compat_mtu(args, side)?;
+    report.path_mtu = Some(mtu);
+    connect_rc(side, &dest, mtu, true)?;
+    let r = pingpong_loop(side, true, args.iters, plan.timeout, None)?;
+    report.ops.insert("send", r);
+    Ok(())
 }
 
 fn native_msg(args: &PingpongArgs, plan: &Plan, local: &Endpoint) -> NativeMsg {
@@ -798,7 +926,7 @@ fn serve_rc_pingpong(
         gid: local.gid,
     })?;
     conn.read_done()?;
-    let r = pingpong_loop(side, false, args.iters, plan.timeout)?;
+    let r = pingpong_loop(side, false, args.iters, plan.timeout, None)?;
     report.ops.insert("send", r);
     Ok(())
 }
@@ -842,7 +970,7 @@ fn native_run(
 
     let passive = plan.timeout + Duration::from_millis(u64::from(args.iters) * 20);
     if plan.ops.send {
-        let res = pingpong_loop(side, is_client, args.iters, plan.timeout)?;
+        let res = pingpong_loop(side, is_client, args.iters, plan.timeout, Some(conn))?;
         report.ops.insert("send", res);
         conn.sync(2)?;
     }
@@ -907,7 +1035,7 @@ fn rdma_initiator(
             rkey: remote.rkey,
         }
     };
-    let mut res = windowed_loop(side, op, iters, timeout)?;
+    let mut res = windowed_loop(side, op, iters, timeout, Some(conn))?;
     if !is_write {
         let want = pattern("read", remote.qpn, size);
         if side.mr.read(0, size) != want {
@@ -966,6 +1094,7 @@ fn pingpong_loop(
     is_client: bool,
     iters: u32,
     timeout: Duration,
+    mut conn: Option<&mut Conn>,
 ) -> std::result::Result<OpResult, Failure> {
     let send = SendOp::Send {
         offset: 0,
@@ -984,13 +1113,16 @@ fn pingpong_loop(
         pending |= WRID_SEND;
     }
     while rcnt < iters || scnt < iters {
-        let n = side.cq.wait(&mut wc, timeout).map_err(|f| {
-            with_progress(
-                f,
-                side,
-                format!("after {scnt}/{iters} sends and {rcnt}/{iters} receives"),
-            )
-        })?;
+        let n = side
+            .cq
+            .wait_watching(&mut wc, timeout, &mut || stopped(&mut conn))
+            .map_err(|f| {
+                with_progress(
+                    f,
+                    side,
+                    format!("after {scnt}/{iters} sends and {rcnt}/{iters} receives"),
+                )
+            })?;
         for w in &wc[..n] {
             if !w.ok() {
                 let progress = format!("after {scnt}/{iters} sends and {rcnt}/{iters} receives");
@@ -1034,6 +1166,21 @@ fn pingpong_loop(
     ))
 }
 
+/// Asked while a loop waits for completions: a caught SIGINT/SIGTERM, or a peer that
+/// closed the out-of-band connection or sent its failure, ends the wait now.
+fn stopped(conn: &mut Option<&mut Conn>) -> Option<Failure> {
+    if let Some(signal) = crate::interrupt::caught() {
+        return Some(Failure::new(
+            Step::Poll,
+            Cause::Interrupted { signal },
+            FailureContext::default(),
+        ));
+    }
+    let mut f = conn.as_mut()?.peer_stopped()?;
+    f.step = Step::Poll;
+    Some(f)
+}
+
 fn with_progress(mut f: Failure, side: &Side, progress: String) -> Failure {
     if matches!(f.cause, Cause::Timeout { .. }) {
         f.context.note = Some(format!(
@@ -1053,6 +1200,7 @@ fn windowed_loop(
     op: SendOp,
     iters: u32,
     timeout: Duration,
+    mut conn: Option<&mut Conn>,
 ) -> std::result::Result<OpResult, Failure> {
     let window = WINDOW.min(if matches!(op, SendOp::Read { .. }) {
         u32::from(side.max_rd_atomic).max(1) * 2
@@ -1071,13 +1219,16 @@ fn windowed_loop(
             side.qp.post_send(&side.mr, op, u64::from(posted))?;
             posted += 1;
         }
-        let n = side.cq.wait(&mut wc, timeout).map_err(|f| {
-            with_progress(
-                f,
-                side,
-                format!("after {done}/{iters} completions ({posted} posted)"),
-            )
-        })?;
+        let n = side
+            .cq
+            .wait_watching(&mut wc, timeout, &mut || stopped(&mut conn))
+            .map_err(|f| {
+                with_progress(
+                    f,
+                    side,
+                    format!("after {done}/{iters} completions ({posted} posted)"),
+                )
+            })?;
         let at = ticks();
         for w in &wc[..n] {
             if !w.ok() {

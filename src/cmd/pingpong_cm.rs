@@ -504,7 +504,7 @@ fn client(
     }
     report.connected(&ep.info);
     report.kernel_choice = Some(res);
-    let ops: &[Op] = match args.op {
+    let ops: &[Op] = match args.op.unwrap_or(OpArg::All) {
         OpArg::Send => &[Op::Send],
         OpArg::Write => &[Op::Write],
         OpArg::Read => &[Op::Read],

@@ -120,6 +120,8 @@ pub fn run(ctx: &Ctx, args: &SelftestArgs) -> Result<u8> {
         stopped: false,
         open_error: None,
     };
+    // A first Ctrl-C ends the test at its next wait, with the steps so far.
+    crate::interrupt::catch();
     t.run_all(names);
     let devices = t
         .ends
@@ -162,7 +164,12 @@ pub fn run(ctx: &Ctx, args: &SelftestArgs) -> Result<u8> {
         Ok(exit::OK)
     } else {
         // The failed step and its explanation are in the report just printed.
-        Err(Error::Reported(exit::FAILED))
+        let code = report
+            .steps
+            .iter()
+            .find_map(|s| s.failure.as_ref().map(|f| f.exit_code()))
+            .unwrap_or(exit::FAILED);
+        Err(Error::Reported(code))
     }
 }
 
@@ -588,12 +595,22 @@ impl Tester {
         let link_layer = self.ends[i].port.as_ref().map(|p| p.link_layer.clone());
         let port = self.port;
         let gid_index = self.gid_index[i];
-        cq.wait(&mut wc, self.timeout).map_err(|mut f| {
-            f.context.port = port;
-            f.context.gid_index = Some(gid_index);
-            f.context.link_layer = link_layer;
-            f
-        })?;
+        let mut interrupted = || {
+            crate::interrupt::caught().map(|signal| {
+                Failure::new(
+                    Step::Poll,
+                    Cause::Interrupted { signal },
+                    FailureContext::default(),
+                )
+            })
+        };
+        cq.wait_watching(&mut wc, self.timeout, &mut interrupted)
+            .map_err(|mut f| {
+                f.context.port = port;
+                f.context.gid_index = Some(gid_index);
+                f.context.link_layer = link_layer;
+                f
+            })?;
         if !wc[0].ok() {
             return Err(self.qp(i).failure(Step::Completion, wc[0].cause()));
         }

@@ -268,6 +268,28 @@ pub fn populated(port: &PortFacts) -> String {
     }
 }
 
+/// A same-host IPv6 peer: no ARP (NDP instead), and on rxe, two devices of one kernel
+/// carry no RoCE traffic over IPv6 at all (measured; a device to itself works).
+fn same_host_ipv6(port: &PortFacts, owner: &str, gid_dev: &str, peer: IpAddr) -> Finding {
+    let soft_roce = port.sysfs.device.starts_with("rxe");
+    if soft_roce && owner != gid_dev {
+        Finding::new(
+            Severity::Fail,
+            "same-host-ipv6",
+            format!("{peer} is on {owner} and this GID on {gid_dev}: rxe carries no RoCE v2 traffic over IPv6 between two devices of one kernel (IPv4 between them works; IPv6 from a device to itself works)"),
+        )
+        .evidence(format!("{peer} is an address of this host (on {owner})"))
+        .evidence(format!("{} is Soft-RoCE (rxe)", port.name()))
+        .fix("test IPv6 between two hosts, or use the IPv4-mapped GIDs for a same-host test")
+    } else {
+        Finding::new(
+            Severity::Info,
+            "same-host-ipv6",
+            format!("{peer} is on this host: IPv6 neighbours come from NDP, so accept_local (an IPv4 ARP setting) does not apply"),
+        )
+    }
+}
+
 fn route_findings(
     port: &PortFacts,
     entry: &GidEntry,
@@ -311,6 +333,10 @@ fn route_findings(
             ));
         }
         out.push(f);
+        if peer.is_ipv6() {
+            out.push(same_host_ipv6(port, &owner, &gid_dev, peer));
+            return out;
+        }
         let drops = route.accept_local == Some(false) || route.rp_filter == Some(1);
         let mut f = if drops {
             Finding::new(

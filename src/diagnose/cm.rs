@@ -240,7 +240,14 @@ fn rule(err: &Failure, facts: &Facts) -> Explanation {
             "rerun; if it repeats, run rdmactl selftest on each host to find the side that corrupts",
         ),
         // The TCP exchange's causes never reach a CM stage; the data-path rules take them.
-        (Cause::PeerClosed | Cause::Mismatch { .. } | Cause::WouldPin { .. }, _) => {
+        (
+            Cause::PeerClosed
+            | Cause::Mismatch { .. }
+            | Cause::WouldPin { .. }
+            | Cause::Interrupted { .. }
+            | Cause::PeerReported { .. },
+            _,
+        ) => {
             datapath::explain(err, facts)
         }
         (Cause::Errno { call, .. }, _) => why(

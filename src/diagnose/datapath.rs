@@ -138,6 +138,12 @@ pub fn explain(failure: &Failure, ctx: &Facts) -> Explanation {
         failure,
         suggestion: suggest(ctx),
     };
+    // Said by the user or by the peer: no local rule applies.
+    match &failure.cause {
+        Cause::Interrupted { signal } => return interrupted(failure, *signal),
+        Cause::PeerReported { notice } => return peer_reported(notice),
+        _ => {}
+    }
     // A port that is not up explains every later step, whatever the errno.
     if step_needs_active_port(step) {
         if let Some((code, summary, evidence, fix)) = port_not_active(ctx) {
@@ -179,6 +185,7 @@ pub fn explain(failure: &Failure, ctx: &Facts) -> Explanation {
         (Step::Poll | Step::Completion | Step::CmTransfer, Cause::WcStatus { status, .. }) => {
             completion(b, *status)
         }
+        (Step::Poll | Step::Completion, Cause::PeerClosed) => peer_gone(b),
         (Step::Poll | Step::Completion, Cause::Timeout { waited_ms, .. }) => {
             poll_timeout(b, seconds(*waited_ms))
         }
@@ -192,6 +199,60 @@ pub fn explain(failure: &Failure, ctx: &Facts) -> Explanation {
         (Step::Compare, _) => compare(b),
         _ => generic(b),
     }
+}
+
+fn interrupted(failure: &Failure, signal: i32) -> Explanation {
+    let name = crate::failure::signal_name(signal);
+    let mut x = Explanation::new(
+        "interrupted",
+        format!(
+            "the run was stopped by {name} ({}), not by a fault",
+            if signal == libc::SIGINT {
+                "Ctrl-C"
+            } else {
+                "kill, or a job scheduler ending the job"
+            }
+        ),
+        "rerun it to completion; a smaller -n finishes sooner",
+    );
+    if let Some(note) = &failure.context.note {
+        x.evidence.push(format!("stopped {note}"));
+    }
+    x
+}
+
+/// The peer explained its own failure: its words, marked as the peer's.
+fn peer_reported(notice: &crate::failure::PeerNotice) -> Explanation {
+    let mut x = Explanation::new(
+        &notice.code,
+        format!("the {} found the cause: {}", notice.role, notice.summary),
+        notice.fix.clone(),
+    );
+    x.evidence
+        .push(format!("the {} said: {}", notice.role, notice.message));
+    x.evidence.extend(
+        notice
+            .evidence
+            .iter()
+            .map(|e| format!("{}: {e}", notice.role)),
+    );
+    x
+}
+
+/// The out-of-band connection closed while this end waited for completions: the peer is
+/// gone, and said nothing (a peer that fails or is interrupted says why first).
+fn peer_gone(b: Builder) -> Explanation {
+    let mut ev = Vec::new();
+    if let Some(note) = &b.failure.context.note {
+        ev.push(format!("the connection closed {note}"));
+    }
+    b.done(
+        "peer-gone",
+        "the peer went away mid-run: it closed the out-of-band connection without a word (killed with SIGKILL, crashed, or an older rdmactl)".into(),
+        ev,
+        "look at the peer: its process, its output, and dmesg on its host".into(),
+        false,
+    )
 }
 
 fn step_needs_active_port(step: Step) -> bool {
@@ -314,7 +375,8 @@ fn same_host_drop(
     peer_text: &str,
     dev_name: &str,
 ) -> Option<(String, Vec<String>, String)> {
-    if !route.peer_is_local {
+    // accept_local and rp_filter are IPv4 sysctls; an IPv6 neighbour comes from NDP.
+    if !route.peer_is_local || route.peer.is_some_and(|p| p.is_ipv6()) {
         return None;
     }
     let owner = route
@@ -339,6 +401,31 @@ fn same_host_drop(
     }
     let fix = format!("sysctl -w net.ipv4.conf.all.accept_local=1 net.ipv4.conf.{dev_name}.accept_local=1 net.ipv4.conf.{owner}.accept_local=1, with rp_filter 0 or 2");
     Some((owner, ev, fix))
+}
+
+/// IPv6 between two rxe devices of one kernel: measured never to carry a packet (the
+/// kernel resolves the local destination without neighbour discovery, and the other
+/// device's receive counters do not move), while a device to itself works.
+fn same_host_ipv6(
+    ctx: &Facts,
+    route: &RouteFacts,
+    dev_name: &str,
+) -> Option<(String, Vec<String>, String)> {
+    let peer = route.peer.filter(|p| p.is_ipv6())?;
+    let owner = route.peer_local_netdev.as_deref()?;
+    let soft_roce = ctx.qp.as_ref().is_some_and(|q| q.soft_roce);
+    if !route.peer_is_local || !soft_roce || owner == dev_name {
+        return None;
+    }
+    let ev = vec![
+        format!("{peer} is an address of this host (on {owner}); this end's GID is on {dev_name}"),
+        format!("{} is Soft-RoCE (rxe)", ctx.local.name()),
+    ];
+    Some((
+        format!("same-host IPv6: rxe carries no RoCE v2 traffic over IPv6 between two devices of one kernel ({dev_name} to {owner}); IPv4 between them works, and so does IPv6 from a device to itself"),
+        ev,
+        "test IPv6 between two hosts (or VMs), or use the IPv4-mapped GIDs for a same-host test; `rdmactl selftest -d DEV -g N` checks one device's IPv6 GID by itself".into(),
+    ))
 }
 
 fn gid_words(g: &Gid) -> String {
@@ -1050,6 +1137,9 @@ fn completion(b: Builder, status: u32) -> Explanation {
             // packets themselves are dropped: their source address is local too.
             let peer_text = peer_ip(ctx).map(|p| p.to_string()).unwrap_or_else(|| "the peer".into());
             let dev_name = ctx.local.netdev_now().unwrap_or_else(|| "the GID's netdev".into());
+            if let Some((summary, more, fix)) = same_host_ipv6(ctx, &route, &dev_name) {
+                return b.done("same-host-ipv6", summary, more, fix, false);
+            }
             if let Some((owner, more, fix)) = same_host_drop(&route, &peer_text, &dev_name) {
                 return b.done(
                     "same-host-drop",
@@ -1372,6 +1462,7 @@ pub fn compare_peers(local: &EndFacts, peer: &EndFacts) -> Vec<Finding> {
             route_netdev: None,
             peer_on_link: None,
             peer_gid_type: peer.type_now(),
+            subnet_netdevs: Vec::new(),
         };
         let ll = local.link_layer.clone().unwrap_or(LinkLayer::Ethernet);
         let sel = gidselect::select_gid(&local.gid_table, &ll, &want);
@@ -1691,6 +1782,23 @@ mod tests {
             soft_roce: true,
             ..QpFacts::default()
         });
+        let mut v6_same_host = rxe_ctx(Some(2), "2001:db8::2");
+        v6_same_host.local.gid_table.push(entry(
+            2,
+            "2001:db8::1",
+            Some(GidType::RoceV2),
+            Some("veth0"),
+        ));
+        v6_same_host.route = Some(RouteFacts {
+            peer: Some("2001:db8::2".parse().unwrap()),
+            accept_local: Some(false),
+            ..vm_route(false)
+        });
+        v6_same_host.qp = Some(QpFacts {
+            retry_cnt: Some(6),
+            soft_roce: true,
+            ..QpFacts::default()
+        });
         let mut rnr = rxe_ctx(Some(1), "::ffff:192.168.77.2");
         rnr.qp = Some(QpFacts {
             rnr_retry: Some(0),
@@ -1966,6 +2074,15 @@ mod tests {
                 code: "data-mismatch",
                 says: &["bytes differ", "byte 17 of 4096", "selftest on each host"],
                 suggested: None,
+            },
+            Case {
+                name: "RETRY_EXC_ERR, IPv6 between two rxe devices of one host",
+                step: Step::Poll,
+                failure: wc(WC_RETRY_EXC_ERR),
+                ctx: v6_same_host,
+                code: "same-host-ipv6",
+                says: &["same-host IPv6", "veth0 to veth1", "rxe0/1 is Soft-RoCE", "IPv4-mapped GIDs"],
+                suggested: Some(2),
             },
             Case {
                 name: "RETRY_EXC_ERR, peer died",

@@ -364,6 +364,113 @@ pub struct HostNet {
     pub addresses: Option<std::collections::BTreeMap<String, Vec<String>>>,
 }
 
+/// One RoCE port's netdev as the host-wide rules see it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RoceNetdev {
+    /// `rxe0/1`.
+    pub port: String,
+    pub netdev: String,
+    pub mtu: Option<u32>,
+    /// Its IPv4 addresses with prefix lengths.
+    pub ipv4: Vec<(std::net::Ipv4Addr, u8)>,
+    /// `accept_local` (all OR dev) and `rp_filter` (max of all, dev) of this netdev.
+    pub accept_local: Option<bool>,
+    pub rp_filter: Option<u32>,
+}
+
+fn shared_subnet(a: &RoceNetdev, b: &RoceNetdev) -> Option<String> {
+    a.ipv4.iter().find_map(|(addr, len)| {
+        b.ipv4.iter().find_map(|(other, _)| {
+            let bits = u32::from((*len).min(32));
+            let mask = if bits == 0 {
+                0
+            } else {
+                u32::MAX << (32 - bits)
+            };
+            (*len < 32 && u32::from(*addr) & mask == u32::from(*other) & mask).then(|| {
+                format!(
+                    "{}/{len}",
+                    std::net::Ipv4Addr::from(u32::from(*addr) & mask)
+                )
+            })
+        })
+    })
+}
+
+/// Several RoCE netdevs of one host on one subnet: a test between two of them (the usual
+/// first test on a new host, or a veth rig) needs each to accept ARP from a local sender,
+/// and both ends of one link should carry the same MTU.
+pub fn same_subnet_findings(netdevs: &[RoceNetdev]) -> Vec<Finding> {
+    let mut out = Vec::new();
+    for (i, a) in netdevs.iter().enumerate() {
+        for b in &netdevs[i + 1..] {
+            if a.netdev == b.netdev {
+                continue;
+            }
+            let Some(subnet) = shared_subnet(a, b) else {
+                continue;
+            };
+            let pair = format!("{} ({}) and {} ({})", a.port, a.netdev, b.port, b.netdev);
+            let refusing: Vec<&RoceNetdev> = [a, b]
+                .into_iter()
+                .filter(|n| n.accept_local == Some(false) || n.rp_filter == Some(1))
+                .collect();
+            if !refusing.is_empty() {
+                let mut f = finding(
+                    "same-host-arp",
+                    "host",
+                    Severity::Warn,
+                    format!(
+                        "{pair} share {subnet} on this host: a ping-pong between them fails at RTR (ETIMEDOUT), because {} drops ARP requests whose sender address is local",
+                        refusing.iter().map(|n| n.netdev.as_str()).collect::<Vec<_>>().join(" and ")
+                    ),
+                );
+                for n in [a, b] {
+                    f = f.evidence(format!(
+                        "{}: accept_local (all or {}) = {}, rp_filter (max of all, {}) = {}",
+                        n.netdev,
+                        n.netdev,
+                        n.accept_local
+                            .map_or("unknown".into(), |v| u8::from(v).to_string()),
+                        n.netdev,
+                        n.rp_filter.map_or("unknown".into(), |v| v.to_string())
+                    ));
+                }
+                f = f.fix(format!(
+                    "for tests between them: sysctl -w net.ipv4.conf.all.accept_local=1 net.ipv4.conf.{}.accept_local=1 net.ipv4.conf.{}.accept_local=1, with rp_filter 0 or 2",
+                    a.netdev, b.netdev
+                ));
+                out.push(f);
+            }
+            if let (Some(ma), Some(mb)) = (a.mtu, b.mtu) {
+                if ma != mb {
+                    let (ra, rb) = (roce_mtu_for_netdev(ma), roce_mtu_for_netdev(mb));
+                    out.push(
+                        finding(
+                            "mtu-mismatch",
+                            "host",
+                            Severity::Warn,
+                            format!(
+                                "{pair} share {subnet} with netdev MTUs {ma} and {mb}: frames above {} are dropped by the smaller end, and the RoCE MTUs they allow differ ({} and {})",
+                                ma.min(mb),
+                                ra.map_or("none".into(), |m| m.to_string()),
+                                rb.map_or("none".into(), |m| m.to_string())
+                            ),
+                        )
+                        .evidence(format!("{} MTU {ma}", a.netdev))
+                        .evidence(format!("{} MTU {mb}", b.netdev))
+                        .fix(format!(
+                            "give every port on {subnet} the same MTU (ip link set DEV mtu {})",
+                            ma.max(mb)
+                        )),
+                    );
+                }
+            }
+        }
+    }
+    out
+}
+
 /// Port state and, on RoCE, the netdev it rides on. `active_mtu` comes from verbs when
 /// they are available.
 pub fn port_findings(port: &Port, active_mtu: Option<u32>, host: &HostNet) -> Vec<Finding> {
@@ -539,6 +646,41 @@ fn netns_finding(port: &Port, host: &HostNet, subject: String) -> Option<Finding
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn roce(port: &str, netdev: &str, addr: &str, mtu: u32, accept_local: bool) -> RoceNetdev {
+        RoceNetdev {
+            port: port.into(),
+            netdev: netdev.into(),
+            mtu: Some(mtu),
+            ipv4: vec![(addr.parse().unwrap(), 24)],
+            accept_local: Some(accept_local),
+            rp_filter: Some(0),
+        }
+    }
+
+    /// Two ports of one host on one subnet: accept_local 0 is a warning naming the drop
+    /// and the sysctl; 9000 against 1500 is one too; other subnets are left alone.
+    #[test]
+    fn same_subnet_ports_on_one_host() {
+        let a = roce("rxe0/1", "veth0", "192.168.77.1", 1500, false);
+        let b = roce("rxe1/1", "veth1", "192.168.77.2", 1500, true);
+        let f = same_subnet_findings(&[a.clone(), b.clone()]);
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!(f[0].code, "same-host-arp");
+        assert_eq!(f[0].severity, Severity::Warn);
+        assert!(f[0].message.contains("192.168.77.0/24"), "{}", f[0].message);
+        assert!(f[0].message.contains("veth0 drops ARP"), "{}", f[0].message);
+        assert!(f[0].fix.as_deref().unwrap().contains("accept_local=1"));
+
+        let fine = roce("rxe0/1", "veth0", "192.168.77.1", 9000, true);
+        let f = same_subnet_findings(&[fine, b.clone()]);
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!(f[0].code, "mtu-mismatch");
+        assert!(f[0].message.contains("9000 and 1500"), "{}", f[0].message);
+
+        let elsewhere = roce("rxe0/1", "veth0", "10.0.0.1", 9000, false);
+        assert!(same_subnet_findings(&[elsewhere, b]).is_empty());
+    }
 
     const LIMITS: &str =
         "Limit                     Soft Limit           Hard Limit           Units     \n\

@@ -62,6 +62,9 @@ pub struct Want {
     pub peer_on_link: Option<bool>,
     /// The peer's GID type, when a handshake told us: both ends must agree.
     pub peer_gid_type: Option<GidType>,
+    /// This host's netdevs with an address in the peer's subnet: a GID on one of them
+    /// faces the peer (a VLAN's own GID rather than the untagged one), local route or not.
+    pub subnet_netdevs: Vec<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -115,6 +118,7 @@ pub fn want_toward(
             .and_then(|r| r.route_netdev.clone()),
         peer_on_link: route.and_then(crate::facts::RouteFacts::on_link),
         peer_gid_type,
+        subnet_netdevs: route.map(|r| r.subnet_netdevs.clone()).unwrap_or_default(),
     }
 }
 
@@ -218,11 +222,18 @@ fn rejection(entry: &GidEntry, want: &Want, family: Family) -> Option<String> {
 
 /// Higher is better; the ranking of perftest's `get_best_gid_index` with the family already
 /// enforced, plus a preference for entries whose type is readable.
-fn score(entry: &GidEntry, peer_link_local: bool) -> u32 {
+fn score(entry: &GidEntry, peer_link_local: bool, want: &Want) -> u32 {
     let link_local = is_link_local(&entry.gid);
     let mut s = 0;
     if link_local == peer_link_local {
         s += 10;
+    }
+    if entry
+        .netdev
+        .as_ref()
+        .is_some_and(|d| want.subnet_netdevs.contains(d))
+    {
+        s += 5;
     }
     s += match entry.gid_type {
         Some(GidType::RoceV2) => 2,
@@ -277,7 +288,7 @@ pub fn select_gid(table: &[GidEntry], link_layer: &LinkLayer, want: &Want) -> Se
                 why,
             }),
             None => {
-                let s = score(entry, peer_link_local);
+                let s = score(entry, peer_link_local, want);
                 if best.map_or(true, |(_, b)| s > b) {
                     best = Some((entry, s));
                 }
@@ -300,7 +311,7 @@ pub fn select_gid(table: &[GidEntry], link_layer: &LinkLayer, want: &Want) -> Se
                 reason.verdict = Verdict::Chosen;
                 chosen_why(entry, family, want)
             }
-            Some(c) => ranked_lower_why(entry, c, peer_link_local),
+            Some(c) => ranked_lower_why(entry, c, peer_link_local, want),
             None => unreachable!("a usable entry implies a choice"),
         };
     }
@@ -326,11 +337,36 @@ fn chosen_why(entry: &GidEntry, family: Family, want: &Want) -> String {
         parts.push(format!(
             "on {dev}, the netdev the kernel routes the peer through"
         ));
+    } else if let Some(dev) = entry
+        .netdev
+        .as_ref()
+        .filter(|d| want.subnet_netdevs.contains(d))
+    {
+        parts.push(format!(
+            "on {dev}, which has an address in the peer's subnet"
+        ));
     }
     parts.join(", ")
 }
 
-fn ranked_lower_why(entry: &GidEntry, chosen: &GidEntry, peer_link_local: bool) -> String {
+fn ranked_lower_why(
+    entry: &GidEntry,
+    chosen: &GidEntry,
+    peer_link_local: bool,
+    want: &Want,
+) -> String {
+    let in_subnet = |e: &GidEntry| {
+        e.netdev
+            .as_ref()
+            .is_some_and(|d| want.subnet_netdevs.contains(d))
+    };
+    if in_subnet(chosen) && !in_subnet(entry) {
+        return format!(
+            "usable, but its netdev has no address in the peer's subnet; index {}'s {} has",
+            chosen.index,
+            chosen.netdev.as_deref().unwrap_or("netdev")
+        );
+    }
     if is_link_local(&entry.gid) != peer_link_local && is_link_local(&chosen.gid) == peer_link_local
     {
         return format!("usable, but link-local; index {} is not", chosen.index);
@@ -717,6 +753,42 @@ pub(crate) mod tests {
             peer_on_link: on_link,
             ..Want::default()
         }
+    }
+
+    /// A VLAN on the same host: the route to the peer says "local", so the peer's subnet
+    /// decides, and the VLAN netdev's GID is chosen over the untagged one.
+    #[test]
+    fn the_peers_subnet_picks_the_vlan_gid() {
+        let v2 = Some(GidType::RoceV2);
+        let table = vec![
+            entry(0, "fe80::dcf5:45ff:fefa:4609", v2.clone(), Some("veth1")),
+            entry(1, "::ffff:192.168.77.2", v2.clone(), Some("veth1")),
+            entry(2, "::ffff:192.168.10.2", v2.clone(), Some("veth1.10")),
+            entry(3, "fe80::dcf5:45ff:fefa:4609", v2.clone(), Some("veth1.10")),
+        ];
+        let want = Want {
+            peer: Some("192.168.10.1".parse().unwrap()),
+            subnet_netdevs: vec!["veth1.10".into()],
+            ..Want::default()
+        };
+        let sel = select_gid(&table, &LinkLayer::Ethernet, &want);
+        assert_eq!(sel.chosen, Some(2), "{sel:?}");
+        let r1 = sel.reason(1).unwrap();
+        assert!(r1.why.contains("no address in the peer's subnet"), "{r1:?}");
+        assert!(sel
+            .reason(2)
+            .unwrap()
+            .why
+            .contains("veth1.10, which has an address in the peer's subnet"));
+        // Without the subnet fact, the first one wins, as before.
+        let plain = Want {
+            subnet_netdevs: Vec::new(),
+            ..want
+        };
+        assert_eq!(
+            select_gid(&table, &LinkLayer::Ethernet, &plain).chosen,
+            Some(1)
+        );
     }
 
     #[test]

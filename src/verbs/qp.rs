@@ -524,6 +524,19 @@ impl Cq {
     /// so the deadline is still kept to within milliseconds.
     #[inline]
     pub fn wait(&mut self, out: &mut [Wc], timeout: Duration) -> Result<usize, Failure> {
+        self.wait_watching(out, timeout, &mut || None)
+    }
+
+    /// `wait`, asking `watch` at each clock read (every few ms while idle) whether to stop:
+    /// a caught signal, or a peer that went away, ends the wait at once instead of at the
+    /// deadline.
+    #[inline]
+    pub fn wait_watching(
+        &mut self,
+        out: &mut [Wc],
+        timeout: Duration,
+        watch: &mut dyn FnMut() -> Option<Failure>,
+    ) -> Result<usize, Failure> {
         let mut spins = 0u32;
         let mut since: Option<Instant> = None;
         loop {
@@ -533,6 +546,9 @@ impl Cq {
             }
             spins = spins.wrapping_add(1);
             if spins % 4096 == 0 {
+                if let Some(stop) = watch() {
+                    return Err(stop);
+                }
                 let now = Instant::now();
                 let started = *since.get_or_insert(now);
                 let waited = now.duration_since(started);
