@@ -73,6 +73,82 @@ impl Finding {
     }
 }
 
+/// Which of the run's facts a seen line states. A seen line is evidence gathered in this
+/// run, never advice: the rule tests check that each one's source was gathered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Source {
+    /// The failed call itself: its errno, completion status, note or mismatch.
+    Failure,
+    /// This end's port and GID table (sysfs, query_port).
+    Local,
+    /// What the peer sent in the exchange.
+    Peer,
+    /// The GID's netdev in this network namespace.
+    Netdev,
+    /// The kernel's route, neighbour entry and ARP sysctls toward the peer.
+    Route,
+    /// RLIMIT_MEMLOCK, CAP_IPC_LOCK, MemAvailable and the planned registration.
+    Memlock,
+    /// The QP attributes set, and the run's sizes.
+    Qp,
+    /// The uverbs device node.
+    DeviceNode,
+    /// Looked up on this host for this failure: the CM's source netdev and route, the
+    /// processes holding a port.
+    Host,
+    /// The peer's own explanation, sent over the out-of-band connection.
+    PeerNotice,
+}
+
+/// One seen line: the text, and the fact it states.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Seen {
+    pub from: Source,
+    pub text: String,
+}
+
+impl Seen {
+    pub fn new(from: Source, text: impl Into<String>) -> Seen {
+        Seen {
+            from,
+            text: text.into(),
+        }
+    }
+}
+
+impl std::fmt::Display for Seen {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+impl std::ops::Deref for Seen {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.text
+    }
+}
+
+impl PartialEq<str> for Seen {
+    fn eq(&self, other: &str) -> bool {
+        self.text == other
+    }
+}
+
+impl PartialEq<&str> for Seen {
+    fn eq(&self, other: &&str) -> bool {
+        self.text == *other
+    }
+}
+
+/// JSON keeps `evidence` an array of strings, as the text prints them.
+impl Serialize for Seen {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.text)
+    }
+}
+
 /// Why a step failed: the rule's stable code, the cause, the evidence seen in this run, and
 /// what to change. Every failure path (TCP exchange, connection manager, selftest) builds
 /// this one type, and `render::explanation` prints it.
@@ -82,8 +158,9 @@ pub struct Explanation {
     pub code: String,
     /// Why it happened, as far as the evidence tells.
     pub summary: String,
-    /// What was seen in this run that supports the summary.
-    pub evidence: Vec<String>,
+    /// What was seen in this run that supports the summary, each line with the fact it
+    /// came from.
+    pub evidence: Vec<Seen>,
     pub fix: String,
     /// The GID index that would work toward the peer, when one exists (never set when the
     /// kernel chose the GID, as with the connection manager).

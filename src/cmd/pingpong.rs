@@ -538,7 +538,12 @@ fn finish_telling(
                 message: r.message.clone(),
                 code: r.explanation.code.clone(),
                 summary: r.explanation.summary.clone(),
-                evidence: r.explanation.evidence.clone(),
+                evidence: r
+                    .explanation
+                    .evidence
+                    .iter()
+                    .map(|e| e.text.clone())
+                    .collect(),
                 fix: r.explanation.fix.clone(),
             })
         },
@@ -586,15 +591,19 @@ fn finish_with(
     report.ok = failure.is_none();
     report.single = report.ops.single();
     if let Some(mut f) = failure {
-        // Fill in what the step did not know but the run did.
-        if f.context.device.is_empty() {
+        // Fill in what the step did not know but the run did; a listen happens before the
+        // device is opened, so it has no device context.
+        let opened = f.step != Step::Listen;
+        if f.context.device.is_empty() && opened {
             f.context.device = report.device.clone();
         }
         // Device-level verbs (PD, MR, CQ) know no port; the run does.
-        if f.context.port == 0 && f.context.device == report.device {
+        if f.context.port == 0 && f.context.device == report.device && opened {
             f.context.port = report.port;
         }
-        f.context.gid_index = f.context.gid_index.or(report.gid_index);
+        if opened {
+            f.context.gid_index = f.context.gid_index.or(report.gid_index);
+        }
         f.context.local = f.context.local.take().or_else(|| report.local.clone());
         f.context.remote = f.context.remote.take().or_else(|| report.remote.clone());
         f.context.path_mtu = f.context.path_mtu.or(report.path_mtu);
@@ -605,7 +614,18 @@ fn finish_with(
             gid_index: report.gid_index,
             local: report.local.as_ref(),
             remote: report.remote.as_ref(),
-            peer: peer.or_else(|| report.peer.as_deref().and_then(failure::peer_ip_of)),
+            // A server learns its client's address from the client's GID: on one host the
+            // TCP source address is the server's own.
+            peer: peer
+                .or_else(|| {
+                    report
+                        .remote
+                        .as_ref()
+                        .map(|r| r.gid)
+                        .filter(|g| !g.is_zero() && !crate::gid::is_link_local(g))
+                        .map(|g| g.ip())
+                })
+                .or_else(|| report.peer.as_deref().and_then(failure::peer_ip_of)),
             compat: report.exchange == "rc_pingpong",
             registered_bytes: 2 * u64::from(args.size),
             requested_mtu: args.mtu,

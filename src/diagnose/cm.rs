@@ -8,7 +8,7 @@ use std::net::SocketAddr;
 use crate::diagnose::datapath;
 use crate::facts::Facts;
 use crate::failure::{Cause, EventKind, Failure, Step};
-use crate::finding::Explanation;
+use crate::finding::{Explanation, Seen, Source};
 
 fn why(code: &'static str, why: impl Into<String>, fix: impl Into<String>) -> Explanation {
     Explanation::new(code, why, fix)
@@ -17,7 +17,12 @@ fn why(code: &'static str, why: impl Into<String>, fix: impl Into<String>) -> Ex
 /// The rules, one per failure the CM can report. Pure, so every row is unit-tested.
 pub fn explain(err: &Failure, facts: &Facts) -> Explanation {
     let mut x = rule(err, facts);
-    x.evidence.extend(facts.evidence.iter().cloned());
+    x.evidence.extend(
+        facts
+            .evidence
+            .iter()
+            .map(|e| Seen::new(Source::Host, e.clone())),
+    );
     x
 }
 
@@ -322,7 +327,8 @@ fn bad_address(err: &Failure, peer: &str, facts: &Facts) -> Explanation {
                     family(&src.to_canonical())
                 ),
             );
-            x.evidence.push(format!("source {src}, peer {dst}"));
+            x.evidence
+                .push(Seen::new(Source::Host, format!("source {src}, peer {dst}")));
             x
         }
         (_, Some(std::net::IpAddr::V6(v6))) if (v6.segments()[0] & 0xffc0) == 0xfe80 => why(
@@ -343,7 +349,8 @@ fn bad_address(err: &Failure, peer: &str, facts: &Facts) -> Explanation {
     };
     if let Some(src) = facts.cm_source {
         if x.code != "cm-family-mismatch" {
-            x.evidence.push(format!("source {src}"));
+            x.evidence
+                .push(Seen::new(Source::Host, format!("source {src}")));
         }
     }
     x

@@ -16,7 +16,7 @@ use crate::errno::{
 };
 use crate::facts::{EndFacts, Facts, RouteFacts};
 use crate::failure::{Cause, Failure, Mismatch, PinLimit, Step};
-use crate::finding::{Explanation, Finding, Severity};
+use crate::finding::{Explanation, Finding, Seen, Severity, Source};
 use crate::gid::Gid;
 use crate::model::{GidEntry, GidType, LinkLayer};
 
@@ -86,7 +86,7 @@ impl Builder<'_> {
         self,
         code: &str,
         summary: String,
-        mut evidence: Vec<String>,
+        mut evidence: Vec<Seen>,
         fix: String,
         gid_fix: bool,
     ) -> Explanation {
@@ -103,15 +103,24 @@ impl Builder<'_> {
         match (&s.text, gid_fix) {
             _ if !gid_matters => {}
             (Some(text), true) if !s.current_is_best => fix = format!("{fix}; {text}"),
-            (Some(text), _) if s.current_is_best => evidence.push(format!(
-                "the GID in use fits the peer: {}",
-                text.trim_start_matches("use ")
+            (Some(text), _) if s.current_is_best => evidence.push(Seen::new(
+                Source::Local,
+                format!(
+                    "the GID in use fits the peer: {}",
+                    text.trim_start_matches("use ")
+                ),
             )),
-            (Some(text), _) => evidence.push(format!("the GID index that fits the peer: {text}")),
+            (Some(text), _) => evidence.push(Seen::new(
+                Source::Local,
+                format!("the GID index that fits the peer: {text}"),
+            )),
             (None, true)
                 if self.ctx.local.link_layer.is_some() && !self.ctx.local.gid_table.is_empty() =>
             {
-                evidence.push("no GID on this port fits the peer (family, type, netdev)".into())
+                evidence.push(Seen::new(
+                    Source::Local,
+                    "no GID on this port fits the peer (family, type, netdev)",
+                ))
             }
             _ => {}
         }
@@ -216,7 +225,8 @@ fn interrupted(failure: &Failure, signal: i32) -> Explanation {
         "rerun it to completion; a smaller -n finishes sooner",
     );
     if let Some(note) = &failure.context.note {
-        x.evidence.push(format!("stopped {note}"));
+        x.evidence
+            .push(Seen::new(Source::Failure, format!("stopped {note}")));
     }
     x
 }
@@ -228,13 +238,15 @@ fn peer_reported(notice: &crate::failure::PeerNotice) -> Explanation {
         format!("the {} found the cause: {}", notice.role, notice.summary),
         notice.fix.clone(),
     );
-    x.evidence
-        .push(format!("the {} said: {}", notice.role, notice.message));
+    x.evidence.push(Seen::new(
+        Source::PeerNotice,
+        format!("the {} said: {}", notice.role, notice.message),
+    ));
     x.evidence.extend(
         notice
             .evidence
             .iter()
-            .map(|e| format!("{}: {e}", notice.role)),
+            .map(|e| Seen::new(Source::PeerNotice, format!("{}: {e}", notice.role))),
     );
     x
 }
@@ -242,17 +254,19 @@ fn peer_reported(notice: &crate::failure::PeerNotice) -> Explanation {
 /// The out-of-band connection closed while this end waited for completions: the peer is
 /// gone, and said nothing (a peer that fails or is interrupted says why first).
 fn peer_gone(b: Builder) -> Explanation {
-    let mut ev = Vec::new();
-    if let Some(note) = &b.failure.context.note {
-        ev.push(format!("the connection closed {note}"));
-    }
-    b.done(
+    // Not via `done`: whether the GID fits says nothing about a closed connection.
+    let mut x = Explanation::new(
         "peer-gone",
-        "the peer went away mid-run: it closed the out-of-band connection without a word (killed with SIGKILL, crashed, or an older rdmactl)".into(),
-        ev,
-        "look at the peer: its process, its output, and dmesg on its host".into(),
-        false,
-    )
+        "the peer went away mid-run: it closed the out-of-band connection without a word (killed with SIGKILL, crashed, or an older rdmactl)",
+        "look at the peer: its process, its output, and dmesg on its host",
+    );
+    if let Some(note) = &b.failure.context.note {
+        x.evidence.push(Seen::new(
+            Source::Failure,
+            format!("the connection closed {note}"),
+        ));
+    }
+    x
 }
 
 fn step_needs_active_port(step: Step) -> bool {
@@ -262,7 +276,7 @@ fn step_needs_active_port(step: Step) -> bool {
     )
 }
 
-type Rule = (&'static str, String, Vec<String>, String);
+type Rule = (&'static str, String, Vec<Seen>, String);
 
 /// InfiniBand without an SM (LID 0, INIT/POLLING), or any port not ACTIVE.
 fn port_not_active(ctx: &Facts) -> Option<Rule> {
@@ -270,17 +284,26 @@ fn port_not_active(ctx: &Facts) -> Option<Rule> {
     let state = local.port_state.as_deref();
     let mut evidence = Vec::new();
     if let Some(s) = state {
-        evidence.push(format!("{} state {s}", local.name()));
+        evidence.push(Seen::new(
+            Source::Local,
+            format!("{} state {s}", local.name()),
+        ));
     }
     if let Some(p) = &local.phys_state {
-        evidence.push(format!("{} phys_state {p}", local.name()));
+        evidence.push(Seen::new(
+            Source::Local,
+            format!("{} phys_state {p}", local.name()),
+        ));
     }
     if local.is_infiniband() {
         let lid_bad = matches!(local.lid, Some(0) | Some(0xffff));
         let not_active = state.is_some_and(|s| s != "ACTIVE");
         if lid_bad || not_active {
             if let Some(lid) = local.lid {
-                evidence.push(format!("{} LID 0x{lid:04x}", local.name()));
+                evidence.push(Seen::new(
+                    Source::Local,
+                    format!("{} LID 0x{lid:04x}", local.name()),
+                ));
             }
             let polling = local
                 .phys_state
@@ -308,7 +331,7 @@ fn port_not_active(ctx: &Facts) -> Option<Rule> {
             return Some((
                 "ib-peer-lid-zero",
                 "the peer sent LID 0: its InfiniBand port has no LID (no subnet manager on its fabric)".into(),
-                vec![format!("peer {} LID 0x0000", peer.name())],
+                vec![Seen::new(Source::Peer, format!("peer {} LID 0x0000", peer.name()))],
                 "start a subnet manager on the peer's fabric, then rerun".into(),
             ));
         }
@@ -323,10 +346,13 @@ fn port_not_active(ctx: &Facts) -> Option<Rule> {
         .as_ref()
         .filter(|n| n.exists && !n.up && local.port_netdev.as_deref() == Some(n.name.as_str()));
     if let Some(n) = netdev_down {
-        evidence.push(format!(
-            "netdev {} is down (operstate {})",
-            n.name,
-            n.operstate.as_deref().unwrap_or("unknown")
+        evidence.push(Seen::new(
+            Source::Netdev,
+            format!(
+                "netdev {} is down (operstate {})",
+                n.name,
+                n.operstate.as_deref().unwrap_or("unknown")
+            ),
         ));
     }
     let port_down = state.is_some_and(|s| s != "ACTIVE");
@@ -374,7 +400,7 @@ fn same_host_drop(
     route: &RouteFacts,
     peer_text: &str,
     dev_name: &str,
-) -> Option<(String, Vec<String>, String)> {
+) -> Option<(String, Vec<Seen>, String)> {
     // accept_local and rp_filter are IPv4 sysctls; an IPv6 neighbour comes from NDP.
     if !route.peer_is_local || route.peer.is_some_and(|p| p.is_ipv6()) {
         return None;
@@ -387,17 +413,26 @@ fn same_host_drop(
     if !drops && route.accept_local.is_some() {
         return None;
     }
-    let mut ev = vec![format!(
-        "{peer_text} is an address of this host (on {owner}): both ports are in one kernel"
+    let mut ev = vec![Seen::new(
+        Source::Route,
+        format!(
+            "{peer_text} is an address of this host (on {owner}): both ports are in one kernel"
+        ),
     )];
     if let Some(a) = route.accept_local {
-        ev.push(format!(
-            "net.ipv4.conf.{{all,{owner}}}.accept_local = {}",
-            u8::from(a)
+        ev.push(Seen::new(
+            Source::Route,
+            format!(
+                "net.ipv4.conf.{{all,{owner}}}.accept_local = {}",
+                u8::from(a)
+            ),
         ));
     }
     if let Some(r) = route.rp_filter {
-        ev.push(format!("rp_filter (max of all, {owner}) = {r}"));
+        ev.push(Seen::new(
+            Source::Route,
+            format!("rp_filter (max of all, {owner}) = {r}"),
+        ));
     }
     let fix = format!("sysctl -w net.ipv4.conf.all.accept_local=1 net.ipv4.conf.{dev_name}.accept_local=1 net.ipv4.conf.{owner}.accept_local=1, with rp_filter 0 or 2");
     Some((owner, ev, fix))
@@ -410,7 +445,7 @@ fn same_host_ipv6(
     ctx: &Facts,
     route: &RouteFacts,
     dev_name: &str,
-) -> Option<(String, Vec<String>, String)> {
+) -> Option<(String, Vec<Seen>, String)> {
     let peer = route.peer.filter(|p| p.is_ipv6())?;
     let owner = route.peer_local_netdev.as_deref()?;
     let soft_roce = ctx.qp.as_ref().is_some_and(|q| q.soft_roce);
@@ -418,8 +453,16 @@ fn same_host_ipv6(
         return None;
     }
     let ev = vec![
-        format!("{peer} is an address of this host (on {owner}); this end's GID is on {dev_name}"),
-        format!("{} is Soft-RoCE (rxe)", ctx.local.name()),
+        Seen::new(
+            Source::Route,
+            format!(
+                "{peer} is an address of this host (on {owner}); this end's GID is on {dev_name}"
+            ),
+        ),
+        Seen::new(
+            Source::Local,
+            format!("{} is Soft-RoCE (rxe)", ctx.local.name()),
+        ),
     ];
     Some((
         format!("same-host IPv6: rxe carries no RoCE v2 traffic over IPv6 between two devices of one kernel ({dev_name} to {owner}); IPv4 between them works, and so does IPv6 from a device to itself"),
@@ -455,14 +498,14 @@ fn table_summary(ep: &EndFacts) -> String {
 }
 
 /// Why two GIDs cannot talk: type, family, link-local. None when they can.
-fn gid_mismatch(local: &EndFacts, peer: &EndFacts) -> Option<(String, Vec<String>)> {
+fn gid_mismatch(local: &EndFacts, peer: &EndFacts) -> Option<(String, Vec<Seen>)> {
     let (lg, pg) = (local.gid_now()?, peer.gid_now()?);
     if lg.is_zero() || pg.is_zero() {
         return None;
     }
     let evidence = vec![
-        format!("local {}", local_gid_words(local)),
-        format!("peer {}", local_gid_words(peer)),
+        Seen::new(Source::Local, format!("local {}", local_gid_words(local))),
+        Seen::new(Source::Peer, format!("peer {}", local_gid_words(peer))),
     ];
     let (lt, pt) = (local.type_now(), peer.type_now());
     let v2 = |t: &Option<GidType>| matches!(t, Some(GidType::RoceV2));
@@ -522,7 +565,7 @@ fn rtr_errno(b: Builder, errno: i32) -> Explanation {
         .and_then(|p| gid_mismatch(local, p))
         .filter(|(s, _)| !s.starts_with("scope"))
     {
-        ev.push(table_summary(local));
+        ev.push(Seen::new(Source::Local, table_summary(local)));
         let fix = if b.suggestion.current_is_best {
             format!(
                 "run the peer with a GID like this end's ({}); for ibv_rc_pingpong that is -g with the index of its {} GID",
@@ -541,15 +584,18 @@ fn rtr_errno(b: Builder, errno: i32) -> Explanation {
                 .and_then(EndFacts::gid_now)
                 .is_some_and(|g| g.is_zero());
             if local.is_ethernet() && (local.gid_index.is_none() || peer_gid_zero) {
-                let mut ev = vec![format!("{} link layer Ethernet (RoCE)", local.name())];
+                let mut ev = vec![Seen::new(
+                    Source::Local,
+                    format!("{} link layer Ethernet (RoCE)", local.name()),
+                )];
                 if local.gid_index.is_none() {
-                    ev.push(
-                        "no GID index was given, so the address vector has no GRH (is_global=0)"
-                            .into(),
-                    );
+                    ev.push(Seen::new(
+                        Source::Local,
+                        "no GID index was given, so the address vector has no GRH (is_global=0)",
+                    ));
                 }
                 if peer_gid_zero {
-                    ev.push("the peer sent GID :: (ibv_rc_pingpong without -g sends zero and leaves is_global unset)".into());
+                    ev.push(Seen::new(Source::Peer, "the peer sent GID :: (ibv_rc_pingpong without -g sends zero and leaves is_global unset)"));
                 }
                 return b.done(
                     "roce-no-grh",
@@ -568,7 +614,10 @@ fn rtr_errno(b: Builder, errno: i32) -> Explanation {
                             "GID index {i} is past the end of {}'s GID table ({len} entries)",
                             local.name()
                         ),
-                        vec![format!("gid_tbl_len {len}"), table_summary(local)],
+                        vec![
+                            Seen::new(Source::Local, format!("gid_tbl_len {len}")),
+                            Seen::new(Source::Local, table_summary(local)),
+                        ],
                         format!("pick an index below {len}"),
                         true,
                     );
@@ -577,7 +626,7 @@ fn rtr_errno(b: Builder, errno: i32) -> Explanation {
             // Mixed families or types.
             if let Some(peer) = peer {
                 if let Some((summary, mut ev)) = gid_mismatch(local, peer) {
-                    ev.push(table_summary(local));
+                    ev.push(Seen::new(Source::Local, table_summary(local)));
                     return b.done(
                         "gid-mismatch",
                         summary,
@@ -590,7 +639,10 @@ fn rtr_errno(b: Builder, errno: i32) -> Explanation {
                     return b.done(
                         "ib-peer-lid-zero",
                         "the peer's LID is 0: the destination has no InfiniBand address".into(),
-                        vec![format!("peer {} LID 0", peer.name())],
+                        vec![Seen::new(
+                            Source::Peer,
+                            format!("peer {} LID 0", peer.name()),
+                        )],
                         "start a subnet manager on the peer's fabric".into(),
                         false,
                     );
@@ -602,10 +654,7 @@ fn rtr_errno(b: Builder, errno: i32) -> Explanation {
                     return b.done(
                         "link-layer-mismatch",
                         "one end is InfiniBand and the other Ethernet: they cannot be connected directly".into(),
-                        vec![
-                            format!("local {} {:?}", local.name(), local.link_layer.clone().unwrap_or(LinkLayer::Other(String::new()))),
-                            format!("peer {} {:?}", peer.name(), peer.link_layer.clone().unwrap_or(LinkLayer::Other(String::new()))),
-                        ],
+                        vec![Seen::new(Source::Local, format!("local {} {:?}", local.name(), local.link_layer.clone().unwrap_or(LinkLayer::Other(String::new())))), Seen::new(Source::Peer, format!("peer {} {:?}", peer.name(), peer.link_layer.clone().unwrap_or(LinkLayer::Other(String::new()))))],
                         "run both ends on the same kind of fabric".into(),
                         false,
                     );
@@ -627,8 +676,8 @@ fn rtr_errno(b: Builder, errno: i32) -> Explanation {
                             local.name()
                         ),
                         vec![
-                            format!("requested MTU {path}"),
-                            format!("active_mtu {active}"),
+                            Seen::new(Source::Qp, format!("requested MTU {path}")),
+                            Seen::new(Source::Qp, format!("active_mtu {active}")),
                         ],
                         format!(
                             "use -m {} (the smaller active MTU of the two ports), or leave -m out",
@@ -638,12 +687,18 @@ fn rtr_errno(b: Builder, errno: i32) -> Explanation {
                     );
                 }
             }
-            let mut ev = vec![format!("local {}", local_gid_words(local))];
+            let mut ev = vec![Seen::new(
+                Source::Local,
+                format!("local {}", local_gid_words(local)),
+            )];
             if let Some(p) = peer {
                 let lid = p
                     .lid
                     .map_or("unknown".to_string(), |l| format!("0x{l:04x}"));
-                ev.push(format!("peer {}, LID {lid}", local_gid_words(p)));
+                ev.push(Seen::new(
+                    Source::Peer,
+                    format!("peer {}, LID {lid}", local_gid_words(p)),
+                ));
             }
             b.done(
                 "rtr-invalid",
@@ -659,17 +714,17 @@ fn rtr_errno(b: Builder, errno: i32) -> Explanation {
             let mut ev = Vec::new();
             let summary = match (&dev, &ctx.netdev) {
                 (Some(d), Some(n)) if !n.exists => {
-                    ev.push(format!("gid_attrs/ndevs says {d}, but this network namespace has no {d}"));
+                    ev.push(Seen::new(Source::Netdev, format!("gid_attrs/ndevs says {d}, but this network namespace has no {d}")));
                     format!("the GID's netdev {d} does not exist here: it was removed, or it lives in another network namespace (a container or pod)")
                 }
                 (Some(d), Some(n)) if !n.up => {
-                    ev.push(format!("{d} operstate {}", n.operstate.clone().unwrap_or_else(|| "down".into())));
+                    ev.push(Seen::new(Source::Netdev, format!("{d} operstate {}", n.operstate.clone().unwrap_or_else(|| "down".into()))));
                     format!("the GID's netdev {d} is down")
                 }
                 (Some(d), _) => format!("the kernel found no usable netdev for the GID (gid_attrs/ndevs: {d})"),
                 (None, _) => "the GID has no netdev (gid_attrs/ndevs is unreadable), so the kernel cannot build the packet headers".into(),
             };
-            ev.push(table_summary(local));
+            ev.push(Seen::new(Source::Local, table_summary(local)));
             let fix = match (&dev, &ctx.netdev) {
                 (Some(d), Some(n)) if n.exists && !n.up => format!("ip link set {d} up"),
                 _ => "use a GID whose netdev is in this namespace and up (NVIDIA/nccl#718: in a pod only some indices are usable)".into(),
@@ -701,8 +756,11 @@ fn empty_slot(b: Builder) -> Explanation {
             local.name()
         ),
         vec![
-            format!("gids/{i} is all zero and gid_attrs/types/{i} is unreadable"),
-            table_summary(local),
+            Seen::new(
+                Source::Local,
+                format!("gids/{i} is all zero and gid_attrs/types/{i} is unreadable"),
+            ),
+            Seen::new(Source::Local, table_summary(local)),
         ],
         "pick a populated index".into(),
         true,
@@ -725,7 +783,10 @@ fn gid_slot(b: Builder, errno: i32) -> Explanation {
             "GID index {i} is past the end of {}'s GID table ({len} entries)",
             local.name()
         );
-        let ev = vec![format!("gid_tbl_len {len}"), table_summary(local)];
+        let ev = vec![
+            Seen::new(Source::Local, format!("gid_tbl_len {len}")),
+            Seen::new(Source::Local, table_summary(local)),
+        ];
         return b.done(
             "gid-index-out-of-range",
             summary,
@@ -770,12 +831,17 @@ fn port_in_use(failure: &Failure, ctx: &Facts) -> Explanation {
             }
         ),
     );
-    x.evidence
-        .push(format!("bind {}: EADDRINUSE", bind.unwrap_or("?")));
+    x.evidence.push(Seen::new(
+        Source::Failure,
+        format!("bind {}: EADDRINUSE", bind.unwrap_or("?")),
+    ));
     for (pid, name) in &ctx.port_holders {
-        x.evidence.push(format!(
-            "/proc/{pid}/fd holds the listening socket of {} ({name})",
-            which
+        x.evidence.push(Seen::new(
+            Source::Host,
+            format!(
+                "/proc/{pid}/fd holds the listening socket of {} ({name})",
+                which
+            ),
         ));
     }
     x
@@ -791,17 +857,17 @@ fn oob_connect(b: Builder, cause: &Cause) -> Explanation {
         Cause::Errno { errno: e, .. } if *e == libc::ECONNREFUSED => b.done(
             "no-listener",
             format!("nothing listens on {peer} at that TCP port: the server is not running (yet), already finished, or uses another -p"),
-            vec![format!("{peer} answered the TCP connection with a reset (ECONNREFUSED)")],
+            vec![Seen::new(Source::Failure, format!("{peer} answered the TCP connection with a reset (ECONNREFUSED)"))],
             "start the server first (rdmactl pingpong -d DEV -g N, or ibv_rc_pingpong and --compat rc_pingpong here), and give both ends the same -p".into(),
             false,
         ),
         Cause::Timeout { waited_ms, .. } => {
-            let mut ev = vec![format!(
+            let mut ev = vec![Seen::new(Source::Failure, format!(
                 "no answer to the TCP connection within {} s",
                 seconds(waited_ms)
-            )];
+            ))];
             if let Some(s) = b.ctx.route.as_ref().and_then(|r| r.neighbour_state.clone()) {
-                ev.push(format!("neighbour {peer}: {s}"));
+                ev.push(Seen::new(Source::Route, format!("neighbour {peer}: {s}")));
             }
             b.done(
                 "peer-silent",
@@ -814,7 +880,7 @@ fn oob_connect(b: Builder, cause: &Cause) -> Explanation {
         Cause::Errno { errno: e, .. } if *e == libc::ENETUNREACH || *e == libc::EHOSTUNREACH => b.done(
             "no-route",
             format!("this host has no route to {peer}"),
-            vec![format!("connect: {}", errno_name(*e))],
+            vec![Seen::new(Source::Failure, format!("connect: {}", errno_name(*e)))],
             format!("check ip route get {peer} and the address"),
             false,
         ),
@@ -870,7 +936,7 @@ fn data_mismatch(b: Builder) -> Explanation {
     b.done(
         "data-mismatch",
         "every work request completed successfully, yet the bytes differ from what was sent: memory corruption on either host, a buggy provider, or a peer that changed its buffer meanwhile".into(),
-        vec![seen],
+        vec![Seen::new(Source::Failure, seen)],
         "rerun; if it repeats, run rdmactl selftest on each host to find the side that corrupts".into(),
         false,
     )
@@ -885,7 +951,7 @@ fn compare(b: Builder) -> Explanation {
         return generic(b);
     };
     if let Some((summary, mut ev)) = gid_mismatch(local, peer) {
-        ev.push(table_summary(local));
+        ev.push(Seen::new(Source::Local, table_summary(local)));
         // When this end's GID already fits the peer's address, the peer is the one to change.
         let fix = if b.suggestion.current_is_best {
             format!(
@@ -908,13 +974,21 @@ fn compare(b: Builder) -> Explanation {
     {
         let code = f.code.clone();
         let fix = f.fix.clone().unwrap_or_default();
-        return b.done(&code, f.message.clone(), f.evidence.clone(), fix, false);
+        let evidence = f
+            .evidence
+            .iter()
+            .map(|e| Seen::new(Source::Peer, e.clone()))
+            .collect();
+        return b.done(&code, f.message.clone(), evidence, fix, false);
     }
     // The exchange found the difference itself; its mismatches are the evidence, and the
     // fix names only the flags that differ.
     match &b.failure.cause {
         Cause::Mismatch { mismatches } => {
-            let evidence = mismatches.iter().map(|m| m.to_string()).collect();
+            let evidence = mismatches
+                .iter()
+                .map(|m| Seen::new(Source::Failure, m.to_string()))
+                .collect();
             let mut flags: Vec<&str> = mismatches
                 .iter()
                 .filter_map(|m| match m {
@@ -947,7 +1021,7 @@ fn compare(b: Builder) -> Explanation {
         Cause::Invalid { what } => b.done(
             "parameters-differ",
             "a setting does not fit this path".into(),
-            vec![what.clone()],
+            vec![Seen::new(Source::Failure, what.clone())],
             what.rsplit_once("; ")
                 .map(|(_, fix)| fix.to_string())
                 .unwrap_or_else(|| "adjust the setting named above".into()),
@@ -956,7 +1030,7 @@ fn compare(b: Builder) -> Explanation {
         other => b.done(
             "parameters-differ",
             "the two ends were started with parameters that do not fit together".into(),
-            vec![other.to_string()],
+            vec![Seen::new(Source::Failure, other.to_string())],
             "compare the flags of both ends".into(),
             false,
         ),
@@ -975,12 +1049,18 @@ fn rtr_unreachable(b: Builder, errno: i32) -> Explanation {
     let peer_text = peer
         .map(|p| p.to_string())
         .unwrap_or_else(|| "the peer".into());
-    let mut ev = vec![format!("local {} on {dev_name}", local_gid_words(local))];
+    let mut ev = vec![Seen::new(
+        Source::Local,
+        format!("local {} on {dev_name}", local_gid_words(local)),
+    )];
 
     if let (Some(g), Some(false)) = (gid, route.on_link()) {
         if is_link_local(&g) {
             if let Some(gw) = route.gateway {
-                ev.push(format!("ip route get {peer_text}: via {gw}"));
+                ev.push(Seen::new(
+                    Source::Route,
+                    format!("ip route get {peer_text}: via {gw}"),
+                ));
             }
             return b.done(
                 "link-local-routed-peer",
@@ -992,7 +1072,10 @@ fn rtr_unreachable(b: Builder, errno: i32) -> Explanation {
         }
     }
     if route.no_route {
-        ev.push(format!("ip route get {peer_text}: no route"));
+        ev.push(Seen::new(
+            Source::Route,
+            format!("ip route get {peer_text}: no route"),
+        ));
         return b.done(
             "no-route",
             format!("the kernel has no route to {peer_text}"),
@@ -1003,7 +1086,10 @@ fn rtr_unreachable(b: Builder, errno: i32) -> Explanation {
     }
     if let (Some(rd), Some(d)) = (&route.route_netdev, &dev) {
         if !route.peer_is_local && rd != d {
-            ev.push(format!("ip route get {peer_text}: dev {rd}"));
+            ev.push(Seen::new(
+                Source::Route,
+                format!("ip route get {peer_text}: dev {rd}"),
+            ));
             return b.done(
                 "route-other-netdev",
                 format!("the kernel routes {peer_text} through {rd}, but the GID belongs to {d}; the peer's MAC is resolved through {d}, where it never answers"),
@@ -1029,7 +1115,10 @@ fn rtr_unreachable(b: Builder, errno: i32) -> Explanation {
                 .gateway
                 .map(|g| g.to_string())
                 .unwrap_or_else(|| peer_text.clone());
-            ev.push(format!("ip neigh show {hop} dev {dev_name}: {s}"));
+            ev.push(Seen::new(
+                Source::Route,
+                format!("ip neigh show {hop} dev {dev_name}: {s}"),
+            ));
             return b.done(
                 "neighbour-unresolved",
                 format!("{hop} does not answer ARP/ND on {dev_name}: the peer is down, on another segment or VLAN, or a firewall drops ARP"),
@@ -1038,7 +1127,10 @@ fn rtr_unreachable(b: Builder, errno: i32) -> Explanation {
                 true,
             );
         }
-        Some(s) => ev.push(format!("neighbour {peer_text} on {dev_name}: {s}")),
+        Some(s) => ev.push(Seen::new(
+            Source::Route,
+            format!("neighbour {peer_text} on {dev_name}: {s}"),
+        )),
         None => {}
     }
     b.done(
@@ -1055,7 +1147,7 @@ fn rtr_unreachable(b: Builder, errno: i32) -> Explanation {
 
 fn init_einval(b: Builder) -> Explanation {
     let local = &b.ctx.local;
-    let ev = vec![format!("port {}", local.port)];
+    let ev = vec![Seen::new(Source::Local, format!("port {}", local.port))];
     b.done(
         "init-invalid",
         format!("the kernel rejected the INIT attributes for {}: the port number, the P_Key index or the access flags", local.name()),
@@ -1090,10 +1182,10 @@ fn rts_einval(b: Builder) -> Explanation {
     let qp = b.ctx.qp.clone().unwrap_or_default();
     let mut ev = Vec::new();
     if let Some(r) = qp.retry_cnt {
-        ev.push(format!("retry_cnt {r}"));
+        ev.push(Seen::new(Source::Qp, format!("retry_cnt {r}")));
     }
     if let Some(r) = qp.rnr_retry {
-        ev.push(format!("rnr_retry {r}"));
+        ev.push(Seen::new(Source::Qp, format!("rnr_retry {r}")));
     }
     b.done(
         "rts-invalid",
@@ -1123,7 +1215,7 @@ fn completion(b: Builder, status: u32) -> Explanation {
                 }
             }
             if let Some((path, min)) = mtu_mismatch(ctx) {
-                ev.push(format!("path MTU {path}, smaller active MTU of the two ports {min}"));
+                ev.push(Seen::new(Source::Qp, format!("path MTU {path}, smaller active MTU of the two ports {min}")));
                 return b.done(
                     "retry-exceeded-mtu",
                     format!("packets of {path} bytes exceed what the path carries ({min}), so they are dropped"),
@@ -1151,14 +1243,14 @@ fn completion(b: Builder, status: u32) -> Explanation {
             }
             if let (Some(rd), Some(d)) = (&route.route_netdev, ctx.local.netdev_now()) {
                 if !route.peer_is_local && *rd != d {
-                    ev.push(format!("ip route get {}: dev {rd}; GID netdev {d}", peer_ip(ctx).map(|p| p.to_string()).unwrap_or_default()));
+                    ev.push(Seen::new(Source::Route, format!("ip route get {}: dev {rd}; GID netdev {d}", peer_ip(ctx).map(|p| p.to_string()).unwrap_or_default())));
                 }
             }
             if let Some(s) = &route.neighbour_state {
-                ev.push(format!("neighbour state of the peer: {s}"));
+                ev.push(Seen::new(Source::Route, format!("neighbour state of the peer: {s}")));
             }
             if let Some(r) = qp.retry_cnt {
-                ev.push(format!("retry_cnt {r}"));
+                ev.push(Seen::new(Source::Qp, format!("retry_cnt {r}")));
             }
             let counters = format!("`rdma statistic show link {}` before and after a run shows whether packets were retransmitted or dropped", ctx.local.name());
             b.done(
@@ -1172,10 +1264,10 @@ fn completion(b: Builder, status: u32) -> Explanation {
         WC_RNR_RETRY_EXC_ERR => {
             let mut ev = Vec::new();
             if let Some(r) = qp.rnr_retry {
-                ev.push(format!("rnr_retry {r}{}", if r == 0 { " (no retries at all)" } else { "" }));
+                ev.push(Seen::new(Source::Qp, format!("rnr_retry {r}{}", if r == 0 { " (no retries at all)" } else { "" })));
             }
             if qp.recv_posted_before_rtr == Some(false) {
-                ev.push("receives were posted after the QP reached RTR".into());
+                ev.push(Seen::new(Source::Qp, "receives were posted after the QP reached RTR"));
             }
             b.done(
                 "rnr-retry-exceeded",
@@ -1188,10 +1280,10 @@ fn completion(b: Builder, status: u32) -> Explanation {
         WC_LOC_LEN_ERR => {
             let mut ev = Vec::new();
             if let Some(m) = qp.message_bytes {
-                ev.push(format!("message size {m}"));
+                ev.push(Seen::new(Source::Qp, format!("message size {m}")));
             }
             if let Some((path, min)) = mtu_mismatch(ctx) {
-                ev.push(format!("path MTU {path}, smaller active MTU {min}"));
+                ev.push(Seen::new(Source::Qp, format!("path MTU {path}, smaller active MTU {min}")));
                 return b.done(
                     "mtu-mismatch",
                     format!("path MTU mismatch: {path} set at RTR, but one port runs {min}"),
@@ -1250,9 +1342,12 @@ fn completion(b: Builder, status: u32) -> Explanation {
 /// nothing completed before the deadline.
 fn poll_timeout(b: Builder, seconds: f64) -> Explanation {
     let qp = b.ctx.qp.clone().unwrap_or_default();
-    let mut ev = vec![format!("no completion within {seconds} s")];
+    let mut ev = vec![Seen::new(
+        Source::Failure,
+        format!("no completion within {seconds} s"),
+    )];
     if let Some(r) = qp.retry_cnt {
-        ev.push(format!("retry_cnt {r}"));
+        ev.push(Seen::new(Source::Qp, format!("retry_cnt {r}")));
     }
     if qp.soft_roce && qp.retry_cnt == Some(7) {
         return b.done(
@@ -1291,11 +1386,7 @@ fn memlock(b: Builder) -> Explanation {
                     step.name(),
                     human_bytes(m.needed_bytes)
                 ),
-                vec![
-                    format!("RLIMIT_MEMLOCK soft limit {limit} bytes (ulimit -l {})", limit / 1024),
-                    format!("needed {} bytes", m.needed_bytes),
-                    "CAP_IPC_LOCK not held".into(),
-                ],
+                vec![Seen::new(Source::Memlock, format!("RLIMIT_MEMLOCK soft limit {limit} bytes (ulimit -l {})", limit / 1024)), Seen::new(Source::Memlock, format!("needed {} bytes", m.needed_bytes)), Seen::new(Source::Memlock, "CAP_IPC_LOCK not held")],
                 "raise memlock: '* - memlock unlimited' in /etc/security/limits.conf, LimitMEMLOCK=infinity in the systemd unit, or --ulimit memlock=-1 for the container".into(),
                 false,
             )
@@ -1305,7 +1396,7 @@ fn memlock(b: Builder) -> Explanation {
             b.done(
                 "out-of-resources",
                 format!("{} ran out of memory although memlock allows it: the device's resources (max_mr, max_cq, max_qp) or the system's memory are exhausted", step.name()),
-                vec![format!("RLIMIT_MEMLOCK {limit}, CAP_IPC_LOCK {}", if m.cap_ipc_lock { "held" } else { "not held" })],
+                vec![Seen::new(Source::Memlock, format!("RLIMIT_MEMLOCK {limit}, CAP_IPC_LOCK {}", if m.cap_ipc_lock { "held" } else { "not held" }))],
                 "reduce the sizes (-s, queue depth), or free device resources held by other processes".into(),
                 false,
             )
@@ -1339,10 +1430,7 @@ fn memory_short(b: Builder) -> Explanation {
             human_bytes(*pinned_bytes),
             human_bytes(*limit_bytes)
         ),
-        vec![
-            format!("MemAvailable {limit_bytes} bytes (/proc/meminfo)"),
-            format!("to pin {pinned_bytes} bytes ({what})"),
-        ],
+        vec![Seen::new(Source::Memlock, format!("MemAvailable {limit_bytes} bytes (/proc/meminfo)")), Seen::new(Source::Memlock, format!("to pin {pinned_bytes} bytes ({what})"))],
         format!("use a message size at least {ratio} times smaller (-s), or free memory on this host"),
         false,
     )
@@ -1357,15 +1445,18 @@ fn device_access(b: Builder) -> Explanation {
     };
     let mut ev = Vec::new();
     if !node.path.is_empty() {
-        ev.push(format!(
-            "{path}: {}",
-            if !node.exists {
-                "missing"
-            } else if node.accessible {
-                "accessible"
-            } else {
-                "access denied"
-            }
+        ev.push(Seen::new(
+            Source::DeviceNode,
+            format!(
+                "{path}: {}",
+                if !node.exists {
+                    "missing"
+                } else if node.accessible {
+                    "accessible"
+                } else {
+                    "access denied"
+                }
+            ),
         ));
     }
     b.done(
@@ -1381,10 +1472,13 @@ fn device_gone(b: Builder) -> Explanation {
     let node = b.ctx.device_node.clone().unwrap_or_default();
     let mut ev = Vec::new();
     if !node.path.is_empty() {
-        ev.push(format!(
-            "{}: {}",
-            node.path,
-            if node.exists { "present" } else { "missing" }
+        ev.push(Seen::new(
+            Source::DeviceNode,
+            format!(
+                "{}: {}",
+                node.path,
+                if node.exists { "present" } else { "missing" }
+            ),
         ));
     }
     b.done(
@@ -1397,7 +1491,10 @@ fn device_gone(b: Builder) -> Explanation {
 }
 
 fn generic(b: Builder) -> Explanation {
-    let evidence = vec![format!("local {}", local_gid_words(&b.ctx.local))];
+    let evidence = vec![Seen::new(
+        Source::Local,
+        format!("local {}", local_gid_words(&b.ctx.local)),
+    )];
     let summary = format!(
         "no rule explains {} at this step ({})",
         b.failure.cause,
@@ -1531,7 +1628,7 @@ pub fn compare_peers(local: &EndFacts, peer: &EndFacts) -> Vec<Finding> {
             let mut f = Finding::new(Severity::Fail, code, summary).fix(name_fix(
                 "use the same RoCE version and address family on both ends",
             ));
-            f.evidence = ev;
+            f.evidence = ev.into_iter().map(|e| e.text).collect();
             out.push(f);
         }
     }
@@ -1713,7 +1810,8 @@ mod tests {
 
     /// Everything an explanation says, for substring checks.
     pub(crate) fn text(x: &Explanation) -> String {
-        format!("{}\n{}\n{}", x.summary, x.evidence.join("\n"), x.fix)
+        let seen: Vec<&str> = x.evidence.iter().map(|e| e.text.as_str()).collect();
+        format!("{}\n{}\n{}", x.summary, seen.join("\n"), x.fix)
     }
 
     fn cases() -> Vec<Case> {
@@ -2242,6 +2340,34 @@ mod tests {
         ]
     }
 
+    /// Whether the fact a seen line names was gathered in the run: its part of `Facts` is
+    /// there (or, for the failure's own words, the failure).
+    pub(crate) fn gathered(facts: &Facts, failure: &Failure, seen: &Seen) -> bool {
+        match seen.from {
+            Source::Failure => true,
+            Source::Local => facts.local.link_layer.is_some() || !facts.local.device.is_empty(),
+            Source::Peer => facts.peer.is_some(),
+            Source::Netdev => facts.netdev.is_some(),
+            Source::Route => facts.route.is_some(),
+            Source::Memlock => {
+                facts.memlock.is_some() || matches!(failure.cause, Cause::WouldPin { .. })
+            }
+            Source::Qp => {
+                facts.qp.is_some()
+                    || failure.context.qp.is_some()
+                    || failure.context.path_mtu.is_some()
+                    || facts.requested_mtu.is_some()
+            }
+            Source::DeviceNode => facts.device_node.is_some(),
+            Source::Host => {
+                facts.evidence.contains(&seen.text)
+                    || !facts.port_holders.is_empty()
+                    || facts.cm_source.is_some()
+            }
+            Source::PeerNotice => matches!(failure.cause, Cause::PeerReported { .. }),
+        }
+    }
+
     #[test]
     fn every_rule() {
         for case in cases() {
@@ -2257,6 +2383,16 @@ mod tests {
                 "{}:\n{text}",
                 case.name
             );
+            // Every seen line states a fact this run gathered.
+            for seen in &exp.evidence {
+                assert!(
+                    gathered(&case.ctx, &failure, seen),
+                    "{}: seen line {:?} claims {:?}, which this run did not gather:\n{text}",
+                    case.name,
+                    seen.text,
+                    seen.from
+                );
+            }
             // A step the GID cannot cause has no seen line about the GID.
             let gid_free = matches!(
                 case.step,

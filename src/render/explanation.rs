@@ -33,7 +33,10 @@ mod tests {
             },
         );
         let mut x = Explanation::new("no-neighbour", "no ARP reply", "check the peer");
-        x.evidence.push("neighbour FAILED".into());
+        x.evidence.push(crate::finding::Seen::new(
+            crate::finding::Source::Route,
+            "neighbour FAILED",
+        ));
         let r = FailureReport::new(&failure, x);
         assert_eq!(
             r.message,
