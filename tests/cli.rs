@@ -342,6 +342,51 @@ fn json_numbers_are_numbers() {
     assert_eq!(p["netdev"], "ib0");
 }
 
+/// `ports` keeps the netdev's MTU (IPoIB's 4092 here) apart from the RDMA MTUs, which only
+/// ibv_query_port reports: on a captured tree they are unknown, never guessed from sysfs.
+#[test]
+fn ports_label_the_rdma_and_netdev_mtus_and_do_not_guess() {
+    let dir = sysfs("ib-hca");
+    let r = run(&["--sysfs", &dir, "ports", "mlx5_0/1"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let mut lines = r.stdout.lines();
+    let header: Vec<&str> = lines
+        .next()
+        .unwrap()
+        .split("  ")
+        .filter(|c| !c.is_empty())
+        .map(str::trim)
+        .collect();
+    for column in ["ACTIVE MTU", "MAX MTU", "NETDEV", "NETDEV MTU"] {
+        assert!(header.contains(&column), "{header:?}");
+    }
+    assert!(
+        !header.contains(&"MTU"),
+        "an unlabelled MTU column: {header:?}"
+    );
+    let row = lines.next().unwrap();
+    assert!(row.contains("unknown     unknown  ib0     4092"), "{row}");
+    assert!(
+        r.stderr
+            .contains("mlx5_0/1: ACTIVE MTU and MAX MTU unknown")
+            && r.stderr.contains("is a captured tree"),
+        "{}",
+        r.stderr
+    );
+    let j = run(&["--sysfs", &dir, "ports", "mlx5_0/1", "-j"]);
+    let v: serde_json::Value = serde_json::from_str(&j.stdout).unwrap();
+    let p = &v[0];
+    assert_eq!(p["active_mtu"], serde_json::Value::Null);
+    assert_eq!(p["max_mtu"], serde_json::Value::Null);
+    assert_eq!(p["verbs"]["available"], false);
+    assert!(p["verbs"]["reason"]
+        .as_str()
+        .unwrap()
+        .contains("captured tree"));
+    assert_eq!(p["netdev_mtu"], 4092);
+    assert_eq!(j.stderr, "", "JSON carries the reason; stderr stays quiet");
+}
+
 #[test]
 fn colour_only_when_asked() {
     let dir = sysfs("rxe-veth-vlan-ipv6-down");

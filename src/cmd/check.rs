@@ -79,8 +79,12 @@ fn active_mtu_live(device: &str, port: u32) -> std::result::Result<u32, String> 
     let attrs = verbs::open_device(device)
         .and_then(|d| d.query_port(port))
         .map_err(|e| e.to_string())?;
-    // enum ibv_mtu: 1 is 256 bytes, each step doubles.
-    Ok(128u32 << attrs.active_mtu)
+    attrs.active_mtu_bytes().ok_or_else(|| {
+        format!(
+            "ibv_query_port gave active_mtu {}, not an MTU",
+            attrs.active_mtu
+        )
+    })
 }
 
 // ---------------------------------------------------------------------------------------

@@ -158,7 +158,7 @@ fn gather(ctx: &Ctx, only: Option<&str>) -> Result<Vec<Finding>> {
             let active_mtu = opened
                 .as_ref()
                 .and_then(|d| d.query_port(u8::try_from(port.number).ok()?).ok())
-                .map(|a| 128u32 << a.active_mtu);
+                .and_then(|a| a.active_mtu_bytes());
             findings.extend(doctor::port_findings(port, active_mtu, &host_net));
         }
     }

@@ -634,6 +634,9 @@ Max locked memory         16384                16384                bytes     \n
                 gid_type: Some(GidType::RoceV2),
                 netdev: Some("veth0".into()),
             }],
+            active_mtu: None,
+            max_mtu: None,
+            verbs: crate::model::VerbsStatus::not_asked(),
             read_problems: vec![],
         }
     }

@@ -167,6 +167,12 @@ pub fn devices_json(devices: &[Device]) -> String {
     json(&list)
 }
 
+/// An RDMA MTU, or "unknown" where verbs did not answer: "-" would read as "does not
+/// apply", and every port has one.
+fn mtu_or_unknown(mtu: Option<u32>) -> String {
+    mtu.map_or_else(|| "unknown".to_string(), |m| m.to_string())
+}
+
 pub fn ports_table(ports: &[&Port], style: Style) -> String {
     let rows: Vec<Vec<Cell>> = ports
         .iter()
@@ -188,6 +194,8 @@ pub fn ports_table(ports: &[&Port], style: Style) -> String {
                 Cell::from(lid(p.lid)),
                 Cell::from(lid(p.sm_lid)),
                 Cell::from(if ib { or_dash(p.lmc) } else { "-".to_string() }),
+                Cell::from(mtu_or_unknown(p.active_mtu)),
+                Cell::from(mtu_or_unknown(p.max_mtu)),
                 Cell::from(or_dash(nd.map(|n| &n.name))),
                 Cell::from(or_dash(nd.and_then(|n| n.mtu))),
                 Cell::new(or_dash(operstate), operstate_tone(operstate)),
@@ -204,8 +212,10 @@ pub fn ports_table(ports: &[&Port], style: Style) -> String {
             "LID",
             "SM LID",
             "LMC",
+            "ACTIVE MTU",
+            "MAX MTU",
             "NETDEV",
-            "MTU",
+            "NETDEV MTU",
             "OPERSTATE",
         ],
         &rows,
