@@ -1,7 +1,8 @@
 //! The plain data every command works on, whichever source (sysfs or verbs) filled it.
 //! Kernel enums keep an `Other` catch-all so an unknown value never fails a parse.
-//! Field names follow iproute2's `rdma -j` where it has one, else ibv_devinfo's; every key
-//! is documented in docs/json.md.
+//! Field names follow iproute2's `rdma -j` where it has one, else ibv_devinfo's, except
+//! the device, which is `device` in every command's JSON; every key is documented in
+//! docs/json.md.
 
 use std::fmt;
 use std::path::PathBuf;
@@ -292,7 +293,6 @@ impl VerbsStatus {
 /// One port of a device, as `ports/N/` describes it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Port {
-    #[serde(rename = "ifname")]
     pub device: String,
     #[serde(rename = "port")]
     pub number: u32,
@@ -344,7 +344,8 @@ fn ser_netdev_name<S: Serializer>(nd: &Option<Netdev>, s: S) -> Result<S::Ok, S:
 /// One RDMA device, `class/infiniband/<name>/`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Device {
-    #[serde(rename = "ifname")]
+    /// `device` in JSON, the one key every command uses for a device.
+    #[serde(rename = "device")]
     pub name: String,
     pub node_type: Option<NodeType>,
     pub node_guid: Option<Guid>,

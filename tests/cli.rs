@@ -542,7 +542,7 @@ fn check_on_a_captured_tree_skips_the_kernel_choice() {
     let j = run(&["-j", "--sysfs", &rxe, "check", "-d", "rxe0", "-g", "7"]);
     assert_eq!(j.code, 1);
     let v: serde_json::Value = serde_json::from_str(&j.stdout).unwrap();
-    let slot = v["checks"]
+    let slot = v["findings"]
         .as_array()
         .unwrap()
         .iter()

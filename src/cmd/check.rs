@@ -156,7 +156,8 @@ struct Report {
     peer: Option<IpAddr>,
     #[serde(skip_serializing_if = "Option::is_none")]
     selection: Option<Selection>,
-    checks: Vec<Finding>,
+    /// `findings`, as doctor calls its list.
+    findings: Vec<Finding>,
     /// With --peer on a live host: what the kernel's CM would pick.
     #[serde(skip_serializing_if = "Option::is_none")]
     kernel_choice: Option<KernelChoice>,
@@ -249,7 +250,7 @@ pub fn run(ctx: &Ctx, args: &CheckArgs) -> Result<u8> {
         },
         peer: args.peer,
         selection,
-        checks,
+        findings: checks,
         kernel_choice,
         result,
     };
@@ -295,11 +296,11 @@ fn render(report: &Report, style: Style) -> String {
         }
     }
     s.push_str(&render_findings::lines(
-        &report.checks,
+        &report.findings,
         style,
         Evidence::All,
     ));
-    s.push_str(&render_findings::tally(&report.checks));
+    s.push_str(&render_findings::tally(&report.findings));
     s
 }
 
@@ -685,7 +686,7 @@ mod tests {
             requested: "auto".into(),
             peer: Some(peer),
             selection: Some(auto),
-            checks,
+            findings: checks,
             kernel_choice: None,
             result: Severity::Ok,
         };
@@ -700,6 +701,6 @@ mod tests {
         );
         let json: serde_json::Value = serde_json::from_str(&output::json(&report)).unwrap();
         assert_eq!(json["selection"]["chosen"], 1);
-        assert_eq!(json["checks"][0]["severity"], "ok");
+        assert_eq!(json["findings"][0]["severity"], "ok");
     }
 }

@@ -32,7 +32,8 @@ use crate::verbs::{self, DeviceAttrs, OpenDevice, PortAttrs, VerbsError, VerbsGi
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct DevInfo {
-    pub hca_id: String,
+    /// The device name (ibv_devinfo's `hca_id`; `device` in every command's JSON).
+    pub device: String,
     pub transport: String,
     pub transport_raw: i32,
     /// None when the driver reports an empty one (ibv_devinfo then omits the line), as
@@ -505,7 +506,7 @@ pub fn build(
 ) -> DevInfo {
     let odp = |v: u32| decode_flags(u64::from(v), ODP_TRANSPORT_CAPS);
     DevInfo {
-        hca_id: name.to_string(),
+        device: name.to_string(),
         transport: transport_str(transport).into(),
         transport_raw: transport,
         fw_ver: Some(d.fw_ver.clone()).filter(|f| !f.is_empty()),
@@ -669,7 +670,7 @@ fn list(out: &mut String, names: &[String]) {
 pub fn render(d: &DevInfo) -> String {
     let mut o = String::new();
     let w = &mut o;
-    let _ = writeln!(w, "hca_id:\t{}", d.hca_id);
+    let _ = writeln!(w, "hca_id:\t{}", d.device);
     let _ = writeln!(w, "\ttransport:\t\t\t{} ({})", d.transport, d.transport_raw);
     if let Some(fw) = &d.fw_ver {
         let _ = writeln!(w, "\tfw_ver:\t\t\t\t{fw}");
@@ -1040,7 +1041,8 @@ const MISSING_PORT_FIELDS: &[&str] = &[
 /// sysfs has, null where it lacks one, and `verbs` saying what is missing and why.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SysfsDevInfo {
-    pub hca_id: String,
+    /// The device name (ibv_devinfo's `hca_id`; `device` in every command's JSON).
+    pub device: String,
     pub transport: Option<String>,
     pub transport_raw: Option<i32>,
     pub fw_ver: Option<String>,
@@ -1174,7 +1176,7 @@ fn gid_infos(port: &Port) -> Vec<GidInfo> {
 pub fn from_sysfs(d: &Device, reason: String) -> SysfsDevInfo {
     let transport_raw = d.node_type.as_ref().and_then(transport_of);
     SysfsDevInfo {
-        hca_id: d.name.clone(),
+        device: d.name.clone(),
         transport: transport_raw.map(|t| transport_str(t).to_string()),
         transport_raw,
         fw_ver: d.fw_ver.clone(),
@@ -1283,7 +1285,7 @@ fn or_dash<T: std::fmt::Display>(v: &Option<T>) -> String {
 pub fn render_sysfs(d: &SysfsDevInfo) -> String {
     let mut o = String::new();
     let w = &mut o;
-    let _ = writeln!(w, "hca_id:\t{}", d.hca_id);
+    let _ = writeln!(w, "hca_id:\t{}", d.device);
     field(w, 1, "transport", with_raw(&d.transport, d.transport_raw));
     if let Some(fw) = &d.fw_ver {
         field(w, 1, "fw_ver", fw);
@@ -1423,8 +1425,8 @@ pub fn missing_notes(views: &[DevView]) -> Vec<String> {
         let DevView::Sysfs(d) = v else { continue };
         let reason = d.verbs.reason.clone().unwrap_or_default();
         match by_reason.iter_mut().find(|(r, _)| *r == reason) {
-            Some((_, names)) => names.push(d.hca_id.clone()),
-            None => by_reason.push((reason, vec![d.hca_id.clone()])),
+            Some((_, names)) => names.push(d.device.clone()),
+            None => by_reason.push((reason, vec![d.device.clone()])),
         }
     }
     by_reason
@@ -1555,7 +1557,7 @@ mod tests {
         let (d, p, gids) = rxe_attrs();
         let info = build("rxe0", 0, None, 2, &d, &[(1, p, gids)]);
         let v: serde_json::Value = serde_json::from_str(&output::json(&info)).unwrap();
-        assert_eq!(v["hca_id"], "rxe0");
+        assert_eq!(v["device"], "rxe0");
         assert_eq!(v["max_mr_size"], "0xffffffffffffffff");
         assert_eq!(v["device_cap_flags"], "0x01223c76");
         assert_eq!(v["device_cap_flags_decoded"][0], "BAD_PKEY_CNTR");

@@ -11,7 +11,7 @@ use crate::ctx::Ctx;
 use crate::diagnose::doctor::{self, HostNet, NodeAccess, ProviderFiles};
 use crate::error::{Error, Result};
 use crate::exit;
-use crate::finding::{Finding, Severity};
+use crate::finding::{Finding, Severity, Subject};
 use crate::model::Device;
 use crate::net;
 use crate::render::findings::{self as render, Evidence};
@@ -111,7 +111,7 @@ fn gather(ctx: &Ctx, only: Option<&str>) -> Result<Vec<Finding>> {
                             "libibverbs",
                             "ibv_get_device_list failed",
                         )
-                        .subject("host")
+                        .about(Subject::Host)
                         .evidence(e.to_string())
                         .fix("see the evidence; `rdmactl doctor` checks above show the kernel side"),
                     );

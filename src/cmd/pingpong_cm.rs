@@ -834,7 +834,10 @@ struct StepLine {
 #[derive(Debug, Serialize)]
 struct SelftestReport {
     mode: &'static str,
-    devices: Vec<String>,
+    /// The server's device, and the client's in `peer_device` (the same name on one
+    /// device), as `selftest` names its two ends.
+    device: Option<String>,
+    peer_device: Option<String>,
     port: u32,
     /// The addresses the devices stand for: the server listens on one, the client
     /// connects from the other.
@@ -919,7 +922,8 @@ pub fn selftest_cm(ctx: &Ctx, args: &SelftestArgs) -> Result<u8> {
     let size = args.size.max(1);
     let mut report = SelftestReport {
         mode: "cm",
-        devices: vec![server_dev.clone(), client_dev.clone()],
+        device: Some(server_dev.clone()),
+        peer_device: Some(client_dev.clone()),
         port: args.port,
         server_address: None,
         client_address: None,
@@ -928,7 +932,6 @@ pub fn selftest_cm(ctx: &Ctx, args: &SelftestArgs) -> Result<u8> {
         steps: Vec::new(),
         ok: false,
     };
-    report.devices.dedup();
     let steps = Steps::default();
     // The CM binds addresses: each device stands for its port's.
     let server_ip = port_address(&ctx.sysfs, &server_dev, args.port);
@@ -1112,11 +1115,19 @@ fn run_selftest(plan: &Loopback, steps: &Steps, report: &mut SelftestReport) -> 
     }
 }
 
+/// `rxe0`, or `rxe0 <-> rxe1` when the two ends are on two devices.
+fn ends(r: &SelftestReport) -> String {
+    match (&r.device, &r.peer_device) {
+        (Some(a), Some(b)) if a != b => format!("{a} <-> {b}"),
+        (a, b) => a.as_ref().or(b.as_ref()).cloned().unwrap_or_default(),
+    }
+}
+
 fn render_selftest(r: &SelftestReport) -> String {
     let at = |ip: Option<IpAddr>| ip.map_or("?".to_string(), |ip| ip.to_string());
     let mut out = format!(
         "selftest --cm {} port {}, {} -> {}, {} B; the kernel picks the GID{}\n",
-        r.devices.join(" <-> "),
+        ends(r),
         r.port,
         at(r.client_address),
         at(r.server_address),
@@ -1302,7 +1313,8 @@ mod tests {
         );
         let report = SelftestReport {
             mode: "cm",
-            devices: vec!["rxe0".into()],
+            device: Some("rxe0".into()),
+            peer_device: Some("rxe0".into()),
             port: 1,
             server_address: "192.168.77.1".parse().ok(),
             client_address: "192.168.77.1".parse().ok(),

@@ -34,7 +34,10 @@ struct StepLine {
 struct Report {
     /// `verbs` here; `cm` for `selftest --cm`.
     mode: &'static str,
-    devices: Vec<String>,
+    /// The first end's device, once opened; `peer_device` is the second end's (the same
+    /// name on one device). `device`, as in every command, not a list.
+    device: Option<String>,
+    peer_device: Option<String>,
     port: u32,
     gid_index: Option<u32>,
     /// `-g auto`: per device, what was chosen and why the other indices were not.
@@ -114,11 +117,10 @@ pub fn run(ctx: &Ctx, args: &SelftestArgs) -> Result<u8> {
         open_error: None,
     };
     t.run_all(names);
-    let devices = t
+    let [device, peer_device] = t
         .ends
-        .iter()
-        .filter_map(|e| e.ctx.as_ref().map(|c| c.name().to_string()))
-        .collect();
+        .each_ref()
+        .map(|e| e.ctx.as_ref().map(|c| c.name().to_string()));
     if let Some(mut err) = t.open_error.take() {
         // An empty slot or an index past the table: say so with the rules' words, which
         // name the index that would work.
@@ -137,7 +139,8 @@ pub fn run(ctx: &Ctx, args: &SelftestArgs) -> Result<u8> {
     }
     let report = Report {
         mode: "verbs",
-        devices,
+        device,
+        peer_device,
         port: args.port,
         gid_index: Some(t.gid_index[0]),
         gid_selection: std::mem::take(&mut t.choices),
@@ -162,7 +165,12 @@ pub fn run(ctx: &Ctx, args: &SelftestArgs) -> Result<u8> {
 fn render(r: &Report) -> String {
     let mut out = format!(
         "selftest {} port {} GID index {}, {} B\n",
-        r.devices.join(" <-> "),
+        [&r.device, &r.peer_device]
+            .into_iter()
+            .flatten()
+            .cloned()
+            .collect::<Vec<_>>()
+            .join(" <-> "),
         r.port,
         r.gid_index.map_or("?".to_string(), |i| i.to_string()),
         r.size

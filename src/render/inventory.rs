@@ -230,7 +230,7 @@ pub fn ports_json(ports: &[&Port]) -> String {
 /// One GID table entry with the port it belongs to, as `gids` lists them.
 #[derive(Debug, Serialize)]
 pub struct GidRow<'a> {
-    pub ifname: &'a str,
+    pub device: &'a str,
     pub port: u32,
     #[serde(flatten)]
     pub entry: &'a GidEntry,
@@ -242,7 +242,7 @@ pub struct GidRow<'a> {
 impl<'a> GidRow<'a> {
     pub fn new(port: &'a Port, entry: &'a GidEntry) -> GidRow<'a> {
         GidRow {
-            ifname: &port.device,
+            device: &port.device,
             port: port.number,
             entry,
             ip: (!entry.gid.is_zero()).then(|| entry.gid.ip().to_string()),
@@ -270,7 +270,7 @@ pub fn gids_table(rows: &[GidRow], show_ip: bool, style: Style) -> String {
         .iter()
         .map(|r| {
             let mut row = vec![
-                Cell::from(r.ifname),
+                Cell::from(r.device),
                 Cell::from(r.port.to_string()),
                 Cell::from(r.entry.index.to_string()),
                 Cell::from(r.entry.gid.to_string()),
