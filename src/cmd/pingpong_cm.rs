@@ -825,6 +825,8 @@ struct StepLine {
     side: &'static str,
     step: String,
     ok: bool,
+    /// Rounded to nanoseconds in JSON.
+    #[serde(serialize_with = "crate::output::ser_3dp")]
     elapsed_us: f64,
     detail: String,
     failure: Option<FailureReport>,

@@ -25,6 +25,8 @@ use crate::verbs::qp::{Access, Context, Cq, Mr, Pd, PortInfo, Qp, QpCaps, RtrPar
 struct StepLine {
     step: &'static str,
     ok: bool,
+    /// Rounded to nanoseconds in JSON.
+    #[serde(serialize_with = "crate::output::ser_3dp")]
     elapsed_us: f64,
     detail: String,
     failure: Option<FailureReport>,

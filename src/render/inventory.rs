@@ -121,6 +121,7 @@ pub fn devices_table(devices: &[Device], style: Style) -> String {
 pub struct PortJson<'a> {
     #[serde(flatten)]
     pub port: &'a Port,
+    #[serde(serialize_with = "crate::output::ser_opt_3dp")]
     pub rate_gbps: Option<f64>,
     pub link_width: Option<&'a str>,
     pub link_speed: Option<&'a str>,
