@@ -539,8 +539,9 @@ fn check_on_a_captured_tree_skips_the_kernel_choice() {
         "{}",
         r.stdout
     );
+    // An empty slot is a GID index that does not exist: exit 3, as pingpong -g 7 exits.
     let j = run(&["-j", "--sysfs", &rxe, "check", "-d", "rxe0", "-g", "7"]);
-    assert_eq!(j.code, 1);
+    assert_eq!(j.code, 3, "{}", j.stderr);
     let v: serde_json::Value = serde_json::from_str(&j.stdout).unwrap();
     let slot = v["findings"]
         .as_array()
@@ -554,4 +555,55 @@ fn check_on_a_captured_tree_skips_the_kernel_choice() {
         "{slot}"
     );
     assert!(v.get("kernel_choice").is_none());
+}
+
+/// `check -g N` for an index that does not exist exits 3, like `pingpong -g N`: the
+/// findings still say which indices exist (stdout, text or JSON), and stderr says it once.
+#[test]
+fn check_with_a_gid_index_that_does_not_exist_exits_3() {
+    let rxe = sysfs("rxe-veth-basic");
+    for (index, what) in [("999", "that slot is empty"), ("5000", "past the table")] {
+        let args = [
+            "--sysfs",
+            &rxe,
+            "check",
+            "-d",
+            "rxe1",
+            "-g",
+            index,
+            "--peer",
+            "192.168.77.1",
+        ];
+        let r = run(&args);
+        assert_eq!(r.code, 3, "{args:?}: {}", r.stderr);
+        assert!(r.stdout.contains("FAIL  gid-slot"), "{}", r.stdout);
+        assert_eq!(
+            r.stderr,
+            format!(
+                "rdmactl: no GID index {index} on rxe1/1; {what}; populated indices: 0, 1; \
+                 use GID index 1 (RoCE v2, ::ffff:192.168.77.2 on veth1)\n"
+            )
+        );
+        let mut json = vec!["-j"];
+        json.extend_from_slice(&args);
+        let j = run(&json);
+        assert_eq!(j.code, 3);
+        let v: serde_json::Value = serde_json::from_str(&j.stdout).unwrap();
+        assert_eq!(v["result"], "fail");
+        assert_eq!(v["gid_index"], index.parse::<u32>().unwrap());
+    }
+    // A populated index that does not fit the peer is a failed check (1), not a missing one.
+    let r = run(&[
+        "--sysfs",
+        &rxe,
+        "check",
+        "-d",
+        "rxe1",
+        "-g",
+        "0",
+        "--peer",
+        "192.168.77.1",
+    ]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert_eq!(r.stderr, "");
 }

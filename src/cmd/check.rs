@@ -260,6 +260,34 @@ pub fn run(ctx: &Ctx, args: &CheckArgs) -> Result<u8> {
         render(&report, ctx.style)
     };
     output::print(&text)?;
+    // A GID index that does not exist is exit 3, as with pingpong and selftest -g N: the
+    // findings above say which indices do, and stderr repeats it in one line.
+    if let (GidIndexArg::Index(i), None) = (
+        args.gid_index,
+        report
+            .gid_index
+            .and_then(|i| port.gids().iter().find(|e| e.index == i)),
+    ) {
+        let fix = report
+            .findings
+            .iter()
+            .find(|f| f.code == "gid-slot")
+            .and_then(|f| f.fix.clone())
+            .filter(|f| !f.is_empty());
+        return Err(
+            match SysfsRoot::new(&ctx.sysfs).gid(&report.device, args.port, i) {
+                Err(Error::NoSuchGid { hint, .. }) => Error::NoSuchGid {
+                    device: report.device,
+                    port: args.port,
+                    index: i,
+                    hint: fix.map_or(hint.clone(), |fix| format!("{hint}; {fix}")),
+                },
+                Err(other) => other,
+                // Populated after all (the table changed between the reads): the findings stand.
+                Ok(_) => return Ok(exit::FAILED),
+            },
+        );
+    }
     Ok(if result == Severity::Fail {
         exit::FAILED
     } else {
