@@ -27,7 +27,7 @@ end
 complete -c rdmactl -n "__fish_rdmactl_needs_command" -l color -d 'When to colour the output (NO_COLOR is honoured in `auto`)' -r -f -a "auto\t''
 always\t''
 never\t''"
-complete -c rdmactl -n "__fish_rdmactl_needs_command" -l sysfs -d 'Read sysfs from DIR instead of /sys (a captured tree); verbs queries are skipped' -r -F
+complete -c rdmactl -n "__fish_rdmactl_needs_command" -l sysfs -d 'Read sysfs from DIR instead of /sys (a captured tree); verbs queries are skipped. pingpong and selftest refuse it: they run on this host\'s devices' -r -F
 complete -c rdmactl -n "__fish_rdmactl_needs_command" -s j -l json -d 'Print JSON instead of a table'
 complete -c rdmactl -n "__fish_rdmactl_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c rdmactl -n "__fish_rdmactl_needs_command" -s V -l version -d 'Print version'
@@ -46,7 +46,7 @@ complete -c rdmactl -n "__fish_rdmactl_using_subcommand devices" -s d -l ib-dev 
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand devices" -l color -d 'When to colour the output (NO_COLOR is honoured in `auto`)' -r -f -a "auto\t''
 always\t''
 never\t''"
-complete -c rdmactl -n "__fish_rdmactl_using_subcommand devices" -l sysfs -d 'Read sysfs from DIR instead of /sys (a captured tree); verbs queries are skipped' -r -F
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand devices" -l sysfs -d 'Read sysfs from DIR instead of /sys (a captured tree); verbs queries are skipped. pingpong and selftest refuse it: they run on this host\'s devices' -r -F
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand devices" -s v -l verbose -d 'Every attribute, as `ibv_devinfo -v` prints it'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand devices" -s j -l json -d 'Print JSON instead of a table'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand devices" -s h -l help -d 'Print help'
@@ -55,7 +55,7 @@ complete -c rdmactl -n "__fish_rdmactl_using_subcommand ls" -s d -l ib-dev -d 'O
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand ls" -l color -d 'When to colour the output (NO_COLOR is honoured in `auto`)' -r -f -a "auto\t''
 always\t''
 never\t''"
-complete -c rdmactl -n "__fish_rdmactl_using_subcommand ls" -l sysfs -d 'Read sysfs from DIR instead of /sys (a captured tree); verbs queries are skipped' -r -F
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand ls" -l sysfs -d 'Read sysfs from DIR instead of /sys (a captured tree); verbs queries are skipped. pingpong and selftest refuse it: they run on this host\'s devices' -r -F
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand ls" -s v -l verbose -d 'Every attribute, as `ibv_devinfo -v` prints it'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand ls" -s j -l json -d 'Print JSON instead of a table'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand ls" -s h -l help -d 'Print help'
@@ -65,7 +65,7 @@ complete -c rdmactl -n "__fish_rdmactl_using_subcommand ports" -s i -l ib-port -
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand ports" -l color -d 'When to colour the output (NO_COLOR is honoured in `auto`)' -r -f -a "auto\t''
 always\t''
 never\t''"
-complete -c rdmactl -n "__fish_rdmactl_using_subcommand ports" -l sysfs -d 'Read sysfs from DIR instead of /sys (a captured tree); verbs queries are skipped' -r -F
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand ports" -l sysfs -d 'Read sysfs from DIR instead of /sys (a captured tree); verbs queries are skipped. pingpong and selftest refuse it: they run on this host\'s devices' -r -F
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand ports" -s j -l json -d 'Print JSON instead of a table'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand ports" -s h -l help -d 'Print help'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand ports" -s V -l version -d 'Print version'
@@ -74,7 +74,7 @@ complete -c rdmactl -n "__fish_rdmactl_using_subcommand link" -s i -l ib-port -d
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand link" -l color -d 'When to colour the output (NO_COLOR is honoured in `auto`)' -r -f -a "auto\t''
 always\t''
 never\t''"
-complete -c rdmactl -n "__fish_rdmactl_using_subcommand link" -l sysfs -d 'Read sysfs from DIR instead of /sys (a captured tree); verbs queries are skipped' -r -F
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand link" -l sysfs -d 'Read sysfs from DIR instead of /sys (a captured tree); verbs queries are skipped. pingpong and selftest refuse it: they run on this host\'s devices' -r -F
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand link" -s j -l json -d 'Print JSON instead of a table'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand link" -s h -l help -d 'Print help'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand link" -s V -l version -d 'Print version'
@@ -83,7 +83,7 @@ complete -c rdmactl -n "__fish_rdmactl_using_subcommand gids" -s i -l ib-port -d
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand gids" -l color -d 'When to colour the output (NO_COLOR is honoured in `auto`)' -r -f -a "auto\t''
 always\t''
 never\t''"
-complete -c rdmactl -n "__fish_rdmactl_using_subcommand gids" -l sysfs -d 'Read sysfs from DIR instead of /sys (a captured tree); verbs queries are skipped' -r -F
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand gids" -l sysfs -d 'Read sysfs from DIR instead of /sys (a captured tree); verbs queries are skipped. pingpong and selftest refuse it: they run on this host\'s devices' -r -F
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand gids" -l ip -d 'Show the IP address each GID encodes'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand gids" -s a -l all -d 'Include empty (all-zero) slots'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand gids" -s j -l json -d 'Print JSON instead of a table'
@@ -92,7 +92,7 @@ complete -c rdmactl -n "__fish_rdmactl_using_subcommand gids" -s V -l version -d
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand gid; and not __fish_seen_subcommand_from decode encode" -l color -d 'When to colour the output (NO_COLOR is honoured in `auto`)' -r -f -a "auto\t''
 always\t''
 never\t''"
-complete -c rdmactl -n "__fish_rdmactl_using_subcommand gid; and not __fish_seen_subcommand_from decode encode" -l sysfs -d 'Read sysfs from DIR instead of /sys (a captured tree); verbs queries are skipped' -r -F
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand gid; and not __fish_seen_subcommand_from decode encode" -l sysfs -d 'Read sysfs from DIR instead of /sys (a captured tree); verbs queries are skipped. pingpong and selftest refuse it: they run on this host\'s devices' -r -F
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand gid; and not __fish_seen_subcommand_from decode encode" -s j -l json -d 'Print JSON instead of a table'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand gid; and not __fish_seen_subcommand_from decode encode" -s h -l help -d 'Print help'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand gid; and not __fish_seen_subcommand_from decode encode" -s V -l version -d 'Print version'
@@ -101,14 +101,14 @@ complete -c rdmactl -n "__fish_rdmactl_using_subcommand gid; and not __fish_seen
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand gid; and __fish_seen_subcommand_from decode" -l color -d 'When to colour the output (NO_COLOR is honoured in `auto`)' -r -f -a "auto\t''
 always\t''
 never\t''"
-complete -c rdmactl -n "__fish_rdmactl_using_subcommand gid; and __fish_seen_subcommand_from decode" -l sysfs -d 'Read sysfs from DIR instead of /sys (a captured tree); verbs queries are skipped' -r -F
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand gid; and __fish_seen_subcommand_from decode" -l sysfs -d 'Read sysfs from DIR instead of /sys (a captured tree); verbs queries are skipped. pingpong and selftest refuse it: they run on this host\'s devices' -r -F
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand gid; and __fish_seen_subcommand_from decode" -s j -l json -d 'Print JSON instead of a table'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand gid; and __fish_seen_subcommand_from decode" -s h -l help -d 'Print help'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand gid; and __fish_seen_subcommand_from decode" -s V -l version -d 'Print version'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand gid; and __fish_seen_subcommand_from encode" -l color -d 'When to colour the output (NO_COLOR is honoured in `auto`)' -r -f -a "auto\t''
 always\t''
 never\t''"
-complete -c rdmactl -n "__fish_rdmactl_using_subcommand gid; and __fish_seen_subcommand_from encode" -l sysfs -d 'Read sysfs from DIR instead of /sys (a captured tree); verbs queries are skipped' -r -F
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand gid; and __fish_seen_subcommand_from encode" -l sysfs -d 'Read sysfs from DIR instead of /sys (a captured tree); verbs queries are skipped. pingpong and selftest refuse it: they run on this host\'s devices' -r -F
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand gid; and __fish_seen_subcommand_from encode" -s j -l json -d 'Print JSON instead of a table'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand gid; and __fish_seen_subcommand_from encode" -s h -l help -d 'Print help'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand gid; and __fish_seen_subcommand_from encode" -s V -l version -d 'Print version'
@@ -119,7 +119,7 @@ complete -c rdmactl -n "__fish_rdmactl_using_subcommand check" -l peer -d 'The p
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand check" -l color -d 'When to colour the output (NO_COLOR is honoured in `auto`)' -r -f -a "auto\t''
 always\t''
 never\t''"
-complete -c rdmactl -n "__fish_rdmactl_using_subcommand check" -l sysfs -d 'Read sysfs from DIR instead of /sys (a captured tree); verbs queries are skipped' -r -F
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand check" -l sysfs -d 'Read sysfs from DIR instead of /sys (a captured tree); verbs queries are skipped. pingpong and selftest refuse it: they run on this host\'s devices' -r -F
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand check" -l env -d 'Validate NCCL_IB_GID_INDEX, UCX_IB_GID_INDEX and NCCL_IB_HCA from the environment'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand check" -s j -l json -d 'Print JSON instead of a table'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand check" -s h -l help -d 'Print help'
@@ -141,7 +141,7 @@ complete -c rdmactl -n "__fish_rdmactl_using_subcommand pingpong" -l compat -d '
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand pingpong" -l color -d 'When to colour the output (NO_COLOR is honoured in `auto`)' -r -f -a "auto\t''
 always\t''
 never\t''"
-complete -c rdmactl -n "__fish_rdmactl_using_subcommand pingpong" -l sysfs -d 'Read sysfs from DIR instead of /sys (a captured tree); verbs queries are skipped' -r -F
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand pingpong" -l sysfs -d 'Read sysfs from DIR instead of /sys (a captured tree); verbs queries are skipped. pingpong and selftest refuse it: they run on this host\'s devices' -r -F
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand pingpong" -l cm -d 'Connect through the RDMA connection manager (librdmacm) instead of a TCP exchange'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand pingpong" -s j -l json -d 'Print JSON instead of a table'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand pingpong" -s h -l help -d 'Print help (see more with \'--help\')'
@@ -154,7 +154,7 @@ complete -c rdmactl -n "__fish_rdmactl_using_subcommand selftest" -l timeout -d 
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand selftest" -l color -d 'When to colour the output (NO_COLOR is honoured in `auto`)' -r -f -a "auto\t''
 always\t''
 never\t''"
-complete -c rdmactl -n "__fish_rdmactl_using_subcommand selftest" -l sysfs -d 'Read sysfs from DIR instead of /sys (a captured tree); verbs queries are skipped' -r -F
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand selftest" -l sysfs -d 'Read sysfs from DIR instead of /sys (a captured tree); verbs queries are skipped. pingpong and selftest refuse it: they run on this host\'s devices' -r -F
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand selftest" -l cm -d 'Connect through the RDMA connection manager'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand selftest" -s j -l json -d 'Print JSON instead of a table'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand selftest" -s h -l help -d 'Print help'
@@ -163,14 +163,14 @@ complete -c rdmactl -n "__fish_rdmactl_using_subcommand doctor" -s d -l ib-dev -
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand doctor" -l color -d 'When to colour the output (NO_COLOR is honoured in `auto`)' -r -f -a "auto\t''
 always\t''
 never\t''"
-complete -c rdmactl -n "__fish_rdmactl_using_subcommand doctor" -l sysfs -d 'Read sysfs from DIR instead of /sys (a captured tree); verbs queries are skipped' -r -F
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand doctor" -l sysfs -d 'Read sysfs from DIR instead of /sys (a captured tree); verbs queries are skipped. pingpong and selftest refuse it: they run on this host\'s devices' -r -F
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand doctor" -s j -l json -d 'Print JSON instead of a table'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand doctor" -s h -l help -d 'Print help'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand doctor" -s V -l version -d 'Print version'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand generate" -l color -d 'When to colour the output (NO_COLOR is honoured in `auto`)' -r -f -a "auto\t''
 always\t''
 never\t''"
-complete -c rdmactl -n "__fish_rdmactl_using_subcommand generate" -l sysfs -d 'Read sysfs from DIR instead of /sys (a captured tree); verbs queries are skipped' -r -F
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand generate" -l sysfs -d 'Read sysfs from DIR instead of /sys (a captured tree); verbs queries are skipped. pingpong and selftest refuse it: they run on this host\'s devices' -r -F
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand generate" -s j -l json -d 'Print JSON instead of a table'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand generate" -s h -l help -d 'Print help'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand generate" -s V -l version -d 'Print version'

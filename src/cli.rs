@@ -46,7 +46,8 @@ pub struct GlobalArgs {
     #[arg(long, value_enum, default_value_t = ColorChoice::Auto, global = true, value_name = "WHEN")]
     pub color: ColorChoice,
 
-    /// Read sysfs from DIR instead of /sys (a captured tree); verbs queries are skipped
+    /// Read sysfs from DIR instead of /sys (a captured tree); verbs queries are skipped.
+    /// pingpong and selftest refuse it: they run on this host's devices
     #[arg(long, env = "RDMACTL_SYSFS", global = true, value_name = "DIR")]
     pub sysfs: Option<PathBuf>,
 }

@@ -244,8 +244,22 @@ fn errors_are_one_line_naming_what_exists_with_their_exit_codes() {
             2,
             "-i 2: with --cm a port is named with -d (its address is bound); without -d the kernel picks device and port from the route".into(),
         ),
-        (vec!["--sysfs", &rxe, "pingpong", "--cm", "-d", "mlx5_9", "192.168.77.1"], 3, "no device 'mlx5_9'; devices: rxe0, rxe1".into()),
-        (vec!["--sysfs", &rxe, "selftest", "--cm", "-d", "rxe0", "-i", "2"], 3, "no port 2 on rxe0; ports: 1".into()),
+        // pingpong and selftest run on this host's devices: a captured tree is refused.
+        (
+            vec!["--sysfs", &rxe, "pingpong", "--cm", "-d", "mlx5_9", "192.168.77.1"],
+            2,
+            format!("--sysfs {rxe}: pingpong does not read a captured tree: it opens this host's devices through libibverbs and sends real traffic"),
+        ),
+        (
+            vec!["selftest", "--cm", "-d", "rxe0", "--sysfs", &rxe],
+            2,
+            format!("--sysfs {rxe}: selftest does not read a captured tree: it opens this host's devices through libibverbs and sends real traffic"),
+        ),
+        (
+            vec!["--sysfs", &rxe, "selftest", "-d", "rxe0", "-g", "1"],
+            2,
+            format!("--sysfs {rxe}: selftest does not read a captured tree: it opens this host's devices through libibverbs and sends real traffic"),
+        ),
         (
             vec!["gid", "decode", "::1", "10.11.11.251"],
             2,
@@ -406,6 +420,28 @@ fn colour_only_when_asked() {
     assert!(!String::from_utf8(out.stdout).unwrap().contains('\x1b'));
     let json = run(&["--sysfs", &dir, "--color", "always", "ports", "-j"]);
     assert!(!json.stdout.contains('\x1b'), "JSON is never coloured");
+}
+
+/// RDMACTL_SYSFS set for the inventory commands must not make pingpong run against
+/// another host's tree; the refusal names the variable and how to run.
+#[test]
+fn sysfs_from_the_environment_is_refused_by_pingpong() {
+    let out = rdmactl()
+        .env("RDMACTL_SYSFS", sysfs("ib-hca"))
+        .args(["pingpong", "-d", "mlx5_0", "-g", "0", "192.168.77.1"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8(out.stderr).unwrap(),
+        format!(
+            "rdmactl: RDMACTL_SYSFS={}: pingpong does not read a captured tree: it opens this \
+             host's devices through libibverbs and sends real traffic; unset RDMACTL_SYSFS to \
+             run it\n",
+            sysfs("ib-hca")
+        )
+    );
+    assert!(out.stdout.is_empty());
 }
 
 #[test]
