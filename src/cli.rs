@@ -17,7 +17,9 @@ Exit status:
 
 Environment:
   RDMACTL_SYSFS  read sysfs from this directory instead of /sys
-  NO_COLOR       disable colour in --color auto";
+  NO_COLOR       disable colour in --color auto
+  TERM           dumb disables colour in --color auto
+  COLUMNS        the width tables fit (else the terminal's; a pipe gets whole lines)";
 
 #[derive(Debug, Parser)]
 #[command(
@@ -42,7 +44,7 @@ pub struct GlobalArgs {
     #[arg(short = 'j', long, global = true)]
     pub json: bool,
 
-    /// When to colour the output (NO_COLOR is honoured in `auto`)
+    /// When to colour the output (`auto`: a terminal, unless NO_COLOR is set or TERM=dumb)
     #[arg(long, value_enum, default_value_t = ColorChoice::Auto, global = true, value_name = "WHEN")]
     pub color: ColorChoice,
 

@@ -42,7 +42,11 @@ fn root() -> PathBuf {
 
 fn rdmactl() -> Command {
     let mut cmd = Command::cargo_bin("rdmactl").unwrap();
-    cmd.current_dir(root()).env_remove("NO_COLOR");
+    // The terminal's settings change the tables (colour, width): none of them leak in.
+    cmd.current_dir(root())
+        .env_remove("NO_COLOR")
+        .env_remove("COLUMNS")
+        .env_remove("TERM");
     for (key, _) in std::env::vars_os() {
         if key.to_string_lossy().starts_with("RDMACTL_") {
             cmd.env_remove(key);
@@ -424,6 +428,90 @@ fn colour_only_when_asked() {
 
 /// RDMACTL_SYSFS set for the inventory commands must not make pingpong run against
 /// another host's tree; the refusal names the variable and how to run.
+/// Colour on means escapes around coloured values only: no header and no plain cell
+/// carries a bare default-colour or reset sequence.
+#[test]
+fn colour_escapes_only_where_a_colour_is_set() {
+    let dir = sysfs("rxe-veth-vlan-ipv6-down");
+    for cmd in [&["ports"][..], &["devices"], &["gids", "--ip"]] {
+        let mut args = vec!["--sysfs", dir.as_str(), "--color", "always"];
+        args.extend_from_slice(cmd);
+        let r = run(&args);
+        let header = r.stdout.lines().next().unwrap();
+        assert!(!header.contains('\x1b'), "{cmd:?}: {header:?}");
+        for line in r.stdout.lines() {
+            let coloured = ["\x1b[31m", "\x1b[32m", "\x1b[33m"]
+                .iter()
+                .map(|c| line.matches(c).count())
+                .sum::<usize>();
+            // Each coloured value opens once and closes once; nothing else.
+            assert_eq!(
+                line.matches('\x1b').count(),
+                2 * coloured,
+                "{cmd:?}: {line:?}"
+            );
+            assert_eq!(
+                line.matches("\x1b[39m").count(),
+                coloured,
+                "{cmd:?}: {line:?}"
+            );
+        }
+    }
+    // TERM=dumb with --color auto (the pipe here would stop colour anyway; the rule itself
+    // is unit-tested in output.rs): nothing.
+    let out = rdmactl()
+        .env("TERM", "dumb")
+        .args(["--sysfs", &dir, "--color", "auto", "ports"])
+        .output()
+        .unwrap();
+    assert!(!String::from_utf8(out.stdout).unwrap().contains('\x1b'));
+}
+
+/// COLUMNS bounds every table line; the widest column is cut with a `+`, and -j is never cut.
+#[test]
+fn tables_honour_columns_and_json_does_not() {
+    let dir = sysfs("mlx5-roce-vlan");
+    for (cmd, width) in [
+        (&["ports"][..], 80),
+        (&["gids", "--ip"], 60),
+        (&["devices"], 70),
+    ] {
+        let mut args = vec!["--sysfs", dir.as_str()];
+        args.extend_from_slice(cmd);
+        let narrow = rdmactl()
+            .env("COLUMNS", width.to_string())
+            .args(&args)
+            .output()
+            .unwrap();
+        let text = String::from_utf8(narrow.stdout).unwrap();
+        assert!(
+            text.contains('+'),
+            "{cmd:?} at {width}: nothing was cut\n{text}"
+        );
+        for line in text.lines() {
+            assert!(line.chars().count() <= width, "{cmd:?}: {line:?}");
+        }
+        // One line per row still, and the identifying first column whole.
+        let full = run(&args);
+        assert_eq!(text.lines().count(), full.stdout.lines().count());
+        let first = |s: &str| {
+            s.lines()
+                .map(|l| l.split(' ').next().unwrap().to_string())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(first(&text), first(&full.stdout), "{cmd:?}");
+    }
+    let mut args = vec!["--sysfs", dir.as_str(), "gids", "-j"];
+    let wide = run(&args);
+    args.push("--ip");
+    let narrow = rdmactl()
+        .env("COLUMNS", "20")
+        .args(&args[..4])
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8(narrow.stdout).unwrap(), wide.stdout);
+}
+
 #[test]
 fn sysfs_from_the_environment_is_refused_by_pingpong() {
     let out = rdmactl()
