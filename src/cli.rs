@@ -6,20 +6,45 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-const EXIT_STATUS: &str = "\
-Exit status:
-  0  success; every check or test passed
-  1  a check, test or ping-pong ran and found a failure
-  2  bad command line or malformed input
-  3  the named device, port or GID index does not exist
-  4  no RDMA stack: no kernel support, no libibverbs, or no devices
-  5  an operating-system or verbs call failed unexpectedly
+/// The exit codes, as the README's table lists them; `--help` and every man page print
+/// this one list.
+pub const EXIT_CODES: &[(u8, &str)] = &[
+    (0, "success; every check or test passed"),
+    (1, "a check, test or ping-pong ran and found a failure"),
+    (2, "bad command line or malformed input"),
+    (3, "the named device, port or GID index does not exist"),
+    (
+        4,
+        "no RDMA stack: no kernel support, no libibverbs, or no devices",
+    ),
+    (5, "an operating-system or verbs call failed unexpectedly"),
+];
 
-Environment:
-  RDMACTL_SYSFS  read sysfs from this directory instead of /sys
-  NO_COLOR       disable colour in --color auto
-  TERM           dumb disables colour in --color auto
-  COLUMNS        the width tables fit (else the terminal's; a pipe gets whole lines)";
+/// The environment rdmactl reads, for `--help` and the man pages' ENVIRONMENT.
+pub const ENVIRONMENT: &[(&str, &str)] = &[
+    (
+        "RDMACTL_SYSFS",
+        "read sysfs from this directory instead of /sys (as --sysfs)",
+    ),
+    ("NO_COLOR", "set and not empty: no colour in --color auto"),
+    ("TERM", "dumb: no colour in --color auto"),
+    (
+        "COLUMNS",
+        "the width tables fit (else the terminal's; a pipe gets whole lines)",
+    ),
+];
+
+fn exit_status_help() -> String {
+    let mut text = String::from("Exit status:\n");
+    for (code, meaning) in EXIT_CODES {
+        text.push_str(&format!("  {code}  {meaning}\n"));
+    }
+    text.push_str("\nEnvironment:\n");
+    for (name, meaning) in ENVIRONMENT {
+        text.push_str(&format!("  {name:<13}  {meaning}\n"));
+    }
+    text.trim_end().to_string()
+}
 
 #[derive(Debug, Parser)]
 #[command(
@@ -28,7 +53,7 @@ Environment:
     about = "RDMA diagnostics: devices, ports, GID tables, ping-pong and self-test that explain their failures",
     propagate_version = true,
     disable_help_subcommand = true,
-    after_long_help = EXIT_STATUS
+    after_long_help = exit_status_help()
 )]
 pub struct Cli {
     #[command(flatten)]
@@ -38,7 +63,9 @@ pub struct Cli {
     pub command: Command,
 }
 
+/// Every subcommand takes these; --help and the man pages list them apart.
 #[derive(Debug, Args)]
+#[command(next_help_heading = "Global options")]
 pub struct GlobalArgs {
     /// Print JSON instead of a table
     #[arg(short = 'j', long, global = true)]
@@ -72,7 +99,7 @@ pub enum Command {
     /// Show GID tables with RoCE type, netdev and decoded IP address
     Gids(GidsArgs),
     /// Convert between GIDs and IP addresses, offline
-    #[command(subcommand)]
+    #[command(subcommand, disable_help_subcommand = true)]
     Gid(GidCommand),
     /// Is this GID index usable, and does it route to the peer?
     Check(CheckArgs),
