@@ -136,3 +136,80 @@ fn man_pages_say_how_to_type_the_command_and_ship_what_they_name() {
         "only {references} references found"
     );
 }
+
+/// Runs the committed bash completion for a command line whose last word is being
+/// completed, and returns the candidates.
+fn bash_complete(words: &[&str], env_sysfs: Option<&str>) -> Vec<String> {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let script = format!(
+        "source completions/rdmactl.bash; COMP_WORDS=({}); COMP_CWORD={}; \
+         _rdmactl_with_devices rdmactl \"${{COMP_WORDS[COMP_CWORD]}}\" \"${{COMP_WORDS[COMP_CWORD-1]}}\"; \
+         printf '%s\\n' \"${{COMPREPLY[@]}}\"",
+        words
+            .iter()
+            .map(|w| format!("'{w}'"))
+            .collect::<Vec<_>>()
+            .join(" "),
+        words.len() - 1
+    );
+    let mut cmd = std::process::Command::new("bash");
+    cmd.current_dir(repo).args(["--norc", "-c", &script]);
+    match env_sysfs {
+        Some(dir) => cmd.env("RDMACTL_SYSFS", dir),
+        None => cmd.env_remove("RDMACTL_SYSFS"),
+    };
+    let out = cmd.output().expect("bash runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut got: Vec<String> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .filter(|l| !l.is_empty())
+        .map(String::from)
+        .collect();
+    got.sort();
+    got
+}
+
+#[test]
+fn bash_completes_device_names_from_sysfs() {
+    let ib = "tests/fixtures/sysfs/ib-hca";
+    let rxe = "tests/fixtures/sysfs/rxe-veth-basic";
+    assert_eq!(
+        bash_complete(&["rdmactl", "check", "-d", ""], Some(rxe)),
+        ["rxe0", "rxe1"]
+    );
+    assert_eq!(
+        bash_complete(&["rdmactl", "pingpong", "--ib-dev", "rxe1"], Some(rxe)),
+        ["rxe1"]
+    );
+    // --sysfs on the line wins over the environment.
+    assert_eq!(
+        bash_complete(&["rdmactl", "--sysfs", ib, "devices", "-d", ""], Some(rxe)),
+        ["mlx5_0", "mlx5_1"]
+    );
+    // The DEV[/PORT] argument of ports and gids: devices and their ports.
+    assert_eq!(
+        bash_complete(&["rdmactl", "gids", "mlx5_0"], Some(ib)),
+        ["mlx5_0", "mlx5_0/1"]
+    );
+    let port = bash_complete(&["rdmactl", "ports", "-i", ""], Some(ib));
+    assert!(
+        !port.iter().any(|c| c.starts_with("mlx5")),
+        "-i takes a port number, not a device: {port:?}"
+    );
+    // Flags still come from clap's completion.
+    let flags = bash_complete(&["rdmactl", "ports", "--ib"], Some(ib));
+    assert_eq!(flags, ["--ib-dev", "--ib-port"]);
+    // No RDMA devices: nothing to offer, and no error.
+    assert_eq!(
+        bash_complete(
+            &["rdmactl", "check", "-d", ""],
+            Some("tests/fixtures/sysfs/no-infiniband")
+        ),
+        Vec::<String>::new()
+    );
+}
