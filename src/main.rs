@@ -21,6 +21,11 @@ mod render;
 mod sysfs;
 mod verbs;
 
+/// tests/json-schema.txt's checker, for the unit tests of reports that need a device.
+#[cfg(test)]
+#[path = "../tests/schema/mod.rs"]
+mod json_schema;
+
 use std::process::ExitCode;
 
 use clap::parser::ValueSource;

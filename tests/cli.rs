@@ -580,55 +580,6 @@ fn fixture_trees_exist() {
     }
 }
 
-/// Every key any `-j` output uses is documented in docs/json.md.
-#[test]
-fn every_json_key_is_documented() {
-    fn keys(v: &serde_json::Value, out: &mut std::collections::BTreeSet<String>) {
-        match v {
-            serde_json::Value::Object(m) => {
-                for (k, v) in m {
-                    out.insert(k.clone());
-                    keys(v, out);
-                }
-            }
-            serde_json::Value::Array(a) => a.iter().for_each(|v| keys(v, out)),
-            _ => {}
-        }
-    }
-    let mut found = std::collections::BTreeSet::new();
-    for tree in TREES {
-        for cmd in [
-            &["devices", "-j"][..],
-            &["gids", "--all", "-j"],
-            &["devices", "-v", "-j"],
-        ] {
-            let dir = sysfs(tree);
-            let mut args = vec!["--sysfs", dir.as_str()];
-            args.extend_from_slice(cmd);
-            keys(
-                &serde_json::from_str(&run(&args).stdout).unwrap(),
-                &mut found,
-            );
-        }
-    }
-    for args in [
-        &["gid", "decode", "-j", "fe80::5054:ff:fe12:3456"][..],
-        &["gid", "encode", "-j", "10.0.0.1"],
-    ] {
-        keys(
-            &serde_json::from_str(&run(args).stdout).unwrap(),
-            &mut found,
-        );
-    }
-    let doc = std::fs::read_to_string(root().join("docs/json.md")).unwrap();
-    let missing: Vec<&String> = found
-        .iter()
-        .filter(|k| !doc.contains(&format!("| `{k}` |")))
-        .collect();
-    assert!(missing.is_empty(), "undocumented JSON keys: {missing:?}");
-    assert!(found.contains("read_problems") && found.contains("lmc") && found.contains("mac"));
-}
-
 /// `check` prints its findings through the same renderer as doctor, and on a captured tree
 /// says that the kernel's CM was not asked instead of asking this host's kernel.
 #[test]

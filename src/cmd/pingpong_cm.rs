@@ -1238,6 +1238,8 @@ mod tests {
         assert_eq!(json["gid_index"], 1);
         assert_eq!(json["device"], "rxe1");
         assert_eq!(json["ops"]["send"]["iters"], 10);
+        let shape = crate::json_schema::mismatches("pingpong_cm", &json);
+        assert!(shape.is_empty(), "{shape:#?}");
         assert_eq!(json["ops"]["send"]["latency_usec"]["median"], 1.0);
         assert!(json["ops"].get("write").is_none());
         assert!(json.get("echoed").is_none(), "server-only key: {json}");
@@ -1275,6 +1277,8 @@ mod tests {
         assert_eq!(json["connection"], serde_json::Value::Null);
         assert_eq!(json["failure"]["step"], "cm_connect");
         assert_eq!(json["failure"]["explanation"]["code"], "cm-no-listener");
+        let shape = crate::json_schema::mismatches("pingpong_cm", &json);
+        assert!(shape.is_empty(), "{shape:#?}");
     }
 
     #[test]
@@ -1292,6 +1296,8 @@ mod tests {
         assert_eq!(json["echoed"], 6);
         assert_eq!(json["stock_client"], true);
         assert!(json.get("kernel_choice").is_none(), "{json}");
+        let shape = crate::json_schema::mismatches("pingpong_cm", &json);
+        assert!(shape.is_empty(), "{shape:#?}");
         let text = render(&report);
         assert!(
             text.contains(
@@ -1371,6 +1377,8 @@ mod tests {
             "cm-no-route"
         );
         assert_eq!(json["steps"][1]["failure"]["errno_name"], "ENETUNREACH");
+        let shape = crate::json_schema::mismatches("selftest_cm", &json);
+        assert!(shape.is_empty(), "{shape:#?}");
     }
 
     #[test]

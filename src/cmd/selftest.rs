@@ -623,3 +623,63 @@ fn pattern(op: &str, len: usize) -> Vec<u8> {
         .take(len)
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The report of a run that stopped at RTR: the documented shape
+    /// (tests/json-schema.txt), with `device`/`peer_device` and a rounded `elapsed_us`.
+    #[test]
+    fn report_has_the_documented_shape() {
+        let sysfs = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/sysfs/rxe-veth-basic");
+        let f = Failure::new(
+            Step::Rtr,
+            Cause::errno(libc::ETIMEDOUT),
+            FailureContext {
+                device: "rxe0".into(),
+                port: 1,
+                gid_index: Some(1),
+                path_mtu: Some(1024),
+                ..FailureContext::default()
+            },
+        );
+        let report = Report {
+            mode: "verbs",
+            device: Some("rxe0".into()),
+            peer_device: Some("rxe1".into()),
+            port: 1,
+            gid_index: Some(1),
+            gid_selection: vec![failure::choose_gid(&sysfs, "rxe0", 1, None).unwrap()],
+            size: 4096,
+            steps: vec![
+                StepLine {
+                    step: "open",
+                    ok: true,
+                    elapsed_us: 1022.0500000000001,
+                    detail: "rxe0/1".into(),
+                    failure: None,
+                },
+                StepLine {
+                    step: "rtr",
+                    ok: false,
+                    elapsed_us: 5.0,
+                    detail: String::new(),
+                    failure: Some(FailureReport::new(
+                        &f,
+                        crate::finding::Explanation::new("rtr-timeout", "why", "fix"),
+                    )),
+                },
+            ],
+            ok: false,
+        };
+        let json = serde_json::to_value(&report).unwrap();
+        let shape = crate::json_schema::mismatches("selftest", &json);
+        assert!(shape.is_empty(), "{shape:#?}\n{json}");
+        assert!(serde_json::to_string(&report)
+            .unwrap()
+            .contains(r#""elapsed_us":1022.05,"#));
+        assert!(render(&report).starts_with("selftest rxe0 <-> rxe1 port 1 GID index 1"));
+    }
+}
