@@ -93,7 +93,7 @@ pub enum Command {
     /// List RDMA devices (like ibv_devinfo; -v for every attribute)
     #[command(visible_alias = "ls")]
     Devices(DevicesArgs),
-    /// Show port state, rate, LID, MTU and netdev
+    /// Show port state, rate, LID, the RDMA MTUs (active, max) and the netdev with its MTU
     #[command(visible_alias = "link")]
     Ports(PortsArgs),
     /// Show GID tables with RoCE type, netdev and decoded IP address

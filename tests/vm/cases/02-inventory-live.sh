@@ -29,10 +29,11 @@ check "fw_ver is the same in devices -j and devices -v -j (libibverbs' value)" b
 lib=$(readlink -f "$(ldconfig -p | awk '$1 == "libibverbs.so.1" { print $NF; exit }')")
 hidden() { unshare -m sh -c 'mount --bind /dev/null "$1" && shift && exec "$@"' sh "$lib" "$@"; }
 expect_rc 0 "libibverbs hidden: ports exits 0 from sysfs" hidden "${B[@]}" ports rxe0/1
+hidden_out=$LAST_STDOUT hidden_err=$LAST_STDERR
 expect_out "libibverbs hidden: ports says unknown for both RDMA MTUs, the netdev MTU stays" \
-  'rxe0/1 +ACTIVE .* +unknown +unknown +veth0 +1500 +up' cat "$LAST_STDOUT"
-expect_out "libibverbs hidden: the note says why (the loader's reason)" \
-  '^rdmactl: note: rxe0/1: ACTIVE MTU and MAX MTU unknown .*libibverbs\.so\.1 cannot be loaded' cat "$LAST_STDERR"
+  'rxe0/1 +ACTIVE .* +unknown +unknown +veth0 +1500 +up' cat "$hidden_out"
+expect_out "libibverbs hidden: the note on stderr says why (the loader's reason)" \
+  '^rdmactl: note: rxe0/1: ACTIVE MTU and MAX MTU unknown .*libibverbs\.so\.1 cannot be loaded' cat "$hidden_err"
 check "libibverbs hidden: ports -j runs" hidden "$RDMACTL" -j ports rxe0/1
 json_has "libibverbs hidden: ports -j has null MTUs and the reason" "$LAST_STDOUT" \
   device=rxe0 active_mtu=null max_mtu=null netdev_mtu=1500 available=false 'reason=libibverbs\.so\.1 cannot be loaded.*'
