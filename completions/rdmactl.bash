@@ -525,3 +525,55 @@ if [[ "${BASH_VERSINFO[0]}" -eq 4 && "${BASH_VERSINFO[1]}" -ge 4 || "${BASH_VERS
 else
     complete -F _rdmactl -o bashdefault -o default rdmactl
 fi
+
+# Added by `rdmactl generate`: device names for -d/--ib-dev and for the DEV[/PORT]
+# argument of ports and gids, read from sysfs when completing.
+_rdmactl_devices() {
+    local class="${1:-/sys}/class/infiniband" dev port
+    for dev in "$class"/*; do
+        [[ -e $dev ]] || continue
+        printf '%s\n' "${dev##*/}"
+        if [[ $2 == ports ]]; then
+            for port in "$dev"/ports/*; do
+                [[ -e $port ]] && printf '%s\n' "${dev##*/}/${port##*/}"
+            done
+        fi
+    done
+}
+
+_rdmactl_with_devices() {
+    local cur="$2" prev="$3" sub="" root="${RDMACTL_SYSFS:-/sys}" i=1
+    while (( i < COMP_CWORD )); do
+        case ${COMP_WORDS[i]} in
+            --sysfs) root=${COMP_WORDS[i+1]}; (( i += 2 )); continue ;;
+            --color) (( i += 2 )); continue ;;
+            -*) ;;
+            *) [[ -z $sub ]] && sub=${COMP_WORDS[i]} ;;
+        esac
+        (( i++ ))
+    done
+    case $prev in
+        -d|--ib-dev)
+            compopt +o default +o bashdefault 2>/dev/null
+            COMPREPLY=( $(compgen -W "$(_rdmactl_devices "$root")" -- "$cur") )
+            return 0
+            ;;
+    esac
+    if [[ $sub =~ ^(ports|link|gids)$ && $cur != -* ]]; then
+        case $prev in
+            -i|--ib-port|--color|--sysfs) ;;
+            *)
+                compopt +o default +o bashdefault 2>/dev/null
+                COMPREPLY=( $(compgen -W "$(_rdmactl_devices "$root" ports)" -- "$cur") )
+                return 0
+                ;;
+        esac
+    fi
+    _rdmactl "$@"
+}
+
+if [[ "${BASH_VERSINFO[0]}" -eq 4 && "${BASH_VERSINFO[1]}" -ge 4 || "${BASH_VERSINFO[0]}" -gt 4 ]]; then
+    complete -F _rdmactl_with_devices -o nosort -o bashdefault -o default rdmactl
+else
+    complete -F _rdmactl_with_devices -o bashdefault -o default rdmactl
+fi

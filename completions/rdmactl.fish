@@ -24,17 +24,17 @@ function __fish_rdmactl_using_subcommand
     contains -- $cmd[1] $argv
 end
 
-complete -c rdmactl -n "__fish_rdmactl_needs_command" -l color -d 'When to colour the output (NO_COLOR is honoured in `auto`)' -r -f -a "auto\t''
+complete -c rdmactl -n "__fish_rdmactl_needs_command" -l color -d 'When to colour the output (`auto`: a terminal, unless NO_COLOR is set or TERM=dumb)' -r -f -a "auto\t''
 always\t''
 never\t''"
-complete -c rdmactl -n "__fish_rdmactl_needs_command" -l sysfs -d 'Read sysfs from DIR instead of /sys (a captured tree); verbs queries are skipped' -r -F
+complete -c rdmactl -n "__fish_rdmactl_needs_command" -l sysfs -d 'Read sysfs from DIR instead of /sys (a captured tree); verbs queries are skipped. pingpong and selftest refuse it: they run on this host\'s devices' -r -F
 complete -c rdmactl -n "__fish_rdmactl_needs_command" -s j -l json -d 'Print JSON instead of a table'
 complete -c rdmactl -n "__fish_rdmactl_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c rdmactl -n "__fish_rdmactl_needs_command" -s V -l version -d 'Print version'
 complete -c rdmactl -n "__fish_rdmactl_needs_command" -f -a "devices" -d 'List RDMA devices (like ibv_devinfo; -v for every attribute)'
 complete -c rdmactl -n "__fish_rdmactl_needs_command" -f -a "ls" -d 'List RDMA devices (like ibv_devinfo; -v for every attribute)'
-complete -c rdmactl -n "__fish_rdmactl_needs_command" -f -a "ports" -d 'Show port state, rate, LID, MTU and netdev'
-complete -c rdmactl -n "__fish_rdmactl_needs_command" -f -a "link" -d 'Show port state, rate, LID, MTU and netdev'
+complete -c rdmactl -n "__fish_rdmactl_needs_command" -f -a "ports" -d 'Show port state, rate, LID, the RDMA MTUs (active, max) and the netdev with its MTU'
+complete -c rdmactl -n "__fish_rdmactl_needs_command" -f -a "link" -d 'Show port state, rate, LID, the RDMA MTUs (active, max) and the netdev with its MTU'
 complete -c rdmactl -n "__fish_rdmactl_needs_command" -f -a "gids" -d 'Show GID tables with RoCE type, netdev and decoded IP address'
 complete -c rdmactl -n "__fish_rdmactl_needs_command" -f -a "gid" -d 'Convert between GIDs and IP addresses, offline'
 complete -c rdmactl -n "__fish_rdmactl_needs_command" -f -a "check" -d 'Is this GID index usable, and does it route to the peer?'
@@ -43,72 +43,72 @@ complete -c rdmactl -n "__fish_rdmactl_needs_command" -f -a "selftest" -d 'Loopb
 complete -c rdmactl -n "__fish_rdmactl_needs_command" -f -a "doctor" -d 'Check that this host\'s RDMA stack is sane'
 complete -c rdmactl -n "__fish_rdmactl_needs_command" -f -a "generate" -d 'Write man pages and shell completions (for packagers)'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand devices" -s d -l ib-dev -d 'Only this device' -r
-complete -c rdmactl -n "__fish_rdmactl_using_subcommand devices" -l color -d 'When to colour the output (NO_COLOR is honoured in `auto`)' -r -f -a "auto\t''
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand devices" -l color -d 'When to colour the output (`auto`: a terminal, unless NO_COLOR is set or TERM=dumb)' -r -f -a "auto\t''
 always\t''
 never\t''"
-complete -c rdmactl -n "__fish_rdmactl_using_subcommand devices" -l sysfs -d 'Read sysfs from DIR instead of /sys (a captured tree); verbs queries are skipped' -r -F
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand devices" -l sysfs -d 'Read sysfs from DIR instead of /sys (a captured tree); verbs queries are skipped. pingpong and selftest refuse it: they run on this host\'s devices' -r -F
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand devices" -s v -l verbose -d 'Every attribute, as `ibv_devinfo -v` prints it'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand devices" -s j -l json -d 'Print JSON instead of a table'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand devices" -s h -l help -d 'Print help'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand devices" -s V -l version -d 'Print version'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand ls" -s d -l ib-dev -d 'Only this device' -r
-complete -c rdmactl -n "__fish_rdmactl_using_subcommand ls" -l color -d 'When to colour the output (NO_COLOR is honoured in `auto`)' -r -f -a "auto\t''
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand ls" -l color -d 'When to colour the output (`auto`: a terminal, unless NO_COLOR is set or TERM=dumb)' -r -f -a "auto\t''
 always\t''
 never\t''"
-complete -c rdmactl -n "__fish_rdmactl_using_subcommand ls" -l sysfs -d 'Read sysfs from DIR instead of /sys (a captured tree); verbs queries are skipped' -r -F
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand ls" -l sysfs -d 'Read sysfs from DIR instead of /sys (a captured tree); verbs queries are skipped. pingpong and selftest refuse it: they run on this host\'s devices' -r -F
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand ls" -s v -l verbose -d 'Every attribute, as `ibv_devinfo -v` prints it'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand ls" -s j -l json -d 'Print JSON instead of a table'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand ls" -s h -l help -d 'Print help'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand ls" -s V -l version -d 'Print version'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand ports" -s d -l ib-dev -d 'Only this device (same as the positional DEV)' -r
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand ports" -s i -l ib-port -d 'Only this port' -r
-complete -c rdmactl -n "__fish_rdmactl_using_subcommand ports" -l color -d 'When to colour the output (NO_COLOR is honoured in `auto`)' -r -f -a "auto\t''
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand ports" -l color -d 'When to colour the output (`auto`: a terminal, unless NO_COLOR is set or TERM=dumb)' -r -f -a "auto\t''
 always\t''
 never\t''"
-complete -c rdmactl -n "__fish_rdmactl_using_subcommand ports" -l sysfs -d 'Read sysfs from DIR instead of /sys (a captured tree); verbs queries are skipped' -r -F
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand ports" -l sysfs -d 'Read sysfs from DIR instead of /sys (a captured tree); verbs queries are skipped. pingpong and selftest refuse it: they run on this host\'s devices' -r -F
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand ports" -s j -l json -d 'Print JSON instead of a table'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand ports" -s h -l help -d 'Print help'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand ports" -s V -l version -d 'Print version'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand link" -s d -l ib-dev -d 'Only this device (same as the positional DEV)' -r
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand link" -s i -l ib-port -d 'Only this port' -r
-complete -c rdmactl -n "__fish_rdmactl_using_subcommand link" -l color -d 'When to colour the output (NO_COLOR is honoured in `auto`)' -r -f -a "auto\t''
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand link" -l color -d 'When to colour the output (`auto`: a terminal, unless NO_COLOR is set or TERM=dumb)' -r -f -a "auto\t''
 always\t''
 never\t''"
-complete -c rdmactl -n "__fish_rdmactl_using_subcommand link" -l sysfs -d 'Read sysfs from DIR instead of /sys (a captured tree); verbs queries are skipped' -r -F
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand link" -l sysfs -d 'Read sysfs from DIR instead of /sys (a captured tree); verbs queries are skipped. pingpong and selftest refuse it: they run on this host\'s devices' -r -F
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand link" -s j -l json -d 'Print JSON instead of a table'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand link" -s h -l help -d 'Print help'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand link" -s V -l version -d 'Print version'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand gids" -s d -l ib-dev -d 'Only this device (same as the positional DEV)' -r
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand gids" -s i -l ib-port -d 'Only this port' -r
-complete -c rdmactl -n "__fish_rdmactl_using_subcommand gids" -l color -d 'When to colour the output (NO_COLOR is honoured in `auto`)' -r -f -a "auto\t''
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand gids" -l color -d 'When to colour the output (`auto`: a terminal, unless NO_COLOR is set or TERM=dumb)' -r -f -a "auto\t''
 always\t''
 never\t''"
-complete -c rdmactl -n "__fish_rdmactl_using_subcommand gids" -l sysfs -d 'Read sysfs from DIR instead of /sys (a captured tree); verbs queries are skipped' -r -F
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand gids" -l sysfs -d 'Read sysfs from DIR instead of /sys (a captured tree); verbs queries are skipped. pingpong and selftest refuse it: they run on this host\'s devices' -r -F
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand gids" -l ip -d 'Show the IP address each GID encodes'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand gids" -s a -l all -d 'Include empty (all-zero) slots'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand gids" -s j -l json -d 'Print JSON instead of a table'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand gids" -s h -l help -d 'Print help'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand gids" -s V -l version -d 'Print version'
-complete -c rdmactl -n "__fish_rdmactl_using_subcommand gid; and not __fish_seen_subcommand_from decode encode" -l color -d 'When to colour the output (NO_COLOR is honoured in `auto`)' -r -f -a "auto\t''
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand gid; and not __fish_seen_subcommand_from decode encode" -l color -d 'When to colour the output (`auto`: a terminal, unless NO_COLOR is set or TERM=dumb)' -r -f -a "auto\t''
 always\t''
 never\t''"
-complete -c rdmactl -n "__fish_rdmactl_using_subcommand gid; and not __fish_seen_subcommand_from decode encode" -l sysfs -d 'Read sysfs from DIR instead of /sys (a captured tree); verbs queries are skipped' -r -F
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand gid; and not __fish_seen_subcommand_from decode encode" -l sysfs -d 'Read sysfs from DIR instead of /sys (a captured tree); verbs queries are skipped. pingpong and selftest refuse it: they run on this host\'s devices' -r -F
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand gid; and not __fish_seen_subcommand_from decode encode" -s j -l json -d 'Print JSON instead of a table'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand gid; and not __fish_seen_subcommand_from decode encode" -s h -l help -d 'Print help'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand gid; and not __fish_seen_subcommand_from decode encode" -s V -l version -d 'Print version'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand gid; and not __fish_seen_subcommand_from decode encode" -f -a "decode" -d 'Decode GIDs: sysfs, IPv6, colon-byte or 32-hex-digit wire form'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand gid; and not __fish_seen_subcommand_from decode encode" -f -a "encode" -d 'The GID a RoCE v2 port gets for an IP address'
-complete -c rdmactl -n "__fish_rdmactl_using_subcommand gid; and __fish_seen_subcommand_from decode" -l color -d 'When to colour the output (NO_COLOR is honoured in `auto`)' -r -f -a "auto\t''
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand gid; and __fish_seen_subcommand_from decode" -l color -d 'When to colour the output (`auto`: a terminal, unless NO_COLOR is set or TERM=dumb)' -r -f -a "auto\t''
 always\t''
 never\t''"
-complete -c rdmactl -n "__fish_rdmactl_using_subcommand gid; and __fish_seen_subcommand_from decode" -l sysfs -d 'Read sysfs from DIR instead of /sys (a captured tree); verbs queries are skipped' -r -F
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand gid; and __fish_seen_subcommand_from decode" -l sysfs -d 'Read sysfs from DIR instead of /sys (a captured tree); verbs queries are skipped. pingpong and selftest refuse it: they run on this host\'s devices' -r -F
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand gid; and __fish_seen_subcommand_from decode" -s j -l json -d 'Print JSON instead of a table'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand gid; and __fish_seen_subcommand_from decode" -s h -l help -d 'Print help'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand gid; and __fish_seen_subcommand_from decode" -s V -l version -d 'Print version'
-complete -c rdmactl -n "__fish_rdmactl_using_subcommand gid; and __fish_seen_subcommand_from encode" -l color -d 'When to colour the output (NO_COLOR is honoured in `auto`)' -r -f -a "auto\t''
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand gid; and __fish_seen_subcommand_from encode" -l color -d 'When to colour the output (`auto`: a terminal, unless NO_COLOR is set or TERM=dumb)' -r -f -a "auto\t''
 always\t''
 never\t''"
-complete -c rdmactl -n "__fish_rdmactl_using_subcommand gid; and __fish_seen_subcommand_from encode" -l sysfs -d 'Read sysfs from DIR instead of /sys (a captured tree); verbs queries are skipped' -r -F
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand gid; and __fish_seen_subcommand_from encode" -l sysfs -d 'Read sysfs from DIR instead of /sys (a captured tree); verbs queries are skipped. pingpong and selftest refuse it: they run on this host\'s devices' -r -F
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand gid; and __fish_seen_subcommand_from encode" -s j -l json -d 'Print JSON instead of a table'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand gid; and __fish_seen_subcommand_from encode" -s h -l help -d 'Print help'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand gid; and __fish_seen_subcommand_from encode" -s V -l version -d 'Print version'
@@ -116,10 +116,10 @@ complete -c rdmactl -n "__fish_rdmactl_using_subcommand check" -s d -l ib-dev -d
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand check" -s i -l ib-port -d 'Port' -r
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand check" -s g -l gid-index -d 'GID index to check, or auto' -r
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand check" -l peer -d 'The peer\'s IP address or host name, to check routing and neighbours toward it' -r
-complete -c rdmactl -n "__fish_rdmactl_using_subcommand check" -l color -d 'When to colour the output (NO_COLOR is honoured in `auto`)' -r -f -a "auto\t''
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand check" -l color -d 'When to colour the output (`auto`: a terminal, unless NO_COLOR is set or TERM=dumb)' -r -f -a "auto\t''
 always\t''
 never\t''"
-complete -c rdmactl -n "__fish_rdmactl_using_subcommand check" -l sysfs -d 'Read sysfs from DIR instead of /sys (a captured tree); verbs queries are skipped' -r -F
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand check" -l sysfs -d 'Read sysfs from DIR instead of /sys (a captured tree); verbs queries are skipped. pingpong and selftest refuse it: they run on this host\'s devices' -r -F
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand check" -l env -d 'Validate NCCL_IB_GID_INDEX, UCX_IB_GID_INDEX and NCCL_IB_HCA from the environment'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand check" -s j -l json -d 'Print JSON instead of a table'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand check" -s h -l help -d 'Print help'
@@ -138,10 +138,10 @@ all\t''"
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand pingpong" -l timeout -d 'Give up on any step after this many seconds' -r
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand pingpong" -l bind -d 'Local address: a server listens on it only; with --cm a client connects from it' -r
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand pingpong" -l compat -d 'Speak another tool\'s exchange (client side; a server detects it by itself)' -r -f -a "rc_pingpong\t'The exchange of rdma-core\'s ibv_rc_pingpong'"
-complete -c rdmactl -n "__fish_rdmactl_using_subcommand pingpong" -l color -d 'When to colour the output (NO_COLOR is honoured in `auto`)' -r -f -a "auto\t''
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand pingpong" -l color -d 'When to colour the output (`auto`: a terminal, unless NO_COLOR is set or TERM=dumb)' -r -f -a "auto\t''
 always\t''
 never\t''"
-complete -c rdmactl -n "__fish_rdmactl_using_subcommand pingpong" -l sysfs -d 'Read sysfs from DIR instead of /sys (a captured tree); verbs queries are skipped' -r -F
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand pingpong" -l sysfs -d 'Read sysfs from DIR instead of /sys (a captured tree); verbs queries are skipped. pingpong and selftest refuse it: they run on this host\'s devices' -r -F
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand pingpong" -l cm -d 'Connect through the RDMA connection manager (librdmacm) instead of a TCP exchange'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand pingpong" -s j -l json -d 'Print JSON instead of a table'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand pingpong" -s h -l help -d 'Print help (see more with \'--help\')'
@@ -151,26 +151,26 @@ complete -c rdmactl -n "__fish_rdmactl_using_subcommand selftest" -s i -l ib-por
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand selftest" -s g -l gid-idx -l gid-index -d 'GID index, or auto' -r
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand selftest" -s s -l size -d 'Message size in bytes' -r
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand selftest" -l timeout -d 'Give up on any step after this many seconds' -r
-complete -c rdmactl -n "__fish_rdmactl_using_subcommand selftest" -l color -d 'When to colour the output (NO_COLOR is honoured in `auto`)' -r -f -a "auto\t''
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand selftest" -l color -d 'When to colour the output (`auto`: a terminal, unless NO_COLOR is set or TERM=dumb)' -r -f -a "auto\t''
 always\t''
 never\t''"
-complete -c rdmactl -n "__fish_rdmactl_using_subcommand selftest" -l sysfs -d 'Read sysfs from DIR instead of /sys (a captured tree); verbs queries are skipped' -r -F
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand selftest" -l sysfs -d 'Read sysfs from DIR instead of /sys (a captured tree); verbs queries are skipped. pingpong and selftest refuse it: they run on this host\'s devices' -r -F
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand selftest" -l cm -d 'Connect through the RDMA connection manager'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand selftest" -s j -l json -d 'Print JSON instead of a table'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand selftest" -s h -l help -d 'Print help'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand selftest" -s V -l version -d 'Print version'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand doctor" -s d -l ib-dev -d 'Only this device' -r
-complete -c rdmactl -n "__fish_rdmactl_using_subcommand doctor" -l color -d 'When to colour the output (NO_COLOR is honoured in `auto`)' -r -f -a "auto\t''
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand doctor" -l color -d 'When to colour the output (`auto`: a terminal, unless NO_COLOR is set or TERM=dumb)' -r -f -a "auto\t''
 always\t''
 never\t''"
-complete -c rdmactl -n "__fish_rdmactl_using_subcommand doctor" -l sysfs -d 'Read sysfs from DIR instead of /sys (a captured tree); verbs queries are skipped' -r -F
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand doctor" -l sysfs -d 'Read sysfs from DIR instead of /sys (a captured tree); verbs queries are skipped. pingpong and selftest refuse it: they run on this host\'s devices' -r -F
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand doctor" -s j -l json -d 'Print JSON instead of a table'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand doctor" -s h -l help -d 'Print help'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand doctor" -s V -l version -d 'Print version'
-complete -c rdmactl -n "__fish_rdmactl_using_subcommand generate" -l color -d 'When to colour the output (NO_COLOR is honoured in `auto`)' -r -f -a "auto\t''
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand generate" -l color -d 'When to colour the output (`auto`: a terminal, unless NO_COLOR is set or TERM=dumb)' -r -f -a "auto\t''
 always\t''
 never\t''"
-complete -c rdmactl -n "__fish_rdmactl_using_subcommand generate" -l sysfs -d 'Read sysfs from DIR instead of /sys (a captured tree); verbs queries are skipped' -r -F
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand generate" -l sysfs -d 'Read sysfs from DIR instead of /sys (a captured tree); verbs queries are skipped. pingpong and selftest refuse it: they run on this host\'s devices' -r -F
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand generate" -s j -l json -d 'Print JSON instead of a table'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand generate" -s h -l help -d 'Print help'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand generate" -s V -l version -d 'Print version'

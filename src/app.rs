@@ -5,9 +5,11 @@ use std::path::PathBuf;
 use crate::cli::{Cli, Command};
 use crate::cmd;
 use crate::ctx::Ctx;
+use crate::error::Error;
 use crate::output::Style;
 
-pub fn run(cli: Cli) -> anyhow::Result<u8> {
+pub fn run(cli: Cli, sysfs_from_env: bool) -> anyhow::Result<u8> {
+    refuse_sysfs(&cli, sysfs_from_env)?;
     let ctx = Ctx {
         json: cli.global.json,
         style: Style::resolve(cli.global.color),
@@ -26,4 +28,33 @@ pub fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Generate(args) => crate::generate::run(&args)?,
     };
     Ok(code)
+}
+
+/// `pingpong` and `selftest` open this host's devices through libibverbs and move real
+/// traffic; a captured tree describes another host, so mixing the two would choose GIDs
+/// and explain failures from the wrong machine. They refuse it with a usage error instead
+/// of quietly reading one and running on the other.
+fn refuse_sysfs(cli: &Cli, from_env: bool) -> Result<(), Error> {
+    let name = match cli.command {
+        Command::Pingpong(_) => "pingpong",
+        Command::Selftest(_) => "selftest",
+        _ => return Ok(()),
+    };
+    let Some(dir) = &cli.global.sysfs else {
+        return Ok(());
+    };
+    let given = if from_env {
+        format!("RDMACTL_SYSFS={}", dir.display())
+    } else {
+        format!("--sysfs {}", dir.display())
+    };
+    Err(Error::Usage(format!(
+        "{given}: {name} does not read a captured tree: it opens this host's devices through \
+         libibverbs and sends real traffic{}",
+        if from_env {
+            "; unset RDMACTL_SYSFS to run it"
+        } else {
+            ""
+        }
+    )))
 }

@@ -6,18 +6,45 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-const EXIT_STATUS: &str = "\
-Exit status:
-  0  success; every check or test passed
-  1  a check, test or ping-pong ran and found a failure
-  2  bad command line or malformed input
-  3  the named device, port or GID index does not exist
-  4  no RDMA stack: no kernel support, no libibverbs, or no devices
-  5  an operating-system or verbs call failed unexpectedly
+/// The exit codes, as the README's table lists them; `--help` and every man page print
+/// this one list.
+pub const EXIT_CODES: &[(u8, &str)] = &[
+    (0, "success; every check or test passed"),
+    (1, "a check, test or ping-pong ran and found a failure"),
+    (2, "bad command line or malformed input"),
+    (3, "the named device, port or GID index does not exist"),
+    (
+        4,
+        "no RDMA stack: no kernel support, no libibverbs, or no devices",
+    ),
+    (5, "an operating-system or verbs call failed unexpectedly"),
+];
 
-Environment:
-  RDMACTL_SYSFS  read sysfs from this directory instead of /sys
-  NO_COLOR       disable colour in --color auto";
+/// The environment rdmactl reads, for `--help` and the man pages' ENVIRONMENT.
+pub const ENVIRONMENT: &[(&str, &str)] = &[
+    (
+        "RDMACTL_SYSFS",
+        "read sysfs from this directory instead of /sys (as --sysfs)",
+    ),
+    ("NO_COLOR", "set and not empty: no colour in --color auto"),
+    ("TERM", "dumb: no colour in --color auto"),
+    (
+        "COLUMNS",
+        "the width tables fit (else the terminal's; a pipe gets whole lines)",
+    ),
+];
+
+fn exit_status_help() -> String {
+    let mut text = String::from("Exit status:\n");
+    for (code, meaning) in EXIT_CODES {
+        text.push_str(&format!("  {code}  {meaning}\n"));
+    }
+    text.push_str("\nEnvironment:\n");
+    for (name, meaning) in ENVIRONMENT {
+        text.push_str(&format!("  {name:<13}  {meaning}\n"));
+    }
+    text.trim_end().to_string()
+}
 
 #[derive(Debug, Parser)]
 #[command(
@@ -26,7 +53,7 @@ Environment:
     about = "RDMA diagnostics: devices, ports, GID tables, ping-pong and self-test that explain their failures",
     propagate_version = true,
     disable_help_subcommand = true,
-    after_long_help = EXIT_STATUS
+    after_long_help = exit_status_help()
 )]
 pub struct Cli {
     #[command(flatten)]
@@ -36,17 +63,20 @@ pub struct Cli {
     pub command: Command,
 }
 
+/// Every subcommand takes these; --help and the man pages list them apart.
 #[derive(Debug, Args)]
+#[command(next_help_heading = "Global options")]
 pub struct GlobalArgs {
     /// Print JSON instead of a table
     #[arg(short = 'j', long, global = true)]
     pub json: bool,
 
-    /// When to colour the output (NO_COLOR is honoured in `auto`)
+    /// When to colour the output (`auto`: a terminal, unless NO_COLOR is set or TERM=dumb)
     #[arg(long, value_enum, default_value_t = ColorChoice::Auto, global = true, value_name = "WHEN")]
     pub color: ColorChoice,
 
-    /// Read sysfs from DIR instead of /sys (a captured tree); verbs queries are skipped
+    /// Read sysfs from DIR instead of /sys (a captured tree); verbs queries are skipped.
+    /// pingpong and selftest refuse it: they run on this host's devices
     #[arg(long, env = "RDMACTL_SYSFS", global = true, value_name = "DIR")]
     pub sysfs: Option<PathBuf>,
 }
@@ -63,13 +93,13 @@ pub enum Command {
     /// List RDMA devices (like ibv_devinfo; -v for every attribute)
     #[command(visible_alias = "ls")]
     Devices(DevicesArgs),
-    /// Show port state, rate, LID, MTU and netdev
+    /// Show port state, rate, LID, the RDMA MTUs (active, max) and the netdev with its MTU
     #[command(visible_alias = "link")]
     Ports(PortsArgs),
     /// Show GID tables with RoCE type, netdev and decoded IP address
     Gids(GidsArgs),
     /// Convert between GIDs and IP addresses, offline
-    #[command(subcommand)]
+    #[command(subcommand, disable_help_subcommand = true)]
     Gid(GidCommand),
     /// Is this GID index usable, and does it route to the peer?
     Check(CheckArgs),

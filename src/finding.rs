@@ -28,6 +28,16 @@ impl Severity {
     }
 }
 
+/// What a finding judged. A device is always `device` in JSON (and a port `port` beside
+/// it), as in every other command; only what is not a device keeps `subject`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Subject {
+    /// The host as a whole: the kernel, libibverbs, memlock limits.
+    Host,
+    Device(String),
+    Port(String, u32),
+}
+
 /// One judged fact, as every command reports it (doctor, check, pingpong, selftest) and
 /// `render::findings` prints it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -35,10 +45,13 @@ pub struct Finding {
     pub severity: Severity,
     /// Stable, kebab-case: scripts match on it.
     pub code: String,
-    /// What was judged: `host`, a device, `dev/port`, a netdev; empty when the command's
-    /// header already names it.
-    #[serde(skip_serializing_if = "String::is_empty")]
-    pub subject: String,
+    /// The device judged, for a finding about a device or one of its ports; None when the
+    /// finding is about the host, or when the command's header already names the port.
+    pub device: Option<String>,
+    /// The port judged, beside `device`.
+    pub port: Option<u32>,
+    /// What was judged when it is not a device: `host`.
+    pub subject: Option<String>,
     pub message: String,
     pub evidence: Vec<String>,
     /// What to change; None when nothing needs to change.
@@ -50,16 +63,32 @@ impl Finding {
         Finding {
             severity,
             code: code.to_string(),
-            subject: String::new(),
+            device: None,
+            port: None,
+            subject: None,
             message: message.into(),
             evidence: Vec::new(),
             fix: None,
         }
     }
 
-    pub fn subject(mut self, subject: impl Into<String>) -> Finding {
-        self.subject = subject.into();
+    pub fn about(mut self, subject: Subject) -> Finding {
+        (self.device, self.port, self.subject) = match subject {
+            Subject::Host => (None, None, Some("host".to_string())),
+            Subject::Device(d) => (Some(d), None, None),
+            Subject::Port(d, p) => (Some(d), Some(p), None),
+        };
         self
+    }
+
+    /// The subject column of the text output: `host`, `rxe0`, `rxe0/1`, or empty.
+    pub fn label(&self) -> String {
+        match (&self.subject, &self.device, self.port) {
+            (Some(s), _, _) => s.clone(),
+            (None, Some(d), Some(p)) => format!("{d}/{p}"),
+            (None, Some(d), None) => d.clone(),
+            (None, None, _) => String::new(),
+        }
     }
 
     pub fn evidence(mut self, line: impl Into<String>) -> Finding {

@@ -22,13 +22,22 @@ mod render;
 mod sysfs;
 mod verbs;
 
+/// tests/json-schema.txt's checker, for the unit tests of reports that need a device.
+#[cfg(test)]
+#[path = "../tests/schema/mod.rs"]
+mod json_schema;
+
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::parser::ValueSource;
+use clap::{CommandFactory, FromArgMatches};
 
 fn main() -> ExitCode {
-    let cli = cli::Cli::parse();
-    match app::run(cli) {
+    let matches = cli::Cli::command().get_matches();
+    // A refusal of --sysfs names the environment variable when that is where it came from.
+    let sysfs_from_env = matches.value_source("sysfs") == Some(ValueSource::EnvVariable);
+    let cli = cli::Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    match app::run(cli, sysfs_from_env) {
         Ok(code) => ExitCode::from(code),
         Err(err) => {
             if is_broken_pipe(&err) {

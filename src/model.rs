@@ -1,7 +1,8 @@
 //! The plain data every command works on, whichever source (sysfs or verbs) filled it.
 //! Kernel enums keep an `Other` catch-all so an unknown value never fails a parse.
-//! Field names follow iproute2's `rdma -j` where it has one, else ibv_devinfo's; every key
-//! is documented in docs/json.md.
+//! Field names follow iproute2's `rdma -j` where it has one, else ibv_devinfo's, except
+//! the device, which is `device` in every command's JSON; every key is documented in
+//! docs/json.md.
 
 use std::fmt;
 use std::path::PathBuf;
@@ -258,10 +259,40 @@ pub struct ReadProblem {
     pub error: String,
 }
 
+/// Whether libibverbs answered for a device or port, and if not, why. sysfs has no RDMA
+/// MTU (and rxe leaves `fw_ver` empty there), so the inventory says where a value is
+/// missing because verbs were not asked, rather than leaving a bare null to guess at.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct VerbsStatus {
+    pub available: bool,
+    /// Why not: a captured tree, no libibverbs, a device it does not list, a failed query.
+    pub reason: Option<String>,
+}
+
+impl VerbsStatus {
+    pub fn answered() -> VerbsStatus {
+        VerbsStatus {
+            available: true,
+            reason: None,
+        }
+    }
+
+    pub fn unavailable(reason: impl Into<String>) -> VerbsStatus {
+        VerbsStatus {
+            available: false,
+            reason: Some(reason.into()),
+        }
+    }
+
+    /// What a sysfs read starts with, until a command asks libibverbs.
+    pub fn not_asked() -> VerbsStatus {
+        VerbsStatus::unavailable("not asked: only sysfs was read")
+    }
+}
+
 /// One port of a device, as `ports/N/` describes it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Port {
-    #[serde(rename = "ifname")]
     pub device: String,
     #[serde(rename = "port")]
     pub number: u32,
@@ -286,6 +317,12 @@ pub struct Port {
     /// Populated GID slots, in index order. Not in the `ports` JSON; `gids` prints them.
     #[serde(skip)]
     pub gids: Vec<GidEntry>,
+    /// The RDMA MTUs in bytes, from `ibv_query_port` (ibv_devinfo's `active_mtu` and
+    /// `max_mtu`); the kernel does not expose them in sysfs, so None until verbs answer.
+    pub active_mtu: Option<u32>,
+    pub max_mtu: Option<u32>,
+    /// Whether `active_mtu` and `max_mtu` came from verbs, and why not.
+    pub verbs: VerbsStatus,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub read_problems: Vec<ReadProblem>,
 }
@@ -307,12 +344,15 @@ fn ser_netdev_name<S: Serializer>(nd: &Option<Netdev>, s: S) -> Result<S::Ok, S:
 /// One RDMA device, `class/infiniband/<name>/`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Device {
-    #[serde(rename = "ifname")]
+    /// `device` in JSON, the one key every command uses for a device.
+    #[serde(rename = "device")]
     pub name: String,
     pub node_type: Option<NodeType>,
     pub node_guid: Option<Guid>,
     pub sys_image_guid: Option<Guid>,
-    /// None when the file is missing or empty (rxe has an empty fw_ver).
+    /// As libibverbs reports it (`ibv_query_device`) when verbs answer, else sysfs
+    /// `fw_ver`; None when the source has none (rxe's sysfs `fw_ver` is empty, while
+    /// libibverbs says `0.0.0`).
     pub fw_ver: Option<String>,
     pub node_desc: Option<String>,
     pub hca_type: Option<String>,
@@ -327,6 +367,8 @@ pub struct Device {
     /// values derived from it (rate parts, netdev MTU and state).
     #[serde(skip)]
     pub ports: Vec<Port>,
+    /// Whether `fw_ver` came from verbs, and why not.
+    pub verbs: VerbsStatus,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub read_problems: Vec<ReadProblem>,
 }

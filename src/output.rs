@@ -8,25 +8,58 @@ use crate::cli::ColorChoice;
 #[derive(Debug, Clone, Copy)]
 pub struct Style {
     pub color: bool,
+    /// The most columns a table may take: COLUMNS when set, else the terminal's width;
+    /// None when stdout is not a terminal and COLUMNS is unset (a pipe gets whole lines).
+    pub width: Option<usize>,
 }
 
 impl Style {
     pub fn resolve(choice: ColorChoice) -> Style {
-        let color = match choice {
-            ColorChoice::Always => true,
-            ColorChoice::Never => false,
-            ColorChoice::Auto => {
-                std::env::var_os("NO_COLOR").map_or(true, |v| v.is_empty())
-                    && std::io::stdout().is_terminal()
-            }
-        };
-        Style { color }
+        let color = wants_color(
+            choice,
+            std::env::var_os("NO_COLOR").as_deref(),
+            std::env::var_os("TERM").as_deref(),
+            std::io::stdout().is_terminal(),
+        );
+        let width = columns(std::env::var("COLUMNS").ok().as_deref()).or_else(|| {
+            terminal_size::terminal_size_of(std::io::stdout()).map(|(w, _)| usize::from(w.0))
+        });
+        Style { color, width }
     }
 
     #[cfg(test)]
     pub fn plain() -> Style {
-        Style { color: false }
+        Style {
+            color: false,
+            width: None,
+        }
     }
+}
+
+/// `--color auto` colours only a terminal that shows colour: not with NO_COLOR set (to
+/// anything but empty), not on TERM=dumb (Emacs shell, some CI logs print escapes as
+/// text), not into a pipe. `always` and `never` are what the user asked for.
+fn wants_color(
+    choice: ColorChoice,
+    no_color: Option<&std::ffi::OsStr>,
+    term: Option<&std::ffi::OsStr>,
+    stdout_is_tty: bool,
+) -> bool {
+    match choice {
+        ColorChoice::Always => true,
+        ColorChoice::Never => false,
+        ColorChoice::Auto => {
+            no_color.map_or(true, |v| v.is_empty())
+                && term.map_or(true, |t| t != "dumb")
+                && stdout_is_tty
+        }
+    }
+}
+
+/// COLUMNS as the shell exports it; anything but a positive number is ignored, as `ls`
+/// ignores it.
+fn columns(value: Option<&str>) -> Option<usize> {
+    value?.trim().parse::<usize>().ok().filter(|w| *w > 0)
 }
 
 /// Write to stdout. A closed pipe (`rdmactl gids | head`) surfaces as an `Error::Io` of
@@ -49,4 +82,101 @@ pub fn print(text: &str) -> crate::error::Result<()> {
 pub fn json<T: serde::Serialize>(value: &T) -> String {
     // Serialising our own plain data types cannot fail.
     serde_json::to_string_pretty(value).expect("model types serialise")
+}
+
+/// A float figure rounded to `decimals` places, so `-j` says `1022.05`, not the binary
+/// float's `1022.0500000000001`: the nearest double to the rounded value prints in its
+/// shortest form.
+pub fn round_to(value: f64, decimals: i32) -> f64 {
+    let scale = 10f64.powi(decimals);
+    let rounded = (value * scale).round() / scale;
+    // Rounding cannot make a finite figure infinite; keep NaN/inf out of JSON anyway.
+    if rounded.is_finite() {
+        rounded
+    } else {
+        value
+    }
+}
+
+/// `serialize_with` for microseconds and other figures: 3 decimals (nanoseconds).
+pub fn ser_3dp<S: serde::Serializer>(value: &f64, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_f64(round_to(*value, 3))
+}
+
+/// `serialize_with` for seconds: 6 decimals (microseconds).
+pub fn ser_6dp<S: serde::Serializer>(value: &f64, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_f64(round_to(*value, 6))
+}
+
+/// `serialize_with` for an optional figure: 3 decimals, null stays null.
+pub fn ser_opt_3dp<S: serde::Serializer>(value: &Option<f64>, s: S) -> Result<S::Ok, S::Error> {
+    match value {
+        Some(v) => s.serialize_f64(round_to(*v, 3)),
+        None => s.serialize_none(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn colour_in_auto_only_on_a_terminal_that_shows_it() {
+        use std::ffi::OsStr;
+        let auto = |no_color: Option<&str>, term: Option<&str>, tty| {
+            wants_color(
+                ColorChoice::Auto,
+                no_color.map(OsStr::new),
+                term.map(OsStr::new),
+                tty,
+            )
+        };
+        assert!(auto(None, Some("xterm-256color"), true));
+        assert!(auto(None, None, true));
+        assert!(
+            auto(Some(""), Some("xterm"), true),
+            "an empty NO_COLOR does not count"
+        );
+        assert!(!auto(None, Some("dumb"), true));
+        assert!(!auto(Some("1"), Some("xterm"), true));
+        assert!(!auto(None, Some("xterm"), false));
+        assert!(wants_color(
+            ColorChoice::Always,
+            None,
+            Some(OsStr::new("dumb")),
+            false
+        ));
+        assert!(!wants_color(ColorChoice::Never, None, None, true));
+    }
+
+    #[test]
+    fn columns_from_the_environment() {
+        assert_eq!(columns(Some("80")), Some(80));
+        assert_eq!(columns(Some(" 132\n")), Some(132));
+        assert_eq!(columns(Some("0")), None);
+        assert_eq!(columns(Some("wide")), None);
+        assert_eq!(columns(None), None);
+    }
+
+    #[test]
+    fn figures_print_rounded() {
+        #[derive(serde::Serialize)]
+        struct Figures {
+            #[serde(serialize_with = "ser_3dp")]
+            us: f64,
+            #[serde(serialize_with = "ser_6dp")]
+            seconds: f64,
+            #[serde(serialize_with = "ser_opt_3dp")]
+            none: Option<f64>,
+        }
+        let text = serde_json::to_string(&Figures {
+            us: 1022.0500000000001,
+            seconds: 0.123_456_789,
+            none: None,
+        })
+        .unwrap();
+        assert_eq!(text, r#"{"us":1022.05,"seconds":0.123457,"none":null}"#);
+        assert_eq!(round_to(2.0004, 3), 2.0);
+        assert_eq!(round_to(f64::MAX, 3), f64::MAX);
+    }
 }

@@ -14,7 +14,7 @@ use crate::cli::{CheckArgs, GidIndexArg};
 use crate::cmd::check_kernel::{self, Checked, KernelChoice};
 use crate::ctx::Ctx;
 use crate::diagnose::gidselect::{self, EnvTarget, Selection, Verdict};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::exit;
 use crate::facts::{NetFacts, NetdevFacts, PortFacts};
 use crate::finding::{Finding, Severity};
@@ -65,8 +65,12 @@ fn active_mtu_live(device: &str, port: u32) -> std::result::Result<u32, String> 
     let attrs = verbs::open_device(device)
         .and_then(|d| d.query_port(port))
         .map_err(|e| e.to_string())?;
-    // enum ibv_mtu: 1 is 256 bytes, each step doubles.
-    Ok(128u32 << attrs.active_mtu)
+    attrs.active_mtu_bytes().ok_or_else(|| {
+        format!(
+            "ibv_query_port gave active_mtu {}, not an MTU",
+            attrs.active_mtu
+        )
+    })
 }
 
 // ---------------------------------------------------------------------------------------
@@ -138,7 +142,8 @@ struct Report {
     peer: Option<IpAddr>,
     #[serde(skip_serializing_if = "Option::is_none")]
     selection: Option<Selection>,
-    checks: Vec<Finding>,
+    /// `findings`, as doctor calls its list.
+    findings: Vec<Finding>,
     /// With --peer on a live host: what the kernel's CM would pick.
     #[serde(skip_serializing_if = "Option::is_none")]
     kernel_choice: Option<KernelChoice>,
@@ -231,7 +236,7 @@ pub fn run(ctx: &Ctx, args: &CheckArgs) -> Result<u8> {
         },
         peer,
         selection,
-        checks,
+        findings: checks,
         kernel_choice,
         result,
     };
@@ -241,6 +246,34 @@ pub fn run(ctx: &Ctx, args: &CheckArgs) -> Result<u8> {
         render(&report, ctx.style)
     };
     output::print(&text)?;
+    // A GID index that does not exist is exit 3, as with pingpong and selftest -g N: the
+    // findings above say which indices do, and stderr repeats it in one line.
+    if let (GidIndexArg::Index(i), None) = (
+        args.gid_index,
+        report
+            .gid_index
+            .and_then(|i| port.gids().iter().find(|e| e.index == i)),
+    ) {
+        let fix = report
+            .findings
+            .iter()
+            .find(|f| f.code == "gid-slot")
+            .and_then(|f| f.fix.clone())
+            .filter(|f| !f.is_empty());
+        return Err(
+            match SysfsRoot::new(&ctx.sysfs).gid(&report.device, args.port, i) {
+                Err(Error::NoSuchGid { hint, .. }) => Error::NoSuchGid {
+                    device: report.device,
+                    port: args.port,
+                    index: i,
+                    hint: fix.map_or(hint.clone(), |fix| format!("{hint}; {fix}")),
+                },
+                Err(other) => other,
+                // Populated after all (the table changed between the reads): the findings stand.
+                Ok(_) => return Ok(exit::FAILED),
+            },
+        );
+    }
     Ok(if result == Severity::Fail {
         exit::FAILED
     } else {
@@ -277,11 +310,11 @@ fn render(report: &Report, style: Style) -> String {
         }
     }
     s.push_str(&render_findings::lines(
-        &report.checks,
+        &report.findings,
         style,
         Evidence::All,
     ));
-    s.push_str(&render_findings::tally(&report.checks));
+    s.push_str(&render_findings::tally(&report.findings));
     s
 }
 
@@ -675,7 +708,7 @@ mod tests {
             requested: "auto".into(),
             peer: Some(peer),
             selection: Some(auto),
-            checks,
+            findings: checks,
             kernel_choice: None,
             result: Severity::Ok,
         };
@@ -690,6 +723,6 @@ mod tests {
         );
         let json: serde_json::Value = serde_json::from_str(&output::json(&report)).unwrap();
         assert_eq!(json["selection"]["chosen"], 1);
-        assert_eq!(json["checks"][0]["severity"], "ok");
+        assert_eq!(json["findings"][0]["severity"], "ok");
     }
 }

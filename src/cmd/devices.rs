@@ -15,9 +15,10 @@ pub fn run(ctx: &Ctx, args: &DevicesArgs) -> Result<u8> {
         inventory::devices_json(&gather(ctx, args.device.as_deref())?)
     } else {
         // The table shows each port's netdev, not its GID table.
-        let devices = SysfsRoot::new(&ctx.sysfs)
+        let mut devices = SysfsRoot::new(&ctx.sysfs)
             .netdev_only()
             .select(args.device.as_deref(), None)?;
+        super::add_verbs_facts(ctx, &mut devices, true);
         super::warn_unreadable(&devices);
         inventory::devices_table(&devices, ctx.style)
     };
@@ -25,7 +26,9 @@ pub fn run(ctx: &Ctx, args: &DevicesArgs) -> Result<u8> {
     Ok(exit::OK)
 }
 
-/// The sysfs side of `devices`; the verbs layer adds its attributes on top for `-v`.
+/// The devices as sysfs lists them, with the firmware version and port MTUs verbs add.
 pub fn gather(ctx: &Ctx, device: Option<&str>) -> Result<Vec<Device>> {
-    SysfsRoot::new(&ctx.sysfs).select(device, None)
+    let mut devices = SysfsRoot::new(&ctx.sysfs).select(device, None)?;
+    super::add_verbs_facts(ctx, &mut devices, true);
+    Ok(devices)
 }

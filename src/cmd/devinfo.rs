@@ -32,11 +32,13 @@ use crate::verbs::{self, DeviceAttrs, OpenDevice, PortAttrs, VerbsError, VerbsGi
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct DevInfo {
-    pub hca_id: String,
+    /// The device name (ibv_devinfo's `hca_id`; `device` in every command's JSON).
+    pub device: String,
     pub transport: String,
     pub transport_raw: i32,
-    /// Empty when the driver reports none (ibv_devinfo then omits the line).
-    pub fw_ver: String,
+    /// None when the driver reports an empty one (ibv_devinfo then omits the line), as
+    /// every other command says it.
+    pub fw_ver: Option<String>,
     pub node_guid: String,
     pub sys_image_guid: String,
     pub vendor_id: String,
@@ -504,10 +506,10 @@ pub fn build(
 ) -> DevInfo {
     let odp = |v: u32| decode_flags(u64::from(v), ODP_TRANSPORT_CAPS);
     DevInfo {
-        hca_id: name.to_string(),
+        device: name.to_string(),
         transport: transport_str(transport).into(),
         transport_raw: transport,
-        fw_ver: d.fw_ver.clone(),
+        fw_ver: Some(d.fw_ver.clone()).filter(|f| !f.is_empty()),
         node_guid: guid_str(d.node_guid),
         sys_image_guid: guid_str(d.sys_image_guid),
         vendor_id: format!("0x{:04x}", d.vendor_id),
@@ -668,10 +670,10 @@ fn list(out: &mut String, names: &[String]) {
 pub fn render(d: &DevInfo) -> String {
     let mut o = String::new();
     let w = &mut o;
-    let _ = writeln!(w, "hca_id:\t{}", d.hca_id);
+    let _ = writeln!(w, "hca_id:\t{}", d.device);
     let _ = writeln!(w, "\ttransport:\t\t\t{} ({})", d.transport, d.transport_raw);
-    if !d.fw_ver.is_empty() {
-        let _ = writeln!(w, "\tfw_ver:\t\t\t\t{}", d.fw_ver);
+    if let Some(fw) = &d.fw_ver {
+        let _ = writeln!(w, "\tfw_ver:\t\t\t\t{fw}");
     }
     let _ = writeln!(w, "\tnode_guid:\t\t\t{}", d.node_guid);
     let _ = writeln!(w, "\tsys_image_guid:\t\t\t{}", d.sys_image_guid);
@@ -1039,7 +1041,8 @@ const MISSING_PORT_FIELDS: &[&str] = &[
 /// sysfs has, null where it lacks one, and `verbs` saying what is missing and why.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SysfsDevInfo {
-    pub hca_id: String,
+    /// The device name (ibv_devinfo's `hca_id`; `device` in every command's JSON).
+    pub device: String,
     pub transport: Option<String>,
     pub transport_raw: Option<i32>,
     pub fw_ver: Option<String>,
@@ -1173,7 +1176,7 @@ fn gid_infos(port: &Port) -> Vec<GidInfo> {
 pub fn from_sysfs(d: &Device, reason: String) -> SysfsDevInfo {
     let transport_raw = d.node_type.as_ref().and_then(transport_of);
     SysfsDevInfo {
-        hca_id: d.name.clone(),
+        device: d.name.clone(),
         transport: transport_raw.map(|t| transport_str(t).to_string()),
         transport_raw,
         fw_ver: d.fw_ver.clone(),
@@ -1282,7 +1285,7 @@ fn or_dash<T: std::fmt::Display>(v: &Option<T>) -> String {
 pub fn render_sysfs(d: &SysfsDevInfo) -> String {
     let mut o = String::new();
     let w = &mut o;
-    let _ = writeln!(w, "hca_id:\t{}", d.hca_id);
+    let _ = writeln!(w, "hca_id:\t{}", d.device);
     field(w, 1, "transport", with_raw(&d.transport, d.transport_raw));
     if let Some(fw) = &d.fw_ver {
         field(w, 1, "fw_ver", fw);
@@ -1357,11 +1360,7 @@ type VerbsAnswer = std::result::Result<Vec<(String, std::result::Result<DevInfo,
 
 fn ask_verbs(ctx: &Ctx, device: Option<&str>) -> VerbsAnswer {
     if ctx.captured {
-        return Err(format!(
-            "--sysfs {} is a captured tree and verbs would describe this host instead, so \
-             they are skipped",
-            ctx.sysfs.display()
-        ));
+        return Err(super::captured_reason(ctx));
     }
     let opened = verbs::open_each(device).map_err(|e| e.to_string())?;
     Ok(opened
@@ -1373,27 +1372,6 @@ fn ask_verbs(ctx: &Ctx, device: Option<&str>) -> VerbsAnswer {
             (name, info)
         })
         .collect())
-}
-
-/// A device sysfs lists but libibverbs does not: its provider is missing (or its uverbs
-/// node is), which is what `doctor` checks.
-fn not_listed(d: &Device, listed: &[String]) -> String {
-    let lists = if listed.is_empty() {
-        "which lists no devices".to_string()
-    } else {
-        format!("which lists {}", listed.join(", "))
-    };
-    let driver = d
-        .driver
-        .as_ref()
-        .map(|drv| format!(" for driver {drv}"))
-        .unwrap_or_default();
-    // No device name in the text: devices with the same cause share one note.
-    format!(
-        "not listed by libibverbs ({lists}): no provider library{driver} is installed \
-         (Debian/Ubuntu: ibverbs-providers, RHEL: libibverbs; see /etc/libibverbs.d) or the \
-         /dev/infiniband/uverbs node is missing. `rdmactl doctor` checks both"
-    )
 }
 
 /// The sysfs devices (the list), each merged with verbs where verbs has it. A device
@@ -1413,7 +1391,7 @@ pub fn gather(ctx: &Ctx, device: Option<&str>) -> Result<(Vec<Device>, Vec<DevVi
         let reason = match &mut verbs {
             Err(reason) => reason.clone(),
             Ok(list) => match list.iter().position(|(n, _)| *n == d.name) {
-                None => not_listed(d, &listed),
+                None => super::not_listed(d, &listed),
                 Some(i) => match list.remove(i).1 {
                     Ok(mut info) => {
                         merge_sysfs(&mut info, d, &root);
@@ -1447,8 +1425,8 @@ pub fn missing_notes(views: &[DevView]) -> Vec<String> {
         let DevView::Sysfs(d) = v else { continue };
         let reason = d.verbs.reason.clone().unwrap_or_default();
         match by_reason.iter_mut().find(|(r, _)| *r == reason) {
-            Some((_, names)) => names.push(d.hca_id.clone()),
-            None => by_reason.push((reason, vec![d.hca_id.clone()])),
+            Some((_, names)) => names.push(d.device.clone()),
+            None => by_reason.push((reason, vec![d.device.clone()])),
         }
     }
     by_reason
@@ -1579,7 +1557,7 @@ mod tests {
         let (d, p, gids) = rxe_attrs();
         let info = build("rxe0", 0, None, 2, &d, &[(1, p, gids)]);
         let v: serde_json::Value = serde_json::from_str(&output::json(&info)).unwrap();
-        assert_eq!(v["hca_id"], "rxe0");
+        assert_eq!(v["device"], "rxe0");
         assert_eq!(v["max_mr_size"], "0xffffffffffffffff");
         assert_eq!(v["device_cap_flags"], "0x01223c76");
         assert_eq!(v["device_cap_flags_decoded"][0], "BAD_PKEY_CNTR");
@@ -1767,7 +1745,7 @@ mod tests {
             "rxe0, rxe1: verbs unavailable: no libibverbs; shown from sysfs, missing: vendor_id,"
         ));
         assert!(notes[0].ends_with("subnet_timeout, init_type_reply"));
-        let listed = not_listed(&devs[0], &["rxe1".to_string()]);
+        let listed = crate::cmd::not_listed(&devs[0], &["rxe1".to_string()]);
         assert!(
             listed.starts_with("not listed by libibverbs (which lists rxe1): no provider"),
             "{listed}"

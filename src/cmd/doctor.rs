@@ -11,7 +11,7 @@ use crate::ctx::Ctx;
 use crate::diagnose::doctor::{self, HostNet, NodeAccess, ProviderFiles};
 use crate::error::{Error, Result};
 use crate::exit;
-use crate::finding::{Finding, Severity};
+use crate::finding::{Finding, Severity, Subject};
 use crate::model::Device;
 use crate::net;
 use crate::render::findings::{self as render, Evidence};
@@ -111,7 +111,7 @@ fn gather(ctx: &Ctx, only: Option<&str>) -> Result<Vec<Finding>> {
                             "libibverbs",
                             "ibv_get_device_list failed",
                         )
-                        .subject("host")
+                        .about(Subject::Host)
                         .evidence(e.to_string())
                         .fix("see the evidence; `rdmactl doctor` checks above show the kernel side"),
                     );
@@ -158,7 +158,7 @@ fn gather(ctx: &Ctx, only: Option<&str>) -> Result<Vec<Finding>> {
             let active_mtu = opened
                 .as_ref()
                 .and_then(|d| d.query_port(u8::try_from(port.number).ok()?).ok())
-                .map(|a| 128u32 << a.active_mtu);
+                .and_then(|a| a.active_mtu_bytes());
             findings.extend(doctor::port_findings(port, active_mtu, &host_net));
         }
     }

@@ -3,9 +3,11 @@
 
 use std::path::Path;
 
+use crate::ctx::Ctx;
 use crate::error::{Error, Result};
-use crate::model::Device;
+use crate::model::{Device, VerbsStatus};
 use crate::sysfs::SysfsRoot;
+use crate::verbs;
 
 pub mod check;
 pub mod check_kernel;
@@ -67,4 +69,127 @@ pub fn device_port(sysfs_root: &Path, device: Option<&str>, port: u32) -> Result
             })
         }
     })
+}
+
+/// Why verbs are not asked on a `--sysfs` tree: they would describe this host, not the one
+/// the tree was captured on.
+pub fn captured_reason(ctx: &Ctx) -> String {
+    format!(
+        "--sysfs {} is a captured tree and verbs would describe this host instead, so \
+         they are skipped",
+        ctx.sysfs.display()
+    )
+}
+
+/// A device sysfs lists but libibverbs does not: its provider is missing (or its uverbs
+/// node is), which is what `doctor` checks.
+pub fn not_listed(d: &Device, listed: &[String]) -> String {
+    let lists = if listed.is_empty() {
+        "which lists no devices".to_string()
+    } else {
+        format!("which lists {}", listed.join(", "))
+    };
+    let driver = d
+        .driver
+        .as_ref()
+        .map(|drv| format!(" for driver {drv}"))
+        .unwrap_or_default();
+    // No device name in the text: devices with the same cause share one note.
+    format!(
+        "not listed by libibverbs ({lists}): no provider library{driver} is installed \
+         (Debian/Ubuntu: ibverbs-providers, RHEL: libibverbs; see /etc/libibverbs.d) or the \
+         /dev/infiniband/uverbs node is missing. `rdmactl doctor` checks both"
+    )
+}
+
+/// Adds to a sysfs inventory what only libibverbs reports: each port's active and max MTU
+/// (`ibv_query_port`) and, with `firmware`, the firmware version as `ibv_query_device`
+/// gives it, which wins over sysfs (rxe leaves sysfs `fw_ver` empty; ibv_devinfo prints
+/// 0.0.0). Whatever verbs cannot answer keeps its sysfs value, or None, and `verbs` says
+/// why; nothing here fails the command, so `ports` works without libibverbs.
+pub fn add_verbs_facts(ctx: &Ctx, devices: &mut [Device], firmware: bool) {
+    let unavailable = |devices: &mut [Device], reason: &str| {
+        for d in devices.iter_mut() {
+            d.verbs = VerbsStatus::unavailable(reason);
+            for p in &mut d.ports {
+                p.verbs = VerbsStatus::unavailable(reason);
+            }
+        }
+    };
+    if ctx.captured {
+        return unavailable(devices, &captured_reason(ctx));
+    }
+    // One device list for all: each ibv_get_device_list rescans sysfs.
+    let only = match devices {
+        [one] => Some(one.name.clone()),
+        _ => None,
+    };
+    let mut opened = match verbs::open_each(only.as_deref()) {
+        Ok(list) => list,
+        Err(e) => return unavailable(devices, &e.to_string()),
+    };
+    let listed: Vec<String> = opened.iter().map(|(n, _)| n.clone()).collect();
+    for d in devices.iter_mut() {
+        let dev = match opened.iter().position(|(n, _)| *n == d.name) {
+            None => Err(not_listed(d, &listed)),
+            Some(i) => opened.remove(i).1.map_err(|e| e.to_string()),
+        };
+        let dev = match dev {
+            Ok(dev) => dev,
+            Err(reason) => {
+                unavailable(std::slice::from_mut(d), &reason);
+                continue;
+            }
+        };
+        d.verbs = VerbsStatus::answered();
+        if firmware {
+            match dev.query_device() {
+                // An empty string is "none", as sysfs's empty file is.
+                Ok(attrs) => d.fw_ver = Some(attrs.fw_ver).filter(|f| !f.is_empty()),
+                Err(e) => d.verbs = VerbsStatus::unavailable(e.to_string()),
+            }
+        }
+        for p in &mut d.ports {
+            let attrs = u8::try_from(p.number)
+                .map_err(|_| format!("port {} is not a verbs port number", p.number))
+                .and_then(|n| dev.query_port(n).map_err(|e| e.to_string()));
+            match attrs {
+                Ok(a) => {
+                    p.active_mtu = a.active_mtu_bytes();
+                    p.max_mtu = a.max_mtu_bytes();
+                    p.verbs = VerbsStatus::answered();
+                }
+                Err(reason) => p.verbs = VerbsStatus::unavailable(reason),
+            }
+        }
+    }
+}
+
+/// The stderr note for a table whose ACTIVE MTU and MAX MTU say "unknown": one line per
+/// distinct reason, naming the ports, so a host without libibverbs gets one line.
+pub fn note_unknown_mtus(devices: &[Device]) {
+    let mut by_reason: Vec<(String, Vec<String>)> = Vec::new();
+    for p in devices.iter().flat_map(|d| d.ports.iter()) {
+        if p.active_mtu.is_some() && p.max_mtu.is_some() {
+            continue;
+        }
+        let reason = p
+            .verbs
+            .reason
+            .clone()
+            .unwrap_or_else(|| "the port query gave no valid MTU".into());
+        let port = format!("{}/{}", p.device, p.number);
+        match by_reason.iter_mut().find(|(r, _)| *r == reason) {
+            Some((_, ports)) => ports.push(port),
+            None => by_reason.push((reason, vec![port])),
+        }
+    }
+    for (reason, ports) in by_reason {
+        eprintln!(
+            "rdmactl: note: {}: ACTIVE MTU and MAX MTU unknown (only ibv_query_port reports \
+             them): {}",
+            ports.join(", "),
+            reason.trim_end_matches('.')
+        );
+    }
 }

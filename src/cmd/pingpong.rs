@@ -1282,6 +1282,86 @@ fn windowed_loop(
 mod tests {
     use super::*;
 
+    fn endpoint(qpn: u32) -> Endpoint {
+        Endpoint {
+            lid: 0,
+            qpn,
+            psn: 0x1234,
+            gid: Gid::parse("::ffff:192.168.77.1").unwrap(),
+            gid_index: Some(1),
+            gid_type: Some(GidType::RoceV2),
+            link_layer: LinkLayer::Ethernet,
+            active_mtu: 1024,
+            rkey: 7,
+            addr: 0x5555_0000,
+            len: 4096,
+        }
+    }
+
+    /// The report as a run that got to its single SEND test and then failed prints it:
+    /// the documented shape (tests/json-schema.txt), figures rounded.
+    #[test]
+    fn report_has_the_documented_shape() {
+        let sysfs = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/sysfs/rxe-veth-basic");
+        let mut ops = OpResults::default();
+        ops.insert(
+            "send",
+            op_result(
+                3,
+                24_576,
+                Duration::from_nanos(3_066_150_123),
+                &mut [1_022_050],
+            ),
+        );
+        let mut context = FailureContext {
+            device: "rxe1".into(),
+            port: 1,
+            gid_index: Some(1),
+            local: Some(endpoint(0x11)),
+            remote: Some(endpoint(0x12)),
+            qp: Some(crate::failure::QP_PARAMS),
+            ..FailureContext::default()
+        };
+        context.note = Some("after 3/1000 sends and 2/1000 receives".into());
+        let f = Failure::new(
+            Step::Completion,
+            Cause::WcStatus {
+                status: 12,
+                vendor_err: 0,
+                opcode: 0,
+                op: None,
+            },
+            context,
+        );
+        let report = Report {
+            role: "client",
+            exchange: "native",
+            device: "rxe1".into(),
+            port: 1,
+            gid_index: Some(1),
+            peer: Some("192.168.77.1:18515".into()),
+            size: 4096,
+            path_mtu: Some(1024),
+            local: Some(endpoint(0x11)),
+            remote: Some(endpoint(0x12)),
+            gid_selection: Some(
+                failure::choose_gid(&sysfs, "rxe1", 1, None).expect("fixture choice"),
+            ),
+            single: ops.single(),
+            ops,
+            ok: false,
+            failure: Some(FailureReport::new(
+                &f,
+                crate::finding::Explanation::new("retry-exceeded", "why", "fix"),
+            )),
+        };
+        let json = serde_json::to_value(&report).unwrap();
+        let shape = crate::json_schema::mismatches("pingpong", &json);
+        assert!(shape.is_empty(), "{shape:#?}\n{json}");
+        assert_eq!(json["latency_usec"]["min"], 1022.05);
+    }
+
     #[test]
     fn patterns_differ_per_end_and_fill_exactly() {
         let a = pattern("write", 0x11, 100);

@@ -856,6 +856,8 @@ struct StepLine {
     side: &'static str,
     step: String,
     ok: bool,
+    /// Rounded to nanoseconds in JSON.
+    #[serde(serialize_with = "crate::output::ser_3dp")]
     elapsed_us: f64,
     detail: String,
     failure: Option<FailureReport>,
@@ -865,7 +867,10 @@ struct StepLine {
 #[derive(Debug, Serialize)]
 struct SelftestReport {
     mode: &'static str,
-    devices: Vec<String>,
+    /// The server's device, and the client's in `peer_device` (the same name on one
+    /// device), as `selftest` names its two ends.
+    device: Option<String>,
+    peer_device: Option<String>,
     port: u32,
     /// The addresses the devices stand for: the server listens on one, the client
     /// connects from the other.
@@ -950,7 +955,8 @@ pub fn selftest_cm(ctx: &Ctx, args: &SelftestArgs) -> Result<u8> {
     let size = args.size.max(1);
     let mut report = SelftestReport {
         mode: "cm",
-        devices: vec![server_dev.clone(), client_dev.clone()],
+        device: Some(server_dev.clone()),
+        peer_device: Some(client_dev.clone()),
         port: args.port,
         server_address: None,
         client_address: None,
@@ -959,7 +965,6 @@ pub fn selftest_cm(ctx: &Ctx, args: &SelftestArgs) -> Result<u8> {
         steps: Vec::new(),
         ok: false,
     };
-    report.devices.dedup();
     let steps = Steps::default();
     // The CM binds addresses: each device stands for its port's.
     let server_ip = port_address(&ctx.sysfs, &server_dev, args.port, None);
@@ -1148,11 +1153,19 @@ fn run_selftest(plan: &Loopback, steps: &Steps, report: &mut SelftestReport) -> 
     }
 }
 
+/// `rxe0`, or `rxe0 <-> rxe1` when the two ends are on two devices.
+fn ends(r: &SelftestReport) -> String {
+    match (&r.device, &r.peer_device) {
+        (Some(a), Some(b)) if a != b => format!("{a} <-> {b}"),
+        (a, b) => a.as_ref().or(b.as_ref()).cloned().unwrap_or_default(),
+    }
+}
+
 fn render_selftest(r: &SelftestReport) -> String {
     let at = |ip: Option<IpAddr>| ip.map_or("?".to_string(), |ip| ip.to_string());
     let mut out = format!(
         "selftest --cm {} port {}, {} -> {}, {} B; the kernel picks the GID{}\n",
-        r.devices.join(" <-> "),
+        ends(r),
         r.port,
         at(r.client_address),
         at(r.server_address),
@@ -1261,6 +1274,8 @@ mod tests {
         assert_eq!(json["gid_index"], 1);
         assert_eq!(json["device"], "rxe1");
         assert_eq!(json["ops"]["send"]["iters"], 10);
+        let shape = crate::json_schema::mismatches("pingpong_cm", &json);
+        assert!(shape.is_empty(), "{shape:#?}");
         assert_eq!(json["ops"]["send"]["latency_usec"]["median"], 1.0);
         assert!(json["ops"].get("write").is_none());
         assert!(json.get("echoed").is_none(), "server-only key: {json}");
@@ -1298,6 +1313,8 @@ mod tests {
         assert_eq!(json["connection"], serde_json::Value::Null);
         assert_eq!(json["failure"]["step"], "cm_connect");
         assert_eq!(json["failure"]["explanation"]["code"], "cm-no-listener");
+        let shape = crate::json_schema::mismatches("pingpong_cm", &json);
+        assert!(shape.is_empty(), "{shape:#?}");
     }
 
     #[test]
@@ -1315,6 +1332,8 @@ mod tests {
         assert_eq!(json["echoed"], 6);
         assert_eq!(json["stock_client"], true);
         assert!(json.get("kernel_choice").is_none(), "{json}");
+        let shape = crate::json_schema::mismatches("pingpong_cm", &json);
+        assert!(shape.is_empty(), "{shape:#?}");
         let text = render(&report);
         assert!(
             text.contains(
@@ -1338,7 +1357,8 @@ mod tests {
         );
         let report = SelftestReport {
             mode: "cm",
-            devices: vec!["rxe0".into()],
+            device: Some("rxe0".into()),
+            peer_device: Some("rxe0".into()),
             port: 1,
             server_address: "192.168.77.1".parse().ok(),
             client_address: "192.168.77.1".parse().ok(),
@@ -1393,6 +1413,8 @@ mod tests {
             "cm-no-route"
         );
         assert_eq!(json["steps"][1]["failure"]["errno_name"], "ENETUNREACH");
+        let shape = crate::json_schema::mismatches("selftest_cm", &json);
+        assert!(shape.is_empty(), "{shape:#?}");
     }
 
     #[test]

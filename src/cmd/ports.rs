@@ -10,12 +10,14 @@ use crate::sysfs::SysfsRoot;
 
 pub fn run(ctx: &Ctx, args: &PortsArgs) -> Result<u8> {
     let (device, port) = target(args.target.as_ref(), args.device.as_deref(), args.port)?;
-    let devices = SysfsRoot::new(&ctx.sysfs).select(device.as_deref(), port)?;
+    let mut devices = SysfsRoot::new(&ctx.sysfs).select(device.as_deref(), port)?;
+    super::add_verbs_facts(ctx, &mut devices, false);
     let ports: Vec<&Port> = devices.iter().flat_map(|d| d.ports.iter()).collect();
     let text = if ctx.json {
         inventory::ports_json(&ports)
     } else {
         warn_unreadable(&devices);
+        super::note_unknown_mtus(&devices);
         inventory::ports_table(&ports, ctx.style)
     };
     print(&text)?;

@@ -11,8 +11,12 @@ use serde::Serialize;
 pub struct OpResult {
     pub iters: u32,
     pub bytes: u64,
+    // JSON rounds the figures: seconds to µs, the rest to 3 decimals.
+    #[serde(serialize_with = "crate::output::ser_6dp")]
     pub seconds: f64,
+    #[serde(serialize_with = "crate::output::ser_3dp")]
     pub mbit_per_sec: f64,
+    #[serde(serialize_with = "crate::output::ser_3dp")]
     pub usec_per_iter: f64,
     pub latency_usec: Latency,
     /// What was checked after the transfer, if anything.
@@ -23,8 +27,11 @@ pub struct OpResult {
 /// Per-iteration latency in microseconds.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Latency {
+    #[serde(serialize_with = "crate::output::ser_3dp")]
     pub min: f64,
+    #[serde(serialize_with = "crate::output::ser_3dp")]
     pub median: f64,
+    #[serde(serialize_with = "crate::output::ser_3dp")]
     pub p99: f64,
 }
 
@@ -187,6 +194,17 @@ mod tests {
         assert!(json.get("verified").is_none());
         assert_eq!(ns_per_tick(100, 300, Duration::from_nanos(1000)), 5.0);
         assert_eq!(ns_per_tick(300, 300, Duration::from_nanos(1000)), 0.0);
+        // JSON figures are rounded: 3 decimals, seconds to the microsecond.
+        let odd = op_result(
+            3,
+            4096,
+            Duration::from_nanos(3_066_150_123),
+            &mut [1_022_050],
+        );
+        let json = serde_json::to_string(&odd).unwrap();
+        assert!(json.contains(r#""seconds":3.06615,"#), "{json}");
+        assert!(json.contains(r#""usec_per_iter":1022050.041,"#), "{json}");
+        assert!(json.contains(r#""min":1022.05,"#), "{json}");
         let zero = op_result(0, 0, Duration::ZERO, &mut []);
         assert_eq!((zero.mbit_per_sec, zero.usec_per_iter), (0.0, 0.0));
     }

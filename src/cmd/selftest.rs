@@ -25,6 +25,8 @@ use crate::verbs::qp::{Access, Context, Cq, Mr, Pd, PortInfo, Qp, QpCaps, RtrPar
 struct StepLine {
     step: &'static str,
     ok: bool,
+    /// Rounded to nanoseconds in JSON.
+    #[serde(serialize_with = "crate::output::ser_3dp")]
     elapsed_us: f64,
     detail: String,
     failure: Option<FailureReport>,
@@ -34,7 +36,10 @@ struct StepLine {
 struct Report {
     /// `verbs` here; `cm` for `selftest --cm`.
     mode: &'static str,
-    devices: Vec<String>,
+    /// The first end's device, once opened; `peer_device` is the second end's (the same
+    /// name on one device). `device`, as in every command, not a list.
+    device: Option<String>,
+    peer_device: Option<String>,
     port: u32,
     gid_index: Option<u32>,
     /// `-g auto`: per device, what was chosen and why the other indices were not.
@@ -123,11 +128,10 @@ pub fn run(ctx: &Ctx, args: &SelftestArgs) -> Result<u8> {
     // A first Ctrl-C ends the test at its next wait, with the steps so far.
     crate::interrupt::catch();
     t.run_all(names);
-    let devices = t
+    let [device, peer_device] = t
         .ends
-        .iter()
-        .filter_map(|e| e.ctx.as_ref().map(|c| c.name().to_string()))
-        .collect();
+        .each_ref()
+        .map(|e| e.ctx.as_ref().map(|c| c.name().to_string()));
     if let Some(mut err) = t.open_error.take() {
         // An empty slot or an index past the table: say so with the rules' words, which
         // name the index that would work.
@@ -146,7 +150,8 @@ pub fn run(ctx: &Ctx, args: &SelftestArgs) -> Result<u8> {
     }
     let report = Report {
         mode: "verbs",
-        devices,
+        device,
+        peer_device,
         port: args.port,
         gid_index: Some(t.gid_index[0]),
         gid_selection: std::mem::take(&mut t.choices),
@@ -176,7 +181,12 @@ pub fn run(ctx: &Ctx, args: &SelftestArgs) -> Result<u8> {
 fn render(r: &Report) -> String {
     let mut out = format!(
         "selftest {} port {} GID index {}, {} B\n",
-        r.devices.join(" <-> "),
+        [&r.device, &r.peer_device]
+            .into_iter()
+            .flatten()
+            .cloned()
+            .collect::<Vec<_>>()
+            .join(" <-> "),
         r.port,
         r.gid_index.map_or("?".to_string(), |i| i.to_string()),
         r.size
@@ -650,4 +660,64 @@ fn pattern(op: &str, len: usize) -> Vec<u8> {
         .cycle()
         .take(len)
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The report of a run that stopped at RTR: the documented shape
+    /// (tests/json-schema.txt), with `device`/`peer_device` and a rounded `elapsed_us`.
+    #[test]
+    fn report_has_the_documented_shape() {
+        let sysfs = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/sysfs/rxe-veth-basic");
+        let f = Failure::new(
+            Step::Rtr,
+            Cause::errno(libc::ETIMEDOUT),
+            FailureContext {
+                device: "rxe0".into(),
+                port: 1,
+                gid_index: Some(1),
+                path_mtu: Some(1024),
+                ..FailureContext::default()
+            },
+        );
+        let report = Report {
+            mode: "verbs",
+            device: Some("rxe0".into()),
+            peer_device: Some("rxe1".into()),
+            port: 1,
+            gid_index: Some(1),
+            gid_selection: vec![failure::choose_gid(&sysfs, "rxe0", 1, None).unwrap()],
+            size: 4096,
+            steps: vec![
+                StepLine {
+                    step: "open",
+                    ok: true,
+                    elapsed_us: 1022.0500000000001,
+                    detail: "rxe0/1".into(),
+                    failure: None,
+                },
+                StepLine {
+                    step: "rtr",
+                    ok: false,
+                    elapsed_us: 5.0,
+                    detail: String::new(),
+                    failure: Some(FailureReport::new(
+                        &f,
+                        crate::finding::Explanation::new("rtr-timeout", "why", "fix"),
+                    )),
+                },
+            ],
+            ok: false,
+        };
+        let json = serde_json::to_value(&report).unwrap();
+        let shape = crate::json_schema::mismatches("selftest", &json);
+        assert!(shape.is_empty(), "{shape:#?}\n{json}");
+        assert!(serde_json::to_string(&report)
+            .unwrap()
+            .contains(r#""elapsed_us":1022.05,"#));
+        assert!(render(&report).starts_with("selftest rxe0 <-> rxe1 port 1 GID index 1"));
+    }
 }

@@ -3,17 +3,17 @@
 //! facts it gathered and the pure rules that turn them into findings.
 
 use crate::error::Error;
-use crate::finding::{Finding, Severity};
+use crate::finding::{Finding, Severity, Subject};
 use crate::model::{Device, LinkLayer, PhysState, Port, PortState};
 
-/// A doctor finding: every one names its subject (`host`, a device, `dev/port`).
+/// A doctor finding: every one names its subject (the host, a device, a port).
 fn finding(
     code: &str,
-    subject: impl Into<String>,
+    subject: Subject,
     severity: Severity,
     message: impl Into<String>,
 ) -> Finding {
-    Finding::new(severity, code, message).subject(subject)
+    Finding::new(severity, code, message).about(subject)
 }
 
 /// The largest whole-page message size that fits `bytes`, as a -s value.
@@ -127,7 +127,7 @@ pub fn memlock_finding(
     euid_root: bool,
     needed: u64,
 ) -> Finding {
-    let subject = "host";
+    let subject = Subject::Host;
     let Some(limit) = soft_limit else {
         return finding(
             "memlock",
@@ -184,18 +184,18 @@ pub fn memlock_finding(
 /// `class/infiniband` and what is in it.
 pub fn kernel_finding(sysfs_dir: &str, devices: Result<&[Device], &Error>) -> Finding {
     match devices {
-        Ok([]) => finding("kernel", "host", Severity::Fail, "the RDMA core is loaded but no device is registered")
+        Ok([]) => finding("kernel", Subject::Host, Severity::Fail, "the RDMA core is loaded but no device is registered")
             .evidence(format!("{sysfs_dir} is empty"))
             .fix("load the NIC's RDMA driver (mlx5_ib, irdma, bnxt_re, ...), or for Soft-RoCE: modprobe rdma_rxe; rdma link add rxe0 type rxe netdev <if>"),
         Ok(devs) => {
             let names: Vec<&str> = devs.iter().map(|d| d.name.as_str()).collect();
-            finding("kernel", "host", Severity::Ok, format!("{} RDMA device(s): {}", devs.len(), names.join(", ")))
+            finding("kernel", Subject::Host, Severity::Ok, format!("{} RDMA device(s): {}", devs.len(), names.join(", ")))
                 .evidence(format!("{sysfs_dir} lists {}", names.join(", ")))
         }
-        Err(Error::NoRdma { path }) => finding("kernel", "host", Severity::Fail, "no RDMA support in the kernel: no driver is loaded")
+        Err(Error::NoRdma { path }) => finding("kernel", Subject::Host, Severity::Fail, "no RDMA support in the kernel: no driver is loaded")
             .evidence(format!("{} does not exist", path.display()))
             .fix("load the NIC's RDMA driver (mlx5_ib, irdma, bnxt_re, ...), or for Soft-RoCE: modprobe rdma_rxe; rdma link add rxe0 type rxe netdev <if>"),
-        Err(other) => finding("kernel", "host", Severity::Fail, format!("cannot list RDMA devices: {other}"))
+        Err(other) => finding("kernel", Subject::Host, Severity::Fail, format!("cannot list RDMA devices: {other}"))
             .evidence(format!("reading {sysfs_dir}")),
     }
 }
@@ -219,25 +219,26 @@ pub enum NodeAccess {
 
 pub fn uverbs_finding(device: &str, access: &NodeAccess) -> Finding {
     let check = "uverbs";
+    let subject = || Subject::Device(device.to_string());
     match access {
-        NodeAccess::NoMapping => finding(check, device, Severity::Fail, "no user-space verbs node: the device cannot be used from applications")
+        NodeAccess::NoMapping => finding(check, subject(), Severity::Fail, "no user-space verbs node: the device cannot be used from applications")
             .evidence(format!("no class/infiniband_verbs/uverbsN has ibdev {device}"))
             .fix("load ib_uverbs (modprobe ib_uverbs)"),
-        NodeAccess::Missing { path } => finding(check, device, Severity::Fail, format!("{path} does not exist: libibverbs silently skips the device"))
+        NodeAccess::Missing { path } => finding(check, subject(), Severity::Fail, format!("{path} does not exist: libibverbs silently skips the device"))
             .evidence(format!("sysfs maps {device} to {path}, which is not in /dev"))
             .fix("in a container, pass the device in (--device=/dev/infiniband/...); on a host, check udev (rdma-core's 90-rdma-*.rules)"),
-        NodeAccess::Denied { path, errno } => finding(check, device, Severity::Fail, format!("{path} is not accessible: libibverbs silently skips the device"))
+        NodeAccess::Denied { path, errno } => finding(check, subject(), Severity::Fail, format!("{path} is not accessible: libibverbs silently skips the device"))
             .evidence(format!("access({path}, R_OK|W_OK) failed with {}", crate::errno::errno_text(*errno)))
             .fix("the kernel creates uverbs nodes 0666: check the container's device cgroup and udev rules, or run as a user that may open it"),
-        NodeAccess::Usable { path } => finding(check, device, Severity::Ok, format!("{path} is readable and writable"))
+        NodeAccess::Usable { path } => finding(check, subject(), Severity::Ok, format!("{path} is readable and writable"))
             .evidence(format!("access({path}, R_OK|W_OK) = 0")),
     }
 }
 
 pub fn library_finding(status: Result<(), String>) -> Finding {
     match status {
-        Ok(()) => finding("libibverbs", "host", Severity::Ok, "libibverbs.so.1 is loaded").evidence("dlopen(libibverbs.so.1) succeeded"),
-        Err(reason) => finding("libibverbs", "host", Severity::Fail, "libibverbs.so.1 cannot be loaded: no application can use RDMA")
+        Ok(()) => finding("libibverbs", Subject::Host, Severity::Ok, "libibverbs.so.1 is loaded").evidence("dlopen(libibverbs.so.1) succeeded"),
+        Err(reason) => finding("libibverbs", Subject::Host, Severity::Fail, "libibverbs.so.1 cannot be loaded: no application can use RDMA")
             .evidence(reason)
             .fix("install it: Debian/Ubuntu `apt install libibverbs1 ibverbs-providers`, RHEL `dnf install libibverbs`"),
     }
@@ -269,7 +270,7 @@ pub fn provider_finding(
             evidence,
             ..finding(
                 "provider",
-                device.name.clone(),
+                Subject::Device(device.name.clone()),
                 Severity::Ok,
                 format!("libibverbs sees {} (provider {name})", device.name),
             )
@@ -295,7 +296,7 @@ pub fn provider_finding(
         evidence,
         ..finding(
             "provider",
-            device.name.clone(),
+            Subject::Device(device.name.clone()),
             Severity::Fail,
             format!("libibverbs has no provider for {}: {missing}", device.name),
         )
@@ -418,7 +419,7 @@ pub fn same_subnet_findings(netdevs: &[RoceNetdev]) -> Vec<Finding> {
             if !refusing.is_empty() {
                 let mut f = finding(
                     "same-host-arp",
-                    "host",
+                    Subject::Host,
                     Severity::Warn,
                     format!(
                         "{pair} share {subnet} on this host: a ping-pong between them fails at RTR (ETIMEDOUT), because {} drops ARP requests whose sender address is local",
@@ -448,7 +449,7 @@ pub fn same_subnet_findings(netdevs: &[RoceNetdev]) -> Vec<Finding> {
                     out.push(
                         finding(
                             "mtu-mismatch",
-                            "host",
+                            Subject::Host,
                             Severity::Warn,
                             format!(
                                 "{pair} share {subnet} with netdev MTUs {ma} and {mb}: frames above {} are dropped by the smaller end, and the RoCE MTUs they allow differ ({} and {})",
@@ -474,7 +475,7 @@ pub fn same_subnet_findings(netdevs: &[RoceNetdev]) -> Vec<Finding> {
 /// Port state and, on RoCE, the netdev it rides on. `active_mtu` comes from verbs when
 /// they are available.
 pub fn port_findings(port: &Port, active_mtu: Option<u32>, host: &HostNet) -> Vec<Finding> {
-    let subject = format!("{}/{}", port.device, port.number);
+    let subject = Subject::Port(port.device.clone(), port.number);
     let mut out = Vec::new();
     let state = port
         .state
@@ -603,15 +604,14 @@ pub fn port_findings(port: &Port, active_mtu: Option<u32>, host: &HostNet) -> Ve
     out.extend(gid_findings(port, &subject));
     if let (Some(mtu), true) = (netdev.mtu, active) {
         let why_unknown = "unknown (no verbs)";
-        out.push(mtu_finding(nd, mtu, active_mtu, why_unknown).subject(subject.clone()));
+        out.push(mtu_finding(nd, mtu, active_mtu, why_unknown).about(subject.clone()));
     }
     out.extend(netns_finding(port, host, subject));
     out
 }
 
 /// Whether the RoCE port has an IPv4-mapped GID, or at least a routable one.
-fn gid_findings(port: &Port, subject: &str) -> Option<Finding> {
-    let subject = subject.to_string();
+fn gid_findings(port: &Port, subject: &Subject) -> Option<Finding> {
     let nd = port
         .netdev
         .as_ref()
@@ -635,7 +635,7 @@ fn gid_findings(port: &Port, subject: &str) -> Option<Finding> {
 }
 
 /// rxe outside the initial network namespace cannot carry a QP on kernel 6.1.
-fn netns_finding(port: &Port, host: &HostNet, subject: String) -> Option<Finding> {
+fn netns_finding(port: &Port, host: &HostNet, subject: Subject) -> Option<Finding> {
     (port.device.starts_with("rxe") && host.in_init_netns == Some(false)).then(|| {
         finding("netns", subject, Severity::Fail, "rxe outside the initial network namespace: QPs fail with \"local QP operation error\"")
             .evidence("/proc/self/ns/net differs from /proc/1/ns/net")
@@ -794,6 +794,9 @@ Max locked memory         16384                16384                bytes     \n
                 gid_type: Some(GidType::RoceV2),
                 netdev: Some("veth0".into()),
             }],
+            active_mtu: None,
+            max_mtu: None,
+            verbs: crate::model::VerbsStatus::not_asked(),
             read_problems: vec![],
         }
     }

@@ -4,6 +4,8 @@
 
 use owo_colors::OwoColorize;
 
+#[cfg(test)]
+use crate::finding::Subject;
 use crate::finding::{Finding, Severity};
 use crate::output::Style;
 
@@ -34,13 +36,14 @@ pub fn severity_label(severity: Severity, style: Style) -> String {
 /// One block per finding; the subject column is left out when no finding has a subject.
 pub fn lines(findings: &[Finding], style: Style, evidence: Evidence) -> String {
     let code_width = findings.iter().map(|f| f.code.len()).max().unwrap_or(0);
-    let subject_width = findings.iter().map(|f| f.subject.len()).max().unwrap_or(0);
+    let labels: Vec<String> = findings.iter().map(Finding::label).collect();
+    let subject_width = labels.iter().map(String::len).max().unwrap_or(0);
     let mut out = String::new();
-    for f in findings {
+    for (f, label) in findings.iter().zip(&labels) {
         out.push_str(&severity_label(f.severity, style));
         out.push_str(&format!("  {:<code_width$}", f.code));
         if subject_width > 0 {
-            out.push_str(&format!("  {:<subject_width$}", f.subject));
+            out.push_str(&format!("  {label:<subject_width$}"));
         }
         out.push_str(&format!("  {}\n", f.message));
         if evidence == Evidence::All || f.severity != Severity::Ok {
@@ -87,10 +90,10 @@ mod tests {
     fn columns_evidence_and_tally() {
         let findings = vec![
             Finding::new(Severity::Ok, "port-state", "port is ACTIVE")
-                .subject("rxe0/1")
+                .about(Subject::Port("rxe0".into(), 1))
                 .evidence("state ACTIVE"),
             Finding::new(Severity::Fail, "memlock", "limit 16 KiB")
-                .subject("host")
+                .about(Subject::Host)
                 .evidence("RLIMIT_MEMLOCK 16 KiB")
                 .fix("ulimit -l unlimited"),
             Finding::new(Severity::Info, "neighbour", "no entry yet"),

@@ -121,6 +121,7 @@ pub fn devices_table(devices: &[Device], style: Style) -> String {
 pub struct PortJson<'a> {
     #[serde(flatten)]
     pub port: &'a Port,
+    #[serde(serialize_with = "crate::output::ser_opt_3dp")]
     pub rate_gbps: Option<f64>,
     pub link_width: Option<&'a str>,
     pub link_speed: Option<&'a str>,
@@ -167,6 +168,12 @@ pub fn devices_json(devices: &[Device]) -> String {
     json(&list)
 }
 
+/// An RDMA MTU, or "unknown" where verbs did not answer: "-" would read as "does not
+/// apply", and every port has one.
+fn mtu_or_unknown(mtu: Option<u32>) -> String {
+    mtu.map_or_else(|| "unknown".to_string(), |m| m.to_string())
+}
+
 pub fn ports_table(ports: &[&Port], style: Style) -> String {
     let rows: Vec<Vec<Cell>> = ports
         .iter()
@@ -188,6 +195,8 @@ pub fn ports_table(ports: &[&Port], style: Style) -> String {
                 Cell::from(lid(p.lid)),
                 Cell::from(lid(p.sm_lid)),
                 Cell::from(if ib { or_dash(p.lmc) } else { "-".to_string() }),
+                Cell::from(mtu_or_unknown(p.active_mtu)),
+                Cell::from(mtu_or_unknown(p.max_mtu)),
                 Cell::from(or_dash(nd.map(|n| &n.name))),
                 Cell::from(or_dash(nd.and_then(|n| n.mtu))),
                 Cell::new(or_dash(operstate), operstate_tone(operstate)),
@@ -204,8 +213,10 @@ pub fn ports_table(ports: &[&Port], style: Style) -> String {
             "LID",
             "SM LID",
             "LMC",
+            "ACTIVE MTU",
+            "MAX MTU",
             "NETDEV",
-            "MTU",
+            "NETDEV MTU",
             "OPERSTATE",
         ],
         &rows,
@@ -220,7 +231,7 @@ pub fn ports_json(ports: &[&Port]) -> String {
 /// One GID table entry with the port it belongs to, as `gids` lists them.
 #[derive(Debug, Serialize)]
 pub struct GidRow<'a> {
-    pub ifname: &'a str,
+    pub device: &'a str,
     pub port: u32,
     #[serde(flatten)]
     pub entry: &'a GidEntry,
@@ -232,7 +243,7 @@ pub struct GidRow<'a> {
 impl<'a> GidRow<'a> {
     pub fn new(port: &'a Port, entry: &'a GidEntry) -> GidRow<'a> {
         GidRow {
-            ifname: &port.device,
+            device: &port.device,
             port: port.number,
             entry,
             ip: (!entry.gid.is_zero()).then(|| entry.gid.ip().to_string()),
@@ -260,7 +271,7 @@ pub fn gids_table(rows: &[GidRow], show_ip: bool, style: Style) -> String {
         .iter()
         .map(|r| {
             let mut row = vec![
-                Cell::from(r.ifname),
+                Cell::from(r.device),
                 Cell::from(r.port.to_string()),
                 Cell::from(r.entry.index.to_string()),
                 Cell::from(r.entry.gid.to_string()),

@@ -15,7 +15,9 @@ use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
 use crate::gid::Gid;
-use crate::model::{Device, GidEntry, LinkLayer, Netdev, NetdevSource, Port, ReadProblem};
+use crate::model::{
+    Device, GidEntry, LinkLayer, Netdev, NetdevSource, Port, ReadProblem, VerbsStatus,
+};
 
 #[derive(Debug, Clone)]
 pub struct SysfsRoot {
@@ -275,6 +277,7 @@ impl SysfsRoot {
             driver,
             uverbs: uverbs.get(name).cloned(),
             ports,
+            verbs: VerbsStatus::not_asked(),
             read_problems: problems,
         })
     }
@@ -346,6 +349,9 @@ impl SysfsRoot {
             netdev_source,
             gid_netdevs,
             gids,
+            active_mtu: None,
+            max_mtu: None,
+            verbs: VerbsStatus::not_asked(),
             read_problems: problems,
         }
     }

@@ -550,7 +550,23 @@ pub struct PortAttrs {
     pub active_speed_ex: u32,
 }
 
+/// `enum ibv_mtu` in bytes: 1 is 256, each step doubles up to 5 (4096); None for a value
+/// outside the enum, so a provider's garbage never shows as a size.
+pub fn mtu_bytes(mtu: u32) -> Option<u32> {
+    (1..=5).contains(&mtu).then(|| 128u32 << mtu)
+}
+
 impl PortAttrs {
+    /// The active MTU in bytes (ibv_devinfo's `active_mtu`).
+    pub fn active_mtu_bytes(&self) -> Option<u32> {
+        mtu_bytes(self.active_mtu)
+    }
+
+    /// The largest MTU the port supports, in bytes (ibv_devinfo's `max_mtu`).
+    pub fn max_mtu_bytes(&self) -> Option<u32> {
+        mtu_bytes(self.max_mtu)
+    }
+
     fn from_raw(a: &ibv_port_attr) -> PortAttrs {
         PortAttrs {
             state: a.state,
@@ -593,6 +609,15 @@ mod tests {
             .map(|b| *b as libc::c_char)
             .collect();
         assert_eq!(c_chars_to_string(&bad), "\u{fffd}x");
+    }
+
+    #[test]
+    fn mtu_enum_to_bytes() {
+        assert_eq!(mtu_bytes(1), Some(256));
+        assert_eq!(mtu_bytes(3), Some(1024));
+        assert_eq!(mtu_bytes(5), Some(4096));
+        assert_eq!(mtu_bytes(0), None);
+        assert_eq!(mtu_bytes(6), None);
     }
 
     #[test]

@@ -163,7 +163,7 @@ def devinfo_prints(gid_ip, gid_type):
 
 def compare(devinfo, rdmactl):
     problems = []
-    by_name = {d["hca_id"]: d for d in rdmactl}
+    by_name = {d["device"]: d for d in rdmactl}
     for name, dev in devinfo.items():
         js = by_name.get(name)
         if js is None:

@@ -171,12 +171,12 @@ expect_no_out() { # expect_no_out "desc" REGEX cmd...
 
 # json_has "desc" FILE PRED...
 # A record is any JSON object, seen together with the scalar fields of the objects it is nested
-# in (so {"ifname":"rxe0","ports":[{"port":1,"state":"ACTIVE"}]} has a record with ifname rxe0,
+# in (so {"device":"rxe0","ports":[{"port":1,"state":"ACTIVE"}]} has a record with device rxe0,
 # port 1 and state ACTIVE). PRED is KEY=REGEX: the record's KEY, as text (true/false/null for
 # JSON literals), must fully match the Python regex. KEY may list alternatives, a|b, for names
 # not settled yet. Passes when one record matches every PRED. Typical use, after
 # `check "gids -j runs" "$RDMACTL" -j gids`:
-#   json_has "rxe0 GID 1 is IPv4-mapped" "$LAST_STDOUT" ifname=rxe0 index=1 'gid=::ffff:192\.168\.77\.1'
+#   json_has "rxe0 GID 1 is IPv4-mapped" "$LAST_STDOUT" device=rxe0 index=1 'gid=::ffff:192\.168\.77\.1'
 json_has() {
     local desc=$1 file=$2
     shift 2

@@ -32,9 +32,9 @@ ibv_devinfo -v > "$RESULTS/all-ibv_devinfo-v.txt" 2>&1
 check "all devices: every ibv_devinfo -v field equals rdmactl's JSON" \
     python3 "$PARITY" "$RESULTS/all-ibv_devinfo-v.txt" "$RESULTS/all-rdmactl-v.json"
 json_has "JSON merges sysfs: rxe0's port netdev, and GID 1's netdev" "$RESULTS/all-rdmactl-v.json" \
-    hca_id=rxe0 port=1 netdev=veth0 netdev_mtu=1500 index=1 'gid=0000:0000:0000:0000:0000:ffff:c0a8:4d01'
+    device=rxe0 port=1 netdev=veth0 netdev_mtu=1500 index=1 'gid=0000:0000:0000:0000:0000:ffff:c0a8:4d01'
 json_has "JSON says verbs are available for rxe1" "$RESULTS/all-rdmactl-v.json" \
-    hca_id=rxe1 available=true uverbs='uverbs[0-9]+'
+    device=rxe1 available=true uverbs='uverbs[0-9]+'
 
 expect_rc 3 "devices -v -d on an unknown device exits 3 (not found)" \
     "$RDMACTL" devices -v -d nosuchdev0

@@ -34,9 +34,9 @@ check "libibverbs hidden: devices -v -j exits 0" hidden "$RDMACTL" -j devices -v
 json=$RESULTS/hidden-devices-v.json
 cp "$LAST_STDOUT" "$json"
 json_has "JSON: rxe0 verbs unavailable, reason names libibverbs" "$json" \
-    hca_id=rxe0 available=false 'reason=libibverbs\.so\.1 cannot be loaded.*'
+    device=rxe0 available=false 'reason=libibverbs\.so\.1 cannot be loaded.*'
 json_has "JSON: rxe0 port 1 GID 1 from sysfs" "$json" \
-    hca_id=rxe0 port=1 state=PORT_ACTIVE netdev=veth0 index=1 \
+    device=rxe0 port=1 state=PORT_ACTIVE netdev=veth0 index=1 \
     'gid=0000:0000:0000:0000:0000:ffff:c0a8:4d01' 'type=RoCE v2'
 expect_out "JSON lists the missing fields" '"active_mtu"' cat "$json"
 expect_rc 0 "libibverbs hidden: devices -v -d rxe0 exits 0" hidden "$RDMACTL" devices -v -d rxe0
@@ -69,9 +69,9 @@ if [[ -c $node ]] && command -v setpriv >/dev/null; then
     # libibverbs itself says ENOENT here (it goes on to /dev/char/MAJ:MIN); rdmactl asks
     # the node and names the permission problem.
     json_has "rxe0 falls back with EACCES as the reason" "$RESULTS/eacces-devices-v.json" \
-        hca_id=rxe0 available=false 'reason=cannot open rxe0: ibv_open_device failed with EACCES.*not accessible to this user.*'
+        device=rxe0 available=false 'reason=cannot open rxe0: ibv_open_device failed with EACCES.*not accessible to this user.*'
     json_has "rxe1 still has its verbs fields" "$RESULTS/eacces-devices-v.json" \
-        hca_id=rxe1 available=true 'max_qp=[1-9][0-9]*'
+        device=rxe1 available=true 'max_qp=[1-9][0-9]*'
     chmod "$mode" "$node"
 else
     echo "  (no uverbs node for rxe0 or no setpriv: EACCES part not run)"

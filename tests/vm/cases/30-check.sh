@@ -29,8 +29,8 @@ expect_out "-g 0: the kernel's CM would use index 1, and check says so" \
     '^warn +kernel-choice +the kernel would use rxe0/1 GID index 1 .*you gave -g 0: index 0 is link-local' \
     cat "$LAST_OUT"
 
-# An empty slot.
-expect_rc 1 "check -g 7 fails" "$RDMACTL" check -d rxe0 -g 7
+# An empty slot: a GID index that does not exist exits 3, as pingpong -g 7 does.
+expect_rc 3 "check -g 7 exits 3 (no such GID)" "$RDMACTL" check -d rxe0 -g 7
 expect_out "-g 7 is an empty slot" 'FAIL +gid-slot +GID index 7 on rxe0/1 is an empty slot' \
     cat "$LAST_OUT"
 expect_out "-g 7 names index 1" "fix: +use $IDX1" cat "$LAST_OUT"
@@ -39,6 +39,9 @@ expect_out "-g 5000 is past the table" \
     'FAIL +gid-slot +GID index 5000 is past the end of rxe0/1.s table \([0-9]+ entries\)' \
     "$RDMACTL" check -d rxe0 -g 5000
 expect_out "-g 5000 names index 1" "fix: +use $IDX1" cat "$LAST_OUT"
+expect_rc 3 "check -g 5000 exits 3 (no such GID)" "$RDMACTL" check -d rxe0 -g 5000
+expect_out "-g 5000: stderr says it once, with what exists" \
+    '^rdmactl: no GID index 5000 on rxe0/1; past the table; populated indices: 0, 1' cat "$LAST_STDERR"
 
 # On the live host the port's active MTU comes from verbs (ibv_query_port), judged as doctor does.
 expect_out "the MTU check uses verbs' active_mtu" \

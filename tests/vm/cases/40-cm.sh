@@ -48,7 +48,7 @@ expect_out "check --peer 192.168.77.2 -d rxe0 -g 1: agrees" '^ok +kernel-choice 
   $R check --peer 192.168.77.2 -d rxe0 -g 1
 $R -j check --peer 192.168.77.2 -d rxe0 -g 0 > "$RESULTS/check-json.txt"
 check "check --peer -j: kernel_choice.kernel.device rxe0, gid_index 1, agrees false; a kernel-choice warning" \
-  jqf '.kernel_choice.kernel.device == "rxe0" and .kernel_choice.kernel.gid_index == 1 and .kernel_choice.kernel.netdev == "veth0" and .kernel_choice.agrees == false and .kernel_choice.source == "192.168.77.1" and any(.checks[]; .code == "kernel-choice" and .severity == "warn")' "$RESULTS/check-json.txt"
+  jqf '.kernel_choice.kernel.device == "rxe0" and .kernel_choice.kernel.gid_index == 1 and .kernel_choice.kernel.netdev == "veth0" and .kernel_choice.agrees == false and .kernel_choice.source == "192.168.77.1" and any(.findings[]; .code == "kernel-choice" and .severity == "warn")' "$RESULTS/check-json.txt"
 # From rxe1 the same question resolves on rxe1 (source 192.168.77.2).
 expect_out "check --peer 192.168.77.1 -d rxe1: the kernel uses rxe1/1 GID index 1" \
   '^ok +kernel-choice +the kernel would use rxe1/1 GID index 1 .* toward 192\.168\.77\.1 from 192\.168\.77\.2' \
@@ -124,7 +124,7 @@ expect_out "selftest --cm -d rxe0: every step ok" \
 expect_rc 0 "selftest --cm -d rxe0 -d rxe1: exit 0" $R selftest --cm -d rxe0 -d rxe1
 $R -j selftest --cm -d rxe0 -d rxe1 > "$RESULTS/selftest.json"
 check "selftest --cm -j: ok, no failed step, selftest's keys" \
-  jqf '.mode == "cm" and .ok == true and .devices == ["rxe0","rxe1"] and .gid_index == 1 and .size == 4096
+  jqf '.mode == "cm" and .ok == true and .device == "rxe0" and .peer_device == "rxe1" and .gid_index == 1 and .size == 4096
        and all(.steps[]; .ok and .failure == null and .elapsed_us >= 0) and (.steps | length) >= 10' "$RESULTS/selftest.json"
 
 # ---- CM failures, each explained within the timeout. rdmactl reports when the failure

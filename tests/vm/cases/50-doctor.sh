@@ -10,8 +10,8 @@ expect_out "doctor sees libibverbs and both devices through verbs" \
     '^ok +provider +rxe1 +libibverbs sees rxe1 \(provider rxe\)' "$RDMACTL" doctor
 check "doctor -j is JSON with no failures" "$RDMACTL" -j doctor
 json_has "JSON counts zero failures" "$LAST_STDOUT" fail=0
-json_has "JSON has the IPv4-mapped GID finding for rxe0" "$LAST_STDOUT" code=ipv4-gid subject=rxe0/1 severity=ok
-json_has "JSON: the netdev finding names veth0's address" "$LAST_STDOUT" code=netdev subject=rxe0/1 severity=ok 'message=netdev veth0 is up, addresses .*192\.168\.77\.1/24.*'
+json_has "JSON has the IPv4-mapped GID finding for rxe0" "$LAST_STDOUT" code=ipv4-gid device=rxe0 port=1 severity=ok
+json_has "JSON: the netdev finding names veth0's address" "$LAST_STDOUT" code=netdev device=rxe0 port=1 severity=ok 'message=netdev veth0 is up, addresses .*192\.168\.77\.1/24.*'
 expect_out "doctor names the netdev's addresses" '^ok +netdev +rxe1/1 +netdev veth1 is up, addresses .*192\.168\.77\.2/24' "$RDMACTL" doctor
 
 # Provider libraries hidden: sysfs lists rxe0 but ibv_get_device_list is empty.
