@@ -516,17 +516,31 @@ pub fn route_facts(
     };
     let peer_link_local = is_link_local(&Gid::from_ip(peer));
     // An IPv6 link-local peer is only meaningful on a given link: ask through the GID's netdev.
-    let plain = if peer_link_local {
+    let mut plain = if peer_link_local {
         route_get_soft(peer, gid_netdev)?
     } else {
         route_get_soft(peer, None)?
     };
+    // A netdev in a VRF routes through the VRF's table, which a lookup without the
+    // device never sees (`ip route get vrf NAME PEER`); so do policy rules keyed on it.
+    // Asking through the GID's netdev is what a QP on that netdev gets; a table other than
+    // main and local says it is such a route, not the kernel's "assume on-link" guess.
+    if plain.is_none() && !peer_link_local {
+        if let Some(dev) = gid_netdev {
+            plain = route_get_soft(peer, Some(dev))?
+                .filter(|r| r.table != MAIN_TABLE && r.table != LOCAL_TABLE);
+        }
+    }
     let Some(route) = plain else {
         facts.no_route = true;
         return Ok((facts, None));
     };
+    if route.table != MAIN_TABLE && route.table != LOCAL_TABLE {
+        facts.table = Some(route.table);
+    }
     facts.route_netdev = route.oif.clone();
     facts.gateway = route.gateway;
+    facts.prefsrc = route.prefsrc;
     facts.peer_is_local = route.is_local();
     facts.subnet_netdevs = subnet_netdevs(peer)?;
     let mut via_gid = None;
@@ -556,6 +570,10 @@ pub fn route_facts(
     }
     Ok((facts, via_gid))
 }
+
+/// RT_TABLE_MAIN and RT_TABLE_LOCAL.
+const MAIN_TABLE: u32 = 254;
+const LOCAL_TABLE: u32 = 255;
 
 /// The netdevs that have an address in the peer's subnet, except the peer's own address.
 fn subnet_netdevs(peer: IpAddr) -> Result<Vec<String>, NetError> {

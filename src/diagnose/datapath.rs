@@ -1560,6 +1560,7 @@ pub fn compare_peers(local: &EndFacts, peer: &EndFacts) -> Vec<Finding> {
             peer_on_link: None,
             peer_gid_type: peer.type_now(),
             subnet_netdevs: Vec::new(),
+            route_source: None,
         };
         let ll = local.link_layer.clone().unwrap_or(LinkLayer::Ethernet);
         let sel = gidselect::select_gid(&local.gid_table, &ll, &want);

@@ -65,6 +65,9 @@ pub struct Want {
     /// This host's netdevs with an address in the peer's subnet: a GID on one of them
     /// faces the peer (a VLAN's own GID rather than the untagged one), local route or not.
     pub subnet_netdevs: Vec<String>,
+    /// The route's source toward the peer (`ip route get PEER`'s `src`): the address the
+    /// kernel, and rdma_cm, send from. The GID holding it breaks every tie.
+    pub route_source: Option<IpAddr>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -119,6 +122,10 @@ pub fn want_toward(
         peer_on_link: route.and_then(crate::facts::RouteFacts::on_link),
         peer_gid_type,
         subnet_netdevs: route.map(|r| r.subnet_netdevs.clone()).unwrap_or_default(),
+        // Toward an address of this host the source is the peer's own address: no hint.
+        route_source: route
+            .filter(|r| !r.peer_is_local && !r.no_route)
+            .and_then(|r| r.prefsrc),
     }
 }
 
@@ -235,6 +242,9 @@ fn score(entry: &GidEntry, peer_link_local: bool, want: &Want) -> u32 {
     {
         s += 5;
     }
+    if want.route_source.is_some_and(|src| entry.gid.ip() == src) {
+        s += 7;
+    }
     s += match entry.gid_type {
         Some(GidType::RoceV2) => 2,
         Some(GidType::RoceV1) | Some(GidType::Ib) => 1,
@@ -333,6 +343,14 @@ fn chosen_why(entry: &GidEntry, family: Family, want: &Want) -> String {
     if !is_link_local(&entry.gid) {
         parts.push("not link-local".into());
     }
+    if want.route_source.is_some_and(|src| entry.gid.ip() == src) {
+        parts.push(format!(
+            "its address is the route's source toward the peer (`ip route get {}`)",
+            want.peer
+                .map(|p| p.to_string())
+                .unwrap_or_else(|| "PEER".into())
+        ));
+    }
     if let (Some(dev), Some(_)) = (&entry.netdev, &want.route_netdev) {
         parts.push(format!(
             "on {dev}, the netdev the kernel routes the peer through"
@@ -360,6 +378,14 @@ fn ranked_lower_why(
             .as_ref()
             .is_some_and(|d| want.subnet_netdevs.contains(d))
     };
+    let is_source = |e: &GidEntry| want.route_source.is_some_and(|src| e.gid.ip() == src);
+    if is_source(chosen) && !is_source(entry) {
+        return format!(
+            "usable, but the route to the peer leaves from {} (index {}), not from this address",
+            chosen.gid.ip(),
+            chosen.index
+        );
+    }
     if in_subnet(chosen) && !in_subnet(entry) {
         return format!(
             "usable, but its netdev has no address in the peer's subnet; index {}'s {} has",
@@ -369,7 +395,14 @@ fn ranked_lower_why(
     }
     if is_link_local(&entry.gid) != peer_link_local && is_link_local(&chosen.gid) == peer_link_local
     {
-        return format!("usable, but link-local; index {} is not", chosen.index);
+        return if is_link_local(&entry.gid) {
+            format!("usable, but link-local; index {} is not", chosen.index)
+        } else {
+            format!(
+                "usable, but the peer is link-local and this GID is not; index {} is link-local like it",
+                chosen.index
+            )
+        };
     }
     if is_v1(entry.gid_type.as_ref()) && is_v2(chosen.gid_type.as_ref()) {
         return format!(
@@ -757,6 +790,60 @@ pub(crate) mod tests {
 
     /// A VLAN on the same host: the route to the peer says "local", so the peer's subnet
     /// decides, and the VLAN netdev's GID is chosen over the untagged one.
+    /// Several addresses on one port: the GID holding the route's source toward the peer
+    /// wins the tie, and the others say why they lost.
+    #[test]
+    fn the_routes_source_breaks_ties() {
+        let v2 = Some(GidType::RoceV2);
+        let table = vec![
+            entry(1, "::ffff:192.168.77.1", v2.clone(), Some("veth0")),
+            entry(2, "::ffff:10.90.0.1", v2.clone(), Some("veth0")),
+            entry(3, "::ffff:10.91.0.0", v2.clone(), Some("veth0")),
+        ];
+        let want = Want {
+            peer: Some("10.91.0.1".parse().unwrap()),
+            route_netdev: Some("veth0".into()),
+            route_source: Some("10.91.0.0".parse().unwrap()),
+            ..Want::default()
+        };
+        let sel = select_gid(&table, &LinkLayer::Ethernet, &want);
+        assert_eq!(sel.chosen, Some(3), "{sel:?}");
+        assert!(sel
+            .reason(3)
+            .unwrap()
+            .why
+            .contains("the route's source toward the peer"));
+        let r1 = &sel.reason(1).unwrap().why;
+        assert!(
+            r1.contains("the route to the peer leaves from 10.91.0.0 (index 3)"),
+            "{r1}"
+        );
+    }
+
+    /// Toward a link-local peer the link-local GID is chosen, and the global one is not
+    /// called link-local.
+    #[test]
+    fn link_local_peer_wording() {
+        let v2 = Some(GidType::RoceV2);
+        let table = vec![
+            entry(0, "fe80::1", v2.clone(), Some("veth0")),
+            entry(2, "2001:db8::1", v2.clone(), Some("veth0")),
+        ];
+        let want = Want {
+            peer: Some("fe80::2".parse().unwrap()),
+            peer_on_link: Some(true),
+            ..Want::default()
+        };
+        let sel = select_gid(&table, &LinkLayer::Ethernet, &want);
+        assert_eq!(sel.chosen, Some(0), "{sel:?}");
+        let r2 = &sel.reason(2).unwrap().why;
+        assert!(
+            r2.contains("the peer is link-local and this GID is not"),
+            "{r2}"
+        );
+        assert!(!r2.contains("usable, but link-local"), "{r2}");
+    }
+
     #[test]
     fn the_peers_subnet_picks_the_vlan_gid() {
         let v2 = Some(GidType::RoceV2);
