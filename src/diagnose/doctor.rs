@@ -754,8 +754,8 @@ pub fn duplicate_gid_findings(ports: &[&Port]) -> Vec<Finding> {
         }
     }
     // One finding per set of ports sharing GIDs, with the count and an example.
-    let mut by_ports: BTreeMap<Vec<String>, Vec<(crate::gid::Gid, Vec<(String, u32)>)>> =
-        BTreeMap::new();
+    type Claims = Vec<(crate::gid::Gid, Vec<(String, u32)>)>;
+    let mut by_ports: BTreeMap<Vec<String>, Claims> = BTreeMap::new();
     for (gid, list) in owners.into_iter().filter(|(_, l)| l.len() > 1) {
         let key: Vec<String> = list.iter().map(|(w, _)| w.clone()).collect();
         by_ports.entry(key).or_default().push((gid, list));

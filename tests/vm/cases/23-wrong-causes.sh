@@ -134,7 +134,7 @@ check "accept_local=0: the server exits 1" test $? -eq 1
 expect_out "accept_local=0: the server names the same-host drop too" \
     'why: +(the client found the cause: )?same-host test: veth[01] drops .* from veth[01]' cat "$RESULTS/al-server.err"
 expect_no_out "accept_local=0: the server names the right netdevs" 'veth0 drops .* from veth0|veth1 drops .* from veth1' cat "$RESULTS/al-server.err"
-expect_no_out "accept_local=0: the server does not blame the peer's liveness" 'stopped answering|GID in use fits' cat "$RESULTS/al-server.err"
+expect_no_out "accept_local=0: the server does not blame the peer's liveness" 'stopped answering|seen: the GID in use fits' cat "$RESULTS/al-server.err"
 # --- 6. doctor sees the same rig
 expect_out "doctor: warns that veth0/veth1 share a subnet without accept_local" \
     'warn +same-host-arp +host +rxe0/1 \(veth0\) and rxe1/1 \(veth1\) share 192\.168\.77\.0/24' "$RDMACTL" doctor
