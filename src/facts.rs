@@ -113,11 +113,11 @@ pub struct RouteFacts {
     pub neighbour_state: Option<String>,
     pub accept_local: Option<bool>,
     pub rp_filter: Option<u32>,
-    /// Netdevs with an address whose prefix holds the peer (the peer's subnet), other than
-    /// the one that owns the peer's address: on one host the route says "local", and this
-    /// is what says which of this host's netdevs faces the peer.
+    /// This host's addresses whose prefix holds the peer (the peer's subnet), other than
+    /// the peer's own: on one host the route says "local", and this is what says which of
+    /// this host's addresses faces the peer.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub subnet_netdevs: Vec<String>,
+    pub subnet_addresses: Vec<IpAddr>,
 }
 
 impl RouteFacts {

@@ -542,7 +542,7 @@ pub fn route_facts(
     facts.gateway = route.gateway;
     facts.prefsrc = route.prefsrc;
     facts.peer_is_local = route.is_local();
-    facts.subnet_netdevs = subnet_netdevs(peer)?;
+    facts.subnet_addresses = subnet_addresses(peer)?;
     let mut via_gid = None;
     if facts.peer_is_local {
         // Two ports of one host: the RDMA path leaves through the GID's netdev and the
@@ -575,19 +575,13 @@ pub fn route_facts(
 const MAIN_TABLE: u32 = 254;
 const LOCAL_TABLE: u32 = 255;
 
-/// The netdevs that have an address in the peer's subnet, except the peer's own address.
-fn subnet_netdevs(peer: IpAddr) -> Result<Vec<String>, NetError> {
-    let addrs = addresses()?;
-    let links = netdevs()?;
-    let mut names: Vec<String> = addrs
-        .iter()
+/// This host's addresses whose prefix holds the peer, except the peer's own address.
+fn subnet_addresses(peer: IpAddr) -> Result<Vec<IpAddr>, NetError> {
+    Ok(addresses()?
+        .into_iter()
         .filter(|a| a.address != peer && prefix_holds(a.address, a.prefix_len, peer))
-        .filter_map(|a| links.iter().find(|l| l.index == a.ifindex))
-        .map(|l| l.name.clone())
-        .collect();
-    names.sort();
-    names.dedup();
-    Ok(names)
+        .map(|a| a.address)
+        .collect())
 }
 
 /// Does `addr/prefix_len` contain `ip`? Host routes (/32, /128) hold only themselves.

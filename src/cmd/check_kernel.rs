@@ -78,10 +78,10 @@ pub fn source_for(
             .find(|e| e.netdev.as_deref() == Some(dev))
             .map(|e| e.gid.ip())
     };
-    route
-        .subnet_netdevs
+    usable
         .iter()
-        .find_map(|d| on(d))
+        .map(|e| e.gid.ip())
+        .find(|ip| route.subnet_addresses.contains(ip))
         .or_else(|| checked.port_netdev.and_then(on))
         .or_else(|| usable.first().map(|e| e.gid.ip()))
 }
@@ -497,7 +497,7 @@ mod tests {
         }
         let local = crate::facts::RouteFacts {
             peer_is_local: true,
-            subnet_netdevs: vec!["veth0".into()],
+            subnet_addresses: vec!["192.168.77.1".parse().unwrap()],
             ..remote
         };
         for i in [Some(0), Some(1), Some(3), None] {

@@ -62,9 +62,10 @@ pub struct Want {
     pub peer_on_link: Option<bool>,
     /// The peer's GID type, when a handshake told us: both ends must agree.
     pub peer_gid_type: Option<GidType>,
-    /// This host's netdevs with an address in the peer's subnet: a GID on one of them
-    /// faces the peer (a VLAN's own GID rather than the untagged one), local route or not.
-    pub subnet_netdevs: Vec<String>,
+    /// This host's addresses in the peer's subnet: the GID holding one faces the peer (a
+    /// VLAN's own GID rather than the untagged one, a /31's rather than the primary),
+    /// local route or not.
+    pub subnet_addresses: Vec<IpAddr>,
     /// The route's source toward the peer (`ip route get PEER`'s `src`): the address the
     /// kernel, and rdma_cm, send from. The GID holding it breaks every tie.
     pub route_source: Option<IpAddr>,
@@ -121,7 +122,9 @@ pub fn want_toward(
             .and_then(|r| r.route_netdev.clone()),
         peer_on_link: route.and_then(crate::facts::RouteFacts::on_link),
         peer_gid_type,
-        subnet_netdevs: route.map(|r| r.subnet_netdevs.clone()).unwrap_or_default(),
+        subnet_addresses: route
+            .map(|r| r.subnet_addresses.clone())
+            .unwrap_or_default(),
         // Toward an address of this host the source is the peer's own address: no hint.
         route_source: route
             .filter(|r| !r.peer_is_local && !r.no_route)
@@ -235,11 +238,7 @@ fn score(entry: &GidEntry, peer_link_local: bool, want: &Want) -> u32 {
     if link_local == peer_link_local {
         s += 10;
     }
-    if entry
-        .netdev
-        .as_ref()
-        .is_some_and(|d| want.subnet_netdevs.contains(d))
-    {
+    if want.subnet_addresses.contains(&entry.gid.ip()) {
         s += 5;
     }
     if want.route_source.is_some_and(|src| entry.gid.ip() == src) {
@@ -355,13 +354,15 @@ fn chosen_why(entry: &GidEntry, family: Family, want: &Want) -> String {
         parts.push(format!(
             "on {dev}, the netdev the kernel routes the peer through"
         ));
-    } else if let Some(dev) = entry
-        .netdev
-        .as_ref()
-        .filter(|d| want.subnet_netdevs.contains(d))
-    {
+    } else if want.subnet_addresses.contains(&entry.gid.ip()) {
         parts.push(format!(
-            "on {dev}, which has an address in the peer's subnet"
+            "its address {} is on the peer's subnet{}",
+            entry.gid.ip(),
+            entry
+                .netdev
+                .as_ref()
+                .map(|d| format!(" (on {d})"))
+                .unwrap_or_default()
         ));
     }
     parts.join(", ")
@@ -373,11 +374,7 @@ fn ranked_lower_why(
     peer_link_local: bool,
     want: &Want,
 ) -> String {
-    let in_subnet = |e: &GidEntry| {
-        e.netdev
-            .as_ref()
-            .is_some_and(|d| want.subnet_netdevs.contains(d))
-    };
+    let in_subnet = |e: &GidEntry| want.subnet_addresses.contains(&e.gid.ip());
     let is_source = |e: &GidEntry| want.route_source.is_some_and(|src| e.gid.ip() == src);
     if is_source(chosen) && !is_source(entry) {
         return format!(
@@ -388,9 +385,9 @@ fn ranked_lower_why(
     }
     if in_subnet(chosen) && !in_subnet(entry) {
         return format!(
-            "usable, but its netdev has no address in the peer's subnet; index {}'s {} has",
+            "usable, but its address is not on the peer's subnet; index {}'s ({}) is",
             chosen.index,
-            chosen.netdev.as_deref().unwrap_or("netdev")
+            chosen.gid.ip()
         );
     }
     if is_link_local(&entry.gid) != peer_link_local && is_link_local(&chosen.gid) == peer_link_local
@@ -855,21 +852,24 @@ pub(crate) mod tests {
         ];
         let want = Want {
             peer: Some("192.168.10.1".parse().unwrap()),
-            subnet_netdevs: vec!["veth1.10".into()],
+            subnet_addresses: vec!["192.168.10.2".parse().unwrap()],
             ..Want::default()
         };
         let sel = select_gid(&table, &LinkLayer::Ethernet, &want);
         assert_eq!(sel.chosen, Some(2), "{sel:?}");
         let r1 = sel.reason(1).unwrap();
-        assert!(r1.why.contains("no address in the peer's subnet"), "{r1:?}");
+        assert!(
+            r1.why.contains("its address is not on the peer's subnet"),
+            "{r1:?}"
+        );
         assert!(sel
             .reason(2)
             .unwrap()
             .why
-            .contains("veth1.10, which has an address in the peer's subnet"));
+            .contains("its address 192.168.10.2 is on the peer's subnet (on veth1.10)"));
         // Without the subnet fact, the first one wins, as before.
         let plain = Want {
-            subnet_netdevs: Vec::new(),
+            subnet_addresses: Vec::new(),
             ..want
         };
         assert_eq!(

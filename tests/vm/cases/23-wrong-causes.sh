@@ -170,7 +170,7 @@ vlan_gid=$("$RDMACTL" -j gids -d rxe1 | jq -r '.[] | select(.netdev == "veth1.10
 check "VLAN: rxe1 has an IPv4 GID on veth1.10 (index '$vlan_gid')" test -n "$vlan_gid"
 expect_out "VLAN: check -g auto picks the VLAN's GID" "^check rxe1/1 GID index $vlan_gid toward 192\\.168\\.10\\.1" \
     "$RDMACTL" check -d rxe1 -g auto --peer 192.168.10.1
-expect_out "VLAN: and says why" "on veth1\\.10, which has an address in the peer's subnet" cat "$LAST_OUT"
+expect_out "VLAN: and says why" "its address 192\\.168\\.10\\.2 is on the peer's subnet \\(on veth1\\.10\\)" cat "$LAST_OUT"
 next_port
 bg_server vlan-server "$RDMACTL" pingpong -d rxe0 -g auto -p "$port" -n 20
 srv=$BG_PID
