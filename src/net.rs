@@ -527,8 +527,14 @@ pub fn route_facts(
     // main and local says it is such a route, not the kernel's "assume on-link" guess.
     if plain.is_none() && !peer_link_local {
         if let Some(dev) = gid_netdev {
-            plain = route_get_soft(peer, Some(dev))?
-                .filter(|r| r.table != MAIN_TABLE && r.table != LOCAL_TABLE);
+            let own_table = |r: &Route| r.table != MAIN_TABLE && r.table != LOCAL_TABLE;
+            plain = route_get_soft(peer, Some(dev))?.filter(own_table);
+            // `ip route get vrf NAME` asks through the VRF device itself.
+            if plain.is_none() {
+                if let Some(master) = master_of(dev) {
+                    plain = route_get_soft(peer, Some(&master))?.filter(own_table);
+                }
+            }
         }
     }
     let Some(route) = plain else {
@@ -569,6 +575,12 @@ pub fn route_facts(
         }
     }
     Ok((facts, via_gid))
+}
+
+/// The device a netdev is enslaved to (a VRF, a bond, a bridge), from sysfs.
+fn master_of(netdev: &str) -> Option<String> {
+    let link = std::fs::read_link(Path::new("/sys/class/net").join(netdev).join("master")).ok()?;
+    Some(link.file_name()?.to_str()?.to_string())
 }
 
 /// RT_TABLE_MAIN and RT_TABLE_LOCAL.

@@ -426,6 +426,8 @@ restore_net() {
     [[ -r /run/rdmactl-vm/baseline-links ]] && mapfile -t baseline </run/rdmactl-vm/baseline-links
     for path in /sys/class/net/*; do
         dev=${path##*/}
+        # Netdevs are symlinks; the bonding module adds a plain file, bonding_masters.
+        [[ -L $path ]] || continue
         [[ $dev == veth0 || $dev == veth1 || " ${baseline[*]} " == *" $dev "* ]] ||
             batch+=("link delete $dev")
     done
