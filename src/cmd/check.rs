@@ -36,7 +36,7 @@ pub use crate::diagnose::check::{evaluate, populated, want_for};
 pub fn load_port_facts(ctx: &Ctx, device: &str, port: u32) -> Result<PortFacts> {
     let sysfs = SysfsRoot::new(&ctx.sysfs);
     let model = sysfs.port(device, port)?;
-    let gid_table_len = sysfs.gid_table(device, port, true)?.len() as u32;
+    let gid_table_len = sysfs.gid_table_len(device, port)? as u32;
     let (active_mtu, active_mtu_source) = if ctx.captured {
         (
             None,

@@ -73,7 +73,7 @@ impl From<Vec<Finding>> for Report {
 fn gather(ctx: &Ctx, only: Option<&str>) -> Result<Vec<Finding>> {
     let sysfs = SysfsRoot::new(&ctx.sysfs);
     let class_dir = ctx.sysfs.join("class/infiniband").display().to_string();
-    let mut devices = match sysfs.devices() {
+    let mut devices = match sysfs.clone().netdev_only().devices() {
         Ok(d) => d,
         Err(e @ Error::NoRdma { .. }) => {
             return Ok(vec![doctor::kernel_finding(&class_dir, Err(&e))])
@@ -90,6 +90,8 @@ fn gather(ctx: &Ctx, only: Option<&str>) -> Result<Vec<Finding>> {
             });
         }
     }
+    // The GID tables: one verbs call per device where it answers, else sysfs.
+    super::add_verbs_facts_and_gids(ctx, &mut devices, false)?;
     // A captured tree is another host's: its /dev, libraries and limits are not ours.
     let host = !ctx.captured;
     if host {
@@ -170,9 +172,7 @@ fn gather(ctx: &Ctx, only: Option<&str>) -> Result<Vec<Finding>> {
     }
     let sysfs = SysfsRoot::new(&ctx.sysfs);
     for port in devices.iter().flat_map(|d| &d.ports) {
-        let table_len = sysfs
-            .gid_table(&port.device, port.number, true)
-            .map_or(0, |t| t.len());
+        let table_len = sysfs.gid_table_len(&port.device, port.number).unwrap_or(0);
         findings.extend(doctor::gid_table_finding(port, table_len, &host_net));
     }
     let all_ports: Vec<&Port> = devices.iter().flat_map(|d| &d.ports).collect();

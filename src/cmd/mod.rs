@@ -108,6 +108,38 @@ pub fn not_listed(d: &Device, listed: &[String]) -> String {
 /// 0.0.0). Whatever verbs cannot answer keeps its sysfs value, or None, and `verbs` says
 /// why; nothing here fails the command, so `ports` works without libibverbs.
 pub fn add_verbs_facts(ctx: &Ctx, devices: &mut [Device], firmware: bool) {
+    add_verbs(ctx, devices, firmware, false);
+}
+
+/// Every port's populated GID table: one `ibv_query_gid_table` per device where verbs
+/// answer (and every GID's netdev is visible here), else `gids/N` read by read from
+/// sysfs. For callers that read sysfs with `netdev_only`, so a host with many devices
+/// does not pay a read per slot. Also does what `add_verbs_facts` does.
+pub fn add_verbs_facts_and_gids(ctx: &Ctx, devices: &mut [Device], firmware: bool) -> Result<()> {
+    add_verbs(ctx, devices, firmware, true);
+    let sysfs = SysfsRoot::new(&ctx.sysfs);
+    for d in devices.iter_mut() {
+        for p in d.ports.iter_mut().filter(|p| !p.gids_complete) {
+            p.gids = sysfs.gid_table(&d.name, p.number, false)?;
+            p.gids_complete = true;
+            p.gid_netdevs = netdevs_of(&p.gids);
+        }
+    }
+    Ok(())
+}
+
+/// The distinct netdevs a GID table names, in table order.
+fn netdevs_of(gids: &[crate::model::GidEntry]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for nd in gids.iter().filter_map(|g| g.netdev.as_ref()) {
+        if !out.contains(nd) {
+            out.push(nd.clone());
+        }
+    }
+    out
+}
+
+fn add_verbs(ctx: &Ctx, devices: &mut [Device], firmware: bool, gid_tables: bool) {
     let unavailable = |devices: &mut [Device], reason: &str| {
         for d in devices.iter_mut() {
             d.verbs = VerbsStatus::unavailable(reason);
@@ -129,6 +161,14 @@ pub fn add_verbs_facts(ctx: &Ctx, devices: &mut [Device], firmware: bool) {
         Err(e) => return unavailable(devices, &e.to_string()),
     };
     let listed: Vec<String> = opened.iter().map(|(n, _)| n.clone()).collect();
+    // GID netdevs come as ifindexes: one link dump names them all.
+    let ifnames: std::collections::HashMap<u32, String> = if gid_tables {
+        crate::net::netdevs()
+            .map(|l| l.into_iter().map(|n| (n.index, n.name)).collect())
+            .unwrap_or_default()
+    } else {
+        Default::default()
+    };
     for d in devices.iter_mut() {
         let dev = match opened.iter().position(|(n, _)| *n == d.name) {
             None => Err(not_listed(d, &listed)),
@@ -149,6 +189,7 @@ pub fn add_verbs_facts(ctx: &Ctx, devices: &mut [Device], firmware: bool) {
                 Err(e) => d.verbs = VerbsStatus::unavailable(e.to_string()),
             }
         }
+        let mut slots = 0usize;
         for p in &mut d.ports {
             let attrs = u8::try_from(p.number)
                 .map_err(|_| format!("port {} is not a verbs port number", p.number))
@@ -158,10 +199,48 @@ pub fn add_verbs_facts(ctx: &Ctx, devices: &mut [Device], firmware: bool) {
                     p.active_mtu = a.active_mtu_bytes();
                     p.max_mtu = a.max_mtu_bytes();
                     p.verbs = VerbsStatus::answered();
+                    slots += usize::try_from(a.gid_tbl_len).unwrap_or(0);
                 }
                 Err(reason) => p.verbs = VerbsStatus::unavailable(reason),
             }
         }
+        if gid_tables {
+            if let Ok(table) = dev.gid_table(slots) {
+                fill_gids(d, &table, &ifnames);
+            }
+        }
+    }
+}
+
+/// A device's ports' GIDs from `ibv_query_gid_table`; a port whose GIDs name a netdev
+/// this namespace does not show keeps its sysfs read (done by the caller).
+fn fill_gids(
+    d: &mut Device,
+    table: &[verbs::TableGid],
+    ifnames: &std::collections::HashMap<u32, String>,
+) {
+    for p in &mut d.ports {
+        let mine: Vec<&verbs::TableGid> = table.iter().filter(|g| g.port == p.number).collect();
+        if mine
+            .iter()
+            .any(|g| g.ndev_ifindex != 0 && !ifnames.contains_key(&g.ndev_ifindex))
+        {
+            continue;
+        }
+        let mut gids: Vec<crate::model::GidEntry> = mine
+            .iter()
+            .filter(|g| !g.gid.is_zero())
+            .map(|g| crate::model::GidEntry {
+                index: g.index,
+                gid: g.gid,
+                gid_type: Some(g.gid_type.clone()),
+                netdev: ifnames.get(&g.ndev_ifindex).cloned(),
+            })
+            .collect();
+        gids.sort_by_key(|g| g.index);
+        p.gid_netdevs = netdevs_of(&gids);
+        p.gids = gids;
+        p.gids_complete = true;
     }
 }
 

@@ -10,8 +10,12 @@ use crate::sysfs::SysfsRoot;
 
 pub fn run(ctx: &Ctx, args: &PortsArgs) -> Result<u8> {
     let (device, port) = target(args.target.as_ref(), args.device.as_deref(), args.port)?;
-    let mut devices = SysfsRoot::new(&ctx.sysfs).select(device.as_deref(), port)?;
-    super::add_verbs_facts(ctx, &mut devices, false);
+    // The GID tables (for gid_netdevs) come from one verbs call per device where it
+    // answers: reading 1024 gids/N files per port is most of the time on a big host.
+    let mut devices = SysfsRoot::new(&ctx.sysfs)
+        .netdev_only()
+        .select(device.as_deref(), port)?;
+    super::add_verbs_facts_and_gids(ctx, &mut devices, false)?;
     let ports: Vec<&Port> = devices.iter().flat_map(|d| d.ports.iter()).collect();
     let text = if ctx.json {
         inventory::ports_json(&ports)

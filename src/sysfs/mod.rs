@@ -133,6 +133,15 @@ impl SysfsRoot {
         Ok(self.list_ports(device))
     }
 
+    /// Slots in a port's GID table: the entries of `gids/`, one directory read instead of
+    /// a read per slot.
+    pub fn gid_table_len(&self, device: &str, port: u32) -> Result<usize> {
+        self.check_port(device, port)?;
+        Ok(list_dir(&self.port_dir(device, port).join("gids"))
+            .map(|v| v.len())
+            .unwrap_or(0))
+    }
+
     /// The GID table of one port. Empty (all-zero or unreadable) slots are skipped unless
     /// `all`; for an empty slot nothing but `gids/N` is read.
     pub fn gid_table(&self, device: &str, port: u32, all: bool) -> Result<Vec<GidEntry>> {
@@ -349,6 +358,7 @@ impl SysfsRoot {
             netdev_source,
             gid_netdevs,
             gids,
+            gids_complete: self.full_gid_tables,
             active_mtu: None,
             max_mtu: None,
             verbs: VerbsStatus::not_asked(),

@@ -15,7 +15,7 @@ pub mod sys;
 
 pub use query::{
     device_names, library_status, open_device, open_each, DeviceAttrs, OpenDevice, PortAttrs,
-    VerbsGid,
+    TableGid, VerbsGid,
 };
 
 use std::fmt;

@@ -14,9 +14,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use rdma_mummy_sys::{
-    ibv_context, ibv_device, ibv_device_attr_ex, ibv_gid, ibv_gid_type_sysfs, ibv_port_attr,
-    ibv_query_device_ex, ibv_query_gid, ibv_query_gid_type, ibv_query_port,
-    IBV_GID_TYPE_SYSFS_IB_ROCE_V1, IBV_GID_TYPE_SYSFS_ROCE_V2, IBV_LINK_LAYER_INFINIBAND,
+    ibv_context, ibv_device, ibv_device_attr_ex, ibv_gid, ibv_gid_entry, ibv_gid_type_sysfs,
+    ibv_port_attr, ibv_query_device_ex, ibv_query_gid, ibv_query_gid_table, ibv_query_gid_type,
+    ibv_query_port, IBV_GID_TYPE_SYSFS_IB_ROCE_V1, IBV_GID_TYPE_SYSFS_ROCE_V2,
+    IBV_LINK_LAYER_INFINIBAND,
 };
 use sideway::ibverbs::device::{
     Device, DeviceInfo, DeviceList, GetDeviceListErrorKind, OpenDeviceErrorKind,
@@ -269,6 +270,45 @@ impl OpenDevice {
         unsafe { gid_type(self.raw(), port, index, link_layer) }
     }
 
+    /// Every populated GID of every port in one call (`ibv_query_gid_table`): a 1024-slot
+    /// table costs one ioctl, where sysfs costs a file read per slot (seconds for a
+    /// dozen devices under emulation). `slots` is the sum of the ports' `gid_tbl_len`.
+    /// An error (an old kernel without the ioctl) sends the caller back to sysfs.
+    pub fn gid_table(&self, slots: usize) -> Result<Vec<TableGid>, VerbsError> {
+        let mut entries: Vec<ibv_gid_entry> = Vec::with_capacity(slots.max(1));
+        // SAFETY: the context is open; the buffer holds `capacity` entries and the call
+        // writes at most `max_entries` of them, returning how many.
+        let n =
+            unsafe { ibv_query_gid_table(self.raw(), entries.as_mut_ptr(), entries.capacity(), 0) };
+        if n < 0 {
+            return Err(VerbsError::QueryGid {
+                device: self.name.clone(),
+                port: 0,
+                index: 0,
+                errno: i32::try_from(-n).unwrap_or(libc::EIO),
+            });
+        }
+        // SAFETY: the call initialised the first n entries, n <= capacity.
+        unsafe { entries.set_len((n as usize).min(entries.capacity())) };
+        Ok(entries
+            .iter()
+            .map(|e| TableGid {
+                port: e.port_num,
+                index: e.gid_index,
+                // SAFETY: every bit pattern of the union is a valid [u8; 16].
+                gid: Gid(unsafe { e.gid.raw }),
+                // enum ibv_gid_type in verbs.h: IB 0, RoCE v1 1, RoCE v2 2.
+                gid_type: match e.gid_type {
+                    0 => GidType::Ib,
+                    1 => GidType::RoceV1,
+                    2 => GidType::RoceV2,
+                    other => GidType::Other(format!("unknown type {other}")),
+                },
+                ndev_ifindex: e.ndev_ifindex,
+            })
+            .collect())
+    }
+
     /// Every non-zero GID of a port, queried one index at a time (never the table call,
     /// which some libibverbs versions reject and sideway unwraps).
     pub fn port_gids(&self, port: u8, attrs: &PortAttrs) -> Result<Vec<VerbsGid>, VerbsError> {
@@ -356,6 +396,17 @@ pub(super) unsafe fn gid_type(
         IBV_GID_TYPE_SYSFS_ROCE_V2 => Some(GidType::RoceV2),
         other => Some(GidType::Other(format!("unknown type {other}"))),
     }
+}
+
+/// One populated GID slot as `ibv_query_gid_table` reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TableGid {
+    pub port: u32,
+    pub index: u32,
+    pub gid: Gid,
+    pub gid_type: GidType,
+    /// The netdev's ifindex (0 on InfiniBand).
+    pub ndev_ifindex: u32,
 }
 
 /// One populated GID slot as verbs reports it.
