@@ -13,7 +13,8 @@ use serde::Serialize;
 use crate::cli::{CheckArgs, GidIndexArg};
 use crate::cmd::check_kernel::{self, Checked, KernelChoice};
 use crate::ctx::Ctx;
-use crate::diagnose::gidselect::{self, EnvTarget, Selection, Verdict};
+use crate::diagnose::env::{self, EnvTarget};
+use crate::diagnose::gidselect::{self, Selection, Verdict};
 use crate::error::{Error, Result};
 use crate::exit;
 use crate::facts::{NetFacts, NetdevFacts, PortFacts};
@@ -215,7 +216,7 @@ pub fn run(ctx: &Ctx, args: &CheckArgs) -> Result<u8> {
             auto: &auto,
             devices: &devices,
         };
-        let env_findings = gidselect::validate_env(|k| std::env::var(k).ok(), &target);
+        let env_findings = env::validate_env(|k| std::env::var(k).ok(), &target);
         if env_findings.is_empty() {
             checks.push(Finding::new(
                 Severity::Info,
