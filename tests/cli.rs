@@ -18,6 +18,7 @@ const TREES: &[&str] = &[
     "procfs-testdata",
     "mlx5-roce-vlan",
     "ib-hca",
+    "ibsim",
     "pod-gid-holes",
     "ipv6-only",
     "port-down",
@@ -681,4 +682,37 @@ fn check_with_a_gid_index_that_does_not_exist_exits_3() {
     ]);
     assert_eq!(r.code, 1, "{}", r.stderr);
     assert_eq!(r.stderr, "");
+}
+
+/// ibsim's tree has no `link_layer` files: InfiniBand, as libibverbs reads it. `check`
+/// then takes index 0 (the port GID) instead of rejecting it as link-local IPv6, and an
+/// SDR rate written without its name ("10 Gb/sec (4X)") is SDR.
+#[test]
+fn a_tree_without_link_layer_is_infiniband() {
+    let dir = sysfs("ibsim");
+    let auto = run(&["--sysfs", &dir, "check"]);
+    assert_eq!(auto.code, 0, "{}{}", auto.stdout, auto.stderr);
+    assert!(
+        auto.stdout.contains("auto: chose index 0"),
+        "{}",
+        auto.stdout
+    );
+    assert!(!auto.stdout.contains("link-local IPv6"), "{}", auto.stdout);
+    assert!(auto.stdout.contains("ok    ib-lid"), "{}", auto.stdout);
+    let peer = run(&["--sysfs", &dir, "check", "-g", "0", "--peer", "10.0.0.2"]);
+    assert_eq!(peer.code, 0, "{}{}", peer.stdout, peer.stderr);
+    for roce in ["gid-family", "gid-type", "netdev ", "FAIL"] {
+        assert!(!peer.stdout.contains(roce), "{roce}: {}", peer.stdout);
+    }
+    let ports = run(&["--sysfs", &dir, "ports", "-j"]);
+    let v: serde_json::Value = serde_json::from_str(&ports.stdout).unwrap();
+    assert_eq!(v[0]["link_layer"], "InfiniBand");
+    assert_eq!(v[0]["link_width"], "4X");
+    assert_eq!(v[0]["link_speed"], "SDR");
+    let gids = run(&["--sysfs", &dir, "gids", "-j"]);
+    let v: serde_json::Value = serde_json::from_str(&gids.stdout).unwrap();
+    assert_eq!(
+        v[0]["type"], "IB",
+        "no gid_attrs: IB/RoCE v1, which is IB here"
+    );
 }

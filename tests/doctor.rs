@@ -143,3 +143,13 @@ fn unknown_device_names_the_real_ones() {
             "no device 'mlx5_9'; devices: rxe0, rxe1",
         ));
 }
+
+#[test]
+fn simulated_infiniband_without_link_layer_is_checked_as_infiniband() {
+    doctor("ibsim")
+        .success()
+        .stdout(predicate::str::contains(
+            "ok    lid         ibsim0/1  LID 2, SM LID 1",
+        ))
+        .stdout(predicate::str::contains("0 failure(s)"));
+}

@@ -1154,10 +1154,11 @@ fn speed_raw(name: &str) -> Option<u8> {
     }
 }
 
-/// sysfs `hw_rev` is hex ("0x0"); ibv_devinfo prints hw_ver as `0x%X`.
+/// sysfs `hw_rev` is hex, with or without `0x` (mlx5 and ibsim write a bare "%x");
+/// ibv_devinfo prints hw_ver as `0x%X`.
 fn hw_ver_text(rev: &str) -> String {
-    rev.strip_prefix("0x")
-        .and_then(|h| u64::from_str_radix(h, 16).ok())
+    u64::from_str_radix(rev.strip_prefix("0x").unwrap_or(rev), 16)
+        .ok()
         .map_or_else(|| rev.to_string(), |v| format!("0x{v:X}"))
 }
 
@@ -1764,6 +1765,7 @@ mod tests {
             "\tmax_qp:\t\t\t\t1\n\tmax_total_mcast_qp_attach:\t2\n\t\t\tstate:\t\t\t3\n\t\t\tport_cap_flags2:\t4\n"
         );
         assert_eq!(hw_ver_text("0xa0"), "0xA0");
+        assert_eq!(hw_ver_text("a0"), "0xA0");
         assert_eq!(hw_ver_text("rev B"), "rev B");
     }
 
