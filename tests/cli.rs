@@ -185,6 +185,9 @@ fn gid_decode_and_encode() {
             "2001:db8:77::1",
             "ff02::1",
             "::",
+            // All of fe80::/10 is link-local; ::1 is loopback, not global.
+            "fe80:0:0:1::5",
+            "::1",
         ],
         &[
             "gid",
@@ -715,4 +718,24 @@ fn a_tree_without_link_layer_is_infiniband() {
         v[0]["type"], "IB",
         "no gid_attrs: IB/RoCE v1, which is IB here"
     );
+}
+
+/// An InfiniBand GID is a subnet prefix and a port GUID: `gids` shows no IP for it, and
+/// `check` names its type as `gids` does (IB, not the kernel's shared "IB/RoCE v1").
+#[test]
+fn infiniband_gids_have_no_ip_and_are_called_ib() {
+    let dir = sysfs("ib-hca");
+    let r = run(&["--sysfs", &dir, "check", "-d", "mlx5_0", "-g", "1"]);
+    assert!(
+        r.stdout
+            .contains("GID index 1 (IB, fec0::c42:a103:a1:b2c4) is populated"),
+        "{}",
+        r.stdout
+    );
+    assert!(!r.stdout.contains("IB/RoCE v1"), "{}", r.stdout);
+    let r = run(&["--sysfs", &dir, "gids", "--ip", "-j"]);
+    let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    for row in v.as_array().unwrap() {
+        assert_eq!(row["ip"], serde_json::Value::Null, "{row}");
+    }
 }

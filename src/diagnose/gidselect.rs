@@ -121,11 +121,10 @@ pub fn want_toward(
     }
 }
 
-/// A GID type as messages name it: the sysfs text (`IB/RoCE v1` for the shared value,
-/// which `GidType`'s Display shortens to `IB` for tables).
+/// A GID type as messages name it, as `gids` does: the kernel's shared "IB/RoCE v1" is
+/// already `RoceV1` on Ethernet, so `Ib` is an InfiniBand GID.
 pub fn type_name(t: Option<&GidType>) -> String {
     match t {
-        Some(GidType::Ib) => "IB/RoCE v1".into(),
         Some(other) => other.to_string(),
         None => "type unknown".into(),
     }
