@@ -204,11 +204,40 @@ pub enum GidCommand {
         #[arg(required = true, value_name = "GID")]
         gids: Vec<String>,
     },
-    /// The GID a RoCE v2 port gets for an IP address
+    /// The GID a RoCE v2 port gets for an IP address (ADDR or ADDR/LEN, as `ip addr` prints it)
     Encode {
         #[arg(required = true, value_name = "IP")]
-        ips: Vec<IpAddr>,
+        ips: Vec<IpArg>,
     },
+}
+
+/// An IP address as users paste it from `ip addr`: `10.0.0.1` or `10.0.0.1/24`. The prefix
+/// length is checked and dropped: a GID holds the address alone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IpArg(pub IpAddr);
+
+impl std::str::FromStr for IpArg {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let t = s.trim();
+        let (addr, len) = match t.split_once('/') {
+            Some((a, l)) => (a, Some(l)),
+            None => (t, None),
+        };
+        let ip: IpAddr = addr.parse().map_err(|_| {
+            format!("'{s}' is not an IP address; give one as `ip addr` prints it: 10.0.0.1, 10.0.0.1/24 or 2001:db8::1/64")
+        })?;
+        if let Some(len) = len {
+            let max = if ip.is_ipv4() { 32 } else { 128 };
+            if !len.parse::<u8>().is_ok_and(|l| l <= max) {
+                return Err(format!(
+                    "'{s}': the prefix length '{len}' is not 0 to {max}"
+                ));
+            }
+        }
+        Ok(IpArg(ip))
+    }
 }
 
 /// A GID index, or `auto` to let rdmactl choose (and say why).
@@ -409,6 +438,26 @@ mod tests {
                 port: p,
             });
             assert_eq!(got, want, "{text}");
+        }
+    }
+
+    #[test]
+    fn ip_forms_as_ip_addr_prints_them() {
+        let v4: IpAddr = "10.0.0.1".parse().unwrap();
+        assert_eq!("10.0.0.1".parse::<IpArg>(), Ok(IpArg(v4)));
+        assert_eq!("10.0.0.1/24".parse::<IpArg>(), Ok(IpArg(v4)));
+        assert_eq!("10.0.0.1/32".parse::<IpArg>(), Ok(IpArg(v4)));
+        let v6: IpAddr = "2001:db8::1".parse().unwrap();
+        assert_eq!("2001:db8::1/64".parse::<IpArg>(), Ok(IpArg(v6)));
+        for bad in [
+            "10.0.0.1/33",
+            "10.0.0.1/",
+            "10.0.0.1/x",
+            "2001:db8::1/129",
+            "host",
+            "",
+        ] {
+            assert!(bad.parse::<IpArg>().is_err(), "{bad}");
         }
     }
 

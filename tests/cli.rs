@@ -210,6 +210,22 @@ fn gid_decode_and_encode() {
         assert_eq!(r.code, 0, "{args:?}: {}", r.stderr);
         golden(&format!("gid/{i}-{}.txt", args[1]), &transcript(args, &r));
     }
+    // `ip addr`'s form: the prefix length is dropped.
+    let cidr = run(&["gid", "encode", "10.11.11.251/24"]);
+    let plain = run(&["gid", "encode", "10.11.11.251"]);
+    assert_eq!(
+        (cidr.code, &cidr.stdout),
+        (0, &plain.stdout),
+        "{}",
+        cidr.stderr
+    );
+    let bad = run(&["gid", "encode", "10.11.11.251/33"]);
+    assert_eq!(bad.code, 2);
+    assert!(
+        bad.stderr.contains("the prefix length '33' is not 0 to 32"),
+        "{}",
+        bad.stderr
+    );
     // The seed example from the issue.
     let r = run(&["gid", "decode", "0000:0000:0000:0000:0000:ffff:0a0b:0bfb"]);
     assert!(r.stdout.contains("10.11.11.251"), "{}", r.stdout);
@@ -273,7 +289,8 @@ fn errors_are_one_line_naming_what_exists_with_their_exit_codes() {
             2,
             "'10.11.11.251' is not a GID; accepted forms: sysfs 'fe80:0000:0000:0000:0202:c9ff:fe00:0001', \
              IPv6 '::ffff:10.11.11.251', bytes '00:00:...:0a:0b:0b:fb' (16 pairs), \
-             or 32 hex digits '00000000000000000000ffff0a0b0bfb'"
+             or 32 hex digits '00000000000000000000ffff0a0b0bfb'; \
+             '10.11.11.251' is an IP address: `rdmactl gid encode 10.11.11.251` gives its GID"
                 .into(),
         ),
     ];
