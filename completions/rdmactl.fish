@@ -114,7 +114,7 @@ complete -c rdmactl -n "__fish_rdmactl_using_subcommand gid; and __fish_seen_sub
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand gid; and __fish_seen_subcommand_from encode" -s V -l version -d 'Print version'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand check" -s d -l ib-dev -d 'Device (default: the only one, or the first)' -r
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand check" -s i -l ib-port -d 'Port' -r
-complete -c rdmactl -n "__fish_rdmactl_using_subcommand check" -s g -l gid-index -d 'GID index to check, or auto' -r
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand check" -s g -l gid-index -d 'GID index to check, or auto (-1 means auto too, as NCCL_IB_GID_INDEX=-1)' -r
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand check" -l peer -d 'The peer\'s IP address or host name, to check routing and neighbours toward it' -r
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand check" -l color -d 'When to colour the output (`auto`: a terminal, unless NO_COLOR is set or TERM=dumb)' -r -f -a "auto\t''
 always\t''
@@ -126,7 +126,7 @@ complete -c rdmactl -n "__fish_rdmactl_using_subcommand check" -s h -l help -d '
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand check" -s V -l version -d 'Print version'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand pingpong" -s d -l ib-dev -d 'Device (default: the first one)' -r
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand pingpong" -s i -l ib-port -d 'Port of the device' -r
-complete -c rdmactl -n "__fish_rdmactl_using_subcommand pingpong" -s g -l gid-idx -l gid-index -d 'GID index, or auto' -r
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand pingpong" -s g -l gid-idx -l gid-index -d 'GID index, or auto (-1 means auto too)' -r
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand pingpong" -s p -l port -d 'TCP port of the out-of-band exchange' -r
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand pingpong" -s s -l size -d 'Message size in bytes' -r
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand pingpong" -s n -l iters -d 'Number of iterations' -r
@@ -148,7 +148,7 @@ complete -c rdmactl -n "__fish_rdmactl_using_subcommand pingpong" -s h -l help -
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand pingpong" -s V -l version -d 'Print version'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand selftest" -s d -l ib-dev -d 'Device; give two to test between them' -r
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand selftest" -s i -l ib-port -d 'Port' -r
-complete -c rdmactl -n "__fish_rdmactl_using_subcommand selftest" -s g -l gid-idx -l gid-index -d 'GID index, or auto' -r
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand selftest" -s g -l gid-idx -l gid-index -d 'GID index, or auto (-1 means auto too)' -r
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand selftest" -s s -l size -d 'Message size in bytes' -r
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand selftest" -l timeout -d 'Give up on any step after this many seconds' -r
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand selftest" -l color -d 'When to colour the output (`auto`: a terminal, unless NO_COLOR is set or TERM=dumb)' -r -f -a "auto\t''

@@ -251,12 +251,15 @@ impl std::str::FromStr for GidIndexArg {
     type Err = String;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        if s.eq_ignore_ascii_case("auto") {
+        // -1 is NCCL's and perftest's "choose for me" (NCCL_IB_GID_INDEX=-1).
+        if s.eq_ignore_ascii_case("auto") || s.trim() == "-1" {
             return Ok(GidIndexArg::Auto);
         }
-        s.parse::<u32>()
-            .map(GidIndexArg::Index)
-            .map_err(|_| format!("'{s}' is not a GID index; give a number or 'auto'"))
+        s.parse::<u32>().map(GidIndexArg::Index).map_err(|_| {
+            format!(
+                "'{s}' is not a GID index; give a number, or 'auto' (or -1, as NCCL_IB_GID_INDEX)"
+            )
+        })
     }
 }
 
@@ -273,12 +276,13 @@ pub struct CheckArgs {
         default_value_t = 1
     )]
     pub port: u32,
-    /// GID index to check, or auto
+    /// GID index to check, or auto (-1 means auto too, as NCCL_IB_GID_INDEX=-1)
     #[arg(
         short = 'g',
         long = "gid-index",
         value_name = "N|auto",
-        default_value = "auto"
+        default_value = "auto",
+        allow_negative_numbers = true
     )]
     pub gid_index: GidIndexArg,
     /// The peer's IP address or host name, to check routing and neighbours toward it
@@ -320,12 +324,13 @@ pub struct PingpongArgs {
         default_value_t = 1
     )]
     pub port: u32,
-    /// GID index, or auto
+    /// GID index, or auto (-1 means auto too)
     #[arg(
         short = 'g',
         long = "gid-idx",
         visible_alias = "gid-index",
-        value_name = "N|auto"
+        value_name = "N|auto",
+        allow_negative_numbers = true
     )]
     pub gid_index: Option<GidIndexArg>,
     /// TCP port of the out-of-band exchange
@@ -375,13 +380,14 @@ pub struct SelftestArgs {
         default_value_t = 1
     )]
     pub port: u32,
-    /// GID index, or auto
+    /// GID index, or auto (-1 means auto too)
     #[arg(
         short = 'g',
         long = "gid-idx",
         visible_alias = "gid-index",
         value_name = "N|auto",
-        default_value = "auto"
+        default_value = "auto",
+        allow_negative_numbers = true
     )]
     pub gid_index: GidIndexArg,
     /// Message size in bytes
@@ -466,7 +472,8 @@ mod tests {
         assert_eq!("auto".parse::<GidIndexArg>(), Ok(GidIndexArg::Auto));
         assert_eq!("AUTO".parse::<GidIndexArg>(), Ok(GidIndexArg::Auto));
         assert_eq!("3".parse::<GidIndexArg>(), Ok(GidIndexArg::Index(3)));
-        assert!("-1".parse::<GidIndexArg>().is_err());
+        assert_eq!("-1".parse::<GidIndexArg>(), Ok(GidIndexArg::Auto));
+        assert!("-2".parse::<GidIndexArg>().is_err());
         assert!("three".parse::<GidIndexArg>().is_err());
     }
 }

@@ -756,3 +756,140 @@ fn infiniband_gids_have_no_ip_and_are_called_ib() {
         assert_eq!(row["ip"], serde_json::Value::Null, "{row}");
     }
 }
+
+/// `-g -1` is NCCL's and perftest's "choose": the same as `-g auto`, not a clap error.
+#[test]
+fn check_gid_index_minus_one_is_auto() {
+    let rxe = sysfs("rxe-veth-basic");
+    let minus = run(&["--sysfs", &rxe, "check", "-d", "rxe0", "-g", "-1"]);
+    let auto = run(&["--sysfs", &rxe, "check", "-d", "rxe0", "-g", "auto"]);
+    assert_eq!(minus.code, 0, "{}", minus.stderr);
+    assert_eq!(minus.stdout, auto.stdout);
+    let j = run(&["-j", "--sysfs", &rxe, "check", "-d", "rxe0", "-g", "-1"]);
+    let v: serde_json::Value = serde_json::from_str(&j.stdout).unwrap();
+    assert_eq!(v["requested"], "auto");
+    let bad = run(&["--sysfs", &rxe, "check", "-d", "rxe0", "-g", "-2"]);
+    assert_eq!(bad.code, 2);
+    assert!(
+        bad.stderr.contains("'-2' is not a GID index"),
+        "{}",
+        bad.stderr
+    );
+}
+
+/// `--peer fe80::...%IFNAME`, the form the tool asks for: the scope names the link the
+/// peer is on, so the GID must be that netdev's, and `auto` picks it.
+#[test]
+fn check_a_scoped_link_local_peer() {
+    let rxe = sysfs("rxe-vm-basic");
+    let ok = run(&[
+        "--sysfs",
+        &rxe,
+        "check",
+        "-d",
+        "rxe0",
+        "-g",
+        "0",
+        "--peer",
+        "fe80::1%veth0",
+    ]);
+    assert_eq!(ok.code, 0, "{}{}", ok.stdout, ok.stderr);
+    assert!(
+        ok.stdout
+            .starts_with("check rxe0/1 GID index 0 toward fe80::1%veth0\n"),
+        "{}",
+        ok.stdout
+    );
+    assert!(
+        ok.stdout.contains(
+            "ok    peer-scope     the peer fe80::1%veth0 is on veth0, GID index 0's netdev"
+        ),
+        "{}",
+        ok.stdout
+    );
+    let wrong = run(&[
+        "-j",
+        "--sysfs",
+        &rxe,
+        "check",
+        "-d",
+        "rxe0",
+        "-g",
+        "0",
+        "--peer",
+        "fe80::1%veth1",
+    ]);
+    assert_eq!(wrong.code, 1, "{}", wrong.stderr);
+    let v: serde_json::Value = serde_json::from_str(&wrong.stdout).unwrap();
+    assert_eq!(v["peer"], "fe80::1");
+    assert_eq!(v["peer_scope"], "veth1");
+    let f = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["code"] == "peer-scope")
+        .unwrap();
+    assert_eq!(f["severity"], "fail", "{f}");
+    // A VLAN's link: auto takes the link-local GID of the VLAN netdev the scope names.
+    let vlan = sysfs("mlx5-roce-vlan");
+    let r = run(&["--sysfs", &vlan, "check", "--peer", "fe80::1%ens1f0np0.200"]);
+    assert!(r.stdout.contains("auto: chose index 5"), "{}", r.stdout);
+    let r = run(&[
+        "--sysfs",
+        &vlan,
+        "check",
+        "-g",
+        "1",
+        "--peer",
+        "fe80::1%ens1f0np0.200",
+    ]);
+    assert_eq!(r.code, 1);
+    assert!(
+        r.stdout
+            .contains("fix: use GID index 5 (RoCE v2, fe80::ba59:9fff:fed4:3e2a on ens1f0np0.200)"),
+        "{}",
+        r.stdout
+    );
+    // A scope belongs to IPv6 only.
+    let v4 = run(&["--sysfs", &rxe, "check", "--peer", "192.168.77.2%veth0"]);
+    assert_eq!(v4.code, 2);
+    assert!(
+        v4.stderr.contains("IPv6 link-local address only"),
+        "{}",
+        v4.stderr
+    );
+}
+
+/// `--peer` takes a host name, as pingpong's SERVER does; one that does not resolve is a
+/// usage error that says so.
+#[test]
+fn check_peer_takes_a_host_name() {
+    let rxe = sysfs("rxe-veth-basic");
+    let r = run(&[
+        "--sysfs",
+        &rxe,
+        "check",
+        "-d",
+        "rxe0",
+        "--peer",
+        "localhost",
+    ]);
+    let all = format!("{}{}", r.stdout, r.stderr);
+    assert!(!all.contains("cannot resolve"), "{all}");
+    assert!(all.contains("127.0.0.1") || all.contains("::1"), "{all}");
+    let r = run(&[
+        "--sysfs",
+        &rxe,
+        "check",
+        "-d",
+        "rxe0",
+        "--peer",
+        "no-such-host.invalid",
+    ]);
+    assert_eq!(r.code, 2);
+    assert!(
+        r.stderr.contains("cannot resolve 'no-such-host.invalid'"),
+        "{}",
+        r.stderr
+    );
+}
