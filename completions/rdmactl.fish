@@ -120,7 +120,7 @@ complete -c rdmactl -n "__fish_rdmactl_using_subcommand check" -l color -d 'When
 always\t''
 never\t''"
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand check" -l sysfs -d 'Read sysfs from DIR instead of /sys (a captured tree); verbs queries are skipped. pingpong and selftest refuse it: they run on this host\'s devices' -r -F
-complete -c rdmactl -n "__fish_rdmactl_using_subcommand check" -l env -d 'Validate NCCL_IB_GID_INDEX, UCX_IB_GID_INDEX and NCCL_IB_HCA from the environment'
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand check" -l env -d 'Check, as the libraries read them, the NCCL and UCX variables that pick the device, port and GID: NCCL_IB_HCA, NCCL_IB_GID_INDEX, NCCL_IB_ROCE_VERSION_NUM, NCCL_IB_ADDR_FAMILY, NCCL_IB_ADDR_RANGE, NCCL_SOCKET_IFNAME, UCX_NET_DEVICES, UCX_IB_GID_INDEX'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand check" -s j -l json -d 'Print JSON instead of a table'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand check" -s h -l help -d 'Print help'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand check" -s V -l version -d 'Print version'

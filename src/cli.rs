@@ -288,7 +288,10 @@ pub struct CheckArgs {
     /// The peer's IP address or host name, to check routing and neighbours toward it
     #[arg(long, value_name = "HOST")]
     pub peer: Option<String>,
-    /// Validate NCCL_IB_GID_INDEX, UCX_IB_GID_INDEX and NCCL_IB_HCA from the environment
+    /// Check, as the libraries read them, the NCCL and UCX variables that pick the device,
+    /// port and GID: NCCL_IB_HCA, NCCL_IB_GID_INDEX, NCCL_IB_ROCE_VERSION_NUM,
+    /// NCCL_IB_ADDR_FAMILY, NCCL_IB_ADDR_RANGE, NCCL_SOCKET_IFNAME, UCX_NET_DEVICES,
+    /// UCX_IB_GID_INDEX
     #[arg(long)]
     pub env: bool,
 }
@@ -464,6 +467,19 @@ mod tests {
             "",
         ] {
             assert!(bad.parse::<IpArg>().is_err(), "{bad}");
+        }
+    }
+
+    /// `check --env`'s help names every variable it checks.
+    #[test]
+    fn env_help_names_every_variable() {
+        let help = Cli::command()
+            .find_subcommand_mut("check")
+            .unwrap()
+            .render_long_help()
+            .to_string();
+        for var in crate::diagnose::env::VARIABLES {
+            assert!(help.contains(var), "{var} missing from check --help");
         }
     }
 

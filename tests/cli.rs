@@ -893,3 +893,89 @@ fn check_peer_takes_a_host_name() {
         r.stderr
     );
 }
+
+/// `check --env` reads the NCCL and UCX variables as the libraries do, on a captured tree.
+#[test]
+fn check_env_reads_the_variables_as_nccl_and_ucx_do() {
+    let rxe = sysfs("rxe-veth-basic");
+    let env_check = |vars: &[(&str, &str)], extra: &[&str]| {
+        let mut cmd = rdmactl();
+        for var in [
+            "NCCL_IB_HCA",
+            "NCCL_IB_GID_INDEX",
+            "NCCL_IB_ROCE_VERSION_NUM",
+            "NCCL_IB_ADDR_FAMILY",
+            "NCCL_IB_ADDR_RANGE",
+            "NCCL_SOCKET_IFNAME",
+            "UCX_NET_DEVICES",
+            "UCX_IB_GID_INDEX",
+        ] {
+            cmd.env_remove(var);
+        }
+        for (k, v) in vars {
+            cmd.env(k, v);
+        }
+        let out = cmd
+            .args(["--sysfs", &rxe, "check", "-d", "rxe0", "--env"])
+            .args(extra)
+            .output()
+            .unwrap();
+        (
+            out.status.code().unwrap(),
+            String::from_utf8(out.stdout).unwrap(),
+        )
+    };
+    // strtoll(s, NULL, 0): 0x1 is index 1.
+    let (code, out) = env_check(&[("NCCL_IB_GID_INDEX", "0x1")], &[]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("ok    env-nccl-ib-gid-index  NCCL_IB_GID_INDEX=0x1 selects GID index 1"),
+        "{out}"
+    );
+    // Link-local without a peer: a warning, not a failure.
+    let (code, out) = env_check(&[("NCCL_IB_GID_INDEX", "0")], &[]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("warn  env-nccl-ib-gid-index"), "{out}");
+    assert!(out.contains("works only within one L2 segment"), "{out}");
+    // Toward a routed IPv4 peer it fails.
+    let (code, out) = env_check(&[("NCCL_IB_GID_INDEX", "0")], &["--peer", "192.168.77.2"]);
+    assert_eq!(code, 1, "{out}");
+    // A UCX port that is not on this host.
+    let (code, out) = env_check(&[("UCX_NET_DEVICES", "mlx5_0:1")], &[]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("not on this host: mlx5_0:1"), "{out}");
+    // Each variable alone is checked: none leaves the "none is set" line.
+    for var in [
+        ("NCCL_IB_ROCE_VERSION_NUM", "2"),
+        ("NCCL_IB_ADDR_FAMILY", "AF_INET"),
+        ("NCCL_IB_ADDR_RANGE", "192.168.77.0/24"),
+        ("NCCL_SOCKET_IFNAME", "veth"),
+        ("UCX_NET_DEVICES", "rxe0:1"),
+        ("NCCL_IB_HCA", "^=rxe1"),
+    ] {
+        let (code, out) = env_check(&[var], &[]);
+        assert_eq!(code, 0, "{var:?}: {out}");
+        assert!(!out.contains("is set\n"), "{var:?}: {out}");
+        let finding = format!("env-{}", var.0.to_lowercase().replace('_', "-"));
+        assert!(out.contains(&format!("ok    {finding}")), "{var:?}: {out}");
+    }
+    let (_, out) = env_check(&[], &[]);
+    assert!(out.contains("info  env "), "{out}");
+    // InfiniBand: the index only matters for routed traffic.
+    let mut cmd = rdmactl();
+    let out = cmd
+        .env("NCCL_IB_GID_INDEX", "1")
+        .args([
+            "--sysfs",
+            &sysfs("ib-hca"),
+            "check",
+            "-d",
+            "mlx5_0",
+            "--env",
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(text.contains("addressed by LID"), "{text}");
+}

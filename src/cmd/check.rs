@@ -240,24 +240,7 @@ pub fn run(ctx: &Ctx, args: &CheckArgs) -> Result<u8> {
         }
     }
     if args.env {
-        let devices = SysfsRoot::new(&ctx.sysfs).device_names()?;
-        let target = EnvTarget {
-            device: &device,
-            port: args.port,
-            link_layer: &port.link_layer,
-            table: port.gids(),
-            auto: &auto,
-            devices: &devices,
-        };
-        let env_findings = env::validate_env(|k| std::env::var(k).ok(), &target);
-        if env_findings.is_empty() {
-            checks.push(Finding::new(
-                Severity::Info,
-                "env",
-                "none of NCCL_IB_GID_INDEX, UCX_IB_GID_INDEX, NCCL_IB_HCA is set",
-            ));
-        }
-        checks.extend(env_findings);
+        checks.extend(env_findings(ctx, &device, args.port, &port, &auto, &want)?);
     }
     let result = render_findings::worst(&checks);
     let report = Report {
@@ -314,6 +297,55 @@ pub fn run(ctx: &Ctx, args: &CheckArgs) -> Result<u8> {
     } else {
         exit::OK
     })
+}
+
+/// `--env`: the NCCL and UCX variables against this port, the host's RDMA ports and its
+/// netdevs (from the same sysfs root, so a captured tree is judged as its host).
+fn env_findings(
+    ctx: &Ctx,
+    device: &str,
+    port_no: u32,
+    port: &PortFacts,
+    auto: &Selection,
+    want: &gidselect::Want,
+) -> Result<Vec<Finding>> {
+    let sysfs = SysfsRoot::new(&ctx.sysfs);
+    let devices = sysfs.device_names()?;
+    let mut ports = Vec::new();
+    for d in &devices {
+        for p in sysfs.port_numbers(d)? {
+            ports.push((d.clone(), p));
+        }
+    }
+    let netdevs: Vec<(String, Option<String>)> = sysfs
+        .netdev_names()
+        .into_iter()
+        .map(|n| {
+            let state = sysfs.netdev(&n).and_then(|d| d.operstate);
+            (n, state)
+        })
+        .collect();
+    let target = EnvTarget {
+        device,
+        port: port_no,
+        link_layer: &port.link_layer,
+        table: port.gids(),
+        table_len: port.gid_table_len,
+        auto,
+        want,
+        devices: &devices,
+        ports: &ports,
+        netdevs: &netdevs,
+    };
+    let found = env::validate_env(|k| std::env::var(k).ok(), &target);
+    if found.is_empty() {
+        return Ok(vec![Finding::new(
+            Severity::Info,
+            "env",
+            format!("none of {} is set", env::VARIABLES.join(", ")),
+        )]);
+    }
+    Ok(found)
 }
 
 fn render(report: &Report, style: Style) -> String {

@@ -176,6 +176,13 @@ impl SysfsRoot {
         })
     }
 
+    /// Every netdev in `class/net`, in natural order; empty when there is none.
+    pub fn netdev_names(&self) -> Vec<String> {
+        let mut names = list_dir(&self.root.join("class/net")).unwrap_or_default();
+        names.sort_by(|a, b| parse::natural_cmp(a, b));
+        names
+    }
+
     /// `class/net/<name>/`; None when the interface is not there.
     pub fn netdev(&self, name: &str) -> Option<Netdev> {
         self.read_netdev(name, &mut Vec::new())
