@@ -593,7 +593,10 @@ fn broken_pipe_exits_quietly() {
 
 #[test]
 fn fixture_trees_exist() {
-    for tree in TREES.iter().chain(&["no-devices", "no-infiniband"]) {
+    for tree in TREES
+        .iter()
+        .chain(&["no-devices", "no-infiniband", "rxe-loaded-no-device"])
+    {
         assert!(
             Path::new(&root().join(FIXTURES).join(tree)).is_dir(),
             "{tree}"
