@@ -982,3 +982,42 @@ fn check_env_reads_the_variables_as_nccl_and_ucx_do() {
     assert_eq!(out.status.code(), Some(0), "{text}");
     assert!(text.contains("addressed by LID"), "{text}");
 }
+
+/// `devices -v -j` carries every device key `devices -j` has (same names), and on a
+/// captured tree the stderr note is one short line, not the list of verbs-only fields.
+#[test]
+fn devices_verbose_json_has_the_device_keys_of_devices_json() {
+    for tree in TREES {
+        let dir = sysfs(tree);
+        let plain = run(&["--sysfs", &dir, "devices", "-j"]);
+        let verbose = run(&["--sysfs", &dir, "devices", "-v", "-j"]);
+        let plain: serde_json::Value = serde_json::from_str(&plain.stdout).unwrap();
+        let verbose: serde_json::Value = serde_json::from_str(&verbose.stdout).unwrap();
+        for (p, v) in plain
+            .as_array()
+            .unwrap()
+            .iter()
+            .zip(verbose.as_array().unwrap())
+        {
+            for (key, value) in p.as_object().unwrap() {
+                assert!(v.get(key).is_some(), "{tree}: devices -v -j lacks {key}");
+                if ["device", "node_type", "node_desc", "hca_type"].contains(&key.as_str()) {
+                    assert_eq!(&v[key], value, "{tree}: {key}");
+                }
+            }
+        }
+        let text = run(&["--sysfs", &dir, "devices", "-v"]);
+        let notes: Vec<&str> = text
+            .stderr
+            .lines()
+            .filter(|l| l.starts_with("rdmactl: note:"))
+            .collect();
+        assert_eq!(notes.len(), 1, "{tree}: {}", text.stderr);
+        assert!(
+            notes[0].ends_with("shown from sysfs, without the fields only verbs report"),
+            "{tree}: {}",
+            notes[0]
+        );
+        assert!(!notes[0].contains("max_qp"), "{tree}: {}", notes[0]);
+    }
+}
