@@ -190,8 +190,9 @@ pub fn run(ctx: &Ctx, args: &CheckArgs) -> Result<u8> {
     if let Some(scope) = scope
         .filter(|_| peer.is_some_and(|p| gidselect::is_link_local(&crate::gid::Gid::from_ip(p))))
     {
-        // Every link has its own fe80::/64: the scope's netdev is the one facing the peer.
-        want.subnet_netdevs = vec![scope.to_string()];
+        // The scope names the link the kernel sends to a link-local peer through (without
+        // one, every link has its own fe80::/64 and the route says nothing).
+        want.route_netdev = Some(scope.to_string());
     }
     let auto = gidselect::select_gid(port.gids(), &port.link_layer, &want);
     let (index, selection) = match args.gid_index {
