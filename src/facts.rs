@@ -94,6 +94,14 @@ pub struct RouteFacts {
     pub peer: Option<IpAddr>,
     /// `ip route get PEER`: the netdev the kernel sends through. None: no route.
     pub route_netdev: Option<String>,
+    /// The route's preferred source toward the peer (`src` in `ip route get`): the address
+    /// rdma_cm and applications that bind no source send from.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prefsrc: Option<IpAddr>,
+    /// The routing table the answer came from when it was not the main one: the GID's
+    /// netdev is in a VRF (or policy rules chose another table).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub table: Option<u32>,
     /// The route lookup failed outright (ENETUNREACH, unreachable route).
     pub no_route: bool,
     pub gateway: Option<IpAddr>,
@@ -105,11 +113,11 @@ pub struct RouteFacts {
     pub neighbour_state: Option<String>,
     pub accept_local: Option<bool>,
     pub rp_filter: Option<u32>,
-    /// Netdevs with an address whose prefix holds the peer (the peer's subnet), other than
-    /// the one that owns the peer's address: on one host the route says "local", and this
-    /// is what says which of this host's netdevs faces the peer.
+    /// This host's addresses whose prefix holds the peer (the peer's subnet), other than
+    /// the peer's own: on one host the route says "local", and this is what says which of
+    /// this host's addresses faces the peer.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub subnet_netdevs: Vec<String>,
+    pub subnet_addresses: Vec<IpAddr>,
 }
 
 impl RouteFacts {

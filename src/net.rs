@@ -516,19 +516,39 @@ pub fn route_facts(
     };
     let peer_link_local = is_link_local(&Gid::from_ip(peer));
     // An IPv6 link-local peer is only meaningful on a given link: ask through the GID's netdev.
-    let plain = if peer_link_local {
+    let mut plain = if peer_link_local {
         route_get_soft(peer, gid_netdev)?
     } else {
         route_get_soft(peer, None)?
     };
+    // A netdev in a VRF routes through the VRF's table, which a lookup without the
+    // device never sees (`ip route get vrf NAME PEER`); so do policy rules keyed on it.
+    // Asking through the GID's netdev is what a QP on that netdev gets; a table other than
+    // main and local says it is such a route, not the kernel's "assume on-link" guess.
+    if plain.is_none() && !peer_link_local {
+        if let Some(dev) = gid_netdev {
+            let own_table = |r: &Route| r.table != MAIN_TABLE && r.table != LOCAL_TABLE;
+            plain = route_get_soft(peer, Some(dev))?.filter(own_table);
+            // `ip route get vrf NAME` asks through the VRF device itself.
+            if plain.is_none() {
+                if let Some(master) = master_of(dev) {
+                    plain = route_get_soft(peer, Some(&master))?.filter(own_table);
+                }
+            }
+        }
+    }
     let Some(route) = plain else {
         facts.no_route = true;
         return Ok((facts, None));
     };
+    if route.table != MAIN_TABLE && route.table != LOCAL_TABLE {
+        facts.table = Some(route.table);
+    }
     facts.route_netdev = route.oif.clone();
     facts.gateway = route.gateway;
+    facts.prefsrc = route.prefsrc;
     facts.peer_is_local = route.is_local();
-    facts.subnet_netdevs = subnet_netdevs(peer)?;
+    facts.subnet_addresses = subnet_addresses(peer)?;
     let mut via_gid = None;
     if facts.peer_is_local {
         // Two ports of one host: the RDMA path leaves through the GID's netdev and the
@@ -557,19 +577,23 @@ pub fn route_facts(
     Ok((facts, via_gid))
 }
 
-/// The netdevs that have an address in the peer's subnet, except the peer's own address.
-fn subnet_netdevs(peer: IpAddr) -> Result<Vec<String>, NetError> {
-    let addrs = addresses()?;
-    let links = netdevs()?;
-    let mut names: Vec<String> = addrs
-        .iter()
+/// The device a netdev is enslaved to (a VRF, a bond, a bridge), from sysfs.
+fn master_of(netdev: &str) -> Option<String> {
+    let link = std::fs::read_link(Path::new("/sys/class/net").join(netdev).join("master")).ok()?;
+    Some(link.file_name()?.to_str()?.to_string())
+}
+
+/// RT_TABLE_MAIN and RT_TABLE_LOCAL.
+const MAIN_TABLE: u32 = 254;
+const LOCAL_TABLE: u32 = 255;
+
+/// This host's addresses whose prefix holds the peer, except the peer's own address.
+fn subnet_addresses(peer: IpAddr) -> Result<Vec<IpAddr>, NetError> {
+    Ok(addresses()?
+        .into_iter()
         .filter(|a| a.address != peer && prefix_holds(a.address, a.prefix_len, peer))
-        .filter_map(|a| links.iter().find(|l| l.index == a.ifindex))
-        .map(|l| l.name.clone())
-        .collect();
-    names.sort();
-    names.dedup();
-    Ok(names)
+        .map(|a| a.address)
+        .collect())
 }
 
 /// Does `addr/prefix_len` contain `ip`? Host routes (/32, /128) hold only themselves.

@@ -169,7 +169,11 @@ struct Report {
 
 pub fn run(ctx: &Ctx, args: &CheckArgs) -> Result<u8> {
     let peer = match args.peer.as_deref() {
-        Some(host) => Some(super::failure::resolve_peer(host, 0)?),
+        Some(host) => {
+            let ip = super::failure::resolve_peer(host, 0)?;
+            super::failure::refuse_special_peer(ip)?;
+            Some(ip)
+        }
         None => None,
     };
     let device = super::device_port(&ctx.sysfs, args.device.as_deref(), args.port)?;
@@ -234,8 +238,9 @@ pub fn run(ctx: &Ctx, args: &CheckArgs) -> Result<u8> {
                 index,
                 auto: args.gid_index == GidIndexArg::Auto,
                 gids: port.gids(),
+                port_netdev: port.sysfs.netdev.as_ref().map(|n| n.name.as_str()),
             };
-            let (finding, choice) = check_kernel::ask(peer, &checked);
+            let (finding, choice) = check_kernel::ask(peer, &checked, first_net.route.as_ref());
             checks.push(finding);
             kernel_choice = Some(choice);
         }

@@ -43,32 +43,74 @@ pub struct Checked<'a> {
     pub auto: bool,
     /// Populated slots of the checked port.
     pub gids: &'a [GidEntry],
+    /// The port's own netdev.
+    pub port_netdev: Option<&'a str>,
 }
 
-/// The CM source address: the checked GID's IP when it can reach the peer's family,
-/// else another routable address of the same port. Without one the kernel picks the source
-/// from the routing table, which on a host holding both addresses is the peer's device.
-pub fn source_for(peer: IpAddr, checked: &Checked) -> Option<IpAddr> {
-    let usable = |e: &&GidEntry| {
-        Family::of_gid(&e.gid) == Family::of(peer) && !is_link_local(&e.gid) && !e.gid.is_zero()
+/// The CM source address. Toward a remote peer: none, as an application that binds no
+/// source, so the kernel answers from its routing table and can disagree with the index
+/// checked. Toward an address of this host the routing table's source would be the peer's
+/// own address (the kernel would loop back to the peer's device), so the source is this
+/// port's address on the peer's subnet, else on the port's own netdev: chosen from the
+/// port and the peer, never from the index being checked.
+pub fn source_for(
+    peer: IpAddr,
+    checked: &Checked,
+    route: Option<&crate::facts::RouteFacts>,
+) -> Option<IpAddr> {
+    let route = route?;
+    if !route.peer_is_local {
+        return None;
+    }
+    let usable: Vec<&GidEntry> = checked
+        .gids
+        .iter()
+        .filter(|e| {
+            Family::of_gid(&e.gid) == Family::of(peer)
+                && !is_link_local(&e.gid)
+                && !e.gid.is_zero()
+                && e.gid.ip() != peer
+        })
+        .collect();
+    let on = |dev: &str| {
+        usable
+            .iter()
+            .find(|e| e.netdev.as_deref() == Some(dev))
+            .map(|e| e.gid.ip())
     };
-    let own = checked
-        .index
-        .and_then(|i| checked.gids.iter().find(|e| e.index == i))
-        .filter(usable);
-    own.or_else(|| checked.gids.iter().find(usable))
+    usable
+        .iter()
         .map(|e| e.gid.ip())
+        .find(|ip| route.subnet_addresses.contains(ip))
+        .or_else(|| checked.port_netdev.and_then(on))
+        .or_else(|| usable.first().map(|e| e.gid.ip()))
 }
 
 /// Ask the kernel (live host only; the caller skips captured trees). Returns the finding
 /// and the JSON record.
-pub fn ask(peer: IpAddr, checked: &Checked) -> (Finding, KernelChoice) {
+pub fn ask(
+    peer: IpAddr,
+    checked: &Checked,
+    route: Option<&crate::facts::RouteFacts>,
+) -> (Finding, KernelChoice) {
     let mut choice = KernelChoice {
         peer,
-        source: source_for(peer, checked),
+        source: source_for(peer, checked, route),
         kernel: None,
         agrees: None,
     };
+    // No route: rdma_resolve_addr answers ENETUNREACH at once, as rping does; say so
+    // without waiting for a neighbour that cannot be asked.
+    if route.is_some_and(|r| r.no_route) {
+        let f = Finding::new(
+            Severity::Fail,
+            CODE,
+            format!("the kernel has no route to {peer}: rdma_resolve_addr fails with ENETUNREACH (Network is unreachable), as rping -c -a {peer} does"),
+        )
+        .evidence(format!("ip route get {peer}: unreachable"))
+        .fix(format!("add a route to {peer}, or use the peer's address on the RDMA subnet"));
+        return (f, choice);
+    }
     if is_link_local(&crate::gid::Gid::from_ip(peer)) {
         let f = skipped(
             Severity::Info,
@@ -90,7 +132,12 @@ pub fn ask(peer: IpAddr, checked: &Checked) -> (Finding, KernelChoice) {
                 .fix(x.fix)
         }
         Err(e) => {
-            let x = crate::diagnose::explain(&e, &crate::facts::Facts::default());
+            let facts = crate::facts::Facts {
+                route: route.cloned(),
+                cm_source: choice.source,
+                ..crate::facts::Facts::default()
+            };
+            let x = crate::diagnose::explain(&e, &facts);
             // The message names the peer already; the CM's own line would add it as `IP:0`.
             let mut step = e.clone();
             step.context.peer_addr = None;
@@ -190,7 +237,7 @@ pub fn compare(res: &Resolution, checked: &Checked, source: Option<IpAddr>) -> F
     if res.device != checked.device || u32::from(res.port) != checked.port {
         return with_evidence(
             Finding::new(
-                Severity::Warn,
+                Severity::Fail,
                 CODE,
                 format!(
                     "{headline}, not {}/{}: CM applications toward {peer} run on {}",
@@ -254,7 +301,7 @@ pub fn compare(res: &Resolution, checked: &Checked, source: Option<IpAddr>) -> F
         Some(GidType::RoceV1 | GidType::Ib)
     );
     with_evidence(
-        Finding::new(Severity::Warn, CODE, format!("{headline}; {you}: {what}")).fix(format!(
+        Finding::new(Severity::Fail, CODE, format!("{headline}; {you}: {what}")).fix(format!(
             "use -g {kernel_index} so this end matches what CM-based tools use{}",
             if peer_v1 {
                 ", unless every peer speaks RoCE v1"
@@ -312,6 +359,7 @@ mod tests {
             index,
             auto,
             gids: &gids,
+            port_netdev: Some("veth0"),
         };
         let src = Some("192.168.77.1".parse().unwrap());
         let cases: &[(&str, Resolution, Checked, Severity, &[&str])] = &[
@@ -333,35 +381,35 @@ mod tests {
                 "link-local given",
                 resolution("rxe0", Some(1)),
                 checked(Some(0), false),
-                Severity::Warn,
+                Severity::Fail,
                 &["you gave -g 0: index 0 is link-local (fe80::1)", "use -g 1"],
             ),
             (
                 "v1 twin",
                 resolution("rxe0", Some(1)),
                 checked(Some(2), false),
-                Severity::Warn,
+                Severity::Fail,
                 &["the same GID as RoCE v1; the CM uses RoCE v2", "unless every peer speaks RoCE v1"],
             ),
             (
                 "other address",
                 resolution("rxe0", Some(1)),
                 checked(Some(3), false),
-                Severity::Warn,
+                Severity::Fail,
                 &["index 3 (10.0.0.1) is not the address the route"],
             ),
             (
                 "empty slot",
                 resolution("rxe0", Some(1)),
                 checked(Some(9), false),
-                Severity::Warn,
+                Severity::Fail,
                 &["index 9 is an empty slot", "use -g 1"],
             ),
             (
                 "other device",
                 resolution("rxe1", Some(1)),
                 checked(Some(1), false),
-                Severity::Warn,
+                Severity::Fail,
                 &["not rxe0/1", "rdmactl check -d rxe1 -i 1"],
             ),
             (
@@ -397,6 +445,7 @@ mod tests {
             index: Some(1),
             auto: false,
             gids: &gids,
+            port_netdev: Some("veth0"),
         };
         let mut res = resolution("rxe0", Some(1));
         res.other_indices = vec![2];
@@ -423,8 +472,11 @@ mod tests {
         );
     }
 
+    /// The source never comes from the index checked: none toward a remote peer (the
+    /// kernel's routing table answers), and toward an address of this host the port's
+    /// address on the peer's subnet, whatever index is checked.
     #[test]
-    fn source_is_the_checked_gids_address() {
+    fn source_is_not_the_checked_index() {
         let gids = table();
         let c = |index| Checked {
             device: "rxe0",
@@ -432,25 +484,31 @@ mod tests {
             index,
             auto: false,
             gids: &gids,
+            port_netdev: Some("veth0"),
         };
         let v4: IpAddr = "192.168.77.2".parse().unwrap();
-        assert_eq!(
-            source_for(v4, &c(Some(3))),
-            Some("10.0.0.1".parse().unwrap())
-        );
-        // A link-local or empty index: another IPv4 address of the same port.
-        assert_eq!(
-            source_for(v4, &c(Some(0))),
-            Some("192.168.77.1".parse().unwrap())
-        );
-        assert_eq!(
-            source_for(v4, &c(None)),
-            Some("192.168.77.1".parse().unwrap())
-        );
-        // No routable IPv6 GID: the kernel picks.
-        assert_eq!(
-            source_for("2001:db8::2".parse().unwrap(), &c(Some(1))),
-            None
-        );
+        let remote = crate::facts::RouteFacts {
+            peer: Some(v4),
+            route_netdev: Some("veth0".into()),
+            ..Default::default()
+        };
+        for i in [Some(0), Some(1), Some(3), None] {
+            assert_eq!(source_for(v4, &c(i), Some(&remote)), None, "{i:?}");
+        }
+        let local = crate::facts::RouteFacts {
+            peer_is_local: true,
+            subnet_addresses: vec!["192.168.77.1".parse().unwrap()],
+            ..remote
+        };
+        for i in [Some(0), Some(1), Some(3), None] {
+            assert_eq!(
+                source_for(v4, &c(i), Some(&local)),
+                Some("192.168.77.1".parse().unwrap()),
+                "{i:?}"
+            );
+        }
+        // No routable IPv6 GID on the port: nothing to bind.
+        let v6: IpAddr = "2001:db8::2".parse().unwrap();
+        assert_eq!(source_for(v6, &c(Some(1)), Some(&local)), None);
     }
 }

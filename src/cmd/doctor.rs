@@ -12,7 +12,7 @@ use crate::diagnose::doctor::{self, HostNet, NodeAccess, ProviderFiles};
 use crate::error::{Error, Result};
 use crate::exit;
 use crate::finding::{Finding, Severity, Subject};
-use crate::model::Device;
+use crate::model::{Device, Port};
 use crate::net;
 use crate::render::findings::{self as render, Evidence};
 use crate::sysfs::SysfsRoot;
@@ -139,8 +139,11 @@ fn gather(ctx: &Ctx, only: Option<&str>) -> Result<Vec<Finding>> {
     };
     if let Some(names) = &verbs_devices {
         for device in &devices {
-            let files =
-                provider_files(doctor::provider_for(device.driver.as_deref(), &device.name));
+            let files = provider_files(doctor::provider_for(
+                device.driver.as_deref(),
+                device.node_desc.as_deref(),
+                &device.name,
+            ));
             findings.push(doctor::provider_finding(device, names, &files));
         }
     }
@@ -158,6 +161,9 @@ fn gather(ctx: &Ctx, only: Option<&str>) -> Result<Vec<Finding>> {
         HostNet {
             in_init_netns: in_initial_netns(),
             addresses: netdev_addresses(),
+            visible_netdevs: net::netdevs()
+                .ok()
+                .map(|d| d.into_iter().map(|d| d.name).collect()),
         }
     } else {
         HostNet::default()
@@ -175,6 +181,15 @@ fn gather(ctx: &Ctx, only: Option<&str>) -> Result<Vec<Finding>> {
             findings.extend(doctor::port_findings(port, active_mtu, &host_net));
         }
     }
+    let sysfs = SysfsRoot::new(&ctx.sysfs);
+    for port in devices.iter().flat_map(|d| &d.ports) {
+        let table_len = sysfs
+            .gid_table(&port.device, port.number, true)
+            .map_or(0, |t| t.len());
+        findings.extend(doctor::gid_table_finding(port, table_len, &host_net));
+    }
+    let all_ports: Vec<&Port> = devices.iter().flat_map(|d| &d.ports).collect();
+    findings.extend(doctor::duplicate_gid_findings(&all_ports));
     if host {
         findings.extend(doctor::same_subnet_findings(&roce_netdevs(&devices)));
     }

@@ -372,6 +372,41 @@ pub fn choose_gid(
     })
 }
 
+/// Addresses no RC connection can have as its far end, refused with why: loopback (no RDMA
+/// device carries it), unspecified, multicast, and broadcast (the limited one, or a
+/// directed broadcast of one of this host's subnets).
+pub fn refuse_special_peer(peer: IpAddr) -> crate::error::Result<()> {
+    let why = if peer.is_loopback() {
+        Some("a loopback address: no RDMA port carries it; give the peer's address on the RDMA network (on one host: the other port's address)")
+    } else if peer.is_unspecified() {
+        Some("the unspecified address: it names no host")
+    } else if peer.is_multicast() {
+        Some("a multicast address: an RC connection needs one unicast peer")
+    } else if peer == IpAddr::V4(std::net::Ipv4Addr::BROADCAST) || is_subnet_broadcast(peer) {
+        Some("a broadcast address: an RC connection needs one unicast peer")
+    } else {
+        None
+    };
+    match why {
+        Some(why) => Err(crate::error::Error::Usage(format!("peer {peer} is {why}"))),
+        None => Ok(()),
+    }
+}
+
+/// The directed broadcast of one of this host's IPv4 subnets (192.168.77.255 on a /24).
+fn is_subnet_broadcast(peer: IpAddr) -> bool {
+    let IpAddr::V4(p) = peer else { return false };
+    net::addresses().is_ok_and(|addrs| {
+        addrs.iter().any(|a| match a.address {
+            IpAddr::V4(v4) if a.prefix_len < 31 => {
+                let host_bits = u32::MAX >> a.prefix_len;
+                (u32::from(v4) | host_bits) == u32::from(p)
+            }
+            _ => false,
+        })
+    })
+}
+
 /// `-g auto` for a loopback test: perftest's default (IPv4, not link-local) when the port
 /// has one; otherwise any valid GID, since both ends are this port's and share its family.
 pub fn choose_loopback_gid(
@@ -429,6 +464,23 @@ mod tests {
                 .contains("cannot resolve 'no-such-host.invalid'"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn peers_that_cannot_be_rc_peers_are_refused_with_why() {
+        for (peer, why) in [
+            ("127.0.0.1", "loopback"),
+            ("::1", "loopback"),
+            ("0.0.0.0", "unspecified"),
+            ("224.0.0.1", "multicast"),
+            ("ff02::1", "multicast"),
+            ("255.255.255.255", "broadcast"),
+        ] {
+            let e = refuse_special_peer(peer.parse().unwrap()).unwrap_err();
+            assert!(e.to_string().contains(why), "{peer}: {e}");
+            assert_eq!(e.exit_code(), crate::exit::USAGE, "{peer}");
+        }
+        assert!(refuse_special_peer("192.0.2.7".parse().unwrap()).is_ok());
     }
 
     #[test]

@@ -450,7 +450,11 @@ pub fn run(ctx: &Ctx, args: &PingpongArgs) -> Result<u8> {
     // Everything that can be refused is refused before the device is opened: the peer's
     // name, the device and port, and (server) the TCP port.
     let peer = match args.server.as_deref() {
-        Some(host) => Some(failure::resolve_peer(host, args.tcp_port)?),
+        Some(host) => {
+            let ip = failure::resolve_peer(host, args.tcp_port)?;
+            failure::refuse_special_peer(ip)?;
+            Some(ip)
+        }
         None => None,
     };
     let device = super::device_port(&ctx.sysfs, args.device.as_deref(), args.port)?;

@@ -198,10 +198,9 @@ fn first_device(sysfs: &Path) -> Result<String> {
 }
 
 fn peer_addr(server: &str, port: u16) -> Result<SocketAddr> {
-    Ok(SocketAddr::new(
-        super::failure::resolve_peer(server, port)?,
-        port,
-    ))
+    let ip = super::failure::resolve_peer(server, port)?;
+    super::failure::refuse_special_peer(ip)?;
+    Ok(SocketAddr::new(ip, port))
 }
 
 fn quiet(_: StepDone) {}
@@ -353,6 +352,8 @@ fn cm_facts(err: &mut Failure, src: Option<IpAddr>, sysfs: &Path) -> Facts {
         .and_then(|p| p.parse::<SocketAddr>().ok())
         .map(|p| p.ip().to_canonical());
     if let Some(peer) = peer {
+        // The typed route facts let the rules name the hop that does not answer.
+        facts.route = net::route_facts(peer, None).ok().map(|(r, _)| r);
         match net::route_get_soft(peer, None) {
             Ok(Some(r)) if r.is_local() => facts.evidence.push(format!(
                 "ip route get {peer}: local (an address of this host)"

@@ -18,6 +18,9 @@ pub fn run(ctx: &Ctx, args: &PortsArgs) -> Result<u8> {
     } else {
         warn_unreadable(&devices);
         super::note_unknown_mtus(&devices);
+        if !ctx.captured {
+            note_hidden_netdevs(&ctx.sysfs, &ports);
+        }
         inventory::ports_table(&ports, ctx.style)
     };
     print(&text)?;
@@ -47,4 +50,27 @@ pub fn target(
         ));
     }
     Ok((device, port))
+}
+
+/// A netdev named by the RDMA device but absent from this namespace's class/net: this
+/// process runs in another network namespace (the device is shared into it), so its MTU
+/// and state cannot be read here. Said once, instead of bare dashes.
+fn note_hidden_netdevs(sysfs: &std::path::Path, ports: &[&Port]) {
+    let mut hidden: Vec<&str> = ports
+        .iter()
+        .filter_map(|p| p.netdev.as_ref())
+        .map(|n| n.name.as_str())
+        .filter(|name| !sysfs.join("class/net").join(name).exists())
+        .collect();
+    hidden.dedup();
+    if !hidden.is_empty() {
+        eprintln!(
+            "rdmactl: note: {} not in this network namespace (this process runs outside the one the RDMA devices' netdevs live in): NETDEV MTU and OPERSTATE are unknown here",
+            if hidden.len() == 1 {
+                format!("{} is", hidden[0])
+            } else {
+                format!("{} are", hidden.join(", "))
+            }
+        );
+    }
 }

@@ -307,7 +307,7 @@ fn route_findings(
             Finding::new(
                 Severity::Fail,
                 "route",
-                format!("the kernel has no route to {peer}: RTR would time out resolving it"),
+                format!("the kernel has no route to {peer}: RTR and rdma_resolve_addr fail with ENETUNREACH"),
             )
             .evidence(format!("ip route get {peer}: unreachable"))
             .fix(format!("add a route to {peer} through {gid_dev}")),

@@ -172,11 +172,7 @@ fn rule(err: &Failure, facts: &Facts) -> Explanation {
             "the CM reported an event this step did not expect",
             "rerun; if it repeats, compare with rping against the same peer",
         ),
-        (Cause::Timeout { waiting_for, .. }, Step::CmResolveAddr) => why(
-            "cm-no-neighbour",
-            format!("the kernel gave no answer for {}: no ARP/neighbour reply from {peer}", waiting_for.unwrap_or("address resolution")),
-            format!("check `ip neigh show {peer}` and `ping {peer}`; on one host with two ports on a veth pair set net.ipv4.conf.all.accept_local=1"),
-        ),
+        (Cause::Timeout { .. }, Step::CmResolveAddr) => no_neighbour(&peer, facts),
         (Cause::Timeout { .. }, Step::CmConnect) => why(
             "cm-connect-timeout",
             format!("{peer} did not answer the connection request in time: no server there, the host is down, or RoCE packets (UDP 4791) are dropped"),
@@ -285,11 +281,7 @@ fn addr_error(err: &Failure, peer: &str, ib: bool, facts: &Facts) -> Explanation
             format!("there is no route to {peer} (or the netdev that carried it is down)"),
             format!("check `ip route get {peer}` and `ip -br link`: bring the RDMA port's netdev up, add a route, or use the peer's address on the RDMA subnet"),
         ),
-        libc::EHOSTUNREACH | libc::ETIMEDOUT => why(
-            "cm-no-neighbour",
-            format!("no ARP/neighbour reply from {peer} through the netdev the route picks (the host is down or not on that subnet, or ARP is filtered; on one host with two ports on a veth pair the reply needs accept_local)"),
-            format!("check `ping {peer}` and `ip neigh show {peer}`; on one host set net.ipv4.conf.all.accept_local=1 and rp_filter=0"),
-        ),
+        libc::EHOSTUNREACH | libc::ETIMEDOUT => no_neighbour(peer, facts),
         libc::EADDRNOTAVAIL => why(
             "cm-bind-not-local",
             "the source address is not configured on this host",
@@ -303,6 +295,39 @@ fn addr_error(err: &Failure, peer: &str, ib: bool, facts: &Facts) -> Explanation
         ),
     }
 }
+/// Address resolution got no answer: name the neighbour that did not answer (the gateway
+/// for a routed peer), and the same-host ARP drop only for an address of this host.
+fn no_neighbour(peer: &str, facts: &Facts) -> Explanation {
+    let route = facts.route.as_ref();
+    match (
+        route.and_then(|r| r.gateway),
+        route.is_some_and(|r| r.peer_is_local),
+    ) {
+        (Some(gw), _) => {
+            let mut x = why(
+                "cm-no-neighbour",
+                format!("no ARP/neighbour reply from the gateway {gw}, through which the route to {peer} goes: the gateway is down, absent, or not on that subnet"),
+                format!("check `ping {gw}` and `ip neigh show {gw}`, and the route (`ip route get {peer}`)"),
+            );
+            x.evidence.push(Seen::new(
+                Source::Route,
+                format!("ip route get {peer}: via {gw}"),
+            ));
+            x
+        }
+        (None, true) => why(
+            "cm-no-neighbour",
+            format!("no ARP reply from {peer}, an address of this host on another netdev: it drops ARP requests whose sender address is local"),
+            "set net.ipv4.conf.all.accept_local=1 (and on both netdevs), with rp_filter 0 or 2",
+        ),
+        (None, false) => why(
+            "cm-no-neighbour",
+            format!("no ARP/neighbour reply from {peer} through the netdev the route picks: the host is down or not on that subnet, or ARP is filtered"),
+            format!("check `ping {peer}` and `ip neigh show {peer}`"),
+        ),
+    }
+}
+
 /// rdma_resolve_addr's EINVAL: say what the addresses show, never a guess about them.
 fn bad_address(err: &Failure, peer: &str, facts: &Facts) -> Explanation {
     let peer_ip = err
@@ -469,6 +494,38 @@ mod tests {
         );
     }
 
+    /// The neighbour that does not answer is named: the gateway for a routed peer, the
+    /// same-host ARP drop (accept_local) only for an address of this host.
+    #[test]
+    fn no_neighbour_names_the_hop() {
+        let mut e = err(
+            Step::CmResolveAddr,
+            Cause::cm_event(EventKind::AddrError, -libc::ETIMEDOUT),
+            Some(LinkLayer::Ethernet),
+        );
+        e.f.context.peer_addr = Some("10.50.1.1:0".into());
+        e.facts.route = Some(crate::facts::RouteFacts {
+            peer: Some("10.50.1.1".parse().unwrap()),
+            gateway: Some("192.168.77.254".parse().unwrap()),
+            route_netdev: Some("veth1".into()),
+            ..Default::default()
+        });
+        let x = e.x();
+        assert!(
+            x.summary.contains("the gateway 192.168.77.254"),
+            "{}",
+            x.summary
+        );
+        assert!(!x.fix.contains("accept_local"), "{}", x.fix);
+        e.facts.route = Some(crate::facts::RouteFacts {
+            peer: Some("192.168.77.1".parse().unwrap()),
+            peer_is_local: true,
+            ..Default::default()
+        });
+        e.f.context.peer_addr = Some("192.168.77.1:0".into());
+        assert!(e.x().fix.contains("accept_local"), "{}", e.x().fix);
+    }
+
     #[test]
     fn reject_reasons() {
         let cases = [
@@ -556,7 +613,7 @@ mod tests {
                 eth.clone(),
                 "ETIMEDOUT",
                 "no ARP/neighbour reply from 192.168.77.1",
-                "accept_local",
+                "ip neigh show 192.168.77.1",
             ),
             (
                 Step::CmResolveAddr,
@@ -652,7 +709,7 @@ mod tests {
                 eth.clone(),
                 "within 2.0 s",
                 "no ARP",
-                "accept_local",
+                "ip neigh show 192.168.77.1",
             ),
             (
                 Step::CmTransfer,

@@ -1559,7 +1559,8 @@ pub fn compare_peers(local: &EndFacts, peer: &EndFacts) -> Vec<Finding> {
             route_netdev: None,
             peer_on_link: None,
             peer_gid_type: peer.type_now(),
-            subnet_netdevs: Vec::new(),
+            subnet_addresses: Vec::new(),
+            route_source: None,
         };
         let ll = local.link_layer.clone().unwrap_or(LinkLayer::Ethernet);
         let sel = gidselect::select_gid(&local.gid_table, &ll, &want);

@@ -16,6 +16,18 @@ fn finding(
     Finding::new(severity, code, message).about(subject)
 }
 
+/// A list as a person reads it: the first `keep` items and how many more.
+fn short_list(items: &[String], keep: usize) -> String {
+    if items.len() <= keep + 1 {
+        return items.join(", ");
+    }
+    format!(
+        "{} and {} more",
+        items[..keep].join(", "),
+        items.len() - keep
+    )
+}
+
 /// The largest whole-page message size that fits `bytes`, as a -s value.
 fn largest_size(bytes: u64) -> u64 {
     (bytes / 4096 * 4096).max(8)
@@ -61,7 +73,11 @@ pub fn parse_has_cap_ipc_lock(status: &str) -> Option<bool> {
 /// parent (PCI) device, or, for software devices without one, from the device name.
 /// The provider name is what `/etc/libibverbs.d/<name>.driver` and
 /// `lib<name>-rdmav*.so` use.
-pub fn provider_for(kernel_driver: Option<&str>, device: &str) -> Option<&'static str> {
+pub fn provider_for(
+    kernel_driver: Option<&str>,
+    node_desc: Option<&str>,
+    device: &str,
+) -> Option<&'static str> {
     const BY_DRIVER: &[(&str, &str)] = &[
         ("mlx5_core", "mlx5"),
         ("mlx4_core", "mlx4"),
@@ -104,8 +120,15 @@ pub fn provider_for(kernel_driver: Option<&str>, device: &str) -> Option<&'stati
         ("mana_", "mana"),
         ("erdma_", "erdma"),
     ];
+    // Software devices have no driver link; rxe keeps node_desc "rxe" when renamed
+    // (`rdma dev set rxe0 name roce7`), so it outranks the name.
+    const BY_NODE_DESC: &[(&str, &str)] = &[("rxe", "rxe"), ("siw", "siw")];
     kernel_driver
         .and_then(|d| BY_DRIVER.iter().find(|(k, _)| *k == d))
+        .or_else(|| {
+            let desc = node_desc?.trim();
+            BY_NODE_DESC.iter().find(|(p, _)| desc == *p)
+        })
         .or_else(|| BY_NAME_PREFIX.iter().find(|(p, _)| device.starts_with(p)))
         .map(|(_, provider)| *provider)
 }
@@ -300,7 +323,11 @@ pub fn provider_finding(
     verbs_devices: &[String],
     provider_files: &ProviderFiles,
 ) -> Finding {
-    let provider = provider_for(device.driver.as_deref(), &device.name);
+    let provider = provider_for(
+        device.driver.as_deref(),
+        device.node_desc.as_deref(),
+        &device.name,
+    );
     let name = provider.unwrap_or("?");
     let mut evidence = vec![format!(
         "kernel driver {}; provider {name}",
@@ -413,6 +440,20 @@ pub struct HostNet {
     /// netdev name → its addresses as `ip addr` prints them (`192.168.77.1/24`); None when
     /// not looked up (a captured tree, or rtnetlink failed).
     pub addresses: Option<std::collections::BTreeMap<String, Vec<String>>>,
+    /// The netdevs this process's network namespace shows; None when not looked up.
+    pub visible_netdevs: Option<Vec<String>>,
+}
+
+impl HostNet {
+    /// The netdev lives in another network namespace than this process's (the device is
+    /// shared into this one, as `rdma system` mode "shared" does by default).
+    fn hides(&self, netdev: &str) -> bool {
+        self.in_init_netns == Some(false)
+            && self
+                .visible_netdevs
+                .as_ref()
+                .is_some_and(|v| !v.iter().any(|n| n == netdev))
+    }
 }
 
 /// One RoCE port's netdev as the host-wide rules see it.
@@ -626,6 +667,22 @@ pub fn port_findings(port: &Port, active_mtu: Option<u32>, host: &HostNet) -> Ve
         return out;
     };
     let nd = &netdev.name;
+    if host.hides(nd) {
+        // Said as it is: the process is elsewhere, the device is not.
+        out.push(
+            finding(
+                "netns",
+                subject.clone(),
+                Severity::Info,
+                format!("this process runs outside the initial network namespace, where {nd} lives: its state and addresses are not visible from here; {} itself stays usable (in shared mode, the default: `rdma system` shows the mode)", port.device),
+            )
+            .evidence("/proc/self/ns/net differs from /proc/1/ns/net")
+            .evidence(format!("{nd} is not among this namespace's netdevs (rtnetlink)"))
+            .fix(format!("run doctor in the initial namespace to check {nd}; with `rdma system set netns exclusive`, move the device in with `rdma dev set {} netns NS`", port.device)),
+        );
+        out.extend(gid_findings(port, &subject));
+        return out;
+    }
     let oper = netdev.operstate.as_deref().unwrap_or("unknown");
     let addresses = host
         .addresses
@@ -639,7 +696,7 @@ pub fn port_findings(port: &Port, active_mtu: Option<u32>, host: &HostNet) -> Ve
                 .evidence(format!("class/net/{nd}/operstate {oper}"))
                 .evidence(format!("ip addr show dev {nd}: no address"))
                 .fix(format!("ip addr add <addr>/<len> dev {nd}")),
-            Some(a) => finding("netdev", subject.clone(), Severity::Ok, format!("netdev {nd} is {oper}, addresses {}", a.join(", ")))
+            Some(a) => finding("netdev", subject.clone(), Severity::Ok, format!("netdev {nd} is {oper}, addresses {}", short_list(&a, 6)))
                 .evidence(format!("class/net/{nd}/operstate {oper}")),
         }
     } else if oper == "lowerlayerdown" || oper == "dormant" {
@@ -684,9 +741,106 @@ fn gid_findings(port: &Port, subject: &Subject) -> Option<Finding> {
     })
 }
 
+/// A full GID table: an address added after the table filled has no GID, and RDMA to or
+/// from it fails with nothing in the table to say so. `table_len` counts the slots.
+pub fn gid_table_finding(port: &Port, table_len: usize, host: &HostNet) -> Option<Finding> {
+    let populated = port.gids.len();
+    if table_len == 0 || populated < table_len {
+        return None;
+    }
+    let in_table: std::collections::HashSet<std::net::IpAddr> =
+        port.gids.iter().map(|e| e.gid.ip()).collect();
+    let mut missing = 0usize;
+    if let Some(all) = &host.addresses {
+        for dev in &port.gid_netdevs {
+            for a in all.get(dev).into_iter().flatten() {
+                let ip = a
+                    .split('/')
+                    .next()
+                    .and_then(|ip| ip.parse::<std::net::IpAddr>().ok());
+                if ip.is_some_and(|ip| !in_table.contains(&ip.to_canonical())) {
+                    missing += 1;
+                }
+            }
+        }
+    }
+    let subject = Subject::Port(port.device.clone(), port.number);
+    let lost = if missing > 0 {
+        format!(
+            ": {missing} address(es) of {} have no GID, and RDMA to or from them fails",
+            port.gid_netdevs.join(", ")
+        )
+    } else {
+        ": the next address added gets no GID".into()
+    };
+    Some(
+        finding(
+            "gid-table",
+            subject,
+            Severity::Warn,
+            format!("the GID table is full ({populated} of {table_len} slots){lost}"),
+        )
+        .evidence(format!("{populated} populated gids/N of {table_len}"))
+        .fix("remove addresses the RDMA traffic does not use (each address takes one slot per RoCE type), or spread them over more ports"),
+    )
+}
+
+/// The same GID on two devices (rxe on a bond and on one of its slaves): the kernel maps
+/// an address to one device, so traffic for the GID can land on either.
+pub fn duplicate_gid_findings(ports: &[&Port]) -> Vec<Finding> {
+    use std::collections::BTreeMap;
+    let mut owners: BTreeMap<crate::gid::Gid, Vec<(String, u32)>> = BTreeMap::new();
+    for p in ports {
+        for e in &p.gids {
+            if e.gid.is_zero() {
+                continue;
+            }
+            let who = format!("{}/{}", p.device, p.number);
+            let list = owners.entry(e.gid).or_default();
+            // v1 and v2 twins on one port are one claim.
+            if !list.iter().any(|(w, _)| *w == who) {
+                list.push((who, e.index));
+            }
+        }
+    }
+    // One finding per set of ports sharing GIDs, with the count and an example.
+    type Claims = Vec<(crate::gid::Gid, Vec<(String, u32)>)>;
+    let mut by_ports: BTreeMap<Vec<String>, Claims> = BTreeMap::new();
+    for (gid, list) in owners.into_iter().filter(|(_, l)| l.len() > 1) {
+        let key: Vec<String> = list.iter().map(|(w, _)| w.clone()).collect();
+        by_ports.entry(key).or_default().push((gid, list));
+    }
+    by_ports
+        .into_iter()
+        .map(|(ports, gids)| {
+            let (gid, list) = &gids[0];
+            let where_: Vec<String> = list
+                .iter()
+                .map(|(w, i)| format!("{w} index {i}"))
+                .collect();
+            finding(
+                "duplicate-gid",
+                Subject::Host,
+                Severity::Fail,
+                format!(
+                    "{} claim the same GID{}: {} ({}); the kernel maps an address to one device, so RoCE traffic for it can land on either",
+                    ports.join(" and "),
+                    if gids.len() > 1 { format!(" and {} more", gids.len() - 1) } else { String::new() },
+                    gid.ip(),
+                    where_.join(", ")
+                ),
+            )
+            .evidence(format!("{} GID(s) in both tables", gids.len()))
+            .fix("keep one RDMA device per netdev address: for rxe on a bond, create it on the bond only, not on its slaves (rdma link delete DEV)")
+        })
+        .collect()
+}
+
 /// rxe outside the initial network namespace cannot carry a QP on kernel 6.1.
 fn netns_finding(port: &Port, host: &HostNet, subject: Subject) -> Option<Finding> {
-    (port.device.starts_with("rxe") && host.in_init_netns == Some(false)).then(|| {
+    // Only when the rxe's netdev is in this (non-initial) namespace was it created here.
+    let here = port.netdev.as_ref().is_some_and(|n| !host.hides(&n.name));
+    (port.device.starts_with("rxe") && host.in_init_netns == Some(false) && here).then(|| {
         finding("netns", subject, Severity::Fail, "rxe outside the initial network namespace: QPs fail with \"local QP operation error\"")
             .evidence("/proc/self/ns/net differs from /proc/1/ns/net")
             .fix("create and use rxe devices in the host's network namespace (kernel 6.1 rxe is init_net only)")
@@ -805,8 +959,11 @@ Max locked memory         16384                16384                bytes     \n
             (None, "mystery0", None),
         ];
         for (driver, dev, want) in cases {
-            assert_eq!(provider_for(driver, dev), want, "{driver:?} {dev}");
+            assert_eq!(provider_for(driver, None, dev), want, "{driver:?} {dev}");
         }
+        // A renamed rxe device: its node_desc still says rxe.
+        assert_eq!(provider_for(None, Some("rxe"), "roce7"), Some("rxe"));
+        {}
     }
 
     #[test]
@@ -879,10 +1036,82 @@ Max locked memory         16384                16384                bytes     \n
         }
     }
 
+    /// rxe on a bond and on its slave: one GID, two devices, one failure naming both.
+    #[test]
+    fn one_gid_on_two_devices_is_flagged() {
+        let a = roce_port("up", 1500);
+        let mut b = roce_port("up", 1500);
+        b.device = "rxe1".into();
+        let f = duplicate_gid_findings(&[&a, &b]);
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!(f[0].code, "duplicate-gid");
+        assert_eq!(f[0].severity, Severity::Fail);
+        assert!(
+            f[0].message
+                .contains("rxe0/1 and rxe1/1 claim the same GID: 192.168.77.1"),
+            "{}",
+            f[0].message
+        );
+        assert!(duplicate_gid_findings(&[&a]).is_empty());
+    }
+
+    /// A full table warns, and counts the netdev's addresses that got no GID.
+    #[test]
+    fn a_full_gid_table_counts_the_addresses_left_out() {
+        let port = roce_port("up", 1500);
+        let host = HostNet {
+            addresses: Some(
+                [(
+                    "veth0".to_string(),
+                    vec![
+                        "192.168.77.1/24".into(),
+                        "10.0.0.7/24".into(),
+                        "10.0.0.8/24".into(),
+                    ],
+                )]
+                .into_iter()
+                .collect(),
+            ),
+            ..HostNet::default()
+        };
+        let f = gid_table_finding(&port, 1, &host).expect("full");
+        assert_eq!(f.severity, Severity::Warn);
+        assert!(
+            f.message
+                .contains("full (1 of 1 slots): 2 address(es) of veth0 have no GID"),
+            "{}",
+            f.message
+        );
+        assert!(gid_table_finding(&port, 1024, &host).is_none());
+    }
+
+    /// In another network namespace, with the netdev not visible from it: said as it is,
+    /// not as an rxe created outside the initial namespace.
+    #[test]
+    fn another_namespace_is_said_as_it_is() {
+        let host = HostNet {
+            in_init_netns: Some(false),
+            visible_netdevs: Some(vec!["lo".into()]),
+            ..HostNet::default()
+        };
+        let f = port_findings(&roce_port("unknown", 1500), None, &host);
+        let ns = f.iter().find(|f| f.code == "netns").expect("netns finding");
+        assert_eq!(ns.severity, Severity::Info, "{ns:?}");
+        assert!(
+            ns.message
+                .contains("this process runs outside the initial network namespace"),
+            "{}",
+            ns.message
+        );
+        assert!(!f.iter().any(|f| f.code == "netdev"), "{f:?}");
+        assert!(!f.iter().any(|f| f.severity == Severity::Fail), "{f:?}");
+    }
+
     fn netns(in_init_netns: Option<bool>) -> HostNet {
         HostNet {
             in_init_netns,
             addresses: None,
+            visible_netdevs: Some(vec!["veth0".into()]),
         }
     }
 
@@ -898,6 +1127,7 @@ Max locked memory         16384                16384                bytes     \n
                 .into_iter()
                 .collect(),
             ),
+            visible_netdevs: None,
         };
         let f = port_findings(&roce_port("up", 1500), None, &with(&["192.168.77.1/24"]));
         let netdev = f.iter().find(|f| f.code == "netdev").unwrap();

@@ -61,9 +61,13 @@ pub struct Want {
     pub peer_on_link: Option<bool>,
     /// The peer's GID type, when a handshake told us: both ends must agree.
     pub peer_gid_type: Option<GidType>,
-    /// This host's netdevs with an address in the peer's subnet: a GID on one of them
-    /// faces the peer (a VLAN's own GID rather than the untagged one), local route or not.
-    pub subnet_netdevs: Vec<String>,
+    /// This host's addresses in the peer's subnet: the GID holding one faces the peer (a
+    /// VLAN's own GID rather than the untagged one, a /31's rather than the primary),
+    /// local route or not.
+    pub subnet_addresses: Vec<IpAddr>,
+    /// The route's source toward the peer (`ip route get PEER`'s `src`): the address the
+    /// kernel, and rdma_cm, send from. The GID holding it breaks every tie.
+    pub route_source: Option<IpAddr>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -117,7 +121,13 @@ pub fn want_toward(
             .and_then(|r| r.route_netdev.clone()),
         peer_on_link: route.and_then(crate::facts::RouteFacts::on_link),
         peer_gid_type,
-        subnet_netdevs: route.map(|r| r.subnet_netdevs.clone()).unwrap_or_default(),
+        subnet_addresses: route
+            .map(|r| r.subnet_addresses.clone())
+            .unwrap_or_default(),
+        // Toward an address of this host the source is the peer's own address: no hint.
+        route_source: route
+            .filter(|r| !r.peer_is_local && !r.no_route)
+            .and_then(|r| r.prefsrc),
     }
 }
 
@@ -226,12 +236,11 @@ fn score(entry: &GidEntry, peer_link_local: bool, want: &Want) -> u32 {
     if link_local == peer_link_local {
         s += 10;
     }
-    if entry
-        .netdev
-        .as_ref()
-        .is_some_and(|d| want.subnet_netdevs.contains(d))
-    {
+    if want.subnet_addresses.contains(&entry.gid.ip()) {
         s += 5;
+    }
+    if want.route_source.is_some_and(|src| entry.gid.ip() == src) {
+        s += 7;
     }
     s += match entry.gid_type {
         Some(GidType::RoceV2) => 2,
@@ -331,17 +340,27 @@ fn chosen_why(entry: &GidEntry, family: Family, want: &Want) -> String {
     if !is_link_local(&entry.gid) {
         parts.push("not link-local".into());
     }
+    if want.route_source.is_some_and(|src| entry.gid.ip() == src) {
+        parts.push(format!(
+            "its address is the route's source toward the peer (`ip route get {}`)",
+            want.peer
+                .map(|p| p.to_string())
+                .unwrap_or_else(|| "PEER".into())
+        ));
+    }
     if let (Some(dev), Some(_)) = (&entry.netdev, &want.route_netdev) {
         parts.push(format!(
             "on {dev}, the netdev the kernel routes the peer through"
         ));
-    } else if let Some(dev) = entry
-        .netdev
-        .as_ref()
-        .filter(|d| want.subnet_netdevs.contains(d))
-    {
+    } else if want.subnet_addresses.contains(&entry.gid.ip()) {
         parts.push(format!(
-            "on {dev}, which has an address in the peer's subnet"
+            "its address {} is on the peer's subnet{}",
+            entry.gid.ip(),
+            entry
+                .netdev
+                .as_ref()
+                .map(|d| format!(" (on {d})"))
+                .unwrap_or_default()
         ));
     }
     parts.join(", ")
@@ -353,21 +372,32 @@ fn ranked_lower_why(
     peer_link_local: bool,
     want: &Want,
 ) -> String {
-    let in_subnet = |e: &GidEntry| {
-        e.netdev
-            .as_ref()
-            .is_some_and(|d| want.subnet_netdevs.contains(d))
-    };
+    let in_subnet = |e: &GidEntry| want.subnet_addresses.contains(&e.gid.ip());
+    let is_source = |e: &GidEntry| want.route_source.is_some_and(|src| e.gid.ip() == src);
+    if is_source(chosen) && !is_source(entry) {
+        return format!(
+            "usable, but the route to the peer leaves from {} (index {}), not from this address",
+            chosen.gid.ip(),
+            chosen.index
+        );
+    }
     if in_subnet(chosen) && !in_subnet(entry) {
         return format!(
-            "usable, but its netdev has no address in the peer's subnet; index {}'s {} has",
+            "usable, but its address is not on the peer's subnet; index {}'s ({}) is",
             chosen.index,
-            chosen.netdev.as_deref().unwrap_or("netdev")
+            chosen.gid.ip()
         );
     }
     if is_link_local(&entry.gid) != peer_link_local && is_link_local(&chosen.gid) == peer_link_local
     {
-        return format!("usable, but link-local; index {} is not", chosen.index);
+        return if is_link_local(&entry.gid) {
+            format!("usable, but link-local; index {} is not", chosen.index)
+        } else {
+            format!(
+                "usable, but the peer is link-local and this GID is not; index {} is link-local like it",
+                chosen.index
+            )
+        };
     }
     if is_v1(entry.gid_type.as_ref()) && is_v2(chosen.gid_type.as_ref()) {
         return format!(
@@ -453,6 +483,60 @@ pub(crate) mod tests {
 
     /// A VLAN on the same host: the route to the peer says "local", so the peer's subnet
     /// decides, and the VLAN netdev's GID is chosen over the untagged one.
+    /// Several addresses on one port: the GID holding the route's source toward the peer
+    /// wins the tie, and the others say why they lost.
+    #[test]
+    fn the_routes_source_breaks_ties() {
+        let v2 = Some(GidType::RoceV2);
+        let table = vec![
+            entry(1, "::ffff:192.168.77.1", v2.clone(), Some("veth0")),
+            entry(2, "::ffff:10.90.0.1", v2.clone(), Some("veth0")),
+            entry(3, "::ffff:10.91.0.0", v2.clone(), Some("veth0")),
+        ];
+        let want = Want {
+            peer: Some("10.91.0.1".parse().unwrap()),
+            route_netdev: Some("veth0".into()),
+            route_source: Some("10.91.0.0".parse().unwrap()),
+            ..Want::default()
+        };
+        let sel = select_gid(&table, &LinkLayer::Ethernet, &want);
+        assert_eq!(sel.chosen, Some(3), "{sel:?}");
+        assert!(sel
+            .reason(3)
+            .unwrap()
+            .why
+            .contains("the route's source toward the peer"));
+        let r1 = &sel.reason(1).unwrap().why;
+        assert!(
+            r1.contains("the route to the peer leaves from 10.91.0.0 (index 3)"),
+            "{r1}"
+        );
+    }
+
+    /// Toward a link-local peer the link-local GID is chosen, and the global one is not
+    /// called link-local.
+    #[test]
+    fn link_local_peer_wording() {
+        let v2 = Some(GidType::RoceV2);
+        let table = vec![
+            entry(0, "fe80::1", v2.clone(), Some("veth0")),
+            entry(2, "2001:db8::1", v2.clone(), Some("veth0")),
+        ];
+        let want = Want {
+            peer: Some("fe80::2".parse().unwrap()),
+            peer_on_link: Some(true),
+            ..Want::default()
+        };
+        let sel = select_gid(&table, &LinkLayer::Ethernet, &want);
+        assert_eq!(sel.chosen, Some(0), "{sel:?}");
+        let r2 = &sel.reason(2).unwrap().why;
+        assert!(
+            r2.contains("the peer is link-local and this GID is not"),
+            "{r2}"
+        );
+        assert!(!r2.contains("usable, but link-local"), "{r2}");
+    }
+
     #[test]
     fn the_peers_subnet_picks_the_vlan_gid() {
         let v2 = Some(GidType::RoceV2);
@@ -464,21 +548,24 @@ pub(crate) mod tests {
         ];
         let want = Want {
             peer: Some("192.168.10.1".parse().unwrap()),
-            subnet_netdevs: vec!["veth1.10".into()],
+            subnet_addresses: vec!["192.168.10.2".parse().unwrap()],
             ..Want::default()
         };
         let sel = select_gid(&table, &LinkLayer::Ethernet, &want);
         assert_eq!(sel.chosen, Some(2), "{sel:?}");
         let r1 = sel.reason(1).unwrap();
-        assert!(r1.why.contains("no address in the peer's subnet"), "{r1:?}");
+        assert!(
+            r1.why.contains("its address is not on the peer's subnet"),
+            "{r1:?}"
+        );
         assert!(sel
             .reason(2)
             .unwrap()
             .why
-            .contains("veth1.10, which has an address in the peer's subnet"));
+            .contains("its address 192.168.10.2 is on the peer's subnet (on veth1.10)"));
         // Without the subnet fact, the first one wins, as before.
         let plain = Want {
-            subnet_netdevs: Vec::new(),
+            subnet_addresses: Vec::new(),
             ..want
         };
         assert_eq!(

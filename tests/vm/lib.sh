@@ -351,7 +351,9 @@ net_is_default() {
         read -r value <"/proc/sys/net/ipv4/conf/$f/rp_filter" && ((value == 0)) ||
             _net_differs "$f rp_filter=$value" || return
     done
-    local links=(/sys/class/net/*) baseline=()
+    local links=() baseline=() link
+    # Netdevs are symlinks; the bonding module adds a plain file, bonding_masters.
+    for link in /sys/class/net/*; do [[ -L $link ]] && links+=("$link"); done
     [[ -r /run/rdmactl-vm/baseline-links ]] && mapfile -t baseline </run/rdmactl-vm/baseline-links
     ((${#links[@]} == ${#baseline[@]} + 2)) ||
         _net_differs "links are ${links[*]##*/}; before setup: ${baseline[*]}" || return
@@ -426,6 +428,8 @@ restore_net() {
     [[ -r /run/rdmactl-vm/baseline-links ]] && mapfile -t baseline </run/rdmactl-vm/baseline-links
     for path in /sys/class/net/*; do
         dev=${path##*/}
+        # Netdevs are symlinks; the bonding module adds a plain file, bonding_masters.
+        [[ -L $path ]] || continue
         [[ $dev == veth0 || $dev == veth1 || " ${baseline[*]} " == *" $dev "* ]] ||
             batch+=("link delete $dev")
     done

@@ -25,8 +25,8 @@ expect_out "-g 0 is explained as link-local against IPv4" \
     cat "$LAST_OUT"
 expect_out "-g 0 names index 1" "fix: +use $IDX1" \
     cat "$LAST_OUT"
-expect_out "-g 0: the kernel's CM would use index 1, and check says so" \
-    '^warn +kernel-choice +the kernel would use rxe0/1 GID index 1 .*you gave -g 0: index 0 is link-local' \
+expect_out "-g 0: the kernel's CM would use index 1, and check fails on it" \
+    '^FAIL +kernel-choice +the kernel would use rxe0/1 GID index 1 .*you gave -g 0: index 0 is link-local' \
     cat "$LAST_OUT"
 
 # An empty slot: a GID index that does not exist exits 3, as pingpong -g 7 does.

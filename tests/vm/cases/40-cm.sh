@@ -39,16 +39,16 @@ expect_out "check --peer 192.168.77.2 -d rxe0: the kernel uses rxe0/1 GID index 
 expect_out "check --peer 192.168.77.2 -d rxe0: the evidence names the sgid" \
   'evidence: rdma_resolve_addr \+ rdma_resolve_route toward 192\.168\.77\.2 from 192\.168\.77\.1: rxe0/1, sgid 0000:0000:0000:0000:0000:ffff:c0a8:4d01' \
   cat "$LAST_OUT"
-expect_out "check --peer 192.168.77.2 -d rxe0 -g 0: warns, index 0 is link-local" \
-  '^warn +kernel-choice +the kernel would use rxe0/1 GID index 1 .*; you gave -g 0: index 0 is link-local' \
+expect_out "check --peer 192.168.77.2 -d rxe0 -g 0: fails, index 0 is link-local" \
+  '^FAIL +kernel-choice +the kernel would use rxe0/1 GID index 1 .*; you gave -g 0: index 0 is link-local' \
   $R check --peer 192.168.77.2 -d rxe0 -g 0
 expect_out "check --peer 192.168.77.2 -d rxe0 -g 0: the fix is -g 1" 'fix: +use -g 1 ' \
   cat "$LAST_OUT"
 expect_out "check --peer 192.168.77.2 -d rxe0 -g 1: agrees" '^ok +kernel-choice .*: the same index you gave \(-g 1\)' \
   $R check --peer 192.168.77.2 -d rxe0 -g 1
 $R -j check --peer 192.168.77.2 -d rxe0 -g 0 > "$RESULTS/check-json.txt"
-check "check --peer -j: kernel_choice.kernel.device rxe0, gid_index 1, agrees false; a kernel-choice warning" \
-  jqf '.kernel_choice.kernel.device == "rxe0" and .kernel_choice.kernel.gid_index == 1 and .kernel_choice.kernel.netdev == "veth0" and .kernel_choice.agrees == false and .kernel_choice.source == "192.168.77.1" and any(.findings[]; .code == "kernel-choice" and .severity == "warn")' "$RESULTS/check-json.txt"
+check "check --peer -j: kernel_choice.kernel.device rxe0, gid_index 1, agrees false; a kernel-choice failure" \
+  jqf '.kernel_choice.kernel.device == "rxe0" and .kernel_choice.kernel.gid_index == 1 and .kernel_choice.kernel.netdev == "veth0" and .kernel_choice.agrees == false and .kernel_choice.source == "192.168.77.1" and any(.findings[]; .code == "kernel-choice" and .severity == "fail")' "$RESULTS/check-json.txt"
 # From rxe1 the same question resolves on rxe1 (source 192.168.77.2).
 expect_out "check --peer 192.168.77.1 -d rxe1: the kernel uses rxe1/1 GID index 1" \
   '^ok +kernel-choice +the kernel would use rxe1/1 GID index 1 .* toward 192\.168\.77\.1 from 192\.168\.77\.2' \
@@ -176,7 +176,7 @@ check "no neighbour -j: ADDR_ERROR ETIMEDOUT, code cm-no-neighbour" \
   "$RESULTS/noneigh.json"
 expect_rc 1 "check --peer 192.168.77.99: exit 1" timeout 30 $R check --peer 192.168.77.99 -d rxe0
 expect_out "check --peer 192.168.77.99: the kernel-choice finding carries the CM's ADDR_ERROR and its fix" \
-  '^FAIL +kernel-choice +the kernel cannot resolve a path to 192\.168\.77\.99 from 192\.168\.77\.1: .*RDMA_CM_EVENT_ADDR_ERROR \(status -110: ETIMEDOUT' \
+  '^FAIL +kernel-choice +the kernel cannot resolve a path to 192\.168\.77\.99: .*RDMA_CM_EVENT_ADDR_ERROR \(status -110: ETIMEDOUT' \
   cat "$LAST_OUT"
 
 # Binding an address this host does not have.
