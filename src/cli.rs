@@ -204,11 +204,40 @@ pub enum GidCommand {
         #[arg(required = true, value_name = "GID")]
         gids: Vec<String>,
     },
-    /// The GID a RoCE v2 port gets for an IP address
+    /// The GID a RoCE v2 port gets for an IP address (ADDR or ADDR/LEN, as `ip addr` prints it)
     Encode {
         #[arg(required = true, value_name = "IP")]
-        ips: Vec<IpAddr>,
+        ips: Vec<IpArg>,
     },
+}
+
+/// An IP address as users paste it from `ip addr`: `10.0.0.1` or `10.0.0.1/24`. The prefix
+/// length is checked and dropped: a GID holds the address alone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IpArg(pub IpAddr);
+
+impl std::str::FromStr for IpArg {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let t = s.trim();
+        let (addr, len) = match t.split_once('/') {
+            Some((a, l)) => (a, Some(l)),
+            None => (t, None),
+        };
+        let ip: IpAddr = addr.parse().map_err(|_| {
+            format!("'{s}' is not an IP address; give one as `ip addr` prints it: 10.0.0.1, 10.0.0.1/24 or 2001:db8::1/64")
+        })?;
+        if let Some(len) = len {
+            let max = if ip.is_ipv4() { 32 } else { 128 };
+            if !len.parse::<u8>().is_ok_and(|l| l <= max) {
+                return Err(format!(
+                    "'{s}': the prefix length '{len}' is not 0 to {max}"
+                ));
+            }
+        }
+        Ok(IpArg(ip))
+    }
 }
 
 /// A GID index, or `auto` to let rdmactl choose (and say why).
@@ -222,12 +251,15 @@ impl std::str::FromStr for GidIndexArg {
     type Err = String;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        if s.eq_ignore_ascii_case("auto") {
+        // -1 is NCCL's and perftest's "choose for me" (NCCL_IB_GID_INDEX=-1).
+        if s.eq_ignore_ascii_case("auto") || s.trim() == "-1" {
             return Ok(GidIndexArg::Auto);
         }
-        s.parse::<u32>()
-            .map(GidIndexArg::Index)
-            .map_err(|_| format!("'{s}' is not a GID index; give a number or 'auto'"))
+        s.parse::<u32>().map(GidIndexArg::Index).map_err(|_| {
+            format!(
+                "'{s}' is not a GID index; give a number, or 'auto' (or -1, as NCCL_IB_GID_INDEX)"
+            )
+        })
     }
 }
 
@@ -244,18 +276,22 @@ pub struct CheckArgs {
         default_value_t = 1
     )]
     pub port: u32,
-    /// GID index to check, or auto
+    /// GID index to check, or auto (-1 means auto too, as NCCL_IB_GID_INDEX=-1)
     #[arg(
         short = 'g',
         long = "gid-index",
         value_name = "N|auto",
-        default_value = "auto"
+        default_value = "auto",
+        allow_negative_numbers = true
     )]
     pub gid_index: GidIndexArg,
     /// The peer's IP address or host name, to check routing and neighbours toward it
     #[arg(long, value_name = "HOST")]
     pub peer: Option<String>,
-    /// Validate NCCL_IB_GID_INDEX, UCX_IB_GID_INDEX and NCCL_IB_HCA from the environment
+    /// Check, as the libraries read them, the NCCL and UCX variables that pick the device,
+    /// port and GID: NCCL_IB_HCA, NCCL_IB_GID_INDEX, NCCL_IB_ROCE_VERSION_NUM,
+    /// NCCL_IB_ADDR_FAMILY, NCCL_IB_ADDR_RANGE, NCCL_SOCKET_IFNAME, UCX_NET_DEVICES,
+    /// UCX_IB_GID_INDEX
     #[arg(long)]
     pub env: bool,
 }
@@ -291,12 +327,13 @@ pub struct PingpongArgs {
         default_value_t = 1
     )]
     pub port: u32,
-    /// GID index, or auto
+    /// GID index, or auto (-1 means auto too)
     #[arg(
         short = 'g',
         long = "gid-idx",
         visible_alias = "gid-index",
-        value_name = "N|auto"
+        value_name = "N|auto",
+        allow_negative_numbers = true
     )]
     pub gid_index: Option<GidIndexArg>,
     /// TCP port of the out-of-band exchange
@@ -346,13 +383,14 @@ pub struct SelftestArgs {
         default_value_t = 1
     )]
     pub port: u32,
-    /// GID index, or auto
+    /// GID index, or auto (-1 means auto too)
     #[arg(
         short = 'g',
         long = "gid-idx",
         visible_alias = "gid-index",
         value_name = "N|auto",
-        default_value = "auto"
+        default_value = "auto",
+        allow_negative_numbers = true
     )]
     pub gid_index: GidIndexArg,
     /// Message size in bytes
@@ -413,11 +451,45 @@ mod tests {
     }
 
     #[test]
+    fn ip_forms_as_ip_addr_prints_them() {
+        let v4: IpAddr = "10.0.0.1".parse().unwrap();
+        assert_eq!("10.0.0.1".parse::<IpArg>(), Ok(IpArg(v4)));
+        assert_eq!("10.0.0.1/24".parse::<IpArg>(), Ok(IpArg(v4)));
+        assert_eq!("10.0.0.1/32".parse::<IpArg>(), Ok(IpArg(v4)));
+        let v6: IpAddr = "2001:db8::1".parse().unwrap();
+        assert_eq!("2001:db8::1/64".parse::<IpArg>(), Ok(IpArg(v6)));
+        for bad in [
+            "10.0.0.1/33",
+            "10.0.0.1/",
+            "10.0.0.1/x",
+            "2001:db8::1/129",
+            "host",
+            "",
+        ] {
+            assert!(bad.parse::<IpArg>().is_err(), "{bad}");
+        }
+    }
+
+    /// `check --env`'s help names every variable it checks.
+    #[test]
+    fn env_help_names_every_variable() {
+        let help = Cli::command()
+            .find_subcommand_mut("check")
+            .unwrap()
+            .render_long_help()
+            .to_string();
+        for var in crate::diagnose::env::VARIABLES {
+            assert!(help.contains(var), "{var} missing from check --help");
+        }
+    }
+
+    #[test]
     fn gid_index_forms() {
         assert_eq!("auto".parse::<GidIndexArg>(), Ok(GidIndexArg::Auto));
         assert_eq!("AUTO".parse::<GidIndexArg>(), Ok(GidIndexArg::Auto));
         assert_eq!("3".parse::<GidIndexArg>(), Ok(GidIndexArg::Index(3)));
-        assert!("-1".parse::<GidIndexArg>().is_err());
+        assert_eq!("-1".parse::<GidIndexArg>(), Ok(GidIndexArg::Auto));
+        assert!("-2".parse::<GidIndexArg>().is_err());
         assert!("three".parse::<GidIndexArg>().is_err());
     }
 }

@@ -683,7 +683,8 @@ fn kind_name(k: GidKind) -> &'static str {
     match k {
         GidKind::Zero => "empty (::)",
         GidKind::Ipv4Mapped => "IPv4-mapped",
-        GidKind::LinkLocal => "link-local (fe80::)",
+        GidKind::LinkLocal => "link-local (fe80::/10)",
+        GidKind::Loopback => "loopback (::1)",
         GidKind::Multicast => "multicast",
         GidKind::Global => "IPv6",
     }

@@ -28,6 +28,8 @@ pub enum GidKind {
     Zero,
     Ipv4Mapped,
     LinkLocal,
+    /// `::1`: no port carries it.
+    Loopback,
     Multicast,
     Global,
 }
@@ -96,9 +98,10 @@ impl Gid {
         }
     }
 
-    /// fe80::/64, the GID a port derives from its MAC (and IB's default GID prefix).
+    /// fe80::/10, the whole link-local range: a port derives fe80::/64 from its MAC (and
+    /// it is IB's default GID prefix), but `fe80:0:0:1::` never leaves the link either.
     pub fn is_link_local(&self) -> bool {
-        self.0[..8] == [0xfe, 0x80, 0, 0, 0, 0, 0, 0]
+        self.0[0] == 0xfe && self.0[1] & 0xc0 == 0x80
     }
 
     pub fn kind(&self) -> GidKind {
@@ -108,6 +111,8 @@ impl Gid {
             GidKind::Ipv4Mapped
         } else if self.is_link_local() {
             GidKind::LinkLocal
+        } else if self.ipv6() == Ipv6Addr::LOCALHOST {
+            GidKind::Loopback
         } else if self.0[0] == 0xff {
             GidKind::Multicast
         } else {
@@ -224,6 +229,11 @@ mod tests {
             ("::", GidKind::Zero),
             ("::ffff:192.168.77.1", GidKind::Ipv4Mapped),
             ("fe80::5054:ff:fe12:3456", GidKind::LinkLocal),
+            // All of fe80::/10 is link-local, not only fe80::/64.
+            ("fe80:0:0:1::5", GidKind::LinkLocal),
+            ("febf::1", GidKind::LinkLocal),
+            ("fec0::1", GidKind::Global),
+            ("::1", GidKind::Loopback),
             ("ff02::1", GidKind::Multicast),
             ("2001:db8:77::1", GidKind::Global),
             // ffff in the wrong group is not IPv4-mapped.

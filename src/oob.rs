@@ -426,7 +426,7 @@ pub fn compare(local: &NativeMsg, remote: &NativeMsg) -> Vec<Mismatch> {
             });
         }
         let family = |k: GidKind| match k {
-            GidKind::Global | GidKind::Multicast => GidKind::Global,
+            GidKind::Global | GidKind::Multicast | GidKind::Loopback => GidKind::Global,
             other => other,
         };
         let (lk, rk) = (family(l.gid.kind()), family(r.gid.kind()));

@@ -18,6 +18,7 @@ const TREES: &[&str] = &[
     "procfs-testdata",
     "mlx5-roce-vlan",
     "ib-hca",
+    "ibsim",
     "pod-gid-holes",
     "ipv6-only",
     "port-down",
@@ -184,6 +185,9 @@ fn gid_decode_and_encode() {
             "2001:db8:77::1",
             "ff02::1",
             "::",
+            // All of fe80::/10 is link-local; ::1 is loopback, not global.
+            "fe80:0:0:1::5",
+            "::1",
         ],
         &[
             "gid",
@@ -206,6 +210,22 @@ fn gid_decode_and_encode() {
         assert_eq!(r.code, 0, "{args:?}: {}", r.stderr);
         golden(&format!("gid/{i}-{}.txt", args[1]), &transcript(args, &r));
     }
+    // `ip addr`'s form: the prefix length is dropped.
+    let cidr = run(&["gid", "encode", "10.11.11.251/24"]);
+    let plain = run(&["gid", "encode", "10.11.11.251"]);
+    assert_eq!(
+        (cidr.code, &cidr.stdout),
+        (0, &plain.stdout),
+        "{}",
+        cidr.stderr
+    );
+    let bad = run(&["gid", "encode", "10.11.11.251/33"]);
+    assert_eq!(bad.code, 2);
+    assert!(
+        bad.stderr.contains("the prefix length '33' is not 0 to 32"),
+        "{}",
+        bad.stderr
+    );
     // The seed example from the issue.
     let r = run(&["gid", "decode", "0000:0000:0000:0000:0000:ffff:0a0b:0bfb"]);
     assert!(r.stdout.contains("10.11.11.251"), "{}", r.stdout);
@@ -269,7 +289,8 @@ fn errors_are_one_line_naming_what_exists_with_their_exit_codes() {
             2,
             "'10.11.11.251' is not a GID; accepted forms: sysfs 'fe80:0000:0000:0000:0202:c9ff:fe00:0001', \
              IPv6 '::ffff:10.11.11.251', bytes '00:00:...:0a:0b:0b:fb' (16 pairs), \
-             or 32 hex digits '00000000000000000000ffff0a0b0bfb'"
+             or 32 hex digits '00000000000000000000ffff0a0b0bfb'; \
+             '10.11.11.251' is an IP address: `rdmactl gid encode 10.11.11.251` gives its GID"
                 .into(),
         ),
     ];
@@ -572,7 +593,10 @@ fn broken_pipe_exits_quietly() {
 
 #[test]
 fn fixture_trees_exist() {
-    for tree in TREES.iter().chain(&["no-devices", "no-infiniband"]) {
+    for tree in TREES
+        .iter()
+        .chain(&["no-devices", "no-infiniband", "rxe-loaded-no-device"])
+    {
         assert!(
             Path::new(&root().join(FIXTURES).join(tree)).is_dir(),
             "{tree}"
@@ -681,4 +705,319 @@ fn check_with_a_gid_index_that_does_not_exist_exits_3() {
     ]);
     assert_eq!(r.code, 1, "{}", r.stderr);
     assert_eq!(r.stderr, "");
+}
+
+/// ibsim's tree has no `link_layer` files: InfiniBand, as libibverbs reads it. `check`
+/// then takes index 0 (the port GID) instead of rejecting it as link-local IPv6, and an
+/// SDR rate written without its name ("10 Gb/sec (4X)") is SDR.
+#[test]
+fn a_tree_without_link_layer_is_infiniband() {
+    let dir = sysfs("ibsim");
+    let auto = run(&["--sysfs", &dir, "check"]);
+    assert_eq!(auto.code, 0, "{}{}", auto.stdout, auto.stderr);
+    assert!(
+        auto.stdout.contains("auto: chose index 0"),
+        "{}",
+        auto.stdout
+    );
+    assert!(!auto.stdout.contains("link-local IPv6"), "{}", auto.stdout);
+    assert!(auto.stdout.contains("ok    ib-lid"), "{}", auto.stdout);
+    let peer = run(&["--sysfs", &dir, "check", "-g", "0", "--peer", "10.0.0.2"]);
+    assert_eq!(peer.code, 0, "{}{}", peer.stdout, peer.stderr);
+    for roce in ["gid-family", "gid-type", "netdev ", "FAIL"] {
+        assert!(!peer.stdout.contains(roce), "{roce}: {}", peer.stdout);
+    }
+    let ports = run(&["--sysfs", &dir, "ports", "-j"]);
+    let v: serde_json::Value = serde_json::from_str(&ports.stdout).unwrap();
+    assert_eq!(v[0]["link_layer"], "InfiniBand");
+    assert_eq!(v[0]["link_width"], "4X");
+    assert_eq!(v[0]["link_speed"], "SDR");
+    let gids = run(&["--sysfs", &dir, "gids", "-j"]);
+    let v: serde_json::Value = serde_json::from_str(&gids.stdout).unwrap();
+    assert_eq!(
+        v[0]["type"], "IB",
+        "no gid_attrs: IB/RoCE v1, which is IB here"
+    );
+}
+
+/// An InfiniBand GID is a subnet prefix and a port GUID: `gids` shows no IP for it, and
+/// `check` names its type as `gids` does (IB, not the kernel's shared "IB/RoCE v1").
+#[test]
+fn infiniband_gids_have_no_ip_and_are_called_ib() {
+    let dir = sysfs("ib-hca");
+    let r = run(&["--sysfs", &dir, "check", "-d", "mlx5_0", "-g", "1"]);
+    assert!(
+        r.stdout
+            .contains("GID index 1 (IB, fec0::c42:a103:a1:b2c4) is populated"),
+        "{}",
+        r.stdout
+    );
+    assert!(!r.stdout.contains("IB/RoCE v1"), "{}", r.stdout);
+    let r = run(&["--sysfs", &dir, "gids", "--ip", "-j"]);
+    let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    for row in v.as_array().unwrap() {
+        assert_eq!(row["ip"], serde_json::Value::Null, "{row}");
+    }
+}
+
+/// `-g -1` is NCCL's and perftest's "choose": the same as `-g auto`, not a clap error.
+#[test]
+fn check_gid_index_minus_one_is_auto() {
+    let rxe = sysfs("rxe-veth-basic");
+    let minus = run(&["--sysfs", &rxe, "check", "-d", "rxe0", "-g", "-1"]);
+    let auto = run(&["--sysfs", &rxe, "check", "-d", "rxe0", "-g", "auto"]);
+    assert_eq!(minus.code, 0, "{}", minus.stderr);
+    assert_eq!(minus.stdout, auto.stdout);
+    let j = run(&["-j", "--sysfs", &rxe, "check", "-d", "rxe0", "-g", "-1"]);
+    let v: serde_json::Value = serde_json::from_str(&j.stdout).unwrap();
+    assert_eq!(v["requested"], "auto");
+    let bad = run(&["--sysfs", &rxe, "check", "-d", "rxe0", "-g", "-2"]);
+    assert_eq!(bad.code, 2);
+    assert!(
+        bad.stderr.contains("'-2' is not a GID index"),
+        "{}",
+        bad.stderr
+    );
+}
+
+/// `--peer fe80::...%IFNAME`, the form the tool asks for: the scope names the link the
+/// peer is on, so the GID must be that netdev's, and `auto` picks it.
+#[test]
+fn check_a_scoped_link_local_peer() {
+    let rxe = sysfs("rxe-vm-basic");
+    let ok = run(&[
+        "--sysfs",
+        &rxe,
+        "check",
+        "-d",
+        "rxe0",
+        "-g",
+        "0",
+        "--peer",
+        "fe80::1%veth0",
+    ]);
+    assert_eq!(ok.code, 0, "{}{}", ok.stdout, ok.stderr);
+    assert!(
+        ok.stdout
+            .starts_with("check rxe0/1 GID index 0 toward fe80::1%veth0\n"),
+        "{}",
+        ok.stdout
+    );
+    assert!(
+        ok.stdout.contains(
+            "ok    peer-scope     the peer fe80::1%veth0 is on veth0, GID index 0's netdev"
+        ),
+        "{}",
+        ok.stdout
+    );
+    let wrong = run(&[
+        "-j",
+        "--sysfs",
+        &rxe,
+        "check",
+        "-d",
+        "rxe0",
+        "-g",
+        "0",
+        "--peer",
+        "fe80::1%veth1",
+    ]);
+    assert_eq!(wrong.code, 1, "{}", wrong.stderr);
+    let v: serde_json::Value = serde_json::from_str(&wrong.stdout).unwrap();
+    assert_eq!(v["peer"], "fe80::1");
+    assert_eq!(v["peer_scope"], "veth1");
+    let f = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["code"] == "peer-scope")
+        .unwrap();
+    assert_eq!(f["severity"], "fail", "{f}");
+    // A VLAN's link: auto takes the link-local GID of the VLAN netdev the scope names.
+    let vlan = sysfs("mlx5-roce-vlan");
+    let r = run(&["--sysfs", &vlan, "check", "--peer", "fe80::1%ens1f0np0.200"]);
+    assert!(r.stdout.contains("auto: chose index 5"), "{}", r.stdout);
+    let r = run(&[
+        "--sysfs",
+        &vlan,
+        "check",
+        "-g",
+        "1",
+        "--peer",
+        "fe80::1%ens1f0np0.200",
+    ]);
+    assert_eq!(r.code, 1);
+    assert!(
+        r.stdout
+            .contains("fix: use GID index 5 (RoCE v2, fe80::ba59:9fff:fed4:3e2a on ens1f0np0.200)"),
+        "{}",
+        r.stdout
+    );
+    // A scope belongs to IPv6 only.
+    let v4 = run(&["--sysfs", &rxe, "check", "--peer", "192.168.77.2%veth0"]);
+    assert_eq!(v4.code, 2);
+    assert!(
+        v4.stderr.contains("IPv6 link-local address only"),
+        "{}",
+        v4.stderr
+    );
+}
+
+/// `--peer` takes a host name, as pingpong's SERVER does; one that does not resolve is a
+/// usage error that says so.
+#[test]
+fn check_peer_takes_a_host_name() {
+    let rxe = sysfs("rxe-veth-basic");
+    let r = run(&[
+        "--sysfs",
+        &rxe,
+        "check",
+        "-d",
+        "rxe0",
+        "--peer",
+        "localhost",
+    ]);
+    let all = format!("{}{}", r.stdout, r.stderr);
+    assert!(!all.contains("cannot resolve"), "{all}");
+    assert!(all.contains("127.0.0.1") || all.contains("::1"), "{all}");
+    let r = run(&[
+        "--sysfs",
+        &rxe,
+        "check",
+        "-d",
+        "rxe0",
+        "--peer",
+        "no-such-host.invalid",
+    ]);
+    assert_eq!(r.code, 2);
+    assert!(
+        r.stderr.contains("cannot resolve 'no-such-host.invalid'"),
+        "{}",
+        r.stderr
+    );
+}
+
+/// `check --env` reads the NCCL and UCX variables as the libraries do, on a captured tree.
+#[test]
+fn check_env_reads_the_variables_as_nccl_and_ucx_do() {
+    let rxe = sysfs("rxe-veth-basic");
+    let env_check = |vars: &[(&str, &str)], extra: &[&str]| {
+        let mut cmd = rdmactl();
+        for var in [
+            "NCCL_IB_HCA",
+            "NCCL_IB_GID_INDEX",
+            "NCCL_IB_ROCE_VERSION_NUM",
+            "NCCL_IB_ADDR_FAMILY",
+            "NCCL_IB_ADDR_RANGE",
+            "NCCL_SOCKET_IFNAME",
+            "UCX_NET_DEVICES",
+            "UCX_IB_GID_INDEX",
+        ] {
+            cmd.env_remove(var);
+        }
+        for (k, v) in vars {
+            cmd.env(k, v);
+        }
+        let out = cmd
+            .args(["--sysfs", &rxe, "check", "-d", "rxe0", "--env"])
+            .args(extra)
+            .output()
+            .unwrap();
+        (
+            out.status.code().unwrap(),
+            String::from_utf8(out.stdout).unwrap(),
+        )
+    };
+    // strtoll(s, NULL, 0): 0x1 is index 1.
+    let (code, out) = env_check(&[("NCCL_IB_GID_INDEX", "0x1")], &[]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("ok    env-nccl-ib-gid-index  NCCL_IB_GID_INDEX=0x1 selects GID index 1"),
+        "{out}"
+    );
+    // Link-local without a peer: a warning, not a failure.
+    let (code, out) = env_check(&[("NCCL_IB_GID_INDEX", "0")], &[]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("warn  env-nccl-ib-gid-index"), "{out}");
+    assert!(out.contains("works only within one L2 segment"), "{out}");
+    // Toward a routed IPv4 peer it fails.
+    let (code, out) = env_check(&[("NCCL_IB_GID_INDEX", "0")], &["--peer", "192.168.77.2"]);
+    assert_eq!(code, 1, "{out}");
+    // A UCX port that is not on this host.
+    let (code, out) = env_check(&[("UCX_NET_DEVICES", "mlx5_0:1")], &[]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("not on this host: mlx5_0:1"), "{out}");
+    // Each variable alone is checked: none leaves the "none is set" line.
+    for var in [
+        ("NCCL_IB_ROCE_VERSION_NUM", "2"),
+        ("NCCL_IB_ADDR_FAMILY", "AF_INET"),
+        ("NCCL_IB_ADDR_RANGE", "192.168.77.0/24"),
+        ("NCCL_SOCKET_IFNAME", "veth"),
+        ("UCX_NET_DEVICES", "rxe0:1"),
+        ("NCCL_IB_HCA", "^=rxe1"),
+    ] {
+        let (code, out) = env_check(&[var], &[]);
+        assert_eq!(code, 0, "{var:?}: {out}");
+        assert!(!out.contains("is set\n"), "{var:?}: {out}");
+        let finding = format!("env-{}", var.0.to_lowercase().replace('_', "-"));
+        assert!(out.contains(&format!("ok    {finding}")), "{var:?}: {out}");
+    }
+    let (_, out) = env_check(&[], &[]);
+    assert!(out.contains("info  env "), "{out}");
+    // InfiniBand: the index only matters for routed traffic.
+    let mut cmd = rdmactl();
+    let out = cmd
+        .env("NCCL_IB_GID_INDEX", "1")
+        .args([
+            "--sysfs",
+            &sysfs("ib-hca"),
+            "check",
+            "-d",
+            "mlx5_0",
+            "--env",
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(text.contains("addressed by LID"), "{text}");
+}
+
+/// `devices -v -j` carries every device key `devices -j` has (same names), and on a
+/// captured tree the stderr note is one short line, not the list of verbs-only fields.
+#[test]
+fn devices_verbose_json_has_the_device_keys_of_devices_json() {
+    for tree in TREES {
+        let dir = sysfs(tree);
+        let plain = run(&["--sysfs", &dir, "devices", "-j"]);
+        let verbose = run(&["--sysfs", &dir, "devices", "-v", "-j"]);
+        let plain: serde_json::Value = serde_json::from_str(&plain.stdout).unwrap();
+        let verbose: serde_json::Value = serde_json::from_str(&verbose.stdout).unwrap();
+        for (p, v) in plain
+            .as_array()
+            .unwrap()
+            .iter()
+            .zip(verbose.as_array().unwrap())
+        {
+            for (key, value) in p.as_object().unwrap() {
+                assert!(v.get(key).is_some(), "{tree}: devices -v -j lacks {key}");
+                if ["device", "node_type", "node_desc", "hca_type"].contains(&key.as_str()) {
+                    assert_eq!(&v[key], value, "{tree}: {key}");
+                }
+            }
+        }
+        let text = run(&["--sysfs", &dir, "devices", "-v"]);
+        let notes: Vec<&str> = text
+            .stderr
+            .lines()
+            .filter(|l| l.starts_with("rdmactl: note:"))
+            .collect();
+        assert_eq!(notes.len(), 1, "{tree}: {}", text.stderr);
+        assert!(
+            notes[0].ends_with("shown from sysfs, without the fields only verbs report"),
+            "{tree}: {}",
+            notes[0]
+        );
+        assert!(!notes[0].contains("max_qp"), "{tree}: {}", notes[0]);
+    }
 }

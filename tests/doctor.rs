@@ -70,11 +70,12 @@ fn ipv6_only_port_warns_about_ipv4_defaults() {
 
 #[test]
 fn no_rdma_at_all_explains_how_to_load_a_driver() {
+    // No device is exit 4, as for every other command.
     doctor("no-infiniband")
-        .code(1)
+        .code(4)
         .stdout(predicate::str::contains("no RDMA support in the kernel"))
         .stdout(predicate::str::contains(
-            "modprobe rdma_rxe; rdma link add rxe0 type rxe netdev <if>",
+            "modprobe rdma_rxe; rdma link add rxe0 type rxe netdev eth0",
         ));
 }
 
@@ -142,4 +143,39 @@ fn unknown_device_names_the_real_ones() {
         .stderr(predicate::str::contains(
             "no device 'mlx5_9'; devices: rxe0, rxe1",
         ));
+}
+
+#[test]
+fn simulated_infiniband_without_link_layer_is_checked_as_infiniband() {
+    doctor("ibsim")
+        .success()
+        .stdout(predicate::str::contains(
+            "ok    lid         ibsim0/1  LID 2, SM LID 1",
+        ))
+        .stdout(predicate::str::contains("0 failure(s)"));
+}
+
+/// No device: exit 4, and the fix names a netdev that is up.
+#[test]
+fn no_devices_exit_4_and_name_an_up_netdev() {
+    doctor("no-devices")
+        .code(4)
+        .stdout(predicate::str::contains(
+            "the RDMA core is loaded but no device is registered",
+        ))
+        .stdout(predicate::str::contains(
+            "modprobe rdma_rxe; rdma link add rxe0 type rxe netdev eth0",
+        ));
+}
+
+/// rdma_rxe already loaded: the fix is only `rdma link add`, not `modprobe` again.
+#[test]
+fn rxe_loaded_without_a_device_says_add_one() {
+    doctor("rxe-loaded-no-device")
+        .code(4)
+        .stdout(predicate::str::contains("modprobe").not())
+        .stdout(predicate::str::contains(
+            "`rdma link add rxe0 type rxe netdev enp1s0`",
+        ))
+        .stdout(predicate::str::contains("module/rdma_rxe exists"));
 }

@@ -17,6 +17,7 @@ const TREES: &[&str] = &[
     "procfs-testdata",
     "mlx5-roce-vlan",
     "ib-hca",
+    "ibsim",
     "pod-gid-holes",
     "ipv6-only",
     "port-down",

@@ -13,7 +13,8 @@ use serde::Serialize;
 use crate::cli::{CheckArgs, GidIndexArg};
 use crate::cmd::check_kernel::{self, Checked, KernelChoice};
 use crate::ctx::Ctx;
-use crate::diagnose::gidselect::{self, EnvTarget, Selection, Verdict};
+use crate::diagnose::env::{self, EnvTarget};
+use crate::diagnose::gidselect::{self, Selection, Verdict};
 use crate::error::{Error, Result};
 use crate::exit;
 use crate::facts::{NetFacts, NetdevFacts, PortFacts};
@@ -93,7 +94,19 @@ fn netdev_from_sysfs(sysfs: &Path, name: &str) -> NetdevFacts {
     }
 }
 
+#[cfg(test)]
 fn gather_net(ctx: &Ctx, entry: Option<&GidEntry>, peer: Option<IpAddr>) -> NetFacts {
+    gather_net_scoped(ctx, entry, peer, None)
+}
+
+/// `scope`: the interface of `--peer ADDR%IFNAME`. A link-local peer is on that link, so
+/// the route and neighbour are looked up there.
+fn gather_net_scoped(
+    ctx: &Ctx,
+    entry: Option<&GidEntry>,
+    peer: Option<IpAddr>,
+    scope: Option<&str>,
+) -> NetFacts {
     let mut facts = NetFacts {
         netdev_source: "this network namespace (rtnetlink)",
         ..NetFacts::default()
@@ -116,7 +129,8 @@ fn gather_net(ctx: &Ctx, entry: Option<&GidEntry>, peer: Option<IpAddr>) -> NetF
         }
     }
     if let Some(peer) = peer {
-        match net::route_facts(peer, netdev_name.as_deref()) {
+        let scoped = scope.filter(|_| gidselect::is_link_local(&crate::gid::Gid::from_ip(peer)));
+        match net::route_facts(peer, scoped.or(netdev_name.as_deref())) {
             Ok((route, via)) => {
                 facts.route = Some(route);
                 facts.route_via_gid_netdev = via;
@@ -140,6 +154,9 @@ struct Report {
     gid_index: Option<u32>,
     requested: String,
     peer: Option<IpAddr>,
+    /// The interface of `--peer ADDR%IFNAME`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    peer_scope: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     selection: Option<Selection>,
     /// `findings`, as doctor calls its list.
@@ -161,15 +178,27 @@ pub fn run(ctx: &Ctx, args: &CheckArgs) -> Result<u8> {
     };
     let device = super::device_port(&ctx.sysfs, args.device.as_deref(), args.port)?;
     let port = load_port_facts(ctx, &device, args.port)?;
+    let scope = args
+        .peer
+        .as_deref()
+        .and_then(|h| super::failure::split_scope(h).1);
 
     // The selection needs route facts, which need a netdev: look the route up once without
     // a GID netdev for `auto`, then again from the chosen GID's netdev.
     let first_net = if ctx.captured || peer.is_none() {
         NetFacts::default()
     } else {
-        gather_net(ctx, None, peer)
+        gather_net_scoped(ctx, None, peer, scope)
     };
-    let auto = gidselect::select_gid(port.gids(), &port.link_layer, &want_for(peer, &first_net));
+    let mut want = want_for(peer, &first_net);
+    if let Some(scope) = scope
+        .filter(|_| peer.is_some_and(|p| gidselect::is_link_local(&crate::gid::Gid::from_ip(p))))
+    {
+        // The scope names the link the kernel sends to a link-local peer through (without
+        // one, every link has its own fe80::/64 and the route says nothing).
+        want.route_netdev = Some(scope.to_string());
+    }
+    let auto = gidselect::select_gid(port.gids(), &port.link_layer, &want);
     let (index, selection) = match args.gid_index {
         GidIndexArg::Index(i) => (Some(i), None),
         GidIndexArg::Auto => (auto.chosen, Some(auto.clone())),
@@ -178,8 +207,14 @@ pub fn run(ctx: &Ctx, args: &CheckArgs) -> Result<u8> {
     let mut checks = match index {
         Some(i) => {
             let entry = port.gids().iter().find(|e| e.index == i);
-            let net = gather_net(ctx, entry, peer);
-            evaluate(&port, i, peer, &net, &auto)
+            let net = gather_net_scoped(ctx, entry, peer, scope);
+            let mut found = evaluate(&port, i, peer, &net, &auto);
+            if let (Some(peer), Some(scope), Some(entry)) = (peer, scope, entry) {
+                found.push(crate::diagnose::check::scope_finding(
+                    entry, peer, scope, &port,
+                ));
+            }
+            found
         }
         None => vec![Finding::new(
             Severity::Fail,
@@ -211,24 +246,7 @@ pub fn run(ctx: &Ctx, args: &CheckArgs) -> Result<u8> {
         }
     }
     if args.env {
-        let devices = SysfsRoot::new(&ctx.sysfs).device_names()?;
-        let target = EnvTarget {
-            device: &device,
-            port: args.port,
-            link_layer: &port.link_layer,
-            table: port.gids(),
-            auto: &auto,
-            devices: &devices,
-        };
-        let env_findings = gidselect::validate_env(|k| std::env::var(k).ok(), &target);
-        if env_findings.is_empty() {
-            checks.push(Finding::new(
-                Severity::Info,
-                "env",
-                "none of NCCL_IB_GID_INDEX, UCX_IB_GID_INDEX, NCCL_IB_HCA is set",
-            ));
-        }
-        checks.extend(env_findings);
+        checks.extend(env_findings(ctx, &device, args.port, &port, &auto, &want)?);
     }
     let result = render_findings::worst(&checks);
     let report = Report {
@@ -240,6 +258,7 @@ pub fn run(ctx: &Ctx, args: &CheckArgs) -> Result<u8> {
             GidIndexArg::Index(i) => i.to_string(),
         },
         peer,
+        peer_scope: scope.map(String::from),
         selection,
         findings: checks,
         kernel_choice,
@@ -286,12 +305,64 @@ pub fn run(ctx: &Ctx, args: &CheckArgs) -> Result<u8> {
     })
 }
 
+/// `--env`: the NCCL and UCX variables against this port, the host's RDMA ports and its
+/// netdevs (from the same sysfs root, so a captured tree is judged as its host).
+fn env_findings(
+    ctx: &Ctx,
+    device: &str,
+    port_no: u32,
+    port: &PortFacts,
+    auto: &Selection,
+    want: &gidselect::Want,
+) -> Result<Vec<Finding>> {
+    let sysfs = SysfsRoot::new(&ctx.sysfs);
+    let devices = sysfs.device_names()?;
+    let mut ports = Vec::new();
+    for d in &devices {
+        for p in sysfs.port_numbers(d)? {
+            ports.push((d.clone(), p));
+        }
+    }
+    let netdevs: Vec<(String, Option<String>)> = sysfs
+        .netdev_names()
+        .into_iter()
+        .map(|n| {
+            let state = sysfs.netdev(&n).and_then(|d| d.operstate);
+            (n, state)
+        })
+        .collect();
+    let target = EnvTarget {
+        device,
+        port: port_no,
+        link_layer: &port.link_layer,
+        table: port.gids(),
+        table_len: port.gid_table_len,
+        auto,
+        want,
+        devices: &devices,
+        ports: &ports,
+        netdevs: &netdevs,
+    };
+    let found = env::validate_env(|k| std::env::var(k).ok(), &target);
+    if found.is_empty() {
+        return Ok(vec![Finding::new(
+            Severity::Info,
+            "env",
+            format!("none of {} is set", env::VARIABLES.join(", ")),
+        )]);
+    }
+    Ok(found)
+}
+
 fn render(report: &Report, style: Style) -> String {
     let mut s = String::new();
     let target = format!("{}/{}", report.device, report.port);
     let peer = report
         .peer
-        .map(|p| format!(" toward {p}"))
+        .map(|p| match &report.peer_scope {
+            Some(scope) => format!(" toward {p}%{scope}"),
+            None => format!(" toward {p}"),
+        })
         .unwrap_or_default();
     let index = report
         .gid_index
@@ -712,6 +783,7 @@ mod tests {
             gid_index: auto.chosen,
             requested: "auto".into(),
             peer: Some(peer),
+            peer_scope: None,
             selection: Some(auto),
             findings: checks,
             kernel_choice: None,

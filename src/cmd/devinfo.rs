@@ -34,6 +34,8 @@ use crate::verbs::{self, DeviceAttrs, OpenDevice, PortAttrs, VerbsError, VerbsGi
 pub struct DevInfo {
     /// The device name (ibv_devinfo's `hca_id`; `device` in every command's JSON).
     pub device: String,
+    /// From sysfs, as `devices -j` has it: `node_type`, `node_desc`, `hca_type`.
+    pub node_type: Option<NodeType>,
     pub transport: String,
     pub transport_raw: i32,
     /// None when the driver reports an empty one (ibv_devinfo then omits the line), as
@@ -45,6 +47,8 @@ pub struct DevInfo {
     pub vendor_part_id: i32,
     pub hw_ver: String,
     pub board_id: Option<String>,
+    pub node_desc: Option<String>,
+    pub hca_type: Option<String>,
     pub phys_port_cnt: u8,
     pub max_mr_size: String,
     pub page_size_cap: String,
@@ -507,6 +511,8 @@ pub fn build(
     let odp = |v: u32| decode_flags(u64::from(v), ODP_TRANSPORT_CAPS);
     DevInfo {
         device: name.to_string(),
+        // sysfs fills these (merge_sysfs): libibverbs does not report them.
+        node_type: None,
         transport: transport_str(transport).into(),
         transport_raw: transport,
         fw_ver: Some(d.fw_ver.clone()).filter(|f| !f.is_empty()),
@@ -517,6 +523,8 @@ pub fn build(
         vendor_part_id: d.vendor_part_id as i32,
         hw_ver: format!("0x{:X}", d.hw_ver),
         board_id,
+        node_desc: None,
+        hca_type: None,
         phys_port_cnt: d.phys_port_cnt,
         max_mr_size: format!("0x{:x}", d.max_mr_size),
         page_size_cap: format!("0x{:x}", d.page_size_cap),
@@ -1043,6 +1051,7 @@ const MISSING_PORT_FIELDS: &[&str] = &[
 pub struct SysfsDevInfo {
     /// The device name (ibv_devinfo's `hca_id`; `device` in every command's JSON).
     pub device: String,
+    pub node_type: Option<NodeType>,
     pub transport: Option<String>,
     pub transport_raw: Option<i32>,
     pub fw_ver: Option<String>,
@@ -1050,6 +1059,8 @@ pub struct SysfsDevInfo {
     pub sys_image_guid: Option<String>,
     pub hw_ver: Option<String>,
     pub board_id: Option<String>,
+    pub node_desc: Option<String>,
+    pub hca_type: Option<String>,
     pub phys_port_cnt: usize,
     pub driver: Option<String>,
     pub uverbs: Option<String>,
@@ -1154,10 +1165,11 @@ fn speed_raw(name: &str) -> Option<u8> {
     }
 }
 
-/// sysfs `hw_rev` is hex ("0x0"); ibv_devinfo prints hw_ver as `0x%X`.
+/// sysfs `hw_rev` is hex, with or without `0x` (mlx5 and ibsim write a bare "%x");
+/// ibv_devinfo prints hw_ver as `0x%X`.
 fn hw_ver_text(rev: &str) -> String {
-    rev.strip_prefix("0x")
-        .and_then(|h| u64::from_str_radix(h, 16).ok())
+    u64::from_str_radix(rev.strip_prefix("0x").unwrap_or(rev), 16)
+        .ok()
         .map_or_else(|| rev.to_string(), |v| format!("0x{v:X}"))
 }
 
@@ -1177,6 +1189,7 @@ pub fn from_sysfs(d: &Device, reason: String) -> SysfsDevInfo {
     let transport_raw = d.node_type.as_ref().and_then(transport_of);
     SysfsDevInfo {
         device: d.name.clone(),
+        node_type: d.node_type.clone(),
         transport: transport_raw.map(|t| transport_str(t).to_string()),
         transport_raw,
         fw_ver: d.fw_ver.clone(),
@@ -1184,6 +1197,8 @@ pub fn from_sysfs(d: &Device, reason: String) -> SysfsDevInfo {
         sys_image_guid: d.sys_image_guid.map(|g| g.to_string()),
         hw_ver: d.hw_rev.as_deref().map(hw_ver_text),
         board_id: d.board_id.clone(),
+        node_desc: d.node_desc.clone(),
+        hca_type: d.hca_type.clone(),
         phys_port_cnt: d.ports.len(),
         driver: d.driver.clone(),
         uverbs: d.uverbs.clone(),
@@ -1239,6 +1254,9 @@ fn all_read_problems(d: &Device) -> Vec<ReadProblem> {
 
 /// Verbs and sysfs describe the same device: add the sysfs-only parts.
 fn merge_sysfs(info: &mut DevInfo, d: &Device, root: &SysfsRoot) {
+    info.node_type = d.node_type.clone();
+    info.node_desc = d.node_desc.clone();
+    info.hca_type = d.hca_type.clone();
     info.driver = d.driver.clone();
     info.uverbs = d.uverbs.clone();
     info.read_problems = all_read_problems(d);
@@ -1419,7 +1437,9 @@ pub fn gather(ctx: &Ctx, device: Option<&str>) -> Result<(Vec<Device>, Vec<DevVi
 
 /// The stderr note: which devices lack verbs, why, and which fields that costs. One line
 /// per distinct reason, so a host without libibverbs gets one line, not one per device.
-pub fn missing_notes(views: &[DevView]) -> Vec<String> {
+/// On a captured tree verbs are never asked, so the line only says that their fields are
+/// absent (the JSON still lists them in `verbs.missing_fields`).
+pub fn missing_notes(views: &[DevView], captured: bool) -> Vec<String> {
     let mut by_reason: Vec<(String, Vec<String>)> = Vec::new();
     for v in views {
         let DevView::Sysfs(d) = v else { continue };
@@ -1432,6 +1452,13 @@ pub fn missing_notes(views: &[DevView]) -> Vec<String> {
     by_reason
         .into_iter()
         .map(|(reason, names)| {
+            if captured {
+                return format!(
+                    "{}: {}; shown from sysfs, without the fields only verbs report",
+                    names.join(", "),
+                    reason.trim_end_matches('.')
+                );
+            }
             format!(
                 "{}: verbs unavailable: {}; shown from sysfs, missing: {}; per port: {}",
                 names.join(", "),
@@ -1460,7 +1487,7 @@ pub fn run_verbose(ctx: &Ctx, device: Option<&str>) -> Result<u8> {
     };
     if !ctx.json {
         crate::cmd::warn_unreadable(&sysfs);
-        for note in missing_notes(&views) {
+        for note in missing_notes(&views, ctx.captured) {
             eprintln!("rdmactl: note: {note}");
         }
     }
@@ -1739,12 +1766,21 @@ mod tests {
             DevView::Sysfs(Box::new(from_sysfs(&devs[0], "no libibverbs.".into()))),
             DevView::Sysfs(Box::new(from_sysfs(&devs[1], "no libibverbs.".into()))),
         ];
-        let notes = missing_notes(&views);
+        let notes = missing_notes(&views, false);
         assert_eq!(notes.len(), 1, "{notes:?}");
         assert!(notes[0].starts_with(
             "rxe0, rxe1: verbs unavailable: no libibverbs; shown from sysfs, missing: vendor_id,"
         ));
         assert!(notes[0].ends_with("subnet_timeout, init_type_reply"));
+        // A captured tree: one short line, no field list.
+        let views = vec![DevView::Sysfs(Box::new(from_sysfs(
+            &devs[0],
+            "--sysfs T is a captured tree".into(),
+        )))];
+        assert_eq!(
+            missing_notes(&views, true),
+            ["rxe0: --sysfs T is a captured tree; shown from sysfs, without the fields only verbs report"]
+        );
         let listed = crate::cmd::not_listed(&devs[0], &["rxe1".to_string()]);
         assert!(
             listed.starts_with("not listed by libibverbs (which lists rxe1): no provider"),
@@ -1764,6 +1800,7 @@ mod tests {
             "\tmax_qp:\t\t\t\t1\n\tmax_total_mcast_qp_attach:\t2\n\t\t\tstate:\t\t\t3\n\t\t\tport_cap_flags2:\t4\n"
         );
         assert_eq!(hw_ver_text("0xa0"), "0xA0");
+        assert_eq!(hw_ver_text("a0"), "0xA0");
         assert_eq!(hw_ver_text("rev B"), "rev B");
     }
 

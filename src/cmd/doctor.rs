@@ -50,7 +50,14 @@ pub fn run(ctx: &Ctx, args: &DoctorArgs) -> Result<u8> {
         )
     };
     crate::output::print(&text)?;
-    Ok(if report.fail > 0 {
+    // No RDMA device is exit 4, as every other command says it (the findings say why).
+    let no_devices = report
+        .findings
+        .iter()
+        .any(|f| f.code == "kernel" && f.severity == Severity::Fail);
+    Ok(if no_devices {
+        exit::NO_RDMA
+    } else if report.fail > 0 {
         exit::FAILED
     } else {
         exit::OK
@@ -76,11 +83,17 @@ fn gather(ctx: &Ctx, only: Option<&str>) -> Result<Vec<Finding>> {
     let mut devices = match sysfs.clone().netdev_only().devices() {
         Ok(d) => d,
         Err(e @ Error::NoRdma { .. }) => {
-            return Ok(vec![doctor::kernel_finding(&class_dir, Err(&e))])
+            let hint = no_device_hint(ctx, &sysfs);
+            return Ok(vec![doctor::kernel_finding(&class_dir, Err(&e), &hint)]);
         }
         Err(e) => return Err(e),
     };
-    let mut findings = vec![doctor::kernel_finding(&class_dir, Ok(&devices))];
+    let hint = if devices.is_empty() {
+        no_device_hint(ctx, &sysfs)
+    } else {
+        doctor::NoDeviceHint::default()
+    };
+    let mut findings = vec![doctor::kernel_finding(&class_dir, Ok(&devices), &hint)];
     if let Some(name) = only {
         devices.retain(|d| d.name == name);
         if devices.is_empty() {
@@ -181,6 +194,29 @@ fn gather(ctx: &Ctx, only: Option<&str>) -> Result<Vec<Finding>> {
         findings.extend(doctor::same_subnet_findings(&roce_netdevs(&devices)));
     }
     Ok(findings)
+}
+
+/// Whether rdma_rxe is loaded (its `module/rdma_rxe` under the sysfs root, so a captured
+/// tree answers for its host; on a live host /proc/modules too), and an up netdev to name.
+fn no_device_hint(ctx: &Ctx, sysfs: &SysfsRoot) -> doctor::NoDeviceHint {
+    let module = ctx.sysfs.join("module/rdma_rxe");
+    let rxe_loaded = if module.is_dir() {
+        Some(format!("{} exists", module.display()))
+    } else if !ctx.captured
+        && std::fs::read_to_string("/proc/modules")
+            .is_ok_and(|m| m.lines().any(|l| l.starts_with("rdma_rxe ")))
+    {
+        Some("/proc/modules lists rdma_rxe".to_string())
+    } else {
+        None
+    };
+    let netdev = sysfs.netdev_names().into_iter().find(|n| {
+        n != "lo"
+            && sysfs
+                .netdev(n)
+                .is_some_and(|d| d.operstate.as_deref() == Some("up"))
+    });
+    doctor::NoDeviceHint { rxe_loaded, netdev }
 }
 
 /// Every RoCE port's netdev with its IPv4 addresses and ARP sysctls, from this host.

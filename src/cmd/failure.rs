@@ -62,6 +62,20 @@ pub fn resolve_peer(host: &str, port: u16) -> crate::error::Result<IpAddr> {
     if let Ok(ip) = host.parse::<IpAddr>() {
         return Ok(ip.to_canonical());
     }
+    // `fe80::1%eth0`: the scope names an interface, which need not exist here (a captured
+    // tree's); the caller takes it from `split_scope`.
+    if let (addr, Some(_)) = split_scope(host) {
+        if let Ok(ip) = addr.parse::<IpAddr>() {
+            return Ok(ip);
+        }
+    }
+    if let Some((addr, _)) = host.split_once('%') {
+        if addr.parse::<std::net::Ipv4Addr>().is_ok() {
+            return Err(crate::error::Error::Usage(format!(
+                "'{host}': a scope (%IFNAME) goes with an IPv6 link-local address only; give {addr}"
+            )));
+        }
+    }
     let addrs: Vec<SocketAddr> = match (host, port).to_socket_addrs() {
         Ok(addrs) => addrs.collect(),
         Err(e) => {
@@ -80,6 +94,17 @@ pub fn resolve_peer(host: &str, port: u16) -> crate::error::Result<IpAddr> {
                 "'{host}' resolved to no address; give the peer's IP address"
             ))
         })
+}
+
+/// `ADDR%IFNAME`, as `ping fe80::1%eth0` takes a link-local peer: the address, and the
+/// interface its scope names. Only an IPv6 address takes a scope.
+pub fn split_scope(host: &str) -> (&str, Option<&str>) {
+    match host.split_once('%') {
+        Some((addr, scope)) if !scope.is_empty() && addr.parse::<std::net::Ipv6Addr>().is_ok() => {
+            (addr, Some(scope))
+        }
+        _ => (host, None),
+    }
 }
 
 /// Gather the facts about `failure` and run the rules: the report pingpong and selftest
@@ -415,6 +440,31 @@ pub fn choose_loopback_gid(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn peers_resolve_from_addresses_scopes_and_names() {
+        assert_eq!(split_scope("fe80::1%veth0"), ("fe80::1", Some("veth0")));
+        assert_eq!(split_scope("fe80::1"), ("fe80::1", None));
+        assert_eq!(split_scope("10.0.0.1%eth0"), ("10.0.0.1%eth0", None));
+        assert_eq!(split_scope("fe80::1%"), ("fe80::1%", None));
+        // The scope's interface need not exist on this host.
+        assert_eq!(
+            resolve_peer("fe80::1%no-such-if0", 0).unwrap(),
+            "fe80::1".parse::<IpAddr>().unwrap()
+        );
+        assert!(resolve_peer("localhost", 0).unwrap().is_loopback());
+        let e = resolve_peer("10.0.0.1%eth0", 0).unwrap_err();
+        assert!(
+            e.to_string().contains("IPv6 link-local address only"),
+            "{e}"
+        );
+        let e = resolve_peer("no-such-host.invalid", 0).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("cannot resolve 'no-such-host.invalid'"),
+            "{e}"
+        );
+    }
 
     #[test]
     fn peers_that_cannot_be_rc_peers_are_refused_with_why() {

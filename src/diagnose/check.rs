@@ -425,3 +425,52 @@ fn route_findings(
     });
     out
 }
+
+/// `--peer ADDR%IFNAME`: a link-local peer is reached only on the link its scope names, and
+/// the kernel resolves it through the GID's netdev, so the GID must belong to that netdev.
+pub fn scope_finding(entry: &GidEntry, peer: IpAddr, scope: &str, port: &PortFacts) -> Finding {
+    const CODE: &str = "peer-scope";
+    if !is_link_local(&crate::gid::Gid::from_ip(peer)) {
+        return Finding::new(
+            Severity::Info,
+            CODE,
+            format!("%{scope} is ignored: a scope matters only for a link-local peer, and {peer} is routed by its address"),
+        );
+    }
+    let index = entry.index;
+    match entry.netdev.as_deref() {
+        Some(dev) if dev == scope => Finding::new(
+            Severity::Ok,
+            CODE,
+            format!("the peer {peer}%{scope} is on {scope}, GID index {index}'s netdev"),
+        ),
+        Some(dev) => {
+            // The GID to use instead: link-local (as the peer), on the scope's netdev, v2 first.
+            let better = port
+                .gids()
+                .iter()
+                .filter(|e| e.netdev.as_deref() == Some(scope) && is_link_local(&e.gid))
+                .max_by_key(|e| {
+                    (
+                        e.gid_type == Some(GidType::RoceV2),
+                        std::cmp::Reverse(e.index),
+                    )
+                });
+            Finding::new(
+                Severity::Fail,
+                CODE,
+                format!("the peer {peer}%{scope} is on {scope}, but GID index {index} belongs to {dev}: a link-local peer is reached only on the link its scope names, and the kernel resolves it through the GID's netdev"),
+            )
+            .evidence(format!("gid_attrs/ndevs/{index} = {dev}"))
+            .fix(match better {
+                Some(e) => format!("use {}", describe(e)),
+                None => format!("{} has no link-local GID on {scope}: give the peer's address on {dev} (%{dev}), or check {scope}'s RDMA device", port.name()),
+            })
+        }
+        None => Finding::new(
+            Severity::Info,
+            CODE,
+            format!("the peer's scope {scope} is not compared: GID index {index} names no netdev"),
+        ),
+    }
+}

@@ -204,22 +204,72 @@ pub fn memlock_finding(
     }
 }
 
+/// What the fix for "no device" builds on, gathered where the devices are listed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NoDeviceHint {
+    /// Where rdma_rxe was seen loaded (`module/rdma_rxe` under the sysfs root, or
+    /// /proc/modules on a live host); None when it is not loaded.
+    pub rxe_loaded: Option<String>,
+    /// A netdev that is up (not lo), to name in `rdma link add`; else `<if>`.
+    pub netdev: Option<String>,
+}
+
+impl NoDeviceHint {
+    fn fix(&self) -> String {
+        let netdev = self.netdev.as_deref().unwrap_or("<if>");
+        match &self.rxe_loaded {
+            Some(_) => format!("rdma_rxe is loaded: create a Soft-RoCE device on an up netdev, `rdma link add rxe0 type rxe netdev {netdev}`; or load the NIC's RDMA driver (mlx5_ib, irdma, bnxt_re, ...)"),
+            None => format!("load the NIC's RDMA driver (mlx5_ib, irdma, bnxt_re, ...), or for Soft-RoCE: modprobe rdma_rxe; rdma link add rxe0 type rxe netdev {netdev}"),
+        }
+    }
+}
+
 /// `class/infiniband` and what is in it.
-pub fn kernel_finding(sysfs_dir: &str, devices: Result<&[Device], &Error>) -> Finding {
+pub fn kernel_finding(
+    sysfs_dir: &str,
+    devices: Result<&[Device], &Error>,
+    hint: &NoDeviceHint,
+) -> Finding {
+    let rxe = |f: Finding| match &hint.rxe_loaded {
+        Some(seen) => f.evidence(format!(
+            "rdma_rxe is loaded ({seen}) but no rxe device was added"
+        )),
+        None => f,
+    };
     match devices {
-        Ok([]) => finding("kernel", Subject::Host, Severity::Fail, "the RDMA core is loaded but no device is registered")
-            .evidence(format!("{sysfs_dir} is empty"))
-            .fix("load the NIC's RDMA driver (mlx5_ib, irdma, bnxt_re, ...), or for Soft-RoCE: modprobe rdma_rxe; rdma link add rxe0 type rxe netdev <if>"),
+        Ok([]) => rxe(finding(
+            "kernel",
+            Subject::Host,
+            Severity::Fail,
+            "the RDMA core is loaded but no device is registered",
+        )
+        .evidence(format!("{sysfs_dir} is empty")))
+        .fix(hint.fix()),
         Ok(devs) => {
             let names: Vec<&str> = devs.iter().map(|d| d.name.as_str()).collect();
-            finding("kernel", Subject::Host, Severity::Ok, format!("{} RDMA device(s): {}", devs.len(), names.join(", ")))
-                .evidence(format!("{sysfs_dir} lists {}", names.join(", ")))
+            finding(
+                "kernel",
+                Subject::Host,
+                Severity::Ok,
+                format!("{} RDMA device(s): {}", devs.len(), names.join(", ")),
+            )
+            .evidence(format!("{sysfs_dir} lists {}", names.join(", ")))
         }
-        Err(Error::NoRdma { path }) => finding("kernel", Subject::Host, Severity::Fail, "no RDMA support in the kernel: no driver is loaded")
-            .evidence(format!("{} does not exist", path.display()))
-            .fix("load the NIC's RDMA driver (mlx5_ib, irdma, bnxt_re, ...), or for Soft-RoCE: modprobe rdma_rxe; rdma link add rxe0 type rxe netdev <if>"),
-        Err(other) => finding("kernel", Subject::Host, Severity::Fail, format!("cannot list RDMA devices: {other}"))
-            .evidence(format!("reading {sysfs_dir}")),
+        Err(Error::NoRdma { path }) => rxe(finding(
+            "kernel",
+            Subject::Host,
+            Severity::Fail,
+            "no RDMA support in the kernel: no driver is loaded",
+        )
+        .evidence(format!("{} does not exist", path.display())))
+        .fix(hint.fix()),
+        Err(other) => finding(
+            "kernel",
+            Subject::Host,
+            Severity::Fail,
+            format!("cannot list RDMA devices: {other}"),
+        )
+        .evidence(format!("reading {sysfs_dir}")),
     }
 }
 
@@ -840,6 +890,34 @@ mod tests {
         "Limit                     Soft Limit           Hard Limit           Units     \n\
 Max cpu time              unlimited            unlimited            seconds   \n\
 Max locked memory         16384                16384                bytes     \n";
+
+    /// With no device, the fix says what is left to do: with rdma_rxe loaded only the
+    /// `rdma link add`, on a netdev that is up.
+    #[test]
+    fn no_device_fix_follows_what_is_loaded() {
+        let none: &[Device] = &[];
+        let plain = kernel_finding("/sys/class/infiniband", Ok(none), &NoDeviceHint::default());
+        assert!(plain
+            .fix
+            .as_deref()
+            .unwrap()
+            .contains("modprobe rdma_rxe; rdma link add rxe0 type rxe netdev <if>"));
+        let hint = NoDeviceHint {
+            rxe_loaded: Some("/proc/modules lists rdma_rxe".into()),
+            netdev: Some("eth0".into()),
+        };
+        let f = kernel_finding("/sys/class/infiniband", Ok(none), &hint);
+        let fix = f.fix.as_deref().unwrap();
+        assert!(!fix.contains("modprobe"), "{fix}");
+        assert!(
+            fix.contains("`rdma link add rxe0 type rxe netdev eth0`"),
+            "{fix}"
+        );
+        assert!(f
+            .evidence
+            .iter()
+            .any(|e| e.contains("rdma_rxe is loaded (/proc/modules lists rdma_rxe)")));
+    }
 
     #[test]
     fn memlock_limit_forms() {

@@ -6,6 +6,7 @@ pub mod check;
 pub mod cm;
 pub mod datapath;
 pub mod doctor;
+pub mod env;
 pub mod gidselect;
 
 use crate::facts::Facts;

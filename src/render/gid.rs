@@ -46,6 +46,7 @@ fn kind_text(kind: GidKind) -> &'static str {
         GidKind::Zero => "zero (empty slot)",
         GidKind::Ipv4Mapped => "IPv4-mapped",
         GidKind::LinkLocal => "link-local",
+        GidKind::Loopback => "loopback",
         GidKind::Multicast => "multicast",
         GidKind::Global => "global",
     }
@@ -57,7 +58,9 @@ pub fn decode_table(rows: &[Decoded], style: Style) -> String {
         .map(|d| {
             let ip = match d.kind {
                 // The kind column says link-local already.
-                GidKind::LinkLocal | GidKind::Multicast => d.gid.ip().to_string(),
+                GidKind::LinkLocal | GidKind::Loopback | GidKind::Multicast => {
+                    d.gid.ip().to_string()
+                }
                 _ => ip_text(&d.gid),
             };
             vec![

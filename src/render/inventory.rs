@@ -235,18 +235,21 @@ pub struct GidRow<'a> {
     pub port: u32,
     #[serde(flatten)]
     pub entry: &'a GidEntry,
-    /// The decoded address; null for an empty slot.
+    /// The decoded address; null for an empty slot and on InfiniBand.
     pub ip: Option<String>,
     pub kind: GidKind,
 }
 
 impl<'a> GidRow<'a> {
     pub fn new(port: &'a Port, entry: &'a GidEntry) -> GidRow<'a> {
+        // An InfiniBand GID is the subnet prefix and the port GUID: it has the shape of an
+        // IPv6 address but is none, so it gets no IP (IPoIB's addresses are the netdev's).
+        let ib = port.link_layer == Some(LinkLayer::InfiniBand);
         GidRow {
             device: &port.device,
             port: port.number,
             entry,
-            ip: (!entry.gid.is_zero()).then(|| entry.gid.ip().to_string()),
+            ip: (!entry.gid.is_zero() && !ib).then(|| entry.gid.ip().to_string()),
             kind: entry.gid.kind(),
         }
     }
@@ -258,6 +261,7 @@ pub fn ip_text(gid: &Gid) -> String {
         GidKind::Zero => "-".to_string(),
         GidKind::Ipv4Mapped | GidKind::Global => gid.ip().to_string(),
         GidKind::LinkLocal => format!("{} (link-local)", gid.ip()),
+        GidKind::Loopback => format!("{} (loopback)", gid.ip()),
         GidKind::Multicast => format!("{} (multicast)", gid.ip()),
     }
 }
@@ -279,7 +283,10 @@ pub fn gids_table(rows: &[GidRow], show_ip: bool, style: Style) -> String {
                 Cell::from(or_dash(r.entry.netdev.as_ref())),
             ];
             if show_ip {
-                row.push(Cell::from(ip_text(&r.entry.gid)));
+                row.push(Cell::from(match &r.ip {
+                    Some(_) => ip_text(&r.entry.gid),
+                    None => "-".to_string(),
+                }));
             }
             row
         })

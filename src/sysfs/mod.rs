@@ -185,6 +185,13 @@ impl SysfsRoot {
         })
     }
 
+    /// Every netdev in `class/net`, in natural order; empty when there is none.
+    pub fn netdev_names(&self) -> Vec<String> {
+        let mut names = list_dir(&self.root.join("class/net")).unwrap_or_default();
+        names.sort_by(|a, b| parse::natural_cmp(a, b));
+        names
+    }
+
     /// `class/net/<name>/`; None when the interface is not there.
     pub fn netdev(&self, name: &str) -> Option<Netdev> {
         self.read_netdev(name, &mut Vec::new())
@@ -298,7 +305,14 @@ impl SysfsRoot {
         let state = attr("state").map(|t| parse::port_state(&t));
         let phys_state = attr("phys_state").map(|t| parse::phys_state(&t));
         let rate = attr("rate").map(|t| parse::rate(&t));
-        let link_layer = attr("link_layer").map(|t| parse::link_layer(&t));
+        // No link_layer file is InfiniBand: the attribute came with RoCE (2.6.37), and
+        // ibsim's simulated tree has none; libibverbs reads an unspecified link layer as
+        // InfiniBand too. An empty or unreadable file stays unknown.
+        let link_layer = match attr("link_layer") {
+            Some(t) => Some(parse::link_layer(&t)),
+            None if !dir.join("link_layer").exists() && dir.is_dir() => Some(LinkLayer::InfiniBand),
+            None => None,
+        };
         let lid = attr("lid").and_then(|t| parse::hex_u32(&t));
         let sm_lid = attr("sm_lid").and_then(|t| parse::hex_u32(&t));
         let lmc = attr("lid_mask_count")
@@ -498,10 +512,15 @@ fn read_gid_entry(
     path.push("gid_attrs");
     path.push("types");
     path.push(&idx);
-    let gid_type = read_small(path, buf)
-        .ok()
-        .and_then(parse::text)
-        .map(|t| parse::gid_type(&t, ethernet));
+    let gid_type = match read_small(path, buf) {
+        Ok(t) => parse::text(t).map(|t| parse::gid_type(&t, ethernet)),
+        // No gid_attrs at all (older kernels, ibsim): every GID is "IB/RoCE v1", as
+        // libibverbs' ibv_query_gid_type assumes.
+        Err(e) if e.kind() == io::ErrorKind::NotFound && !gid_attrs_exists(path) => {
+            Some(parse::gid_type("IB/RoCE v1", ethernet))
+        }
+        Err(_) => None,
+    };
     path.pop();
     path.pop();
     path.push("ndevs");
@@ -516,6 +535,13 @@ fn read_gid_entry(
         gid_type,
         netdev,
     })
+}
+
+/// Whether `gid_attrs` exists, given `path` = `.../gid_attrs/types/N` (left unchanged).
+fn gid_attrs_exists(path: &Path) -> bool {
+    path.parent()
+        .and_then(Path::parent)
+        .is_some_and(Path::exists)
 }
 
 fn read_small<'b>(path: &Path, buf: &'b mut String) -> io::Result<&'b str> {
@@ -659,6 +685,37 @@ mod tests {
         assert_eq!(
             s.device("mlx5_0").unwrap().ports[0].netdev_source,
             Some(NetdevSource::GidNdevs)
+        );
+    }
+
+    /// ibsim's tree has no `link_layer`: InfiniBand, as libibverbs reads it. An empty file
+    /// says nothing, so it stays unknown.
+    #[test]
+    fn a_port_without_link_layer_is_infiniband() {
+        let t = tree();
+        let r = t.path();
+        write(r, "class/infiniband/ibsim0/ports/1/state", "4: ACTIVE\n");
+        write(
+            r,
+            "class/infiniband/ibsim0/ports/1/rate",
+            "10 Gb/sec (4X)\n",
+        );
+        write(
+            r,
+            "class/infiniband/ibsim0/ports/1/gids/0",
+            "fe80:0000:0000:0000:0002:c903:0000:0101\n",
+        );
+        write(r, "class/infiniband/odd0/ports/1/link_layer", "\n");
+        let s = SysfsRoot::new(r);
+        let p = s.port("ibsim0", 1).unwrap();
+        assert_eq!(p.link_layer, Some(LinkLayer::InfiniBand));
+        assert_eq!(p.rate.unwrap().speed.as_deref(), Some("SDR"));
+        // No gid_attrs: IB/RoCE v1, which on InfiniBand is IB.
+        assert_eq!(p.gids[0].gid_type, Some(crate::model::GidType::Ib));
+        assert_eq!(s.port("odd0", 1).unwrap().link_layer, None);
+        assert_eq!(
+            s.port("mlx5_0", 1).unwrap().link_layer,
+            Some(LinkLayer::Ethernet)
         );
     }
 

@@ -67,7 +67,7 @@ pub fn link_layer(text: &str) -> LinkLayer {
 }
 
 /// `ports/N/rate`: "100 Gb/sec (4X EDR)", "10 Gb/sec (1X FDR10)", "2.5 Gb/sec (1X SDR)",
-/// or a bare "40 Gb/sec". The text is kept whole; the parts are best effort.
+/// "10 Gb/sec (4X)" (SDR, as older kernels write it), or a bare "40 Gb/sec". The text is kept whole; the parts are best effort.
 pub fn rate(text: &str) -> Rate {
     let text = text.trim();
     let (head, paren) = match text.split_once('(') {
@@ -83,8 +83,10 @@ pub fn rate(text: &str) -> Rate {
         .next()
         .filter(|w| w.ends_with('X'))
         .map(str::to_string);
+    // Kernels before 5.10 (and ibsim) write no name for SDR: "10 Gb/sec (4X)" is 4X SDR,
+    // 2.5 Gb/s per lane; every faster speed carries its name.
     let speed = if width.is_some() {
-        words.next().map(str::to_string)
+        Some(words.next().unwrap_or("SDR").to_string())
     } else {
         None
     };
@@ -270,6 +272,8 @@ mod tests {
                 Some("FDR10"),
             ),
             ("2.5 Gb/sec (1X SDR)", Some(2.5), Some("1X"), Some("SDR")),
+            ("10 Gb/sec (4X)", Some(10.0), Some("4X"), Some("SDR")),
+            ("2.5 Gb/sec (1X)\n", Some(2.5), Some("1X"), Some("SDR")),
             ("40 Gb/sec (4X QDR)\n", Some(40.0), Some("4X"), Some("QDR")),
             ("200 Gb/sec (2X HDR)", Some(200.0), Some("2X"), Some("HDR")),
             ("40 Gb/sec", Some(40.0), None, None),

@@ -71,6 +71,13 @@ expect_rc 0 "--env with NCCL_IB_GID_INDEX=1 and NCCL_IB_HCA=rxe passes" \
 expect_out "--env flags an NCCL_IB_HCA that selects nothing" \
     'FAIL +env-nccl-ib-hca +NCCL_IB_HCA=mlx5 selects no device' \
     env NCCL_IB_HCA=mlx5 "$RDMACTL" check -d rxe0 -g 1 --env
+# As NCCL and UCX read them: strtoll's 0x1 is 1; a UCX port that is not here fails.
+expect_out "--env reads NCCL_IB_GID_INDEX=0x1 as NCCL does" \
+    'ok +env-nccl-ib-gid-index +NCCL_IB_GID_INDEX=0x1 selects GID index 1' \
+    env NCCL_IB_GID_INDEX=0x1 "$RDMACTL" check -d rxe0 -g 1 --peer 192.168.77.2 --env
+expect_out "--env flags a UCX_NET_DEVICES port that is not here" \
+    'FAIL +env-ucx-net-devices +UCX_NET_DEVICES=mlx5_0:1 names no device on this host' \
+    env UCX_NET_DEVICES=mlx5_0:1 "$RDMACTL" check -d rxe0 -g 1 --env
 
 # Without accept_local the same-host ARP is dropped: check predicts the RTR ETIMEDOUT.
 sysctl -q -w net.ipv4.conf.all.accept_local=0 net.ipv4.conf.veth0.accept_local=0 net.ipv4.conf.veth1.accept_local=0

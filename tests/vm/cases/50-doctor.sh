@@ -55,3 +55,14 @@ expect_out "link down: the netdev's state is evidence of the port failure" 'evid
 expect_out "link down: one root cause, one failure" ', 1 failure\(s\)$' "$RDMACTL" doctor -d rxe1
 restore_net
 expect_rc 0 "healthy again after restore_net" "$RDMACTL" doctor
+
+# No device while rdma_rxe stays loaded: exit 4, as every command without a device, and the
+# fix is only `rdma link add` on a netdev that is up (not modprobe again).
+rdma link delete rxe1
+rdma link delete rxe0
+expect_rc 4 "no device: doctor exits 4" "$RDMACTL" doctor
+expect_out "no device, rdma_rxe loaded: the fix adds a device and does not modprobe" \
+    'fix: rdma_rxe is loaded: create a Soft-RoCE device on an up netdev, `rdma link add rxe0 type rxe netdev [a-z]' \
+    "$RDMACTL" doctor
+restore_net
+check "both devices are back" wait_gids 20
