@@ -106,6 +106,8 @@ pub fn route_get_request(destination: IpAddr, oif_index: Option<u32>) -> Vec<u8>
     let mut msg = RouteMessage::default();
     msg.header.address_family = family_of(destination);
     msg.header.destination_prefix_length = if destination.is_ipv4() { 32 } else { 128 };
+    // Without it the kernel reports every answer as table main, hiding a VRF's table.
+    msg.header.flags = netlink_packet_route::route::RouteFlags::LookupTable;
     msg.attributes
         .push(RouteAttribute::Destination(RouteAddress::from(destination)));
     if let Some(oif) = oif_index {
@@ -527,7 +529,9 @@ pub fn route_facts(
     // main and local says it is such a route, not the kernel's "assume on-link" guess.
     if plain.is_none() && !peer_link_local {
         if let Some(dev) = gid_netdev {
-            let own_table = |r: &Route| r.table != MAIN_TABLE && r.table != LOCAL_TABLE;
+            // Table 0 is the kernel's "assume on-link through oif" answer: no route at all.
+            let own_table =
+                |r: &Route| r.table != 0 && r.table != MAIN_TABLE && r.table != LOCAL_TABLE;
             plain = route_get_soft(peer, Some(dev))?.filter(own_table);
             // `ip route get vrf NAME` asks through the VRF device itself.
             if plain.is_none() {
@@ -541,7 +545,7 @@ pub fn route_facts(
         facts.no_route = true;
         return Ok((facts, None));
     };
-    if route.table != MAIN_TABLE && route.table != LOCAL_TABLE {
+    if route.table != 0 && route.table != MAIN_TABLE && route.table != LOCAL_TABLE {
         facts.table = Some(route.table);
     }
     facts.route_netdev = route.oif.clone();

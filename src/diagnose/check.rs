@@ -377,6 +377,11 @@ fn route_findings(
         if let Some(gw) = route.gateway {
             f = f.evidence(format!("via {gw}"));
         }
+        if let Some(t) = route.table {
+            f = f.evidence(format!(
+                "from routing table {t}, not main: the netdev's VRF or a policy rule (`ip route get {peer} oif {gid_dev}`)"
+            ));
+        }
         out.push(f);
     } else {
         out.push(

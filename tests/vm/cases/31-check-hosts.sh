@@ -1,7 +1,7 @@
 # shellcheck shell=bash
 # vm-timeout: 600
 # check and doctor on the hosts operators have: several addresses on one port (/31,
-# secondary, /32), a VLAN, a second RDMA device on another route, a gateway that
+# secondary, /32), a VLAN, a second RDMA device on another route, a VRF, a gateway that
 # does not answer, no route, peers that cannot be RC peers, another network namespace, a
 # full GID table, one GID on two devices, and a renamed device. Each check asserts the
 # cause the finding names; kernel-choice is shown to fail when the kernel would choose
@@ -60,6 +60,24 @@ wait_gids 10
 expect_rc 1 "other device: check -d rxe0 toward 10.70.0.2 fails" "$RDMACTL" check -d rxe0 -g 1 --peer 10.70.0.2
 expect_out "other device: the kernel would use rxefar, not rxe0" \
     'FAIL +kernel-choice +the kernel would use rxefar/1 .*, not rxe0/1' cat "$LAST_OUT"
+
+# --- VRF: the route is in the VRF's table
+if modprobe vrf 2>/dev/null; then
+    ip link add vrf-blue type vrf table 10
+    ip link set vrf-blue up
+    ip link add vrfa type veth peer name vrfb
+    ip link set vrfa master vrf-blue
+    ip addr add 10.80.0.1/24 dev vrfa
+    ip link set vrfa up
+    ip link set vrfb up
+    rdma link add rxevr type rxe netdev vrfa
+    wait_gids 10
+    expect_no_out "VRF: the route is found in the VRF's table" 'route +the kernel has no route to 10\.80\.0\.9' \
+        "$RDMACTL" check -d rxevr -g auto --peer 10.80.0.9
+    expect_out "VRF: through vrfa, from table 10" 'from routing table 10, not main' cat "$LAST_OUT"
+else
+    skip_here "no vrf module"
+fi
 
 # --- a gateway that does not answer: it is named, and accept_local is not
 ip route add 10.50.0.0/16 via 192.168.77.254 dev veth1
