@@ -240,7 +240,10 @@ pub fn run(ctx: &Ctx, args: &CheckArgs) -> Result<u8> {
                 gids: port.gids(),
                 port_netdev: port.sysfs.netdev.as_ref().map(|n| n.name.as_str()),
             };
-            let (finding, choice) = check_kernel::ask(peer, &checked, first_net.route.as_ref());
+            // `--peer fe80::1%veth0`: the CM gets the interface as the address's scope.
+            let scope_ifindex = scope.and_then(|s| net::netdev(s).ok().flatten().map(|d| d.index));
+            let (finding, choice) =
+                check_kernel::ask(peer, &checked, first_net.route.as_ref(), scope_ifindex);
             checks.push(finding);
             kernel_choice = Some(choice);
         }

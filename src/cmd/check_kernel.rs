@@ -92,6 +92,7 @@ pub fn ask(
     peer: IpAddr,
     checked: &Checked,
     route: Option<&crate::facts::RouteFacts>,
+    scope_ifindex: Option<u32>,
 ) -> (Finding, KernelChoice) {
     let mut choice = KernelChoice {
         peer,
@@ -111,14 +112,23 @@ pub fn ask(
         .fix(format!("add a route to {peer}, or use the peer's address on the RDMA subnet"));
         return (f, choice);
     }
-    if is_link_local(&crate::gid::Gid::from_ip(peer)) {
+    let link_local = is_link_local(&crate::gid::Gid::from_ip(peer));
+    let scoped = match (peer, scope_ifindex) {
+        (IpAddr::V6(v6), Some(ifindex)) if link_local => Some((v6, ifindex)),
+        _ => None,
+    };
+    if link_local && scoped.is_none() {
         let f = skipped(
             Severity::Info,
-            format!("not asked: a link-local peer ({peer}) needs an interface scope the CM lookup does not take"),
+            format!("not asked: a link-local peer ({peer}) needs an interface scope: give --peer {peer}%IFNAME"),
         );
         return (f, choice);
     }
-    let finding = match cm::kernel_gid_choice(peer, choice.source, RESOLVE_TIMEOUT) {
+    let asked = match scoped {
+        Some((v6, ifindex)) => cm::kernel_gid_choice_scoped(v6, ifindex, RESOLVE_TIMEOUT),
+        None => cm::kernel_gid_choice(peer, choice.source, RESOLVE_TIMEOUT),
+    };
+    let finding = match asked {
         Ok(res) => {
             let f = compare(&res, checked, choice.source);
             choice.agrees = checked.index.zip(res.gid_index).map(|(a, b)| a == b);

@@ -533,6 +533,19 @@ pub fn kernel_gid_choice(
     resolve(peer, src, timeout)
 }
 
+/// As `kernel_gid_choice`, toward an IPv6 link-local peer on the interface `scope_id`
+/// (`fe80::1%veth0`): the CM needs the scope to know which link the peer is on.
+pub fn kernel_gid_choice_scoped(
+    peer: std::net::Ipv6Addr,
+    scope_id: u32,
+    timeout: Duration,
+) -> Result<Resolution, Failure> {
+    let dst = SocketAddr::V6(std::net::SocketAddrV6::new(peer, 0, 0, scope_id));
+    let channel = Channel::open(Some(dst))?;
+    let id = channel.create_id(Some(dst))?;
+    resolve_on(&channel, &id, dst, None, timeout)
+}
+
 fn resolve_on(
     channel: &Channel,
     id: &Id,

@@ -61,6 +61,13 @@ expect_rc 1 "other device: check -d rxe0 toward 10.70.0.2 fails" "$RDMACTL" chec
 expect_out "other device: the kernel would use rxefar, not rxe0" \
     'FAIL +kernel-choice +the kernel would use rxefar/1 .*, not rxe0/1' cat "$LAST_OUT"
 
+# A link-local peer with its scope: the CM is asked on that link.
+sleep 2
+ll=$(ip netns exec far ip -6 -o addr show dev vfar1 scope link | awk '{print $4}' | cut -d/ -f1)
+check "far end has a link-local address ('$ll')" test -n "$ll"
+expect_out "scoped link-local peer: the kernel is asked, on rxefar" \
+    'ok +kernel-choice +the kernel would use rxefar/1 GID index 0 ' "$RDMACTL" check -d rxefar -g auto --peer "$ll%vfar0"
+
 # --- VRF: the route is in the VRF's table
 if modprobe vrf 2>/dev/null; then
     ip link add vrf-blue type vrf table 10
