@@ -147,10 +147,26 @@ pub fn explain(failure: &Failure, ctx: &Facts) -> Explanation {
         failure,
         suggestion: suggest(ctx),
     };
-    // Said by the user or by the peer: no local rule applies.
+    // Said by the user or by the peer: no local rule applies, except that a port of this
+    // end that is down explains this end first (the peer only saw its consequence).
     match &failure.cause {
         Cause::Interrupted { signal } => return interrupted(failure, *signal),
-        Cause::PeerReported { notice } => return peer_reported(notice),
+        Cause::PeerReported { notice } => {
+            if let Some((code, summary, mut evidence, fix)) = port_not_active(ctx) {
+                evidence.push(Seen::new(
+                    Source::PeerNotice,
+                    format!("the {} said: {}", notice.role, notice.message),
+                ));
+                return Explanation {
+                    code: code.to_string(),
+                    summary,
+                    evidence,
+                    fix,
+                    suggested_gid_index: None,
+                };
+            }
+            return peer_reported(notice);
+        }
         _ => {}
     }
     // A port that is not up explains every later step, whatever the errno.
@@ -360,23 +376,35 @@ fn port_not_active(ctx: &Facts) -> Option<Rule> {
         return None;
     }
     let netdev = local.netdev_now().unwrap_or_else(|| "its netdev".into());
+    // Administratively down is fixed here; no carrier (lowerlayerdown) is fixed at the
+    // other end of the link: the switch port, or for a veth its peer.
+    let no_carrier = ctx
+        .netdev
+        .as_ref()
+        .and_then(|n| n.operstate.as_deref())
+        .is_some_and(|o| o == "lowerlayerdown" || o == "dormant");
+    let what = if no_carrier {
+        "has no carrier (its link partner is down)"
+    } else {
+        "is down or has no carrier"
+    };
     let summary = if port_down {
         format!(
-            "RoCE port {} is not ACTIVE: its netdev {netdev} is down or has no carrier",
+            "RoCE port {} is not ACTIVE: its netdev {netdev} {what}",
             local.name()
         )
     } else {
         format!(
-            "RoCE port {} cannot send: its netdev {netdev} is down or has no carrier",
+            "RoCE port {} cannot send: its netdev {netdev} {what}",
             local.name()
         )
     };
-    Some((
-        "port-down",
-        summary,
-        evidence,
-        format!("ip link set {netdev} up, and check the cable (ip link show {netdev})"),
-    ))
+    let fix = if no_carrier {
+        format!("bring the other end of {netdev}'s link up: the switch port, or for a veth its peer (ip link show {netdev} names it)")
+    } else {
+        format!("ip link set {netdev} up, and check the cable (ip link show {netdev})")
+    };
+    Some(("port-down", summary, evidence, fix))
 }
 
 fn local_gid_words(ep: &EndFacts) -> String {
@@ -2425,6 +2453,61 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// The peer's cause does not hide this end's own down port: the local port explains
+    /// this end first, with the peer's words as evidence.
+    #[test]
+    fn own_port_down_outranks_the_peers_notice() {
+        let notice = crate::failure::PeerNotice {
+            role: "server".into(),
+            message: "work completion failed (rxe0/1): IBV_WC_RETRY_EXC_ERR".into(),
+            code: "port-down".into(),
+            summary: "RoCE port rxe0/1 is not ACTIVE".into(),
+            evidence: vec![],
+            fix: "ip link set veth0 up".into(),
+        };
+        let failure = Failure::new(
+            Step::Poll,
+            Cause::PeerReported {
+                notice: Box::new(notice),
+            },
+            Default::default(),
+        );
+        let mut facts = rxe_ctx(Some(1), "::ffff:192.168.77.2");
+        facts.local.port_state = Some("DOWN".into());
+        facts.local.port_netdev = Some("veth0".into());
+        facts.netdev = Some(NetdevFacts {
+            name: "veth0".into(),
+            exists: true,
+            up: false,
+            operstate: Some("down".into()),
+            mtu: None,
+        });
+        let x = explain(&failure, &facts);
+        assert_eq!(x.code, "port-down");
+        assert!(
+            x.summary
+                .starts_with("RoCE port rxe0/1 is not ACTIVE: its netdev"),
+            "{}",
+            x.summary
+        );
+        assert!(
+            x.evidence
+                .iter()
+                .any(|e| e.from == Source::PeerNotice && e.contains("the server said")),
+            "{x:?}"
+        );
+        // No carrier: the fix is at the other end of the link.
+        facts.netdev.as_mut().unwrap().operstate = Some("lowerlayerdown".into());
+        let x = explain(&failure, &facts);
+        assert!(
+            x.summary
+                .contains("has no carrier (its link partner is down)"),
+            "{}",
+            x.summary
+        );
+        assert!(x.fix.contains("for a veth its peer"), "{}", x.fix);
     }
 
     /// A busy TCP port is about the port, not the GID: no GID claim, and the fix is -p.
