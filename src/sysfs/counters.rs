@@ -19,15 +19,20 @@ impl SysfsRoot {
     /// without `hw_counters/` is not an error: `has_counters_dir` says which exist.
     pub fn port_counters(&self, device: &str, port: u32) -> Result<PortCounters> {
         self.check_port(device, port)?;
+        Ok(self.read_counters(device, port))
+    }
+
+    /// `port_counters` of a port known to exist: a whole-host pass checks each name once.
+    fn read_counters(&self, device: &str, port: u32) -> PortCounters {
         let mut problems = Vec::new();
         let driver = read_driver(&self.device_dir(device), &mut problems);
-        Ok(read_port_counters(
+        read_port_counters(
             &self.port_dir(device, port),
             device,
             port,
             driver.as_deref(),
             problems,
-        ))
+        )
     }
 
     /// The counters of the selected ports (`DEV[/PORT]`, or every port of every device),
@@ -55,7 +60,7 @@ impl SysfsRoot {
                 .into_iter()
                 .filter(|p| port.map_or(true, |want| want == *p))
             {
-                out.push(self.port_counters(name, p)?);
+                out.push(self.read_counters(name, p));
             }
         }
         if out.is_empty() {
