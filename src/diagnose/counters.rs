@@ -84,7 +84,7 @@ fn describe_change(name: &str, change: Change, meaning: Option<&str>) -> String 
         Change::Saturated { at_least } => {
             format!("+{at_least} or more (saturated, reset with perfquery -R)")
         }
-        Change::Reset { at_least } => format!("+{at_least} or more (reset during the run)"),
+        Change::Reset { at_least } => format!("+{at_least} or more (reset in between)"),
     };
     match meaning {
         Some(m) => format!("{name} {amount} ({m})"),
@@ -149,7 +149,7 @@ fn retransmission(ends: &[End], messages: u64, subject: &Subject) -> Option<Find
         None => format!("{resends} retransmissions"),
     };
     let timeout_us = 4.096 * f64::from(1u32 << QP_PARAMS.timeout);
-    let mut message = format!("packets were lost and resent during the run: {rate}");
+    let mut message = format!("packets were lost and resent: {rate}");
     if gave_up > 0 {
         message.push_str(&format!("; {gave_up} time(s) a QP ran out of retries"));
     }
@@ -206,7 +206,7 @@ fn congestion(ends: &[End], subject: &Subject) -> Option<Finding> {
     let mut f = Finding::new(
         Severity::Info,
         "counters-congestion",
-        "the network signalled congestion during the run (ECN marks, CNPs or transmit waits): senders were slowed down",
+        "the network signalled congestion (ECN marks, CNPs or transmit waits): senders were slowed down",
     )
     .about(subject.clone());
     for line in evidence {
@@ -228,7 +228,7 @@ fn link_errors(ends: &[End], subject: &Subject) -> Option<Finding> {
     let mut f = Finding::new(
         Severity::Warn,
         "counters-link-errors",
-        "the physical link had errors during the run (symbol errors, link recovery or link down)",
+        "the physical link had errors (symbol errors, link recovery or link down)",
     )
     .about(subject.clone());
     for line in evidence {
@@ -257,7 +257,7 @@ fn saturated(ends: &[End], subject: &Subject) -> Option<Finding> {
     let mut f = Finding::new(
         Severity::Info,
         "counters-saturated",
-        "some counters are saturated: they stopped counting, so what they counted during the run is unknown",
+        "some counters are saturated: they stopped counting, so what they counted since the previous read is unknown",
     )
     .about(subject.clone());
     for line in names {
