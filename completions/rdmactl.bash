@@ -19,6 +19,9 @@ _rdmactl() {
             rdmactl,check)
                 cmd="rdmactl__subcmd__check"
                 ;;
+            rdmactl,counters)
+                cmd="rdmactl__subcmd__counters"
+                ;;
             rdmactl,devices)
                 cmd="rdmactl__subcmd__devices"
                 ;;
@@ -62,7 +65,7 @@ _rdmactl() {
 
     case "${cmd}" in
         rdmactl)
-            opts="-j -h -V --json --color --sysfs --help --version devices ls ports link gids gid check pingpong selftest doctor generate"
+            opts="-j -h -V --json --color --sysfs --help --version devices ls ports link gids gid check pingpong selftest doctor counters generate"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -115,6 +118,52 @@ _rdmactl() {
                     return 0
                     ;;
                 --peer)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --sysfs)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        rdmactl__subcmd__counters)
+            opts="-d -i -a -j -h -V --ib-dev --ib-port --all --interval --count --json --color --sysfs --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --ib-dev)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -d)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ib-port)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -i)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --interval)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --count)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -41,6 +41,7 @@ complete -c rdmactl -n "__fish_rdmactl_needs_command" -f -a "check" -d 'Is this 
 complete -c rdmactl -n "__fish_rdmactl_needs_command" -f -a "pingpong" -d 'RC ping-pong between two hosts, interoperable with ibv_rc_pingpong'
 complete -c rdmactl -n "__fish_rdmactl_needs_command" -f -a "selftest" -d 'Loopback test inside one process, one line per verbs step'
 complete -c rdmactl -n "__fish_rdmactl_needs_command" -f -a "doctor" -d 'Check that this host\'s RDMA stack is sane'
+complete -c rdmactl -n "__fish_rdmactl_needs_command" -f -a "counters" -d 'Port counters (counters/ and hw_counters/) grouped by what they indicate; --interval for wrap-aware deltas and rates'
 complete -c rdmactl -n "__fish_rdmactl_needs_command" -f -a "generate" -d 'Write man pages and shell completions (for packagers)'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand devices" -s d -l ib-dev -d 'Only this device' -r
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand devices" -l color -d 'When to colour the output (`auto`: a terminal, unless NO_COLOR is set or TERM=dumb)' -r -f -a "auto\t''
@@ -167,6 +168,18 @@ complete -c rdmactl -n "__fish_rdmactl_using_subcommand doctor" -l sysfs -d 'Rea
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand doctor" -s j -l json -d 'Print JSON instead of a table'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand doctor" -s h -l help -d 'Print help'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand doctor" -s V -l version -d 'Print version'
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand counters" -s d -l ib-dev -d 'Only this device (same as the positional DEV)' -r
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand counters" -s i -l ib-port -d 'Only this port' -r
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand counters" -l interval -d 'Re-read every SECS seconds (fractions allowed) and print each interval\'s deltas and rates; with -j one JSON object per sample, one per line' -r
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand counters" -l count -d 'With --interval: stop after N samples (default: until interrupted)' -r
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand counters" -l color -d 'When to colour the output (`auto`: a terminal, unless NO_COLOR is set or TERM=dumb)' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand counters" -l sysfs -d 'Read sysfs from DIR instead of /sys (a captured tree); verbs queries are skipped. pingpong and selftest refuse it: they run on this host\'s devices' -r -F
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand counters" -s a -l all -d 'Every counter, zero and undescribed ones included (default: the non-zero counters that matter for diagnosis)'
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand counters" -s j -l json -d 'Print JSON instead of a table'
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand counters" -s h -l help -d 'Print help'
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand counters" -s V -l version -d 'Print version'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand generate" -l color -d 'When to colour the output (`auto`: a terminal, unless NO_COLOR is set or TERM=dumb)' -r -f -a "auto\t''
 always\t''
 never\t''"

@@ -109,6 +109,9 @@ pub enum Command {
     Selftest(SelftestArgs),
     /// Check that this host's RDMA stack is sane
     Doctor(DoctorArgs),
+    /// Port counters (counters/ and hw_counters/) grouped by what they indicate;
+    /// --interval for wrap-aware deltas and rates
+    Counters(CountersArgs),
     /// Write man pages and shell completions (for packagers)
     #[command(hide = true)]
     Generate(GenerateArgs),
@@ -409,6 +412,48 @@ pub struct DoctorArgs {
     /// Only this device
     #[arg(short = 'd', long = "ib-dev", value_name = "DEV")]
     pub device: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct CountersArgs {
+    /// DEV or DEV/PORT
+    #[arg(value_name = "DEV[/PORT]")]
+    pub target: Option<DevPort>,
+    /// Only this device (same as the positional DEV)
+    #[arg(
+        short = 'd',
+        long = "ib-dev",
+        value_name = "DEV",
+        conflicts_with = "target"
+    )]
+    pub device: Option<String>,
+    /// Only this port
+    #[arg(short = 'i', long = "ib-port", value_name = "PORT")]
+    pub port: Option<u32>,
+    /// Every counter, zero and undescribed ones included (default: the non-zero counters
+    /// that matter for diagnosis)
+    #[arg(short = 'a', long)]
+    pub all: bool,
+    /// Re-read every SECS seconds (fractions allowed) and print each interval's deltas and
+    /// rates; with -j one JSON object per sample, one per line
+    #[arg(long, value_name = "SECS", value_parser = parse_interval)]
+    pub interval: Option<f64>,
+    /// With --interval: stop after N samples (default: until interrupted)
+    #[arg(long, value_name = "N", requires = "interval", value_parser = clap::value_parser!(u64).range(1..))]
+    pub count: Option<u64>,
+}
+
+/// `--interval`: a positive number of seconds, at least 10 ms (a shorter one only measures
+/// the kernel's counter cache).
+fn parse_interval(s: &str) -> Result<f64, String> {
+    let secs: f64 = s
+        .parse()
+        .map_err(|_| format!("'{s}' is not a number of seconds"))?;
+    if secs.is_finite() && secs >= 0.01 {
+        Ok(secs)
+    } else {
+        Err(format!("'{s}': the interval must be at least 0.01 seconds"))
+    }
 }
 
 #[derive(Debug, Args)]

@@ -3,6 +3,7 @@
 mod app;
 mod cli;
 mod cmd;
+mod counter;
 mod ctx;
 mod diagnose;
 mod errno;

@@ -192,6 +192,45 @@ fn every_catalogued_code_exists() {
     );
 }
 
+/// The finding codes of the counters rules (every `Finding::new(Severity::X, "code"` in
+/// src/diagnose/counters.rs), each a heading in the findings part of docs/failures.md.
+fn counters_codes() -> BTreeSet<String> {
+    let code = production("src/diagnose/counters.rs");
+    let mut out = BTreeSet::new();
+    for (at, _) in code.match_indices("Finding::new(") {
+        let args = &code[at + "Finding::new(".len()..];
+        let Some(comma) = args.find(',') else {
+            continue;
+        };
+        if let Some(s) = literal_at(&args[comma + 1..]) {
+            assert!(is_name(s), "{s:?} is not a kebab-case code");
+            out.insert(s.to_string());
+        }
+    }
+    out
+}
+
+#[test]
+fn every_counters_code_is_catalogued_and_nothing_stale() {
+    let codes = counters_codes();
+    assert!(codes.contains("counters-retransmission"), "{codes:?}");
+    assert!(codes.contains("counters"), "{codes:?}");
+    let (_, findings) = headings();
+    let missing: Vec<&String> = codes.iter().filter(|c| !findings.contains(*c)).collect();
+    assert!(
+        missing.is_empty(),
+        "not in docs/failures.md's findings: {missing:?}"
+    );
+    let stale: Vec<&String> = findings
+        .iter()
+        .filter(|c| c.starts_with("counters") && !codes.contains(*c))
+        .collect();
+    assert!(
+        stale.is_empty(),
+        "docs/failures.md lists counters codes no rule emits: {stale:?}"
+    );
+}
+
 #[test]
 fn the_findings_section_has_entries() {
     let (_, findings) = headings();

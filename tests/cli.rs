@@ -23,6 +23,7 @@ const TREES: &[&str] = &[
     "ipv6-only",
     "port-down",
     "unreadable",
+    "rxe-counters",
 ];
 
 const MATRIX: &[&[&str]] = &[
@@ -35,6 +36,9 @@ const MATRIX: &[&[&str]] = &[
     &["gids", "-j"],
     &["devices", "-v"],
     &["devices", "-v", "-j"],
+    &["counters"],
+    &["counters", "--all"],
+    &["counters", "-j"],
 ];
 
 fn root() -> PathBuf {
@@ -1020,4 +1024,98 @@ fn devices_verbose_json_has_the_device_keys_of_devices_json() {
         );
         assert!(!notes[0].contains("max_qp"), "{tree}: {}", notes[0]);
     }
+}
+
+/// `counters --interval` re-reads the files: a copy of a tree is rewritten between the
+/// binary's samples, and the second sample shows a 32-bit hw counter that wrapped and a
+/// PMA counter that saturated (never a negative delta).
+#[test]
+fn counters_interval_sees_wraps_and_saturation_in_a_changing_tree() {
+    let t = tempfile::tempdir().unwrap();
+    let port = t.path().join("class/infiniband/mlx5_0/ports/1");
+    let put = |rel: &str, v: &str| {
+        let p = port.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, format!("{v}\n")).unwrap();
+    };
+    put("state", "4: ACTIVE");
+    put("counters/symbol_error", "65500");
+    put("counters/port_xmit_data", "1000");
+    put("hw_counters/out_of_sequence", "4294967290");
+    let mut child = StdCommand::new(env!("CARGO_BIN_EXE_rdmactl"))
+        .args(["--sysfs", t.path().to_str().unwrap(), "-j", "counters"])
+        .args(["--interval", "0.3", "--count", "2"])
+        .env_remove("RDMACTL_SYSFS")
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let first: serde_json::Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+    // Sample 1 is out: change the files before sample 2 reads them.
+    put("counters/symbol_error", "65535");
+    put("counters/port_xmit_data", "1250");
+    put("hw_counters/out_of_sequence", "6");
+    let second: serde_json::Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+    assert!(lines.next().is_none(), "--count 2 prints two samples");
+    assert!(child.wait().unwrap().success());
+    assert_eq!(first["sample"], 1);
+    let find = |v: &serde_json::Value, name: &str| {
+        v["ports"][0]["counters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == name)
+            .cloned()
+            .unwrap()
+    };
+    assert_eq!(find(&first, "out_of_sequence")["delta"], 0);
+    let oos = find(&second, "out_of_sequence");
+    assert_eq!(
+        (oos["state"].as_str(), oos["delta"].as_u64()),
+        (Some("wrapped"), Some(12))
+    );
+    let sym = find(&second, "symbol_error");
+    assert_eq!(
+        (sym["state"].as_str(), sym["delta"].as_u64()),
+        (Some("saturated"), Some(35))
+    );
+    assert_eq!(sym["exact"], false);
+    assert_eq!(find(&second, "port_xmit_data")["delta"], 250);
+    let codes: Vec<&str> = second["ports"][0]["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["code"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        codes,
+        [
+            "counters-retransmission",
+            "counters-link-errors",
+            "counters-saturated"
+        ]
+    );
+}
+
+#[test]
+fn counters_select_and_refuse_like_the_other_commands() {
+    let tree = sysfs("ib-hca");
+    let r = run(&["--sysfs", &tree, "counters", "mlx5_1/1"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stdout.starts_with("mlx5_1/1\n"), "{}", r.stdout);
+    assert!(
+        r.stdout
+            .contains("symbol_error         65535  saturated, reset with perfquery -R"),
+        "{}",
+        r.stdout
+    );
+    let r = run(&["--sysfs", &tree, "counters", "mlx5_9"]);
+    assert_eq!(r.code, 3, "{}", r.stderr);
+    let r = run(&["--sysfs", &tree, "counters", "mlx5_0/2"]);
+    assert_eq!(r.code, 3, "{}", r.stderr);
+    let r = run(&["--sysfs", &tree, "counters", "--count", "2"]);
+    assert_eq!(r.code, 2, "--count needs --interval: {}", r.stderr);
+    let r = run(&["--sysfs", &tree, "counters", "--interval", "0"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("at least 0.01 seconds"), "{}", r.stderr);
 }

@@ -22,6 +22,7 @@ const TREES: &[&str] = &[
     "ipv6-only",
     "port-down",
     "unreadable",
+    "rxe-counters",
 ];
 
 fn root() -> PathBuf {
@@ -76,6 +77,12 @@ fn every_command_on_every_tree_has_its_documented_shape() {
         expect(with(&["gids", "--all"]), "[@gid_row]", &mut errors);
         expect(with(&["devices", "-v"]), "[@devinfo_sysfs]", &mut errors);
         expect(with(&["doctor"]), "@doctor", &mut errors);
+        expect(with(&["counters"]), "[@counters_port]", &mut errors);
+        expect(
+            with(&["counters", "--interval", "0.01", "--count", "1"]),
+            "@counters_sample",
+            &mut errors,
+        );
         let names: Vec<String> = std::fs::read_dir(root().join(&dir).join("class/infiniband"))
             .map(|d| {
                 d.flatten()
@@ -128,6 +135,8 @@ fn every_command_on_every_tree_has_its_documented_shape() {
         "@check",
         "@gid_decode",
         "@gid_encode",
+        "@counters_port",
+        "@counters_sample",
     ] {
         assert!(
             checked.get(ty).is_some_and(|n| *n > 0),

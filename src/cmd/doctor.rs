@@ -188,6 +188,12 @@ fn gather(ctx: &Ctx, only: Option<&str>) -> Result<Vec<Finding>> {
         let table_len = sysfs.gid_table_len(&port.device, port.number).unwrap_or(0);
         findings.extend(doctor::gid_table_finding(port, table_len, &host_net));
     }
+    // The counters since the last reset: error counters that are not zero are a warning.
+    for port in devices.iter().flat_map(|d| &d.ports) {
+        if let Ok(counters) = sysfs.port_counters(&port.device, port.number) {
+            findings.extend(crate::diagnose::counters::doctor_finding(&counters));
+        }
+    }
     let all_ports: Vec<&Port> = devices.iter().flat_map(|d| &d.ports).collect();
     findings.extend(doctor::duplicate_gid_findings(&all_ports));
     if host {

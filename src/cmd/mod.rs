@@ -11,6 +11,7 @@ use crate::verbs;
 
 pub mod check;
 pub mod check_kernel;
+pub mod counters;
 pub mod devices;
 pub mod devinfo;
 pub mod doctor;

@@ -4,6 +4,7 @@
 
 pub mod check;
 pub mod cm;
+pub mod counters;
 pub mod datapath;
 pub mod doctor;
 pub mod env;

@@ -6,6 +6,7 @@
 //! things a command cannot go on without (the device list, a named device or port) are
 //! errors. All parsing lives in `parse`, so this file is only about which files to read.
 
+mod counters;
 pub mod parse;
 
 use std::collections::BTreeMap;
