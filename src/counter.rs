@@ -15,7 +15,7 @@ use serde::Serialize;
 use crate::model::ReadProblem;
 
 /// Which directory a counter lives in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Source {
     /// `counters/`: the IB Performance Management Agent's PortCounters(Extended).
@@ -96,7 +96,7 @@ pub enum Unit {
 }
 
 /// The device's driver, as far as the counter set depends on it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Flavor {
     Rxe,
@@ -627,5 +627,78 @@ mod tests {
         assert_eq!(d.at_least("rcvd_pkts"), 9);
         assert_eq!(d.at_least("absent"), 0);
         assert_eq!(d.label(), "rxe0/1");
+    }
+}
+
+/// A port's counter changes as one end sends them to the other after a ping-pong: names
+/// and amounts only (the meanings are rebuilt from the names on arrival).
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+pub struct WireDelta {
+    pub device: String,
+    pub port: u32,
+    pub flavor: Flavor,
+    pub has_counters_dir: bool,
+    pub seconds: f64,
+    pub counters: Vec<WireCount>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct WireCount {
+    pub name: String,
+    pub source: Source,
+    /// The increase, or its lower bound when not exact (saturated or reset).
+    pub at_least: u64,
+    pub exact: bool,
+}
+
+impl WireDelta {
+    /// The counters that moved; the rest say nothing about the run.
+    pub fn of(d: &PortDelta) -> WireDelta {
+        WireDelta {
+            device: d.device.clone(),
+            port: d.port,
+            flavor: d.flavor,
+            has_counters_dir: d.has_counters_dir,
+            seconds: d.seconds,
+            counters: d
+                .counters
+                .iter()
+                .filter(|c| c.change.at_least() > 0 || !c.change.is_exact())
+                .map(|c| WireCount {
+                    name: c.counter.name.clone(),
+                    source: c.counter.source,
+                    at_least: c.change.at_least(),
+                    exact: c.change.is_exact(),
+                })
+                .collect(),
+        }
+    }
+
+    pub fn to_delta(&self) -> PortDelta {
+        PortDelta {
+            device: self.device.clone(),
+            port: self.port,
+            flavor: self.flavor,
+            has_counters_dir: self.has_counters_dir,
+            seconds: self.seconds,
+            counters: self
+                .counters
+                .iter()
+                .map(|c| CounterDelta {
+                    counter: Counter::new(&c.name, c.source, self.flavor, c.at_least, false),
+                    before: 0,
+                    change: if c.exact {
+                        Change::Counted {
+                            delta: c.at_least,
+                            wrapped: false,
+                        }
+                    } else {
+                        Change::Saturated {
+                            at_least: c.at_least,
+                        }
+                    },
+                })
+                .collect(),
+        }
     }
 }

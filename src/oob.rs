@@ -14,6 +14,7 @@ use std::io::{ErrorKind, Read, Write};
 use std::net::{IpAddr, Ipv6Addr, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
 use std::time::{Duration, Instant};
 
+use crate::counter::WireDelta;
 use crate::failure::{Cause, Endpoint, Failure, FailureContext, Mismatch, Ops, PeerNotice, Step};
 use crate::gid::{Gid, GidKind};
 use crate::model::{GidType, LinkLayer};
@@ -34,6 +35,8 @@ const SYNC_MAGIC: [u8; 4] = *b"RDMS";
 /// other end prints the cause instead of "the peer closed the connection".
 const NOTICE_MAGIC: [u8; 4] = *b"RDMF";
 const NOTICE_MAX_LEN: usize = 64 * 1024;
+/// Each end's port counter changes over the run, sent after the last sync.
+const COUNTERS_MAGIC: [u8; 4] = *b"RDMC";
 
 /// The native message: one endpoint plus the run's parameters.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -810,6 +813,37 @@ impl Conn {
             Err(e) if e.kind() == ErrorKind::ConnectionReset => Some(self.fail(Cause::PeerClosed)),
             _ => None,
         }
+    }
+
+    /// This end's counter changes for the peer (`None`: this end could not read its own).
+    pub fn send_counters(&mut self, delta: Option<&WireDelta>) -> Result<(), Failure> {
+        let json = serde_json::to_vec(&delta).unwrap_or_else(|_| b"null".to_vec());
+        let json = &json[..json.len().min(NOTICE_MAX_LEN)];
+        let mut frame = Vec::with_capacity(8 + json.len());
+        frame.extend_from_slice(&COUNTERS_MAGIC);
+        frame.extend_from_slice(&(json.len() as u32).to_be_bytes());
+        frame.extend_from_slice(json);
+        self.write_all(&frame)
+    }
+
+    /// The peer's counter changes; a peer that sends none, or a malformed frame, is None
+    /// (the run itself succeeded; only the peer's side of the counters is missing).
+    pub fn read_counters(&mut self) -> Option<WireDelta> {
+        let deadline = Instant::now() + self.timeout;
+        let mut head = [0u8; 8];
+        self.read_full(&mut head, deadline).ok()?;
+        if head[..4] != COUNTERS_MAGIC {
+            return None;
+        }
+        let len = u32::from_be_bytes([head[4], head[5], head[6], head[7]]) as usize;
+        if len > NOTICE_MAX_LEN {
+            return None;
+        }
+        let mut body = vec![0u8; len];
+        self.read_full(&mut body, deadline).ok()?;
+        serde_json::from_slice::<Option<WireDelta>>(&body)
+            .ok()
+            .flatten()
     }
 
     /// Both ends say they reached `tag`, and wait for the other. A peer that failed has

@@ -65,6 +65,9 @@ struct Report {
     /// With a single operation its figures are also at the top level.
     #[serde(flatten)]
     single: Option<OpResult>,
+    /// What moved on each end's port over the traffic, and the counter rules' findings.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    counters: Option<super::RunCounters>,
     ok: bool,
     failure: Option<FailureReport>,
 }
@@ -477,6 +480,7 @@ pub fn run(ctx: &Ctx, args: &PingpongArgs) -> Result<u8> {
         ops: OpResults::default(),
         single: None,
         ok: false,
+        counters: None,
         failure: None,
     };
     let role = match peer {
@@ -645,7 +649,7 @@ fn finish_with(
     let text = if ctx.json {
         output::json(&report)
     } else {
-        render(&report)
+        render(&report, ctx.style)
     };
     output::print(&text)?;
     match report.failure {
@@ -671,7 +675,7 @@ fn finish_with(
     }
 }
 
-fn render(r: &Report) -> String {
+fn render(r: &Report, style: crate::output::Style) -> String {
     let mut out = String::new();
     let ep = |e: &Endpoint| {
         let mut s = format!(
@@ -703,6 +707,9 @@ fn render(r: &Report) -> String {
         ));
     }
     out.push_str(&render_ops(&r.ops));
+    if let Some(c) = &r.counters {
+        out.push_str(&c.render(style));
+    }
     if r.ok {
         out.push_str("ok\n");
     }
@@ -769,7 +776,9 @@ fn drive(
             Hello::Native(remote) if args.compat.is_none() => {
                 let mine = native_msg(args, plan, &local);
                 conn.send_native(&mine)?;
-                native_run(args, plan, side, report, conn, mine, remote, true)
+                native_run(
+                    &ctx.sysfs, args, plan, side, report, conn, mine, remote, true,
+                )
             }
             Hello::RcPingpong(dest) => {
                 report.exchange = "rc_pingpong";
@@ -810,12 +819,16 @@ fn drive(
             let mine = native_msg(args, plan, &side.endpoint());
             conn.send_native(&mine)?;
             let remote = conn.read_native()?;
-            native_run(args, plan, side, report, conn, mine, remote, false)
+            native_run(
+                &ctx.sysfs, args, plan, side, report, conn, mine, remote, false,
+            )
         }
         Hello::Native(remote) => {
             let mine = native_msg(args, plan, &side.endpoint());
             conn.send_native(&mine)?;
-            native_run(args, plan, side, report, conn, mine, remote, false)
+            native_run(
+                &ctx.sysfs, args, plan, side, report, conn, mine, remote, false,
+            )
         }
     }
 }
@@ -855,8 +868,11 @@ fn stock_server(
     let mtu = compat_mtu(args, side)?;
     report.path_mtu = Some(mtu);
     connect_rc(side, &dest, mtu, true)?;
+    let watch = super::CounterWatch::start(&ctx.sysfs, side.ctx.name(), side.port);
     let r = pingpong_loop(side, true, args.iters, plan.timeout, None)?;
     report.ops.insert("send", r);
+    // A stock peer sends no counters: this end's alone.
+    report.counters = super::RunCounters::judge(watch.stop(), None, u64::from(args.iters));
     Ok(())
 }
 
@@ -957,6 +973,7 @@ fn serve_rc_pingpong(
 
 #[allow(clippy::too_many_arguments)]
 fn native_run(
+    sysfs: &std::path::Path,
     args: &PingpongArgs,
     plan: &Plan,
     side: &mut Side,
@@ -991,6 +1008,7 @@ fn native_run(
     side.qp.to_rtr(&rtr)?;
     side.qp.to_rts(side.psn, side.max_rd_atomic)?;
     conn.sync(1)?;
+    let watch = super::CounterWatch::start(sysfs, side.ctx.name(), side.port);
 
     let passive = plan.timeout + Duration::from_millis(u64::from(args.iters) * 20);
     if plan.ops.send {
@@ -1018,6 +1036,15 @@ fn native_run(
         }
     }
     conn.sync_for(99, passive)?;
+    // Both ends send their counters, then read the other's: no end waits on the other.
+    let local = watch.stop();
+    conn.send_counters(local.as_ref().map(crate::counter::WireDelta::of).as_ref())?;
+    let peer = conn.read_counters().map(|w| w.to_delta());
+    let ops = [plan.ops.send, plan.ops.write, plan.ops.read]
+        .iter()
+        .filter(|o| **o)
+        .count() as u64;
+    report.counters = super::RunCounters::judge(local, peer, u64::from(args.iters) * ops);
     Ok(())
 }
 
@@ -1354,6 +1381,34 @@ mod tests {
             ),
             single: ops.single(),
             ops,
+            counters: super::super::RunCounters::judge(
+                Some(
+                    crate::counter::WireDelta {
+                        device: "rxe1".into(),
+                        port: 1,
+                        flavor: crate::counter::Flavor::Rxe,
+                        has_counters_dir: false,
+                        seconds: 0.5,
+                        counters: vec![
+                            crate::counter::WireCount {
+                                name: "sent_pkts".into(),
+                                source: crate::counter::Source::HwCounters,
+                                at_least: 2000,
+                                exact: true,
+                            },
+                            crate::counter::WireCount {
+                                name: "duplicate_request".into(),
+                                source: crate::counter::Source::HwCounters,
+                                at_least: 12,
+                                exact: true,
+                            },
+                        ],
+                    }
+                    .to_delta(),
+                ),
+                None,
+                1000,
+            ),
             ok: false,
             failure: Some(FailureReport::new(
                 &f,
@@ -1364,6 +1419,20 @@ mod tests {
         let shape = crate::json_schema::mismatches("pingpong", &json);
         assert!(shape.is_empty(), "{shape:#?}\n{json}");
         assert_eq!(json["latency_usec"]["min"], 1022.05);
+        // The counters block: the moved ones, and a retransmission finding for the
+        // duplicates the responder saw.
+        assert_eq!(
+            json["counters"]["local"]["counters"][1]["name"],
+            "duplicate_request"
+        );
+        assert!(
+            json["counters"]["findings"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|f| f["code"] == "counters-retransmission"),
+            "{json}"
+        );
     }
 
     #[test]

@@ -47,6 +47,10 @@ struct Report {
     gid_selection: Vec<GidChoice>,
     size: u32,
     steps: Vec<StepLine>,
+    /// What moved on the two ports' counters over the test (`peer`: the second device's,
+    /// when it is another one).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    counters: Option<super::RunCounters>,
     ok: bool,
 }
 
@@ -127,7 +131,20 @@ pub fn run(ctx: &Ctx, args: &SelftestArgs) -> Result<u8> {
     };
     // A first Ctrl-C ends the test at its next wait, with the steps so far.
     crate::interrupt::catch();
+    let watches: Vec<super::CounterWatch> = {
+        let mut distinct = vec![resolved[0].as_str()];
+        if resolved[1] != resolved[0] {
+            distinct.push(resolved[1].as_str());
+        }
+        distinct
+            .iter()
+            .map(|d| super::CounterWatch::start(&ctx.sysfs, d, args.port))
+            .collect()
+    };
     t.run_all(names);
+    let mut deltas = watches.iter().map(super::CounterWatch::stop);
+    // The test sends one message of each kind: SEND, WRITE, READ, atomic, zero-byte.
+    let counters = super::RunCounters::judge(deltas.next().flatten(), deltas.next().flatten(), 5);
     let [device, peer_device] = t
         .ends
         .each_ref()
@@ -157,12 +174,13 @@ pub fn run(ctx: &Ctx, args: &SelftestArgs) -> Result<u8> {
         gid_selection: std::mem::take(&mut t.choices),
         size: args.size,
         steps: std::mem::take(&mut t.steps),
+        counters,
         ok,
     };
     let text = if ctx.json {
         output::json(&report)
     } else {
-        render(&report)
+        render(&report, ctx.style)
     };
     output::print(&text)?;
     if ok {
@@ -178,7 +196,7 @@ pub fn run(ctx: &Ctx, args: &SelftestArgs) -> Result<u8> {
     }
 }
 
-fn render(r: &Report) -> String {
+fn render(r: &Report, style: crate::output::Style) -> String {
     let mut out = format!(
         "selftest {} port {} GID index {}, {} B\n",
         [&r.device, &r.peer_device]
@@ -201,6 +219,9 @@ fn render(r: &Report) -> String {
         if let Some(x) = &s.failure {
             out.push_str(&crate::render::explanation::body(&x.explanation, "       "));
         }
+    }
+    if let Some(c) = &r.counters {
+        out.push_str(&c.render(style));
     }
     out.push_str(if r.ok {
         "all steps passed\n"
@@ -710,6 +731,7 @@ mod tests {
                     )),
                 },
             ],
+            counters: None,
             ok: false,
         };
         let json = serde_json::to_value(&report).unwrap();
@@ -718,6 +740,7 @@ mod tests {
         assert!(serde_json::to_string(&report)
             .unwrap()
             .contains(r#""elapsed_us":1022.05,"#));
-        assert!(render(&report).starts_with("selftest rxe0 <-> rxe1 port 1 GID index 1"));
+        assert!(render(&report, crate::output::Style::plain())
+            .starts_with("selftest rxe0 <-> rxe1 port 1 GID index 1"));
     }
 }
