@@ -56,6 +56,10 @@ struct Report {
     connection: Option<ConnInfo>,
     #[serde(skip_serializing_if = "Option::is_none")]
     kernel_choice: Option<Resolution>,
+    /// What moved on this end's port over the transfer (the client's; the CM exchange
+    /// carries no counters between the ends).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    counters: Option<super::RunCounters>,
     ok: bool,
     failure: Option<FailureReport>,
 }
@@ -77,6 +81,7 @@ impl Report {
             stock_client: None,
             connection: None,
             kernel_choice: None,
+            counters: None,
             ok: false,
             failure: None,
         }
@@ -266,7 +271,7 @@ pub fn run(ctx: &Ctx, args: &PingpongArgs) -> Result<u8> {
             let mut report = Report::new("client", args);
             report.peer = Some(peer.to_string());
             let outcome = source().and_then(|src| {
-                client(args, peer, src, timeout, &mut report)
+                client(&ctx.sysfs, args, peer, src, timeout, &mut report)
                     .map_err(|e| with_net_evidence(e, src, &ctx.sysfs))
             });
             finish(ctx, report, outcome)
@@ -432,7 +437,7 @@ fn finish(ctx: &Ctx, mut report: Report, outcome: Result<()>) -> Result<u8> {
     if ctx.json {
         output::print(&output::json(&report))?;
     } else if report.connection.is_some() {
-        output::print(render(&report).trim_end())?;
+        output::print(render(&report, ctx.style).trim_end())?;
     }
     match failure {
         // The -j report carries it; in text the summary, why and fix go to stderr once.
@@ -442,7 +447,7 @@ fn finish(ctx: &Ctx, mut report: Report, outcome: Result<()>) -> Result<u8> {
     }
 }
 
-fn render(r: &Report) -> String {
+fn render(r: &Report, style: crate::output::Style) -> String {
     let mut out = String::new();
     if let Some(c) = &r.connection {
         let at = |a: Option<SocketAddr>| a.map_or("?".to_string(), |a| a.to_string());
@@ -468,6 +473,9 @@ fn render(r: &Report) -> String {
         ));
     }
     out.push_str(&render_ops(&r.ops));
+    if let Some(c) = &r.counters {
+        out.push_str(&c.render(style));
+    }
     if let Some(echoed) = r.echoed {
         let who = if r.stock_client == Some(true) {
             "a stock client (rping/rdma_client)"
@@ -483,6 +491,7 @@ fn render(r: &Report) -> String {
 }
 
 fn client(
+    sysfs: &Path,
     args: &PingpongArgs,
     peer: SocketAddr,
     src: Option<IpAddr>,
@@ -525,10 +534,13 @@ fn client(
     // What the server's buffer holds: it fills it with the pattern when it accepts, and
     // every WRITE of ours replaces it.
     let mut peer_image: Vec<u8> = (0..args.size as usize).map(pattern).collect();
+    let watch = super::CounterWatch::start(sysfs, &ep.info.device, u32::from(ep.info.port));
     for op in ops {
         let result = run_op(&mut ep, *op, args.iters, &mut peer_image)?;
         report.ops.insert(op.name(), result);
     }
+    report.counters =
+        super::RunCounters::judge(watch.stop(), None, u64::from(args.iters) * ops.len() as u64);
     ep.disconnect()?;
     Ok(())
 }
@@ -1282,7 +1294,7 @@ mod tests {
         assert!(json.get("echoed").is_none(), "server-only key: {json}");
 
         // The text: ibv_rc_pingpong's lines, as the TCP exchange prints them.
-        let text = render(&report);
+        let text = render(&report, crate::output::Style::plain());
         assert!(
             text.starts_with(
                 "  local address:  192.168.77.2:40000, QPN 0x000011, GID \
@@ -1335,7 +1347,7 @@ mod tests {
         assert!(json.get("kernel_choice").is_none(), "{json}");
         let shape = crate::json_schema::mismatches("pingpong_cm", &json);
         assert!(shape.is_empty(), "{shape:#?}");
-        let text = render(&report);
+        let text = render(&report, crate::output::Style::plain());
         assert!(
             text.contains(
                 "  local address:  192.168.77.1:18515, QPN 0x000011, GID \
