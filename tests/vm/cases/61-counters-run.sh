@@ -18,7 +18,15 @@ cp "$LAST_STDOUT" "$RESULTS/clean.json"
 check "clean -j: both ends' counters, sent_pkts moved on this end" \
     jqf '.counters.scope == "port" and .counters.local.device == "rxe1" and .counters.peer.device == "rxe0"
          and any(.counters.local.counters[]; .name == "sent_pkts" and .at_least >= 2000)' "$RESULTS/clean.json"
-check "clean -j: no loss finding" jqf '[.counters.findings[] | select(.code == "counters-retransmission")] | length == 0' "$RESULTS/clean.json"
+# rxe under emulation resends a few packets even on a clean link (a stalled vCPU misses
+# the ACK timeout), and the counters say so truthfully: the clean rate is kept to compare
+# with the lossy run's below.
+rate_of() { # rate_of FILE: retransmissions per thousand messages, 0 when none
+    jq -r '[.counters.findings[] | select(.code == "counters-retransmission") | .message
+            | capture("\\((?<r>[0-9.]+) per thousand\\)").r][0] // "0"' "$1"
+}
+clean_rate=$(rate_of "$RESULTS/clean.json")
+check "clean -j: a rate was read (${clean_rate} per thousand)" test -n "$clean_rate"
 wait_pid_timeout "$srv" 15 >/dev/null 2>&1
 next_port
 bg_server clean-text-server "$RDMACTL" pingpong -d rxe0 -g 1 -p "$port" -n 200 --op send
@@ -38,7 +46,12 @@ if tc qdisc add dev veth1 root netem loss 2% 2>/dev/null; then
         "$RDMACTL" -j pingpong -d rxe1 -g 1 -p "$port" -n 3000 --op send --timeout 20 "$SERVER_IP"
     cp "$LAST_STDOUT" "$RESULTS/lossy.json"
     check "2% loss: a retransmission finding, per thousand messages" \
-        jqf 'any(.counters.findings[]; .code == "counters-retransmission" and (.message | test("per thousand|retransmi")))' "$RESULTS/lossy.json"
+        jqf 'any(.counters.findings[]; .code == "counters-retransmission" and (.message | test("per thousand")))' "$RESULTS/lossy.json"
+    lossy_rate=$(rate_of "$RESULTS/lossy.json")
+    check "2% loss: resends per thousand (${lossy_rate}) well above the clean run's (${clean_rate})" \
+        awk -v l="$lossy_rate" -v c="$clean_rate" 'BEGIN { exit !(l > 2 * c + 5) }'
+    check "2% loss: the finding says which end saw what" \
+        jqf 'any(.counters.findings[]; .code == "counters-retransmission" and any(.evidence[]; test("this end rxe1/1|the peer rxe0/1")))' "$RESULTS/lossy.json"
     wait_pid_timeout "$srv" 30 >/dev/null 2>&1
     tc qdisc del dev veth1 root
 else
