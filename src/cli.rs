@@ -18,6 +18,10 @@ pub const EXIT_CODES: &[(u8, &str)] = &[
         "no RDMA stack: no kernel support, no libibverbs, or no devices",
     ),
     (5, "an operating-system or verbs call failed unexpectedly"),
+    (
+        130,
+        "pingpong or selftest stopped by SIGINT (Ctrl-C) after printing what it measured; 143 for SIGTERM",
+    ),
 ];
 
 /// The environment rdmactl reads, for `--help` and the man pages' ENVIRONMENT.
