@@ -162,8 +162,9 @@ pub struct DevicesArgs {
     pub verbose: bool,
 }
 
+/// Which ports a listing command shows: `DEV[/PORT]`, or `-d DEV` and `-i PORT`.
 #[derive(Debug, Args)]
-pub struct PortsArgs {
+pub struct PortSelection {
     /// DEV or DEV/PORT
     #[arg(value_name = "DEV[/PORT]")]
     pub target: Option<DevPort>,
@@ -181,21 +182,15 @@ pub struct PortsArgs {
 }
 
 #[derive(Debug, Args)]
+pub struct PortsArgs {
+    #[command(flatten)]
+    pub select: PortSelection,
+}
+
+#[derive(Debug, Args)]
 pub struct GidsArgs {
-    /// DEV or DEV/PORT
-    #[arg(value_name = "DEV[/PORT]")]
-    pub target: Option<DevPort>,
-    /// Only this device (same as the positional DEV)
-    #[arg(
-        short = 'd',
-        long = "ib-dev",
-        value_name = "DEV",
-        conflicts_with = "target"
-    )]
-    pub device: Option<String>,
-    /// Only this port
-    #[arg(short = 'i', long = "ib-port", value_name = "PORT")]
-    pub port: Option<u32>,
+    #[command(flatten)]
+    pub select: PortSelection,
     /// Show the IP address each GID encodes
     #[arg(long)]
     pub ip: bool,
@@ -420,20 +415,8 @@ pub struct DoctorArgs {
 
 #[derive(Debug, Args)]
 pub struct CountersArgs {
-    /// DEV or DEV/PORT
-    #[arg(value_name = "DEV[/PORT]")]
-    pub target: Option<DevPort>,
-    /// Only this device (same as the positional DEV)
-    #[arg(
-        short = 'd',
-        long = "ib-dev",
-        value_name = "DEV",
-        conflicts_with = "target"
-    )]
-    pub device: Option<String>,
-    /// Only this port
-    #[arg(short = 'i', long = "ib-port", value_name = "PORT")]
-    pub port: Option<u32>,
+    #[command(flatten)]
+    pub select: PortSelection,
     /// Every counter, zero and undescribed ones included (default: the non-zero counters
     /// that matter for diagnosis)
     #[arg(short = 'a', long)]

@@ -317,10 +317,6 @@ pub struct Port {
     /// Populated GID slots, in index order. Not in the `ports` JSON; `gids` prints them.
     #[serde(skip)]
     pub gids: Vec<GidEntry>,
-    /// False when `gids` stops at the first netdev (`SysfsRoot::netdev_only`): the
-    /// table is then filled in by verbs or a full sysfs read before it is shown.
-    #[serde(skip)]
-    pub gids_complete: bool,
     /// The RDMA MTUs in bytes, from `ibv_query_port` (ibv_devinfo's `active_mtu` and
     /// `max_mtu`); the kernel does not expose them in sysfs, so None until verbs answer.
     pub active_mtu: Option<u32>,

@@ -34,9 +34,20 @@ const SYNC_MAGIC: [u8; 4] = *b"RDMS";
 /// A failing end's last word: its failure and explanation (length-prefixed JSON), so the
 /// other end prints the cause instead of "the peer closed the connection".
 const NOTICE_MAGIC: [u8; 4] = *b"RDMF";
-const NOTICE_MAX_LEN: usize = 64 * 1024;
+const FRAME_MAX_LEN: usize = 64 * 1024;
 /// Each end's port counter changes over the run, sent after the last sync.
 const COUNTERS_MAGIC: [u8; 4] = *b"RDMC";
+
+/// A JSON frame: the magic, the length (4 bytes, big-endian), the JSON. A body over the
+/// limit is not sent at all: cut short it would not parse.
+fn json_frame(magic: [u8; 4], json: serde_json::Result<Vec<u8>>) -> Option<Vec<u8>> {
+    let json = json.ok().filter(|j| j.len() <= FRAME_MAX_LEN)?;
+    let mut frame = Vec::with_capacity(8 + json.len());
+    frame.extend_from_slice(&magic);
+    frame.extend_from_slice(&(json.len() as u32).to_be_bytes());
+    frame.extend_from_slice(&json);
+    Some(frame)
+}
 
 /// The native message: one endpoint plus the run's parameters.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -751,36 +762,42 @@ impl Conn {
 
     /// Tells the peer why this end stops (best effort: the peer may be gone already).
     pub fn send_notice(&mut self, notice: &PeerNotice) {
-        let Ok(json) = serde_json::to_vec(notice) else {
+        let Some(frame) = json_frame(NOTICE_MAGIC, serde_json::to_vec(notice)) else {
             return;
         };
-        let json = &json[..json.len().min(NOTICE_MAX_LEN)];
-        let mut frame = Vec::with_capacity(8 + json.len());
-        frame.extend_from_slice(&NOTICE_MAGIC);
-        frame.extend_from_slice(&(json.len() as u32).to_be_bytes());
-        frame.extend_from_slice(json);
         let _ = self.stream.set_write_timeout(Some(Duration::from_secs(1)));
         let _ = self.stream.write_all(&frame);
     }
 
-    /// The rest of a notice whose magic has been read; `len_head` holds the length bytes
-    /// already read with it.
-    fn read_notice(&mut self, len_head: &[u8], deadline: Instant) -> Failure {
+    /// The body of a JSON frame whose magic has been read; `len_head` holds the length
+    /// bytes already read with it.
+    fn read_frame_body(
+        &mut self,
+        len_head: &[u8],
+        deadline: Instant,
+        what: &str,
+    ) -> Result<Vec<u8>, Failure> {
         let mut len_bytes = [0u8; 4];
         len_bytes[..len_head.len()].copy_from_slice(len_head);
-        if let Err((_, f)) = self.read_full(&mut len_bytes[len_head.len()..], deadline) {
-            return f;
-        }
+        self.read_full(&mut len_bytes[len_head.len()..], deadline)
+            .map_err(|(_, f)| f)?;
         let len = u32::from_be_bytes(len_bytes) as usize;
-        if len > NOTICE_MAX_LEN {
-            return self.fail(Cause::Invalid {
-                what: format!("the peer's failure notice claims {len} bytes"),
-            });
+        if len > FRAME_MAX_LEN {
+            return Err(self.fail(Cause::Invalid {
+                what: format!("the peer's {what} claims {len} bytes"),
+            }));
         }
         let mut body = vec![0u8; len];
-        if let Err((_, f)) = self.read_full(&mut body, deadline) {
-            return f;
-        }
+        self.read_full(&mut body, deadline).map_err(|(_, f)| f)?;
+        Ok(body)
+    }
+
+    /// The rest of a notice whose magic has been read, as the failure it reports.
+    fn read_notice(&mut self, len_head: &[u8], deadline: Instant) -> Failure {
+        let body = match self.read_frame_body(len_head, deadline, "failure notice") {
+            Ok(body) => body,
+            Err(f) => return f,
+        };
         match serde_json::from_slice::<PeerNotice>(&body) {
             Ok(notice) => self.fail(Cause::PeerReported {
                 notice: Box::new(notice),
@@ -817,12 +834,9 @@ impl Conn {
 
     /// This end's counter changes for the peer (`None`: this end could not read its own).
     pub fn send_counters(&mut self, delta: Option<&WireDelta>) -> Result<(), Failure> {
-        let json = serde_json::to_vec(&delta).unwrap_or_else(|_| b"null".to_vec());
-        let json = &json[..json.len().min(NOTICE_MAX_LEN)];
-        let mut frame = Vec::with_capacity(8 + json.len());
-        frame.extend_from_slice(&COUNTERS_MAGIC);
-        frame.extend_from_slice(&(json.len() as u32).to_be_bytes());
-        frame.extend_from_slice(json);
+        let frame = json_frame(COUNTERS_MAGIC, serde_json::to_vec(&delta))
+            .or_else(|| json_frame(COUNTERS_MAGIC, Ok(b"null".to_vec())))
+            .unwrap_or_default();
         self.write_all(&frame)
     }
 
@@ -835,12 +849,9 @@ impl Conn {
         if head[..4] != COUNTERS_MAGIC {
             return None;
         }
-        let len = u32::from_be_bytes([head[4], head[5], head[6], head[7]]) as usize;
-        if len > NOTICE_MAX_LEN {
-            return None;
-        }
-        let mut body = vec![0u8; len];
-        self.read_full(&mut body, deadline).ok()?;
+        let body = self
+            .read_frame_body(&head[4..], deadline, "counters")
+            .ok()?;
         serde_json::from_slice::<Option<WireDelta>>(&body)
             .ok()
             .flatten()

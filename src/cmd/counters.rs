@@ -18,7 +18,7 @@ use crate::render::counters as render;
 use crate::sysfs::SysfsRoot;
 
 pub fn run(ctx: &Ctx, args: &CountersArgs) -> Result<u8> {
-    let (device, port) = target(args.target.as_ref(), args.device.as_deref(), args.port)?;
+    let (device, port) = target(&args.select)?;
     let sysfs = SysfsRoot::new(&ctx.sysfs);
     let first = sysfs.counters(device.as_deref(), port)?;
     warn_problems(&first);

@@ -170,18 +170,9 @@ fn gather(ctx: &Ctx, only: Option<&str>) -> Result<Vec<Finding>> {
     } else {
         HostNet::default()
     };
-    for device in &devices {
-        let opened = verbs_devices
-            .as_ref()
-            .filter(|names| names.contains(&device.name))
-            .and_then(|_| verbs::open_device(&device.name).ok());
-        for port in &device.ports {
-            let active_mtu = opened
-                .as_ref()
-                .and_then(|d| d.query_port(u8::try_from(port.number).ok()?).ok())
-                .and_then(|a| a.active_mtu_bytes());
-            findings.extend(doctor::port_findings(port, active_mtu, &host_net));
-        }
+    // The active MTU came with the GID tables (one open per device, above).
+    for port in devices.iter().flat_map(|d| &d.ports) {
+        findings.extend(doctor::port_findings(port, port.active_mtu, &host_net));
     }
     let sysfs = SysfsRoot::new(&ctx.sysfs);
     for port in devices.iter().flat_map(|d| &d.ports) {

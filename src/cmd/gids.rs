@@ -10,7 +10,7 @@ use crate::render::inventory::{self, GidRow};
 use crate::sysfs::SysfsRoot;
 
 pub fn run(ctx: &Ctx, args: &GidsArgs) -> Result<u8> {
-    let (device, port) = target(args.target.as_ref(), args.device.as_deref(), args.port)?;
+    let (device, port) = target(&args.select)?;
     let sysfs = SysfsRoot::new(&ctx.sysfs);
     let mut devices = sysfs
         .clone()

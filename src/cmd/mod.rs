@@ -46,30 +46,18 @@ pub fn warn_unreadable(devices: &[Device]) {
 /// command. Without `-d`, the first device, as libibverbs' tools take it.
 pub fn device_port(sysfs_root: &Path, device: Option<&str>, port: u32) -> Result<String> {
     let sysfs = SysfsRoot::new(sysfs_root);
-    let names = sysfs.device_names()?;
     let name = match device {
-        Some(name) if names.iter().any(|d| d == name) => name.to_string(),
-        Some(name) => {
-            return Err(Error::NoSuchDevice {
-                name: name.to_string(),
-                available: names,
-            })
-        }
-        None => names.into_iter().next().ok_or_else(|| Error::NoDevices {
-            path: sysfs.path().join("class/infiniband"),
-        })?,
+        Some(name) => name.to_string(),
+        None => sysfs
+            .device_names()?
+            .into_iter()
+            .next()
+            .ok_or_else(|| Error::NoDevices {
+                path: sysfs.path().join("class/infiniband"),
+            })?,
     };
-    sysfs.port_numbers(&name).and_then(|ports| {
-        if ports.contains(&port) {
-            Ok(name)
-        } else {
-            Err(Error::NoSuchPort {
-                device: name.clone(),
-                port,
-                available: ports.iter().map(u32::to_string).collect(),
-            })
-        }
-    })
+    sysfs.check_port(&name, port)?;
+    Ok(name)
 }
 
 /// Why verbs are not asked on a `--sysfs` tree: they would describe this host, not the one
@@ -117,13 +105,14 @@ pub fn add_verbs_facts(ctx: &Ctx, devices: &mut [Device], firmware: bool) {
 /// sysfs. For callers that read sysfs with `netdev_only`, so a host with many devices
 /// does not pay a read per slot. Also does what `add_verbs_facts` does.
 pub fn add_verbs_facts_and_gids(ctx: &Ctx, devices: &mut [Device], firmware: bool) -> Result<()> {
-    add_verbs(ctx, devices, firmware, true);
+    let from_verbs = add_verbs(ctx, devices, firmware, true);
     let sysfs = SysfsRoot::new(&ctx.sysfs);
     for d in devices.iter_mut() {
-        for p in d.ports.iter_mut().filter(|p| !p.gids_complete) {
-            p.gids = sysfs.gid_table(&d.name, p.number, false)?;
-            p.gids_complete = true;
-            p.gid_netdevs = netdevs_of(&p.gids);
+        for p in d.ports.iter_mut() {
+            if !from_verbs.contains(&(d.name.clone(), p.number)) {
+                p.gids = sysfs.gid_table(&d.name, p.number, false)?;
+                p.gid_netdevs = netdevs_of(&p.gids);
+            }
         }
     }
     Ok(())
@@ -140,7 +129,14 @@ fn netdevs_of(gids: &[crate::model::GidEntry]) -> Vec<String> {
     out
 }
 
-fn add_verbs(ctx: &Ctx, devices: &mut [Device], firmware: bool, gid_tables: bool) {
+/// Returns the ports whose GID table verbs filled in (with `gid_tables`).
+fn add_verbs(
+    ctx: &Ctx,
+    devices: &mut [Device],
+    firmware: bool,
+    gid_tables: bool,
+) -> Vec<(String, u32)> {
+    let mut filled = Vec::new();
     let unavailable = |devices: &mut [Device], reason: &str| {
         for d in devices.iter_mut() {
             d.verbs = VerbsStatus::unavailable(reason);
@@ -150,7 +146,8 @@ fn add_verbs(ctx: &Ctx, devices: &mut [Device], firmware: bool, gid_tables: bool
         }
     };
     if ctx.captured {
-        return unavailable(devices, &captured_reason(ctx));
+        unavailable(devices, &captured_reason(ctx));
+        return filled;
     }
     // One device list for all: each ibv_get_device_list rescans sysfs.
     let only = match devices {
@@ -159,7 +156,10 @@ fn add_verbs(ctx: &Ctx, devices: &mut [Device], firmware: bool, gid_tables: bool
     };
     let mut opened = match verbs::open_each(only.as_deref()) {
         Ok(list) => list,
-        Err(e) => return unavailable(devices, &e.to_string()),
+        Err(e) => {
+            unavailable(devices, &e.to_string());
+            return filled;
+        }
     };
     let listed: Vec<String> = opened.iter().map(|(n, _)| n.clone()).collect();
     // GID netdevs come as ifindexes: one link dump names them all.
@@ -207,10 +207,11 @@ fn add_verbs(ctx: &Ctx, devices: &mut [Device], firmware: bool, gid_tables: bool
         }
         if gid_tables {
             if let Ok(table) = dev.gid_table(slots) {
-                fill_gids(d, &table, &ifnames);
+                filled.extend(fill_gids(d, &table, &ifnames));
             }
         }
     }
+    filled
 }
 
 /// A device's ports' GIDs from `ibv_query_gid_table`; a port whose GIDs name a netdev
@@ -219,7 +220,8 @@ fn fill_gids(
     d: &mut Device,
     table: &[verbs::TableGid],
     ifnames: &std::collections::HashMap<u32, String>,
-) {
+) -> Vec<(String, u32)> {
+    let mut filled = Vec::new();
     for p in &mut d.ports {
         let mine: Vec<&verbs::TableGid> = table.iter().filter(|g| g.port == p.number).collect();
         if mine
@@ -241,8 +243,9 @@ fn fill_gids(
         gids.sort_by_key(|g| g.index);
         p.gid_netdevs = netdevs_of(&gids);
         p.gids = gids;
-        p.gids_complete = true;
+        filled.push((d.name.clone(), p.number));
     }
+    filled
 }
 
 /// The stderr note for a table whose ACTIVE MTU and MAX MTU say "unknown": one line per
@@ -382,4 +385,16 @@ impl RunCounters {
         }
         out
     }
+}
+
+/// A caught SIGINT/SIGTERM as the failure of a wait for completions, for the watch of
+/// `Cq::wait_watching`.
+pub fn interrupted_wait() -> Option<crate::failure::Failure> {
+    crate::interrupt::caught().map(|signal| {
+        crate::failure::Failure::new(
+            crate::failure::Step::Poll,
+            crate::failure::Cause::Interrupted { signal },
+            crate::failure::FailureContext::default(),
+        )
+    })
 }

@@ -487,21 +487,21 @@ pub fn run(ctx: &Ctx, args: &PingpongArgs) -> Result<u8> {
         Some(ip) => Role::Client(ip),
         None => match oob::listen(args.bind, args.tcp_port) {
             Ok(l) => Role::Server(l),
-            Err(f) => return finish(ctx, args, report, Some(f), peer, None, plan.ops.send),
+            Err(f) => return finish(ctx, args, report, Some(f), peer, None, plan.ops.send, None),
         },
     };
     let mut side = match open_side(ctx, args, &plan, &device, peer, &mut report) {
         Ok(side) => side,
         Err(Setup::Error(e)) => return Err(e),
         Err(Setup::Failure(f)) => {
-            return finish(ctx, args, report, Some(f), peer, None, plan.ops.send)
+            return finish(ctx, args, report, Some(f), peer, None, plan.ops.send, None)
         }
     };
     report.local = Some(side.endpoint());
     let mut conn = None;
     let outcome = drive(ctx, args, &plan, &mut side, &mut report, role, &mut conn);
     let gid_table_len = Some(side.port_info.gid_tbl_len);
-    finish_telling(
+    finish(
         ctx,
         args,
         report,
@@ -513,80 +513,11 @@ pub fn run(ctx: &Ctx, args: &PingpongArgs) -> Result<u8> {
     )
 }
 
-/// `finish`, and while the out-of-band connection is still open, tell the peer the cause
-/// this end found, so both ends print it (a peer that spoke first is not answered back).
-#[allow(clippy::too_many_arguments)]
-fn finish_telling(
-    ctx: &Ctx,
-    args: &PingpongArgs,
-    report: Report,
-    failure: Option<Failure>,
-    peer: Option<IpAddr>,
-    gid_table_len: Option<u32>,
-    plan_sends: bool,
-    conn: Option<Conn>,
-) -> Result<u8> {
-    let from_peer = failure
-        .as_ref()
-        .is_some_and(|f| matches!(f.cause, Cause::PeerClosed | Cause::PeerReported { .. }));
-    let role = report.role;
-    let native = report.exchange == "native";
-    let mut told: Option<PeerNotice> = None;
-    let result = finish_with(
-        ctx,
-        args,
-        report,
-        failure,
-        peer,
-        gid_table_len,
-        plan_sends,
-        &mut |r: &FailureReport| {
-            told = Some(PeerNotice {
-                role: role.to_string(),
-                message: r.message.clone(),
-                code: r.explanation.code.clone(),
-                summary: r.explanation.summary.clone(),
-                evidence: r
-                    .explanation
-                    .evidence
-                    .iter()
-                    .map(|e| e.text.clone())
-                    .collect(),
-                fix: r.explanation.fix.clone(),
-            })
-        },
-    );
-    if let (Some(mut conn), Some(notice), false, true) = (conn, told, from_peer, native) {
-        conn.send_notice(&notice);
-    }
-    result
-}
-
 /// Explains the failure, if any, prints the report and turns it into the exit status.
-fn finish(
-    ctx: &Ctx,
-    args: &PingpongArgs,
-    report: Report,
-    failure: Option<Failure>,
-    peer: Option<IpAddr>,
-    gid_table_len: Option<u32>,
-    plan_sends: bool,
-) -> Result<u8> {
-    finish_with(
-        ctx,
-        args,
-        report,
-        failure,
-        peer,
-        gid_table_len,
-        plan_sends,
-        &mut |_| {},
-    )
-}
-
-/// `finish`, handing the explained failure to `explained` before it is printed.
+/// While the out-of-band connection is still open (`conn`), the cause this end found goes
+/// to the peer too, so both ends print it (a peer that spoke first is not answered back).
 #[allow(clippy::too_many_arguments)]
-fn finish_with(
+fn finish(
     ctx: &Ctx,
     args: &PingpongArgs,
     mut report: Report,
@@ -594,7 +525,7 @@ fn finish_with(
     peer: Option<IpAddr>,
     gid_table_len: Option<u32>,
     plan_sends: bool,
-    explained: &mut dyn FnMut(&FailureReport),
+    conn: Option<Conn>,
 ) -> Result<u8> {
     report.ok = failure.is_none();
     report.single = report.ops.single();
@@ -643,7 +574,22 @@ fn finish_with(
             recv_posted_before_rtr: plan_sends.then_some(true),
         };
         let x = failure::explain_failure(&ctx.sysfs, &known, &f);
-        explained(&x);
+        let from_peer = matches!(f.cause, Cause::PeerClosed | Cause::PeerReported { .. });
+        if let (Some(mut conn), false, "native") = (conn, from_peer, report.exchange) {
+            conn.send_notice(&PeerNotice {
+                role: report.role.to_string(),
+                message: x.message.clone(),
+                code: x.explanation.code.clone(),
+                summary: x.explanation.summary.clone(),
+                evidence: x
+                    .explanation
+                    .evidence
+                    .iter()
+                    .map(|e| e.text.clone())
+                    .collect(),
+                fix: x.explanation.fix.clone(),
+            });
+        }
         report.failure = Some(x);
     }
     let text = if ctx.json {
@@ -1220,12 +1166,8 @@ fn pingpong_loop(
 /// Asked while a loop waits for completions: a caught SIGINT/SIGTERM, or a peer that
 /// closed the out-of-band connection or sent its failure, ends the wait now.
 fn stopped(conn: &mut Option<&mut Conn>) -> Option<Failure> {
-    if let Some(signal) = crate::interrupt::caught() {
-        return Some(Failure::new(
-            Step::Poll,
-            Cause::Interrupted { signal },
-            FailureContext::default(),
-        ));
+    if let Some(f) = super::interrupted_wait() {
+        return Some(f);
     }
     let mut f = conn.as_mut()?.peer_stopped()?;
     f.step = Step::Poll;

@@ -1,4 +1,4 @@
-use crate::cli::{DevPort, PortsArgs};
+use crate::cli::{PortSelection, PortsArgs};
 use crate::cmd::warn_unreadable;
 use crate::ctx::Ctx;
 use crate::error::{Error, Result};
@@ -9,7 +9,7 @@ use crate::render::inventory;
 use crate::sysfs::SysfsRoot;
 
 pub fn run(ctx: &Ctx, args: &PortsArgs) -> Result<u8> {
-    let (device, port) = target(args.target.as_ref(), args.device.as_deref(), args.port)?;
+    let (device, port) = target(&args.select)?;
     // The GID tables (for gid_netdevs) come from one verbs call per device where it
     // answers: reading 1024 gids/N files per port is most of the time on a big host.
     let mut devices = SysfsRoot::new(&ctx.sysfs)
@@ -32,15 +32,12 @@ pub fn run(ctx: &Ctx, args: &PortsArgs) -> Result<u8> {
 }
 
 /// `DEV[/PORT]`, `-d DEV` and `-i PORT` resolved to one (device, port) selection.
-pub fn target(
-    positional: Option<&DevPort>,
-    device: Option<&str>,
-    port: Option<u32>,
-) -> Result<(Option<String>, Option<u32>)> {
+pub fn target(select: &PortSelection) -> Result<(Option<String>, Option<u32>)> {
+    let positional = select.target.as_ref();
     let device = positional
         .map(|t| t.device.clone())
-        .or(device.map(str::to_string));
-    let port = match (positional.and_then(|t| t.port), port) {
+        .or(select.device.clone());
+    let port = match (positional.and_then(|t| t.port), select.port) {
         (Some(a), Some(b)) if a != b => {
             return Err(Error::Usage(format!(
                 "port {a} in DEV/PORT and -i {b} disagree; give one"

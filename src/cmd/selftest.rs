@@ -626,16 +626,7 @@ impl Tester {
         let link_layer = self.ends[i].port.as_ref().map(|p| p.link_layer.clone());
         let port = self.port;
         let gid_index = self.gid_index[i];
-        let mut interrupted = || {
-            crate::interrupt::caught().map(|signal| {
-                Failure::new(
-                    Step::Poll,
-                    Cause::Interrupted { signal },
-                    FailureContext::default(),
-                )
-            })
-        };
-        cq.wait_watching(&mut wc, self.timeout, &mut interrupted)
+        cq.wait_watching(&mut wc, self.timeout, &mut super::interrupted_wait)
             .map_err(|mut f| {
                 f.context.port = port;
                 f.context.gid_index = Some(gid_index);

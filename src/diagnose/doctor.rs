@@ -1029,7 +1029,6 @@ Max locked memory         16384                16384                bytes     \n
                 gid_type: Some(GidType::RoceV2),
                 netdev: Some("veth0".into()),
             }],
-            gids_complete: true,
             active_mtu: None,
             max_mtu: None,
             verbs: crate::model::VerbsStatus::not_asked(),

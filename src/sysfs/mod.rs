@@ -236,7 +236,8 @@ impl SysfsRoot {
         }
     }
 
-    fn check_port(&self, device: &str, port: u32) -> Result<()> {
+    /// `NoSuchDevice` listing the devices, or `NoSuchPort` listing the device's ports.
+    pub fn check_port(&self, device: &str, port: u32) -> Result<()> {
         let ports = self.port_numbers(device)?;
         if ports.contains(&port) {
             Ok(())
@@ -373,7 +374,6 @@ impl SysfsRoot {
             netdev_source,
             gid_netdevs,
             gids,
-            gids_complete: self.full_gid_tables,
             active_mtu: None,
             max_mtu: None,
             verbs: VerbsStatus::not_asked(),
