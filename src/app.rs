@@ -26,6 +26,7 @@ pub fn run(cli: Cli, sysfs_from_env: bool) -> anyhow::Result<u8> {
         Command::Selftest(args) => cmd::selftest::run(&ctx, &args)?,
         Command::Doctor(args) => cmd::doctor::run(&ctx, &args)?,
         Command::Counters(args) => cmd::counters::run(&ctx, &args)?,
+        Command::Fabric(args) => cmd::fabric::run(&ctx, &args)?,
         Command::Generate(args) => crate::generate::run(&args)?,
     };
     Ok(code)
@@ -39,6 +40,7 @@ fn refuse_sysfs(cli: &Cli, from_env: bool) -> Result<(), Error> {
     let name = match cli.command {
         Command::Pingpong(_) => "pingpong",
         Command::Selftest(_) => "selftest",
+        Command::Fabric(_) => "fabric",
         _ => return Ok(()),
     };
     let Some(dir) = &cli.global.sysfs else {

@@ -116,6 +116,10 @@ pub enum Command {
     /// Port counters (counters/ and hw_counters/) grouped by what they indicate;
     /// --interval for wrap-aware deltas and rates
     Counters(CountersArgs),
+    /// All-pairs RC test over many hosts, one process per endpoint started by srun, mpirun
+    /// or pdsh: configuration drift, a latency/bandwidth matrix, and the endpoint or link
+    /// to blame, explained
+    Fabric(FabricArgs),
     /// Write man pages and shell completions (for packagers)
     #[command(hide = true)]
     Generate(GenerateArgs),
@@ -405,6 +409,107 @@ pub struct SelftestArgs {
     #[arg(long)]
     pub cm: bool,
 }
+
+/// `rdmactl fabric`. Cost: the pattern's rounds times one pair test (a few seconds with
+/// the defaults, up to --deadline): `all` has N-1 rounds (4095 for 4096 endpoints: hours),
+/// `rails` N/R-1 for R rails, `random:K` about 2K (minutes at any N).
+#[derive(Debug, Args)]
+#[command(after_help = FABRIC_AFTER_HELP)]
+pub struct FabricArgs {
+    /// Device of this endpoint; give several (one per local rank: the n-th process on a
+    /// host takes the n-th). Default: the n-th ACTIVE port of the host
+    #[arg(short = 'd', long = "ib-dev", value_name = "DEV[/PORT]", num_args = 1, action = clap::ArgAction::Append)]
+    pub devices: Vec<DevPort>,
+    /// Port of the device(s) given without one
+    #[arg(short = 'i', long = "ib-port", value_name = "PORT", default_value_t = 1)]
+    pub port: u32,
+    /// GID index for every pair test, or auto (-1 means auto too)
+    #[arg(short = 'g', long = "gid-idx", visible_alias = "gid-index", value_name = "N|auto", default_value = "auto", allow_negative_numbers = true)]
+    pub gid_index: GidIndexArg,
+    /// This process's rank (default: from SLURM_PROCID, OMPI_COMM_WORLD_RANK, PMIX_RANK or
+    /// PMI_RANK; pdsh: --rank %n)
+    #[arg(long, value_name = "N")]
+    pub rank: Option<u32>,
+    /// Number of ranks (default: from the launcher)
+    #[arg(long, value_name = "N")]
+    pub size: Option<u32>,
+    /// The n-th process on this host (default: SLURM_LOCALID, OMPI_COMM_WORLD_LOCAL_RANK,
+    /// ...; else 0)
+    #[arg(long, value_name = "N")]
+    pub local_rank: Option<u32>,
+    /// Where rank 0 listens and the others connect (default: MASTER_ADDR:MASTER_PORT, else
+    /// the first host of SLURM_JOB_NODELIST on port 18514)
+    #[arg(long, value_name = "HOST:PORT", conflicts_with = "rendezvous_dir")]
+    pub rendezvous: Option<String>,
+    /// A directory every rank can read (a cluster file system): rank 0 writes its address
+    /// there, on a port of its choosing
+    #[arg(long, value_name = "DIR")]
+    pub rendezvous_dir: Option<std::path::PathBuf>,
+    /// Run token: only ranks with the same token join (default: derived from the
+    /// launcher's job id)
+    #[arg(long, value_name = "TOKEN")]
+    pub token: Option<String>,
+    /// Pairs to test: all, rails (same local rank only) or random:K (K partners each)
+    #[arg(long, value_name = "PATTERN", default_value = "all", value_parser = crate::fabric::Pattern::parse)]
+    pub pattern: crate::fabric::Pattern,
+    /// Message size of each pair test
+    #[arg(short = 's', long, value_name = "BYTES", default_value_t = 4096)]
+    pub size_bytes: u32,
+    /// Iterations of each operation in a pair test
+    #[arg(short = 'n', long, value_name = "N", default_value_t = 500)]
+    pub iters: u32,
+    /// A pair test that has not finished after this many seconds is stopped and failed
+    #[arg(long, value_name = "SECS", default_value_t = 30.0)]
+    pub deadline: f64,
+    /// Give up on any step of a pair test after this many seconds (pingpong's --timeout)
+    #[arg(long, value_name = "SECS", default_value_t = 5.0)]
+    pub timeout: f64,
+    /// Rank 0 waits this long for every rank to join
+    #[arg(long, value_name = "SECS", default_value_t = 60.0)]
+    pub join_timeout: f64,
+    /// A pair is slow above this many times the baseline latency
+    #[arg(long, value_name = "X", default_value_t = 2.0)]
+    pub latency_factor: f64,
+    /// A pair's bandwidth is low below this fraction of the baseline
+    #[arg(long, value_name = "F", default_value_t = 0.8)]
+    pub bandwidth_fraction: f64,
+    /// A pair is lossy above this many retransmissions per thousand messages (port counters)
+    #[arg(long, value_name = "N", default_value_t = 10.0)]
+    pub resend_limit: f64,
+    /// Expected latency (µs per iteration): the baseline where the fabric gives none (two
+    /// endpoints)
+    #[arg(long, value_name = "USEC")]
+    pub expect_usec: Option<f64>,
+    /// Expected WRITE bandwidth (Mbit/s), as --expect-usec
+    #[arg(long, value_name = "MBIT")]
+    pub expect_mbit: Option<f64>,
+    /// Base of the TCP ports the pair tests listen on: rank R uses BASE+R
+    #[arg(long, value_name = "PORT", default_value_t = 19000)]
+    pub port_base: u16,
+    /// Also write the pairs as CSV
+    #[arg(long, value_name = "FILE")]
+    pub csv: Option<std::path::PathBuf>,
+    /// Also draw the matrix as an SVG heatmap
+    #[arg(long, value_name = "FILE")]
+    pub svg: Option<std::path::PathBuf>,
+    /// Test the control plane only: pair tests return made-up figures at once (for scale
+    /// tests of rank 0)
+    #[arg(long, hide = true)]
+    pub simulate: bool,
+}
+
+const FABRIC_AFTER_HELP: &str = "\
+Launch one process per endpoint with what the cluster has:
+  srun -N 64 --ntasks-per-node=8 rdmactl fabric
+  mpirun -np 8 -H a,b,c,d,e,f,g,h rdmactl fabric --rendezvous a:18514
+  pdsh -R exec -w h[0-3] rdmactl fabric --rank %n --size 4 --rendezvous h0:18514
+Rank 0 prints the report: configuration drift, the matrix, the suspects with why/seen/fix,
+and a verdict. Exit status: 0 clean, 1 anything bad (a failed, slow or lossy pair, drift, a
+missing rank).
+Cost with the defaults (a pair test takes 1-3 s on hardware): all = N-1 rounds (4096
+endpoints: 4095 rounds, about 2-3 hours), rails = N/R-1 rounds for R rails (4096 endpoints
+on 8 rails: 511 rounds, about 20 minutes), random:K = about 2K rounds (random:4: under a
+minute at any N).";
 
 #[derive(Debug, Args)]
 pub struct DoctorArgs {

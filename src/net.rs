@@ -457,6 +457,10 @@ pub struct ArpSysctls {
     pub accept_local: Option<bool>,
     /// max(all, dev): 1 (strict) drops the reply.
     pub rp_filter: Option<u32>,
+    /// max(all, dev): 0 answers ARP for any local address on any interface (ARP flux).
+    pub arp_ignore: Option<u32>,
+    /// max(all, dev): 2 announces only the interface's own address as the ARP sender.
+    pub arp_announce: Option<u32>,
 }
 
 /// Read `accept_local` and `rp_filter` for `netdev` under `proc_root` (normally `/proc`).
@@ -476,10 +480,16 @@ pub fn arp_sysctls(proc_root: &std::path::Path, netdev: &str) -> ArpSysctls {
         (None, None) => None,
         (a, d) => Some(a.unwrap_or(0).max(d.unwrap_or(0))),
     };
+    let max_of = |key: &str| match (read("all", key), read(netdev, key)) {
+        (None, None) => None,
+        (a, d) => Some(a.unwrap_or(0).max(d.unwrap_or(0))),
+    };
     ArpSysctls {
         netdev: netdev.to_string(),
         accept_local,
         rp_filter,
+        arp_ignore: max_of("arp_ignore"),
+        arp_announce: max_of("arp_announce"),
     }
 }
 
@@ -659,6 +669,14 @@ pub fn parse_tcp_listeners(table: &str, port: u16) -> Vec<u64> {
                 .flatten()
         })
         .collect()
+}
+
+/// Whether any socket of this network namespace listens on TCP `port` (IPv4 or IPv6).
+pub fn tcp_listening(proc_root: &Path, port: u16) -> bool {
+    ["net/tcp", "net/tcp6"]
+        .iter()
+        .filter_map(|t| std::fs::read_to_string(proc_root.join(t)).ok())
+        .any(|text| !parse_tcp_listeners(&text, port).is_empty())
 }
 
 /// The processes (pid, name) that hold a TCP listener on `port`, as `ss -ltnp` names them;

@@ -188,7 +188,9 @@ fn gather(ctx: &Ctx, only: Option<&str>) -> Result<Vec<Finding>> {
     let all_ports: Vec<&Port> = devices.iter().flat_map(|d| &d.ports).collect();
     findings.extend(doctor::duplicate_gid_findings(&all_ports));
     if host {
-        findings.extend(doctor::same_subnet_findings(&roce_netdevs(&devices)));
+        let netdevs = roce_netdevs(&devices);
+        findings.extend(doctor::same_subnet_findings(&netdevs));
+        findings.extend(doctor::arp_flux_findings(&netdevs));
     }
     Ok(findings)
 }
@@ -217,7 +219,30 @@ fn no_device_hint(ctx: &Ctx, sysfs: &SysfsRoot) -> doctor::NoDeviceHint {
 }
 
 /// Every RoCE port's netdev with its IPv4 addresses and ARP sysctls, from this host.
-fn roce_netdevs(devices: &[Device]) -> Vec<doctor::RoceNetdev> {
+/// This host's ARP flux in one line (`veth0, veth1 on 10.0.0.0/24 (arp_ignore 0)`), for
+/// `fabric`'s drift report; None when there is none.
+pub fn arp_flux_summary(devices: &[Device]) -> Option<String> {
+    let netdevs = roce_netdevs(devices);
+    let groups = doctor::arp_flux_groups(&netdevs);
+    (!groups.is_empty()).then(|| {
+        groups
+            .iter()
+            .map(|(subnet, members)| {
+                format!(
+                    "{} on {subnet} answer ARP for each other (arp_ignore 0)",
+                    members
+                        .iter()
+                        .map(|n| n.netdev.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("; ")
+    })
+}
+
+pub fn roce_netdevs(devices: &[Device]) -> Vec<doctor::RoceNetdev> {
     let Ok(addrs) = net::addresses() else {
         return Vec::new();
     };
@@ -249,6 +274,8 @@ fn roce_netdevs(devices: &[Device]) -> Vec<doctor::RoceNetdev> {
             ipv4,
             accept_local: arp.accept_local,
             rp_filter: arp.rp_filter,
+            arp_ignore: arp.arp_ignore,
+            arp_announce: arp.arp_announce,
         });
     }
     out

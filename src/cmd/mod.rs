@@ -15,6 +15,7 @@ pub mod counters;
 pub mod devices;
 pub mod devinfo;
 pub mod doctor;
+pub mod fabric;
 pub mod failure;
 pub mod gid;
 pub mod gids;

@@ -103,6 +103,19 @@ fn per_thousand(count: u64, messages: u64) -> Option<String> {
 ///
 /// Codes: `counters-retransmission`, `counters-rnr`, `counters-congestion`,
 /// `counters-link-errors`, `counters-saturated`.
+/// Retransmissions over a run, counted once from both ends' changes as `judge` counts
+/// them: the requesters' own counts, or the duplicates the responders saw if more.
+pub fn resends(ends: &[&crate::counter::WireDelta]) -> u64 {
+    let sum = |names: &[&str]| -> u64 {
+        ends.iter()
+            .flat_map(|e| &e.counters)
+            .filter(|c| names.contains(&c.name.as_str()))
+            .map(|c| c.at_least)
+            .sum()
+    };
+    sum(REQUESTER_RETRANSMIT).max(sum(RESPONDER_LOSS))
+}
+
 pub fn judge(local: &PortDelta, peer: Option<&PortDelta>, messages: u64) -> Vec<Finding> {
     let mut ends = vec![End {
         delta: local,

@@ -468,6 +468,78 @@ pub struct RoceNetdev {
     /// `accept_local` (all OR dev) and `rp_filter` (max of all, dev) of this netdev.
     pub accept_local: Option<bool>,
     pub rp_filter: Option<u32>,
+    /// `arp_ignore` and `arp_announce`, max of all and dev, as the kernel applies them.
+    pub arp_ignore: Option<u32>,
+    pub arp_announce: Option<u32>,
+}
+
+/// RDMA netdevs of this host that share an IPv4 subnet while at least one of them answers
+/// ARP for any local address (`arp_ignore` 0): each group as (subnet, its netdevs).
+pub fn arp_flux_groups(netdevs: &[RoceNetdev]) -> Vec<(String, Vec<&RoceNetdev>)> {
+    let mut groups: Vec<(String, Vec<&RoceNetdev>)> = Vec::new();
+    for (i, a) in netdevs.iter().enumerate() {
+        for b in &netdevs[i + 1..] {
+            if a.netdev == b.netdev {
+                continue;
+            }
+            let Some(subnet) = shared_subnet(a, b) else {
+                continue;
+            };
+            let group = match groups.iter_mut().find(|(s, _)| *s == subnet) {
+                Some(g) => g,
+                None => {
+                    groups.push((subnet, Vec::new()));
+                    groups.last_mut().expect("just pushed")
+                }
+            };
+            for n in [a, b] {
+                if !group.1.iter().any(|m| m.netdev == n.netdev) {
+                    group.1.push(n);
+                }
+            }
+        }
+    }
+    groups.retain(|(_, members)| members.iter().any(|n| n.arp_ignore == Some(0)));
+    groups
+}
+
+/// ARP flux, as a doctor or check finding: one per subnet.
+pub fn arp_flux_findings(netdevs: &[RoceNetdev]) -> Vec<Finding> {
+    arp_flux_groups(netdevs)
+        .into_iter()
+        .map(|(subnet, members)| {
+            let names: Vec<String> = members
+                .iter()
+                .map(|n| format!("{} ({})", n.port, n.netdev))
+                .collect();
+            let mut f = finding(
+                "arp-flux",
+                Subject::Host,
+                Severity::Warn,
+                format!(
+                    "{} share {subnet} and answer ARP for each other's addresses (arp_ignore 0): on one switch, a peer may send the RoCE packets meant for one port to another port's MAC, which drops them (its QPs do not know the QPN); pairs crawl through retries or fail with IBV_WC_RETRY_EXC_ERR",
+                    names.join(", ")
+                ),
+            );
+            for n in &members {
+                f = f.evidence(format!(
+                    "{}: arp_ignore (max of all, {}) = {}, arp_announce = {}",
+                    n.netdev,
+                    n.netdev,
+                    n.arp_ignore.map_or("unknown".into(), |v| v.to_string()),
+                    n.arp_announce.map_or("unknown".into(), |v| v.to_string())
+                ));
+            }
+            f.fix(format!(
+                "sysctl -w net.ipv4.conf.all.arp_ignore=1 net.ipv4.conf.all.arp_announce=2 {}; or source-based policy routing per netdev (ip rule add from ADDR table N); a host whose ports sit on separate links (a veth pair, point-to-point cables) is not affected",
+                members
+                    .iter()
+                    .map(|n| format!("net.ipv4.conf.{}.arp_ignore=1 net.ipv4.conf.{}.arp_announce=2", n.netdev, n.netdev))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            ))
+        })
+        .collect()
 }
 
 fn shared_subnet(a: &RoceNetdev, b: &RoceNetdev) -> Option<String> {
@@ -859,7 +931,30 @@ mod tests {
             ipv4: vec![(addr.parse().unwrap(), 24)],
             accept_local: Some(accept_local),
             rp_filter: Some(0),
+            arp_ignore: Some(1),
+            arp_announce: Some(2),
         }
+    }
+
+    /// Ports on one subnet that answer ARP for each other: one finding per subnet, with
+    /// every netdev's setting and the sysctls to set; arp_ignore 1 everywhere is clean.
+    #[test]
+    fn arp_flux_on_one_subnet() {
+        let mut ports = vec![
+            roce("rxe0/1", "e0", "10.77.0.10", 1500, true),
+            roce("rxe1/1", "e1", "10.77.0.11", 1500, true),
+            roce("rxe2/1", "e2", "10.77.0.12", 1500, true),
+            roce("rxe3/1", "e3", "10.78.0.1", 1500, true),
+        ];
+        assert!(arp_flux_findings(&ports).is_empty());
+        ports[1].arp_ignore = Some(0);
+        let f = arp_flux_findings(&ports);
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!(f[0].code, "arp-flux");
+        assert!(f[0].message.starts_with("rxe0/1 (e0), rxe1/1 (e1), rxe2/1 (e2) share 10.77.0.0/24"), "{}", f[0].message);
+        assert!(f[0].evidence.contains(&"e1: arp_ignore (max of all, e1) = 0, arp_announce = 2".to_string()));
+        assert!(f[0].fix.as_deref().unwrap().contains("net.ipv4.conf.e1.arp_ignore=1"));
+        assert!(!f[0].message.contains("e3"));
     }
 
     /// Two ports of one host on one subnet: accept_local 0 is a warning naming the drop

@@ -7,6 +7,7 @@ pub mod cm;
 pub mod counters;
 pub mod datapath;
 pub mod doctor;
+pub mod fabric;
 pub mod env;
 pub mod gidselect;
 

@@ -6,11 +6,26 @@ use crate::finding::Explanation;
 
 /// `why:`, `seen:` and `fix:` lines, indented by `indent`.
 pub fn body(x: &Explanation, indent: &str) -> String {
-    let mut out = format!("{indent}  why:  {}\n", x.summary);
-    for e in &x.evidence {
+    parts(
+        &x.summary,
+        x.evidence.iter().map(|e| e.to_string()),
+        &x.fix,
+        indent,
+    )
+}
+
+/// The same block from its parts: `fabric` relays the explanations its pair tests printed.
+pub fn parts(
+    summary: &str,
+    seen: impl IntoIterator<Item = String>,
+    fix: &str,
+    indent: &str,
+) -> String {
+    let mut out = format!("{indent}  why:  {summary}\n");
+    for e in seen {
         out.push_str(&format!("{indent}  seen: {e}\n"));
     }
-    out.push_str(&format!("{indent}  fix:  {}\n", x.fix));
+    out.push_str(&format!("{indent}  fix:  {fix}\n"));
     out
 }
 

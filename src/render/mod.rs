@@ -3,6 +3,7 @@
 
 pub mod counters;
 pub mod explanation;
+pub mod fabric;
 pub mod findings;
 pub mod gid;
 pub mod inventory;

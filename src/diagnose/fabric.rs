@@ -1,0 +1,1036 @@
+//! `rdmactl fabric`'s rules: which pairs run in which round, what differs between the
+//! endpoints before any traffic (drift), which pairs are bad against a baseline a bad
+//! endpoint cannot drag, and who is to blame (attribution). Pure: ranks and pair results
+//! in, verdicts out.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::fabric::{
+    Baseline, Drift, DriftValue, PairEnd, PairState, PairVerdict, Pattern, RankInfo, Suspect,
+    SuspectExplanation, SuspectKind, Thresholds,
+};
+
+// ---------------------------------------------------------------------------------------
+// Scheduling
+
+/// Every pair of `ranks` in rounds, each round a matching (no rank twice): the circle
+/// method, N-1 rounds for even N and N for odd N (each rank sits out once).
+pub fn round_robin(ranks: &[u32]) -> Vec<Vec<(u32, u32)>> {
+    let mut slots: Vec<Option<u32>> = ranks.iter().copied().map(Some).collect();
+    if slots.len() < 2 {
+        return Vec::new();
+    }
+    if slots.len() % 2 == 1 {
+        slots.push(None);
+    }
+    let n = slots.len();
+    let mut rounds = Vec::with_capacity(n - 1);
+    for _ in 0..n - 1 {
+        let round: Vec<(u32, u32)> = (0..n / 2)
+            .filter_map(|i| match (slots[i], slots[n - 1 - i]) {
+                (Some(a), Some(b)) => Some((a.min(b), a.max(b))),
+                _ => None,
+            })
+            .collect();
+        rounds.push(round);
+        // Keep the first slot, rotate the rest by one.
+        let last = slots.pop().expect("n >= 2");
+        slots.insert(1, last);
+    }
+    rounds
+}
+
+/// Packs pairs into as few rounds as a greedy first fit gives, no rank twice per round.
+pub fn pack_rounds(pairs: &[(u32, u32)]) -> Vec<Vec<(u32, u32)>> {
+    let mut rounds: Vec<(Vec<(u32, u32)>, BTreeSet<u32>)> = Vec::new();
+    for &(a, b) in pairs {
+        match rounds
+            .iter_mut()
+            .find(|(_, busy)| !busy.contains(&a) && !busy.contains(&b))
+        {
+            Some((round, busy)) => {
+                round.push((a, b));
+                busy.insert(a);
+                busy.insert(b);
+            }
+            None => rounds.push((vec![(a, b)], BTreeSet::from([a, b]))),
+        }
+    }
+    rounds.into_iter().map(|(r, _)| r).collect()
+}
+
+/// The rounds of a pattern over the ranks that can take part, given each rank's local rank
+/// (its rail). `seed` makes `random:K` the same for every run with the same token.
+pub fn schedule(ranks: &[(u32, u32)], pattern: Pattern, seed: u64) -> Vec<Vec<(u32, u32)>> {
+    let ids: Vec<u32> = ranks.iter().map(|r| r.0).collect();
+    match pattern {
+        Pattern::All => round_robin(&ids),
+        Pattern::Rails => {
+            let mut rails: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
+            for &(rank, rail) in ranks {
+                rails.entry(rail).or_default().push(rank);
+            }
+            // Rails are disjoint: their k-th rounds run together.
+            let per_rail: Vec<Vec<Vec<(u32, u32)>>> =
+                rails.values().map(|r| round_robin(r)).collect();
+            let depth = per_rail.iter().map(Vec::len).max().unwrap_or(0);
+            (0..depth)
+                .map(|k| {
+                    per_rail
+                        .iter()
+                        .filter_map(|r| r.get(k))
+                        .flatten()
+                        .copied()
+                        .collect()
+                })
+                .collect()
+        }
+        Pattern::Random(k) => {
+            let mut rng = SplitMix(seed);
+            let mut pairs = BTreeSet::new();
+            if ids.len() >= 2 {
+                for &a in &ids {
+                    let mut picked = 0;
+                    let mut tries = 0;
+                    while picked < k && tries < 64 * k {
+                        tries += 1;
+                        let b = ids[(rng.next() % ids.len() as u64) as usize];
+                        if b != a && pairs.insert((a.min(b), a.max(b))) {
+                            picked += 1;
+                        }
+                    }
+                }
+            }
+            let pairs: Vec<(u32, u32)> = pairs.into_iter().collect();
+            pack_rounds(&pairs)
+        }
+    }
+}
+
+/// A small seeded generator (SplitMix64): the schedule must be reproducible, not secret.
+struct SplitMix(u64);
+
+impl SplitMix {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+}
+
+/// A stable 64-bit hash of the run token (FNV-1a), the seed of `random:K`.
+pub fn seed_of(token: &str) -> u64 {
+    token.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+// ---------------------------------------------------------------------------------------
+// Drift
+
+type Attribute = (&'static str, fn(&RankInfo) -> Option<String>, &'static str);
+
+const ATTRIBUTES: &[Attribute] = &[
+    ("link_layer", |r| r.link_layer.clone(), "InfiniBand and RoCE endpoints cannot reach each other"),
+    ("state", |r| r.state.clone(), "a port that is not ACTIVE carries no traffic"),
+    ("roce_mtu", |r| r.active_mtu.map(|m| m.to_string()), "a pair runs at the smaller RDMA MTU: bandwidth to these endpoints drops, and an application that sets the path MTU itself fails against them"),
+    ("netdev_mtu", |r| r.netdev_mtu.map(|m| m.to_string()), "frames above the smaller MTU are dropped on the way: the RoCE MTU follows the netdev's, and IP traffic (the TCP exchange, storage) stalls at the larger size"),
+    ("gid_type", |r| r.gid_type.clone(), "both ends of a connection must use the same GID type (RoCE v1 or v2)"),
+    ("gid_index", |r| r.gid_index.map(|i| i.to_string()), "a job that passes one GID index to every host (NCCL_IB_GID_INDEX, UCX_IB_GID_INDEX) picks a different GID on these endpoints"),
+    ("rate", |r| r.rate.clone(), "a port that trained at a lower rate or width caps every pair it is in"),
+    ("firmware", |r| r.firmware.clone(), "firmware differences change behaviour and defaults (congestion control, PFC, counters)"),
+    ("kernel", |r| r.kernel.clone(), "a different kernel means a different RDMA stack (rxe, the CM, the GID cache)"),
+    ("memlock", |r| r.memlock.clone(), "a lower memlock limit makes large registrations fail on these hosts only"),
+    ("version", |r| Some(r.version.clone()), "ranks of different rdmactl versions may judge differently"),
+];
+
+/// The attributes on which the participating endpoints differ, each with the endpoints on
+/// every side; then the ARP flux that any host reports, majority or not.
+pub fn drift(ranks: &[RankInfo]) -> Vec<Drift> {
+    let ranks: Vec<&RankInfo> = ranks.iter().filter(|r| r.problem.is_none()).collect();
+    let mut out = Vec::new();
+    for (attribute, value_of, why) in ATTRIBUTES {
+        let mut groups: BTreeMap<String, Vec<&RankInfo>> = BTreeMap::new();
+        for r in &ranks {
+            // Unknown is not a value: a rank that cannot read it does not differ.
+            if let Some(v) = value_of(r) {
+                groups.entry(v).or_default().push(r);
+            }
+        }
+        if groups.len() < 2 {
+            continue;
+        }
+        let counted: usize = groups.values().map(Vec::len).sum();
+        let (top, top_n) = groups
+            .iter()
+            .map(|(v, rs)| (v.clone(), rs.len()))
+            .max_by_key(|(_, n)| *n)
+            .expect("two groups");
+        let majority = (top_n * 2 > counted).then_some(top);
+        let mut values: Vec<DriftValue> = groups
+            .into_iter()
+            .map(|(value, rs)| value_group(value, &rs))
+            .collect();
+        // The majority first, then the smaller groups.
+        values.sort_by_key(|v| (Some(&v.value) != majority.as_ref(), std::cmp::Reverse(v.ranks.len())));
+        out.push(Drift {
+            attribute,
+            majority,
+            values,
+            why_it_matters: why,
+        });
+    }
+    let mut flux: BTreeMap<String, Vec<&RankInfo>> = BTreeMap::new();
+    for r in &ranks {
+        if let Some(f) = &r.arp_flux {
+            flux.entry(format!("{}: {f}", r.host)).or_default().push(r);
+        }
+    }
+    if !flux.is_empty() {
+        out.push(Drift {
+            attribute: "arp_flux",
+            majority: None,
+            values: flux
+                .into_iter()
+                .map(|(value, rs)| value_group(value, &rs))
+                .collect(),
+            why_it_matters: ARP_FLUX_WHY,
+        });
+    }
+    out
+}
+
+pub const ARP_FLUX_WHY: &str = "several RDMA netdevs of one host on one subnet with arp_ignore 0: each answers ARP for the others' addresses, so a peer may send the RoCE packets meant for one HCA to another HCA's MAC, which drops them (its QPs do not know the QPN): pairs crawl or fail with IBV_WC_RETRY_EXC_ERR";
+pub const ARP_FLUX_FIX: &str = "on each of those netdevs (and all): sysctl -w net.ipv4.conf.DEV.arp_ignore=1 net.ipv4.conf.DEV.arp_announce=2, or source-based policy routing per netdev (ip rule add from ADDR table N)";
+
+fn value_group(value: String, rs: &[&RankInfo]) -> DriftValue {
+    let mut hosts: Vec<String> = rs.iter().map(|r| r.host.clone()).collect();
+    hosts.dedup();
+    DriftValue {
+        value,
+        ranks: rs.iter().map(|r| r.rank).collect(),
+        hosts,
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Judging pairs
+
+/// One pair as the run left it: the merged result of its two ends, or why it did not run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PairInput {
+    pub a: u32,
+    pub b: u32,
+    pub end: Result<PairEnd, String>,
+    /// Retransmissions per thousand messages over the pair's test, from both ends' counters.
+    pub resends_per_mille: Option<f64>,
+}
+
+/// The baseline: for each endpoint, its best pair (lowest latency, highest bandwidth); then
+/// the lower median of those over the endpoints. A bad endpoint only moves its own entry,
+/// and a bad link does not move either end's best, so with one bad endpoint of four (half
+/// of all pairs slow) the baseline is still a good pair's figure. Below three endpoints
+/// with a working pair there is nothing to compare with, unless absolute figures are given.
+pub fn baseline(pairs: &[PairInput], t: &Thresholds) -> Baseline {
+    let mut best_lat: BTreeMap<u32, f64> = BTreeMap::new();
+    let mut best_bw: BTreeMap<u32, f64> = BTreeMap::new();
+    for p in pairs {
+        let Ok(end) = &p.end else { continue };
+        if !end.ok {
+            continue;
+        }
+        for r in [p.a, p.b] {
+            if let Some(u) = end.usec_per_iter.filter(|u| *u > 0.0) {
+                let e = best_lat.entry(r).or_insert(u);
+                *e = e.min(u);
+            }
+            if let Some(m) = end.mbit_per_sec.filter(|m| *m > 0.0) {
+                let e = best_bw.entry(r).or_insert(m);
+                *e = e.max(m);
+            }
+        }
+    }
+    let lower_median = |mut v: Vec<f64>| -> Option<f64> {
+        if v.is_empty() {
+            return None;
+        }
+        v.sort_by(f64::total_cmp);
+        Some(v[(v.len() - 1) / 2])
+    };
+    let endpoints = best_lat.len().max(best_bw.len());
+    let (mut usec, mut mbit, mut how) = if endpoints >= 3 {
+        (
+            lower_median(best_lat.into_values().collect()),
+            // The upper median of bandwidths: the lower median's mirror image.
+            {
+                let mut v: Vec<f64> = best_bw.into_values().collect();
+                v.sort_by(f64::total_cmp);
+                (!v.is_empty()).then(|| v[v.len() / 2])
+            },
+            format!(
+                "the median over {endpoints} endpoints of each endpoint's best pair (a bad endpoint moves only its own entry)"
+            ),
+        )
+    } else {
+        (
+            None,
+            None,
+            format!(
+                "none: {endpoints} endpoint(s) with a working pair, and a baseline needs 3; latency and bandwidth are reported, not judged (give --expect-usec/--expect-mbit)"
+            ),
+        )
+    };
+    if t.expect_usec.is_some() || t.expect_mbit.is_some() {
+        usec = t.expect_usec.or(usec);
+        mbit = t.expect_mbit.or(mbit);
+        how = format!(
+            "given: {}",
+            [
+                t.expect_usec.map(|u| format!("--expect-usec {u}")),
+                t.expect_mbit.map(|m| format!("--expect-mbit {m}")),
+            ]
+            .into_iter()
+            .flatten()
+            .collect::<Vec<_>>()
+            .join(", ")
+        );
+    }
+    Baseline {
+        usec_per_iter: usec,
+        mbit_per_sec: mbit,
+        how,
+    }
+}
+
+pub fn judge_pair(p: &PairInput, base: &Baseline, t: &Thresholds) -> PairVerdict {
+    let mut v = PairVerdict {
+        a: p.a,
+        b: p.b,
+        state: PairState::Ok,
+        why: Vec::new(),
+        latency_ratio: None,
+        bandwidth_ratio: None,
+    };
+    let end = match &p.end {
+        Err(why) => {
+            v.state = PairState::NotRun;
+            v.why.push(why.clone());
+            return v;
+        }
+        Ok(end) => end,
+    };
+    let worst = |s: PairState, why: String, v: &mut PairVerdict| {
+        v.state = v.state.max(s);
+        v.why.push(why);
+    };
+    if !end.ok {
+        let text = end
+            .failure
+            .as_ref()
+            .and_then(|f| f.get("message"))
+            .and_then(|m| m.as_str())
+            .map(String::from)
+            .or_else(|| end.problem.clone())
+            .unwrap_or_else(|| "failed".into());
+        worst(PairState::Failed, text, &mut v);
+    }
+    if let (Some(u), Some(b)) = (end.usec_per_iter, base.usec_per_iter) {
+        if b > 0.0 {
+            let ratio = u / b;
+            v.latency_ratio = Some(ratio);
+            if ratio > t.latency_factor {
+                worst(
+                    PairState::Slow,
+                    format!("{u:.1} µs/iter, {ratio:.1}× the baseline {b:.1}"),
+                    &mut v,
+                );
+            }
+        }
+    }
+    if let (Some(m), Some(b)) = (end.mbit_per_sec, base.mbit_per_sec) {
+        if b > 0.0 {
+            let ratio = m / b;
+            v.bandwidth_ratio = Some(ratio);
+            if ratio < t.bandwidth_fraction {
+                worst(
+                    PairState::LowBandwidth,
+                    format!(
+                        "{m:.0} Mbit/s, {:.0}% of the baseline {b:.0}",
+                        ratio * 100.0
+                    ),
+                    &mut v,
+                );
+            }
+        }
+    }
+    if let Some(r) = p.resends_per_mille {
+        if r > t.resends_per_mille {
+            worst(
+                PairState::Lossy,
+                format!("{r:.1} retransmissions per thousand messages (counters)"),
+                &mut v,
+            );
+        }
+    }
+    v
+}
+
+// ---------------------------------------------------------------------------------------
+// Attribution
+
+/// Ranks that never joined or left, endpoints bad with most of their partners, and bad
+/// pairs that no endpoint explains.
+pub fn attribute(
+    size: u32,
+    joined: &BTreeSet<u32>,
+    gone: &BTreeMap<u32, String>,
+    ranks: &[RankInfo],
+    verdicts: &[PairVerdict],
+) -> Vec<Suspect> {
+    let mut out = Vec::new();
+    for r in 0..size {
+        if !joined.contains(&r) {
+            out.push(Suspect {
+                kind: SuspectKind::Rank,
+                code: "fabric-rank-missing",
+                rank: Some(r),
+                peer_rank: None,
+                reason: format!("rank {r} never joined the run"),
+                pairs: Vec::new(),
+            });
+        } else if let Some(why) = gone.get(&r) {
+            out.push(Suspect {
+                kind: SuspectKind::Rank,
+                code: "fabric-rank-left",
+                rank: Some(r),
+                peer_rank: None,
+                reason: why.clone(),
+                pairs: pairs_of(verdicts, r, |v| v.state == PairState::NotRun || v.state.is_bad()),
+            });
+        }
+    }
+    for info in ranks {
+        if let Some(p) = &info.problem {
+            out.push(Suspect {
+                kind: SuspectKind::Rank,
+                code: "fabric-no-port",
+                rank: Some(info.rank),
+                peer_rank: None,
+                reason: p.clone(),
+                pairs: Vec::new(),
+            });
+        }
+    }
+    let blamed: BTreeSet<u32> = out.iter().filter_map(|s| s.rank).collect();
+    // Partners tested and bad, per endpoint, over pairs that ran.
+    let mut tested: BTreeMap<u32, u32> = BTreeMap::new();
+    let mut bad: BTreeMap<u32, Vec<&PairVerdict>> = BTreeMap::new();
+    for v in verdicts.iter().filter(|v| v.state != PairState::NotRun) {
+        for r in [v.a, v.b] {
+            *tested.entry(r).or_default() += 1;
+            if v.state.is_bad() {
+                bad.entry(r).or_default().push(v);
+            }
+        }
+    }
+    let endpoints = tested.len();
+    let majority_bad: Vec<u32> = tested
+        .iter()
+        .filter(|(r, n)| {
+            let b = bad.get(r).map_or(0, Vec::len) as u32;
+            b >= 2 && b * 2 > **n
+        })
+        .map(|(r, _)| *r)
+        .collect();
+    if endpoints >= 3 && majority_bad.len() == endpoints {
+        let pairs: Vec<(u32, u32)> = verdicts
+            .iter()
+            .filter(|v| v.state.is_bad() && v.state != PairState::NotRun)
+            .map(|v| (v.a, v.b))
+            .collect();
+        out.push(Suspect {
+            kind: SuspectKind::Fabric,
+            code: "fabric-wide",
+            rank: None,
+            peer_rank: None,
+            reason: format!(
+                "every one of the {endpoints} endpoints is bad with most of its partners: a cause they share (switch, subnet, PFC/ECN configuration, the subnet manager), not one endpoint"
+            ),
+            pairs,
+        });
+        return out;
+    }
+    for &r in &majority_bad {
+        let mine = &bad[&r];
+        let n = tested[&r];
+        let states: BTreeSet<PairState> = mine.iter().map(|v| v.state).collect();
+        let what = states
+            .iter()
+            .map(|s| s.label())
+            .collect::<Vec<_>>()
+            .join(", ");
+        let code = match states.iter().max() {
+            Some(PairState::Failed) => "fabric-endpoint-failing",
+            Some(PairState::Lossy) => "fabric-endpoint-lossy",
+            _ => "fabric-endpoint-slow",
+        };
+        out.push(Suspect {
+            kind: SuspectKind::Endpoint,
+            code,
+            rank: Some(r),
+            peer_rank: None,
+            reason: format!("{what} with {} of {n} partners", mine.len()),
+            pairs: mine.iter().map(|v| (v.a, v.b)).collect(),
+        });
+    }
+    let explained: BTreeSet<u32> = majority_bad.iter().chain(&blamed).copied().collect();
+    for v in verdicts {
+        if !v.state.is_bad() || v.state == PairState::NotRun {
+            continue;
+        }
+        if explained.contains(&v.a) || explained.contains(&v.b) {
+            continue;
+        }
+        let (kind, code, reason) = if endpoints <= 2 {
+            (
+                SuspectKind::Pair,
+                "fabric-pair",
+                format!(
+                    "{}; with two endpoints there is no third to tell which end or the link between them is at fault",
+                    v.state.label()
+                ),
+            )
+        } else {
+            (
+                SuspectKind::Link,
+                "fabric-link",
+                format!(
+                    "{} between two endpoints that are good with their other partners: the link or path between them",
+                    v.state.label()
+                ),
+            )
+        };
+        out.push(Suspect {
+            kind,
+            code,
+            rank: Some(v.a),
+            peer_rank: Some(v.b),
+            reason,
+            pairs: vec![(v.a, v.b)],
+        });
+    }
+    out
+}
+
+fn pairs_of(verdicts: &[PairVerdict], r: u32, keep: impl Fn(&PairVerdict) -> bool) -> Vec<(u32, u32)> {
+    verdicts
+        .iter()
+        .filter(|v| (v.a == r || v.b == r) && keep(v))
+        .map(|v| (v.a, v.b))
+        .collect()
+}
+
+
+// ---------------------------------------------------------------------------------------
+// Explaining a suspect
+
+fn failure_text(f: &serde_json::Value) -> (Option<String>, Vec<String>, Option<String>) {
+    let x = f.get("explanation");
+    let s = |v: Option<&serde_json::Value>| v.and_then(|v| v.as_str()).map(String::from);
+    let evidence = x
+        .and_then(|x| x.get("evidence"))
+        .and_then(|e| e.as_array())
+        .map(|a| {
+            a.iter()
+                .filter_map(|e| e.as_str().or_else(|| e.get("text")?.as_str()))
+                .map(String::from)
+                .collect()
+        })
+        .unwrap_or_default();
+    (
+        s(x.and_then(|x| x.get("summary"))),
+        evidence,
+        s(x.and_then(|x| x.get("fix"))),
+    )
+}
+
+/// The first counter finding of a pair end with `code`: (message, evidence, fix).
+fn counter_finding(end: &PairEnd, code: &str) -> Option<(String, Vec<String>, Option<String>)> {
+    let f = end
+        .counters
+        .as_ref()?
+        .get("findings")?
+        .as_array()?
+        .iter()
+        .find(|f| f.get("code").and_then(|c| c.as_str()) == Some(code))?;
+    let s = |k: &str| f.get(k).and_then(|v| v.as_str()).map(String::from);
+    let evidence = f
+        .get("evidence")
+        .and_then(|e| e.as_array())
+        .map(|a| a.iter().filter_map(|e| e.as_str().map(String::from)).collect())
+        .unwrap_or_default();
+    Some((s("message")?, evidence, s("fix")))
+}
+
+pub fn explain_suspect(
+    s: &Suspect,
+    infos: &BTreeMap<u32, RankInfo>,
+    verdicts: &[PairVerdict],
+    ends: &BTreeMap<(u32, u32), PairEnd>,
+    drift: &[Drift],
+    baseline: &Baseline,
+) -> SuspectExplanation {
+    let label = |r: u32| {
+        infos
+            .get(&r)
+            .map(|i| format!("{} (rank {r})", i.label()))
+            .unwrap_or_else(|| format!("rank {r}"))
+    };
+    let mut evidence = Vec::new();
+    let mut bad_pairs: Vec<&PairVerdict> = verdicts
+        .iter()
+        .filter(|v| s.pairs.contains(&(v.a, v.b)))
+        .collect();
+    bad_pairs.sort_by_key(|v| std::cmp::Reverse(v.state));
+    for v in bad_pairs.iter().take(6) {
+        evidence.push(format!(
+            "{} ↔ {}: {}: {}",
+            label(v.a),
+            label(v.b),
+            v.state.label(),
+            v.why.join("; ")
+        ));
+    }
+    if bad_pairs.len() > 6 {
+        evidence.push(format!("and {} more pairs like these", bad_pairs.len() - 6));
+    }
+    // The endpoint's own differences from the rest.
+    if let Some(r) = s.rank.filter(|_| s.kind != SuspectKind::Fabric) {
+        for d in drift {
+            for v in &d.values {
+                if v.ranks.contains(&r) && d.majority.as_ref() != Some(&v.value) {
+                    let others = d
+                        .majority
+                        .as_ref()
+                        .map(|m| format!(", most endpoints {m}"))
+                        .unwrap_or_default();
+                    evidence.push(format!("its {} is {}{others}", d.attribute, v.value));
+                }
+            }
+        }
+    }
+    let info = s.rank.and_then(|r| infos.get(&r));
+    let flux = [s.rank, s.peer_rank]
+        .into_iter()
+        .flatten()
+        .filter_map(|r| infos.get(&r))
+        .find_map(|i| i.arp_flux.as_ref().map(|f| (i.host.clone(), f.clone())));
+    let first_failure = bad_pairs
+        .iter()
+        .filter(|v| v.state == PairState::Failed)
+        .find_map(|v| ends.get(&(v.a, v.b))?.failure.as_ref().map(failure_text));
+    let first_loss = bad_pairs
+        .iter()
+        .find_map(|v| counter_finding(ends.get(&(v.a, v.b))?, "counters-retransmission"));
+    let look_at = info
+        .map(|i| {
+            format!(
+                "on {}: `rdmactl counters -d {}` for errors, `rdmactl doctor`, {}the cable and the switch port",
+                i.host,
+                i.device,
+                i.netdev
+                    .as_ref()
+                    .map(|n| format!("`tc qdisc show dev {n}` (shaping, delay, loss), `ip -s link show {n}`, "))
+                    .unwrap_or_default()
+            )
+        })
+        .unwrap_or_default();
+    let (summary, fix) = match (s.kind, s.code) {
+        (SuspectKind::Rank, "fabric-rank-missing") => (
+            format!("{}; its pairs were not tested", s.reason),
+            "look at that rank's own output (the launcher prints it): it may not have started, not reached rank 0's rendezvous address, or used another --token or --size".to_string(),
+        ),
+        (SuspectKind::Rank, "fabric-no-port") => (
+            s.reason.clone(),
+            "bring the port up (`rdmactl ports` on that host), or give the endpoint with -d".to_string(),
+        ),
+        (SuspectKind::Rank, _) => (
+            format!("{}; its remaining pairs were not tested", s.reason),
+            "look at that host: the rank's stderr, `dmesg` (an OOM kill or a driver reset); then run again".to_string(),
+        ),
+        (SuspectKind::Fabric, _) => (
+            s.reason.clone(),
+            format!(
+                "the baseline is {}; if every pair is slow against --expect-usec/--expect-mbit, look at what all endpoints share: the switch, PFC/ECN settings, the subnet manager",
+                baseline.how
+            ),
+        ),
+        _ => {
+            if let Some((summary, seen, fix)) = first_failure {
+                evidence.extend(seen);
+                (
+                    format!(
+                        "{}: {}",
+                        s.reason,
+                        summary.unwrap_or_else(|| "the pair tests failed".into())
+                    ),
+                    fix.unwrap_or_else(|| look_at.clone()),
+                )
+            } else if let (Some((message, seen, fix)), true) =
+                (first_loss, s.code == "fabric-endpoint-lossy" || bad_pairs.iter().any(|v| v.state == PairState::Lossy))
+            {
+                evidence.extend(seen);
+                (
+                    format!("{}: {message}", s.reason),
+                    format!("{look_at}; {}", fix.unwrap_or_default()),
+                )
+            } else {
+                let ratios: Vec<f64> = bad_pairs.iter().filter_map(|v| v.latency_ratio).collect();
+                let worst = ratios.iter().copied().fold(0.0, f64::max);
+                (
+                    format!(
+                        "{}{}",
+                        s.reason,
+                        if worst > 0.0 {
+                            format!(": up to {worst:.1}× the baseline latency ({})", baseline.how)
+                        } else {
+                            String::new()
+                        }
+                    ),
+                    match s.kind {
+                        SuspectKind::Link => format!(
+                            "the path between the two: the cables and switch ports on it, a route or ECMP hash that differs; rerun `rdmactl pingpong` between them, and {look_at}"
+                        ),
+                        _ => format!("look at this endpoint {look_at}"),
+                    },
+                )
+            }
+        }
+    };
+    let mut fix = fix;
+    if let Some((host, f)) = flux {
+        evidence.push(format!("ARP flux on {host}: {f}"));
+        fix = format!("{ARP_FLUX_FIX}; then {fix}");
+    }
+    SuspectExplanation {
+        summary,
+        evidence,
+        fix,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn all_pairs(rounds: &[Vec<(u32, u32)>]) -> Vec<(u32, u32)> {
+        let mut v: Vec<(u32, u32)> = rounds.iter().flatten().copied().collect();
+        v.sort_unstable();
+        v
+    }
+
+    fn matching(round: &[(u32, u32)]) -> bool {
+        let mut seen = BTreeSet::new();
+        round.iter().all(|(a, b)| a != b && seen.insert(*a) && seen.insert(*b))
+    }
+
+    #[test]
+    fn round_robin_schedules_every_pair_once_in_n_minus_1_rounds() {
+        for n in 2..=40u32 {
+            let ids: Vec<u32> = (0..n).collect();
+            let rounds = round_robin(&ids);
+            let expect_rounds = if n % 2 == 0 { n - 1 } else { n } as usize;
+            assert_eq!(rounds.len(), expect_rounds, "n={n}");
+            assert!(rounds.iter().all(|r| matching(r)), "n={n}");
+            let pairs = all_pairs(&rounds);
+            let mut expect = Vec::new();
+            for a in 0..n {
+                for b in a + 1..n {
+                    expect.push((a, b));
+                }
+            }
+            assert_eq!(pairs, expect, "n={n}");
+            if n % 2 == 0 {
+                assert!(rounds.iter().all(|r| r.len() == n as usize / 2), "perfect matchings");
+            }
+        }
+        assert!(round_robin(&[7]).is_empty());
+    }
+
+    #[test]
+    fn rails_pair_only_the_same_local_rank() {
+        // Two hosts with 4 rails each, and a third host with 2.
+        let ranks: Vec<(u32, u32)> = (0..10).map(|r| (r, r % 4)).collect();
+        let rounds = schedule(&ranks, Pattern::Rails, 0);
+        assert!(rounds.iter().all(|r| matching(r)));
+        let pairs = all_pairs(&rounds);
+        assert!(pairs.iter().all(|(a, b)| a % 4 == b % 4), "{pairs:?}");
+        // rail 0: 0,4,8 → 3 pairs; rail 1: 1,5,9 → 3; rails 2, 3: 1 each.
+        assert_eq!(pairs.len(), 8);
+        assert_eq!(rounds.len(), 3);
+    }
+
+    #[test]
+    fn random_k_gives_each_endpoint_k_partners_reproducibly() {
+        let ranks: Vec<(u32, u32)> = (0..64).map(|r| (r, 0)).collect();
+        let a = schedule(&ranks, Pattern::Random(3), seed_of("job-1"));
+        let b = schedule(&ranks, Pattern::Random(3), seed_of("job-1"));
+        assert_eq!(a, b);
+        assert!(a.iter().all(|r| matching(r)));
+        let pairs = all_pairs(&a);
+        let mut dedup = pairs.clone();
+        dedup.dedup();
+        assert_eq!(pairs, dedup, "no pair twice");
+        for r in 0..64 {
+            let partners = pairs.iter().filter(|(x, y)| *x == r || *y == r).count();
+            assert!(partners >= 3, "rank {r} has {partners}");
+        }
+        assert_ne!(a, schedule(&ranks, Pattern::Random(3), seed_of("job-2")));
+    }
+
+    fn info(rank: u32, host: &str) -> RankInfo {
+        RankInfo {
+            rank,
+            host: host.into(),
+            device: format!("rxe{rank}"),
+            port: 1,
+            netdev_mtu: Some(1500),
+            active_mtu: Some(1024),
+            gid_type: Some("RoCE v2".into()),
+            gid_index: Some(1),
+            version: "1".into(),
+            ..RankInfo::default()
+        }
+    }
+
+    #[test]
+    fn drift_names_the_minority_and_the_majority() {
+        let mut ranks: Vec<RankInfo> = (0..4).map(|r| info(r, &format!("h{r}"))).collect();
+        ranks[2].netdev_mtu = Some(1200);
+        let d = drift(&ranks);
+        assert_eq!(d.len(), 1, "{d:?}");
+        assert_eq!(d[0].attribute, "netdev_mtu");
+        assert_eq!(d[0].majority.as_deref(), Some("1500"));
+        assert_eq!(d[0].values[0].ranks, vec![0, 1, 3]);
+        assert_eq!(d[0].values[1].value, "1200");
+        assert_eq!(d[0].values[1].hosts, vec!["h2".to_string()]);
+        // Two endpoints that differ: no majority, both named.
+        let mut two = vec![info(0, "a"), info(1, "b")];
+        two[1].gid_index = Some(3);
+        let d = drift(&two);
+        assert_eq!(d[0].attribute, "gid_index");
+        assert_eq!(d[0].majority, None);
+        // Unknown is not a difference; alike is not drift.
+        let mut same: Vec<RankInfo> = (0..3).map(|r| info(r, "h")).collect();
+        same[1].firmware = Some("1.0".into());
+        assert!(drift(&same).is_empty());
+    }
+
+    #[test]
+    fn arp_flux_is_reported_even_when_every_host_has_it() {
+        let mut ranks: Vec<RankInfo> = (0..2).map(|r| info(r, "h")).collect();
+        for r in &mut ranks {
+            r.arp_flux = Some("e0, e1 on 10.0.0.0/24 answer ARP for each other".into());
+        }
+        let d = drift(&ranks);
+        assert_eq!(d.len(), 1);
+        assert_eq!(d[0].attribute, "arp_flux");
+        assert_eq!(d[0].values[0].ranks, vec![0, 1]);
+        assert_eq!(d[0].values[0].hosts, vec!["h".to_string()]);
+    }
+
+    fn ok_pair(a: u32, b: u32, usec: f64, mbit: f64) -> PairInput {
+        PairInput {
+            a,
+            b,
+            end: Ok(PairEnd {
+                ok: true,
+                usec_per_iter: Some(usec),
+                mbit_per_sec: Some(mbit),
+                ..PairEnd::default()
+            }),
+            resends_per_mille: Some(0.0),
+        }
+    }
+
+    /// All pairs of n endpoints; `slow` endpoints add `extra` µs and halve bandwidth.
+    fn fabric(n: u32, slow: &[u32], extra: f64) -> Vec<PairInput> {
+        let mut out = Vec::new();
+        for a in 0..n {
+            for b in a + 1..n {
+                let k = slow.iter().filter(|s| **s == a || **s == b).count() as f64;
+                out.push(ok_pair(a, b, 100.0 + 3.0 * f64::from(a + b) + k * extra, 1000.0 / (1.0 + k)));
+            }
+        }
+        out
+    }
+
+    fn verdicts_of(pairs: &[PairInput], t: &Thresholds) -> (Baseline, Vec<PairVerdict>) {
+        let base = baseline(pairs, t);
+        let v = pairs.iter().map(|p| judge_pair(p, &base, t)).collect();
+        (base, v)
+    }
+
+    fn suspects(n: u32, verdicts: &[PairVerdict]) -> Vec<Suspect> {
+        let joined: BTreeSet<u32> = (0..n).collect();
+        let ranks: Vec<RankInfo> = (0..n).map(|r| info(r, "h")).collect();
+        attribute(n, &joined, &BTreeMap::new(), &ranks, verdicts)
+    }
+
+    #[test]
+    fn one_slow_endpoint_of_three_or_four_is_the_suspect() {
+        let t = Thresholds::default();
+        for n in [3, 4, 5, 8] {
+            let pairs = fabric(n, &[n - 1], 400.0);
+            let (base, v) = verdicts_of(&pairs, &t);
+            let b = base.usec_per_iter.unwrap();
+            assert!(b < 150.0, "n={n}: the slow endpoint dragged the baseline to {b}");
+            let s = suspects(n, &v);
+            assert_eq!(s.len(), 1, "n={n}: {s:?}");
+            assert_eq!((s[0].kind, s[0].rank), (SuspectKind::Endpoint, Some(n - 1)));
+            assert_eq!(s[0].code, "fabric-endpoint-slow");
+            assert!(s[0].reason.contains(&format!("with {} of {} partners", n - 1, n - 1)), "{}", s[0].reason);
+        }
+    }
+
+    #[test]
+    fn two_bad_endpoints_of_four_are_both_found() {
+        let t = Thresholds::default();
+        let pairs = fabric(4, &[2, 3], 400.0);
+        let (_, v) = verdicts_of(&pairs, &t);
+        let s = suspects(4, &v);
+        let ranks: Vec<Option<u32>> = s.iter().map(|s| s.rank).collect();
+        assert_eq!(ranks, vec![Some(2), Some(3)], "{s:?}");
+    }
+
+    #[test]
+    fn a_single_slow_pair_is_a_link() {
+        let t = Thresholds::default();
+        let mut pairs = fabric(4, &[], 0.0);
+        let ab = pairs.iter_mut().find(|p| (p.a, p.b) == (0, 2)).unwrap();
+        if let Ok(e) = &mut ab.end {
+            e.usec_per_iter = Some(900.0);
+        }
+        let (_, v) = verdicts_of(&pairs, &t);
+        let s = suspects(4, &v);
+        assert_eq!(s.len(), 1, "{s:?}");
+        assert_eq!((s[0].kind, s[0].rank, s[0].peer_rank), (SuspectKind::Link, Some(0), Some(2)));
+    }
+
+    #[test]
+    fn two_endpoints_have_no_baseline_unless_given() {
+        let t = Thresholds::default();
+        let pairs = vec![ok_pair(0, 1, 5000.0, 10.0)];
+        let (base, v) = verdicts_of(&pairs, &t);
+        assert_eq!(base.usec_per_iter, None);
+        assert!(base.how.starts_with("none"), "{}", base.how);
+        assert_eq!(v[0].state, PairState::Ok);
+        let given = Thresholds {
+            expect_usec: Some(100.0),
+            ..Thresholds::default()
+        };
+        let (base, v) = verdicts_of(&pairs, &given);
+        assert!(base.how.contains("--expect-usec 100"), "{}", base.how);
+        assert_eq!(v[0].state, PairState::Slow);
+        let s = suspects(2, &v);
+        assert_eq!(s[0].kind, SuspectKind::Pair);
+    }
+
+    #[test]
+    fn a_failed_endpoint_is_failing_and_counters_make_a_pair_lossy() {
+        let t = Thresholds::default();
+        let mut pairs = fabric(4, &[], 0.0);
+        for p in pairs.iter_mut().filter(|p| p.b == 3) {
+            p.end = Ok(PairEnd {
+                ok: false,
+                failure: Some(serde_json::json!({"message": "IBV_WC_RETRY_EXC_ERR", "explanation": {"code": "retry-exceeded"}})),
+                ..PairEnd::default()
+            });
+        }
+        let (_, v) = verdicts_of(&pairs, &t);
+        let s = suspects(4, &v);
+        assert_eq!(s[0].code, "fabric-endpoint-failing");
+        assert_eq!(s[0].rank, Some(3));
+        let mut lossy = fabric(3, &[], 0.0);
+        lossy[0].resends_per_mille = Some(340.0);
+        let (_, v) = verdicts_of(&lossy, &t);
+        assert_eq!(v[0].state, PairState::Lossy);
+        assert!(v[0].why[0].contains("340.0 retransmissions"));
+    }
+
+    #[test]
+    fn missing_and_gone_ranks_are_named_and_their_pairs_not_blamed_on_others() {
+        let t = Thresholds::default();
+        let mut pairs = fabric(4, &[], 0.0);
+        for p in pairs.iter_mut().filter(|p| p.a == 1 || p.b == 1) {
+            p.end = Err("rank 1 left the run in round 2".into());
+        }
+        let (_, v) = verdicts_of(&pairs, &t);
+        let joined: BTreeSet<u32> = (0..4).collect();
+        let gone = BTreeMap::from([(1, "rank 1 (h) left the run in round 2".to_string())]);
+        let ranks: Vec<RankInfo> = (0..5).map(|r| info(r, "h")).collect();
+        let s = attribute(5, &joined, &gone, &ranks[..4], &v);
+        assert_eq!(s.len(), 2, "{s:?}");
+        assert_eq!((s[0].code, s[0].rank), ("fabric-rank-left", Some(1)));
+        assert_eq!((s[1].code, s[1].rank), ("fabric-rank-missing", Some(4)));
+    }
+
+    #[test]
+    fn a_failing_endpoint_is_explained_by_its_pairs_own_explanation() {
+        let t = Thresholds::default();
+        let mut pairs = fabric(4, &[], 0.0);
+        for p in pairs.iter_mut().filter(|p| p.b == 3) {
+            p.end = Ok(PairEnd {
+                ok: false,
+                failure: Some(serde_json::json!({"message": "IBV_WC_RETRY_EXC_ERR",
+                    "explanation": {"code": "retry-exceeded", "summary": "no ACK from the peer",
+                        "evidence": [{"from": "route", "text": "neighbour 10.0.0.4 FAILED"}], "fix": "check the link"}})),
+                ..PairEnd::default()
+            });
+        }
+        let (base, v) = verdicts_of(&pairs, &t);
+        let s = suspects(4, &v);
+        let ends: BTreeMap<(u32, u32), PairEnd> =
+            pairs.iter().map(|p| ((p.a, p.b), p.end.clone().unwrap())).collect();
+        let mut infos: BTreeMap<u32, RankInfo> = (0..4).map(|r| (r, info(r, &format!("h{r}")))).collect();
+        infos.get_mut(&3).unwrap().arp_flux = Some("e0, e3 share 10.0.0.0/24 with arp_ignore 0".into());
+        let x = explain_suspect(&s[0], &infos, &v, &ends, &[], &base);
+        assert!(x.summary.contains("no ACK from the peer"), "{}", x.summary);
+        assert!(x.evidence.iter().any(|e| e == "neighbour 10.0.0.4 FAILED"), "{:?}", x.evidence);
+        assert!(x.evidence.iter().any(|e| e.starts_with("ARP flux on h3")), "{:?}", x.evidence);
+        assert!(x.fix.starts_with("on each of those netdevs"), "{}", x.fix);
+        assert!(x.fix.ends_with("check the link"), "{}", x.fix);
+    }
+
+    #[test]
+    fn a_slow_endpoint_names_its_drift_and_where_to_look() {
+        let t = Thresholds::default();
+        let pairs = fabric(4, &[2], 400.0);
+        let (base, v) = verdicts_of(&pairs, &t);
+        let s = suspects(4, &v);
+        let mut infos: BTreeMap<u32, RankInfo> = (0..4).map(|r| (r, info(r, &format!("h{r}")))).collect();
+        infos.get_mut(&2).unwrap().netdev_mtu = Some(1200);
+        infos.get_mut(&2).unwrap().netdev = Some("e2".into());
+        let ranks: Vec<RankInfo> = infos.values().cloned().collect();
+        let d = drift(&ranks);
+        let x = explain_suspect(&s[0], &infos, &v, &BTreeMap::new(), &d, &base);
+        assert!(x.summary.contains("slow with 3 of 3 partners: up to"), "{}", x.summary);
+        assert!(x.evidence.iter().any(|e| e == "its netdev_mtu is 1200, most endpoints 1500"), "{:?}", x.evidence);
+        assert!(x.fix.contains("tc qdisc show dev e2"), "{}", x.fix);
+    }
+
+    #[test]
+    fn everyone_bad_is_fabric_wide() {
+        let t = Thresholds {
+            expect_usec: Some(10.0),
+            ..Thresholds::default()
+        };
+        let pairs = fabric(4, &[], 0.0);
+        let (_, v) = verdicts_of(&pairs, &t);
+        let s = suspects(4, &v);
+        assert_eq!(s.len(), 1);
+        assert_eq!(s[0].kind, SuspectKind::Fabric);
+    }
+}

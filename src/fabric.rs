@@ -1,0 +1,625 @@
+//! `rdmactl fabric`'s vocabulary: where a rank sits in the run (from the launcher's
+//! environment), what it publishes about its endpoint, and what one pair test found.
+//! Pure: the environment comes in as a lookup function.
+
+use serde::{Deserialize, Serialize};
+
+/// The launcher that placed this process, as far as its environment tells.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Launcher {
+    Slurm,
+    /// Open MPI's mpirun (`OMPI_COMM_WORLD_*`).
+    OpenMpi,
+    /// MPICH/Hydra and Intel MPI (`PMI_RANK`, `MPI_LOCALRANKID`).
+    Pmi,
+    Pmix,
+    /// `--rank`/`--size` given on the command line (pdsh, ssh, Kubernetes).
+    Explicit,
+}
+
+impl Launcher {
+    pub fn name(self) -> &'static str {
+        match self {
+            Launcher::Slurm => "Slurm",
+            Launcher::OpenMpi => "Open MPI",
+            Launcher::Pmi => "PMI",
+            Launcher::Pmix => "PMIx",
+            Launcher::Explicit => "--rank/--size",
+        }
+    }
+}
+
+/// This process's place in the run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Placement {
+    pub rank: u32,
+    pub size: u32,
+    /// The n-th process on this host takes the n-th active port (or the n-th `-d`).
+    pub local_rank: u32,
+    pub launcher: Launcher,
+    /// The launcher's job id, from which the run token is derived when none is given.
+    pub job_id: Option<String>,
+}
+
+/// What the command line says, which wins over the environment.
+#[derive(Debug, Clone, Default)]
+pub struct Given {
+    pub rank: Option<u32>,
+    pub size: Option<u32>,
+    pub local_rank: Option<u32>,
+}
+
+/// Reads the rank, size and local rank the way each launcher sets them; the first launcher
+/// whose rank and size are both present wins. `--rank`/`--size` override all of them.
+pub fn placement(
+    given: &Given,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Placement, String> {
+    let num = |key: &str| -> Result<Option<u32>, String> {
+        match env(key) {
+            None => Ok(None),
+            Some(v) => v
+                .trim()
+                .parse::<u32>()
+                .map(Some)
+                .map_err(|_| format!("{key}={v:?} is not a number")),
+        }
+    };
+    // (launcher, rank, size, local rank, job id variables)
+    let launchers: [(Launcher, &str, &str, &[&str], &[&str]); 4] = [
+        (
+            Launcher::Slurm,
+            "SLURM_PROCID",
+            "SLURM_NTASKS",
+            &["SLURM_LOCALID"],
+            &["SLURM_JOB_ID", "SLURM_JOBID"],
+        ),
+        (
+            Launcher::OpenMpi,
+            "OMPI_COMM_WORLD_RANK",
+            "OMPI_COMM_WORLD_SIZE",
+            &["OMPI_COMM_WORLD_LOCAL_RANK"],
+            &["OMPI_MCA_ess_base_jobid", "OMPI_MCA_orte_ess_jobid"],
+        ),
+        (
+            Launcher::Pmix,
+            "PMIX_RANK",
+            "PMIX_SIZE",
+            &["PMIX_LOCAL_RANK"],
+            &["PMIX_NAMESPACE"],
+        ),
+        (
+            Launcher::Pmi,
+            "PMI_RANK",
+            "PMI_SIZE",
+            &["MPI_LOCALRANKID", "PMI_LOCAL_RANK"],
+            &["PMI_JOBID"],
+        ),
+    ];
+    let mut found = None;
+    for (launcher, rank_key, size_key, local_keys, job_keys) in launchers {
+        if let (Some(rank), Some(size)) = (num(rank_key)?, num(size_key)?) {
+            let mut local = None;
+            for k in local_keys {
+                if let Some(v) = num(k)? {
+                    local = Some(v);
+                    break;
+                }
+            }
+            let job_id = job_keys.iter().find_map(|k| env(k));
+            found = Some((launcher, rank, size, local, job_id));
+            break;
+        }
+    }
+    let (launcher, rank, size, local, job_id) = match (found, given.rank, given.size) {
+        (_, Some(rank), Some(size)) => (Launcher::Explicit, rank, size, None, None),
+        (Some((l, r, s, lr, j)), rank, size) => (l, rank.unwrap_or(r), size.unwrap_or(s), lr, j),
+        (None, Some(_), None) => return Err("--rank needs --size".into()),
+        (None, None, Some(_)) => return Err("--size needs --rank".into()),
+        (None, None, None) => {
+            return Err(
+                "no launcher placed this process: run it under srun or mpirun, or give --rank N --size N (pdsh: --rank %n)"
+                    .into(),
+            )
+        }
+    };
+    if size < 2 {
+        return Err(format!(
+            "size {size}: a fabric test needs at least 2 ranks"
+        ));
+    }
+    if rank >= size {
+        return Err(format!("rank {rank} is not below size {size}"));
+    }
+    Ok(Placement {
+        rank,
+        size,
+        local_rank: given.local_rank.or(local).unwrap_or(0),
+        launcher,
+        job_id,
+    })
+}
+
+/// The default rendezvous: `MASTER_ADDR`/`MASTER_PORT` (as torch and NCCL tests set them),
+/// else the first host of the Slurm node list on `default_port`.
+pub fn default_rendezvous(
+    env: &dyn Fn(&str) -> Option<String>,
+    default_port: u16,
+) -> Option<(String, u16)> {
+    if let Some(addr) = env("MASTER_ADDR").filter(|a| !a.is_empty()) {
+        let port = env("MASTER_PORT")
+            .and_then(|p| p.trim().parse().ok())
+            .unwrap_or(default_port);
+        return Some((addr, port));
+    }
+    let list = env("SLURM_JOB_NODELIST").or_else(|| env("SLURM_NODELIST"))?;
+    first_host(&list).map(|h| (h, default_port))
+}
+
+/// The first host of a Slurm host list: `c[07-09,12],d1` → `c07`.
+pub fn first_host(list: &str) -> Option<String> {
+    let list = list.trim();
+    let end = list.find([',', '[']).unwrap_or(list.len());
+    let prefix = &list[..end];
+    if list[end..].starts_with('[') {
+        let inner = &list[end + 1..];
+        let first = inner.split([',', '-', ']']).next()?;
+        if first.is_empty() || !first.chars().all(|c| c.is_ascii_digit()) {
+            return None;
+        }
+        let close = inner.find(']')?;
+        // A suffix after the bracket (`c[1-2]-ib`) belongs to every host.
+        let suffix: String = inner[close + 1..]
+            .chars()
+            .take_while(|c| *c != ',')
+            .collect();
+        return Some(format!("{prefix}{first}{suffix}"));
+    }
+    (!prefix.is_empty()).then(|| prefix.to_string())
+}
+
+/// Which pairs are tested.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pattern {
+    /// Every pair, in N-1 rounds.
+    All,
+    /// Only endpoints with the same local rank (rail-optimized fabrics).
+    Rails,
+    /// K random partners per endpoint (seeded by the run token, so every run with the same
+    /// token tests the same pairs).
+    Random(u32),
+}
+
+impl Pattern {
+    pub fn parse(s: &str) -> Result<Pattern, String> {
+        match s {
+            "all" => Ok(Pattern::All),
+            "rails" => Ok(Pattern::Rails),
+            _ => match s.strip_prefix("random:").map(str::parse::<u32>) {
+                Some(Ok(k)) if k > 0 => Ok(Pattern::Random(k)),
+                _ => Err(format!(
+                    "'{s}' is not a pattern: all, rails or random:K (K ≥ 1)"
+                )),
+            },
+        }
+    }
+
+    pub fn name(&self) -> String {
+        match self {
+            Pattern::All => "all".into(),
+            Pattern::Rails => "rails".into(),
+            Pattern::Random(k) => format!("random:{k}"),
+        }
+    }
+}
+
+/// What a rank publishes about itself and its endpoint before any traffic; rank 0 compares
+/// them (drift) and tells partners where to connect.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RankInfo {
+    pub rank: u32,
+    pub local_rank: u32,
+    pub host: String,
+    /// Empty when the rank found no port to test (then `problem` says why).
+    pub device: String,
+    pub port: u32,
+    pub link_layer: Option<String>,
+    pub state: Option<String>,
+    /// The index `-g auto` picks on this port with no peer known, its type and address.
+    pub gid_index: Option<u32>,
+    pub gid: Option<String>,
+    pub gid_type: Option<String>,
+    /// Populated GID slots.
+    pub gids: u32,
+    /// RoCE MTU (ibv_query_port's active_mtu) and the netdev's MTU.
+    pub active_mtu: Option<u32>,
+    pub netdev: Option<String>,
+    pub netdev_mtu: Option<u32>,
+    /// `rate` as sysfs says it: `100 Gb/sec (4X EDR)`.
+    pub rate: Option<String>,
+    pub firmware: Option<String>,
+    pub kernel: Option<String>,
+    pub version: String,
+    /// RLIMIT_MEMLOCK soft limit: `unlimited` or bytes.
+    pub memlock: Option<String>,
+    /// Where this rank's pair servers listen: an address partners can reach.
+    pub tcp_host: String,
+    pub pair_port: u16,
+    /// Host-level: the RDMA netdevs of this host that share a subnet and answer ARP for each
+    /// other's addresses (`arp_ignore` 0), e.g. `veth0, veth1 on 10.0.0.0/24`.
+    pub arp_flux: Option<String>,
+    /// Why this rank cannot take part (no active port, device cannot be opened).
+    pub problem: Option<String>,
+}
+
+impl RankInfo {
+    /// `host/device:port` as reports name an endpoint.
+    pub fn label(&self) -> String {
+        if self.device.is_empty() {
+            format!("{} (rank {})", self.host, self.rank)
+        } else {
+            format!("{} {}/{}", self.host, self.device, self.port)
+        }
+    }
+}
+
+/// One end's view of a pair test: the figures and the failure of the `pingpong` it ran
+/// (its JSON, with the same explanation and counters), or why there is no such view.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PairEnd {
+    pub ok: bool,
+    /// SEND ping-pong: µs per round trip iteration.
+    pub usec_per_iter: Option<f64>,
+    /// RDMA WRITE, windowed.
+    pub mbit_per_sec: Option<f64>,
+    /// `pingpong -j`'s `failure` object, unchanged.
+    pub failure: Option<serde_json::Value>,
+    /// `pingpong -j`'s `counters` object, unchanged.
+    pub counters: Option<serde_json::Value>,
+    /// What went wrong around the test itself: killed at the deadline, no JSON.
+    pub problem: Option<String>,
+    pub seconds: f64,
+}
+
+impl PairEnd {
+    pub fn problem(text: impl Into<String>, seconds: f64) -> PairEnd {
+        PairEnd {
+            problem: Some(text.into()),
+            seconds,
+            ..PairEnd::default()
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// What the rules find and rank 0 reports
+
+/// One attribute on which the endpoints differ, or a host-level problem every rank reports.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Drift {
+    pub attribute: &'static str,
+    /// The value most endpoints have; None when no value has a majority (or for a problem).
+    pub majority: Option<String>,
+    pub values: Vec<DriftValue>,
+    pub why_it_matters: &'static str,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DriftValue {
+    pub value: String,
+    pub ranks: Vec<u32>,
+    pub hosts: Vec<String>,
+}
+
+/// When a pair is bad. Latency above `latency_factor` × the baseline, bandwidth below
+/// `bandwidth_fraction` × the baseline, retransmissions above `resends_per_mille`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Thresholds {
+    pub latency_factor: f64,
+    pub bandwidth_fraction: f64,
+    pub resends_per_mille: f64,
+    /// Absolute baselines (`--expect-usec`, `--expect-mbit`): with two endpoints there is
+    /// no other.
+    pub expect_usec: Option<f64>,
+    pub expect_mbit: Option<f64>,
+}
+
+impl Default for Thresholds {
+    fn default() -> Thresholds {
+        Thresholds {
+            latency_factor: 2.0,
+            bandwidth_fraction: 0.8,
+            resends_per_mille: 10.0,
+            expect_usec: None,
+            expect_mbit: None,
+        }
+    }
+}
+
+/// The baseline a pair is compared with, and how it was found.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Baseline {
+    pub usec_per_iter: Option<f64>,
+    pub mbit_per_sec: Option<f64>,
+    /// Said with the verdict: which baseline, over how many endpoints.
+    pub how: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PairState {
+    Ok,
+    /// Bandwidth below the threshold.
+    LowBandwidth,
+    Slow,
+    /// Counters show retransmissions above the threshold.
+    Lossy,
+    Failed,
+    /// A rank was missing or gone: nothing to judge.
+    NotRun,
+}
+
+impl PairState {
+    pub fn is_bad(self) -> bool {
+        !matches!(self, PairState::Ok)
+    }
+
+    pub fn label(self) -> &'static str {
+        match self {
+            PairState::Ok => "ok",
+            PairState::LowBandwidth => "low bandwidth",
+            PairState::Slow => "slow",
+            PairState::Lossy => "lossy",
+            PairState::Failed => "failed",
+            PairState::NotRun => "not run",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PairVerdict {
+    pub a: u32,
+    pub b: u32,
+    /// The worst thing found; `why` says every one.
+    pub state: PairState,
+    pub why: Vec<String>,
+    /// usec_per_iter / baseline, and mbit_per_sec / baseline.
+    pub latency_ratio: Option<f64>,
+    pub bandwidth_ratio: Option<f64>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SuspectKind {
+    /// A rank that never joined, left during the run, or had no port to test.
+    Rank,
+    /// One endpoint bad with most of its partners.
+    Endpoint,
+    /// One pair bad between two otherwise good endpoints: the link or path between them.
+    Link,
+    /// Two endpoints only: the fault is between them, on either side.
+    Pair,
+    /// Every endpoint bad with most partners: nothing singles one out.
+    Fabric,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Suspect {
+    pub kind: SuspectKind,
+    pub code: &'static str,
+    pub rank: Option<u32>,
+    /// The other end, for a link or pair.
+    pub peer_rank: Option<u32>,
+    pub reason: String,
+    /// The pairs behind the verdict, as (a, b).
+    pub pairs: Vec<(u32, u32)>,
+}
+
+/// Why a suspect is one, in the why/seen/fix shape of every other explanation: the pair
+/// tests' own explanations where they failed, the counters where they were lossy, the
+/// drift and the figures where they were slow.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SuspectExplanation {
+    pub summary: String,
+    pub evidence: Vec<String>,
+    pub fix: String,
+}
+
+/// What rank 0 prints, as `-j` shows it.
+#[derive(Debug, Serialize)]
+pub struct FabricReport {
+    pub run: RunFacts,
+    pub ranks: Vec<RankRow>,
+    pub drift: Vec<Drift>,
+    pub baseline: Baseline,
+    pub pairs: Vec<PairRow>,
+    pub suspects: Vec<SuspectRow>,
+    pub verdict: String,
+    pub ok: bool,
+}
+
+#[derive(Debug, Serialize)]
+pub struct RunFacts {
+    pub launcher: &'static str,
+    /// Whether a token kept other runs out (`none` when no job id or --token was there).
+    pub token: &'static str,
+    pub size: u32,
+    pub joined: u32,
+    pub pattern: String,
+    pub rounds: u32,
+    pub retest_rounds: u32,
+    pub message_size: u32,
+    pub iters: u32,
+    pub deadline: f64,
+    pub thresholds: Thresholds,
+    /// Rounded to milliseconds.
+    pub seconds: f64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct RankRow {
+    #[serde(flatten)]
+    pub info: RankInfo,
+    /// `joined`, `missing` (never joined) or `left` (its connection ended mid-run).
+    pub status: &'static str,
+}
+
+#[derive(Debug, Serialize)]
+pub struct PairRow {
+    pub a: u32,
+    pub b: u32,
+    pub round: u32,
+    pub ok: bool,
+    pub state: PairState,
+    pub why: Vec<String>,
+    pub usec_per_iter: Option<f64>,
+    pub mbit_per_sec: Option<f64>,
+    pub latency_ratio: Option<f64>,
+    pub bandwidth_ratio: Option<f64>,
+    pub resends_per_mille: Option<f64>,
+    /// Bad the first time, so run again; `first_state` is what the first run found.
+    pub retested: bool,
+    pub first_state: Option<PairState>,
+    /// pingpong's failure object (why/seen/fix under `explanation`) and counters.
+    pub failure: Option<serde_json::Value>,
+    pub counters: Option<serde_json::Value>,
+    /// Why there is no pingpong report (a deadline, a gone rank).
+    pub problem: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct SuspectRow {
+    pub kind: SuspectKind,
+    pub code: &'static str,
+    pub rank: Option<u32>,
+    pub host: Option<String>,
+    pub device: Option<String>,
+    pub peer_rank: Option<u32>,
+    pub peer_host: Option<String>,
+    pub peer_device: Option<String>,
+    pub reason: String,
+    pub pairs: Vec<(u32, u32)>,
+    pub explanation: SuspectExplanation,
+}
+
+impl SuspectRow {
+    pub fn kind_word(&self) -> &'static str {
+        match self.kind {
+            SuspectKind::Link => "the link between them",
+            SuspectKind::Pair => "one of the two, or the link",
+            _ => "",
+        }
+    }
+}
+
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn env_of(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let map: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        move |k: &str| map.get(k).cloned()
+    }
+
+    #[test]
+    fn slurm_environment() {
+        let env = env_of(&[
+            ("SLURM_PROCID", "5"),
+            ("SLURM_NTASKS", "16"),
+            ("SLURM_LOCALID", "1"),
+            ("SLURM_JOB_ID", "4242"),
+            ("SLURM_JOB_NODELIST", "c[07-09,12],d1"),
+        ]);
+        let p = placement(&Given::default(), &env).unwrap();
+        assert_eq!((p.rank, p.size, p.local_rank), (5, 16, 1));
+        assert_eq!(p.launcher, Launcher::Slurm);
+        assert_eq!(p.job_id.as_deref(), Some("4242"));
+        assert_eq!(
+            default_rendezvous(&env, 18514),
+            Some(("c07".to_string(), 18514))
+        );
+    }
+
+    #[test]
+    fn open_mpi_and_pmi_environments() {
+        let ompi = env_of(&[
+            ("OMPI_COMM_WORLD_RANK", "3"),
+            ("OMPI_COMM_WORLD_SIZE", "4"),
+            ("OMPI_COMM_WORLD_LOCAL_RANK", "3"),
+            ("OMPI_MCA_ess_base_jobid", "123456"),
+        ]);
+        let p = placement(&Given::default(), &ompi).unwrap();
+        assert_eq!((p.rank, p.size, p.local_rank, p.launcher), (3, 4, 3, Launcher::OpenMpi));
+        let pmi = env_of(&[("PMI_RANK", "1"), ("PMI_SIZE", "2"), ("MPI_LOCALRANKID", "0")]);
+        let p = placement(&Given::default(), &pmi).unwrap();
+        assert_eq!((p.rank, p.size, p.launcher), (1, 2, Launcher::Pmi));
+        let pmix = env_of(&[("PMIX_RANK", "0"), ("PMIX_SIZE", "8"), ("PMIX_NAMESPACE", "ns1")]);
+        let p = placement(&Given::default(), &pmix).unwrap();
+        assert_eq!((p.rank, p.launcher, p.job_id.as_deref()), (0, Launcher::Pmix, Some("ns1")));
+    }
+
+    #[test]
+    fn explicit_flags_win_and_are_checked() {
+        let env = env_of(&[("SLURM_PROCID", "5"), ("SLURM_NTASKS", "16")]);
+        let given = Given {
+            rank: Some(1),
+            size: Some(3),
+            local_rank: Some(2),
+        };
+        let p = placement(&given, &env).unwrap();
+        assert_eq!((p.rank, p.size, p.local_rank, p.launcher), (1, 3, 2, Launcher::Explicit));
+        let none = env_of(&[]);
+        let err = placement(&Given::default(), &none).unwrap_err();
+        assert!(err.contains("--rank N --size N"), "{err}");
+        let bad = Given {
+            rank: Some(3),
+            size: Some(3),
+            local_rank: None,
+        };
+        assert!(placement(&bad, &none).unwrap_err().contains("not below"));
+        let one = Given {
+            rank: Some(0),
+            size: Some(1),
+            local_rank: None,
+        };
+        assert!(placement(&one, &none).unwrap_err().contains("at least 2"));
+        let garbage = env_of(&[("SLURM_PROCID", "x"), ("SLURM_NTASKS", "2")]);
+        assert!(placement(&Given::default(), &garbage)
+            .unwrap_err()
+            .contains("SLURM_PROCID"));
+    }
+
+    #[test]
+    fn master_addr_wins_and_host_lists_parse() {
+        let env = env_of(&[
+            ("MASTER_ADDR", "head"),
+            ("MASTER_PORT", "29500"),
+            ("SLURM_JOB_NODELIST", "c1"),
+        ]);
+        assert_eq!(default_rendezvous(&env, 1), Some(("head".into(), 29500)));
+        assert_eq!(first_host("node001"), Some("node001".into()));
+        assert_eq!(first_host("a,b"), Some("a".into()));
+        assert_eq!(first_host("gpu[003-010]-ib"), Some("gpu003-ib".into()));
+        assert_eq!(first_host("x[]"), None);
+        assert_eq!(first_host(""), None);
+        assert_eq!(default_rendezvous(&env_of(&[]), 1), None);
+    }
+
+    #[test]
+    fn patterns_parse() {
+        assert_eq!(Pattern::parse("all"), Ok(Pattern::All));
+        assert_eq!(Pattern::parse("rails"), Ok(Pattern::Rails));
+        assert_eq!(Pattern::parse("random:3"), Ok(Pattern::Random(3)));
+        assert!(Pattern::parse("random:0").is_err());
+        assert!(Pattern::parse("ring").is_err());
+        assert_eq!(Pattern::Random(3).name(), "random:3");
+    }
+}

@@ -1,0 +1,494 @@
+//! `rdmactl fabric`'s report: the run, the drift, the matrix as a heatmap, the suspects with
+//! why/seen/fix, and the verdict; and the same pairs as CSV and as an SVG heatmap.
+
+use std::collections::BTreeMap;
+
+use owo_colors::OwoColorize;
+
+use crate::fabric::{FabricReport, PairRow, PairState, RankRow};
+use crate::finding::Severity;
+use crate::output::Style;
+
+/// Above this many endpoints the matrix shows one character per pair.
+const FIGURES_UP_TO: usize = 24;
+
+fn endpoint(r: &RankRow) -> String {
+    if r.status == "missing" {
+        return format!("rank {} (missing)", r.info.rank);
+    }
+    let dev = if r.info.device.is_empty() {
+        String::new()
+    } else {
+        format!(" {}/{}", r.info.device, r.info.port)
+    };
+    format!("{}{dev} (rank {})", r.info.host, r.info.rank)
+}
+
+fn paint(text: String, state: Option<PairState>, style: Style) -> String {
+    if !style.color {
+        return text;
+    }
+    match state {
+        Some(PairState::Ok) => text.green().to_string(),
+        Some(PairState::Failed) => text.red().bold().to_string(),
+        Some(PairState::NotRun) => text.dimmed().to_string(),
+        Some(_) => text.yellow().to_string(),
+        None => text,
+    }
+}
+
+pub fn text(r: &FabricReport, style: Style) -> String {
+    let mut out = String::new();
+    let run = &r.run;
+    let retested = r.pairs.iter().filter(|p| p.retested).count();
+    out.push_str(&format!(
+        "fabric: {} of {} ranks joined ({}), pattern {}: {} round(s), {} pair(s){}; {}-byte messages, {} iterations; {:.1} s\n",
+        run.joined,
+        run.size,
+        run.launcher,
+        run.pattern,
+        run.rounds,
+        r.pairs.len(),
+        if retested > 0 {
+            format!(", {retested} retested")
+        } else {
+            String::new()
+        },
+        run.message_size,
+        run.iters,
+        run.seconds
+    ));
+    if run.token == "none" {
+        out.push_str("note: no run token (no job id, no --token): any rank with this rendezvous address could join\n");
+    }
+    out.push_str(&format!("baseline: {}\n", baseline_text(r)));
+    if !r.drift.is_empty() {
+        out.push_str("\ndrift (endpoints that differ from the rest):\n");
+        let by_rank: BTreeMap<u32, &RankRow> = r.ranks.iter().map(|x| (x.info.rank, x)).collect();
+        for d in &r.drift {
+            let label = crate::render::findings::severity_label(Severity::Warn, style);
+            let groups: Vec<String> = d
+                .values
+                .iter()
+                .map(|v| {
+                    let who: Vec<String> = v
+                        .ranks
+                        .iter()
+                        .take(8)
+                        .filter_map(|k| by_rank.get(k).map(|x| endpoint(x)))
+                        .collect();
+                    let more = v.ranks.len().saturating_sub(8);
+                    format!(
+                        "{} on {}{}",
+                        v.value,
+                        who.join(", "),
+                        if more > 0 {
+                            format!(" and {more} more")
+                        } else {
+                            String::new()
+                        }
+                    )
+                })
+                .collect();
+            out.push_str(&format!("{label}  {}: {}\n", d.attribute, groups.join("; ")));
+            out.push_str(&format!("        why it matters: {}\n", d.why_it_matters));
+        }
+    }
+    if !r.pairs.is_empty() {
+        out.push('\n');
+        out.push_str(&matrix(r, style));
+    }
+    if !r.suspects.is_empty() {
+        out.push_str("\nsuspects:\n");
+        for s in &r.suspects {
+            let who = match (s.rank, s.peer_rank) {
+                (Some(a), Some(b)) => format!("{} ↔ {}", rank_label(r, a), rank_label(r, b)),
+                (Some(a), None) => rank_label(r, a),
+                _ => "the fabric".to_string(),
+            };
+            out.push_str(&format!(
+                "{}  {}  {who}: {}\n",
+                crate::render::findings::severity_label(Severity::Fail, style),
+                s.code,
+                s.reason
+            ));
+            out.push_str(&crate::render::explanation::parts(
+                &s.explanation.summary,
+                s.explanation.evidence.iter().cloned(),
+                &s.explanation.fix,
+                "      ",
+            ));
+        }
+    }
+    out.push_str(&format!("\nverdict: {}\n", r.verdict));
+    out
+}
+
+fn rank_label(r: &FabricReport, rank: u32) -> String {
+    r.ranks
+        .iter()
+        .find(|x| x.info.rank == rank)
+        .map(endpoint)
+        .unwrap_or_else(|| format!("rank {rank}"))
+}
+
+fn baseline_text(r: &FabricReport) -> String {
+    let b = &r.baseline;
+    let figures: Vec<String> = [
+        b.usec_per_iter.map(|u| format!("{u:.1} µs/iter")),
+        b.mbit_per_sec.map(|m| format!("{m:.0} Mbit/s")),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    if figures.is_empty() {
+        b.how.clone()
+    } else {
+        format!("{} ({})", figures.join(", "), b.how)
+    }
+}
+
+fn cell_state<'a>(pairs: &BTreeMap<(u32, u32), &'a PairRow>, a: u32, b: u32) -> Option<&'a PairRow> {
+    pairs.get(&(a.min(b), a.max(b))).copied()
+}
+
+fn glyph(p: &PairRow) -> char {
+    match p.state {
+        PairState::Ok => '·',
+        PairState::Slow => 'S',
+        PairState::LowBandwidth => 'B',
+        PairState::Lossy => 'L',
+        PairState::Failed => 'X',
+        PairState::NotRun => '?',
+    }
+}
+
+/// Rows and columns are the ranks; a cell is the pair's latency as a multiple of the
+/// baseline (or in µs without one), X failed, ? not run; blank where not tested.
+fn matrix(r: &FabricReport, style: Style) -> String {
+    let pairs: BTreeMap<(u32, u32), &PairRow> = r.pairs.iter().map(|p| ((p.a, p.b), p)).collect();
+    let ranks: Vec<&RankRow> = r.ranks.iter().collect();
+    let n = ranks.len();
+    let labels: Vec<String> = ranks
+        .iter()
+        .map(|x| {
+            let dev = if x.info.device.is_empty() {
+                String::new()
+            } else {
+                format!(" {}", x.info.device)
+            };
+            format!("{:>3} {}{dev}", x.info.rank, x.info.host)
+        })
+        .collect();
+    let lw = labels.iter().map(|l| l.chars().count()).max().unwrap_or(0);
+    let mut out = String::new();
+    let figures = n <= FIGURES_UP_TO;
+    let have_base = r.baseline.usec_per_iter.is_some();
+    if figures {
+        out.push_str(if have_base {
+            "matrix: latency ÷ baseline (X failed, L lossy, B low bandwidth, ? not run):\n"
+        } else {
+            "matrix: µs per iteration (X failed, L lossy, ? not run):\n"
+        });
+        out.push_str(&format!("{:lw$} ", ""));
+        for x in &ranks {
+            out.push_str(&format!("{:>6}", x.info.rank));
+        }
+        out.push('\n');
+    } else {
+        out.push_str("matrix: · good, S slow, B low bandwidth, L lossy, X failed, ? not run:\n");
+        out.push_str(&format!("{:lw$} ", ""));
+        for x in &ranks {
+            out.push_str(&(x.info.rank % 10).to_string());
+        }
+        out.push('\n');
+    }
+    for (i, row) in ranks.iter().enumerate() {
+        out.push_str(&format!("{:<lw$} ", labels[i]));
+        for col in &ranks {
+            let (a, b) = (row.info.rank, col.info.rank);
+            let cell = if a == b {
+                (if figures { "-".to_string() } else { "\\".to_string() }, None)
+            } else {
+                match cell_state(&pairs, a, b) {
+                    None => (" ".to_string(), None),
+                    Some(p) if !figures => (glyph(p).to_string(), Some(p.state)),
+                    Some(p) => {
+                        let text = match p.state {
+                            PairState::Failed => "X".to_string(),
+                            PairState::NotRun => "?".to_string(),
+                            PairState::Lossy => "L".to_string(),
+                            PairState::LowBandwidth if p.latency_ratio.is_none() => "B".into(),
+                            _ => match (p.latency_ratio, p.usec_per_iter) {
+                                (Some(x), _) => format!("{x:.1}"),
+                                (None, Some(u)) => format!("{u:.0}"),
+                                (None, None) => glyph(p).to_string(),
+                            },
+                        };
+                        (text, Some(p.state))
+                    }
+                }
+            };
+            let text = if figures {
+                format!("{:>6}", cell.0)
+            } else {
+                cell.0
+            };
+            out.push_str(&paint(text, cell.1, style));
+        }
+        out.push('\n');
+    }
+    out
+}
+
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+/// One line per pair, for spreadsheets and scripts.
+pub fn csv(r: &FabricReport) -> String {
+    let info: BTreeMap<u32, &RankRow> = r.ranks.iter().map(|x| (x.info.rank, x)).collect();
+    let mut out = String::from(
+        "a,host_a,device_a,b,host_b,device_b,round,state,usec_per_iter,mbit_per_sec,latency_ratio,bandwidth_ratio,resends_per_mille,retested,failure_code,why\n",
+    );
+    let num = |v: Option<f64>| v.map(|v| format!("{v:.3}")).unwrap_or_default();
+    for p in &r.pairs {
+        let host = |k: u32| info.get(&k).map(|x| x.info.host.clone()).unwrap_or_default();
+        let dev = |k: u32| info.get(&k).map(|x| x.info.device.clone()).unwrap_or_default();
+        let code = p
+            .failure
+            .as_ref()
+            .and_then(|f| f.get("explanation")?.get("code")?.as_str())
+            .unwrap_or("");
+        let fields = [
+            p.a.to_string(),
+            host(p.a),
+            dev(p.a),
+            p.b.to_string(),
+            host(p.b),
+            dev(p.b),
+            p.round.to_string(),
+            p.state.label().to_string(),
+            num(p.usec_per_iter),
+            num(p.mbit_per_sec),
+            num(p.latency_ratio),
+            num(p.bandwidth_ratio),
+            num(p.resends_per_mille),
+            p.retested.to_string(),
+            code.to_string(),
+            p.why.join("; "),
+        ];
+        out.push_str(
+            &fields
+                .iter()
+                .map(|f| csv_field(f))
+                .collect::<Vec<_>>()
+                .join(","),
+        );
+        out.push('\n');
+    }
+    out
+}
+
+fn xml(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+fn colour(p: Option<&PairRow>) -> &'static str {
+    match p.map(|p| p.state) {
+        None => "#ffffff",
+        Some(PairState::Ok) => "#4caf50",
+        Some(PairState::LowBandwidth) => "#ffeb3b",
+        Some(PairState::Slow) => "#ff9800",
+        Some(PairState::Lossy) => "#ff5722",
+        Some(PairState::Failed) => "#d32f2f",
+        Some(PairState::NotRun) => "#9e9e9e",
+    }
+}
+
+/// The matrix as an SVG heatmap; each cell's tooltip says the pair and its figures.
+pub fn svg(r: &FabricReport) -> String {
+    let pairs: BTreeMap<(u32, u32), &PairRow> = r.pairs.iter().map(|p| ((p.a, p.b), p)).collect();
+    let n = r.ranks.len().max(1);
+    let cell = (1200 / n).clamp(2, 24);
+    let labelled = cell >= 10;
+    let margin = if labelled { 180 } else { 20 };
+    let size = margin + n * cell + 20;
+    let mut out = format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{size}\" height=\"{}\" font-family=\"monospace\" font-size=\"{}\">\n",
+        size + 40,
+        cell.min(12)
+    );
+    out.push_str(&format!(
+        "<title>{}</title>\n<text x=\"4\" y=\"{}\">{}</text>\n",
+        xml(&r.verdict),
+        size + 24,
+        xml(&r.verdict)
+    ));
+    for (i, row) in r.ranks.iter().enumerate() {
+        let y = margin + i * cell;
+        if labelled {
+            out.push_str(&format!(
+                "<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>\n",
+                margin - 4,
+                y + cell - 2,
+                xml(&endpoint(row))
+            ));
+            out.push_str(&format!(
+                "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n",
+                margin + i * cell + cell / 2,
+                margin - 4,
+                row.info.rank
+            ));
+        }
+        for (j, col) in r.ranks.iter().enumerate() {
+            let x = margin + j * cell;
+            let (a, b) = (row.info.rank, col.info.rank);
+            let p = if a == b { None } else { cell_state(&pairs, a, b) };
+            let fill = if a == b { "#e0e0e0" } else { colour(p) };
+            let tip = match p {
+                Some(p) => format!(
+                    "{} ↔ {}: {}{}",
+                    endpoint(row),
+                    endpoint(col),
+                    p.state.label(),
+                    if p.why.is_empty() {
+                        p.usec_per_iter
+                            .map(|u| format!(", {u:.1} µs/iter"))
+                            .unwrap_or_default()
+                    } else {
+                        format!(": {}", p.why.join("; "))
+                    }
+                ),
+                None => String::new(),
+            };
+            out.push_str(&format!(
+                "<rect x=\"{x}\" y=\"{y}\" width=\"{cell}\" height=\"{cell}\" fill=\"{fill}\" stroke=\"#ffffff\"><title>{}</title></rect>\n",
+                xml(&tip)
+            ));
+        }
+    }
+    out.push_str("</svg>\n");
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fabric::{Baseline, RankInfo, RunFacts, SuspectExplanation, SuspectKind, SuspectRow, Thresholds};
+
+    fn report() -> FabricReport {
+        let ranks = (0..3)
+            .map(|r| RankRow {
+                info: RankInfo {
+                    rank: r,
+                    host: format!("h{r}"),
+                    device: format!("rxe{r}"),
+                    port: 1,
+                    ..RankInfo::default()
+                },
+                status: "joined",
+            })
+            .collect();
+        let pair = |a, b, state, ratio: f64| PairRow {
+            a,
+            b,
+            round: 1,
+            ok: state == PairState::Ok,
+            state,
+            why: if state == PairState::Ok { vec![] } else { vec!["3.0× the baseline, \"odd\"".into()] },
+            usec_per_iter: Some(100.0 * ratio),
+            mbit_per_sec: Some(900.0),
+            latency_ratio: Some(ratio),
+            bandwidth_ratio: Some(1.0),
+            resends_per_mille: None,
+            retested: state != PairState::Ok,
+            first_state: None,
+            failure: None,
+            counters: None,
+            problem: None,
+        };
+        FabricReport {
+            run: RunFacts {
+                launcher: "Open MPI",
+                token: "checked",
+                size: 3,
+                joined: 3,
+                pattern: "all".into(),
+                rounds: 3,
+                retest_rounds: 1,
+                message_size: 4096,
+                iters: 500,
+                deadline: 30.0,
+                thresholds: Thresholds::default(),
+                seconds: 4.2,
+            },
+            ranks,
+            drift: vec![],
+            baseline: Baseline {
+                usec_per_iter: Some(100.0),
+                mbit_per_sec: Some(900.0),
+                how: "the median over 3 endpoints".into(),
+            },
+            pairs: vec![
+                pair(0, 1, PairState::Ok, 1.0),
+                pair(0, 2, PairState::Slow, 3.0),
+                pair(1, 2, PairState::Slow, 3.1),
+            ],
+            suspects: vec![SuspectRow {
+                kind: SuspectKind::Endpoint,
+                code: "fabric-endpoint-slow",
+                rank: Some(2),
+                host: Some("h2".into()),
+                device: Some("rxe2".into()),
+                peer_rank: None,
+                peer_host: None,
+                peer_device: None,
+                reason: "slow with 2 of 2 partners".into(),
+                pairs: vec![(0, 2), (1, 2)],
+                explanation: SuspectExplanation {
+                    summary: "slow with 2 of 2 partners: up to 3.1× the baseline".into(),
+                    evidence: vec!["h0 ↔ h2: slow".into()],
+                    fix: "look at h2".into(),
+                },
+            }],
+            verdict: "1 suspect(s): h2 rxe2 (rank 2): slow with 2 of 2 partners".into(),
+            ok: false,
+        }
+    }
+
+    #[test]
+    fn text_has_the_matrix_suspect_and_verdict() {
+        let t = text(&report(), Style { color: false, width: None });
+        assert!(t.contains("baseline: 100.0 µs/iter, 900 Mbit/s (the median over 3 endpoints)"), "{t}");
+        assert!(t.contains("  0 h0 rxe0      -   1.0   3.0\n"), "{t}");
+        assert!(t.contains("  2 h2 rxe2    3.0   3.1     -\n"), "{t}");
+        assert!(t.contains("FAIL  fabric-endpoint-slow  h2 rxe2/1 (rank 2): slow with 2 of 2 partners\n"), "{t}");
+        assert!(t.contains("        why:  slow with 2 of 2 partners: up to 3.1× the baseline\n"), "{t}");
+        assert!(t.contains("        seen: h0 ↔ h2: slow\n"), "{t}");
+        assert!(t.ends_with("verdict: 1 suspect(s): h2 rxe2 (rank 2): slow with 2 of 2 partners\n"), "{t}");
+        let coloured = text(&report(), Style { color: true, width: None });
+        assert!(coloured.contains("\u{1b}["));
+    }
+
+    #[test]
+    fn csv_quotes_and_svg_escapes() {
+        let c = csv(&report());
+        let lines: Vec<&str> = c.lines().collect();
+        assert_eq!(lines.len(), 4);
+        assert!(lines[2].starts_with("0,h0,rxe0,2,h2,rxe2,1,slow,300.000,900.000,3.000,1.000,,true,,"), "{}", lines[2]);
+        assert!(lines[2].ends_with(",\"3.0× the baseline, \"\"odd\"\"\""), "{}", lines[2]);
+        let s = svg(&report());
+        assert!(s.starts_with("<svg"));
+        assert_eq!(s.matches("<rect").count(), 9);
+        assert!(s.contains("fill=\"#ff9800\""));
+        assert!(s.contains("&quot;odd&quot;"));
+    }
+}

@@ -1,0 +1,407 @@
+//! `rdmactl fabric`'s control channel: each rank's TCP connection to rank 0. Frames are
+//! `RDFB`, a 4-byte big-endian length and one JSON message of a known kind, parsed
+//! strictly (unknown kinds and fields refused, a size limit, read deadlines): the port is
+//! reachable from the network, and only ranks of the same run (the same token) are let in.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use crate::fabric::{PairEnd, RankInfo};
+
+pub const MAGIC: [u8; 4] = *b"RDFB";
+/// A rank's report with a failure explanation and counters is a few KiB.
+pub const MAX_BODY: usize = 1 << 20;
+
+/// What a rank sends rank 0.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "snake_case")]
+pub enum ToLeader {
+    Join {
+        token: String,
+        size: u32,
+        info: RankInfo,
+    },
+    /// The server end of a pair listens: its partner may connect.
+    Ready { round: u32, a: u32, b: u32 },
+    Result {
+        round: u32,
+        a: u32,
+        b: u32,
+        /// Which end reports: the client's report carries both ends' counters.
+        client: bool,
+        end: PairEnd,
+    },
+}
+
+/// What rank 0 sends a rank.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "snake_case")]
+pub enum ToRank {
+    Welcome,
+    Refused {
+        reason: String,
+    },
+    /// Be the server of pair (a, b) on your pair port.
+    Serve {
+        round: u32,
+        a: u32,
+        b: u32,
+        test: PairTest,
+    },
+    /// Connect to your partner's pair server.
+    Connect {
+        round: u32,
+        a: u32,
+        b: u32,
+        host: String,
+        port: u16,
+        test: PairTest,
+    },
+    /// The run is over; `exit` is its status, so every rank exits alike under srun.
+    Done {
+        exit: u8,
+    },
+}
+
+/// One pair test's parameters, the same for both ends.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PairTest {
+    pub size: u32,
+    pub iters: u32,
+    /// pingpong's per-step --timeout.
+    pub step_timeout: f64,
+    /// The whole test: the pingpong is killed after it.
+    pub deadline: f64,
+    /// `-g`: a number or `auto`.
+    pub gid_index: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WireError(pub String);
+
+impl std::fmt::Display for WireError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+pub fn encode<T: Serialize>(msg: &T) -> Vec<u8> {
+    let body = serde_json::to_vec(msg).unwrap_or_default();
+    let mut out = Vec::with_capacity(8 + body.len());
+    out.extend_from_slice(&MAGIC);
+    out.extend_from_slice(&(body.len() as u32).to_be_bytes());
+    out.extend_from_slice(&body);
+    out
+}
+
+/// The body length a frame header announces, checked.
+pub fn header(bytes: &[u8; 8]) -> Result<usize, WireError> {
+    if bytes[..4] != MAGIC {
+        return Err(WireError(format!(
+            "not an rdmactl fabric frame (starts {:02x?}): another program on this port, or a rank of another rdmactl version",
+            &bytes[..4]
+        )));
+    }
+    let len = u32::from_be_bytes([bytes[4], bytes[5], bytes[6], bytes[7]]) as usize;
+    if len > MAX_BODY {
+        return Err(WireError(format!(
+            "frame of {len} bytes is above the {MAX_BODY}-byte limit"
+        )));
+    }
+    Ok(len)
+}
+
+pub fn body<T: for<'de> Deserialize<'de>>(body: &[u8]) -> Result<T, WireError> {
+    serde_json::from_slice(body).map_err(|e| WireError(format!("malformed message: {e}")))
+}
+
+/// One whole frame from a byte slice: the message and the bytes it used (the reader's
+/// `header` and `body` in one call, for the parser's tests).
+#[cfg(test)]
+pub fn decode<T: for<'de> Deserialize<'de>>(bytes: &[u8]) -> Result<(T, usize), WireError> {
+    let head: &[u8; 8] = bytes
+        .get(..8)
+        .and_then(|h| h.try_into().ok())
+        .ok_or_else(|| WireError("short frame header".into()))?;
+    let len = header(head)?;
+    let b = bytes
+        .get(8..8 + len)
+        .ok_or_else(|| WireError(format!("frame body cut short: {len} bytes announced")))?;
+    Ok((body(b)?, 8 + len))
+}
+
+/// One end of the control channel.
+pub struct Channel {
+    stream: TcpStream,
+    pub peer: SocketAddr,
+}
+
+impl Channel {
+    pub fn new(stream: TcpStream) -> std::io::Result<Channel> {
+        let peer = stream.peer_addr()?;
+        let _ = stream.set_nodelay(true);
+        Ok(Channel { stream, peer })
+    }
+
+    pub fn try_clone(&self) -> std::io::Result<Channel> {
+        Ok(Channel {
+            stream: self.stream.try_clone()?,
+            peer: self.peer,
+        })
+    }
+
+    pub fn send<T: Serialize>(&mut self, msg: &T, timeout: Duration) -> Result<(), WireError> {
+        let _ = self.stream.set_write_timeout(Some(timeout.max(Duration::from_millis(1))));
+        self.stream
+            .write_all(&encode(msg))
+            .map_err(|e| WireError(format!("sending to {}: {e}", self.peer)))
+    }
+
+    /// Reads one message; `None` as the timeout waits for ever. A peer that closes the
+    /// connection is `Ok(None)`.
+    pub fn recv<T: for<'de> Deserialize<'de>>(
+        &mut self,
+        timeout: Option<Duration>,
+    ) -> Result<Option<T>, WireError> {
+        let _ = self
+            .stream
+            .set_read_timeout(timeout.map(|t| t.max(Duration::from_millis(1))));
+        let mut head = [0u8; 8];
+        match self.stream.read_exact(&mut head) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(None),
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return Ok(None),
+            Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {
+                return Err(WireError(format!(
+                    "{} sent nothing for {:.0} s",
+                    self.peer,
+                    timeout.unwrap_or_default().as_secs_f64()
+                )))
+            }
+            Err(e) => return Err(WireError(format!("reading from {}: {e}", self.peer))),
+        }
+        let len = header(&head)?;
+        let mut b = vec![0u8; len];
+        // The body follows its header at once: a stalled one is cut off.
+        let _ = self.stream.set_read_timeout(Some(Duration::from_secs(10)));
+        self.stream
+            .read_exact(&mut b)
+            .map_err(|e| WireError(format!("reading a {len}-byte message from {}: {e}", self.peer)))?;
+        body(&b).map(Some)
+    }
+
+    pub fn shutdown(&self) {
+        let _ = self.stream.shutdown(std::net::Shutdown::Both);
+    }
+}
+
+/// Rank 0's listener on every address (IPv6 and IPv4 where the host has both).
+pub fn listen(port: u16) -> std::io::Result<TcpListener> {
+    TcpListener::bind(("::", port)).or_else(|_| TcpListener::bind(("0.0.0.0", port)))
+}
+
+/// Connects to rank 0, retrying until `deadline`: rank 0 may start after the others.
+pub fn connect(host: &str, port: u16, deadline: Instant) -> Result<Channel, WireError> {
+    let mut last = String::from("no address");
+    loop {
+        match (host, port).to_socket_addrs() {
+            Ok(addrs) => {
+                for addr in addrs {
+                    let left = deadline.saturating_duration_since(Instant::now());
+                    if left.is_zero() {
+                        break;
+                    }
+                    match TcpStream::connect_timeout(&addr, left.min(Duration::from_secs(5))) {
+                        Ok(s) => {
+                            return Channel::new(s)
+                                .map_err(|e| WireError(format!("{host}:{port}: {e}")))
+                        }
+                        Err(e) => last = format!("{addr}: {e}"),
+                    }
+                }
+            }
+            Err(e) => last = format!("cannot resolve '{host}': {e}"),
+        }
+        if Instant::now() >= deadline || crate::interrupt::caught().is_some() {
+            return Err(WireError(format!(
+                "no rank 0 at {host}:{port} ({last})"
+            )));
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn info() -> RankInfo {
+        RankInfo {
+            rank: 3,
+            host: "h3".into(),
+            device: "rxe3".into(),
+            port: 1,
+            version: "0.1.0".into(),
+            tcp_host: "10.0.0.3".into(),
+            pair_port: 19003,
+            ..RankInfo::default()
+        }
+    }
+
+    fn samples() -> Vec<Vec<u8>> {
+        let test = PairTest {
+            size: 4096,
+            iters: 200,
+            step_timeout: 5.0,
+            deadline: 30.0,
+            gid_index: "auto".into(),
+        };
+        vec![
+            encode(&ToLeader::Join {
+                token: "slurm-42".into(),
+                size: 4,
+                info: info(),
+            }),
+            encode(&ToLeader::Ready { round: 1, a: 0, b: 3 }),
+            encode(&ToLeader::Result {
+                round: 1,
+                a: 0,
+                b: 3,
+                client: true,
+                end: PairEnd {
+                    ok: false,
+                    failure: Some(serde_json::json!({"message": "x", "explanation": {"code": "retry-exceeded"}})),
+                    ..PairEnd::default()
+                },
+            }),
+            encode(&ToRank::Connect {
+                round: 2,
+                a: 1,
+                b: 2,
+                host: "10.0.0.1".into(),
+                port: 19001,
+                test: test.clone(),
+            }),
+            encode(&ToRank::Serve { round: 2, a: 1, b: 2, test }),
+            encode(&ToRank::Done { exit: 1 }),
+        ]
+    }
+
+    #[test]
+    fn messages_round_trip() {
+        let join = samples().remove(0);
+        let (m, used): (ToLeader, usize) = decode(&join).unwrap();
+        assert_eq!(used, join.len());
+        assert!(matches!(m, ToLeader::Join { size: 4, ref info, .. } if *info == super::tests::info()));
+    }
+
+    #[test]
+    fn strict_parsing() {
+        // An unknown field, an unknown kind, a wrong magic, an oversized length.
+        let frame = |body: &str| {
+            let mut v = MAGIC.to_vec();
+            v.extend_from_slice(&(body.len() as u32).to_be_bytes());
+            v.extend_from_slice(body.as_bytes());
+            v
+        };
+        assert!(decode::<ToRank>(&frame(r#"{"done":{"exit":0,"extra":1}}"#)).is_err());
+        assert!(decode::<ToRank>(&frame(r#"{"reboot":{}}"#)).is_err());
+        assert!(decode::<ToRank>(&frame(r#"{"done":{"exit":0}}"#)).is_ok());
+        let mut bad = frame(r#"{"done":{"exit":0}}"#);
+        bad[0] = b'X';
+        assert!(decode::<ToRank>(&bad).unwrap_err().0.contains("not an rdmactl fabric frame"));
+        let mut big = MAGIC.to_vec();
+        big.extend_from_slice(&(MAX_BODY as u32 + 1).to_be_bytes());
+        assert!(decode::<ToRank>(&big).unwrap_err().0.contains("limit"));
+        // A rank message is not a rank-0 message.
+        assert!(decode::<ToLeader>(&frame(r#"{"done":{"exit":0}}"#)).is_err());
+    }
+
+    /// A million random and mutated frames: never a panic, and every answer is prompt
+    /// (the decoder is a pure function of the bytes: no loop waits on anything).
+    #[test]
+    fn a_million_mutated_frames_never_panic() {
+        let seeds = samples();
+        let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let start = Instant::now();
+        let mut accepted = 0u32;
+        for i in 0..1_000_000u32 {
+            let mut bytes = if i % 4 == 0 {
+                let len = (next() % 96) as usize;
+                let mut v: Vec<u8> = (0..len).map(|_| next() as u8).collect();
+                if i % 8 == 0 && v.len() >= 4 {
+                    v[..4].copy_from_slice(&MAGIC);
+                }
+                v
+            } else {
+                seeds[(next() % seeds.len() as u64) as usize].clone()
+            };
+            let flips = 1 + next() % 4;
+            for _ in 0..flips {
+                if bytes.is_empty() {
+                    break;
+                }
+                let at = (next() % bytes.len() as u64) as usize;
+                match next() % 4 {
+                    0 => bytes[at] = next() as u8,
+                    1 => bytes.truncate(at),
+                    2 => bytes.insert(at, next() as u8),
+                    _ => bytes[at] ^= 1 << (next() % 8),
+                }
+            }
+            if decode::<ToLeader>(&bytes).is_ok() {
+                accepted += 1;
+            }
+            let _ = decode::<ToRank>(&bytes);
+        }
+        // Mutations that hit only string contents still parse: the parser is exercised
+        // on both sides of the line.
+        assert!(accepted > 0);
+        assert!(start.elapsed() < Duration::from_secs(300));
+    }
+
+    #[test]
+    fn channel_over_loopback() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        let t = std::thread::spawn(move || {
+            let (s, _) = l.accept().unwrap();
+            let mut c = Channel::new(s).unwrap();
+            let m: Option<ToLeader> = c.recv(Some(Duration::from_secs(5))).unwrap();
+            assert!(matches!(m, Some(ToLeader::Ready { round: 7, .. })));
+            c.send(&ToRank::Done { exit: 0 }, Duration::from_secs(5)).unwrap();
+            // Closing is an end, not an error.
+        });
+        let mut c = connect("127.0.0.1", port, Instant::now() + Duration::from_secs(5)).unwrap();
+        c.send(&ToLeader::Ready { round: 7, a: 0, b: 1 }, Duration::from_secs(5))
+            .unwrap();
+        let m: Option<ToRank> = c.recv(Some(Duration::from_secs(5))).unwrap();
+        assert_eq!(m, Some(ToRank::Done { exit: 0 }));
+        t.join().unwrap();
+        let m: Option<ToRank> = c.recv(Some(Duration::from_secs(5))).unwrap();
+        assert_eq!(m, None);
+    }
+
+    #[test]
+    fn silence_is_an_error_with_the_peer_named() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        let _keep = std::thread::spawn(move || {
+            let (_s, _) = l.accept().unwrap();
+            std::thread::sleep(Duration::from_secs(2));
+        });
+        let mut c = connect("127.0.0.1", port, Instant::now() + Duration::from_secs(5)).unwrap();
+        let e = c.recv::<ToRank>(Some(Duration::from_millis(200))).unwrap_err();
+        assert!(e.0.contains("sent nothing"), "{e}");
+    }
+}
