@@ -496,6 +496,9 @@ pub struct FabricArgs {
     /// tests of rank 0)
     #[arg(long, hide = true)]
     pub simulate: bool,
+    /// With --simulate: this process plays N ranks, from --rank on (one thread each)
+    #[arg(long, hide = true, value_name = "N", requires = "simulate")]
+    pub simulate_ranks: Option<u32>,
 }
 
 const FABRIC_AFTER_HELP: &str = "\

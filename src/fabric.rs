@@ -275,6 +275,8 @@ pub struct PairEnd {
     pub usec_per_iter: Option<f64>,
     /// RDMA WRITE, windowed.
     pub mbit_per_sec: Option<f64>,
+    /// The path MTU the pair ran at (the smaller active MTU of the two ports).
+    pub path_mtu: Option<u32>,
     /// `pingpong -j`'s `failure` object, unchanged.
     pub failure: Option<serde_json::Value>,
     /// `pingpong -j`'s `counters` object, unchanged.
@@ -477,6 +479,7 @@ pub struct PairRow {
     pub why: Vec<String>,
     pub usec_per_iter: Option<f64>,
     pub mbit_per_sec: Option<f64>,
+    pub path_mtu: Option<u32>,
     pub latency_ratio: Option<f64>,
     pub bandwidth_ratio: Option<f64>,
     pub resends_per_mille: Option<f64>,

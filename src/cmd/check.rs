@@ -248,6 +248,18 @@ pub fn run(ctx: &Ctx, args: &CheckArgs) -> Result<u8> {
             kernel_choice = Some(choice);
         }
     }
+    if !ctx.captured {
+        // ARP flux among this host's ports can send the peer's packets for this port to
+        // another port's MAC: said only when the checked port's netdev is one of them.
+        let devices = SysfsRoot::new(&ctx.sysfs).devices().unwrap_or_default();
+        let netdevs = super::doctor::roce_netdevs(&devices);
+        let this_port = format!("{device}/{}", args.port);
+        checks.extend(
+            crate::diagnose::doctor::arp_flux_findings(&netdevs)
+                .into_iter()
+                .filter(|f| f.message.contains(&format!("{this_port} ("))),
+        );
+    }
     if args.env {
         checks.extend(env_findings(ctx, &device, args.port, &port, &auto, &want)?);
     }

@@ -122,6 +122,9 @@ pub fn run(ctx: &Ctx, args: &FabricArgs) -> Result<u8> {
         (None, target)
     };
     crate::interrupt::catch();
+    if let Some(n) = args.simulate_ranks.filter(|n| *n > 1) {
+        return simulate_many(ctx, args, &place, &token, n, &connect_to, join_deadline);
+    }
     let info = gather_info(ctx, args, &place, pair_port);
     let agent = agent(ctx, args, &place, &token, info, &connect_to, join_deadline);
     let Some(handle) = leader else {
@@ -135,6 +138,42 @@ pub fn run(ctx: &Ctx, args: &FabricArgs) -> Result<u8> {
         eprintln!("rdmactl: rank 0's own endpoint: {e}");
     }
     finish(ctx, args, &report)
+}
+
+/// Control-plane scale tests: ranks `place.rank ..` (n of them) as threads of this process.
+fn simulate_many(
+    ctx: &Ctx,
+    args: &FabricArgs,
+    place: &Placement,
+    token: &str,
+    n: u32,
+    connect_to: &(String, u16),
+    join_deadline: Instant,
+) -> Result<u8> {
+    let last = place.rank.saturating_add(n).min(place.size);
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = (place.rank..last)
+            .map(|rank| {
+                scope.spawn(move || {
+                    let me = Placement {
+                        rank,
+                        ..place.clone()
+                    };
+                    let info = gather_info(ctx, args, &me, args.port_base.wrapping_add(rank as u16));
+                    agent(ctx, args, &me, token, info, connect_to, join_deadline)
+                })
+            })
+            .collect();
+        let mut code = 0;
+        for h in handles {
+            match h.join() {
+                Ok(Ok(c)) => code = code.max(c),
+                Ok(Err(e)) => return Err(e),
+                Err(_) => return Err(Error::Failed("a simulated rank panicked".into())),
+            }
+        }
+        Ok(code)
+    })
 }
 
 fn secs(s: f64) -> Duration {
@@ -646,6 +685,10 @@ pub fn end_of_report(stdout: &[u8], stderr: &[u8], seconds: f64) -> PairEnd {
         ok: report.get("ok").and_then(|v| v.as_bool()).unwrap_or(false),
         usec_per_iter: figure("send", "usec_per_iter"),
         mbit_per_sec: figure("write", "mbit_per_sec"),
+        path_mtu: report
+            .get("path_mtu")
+            .and_then(|v| v.as_u64())
+            .and_then(|v| u32::try_from(v).ok()),
         failure: report.get("failure").filter(|f| !f.is_null()).cloned(),
         counters,
         problem: None,
@@ -920,6 +963,7 @@ impl Leader {
                     why: v.why.clone(),
                     usec_per_iter: end.as_ref().and_then(|e| e.usec_per_iter),
                     mbit_per_sec: end.as_ref().and_then(|e| e.mbit_per_sec),
+                    path_mtu: end.as_ref().and_then(|e| e.path_mtu),
                     latency_ratio: v.latency_ratio,
                     bandwidth_ratio: v.bandwidth_ratio,
                     resends_per_mille: slot.input(v.a, v.b).resends_per_mille,

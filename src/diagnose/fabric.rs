@@ -436,15 +436,10 @@ pub fn attribute(
         }
     }
     let endpoints = tested.len();
-    let majority_bad: Vec<u32> = tested
-        .iter()
-        .filter(|(r, n)| {
-            let b = bad.get(r).map_or(0, Vec::len) as u32;
-            b >= 2 && b * 2 > **n
-        })
-        .map(|(r, _)| *r)
-        .collect();
-    if endpoints >= 3 && majority_bad.len() == endpoints {
+    let majority_bad = explain_away(verdicts, &tested, &bad);
+    // More than half the endpoints to blame is no longer "one endpoint": whatever they
+    // share is the suspect (a single bad endpoint takes at most half the pairs with it).
+    if endpoints >= 3 && majority_bad.len() * 2 > endpoints {
         let pairs: Vec<(u32, u32)> = verdicts
             .iter()
             .filter(|v| v.state.is_bad() && v.state != PairState::NotRun)
@@ -456,7 +451,8 @@ pub fn attribute(
             rank: None,
             peer_rank: None,
             reason: format!(
-                "every one of the {endpoints} endpoints is bad with most of its partners: a cause they share (switch, subnet, PFC/ECN configuration, the subnet manager), not one endpoint"
+                "{} of the {endpoints} endpoints are bad with most of their partners: a cause they share (switch, subnet, PFC/ECN configuration, the subnet manager), not one endpoint",
+                majority_bad.len()
             ),
             pairs,
         });
@@ -522,6 +518,52 @@ pub fn attribute(
         });
     }
     out
+}
+
+/// Endpoints bad with most of their partners, found one at a time: the worst (largest
+/// share of bad pairs, then most bad pairs) is blamed and its pairs set aside before the
+/// next is judged, so two bad endpoints of four do not drag the good two into the count.
+fn explain_away(
+    verdicts: &[PairVerdict],
+    tested: &BTreeMap<u32, u32>,
+    bad: &BTreeMap<u32, Vec<&PairVerdict>>,
+) -> Vec<u32> {
+    let mut blamed: Vec<u32> = Vec::new();
+    loop {
+        let mut left_tested: BTreeMap<u32, u32> = BTreeMap::new();
+        let mut left_bad: BTreeMap<u32, u32> = BTreeMap::new();
+        for v in verdicts.iter().filter(|v| v.state != PairState::NotRun) {
+            if blamed.contains(&v.a) || blamed.contains(&v.b) {
+                continue;
+            }
+            for r in [v.a, v.b] {
+                *left_tested.entry(r).or_default() += 1;
+                if v.state.is_bad() {
+                    *left_bad.entry(r).or_default() += 1;
+                }
+            }
+        }
+        let next = left_bad
+            .iter()
+            .filter(|(r, b)| {
+                let all_bad = bad.get(r).map_or(0, Vec::len);
+                let n = left_tested[r];
+                // Bad with at least two partners overall, and with most of those left.
+                all_bad >= 2 && tested[r] > 0 && **b * 2 > n
+            })
+            .max_by(|(ra, ba), (rb, bb)| {
+                let fa = f64::from(**ba) / f64::from(left_tested[ra]);
+                let fb = f64::from(**bb) / f64::from(left_tested[rb]);
+                fa.total_cmp(&fb).then(ba.cmp(bb)).then(rb.cmp(ra))
+            })
+            .map(|(r, _)| *r);
+        match next {
+            Some(r) => blamed.push(r),
+            None => break,
+        }
+    }
+    blamed.sort_unstable();
+    blamed
 }
 
 fn pairs_of(verdicts: &[PairVerdict], r: u32, keep: impl Fn(&PairVerdict) -> bool) -> Vec<(u32, u32)> {

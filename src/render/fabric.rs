@@ -11,6 +11,9 @@ use crate::output::Style;
 
 /// Above this many endpoints the matrix shows one character per pair.
 const FIGURES_UP_TO: usize = 24;
+/// Above this many, a terminal cannot show the matrix: one line per endpoint with a bad
+/// pair instead (the SVG and CSV have it all).
+const MATRIX_UP_TO: usize = 64;
 
 fn endpoint(r: &RankRow) -> String {
     if r.status == "missing" {
@@ -182,6 +185,9 @@ fn matrix(r: &FabricReport, style: Style) -> String {
         .collect();
     let lw = labels.iter().map(|l| l.chars().count()).max().unwrap_or(0);
     let mut out = String::new();
+    if n > MATRIX_UP_TO {
+        return summary_rows(r, &labels, lw, style);
+    }
     let figures = n <= FIGURES_UP_TO;
     let have_base = r.baseline.usec_per_iter.is_some();
     if figures {
@@ -237,6 +243,48 @@ fn matrix(r: &FabricReport, style: Style) -> String {
             out.push_str(&paint(text, cell.1, style));
         }
         out.push('\n');
+    }
+    out
+}
+
+/// The large-fabric matrix: the endpoints with a bad pair, and how their pairs went.
+fn summary_rows(r: &FabricReport, labels: &[String], lw: usize, style: Style) -> String {
+    let mut counts: BTreeMap<u32, BTreeMap<char, usize>> = BTreeMap::new();
+    let mut tested_of: BTreeMap<u32, usize> = BTreeMap::new();
+    for p in &r.pairs {
+        for k in [p.a, p.b] {
+            *tested_of.entry(k).or_default() += 1;
+            if p.state != PairState::Ok {
+                *counts.entry(k).or_default().entry(glyph(p)).or_default() += 1;
+            }
+        }
+    }
+    let mut out = format!(
+        "matrix: {} endpoints, {} pairs{}\n",
+        r.ranks.len(),
+        r.pairs.len(),
+        if counts.is_empty() {
+            ": all good (--svg draws it, --csv lists it)"
+        } else {
+            "; endpoints with a bad pair (S slow, B low bandwidth, L lossy, X failed, ? not run):"
+        }
+    );
+    for (i, row) in r.ranks.iter().enumerate() {
+        let Some(c) = counts.get(&row.info.rank) else {
+            continue;
+        };
+        let tested = tested_of.get(&row.info.rank).copied().unwrap_or(0);
+        let bad: usize = c.values().sum();
+        let detail: Vec<String> = c.iter().map(|(g, k)| format!("{g} {k}")).collect();
+        out.push_str(&format!(
+            "{:<lw$}  {}\n",
+            labels[i],
+            paint(
+                format!("{bad} of {tested} pairs bad ({})", detail.join(", ")),
+                Some(PairState::Slow),
+                style
+            )
+        ));
     }
     out
 }
@@ -406,6 +454,7 @@ mod tests {
             why: if state == PairState::Ok { vec![] } else { vec!["3.0× the baseline, \"odd\"".into()] },
             usec_per_iter: Some(100.0 * ratio),
             mbit_per_sec: Some(900.0),
+            path_mtu: Some(1024),
             latency_ratio: Some(ratio),
             bandwidth_ratio: Some(1.0),
             resends_per_mille: None,
@@ -476,6 +525,13 @@ mod tests {
         assert!(t.ends_with("verdict: 1 suspect(s): h2 rxe2 (rank 2): slow with 2 of 2 partners\n"), "{t}");
         let coloured = text(&report(), Style { color: true, width: None });
         assert!(coloured.contains("\u{1b}["));
+    }
+
+    #[test]
+    fn json_has_the_documented_shape() {
+        let json = serde_json::to_value(report()).unwrap();
+        let shape = crate::json_schema::mismatches("fabric", &json);
+        assert!(shape.is_empty(), "{shape:#?}\n{json}");
     }
 
     #[test]
