@@ -42,6 +42,7 @@ complete -c rdmactl -n "__fish_rdmactl_needs_command" -f -a "pingpong" -d 'RC pi
 complete -c rdmactl -n "__fish_rdmactl_needs_command" -f -a "selftest" -d 'Loopback test inside one process, one line per verbs step'
 complete -c rdmactl -n "__fish_rdmactl_needs_command" -f -a "doctor" -d 'Check that this host\'s RDMA stack is sane'
 complete -c rdmactl -n "__fish_rdmactl_needs_command" -f -a "counters" -d 'Port counters (counters/ and hw_counters/) grouped by what they indicate; --interval for wrap-aware deltas and rates'
+complete -c rdmactl -n "__fish_rdmactl_needs_command" -f -a "fabric" -d 'All-pairs RC test over many hosts, one process per endpoint started by srun, mpirun or pdsh: configuration drift, a latency/bandwidth matrix, and the endpoint or link to blame, explained'
 complete -c rdmactl -n "__fish_rdmactl_needs_command" -f -a "generate" -d 'Write man pages and shell completions (for packagers)'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand devices" -s d -l ib-dev -d 'Only this device' -r
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand devices" -l color -d 'When to colour the output (`auto`: a terminal, unless NO_COLOR is set or TERM=dumb)' -r -f -a "auto\t''
@@ -180,6 +181,39 @@ complete -c rdmactl -n "__fish_rdmactl_using_subcommand counters" -s a -l all -d
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand counters" -s j -l json -d 'Print JSON instead of a table'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand counters" -s h -l help -d 'Print help'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand counters" -s V -l version -d 'Print version'
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand fabric" -s d -l ib-dev -d 'Device of this endpoint; give several (one per local rank: the n-th process on a host takes the n-th). Default: the n-th ACTIVE port of the host' -r
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand fabric" -s i -l ib-port -d 'Port of the device(s) given without one' -r
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand fabric" -s g -l gid-idx -l gid-index -d 'GID index for every pair test, or auto (-1 means auto too)' -r
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand fabric" -l rank -d 'This process\'s rank (default: from SLURM_PROCID, OMPI_COMM_WORLD_RANK, PMIX_RANK or PMI_RANK; pdsh: --rank %n)' -r
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand fabric" -l size -d 'Number of ranks (default: from the launcher)' -r
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand fabric" -l local-rank -d 'The n-th process on this host (default: SLURM_LOCALID, OMPI_COMM_WORLD_LOCAL_RANK, ...; else 0)' -r
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand fabric" -l rendezvous -d 'Where rank 0 listens and the others connect (default: MASTER_ADDR:MASTER_PORT, else the first host of SLURM_JOB_NODELIST on port 18514)' -r
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand fabric" -l rendezvous-dir -d 'A directory every rank can read (a cluster file system): rank 0 writes its address there, on a port of its choosing' -r -F
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand fabric" -l token -d 'Run token: only ranks with the same token join (default: derived from the launcher\'s job id)' -r
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand fabric" -l pattern -d 'Pairs to test: all, rails (same local rank only) or random:K (K partners each)' -r
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand fabric" -s s -l size-bytes -d 'Message size of each pair test' -r
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand fabric" -s n -l iters -d 'Iterations of each operation in a pair test' -r
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand fabric" -l deadline -d 'A pair test that has not finished after this many seconds is stopped and failed' -r
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand fabric" -l timeout -d 'Give up on any step of a pair test after this many seconds (pingpong\'s --timeout)' -r
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand fabric" -l join-timeout -d 'Rank 0 waits this long for every rank to join' -r
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand fabric" -l latency-factor -d 'A pair is slow above this many times the baseline latency' -r
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand fabric" -l bandwidth-fraction -d 'A pair\'s bandwidth is low below this fraction of the baseline' -r
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand fabric" -l resend-limit -d 'A pair is lossy above this many retransmissions per thousand messages (port counters)' -r
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand fabric" -l expect-usec -d 'Expected latency (µs per iteration): the baseline where the fabric gives none (two endpoints)' -r
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand fabric" -l expect-mbit -d 'Expected WRITE bandwidth (Mbit/s), as --expect-usec' -r
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand fabric" -l parallel -d 'Test at most N pairs of a round at once (default: all): for endpoints that share CPUs (a VM, oversubscribed hosts), where concurrent busy-polling tests slow each other' -r
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand fabric" -l port-base -d 'Base of the TCP ports the pair tests listen on: rank R uses BASE+R' -r
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand fabric" -l csv -d 'Also write the pairs as CSV' -r -F
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand fabric" -l svg -d 'Also draw the matrix as an SVG heatmap' -r -F
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand fabric" -l simulate-ranks -d 'With --simulate: this process plays N ranks, from --rank on (one thread each)' -r
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand fabric" -l color -d 'When to colour the output (`auto`: a terminal, unless NO_COLOR is set or TERM=dumb)' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand fabric" -l sysfs -d 'Read sysfs from DIR instead of /sys (a captured tree); verbs queries are skipped. pingpong and selftest refuse it: they run on this host\'s devices' -r -F
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand fabric" -l simulate -d 'Test the control plane only: pair tests return made-up figures at once (for scale tests of rank 0)'
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand fabric" -s j -l json -d 'Print JSON instead of a table'
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand fabric" -s h -l help -d 'Print help'
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand fabric" -s V -l version -d 'Print version'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand generate" -l color -d 'When to colour the output (`auto`: a terminal, unless NO_COLOR is set or TERM=dumb)' -r -f -a "auto\t''
 always\t''
 never\t''"

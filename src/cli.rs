@@ -421,10 +421,22 @@ pub struct FabricArgs {
     #[arg(short = 'd', long = "ib-dev", value_name = "DEV[/PORT]", num_args = 1, action = clap::ArgAction::Append)]
     pub devices: Vec<DevPort>,
     /// Port of the device(s) given without one
-    #[arg(short = 'i', long = "ib-port", value_name = "PORT", default_value_t = 1)]
+    #[arg(
+        short = 'i',
+        long = "ib-port",
+        value_name = "PORT",
+        default_value_t = 1
+    )]
     pub port: u32,
     /// GID index for every pair test, or auto (-1 means auto too)
-    #[arg(short = 'g', long = "gid-idx", visible_alias = "gid-index", value_name = "N|auto", default_value = "auto", allow_negative_numbers = true)]
+    #[arg(
+        short = 'g',
+        long = "gid-idx",
+        visible_alias = "gid-index",
+        value_name = "N|auto",
+        default_value = "auto",
+        allow_negative_numbers = true
+    )]
     pub gid_index: GidIndexArg,
     /// This process's rank (default: from SLURM_PROCID, OMPI_COMM_WORLD_RANK, PMIX_RANK or
     /// PMI_RANK; pdsh: --rank %n)
@@ -483,6 +495,10 @@ pub struct FabricArgs {
     /// Expected WRITE bandwidth (Mbit/s), as --expect-usec
     #[arg(long, value_name = "MBIT")]
     pub expect_mbit: Option<f64>,
+    /// Test at most N pairs of a round at once (default: all): for endpoints that share
+    /// CPUs (a VM, oversubscribed hosts), where concurrent busy-polling tests slow each other
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub parallel: Option<u32>,
     /// Base of the TCP ports the pair tests listen on: rank R uses BASE+R
     #[arg(long, value_name = "PORT", default_value_t = 19000)]
     pub port_base: u16,

@@ -52,10 +52,7 @@ pub struct Given {
 
 /// Reads the rank, size and local rank the way each launcher sets them; the first launcher
 /// whose rank and size are both present wins. `--rank`/`--size` override all of them.
-pub fn placement(
-    given: &Given,
-    env: &dyn Fn(&str) -> Option<String>,
-) -> Result<Placement, String> {
+pub fn placement(given: &Given, env: &dyn Fn(&str) -> Option<String>) -> Result<Placement, String> {
     let num = |key: &str| -> Result<Option<u32>, String> {
         match env(key) {
             None => Ok(None),
@@ -67,7 +64,14 @@ pub fn placement(
         }
     };
     // (launcher, rank, size, local rank, job id variables)
-    let launchers: [(Launcher, &str, &str, &[&str], &[&str]); 4] = [
+    type Keys = (
+        Launcher,
+        &'static str,
+        &'static str,
+        &'static [&'static str],
+        &'static [&'static str],
+    );
+    let launchers: [Keys; 4] = [
         (
             Launcher::Slurm,
             "SLURM_PROCID",
@@ -125,9 +129,7 @@ pub fn placement(
         }
     };
     if size < 2 {
-        return Err(format!(
-            "size {size}: a fabric test needs at least 2 ranks"
-        ));
+        return Err(format!("size {size}: a fabric test needs at least 2 ranks"));
     }
     if rank >= size {
         return Err(format!("rank {rank} is not below size {size}"));
@@ -518,7 +520,6 @@ impl SuspectRow {
     }
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -560,13 +561,27 @@ mod tests {
             ("OMPI_MCA_ess_base_jobid", "123456"),
         ]);
         let p = placement(&Given::default(), &ompi).unwrap();
-        assert_eq!((p.rank, p.size, p.local_rank, p.launcher), (3, 4, 3, Launcher::OpenMpi));
-        let pmi = env_of(&[("PMI_RANK", "1"), ("PMI_SIZE", "2"), ("MPI_LOCALRANKID", "0")]);
+        assert_eq!(
+            (p.rank, p.size, p.local_rank, p.launcher),
+            (3, 4, 3, Launcher::OpenMpi)
+        );
+        let pmi = env_of(&[
+            ("PMI_RANK", "1"),
+            ("PMI_SIZE", "2"),
+            ("MPI_LOCALRANKID", "0"),
+        ]);
         let p = placement(&Given::default(), &pmi).unwrap();
         assert_eq!((p.rank, p.size, p.launcher), (1, 2, Launcher::Pmi));
-        let pmix = env_of(&[("PMIX_RANK", "0"), ("PMIX_SIZE", "8"), ("PMIX_NAMESPACE", "ns1")]);
+        let pmix = env_of(&[
+            ("PMIX_RANK", "0"),
+            ("PMIX_SIZE", "8"),
+            ("PMIX_NAMESPACE", "ns1"),
+        ]);
         let p = placement(&Given::default(), &pmix).unwrap();
-        assert_eq!((p.rank, p.launcher, p.job_id.as_deref()), (0, Launcher::Pmix, Some("ns1")));
+        assert_eq!(
+            (p.rank, p.launcher, p.job_id.as_deref()),
+            (0, Launcher::Pmix, Some("ns1"))
+        );
     }
 
     #[test]
@@ -578,7 +593,10 @@ mod tests {
             local_rank: Some(2),
         };
         let p = placement(&given, &env).unwrap();
-        assert_eq!((p.rank, p.size, p.local_rank, p.launcher), (1, 3, 2, Launcher::Explicit));
+        assert_eq!(
+            (p.rank, p.size, p.local_rank, p.launcher),
+            (1, 3, 2, Launcher::Explicit)
+        );
         let none = env_of(&[]);
         let err = placement(&Given::default(), &none).unwrap_err();
         assert!(err.contains("--rank N --size N"), "{err}");

@@ -20,8 +20,8 @@ mod model;
 mod net;
 mod oob;
 mod output;
-mod rendezvous;
 mod render;
+mod rendezvous;
 mod sysfs;
 mod verbs;
 

@@ -22,7 +22,7 @@ pub enum ToLeader {
     Join {
         token: String,
         size: u32,
-        info: RankInfo,
+        info: Box<RankInfo>,
     },
     /// The server end of a pair listens: its partner may connect.
     Ready { round: u32, a: u32, b: u32 },
@@ -32,7 +32,7 @@ pub enum ToLeader {
         b: u32,
         /// Which end reports: the client's report carries both ends' counters.
         client: bool,
-        end: PairEnd,
+        end: Box<PairEnd>,
     },
 }
 
@@ -155,7 +155,9 @@ impl Channel {
     }
 
     pub fn send<T: Serialize>(&mut self, msg: &T, timeout: Duration) -> Result<(), WireError> {
-        let _ = self.stream.set_write_timeout(Some(timeout.max(Duration::from_millis(1))));
+        let _ = self
+            .stream
+            .set_write_timeout(Some(timeout.max(Duration::from_millis(1))));
         self.stream
             .write_all(&encode(msg))
             .map_err(|e| WireError(format!("sending to {}: {e}", self.peer)))
@@ -175,7 +177,12 @@ impl Channel {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(None),
             Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return Ok(None),
-            Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
                 return Err(WireError(format!(
                     "{} sent nothing for {:.0} s",
                     self.peer,
@@ -188,9 +195,12 @@ impl Channel {
         let mut b = vec![0u8; len];
         // The body follows its header at once: a stalled one is cut off.
         let _ = self.stream.set_read_timeout(Some(Duration::from_secs(10)));
-        self.stream
-            .read_exact(&mut b)
-            .map_err(|e| WireError(format!("reading a {len}-byte message from {}: {e}", self.peer)))?;
+        self.stream.read_exact(&mut b).map_err(|e| {
+            WireError(format!(
+                "reading a {len}-byte message from {}: {e}",
+                self.peer
+            ))
+        })?;
         body(&b).map(Some)
     }
 
@@ -227,9 +237,7 @@ pub fn connect(host: &str, port: u16, deadline: Instant) -> Result<Channel, Wire
             Err(e) => last = format!("cannot resolve '{host}': {e}"),
         }
         if Instant::now() >= deadline || crate::interrupt::caught().is_some() {
-            return Err(WireError(format!(
-                "no rank 0 at {host}:{port} ({last})"
-            )));
+            return Err(WireError(format!("no rank 0 at {host}:{port} ({last})")));
         }
         std::thread::sleep(Duration::from_millis(200));
     }
@@ -264,19 +272,25 @@ mod tests {
             encode(&ToLeader::Join {
                 token: "slurm-42".into(),
                 size: 4,
-                info: info(),
+                info: Box::new(info()),
             }),
-            encode(&ToLeader::Ready { round: 1, a: 0, b: 3 }),
+            encode(&ToLeader::Ready {
+                round: 1,
+                a: 0,
+                b: 3,
+            }),
             encode(&ToLeader::Result {
                 round: 1,
                 a: 0,
                 b: 3,
                 client: true,
-                end: PairEnd {
+                end: Box::new(PairEnd {
                     ok: false,
-                    failure: Some(serde_json::json!({"message": "x", "explanation": {"code": "retry-exceeded"}})),
+                    failure: Some(
+                        serde_json::json!({"message": "x", "explanation": {"code": "retry-exceeded"}}),
+                    ),
                     ..PairEnd::default()
-                },
+                }),
             }),
             encode(&ToRank::Connect {
                 round: 2,
@@ -286,7 +300,12 @@ mod tests {
                 port: 19001,
                 test: test.clone(),
             }),
-            encode(&ToRank::Serve { round: 2, a: 1, b: 2, test }),
+            encode(&ToRank::Serve {
+                round: 2,
+                a: 1,
+                b: 2,
+                test,
+            }),
             encode(&ToRank::Done { exit: 1 }),
         ]
     }
@@ -296,7 +315,9 @@ mod tests {
         let join = samples().remove(0);
         let (m, used): (ToLeader, usize) = decode(&join).unwrap();
         assert_eq!(used, join.len());
-        assert!(matches!(m, ToLeader::Join { size: 4, ref info, .. } if *info == super::tests::info()));
+        assert!(
+            matches!(m, ToLeader::Join { size: 4, ref info, .. } if **info == super::tests::info())
+        );
     }
 
     #[test]
@@ -313,7 +334,10 @@ mod tests {
         assert!(decode::<ToRank>(&frame(r#"{"done":{"exit":0}}"#)).is_ok());
         let mut bad = frame(r#"{"done":{"exit":0}}"#);
         bad[0] = b'X';
-        assert!(decode::<ToRank>(&bad).unwrap_err().0.contains("not an rdmactl fabric frame"));
+        assert!(decode::<ToRank>(&bad)
+            .unwrap_err()
+            .0
+            .contains("not an rdmactl fabric frame"));
         let mut big = MAGIC.to_vec();
         big.extend_from_slice(&(MAX_BODY as u32 + 1).to_be_bytes());
         assert!(decode::<ToRank>(&big).unwrap_err().0.contains("limit"));
@@ -379,12 +403,20 @@ mod tests {
             let mut c = Channel::new(s).unwrap();
             let m: Option<ToLeader> = c.recv(Some(Duration::from_secs(5))).unwrap();
             assert!(matches!(m, Some(ToLeader::Ready { round: 7, .. })));
-            c.send(&ToRank::Done { exit: 0 }, Duration::from_secs(5)).unwrap();
+            c.send(&ToRank::Done { exit: 0 }, Duration::from_secs(5))
+                .unwrap();
             // Closing is an end, not an error.
         });
         let mut c = connect("127.0.0.1", port, Instant::now() + Duration::from_secs(5)).unwrap();
-        c.send(&ToLeader::Ready { round: 7, a: 0, b: 1 }, Duration::from_secs(5))
-            .unwrap();
+        c.send(
+            &ToLeader::Ready {
+                round: 7,
+                a: 0,
+                b: 1,
+            },
+            Duration::from_secs(5),
+        )
+        .unwrap();
         let m: Option<ToRank> = c.recv(Some(Duration::from_secs(5))).unwrap();
         assert_eq!(m, Some(ToRank::Done { exit: 0 }));
         t.join().unwrap();
@@ -401,7 +433,9 @@ mod tests {
             std::thread::sleep(Duration::from_secs(2));
         });
         let mut c = connect("127.0.0.1", port, Instant::now() + Duration::from_secs(5)).unwrap();
-        let e = c.recv::<ToRank>(Some(Duration::from_millis(200))).unwrap_err();
+        let e = c
+            .recv::<ToRank>(Some(Duration::from_millis(200)))
+            .unwrap_err();
         assert!(e.0.contains("sent nothing"), "{e}");
     }
 }

@@ -241,3 +241,29 @@ fn the_findings_section_has_entries() {
         );
     }
 }
+
+/// `fabric`'s suspect codes (`code: "fabric-..."` in src/diagnose/fabric.rs), each a heading
+/// in the findings part of docs/failures.md, and no stale `fabric-` heading.
+#[test]
+fn every_fabric_code_is_catalogued_and_nothing_stale() {
+    let code = production("src/diagnose/fabric.rs");
+    let mut codes = BTreeSet::new();
+    for (at, _) in code.match_indices('"') {
+        if let Some(s) = literal_at(&code[at..]) {
+            if s.starts_with("fabric-") && is_code(s) {
+                codes.insert(s.to_string());
+            }
+        }
+    }
+    assert!(codes.contains("fabric-endpoint-slow"), "{codes:?}");
+    let (_, findings) = headings();
+    let documented: BTreeSet<String> = findings
+        .iter()
+        .filter(|h| h.starts_with("fabric-"))
+        .cloned()
+        .collect();
+    assert_eq!(
+        codes, documented,
+        "src/diagnose/fabric.rs against docs/failures.md"
+    );
+}

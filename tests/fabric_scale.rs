@@ -33,18 +33,26 @@ fn rank_0_schedules_every_pair_of_1024_ranks_once_in_n_minus_1_rounds() {
     scale(n);
 }
 
-fn scale(n: u32) {    let bin = std::env::var("RDMACTL_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_rdmactl").into());
+fn scale(n: u32) {
+    let bin = std::env::var("RDMACTL_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_rdmactl").into());
     let port = free_port().to_string();
     let rendezvous = format!("127.0.0.1:{port}");
     let dir = tempfile::tempdir().unwrap();
     let csv = dir.path().join("pairs.csv");
     let common = |c: &mut Command| {
-        c.args(["fabric", "--simulate", "--size", &n.to_string(), "--token", "scale-test"])
-            .args(["--rendezvous", &rendezvous, "--join-timeout", "120"])
-            .env_remove("SLURM_PROCID")
-            .env_remove("OMPI_COMM_WORLD_RANK")
-            .env_remove("PMIX_RANK")
-            .env_remove("PMI_RANK");
+        c.args([
+            "fabric",
+            "--simulate",
+            "--size",
+            &n.to_string(),
+            "--token",
+            "scale-test",
+        ])
+        .args(["--rendezvous", &rendezvous, "--join-timeout", "120"])
+        .env_remove("SLURM_PROCID")
+        .env_remove("OMPI_COMM_WORLD_RANK")
+        .env_remove("PMIX_RANK")
+        .env_remove("PMI_RANK");
     };
     let mut rest = Command::new(&bin);
     common(&mut rest);
@@ -66,7 +74,10 @@ fn scale(n: u32) {    let bin = std::env::var("RDMACTL_BIN").unwrap_or_else(|_| 
         out.status,
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(others_status.success(), "the simulated ranks exited {others_status:?}");
+    assert!(
+        others_status.success(),
+        "the simulated ranks exited {others_status:?}"
+    );
     let pairs = u64::from(n) * u64::from(n - 1) / 2;
     let rounds = if n % 2 == 0 { n - 1 } else { n };
     let header = text.lines().next().unwrap_or_default();
@@ -82,12 +93,18 @@ fn scale(n: u32) {    let bin = std::env::var("RDMACTL_BIN").unwrap_or_else(|_| 
     let mut per_round = std::collections::BTreeMap::<u32, BTreeSet<u32>>::new();
     for line in listed.lines().skip(1) {
         let f: Vec<&str> = line.split(',').collect();
-        let (a, b, round): (u32, u32, u32) =
-            (f[0].parse().unwrap(), f[3].parse().unwrap(), f[6].parse().unwrap());
+        let (a, b, round): (u32, u32, u32) = (
+            f[0].parse().unwrap(),
+            f[3].parse().unwrap(),
+            f[6].parse().unwrap(),
+        );
         assert!(a < b && b < n, "{line}");
         assert!(seen.insert((a, b)), "pair {a}-{b} scheduled twice");
         let busy = per_round.entry(round).or_default();
-        assert!(busy.insert(a) && busy.insert(b), "a rank twice in round {round}: {line}");
+        assert!(
+            busy.insert(a) && busy.insert(b),
+            "a rank twice in round {round}: {line}"
+        );
     }
     assert_eq!(seen.len() as u64, pairs);
     assert_eq!(per_round.len() as u32, rounds);
@@ -95,6 +112,9 @@ fn scale(n: u32) {    let bin = std::env::var("RDMACTL_BIN").unwrap_or_else(|_| 
     eprintln!(
         "fabric scale: {n} ranks, {pairs} pairs in {rounds} rounds: rank 0 took {:.1} s{}",
         elapsed.as_secs_f64(),
-        rss.lines().find(|l| l.contains("Maximum resident")).map(|l| format!(", {}", l.trim())).unwrap_or_default()
+        rss.lines()
+            .find(|l| l.contains("Maximum resident"))
+            .map(|l| format!(", {}", l.trim()))
+            .unwrap_or_default()
     );
 }

@@ -15,11 +15,11 @@ use std::time::{Duration, Instant};
 use crate::cli::{FabricArgs, GidIndexArg};
 use crate::ctx::Ctx;
 use crate::diagnose::fabric::{self as rules, PairInput};
+use crate::error::{Error, Result};
 use crate::fabric::{
     Baseline, Drift, FabricReport, PairRow, PairState, PairVerdict, RankRow, RunFacts, Suspect,
     SuspectRow, Thresholds,
 };
-use crate::error::{Error, Result};
 use crate::fabric::{Given, PairEnd, Pattern, Placement, RankInfo};
 use crate::model::{Device, PortState};
 use crate::output;
@@ -110,8 +110,14 @@ pub fn run(ctx: &Ctx, args: &FabricArgs) -> Result<u8> {
             join_deadline,
             progress: std::io::stderr().is_terminal() && !ctx.json,
             launcher: place.launcher.name(),
+            parallel: args.parallel.unwrap_or(u32::MAX),
         };
-        let handle = std::thread::spawn(move || lead(listener, cfg));
+        let out = ReportOut {
+            ctx: ctx.clone(),
+            csv: args.csv.clone(),
+            svg: args.svg.clone(),
+        };
+        let handle = std::thread::spawn(move || lead(listener, cfg, out));
         (Some(handle), (host, port))
     } else {
         let target = match (&args.rendezvous, &args.rendezvous_dir) {
@@ -130,14 +136,14 @@ pub fn run(ctx: &Ctx, args: &FabricArgs) -> Result<u8> {
     let Some(handle) = leader else {
         return agent;
     };
-    let report = handle
+    let printed = handle
         .join()
         .map_err(|_| Error::Failed("rank 0's coordinator stopped unexpectedly".into()))?;
     // The agent's own error is secondary: rank 0's report says what happened to the run.
     if let Err(e) = &agent {
         eprintln!("rdmactl: rank 0's own endpoint: {e}");
     }
-    finish(ctx, args, &report)
+    printed
 }
 
 /// Control-plane scale tests: ranks `place.rank ..` (n of them) as threads of this process.
@@ -159,7 +165,8 @@ fn simulate_many(
                         rank,
                         ..place.clone()
                     };
-                    let info = gather_info(ctx, args, &me, args.port_base.wrapping_add(rank as u16));
+                    let info =
+                        gather_info(ctx, args, &me, args.port_base.wrapping_add(rank as u16));
                     agent(ctx, args, &me, token, info, connect_to, join_deadline)
                 })
             })
@@ -190,7 +197,9 @@ fn check_numbers(args: &FabricArgs) -> Result<()> {
     ];
     for (name, v) in positive {
         if !(v.is_finite() && v > 0.0) {
-            return Err(Error::Usage(format!("{name} {v}: must be a positive number")));
+            return Err(Error::Usage(format!(
+                "{name} {v}: must be a positive number"
+            )));
         }
     }
     if args.iters == 0 || args.size_bytes == 0 {
@@ -239,7 +248,13 @@ fn default_rendezvous(env: &dyn Fn(&str) -> Option<String>) -> Result<(String, u
 fn address_file(dir: &Path, token: &str) -> std::path::PathBuf {
     let safe: String = token
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
         .collect();
     dir.join(format!("rdmactl-fabric-{safe}.addr"))
 }
@@ -390,14 +405,15 @@ fn gather_info(ctx: &Ctx, args: &FabricArgs, place: &Placement, pair_port: u16) 
     let chosen = match args.gid_index {
         GidIndexArg::Index(i) => Some(i),
         GidIndexArg::Auto => {
-            crate::diagnose::gidselect::select_gid(&p.gids, &link_layer, &Default::default())
-                .chosen
+            crate::diagnose::gidselect::select_gid(&p.gids, &link_layer, &Default::default()).chosen
         }
     };
     if let Some(entry) = chosen.and_then(|i| p.gids.iter().find(|g| g.index == i)) {
         info.gid_index = Some(entry.index);
         info.gid = Some(entry.gid.to_string());
-        info.gid_type = Some(crate::diagnose::gidselect::type_name(entry.gid_type.as_ref()));
+        info.gid_type = Some(crate::diagnose::gidselect::type_name(
+            entry.gid_type.as_ref(),
+        ));
     }
     // Partners connect to the GID's own address where it has one (RoCE), so `-g auto` on
     // their side faces this endpoint; else (InfiniBand) this host's name.
@@ -405,7 +421,11 @@ fn gather_info(ctx: &Ctx, args: &FabricArgs, place: &Placement, pair_port: u16) 
         .gid
         .as_ref()
         .and_then(|g| g.parse::<crate::gid::Gid>().ok())
-        .filter(|g| !g.is_zero() && !crate::gid::is_link_local(g) && link_layer == crate::model::LinkLayer::Ethernet)
+        .filter(|g| {
+            !g.is_zero()
+                && !crate::gid::is_link_local(g)
+                && link_layer == crate::model::LinkLayer::Ethernet
+        })
         .map(|g| g.ip().to_string())
         .unwrap_or_else(|| info.host.clone());
     info.arp_flux = super::doctor::arp_flux_summary(&devices_all(ctx));
@@ -439,7 +459,7 @@ fn agent(
         &ToLeader::Join {
             token: token.to_string(),
             size: place.size,
-            info,
+            info: Box::new(info),
         },
         SEND,
     )
@@ -473,7 +493,7 @@ fn agent(
                         a,
                         b,
                         client: false,
-                        end,
+                        end: Box::new(end),
                     },
                     SEND,
                 )
@@ -494,7 +514,7 @@ fn agent(
                         a,
                         b,
                         client: true,
-                        end,
+                        end: Box::new(end),
                     },
                     SEND,
                 )
@@ -605,8 +625,18 @@ impl ChildRun {
                 })
             })
         };
-        let stdout = reader(child.stdout.take().map(|p| Box::new(p) as Box<dyn Read + Send>));
-        let stderr = reader(child.stderr.take().map(|p| Box::new(p) as Box<dyn Read + Send>));
+        let stdout = reader(
+            child
+                .stdout
+                .take()
+                .map(|p| Box::new(p) as Box<dyn Read + Send>),
+        );
+        let stderr = reader(
+            child
+                .stderr
+                .take()
+                .map(|p| Box::new(p) as Box<dyn Read + Send>),
+        );
         ChildRun {
             child,
             stdout,
@@ -633,8 +663,16 @@ impl ChildRun {
                 Err(_) => break,
             }
         }
-        let out = self.stdout.take().and_then(|h| h.join().ok()).unwrap_or_default();
-        let err = self.stderr.take().and_then(|h| h.join().ok()).unwrap_or_default();
+        let out = self
+            .stdout
+            .take()
+            .and_then(|h| h.join().ok())
+            .unwrap_or_default();
+        let err = self
+            .stderr
+            .take()
+            .and_then(|h| h.join().ok())
+            .unwrap_or_default();
         let seconds = start.elapsed().as_secs_f64();
         if killed {
             return PairEnd::problem(
@@ -728,10 +766,12 @@ struct LeaderConfig {
     join_deadline: Instant,
     progress: bool,
     launcher: &'static str,
+    /// Pairs tested at once within a round.
+    parallel: u32,
 }
 
 enum Event {
-    Joined(u64, RankInfo, Channel),
+    Joined(u64, Box<RankInfo>, Channel),
     Msg(u64, u32, ToLeader),
     Gone(u64, u32, String),
 }
@@ -763,12 +803,10 @@ impl PairSlot {
 
     fn input(&self, a: u32, b: u32) -> PairInput {
         let end = self.merged();
-        let resends_per_mille = end.as_ref().ok().and_then(|e| {
-            e.counters
-                .as_ref()?
-                .get("resends_per_mille")?
-                .as_f64()
-        });
+        let resends_per_mille = end
+            .as_ref()
+            .ok()
+            .and_then(|e| e.counters.as_ref()?.get("resends_per_mille")?.as_f64());
         PairInput {
             a,
             b,
@@ -790,7 +828,16 @@ struct Leader {
     pairs_total: usize,
 }
 
-fn lead(listener: std::net::TcpListener, cfg: LeaderConfig) -> FabricReport {
+/// Where rank 0's report goes.
+struct ReportOut {
+    ctx: Ctx,
+    csv: Option<std::path::PathBuf>,
+    svg: Option<std::path::PathBuf>,
+}
+
+/// Rank 0's coordinator: the run, then the report printed, then the others told to exit
+/// (in that order: a launcher that ends the job when a rank exits must not cut the report).
+fn lead(listener: std::net::TcpListener, cfg: LeaderConfig, out: ReportOut) -> Result<u8> {
     let (tx, rx) = mpsc::channel();
     let token = cfg.token.clone();
     let size = cfg.size;
@@ -806,7 +853,13 @@ fn lead(listener: std::net::TcpListener, cfg: LeaderConfig) -> FabricReport {
         pairs_done: 0,
         pairs_total: 0,
     };
-    leader.run()
+    let report = leader.run();
+    let printed = finish(&out, &report);
+    leader.done(match &printed {
+        Ok(code) => *code,
+        Err(e) => e.exit_code(),
+    });
+    printed
 }
 
 fn accept_loop(listener: std::net::TcpListener, tx: mpsc::Sender<Event>, token: String, size: u32) {
@@ -1002,7 +1055,7 @@ impl Leader {
             .collect();
         let ok = suspect_rows.is_empty() && drift.is_empty() && pairs.iter().all(|p| p.ok);
         let verdict = verdict_line(&suspect_rows, &drift, &pairs, &baseline, &ranks);
-        let report = FabricReport {
+        FabricReport {
             run: RunFacts {
                 launcher: self.cfg.launcher,
                 token: if self.cfg.token.is_empty() {
@@ -1028,12 +1081,13 @@ impl Leader {
             suspects: suspect_rows,
             verdict,
             ok,
-        };
-        let exit = if report.ok { 0 } else { 1 };
+        }
+    }
+
+    fn done(&mut self, exit: u8) {
         for (_, ch) in self.conns.values_mut() {
             let _ = ch.send(&ToRank::Done { exit }, Duration::from_secs(2));
         }
-        report
     }
 
     fn join_phase(&mut self) {
@@ -1052,7 +1106,10 @@ impl Leader {
                     self.cfg.size
                 );
             }
-            match self.events.recv_timeout(left.min(Duration::from_millis(500))) {
+            match self
+                .events
+                .recv_timeout(left.min(Duration::from_millis(500)))
+            {
                 Ok(ev) => self.handle(ev, None),
                 Err(mpsc::RecvTimeoutError::Timeout) => {}
                 Err(mpsc::RecvTimeoutError::Disconnected) => break,
@@ -1086,7 +1143,7 @@ impl Leader {
                     return;
                 }
                 if ch.send(&ToRank::Welcome, SEND).is_ok() {
-                    self.infos.insert(rank, info);
+                    self.infos.insert(rank, *info);
                     self.conns.insert(rank, (id, ch));
                 }
             }
@@ -1101,8 +1158,10 @@ impl Leader {
                 } else {
                     format!("in round {}", self.round_now)
                 };
-                self.gone
-                    .insert(rank, format!("rank {rank} ({host}) left the run {when}: {why}"));
+                self.gone.insert(
+                    rank,
+                    format!("rank {rank} ({host}) left the run {when}: {why}"),
+                );
                 if let Some(r) = round {
                     r.rank_gone(rank, &self.gone[&rank]);
                 }
@@ -1131,9 +1190,9 @@ impl Leader {
                         if round == r.number && from_end {
                             if let Some(slot) = r.slots.get_mut(&(a, b)) {
                                 if client {
-                                    slot.client = Some(end);
+                                    slot.client = Some(*end);
                                 } else {
-                                    slot.server = Some(end);
+                                    slot.server = Some(*end);
                                 }
                             }
                         }
@@ -1163,42 +1222,54 @@ impl Leader {
             connected: BTreeSet::new(),
         };
         let test = self.cfg.test.clone();
-        for &(a, b) in pairs {
-            for r in [a, b] {
-                if let Some(why) = self.gone.get(&r) {
-                    state.rank_gone(r, why);
-                }
-            }
-            if !state.pending.contains(&(a, b)) {
-                continue;
-            }
-            let sent = self.conns.get_mut(&a).map(|(_, ch)| {
-                ch.send(
-                    &ToRank::Serve {
-                        round: number,
-                        a,
-                        b,
-                        test: test.clone(),
-                    },
-                    SEND,
-                )
-            });
-            if !matches!(sent, Some(Ok(()))) {
-                let why = format!("rank {a} could not be told to serve");
-                state.fail_pair((a, b), &why);
-            }
-        }
         // Both ends' deadlines, the server's listen wait, and the reports' way back.
-        let deadline = Instant::now() + secs(test.deadline * 2.0 + 15.0);
-        while !state.pending.is_empty() {
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                for p in state.pending.clone() {
-                    state.fail_pair(p, "no result from either end before rank 0's round deadline");
+        let per_pair = secs(test.deadline * 2.0 + 15.0);
+        let mut waiting: std::collections::VecDeque<(u32, u32)> = pairs.iter().copied().collect();
+        let mut started: BTreeMap<(u32, u32), Instant> = BTreeMap::new();
+        let parallel = self.cfg.parallel.max(1) as usize;
+        loop {
+            // Start pairs up to --parallel (all of the round by default).
+            while started.keys().filter(|p| state.pending.contains(p)).count() < parallel {
+                let Some((a, b)) = waiting.pop_front() else {
+                    break;
+                };
+                for r in [a, b] {
+                    if let Some(why) = self.gone.get(&r) {
+                        state.rank_gone(r, why);
+                    }
                 }
+                if !state.pending.contains(&(a, b)) {
+                    continue;
+                }
+                started.insert((a, b), Instant::now());
+                let sent = self.conns.get_mut(&a).map(|(_, ch)| {
+                    ch.send(
+                        &ToRank::Serve {
+                            round: number,
+                            a,
+                            b,
+                            test: test.clone(),
+                        },
+                        SEND,
+                    )
+                });
+                if !matches!(sent, Some(Ok(()))) {
+                    let why = format!("rank {a} could not be told to serve");
+                    state.fail_pair((a, b), &why);
+                }
+            }
+            if state.pending.is_empty() {
                 break;
             }
-            match self.events.recv_timeout(left.min(Duration::from_millis(500))) {
+            for (p, at) in &started {
+                if state.pending.contains(p) && at.elapsed() >= per_pair {
+                    state.fail_pair(
+                        *p,
+                        "no result from either end before rank 0's deadline for the pair",
+                    );
+                }
+            }
+            match self.events.recv_timeout(Duration::from_millis(200)) {
                 Ok(ev) => self.handle(ev, Some(&mut state)),
                 Err(mpsc::RecvTimeoutError::Timeout) => {}
                 Err(mpsc::RecvTimeoutError::Disconnected) => break,
@@ -1274,7 +1345,9 @@ impl Leader {
             code: s.code,
             rank: s.rank,
             host: info(s.rank).map(|i| i.host.clone()),
-            device: info(s.rank).map(|i| i.device.clone()).filter(|d| !d.is_empty()),
+            device: info(s.rank)
+                .map(|i| i.device.clone())
+                .filter(|d| !d.is_empty()),
             peer_rank: s.peer_rank,
             peer_host: info(s.peer_rank).map(|i| i.host.clone()),
             peer_device: info(s.peer_rank).map(|i| i.device.clone()),
@@ -1305,7 +1378,8 @@ impl RoundState {
     fn client_lost(&mut self, p: (u32, u32), why: &str) {
         if let Some(slot) = self.slots.get_mut(&p) {
             slot.not_run.get_or_insert_with(|| why.to_string());
-            slot.client.get_or_insert_with(|| PairEnd::problem(why, 0.0));
+            slot.client
+                .get_or_insert_with(|| PairEnd::problem(why, 0.0));
         }
     }
 
@@ -1427,14 +1501,15 @@ fn verdict_line(
     format!("{} ({base})", parts.join("; "))
 }
 
-fn finish(ctx: &Ctx, args: &FabricArgs, report: &FabricReport) -> Result<u8> {
-    if let Some(path) = &args.csv {
+fn finish(out: &ReportOut, report: &FabricReport) -> Result<u8> {
+    let ctx = &out.ctx;
+    if let Some(path) = &out.csv {
         std::fs::write(path, crate::render::fabric::csv(report)).map_err(|e| Error::Io {
             path: path.clone(),
             source: e,
         })?;
     }
-    if let Some(path) = &args.svg {
+    if let Some(path) = &out.svg {
         std::fs::write(path, crate::render::fabric::svg(report)).map_err(|e| Error::Io {
             path: path.clone(),
             source: e,
@@ -1477,7 +1552,10 @@ mod tests {
     #[test]
     fn rendezvous_addresses_parse() {
         assert_eq!(split_host_port("h0:18514").unwrap(), ("h0".into(), 18514));
-        assert_eq!(split_host_port("[fd00::1]:5").unwrap(), ("fd00::1".into(), 5));
+        assert_eq!(
+            split_host_port("[fd00::1]:5").unwrap(),
+            ("fd00::1".into(), 5)
+        );
         assert!(split_host_port("h0").is_err());
         assert!(split_host_port("h0:0").is_err());
         assert!(split_host_port(":5").is_err());

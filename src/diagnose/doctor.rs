@@ -951,9 +951,20 @@ mod tests {
         let f = arp_flux_findings(&ports);
         assert_eq!(f.len(), 1, "{f:?}");
         assert_eq!(f[0].code, "arp-flux");
-        assert!(f[0].message.starts_with("rxe0/1 (e0), rxe1/1 (e1), rxe2/1 (e2) share 10.77.0.0/24"), "{}", f[0].message);
-        assert!(f[0].evidence.contains(&"e1: arp_ignore (max of all, e1) = 0, arp_announce = 2".to_string()));
-        assert!(f[0].fix.as_deref().unwrap().contains("net.ipv4.conf.e1.arp_ignore=1"));
+        assert!(
+            f[0].message
+                .starts_with("rxe0/1 (e0), rxe1/1 (e1), rxe2/1 (e2) share 10.77.0.0/24"),
+            "{}",
+            f[0].message
+        );
+        assert!(f[0]
+            .evidence
+            .contains(&"e1: arp_ignore (max of all, e1) = 0, arp_announce = 2".to_string()));
+        assert!(f[0]
+            .fix
+            .as_deref()
+            .unwrap()
+            .contains("net.ipv4.conf.e1.arp_ignore=1"));
         assert!(!f[0].message.contains("e3"));
     }
 

@@ -42,7 +42,9 @@ pub fn round_robin(ranks: &[u32]) -> Vec<Vec<(u32, u32)>> {
 
 /// Packs pairs into as few rounds as a greedy first fit gives, no rank twice per round.
 pub fn pack_rounds(pairs: &[(u32, u32)]) -> Vec<Vec<(u32, u32)>> {
-    let mut rounds: Vec<(Vec<(u32, u32)>, BTreeSet<u32>)> = Vec::new();
+    // Each round with the ranks it keeps busy.
+    type Round = (Vec<(u32, u32)>, BTreeSet<u32>);
+    let mut rounds: Vec<Round> = Vec::new();
     for &(a, b) in pairs {
         match rounds
             .iter_mut()
@@ -174,7 +176,12 @@ pub fn drift(ranks: &[RankInfo]) -> Vec<Drift> {
             .map(|(value, rs)| value_group(value, &rs))
             .collect();
         // The majority first, then the smaller groups.
-        values.sort_by_key(|v| (Some(&v.value) != majority.as_ref(), std::cmp::Reverse(v.ranks.len())));
+        values.sort_by_key(|v| {
+            (
+                Some(&v.value) != majority.as_ref(),
+                std::cmp::Reverse(v.ranks.len()),
+            )
+        });
         out.push(Drift {
             attribute,
             majority,
@@ -407,7 +414,9 @@ pub fn attribute(
                 rank: Some(r),
                 peer_rank: None,
                 reason: why.clone(),
-                pairs: pairs_of(verdicts, r, |v| v.state == PairState::NotRun || v.state.is_bad()),
+                pairs: pairs_of(verdicts, r, |v| {
+                    v.state == PairState::NotRun || v.state.is_bad()
+                }),
             });
         }
     }
@@ -566,14 +575,17 @@ fn explain_away(
     blamed
 }
 
-fn pairs_of(verdicts: &[PairVerdict], r: u32, keep: impl Fn(&PairVerdict) -> bool) -> Vec<(u32, u32)> {
+fn pairs_of(
+    verdicts: &[PairVerdict],
+    r: u32,
+    keep: impl Fn(&PairVerdict) -> bool,
+) -> Vec<(u32, u32)> {
     verdicts
         .iter()
         .filter(|v| (v.a == r || v.b == r) && keep(v))
         .map(|v| (v.a, v.b))
         .collect()
 }
-
 
 // ---------------------------------------------------------------------------------------
 // Explaining a suspect
@@ -611,7 +623,11 @@ fn counter_finding(end: &PairEnd, code: &str) -> Option<(String, Vec<String>, Op
     let evidence = f
         .get("evidence")
         .and_then(|e| e.as_array())
-        .map(|a| a.iter().filter_map(|e| e.as_str().map(String::from)).collect())
+        .map(|a| {
+            a.iter()
+                .filter_map(|e| e.as_str().map(String::from))
+                .collect()
+        })
         .unwrap_or_default();
     Some((s("message")?, evidence, s("fix")))
 }
@@ -775,7 +791,9 @@ mod tests {
 
     fn matching(round: &[(u32, u32)]) -> bool {
         let mut seen = BTreeSet::new();
-        round.iter().all(|(a, b)| a != b && seen.insert(*a) && seen.insert(*b))
+        round
+            .iter()
+            .all(|(a, b)| a != b && seen.insert(*a) && seen.insert(*b))
     }
 
     #[test]
@@ -795,7 +813,10 @@ mod tests {
             }
             assert_eq!(pairs, expect, "n={n}");
             if n % 2 == 0 {
-                assert!(rounds.iter().all(|r| r.len() == n as usize / 2), "perfect matchings");
+                assert!(
+                    rounds.iter().all(|r| r.len() == n as usize / 2),
+                    "perfect matchings"
+                );
             }
         }
         assert!(round_robin(&[7]).is_empty());
@@ -903,7 +924,12 @@ mod tests {
         for a in 0..n {
             for b in a + 1..n {
                 let k = slow.iter().filter(|s| **s == a || **s == b).count() as f64;
-                out.push(ok_pair(a, b, 100.0 + 3.0 * f64::from(a + b) + k * extra, 1000.0 / (1.0 + k)));
+                out.push(ok_pair(
+                    a,
+                    b,
+                    100.0 + 3.0 * f64::from(a + b) + k * extra,
+                    1000.0 / (1.0 + k),
+                ));
             }
         }
         out
@@ -928,12 +954,20 @@ mod tests {
             let pairs = fabric(n, &[n - 1], 400.0);
             let (base, v) = verdicts_of(&pairs, &t);
             let b = base.usec_per_iter.unwrap();
-            assert!(b < 150.0, "n={n}: the slow endpoint dragged the baseline to {b}");
+            assert!(
+                b < 150.0,
+                "n={n}: the slow endpoint dragged the baseline to {b}"
+            );
             let s = suspects(n, &v);
             assert_eq!(s.len(), 1, "n={n}: {s:?}");
             assert_eq!((s[0].kind, s[0].rank), (SuspectKind::Endpoint, Some(n - 1)));
             assert_eq!(s[0].code, "fabric-endpoint-slow");
-            assert!(s[0].reason.contains(&format!("with {} of {} partners", n - 1, n - 1)), "{}", s[0].reason);
+            assert!(
+                s[0].reason
+                    .contains(&format!("with {} of {} partners", n - 1, n - 1)),
+                "{}",
+                s[0].reason
+            );
         }
     }
 
@@ -958,7 +992,10 @@ mod tests {
         let (_, v) = verdicts_of(&pairs, &t);
         let s = suspects(4, &v);
         assert_eq!(s.len(), 1, "{s:?}");
-        assert_eq!((s[0].kind, s[0].rank, s[0].peer_rank), (SuspectKind::Link, Some(0), Some(2)));
+        assert_eq!(
+            (s[0].kind, s[0].rank, s[0].peer_rank),
+            (SuspectKind::Link, Some(0), Some(2))
+        );
     }
 
     #[test]
@@ -987,7 +1024,9 @@ mod tests {
         for p in pairs.iter_mut().filter(|p| p.b == 3) {
             p.end = Ok(PairEnd {
                 ok: false,
-                failure: Some(serde_json::json!({"message": "IBV_WC_RETRY_EXC_ERR", "explanation": {"code": "retry-exceeded"}})),
+                failure: Some(
+                    serde_json::json!({"message": "IBV_WC_RETRY_EXC_ERR", "explanation": {"code": "retry-exceeded"}}),
+                ),
                 ..PairEnd::default()
             });
         }
@@ -1034,14 +1073,26 @@ mod tests {
         }
         let (base, v) = verdicts_of(&pairs, &t);
         let s = suspects(4, &v);
-        let ends: BTreeMap<(u32, u32), PairEnd> =
-            pairs.iter().map(|p| ((p.a, p.b), p.end.clone().unwrap())).collect();
-        let mut infos: BTreeMap<u32, RankInfo> = (0..4).map(|r| (r, info(r, &format!("h{r}")))).collect();
-        infos.get_mut(&3).unwrap().arp_flux = Some("e0, e3 share 10.0.0.0/24 with arp_ignore 0".into());
+        let ends: BTreeMap<(u32, u32), PairEnd> = pairs
+            .iter()
+            .map(|p| ((p.a, p.b), p.end.clone().unwrap()))
+            .collect();
+        let mut infos: BTreeMap<u32, RankInfo> =
+            (0..4).map(|r| (r, info(r, &format!("h{r}")))).collect();
+        infos.get_mut(&3).unwrap().arp_flux =
+            Some("e0, e3 share 10.0.0.0/24 with arp_ignore 0".into());
         let x = explain_suspect(&s[0], &infos, &v, &ends, &[], &base);
         assert!(x.summary.contains("no ACK from the peer"), "{}", x.summary);
-        assert!(x.evidence.iter().any(|e| e == "neighbour 10.0.0.4 FAILED"), "{:?}", x.evidence);
-        assert!(x.evidence.iter().any(|e| e.starts_with("ARP flux on h3")), "{:?}", x.evidence);
+        assert!(
+            x.evidence.iter().any(|e| e == "neighbour 10.0.0.4 FAILED"),
+            "{:?}",
+            x.evidence
+        );
+        assert!(
+            x.evidence.iter().any(|e| e.starts_with("ARP flux on h3")),
+            "{:?}",
+            x.evidence
+        );
         assert!(x.fix.starts_with("on each of those netdevs"), "{}", x.fix);
         assert!(x.fix.ends_with("check the link"), "{}", x.fix);
     }
@@ -1052,14 +1103,25 @@ mod tests {
         let pairs = fabric(4, &[2], 400.0);
         let (base, v) = verdicts_of(&pairs, &t);
         let s = suspects(4, &v);
-        let mut infos: BTreeMap<u32, RankInfo> = (0..4).map(|r| (r, info(r, &format!("h{r}")))).collect();
+        let mut infos: BTreeMap<u32, RankInfo> =
+            (0..4).map(|r| (r, info(r, &format!("h{r}")))).collect();
         infos.get_mut(&2).unwrap().netdev_mtu = Some(1200);
         infos.get_mut(&2).unwrap().netdev = Some("e2".into());
         let ranks: Vec<RankInfo> = infos.values().cloned().collect();
         let d = drift(&ranks);
         let x = explain_suspect(&s[0], &infos, &v, &BTreeMap::new(), &d, &base);
-        assert!(x.summary.contains("slow with 3 of 3 partners: up to"), "{}", x.summary);
-        assert!(x.evidence.iter().any(|e| e == "its netdev_mtu is 1200, most endpoints 1500"), "{:?}", x.evidence);
+        assert!(
+            x.summary.contains("slow with 3 of 3 partners: up to"),
+            "{}",
+            x.summary
+        );
+        assert!(
+            x.evidence
+                .iter()
+                .any(|e| e == "its netdev_mtu is 1200, most endpoints 1500"),
+            "{:?}",
+            x.evidence
+        );
         assert!(x.fix.contains("tc qdisc show dev e2"), "{}", x.fix);
     }
 

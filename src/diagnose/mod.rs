@@ -7,8 +7,8 @@ pub mod cm;
 pub mod counters;
 pub mod datapath;
 pub mod doctor;
-pub mod fabric;
 pub mod env;
+pub mod fabric;
 pub mod gidselect;
 
 use crate::facts::Facts;

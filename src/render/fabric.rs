@@ -93,7 +93,11 @@ pub fn text(r: &FabricReport, style: Style) -> String {
                     )
                 })
                 .collect();
-            out.push_str(&format!("{label}  {}: {}\n", d.attribute, groups.join("; ")));
+            out.push_str(&format!(
+                "{label}  {}: {}\n",
+                d.attribute,
+                groups.join("; ")
+            ));
             out.push_str(&format!("        why it matters: {}\n", d.why_it_matters));
         }
     }
@@ -151,7 +155,11 @@ fn baseline_text(r: &FabricReport) -> String {
     }
 }
 
-fn cell_state<'a>(pairs: &BTreeMap<(u32, u32), &'a PairRow>, a: u32, b: u32) -> Option<&'a PairRow> {
+fn cell_state<'a>(
+    pairs: &BTreeMap<(u32, u32), &'a PairRow>,
+    a: u32,
+    b: u32,
+) -> Option<&'a PairRow> {
     pairs.get(&(a.min(b), a.max(b))).copied()
 }
 
@@ -214,7 +222,14 @@ fn matrix(r: &FabricReport, style: Style) -> String {
         for col in &ranks {
             let (a, b) = (row.info.rank, col.info.rank);
             let cell = if a == b {
-                (if figures { "-".to_string() } else { "\\".to_string() }, None)
+                (
+                    if figures {
+                        "-".to_string()
+                    } else {
+                        "\\".to_string()
+                    },
+                    None,
+                )
             } else {
                 match cell_state(&pairs, a, b) {
                     None => (" ".to_string(), None),
@@ -305,8 +320,16 @@ pub fn csv(r: &FabricReport) -> String {
     );
     let num = |v: Option<f64>| v.map(|v| format!("{v:.3}")).unwrap_or_default();
     for p in &r.pairs {
-        let host = |k: u32| info.get(&k).map(|x| x.info.host.clone()).unwrap_or_default();
-        let dev = |k: u32| info.get(&k).map(|x| x.info.device.clone()).unwrap_or_default();
+        let host = |k: u32| {
+            info.get(&k)
+                .map(|x| x.info.host.clone())
+                .unwrap_or_default()
+        };
+        let dev = |k: u32| {
+            info.get(&k)
+                .map(|x| x.info.device.clone())
+                .unwrap_or_default()
+        };
         let code = p
             .failure
             .as_ref()
@@ -399,7 +422,11 @@ pub fn svg(r: &FabricReport) -> String {
         for (j, col) in r.ranks.iter().enumerate() {
             let x = margin + j * cell;
             let (a, b) = (row.info.rank, col.info.rank);
-            let p = if a == b { None } else { cell_state(&pairs, a, b) };
+            let p = if a == b {
+                None
+            } else {
+                cell_state(&pairs, a, b)
+            };
             let fill = if a == b { "#e0e0e0" } else { colour(p) };
             let tip = match p {
                 Some(p) => format!(
@@ -430,7 +457,9 @@ pub fn svg(r: &FabricReport) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fabric::{Baseline, RankInfo, RunFacts, SuspectExplanation, SuspectKind, SuspectRow, Thresholds};
+    use crate::fabric::{
+        Baseline, RankInfo, RunFacts, SuspectExplanation, SuspectKind, SuspectRow, Thresholds,
+    };
 
     fn report() -> FabricReport {
         let ranks = (0..3)
@@ -451,7 +480,11 @@ mod tests {
             round: 1,
             ok: state == PairState::Ok,
             state,
-            why: if state == PairState::Ok { vec![] } else { vec!["3.0× the baseline, \"odd\"".into()] },
+            why: if state == PairState::Ok {
+                vec![]
+            } else {
+                vec!["3.0× the baseline, \"odd\"".into()]
+            },
             usec_per_iter: Some(100.0 * ratio),
             mbit_per_sec: Some(900.0),
             path_mtu: Some(1024),
@@ -515,15 +548,41 @@ mod tests {
 
     #[test]
     fn text_has_the_matrix_suspect_and_verdict() {
-        let t = text(&report(), Style { color: false, width: None });
-        assert!(t.contains("baseline: 100.0 µs/iter, 900 Mbit/s (the median over 3 endpoints)"), "{t}");
+        let t = text(
+            &report(),
+            Style {
+                color: false,
+                width: None,
+            },
+        );
+        assert!(
+            t.contains("baseline: 100.0 µs/iter, 900 Mbit/s (the median over 3 endpoints)"),
+            "{t}"
+        );
         assert!(t.contains("  0 h0 rxe0      -   1.0   3.0\n"), "{t}");
         assert!(t.contains("  2 h2 rxe2    3.0   3.1     -\n"), "{t}");
-        assert!(t.contains("FAIL  fabric-endpoint-slow  h2 rxe2/1 (rank 2): slow with 2 of 2 partners\n"), "{t}");
-        assert!(t.contains("        why:  slow with 2 of 2 partners: up to 3.1× the baseline\n"), "{t}");
+        assert!(
+            t.contains(
+                "FAIL  fabric-endpoint-slow  h2 rxe2/1 (rank 2): slow with 2 of 2 partners\n"
+            ),
+            "{t}"
+        );
+        assert!(
+            t.contains("        why:  slow with 2 of 2 partners: up to 3.1× the baseline\n"),
+            "{t}"
+        );
         assert!(t.contains("        seen: h0 ↔ h2: slow\n"), "{t}");
-        assert!(t.ends_with("verdict: 1 suspect(s): h2 rxe2 (rank 2): slow with 2 of 2 partners\n"), "{t}");
-        let coloured = text(&report(), Style { color: true, width: None });
+        assert!(
+            t.ends_with("verdict: 1 suspect(s): h2 rxe2 (rank 2): slow with 2 of 2 partners\n"),
+            "{t}"
+        );
+        let coloured = text(
+            &report(),
+            Style {
+                color: true,
+                width: None,
+            },
+        );
         assert!(coloured.contains("\u{1b}["));
     }
 
@@ -539,8 +598,16 @@ mod tests {
         let c = csv(&report());
         let lines: Vec<&str> = c.lines().collect();
         assert_eq!(lines.len(), 4);
-        assert!(lines[2].starts_with("0,h0,rxe0,2,h2,rxe2,1,slow,300.000,900.000,3.000,1.000,,true,,"), "{}", lines[2]);
-        assert!(lines[2].ends_with(",\"3.0× the baseline, \"\"odd\"\"\""), "{}", lines[2]);
+        assert!(
+            lines[2].starts_with("0,h0,rxe0,2,h2,rxe2,1,slow,300.000,900.000,3.000,1.000,,true,,"),
+            "{}",
+            lines[2]
+        );
+        assert!(
+            lines[2].ends_with(",\"3.0× the baseline, \"\"odd\"\"\""),
+            "{}",
+            lines[2]
+        );
         let s = svg(&report());
         assert!(s.starts_with("<svg"));
         assert_eq!(s.matches("<rect").count(), 9);

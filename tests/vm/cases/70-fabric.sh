@@ -37,7 +37,7 @@ check "four endpoints fab0..fab3 have their IPv4 GIDs" gids_ready
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # Short pair tests keep TCG runs to seconds; the devices are named, one per local rank.
 DEVS=(-d fab0 -d fab1 -d fab2 -d fab3)
-TEST=(-n 200 --deadline 25)
+TEST=(-n 200 --deadline 25 --parallel 1)
 rv_port=18600
 next_rv() { rv_port=$((rv_port + 1)); }
 mpi() { # mpi NAME fabric-args...: 4 ranks under mpirun, rank 0's report in $RESULTS/NAME.out
@@ -110,6 +110,9 @@ ReturnToService=2
 NodeName=localhost CPUs=4 State=UNKNOWN
 PartitionName=vm Nodes=localhost Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE
 EOF
+    # slurmd needs a cgroup v2 tree and, with no systemd in the guest, makes its own.
+    mountpoint -q /sys/fs/cgroup || mount -t cgroup2 none /sys/fs/cgroup || return 1
+    printf 'CgroupPlugin=cgroup/v2\nIgnoreSystemd=yes\nCgroupAutomount=yes\n' >"$d/cgroup.conf"
     export SLURM_CONF=$d/slurm.conf
     slurmctld -f "$SLURM_CONF" >"$RESULTS/slurmctld.out" 2>&1 || return 1
     slurmd -f "$SLURM_CONF" -N localhost >"$RESULTS/slurmd.out" 2>&1 || return 1
@@ -177,7 +180,7 @@ tc qdisc del dev e1 root
 next_rv
 pids=()
 for r in 0 1 2 3; do
-    "$RDMACTL" fabric "${DEVS[@]}" -n 2000 --deadline 25 --rank $r --size $N --local-rank $r \
+    "$RDMACTL" fabric "${DEVS[@]}" -n 2000 --deadline 25 --parallel 1 --rank $r --size $N --local-rank $r \
         --rendezvous "127.0.0.1:$rv_port" >"$RESULTS/kill-$r.out" 2>&1 &
     pids+=($!)
 done
@@ -200,7 +203,7 @@ expect_out "arp flux: doctor's fix" 'fix: sysctl -w net.ipv4.conf.all.arp_ignore
 expect_out "arp flux: check warns too" 'warn +arp-flux' "$RDMACTL" check -d fab0 -g 1 --peer "$BASE_IP.13"
 next_rv
 expect_rc 1 "arp flux: fabric exits 1" mpirun --oversubscribe -np $N --bind-to none \
-    "$RDMACTL" -j fabric "${DEVS[@]}" -n 50 --deadline 20 --rendezvous "127.0.0.1:$rv_port"
+    "$RDMACTL" -j fabric "${DEVS[@]}" -n 50 --deadline 20 --parallel 1 --rendezvous "127.0.0.1:$rv_port"
 cp "$LAST_STDOUT" "$RESULTS/flux.json"
 check "arp flux: in the drift report" jqf 'any(.drift[]; .attribute == "arp_flux")' "$RESULTS/flux.json"
 for i in all e0 e1 e2 e3; do sysctl -qw "net.ipv4.conf.$i.arp_ignore=1" "net.ipv4.conf.$i.arp_announce=2"; done
