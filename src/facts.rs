@@ -118,6 +118,10 @@ pub struct RouteFacts {
     /// this host's addresses faces the peer.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub subnet_addresses: Vec<IpAddr>,
+    /// ARP flux around the GID's netdev: this host's RDMA netdevs on its subnet that answer
+    /// ARP for each other's addresses (`arp_ignore` 0), e.g. `e0, e1, e2 on 10.0.0.0/24`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub arp_flux: Option<String>,
 }
 
 impl RouteFacts {

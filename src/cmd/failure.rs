@@ -198,7 +198,10 @@ fn context(sysfs: &Path, known: &Known, failure: &Failure) -> Facts {
     let route = match (peer, live) {
         (Some(p), true) => net::route_facts(p, local.netdev.as_deref())
             .ok()
-            .map(|(facts, _)| facts),
+            .map(|(mut facts, _)| {
+                facts.arp_flux = local.netdev.as_deref().and_then(|nd| arp_flux_around(sysfs, nd));
+                facts
+            }),
         _ => None,
     };
     Facts {
@@ -231,6 +234,34 @@ fn context(sysfs: &Path, known: &Known, failure: &Failure) -> Facts {
 }
 
 /// RLIMIT_MEMLOCK and CAP_IPC_LOCK of this process.
+/// The ARP flux group the netdev `nd` belongs to, in words, if any.
+fn arp_flux_around(sysfs: &Path, nd: &str) -> Option<String> {
+    let devices = crate::sysfs::SysfsRoot::new(sysfs).devices().ok()?;
+    let netdevs = super::doctor::roce_netdevs(&devices);
+    crate::diagnose::doctor::arp_flux_groups(&netdevs)
+        .into_iter()
+        .find(|(_, members)| members.iter().any(|n| n.netdev == nd))
+        .map(|(subnet, members)| {
+            format!(
+                "{} on {subnet} answer ARP for each other's addresses ({})",
+                members
+                    .iter()
+                    .map(|n| n.netdev.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                members
+                    .iter()
+                    .map(|n| format!(
+                        "{} arp_ignore {}",
+                        n.netdev,
+                        n.arp_ignore.map_or("?".into(), |v| v.to_string())
+                    ))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        })
+}
+
 fn memlock_facts(needed: u64) -> MemlockFacts {
     let limits = std::fs::read_to_string("/proc/self/limits").unwrap_or_default();
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();

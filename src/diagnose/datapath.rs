@@ -424,6 +424,9 @@ fn local_gid_words(ep: &EndFacts) -> String {
 /// Two ports of one host: the peer's netdev drops what arrives from a local source address
 /// unless accept_local is set (and rp_filter is not strict). Returns the owner of the
 /// peer's address, the evidence and the fix, when the sysctls say it drops.
+/// The ARP flux fix, as doctor's `arp-flux` finding gives it.
+const ARP_FLUX_FIX_TEXT: &str = "on each RDMA netdev of the subnet (and all): sysctl -w net.ipv4.conf.DEV.arp_ignore=1 net.ipv4.conf.DEV.arp_announce=2, or source-based policy routing per netdev";
+
 fn same_host_drop(
     route: &RouteFacts,
     peer_text: &str,
@@ -1269,6 +1272,15 @@ fn completion(b: Builder, status: u32) -> Explanation {
                     false,
                 );
             }
+            if let Some(flux) = &route.arp_flux {
+                return b.done(
+                    "retry-exceeded-arp-flux",
+                    format!("no ACK came back, and this host has ARP flux: {dev_name} shares its subnet with other RDMA netdevs that answer ARP for each other's addresses, so {peer_text} may send its packets for this port to another port's MAC, which drops them (its QPs do not know the QPN)"),
+                    vec![Seen::new(Source::Route, format!("ARP flux: {flux}"))],
+                    format!("{ARP_FLUX_FIX_TEXT}; then flush the neighbour entries (ip neigh flush all) on both hosts and run again"),
+                    false,
+                );
+            }
             if let (Some(rd), Some(d)) = (&route.route_netdev, ctx.local.netdev_now()) {
                 if !route.peer_is_local && *rd != d {
                     ev.push(Seen::new(Source::Route, format!("ip route get {}: dev {rd}; GID netdev {d}", peer_ip(ctx).map(|p| p.to_string()).unwrap_or_default())));
@@ -1909,6 +1921,11 @@ mod tests {
             soft_roce: true,
             ..QpFacts::default()
         });
+        let mut flux = rxe_ctx(Some(1), "::ffff:192.168.77.2");
+        flux.route = Some(RouteFacts {
+            arp_flux: Some("veth0, veth1 on 192.168.77.0/24 answer ARP for each other's addresses (veth0 arp_ignore 0, veth1 arp_ignore 0)".into()),
+            ..vm_route(true)
+        });
         let mut v6_same_host = rxe_ctx(Some(2), "2001:db8::2");
         v6_same_host.local.gid_table.push(entry(
             2,
@@ -2210,6 +2227,15 @@ mod tests {
                 code: "same-host-ipv6",
                 says: &["same-host IPv6", "veth0 to veth1", "rxe0/1 is Soft-RoCE", "IPv4-mapped GIDs"],
                 suggested: Some(2),
+            },
+            Case {
+                name: "RETRY_EXC_ERR on a host with ARP flux",
+                step: Step::Poll,
+                failure: wc(WC_RETRY_EXC_ERR),
+                ctx: flux,
+                code: "retry-exceeded-arp-flux",
+                says: &["ARP flux", "veth0 arp_ignore 0", "arp_ignore=1", "another port's MAC"],
+                suggested: Some(1),
             },
             Case {
                 name: "RETRY_EXC_ERR, peer died",
