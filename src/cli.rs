@@ -185,6 +185,9 @@ pub struct PortSelection {
 pub struct PortsArgs {
     #[command(flatten)]
     pub select: PortSelection,
+    /// Also each port's P_Key table (the populated slots)
+    #[arg(short = 'v', long)]
+    pub verbose: bool,
 }
 
 #[derive(Debug, Args)]

@@ -148,6 +148,8 @@ fn selections_and_the_all_flag() {
         ("ib-hca", &["ports", "mlx5_0/1", "-j"]),
         ("ib-hca", &["ports", "-d", "mlx5_1"]),
         ("mlx4", &["ports", "-i", "2"]),
+        ("ibsim", &["ports", "-v"]),
+        ("rxe-vm-basic", &["ports", "-v", "-j"]),
         ("rxe-veth-vlan-ipv6-down", &["gids", "rxe0/1", "--ip"]),
         (
             "rxe-veth-vlan-ipv6-down",

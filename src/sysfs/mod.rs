@@ -17,6 +17,7 @@ use std::path::{Path, PathBuf};
 use crate::error::{Error, Result};
 use crate::gid::Gid;
 use crate::model::{
+    PkeyEntry,
     Device, GidEntry, LinkLayer, Netdev, NetdevSource, Port, ReadProblem, VerbsStatus,
 };
 
@@ -141,6 +142,25 @@ impl SysfsRoot {
         Ok(list_dir(&self.port_dir(device, port).join("gids"))
             .map(|v| v.len())
             .unwrap_or(0))
+    }
+
+    /// The port's populated P_Key slots (`ports/N/pkeys/I`), in index order: the table's
+    /// empty (0x0000) and unreadable slots are left out.
+    pub fn pkey_table(&self, device: &str, port: u32) -> Result<Vec<PkeyEntry>> {
+        self.check_port(device, port)?;
+        let dir = self.port_dir(device, port).join("pkeys");
+        let mut table: Vec<PkeyEntry> = list_dir(&dir)
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|name| {
+                let index = parse::dec_u32(name)?;
+                let text = fs::read_to_string(dir.join(name)).ok()?;
+                let pkey = parse::pkey(&text)?;
+                (pkey != 0).then_some(PkeyEntry { index, pkey })
+            })
+            .collect();
+        table.sort_by_key(|e| e.index);
+        Ok(table)
     }
 
     /// The GID table of one port. Empty (all-zero or unreadable) slots are skipped unless
