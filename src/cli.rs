@@ -439,7 +439,7 @@ pub enum SelftestStep {
     /// Threads on their own QPs sharing one PD and CQ
     Threads,
     /// Threads posting on one shared QP
-    ThreadsSharedQp,
+    SharedQp,
     /// Fetch-and-add beside compare-and-swap
     FetchAdd,
     /// A shared receive queue serving two QPs

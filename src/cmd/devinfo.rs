@@ -24,8 +24,7 @@ use crate::ctx::Ctx;
 use crate::error::Result;
 use crate::gid::Gid;
 use crate::model::{
-    PkeyEntry,
-    Device, GidType, NetdevSource, NodeType, PhysState, Port, PortState, ReadProblem,
+    Device, GidType, NetdevSource, NodeType, PhysState, PkeyEntry, Port, PortState, ReadProblem,
 };
 use crate::output;
 use crate::sysfs::SysfsRoot;
@@ -975,7 +974,12 @@ fn render_port_sysfs(w: &mut String, s: &PortSysfs) {
         field(w, 3, "gid_netdevs", s.gid_netdevs.join(", "));
     }
     if !s.pkeys.is_empty() {
-        field(w, 3, "pkeys", crate::render::inventory::show_pkeys(&s.pkeys));
+        field(
+            w,
+            3,
+            "pkeys",
+            crate::render::inventory::show_pkeys(&s.pkeys),
+        );
     }
 }
 

@@ -187,11 +187,7 @@ pub fn explain(failure: &Failure, ctx: &Facts) -> Explanation {
         (
             Step::Mr | Step::Cq | Step::QpCreate | Step::Pd | Step::Srq,
             Cause::Errno { errno: e, .. },
-        )
-            if *e == libc::ENOMEM || *e == libc::EAGAIN =>
-        {
-            memlock(b)
-        }
+        ) if *e == libc::ENOMEM || *e == libc::EAGAIN => memlock(b),
         (
             _,
             Cause::WouldPin {
@@ -1248,7 +1244,10 @@ fn inline_too_large(failure: &Failure, ctx: &Facts) -> Explanation {
     ));
     x.evidence.push(Seen::new(
         Source::Failure,
-        format!("{bytes} bytes posted with IBV_SEND_INLINE: {}", failure.cause),
+        format!(
+            "{bytes} bytes posted with IBV_SEND_INLINE: {}",
+            failure.cause
+        ),
     ));
     x
 }

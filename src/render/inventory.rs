@@ -222,20 +222,20 @@ fn ports_table_with(ports: &[&Port], pkeys: Option<&[Vec<PkeyEntry>]>, style: St
         })
         .collect();
     let mut headers = vec![
-            "PORT",
-            "STATE",
-            "PHYS STATE",
-            "RATE",
-            "LINK LAYER",
-            "LID",
-            "SM LID",
-            "LMC",
-            "ACTIVE MTU",
-            "MAX MTU",
-            "NETDEV",
-            "NETDEV MTU",
-            "OPERSTATE",
-        ];
+        "PORT",
+        "STATE",
+        "PHYS STATE",
+        "RATE",
+        "LINK LAYER",
+        "LID",
+        "SM LID",
+        "LMC",
+        "ACTIVE MTU",
+        "MAX MTU",
+        "NETDEV",
+        "NETDEV MTU",
+        "OPERSTATE",
+    ];
     if pkeys.is_some() {
         headers.push("PKEYS");
     }

@@ -17,8 +17,7 @@ use std::path::{Path, PathBuf};
 use crate::error::{Error, Result};
 use crate::gid::Gid;
 use crate::model::{
-    PkeyEntry,
-    Device, GidEntry, LinkLayer, Netdev, NetdevSource, Port, ReadProblem, VerbsStatus,
+    Device, GidEntry, LinkLayer, Netdev, NetdevSource, PkeyEntry, Port, ReadProblem, VerbsStatus,
 };
 
 #[derive(Debug, Clone)]

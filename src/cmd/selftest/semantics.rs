@@ -12,8 +12,7 @@ use super::{pattern, psn, StepResult, Tester};
 use crate::cli::SelftestStep;
 use crate::failure::{Cause, Failure, FailureContext, Step};
 use crate::verbs::qp::{
-    Access, Cq, Granted, Mr, Opcode, Qp, QpConfig, RtrParams, SendFlags, Srq, WcDetail,
-    WorkRequest,
+    Access, Cq, Granted, Mr, Opcode, Qp, QpConfig, RtrParams, SendFlags, Srq, WcDetail, WorkRequest,
 };
 
 /// Every semantic step, in the order they run, with its name in the report.
@@ -25,7 +24,7 @@ pub(super) const SEMANTIC_STEPS: [(SelftestStep, &str); 10] = [
     (SelftestStep::Pkey, "pkey"),
     (SelftestStep::Flush, "flush"),
     (SelftestStep::Threads, "threads"),
-    (SelftestStep::ThreadsSharedQp, "threads shared qp"),
+    (SelftestStep::SharedQp, "shared qp"),
     (SelftestStep::FetchAdd, "fetch-add"),
     (SelftestStep::Srq, "srq"),
 ];
@@ -110,7 +109,7 @@ impl Tester {
                 SelftestStep::Pkey => t.pkey(),
                 SelftestStep::Flush => t.flush(),
                 SelftestStep::Threads => t.threads(),
-                SelftestStep::ThreadsSharedQp => t.threads_shared_qp(),
+                SelftestStep::SharedQp => t.threads_shared_qp(),
                 SelftestStep::FetchAdd => t.fetch_add(),
                 SelftestStep::Srq => t.srq(),
                 SelftestStep::Basic => Ok(String::new()),
@@ -163,7 +162,11 @@ impl Tester {
     }
 
     fn new_mr(&self, i: usize) -> Result<Mr, Failure> {
-        Mr::register(self.ends[i].pd.as_ref().expect("pd"), PAIR_MR_BYTES, ALL_REMOTE)
+        Mr::register(
+            self.ends[i].pd.as_ref().expect("pd"),
+            PAIR_MR_BYTES,
+            ALL_REMOTE,
+        )
     }
 
     /// INIT, RTR and RTS for `a` on end 0 and `b` on end 1, connected to each other.
@@ -180,7 +183,10 @@ impl Tester {
                 dest_qpn: qps[peer].qpn(),
                 dest_psn: psn(peer),
                 dest_lid: self.ends[peer].port.as_ref().map_or(0, |p| p.lid),
-                grh: Some((self.ends[peer].gid.as_ref().expect("gid").0, self.gid_index[i])),
+                grh: Some((
+                    self.ends[peer].gid.as_ref().expect("gid").0,
+                    self.gid_index[i],
+                )),
                 max_dest_rd_atomic: 1,
             })?;
         }
@@ -384,10 +390,7 @@ impl Tester {
             events += 1;
             let wc = self.next_ok(1, &mut p.cqs[1], &p.qps[1])?;
             if wc.wc.wr_id != m as u64 {
-                return Err(self.invalid(
-                    1,
-                    format!("expected receive {m}, got {}", wc.wc.wr_id),
-                ));
+                return Err(self.invalid(1, format!("expected receive {m}, got {}", wc.wc.wr_id)));
             }
         }
         self.messages += MESSAGES as u64;
@@ -488,11 +491,17 @@ impl Tester {
         })?;
         let max = p.qps[0].max_inline_data();
         if max == 0 {
-            return Ok(format!("not supported by {} (max_inline_data 0)", self.device_name(0)));
+            return Ok(format!(
+                "not supported by {} (max_inline_data 0)",
+                self.device_name(0)
+            ));
         }
         let len = max as usize;
         if 2 * len + 2 > PAIR_MR_BYTES {
-            return Err(self.invalid(0, format!("max_inline_data {max} is larger than the test's buffer")));
+            return Err(self.invalid(
+                0,
+                format!("max_inline_data {max} is larger than the test's buffer"),
+            ));
         }
         p.qps[1].post_recv(&p.mrs[1], 0, PAIR_MR_BYTES as u32, 0)?;
         let data = pattern("inline", len + 1);
@@ -511,7 +520,10 @@ impl Tester {
         if wc.wc.byte_len != max || p.mrs[1].read(0, len) != data[..len] {
             return Err(self.invalid(
                 1,
-                format!("the {max}-byte inline SEND arrived as {} bytes or changed", wc.wc.byte_len),
+                format!(
+                    "the {max}-byte inline SEND arrived as {} bytes or changed",
+                    wc.wc.byte_len
+                ),
             ));
         }
         p.mrs[0].write(0, &data);
@@ -520,9 +532,9 @@ impl Tester {
                 return Err(self.broken(
                     0,
                     format!(
-                        "an inline SEND of {} bytes was accepted, above the QP's max_inline_data {max}",
-                        max + 1
-                    ),
+                    "an inline SEND of {} bytes was accepted, above the QP's max_inline_data {max}",
+                    max + 1
+                ),
                 ))
             }
             Err(f) => f,
@@ -674,7 +686,10 @@ impl Tester {
     /// for its owner). Each message is checked by the thread that sent it.
     fn threads(&mut self) -> StepResult {
         let entries = (2 * THREADS * THREAD_MESSAGES) as u32;
-        let cqs = [self.new_cq(0, entries, false)?, self.new_cq(1, entries, false)?];
+        let cqs = [
+            self.new_cq(0, entries, false)?,
+            self.new_cq(1, entries, false)?,
+        ];
         let mut mrs = [self.new_mr(0)?, self.new_mr(1)?];
         let mut qps: Vec<[Qp; 2]> = Vec::new();
         for _ in 0..THREADS {
@@ -774,7 +789,10 @@ impl Tester {
                 .collect();
             handles
                 .into_iter()
-                .map(|h| h.join().unwrap_or_else(|_| Err(self.broken(0, "a test thread panicked".into()))))
+                .map(|h| {
+                    h.join()
+                        .unwrap_or_else(|_| Err(self.broken(0, "a test thread panicked".into())))
+                })
                 .collect()
         });
         for r in results {
@@ -856,7 +874,10 @@ impl Tester {
                 .collect();
             handles
                 .into_iter()
-                .map(|h| h.join().unwrap_or_else(|_| Err(self.broken(0, "a test thread panicked".into()))))
+                .map(|h| {
+                    h.join()
+                        .unwrap_or_else(|_| Err(self.broken(0, "a test thread panicked".into())))
+                })
                 .collect()
         });
         for r in results {
@@ -931,7 +952,8 @@ impl Tester {
         let mut p = self.pair(PairSpec::default())?;
         p.mrs[1].write(0, &START.to_ne_bytes());
         let (addr, rkey) = (p.mrs[1].addr(), p.mrs[1].rkey());
-        let word = |mr: &Mr, at: usize| u64::from_ne_bytes(mr.read(at, 8).try_into().expect("8 bytes"));
+        let word =
+            |mr: &Mr, at: usize| u64::from_ne_bytes(mr.read(at, 8).try_into().expect("8 bytes"));
         let atomic = |wr_id, op| WorkRequest {
             wr_id,
             op,
@@ -1024,7 +1046,10 @@ impl Tester {
         for _ in 0..sent.len() {
             let wc = self.next_ok(1, &mut cqs[1], &pairs[0][1])?;
             let got = mrs[1].read(wc.wc.wr_id as usize * len as usize, len as usize);
-            let Some(k) = sent.iter().position(|(qpn, d)| *qpn == wc.qp_num && *d == got) else {
+            let Some(k) = sent
+                .iter()
+                .position(|(qpn, d)| *qpn == wc.qp_num && *d == got)
+            else {
                 return Err(self.invalid(
                     1,
                     format!(

@@ -62,8 +62,17 @@ impl Context {
 #[derive(Debug, Clone, Copy)]
 pub enum Opcode {
     Send,
-    CompareSwap { remote_addr: u64, rkey: u32, compare: u64, swap: u64 },
-    FetchAdd { remote_addr: u64, rkey: u32, add: u64 },
+    CompareSwap {
+        remote_addr: u64,
+        rkey: u32,
+        compare: u64,
+        swap: u64,
+    },
+    FetchAdd {
+        remote_addr: u64,
+        rkey: u32,
+        add: u64,
+    },
 }
 
 /// The send flags the semantic steps vary.
@@ -152,7 +161,11 @@ fn post_raw(qp: *mut sys::ibv_qp, addr: u64, lkey: u32, w: &WorkRequest) -> Resu
 }
 
 fn post_recv_raw(qp: *mut sys::ibv_qp, addr: u64, lkey: u32, len: u32, wr_id: u64) -> i32 {
-    let mut sge = sys::ibv_sge { addr, length: len, lkey };
+    let mut sge = sys::ibv_sge {
+        addr,
+        length: len,
+        lkey,
+    };
     let mut wr = sys::ibv_recv_wr {
         wr_id,
         next: ptr::null_mut(),
@@ -355,7 +368,11 @@ impl Qp {
         init.recv_cq = cfg.recv_cq.raw;
         init.srq = cfg.srq.map_or(ptr::null_mut(), |s| s.raw);
         init.cap.max_send_wr = cfg.max_send_wr;
-        init.cap.max_recv_wr = if cfg.srq.is_some() { 0 } else { cfg.max_recv_wr };
+        init.cap.max_recv_wr = if cfg.srq.is_some() {
+            0
+        } else {
+            cfg.max_recv_wr
+        };
         init.cap.max_send_sge = 1;
         init.cap.max_recv_sge = 1;
         init.cap.max_inline_data = cfg.max_inline_data;
@@ -422,7 +439,12 @@ impl Qp {
             unsafe { (std::mem::zeroed(), std::mem::zeroed()) };
         // SAFETY: live QP and valid out-parameters.
         let rc = unsafe {
-            sys::ibv_query_qp(self.raw, &mut attr, m::IBV_QP_PKEY_INDEX.0 as i32, &mut init)
+            sys::ibv_query_qp(
+                self.raw,
+                &mut attr,
+                m::IBV_QP_PKEY_INDEX.0 as i32,
+                &mut init,
+            )
         };
         match rc {
             0 => Ok(attr.pkey_index),
@@ -523,7 +545,10 @@ impl ThreadQp<'_> {
     }
 
     pub fn post(&self, buf: &ThreadBuf, w: &WorkRequest) -> Result<(), Failure> {
-        assert!(w.offset + w.len as usize <= buf.len, "post past the buffer piece");
+        assert!(
+            w.offset + w.len as usize <= buf.len,
+            "post past the buffer piece"
+        );
         post_raw(self.raw, buf.buf as u64, buf.lkey, w).map_err(|e| self.fail(Step::PostSend, e))
     }
 
@@ -534,8 +559,17 @@ impl ThreadQp<'_> {
         len: u32,
         wr_id: u64,
     ) -> Result<(), Failure> {
-        assert!(offset + len as usize <= buf.len, "receive past the buffer piece");
-        match post_recv_raw(self.raw, buf.buf as u64 + offset as u64, buf.lkey, len, wr_id) {
+        assert!(
+            offset + len as usize <= buf.len,
+            "receive past the buffer piece"
+        );
+        match post_recv_raw(
+            self.raw,
+            buf.buf as u64 + offset as u64,
+            buf.lkey,
+            len,
+            wr_id,
+        ) {
             0 => Ok(()),
             rc => Err(self.fail(Step::PostRecv, super::super::errno_of(rc))),
         }
@@ -574,7 +608,10 @@ unsafe impl Send for ThreadBuf<'_> {}
 impl ThreadBuf<'_> {
     /// Only while no work request targets the range.
     pub fn write(&mut self, offset: usize, data: &[u8]) {
-        assert!(offset + data.len() <= self.len, "write past the buffer piece");
+        assert!(
+            offset + data.len() <= self.len,
+            "write past the buffer piece"
+        );
         // SAFETY: in bounds (checked); this piece is ours alone.
         unsafe { ptr::copy_nonoverlapping(data.as_ptr(), self.buf.add(offset), data.len()) };
     }

@@ -1,7 +1,7 @@
 # shellcheck shell=bash
 # rdmactl selftest: two QPs in one process on rxe0, and one QP on each of rxe0 and rxe1.
 
-steps='["open","pd","mr","cq","qp create","init","rtr","rts","post recv","send","rdma write","rdma read","atomic cas","zero-byte send","poll","unsignaled","events","solicited","inline","pkey","flush","threads","threads shared qp","fetch-add","srq"]'
+steps='["open","pd","mr","cq","qp create","init","rtr","rts","post recv","send","rdma write","rdma read","atomic cas","zero-byte send","poll","unsignaled","events","solicited","inline","pkey","flush","threads","shared qp","fetch-add","srq"]'
 
 selftest_ok() { # selftest_ok LABEL ARGS...
     local label=$1
