@@ -618,6 +618,26 @@ mod tests {
         t
     }
 
+    /// Populated P_Key slots in index order (10 after 2, not before it); empty and
+    /// unparsable ones are left out; a port without `pkeys/` has none.
+    #[test]
+    fn pkey_table_lists_the_populated_slots() {
+        let t = tree();
+        let p = "class/infiniband/mlx5_0/ports/1/pkeys";
+        write(t.path(), &format!("{p}/0"), "0xffff\n");
+        write(t.path(), &format!("{p}/1"), "0x0000\n");
+        write(t.path(), &format!("{p}/2"), "0x8001\n");
+        write(t.path(), &format!("{p}/10"), "0x7fff\n");
+        write(t.path(), &format!("{p}/3"), "garbage\n");
+        let root = SysfsRoot::new(t.path());
+        let table = root.pkey_table("mlx5_0", 1).unwrap();
+        let shown: Vec<String> = table.iter().map(|e| e.to_string()).collect();
+        assert_eq!(shown, ["[0] 0xffff", "[2] 0x8001", "[10] 0x7fff"]);
+        fs::remove_dir_all(t.path().join(p)).unwrap();
+        assert!(root.pkey_table("mlx5_0", 1).unwrap().is_empty());
+        assert!(root.pkey_table("mlx5_0", 2).is_err());
+    }
+
     /// The `devices` table's shortcut finds the same netdev for every port of every
     /// captured tree, reading fewer GID slots.
     #[test]
