@@ -479,6 +479,13 @@ impl Tester {
         if self.wants(SelftestStep::Basic) {
             self.run_basic();
         }
+        // The semantic steps build their own QPs and buffers: unpin the basic walk's first
+        // (4 × the message size), so they fit under the same memlock limit.
+        for end in &mut self.ends {
+            end.qp.take();
+            end.cq.take();
+            end.mr.take();
+        }
         self.run_semantics();
     }
 
@@ -651,10 +658,20 @@ impl Tester {
     fn invalid(&self, i: usize, what: String) -> Failure {
         match &self.ends[i].qp {
             Some(qp) => qp.failure(Step::Verify, Cause::Invalid { what }),
+            // The semantic steps run on their own QPs, after the basic walk's are gone.
             None => Failure::new(
                 Step::Verify,
                 Cause::Invalid { what },
-                FailureContext::default(),
+                FailureContext {
+                    device: self.ends[i]
+                        .ctx
+                        .as_ref()
+                        .map(|c| c.name().to_string())
+                        .unwrap_or_default(),
+                    port: self.port,
+                    gid_index: Some(self.gid_index[i]),
+                    ..Default::default()
+                },
             ),
         }
     }

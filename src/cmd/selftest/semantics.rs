@@ -35,8 +35,10 @@ const ALL_REMOTE: Access = Access {
     remote_atomic: true,
 };
 
-/// Each pair's buffers: room for every step's messages, small enough to pin anywhere.
-const PAIR_MR_BYTES: usize = 64 * 1024;
+/// Each pair's buffers: room for every step's messages (the inline step sizes its own),
+/// two pages, so the steps pin little more than the basic walk did (its buffers are gone
+/// by then): a 64 KiB memlock limit that fits `-s 16384` fits them too.
+const PAIR_MR_BYTES: usize = 8 * 1024;
 /// How long a step waits to be sure an event or completion does not come.
 const QUIET_WAIT: Duration = Duration::from_millis(300);
 /// The largest inline size the search tries; a device that takes this much is reported as
@@ -65,6 +67,7 @@ struct PairSpec {
     inline: u32,
     /// A completion channel on the second end's CQ (the receiver's), for the event steps.
     notifying_receiver: bool,
+    mr_bytes: usize,
 }
 
 impl Default for PairSpec {
@@ -75,6 +78,7 @@ impl Default for PairSpec {
             cq_entries: 32,
             inline: 0,
             notifying_receiver: false,
+            mr_bytes: PAIR_MR_BYTES,
         }
     }
 }
@@ -162,11 +166,11 @@ impl Tester {
     }
 
     fn new_mr(&self, i: usize) -> Result<Mr, Failure> {
-        Mr::register(
-            self.ends[i].pd.as_ref().expect("pd"),
-            PAIR_MR_BYTES,
-            ALL_REMOTE,
-        )
+        self.new_mr_of(i, PAIR_MR_BYTES)
+    }
+
+    fn new_mr_of(&self, i: usize, bytes: usize) -> Result<Mr, Failure> {
+        Mr::register(self.ends[i].pd.as_ref().expect("pd"), bytes, ALL_REMOTE)
     }
 
     /// INIT, RTR and RTS for `a` on end 0 and `b` on end 1, connected to each other.
@@ -201,7 +205,10 @@ impl Tester {
             self.new_cq(0, spec.cq_entries, false)?,
             self.new_cq(1, spec.cq_entries, spec.notifying_receiver)?,
         ];
-        let mrs = [self.new_mr(0)?, self.new_mr(1)?];
+        let mrs = [
+            self.new_mr_of(0, spec.mr_bytes)?,
+            self.new_mr_of(1, spec.mr_bytes)?,
+        ];
         let mut made = Vec::new();
         for (i, cq) in cqs.iter().enumerate() {
             let mut cfg = self.config(i, cq, cq);
@@ -487,6 +494,8 @@ impl Tester {
         let asked = self.device_max_inline()?;
         let mut p = self.pair(PairSpec {
             inline: asked,
+            // The granted size may round the asked one up; a page more covers it.
+            mr_bytes: (asked as usize + 4096).next_multiple_of(4096),
             ..PairSpec::default()
         })?;
         let max = p.qps[0].max_inline_data();
@@ -497,13 +506,14 @@ impl Tester {
             ));
         }
         let len = max as usize;
-        if 2 * len + 2 > PAIR_MR_BYTES {
+        let room = p.mrs[1].size();
+        if len + 1 > room {
             return Err(self.invalid(
                 0,
                 format!("max_inline_data {max} is larger than the test's buffer"),
             ));
         }
-        p.qps[1].post_recv(&p.mrs[1], 0, PAIR_MR_BYTES as u32, 0)?;
+        p.qps[1].post_recv(&p.mrs[1], 0, room as u32, 0)?;
         let data = pattern("inline", len + 1);
         p.mrs[0].write(0, &data);
         let inline = SendFlags {
