@@ -616,7 +616,7 @@ _rdmactl() {
             return 0
             ;;
         rdmactl__subcmd__ports)
-            opts="-d -i -j -h -V --ib-dev --ib-port --json --color --sysfs --help --version"
+            opts="-d -i -v -j -h -V --ib-dev --ib-port --verbose --json --color --sysfs --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -654,7 +654,7 @@ _rdmactl() {
             return 0
             ;;
         rdmactl__subcmd__selftest)
-            opts="-d -i -g -s -j -h -V --ib-dev --ib-port --gid-index --gid-idx --size --timeout --cm --json --color --sysfs --help --version"
+            opts="-d -i -g -s -j -h -V --ib-dev --ib-port --gid-index --gid-idx --size --timeout --cm --steps --json --color --sysfs --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -698,6 +698,10 @@ _rdmactl() {
                     ;;
                 --timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --steps)
+                    COMPREPLY=($(compgen -W "basic unsignaled events solicited inline pkey flush threads shared-qp fetch-add srq" -- "${cur}"))
                     return 0
                     ;;
                 --color)

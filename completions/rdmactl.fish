@@ -68,6 +68,7 @@ complete -c rdmactl -n "__fish_rdmactl_using_subcommand ports" -l color -d 'When
 always\t''
 never\t''"
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand ports" -l sysfs -d 'Read sysfs from DIR instead of /sys (a captured tree); verbs queries are skipped. pingpong and selftest refuse it: they run on this host\'s devices' -r -F
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand ports" -s v -l verbose -d 'Also each port\'s P_Key table (the populated slots)'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand ports" -s j -l json -d 'Print JSON instead of a table'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand ports" -s h -l help -d 'Print help'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand ports" -s V -l version -d 'Print version'
@@ -77,6 +78,7 @@ complete -c rdmactl -n "__fish_rdmactl_using_subcommand link" -l color -d 'When 
 always\t''
 never\t''"
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand link" -l sysfs -d 'Read sysfs from DIR instead of /sys (a captured tree); verbs queries are skipped. pingpong and selftest refuse it: they run on this host\'s devices' -r -F
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand link" -s v -l verbose -d 'Also each port\'s P_Key table (the populated slots)'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand link" -s j -l json -d 'Print JSON instead of a table'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand link" -s h -l help -d 'Print help'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand link" -s V -l version -d 'Print version'
@@ -153,13 +155,24 @@ complete -c rdmactl -n "__fish_rdmactl_using_subcommand selftest" -s i -l ib-por
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand selftest" -s g -l gid-idx -l gid-index -d 'GID index, or auto (-1 means auto too)' -r
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand selftest" -s s -l size -d 'Message size in bytes' -r
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand selftest" -l timeout -d 'Give up on any step after this many seconds' -r
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand selftest" -l steps -d 'Run only these steps, comma-separated (default: all); the setup steps (open to rts) always run' -r -f -a "basic\t'post recv, send, rdma write, rdma read, atomic cas, zero-byte send, poll'
+unsignaled\t'Only every k-th send signalled; the send queue never overflows'
+events\t'Completion events through a channel instead of busy polling'
+solicited\t'A CQ armed solicited-only: an event for a solicited SEND only'
+inline\t'A SEND at max_inline_data inline; one byte more is refused'
+pkey\t'The P_Key table; the default P_Key\'s index; an index past the table refused'
+flush\t'Outstanding work requests flushed by the move to ERR'
+threads\t'Threads on their own QPs sharing one PD and CQ'
+shared-qp\t'Threads posting on one shared QP'
+fetch-add\t'Fetch-and-add beside compare-and-swap'
+srq\t'A shared receive queue serving two QPs'"
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand selftest" -l color -d 'When to colour the output (`auto`: a terminal, unless NO_COLOR is set or TERM=dumb)' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand selftest" -l sysfs -d 'Read sysfs from DIR instead of /sys (a captured tree); verbs queries are skipped. pingpong and selftest refuse it: they run on this host\'s devices' -r -F
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand selftest" -l cm -d 'Connect through the RDMA connection manager'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand selftest" -s j -l json -d 'Print JSON instead of a table'
-complete -c rdmactl -n "__fish_rdmactl_using_subcommand selftest" -s h -l help -d 'Print help'
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand selftest" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand selftest" -s V -l version -d 'Print version'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand doctor" -s d -l ib-dev -d 'Only this device' -r
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand doctor" -l color -d 'When to colour the output (`auto`: a terminal, unless NO_COLOR is set or TERM=dumb)' -r -f -a "auto\t''

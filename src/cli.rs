@@ -189,6 +189,9 @@ pub struct PortSelection {
 pub struct PortsArgs {
     #[command(flatten)]
     pub select: PortSelection,
+    /// Also each port's P_Key table (the populated slots)
+    #[arg(short = 'v', long)]
+    pub verbose: bool,
 }
 
 #[derive(Debug, Args)]
@@ -408,6 +411,43 @@ pub struct SelftestArgs {
     /// Connect through the RDMA connection manager
     #[arg(long)]
     pub cm: bool,
+    /// Run only these steps, comma-separated (default: all); the setup steps (open to rts)
+    /// always run
+    #[arg(
+        long,
+        value_name = "STEP,...",
+        value_delimiter = ',',
+        conflicts_with = "cm"
+    )]
+    pub steps: Vec<SelftestStep>,
+}
+
+/// The self-test's steps that `--steps` picks; `basic` is the classic walk (post recv,
+/// send, rdma write, rdma read, atomic cas, zero-byte send, poll).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SelftestStep {
+    /// post recv, send, rdma write, rdma read, atomic cas, zero-byte send, poll
+    Basic,
+    /// Only every k-th send signalled; the send queue never overflows
+    Unsignaled,
+    /// Completion events through a channel instead of busy polling
+    Events,
+    /// A CQ armed solicited-only: an event for a solicited SEND only
+    Solicited,
+    /// A SEND at max_inline_data inline; one byte more is refused
+    Inline,
+    /// The P_Key table; the default P_Key's index; an index past the table refused
+    Pkey,
+    /// Outstanding work requests flushed by the move to ERR
+    Flush,
+    /// Threads on their own QPs sharing one PD and CQ
+    Threads,
+    /// Threads posting on one shared QP
+    SharedQp,
+    /// Fetch-and-add beside compare-and-swap
+    FetchAdd,
+    /// A shared receive queue serving two QPs
+    Srq,
 }
 
 /// `rdmactl fabric`. Cost: the pattern's rounds times one pair test (a few seconds with

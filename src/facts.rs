@@ -155,6 +155,12 @@ pub struct QpFacts {
     pub path_mtu: Option<u32>,
     /// The provider is rxe (it retries forever with retry_cnt 7).
     pub soft_roce: bool,
+    /// An inline post: its bytes, and the QP's max_inline_data.
+    pub inline_bytes: Option<u32>,
+    pub max_inline_data: Option<u32>,
+    /// The P_Key index given at INIT, and the length of the port's P_Key table.
+    pub pkey_index: Option<u32>,
+    pub pkey_table_len: Option<u32>,
 }
 
 /// The uverbs node of the device.

@@ -49,6 +49,12 @@ pub enum Step {
     Init,
     Rtr,
     Rts,
+    /// ibv_query_qp: reading back an attribute the QP holds.
+    QueryQp,
+    /// Moving a QP to the error state (to flush its outstanding work requests).
+    ToError,
+    /// ibv_create_srq
+    Srq,
     PostRecv,
     PostSend,
     /// ibv_poll_cq itself failed, or no completion came before the deadline.
@@ -65,6 +71,9 @@ pub enum Step {
     Compare,
     /// Data arrived but is not what the peer sent.
     Verify,
+    /// The stack broke a verbs rule the self-test checks (a completion, event or refusal
+    /// that the specification rules out or requires).
+    Semantics,
     /// Connection manager: opening librdmacm and its event channel.
     CmSetup,
     CmBind,
@@ -93,6 +102,9 @@ impl Step {
             Step::Init => "modify QP to INIT",
             Step::Rtr => "modify QP to RTR",
             Step::Rts => "modify QP to RTS",
+            Step::QueryQp => "query QP",
+            Step::ToError => "modify QP to ERR",
+            Step::Srq => "create SRQ",
             Step::PostRecv => "post receive",
             Step::PostSend => "post send",
             Step::Poll => "poll CQ",
@@ -102,6 +114,7 @@ impl Step {
             Step::Exchange => "exchange (TCP)",
             Step::Compare => "compare parameters",
             Step::Verify => "verify data",
+            Step::Semantics => "check verbs semantics",
             Step::CmSetup => "CM setup",
             Step::CmBind => "CM bind",
             Step::CmResolveAddr => "CM resolve address",

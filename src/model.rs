@@ -212,6 +212,25 @@ impl Serialize for Guid {
     }
 }
 
+/// One populated slot of a port's P_Key table. The high bit is full membership; 0xffff is
+/// the default partition, 0x7fff its limited-member form.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct PkeyEntry {
+    pub index: u32,
+    #[serde(serialize_with = "ser_pkey")]
+    pub pkey: u16,
+}
+
+fn ser_pkey<S: Serializer>(pkey: &u16, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&format!("0x{pkey:04x}"))
+}
+
+impl std::fmt::Display for PkeyEntry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "[{}] 0x{:04x}", self.index, self.pkey)
+    }
+}
+
 /// One populated (or, with `--all`, empty) slot of a port's GID table.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct GidEntry {

@@ -148,6 +148,8 @@ fn selections_and_the_all_flag() {
         ("ib-hca", &["ports", "mlx5_0/1", "-j"]),
         ("ib-hca", &["ports", "-d", "mlx5_1"]),
         ("mlx4", &["ports", "-i", "2"]),
+        ("ibsim", &["ports", "-v"]),
+        ("rxe-vm-basic", &["ports", "-v", "-j"]),
         ("rxe-veth-vlan-ipv6-down", &["gids", "rxe0/1", "--ip"]),
         (
             "rxe-veth-vlan-ipv6-down",
@@ -1118,4 +1120,24 @@ fn counters_select_and_refuse_like_the_other_commands() {
     let r = run(&["--sysfs", &tree, "counters", "--interval", "0"]);
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(r.stderr.contains("at least 0.01 seconds"), "{}", r.stderr);
+}
+
+/// `selftest --steps` is checked before a device is opened: a wrong name is a usage error
+/// listing the steps, and `--steps` does not combine with `--cm` (whose steps are fixed).
+#[test]
+fn selftest_steps_are_checked_before_anything_is_opened() {
+    let r = run(&["selftest", "--steps", "pkey,nosuch"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stdout.is_empty(), "{}", r.stdout);
+    assert!(
+        r.stderr.contains("invalid value 'nosuch'")
+            && r.stderr.contains(
+                "possible values: basic, unsignaled, events, solicited, inline, pkey, flush, threads, shared-qp, fetch-add, srq"
+            ),
+        "{}",
+        r.stderr
+    );
+    let r = run(&["selftest", "--cm", "--steps", "pkey"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("cannot be used with"), "{}", r.stderr);
 }

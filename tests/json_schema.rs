@@ -73,6 +73,7 @@ fn every_command_on_every_tree_has_its_documented_shape() {
         };
         expect(with(&["devices"]), "[@device]", &mut errors);
         expect(with(&["ports"]), "[@port]", &mut errors);
+        expect(with(&["ports", "-v"]), "[@port]", &mut errors);
         expect(with(&["gids"]), "[@gid_row]", &mut errors);
         expect(with(&["gids", "--all"]), "[@gid_row]", &mut errors);
         expect(with(&["devices", "-v"]), "[@devinfo_sysfs]", &mut errors);

@@ -24,7 +24,7 @@ use crate::ctx::Ctx;
 use crate::error::Result;
 use crate::gid::Gid;
 use crate::model::{
-    Device, GidType, NetdevSource, NodeType, PhysState, Port, PortState, ReadProblem,
+    Device, GidType, NetdevSource, NodeType, PhysState, PkeyEntry, Port, PortState, ReadProblem,
 };
 use crate::output;
 use crate::sysfs::SysfsRoot;
@@ -159,6 +159,8 @@ pub struct PortSysfs {
     pub netdev_operstate: Option<String>,
     /// Every netdev the populated GID table refers to.
     pub gid_netdevs: Vec<String>,
+    /// The populated slots of the port's P_Key table (`ports/N/pkeys/`).
+    pub pkeys: Vec<PkeyEntry>,
 }
 
 impl PortSysfs {
@@ -170,6 +172,7 @@ impl PortSysfs {
             netdev_mtu: p.netdev.as_ref().and_then(|n| n.mtu),
             netdev_operstate: p.netdev.as_ref().and_then(|n| n.operstate.clone()),
             gid_netdevs: p.gid_netdevs.clone(),
+            pkeys: Vec::new(),
         }
     }
 }
@@ -970,6 +973,14 @@ fn render_port_sysfs(w: &mut String, s: &PortSysfs) {
     if !s.gid_netdevs.is_empty() && s.gid_netdevs.as_slice() != s.netdev.as_slice() {
         field(w, 3, "gid_netdevs", s.gid_netdevs.join(", "));
     }
+    if !s.pkeys.is_empty() {
+        field(
+            w,
+            3,
+            "pkeys",
+            crate::render::inventory::show_pkeys(&s.pkeys),
+        );
+    }
 }
 
 // ---- without verbs: what sysfs has, under the same names ----
@@ -1265,6 +1276,7 @@ fn merge_sysfs(info: &mut DevInfo, d: &Device, root: &SysfsRoot) {
             continue;
         };
         port.sysfs = PortSysfs::of(sp);
+        port.sysfs.pkeys = root.pkey_table(&d.name, sp.number).unwrap_or_default();
         if port.link_layer != "Ethernet" {
             continue;
         }
@@ -1423,7 +1435,11 @@ pub fn gather(ctx: &Ctx, device: Option<&str>) -> Result<(Vec<Device>, Vec<DevVi
         if let Ok(full) = root.device(&d.name) {
             *d = full;
         }
-        views.push(DevView::Sysfs(Box::new(from_sysfs(d, reason))));
+        let mut view = from_sysfs(d, reason);
+        for p in &mut view.ports {
+            p.sysfs.pkeys = root.pkey_table(&d.name, p.port).unwrap_or_default();
+        }
+        views.push(DevView::Sysfs(Box::new(view)));
     }
     if let Ok(rest) = verbs {
         views.extend(
@@ -1665,7 +1681,7 @@ mod tests {
     /// Lines sysfs adds after ibv_devinfo's own.
     fn is_sysfs_line(line: &str) -> bool {
         let key = line.trim_start().split(':').next().unwrap_or("");
-        ["driver", "uverbs", "rate", "netdev", "gid_netdevs"].contains(&key)
+        ["driver", "uverbs", "rate", "netdev", "gid_netdevs", "pkeys"].contains(&key)
     }
 
     /// Without verbs, every line that is not a sysfs addition is one ibv_devinfo printed,

@@ -110,7 +110,19 @@ pub fn split_scope(host: &str) -> (&str, Option<&str>) {
 /// Gather the facts about `failure` and run the rules: the report pingpong and selftest
 /// print (text on stderr, `failure` in `-j`).
 pub fn explain_failure(sysfs: &Path, known: &Known, failure: &Failure) -> FailureReport {
-    let facts = context(sysfs, known, failure);
+    explain_failure_with(sysfs, known, failure, |_| {})
+}
+
+/// `explain_failure`, with the QP facts a step knows beyond the run's settings (an inline
+/// post's size, the P_Key index it gave).
+pub fn explain_failure_with(
+    sysfs: &Path,
+    known: &Known,
+    failure: &Failure,
+    add: impl FnOnce(&mut QpFacts),
+) -> FailureReport {
+    let mut facts = context(sysfs, known, failure);
+    add(facts.qp.get_or_insert_with(QpFacts::default));
     FailureReport::new(failure, diagnose::explain(failure, &facts))
 }
 
@@ -219,6 +231,7 @@ fn context(sysfs: &Path, known: &Known, failure: &Failure) -> Facts {
             message_bytes: known.message_bytes,
             path_mtu: c.path_mtu,
             soft_roce: device.starts_with("rxe"),
+            ..QpFacts::default()
         }),
         device_node: None,
         cm_source: None,

@@ -17,15 +17,31 @@ pub fn run(ctx: &Ctx, args: &PortsArgs) -> Result<u8> {
         .select(device.as_deref(), port)?;
     super::add_verbs_facts_and_gids(ctx, &mut devices, false)?;
     let ports: Vec<&Port> = devices.iter().flat_map(|d| d.ports.iter()).collect();
+    let pkeys = if args.verbose {
+        let root = SysfsRoot::new(&ctx.sysfs);
+        let tables: Result<Vec<_>> = ports
+            .iter()
+            .map(|p| root.pkey_table(&p.device, p.number))
+            .collect();
+        Some(tables?)
+    } else {
+        None
+    };
     let text = if ctx.json {
-        inventory::ports_json(&ports)
+        match &pkeys {
+            Some(k) => inventory::ports_json_verbose(&ports, k),
+            None => inventory::ports_json(&ports),
+        }
     } else {
         warn_unreadable(&devices);
         super::note_unknown_mtus(&devices);
         if !ctx.captured {
             note_hidden_netdevs(&ctx.sysfs, &ports);
         }
-        inventory::ports_table(&ports, ctx.style)
+        match &pkeys {
+            Some(k) => inventory::ports_table_verbose(&ports, k, ctx.style),
+            None => inventory::ports_table(&ports, ctx.style),
+        }
     };
     print(&text)?;
     Ok(exit::OK)

@@ -184,11 +184,10 @@ pub fn explain(failure: &Failure, ctx: &Facts) -> Explanation {
         {
             device_gone(b)
         }
-        (Step::Mr | Step::Cq | Step::QpCreate | Step::Pd, Cause::Errno { errno: e, .. })
-            if *e == libc::ENOMEM || *e == libc::EAGAIN =>
-        {
-            memlock(b)
-        }
+        (
+            Step::Mr | Step::Cq | Step::QpCreate | Step::Pd | Step::Srq,
+            Cause::Errno { errno: e, .. },
+        ) if *e == libc::ENOMEM || *e == libc::EAGAIN => memlock(b),
         (
             _,
             Cause::WouldPin {
@@ -201,8 +200,15 @@ pub fn explain(failure: &Failure, ctx: &Facts) -> Explanation {
             device_access(b)
         }
         (Step::Rtr, Cause::Errno { errno: e, .. }) => rtr_errno(b, *e),
-        (Step::Init, Cause::Errno { errno: e, .. }) if *e == libc::EINVAL => init_einval(b),
+        (Step::Init, Cause::Errno { errno: e, .. }) if *e == libc::EINVAL => {
+            pkey_past_table(ctx).unwrap_or_else(|| init_einval(b))
+        }
         (Step::QpCreate, Cause::Errno { errno: e, .. }) if *e == libc::EINVAL => qp_caps(b),
+        (Step::PostSend, Cause::Errno { errno: e, .. })
+            if (*e == libc::EINVAL || *e == libc::ENOMEM) && inline_over(ctx).is_some() =>
+        {
+            inline_too_large(failure, ctx)
+        }
         (Step::PostSend | Step::PostRecv, Cause::Errno { errno: e, .. }) if *e == libc::ENOMEM => {
             queue_full(b)
         }
@@ -221,6 +227,7 @@ pub fn explain(failure: &Failure, ctx: &Facts) -> Explanation {
         (Step::Connect, cause) => oob_connect(b, cause),
         (Step::Exchange, cause) => oob_exchange(b, cause),
         (Step::Verify, _) => data_mismatch(b),
+        (Step::Semantics, _) => semantics_broken(failure),
         (Step::Compare, _) => compare(b),
         _ => generic(b),
     }
@@ -1188,6 +1195,86 @@ fn init_einval(b: Builder) -> Explanation {
     )
 }
 
+/// INIT refused with a P_Key index the port's table does not have.
+fn pkey_past_table(ctx: &Facts) -> Option<Explanation> {
+    let qp = ctx.qp.as_ref()?;
+    let (index, len) = (qp.pkey_index?, qp.pkey_table_len?);
+    if index < len {
+        return None;
+    }
+    let mut x = Explanation::new(
+        "pkey-index-past-table",
+        format!(
+            "the P_Key index {index} is past the end of {}'s P_Key table ({len} entries, indices 0 to {}): the kernel refuses it at INIT",
+            ctx.local.name(),
+            len.saturating_sub(1)
+        ),
+        "use the index of the P_Key you mean (the default, 0xffff, is usually at 0); `rdmactl ports -v` lists the table",
+    );
+    x.evidence.push(Seen::new(
+        Source::Qp,
+        format!("pkey_index {index} given at INIT"),
+    ));
+    x.evidence.push(Seen::new(
+        Source::Local,
+        format!("{} pkey_tbl_len {len}", ctx.local.name()),
+    ));
+    Some(x)
+}
+
+/// An inline post larger than the QP's max_inline_data: (bytes, max).
+fn inline_over(ctx: &Facts) -> Option<(u32, u32)> {
+    let qp = ctx.qp.as_ref()?;
+    let (bytes, max) = (qp.inline_bytes?, qp.max_inline_data?);
+    (bytes > max).then_some((bytes, max))
+}
+
+fn inline_too_large(failure: &Failure, ctx: &Facts) -> Explanation {
+    let (bytes, max) = inline_over(ctx).expect("checked by the caller");
+    let mut x = Explanation::new(
+        "inline-too-large",
+        format!(
+            "an inline send of {bytes} bytes is more than the QP's max_inline_data ({max}): the provider refuses it at post ({})",
+            crate::errno::errno_name(failure.cause.errno_value().unwrap_or(0))
+        ),
+        format!(
+            "send at most {max} bytes with IBV_SEND_INLINE and larger ones without it (from a registered buffer), or create the QP with a larger cap.max_inline_data if the device grants it"
+        ),
+    );
+    x.evidence.push(Seen::new(
+        Source::Qp,
+        format!("max_inline_data {max} granted at QP create"),
+    ));
+    x.evidence.push(Seen::new(
+        Source::Failure,
+        format!(
+            "{bytes} bytes posted with IBV_SEND_INLINE: {}",
+            failure.cause
+        ),
+    ));
+    x
+}
+
+/// The stack did what the verbs rules rule out: the earlier steps show the basic path
+/// works, so this is the provider or kernel, not the caller.
+fn semantics_broken(failure: &Failure) -> Explanation {
+    let mut x = Explanation::new(
+        "semantics-broken",
+        format!(
+            "the RDMA stack broke a verbs rule on {}: code that relies on it would fail here through no fault of its own",
+            if failure.context.device.is_empty() {
+                "this device"
+            } else {
+                &failure.context.device
+            }
+        ),
+        "update the provider (rdma-core) and the kernel driver; if it persists, report it to their maintainers with this output (rdmactl -j selftest)",
+    );
+    x.evidence
+        .push(Seen::new(Source::Failure, failure.cause.to_string()));
+    x
+}
+
 fn qp_caps(b: Builder) -> Explanation {
     b.done(
         "qp-caps",
@@ -1988,6 +2075,20 @@ mod tests {
             ..NetdevFacts::default()
         });
         vlan_gone.route = None;
+        let mut pkey_past = rxe_ctx(Some(1), "::ffff:192.168.77.2");
+        pkey_past.qp = Some(QpFacts {
+            pkey_index: Some(1),
+            pkey_table_len: Some(1),
+            ..QpFacts::default()
+        });
+        let mut pkey_inside = pkey_past.clone();
+        pkey_inside.qp.as_mut().unwrap().pkey_index = Some(0);
+        let mut inline_over = rxe_ctx(Some(1), "::ffff:192.168.77.2");
+        inline_over.qp = Some(QpFacts {
+            inline_bytes: Some(417),
+            max_inline_data: Some(416),
+            ..QpFacts::default()
+        });
         vec![
             Case {
                 name: "INIT EINVAL",
@@ -2005,6 +2106,51 @@ mod tests {
                 ctx: rxe_ctx(Some(1), "::ffff:192.168.77.2"),
                 code: "qp-caps",
                 says: &["max_qp_wr"],
+                suggested: None,
+            },
+            Case {
+                name: "INIT EINVAL, P_Key index past the table",
+                step: Step::Init,
+                failure: errno(libc::EINVAL),
+                ctx: pkey_past.clone(),
+                code: "pkey-index-past-table",
+                says: &["P_Key index 1", "1 entries", "pkey_index 1 given at INIT", "rxe0/1 pkey_tbl_len 1"],
+                suggested: None,
+            },
+            Case {
+                name: "INIT EINVAL, P_Key index inside the table",
+                step: Step::Init,
+                failure: errno(libc::EINVAL),
+                ctx: pkey_inside,
+                code: "init-invalid",
+                says: &["P_Key"],
+                suggested: None,
+            },
+            Case {
+                name: "post send EINVAL, inline over max_inline_data",
+                step: Step::PostSend,
+                failure: errno(libc::EINVAL),
+                ctx: inline_over.clone(),
+                code: "inline-too-large",
+                says: &["417 bytes", "max_inline_data 416 granted", "EINVAL", "at most 416 bytes"],
+                suggested: None,
+            },
+            Case {
+                name: "post send ENOMEM, inline over max_inline_data",
+                step: Step::PostSend,
+                failure: errno(libc::ENOMEM),
+                ctx: inline_over,
+                code: "inline-too-large",
+                says: &["ENOMEM"],
+                suggested: None,
+            },
+            Case {
+                name: "a verbs rule broken",
+                step: Step::Semantics,
+                failure: Cause::invalid("a SEND without the solicited flag raised an event on a CQ armed solicited-only"),
+                ctx: rxe_ctx(Some(1), "::ffff:192.168.77.2"),
+                code: "semantics-broken",
+                says: &["solicited-only", "rdma-core"],
                 suggested: None,
             },
             Case {

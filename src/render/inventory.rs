@@ -3,7 +3,7 @@
 use serde::Serialize;
 
 use crate::gid::{Gid, GidKind};
-use crate::model::{Device, GidEntry, LinkLayer, PhysState, Port, PortState};
+use crate::model::{Device, GidEntry, LinkLayer, PhysState, PkeyEntry, Port, PortState};
 use crate::output::{json, Style};
 use crate::render::table::{or_dash, render, Cell, Tone};
 
@@ -128,6 +128,9 @@ pub struct PortJson<'a> {
     pub netdev_mtu: Option<u32>,
     pub netdev_operstate: Option<&'a str>,
     pub netdev_address: Option<&'a str>,
+    /// `ports -v` only: the populated P_Key slots.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pkeys: Option<&'a [PkeyEntry]>,
 }
 
 impl<'a> PortJson<'a> {
@@ -141,6 +144,7 @@ impl<'a> PortJson<'a> {
             netdev_mtu: nd.and_then(|n| n.mtu),
             netdev_operstate: nd.and_then(|n| n.operstate.as_deref()),
             netdev_address: nd.and_then(|n| n.address.as_deref()),
+            pkeys: None,
         }
     }
 }
@@ -175,15 +179,25 @@ fn mtu_or_unknown(mtu: Option<u32>) -> String {
 }
 
 pub fn ports_table(ports: &[&Port], style: Style) -> String {
+    ports_table_with(ports, None, style)
+}
+
+/// `ports -v`: the table with each port's P_Key table (`pkeys[i]` is `ports[i]`'s).
+pub fn ports_table_verbose(ports: &[&Port], pkeys: &[Vec<PkeyEntry>], style: Style) -> String {
+    ports_table_with(ports, Some(pkeys), style)
+}
+
+fn ports_table_with(ports: &[&Port], pkeys: Option<&[Vec<PkeyEntry>]>, style: Style) -> String {
     let rows: Vec<Vec<Cell>> = ports
         .iter()
-        .map(|p| {
+        .enumerate()
+        .map(|(i, p)| {
             // LIDs mean nothing on Ethernet (always 0); show them only where a SM assigns them.
             let ib = p.link_layer.as_ref() != Some(&LinkLayer::Ethernet);
             let lid = |v: Option<u32>| if ib { or_dash(v) } else { "-".to_string() };
             let nd = p.netdev.as_ref();
             let operstate = nd.and_then(|n| n.operstate.as_deref());
-            vec![
+            let mut row = vec![
                 Cell::from(port_name(p)),
                 Cell::new(or_dash(p.state.as_ref()), state_tone(p.state.as_ref())),
                 Cell::new(
@@ -200,32 +214,62 @@ pub fn ports_table(ports: &[&Port], style: Style) -> String {
                 Cell::from(or_dash(nd.map(|n| &n.name))),
                 Cell::from(or_dash(nd.and_then(|n| n.mtu))),
                 Cell::new(or_dash(operstate), operstate_tone(operstate)),
-            ]
+            ];
+            if let Some(pkeys) = pkeys {
+                row.push(Cell::from(show_pkeys(&pkeys[i])));
+            }
+            row
         })
         .collect();
-    render(
-        &[
-            "PORT",
-            "STATE",
-            "PHYS STATE",
-            "RATE",
-            "LINK LAYER",
-            "LID",
-            "SM LID",
-            "LMC",
-            "ACTIVE MTU",
-            "MAX MTU",
-            "NETDEV",
-            "NETDEV MTU",
-            "OPERSTATE",
-        ],
-        &rows,
-        style,
-    )
+    let mut headers = vec![
+        "PORT",
+        "STATE",
+        "PHYS STATE",
+        "RATE",
+        "LINK LAYER",
+        "LID",
+        "SM LID",
+        "LMC",
+        "ACTIVE MTU",
+        "MAX MTU",
+        "NETDEV",
+        "NETDEV MTU",
+        "OPERSTATE",
+    ];
+    if pkeys.is_some() {
+        headers.push("PKEYS");
+    }
+    render(&headers, &rows, style)
+}
+
+/// A P_Key table in one cell: `[0] 0xffff [1] 0x8001`, or `-` when none is populated.
+pub fn show_pkeys(table: &[PkeyEntry]) -> String {
+    if table.is_empty() {
+        return "-".into();
+    }
+    table
+        .iter()
+        .map(|e| e.to_string())
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 pub fn ports_json(ports: &[&Port]) -> String {
     json(&ports.iter().map(|p| PortJson::new(p)).collect::<Vec<_>>())
+}
+
+/// `ports -v -j`: each port with its `pkeys`.
+pub fn ports_json_verbose(ports: &[&Port], pkeys: &[Vec<PkeyEntry>]) -> String {
+    json(
+        &ports
+            .iter()
+            .zip(pkeys)
+            .map(|(p, k)| PortJson {
+                pkeys: Some(k),
+                ..PortJson::new(p)
+            })
+            .collect::<Vec<_>>(),
+    )
 }
 
 /// One GID table entry with the port it belongs to, as `gids` lists them.

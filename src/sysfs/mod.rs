@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use crate::error::{Error, Result};
 use crate::gid::Gid;
 use crate::model::{
-    Device, GidEntry, LinkLayer, Netdev, NetdevSource, Port, ReadProblem, VerbsStatus,
+    Device, GidEntry, LinkLayer, Netdev, NetdevSource, PkeyEntry, Port, ReadProblem, VerbsStatus,
 };
 
 #[derive(Debug, Clone)]
@@ -141,6 +141,25 @@ impl SysfsRoot {
         Ok(list_dir(&self.port_dir(device, port).join("gids"))
             .map(|v| v.len())
             .unwrap_or(0))
+    }
+
+    /// The port's populated P_Key slots (`ports/N/pkeys/I`), in index order: the table's
+    /// empty (0x0000) and unreadable slots are left out.
+    pub fn pkey_table(&self, device: &str, port: u32) -> Result<Vec<PkeyEntry>> {
+        self.check_port(device, port)?;
+        let dir = self.port_dir(device, port).join("pkeys");
+        let mut table: Vec<PkeyEntry> = list_dir(&dir)
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|name| {
+                let index = parse::dec_u32(name)?;
+                let text = fs::read_to_string(dir.join(name)).ok()?;
+                let pkey = parse::pkey(&text)?;
+                (pkey != 0).then_some(PkeyEntry { index, pkey })
+            })
+            .collect();
+        table.sort_by_key(|e| e.index);
+        Ok(table)
     }
 
     /// The GID table of one port. Empty (all-zero or unreadable) slots are skipped unless
@@ -597,6 +616,26 @@ mod tests {
         write(r, "class/net/eth0/operstate", "up\n");
         write(r, "class/infiniband_verbs/uverbs3/ibdev", "mlx5_0\n");
         t
+    }
+
+    /// Populated P_Key slots in index order (10 after 2, not before it); empty and
+    /// unparsable ones are left out; a port without `pkeys/` has none.
+    #[test]
+    fn pkey_table_lists_the_populated_slots() {
+        let t = tree();
+        let p = "class/infiniband/mlx5_0/ports/1/pkeys";
+        write(t.path(), &format!("{p}/0"), "0xffff\n");
+        write(t.path(), &format!("{p}/1"), "0x0000\n");
+        write(t.path(), &format!("{p}/2"), "0x8001\n");
+        write(t.path(), &format!("{p}/10"), "0x7fff\n");
+        write(t.path(), &format!("{p}/3"), "garbage\n");
+        let root = SysfsRoot::new(t.path());
+        let table = root.pkey_table("mlx5_0", 1).unwrap();
+        let shown: Vec<String> = table.iter().map(|e| e.to_string()).collect();
+        assert_eq!(shown, ["[0] 0xffff", "[2] 0x8001", "[10] 0x7fff"]);
+        fs::remove_dir_all(t.path().join(p)).unwrap();
+        assert!(root.pkey_table("mlx5_0", 1).unwrap().is_empty());
+        assert!(root.pkey_table("mlx5_0", 2).is_err());
     }
 
     /// The `devices` table's shortcut finds the same netdev for every port of every

@@ -111,6 +111,12 @@ pub fn hex_u32(text: &str) -> Option<u32> {
     u32::from_str_radix(digits, 16).ok()
 }
 
+/// A P_Key as sysfs writes it (`0xffff`).
+pub fn pkey(text: &str) -> Option<u16> {
+    let hex = text.trim().strip_prefix("0x")?;
+    u16::from_str_radix(hex, 16).ok()
+}
+
 pub fn dec_u32(text: &str) -> Option<u32> {
     text.trim().parse().ok()
 }

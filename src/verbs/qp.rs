@@ -20,6 +20,9 @@ use crate::failure::{Cause, Failure, FailureContext, QpParams, Step, QP_PARAMS};
 use crate::gid::Gid;
 use crate::model::{GidType, LinkLayer};
 
+mod semantics;
+pub use semantics::*;
+
 // ---------------------------------------------------------------------------------------
 // Numbers
 

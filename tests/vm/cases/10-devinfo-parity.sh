@@ -17,9 +17,9 @@ for dev in rxe0 rxe1; do
     check "$dev: every ibv_devinfo -v field equals rdmactl's JSON" \
         python3 "$PARITY" "$RESULTS/$dev-ibv_devinfo-v.txt" "$RESULTS/$dev-rdmactl-v.json"
     "$RDMACTL" devices -v -d "$dev" > "$RESULTS/$dev-rdmactl-v.txt" 2>&1
-    # rdmactl adds sysfs lines (driver, uverbs, rate, netdev, gid_netdevs) after
+    # rdmactl adds sysfs lines (driver, uverbs, rate, netdev, gid_netdevs, pkeys) after
     # ibv_devinfo's own; without them the text must be ibv_devinfo's, line for line.
-    grep -Ev $'^\t+(driver|uverbs|rate|netdev|gid_netdevs):' "$RESULTS/$dev-rdmactl-v.txt" \
+    grep -Ev $'^\t+(driver|uverbs|rate|netdev|gid_netdevs|pkeys):' "$RESULTS/$dev-rdmactl-v.txt" \
         > "$RESULTS/$dev-rdmactl-v-verbs-lines.txt"
     check "$dev: human devices -v, less its sysfs lines, diffs clean against ibv_devinfo -v" \
         diff -u "$RESULTS/$dev-ibv_devinfo-v.txt" "$RESULTS/$dev-rdmactl-v-verbs-lines.txt"

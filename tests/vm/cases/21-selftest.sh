@@ -1,7 +1,7 @@
 # shellcheck shell=bash
 # rdmactl selftest: two QPs in one process on rxe0, and one QP on each of rxe0 and rxe1.
 
-steps='["open","pd","mr","cq","qp create","init","rtr","rts","post recv","send","rdma write","rdma read","atomic cas","zero-byte send","poll"]'
+steps='["open","pd","mr","cq","qp create","init","rtr","rts","post recv","send","rdma write","rdma read","atomic cas","zero-byte send","poll","unsignaled","events","solicited","inline","pkey","flush","threads","shared qp","fetch-add","srq"]'
 
 selftest_ok() { # selftest_ok LABEL ARGS...
     local label=$1
@@ -11,7 +11,7 @@ selftest_ok() { # selftest_ok LABEL ARGS...
     expect_no_out "selftest $label: no FAIL line" 'FAIL' cat "$LAST_STDOUT"
     check "selftest $label -j runs" "$RDMACTL" -j selftest "$@" -g 1
     cp "$LAST_STDOUT" "$RESULTS/selftest-$label.json"
-    check "selftest $label JSON: 15 steps, all ok, in order" \
+    check "selftest $label JSON: 25 steps, all ok, in order" \
         jq -e --argjson want "$steps" '[.steps[].step] == $want and all(.steps[]; .ok) and .ok' \
         "$RESULTS/selftest-$label.json"
 }
