@@ -116,6 +116,9 @@ pub enum Command {
     /// Port counters (counters/ and hw_counters/) grouped by what they indicate;
     /// --interval for wrap-aware deltas and rates
     Counters(CountersArgs),
+    /// InfiniBand subnet discovery and diagnosis from this host (MADs): nodes, links, subnet
+    /// manager, degraded links, error counters, changes since a baseline
+    Subnet(SubnetArgs),
     /// Write man pages and shell completions (for packagers)
     #[command(hide = true)]
     Generate(GenerateArgs),
@@ -441,6 +444,44 @@ fn parse_interval(s: &str) -> Result<f64, String> {
     } else {
         Err(format!("'{s}': the interval must be at least 0.01 seconds"))
     }
+}
+
+#[derive(Debug, Args)]
+pub struct SubnetArgs {
+    /// The device to walk from (default: the first InfiniBand port with a umad device)
+    #[arg(short = 'd', long = "ib-dev", value_name = "DEV")]
+    pub device: Option<String>,
+    /// The port to walk from
+    #[arg(short = 'i', long = "ib-port", value_name = "PORT")]
+    pub port: Option<u32>,
+    /// MADs outstanding at once (ibnetdiscover's -o; it keeps 2)
+    #[arg(long, value_name = "N", default_value_t = 32, value_parser = clap::value_parser!(u32).range(1..=256))]
+    pub in_flight: u32,
+    /// How long one MAD waits for its answer, in milliseconds
+    #[arg(long, value_name = "MS", default_value_t = 500, value_parser = clap::value_parser!(u64).range(1..=60_000))]
+    pub timeout: u64,
+    /// Resends of an unanswered MAD before its node is reported unanswered
+    #[arg(long, value_name = "N", default_value_t = 6, value_parser = clap::value_parser!(u32).range(0..=20))]
+    pub retries: u32,
+    /// Skip the PMA PortCounters of the link ends
+    #[arg(long)]
+    pub no_counters: bool,
+    /// Compare with a previous `subnet -j` output or an ibnetdiscover topology file
+    #[arg(long, value_name = "FILE")]
+    pub baseline: Option<PathBuf>,
+    /// Write the subnet in ibnetdiscover's topology format to FILE
+    #[arg(long, value_name = "FILE")]
+    pub topology: Option<PathBuf>,
+    /// List the channel adapters (hosts), as ibhosts does, instead of the report
+    #[arg(long, conflicts_with = "switches")]
+    pub hosts: bool,
+    /// List the switches, as ibswitches does, instead of the report
+    #[arg(long)]
+    pub switches: bool,
+    /// After the report, clear the PMA counters of every link end (a PMA Set; nothing is
+    /// ever set without this flag)
+    #[arg(long)]
+    pub reset_counters: bool,
 }
 
 #[derive(Debug, Args)]

@@ -6,6 +6,7 @@ mod cmd;
 mod counter;
 mod ctx;
 mod diagnose;
+mod discover;
 mod errno;
 mod error;
 mod exit;
@@ -15,12 +16,14 @@ mod finding;
 mod generate;
 mod gid;
 mod interrupt;
+mod mad;
 mod model;
 mod net;
 mod oob;
 mod output;
 mod render;
 mod sysfs;
+mod topology;
 mod verbs;
 
 /// tests/json-schema.txt's checker, for the unit tests of reports that need a device.

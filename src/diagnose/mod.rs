@@ -23,3 +23,4 @@ pub fn explain(failure: &Failure, facts: &Facts) -> Explanation {
         datapath::explain(failure, facts)
     }
 }
+pub mod subnet;

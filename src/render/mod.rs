@@ -6,4 +6,5 @@ pub mod explanation;
 pub mod findings;
 pub mod gid;
 pub mod inventory;
+pub mod subnet;
 pub mod table;

@@ -1,0 +1,532 @@
+//! The subnet walk: directed-route SMPs from the local port (NodeInfo, NodeDescription,
+//! PortInfo, SwitchInfo), then SMInfo from the subnet managers and PMA PortCounters from
+//! both ends of every link. Many MADs are in flight at once; each has its own timeout and
+//! is resent a number of times before it counts as unanswered. A node that never answers
+//! is recorded and the walk goes on. A gatherer: it speaks through any `MadTransport` (the
+//! umad device, or a test's fake fabric) and returns a `topology::Subnet`.
+
+use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::io;
+use std::time::{Duration, Instant};
+
+use crate::mad::{self, Header, MadTransport, NodeInfo, NodeType, PortInfo, Route, MAD_SIZE};
+use crate::topology::{End, Link, MadStats, Node, SmSeen, Subnet, SubnetPort, Unanswered};
+
+#[derive(Debug, Clone)]
+pub struct WalkOptions {
+    /// MADs outstanding at once.
+    pub in_flight: usize,
+    /// Resends of an unanswered MAD before it is given up.
+    pub retries: u32,
+    /// How long one send waits for its answer.
+    pub timeout: Duration,
+    /// Read PMA PortCounters on both ends of every link.
+    pub counters: bool,
+}
+
+impl Default for WalkOptions {
+    fn default() -> WalkOptions {
+        WalkOptions {
+            in_flight: 32,
+            retries: 6,
+            timeout: Duration::from_millis(500),
+            counters: true,
+        }
+    }
+}
+
+/// What an answer is for.
+#[derive(Debug, Clone)]
+enum Want {
+    /// The node at the end of a route, reached out of `from` (None: the local node).
+    NodeInfo {
+        from: Option<End>,
+    },
+    NodeDesc(u64),
+    PortInfo(u64, u8),
+    SwitchInfo(u64),
+    SmInfo(u64),
+    Counters(End),
+    Clear(End),
+}
+
+impl Want {
+    fn what(&self) -> String {
+        match self {
+            Want::NodeInfo { .. } => "NodeInfo".into(),
+            Want::NodeDesc(_) => "NodeDescription".into(),
+            Want::PortInfo(_, p) => format!("PortInfo port {p}"),
+            Want::SwitchInfo(_) => "SwitchInfo".into(),
+            Want::SmInfo(_) => "SMInfo".into(),
+            Want::Counters(e) => format!("PortCounters port {}", e.port),
+            Want::Clear(e) => format!("PortCounters Set (clear) port {}", e.port),
+        }
+    }
+}
+
+struct Job {
+    want: Want,
+    route: Route,
+    class: u8,
+    method: u8,
+    attr: u16,
+    attr_mod: u32,
+    data: Vec<u8>,
+}
+
+impl Job {
+    fn smp(want: Want, route: &[u8], attr: u16, attr_mod: u32) -> Job {
+        Job {
+            want,
+            route: Route::Directed(route.to_vec()),
+            class: mad::CLASS_SMP_DR,
+            method: mad::METHOD_GET,
+            attr,
+            attr_mod,
+            data: Vec::new(),
+        }
+    }
+}
+
+struct Pending {
+    job: Job,
+    mad: [u8; MAD_SIZE],
+    sends: u32,
+    deadline: Instant,
+}
+
+/// Why a request has no answer.
+enum Miss {
+    /// No answer after every resend.
+    Lost,
+    /// An answer with this MAD status.
+    Status(u16),
+}
+
+/// Keeps up to `in_flight` requests outstanding, resends on timeout, and hands each answer
+/// (or loss) to `on`, which may queue more requests.
+fn pump<T: MadTransport>(
+    t: &mut T,
+    opts: &WalkOptions,
+    tid: &mut u32,
+    stats: &mut MadStats,
+    mut jobs: VecDeque<Job>,
+    mut on: impl FnMut(&Job, Result<Vec<u8>, Miss>, &mut VecDeque<Job>),
+) -> io::Result<()> {
+    let mut pending: HashMap<u32, Pending> = HashMap::new();
+    let in_flight = opts.in_flight.max(1);
+    loop {
+        while pending.len() < in_flight {
+            let Some(job) = jobs.pop_front() else { break };
+            *tid = tid.wrapping_add(1).max(1);
+            let Some(m) = mad::encode_request(
+                job.class,
+                job.method,
+                u64::from(*tid),
+                job.attr,
+                job.attr_mod,
+                &job.route,
+                &job.data,
+            ) else {
+                // A route past 63 hops: the walk never builds one, but a loss is the truth.
+                stats.unanswered += 1;
+                on(&job, Err(Miss::Lost), &mut jobs);
+                continue;
+            };
+            t.send(&m, &job.route)?;
+            stats.requests += 1;
+            pending.insert(
+                *tid,
+                Pending {
+                    job,
+                    mad: m,
+                    sends: 1,
+                    deadline: Instant::now() + opts.timeout,
+                },
+            );
+            stats.in_flight_max = stats.in_flight_max.max(pending.len());
+        }
+        if pending.is_empty() {
+            return Ok(());
+        }
+        let now = Instant::now();
+        let first = pending.values().map(|p| p.deadline).min().unwrap_or(now);
+        if let Some(reply) = t.recv(first.saturating_duration_since(now))? {
+            let Some(h) = Header::decode(&reply) else {
+                continue;
+            };
+            // The transport owns the upper 32 TID bits (the kernel's agent id).
+            let Some(p) = pending.remove(&(h.tid as u32)) else {
+                continue;
+            };
+            if h.method != mad::METHOD_GET_RESP || h.status_code() != 0 {
+                stats.errors += 1;
+                on(&p.job, Err(Miss::Status(h.status_code())), &mut jobs);
+            } else {
+                on(&p.job, Ok(reply), &mut jobs);
+            }
+            continue;
+        }
+        let now = Instant::now();
+        let expired: Vec<u32> = pending
+            .iter()
+            .filter(|(_, p)| p.deadline <= now)
+            .map(|(k, _)| *k)
+            .collect();
+        for key in expired {
+            let Some(p) = pending.get_mut(&key) else {
+                continue;
+            };
+            if p.sends <= opts.retries {
+                // The same TID: a late answer to an earlier send is just as good.
+                t.send(&p.mad, &p.job.route)?;
+                p.sends += 1;
+                p.deadline = now + opts.timeout;
+                stats.resent += 1;
+            } else if let Some(p) = pending.remove(&key) {
+                stats.unanswered += 1;
+                on(&p.job, Err(Miss::Lost), &mut jobs);
+            }
+        }
+    }
+}
+
+/// Walks the subnet from the local port and reads SMInfo and (with `opts.counters`)
+/// PortCounters. An I/O error of the transport ends it; an unanswered node does not.
+pub fn walk<T: MadTransport>(t: &mut T, opts: &WalkOptions) -> io::Result<Subnet> {
+    let started = Instant::now();
+    let mut tid = 0u32;
+    let mut stats = MadStats::default();
+    let mut nodes: Vec<Node> = Vec::new();
+    let mut index: HashMap<u64, usize> = HashMap::new();
+    // The port each node was first entered by: a switch does not walk back out of it.
+    let mut entry_port: HashMap<u64, u8> = HashMap::new();
+    let mut links: BTreeSet<Link> = BTreeSet::new();
+    let mut local: Option<End> = None;
+    let mut unanswered = Vec::new();
+
+    let lost = |job: &Job, miss: Miss, unanswered: &mut Vec<Unanswered>| {
+        let via = match &job.want {
+            Want::NodeInfo { from: Some(f) } => Some(format!("{:#018x} port {}", f.guid, f.port)),
+            _ => None,
+        };
+        unanswered.push(Unanswered {
+            route: job.route.to_string(),
+            what: match miss {
+                Miss::Lost => job.want.what(),
+                Miss::Status(s) => format!("{} (MAD status {s:#06x})", job.want.what()),
+            },
+            via,
+        });
+    };
+
+    let first = VecDeque::from([Job::smp(
+        Want::NodeInfo { from: None },
+        &[],
+        mad::ATTR_NODE_INFO,
+        0,
+    )]);
+    pump(t, opts, &mut tid, &mut stats, first, |job, answer, jobs| {
+        let reply = match answer {
+            Ok(r) => r,
+            Err(miss) => return lost(job, miss, &mut unanswered),
+        };
+        let Some(data) = mad::data(&reply) else {
+            return;
+        };
+        let Route::Directed(route) = &job.route else {
+            return;
+        };
+        match &job.want {
+            Want::NodeInfo { from } => {
+                let Some(ni) = NodeInfo::decode(data) else {
+                    return;
+                };
+                let here = End {
+                    guid: ni.node_guid,
+                    port: ni.local_port,
+                };
+                if route.is_empty() {
+                    local = Some(here);
+                }
+                if let Some(f) = from {
+                    links.insert(Link::new(*f, here));
+                }
+                if let Some(&i) = index.get(&ni.node_guid) {
+                    if !nodes[i].port_guids.iter().any(|(p, _)| *p == ni.local_port) {
+                        nodes[i].port_guids.push((ni.local_port, ni.port_guid));
+                    }
+                    // Another port of a known CA: its PortInfo is still to read.
+                    let n = &nodes[i];
+                    if !n.is_switch() && n.port(ni.local_port).is_none() {
+                        jobs.push_back(Job::smp(
+                            Want::PortInfo(ni.node_guid, ni.local_port),
+                            route,
+                            mad::ATTR_PORT_INFO,
+                            u32::from(ni.local_port),
+                        ));
+                    }
+                    return;
+                }
+                index.insert(ni.node_guid, nodes.len());
+                entry_port.insert(ni.node_guid, ni.local_port);
+                nodes.push(Node {
+                    guid: ni.node_guid,
+                    node_type: ni.node_type,
+                    description: String::new(),
+                    lid: 0,
+                    num_ports: ni.num_ports,
+                    system_image_guid: ni.system_image_guid,
+                    vendor_id: ni.vendor_id,
+                    device_id: ni.device_id,
+                    enhanced_port0: false,
+                    port_guids: vec![(ni.local_port, ni.port_guid)],
+                    route: route.clone(),
+                    ports: Vec::new(),
+                });
+                let g = ni.node_guid;
+                jobs.push_back(Job::smp(Want::NodeDesc(g), route, mad::ATTR_NODE_DESC, 0));
+                if ni.node_type == NodeType::Switch {
+                    jobs.push_back(Job::smp(
+                        Want::SwitchInfo(g),
+                        route,
+                        mad::ATTR_SWITCH_INFO,
+                        0,
+                    ));
+                    for p in 0..=ni.num_ports {
+                        jobs.push_back(Job::smp(
+                            Want::PortInfo(g, p),
+                            route,
+                            mad::ATTR_PORT_INFO,
+                            u32::from(p),
+                        ));
+                    }
+                } else {
+                    jobs.push_back(Job::smp(
+                        Want::PortInfo(g, ni.local_port),
+                        route,
+                        mad::ATTR_PORT_INFO,
+                        u32::from(ni.local_port),
+                    ));
+                }
+            }
+            Want::NodeDesc(g) => {
+                if let (Some(&i), Some(d)) = (index.get(g), mad::node_description(data)) {
+                    nodes[i].description = d;
+                }
+            }
+            Want::SwitchInfo(g) => {
+                if let (Some(&i), Some(si)) = (index.get(g), mad::SwitchInfo::decode(data)) {
+                    nodes[i].enhanced_port0 = si.enhanced_port0;
+                }
+            }
+            Want::PortInfo(g, p) => {
+                let (Some(&i), Some(pi)) = (index.get(g), PortInfo::decode(data)) else {
+                    return;
+                };
+                let node = &mut nodes[i];
+                let port = subnet_port(*p, &pi);
+                if node.lid == 0 && (*p == 0 || !node.is_switch()) {
+                    node.lid = pi.lid;
+                }
+                node.ports.retain(|x| x.port != *p);
+                node.ports.push(port);
+                node.ports.sort_by_key(|x| x.port);
+                let up = pi.phys_state == mad::PHYS_LINK_UP;
+                let walk_on = if node.is_switch() {
+                    // A switch's physical ports lead on, except the one we came in by.
+                    *p >= 1 && (route.is_empty() || entry_port.get(g) != Some(p))
+                } else {
+                    // Only the local CA's own port leads out; a CA does not forward.
+                    route.is_empty()
+                };
+                if up && walk_on && route.len() < mad::MAX_HOPS {
+                    let mut next = route.clone();
+                    next.push(*p);
+                    jobs.push_back(Job::smp(
+                        Want::NodeInfo {
+                            from: Some(End { guid: *g, port: *p }),
+                        },
+                        &next,
+                        mad::ATTR_NODE_INFO,
+                        0,
+                    ));
+                }
+            }
+            _ => {}
+        }
+    })?;
+
+    let local = local.ok_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::TimedOut,
+            format!(
+                "the local port did not answer NodeInfo after {} sends of {} ms",
+                opts.retries + 1,
+                opts.timeout.as_millis()
+            ),
+        )
+    })?;
+    let local_node = nodes.iter().find(|n| n.guid == local.guid);
+    let local_port = local_node.and_then(|n| n.port(local.port).or_else(|| n.port(0)));
+    let local_sm_lid = local_port.map(|p| p.sm_lid).unwrap_or(0);
+
+    // SMInfo: from the node holding the local port's SM LID, and from every node with a
+    // port that says it is an SM.
+    let mut sm_nodes: Vec<u64> = Vec::new();
+    for n in &nodes {
+        let holds_sm_lid =
+            local_sm_lid != 0 && n.ports.iter().any(|p| p.lid == local_sm_lid && p.lid != 0);
+        if (holds_sm_lid || n.ports.iter().any(|p| p.is_sm)) && !sm_nodes.contains(&n.guid) {
+            sm_nodes.push(n.guid);
+        }
+    }
+    let mut second: VecDeque<Job> = VecDeque::new();
+    for g in &sm_nodes {
+        if let Some(n) = nodes.iter().find(|n| n.guid == *g) {
+            second.push_back(Job::smp(Want::SmInfo(*g), &n.route, mad::ATTR_SM_INFO, 0));
+        }
+    }
+    if opts.counters {
+        for end in links.iter().flat_map(|l| [l.a, l.b]) {
+            if let Some(job) = counters_job(&nodes, end, false) {
+                second.push_back(job);
+            }
+        }
+    }
+    let mut sms = Vec::new();
+    pump(t, opts, &mut tid, &mut stats, second, |job, answer, _| {
+        let reply = match answer {
+            Ok(r) => r,
+            Err(miss) => return lost(job, miss, &mut unanswered),
+        };
+        let Some(data) = mad::data(&reply) else {
+            return;
+        };
+        match &job.want {
+            Want::SmInfo(g) => {
+                if let Some(si) = mad::SmInfo::decode(data) {
+                    let lid = nodes
+                        .iter()
+                        .find(|n| n.guid == *g)
+                        .map(|n| n.lid)
+                        .unwrap_or(0);
+                    sms.push(SmSeen {
+                        guid: si.guid,
+                        lid,
+                        priority: si.priority,
+                        state: mad::sm_state_name(si.state),
+                        act_count: si.act_count,
+                    });
+                }
+            }
+            Want::Counters(end) => {
+                if let (Some(c), Some(n)) = (
+                    mad::PortCounters::decode(data),
+                    nodes.iter_mut().find(|n| n.guid == end.guid),
+                ) {
+                    if let Some(p) = n.ports.iter_mut().find(|p| p.port == end.port) {
+                        p.counters = Some(c.values);
+                    }
+                }
+            }
+            _ => {}
+        }
+    })?;
+
+    let local_port = nodes
+        .iter()
+        .find(|n| n.guid == local.guid)
+        .and_then(|n| n.port(local.port).or_else(|| n.port(0)));
+    Ok(Subnet {
+        local,
+        local_lid: local_port.map(|p| p.lid).unwrap_or(0),
+        local_sm_lid,
+        local_state: local_port.map(|p| p.state).unwrap_or("UNKNOWN"),
+        nodes,
+        links: links.into_iter().collect(),
+        sms,
+        unanswered,
+        mads: stats,
+        elapsed_ms: started.elapsed().as_millis() as u64,
+    })
+}
+
+/// A PMA request for one link end, LID-routed (the PMA is a GSI class: no directed
+/// routes). None when the end's node has no LID yet (no SM has assigned one).
+fn counters_job(nodes: &[Node], end: End, clear: bool) -> Option<Job> {
+    let node = nodes.iter().find(|n| n.guid == end.guid)?;
+    let lid = if node.is_switch() {
+        node.lid
+    } else {
+        node.port(end.port)?.lid
+    };
+    if lid == 0 {
+        return None;
+    }
+    Some(Job {
+        want: if clear {
+            Want::Clear(end)
+        } else {
+            Want::Counters(end)
+        },
+        route: Route::Lid(lid),
+        class: mad::CLASS_PERF,
+        method: if clear {
+            mad::METHOD_SET
+        } else {
+            mad::METHOD_GET
+        },
+        attr: mad::ATTR_PORT_COUNTERS,
+        attr_mod: 0,
+        data: if clear {
+            mad::port_counters_clear(end.port).to_vec()
+        } else {
+            mad::port_counters_select(end.port).to_vec()
+        },
+    })
+}
+
+/// Clears PortCounters on every end of every link (a PMA Set; only on
+/// `--reset-counters`). Returns the ends that did not confirm.
+pub fn clear_counters<T: MadTransport>(
+    t: &mut T,
+    opts: &WalkOptions,
+    subnet: &Subnet,
+) -> io::Result<Vec<End>> {
+    let jobs: VecDeque<Job> = subnet
+        .links
+        .iter()
+        .flat_map(|l| [l.a, l.b])
+        .filter_map(|e| counters_job(&subnet.nodes, e, true))
+        .collect();
+    let mut failed = Vec::new();
+    let mut tid = 0x4000_0000u32;
+    let mut stats = MadStats::default();
+    pump(t, opts, &mut tid, &mut stats, jobs, |job, answer, _| {
+        if let (Want::Clear(e), Err(_)) = (&job.want, answer) {
+            failed.push(*e);
+        }
+    })?;
+    Ok(failed)
+}
+
+fn subnet_port(num: u8, pi: &PortInfo) -> SubnetPort {
+    SubnetPort {
+        port: num,
+        lid: pi.lid,
+        state: mad::port_state_name(pi.state),
+        phys_state: mad::phys_state_name(pi.phys_state),
+        width: mad::width_lanes(pi.width_active),
+        max_width: pi.max_width_lanes(),
+        speed: pi.speed(),
+        max_speed: pi.max_speed(),
+        mtu_cap: mad::mtu_bytes(pi.mtu_cap),
+        active_mtu: mad::mtu_bytes(pi.neighbor_mtu),
+        vl_cap: mad::data_vls(pi.vl_cap),
+        operational_vls: mad::data_vls(pi.operational_vls),
+        sm_lid: pi.sm_lid,
+        is_sm: pi.capability_mask & mad::CAP_IS_SM != 0,
+        counters: None,
+    }
+}
