@@ -204,6 +204,8 @@ pub fn walk<T: MadTransport>(t: &mut T, opts: &WalkOptions) -> io::Result<Subnet
     let mut links: BTreeSet<Link> = BTreeSet::new();
     let mut local: Option<End> = None;
     let mut unanswered = Vec::new();
+    // Switch ports as read, kept to be judged against their port 0 after the walk.
+    let mut switch_ports: Vec<(u64, u8, PortInfo)> = Vec::new();
 
     let lost = |job: &Job, miss: Miss, unanswered: &mut Vec<Unanswered>| {
         let via = match &job.want {
@@ -325,6 +327,9 @@ pub fn walk<T: MadTransport>(t: &mut T, opts: &WalkOptions) -> io::Result<Subnet
                     return;
                 };
                 let node = &mut nodes[i];
+                if node.is_switch() {
+                    switch_ports.push((*g, *p, pi.clone()));
+                }
                 let port = subnet_port(*p, &pi);
                 if node.lid == 0 && (*p == 0 || !node.is_switch()) {
                     node.lid = pi.lid;
@@ -356,6 +361,29 @@ pub fn walk<T: MadTransport>(t: &mut T, opts: &WalkOptions) -> io::Result<Subnet
             _ => {}
         }
     })?;
+
+    // A switch's external ports carry no capability mask of their own: port 0's says
+    // whether the LinkSpeedExt fields hold (as libibnetdisc reads them).
+    for (guid, num, pi) in &switch_ports {
+        let Some(node) = nodes.iter_mut().find(|n| n.guid == *guid) else {
+            continue;
+        };
+        let port0_mask = switch_ports
+            .iter()
+            .find(|(g, n, _)| g == guid && *n == 0)
+            .map(|(_, _, p)| p.capability_mask);
+        let (Some(mask), Some(slot)) = (port0_mask, node.ports.iter_mut().find(|x| x.port == *num))
+        else {
+            continue;
+        };
+        if *num != 0 {
+            let mut with_mask = pi.clone();
+            with_mask.capability_mask |= mask & mad::CAP_EXT_SPEEDS;
+            let counters = slot.counters.take();
+            *slot = subnet_port(slot.port, &with_mask);
+            slot.counters = counters;
+        }
+    }
 
     let local = local.ok_or_else(|| {
         io::Error::new(

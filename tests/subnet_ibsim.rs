@@ -1,0 +1,647 @@
+//! `rdmactl subnet` on simulated InfiniBand subnets: ibsim (ibsim-utils) simulates the
+//! fabric, the real opensm runs on it, and libumad2sim.so (LD_PRELOAD) carries rdmactl's and
+//! the reference tools' MADs to it. Each test starts its own ibsim on its own abstract
+//! socket name (IBSIM_SOCKNAME) in a temp dir, and `Sim`'s Drop kills ibsim and opensm even
+//! when an assertion fails. Without the packages (scripts/setup installs them) each test
+//! prints why and returns.
+
+mod schema;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Output, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+const UMAD2SIM: &str = "/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so";
+const EXAMPLES: &str = "/usr/share/doc/ibsim-utils/net-examples";
+
+/// Why the simulator cannot run here, or None.
+fn missing() -> Option<String> {
+    let on_path = |tool: &str| {
+        std::env::var_os("PATH")
+            .map(|p| std::env::split_paths(&p).any(|d| d.join(tool).is_file()))
+            .unwrap_or(false)
+            || ["/usr/sbin", "/sbin"]
+                .iter()
+                .any(|d| Path::new(d).join(tool).is_file())
+    };
+    let absent: Vec<&str> = ["ibsim", "opensm", "ibnetdiscover", "perfquery"]
+        .into_iter()
+        .filter(|t| !on_path(t))
+        .collect();
+    if !absent.is_empty() {
+        return Some(format!(
+            "{} not installed (apt-get install ibsim-utils opensm infiniband-diags, or scripts/setup)",
+            absent.join(", ")
+        ));
+    }
+    if !Path::new(UMAD2SIM).is_file() {
+        return Some(format!("{UMAD2SIM} missing (ibsim-utils)"));
+    }
+    None
+}
+
+macro_rules! require_sim {
+    () => {
+        if let Some(why) = missing() {
+            eprintln!("skipped: {why}");
+            return;
+        }
+    };
+}
+
+fn tool(name: &str) -> PathBuf {
+    for d in ["/usr/sbin", "/usr/bin", "/sbin", "/bin"] {
+        let p = Path::new(d).join(name);
+        if p.is_file() {
+            return p;
+        }
+    }
+    PathBuf::from(name)
+}
+
+static SIMS: AtomicUsize = AtomicUsize::new(0);
+
+/// One running simulator (and perhaps opensm); both die with it.
+struct Sim {
+    dir: tempfile::TempDir,
+    sock: String,
+    ibsim: Child,
+    console: ChildStdin,
+    opensm: Option<Child>,
+}
+
+fn wait_for(path: &Path, text: &str, limit: Duration) -> bool {
+    let start = Instant::now();
+    while start.elapsed() < limit {
+        if std::fs::read_to_string(path).is_ok_and(|s| s.contains(text)) {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    false
+}
+
+impl Sim {
+    fn start(topology: &str) -> Sim {
+        let dir = tempfile::tempdir().unwrap();
+        let sock = format!(
+            "rdmactl-test-{}-{}",
+            std::process::id(),
+            SIMS.fetch_add(1, Ordering::SeqCst)
+        );
+        let net = dir.path().join("net");
+        std::fs::write(&net, topology).unwrap();
+        let log = std::fs::File::create(dir.path().join("ibsim.log")).unwrap();
+        let mut ibsim = Command::new(tool("ibsim"))
+            .arg("-s")
+            .arg(&net)
+            .env("IBSIM_SOCKNAME", &sock)
+            .current_dir(dir.path())
+            .stdin(Stdio::piped())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .expect("start ibsim");
+        let console = ibsim.stdin.take().unwrap();
+        let sim = Sim {
+            dir,
+            sock,
+            ibsim,
+            console,
+            opensm: None,
+        };
+        assert!(
+            wait_for(
+                &sim.dir.path().join("ibsim.log"),
+                "Network simulator ready",
+                Duration::from_secs(30)
+            ),
+            "ibsim did not come up: {}",
+            sim.log("ibsim.log")
+        );
+        sim
+    }
+
+    fn log(&self, name: &str) -> String {
+        std::fs::read_to_string(self.dir.path().join(name)).unwrap_or_default()
+    }
+
+    fn command(&self, program: &Path) -> Command {
+        let mut c = Command::new(program);
+        c.env("LD_PRELOAD", UMAD2SIM)
+            .env("IBSIM_SOCKNAME", &self.sock)
+            .env_remove("SIM_HOST")
+            .current_dir(self.dir.path());
+        c
+    }
+
+    /// Starts opensm on the simulated fabric and waits until it says SUBNET UP.
+    fn start_sm(&mut self) {
+        let tmp = self.dir.path().join("osm");
+        std::fs::create_dir_all(&tmp).unwrap();
+        let log = self.dir.path().join("osm.log");
+        let child = self
+            .command(&tool("opensm"))
+            // -d2 flushes the log after each line, so SUBNET UP can be waited for.
+            .args(["-d2", "-f"])
+            .arg(&log)
+            .env("OSM_TMP_DIR", &tmp)
+            .env("OSM_CACHE_DIR", &tmp)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start opensm");
+        self.opensm = Some(child);
+        assert!(
+            wait_for(&log, "SUBNET UP", Duration::from_secs(120)),
+            "opensm did not bring the subnet up: {}",
+            self.log("osm.log")
+        );
+    }
+
+    /// One console command; ibsim answers on its log, so wait for the log to grow.
+    fn console(&mut self, line: &str) {
+        let before = self.log("ibsim.log").len();
+        writeln!(self.console, "{line}").unwrap();
+        self.console.flush().unwrap();
+        let start = Instant::now();
+        while self.log("ibsim.log").len() == before && start.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+
+    fn run(&self, program: &Path, args: &[&str]) -> Output {
+        self.command(program).args(args).output().unwrap()
+    }
+
+    /// `rdmactl subnet -j ARGS`: the JSON and the exit code.
+    fn subnet(&self, args: &[&str]) -> (Value, i32) {
+        let mut all = vec!["subnet", "-j"];
+        all.extend_from_slice(args);
+        let out = self.run(Path::new(env!("CARGO_BIN_EXE_rdmactl")), &all);
+        let json: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+            panic!(
+                "rdmactl {all:?}: not JSON ({e}); stderr: {}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+        });
+        (json, out.status.code().unwrap_or(-1))
+    }
+}
+
+impl Drop for Sim {
+    fn drop(&mut self) {
+        if let Some(sm) = &mut self.opensm {
+            let _ = sm.kill();
+            let _ = sm.wait();
+        }
+        let _ = self.ibsim.kill();
+        let _ = self.ibsim.wait();
+    }
+}
+
+fn example(name: &str) -> String {
+    std::fs::read_to_string(Path::new(EXAMPLES).join(name)).unwrap()
+}
+
+/// (guid, port) ↔ (guid, port), the smaller end first, with "4xSDR".
+type LinkKey = ((u64, u8), (u64, u8));
+
+fn key(a: (u64, u8), b: (u64, u8)) -> LinkKey {
+    if a <= b {
+        (a, b)
+    } else {
+        (b, a)
+    }
+}
+
+fn hex(s: &str) -> u64 {
+    u64::from_str_radix(s.trim_start_matches("0x"), 16).unwrap()
+}
+
+/// ibnetdiscover's output read independently of rdmactl's parser: every link with its
+/// width and speed as written ("4xSDR"), and each node's LID.
+fn ibnetdiscover_facts(text: &str) -> (BTreeMap<LinkKey, String>, BTreeMap<u64, u16>) {
+    let mut links = BTreeMap::new();
+    let mut lids = BTreeMap::new();
+    let mut current = None;
+    let mut is_ca = false;
+    for line in text.lines() {
+        let id_guid = |q: &str| hex(&q[2..]);
+        if line.starts_with("Switch") || line.starts_with("Ca") {
+            let id = line.split('"').nth(1).unwrap();
+            let g = id_guid(id);
+            current = Some(g);
+            is_ca = line.starts_with("Ca");
+            if !is_ca {
+                let lid = line.split("lid ").nth(1).unwrap().split_whitespace().next();
+                lids.insert(g, lid.unwrap().parse().unwrap());
+            }
+        } else if line.starts_with('[') {
+            let me = current.unwrap();
+            let port: u8 = line[1..line.find(']').unwrap()].parse().unwrap();
+            let peer_id = line.split('"').nth(1).unwrap();
+            let after = &line[line.find(peer_id).unwrap() + peer_id.len() + 2..];
+            let peer_port: u8 = after[..after.find(']').unwrap()].parse().unwrap();
+            let rate = line.split_whitespace().last().unwrap().to_string();
+            links.insert(key((me, port), (id_guid(peer_id), peer_port)), rate);
+            if is_ca {
+                // A CA's port line: "# lid 4 lmc 0 ...": the CA's LID.
+                let l = line.split("# lid ").nth(1).unwrap();
+                lids.insert(me, l.split_whitespace().next().unwrap().parse().unwrap());
+            }
+        }
+    }
+    (links, lids)
+}
+
+fn rdmactl_facts(j: &Value) -> (BTreeMap<LinkKey, String>, BTreeMap<u64, u16>) {
+    let mut links = BTreeMap::new();
+    for l in j["links"].as_array().unwrap() {
+        let end = |e: &Value| {
+            (
+                hex(e["guid"].as_str().unwrap()),
+                e["port"].as_u64().unwrap() as u8,
+            )
+        };
+        let width = l["width"].as_str().unwrap().trim_end_matches('X');
+        links.insert(
+            key(end(&l["a"]), end(&l["b"])),
+            format!("{width}x{}", l["speed"].as_str().unwrap()),
+        );
+    }
+    let lids = j["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| {
+            (
+                hex(n["guid"].as_str().unwrap()),
+                n["lid"].as_u64().unwrap() as u16,
+            )
+        })
+        .collect();
+    (links, lids)
+}
+
+fn findings<'a>(j: &'a Value, code: &str) -> Vec<&'a Value> {
+    j["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["code"] == code)
+        .collect()
+}
+
+fn codes(j: &Value) -> Vec<String> {
+    j["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["code"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// `perfquery LID PORT`'s "Name:....value" lines.
+fn perfquery(sim: &Sim, lid: u64, port: u8) -> BTreeMap<String, u64> {
+    let out = sim.run(&tool("perfquery"), &[&lid.to_string(), &port.to_string()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| {
+            let (name, value) = l.split_once(':')?;
+            Some((
+                name.to_string(),
+                value.trim_start_matches('.').trim().parse().ok()?,
+            ))
+        })
+        .collect()
+}
+
+/// perfquery's names for the counters rdmactl reports by their kernel names.
+const PERFQUERY_NAMES: &[(&str, &str)] = &[
+    ("symbol_error", "SymbolErrorCounter"),
+    ("link_error_recovery", "LinkErrorRecoveryCounter"),
+    ("link_downed", "LinkDownedCounter"),
+    ("port_rcv_errors", "PortRcvErrors"),
+    (
+        "port_rcv_remote_physical_errors",
+        "PortRcvRemotePhysicalErrors",
+    ),
+    ("port_rcv_switch_relay_errors", "PortRcvSwitchRelayErrors"),
+    ("port_xmit_discards", "PortXmitDiscards"),
+    ("port_xmit_constraint_errors", "PortXmitConstraintErrors"),
+    ("port_rcv_constraint_errors", "PortRcvConstraintErrors"),
+    ("local_link_integrity_errors", "LocalLinkIntegrityErrors"),
+    (
+        "excessive_buffer_overrun_errors",
+        "ExcessiveBufferOverrunErrors",
+    ),
+    ("VL15_dropped", "VL15Dropped"),
+    ("port_xmit_wait", "PortXmitWait"),
+];
+
+#[test]
+fn the_walk_matches_ibnetdiscover_and_the_counters_match_perfquery() {
+    require_sim!();
+    let mut sim = Sim::start(&example("net.2sw2path4hca"));
+    sim.start_sm();
+    let reference = sim.run(&tool("ibnetdiscover"), &[]);
+    assert!(reference.status.success());
+    let reference = String::from_utf8_lossy(&reference.stdout).into_owned();
+    sim.console("PerformanceSet \"Switch1\"[3] PortCounters.SymbolErrorCounter=77");
+    sim.console("PerformanceSet \"Switch1\"[3] PortCounters.LinkDownedCounter=3");
+    let (j, code) = sim.subnet(&[]);
+
+    let errors = schema::mismatches("subnet", &j);
+    assert!(errors.is_empty(), "{errors:#?}");
+    let (want_links, want_lids) = ibnetdiscover_facts(&reference);
+    let (got_links, got_lids) = rdmactl_facts(&j);
+    assert_eq!(got_links.len(), 6);
+    assert_eq!(got_links, want_links, "links, widths and speeds");
+    assert_eq!(got_lids, want_lids, "node LIDs");
+    assert_eq!(j["summary"]["switches"], 2);
+    assert_eq!(j["summary"]["cas"], 4);
+    assert_eq!(j["sm"][0]["state"], "master");
+
+    // The planted counters, found and explained, naming both ends of the link.
+    assert_eq!(code, 1, "a finding is exit 1");
+    let e = findings(&j, "subnet-link-errors");
+    assert_eq!(e.len(), 1, "{:#?}", j["findings"]);
+    let subject = e[0]["subject"].as_str().unwrap();
+    assert!(
+        subject.contains("switch \"Switch1\" port 3")
+            && subject.contains("switch \"Switch2\" port 3"),
+        "{subject}"
+    );
+    let evidence = e[0]["evidence"].to_string();
+    assert!(evidence.contains("symbol_error = 77"), "{evidence}");
+    assert!(evidence.contains("link_downed = 3"), "{evidence}");
+    assert!(e[0]["fix"].as_str().unwrap().contains("cable"));
+
+    // Every counter of every switch port of a link equals perfquery's.
+    for l in j["links"].as_array().unwrap() {
+        for side in ["a", "b"] {
+            let guid = hex(l[side]["guid"].as_str().unwrap());
+            let port = l[side]["port"].as_u64().unwrap() as u8;
+            let node = j["nodes"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|n| hex(n["guid"].as_str().unwrap()) == guid)
+                .unwrap();
+            if node["type"] != "switch" {
+                continue;
+            }
+            let theirs = perfquery(&sim, node["lid"].as_u64().unwrap(), port);
+            for (ours, name) in PERFQUERY_NAMES {
+                assert_eq!(
+                    l["counters"][side][ours].as_u64(),
+                    theirs.get(*name).copied(),
+                    "{ours} of {guid:#x} port {port}"
+                );
+            }
+        }
+    }
+
+    // --topology writes ibnetdiscover's format; ibsim loads it back into the same subnet.
+    let topo = sim.dir.path().join("topology.out");
+    let out = sim.run(
+        Path::new(env!("CARGO_BIN_EXE_rdmactl")),
+        &[
+            "subnet",
+            "--topology",
+            topo.to_str().unwrap(),
+            "--no-counters",
+        ],
+    );
+    assert!(out.status.code().is_some());
+    let written = std::fs::read_to_string(&topo).unwrap();
+    let (again_links, _) = ibnetdiscover_facts(&written);
+    assert_eq!(
+        again_links, want_links,
+        "--topology reads back as the same links"
+    );
+    let mut reloaded = Sim::start(&written);
+    reloaded.start_sm();
+    let (j2, _) = reloaded.subnet(&["--no-counters"]);
+    let (links2, _) = rdmactl_facts(&j2);
+    assert_eq!(
+        links2, got_links,
+        "ibsim loaded --topology's output as the same subnet"
+    );
+}
+
+#[test]
+fn without_a_subnet_manager_the_walk_says_so_and_how_to_fix_it() {
+    require_sim!();
+    let sim = Sim::start(&example("net.2sw2path4hca"));
+    let (j, code) = sim.subnet(&[]);
+    assert_eq!(code, 1);
+    assert_eq!(j["summary"]["nodes"], 6, "the walk needs no SM");
+    let f = findings(&j, "subnet-no-sm");
+    assert_eq!(f.len(), 1, "{:#?}", j["findings"]);
+    assert_eq!(f[0]["severity"], "fail");
+    assert_eq!(codes(&j)[0], "subnet-no-sm", "worst first");
+    let evidence = f[0]["evidence"].to_string();
+    assert!(evidence.contains("SM LID is 0"), "{evidence}");
+    assert!(f[0]["fix"].as_str().unwrap().contains("opensm"));
+    assert_eq!(j["local"]["sm_lid"], 0);
+}
+
+#[test]
+fn dropped_mads_are_resent_and_the_walk_finds_every_link_every_time() {
+    require_sim!();
+    let mut sim = Sim::start(&example("net.1"));
+    sim.start_sm();
+    sim.console("Error \"Switch1\" 30");
+    let mut resent = 0;
+    for run in 0..5 {
+        let (j, _) = sim.subnet(&["--timeout", "20", "--retries", "15"]);
+        assert_eq!(j["summary"]["nodes"], 3, "run {run}");
+        assert_eq!(
+            j["summary"]["links"], 2,
+            "run {run}: {:#?}",
+            j["unanswered"]
+        );
+        assert_eq!(j["mads"]["unanswered"], 0, "run {run}");
+        resent += j["mads"]["resent"].as_u64().unwrap();
+        if j["mads"]["resent"].as_u64().unwrap() > 0 {
+            let f = findings(&j, "subnet-mads-resent");
+            assert_eq!(f.len(), 1);
+        }
+    }
+    assert!(resent > 0, "30% drops must have cost some resends");
+}
+
+/// A two-level fat tree: `spines` spine switches, `leaves` leaf switches each with one link
+/// to every spine and `hosts` hosts, every link 4X EDR except where `speed`/`width` say.
+fn fat_tree(
+    spines: usize,
+    leaves: usize,
+    hosts: usize,
+    link: impl Fn(&str, &str) -> Option<&'static str>,
+) -> String {
+    let ports = 36;
+    let spine = |s: usize| format!("S-{:016x}", 0x5000 + s);
+    let leaf = |l: usize| format!("S-{:016x}", 0x6000 + l);
+    let host = |l: usize, h: usize| format!("H-{:016x}", 0x10_0000 + (l * 64 + h) * 4);
+    let rate = |a: &str, b: &str| link(a, b).or(link(b, a)).unwrap_or("4xEDR");
+    let mut out = String::new();
+    for s in 0..spines {
+        out.push_str(&format!(
+            "switchguid=0x{:x}\nSwitch\t{ports} \"{}\"\t# \"spine{s}\" enhanced port 0 lid 0 lmc 0\n",
+            0x5000 + s,
+            spine(s)
+        ));
+        for l in 0..leaves {
+            out.push_str(&format!(
+                "[{}]\t\"{}\"[{}]\t# \"leaf{l}\" lid 0 {}\n",
+                l + 1,
+                leaf(l),
+                hosts + s + 1,
+                rate(&spine(s), &leaf(l))
+            ));
+        }
+        out.push('\n');
+    }
+    for l in 0..leaves {
+        out.push_str(&format!(
+            "switchguid=0x{:x}\nSwitch\t{ports} \"{}\"\t# \"leaf{l}\" enhanced port 0 lid 0 lmc 0\n",
+            0x6000 + l,
+            leaf(l)
+        ));
+        for h in 0..hosts {
+            out.push_str(&format!(
+                "[{}]\t\"{}\"[1]\t# \"node{l:02}{h:02} HCA-1\" lid 0 {}\n",
+                h + 1,
+                host(l, h),
+                rate(&leaf(l), &host(l, h))
+            ));
+        }
+        for s in 0..spines {
+            out.push_str(&format!(
+                "[{}]\t\"{}\"[{}]\t# \"spine{s}\" lid 0 {}\n",
+                hosts + s + 1,
+                spine(s),
+                l + 1,
+                rate(&leaf(l), &spine(s))
+            ));
+        }
+        out.push('\n');
+    }
+    for l in 0..leaves {
+        for h in 0..hosts {
+            out.push_str(&format!(
+                "caguid=0x{:x}\nCa\t1 \"{}\"\t# \"node{l:02}{h:02} HCA-1\"\n[1]\t\"{}\"[{}]\t# lid 0 lmc 0 \"leaf{l}\" lid 0 {}\n\n",
+                0x10_0000 + (l * 64 + h) * 4,
+                host(l, h),
+                leaf(l),
+                h + 1,
+                rate(&host(l, h), &leaf(l))
+            ));
+        }
+    }
+    out
+}
+
+#[test]
+fn a_fat_tree_with_planted_faults_each_found_and_explained() {
+    require_sim!();
+    // leaf2 ↔ spine1 trained at DDR; node0305's HCA at 1X.
+    let bad_spine = format!("S-{:016x}", 0x5001);
+    let bad_leaf = format!("S-{:016x}", 0x6002);
+    let narrow_host = format!("H-{:016x}", 0x10_0000 + (3 * 64 + 5) * 4);
+    let topology = fat_tree(4, 6, 8, |a, b| {
+        if a == bad_spine && b == bad_leaf {
+            Some("4xDDR")
+        } else if a == narrow_host {
+            Some("1xEDR")
+        } else {
+            None
+        }
+    });
+    let mut sim = Sim::start(&topology);
+    sim.start_sm();
+    let (j, code) = sim.subnet(&[]);
+    assert_eq!(code, 1);
+    assert_eq!(j["summary"]["switches"], 10);
+    assert_eq!(j["summary"]["cas"], 48);
+    assert_eq!(j["summary"]["links"], 4 * 6 + 6 * 8);
+
+    let reference = sim.run(&tool("ibnetdiscover"), &[]);
+    let (want_links, want_lids) = ibnetdiscover_facts(&String::from_utf8_lossy(&reference.stdout));
+    let (got_links, got_lids) = rdmactl_facts(&j);
+    assert_eq!(got_links, want_links);
+    assert_eq!(got_lids, want_lids);
+
+    let degraded = findings(&j, "subnet-link-degraded");
+    assert_eq!(degraded.len(), 2, "{:#?}", j["findings"]);
+    let subjects: Vec<&str> = degraded
+        .iter()
+        .map(|f| f["subject"].as_str().unwrap())
+        .collect();
+    assert!(
+        subjects
+            .iter()
+            .any(|s| s.contains("\"spine1\"") && s.contains("\"leaf2\"")),
+        "{subjects:?}"
+    );
+    let ddr = degraded
+        .iter()
+        .find(|f| f["subject"].as_str().unwrap().contains("\"spine1\""))
+        .unwrap();
+    assert!(
+        ddr["message"]
+            .as_str()
+            .unwrap()
+            .contains("speed DDR where most inter-switch links run EDR"),
+        "{ddr}"
+    );
+    let narrow = degraded
+        .iter()
+        .find(|f| f["subject"].as_str().unwrap().contains("node0305"))
+        .unwrap();
+    assert!(
+        narrow["message"]
+            .as_str()
+            .unwrap()
+            .contains("width 1X where most switch-to-CA links run 4X"),
+        "{narrow}"
+    );
+
+    // A host unlinked since the baseline (the -j above, and ibnetdiscover's file).
+    let baseline_json = sim.dir.path().join("baseline.json");
+    std::fs::write(&baseline_json, j.to_string()).unwrap();
+    let baseline_topo = sim.dir.path().join("baseline.topo");
+    std::fs::write(&baseline_topo, &reference.stdout).unwrap();
+    let gone = format!("H-{:016x}", 0x10_0000 + (1 * 64 + 2) * 4);
+    sim.console(&format!("Unlink \"{gone}\""));
+    for baseline in [&baseline_json, &baseline_topo] {
+        let (j, code) = sim.subnet(&["--no-counters", "--baseline", baseline.to_str().unwrap()]);
+        assert_eq!(code, 1);
+        let missing = findings(&j, "subnet-node-missing");
+        assert_eq!(missing.len(), 1, "{baseline:?}: {:#?}", j["findings"]);
+        assert!(missing[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("node0102 HCA-1"));
+        let evidence = missing[0]["evidence"].to_string();
+        assert!(
+            evidence.contains("\\\"leaf1\\\" port 3 is DOWN"),
+            "{evidence}"
+        );
+        assert!(!codes(&j).contains(&"subnet-link-moved".to_string()));
+    }
+}
