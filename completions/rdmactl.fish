@@ -42,6 +42,7 @@ complete -c rdmactl -n "__fish_rdmactl_needs_command" -f -a "pingpong" -d 'RC pi
 complete -c rdmactl -n "__fish_rdmactl_needs_command" -f -a "selftest" -d 'Loopback test inside one process, one line per verbs step'
 complete -c rdmactl -n "__fish_rdmactl_needs_command" -f -a "doctor" -d 'Check that this host\'s RDMA stack is sane'
 complete -c rdmactl -n "__fish_rdmactl_needs_command" -f -a "counters" -d 'Port counters (counters/ and hw_counters/) grouped by what they indicate; --interval for wrap-aware deltas and rates'
+complete -c rdmactl -n "__fish_rdmactl_needs_command" -f -a "subnet" -d 'InfiniBand subnet discovery and diagnosis from this host (MADs): nodes, links, subnet manager, degraded links, error counters, changes since a baseline'
 complete -c rdmactl -n "__fish_rdmactl_needs_command" -f -a "generate" -d 'Write man pages and shell completions (for packagers)'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand devices" -s d -l ib-dev -d 'Only this device' -r
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand devices" -l color -d 'When to colour the output (`auto`: a terminal, unless NO_COLOR is set or TERM=dumb)' -r -f -a "auto\t''
@@ -180,6 +181,24 @@ complete -c rdmactl -n "__fish_rdmactl_using_subcommand counters" -s a -l all -d
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand counters" -s j -l json -d 'Print JSON instead of a table'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand counters" -s h -l help -d 'Print help'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand counters" -s V -l version -d 'Print version'
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand subnet" -s d -l ib-dev -d 'The device to walk from (default: the first InfiniBand port with a umad device)' -r
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand subnet" -s i -l ib-port -d 'The port to walk from' -r
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand subnet" -l in-flight -d 'MADs outstanding at once (ibnetdiscover\'s -o; it keeps 2)' -r
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand subnet" -l timeout -d 'How long one MAD waits for its answer, in milliseconds' -r
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand subnet" -l retries -d 'Resends of an unanswered MAD before its node is reported unanswered' -r
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand subnet" -l baseline -d 'Compare with a previous `subnet -j` output or an ibnetdiscover topology file' -r -F
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand subnet" -l topology -d 'Write the subnet in ibnetdiscover\'s topology format to FILE' -r -F
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand subnet" -l color -d 'When to colour the output (`auto`: a terminal, unless NO_COLOR is set or TERM=dumb)' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand subnet" -l sysfs -d 'Read sysfs from DIR instead of /sys (a captured tree); verbs queries are skipped. pingpong and selftest refuse it: they run on this host\'s devices' -r -F
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand subnet" -l no-counters -d 'Skip the PMA PortCounters of the link ends'
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand subnet" -l hosts -d 'List the channel adapters (hosts), as ibhosts does, instead of the report'
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand subnet" -l switches -d 'List the switches, as ibswitches does, instead of the report'
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand subnet" -l reset-counters -d 'After the report, clear the PMA counters of every link end (a PMA Set; nothing is ever set without this flag)'
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand subnet" -s j -l json -d 'Print JSON instead of a table'
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand subnet" -s h -l help -d 'Print help'
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand subnet" -s V -l version -d 'Print version'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand generate" -l color -d 'When to colour the output (`auto`: a terminal, unless NO_COLOR is set or TERM=dumb)' -r -f -a "auto\t''
 always\t''
 never\t''"

@@ -109,13 +109,13 @@ fn pick_port(args: &SubnetArgs) -> Result<UmadPort> {
     })?;
     let wanted: Vec<&UmadPort> = all
         .iter()
-        .filter(|p| args.device.as_deref().is_none_or(|d| d == p.device))
-        .filter(|p| args.port.is_none_or(|n| n == p.port))
+        .filter(|p| args.device.as_deref().map_or(true, |d| d == p.device))
+        .filter(|p| args.port.map_or(true, |n| n == p.port))
         .collect();
     let Some(first) = wanted
         .iter()
         .filter(|p| is_ib(p))
-        .find(|p| p.state.as_deref().is_none_or(|s| s.contains("ACTIVE")))
+        .find(|p| p.state.as_deref().map_or(true, |s| s.contains("ACTIVE")))
         .or_else(|| wanted.iter().find(|p| is_ib(p)))
     else {
         if let Some(eth) = wanted.first() {
@@ -158,7 +158,7 @@ fn pick_port(args: &SubnetArgs) -> Result<UmadPort> {
 fn is_ib(p: &UmadPort) -> bool {
     p.link_layer
         .as_deref()
-        .is_none_or(|l| l.eq_ignore_ascii_case("infiniband"))
+        .map_or(true, |l| l.eq_ignore_ascii_case("infiniband"))
 }
 
 /// A baseline is a previous `subnet -j` (JSON) or an ibnetdiscover topology file.

@@ -41,7 +41,7 @@ pub fn judge(subnet: &Subnet, baseline: Option<&Baseline>) -> Vec<Finding> {
         out.extend(compare(subnet, b));
     }
     // Worst first; the order within a severity is the rules' own (stable).
-    out.sort_by(|a, b| b.severity.cmp(&a.severity));
+    out.sort_by_key(|f| std::cmp::Reverse(f.severity));
     out
 }
 
