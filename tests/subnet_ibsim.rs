@@ -645,3 +645,62 @@ fn a_fat_tree_with_planted_faults_each_found_and_explained() {
         assert!(!codes(&j).contains(&"subnet-link-moved".to_string()));
     }
 }
+
+/// 18 spines, 24 leaves of 36 ports, 18 hosts a leaf: 42 switches and 432 hosts.
+fn large_fat_tree() -> String {
+    fat_tree(18, 24, 18, |_, _| None)
+}
+
+#[test]
+fn a_474_node_fat_tree_is_walked_exactly_as_ibnetdiscover_sees_it() {
+    require_sim!();
+    let mut sim = Sim::start(&large_fat_tree());
+    sim.start_sm();
+    let (j, code) = sim.subnet(&[]);
+    assert_eq!(j["summary"]["nodes"], 474);
+    assert_eq!(j["summary"]["links"], 18 * 24 + 24 * 18);
+    let reference = sim.run(&tool("ibnetdiscover"), &[]);
+    let (want_links, want_lids) =
+        ibnetdiscover_facts(&String::from_utf8_lossy(&reference.stdout));
+    let (got_links, got_lids) = rdmactl_facts(&j);
+    assert_eq!(got_links, want_links);
+    assert_eq!(got_lids, want_lids);
+    assert_eq!(code, 0, "a clean fabric: {:#?}", j["findings"]);
+    assert_eq!(codes(&j), ["subnet-sm"]);
+}
+
+/// Discovery time on the largest topology, rdmactl against ibnetdiscover, in one run (for
+/// docs/benchmarks.md). Counters off: ibnetdiscover reads none.
+#[test]
+#[ignore = "benchmark: cargo test --release --test subnet_ibsim -- --ignored --nocapture"]
+fn benchmark_discovery_against_ibnetdiscover() {
+    require_sim!();
+    let mut sim = Sim::start(&large_fat_tree());
+    sim.start_sm();
+    let rdmactl = PathBuf::from(env!("CARGO_BIN_EXE_rdmactl"));
+    let ibnetdiscover = tool("ibnetdiscover");
+    let time = |program: &Path, args: &[&str]| {
+        let start = Instant::now();
+        let out = sim.run(program, args);
+        assert!(out.status.code().is_some_and(|c| c <= 1), "{program:?}");
+        start.elapsed().as_secs_f64() * 1000.0
+    };
+    let runs = 5;
+    let mut ours = Vec::new();
+    let mut theirs = Vec::new();
+    for _ in 0..runs {
+        ours.push(time(&rdmactl, &["subnet", "--no-counters", "--topology", "/dev/null"]));
+        theirs.push(time(&ibnetdiscover, &[]));
+    }
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(|a, b| a.total_cmp(b));
+        v[v.len() / 2]
+    };
+    let (o, t) = (median(&mut ours), median(&mut theirs));
+    println!("474 nodes, 864 links, {runs} runs each, median wall ms:");
+    println!("  rdmactl subnet --no-counters: {o:.1} ms {ours:?}");
+    println!("  ibnetdiscover:                {t:.1} ms {theirs:?}");
+    println!("  ratio (ibnetdiscover / rdmactl): {:.2}", t / o);
+    let with_counters = time(&rdmactl, &["subnet"]);
+    println!("  rdmactl subnet (with PortCounters on both ends of every link): {with_counters:.1} ms");
+}
