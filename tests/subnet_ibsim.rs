@@ -226,9 +226,12 @@ fn hex(s: &str) -> u64 {
     u64::from_str_radix(s.trim_start_matches("0x"), 16).unwrap()
 }
 
+/// LIDs by (switch GUID, 0) and (CA GUID, port): a CA's ports each have their own.
+type Lids = BTreeMap<(u64, u8), u16>;
+
 /// ibnetdiscover's output read independently of rdmactl's parser: every link with its
-/// width and speed as written ("4xSDR"), and each node's LID.
-fn ibnetdiscover_facts(text: &str) -> (BTreeMap<LinkKey, String>, BTreeMap<u64, u16>) {
+/// width and speed as written ("4xSDR"), and the LIDs.
+fn ibnetdiscover_facts(text: &str) -> (BTreeMap<LinkKey, String>, Lids) {
     let mut links = BTreeMap::new();
     let mut lids = BTreeMap::new();
     let mut current = None;
@@ -242,7 +245,7 @@ fn ibnetdiscover_facts(text: &str) -> (BTreeMap<LinkKey, String>, BTreeMap<u64, 
             is_ca = line.starts_with("Ca");
             if !is_ca {
                 let lid = line.split("lid ").nth(1).unwrap().split_whitespace().next();
-                lids.insert(g, lid.unwrap().parse().unwrap());
+                lids.insert((g, 0), lid.unwrap().parse().unwrap());
             }
         } else if line.starts_with('[') {
             let me = current.unwrap();
@@ -253,16 +256,19 @@ fn ibnetdiscover_facts(text: &str) -> (BTreeMap<LinkKey, String>, BTreeMap<u64, 
             let rate = line.split_whitespace().last().unwrap().to_string();
             links.insert(key((me, port), (id_guid(peer_id), peer_port)), rate);
             if is_ca {
-                // A CA's port line: "# lid 4 lmc 0 ...": the CA's LID.
+                // A CA's port line: "# lid 4 lmc 0 ...": that port's LID.
                 let l = line.split("# lid ").nth(1).unwrap();
-                lids.insert(me, l.split_whitespace().next().unwrap().parse().unwrap());
+                lids.insert(
+                    (me, port),
+                    l.split_whitespace().next().unwrap().parse().unwrap(),
+                );
             }
         }
     }
     (links, lids)
 }
 
-fn rdmactl_facts(j: &Value) -> (BTreeMap<LinkKey, String>, BTreeMap<u64, u16>) {
+fn rdmactl_facts(j: &Value) -> (BTreeMap<LinkKey, String>, Lids) {
     let mut links = BTreeMap::new();
     for l in j["links"].as_array().unwrap() {
         let end = |e: &Value| {
@@ -277,17 +283,24 @@ fn rdmactl_facts(j: &Value) -> (BTreeMap<LinkKey, String>, BTreeMap<u64, u16>) {
             format!("{width}x{}", l["speed"].as_str().unwrap()),
         );
     }
-    let lids = j["nodes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|n| {
-            (
-                hex(n["guid"].as_str().unwrap()),
-                n["lid"].as_u64().unwrap() as u16,
-            )
-        })
-        .collect();
+    let mut lids = BTreeMap::new();
+    for n in j["nodes"].as_array().unwrap() {
+        let guid = hex(n["guid"].as_str().unwrap());
+        if n["type"] == "switch" {
+            lids.insert((guid, 0), n["lid"].as_u64().unwrap() as u16);
+            continue;
+        }
+        for p in n["ports"].as_array().unwrap() {
+            let port = p["port"].as_u64().unwrap() as u8;
+            // ibnetdiscover lists a CA's connected ports only.
+            if links
+                .keys()
+                .any(|(a, b)| *a == (guid, port) || *b == (guid, port))
+            {
+                lids.insert((guid, port), p["lid"].as_u64().unwrap() as u16);
+            }
+        }
+    }
     (links, lids)
 }
 
@@ -415,6 +428,32 @@ fn the_walk_matches_ibnetdiscover_and_the_counters_match_perfquery() {
         }
     }
 
+    // Only Gets unless asked: perfquery still saw 77 above. --reset-counters clears them
+    // after the report.
+    let out = sim.run(
+        Path::new(env!("CARGO_BIN_EXE_rdmactl")),
+        &["subnet", "--reset-counters"],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "the report still shows the errors"
+    );
+    let switch1_lid = j["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["description"] == "Switch1")
+        .unwrap()["lid"]
+        .as_u64()
+        .unwrap();
+    let after = perfquery(&sim, switch1_lid, 3);
+    assert_eq!(after["SymbolErrorCounter"], 0);
+    assert_eq!(after["LinkDownedCounter"], 0);
+    let (j_after, code_after) = sim.subnet(&[]);
+    assert!(findings(&j_after, "subnet-link-errors").is_empty());
+    assert_eq!(code_after, 0);
+
     // --topology writes ibnetdiscover's format; ibsim loads it back into the same subnet.
     let topo = sim.dir.path().join("topology.out");
     let out = sim.run(
@@ -441,6 +480,23 @@ fn the_walk_matches_ibnetdiscover_and_the_counters_match_perfquery() {
         links2, got_links,
         "ibsim loaded --topology's output as the same subnet"
     );
+}
+
+#[test]
+fn every_example_topology_of_ibsim_is_walked_as_ibnetdiscover_sees_it() {
+    require_sim!();
+    for name in ["net", "net.1", "net.2sw2path", "net.2sw2path4hca2port"] {
+        let mut sim = Sim::start(&example(name));
+        sim.start_sm();
+        let reference = sim.run(&tool("ibnetdiscover"), &[]);
+        let (want_links, want_lids) =
+            ibnetdiscover_facts(&String::from_utf8_lossy(&reference.stdout));
+        let (j, _) = sim.subnet(&[]);
+        let (got_links, got_lids) = rdmactl_facts(&j);
+        assert_eq!(got_links, want_links, "{name}");
+        assert_eq!(got_lids, want_lids, "{name}");
+        assert_eq!(j["mads"]["unanswered"], 0, "{name}");
+    }
 }
 
 #[test]
@@ -660,8 +716,7 @@ fn a_474_node_fat_tree_is_walked_exactly_as_ibnetdiscover_sees_it() {
     assert_eq!(j["summary"]["nodes"], 474);
     assert_eq!(j["summary"]["links"], 18 * 24 + 24 * 18);
     let reference = sim.run(&tool("ibnetdiscover"), &[]);
-    let (want_links, want_lids) =
-        ibnetdiscover_facts(&String::from_utf8_lossy(&reference.stdout));
+    let (want_links, want_lids) = ibnetdiscover_facts(&String::from_utf8_lossy(&reference.stdout));
     let (got_links, got_lids) = rdmactl_facts(&j);
     assert_eq!(got_links, want_links);
     assert_eq!(got_lids, want_lids);
@@ -689,7 +744,10 @@ fn benchmark_discovery_against_ibnetdiscover() {
     let mut ours = Vec::new();
     let mut theirs = Vec::new();
     for _ in 0..runs {
-        ours.push(time(&rdmactl, &["subnet", "--no-counters", "--topology", "/dev/null"]));
+        ours.push(time(
+            &rdmactl,
+            &["subnet", "--no-counters", "--topology", "/dev/null"],
+        ));
         theirs.push(time(&ibnetdiscover, &[]));
     }
     let median = |v: &mut Vec<f64>| {
@@ -702,5 +760,7 @@ fn benchmark_discovery_against_ibnetdiscover() {
     println!("  ibnetdiscover:                {t:.1} ms {theirs:?}");
     println!("  ratio (ibnetdiscover / rdmactl): {:.2}", t / o);
     let with_counters = time(&rdmactl, &["subnet"]);
-    println!("  rdmactl subnet (with PortCounters on both ends of every link): {with_counters:.1} ms");
+    println!(
+        "  rdmactl subnet (with PortCounters on both ends of every link): {with_counters:.1} ms"
+    );
 }
