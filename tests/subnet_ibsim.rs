@@ -64,6 +64,27 @@ fn tool(name: &str) -> PathBuf {
     PathBuf::from(name)
 }
 
+/// ibsim and opensm run under timeout(1): if this test process is killed outright (no Drop
+/// runs), they still end within 15 minutes instead of spinning on a closed console.
+const BOUNDED: [&str; 3] = ["-k", "5", "900"];
+
+/// SIGTERM to timeout(1), which passes it on to the simulator or opensm and exits with it;
+/// SIGKILL only if that did not end it.
+fn stop(child: &mut Child) {
+    let _ = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status();
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(5) {
+        if let Ok(Some(_)) = child.try_wait() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
 static SIMS: AtomicUsize = AtomicUsize::new(0);
 
 /// One running simulator (and perhaps opensm); both die with it.
@@ -97,7 +118,9 @@ impl Sim {
         let net = dir.path().join("net");
         std::fs::write(&net, topology).unwrap();
         let log = std::fs::File::create(dir.path().join("ibsim.log")).unwrap();
-        let mut ibsim = Command::new(tool("ibsim"))
+        let mut ibsim = Command::new("timeout")
+            .args(BOUNDED)
+            .arg(tool("ibsim"))
             .arg("-s")
             .arg(&net)
             .env("IBSIM_SOCKNAME", &sock)
@@ -132,7 +155,10 @@ impl Sim {
     }
 
     fn command(&self, program: &Path) -> Command {
-        let mut c = Command::new(program);
+        self.command_with(Command::new(program))
+    }
+
+    fn command_with(&self, mut c: Command) -> Command {
         c.env("LD_PRELOAD", UMAD2SIM)
             .env("IBSIM_SOCKNAME", &self.sock)
             .env_remove("SIM_HOST")
@@ -146,7 +172,11 @@ impl Sim {
         std::fs::create_dir_all(&tmp).unwrap();
         let log = self.dir.path().join("osm.log");
         let child = self
-            .command(&tool("opensm"))
+            .command_with({
+                let mut c = Command::new("timeout");
+                c.args(BOUNDED).arg(tool("opensm"));
+                c
+            })
             // -d2 flushes the log after each line, so SUBNET UP can be waited for.
             .args(["-d2", "-f"])
             .arg(&log)
@@ -199,11 +229,9 @@ impl Sim {
 impl Drop for Sim {
     fn drop(&mut self) {
         if let Some(sm) = &mut self.opensm {
-            let _ = sm.kill();
-            let _ = sm.wait();
+            stop(sm);
         }
-        let _ = self.ibsim.kill();
-        let _ = self.ibsim.wait();
+        stop(&mut self.ibsim);
     }
 }
 
