@@ -570,7 +570,7 @@ _rdmactl() {
             return 0
             ;;
         rdmactl__subcmd__subnet)
-            opts="-d -i -j -h -V --ib-dev --ib-port --in-flight --timeout --retries --no-counters --baseline --topology --hosts --switches --reset-counters --json --color --sysfs --help --version"
+            opts="-d -i -j -h -V --ib-dev --ib-port --in-flight --timeout --retries --no-counters --baseline --topology --svg --hosts --switches --reset-counters --json --color --sysfs --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -609,6 +609,10 @@ _rdmactl() {
                     return 0
                     ;;
                 --topology)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --svg)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

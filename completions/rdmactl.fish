@@ -188,6 +188,7 @@ complete -c rdmactl -n "__fish_rdmactl_using_subcommand subnet" -l timeout -d 'H
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand subnet" -l retries -d 'Resends of an unanswered MAD before its node is reported unanswered' -r
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand subnet" -l baseline -d 'Compare with a previous `subnet -j` output or an ibnetdiscover topology file' -r -F
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand subnet" -l topology -d 'Write the subnet in ibnetdiscover\'s topology format to FILE' -r -F
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand subnet" -l svg -d 'Draw the topology to FILE as SVG, links and nodes with a warning or failure in red' -r -F
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand subnet" -l color -d 'When to colour the output (`auto`: a terminal, unless NO_COLOR is set or TERM=dumb)' -r -f -a "auto\t''
 always\t''
 never\t''"

@@ -472,6 +472,9 @@ pub struct SubnetArgs {
     /// Write the subnet in ibnetdiscover's topology format to FILE
     #[arg(long, value_name = "FILE")]
     pub topology: Option<PathBuf>,
+    /// Draw the topology to FILE as SVG, links and nodes with a warning or failure in red
+    #[arg(long, value_name = "FILE")]
+    pub svg: Option<PathBuf>,
     /// List the channel adapters (hosts), as ibhosts does, instead of the report
     #[arg(long, conflicts_with = "switches")]
     pub hosts: bool,

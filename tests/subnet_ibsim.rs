@@ -705,6 +705,23 @@ fn a_fat_tree_with_planted_faults_each_found_and_explained() {
         "{narrow}"
     );
 
+    // --svg draws every node and link, the two degraded links in red with their finding.
+    let svg = sim.dir.path().join("subnet.svg");
+    sim.subnet(&["--no-counters", "--svg", svg.to_str().unwrap()]);
+    let svg = std::fs::read_to_string(&svg).unwrap();
+    assert!(svg.starts_with("<svg ") && svg.ends_with("</svg>\n"));
+    assert_eq!(svg.matches("<rect ").count(), 10);
+    assert_eq!(svg.matches("<circle ").count(), 48);
+    assert_eq!(svg.matches("<line ").count(), 72);
+    let red: Vec<&str> = svg
+        .lines()
+        .filter(|l| l.starts_with("<line ") && l.contains("#d00000"))
+        .collect();
+    assert_eq!(red.len(), 2, "{red:#?}");
+    assert!(red
+        .iter()
+        .any(|l| l.contains("speed DDR where most inter-switch links run EDR")));
+
     // A host unlinked since the baseline (the -j above, and ibnetdiscover's file).
     let baseline_json = sim.dir.path().join("baseline.json");
     std::fs::write(&baseline_json, j.to_string()).unwrap();

@@ -74,6 +74,12 @@ pub fn run(ctx: &Ctx, args: &SubnetArgs) -> Result<u8> {
         return Ok(exit::OK);
     }
     let findings = diagnose::subnet::judge(&subnet, baseline.as_ref());
+    if let Some(path) = &args.svg {
+        std::fs::write(path, render::svg(&subnet, &findings)).map_err(|source| Error::Io {
+            path: path.clone(),
+            source,
+        })?;
+    }
     let text = if ctx.json {
         crate::output::json(&render::report(&subnet, &port.device, port.port, &findings))
     } else {

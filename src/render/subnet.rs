@@ -286,3 +286,134 @@ pub fn ibnetdiscover(s: &Subnet) -> String {
     }
     out
 }
+
+/// Escapes text for SVG (XML) content and attributes.
+fn xml(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// The topology drawn in rows: switches with no CA below them (spines) on top, switches
+/// with CAs (leaves) under them, CAs at the bottom. A link named by a warn or fail finding
+/// is drawn red and thick, with the finding as its tooltip; a node named by one is red.
+pub fn svg(s: &Subnet, findings: &[Finding]) -> String {
+    const GAP: f64 = 28.0;
+    const ROW: f64 = 160.0;
+    let has_ca = |n: &Node| {
+        s.links.iter().any(|l| {
+            let other = if l.a.guid == n.guid {
+                l.b.guid
+            } else if l.b.guid == n.guid {
+                l.a.guid
+            } else {
+                return false;
+            };
+            s.node(other).is_some_and(|o| !o.is_switch())
+        })
+    };
+    let rows: [Vec<&Node>; 3] = [
+        s.nodes
+            .iter()
+            .filter(|n| n.is_switch() && !has_ca(n))
+            .collect(),
+        s.nodes
+            .iter()
+            .filter(|n| n.is_switch() && has_ca(n))
+            .collect(),
+        s.nodes.iter().filter(|n| !n.is_switch()).collect(),
+    ];
+    let widest = rows.iter().map(Vec::len).max().unwrap_or(1).max(1);
+    let width = widest as f64 * GAP + 2.0 * GAP;
+    let height = 3.0 * ROW + 120.0;
+    let mut at: BTreeMap<u64, (f64, f64)> = BTreeMap::new();
+    for (r, row) in rows.iter().enumerate() {
+        let step = (width - 2.0 * GAP) / row.len().max(1) as f64;
+        for (i, n) in row.iter().enumerate() {
+            at.insert(
+                n.guid,
+                (GAP + step * (i as f64 + 0.5), 40.0 + ROW * r as f64),
+            );
+        }
+    }
+    let bad = |subject: &str| {
+        findings
+            .iter()
+            .filter(|f| matches!(f.severity, Severity::Warn | Severity::Fail))
+            .find(|f| f.subject.as_deref() == Some(subject))
+    };
+    let mut out = format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{width:.0}\" height=\"{height:.0}\" \
+         font-family=\"sans-serif\" font-size=\"10\">\n<title>{}</title>\n",
+        xml(&format!(
+            "subnet: {} nodes, {} links",
+            s.nodes.len(),
+            s.links.len()
+        ))
+    );
+    for l in &s.links {
+        let (Some(a), Some(b)) = (at.get(&l.a.guid), at.get(&l.b.guid)) else {
+            continue;
+        };
+        let name = s.link_name(l);
+        let (colour, stroke, tip) = match bad(&name) {
+            Some(f) => ("#d00000", 3.0, format!("{name}: {}", f.message)),
+            None => ("#7a8a99", 1.0, name.clone()),
+        };
+        out.push_str(&format!(
+            "<line x1=\"{:.1}\" y1=\"{:.1}\" x2=\"{:.1}\" y2=\"{:.1}\" stroke=\"{colour}\" \
+             stroke-width=\"{stroke}\"><title>{}</title></line>\n",
+            a.0,
+            a.1,
+            b.0,
+            b.1,
+            xml(&tip)
+        ));
+    }
+    for n in &s.nodes {
+        let Some((x, y)) = at.get(&n.guid) else {
+            continue;
+        };
+        let label = if n.description.is_empty() {
+            guid_text(n.guid)
+        } else {
+            n.description.clone()
+        };
+        let quoted = format!("\"{}\"", n.description);
+        let fill = if bad(&quoted).is_some() {
+            "#d00000"
+        } else if n.is_switch() {
+            "#2b5d8a"
+        } else {
+            "#4c9a52"
+        };
+        let tip = format!("{label} ({}, LID {})", guid_text(n.guid), n.lid);
+        if n.is_switch() {
+            out.push_str(&format!(
+                "<rect x=\"{:.1}\" y=\"{:.1}\" width=\"20\" height=\"12\" fill=\"{fill}\"><title>{}</title></rect>\n",
+                x - 10.0,
+                y - 6.0,
+                xml(&tip)
+            ));
+            out.push_str(&format!(
+                "<text x=\"{x:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>\n",
+                y - 10.0,
+                xml(&label)
+            ));
+        } else {
+            out.push_str(&format!(
+                "<circle cx=\"{x:.1}\" cy=\"{y:.1}\" r=\"5\" fill=\"{fill}\"><title>{}</title></circle>\n",
+                xml(&tip)
+            ));
+            out.push_str(&format!(
+                "<text x=\"{x:.1}\" y=\"{:.1}\" transform=\"rotate(60 {x:.1} {:.1})\">{}</text>\n",
+                y + 12.0,
+                y + 12.0,
+                xml(&label)
+            ));
+        }
+    }
+    out.push_str("</svg>\n");
+    out
+}
