@@ -570,7 +570,7 @@ _rdmactl() {
             return 0
             ;;
         rdmactl__subcmd__subnet)
-            opts="-d -i -j -h -V --ib-dev --ib-port --in-flight --timeout --retries --no-counters --baseline --topology --svg --hosts --switches --reset-counters --json --color --sysfs --help --version"
+            opts="-d -i -j -h -V --ib-dev --ib-port --in-flight --timeout --retries --no-counters --interval --baseline --topology --svg --hosts --switches --reset-counters --json --color --sysfs --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -601,6 +601,10 @@ _rdmactl() {
                     return 0
                     ;;
                 --retries)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --interval)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -186,6 +186,7 @@ complete -c rdmactl -n "__fish_rdmactl_using_subcommand subnet" -s i -l ib-port 
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand subnet" -l in-flight -d 'MADs outstanding at once (ibnetdiscover\'s -o; it keeps 2)' -r
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand subnet" -l timeout -d 'How long one MAD waits for its answer, in milliseconds' -r
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand subnet" -l retries -d 'Resends of an unanswered MAD before its node is reported unanswered' -r
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand subnet" -l interval -d 'Read the PMA counters a second time after SECS seconds and judge what they did in between (errors per second) instead of their totals' -r
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand subnet" -l baseline -d 'Compare with a previous `subnet -j` output or an ibnetdiscover topology file' -r -F
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand subnet" -l topology -d 'Write the subnet in ibnetdiscover\'s topology format to FILE' -r -F
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand subnet" -l svg -d 'Draw the topology to FILE as SVG, links and nodes with a warning or failure in red' -r -F

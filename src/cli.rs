@@ -466,6 +466,10 @@ pub struct SubnetArgs {
     /// Skip the PMA PortCounters of the link ends
     #[arg(long)]
     pub no_counters: bool,
+    /// Read the PMA counters a second time after SECS seconds and judge what they did in
+    /// between (errors per second) instead of their totals
+    #[arg(long, value_name = "SECS", value_parser = parse_interval, conflicts_with = "no_counters")]
+    pub interval: Option<f64>,
     /// Compare with a previous `subnet -j` output or an ibnetdiscover topology file
     #[arg(long, value_name = "FILE")]
     pub baseline: Option<PathBuf>,

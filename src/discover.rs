@@ -10,7 +10,9 @@ use std::io;
 use std::time::{Duration, Instant};
 
 use crate::mad::{self, Header, MadTransport, NodeInfo, NodeType, PortInfo, Route, MAD_SIZE};
-use crate::topology::{End, Link, MadStats, Node, SmSeen, Subnet, SubnetPort, Unanswered};
+use crate::topology::{
+    CounterValues, End, Link, MadStats, Node, SmSeen, Subnet, SubnetPort, Unanswered,
+};
 
 #[derive(Debug, Clone)]
 pub struct WalkOptions {
@@ -477,6 +479,7 @@ pub fn walk<T: MadTransport>(t: &mut T, opts: &WalkOptions) -> io::Result<Subnet
         unanswered,
         mads: stats,
         elapsed_ms: started.elapsed().as_millis() as u64,
+        interval_s: None,
     })
 }
 
@@ -513,6 +516,53 @@ fn counters_job(nodes: &[Node], end: End, clear: bool) -> Option<Job> {
             mad::port_counters_select(end.port).to_vec()
         },
     })
+}
+
+/// Reads PortCounters of every link end again after `interval`: the first reading moves to
+/// `counters_before`, so the rules judge what changed in between.
+pub fn reread_counters<T: MadTransport>(
+    t: &mut T,
+    opts: &WalkOptions,
+    subnet: &mut Subnet,
+    interval: Duration,
+) -> io::Result<()> {
+    std::thread::sleep(interval);
+    let jobs: VecDeque<Job> = subnet
+        .links
+        .iter()
+        .flat_map(|l| [l.a, l.b])
+        .filter_map(|e| counters_job(&subnet.nodes, e, false))
+        .collect();
+    let mut tid = 0x2000_0000u32;
+    let mut readings: Vec<(End, CounterValues)> = Vec::new();
+    pump(
+        t,
+        opts,
+        &mut tid,
+        &mut subnet.mads,
+        jobs,
+        |job, answer, _| {
+            let (Want::Counters(end), Ok(reply)) = (&job.want, answer) else {
+                return;
+            };
+            if let Some(c) = mad::data(&reply).and_then(mad::PortCounters::decode) {
+                readings.push((*end, c.values));
+            }
+        },
+    )?;
+    for (end, values) in readings {
+        let port = subnet
+            .nodes
+            .iter_mut()
+            .find(|n| n.guid == end.guid)
+            .and_then(|n| n.ports.iter_mut().find(|p| p.port == end.port));
+        if let Some(p) = port {
+            p.counters_before = p.counters.take();
+            p.counters = Some(values);
+        }
+    }
+    subnet.interval_s = Some(interval.as_secs_f64());
+    Ok(())
 }
 
 /// Clears PortCounters on every end of every link (a PMA Set; only on
@@ -556,5 +606,6 @@ fn subnet_port(num: u8, pi: &PortInfo) -> SubnetPort {
         sm_lid: pi.sm_lid,
         is_sm: pi.capability_mask & mad::CAP_IS_SM != 0,
         counters: None,
+        counters_before: None,
     }
 }

@@ -15,6 +15,9 @@ pub fn guid_text(guid: u64) -> String {
     format!("0x{guid:016x}")
 }
 
+/// PMA PortCounters of one port: (the kernel's counter name, value, width in bits).
+pub type CounterValues = Vec<(&'static str, u64, u8)>;
+
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SubnetPort {
     pub port: u8,
@@ -35,7 +38,10 @@ pub struct SubnetPort {
     pub is_sm: bool,
     /// PMA PortCounters, (sysfs name, value, width); None when not read.
     #[serde(skip)]
-    pub counters: Option<Vec<(&'static str, u64, u8)>>,
+    pub counters: Option<CounterValues>,
+    /// With `--interval`: the first reading, `counters` being the second.
+    #[serde(skip)]
+    pub counters_before: Option<CounterValues>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -158,6 +164,8 @@ pub struct Subnet {
     pub unanswered: Vec<Unanswered>,
     pub mads: MadStats,
     pub elapsed_ms: u64,
+    /// Seconds between the two counter readings of `--interval`.
+    pub interval_s: Option<f64>,
 }
 
 impl Subnet {

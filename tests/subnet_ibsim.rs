@@ -528,6 +528,34 @@ fn every_example_topology_of_ibsim_is_walked_as_ibnetdiscover_sees_it() {
 }
 
 #[test]
+fn with_an_interval_the_counters_that_grew_are_judged_not_their_totals() {
+    require_sim!();
+    let mut sim = Sim::start(&example("net.1"));
+    sim.start_sm();
+    // 5 symbol errors are below the threshold for a total, but they appear mid-interval.
+    let child = sim
+        .command(Path::new(env!("CARGO_BIN_EXE_rdmactl")))
+        .args(["subnet", "-j", "--interval", "4"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_secs(2));
+    sim.console("PerformanceSet \"Switch1\"[1] PortCounters.SymbolErrorCounter=5");
+    let out = child.wait_with_output().unwrap();
+    let j: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(j["summary"]["interval_s"], 4.0);
+    let e = findings(&j, "subnet-link-errors");
+    assert_eq!(e.len(), 1, "{:#?}", j["findings"]);
+    let evidence = e[0]["evidence"].to_string();
+    assert!(
+        evidence.contains("switch \\\"Switch1\\\" port 1: symbol_error +5 in 4.0 s (1.2/s), now 5"),
+        "{evidence}"
+    );
+    assert_eq!(out.status.code(), Some(1));
+}
+
+#[test]
 fn without_a_subnet_manager_the_walk_says_so_and_how_to_fix_it() {
     require_sim!();
     let sim = Sim::start(&example("net.2sw2path4hca"));

@@ -52,7 +52,7 @@ pub fn run(ctx: &Ctx, args: &SubnetArgs) -> Result<u8> {
             e.source
         ))
     })?;
-    let subnet = discover::walk(&mut dev, &opts).map_err(|e| {
+    let mut subnet = discover::walk(&mut dev, &opts).map_err(|e| {
         Error::Failed(format!(
             "{} port {} ({}): the walk failed: {e}",
             port.device,
@@ -63,6 +63,15 @@ pub fn run(ctx: &Ctx, args: &SubnetArgs) -> Result<u8> {
         ))
     })?;
 
+    if let Some(secs) = args.interval {
+        discover::reread_counters(&mut dev, &opts, &mut subnet, Duration::from_secs_f64(secs))
+            .map_err(|e| {
+                Error::Failed(format!(
+                    "{} port {}: reading the counters again: {e}",
+                    port.device, port.port
+                ))
+            })?;
+    }
     if let Some(path) = &args.topology {
         std::fs::write(path, render::ibnetdiscover(&subnet)).map_err(|source| Error::Io {
             path: path.clone(),

@@ -342,41 +342,78 @@ fn degraded(s: &Subnet) -> Vec<Finding> {
     out
 }
 
-/// Error counters on both ends of each link, with their meanings.
+/// Error counters on both ends of each link, with their meanings: their totals against
+/// the thresholds, or with `--interval` any increase between the two readings.
 fn counters(s: &Subnet) -> Vec<Finding> {
     let mut out = Vec::new();
     for link in &s.links {
         let mut lines = Vec::new();
         let mut saturated = false;
         for end in [link.a, link.b] {
-            let Some(values) = s.port(end).and_then(|p| p.counters.as_ref()) else {
+            let Some(port) = s.port(end) else { continue };
+            let Some(values) = port.counters.as_ref() else {
                 continue;
             };
             for (name, value, width) in values {
                 let Some(&(_, threshold)) = ERROR_THRESHOLDS.iter().find(|(n, _)| n == name) else {
                     continue;
                 };
-                if *value < threshold {
-                    continue;
-                }
                 let c = Counter::new(name, Source::Counters, Flavor::Other, *value, false);
                 let full = c.saturates && *value == max_of(*width);
+                let meaning = c.meaning.map(|m| format!(": {m}")).unwrap_or_default();
+                let before = match (s.interval_s, &port.counters_before) {
+                    (Some(_), Some(b)) => b.iter().find(|(n, _, _)| n == name).map(|x| x.1),
+                    _ => None,
+                };
+                let line = match (before, s.interval_s) {
+                    (Some(b), Some(secs)) => {
+                        if *value <= b && !full {
+                            continue;
+                        }
+                        let grew = value.saturating_sub(b);
+                        format!(
+                            "{}: {name} +{grew} in {secs:.1} s ({:.1}/s), now {value}{}{meaning}",
+                            s.end_name(end),
+                            grew as f64 / secs.max(0.001),
+                            if full {
+                                format!(" (saturated at its {width}-bit maximum: the increase is not known)")
+                            } else {
+                                String::new()
+                            }
+                        )
+                    }
+                    _ => {
+                        if *value < threshold {
+                            continue;
+                        }
+                        format!(
+                            "{}: {name} = {value}{}{meaning}",
+                            s.end_name(end),
+                            if full {
+                                format!(" (saturated at its {width}-bit maximum: the true count is higher)")
+                            } else {
+                                String::new()
+                            }
+                        )
+                    }
+                };
                 saturated |= full;
-                lines.push(format!(
-                    "{}: {name} = {value}{}{}",
-                    s.end_name(end),
-                    if full {
-                        format!(" (saturated at its {width}-bit maximum: the true count is higher)")
-                    } else {
-                        String::new()
-                    },
-                    c.meaning.map(|m| format!(": {m}")).unwrap_or_default()
-                ));
+                lines.push(line);
             }
         }
         if lines.is_empty() {
             continue;
         }
+        let message = match s.interval_s {
+            Some(secs) => format!(
+                "{} error counter(s) grew on this link in {secs:.1} s",
+                lines.len()
+            ),
+            None => format!(
+                "{} error counter(s) over threshold on this link",
+                lines.len()
+            ),
+        };
         let mut f = Finding::new(
             if saturated {
                 Severity::Fail
@@ -384,10 +421,7 @@ fn counters(s: &Subnet) -> Vec<Finding> {
                 Severity::Warn
             },
             "subnet-link-errors",
-            format!(
-                "{} error counter(s) over threshold on this link",
-                lines.len()
-            ),
+            message,
         );
         for l in lines {
             f = f.evidence(l);
@@ -631,6 +665,7 @@ mod tests {
             sm_lid: 1,
             is_sm: false,
             counters: None,
+            counters_before: None,
         }
     }
 
@@ -705,6 +740,7 @@ mod tests {
             unanswered: vec![],
             mads: MadStats::default(),
             elapsed_ms: 1,
+            interval_s: None,
         }
     }
 
@@ -820,6 +856,31 @@ mod tests {
             .unwrap();
         assert_eq!(e.severity, Severity::Fail);
         assert!(e.evidence[0].contains("saturated at its 16-bit maximum"));
+    }
+
+    #[test]
+    fn with_an_interval_any_increase_is_judged_and_a_steady_total_is_not() {
+        let mut s = fabric();
+        s.interval_s = Some(2.0);
+        s.nodes[0].ports[2].counters_before =
+            Some(vec![("symbol_error", 500, 16), ("link_downed", 4, 8)]);
+        s.nodes[0].ports[2].counters = Some(vec![("symbol_error", 512, 16), ("link_downed", 4, 8)]);
+        let f = judge(&s, None);
+        let e = f.iter().find(|f| f.code == "subnet-link-errors").unwrap();
+        assert_eq!(
+            e.evidence.len(),
+            1,
+            "link_downed did not move: {:?}",
+            e.evidence
+        );
+        assert!(
+            e.evidence[0].contains("symbol_error +12 in 2.0 s (6.0/s), now 512"),
+            "{}",
+            e.evidence[0]
+        );
+        assert!(e.message.contains("grew on this link in 2.0 s"));
+        s.nodes[0].ports[2].counters = s.nodes[0].ports[2].counters_before.clone();
+        assert!(!codes(&judge(&s, None)).contains(&"subnet-link-errors"));
     }
 
     #[test]

@@ -29,6 +29,8 @@ pub struct SummaryJson {
     pub routers: usize,
     pub links: usize,
     pub elapsed_ms: u64,
+    /// `--interval`: seconds between the two counter readings; null without it.
+    pub interval_s: Option<f64>,
 }
 
 #[derive(Debug, Serialize)]
@@ -126,6 +128,7 @@ pub fn report<'a>(s: &'a Subnet, device: &str, port: u32, findings: &'a [Finding
             routers: count(s, NodeType::Router),
             links: s.links.len(),
             elapsed_ms: s.elapsed_ms,
+            interval_s: s.interval_s,
         },
         nodes: &s.nodes,
         links,
