@@ -7,7 +7,7 @@
 
 mod schema;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Output, Stdio};
@@ -524,6 +524,19 @@ fn every_example_topology_of_ibsim_is_walked_as_ibnetdiscover_sees_it() {
         assert_eq!(got_links, want_links, "{name}");
         assert_eq!(got_lids, want_lids, "{name}");
         assert_eq!(j["mads"]["unanswered"], 0, "{name}");
+        // --hosts and --switches list the GUIDs ibhosts and ibswitches list.
+        for (flag, reference) in [("--hosts", "ibhosts"), ("--switches", "ibswitches")] {
+            let guids = |out: Output| -> BTreeSet<String> {
+                String::from_utf8_lossy(&out.stdout)
+                    .lines()
+                    .filter_map(|l| l.split_whitespace().nth(2).map(str::to_string))
+                    .collect()
+            };
+            let ours = guids(sim.run(Path::new(env!("CARGO_BIN_EXE_rdmactl")), &["subnet", flag]));
+            let theirs = guids(sim.run(&tool(reference), &[]));
+            assert!(!ours.is_empty(), "{name} {flag}");
+            assert_eq!(ours, theirs, "{name} {flag}");
+        }
     }
 }
 
@@ -757,6 +770,8 @@ fn a_fat_tree_with_planted_faults_each_found_and_explained() {
     std::fs::write(&baseline_topo, &reference.stdout).unwrap();
     let gone = format!("H-{:016x}", 0x10_0000 + (64 + 2) * 4);
     sim.console(&format!("Unlink \"{gone}\""));
+    // And the cable between leaf0's port 9 and spine0.
+    sim.console(&format!("Unlink \"S-{:016x}\"[9]", 0x6000));
     for baseline in [&baseline_json, &baseline_topo] {
         let (j, code) = sim.subnet(&["--no-counters", "--baseline", baseline.to_str().unwrap()]);
         assert_eq!(code, 1);
@@ -772,6 +787,18 @@ fn a_fat_tree_with_planted_faults_each_found_and_explained() {
             "{evidence}"
         );
         assert!(!codes(&j).contains(&"subnet-link-moved".to_string()));
+        let down = findings(&j, "subnet-link-down");
+        assert_eq!(down.len(), 1, "{baseline:?}: {:#?}", j["findings"]);
+        let subject = down[0]["subject"].as_str().unwrap();
+        assert!(
+            subject.contains("\"leaf0\" port 9") && subject.contains("\"spine0\" port 1"),
+            "{subject}"
+        );
+        assert!(
+            down[0]["evidence"].to_string().contains("DOWN"),
+            "{}",
+            down[0]
+        );
     }
 }
 
