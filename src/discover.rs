@@ -49,6 +49,9 @@ enum Want {
     SwitchInfo(u64),
     SmInfo(u64),
     Counters(End),
+    /// The PMA's ClassPortInfo of a node, asked by one of its link ends' LID.
+    PmaClass(u64),
+    CountersExt(End),
     Clear(End),
 }
 
@@ -61,6 +64,8 @@ impl Want {
             Want::SwitchInfo(_) => "SwitchInfo".into(),
             Want::SmInfo(_) => "SMInfo".into(),
             Want::Counters(e) => format!("PortCounters port {}", e.port),
+            Want::PmaClass(_) => "PMA ClassPortInfo".into(),
+            Want::CountersExt(e) => format!("PortCountersExtended port {}", e.port),
             Want::Clear(e) => format!("PortCounters Set (clear) port {}", e.port),
         }
     }
@@ -418,51 +423,108 @@ pub fn walk<T: MadTransport>(t: &mut T, opts: &WalkOptions) -> io::Result<Subnet
         }
     }
     if opts.counters {
+        let mut asked: Vec<u64> = Vec::new();
         for end in links.iter().flat_map(|l| [l.a, l.b]) {
-            if let Some(job) = counters_job(&nodes, end, false) {
-                second.push_back(job);
+            if let Some(mut job) = counters_job(&nodes, end, false) {
+                second.push_back(pma_job(
+                    Want::Counters(end),
+                    job.route.clone(),
+                    mad::ATTR_PORT_COUNTERS,
+                    end.port,
+                ));
+                if !asked.contains(&end.guid) {
+                    asked.push(end.guid);
+                    job.want = Want::PmaClass(end.guid);
+                    job.attr = mad::ATTR_CLASS_PORT_INFO;
+                    job.data = Vec::new();
+                    second.push_back(job);
+                }
             }
         }
     }
     let mut sms = Vec::new();
-    pump(t, opts, &mut tid, &mut stats, second, |job, answer, _| {
-        let reply = match answer {
-            Ok(r) => r,
-            Err(miss) => return lost(job, miss, &mut unanswered),
-        };
-        let Some(data) = mad::data(&reply) else {
-            return;
-        };
-        match &job.want {
-            Want::SmInfo(g) => {
-                if let Some(si) = mad::SmInfo::decode(data) {
-                    let lid = nodes
-                        .iter()
-                        .find(|n| n.guid == *g)
-                        .map(|n| n.lid)
-                        .unwrap_or(0);
-                    sms.push(SmSeen {
-                        guid: si.guid,
-                        lid,
-                        priority: si.priority,
-                        state: mad::sm_state_name(si.state),
-                        act_count: si.act_count,
-                    });
-                }
-            }
-            Want::Counters(end) => {
-                if let (Some(c), Some(n)) = (
-                    mad::PortCounters::decode(data),
-                    nodes.iter_mut().find(|n| n.guid == end.guid),
-                ) {
-                    if let Some(p) = n.ports.iter_mut().find(|p| p.port == end.port) {
-                        p.counters = Some(c.values);
+    let mut extended: Vec<(End, Vec<(&'static str, u64)>)> = Vec::new();
+    pump(
+        t,
+        opts,
+        &mut tid,
+        &mut stats,
+        second,
+        |job, answer, jobs| {
+            let reply = match answer {
+                Ok(r) => r,
+                Err(miss) => return lost(job, miss, &mut unanswered),
+            };
+            let Some(data) = mad::data(&reply) else {
+                return;
+            };
+            match &job.want {
+                Want::SmInfo(g) => {
+                    if let Some(si) = mad::SmInfo::decode(data) {
+                        let lid = nodes
+                            .iter()
+                            .find(|n| n.guid == *g)
+                            .map(|n| n.lid)
+                            .unwrap_or(0);
+                        sms.push(SmSeen {
+                            guid: si.guid,
+                            lid,
+                            priority: si.priority,
+                            state: mad::sm_state_name(si.state),
+                            act_count: si.act_count,
+                        });
                     }
                 }
+                Want::Counters(end) => {
+                    if let (Some(c), Some(n)) = (
+                        mad::PortCounters::decode(data),
+                        nodes.iter_mut().find(|n| n.guid == end.guid),
+                    ) {
+                        if let Some(p) = n.ports.iter_mut().find(|p| p.port == end.port) {
+                            p.counters = Some(c.values);
+                        }
+                    }
+                }
+                Want::PmaClass(guid) => {
+                    let has_ext = mad::class_port_info_capmask(data)
+                        .is_some_and(|m| m & mad::PM_EXT_WIDTH != 0);
+                    if has_ext {
+                        for end in links.iter().flat_map(|l| [l.a, l.b]) {
+                            if end.guid == *guid {
+                                jobs.push_back(pma_job(
+                                    Want::CountersExt(end),
+                                    job.route.clone(),
+                                    mad::ATTR_PORT_COUNTERS_EXT,
+                                    end.port,
+                                ));
+                            }
+                        }
+                    }
+                }
+                Want::CountersExt(end) => {
+                    if let Some(values) = mad::port_counters_ext(data) {
+                        extended.push((*end, values));
+                    }
+                }
+                _ => {}
             }
-            _ => {}
+        },
+    )?;
+    // The 64-bit data and packet counters replace PortCounters' 32-bit ones, which
+    // saturate within seconds on a busy link.
+    for (end, values) in extended {
+        let port = nodes
+            .iter_mut()
+            .find(|n| n.guid == end.guid)
+            .and_then(|n| n.ports.iter_mut().find(|p| p.port == end.port));
+        let Some(counters) = port.and_then(|p| p.counters.as_mut()) else {
+            continue;
+        };
+        for (name, value) in values {
+            counters.retain(|(n, _, _)| *n != name);
+            counters.push((name, value, 64));
         }
-    })?;
+    }
 
     let local_port = nodes
         .iter()
@@ -563,6 +625,19 @@ pub fn reread_counters<T: MadTransport>(
     }
     subnet.interval_s = Some(interval.as_secs_f64());
     Ok(())
+}
+
+/// A PMA Get of `attr` for one port, to the route (LID) the port's node answers on.
+fn pma_job(want: Want, route: Route, attr: u16, port: u8) -> Job {
+    Job {
+        want,
+        route,
+        class: mad::CLASS_PERF,
+        method: mad::METHOD_GET,
+        attr,
+        attr_mod: 0,
+        data: mad::port_counters_select(port).to_vec(),
+    }
 }
 
 /// Clears PortCounters on every end of every link (a PMA Set; only on

@@ -23,6 +23,8 @@ pub const ATTR_SWITCH_INFO: u16 = 0x0012;
 pub const ATTR_PORT_INFO: u16 = 0x0015;
 pub const ATTR_SM_INFO: u16 = 0x0020;
 pub const ATTR_PORT_COUNTERS: u16 = 0x0012;
+pub const ATTR_CLASS_PORT_INFO: u16 = 0x0001;
+pub const ATTR_PORT_COUNTERS_EXT: u16 = 0x001d;
 
 /// The permissive LID a directed-route SMP is sent to.
 pub const PERMISSIVE_LID: u16 = 0xffff;
@@ -544,6 +546,35 @@ impl PortCounters {
     }
 }
 
+/// The PMA's ClassPortInfo CapabilityMask (data bytes 2-3).
+pub fn class_port_info_capmask(d: &[u8]) -> Option<u16> {
+    be16(d, 2)
+}
+
+/// ClassPortInfo CapabilityMask bits: PortCountersExtended is there (with or without the
+/// IETF counters).
+pub const PM_EXT_WIDTH: u16 = (1 << 9) | (1 << 10);
+
+/// PortCountersExtended (0x001D): the 64-bit data and packet counters, by the kernel's
+/// names, at data bytes 8 to 71.
+pub fn port_counters_ext(d: &[u8]) -> Option<Vec<(&'static str, u64)>> {
+    const NAMES: [&str; 8] = [
+        "port_xmit_data",
+        "port_rcv_data",
+        "port_xmit_packets",
+        "port_rcv_packets",
+        "unicast_xmit_packets",
+        "unicast_rcv_packets",
+        "multicast_xmit_packets",
+        "multicast_rcv_packets",
+    ];
+    NAMES
+        .iter()
+        .enumerate()
+        .map(|(i, n)| Some((*n, be64(d, 8 + 8 * i)?)))
+        .collect()
+}
+
 /// The request data of a PortCounters Get: which port.
 pub fn port_counters_select(port: u8) -> [u8; 4] {
     [0, port, 0, 0]
@@ -742,6 +773,21 @@ mod tests {
     }
 
     #[test]
+    fn port_counters_extended_holds_eight_64_bit_counters_from_byte_8() {
+        let mut d = [0u8; 72];
+        d[8..16].copy_from_slice(&0x1_0000_0000u64.to_be_bytes());
+        d[64..72].copy_from_slice(&7u64.to_be_bytes());
+        let c = port_counters_ext(&d).unwrap();
+        assert_eq!(c[0], ("port_xmit_data", 0x1_0000_0000));
+        assert_eq!(c[7], ("multicast_rcv_packets", 7));
+        assert!(port_counters_ext(&d[..71]).is_none());
+        let mut cpi = [0u8; 4];
+        cpi[2..4].copy_from_slice(&0x1300u16.to_be_bytes());
+        assert_eq!(class_port_info_capmask(&cpi), Some(0x1300));
+        assert_ne!(0x1300 & PM_EXT_WIDTH, 0);
+    }
+
+    #[test]
     fn node_description_stops_at_the_first_nul() {
         let mut d = [0u8; 64];
         d[..12].copy_from_slice(b"node042 HCA-");
@@ -790,6 +836,8 @@ mod tests {
                 let _ = SwitchInfo::decode(slice);
                 let _ = SmInfo::decode(slice).map(|s| sm_state_name(s.state));
                 let _ = PortCounters::decode(slice);
+                let _ = port_counters_ext(slice);
+                let _ = class_port_info_capmask(slice);
             }
         }
     }
