@@ -215,8 +215,8 @@ pub fn walk<T: MadTransport>(t: &mut T, opts: &WalkOptions) -> io::Result<Subnet
     let mut switch_ports: Vec<(u64, u8, PortInfo)> = Vec::new();
 
     let lost = |job: &Job, miss: Miss, unanswered: &mut Vec<Unanswered>| {
-        let via = match &job.want {
-            Want::NodeInfo { from: Some(f) } => Some(format!("{:#018x} port {}", f.guid, f.port)),
+        let from = match &job.want {
+            Want::NodeInfo { from: Some(f) } => Some(*f),
             _ => None,
         };
         unanswered.push(Unanswered {
@@ -225,7 +225,8 @@ pub fn walk<T: MadTransport>(t: &mut T, opts: &WalkOptions) -> io::Result<Subnet
                 Miss::Lost => job.want.what(),
                 Miss::Status(s) => format!("{} (MAD status {s:#06x})", job.want.what()),
             },
-            via,
+            via: from.map(|f| format!("{:#018x} port {}", f.guid, f.port)),
+            from,
         });
     };
 

@@ -136,6 +136,9 @@ pub struct Unanswered {
     pub what: String,
     /// The port the request went out of, for a node never reached: `S-… port 3`.
     pub via: Option<String>,
+    /// The same port, for naming it.
+    #[serde(skip)]
+    pub from: Option<End>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]

@@ -631,6 +631,30 @@ fn dropped_mads_are_resent_and_the_walk_finds_every_link_every_time() {
     assert!(resent > 0, "30% drops must have cost some resends");
 }
 
+#[test]
+fn a_node_that_never_answers_is_reported_and_the_walk_goes_on() {
+    require_sim!();
+    let mut sim = Sim::start(&example("net.2sw2path4hca"));
+    sim.start_sm();
+    sim.console("Error \"Hca4\" 100");
+    let (j, code) = sim.subnet(&["--timeout", "30", "--retries", "2", "--no-counters"]);
+    assert_eq!(code, 1);
+    assert_eq!(j["summary"]["nodes"], 5, "every other node is found");
+    assert_eq!(j["summary"]["switches"], 2);
+    let f = findings(&j, "subnet-node-unanswered");
+    assert_eq!(f.len(), 1, "{:#?}", j["findings"]);
+    let evidence = f[0]["evidence"].to_string();
+    // Hca4 hangs off Switch2 (GUID 0x200001) port 2.
+    assert!(
+        evidence.contains("(out of switch \\\"Switch2\\\" port 2)"),
+        "{evidence}"
+    );
+    assert_eq!(j["unanswered"][0]["via"], "0x0000000000200001 port 2");
+    assert_eq!(j["unanswered"][0]["what"], "NodeInfo");
+    assert_eq!(j["mads"]["resent"], 2);
+    assert_eq!(j["mads"]["unanswered"], 1);
+}
+
 /// A two-level fat tree: `spines` spine switches, `leaves` leaf switches each with one link
 /// to every spine and `hosts` hosts, every link 4X EDR except where `speed`/`width` say.
 fn fat_tree(

@@ -161,9 +161,8 @@ fn unanswered(s: &Subnet) -> Vec<Finding> {
             f = f.evidence(format!(
                 "NodeInfo over {}{}",
                 u.route,
-                u.via
-                    .as_ref()
-                    .map(|v| format!(" (out of {v})"))
+                u.from
+                    .map(|e| format!(" (out of {})", s.end_name(e)))
                     .unwrap_or_default()
             ));
         }
