@@ -159,21 +159,21 @@ fn pump<T: MadTransport>(
         let now = Instant::now();
         let first = pending.values().map(|p| p.deadline).min().unwrap_or(now);
         if let Some(reply) = t.recv(first.saturating_duration_since(now))? {
-            let Some(h) = Header::decode(&reply) else {
-                continue;
-            };
-            // The transport owns the upper 32 TID bits (the kernel's agent id).
-            let Some(p) = pending.remove(&(h.tid as u32)) else {
-                continue;
-            };
-            if h.method != mad::METHOD_GET_RESP || h.status_code() != 0 {
-                stats.errors += 1;
-                on(&p.job, Err(Miss::Status(h.status_code())), &mut jobs);
-            } else {
-                on(&p.job, Ok(reply), &mut jobs);
+            // The transport owns the upper 32 TID bits (the kernel's agent id). An answer
+            // to nothing pending (a late duplicate) is dropped.
+            let answered =
+                Header::decode(&reply).and_then(|h| Some((pending.remove(&(h.tid as u32))?, h)));
+            if let Some((p, h)) = answered {
+                if h.method != mad::METHOD_GET_RESP || h.status_code() != 0 {
+                    stats.errors += 1;
+                    on(&p.job, Err(Miss::Status(h.status_code())), &mut jobs);
+                } else {
+                    on(&p.job, Ok(reply), &mut jobs);
+                }
             }
-            continue;
         }
+        // Checked after every answer too: a steady stream of answers must not hold back
+        // the resends of the ones that were lost.
         let now = Instant::now();
         let expired: Vec<u32> = pending
             .iter()
