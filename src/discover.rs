@@ -685,3 +685,207 @@ fn subnet_port(num: u8, pi: &PortInfo) -> SubnetPort {
         counters_before: None,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashSet;
+
+    /// A fabric in memory: node 0 is the local CA. `links[(node, port)] = (node, port)`.
+    struct Fake {
+        kinds: Vec<u8>,
+        ports: Vec<u8>,
+        links: HashMap<(usize, u8), (usize, u8)>,
+        dead: HashSet<usize>,
+        /// Every `drop_every`-th request is lost the first time it is sent.
+        drop_every: u64,
+        sent: u64,
+        dropped_once: HashSet<u64>,
+        queue: VecDeque<Vec<u8>>,
+    }
+
+    impl Fake {
+        fn guid(node: usize) -> u64 {
+            0x1000 + node as u64
+        }
+
+        fn resolve(&self, path: &[u8]) -> Option<(usize, u8)> {
+            let (mut node, mut port) = (0usize, 1u8);
+            for hop in path {
+                (node, port) = *self.links.get(&(node, *hop))?;
+            }
+            Some((node, port))
+        }
+    }
+
+    impl MadTransport for Fake {
+        fn send(&mut self, m: &[u8; MAD_SIZE], to: &Route) -> io::Result<()> {
+            self.sent += 1;
+            let tid = u64::from_be_bytes(m[8..16].try_into().unwrap());
+            if self.drop_every > 0
+                && self.sent % self.drop_every == 0
+                && self.dropped_once.insert(tid)
+            {
+                return Ok(());
+            }
+            let Route::Directed(path) = to else {
+                return Ok(()); // no PMA in this fabric: counters go unanswered
+            };
+            let Some((node, entry)) = self.resolve(path) else {
+                return Ok(());
+            };
+            if self.dead.contains(&node) {
+                return Ok(());
+            }
+            let mut r = m.to_vec();
+            r[3] = mad::METHOD_GET_RESP;
+            r[4] = 0x80;
+            let d = &mut r[64..];
+            let attr = u16::from_be_bytes([m[16], m[17]]);
+            let attr_mod = u32::from_be_bytes(m[20..24].try_into().unwrap()) as u8;
+            match attr {
+                mad::ATTR_NODE_INFO => {
+                    d[2] = self.kinds[node];
+                    d[3] = self.ports[node];
+                    d[12..20].copy_from_slice(&Self::guid(node).to_be_bytes());
+                    d[20..28].copy_from_slice(&(Self::guid(node) + 0x100).to_be_bytes());
+                    d[36] = entry;
+                }
+                mad::ATTR_NODE_DESC => {
+                    d[..6].copy_from_slice(format!("node{node:02}").as_bytes());
+                }
+                mad::ATTR_PORT_INFO => {
+                    let linked = self.links.contains_key(&(node, attr_mod)) || attr_mod == 0;
+                    d[16..18].copy_from_slice(&(node as u16 + 1).to_be_bytes());
+                    d[18..20].copy_from_slice(&1u16.to_be_bytes());
+                    d[29] = 3;
+                    d[30] = 3;
+                    d[31] = 2;
+                    d[32] = (1 << 4) | if linked { 4 } else { 1 };
+                    d[33] = if linked { 5 << 4 } else { 2 << 4 };
+                    d[35] = (1 << 4) | 1;
+                }
+                _ => {}
+            }
+            self.queue.push_back(r);
+            Ok(())
+        }
+
+        fn recv(&mut self, _timeout: Duration) -> io::Result<Option<Vec<u8>>> {
+            Ok(self.queue.pop_front())
+        }
+    }
+
+    /// CA 0 on switch 1 port 1; switch 1 port 2 to switch 2 port 5; CAs 3 and 4 on switch
+    /// 2 ports 1 and 2; CA 5 (dead) on switch 2 port 3.
+    fn fabric(drop_every: u64) -> Fake {
+        let mut links = HashMap::new();
+        for (a, b) in [
+            ((0, 1), (1, 1)),
+            ((1, 2), (2, 5)),
+            ((3, 1), (2, 1)),
+            ((4, 1), (2, 2)),
+            ((5, 1), (2, 3)),
+        ] {
+            links.insert(a, b);
+            links.insert(b, a);
+        }
+        Fake {
+            kinds: vec![1, 2, 2, 1, 1, 1],
+            ports: vec![1, 8, 8, 1, 1, 1],
+            links,
+            dead: HashSet::from([5]),
+            drop_every,
+            sent: 0,
+            dropped_once: HashSet::new(),
+            queue: VecDeque::new(),
+        }
+    }
+
+    fn opts() -> WalkOptions {
+        WalkOptions {
+            in_flight: 4,
+            retries: 2,
+            timeout: Duration::from_millis(1),
+            counters: true,
+        }
+    }
+
+    #[test]
+    fn the_walk_finds_every_node_and_link_and_reports_the_dead_one() {
+        let s = walk(&mut fabric(0), &opts()).unwrap();
+        let guids: BTreeSet<u64> = s.nodes.iter().map(|n| n.guid).collect();
+        assert_eq!(guids, (0..5).map(Fake::guid).collect());
+        assert_eq!(
+            s.local,
+            End {
+                guid: Fake::guid(0),
+                port: 1
+            }
+        );
+        assert_eq!(s.links.len(), 4, "{:?}", s.links);
+        assert!(s.links.contains(&Link::new(
+            End {
+                guid: Fake::guid(1),
+                port: 2
+            },
+            End {
+                guid: Fake::guid(2),
+                port: 5
+            }
+        )));
+        let dead: Vec<_> = s
+            .unanswered
+            .iter()
+            .filter(|u| u.what == "NodeInfo")
+            .collect();
+        assert_eq!(dead.len(), 1);
+        assert_eq!(dead[0].route, "DR path 0,1,2,3");
+        assert_eq!(
+            dead[0].from,
+            Some(End {
+                guid: Fake::guid(2),
+                port: 3
+            })
+        );
+        assert_eq!(s.nodes[2].description, "node02");
+        assert!(s.mads.in_flight_max <= 4);
+        // The fake has no PMA: every PortCounters request is reported unanswered, and the
+        // walk's result stands.
+        assert_eq!(s.local_sm_lid, 1);
+        assert!(s
+            .unanswered
+            .iter()
+            .any(|u| u.what.starts_with("PortCounters") && u.route.starts_with("LID ")));
+    }
+
+    #[test]
+    fn lost_mads_are_resent_and_the_walk_is_the_same() {
+        let clean = walk(&mut fabric(0), &opts()).unwrap();
+        let lossy = walk(&mut fabric(3), &opts()).unwrap();
+        assert!(lossy.mads.resent > 0);
+        assert_eq!(lossy.links, clean.links);
+        assert_eq!(lossy.nodes.len(), clean.nodes.len());
+        assert_eq!(
+            lossy
+                .unanswered
+                .iter()
+                .filter(|u| u.what == "NodeInfo")
+                .count(),
+            1,
+            "only the dead node"
+        );
+    }
+
+    #[test]
+    fn a_local_port_that_never_answers_is_an_error_naming_the_retries() {
+        let mut f = fabric(0);
+        f.dead.insert(0);
+        let err = walk(&mut f, &opts()).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("did not answer NodeInfo after 3 sends"),
+            "{err}"
+        );
+    }
+}
