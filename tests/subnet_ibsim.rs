@@ -590,6 +590,39 @@ fn with_an_interval_the_counters_that_grew_are_judged_not_their_totals() {
 }
 
 #[test]
+fn a_moved_cable_and_a_changed_lid_since_the_baseline_are_named() {
+    require_sim!();
+    let mut sim = Sim::start(&example("net.2sw2path4hca"));
+    sim.start_sm();
+    let (before, _) = sim.subnet(&["--no-counters"]);
+    let baseline = sim.dir.path().join("baseline.json");
+    std::fs::write(&baseline, before.to_string()).unwrap();
+    // Hca1's cable from Switch1 port 1 to the free port 4; Hca2 given LID 40.
+    sim.console("Unlink \"Hca1\"");
+    sim.console("Link \"Hca1\"[1] \"Switch1\"[4]");
+    sim.console("Baselid \"Hca2\"[1] 40");
+    let (j, code) = sim.subnet(&["--no-counters", "--baseline", baseline.to_str().unwrap()]);
+    assert_eq!(code, 1);
+    let moved = findings(&j, "subnet-link-moved");
+    assert_eq!(moved.len(), 1, "{:#?}", j["findings"]);
+    let evidence = moved[0]["evidence"].to_string();
+    assert!(
+        evidence.contains("then: \\\"Hca1\\\" port 1 ↔ \\\"Switch1\\\" port 1"),
+        "{evidence}"
+    );
+    assert!(
+        evidence.contains("now: \\\"Hca1\\\" port 1 ↔ \\\"Switch1\\\" port 4"),
+        "{evidence}"
+    );
+    let lid = findings(&j, "subnet-lid-changed");
+    assert_eq!(lid.len(), 1, "{:#?}", j["findings"]);
+    assert_eq!(lid[0]["subject"], "\"Hca2\"");
+    assert!(lid[0]["message"].as_str().unwrap().ends_with(", 40 now"));
+    assert!(findings(&j, "subnet-node-missing").is_empty());
+    assert!(findings(&j, "subnet-link-down").is_empty());
+}
+
+#[test]
 fn without_a_subnet_manager_the_walk_says_so_and_how_to_fix_it() {
     require_sim!();
     let sim = Sim::start(&example("net.2sw2path4hca"));
