@@ -331,7 +331,8 @@ pub fn svg(s: &Subnet, findings: &[Finding]) -> String {
     let width = widest as f64 * GAP + 2.0 * GAP;
     let height = 3.0 * ROW + 120.0;
     let mut at: BTreeMap<u64, (f64, f64)> = BTreeMap::new();
-    for (r, row) in rows.iter().enumerate() {
+    // Empty rows (no spines in a single-switch subnet) take no space.
+    for (r, row) in rows.iter().filter(|row| !row.is_empty()).enumerate() {
         let step = (width - 2.0 * GAP) / row.len().max(1) as f64;
         for (i, n) in row.iter().enumerate() {
             at.insert(
