@@ -34,22 +34,14 @@ pub fn run(ctx: &Ctx, args: &SubnetArgs) -> Result<u8> {
         counters: !args.no_counters,
     };
     let mut dev = umad::Umad::open(port.index, opts.timeout).map_err(|e| {
-        let fix = match e.source.raw_os_error() {
-            Some(libc::EACCES) | Some(libc::EPERM) => {
-                ": sending MADs needs read-write access to the umad device; run as root, or \
-                 add yourself to the group that owns it (often `rdma`) with a udev rule such \
-                 as KERNEL==\"umad*\", GROUP=\"rdma\", MODE=\"0660\""
-            }
-            Some(libc::ENOENT) => ": the umad device node is missing; modprobe ib_umad",
-            _ => "",
-        };
         Error::Failed(format!(
-            "{} port {}: {} ({}): {}{fix}",
+            "{} port {}: {} ({}): {}{}",
             port.device,
             port.port,
             e.step,
             e.path.display(),
-            e.source
+            e.source,
+            open_fix(e.source.raw_os_error())
         ))
     })?;
     let mut subnet = discover::walk(&mut dev, &opts).map_err(|e| {
@@ -113,6 +105,22 @@ pub fn run(ctx: &Ctx, args: &SubnetArgs) -> Result<u8> {
         .iter()
         .any(|f| matches!(f.severity, Severity::Warn | Severity::Fail));
     Ok(if found { exit::FAILED } else { exit::OK })
+}
+
+/// What to do when the umad device would not open, by errno.
+fn open_fix(errno: Option<i32>) -> &'static str {
+    match errno {
+        Some(libc::EACCES) | Some(libc::EPERM) => {
+            ": sending MADs needs read-write access to the umad device; run as root, or add \
+             yourself to the group that owns it (often `rdma`) with a udev rule such as \
+             KERNEL==\"umad*\", GROUP=\"rdma\", MODE=\"0660\" in /etc/udev/rules.d/"
+        }
+        Some(libc::ENOENT) | Some(libc::ENODEV) => {
+            ": the umad device node is missing; modprobe ib_umad, and check udev created \
+             /dev/infiniband/umad*"
+        }
+        _ => "",
+    }
 }
 
 /// The umad port to walk from: `-d`/`-i` when given, else the first InfiniBand port,
@@ -225,4 +233,35 @@ fn baseline_from_json(v: &serde_json::Value) -> std::result::Result<Baseline, St
     }
     b.links.sort();
     Ok(b)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_umad_device_that_will_not_open_says_how_to_get_access() {
+        let denied = open_fix(Some(libc::EACCES));
+        assert!(
+            denied.contains("root") && denied.contains("`rdma`"),
+            "{denied}"
+        );
+        assert!(denied.contains("KERNEL==\"umad*\""), "{denied}");
+        assert!(open_fix(Some(libc::ENOENT)).contains("modprobe ib_umad"));
+        assert_eq!(open_fix(Some(libc::EIO)), "");
+    }
+
+    #[test]
+    fn a_subnet_json_baseline_reads_back_its_nodes_and_links() {
+        let v: serde_json::Value = serde_json::from_str(
+            r#"{"nodes": [{"guid": "0x0000000000200000", "type": "switch", "description": "Switch1", "lid": 1},
+                          {"guid": "0x0000000000100000", "type": "ca", "description": "Hca1", "lid": 2}],
+                "links": [{"a": {"guid": "0x0000000000100000", "port": 1}, "b": {"guid": "0x0000000000200000", "port": 1}}]}"#,
+        )
+        .unwrap();
+        let b = baseline_from_json(&v).unwrap();
+        assert_eq!(b.nodes[&0x200000], (true, "Switch1".to_string(), 1));
+        assert_eq!(b.links.len(), 1);
+        assert!(baseline_from_json(&serde_json::json!({"links": []})).is_err());
+    }
 }
