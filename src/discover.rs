@@ -14,6 +14,7 @@ use crate::topology::{
     CounterValues, End, Link, MadStats, Node, SmSeen, Subnet, SubnetPort, Unanswered,
 };
 
+/// The walk's settings; `subnet`'s flags hold the defaults.
 #[derive(Debug, Clone)]
 pub struct WalkOptions {
     /// MADs outstanding at once.
@@ -24,17 +25,6 @@ pub struct WalkOptions {
     pub timeout: Duration,
     /// Read PMA PortCounters on both ends of every link.
     pub counters: bool,
-}
-
-impl Default for WalkOptions {
-    fn default() -> WalkOptions {
-        WalkOptions {
-            in_flight: 32,
-            retries: 6,
-            timeout: Duration::from_millis(500),
-            counters: true,
-        }
-    }
 }
 
 /// What an answer is for.
