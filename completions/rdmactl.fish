@@ -43,6 +43,7 @@ complete -c rdmactl -n "__fish_rdmactl_needs_command" -f -a "selftest" -d 'Loopb
 complete -c rdmactl -n "__fish_rdmactl_needs_command" -f -a "doctor" -d 'Check that this host\'s RDMA stack is sane'
 complete -c rdmactl -n "__fish_rdmactl_needs_command" -f -a "counters" -d 'Port counters (counters/ and hw_counters/) grouped by what they indicate; --interval for wrap-aware deltas and rates'
 complete -c rdmactl -n "__fish_rdmactl_needs_command" -f -a "fabric" -d 'All-pairs RC test over many hosts, one process per endpoint started by srun, mpirun or pdsh: configuration drift, a latency/bandwidth matrix, and the endpoint or link to blame, explained'
+complete -c rdmactl -n "__fish_rdmactl_needs_command" -f -a "subnet" -d 'InfiniBand subnet discovery and diagnosis from this host (MADs): nodes, links, subnet manager, degraded links, error counters, changes since a baseline'
 complete -c rdmactl -n "__fish_rdmactl_needs_command" -f -a "generate" -d 'Write man pages and shell completions (for packagers)'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand devices" -s d -l ib-dev -d 'Only this device' -r
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand devices" -l color -d 'When to colour the output (`auto`: a terminal, unless NO_COLOR is set or TERM=dumb)' -r -f -a "auto\t''
@@ -227,6 +228,26 @@ complete -c rdmactl -n "__fish_rdmactl_using_subcommand fabric" -l simulate -d '
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand fabric" -s j -l json -d 'Print JSON instead of a table'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand fabric" -s h -l help -d 'Print help'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand fabric" -s V -l version -d 'Print version'
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand subnet" -s d -l ib-dev -d 'The device to walk from (default: the first InfiniBand port with a umad device)' -r
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand subnet" -s i -l ib-port -d 'The port to walk from' -r
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand subnet" -l in-flight -d 'MADs outstanding at once (ibnetdiscover\'s -o; it keeps 2)' -r
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand subnet" -l timeout -d 'How long one MAD waits for its answer, in milliseconds (opensm\'s transaction timeout)' -r
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand subnet" -l retries -d 'Resends of an unanswered MAD before its node is reported unanswered: many and quick, so a switch that drops a third of its MADs is still walked whole, while a dead node costs (N+1) timeouts once' -r
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand subnet" -l interval -d 'Read the PMA counters a second time after SECS seconds and judge what they did in between (errors per second) instead of their totals' -r
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand subnet" -l baseline -d 'Compare with a previous `subnet -j` output or an ibnetdiscover topology file' -r -F
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand subnet" -l topology -d 'Write the subnet in ibnetdiscover\'s topology format to FILE' -r -F
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand subnet" -l svg -d 'Draw the topology to FILE as SVG, links and nodes with a warning or failure in red' -r -F
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand subnet" -l color -d 'When to colour the output (`auto`: a terminal, unless NO_COLOR is set or TERM=dumb)' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand subnet" -l sysfs -d 'Read sysfs from DIR instead of /sys (a captured tree); verbs queries are skipped. pingpong and selftest refuse it: they run on this host\'s devices' -r -F
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand subnet" -l no-counters -d 'Skip the PMA PortCounters of the link ends'
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand subnet" -l hosts -d 'List the channel adapters (hosts), as ibhosts does, instead of the report'
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand subnet" -l switches -d 'List the switches, as ibswitches does, instead of the report'
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand subnet" -l reset-counters -d 'After the report, clear the PMA counters of every link end (a PMA Set; nothing is ever set without this flag)'
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand subnet" -s j -l json -d 'Print JSON instead of a table'
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand subnet" -s h -l help -d 'Print help'
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand subnet" -s V -l version -d 'Print version'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand generate" -l color -d 'When to colour the output (`auto`: a terminal, unless NO_COLOR is set or TERM=dumb)' -r -f -a "auto\t''
 always\t''
 never\t''"

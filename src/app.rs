@@ -27,6 +27,7 @@ pub fn run(cli: Cli, sysfs_from_env: bool) -> anyhow::Result<u8> {
         Command::Doctor(args) => cmd::doctor::run(&ctx, &args)?,
         Command::Counters(args) => cmd::counters::run(&ctx, &args)?,
         Command::Fabric(args) => cmd::fabric::run(&ctx, &args)?,
+        Command::Subnet(args) => cmd::subnet::run(&ctx, &args)?,
         Command::Generate(args) => crate::generate::run(&args)?,
     };
     Ok(code)

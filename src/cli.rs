@@ -120,6 +120,9 @@ pub enum Command {
     /// or pdsh: configuration drift, a latency/bandwidth matrix, and the endpoint or link
     /// to blame, explained
     Fabric(FabricArgs),
+    /// InfiniBand subnet discovery and diagnosis from this host (MADs): nodes, links, subnet
+    /// manager, degraded links, error counters, changes since a baseline
+    Subnet(SubnetArgs),
     /// Write man pages and shell completions (for packagers)
     #[command(hide = true)]
     Generate(GenerateArgs),
@@ -605,6 +608,54 @@ fn parse_interval(s: &str) -> Result<f64, String> {
     } else {
         Err(format!("'{s}': the interval must be at least 0.01 seconds"))
     }
+}
+
+#[derive(Debug, Args)]
+pub struct SubnetArgs {
+    /// The device to walk from (default: the first InfiniBand port with a umad device)
+    #[arg(short = 'd', long = "ib-dev", value_name = "DEV")]
+    pub device: Option<String>,
+    /// The port to walk from
+    #[arg(short = 'i', long = "ib-port", value_name = "PORT")]
+    pub port: Option<u32>,
+    /// MADs outstanding at once (ibnetdiscover's -o; it keeps 2)
+    #[arg(long, value_name = "N", default_value_t = 32, value_parser = clap::value_parser!(u32).range(1..=256))]
+    pub in_flight: u32,
+    /// How long one MAD waits for its answer, in milliseconds (opensm's transaction
+    /// timeout)
+    #[arg(long, value_name = "MS", default_value_t = 200, value_parser = clap::value_parser!(u64).range(1..=60_000))]
+    pub timeout: u64,
+    /// Resends of an unanswered MAD before its node is reported unanswered: many and quick,
+    /// so a switch that drops a third of its MADs is still walked whole, while a dead node
+    /// costs (N+1) timeouts once
+    #[arg(long, value_name = "N", default_value_t = 15, value_parser = clap::value_parser!(u32).range(0..=50))]
+    pub retries: u32,
+    /// Skip the PMA PortCounters of the link ends
+    #[arg(long)]
+    pub no_counters: bool,
+    /// Read the PMA counters a second time after SECS seconds and judge what they did in
+    /// between (errors per second) instead of their totals
+    #[arg(long, value_name = "SECS", value_parser = parse_interval, conflicts_with = "no_counters")]
+    pub interval: Option<f64>,
+    /// Compare with a previous `subnet -j` output or an ibnetdiscover topology file
+    #[arg(long, value_name = "FILE")]
+    pub baseline: Option<PathBuf>,
+    /// Write the subnet in ibnetdiscover's topology format to FILE
+    #[arg(long, value_name = "FILE")]
+    pub topology: Option<PathBuf>,
+    /// Draw the topology to FILE as SVG, links and nodes with a warning or failure in red
+    #[arg(long, value_name = "FILE")]
+    pub svg: Option<PathBuf>,
+    /// List the channel adapters (hosts), as ibhosts does, instead of the report
+    #[arg(long, conflicts_with = "switches")]
+    pub hosts: bool,
+    /// List the switches, as ibswitches does, instead of the report
+    #[arg(long)]
+    pub switches: bool,
+    /// After the report, clear the PMA counters of every link end (a PMA Set; nothing is
+    /// ever set without this flag)
+    #[arg(long)]
+    pub reset_counters: bool,
 }
 
 #[derive(Debug, Args)]

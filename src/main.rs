@@ -6,6 +6,7 @@ mod cmd;
 mod counter;
 mod ctx;
 mod diagnose;
+mod discover;
 mod errno;
 mod error;
 mod exit;
@@ -16,6 +17,7 @@ mod finding;
 mod generate;
 mod gid;
 mod interrupt;
+mod mad;
 mod model;
 mod net;
 mod oob;
@@ -23,6 +25,7 @@ mod output;
 mod render;
 mod rendezvous;
 mod sysfs;
+mod topology;
 mod verbs;
 
 /// tests/json-schema.txt's checker, for the unit tests of reports that need a device.

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 const RULE_MODULES: &[&str] = &["diagnose"];
 /// Modules that gather facts from the system; they may import the vocabulary and the
 /// fact types, never the rules, the commands or the renderers.
-const GATHERERS: &[&str] = &["verbs", "sysfs", "net", "oob", "rendezvous"];
+const GATHERERS: &[&str] = &["verbs", "sysfs", "net", "oob", "rendezvous", "discover"];
 const UPPER_LAYERS: &[&str] = &["cmd", "app", "render", "diagnose"];
 
 fn src() -> PathBuf {

@@ -24,6 +24,7 @@ pub mod pingpong_cm;
 pub mod ports;
 pub mod results;
 pub mod selftest;
+pub mod subnet;
 
 /// Attributes that exist but could not be read: one stderr line each, so the table stays
 /// clean and the reader still learns why a column says "-". JSON carries `read_problems`.

@@ -24,3 +24,4 @@ pub fn explain(failure: &Failure, facts: &Facts) -> Explanation {
         datapath::explain(failure, facts)
     }
 }
+pub mod subnet;

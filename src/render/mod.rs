@@ -7,4 +7,5 @@ pub mod fabric;
 pub mod findings;
 pub mod gid;
 pub mod inventory;
+pub mod subnet;
 pub mod table;

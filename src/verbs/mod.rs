@@ -12,6 +12,7 @@ pub mod cm;
 pub mod qp;
 mod query;
 pub mod sys;
+pub mod umad;
 
 pub use query::{
     device_names, library_status, open_device, open_each, DeviceAttrs, OpenDevice, PortAttrs,

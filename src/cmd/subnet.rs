@@ -1,0 +1,267 @@
+//! `rdmactl subnet`: pick the local IB port and its umad device, walk the subnet with
+//! MADs, judge what was found, print; `--topology`, `--hosts`/`--switches`, `--baseline`
+//! and `--reset-counters` around it.
+
+use std::path::Path;
+use std::time::Duration;
+
+use crate::cli::SubnetArgs;
+use crate::ctx::Ctx;
+use crate::diagnose;
+use crate::discover::{self, WalkOptions};
+use crate::error::{Error, Result};
+use crate::exit;
+use crate::finding::Severity;
+use crate::render::subnet as render;
+use crate::topology::{self, Baseline, End, Link};
+use crate::verbs::umad::{self, UmadPort};
+
+pub fn run(ctx: &Ctx, args: &SubnetArgs) -> Result<u8> {
+    if ctx.captured {
+        return Err(Error::Usage(
+            "--sysfs: subnet does not read a captured tree: it sends MADs from this host's \
+             InfiniBand port"
+                .into(),
+        ));
+    }
+    // The baseline is read first: a typo in its path should not cost a walk.
+    let baseline = args.baseline.as_deref().map(read_baseline).transpose()?;
+    let port = pick_port(args)?;
+    let opts = WalkOptions {
+        in_flight: args.in_flight as usize,
+        retries: args.retries,
+        timeout: Duration::from_millis(args.timeout),
+        counters: !args.no_counters,
+    };
+    let mut dev = umad::Umad::open(port.index, opts.timeout).map_err(|e| {
+        Error::Failed(format!(
+            "{} port {}: {} ({}): {}{}",
+            port.device,
+            port.port,
+            e.step,
+            e.path.display(),
+            e.source,
+            open_fix(e.source.raw_os_error())
+        ))
+    })?;
+    let mut subnet = discover::walk(&mut dev, &opts).map_err(|e| {
+        Error::Failed(format!(
+            "{} port {} ({}): the walk failed: {e}",
+            port.device,
+            port.port,
+            Path::new("/dev/infiniband")
+                .join(format!("umad{}", port.index))
+                .display()
+        ))
+    })?;
+
+    if let Some(secs) = args.interval {
+        discover::reread_counters(&mut dev, &opts, &mut subnet, Duration::from_secs_f64(secs))
+            .map_err(|e| {
+                Error::Failed(format!(
+                    "{} port {}: reading the counters again: {e}",
+                    port.device, port.port
+                ))
+            })?;
+    }
+    if let Some(path) = &args.topology {
+        std::fs::write(path, render::ibnetdiscover(&subnet)).map_err(|source| Error::Io {
+            path: path.clone(),
+            source,
+        })?;
+    }
+    if args.hosts || args.switches {
+        crate::output::print(&render::node_list(&subnet, args.switches))?;
+        return Ok(exit::OK);
+    }
+    let findings = diagnose::subnet::judge(&subnet, baseline.as_ref());
+    if let Some(path) = &args.svg {
+        std::fs::write(path, render::svg(&subnet, &findings)).map_err(|source| Error::Io {
+            path: path.clone(),
+            source,
+        })?;
+    }
+    let text = if ctx.json {
+        crate::output::json(&render::report(&subnet, &port.device, port.port, &findings))
+    } else {
+        render::text(&subnet, &port.device, port.port, &findings, ctx.style)
+    };
+    crate::output::print(&text)?;
+    if args.reset_counters {
+        let failed = discover::clear_counters(&mut dev, &opts, &subnet).map_err(|e| {
+            Error::Failed(format!(
+                "{} port {}: clearing counters: {e}",
+                port.device, port.port
+            ))
+        })?;
+        for end in failed {
+            eprintln!(
+                "rdmactl: {}: the PMA did not confirm clearing its counters",
+                subnet.end_name(end)
+            );
+        }
+    }
+    let found = findings
+        .iter()
+        .any(|f| matches!(f.severity, Severity::Warn | Severity::Fail));
+    Ok(if found { exit::FAILED } else { exit::OK })
+}
+
+/// What to do when the umad device would not open, by errno.
+fn open_fix(errno: Option<i32>) -> &'static str {
+    match errno {
+        Some(libc::EACCES) | Some(libc::EPERM) => {
+            ": sending MADs needs read-write access to the umad device; run as root, or add \
+             yourself to the group that owns it (often `rdma`) with a udev rule such as \
+             KERNEL==\"umad*\", GROUP=\"rdma\", MODE=\"0660\" in /etc/udev/rules.d/"
+        }
+        Some(libc::ENOENT) | Some(libc::ENODEV) => {
+            ": the umad device node is missing; modprobe ib_umad, and check udev created \
+             /dev/infiniband/umad*"
+        }
+        _ => "",
+    }
+}
+
+/// The umad port to walk from: `-d`/`-i` when given, else the first InfiniBand port,
+/// preferring an ACTIVE one. RoCE and iWARP ports have no subnet manager to ask.
+fn pick_port(args: &SubnetArgs) -> Result<UmadPort> {
+    let all = umad::umad_ports().map_err(|source| Error::Io {
+        path: "/sys/class/infiniband_mad".into(),
+        source,
+    })?;
+    let wanted: Vec<&UmadPort> = all
+        .iter()
+        .filter(|p| args.device.as_deref().map_or(true, |d| d == p.device))
+        .filter(|p| args.port.map_or(true, |n| n == p.port))
+        .collect();
+    let Some(first) = wanted
+        .iter()
+        .filter(|p| is_ib(p))
+        .find(|p| p.state.as_deref().map_or(true, |s| s.contains("ACTIVE")))
+        .or_else(|| wanted.iter().find(|p| is_ib(p)))
+    else {
+        if let Some(eth) = wanted.first() {
+            return Err(Error::Failed(format!(
+                "{} port {} is {}: subnet management is an InfiniBand notion; for a RoCE or \
+                 iWARP fabric use `rdmactl fabric` across the hosts, or `rdmactl pingpong` \
+                 between two",
+                eth.device,
+                eth.port,
+                eth.link_layer.as_deref().unwrap_or("not InfiniBand")
+            )));
+        }
+        let listed: Vec<String> = all
+            .iter()
+            .map(|p| format!("{}/{}", p.device, p.port))
+            .collect();
+        return Err(match (&args.device, listed.is_empty()) {
+            (_, true) => Error::Failed(
+                "no umad devices in /sys/class/infiniband_mad: no InfiniBand port, or the \
+                 ib_umad module is not loaded (modprobe ib_umad)"
+                    .into(),
+            ),
+            (Some(d), false) => Error::NoSuchDevice {
+                name: format!(
+                    "{d}{}",
+                    args.port.map(|p| format!(" port {p}")).unwrap_or_default()
+                ),
+                available: listed,
+            },
+            (None, false) => Error::Failed(format!(
+                "no umad port matches port {}; umad ports: {}",
+                args.port.unwrap_or(0),
+                listed.join(", ")
+            )),
+        });
+    };
+    Ok((*first).clone())
+}
+
+fn is_ib(p: &UmadPort) -> bool {
+    p.link_layer
+        .as_deref()
+        .map_or(true, |l| l.eq_ignore_ascii_case("infiniband"))
+}
+
+/// A baseline is a previous `subnet -j` (JSON) or an ibnetdiscover topology file.
+fn read_baseline(path: &Path) -> Result<Baseline> {
+    let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let bad = |why: String| Error::Usage(format!("--baseline {}: {why}", path.display()));
+    if text.trim_start().starts_with('{') {
+        let v: serde_json::Value =
+            serde_json::from_str(&text).map_err(|e| bad(format!("not JSON: {e}")))?;
+        baseline_from_json(&v).map_err(bad)
+    } else {
+        topology::parse_ibnetdiscover(&text).map_err(bad)
+    }
+}
+
+fn baseline_from_json(v: &serde_json::Value) -> std::result::Result<Baseline, String> {
+    let guid = |x: &serde_json::Value| -> Option<u64> {
+        u64::from_str_radix(x.as_str()?.trim_start_matches("0x"), 16).ok()
+    };
+    let mut b = Baseline::default();
+    let nodes = v["nodes"]
+        .as_array()
+        .ok_or("no \"nodes\" array: not a `subnet -j` output")?;
+    for n in nodes {
+        let g = guid(&n["guid"]).ok_or("a node without a hex \"guid\"")?;
+        b.nodes.insert(
+            g,
+            (
+                n["type"] == "switch",
+                n["description"].as_str().unwrap_or("").to_string(),
+                n["lid"].as_u64().unwrap_or(0) as u16,
+            ),
+        );
+    }
+    for l in v["links"].as_array().ok_or("no \"links\" array")? {
+        let end = |e: &serde_json::Value| -> Option<End> {
+            Some(End {
+                guid: guid(&e["guid"])?,
+                port: u8::try_from(e["port"].as_u64()?).ok()?,
+            })
+        };
+        let (Some(a), Some(bb)) = (end(&l["a"]), end(&l["b"])) else {
+            return Err("a link without a.guid/a.port/b.guid/b.port".into());
+        };
+        b.links.push(Link::new(a, bb));
+    }
+    b.links.sort();
+    Ok(b)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_umad_device_that_will_not_open_says_how_to_get_access() {
+        let denied = open_fix(Some(libc::EACCES));
+        assert!(
+            denied.contains("root") && denied.contains("`rdma`"),
+            "{denied}"
+        );
+        assert!(denied.contains("KERNEL==\"umad*\""), "{denied}");
+        assert!(open_fix(Some(libc::ENOENT)).contains("modprobe ib_umad"));
+        assert_eq!(open_fix(Some(libc::EIO)), "");
+    }
+
+    #[test]
+    fn a_subnet_json_baseline_reads_back_its_nodes_and_links() {
+        let v: serde_json::Value = serde_json::from_str(
+            r#"{"nodes": [{"guid": "0x0000000000200000", "type": "switch", "description": "Switch1", "lid": 1},
+                          {"guid": "0x0000000000100000", "type": "ca", "description": "Hca1", "lid": 2}],
+                "links": [{"a": {"guid": "0x0000000000100000", "port": 1}, "b": {"guid": "0x0000000000200000", "port": 1}}]}"#,
+        )
+        .unwrap();
+        let b = baseline_from_json(&v).unwrap();
+        assert_eq!(b.nodes[&0x200000], (true, "Switch1".to_string(), 1));
+        assert_eq!(b.links.len(), 1);
+        assert!(baseline_from_json(&serde_json::json!({"links": []})).is_err());
+    }
+}

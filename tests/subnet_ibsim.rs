@@ -1,0 +1,945 @@
+//! `rdmactl subnet` on simulated InfiniBand subnets: ibsim (ibsim-utils) simulates the
+//! fabric, the real opensm runs on it, and libumad2sim.so (LD_PRELOAD) carries rdmactl's and
+//! the reference tools' MADs to it. Each test starts its own ibsim on its own abstract
+//! socket name (IBSIM_SOCKNAME) in a temp dir, and `Sim`'s Drop kills ibsim and opensm even
+//! when an assertion fails. Without the packages (scripts/setup installs them) each test
+//! prints why and returns.
+
+mod schema;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Output, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+const UMAD2SIM: &str = "/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so";
+const EXAMPLES: &str = "/usr/share/doc/ibsim-utils/net-examples";
+
+/// Why the simulator cannot run here, or None.
+fn missing() -> Option<String> {
+    let on_path = |tool: &str| {
+        std::env::var_os("PATH")
+            .map(|p| std::env::split_paths(&p).any(|d| d.join(tool).is_file()))
+            .unwrap_or(false)
+            || ["/usr/sbin", "/sbin"]
+                .iter()
+                .any(|d| Path::new(d).join(tool).is_file())
+    };
+    let absent: Vec<&str> = ["ibsim", "opensm", "ibnetdiscover", "perfquery"]
+        .into_iter()
+        .filter(|t| !on_path(t))
+        .collect();
+    if !absent.is_empty() {
+        return Some(format!(
+            "{} not installed (apt-get install ibsim-utils opensm infiniband-diags, or scripts/setup)",
+            absent.join(", ")
+        ));
+    }
+    if !Path::new(UMAD2SIM).is_file() {
+        return Some(format!("{UMAD2SIM} missing (ibsim-utils)"));
+    }
+    None
+}
+
+macro_rules! require_sim {
+    () => {
+        if let Some(why) = missing() {
+            eprintln!("skipped: {why}");
+            return;
+        }
+    };
+}
+
+fn tool(name: &str) -> PathBuf {
+    for d in ["/usr/sbin", "/usr/bin", "/sbin", "/bin"] {
+        let p = Path::new(d).join(name);
+        if p.is_file() {
+            return p;
+        }
+    }
+    PathBuf::from(name)
+}
+
+/// ibsim and opensm run under timeout(1): if this test process is killed outright (no Drop
+/// runs), they still end within 15 minutes instead of spinning on a closed console.
+const BOUNDED: [&str; 3] = ["-k", "5", "900"];
+
+/// SIGTERM to timeout(1), which passes it on to the simulator or opensm and exits with it;
+/// SIGKILL only if that did not end it.
+fn stop(child: &mut Child) {
+    let _ = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status();
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(5) {
+        if let Ok(Some(_)) = child.try_wait() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+static SIMS: AtomicUsize = AtomicUsize::new(0);
+
+/// One running simulator (and perhaps opensm); both die with it.
+struct Sim {
+    dir: tempfile::TempDir,
+    sock: String,
+    ibsim: Child,
+    console: ChildStdin,
+    opensm: Option<Child>,
+}
+
+fn wait_for(path: &Path, text: &str, limit: Duration) -> bool {
+    let start = Instant::now();
+    while start.elapsed() < limit {
+        if std::fs::read_to_string(path).is_ok_and(|s| s.contains(text)) {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    false
+}
+
+impl Sim {
+    fn start(topology: &str) -> Sim {
+        let dir = tempfile::tempdir().unwrap();
+        let sock = format!(
+            "rdmactl-test-{}-{}",
+            std::process::id(),
+            SIMS.fetch_add(1, Ordering::SeqCst)
+        );
+        let net = dir.path().join("net");
+        std::fs::write(&net, topology).unwrap();
+        let log = std::fs::File::create(dir.path().join("ibsim.log")).unwrap();
+        let mut ibsim = Command::new("timeout")
+            .args(BOUNDED)
+            .arg(tool("ibsim"))
+            .arg("-s")
+            .arg(&net)
+            .env("IBSIM_SOCKNAME", &sock)
+            .current_dir(dir.path())
+            .stdin(Stdio::piped())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .expect("start ibsim");
+        let console = ibsim.stdin.take().unwrap();
+        let sim = Sim {
+            dir,
+            sock,
+            ibsim,
+            console,
+            opensm: None,
+        };
+        assert!(
+            wait_for(
+                &sim.dir.path().join("ibsim.log"),
+                "Network simulator ready",
+                Duration::from_secs(30)
+            ),
+            "ibsim did not come up: {}",
+            sim.log("ibsim.log")
+        );
+        sim
+    }
+
+    fn log(&self, name: &str) -> String {
+        std::fs::read_to_string(self.dir.path().join(name)).unwrap_or_default()
+    }
+
+    fn command(&self, program: &Path) -> Command {
+        self.command_with(Command::new(program))
+    }
+
+    fn command_with(&self, mut c: Command) -> Command {
+        c.env("LD_PRELOAD", UMAD2SIM)
+            .env("IBSIM_SOCKNAME", &self.sock)
+            .env_remove("SIM_HOST")
+            .current_dir(self.dir.path());
+        c
+    }
+
+    /// Starts opensm on the simulated fabric and waits until it says SUBNET UP.
+    fn start_sm(&mut self) {
+        let tmp = self.dir.path().join("osm");
+        std::fs::create_dir_all(&tmp).unwrap();
+        let log = self.dir.path().join("osm.log");
+        let child = self
+            .command_with({
+                let mut c = Command::new("timeout");
+                c.args(BOUNDED).arg(tool("opensm"));
+                c
+            })
+            // -d2 flushes the log after each line, so SUBNET UP can be waited for.
+            .args(["-d2", "-f"])
+            .arg(&log)
+            .env("OSM_TMP_DIR", &tmp)
+            .env("OSM_CACHE_DIR", &tmp)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start opensm");
+        self.opensm = Some(child);
+        assert!(
+            wait_for(&log, "SUBNET UP", Duration::from_secs(120)),
+            "opensm did not bring the subnet up: {}",
+            self.log("osm.log")
+        );
+    }
+
+    /// One console command; ibsim answers on its log, so wait for the log to grow.
+    fn console(&mut self, line: &str) {
+        let before = self.log("ibsim.log").len();
+        writeln!(self.console, "{line}").unwrap();
+        self.console.flush().unwrap();
+        let start = Instant::now();
+        while self.log("ibsim.log").len() == before && start.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+
+    fn run(&self, program: &Path, args: &[&str]) -> Output {
+        self.command(program).args(args).output().unwrap()
+    }
+
+    /// `rdmactl subnet -j ARGS`: the JSON and the exit code.
+    fn subnet(&self, args: &[&str]) -> (Value, i32) {
+        let mut all = vec!["subnet", "-j"];
+        all.extend_from_slice(args);
+        let out = self.run(Path::new(env!("CARGO_BIN_EXE_rdmactl")), &all);
+        let json: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+            panic!(
+                "rdmactl {all:?}: not JSON ({e}); stderr: {}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+        });
+        (json, out.status.code().unwrap_or(-1))
+    }
+}
+
+impl Drop for Sim {
+    fn drop(&mut self) {
+        if let Some(sm) = &mut self.opensm {
+            stop(sm);
+        }
+        stop(&mut self.ibsim);
+    }
+}
+
+fn example(name: &str) -> String {
+    std::fs::read_to_string(Path::new(EXAMPLES).join(name)).unwrap()
+}
+
+/// (guid, port) ↔ (guid, port), the smaller end first, with "4xSDR".
+type LinkKey = ((u64, u8), (u64, u8));
+
+fn key(a: (u64, u8), b: (u64, u8)) -> LinkKey {
+    if a <= b {
+        (a, b)
+    } else {
+        (b, a)
+    }
+}
+
+fn hex(s: &str) -> u64 {
+    u64::from_str_radix(s.trim_start_matches("0x"), 16).unwrap()
+}
+
+/// LIDs by (switch GUID, 0) and (CA GUID, port): a CA's ports each have their own.
+type Lids = BTreeMap<(u64, u8), u16>;
+
+/// ibnetdiscover's output read independently of rdmactl's parser: every link with its
+/// width and speed as written ("4xSDR"), and the LIDs.
+fn ibnetdiscover_facts(text: &str) -> (BTreeMap<LinkKey, String>, Lids) {
+    let mut links = BTreeMap::new();
+    let mut lids = BTreeMap::new();
+    let mut current = None;
+    let mut is_ca = false;
+    for line in text.lines() {
+        let id_guid = |q: &str| hex(&q[2..]);
+        if line.starts_with("Switch") || line.starts_with("Ca") {
+            let id = line.split('"').nth(1).unwrap();
+            let g = id_guid(id);
+            current = Some(g);
+            is_ca = line.starts_with("Ca");
+            if !is_ca {
+                let lid = line.split("lid ").nth(1).unwrap().split_whitespace().next();
+                lids.insert((g, 0), lid.unwrap().parse().unwrap());
+            }
+        } else if line.starts_with('[') {
+            let me = current.unwrap();
+            let port: u8 = line[1..line.find(']').unwrap()].parse().unwrap();
+            let peer_id = line.split('"').nth(1).unwrap();
+            let after = &line[line.find(peer_id).unwrap() + peer_id.len() + 2..];
+            let peer_port: u8 = after[..after.find(']').unwrap()].parse().unwrap();
+            let rate = line.split_whitespace().last().unwrap().to_string();
+            links.insert(key((me, port), (id_guid(peer_id), peer_port)), rate);
+            if is_ca {
+                // A CA's port line: "# lid 4 lmc 0 ...": that port's LID.
+                let l = line.split("# lid ").nth(1).unwrap();
+                lids.insert(
+                    (me, port),
+                    l.split_whitespace().next().unwrap().parse().unwrap(),
+                );
+            }
+        }
+    }
+    (links, lids)
+}
+
+fn rdmactl_facts(j: &Value) -> (BTreeMap<LinkKey, String>, Lids) {
+    let mut links = BTreeMap::new();
+    for l in j["links"].as_array().unwrap() {
+        let end = |e: &Value| {
+            (
+                hex(e["guid"].as_str().unwrap()),
+                e["port"].as_u64().unwrap() as u8,
+            )
+        };
+        let width = l["width"].as_str().unwrap().trim_end_matches('X');
+        links.insert(
+            key(end(&l["a"]), end(&l["b"])),
+            format!("{width}x{}", l["speed"].as_str().unwrap()),
+        );
+    }
+    let mut lids = BTreeMap::new();
+    for n in j["nodes"].as_array().unwrap() {
+        let guid = hex(n["guid"].as_str().unwrap());
+        if n["type"] == "switch" {
+            lids.insert((guid, 0), n["lid"].as_u64().unwrap() as u16);
+            continue;
+        }
+        for p in n["ports"].as_array().unwrap() {
+            let port = p["port"].as_u64().unwrap() as u8;
+            // ibnetdiscover lists a CA's connected ports only.
+            if links
+                .keys()
+                .any(|(a, b)| *a == (guid, port) || *b == (guid, port))
+            {
+                lids.insert((guid, port), p["lid"].as_u64().unwrap() as u16);
+            }
+        }
+    }
+    (links, lids)
+}
+
+fn findings<'a>(j: &'a Value, code: &str) -> Vec<&'a Value> {
+    j["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["code"] == code)
+        .collect()
+}
+
+fn codes(j: &Value) -> Vec<String> {
+    j["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["code"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// `perfquery LID PORT`'s "Name:....value" lines.
+fn perfquery(sim: &Sim, lid: u64, port: u8) -> BTreeMap<String, u64> {
+    perfquery_args(sim, &[&lid.to_string(), &port.to_string()])
+}
+
+fn perfquery_args(sim: &Sim, args: &[&str]) -> BTreeMap<String, u64> {
+    let out = sim.run(&tool("perfquery"), args);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| {
+            let (name, value) = l.split_once(':')?;
+            Some((
+                name.to_string(),
+                value.trim_start_matches('.').trim().parse().ok()?,
+            ))
+        })
+        .collect()
+}
+
+/// perfquery's names for the counters rdmactl reports by their kernel names.
+const PERFQUERY_NAMES: &[(&str, &str)] = &[
+    ("symbol_error", "SymbolErrorCounter"),
+    ("link_error_recovery", "LinkErrorRecoveryCounter"),
+    ("link_downed", "LinkDownedCounter"),
+    ("port_rcv_errors", "PortRcvErrors"),
+    (
+        "port_rcv_remote_physical_errors",
+        "PortRcvRemotePhysicalErrors",
+    ),
+    ("port_rcv_switch_relay_errors", "PortRcvSwitchRelayErrors"),
+    ("port_xmit_discards", "PortXmitDiscards"),
+    ("port_xmit_constraint_errors", "PortXmitConstraintErrors"),
+    ("port_rcv_constraint_errors", "PortRcvConstraintErrors"),
+    ("local_link_integrity_errors", "LocalLinkIntegrityErrors"),
+    (
+        "excessive_buffer_overrun_errors",
+        "ExcessiveBufferOverrunErrors",
+    ),
+    ("VL15_dropped", "VL15Dropped"),
+    ("port_xmit_wait", "PortXmitWait"),
+];
+
+#[test]
+fn the_walk_matches_ibnetdiscover_and_the_counters_match_perfquery() {
+    require_sim!();
+    let mut sim = Sim::start(&example("net.2sw2path4hca"));
+    sim.start_sm();
+    let reference = sim.run(&tool("ibnetdiscover"), &[]);
+    assert!(reference.status.success());
+    let reference = String::from_utf8_lossy(&reference.stdout).into_owned();
+    sim.console("PerformanceSet \"Switch1\"[3] PortCounters.SymbolErrorCounter=77");
+    sim.console("PerformanceSet \"Switch1\"[3] PortCounters.LinkDownedCounter=3");
+    let (j, code) = sim.subnet(&[]);
+
+    let errors = schema::mismatches("subnet", &j);
+    assert!(errors.is_empty(), "{errors:#?}");
+    let (want_links, want_lids) = ibnetdiscover_facts(&reference);
+    let (got_links, got_lids) = rdmactl_facts(&j);
+    assert_eq!(got_links.len(), 6);
+    assert_eq!(got_links, want_links, "links, widths and speeds");
+    assert_eq!(got_lids, want_lids, "node LIDs");
+    assert_eq!(j["summary"]["switches"], 2);
+    assert_eq!(j["summary"]["cas"], 4);
+    assert_eq!(j["sm"][0]["state"], "master");
+
+    // The planted counters, found and explained, naming both ends of the link.
+    assert_eq!(code, 1, "a finding is exit 1");
+    let e = findings(&j, "subnet-link-errors");
+    assert_eq!(e.len(), 1, "{:#?}", j["findings"]);
+    let subject = e[0]["subject"].as_str().unwrap();
+    assert!(
+        subject.contains("switch \"Switch1\" port 3")
+            && subject.contains("switch \"Switch2\" port 3"),
+        "{subject}"
+    );
+    let evidence = e[0]["evidence"].to_string();
+    assert!(evidence.contains("symbol_error = 77"), "{evidence}");
+    assert!(evidence.contains("link_downed = 3"), "{evidence}");
+    assert!(e[0]["fix"].as_str().unwrap().contains("cable"));
+
+    // Every counter of every switch port of a link equals perfquery's.
+    for l in j["links"].as_array().unwrap() {
+        for side in ["a", "b"] {
+            let guid = hex(l[side]["guid"].as_str().unwrap());
+            let port = l[side]["port"].as_u64().unwrap() as u8;
+            let node = j["nodes"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|n| hex(n["guid"].as_str().unwrap()) == guid)
+                .unwrap();
+            if node["type"] != "switch" {
+                continue;
+            }
+            let lid = node["lid"].as_u64().unwrap();
+            let theirs = perfquery(&sim, lid, port);
+            // ibsim's PMA has PortCountersExtended: the 64-bit data counters come from
+            // it (only it has the unicast ones), and perfquery -x, read later, has at least
+            // as much traffic counted.
+            let extended = perfquery_args(&sim, &["-x", &lid.to_string(), &port.to_string()]);
+            for (ours, name) in [
+                ("port_xmit_data", "PortXmitData"),
+                ("port_rcv_packets", "PortRcvPkts"),
+                ("unicast_xmit_packets", "PortUnicastXmitPkts"),
+            ] {
+                let mine = l["counters"][side][ours].as_u64().unwrap();
+                assert!(
+                    mine <= extended[name],
+                    "{ours}: {mine} > {}",
+                    extended[name]
+                );
+            }
+            for (ours, name) in PERFQUERY_NAMES {
+                assert_eq!(
+                    l["counters"][side][ours].as_u64(),
+                    theirs.get(*name).copied(),
+                    "{ours} of {guid:#x} port {port}"
+                );
+            }
+        }
+    }
+
+    // Only Gets unless asked: perfquery still saw 77 above. --reset-counters clears them
+    // after the report.
+    let out = sim.run(
+        Path::new(env!("CARGO_BIN_EXE_rdmactl")),
+        &["subnet", "--reset-counters"],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "the report still shows the errors"
+    );
+    let switch1_lid = j["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["description"] == "Switch1")
+        .unwrap()["lid"]
+        .as_u64()
+        .unwrap();
+    let after = perfquery(&sim, switch1_lid, 3);
+    assert_eq!(after["SymbolErrorCounter"], 0);
+    assert_eq!(after["LinkDownedCounter"], 0);
+    let (j_after, code_after) = sim.subnet(&[]);
+    assert!(findings(&j_after, "subnet-link-errors").is_empty());
+    assert_eq!(code_after, 0);
+
+    // --topology writes ibnetdiscover's format; ibsim loads it back into the same subnet.
+    let topo = sim.dir.path().join("topology.out");
+    let out = sim.run(
+        Path::new(env!("CARGO_BIN_EXE_rdmactl")),
+        &[
+            "subnet",
+            "--topology",
+            topo.to_str().unwrap(),
+            "--no-counters",
+        ],
+    );
+    assert!(out.status.code().is_some());
+    let written = std::fs::read_to_string(&topo).unwrap();
+    let (again_links, _) = ibnetdiscover_facts(&written);
+    assert_eq!(
+        again_links, want_links,
+        "--topology reads back as the same links"
+    );
+    let mut reloaded = Sim::start(&written);
+    reloaded.start_sm();
+    let (j2, _) = reloaded.subnet(&["--no-counters"]);
+    let (links2, _) = rdmactl_facts(&j2);
+    assert_eq!(
+        links2, got_links,
+        "ibsim loaded --topology's output as the same subnet"
+    );
+}
+
+#[test]
+fn every_example_topology_of_ibsim_is_walked_as_ibnetdiscover_sees_it() {
+    require_sim!();
+    for name in ["net", "net.1", "net.2sw2path", "net.2sw2path4hca2port"] {
+        let mut sim = Sim::start(&example(name));
+        sim.start_sm();
+        let reference = sim.run(&tool("ibnetdiscover"), &[]);
+        let (want_links, want_lids) =
+            ibnetdiscover_facts(&String::from_utf8_lossy(&reference.stdout));
+        let (j, _) = sim.subnet(&[]);
+        let (got_links, got_lids) = rdmactl_facts(&j);
+        assert_eq!(got_links, want_links, "{name}");
+        assert_eq!(got_lids, want_lids, "{name}");
+        assert_eq!(j["mads"]["unanswered"], 0, "{name}");
+        // --hosts and --switches list the GUIDs ibhosts and ibswitches list.
+        for (flag, reference) in [("--hosts", "ibhosts"), ("--switches", "ibswitches")] {
+            let guids = |out: Output| -> BTreeSet<String> {
+                String::from_utf8_lossy(&out.stdout)
+                    .lines()
+                    .filter_map(|l| l.split_whitespace().nth(2).map(str::to_string))
+                    .collect()
+            };
+            let ours = guids(sim.run(Path::new(env!("CARGO_BIN_EXE_rdmactl")), &["subnet", flag]));
+            let theirs = guids(sim.run(&tool(reference), &[]));
+            assert!(!ours.is_empty(), "{name} {flag}");
+            assert_eq!(ours, theirs, "{name} {flag}");
+        }
+    }
+}
+
+#[test]
+fn with_an_interval_the_counters_that_grew_are_judged_not_their_totals() {
+    require_sim!();
+    let mut sim = Sim::start(&example("net.1"));
+    sim.start_sm();
+    // 5 symbol errors are below the threshold for a total, but they appear mid-interval.
+    let child = sim
+        .command(Path::new(env!("CARGO_BIN_EXE_rdmactl")))
+        .args(["subnet", "-j", "--interval", "4"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_secs(2));
+    sim.console("PerformanceSet \"Switch1\"[1] PortCounters.SymbolErrorCounter=5");
+    let out = child.wait_with_output().unwrap();
+    let j: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(j["summary"]["interval_s"], 4.0);
+    let e = findings(&j, "subnet-link-errors");
+    assert_eq!(e.len(), 1, "{:#?}", j["findings"]);
+    let evidence = e[0]["evidence"].to_string();
+    assert!(
+        evidence.contains("switch \\\"Switch1\\\" port 1: symbol_error +5 in 4.0 s (1.2/s), now 5"),
+        "{evidence}"
+    );
+    assert_eq!(out.status.code(), Some(1));
+}
+
+#[test]
+fn a_moved_cable_and_a_changed_lid_since_the_baseline_are_named() {
+    require_sim!();
+    let mut sim = Sim::start(&example("net.2sw2path4hca"));
+    sim.start_sm();
+    let (before, _) = sim.subnet(&["--no-counters"]);
+    let baseline = sim.dir.path().join("baseline.json");
+    std::fs::write(&baseline, before.to_string()).unwrap();
+    // Hca1's cable from Switch1 port 1 to the free port 4; Hca2 given LID 40.
+    sim.console("Unlink \"Hca1\"");
+    sim.console("Link \"Hca1\"[1] \"Switch1\"[4]");
+    sim.console("Baselid \"Hca2\"[1] 40");
+    let (j, code) = sim.subnet(&["--no-counters", "--baseline", baseline.to_str().unwrap()]);
+    assert_eq!(code, 1);
+    let moved = findings(&j, "subnet-link-moved");
+    assert_eq!(moved.len(), 1, "{:#?}", j["findings"]);
+    let evidence = moved[0]["evidence"].to_string();
+    assert!(
+        evidence.contains("then: \\\"Hca1\\\" port 1 ↔ \\\"Switch1\\\" port 1"),
+        "{evidence}"
+    );
+    assert!(
+        evidence.contains("now: \\\"Hca1\\\" port 1 ↔ \\\"Switch1\\\" port 4"),
+        "{evidence}"
+    );
+    let lid = findings(&j, "subnet-lid-changed");
+    assert_eq!(lid.len(), 1, "{:#?}", j["findings"]);
+    assert_eq!(lid[0]["subject"], "\"Hca2\"");
+    assert!(lid[0]["message"].as_str().unwrap().ends_with(", 40 now"));
+    assert!(findings(&j, "subnet-node-missing").is_empty());
+    assert!(findings(&j, "subnet-link-down").is_empty());
+}
+
+#[test]
+fn without_a_subnet_manager_the_walk_says_so_and_how_to_fix_it() {
+    require_sim!();
+    let sim = Sim::start(&example("net.2sw2path4hca"));
+    let (j, code) = sim.subnet(&[]);
+    assert_eq!(code, 1);
+    assert_eq!(j["summary"]["nodes"], 6, "the walk needs no SM");
+    let f = findings(&j, "subnet-no-sm");
+    assert_eq!(f.len(), 1, "{:#?}", j["findings"]);
+    assert_eq!(f[0]["severity"], "fail");
+    assert_eq!(codes(&j)[0], "subnet-no-sm", "worst first");
+    let evidence = f[0]["evidence"].to_string();
+    assert!(evidence.contains("SM LID is 0"), "{evidence}");
+    assert!(f[0]["fix"].as_str().unwrap().contains("opensm"));
+    assert_eq!(j["local"]["sm_lid"], 0);
+}
+
+#[test]
+fn dropped_mads_are_resent_and_the_walk_finds_every_link_every_time() {
+    require_sim!();
+    let mut sim = Sim::start(&example("net.1"));
+    sim.start_sm();
+    sim.console("Error \"Switch1\" 30");
+    let mut resent = 0;
+    for run in 0..5 {
+        // The default resends; a short timeout only to keep the test quick.
+        let (j, _) = sim.subnet(&["--timeout", "20"]);
+        assert_eq!(j["summary"]["nodes"], 3, "run {run}");
+        assert_eq!(
+            j["summary"]["links"], 2,
+            "run {run}: {:#?}",
+            j["unanswered"]
+        );
+        assert_eq!(j["mads"]["unanswered"], 0, "run {run}");
+        resent += j["mads"]["resent"].as_u64().unwrap();
+        if j["mads"]["resent"].as_u64().unwrap() > 0 {
+            let f = findings(&j, "subnet-mads-resent");
+            assert_eq!(f.len(), 1);
+        }
+    }
+    assert!(resent > 0, "30% drops must have cost some resends");
+}
+
+#[test]
+fn a_node_that_never_answers_is_reported_and_the_walk_goes_on() {
+    require_sim!();
+    let mut sim = Sim::start(&example("net.2sw2path4hca"));
+    sim.start_sm();
+    sim.console("Error \"Hca4\" 100");
+    let (j, code) = sim.subnet(&["--timeout", "30", "--retries", "2", "--no-counters"]);
+    assert_eq!(code, 1);
+    assert_eq!(j["summary"]["nodes"], 5, "every other node is found");
+    assert_eq!(j["summary"]["switches"], 2);
+    let f = findings(&j, "subnet-node-unanswered");
+    assert_eq!(f.len(), 1, "{:#?}", j["findings"]);
+    let evidence = f[0]["evidence"].to_string();
+    // Hca4 hangs off Switch2 (GUID 0x200001) port 2.
+    assert!(
+        evidence.contains("(out of switch \\\"Switch2\\\" port 2)"),
+        "{evidence}"
+    );
+    assert_eq!(j["unanswered"][0]["via"], "0x0000000000200001 port 2");
+    assert_eq!(j["unanswered"][0]["what"], "NodeInfo");
+    assert_eq!(j["mads"]["resent"], 2);
+    assert_eq!(j["mads"]["unanswered"], 1);
+}
+
+/// A two-level fat tree: `spines` spine switches, `leaves` leaf switches each with one link
+/// to every spine and `hosts` hosts, every link 4X EDR except where `speed`/`width` say.
+fn fat_tree(
+    spines: usize,
+    leaves: usize,
+    hosts: usize,
+    link: impl Fn(&str, &str) -> Option<&'static str>,
+) -> String {
+    let ports = 36;
+    let spine = |s: usize| format!("S-{:016x}", 0x5000 + s);
+    let leaf = |l: usize| format!("S-{:016x}", 0x6000 + l);
+    let host = |l: usize, h: usize| format!("H-{:016x}", 0x10_0000 + (l * 64 + h) * 4);
+    let rate = |a: &str, b: &str| link(a, b).or(link(b, a)).unwrap_or("4xEDR");
+    let mut out = String::new();
+    for s in 0..spines {
+        out.push_str(&format!(
+            "switchguid=0x{:x}\nSwitch\t{ports} \"{}\"\t# \"spine{s}\" enhanced port 0 lid 0 lmc 0\n",
+            0x5000 + s,
+            spine(s)
+        ));
+        for l in 0..leaves {
+            out.push_str(&format!(
+                "[{}]\t\"{}\"[{}]\t# \"leaf{l}\" lid 0 {}\n",
+                l + 1,
+                leaf(l),
+                hosts + s + 1,
+                rate(&spine(s), &leaf(l))
+            ));
+        }
+        out.push('\n');
+    }
+    for l in 0..leaves {
+        out.push_str(&format!(
+            "switchguid=0x{:x}\nSwitch\t{ports} \"{}\"\t# \"leaf{l}\" enhanced port 0 lid 0 lmc 0\n",
+            0x6000 + l,
+            leaf(l)
+        ));
+        for h in 0..hosts {
+            out.push_str(&format!(
+                "[{}]\t\"{}\"[1]\t# \"node{l:02}{h:02} HCA-1\" lid 0 {}\n",
+                h + 1,
+                host(l, h),
+                rate(&leaf(l), &host(l, h))
+            ));
+        }
+        for s in 0..spines {
+            out.push_str(&format!(
+                "[{}]\t\"{}\"[{}]\t# \"spine{s}\" lid 0 {}\n",
+                hosts + s + 1,
+                spine(s),
+                l + 1,
+                rate(&leaf(l), &spine(s))
+            ));
+        }
+        out.push('\n');
+    }
+    for l in 0..leaves {
+        for h in 0..hosts {
+            out.push_str(&format!(
+                "caguid=0x{:x}\nCa\t1 \"{}\"\t# \"node{l:02}{h:02} HCA-1\"\n[1]\t\"{}\"[{}]\t# lid 0 lmc 0 \"leaf{l}\" lid 0 {}\n\n",
+                0x10_0000 + (l * 64 + h) * 4,
+                host(l, h),
+                leaf(l),
+                h + 1,
+                rate(&host(l, h), &leaf(l))
+            ));
+        }
+    }
+    out
+}
+
+#[test]
+fn a_fat_tree_with_planted_faults_each_found_and_explained() {
+    require_sim!();
+    // leaf2 ↔ spine1 trained at DDR; node0305's HCA at 1X.
+    let bad_spine = format!("S-{:016x}", 0x5001);
+    let bad_leaf = format!("S-{:016x}", 0x6002);
+    let narrow_host = format!("H-{:016x}", 0x10_0000 + (3 * 64 + 5) * 4);
+    let topology = fat_tree(4, 6, 8, |a, b| {
+        if a == bad_spine && b == bad_leaf {
+            Some("4xDDR")
+        } else if a == narrow_host {
+            Some("1xEDR")
+        } else {
+            None
+        }
+    });
+    let mut sim = Sim::start(&topology);
+    sim.start_sm();
+    let (j, code) = sim.subnet(&[]);
+    assert_eq!(code, 1);
+    assert_eq!(j["summary"]["switches"], 10);
+    assert_eq!(j["summary"]["cas"], 48);
+    assert_eq!(j["summary"]["links"], 4 * 6 + 6 * 8);
+
+    let reference = sim.run(&tool("ibnetdiscover"), &[]);
+    let (want_links, want_lids) = ibnetdiscover_facts(&String::from_utf8_lossy(&reference.stdout));
+    let (got_links, got_lids) = rdmactl_facts(&j);
+    assert_eq!(got_links, want_links);
+    assert_eq!(got_lids, want_lids);
+
+    let degraded = findings(&j, "subnet-link-degraded");
+    assert_eq!(degraded.len(), 2, "{:#?}", j["findings"]);
+    let subjects: Vec<&str> = degraded
+        .iter()
+        .map(|f| f["subject"].as_str().unwrap())
+        .collect();
+    assert!(
+        subjects
+            .iter()
+            .any(|s| s.contains("\"spine1\"") && s.contains("\"leaf2\"")),
+        "{subjects:?}"
+    );
+    let ddr = degraded
+        .iter()
+        .find(|f| f["subject"].as_str().unwrap().contains("\"spine1\""))
+        .unwrap();
+    assert!(
+        ddr["message"]
+            .as_str()
+            .unwrap()
+            .contains("speed DDR where most inter-switch links run EDR"),
+        "{ddr}"
+    );
+    let narrow = degraded
+        .iter()
+        .find(|f| f["subject"].as_str().unwrap().contains("node0305"))
+        .unwrap();
+    assert!(
+        narrow["message"]
+            .as_str()
+            .unwrap()
+            .contains("width 1X where most switch-to-CA links run 4X"),
+        "{narrow}"
+    );
+
+    // --svg draws every node and link, the two degraded links in red with their finding.
+    let svg = sim.dir.path().join("subnet.svg");
+    sim.subnet(&["--no-counters", "--svg", svg.to_str().unwrap()]);
+    let svg = std::fs::read_to_string(&svg).unwrap();
+    assert!(svg.starts_with("<svg ") && svg.ends_with("</svg>\n"));
+    assert_eq!(svg.matches("<rect ").count(), 10);
+    assert_eq!(svg.matches("<circle ").count(), 48);
+    assert_eq!(svg.matches("<line ").count(), 72);
+    let red: Vec<&str> = svg
+        .lines()
+        .filter(|l| l.starts_with("<line ") && l.contains("#d00000"))
+        .collect();
+    assert_eq!(red.len(), 2, "{red:#?}");
+    assert!(red
+        .iter()
+        .any(|l| l.contains("speed DDR where most inter-switch links run EDR")));
+
+    // A host unlinked since the baseline (the -j above, and ibnetdiscover's file).
+    let baseline_json = sim.dir.path().join("baseline.json");
+    std::fs::write(&baseline_json, j.to_string()).unwrap();
+    let baseline_topo = sim.dir.path().join("baseline.topo");
+    std::fs::write(&baseline_topo, &reference.stdout).unwrap();
+    let gone = format!("H-{:016x}", 0x10_0000 + (64 + 2) * 4);
+    sim.console(&format!("Unlink \"{gone}\""));
+    // And the cable between leaf0's port 9 and spine0.
+    sim.console(&format!("Unlink \"S-{:016x}\"[9]", 0x6000));
+    for baseline in [&baseline_json, &baseline_topo] {
+        let (j, code) = sim.subnet(&["--no-counters", "--baseline", baseline.to_str().unwrap()]);
+        assert_eq!(code, 1);
+        let missing = findings(&j, "subnet-node-missing");
+        assert_eq!(missing.len(), 1, "{baseline:?}: {:#?}", j["findings"]);
+        assert!(missing[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("node0102 HCA-1"));
+        let evidence = missing[0]["evidence"].to_string();
+        assert!(
+            evidence.contains("\\\"leaf1\\\" port 3 is DOWN"),
+            "{evidence}"
+        );
+        assert!(!codes(&j).contains(&"subnet-link-moved".to_string()));
+        let down = findings(&j, "subnet-link-down");
+        assert_eq!(down.len(), 1, "{baseline:?}: {:#?}", j["findings"]);
+        let subject = down[0]["subject"].as_str().unwrap();
+        assert!(
+            subject.contains("\"leaf0\" port 9") && subject.contains("\"spine0\" port 1"),
+            "{subject}"
+        );
+        assert!(
+            down[0]["evidence"].to_string().contains("DOWN"),
+            "{}",
+            down[0]
+        );
+    }
+}
+
+/// 18 spines, 24 leaves of 36 ports, 18 hosts a leaf: 42 switches and 432 hosts.
+fn large_fat_tree() -> String {
+    fat_tree(18, 24, 18, |_, _| None)
+}
+
+#[test]
+fn a_474_node_fat_tree_is_walked_exactly_as_ibnetdiscover_sees_it() {
+    require_sim!();
+    let mut sim = Sim::start(&large_fat_tree());
+    sim.start_sm();
+    let (j, code) = sim.subnet(&[]);
+    assert_eq!(j["summary"]["nodes"], 474);
+    assert_eq!(j["summary"]["links"], 18 * 24 + 24 * 18);
+    let reference = sim.run(&tool("ibnetdiscover"), &[]);
+    let (want_links, want_lids) = ibnetdiscover_facts(&String::from_utf8_lossy(&reference.stdout));
+    let (got_links, got_lids) = rdmactl_facts(&j);
+    assert_eq!(got_links, want_links);
+    assert_eq!(got_lids, want_lids);
+    assert_eq!(code, 0, "a clean fabric: {:#?}", j["findings"]);
+    assert_eq!(codes(&j), ["subnet-sm"]);
+}
+
+/// Discovery time on the largest topology, rdmactl against ibnetdiscover, in one run (for
+/// docs/benchmarks.md). Counters off: ibnetdiscover reads none.
+#[test]
+#[ignore = "benchmark: cargo test --release --test subnet_ibsim -- --ignored --nocapture"]
+fn benchmark_discovery_against_ibnetdiscover() {
+    require_sim!();
+    let mut sim = Sim::start(&large_fat_tree());
+    sim.start_sm();
+    let rdmactl = PathBuf::from(env!("CARGO_BIN_EXE_rdmactl"));
+    let ibnetdiscover = tool("ibnetdiscover");
+    let time = |program: &Path, args: &[&str]| {
+        let start = Instant::now();
+        let out = sim.run(program, args);
+        assert!(out.status.code().is_some_and(|c| c <= 1), "{program:?}");
+        start.elapsed().as_secs_f64() * 1000.0
+    };
+    let runs = 5;
+    let mut ours = Vec::new();
+    let mut theirs = Vec::new();
+    for _ in 0..runs {
+        ours.push(time(
+            &rdmactl,
+            &["subnet", "--no-counters", "--topology", "/dev/null"],
+        ));
+        theirs.push(time(&ibnetdiscover, &[]));
+    }
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(|a, b| a.total_cmp(b));
+        v[v.len() / 2]
+    };
+    let (o, t) = (median(&mut ours), median(&mut theirs));
+    println!("474 nodes, 864 links, {runs} runs each, median wall ms:");
+    println!("  rdmactl subnet --no-counters: {o:.1} ms {ours:?}");
+    println!("  ibnetdiscover:                {t:.1} ms {theirs:?}");
+    println!("  ratio (ibnetdiscover / rdmactl): {:.2}", t / o);
+    let with_counters = time(&rdmactl, &["subnet"]);
+    println!(
+        "  rdmactl subnet (with PortCounters on both ends of every link): {with_counters:.1} ms"
+    );
+}
