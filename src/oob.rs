@@ -20,9 +20,10 @@ use crate::gid::{Gid, GidKind};
 use crate::model::{GidType, LinkLayer};
 
 pub const NATIVE_MAGIC: [u8; 4] = *b"RDMX";
-pub const NATIVE_VERSION: u8 = 1;
-/// Payload length of version 1.
-pub const NATIVE_V1_LEN: usize = 61;
+/// Version 2 added the run's length (`--duration`), `--lat` and the server's "I follow".
+pub const NATIVE_VERSION: u8 = 2;
+/// Payload length of version 2.
+pub const NATIVE_LEN: usize = 66;
 /// Larger announced lengths are refused before reading them.
 pub const NATIVE_MAX_LEN: usize = 1024;
 /// `sizeof "0000:000000:000000:00000000000000000000000000000000"` in rc_pingpong.c.
@@ -55,7 +56,38 @@ pub struct NativeMsg {
     pub endpoint: Endpoint,
     pub ops: Ops,
     pub size: u32,
+    /// 0 with a `duration_ms`: the run lasts that long instead.
     pub iters: u32,
+    pub duration_ms: u32,
+    /// WRITE and READ one at a time, for their latency.
+    pub lat: bool,
+    /// A server given none of -n, --duration, --lat: it takes the client's.
+    pub follows: bool,
+}
+
+const FLAG_LAT: u8 = 1;
+const FLAG_FOLLOWS: u8 = 2;
+
+impl NativeMsg {
+    /// How long the run is, as the flags that set it: "-n 1000", "--duration 10 --lat".
+    pub fn length(&self) -> String {
+        let mut s = if self.duration_ms > 0 {
+            format!("--duration {}", f64::from(self.duration_ms) / 1000.0)
+        } else {
+            format!("-n {}", self.iters)
+        };
+        if self.lat {
+            s.push_str(" --lat");
+        }
+        s
+    }
+
+    /// This end (a server that follows) takes the client's run length and mode.
+    pub fn follow(&mut self, client: &NativeMsg) {
+        self.iters = client.iters;
+        self.duration_ms = client.duration_ms;
+        self.lat = client.lat;
+    }
 }
 
 /// ibv_rc_pingpong's `struct pingpong_dest`.
@@ -122,11 +154,11 @@ fn link_layer_code(l: &LinkLayer) -> u8 {
 
 pub fn encode_native(msg: &NativeMsg) -> Vec<u8> {
     let e = &msg.endpoint;
-    let mut out = Vec::with_capacity(8 + NATIVE_V1_LEN);
+    let mut out = Vec::with_capacity(8 + NATIVE_LEN);
     out.extend_from_slice(&NATIVE_MAGIC);
     out.push(NATIVE_VERSION);
     out.push(0);
-    out.extend_from_slice(&(NATIVE_V1_LEN as u16).to_be_bytes());
+    out.extend_from_slice(&(NATIVE_LEN as u16).to_be_bytes());
     out.extend_from_slice(&e.lid.to_be_bytes());
     out.extend_from_slice(&e.qpn.to_be_bytes());
     out.extend_from_slice(&e.psn.to_be_bytes());
@@ -141,7 +173,10 @@ pub fn encode_native(msg: &NativeMsg) -> Vec<u8> {
     out.push(msg.ops.bits());
     out.extend_from_slice(&msg.size.to_be_bytes());
     out.extend_from_slice(&msg.iters.to_be_bytes());
-    debug_assert_eq!(out.len(), 8 + NATIVE_V1_LEN);
+    out.extend_from_slice(&msg.duration_ms.to_be_bytes());
+    let flags = if msg.lat { FLAG_LAT } else { 0 } | if msg.follows { FLAG_FOLLOWS } else { 0 };
+    out.push(flags);
+    debug_assert_eq!(out.len(), 8 + NATIVE_LEN);
     out
 }
 
@@ -172,9 +207,9 @@ pub fn native_header(header: &[u8]) -> Result<usize, ParseError> {
             "announced payload of {len} bytes exceeds the limit of {NATIVE_MAX_LEN}"
         )));
     }
-    if len != NATIVE_V1_LEN {
+    if len != NATIVE_LEN {
         return Err(perr(format!(
-            "version 1 payload must be {NATIVE_V1_LEN} bytes, the peer announced {len}"
+            "version 2 payload must be {NATIVE_LEN} bytes, the peer announced {len}"
         )));
     }
     Ok(len)
@@ -203,9 +238,9 @@ impl Cursor<'_> {
 }
 
 pub fn decode_native_payload(payload: &[u8]) -> Result<NativeMsg, ParseError> {
-    if payload.len() != NATIVE_V1_LEN {
+    if payload.len() != NATIVE_LEN {
         return Err(perr(format!(
-            "payload is {} bytes, expected {NATIVE_V1_LEN}",
+            "payload is {} bytes, expected {NATIVE_LEN}",
             payload.len()
         )));
     }
@@ -224,6 +259,11 @@ pub fn decode_native_payload(payload: &[u8]) -> Result<NativeMsg, ParseError> {
     let ops = c.u8();
     let size = c.u32();
     let iters = c.u32();
+    let duration_ms = c.u32();
+    let flags = c.u8();
+    if flags & !(FLAG_LAT | FLAG_FOLLOWS) != 0 {
+        return Err(perr(format!("unknown run flags 0x{flags:02x}")));
+    }
     if qpn > 0xff_ffff || qpn == 0 {
         return Err(perr(format!("QPN 0x{qpn:x} is not a 24-bit QP number")));
     }
@@ -249,9 +289,9 @@ pub fn decode_native_payload(payload: &[u8]) -> Result<NativeMsg, ParseError> {
     }
     let ops =
         Ops::from_bits(ops).ok_or_else(|| perr(format!("operation set 0x{ops:02x} is invalid")))?;
-    if size == 0 || iters == 0 {
+    if size == 0 || (iters == 0) == (duration_ms == 0) {
         return Err(perr(format!(
-            "size {size} and iterations {iters} must be positive"
+            "size {size} must be positive, and exactly one of iterations ({iters}) and duration ({duration_ms} ms)"
         )));
     }
     if u64::from(len) < u64::from(size) {
@@ -277,6 +317,9 @@ pub fn decode_native_payload(payload: &[u8]) -> Result<NativeMsg, ParseError> {
         ops,
         size,
         iters,
+        duration_ms,
+        lat: flags & FLAG_LAT != 0,
+        follows: flags & FLAG_FOLLOWS != 0,
     })
 }
 
@@ -457,10 +500,19 @@ pub fn compare(local: &NativeMsg, remote: &NativeMsg) -> Vec<Mismatch> {
             remote: remote.size,
         });
     }
-    if local.iters != remote.iters {
+    // A server that follows has taken the client's length already (see `NativeMsg::follow`).
+    let same_length = (local.iters, local.duration_ms, local.lat)
+        == (remote.iters, remote.duration_ms, remote.lat);
+    if local.follows || remote.follows || same_length {
+    } else if local.duration_ms == 0 && remote.duration_ms == 0 && local.lat == remote.lat {
         out.push(Mismatch::Iters {
             local: local.iters,
             remote: remote.iters,
+        });
+    } else {
+        out.push(Mismatch::Length {
+            local: local.length(),
+            remote: remote.length(),
         });
     }
     if local.ops != remote.ops {
@@ -912,6 +964,9 @@ mod tests {
             },
             size: 4096,
             iters: 1000,
+            duration_ms: 0,
+            lat: false,
+            follows: false,
         }
     }
 
@@ -919,6 +974,56 @@ mod tests {
     fn native_round_trips() {
         let m = sample();
         assert_eq!(parse_hello(&encode_native(&m)), Ok(Hello::Native(m)));
+        let soak = NativeMsg {
+            iters: 0,
+            duration_ms: 3_600_000,
+            lat: true,
+            follows: true,
+            ..sample()
+        };
+        assert_eq!(parse_hello(&encode_native(&soak)), Ok(Hello::Native(soak)));
+    }
+
+    /// A server given no run length takes the client's; one given a length keeps the
+    /// strict check, which names the flags on both ends.
+    #[test]
+    fn a_following_server_takes_the_clients_length() {
+        let client = NativeMsg {
+            iters: 0,
+            duration_ms: 2500,
+            lat: true,
+            ..sample()
+        };
+        let mut server = NativeMsg {
+            follows: true,
+            ..sample()
+        };
+        assert!(compare(&client, &server).is_empty());
+        server.follow(&client);
+        assert_eq!(
+            (server.iters, server.duration_ms, server.lat),
+            (0, 2500, true)
+        );
+        assert!(compare(&server, &client).is_empty());
+        let strict = sample();
+        assert_eq!(
+            compare(&strict, &client),
+            vec![Mismatch::Length {
+                local: "-n 1000".into(),
+                remote: "--duration 2.5 --lat".into()
+            }]
+        );
+        let fewer = NativeMsg {
+            iters: 200,
+            ..sample()
+        };
+        assert_eq!(
+            compare(&strict, &fewer),
+            vec![Mismatch::Iters {
+                local: 1000,
+                remote: 200
+            }]
+        );
     }
 
     #[test]
@@ -964,8 +1069,13 @@ mod tests {
 
     #[test]
     fn rejects_bad_input_with_a_reason() {
-        let mut v2 = encode_native(&sample());
-        v2[4] = 2;
+        let mut v1 = encode_native(&sample());
+        v1[4] = 1;
+        let mut both_lengths = encode_native(&sample());
+        let at = 8 + NATIVE_LEN - 5;
+        both_lengths[at..at + 4].copy_from_slice(&10u32.to_be_bytes());
+        let mut odd_flags = encode_native(&sample());
+        odd_flags[8 + NATIVE_LEN - 1] = 0x80;
         let mut huge = encode_native(&sample());
         huge[6..8].copy_from_slice(&5000u16.to_be_bytes());
         let mut bad_mtu = encode_native(&sample());
@@ -982,7 +1092,9 @@ mod tests {
             ("empty", vec![], "neither"),
             ("garbage", b"garbage\n".to_vec(), "neither"),
             ("http", b"GET / HTTP/1.0\r\n\r\n".to_vec(), "neither"),
-            ("version 2", v2, "version 2"),
+            ("version 1", v1, "version 1"),
+            ("-n and --duration", both_lengths, "exactly one of"),
+            ("unknown flags", odd_flags, "unknown run flags 0x80"),
             ("huge length", huge, "exceeds the limit"),
             ("MTU 1500", bad_mtu, "active MTU 1500"),
             ("no NUL", no_nul.to_vec(), "NUL"),

@@ -18,6 +18,7 @@ pub mod doctor;
 pub mod failure;
 pub mod gid;
 pub mod gids;
+pub mod meter;
 pub mod pingpong;
 pub mod pingpong_cm;
 pub mod ports;

@@ -1022,6 +1022,9 @@ fn compare(b: Builder) -> Explanation {
                 .filter_map(|m| match m {
                     Mismatch::Size { .. } => Some("-s"),
                     Mismatch::Iters { .. } => Some("-n"),
+                    Mismatch::Length { .. } => {
+                        Some("-n, --duration and --lat (or none of them on the server)")
+                    }
                     Mismatch::Ops { .. } => Some("--op"),
                     Mismatch::NoGid { .. } => Some("-g"),
                     _ => None,
