@@ -1473,17 +1473,11 @@ mod tests {
         let mut ops = OpResults::default();
         ops.insert(
             "send",
-            crate::cmd::results::op_result(
-                3,
-                24_576,
-                Duration::from_nanos(3_066_150_123),
-                1,
-                {
-                    let mut r = crate::cmd::results::LatencyRecorder::new();
-                    r.record(1_022_050);
-                    r.latency(1.0)
-                },
-            ),
+            crate::cmd::results::op_result(3, 24_576, Duration::from_nanos(3_066_150_123), 1, {
+                let mut r = crate::cmd::results::LatencyRecorder::new();
+                r.record(1_022_050);
+                r.latency(1.0)
+            }),
         );
         let mut context = FailureContext {
             device: "rxe1".into(),

@@ -1,0 +1,170 @@
+# shellcheck shell=bash
+# vm-timeout: 420
+# pingpong for long runs (issue 14, part 2), rxe0 server and rxe1 client, GID index 1:
+# constant memory over a --duration run and with -n 10^9; a server that follows its client
+# (and one that insists on its own -n); --lat; progress lines; -e; --sl/--tclass.
+
+SERVER_IP=192.168.77.1
+port=18800
+next_port() { port=$((port + 1)); }
+json_part() { sed -n '/^{/,/^}$/p' "$1"; }
+rss_kib() { # rss_kib PID: VmRSS in KiB, from /proc (bash builtins only)
+    local key value _
+    while read -r key value _; do
+        [[ $key == VmRSS: ]] && { echo "$value"; return 0; }
+    done <"/proc/$1/status"
+    return 1
+}
+
+# ---- Constant memory: RSS of a --duration client, early and late. One timestamp per
+# iteration (the old code) grows 8 bytes an iteration; the histogram grows by nothing.
+next_port
+bg_server mem-server "$RDMACTL" pingpong -d rxe0 -g 1 -p "$port" -s 64 --op send
+srv=$BG_PID
+wait_listen "$port" 15
+bg_start mem-client "$RDMACTL" -j pingpong -d rxe1 -g 1 -p "$port" -s 64 --op send \
+    --duration 12 --interval 1 "$SERVER_IP"
+cli=$BG_PID
+check "memory: the client is running (its first progress line)" \
+    wait_line "$RESULTS/mem-client.err" '^rdmactl: send [0-9]+ iters' 30 "$cli"
+sleep 2
+rss_early=$(rss_kib "$cli")
+sleep 7
+rss_late=$(rss_kib "$cli")
+wait_pid_timeout "$cli" 40
+crc=$?
+wait_pid_timeout "$srv" 20
+src=$?
+check "memory: client and server exit 0 (got $crc, $src)" test "$crc$src" = 00
+iters=$(jq -r '.ops.send.iters' "$RESULTS/mem-client.out")
+echo "memory: VmRSS ${rss_early} KiB after ~3 s, ${rss_late} KiB after ~10 s; $iters iterations in 12 s" |
+    tee "$RESULTS/memory.txt"
+check "memory: the run did thousands of iterations ($iters)" test "${iters:-0}" -ge 2000
+# 7 s of ~$iters/12 iterations a second at 8 bytes each would be far above 64 KiB.
+check "memory: VmRSS grew by at most 64 KiB over 7 s ($rss_early -> $rss_late KiB)" \
+    test "$((rss_late - rss_early))" -le 64
+check "memory: -j output is one JSON document with no progress lines in it" \
+    jqf '.ok and .run.duration_sec == 12 and .ops.send.seconds >= 12 and .ops.send.seconds < 20' \
+    "$RESULTS/mem-client.out"
+expect_out "memory: progress lines carry the rate and the latency percentiles (stderr)" \
+    '^rdmactl: send [0-9]+ iters in [0-9.]+ s; last [0-9.]+ s: [0-9]+ msg/sec, latency usec p50 [0-9.]+, p90 [0-9.]+, p99 [0-9.]+, p99\.9 [0-9.]+, max [0-9.]+$' \
+    cat "$RESULTS/mem-client.err"
+expect_out "memory: the server followed the client's --duration and said so" \
+    '^rdmactl: following the client: --duration 12 ' cat "$RESULTS/mem-server.out"
+
+# -n 10^9 used to reserve 8 GB up front and abort both ends; now it starts at once. Stop it
+# with SIGINT after its first progress line: exit 130 with what it measured.
+next_port
+bg_server huge-server "$RDMACTL" pingpong -d rxe0 -g 1 -p "$port" --op send -n 1000000000
+srv=$BG_PID
+wait_listen "$port" 15
+bg_start huge-client "$RDMACTL" -j pingpong -d rxe1 -g 1 -p "$port" --op send -n 1000000000 \
+    --interval 1 "$SERVER_IP"
+cli=$BG_PID
+check "-n 10^9: the client runs (a progress line)" \
+    wait_line "$RESULTS/huge-client.err" '^rdmactl: send [0-9]+ iters' 30 "$cli"
+rss=$(rss_kib "$cli")
+check "-n 10^9: VmRSS is small while it runs ($rss KiB <= 32768)" test "${rss:-999999}" -le 32768
+kill -INT "$cli"
+wait_pid_timeout "$cli" 20
+crc=$?
+wait_pid_timeout "$srv" 20 >/dev/null
+check "-n 10^9: SIGINT stops the client with 130 (got $crc)" test "$crc" = 130
+expect_no_out "-n 10^9: no allocation failure on either end" 'memory allocation|panicked' \
+    cat "$RESULTS/huge-client.err" "$RESULTS/huge-server.out"
+
+# ---- A server without -n/--duration/--lat follows the client: here -n 300 --lat, every op.
+# --lat: WRITE and READ one at a time, so they report latency percentiles.
+next_port
+bg_server lat-server "$RDMACTL" -j pingpong -d rxe0 -g 1 -p "$port" --op all
+srv=$BG_PID
+wait_listen "$port" 15
+expect_rc 0 "--lat: client -n 300 --lat --op all exits 0" \
+    "$RDMACTL" -j pingpong -d rxe1 -g 1 -p "$port" -n 300 --lat --op all "$SERVER_IP"
+cp "$LAST_STDOUT" "$RESULTS/lat-client.json"
+wait_pid_timeout "$srv" 30
+check "--lat: the server exits 0" test $? -eq 0
+json_part "$RESULTS/lat-server.out" >"$RESULTS/lat-server.json"
+check "--lat: every op ran 300 times one at a time, with p50 <= p90 <= p99 <= p99.9 <= max" \
+    jqf '.ok and .run.lat and all(.ops[]; .iters == 300 and .window == 1
+         and .latency_usec.min > 0 and .latency_usec.min <= .latency_usec.p50
+         and .latency_usec.p50 <= .latency_usec.p90 and .latency_usec.p90 <= .latency_usec.p99
+         and .latency_usec.p99 <= .latency_usec.p99_9 and .latency_usec.p99_9 <= .latency_usec.max)
+         and (.ops | keys_unsorted) == ["send","write","read"]' "$RESULTS/lat-client.json"
+check "--lat: the server took -n 300 and --lat from the client (follows_client)" \
+    jqf '.ok and .run.follows_client and .run.iters == 300 and .run.lat
+         and .ops.write.iters == 300 and .ops.write.window == 1 and (.ops.write.latency_usec.p99 > 0)' \
+    "$RESULTS/lat-server.json"
+
+# ---- --duration for every op: the client keeps the clock, the server stops on its last
+# SEND; both count the same SEND iterations.
+next_port
+bg_server dur-server "$RDMACTL" -j pingpong -d rxe0 -g 1 -p "$port" --op all
+srv=$BG_PID
+wait_listen "$port" 15
+expect_rc 0 "--duration 1 --op all: the client exits 0" \
+    "$RDMACTL" -j pingpong -d rxe1 -g 1 -p "$port" --duration 1 --op all "$SERVER_IP"
+cp "$LAST_STDOUT" "$RESULTS/dur-client.json"
+wait_pid_timeout "$srv" 30
+check "--duration: the server exits 0" test $? -eq 0
+json_part "$RESULTS/dur-server.out" >"$RESULTS/dur-server.json"
+check "--duration: each op of the client ran about 1 s, WRITE and READ windowed without latency" \
+    jqf '.ok and (.run | has("iters") | not) and .run.duration_sec == 1
+         and all(.ops[]; .iters > 0 and .seconds >= 1 and .seconds < 4)
+         and .ops.write.window > 1 and (.ops.write | has("latency_usec") | not)' "$RESULTS/dur-client.json"
+client_sends=$(jq -r '.ops.send.iters' "$RESULTS/dur-client.json")
+check "--duration: the server answered exactly the client's $client_sends SENDs" \
+    jqf --argjson n "${client_sends:-0}" '.ok and .run.follows_client and .ops.send.iters == $n' \
+    "$RESULTS/dur-server.json"
+
+# ---- A server given its own -n keeps the strict check: both ends explain the difference.
+next_port
+bg_server strict-server "$RDMACTL" pingpong -d rxe0 -g 1 -p "$port" -n 100 --op send
+srv=$BG_PID
+wait_listen "$port" 15
+expect_rc 1 "strict: a client with --duration against a server with -n 100 fails" \
+    "$RDMACTL" pingpong -d rxe1 -g 1 -p "$port" --duration 1 --op send "$SERVER_IP"
+expect_out "strict: the client names both lengths and the flags to align" \
+    'run lengths differ: --duration 1 here, -n 100 on the peer.*parameters-differ|parameters-differ.*run lengths differ: --duration 1 here, -n 100 on the peer' \
+    one_line "$LAST_STDERR"
+wait_pid_timeout "$srv" 20
+check "strict: the server exits 1 too" test $? -eq 1
+expect_out "strict: the server explains it from its side" \
+    'run lengths differ: -n 100 here, --duration 1 on the peer' one_line "$RESULTS/strict-server.out"
+
+# ---- -e (sleep on the completion channel) and QoS: --sl and --tclass on both ends.
+next_port
+bg_server ev-server "$RDMACTL" -j pingpong -d rxe0 -g 1 -p "$port" -e --sl 3 --tclass 96 --op all
+srv=$BG_PID
+wait_listen "$port" 15
+expect_rc 0 "-e --sl 3 --tclass 96: the client exits 0" \
+    "$RDMACTL" -j pingpong -d rxe1 -g 1 -p "$port" -e --sl 3 --tclass 96 -n 200 --op all "$SERVER_IP"
+cp "$LAST_STDOUT" "$RESULTS/ev-client.json"
+wait_pid_timeout "$srv" 30
+check "-e: the server exits 0" test $? -eq 0
+check "-e: the client reports events, SL 3 and traffic class 96, and ran every op" \
+    jqf '.ok and .run.events and .qos.sl == 3 and .qos.tclass == 96 and .qos.pkey_index == 0
+         and .ops.send.iters == 200 and .ops.write.iters == 200 and .ops.read.iters == 200' \
+    "$RESULTS/ev-client.json"
+# Asleep, not spinning: over the same 3 s SEND run of 1-byte messages, the client's CPU time
+# (user + sys) with -e is well below a busy-polling client's, which spins through its wall time.
+cpu_ms() { # cpu_ms NAME FLAGS...: runs a 3 s client against a fresh server; prints CPU ms
+    local name=$1
+    shift
+    next_port
+    bg_server "$name-server" "$RDMACTL" pingpong -d rxe0 -g 1 -p "$port" "$@" --op send
+    local pid=$BG_PID
+    wait_listen "$port" 15 || return 1
+    local TIMEFORMAT="%U %S" user sys
+    { time "$RDMACTL" pingpong -d rxe1 -g 1 -p "$port" "$@" -s 1 --duration 3 --op send \
+        "$SERVER_IP" >"$RESULTS/$name.out" 2>&1; } 2>"$RESULTS/$name.time" || return 1
+    wait_pid_timeout "$pid" 20 >/dev/null || return 1
+    read -r user sys <"$RESULTS/$name.time"
+    awk -v u="$user" -v s="$sys" 'BEGIN { printf "%d\n", (u + s) * 1000 }'
+}
+busy=$(cpu_ms busy-cpu)
+asleep=$(cpu_ms events-cpu -e)
+echo "CPU over a 3 s run: busy-polling ${busy:-?} ms, -e ${asleep:-?} ms" | tee "$RESULTS/events-cpu.txt"
+check "-e: both 3 s runs completed" test -n "$busy" -a -n "$asleep"
+check "-e: the client sleeps: ${asleep:-?} ms of CPU against ${busy:-?} ms busy-polling (at most 3/4)" \
+    test "$((${asleep:-999999} * 4))" -le "$((${busy:-0} * 3))"
