@@ -369,7 +369,7 @@ _rdmactl() {
             return 0
             ;;
         rdmactl__subcmd__pingpong)
-            opts="-d -i -g -p -s -n -e -l -m -j -h -V --ib-dev --ib-port --gid-index --gid-idx --port --size --iters --duration --interval --lat --events --sl --tclass --pkey-index --mtu --op --timeout --bind --compat --cm --json --color --sysfs --help --version"
+            opts="-d -i -g -p -s -n -e -l -m -j -h -V --ib-dev --ib-port --gid-index --gid-idx --port --size --iters --duration --interval --lat --events --sl --tclass --pkey-index --mtu --op --timeout --bind --compat --cm --persist --json --color --sysfs --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

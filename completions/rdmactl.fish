@@ -151,6 +151,7 @@ complete -c rdmactl -n "__fish_rdmactl_using_subcommand pingpong" -l sysfs -d 'R
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand pingpong" -l lat -d 'RDMA WRITE and READ one at a time, for their latency (as ib_write_lat and ib_read_lat); without it they keep a window in flight and report bandwidth'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand pingpong" -s e -l events -d 'Sleep on the completion channel instead of busy-polling (ibv_rc_pingpong -e)'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand pingpong" -l cm -d 'Connect through the RDMA connection manager (librdmacm) instead of a TCP exchange'
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand pingpong" -l persist -d 'Server: serve one client after another until Ctrl-C (one report per client)'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand pingpong" -s j -l json -d 'Print JSON instead of a table'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand pingpong" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand pingpong" -s V -l version -d 'Print version'

@@ -395,6 +395,9 @@ pub struct PingpongArgs {
     /// Connect through the RDMA connection manager (librdmacm) instead of a TCP exchange
     #[arg(long)]
     pub cm: bool,
+    /// Server: serve one client after another until Ctrl-C (one report per client)
+    #[arg(long)]
+    pub persist: bool,
 }
 
 impl PingpongArgs {

@@ -663,6 +663,36 @@ pub fn accept_one(listener: &TcpListener, timeout: Duration) -> Result<Conn, Fai
     })
 }
 
+/// `accept_one`, but a caught SIGINT/SIGTERM ends the wait (a `--persist` server between
+/// clients, after the first one made signals caught): None then.
+pub fn accept_watching(listener: &TcpListener, timeout: Duration) -> Result<Option<Conn>, Failure> {
+    let failed = |e: &std::io::Error| oob_failure(Step::Connect, io_cause(e, Duration::ZERO), None);
+    listener.set_nonblocking(true).map_err(|e| failed(&e))?;
+    let accepted = loop {
+        match listener.accept() {
+            Ok(pair) => break Ok(Some(pair)),
+            Err(e) if e.kind() == ErrorKind::WouldBlock || e.kind() == ErrorKind::Interrupted => {
+                if crate::interrupt::caught().is_some() {
+                    break Ok(None);
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            Err(e) => break Err(failed(&e)),
+        }
+    };
+    listener.set_nonblocking(false).map_err(|e| failed(&e))?;
+    let Some((stream, peer)) = accepted? else {
+        return Ok(None);
+    };
+    stream.set_nonblocking(false).map_err(|e| failed(&e))?;
+    let _ = stream.set_nodelay(true);
+    Ok(Some(Conn {
+        stream,
+        peer,
+        timeout,
+    }))
+}
+
 impl Conn {
     fn fail(&self, cause: Cause) -> Failure {
         oob_failure(Step::Exchange, cause, Some(self.peer.to_string()))

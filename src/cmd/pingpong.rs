@@ -239,6 +239,12 @@ fn plan(args: &PingpongArgs) -> Result<Plan> {
             )));
         }
     }
+    if args.persist && args.server.is_some() {
+        return Err(Error::Usage(
+            "--persist is for the server (without SERVER): it serves one client after another"
+                .into(),
+        ));
+    }
     if args.compat.is_some() && (args.duration.is_some() || args.lat) {
         return Err(Error::Usage(
             "--compat rc_pingpong runs -n SEND iterations, as the stock tool: drop --duration and --lat".into(),
@@ -580,14 +586,58 @@ pub fn run(ctx: &Ctx, args: &PingpongArgs) -> Result<u8> {
         None => None,
     };
     let device = super::device_port(&ctx.sysfs, args.device.as_deref(), args.port)?;
-    let mut report = Report {
+    let listener = match peer {
+        Some(_) => None,
+        None => match oob::listen(args.bind, args.tcp_port) {
+            Ok(l) => Some(l),
+            Err(f) => {
+                let report = new_report(args, &plan, &device);
+                return finish(ctx, args, report, Some(f), peer, None, plan.ops.send, None);
+            }
+        },
+    };
+    match (listener, peer) {
+        (Some(l), _) if args.persist => serve_persistently(ctx, args, &plan, &device, &l),
+        (Some(l), _) => one_run(ctx, args, &plan, &device, Role::Server(&l)),
+        (None, Some(ip)) => one_run(ctx, args, &plan, &device, Role::Client(ip)),
+        (None, None) => unreachable!("a run without a peer listens"),
+    }
+}
+
+/// `--persist`: one run per client, each with its own QP and report, until a signal. A
+/// client's failure is explained and the server goes on; a signal ends it (130/143).
+fn serve_persistently(
+    ctx: &Ctx,
+    args: &PingpongArgs,
+    plan: &Plan,
+    device: &str,
+    listener: &std::net::TcpListener,
+) -> Result<u8> {
+    loop {
+        match one_run(ctx, args, plan, device, Role::Server(listener)) {
+            Ok(_) | Err(Error::Reported(_)) => {}
+            Err(Error::Explained(x)) => eprint!(
+                "rdmactl: {}\n{}",
+                x.message,
+                crate::render::explanation::body(&x.explanation, "")
+            ),
+            Err(e) => return Err(e),
+        }
+        if let Some(signal) = crate::interrupt::caught() {
+            return Ok(128 + signal as u8);
+        }
+    }
+}
+
+fn new_report(args: &PingpongArgs, plan: &Plan, device: &str) -> Report {
+    Report {
         role: if args.server.is_some() {
             "client"
         } else {
             "server"
         },
         exchange: "native",
-        device: device.clone(),
+        device: device.to_string(),
         port: args.port,
         gid_index: plan.gid_index,
         peer: None,
@@ -613,15 +663,17 @@ pub fn run(ctx: &Ctx, args: &PingpongArgs) -> Result<u8> {
         ok: false,
         counters: None,
         failure: None,
+    }
+}
+
+/// One run toward one peer: open the device, connect, measure, report.
+fn one_run(ctx: &Ctx, args: &PingpongArgs, plan: &Plan, device: &str, role: Role) -> Result<u8> {
+    let mut report = new_report(args, plan, device);
+    let peer = match role {
+        Role::Client(ip) => Some(ip),
+        Role::Server(_) => None,
     };
-    let role = match peer {
-        Some(ip) => Role::Client(ip),
-        None => match oob::listen(args.bind, args.tcp_port) {
-            Ok(l) => Role::Server(l),
-            Err(f) => return finish(ctx, args, report, Some(f), peer, None, plan.ops.send, None),
-        },
-    };
-    let mut side = match open_side(ctx, args, &plan, &device, peer, &mut report) {
+    let mut side = match open_side(ctx, args, plan, device, peer, &mut report) {
         Ok(side) => side,
         Err(Setup::Error(e)) => return Err(e),
         Err(Setup::Failure(f)) => {
@@ -630,7 +682,7 @@ pub fn run(ctx: &Ctx, args: &PingpongArgs) -> Result<u8> {
     };
     report.local = Some(side.endpoint());
     let mut conn = None;
-    let outcome = drive(ctx, args, &plan, &mut side, &mut report, role, &mut conn);
+    let outcome = drive(ctx, args, plan, &mut side, &mut report, role, &mut conn);
     let gid_table_len = Some(side.port_info.gid_tbl_len);
     finish(
         ctx,
@@ -795,9 +847,9 @@ fn render(r: &Report, style: crate::output::Style) -> String {
 
 /// A client knows its server's address; a server has bound its port before opening the
 /// device, so a busy port is found before anything else is done.
-enum Role {
+enum Role<'a> {
     Client(IpAddr),
-    Server(std::net::TcpListener),
+    Server(&'a std::net::TcpListener),
 }
 
 fn drive(
@@ -820,8 +872,15 @@ fn drive(
                     .map(|a| a.to_string())
                     .unwrap_or_else(|_| args.tcp_port.to_string())
             );
-            // One client per run: the listener closes when this returns.
-            oob::accept_one(&listener, plan.timeout)?
+            if args.persist {
+                // Between clients a first Ctrl-C ends the server.
+                match oob::accept_watching(listener, plan.timeout)? {
+                    Some(conn) => conn,
+                    None => return Err(super::interrupted_wait().expect("a signal was caught")),
+                }
+            } else {
+                oob::accept_one(listener, plan.timeout)?
+            }
         }
     });
     report.peer = Some(show_addr(conn.peer));

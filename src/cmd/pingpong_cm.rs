@@ -225,12 +225,13 @@ pub fn run(ctx: &Ctx, args: &PingpongArgs) -> Result<u8> {
     }
     if args.duration.is_some()
         || args.events
+        || args.persist
         || args.sl.is_some()
         || args.tclass.is_some()
         || args.pkey_index.is_some()
     {
         return Err(Error::Usage(
-            "--duration, -e, --sl, --tclass and --pkey-index are not implemented with --cm; use the TCP exchange".into(),
+            "--duration, -e, --persist, --sl, --tclass and --pkey-index are not implemented with --cm; use the TCP exchange".into(),
         ));
     }
     if args.mtu.is_some() {

@@ -168,3 +168,25 @@ echo "CPU over a 3 s run: busy-polling ${busy:-?} ms, -e ${asleep:-?} ms" | tee 
 check "-e: both 3 s runs completed" test -n "$busy" -a -n "$asleep"
 check "-e: the client sleeps: ${asleep:-?} ms of CPU against ${busy:-?} ms busy-polling (at most 3/4)" \
     test "$((${asleep:-999999} * 4))" -le "$((${busy:-0} * 3))"
+
+# ---- --persist: one client after another (each with its own -n, one that does not fit in
+# between, explained and survived); Ctrl-C between clients ends the server with 130.
+next_port
+bg_start persist-server "$RDMACTL" -j pingpong -d rxe0 -g 1 -p "$port" --op send --persist
+srv=$BG_PID
+wait_listen "$port" 15
+expect_rc 0 "--persist: the first client (-n 100) exits 0" \
+    "$RDMACTL" pingpong -d rxe1 -g 1 -p "$port" -n 100 --op send "$SERVER_IP"
+expect_rc 1 "--persist: a client with another -s fails" \
+    "$RDMACTL" pingpong -d rxe1 -g 1 -p "$port" -s 64 --op send "$SERVER_IP"
+expect_out "--persist: ... and is told why" 'message sizes differ' one_line "$LAST_STDERR"
+expect_rc 0 "--persist: the next client (-n 250) still gets served and exits 0" \
+    "$RDMACTL" pingpong -d rxe1 -g 1 -p "$port" -n 250 --op send "$SERVER_IP"
+check "--persist: the server is still running" kill -0 "$srv"
+kill -INT "$srv"
+wait_pid_timeout "$srv" 10
+check "--persist: Ctrl-C between clients ends the server with 130 (got $?)" test $? -eq 130
+check "--persist: one -j report per client: 100 and 250 iterations served, the odd one failed" \
+    jq -e -s '[.[] | .ok] == [true, false, true] and .[0].ops.send.iters == 100
+              and .[2].ops.send.iters == 250 and .[1].failure.explanation.code == "parameters-differ"' \
+    "$RESULTS/persist-server.out"
