@@ -2331,6 +2331,23 @@ mod tests {
                 suggested: Some(1),
             },
             Case {
+                name: "native compare: a server that insisted on -n against a --duration client",
+                step: Step::Compare,
+                failure: Cause::Mismatch {
+                    mismatches: vec![crate::failure::Mismatch::Length {
+                        local: "-n 100".into(),
+                        remote: "--duration 1".into(),
+                    }],
+                },
+                ctx: rxe_ctx(Some(1), "::ffff:192.168.77.2"),
+                code: "parameters-differ",
+                says: &[
+                    "run lengths differ: -n 100 here, --duration 1 on the peer",
+                    "give both ends the same -n, --duration and --lat (or none of them on the server)",
+                ],
+                suggested: None,
+            },
+            Case {
                 name: "native compare: this end is the link-local one",
                 step: Step::Compare,
                 failure: Cause::invalid("GID address families differ"),
