@@ -39,8 +39,10 @@ check "memory: client and server exit 0 (got $crc, $src)" test "$crc$src" = 00
 iters=$(jq -r '.ops.send.iters' "$RESULTS/mem-client.out")
 echo "memory: VmRSS ${rss_early} KiB after ~3 s, ${rss_late} KiB after ~10 s; $iters iterations in 12 s" |
     tee "$RESULTS/memory.txt"
-check "memory: the run did thousands of iterations ($iters)" test "${iters:-0}" -ge 2000
-# 7 s of ~$iters/12 iterations a second at 8 bytes each would be far above 64 KiB.
+# Under TCG on a busy host a round trip can take 10 ms; a few hundred is enough to see growth.
+check "memory: the run did hundreds of iterations ($iters)" test "${iters:-0}" -ge 500
+# Page-granular RSS: a 64 KiB slack, well below what -n 10^9 below would need were it kept
+# per iteration.
 check "memory: VmRSS grew by at most 64 KiB over 7 s ($rss_early -> $rss_late KiB)" \
     test "$((rss_late - rss_early))" -le 64
 check "memory: -j output is one JSON document with no progress lines in it" \
@@ -125,7 +127,7 @@ wait_listen "$port" 15
 expect_rc 1 "strict: a client with --duration against a server with -n 100 fails" \
     "$RDMACTL" pingpong -d rxe1 -g 1 -p "$port" --duration 1 --op send "$SERVER_IP"
 expect_out "strict: the client names both lengths and the flags to align" \
-    'run lengths differ: --duration 1 here, -n 100 on the peer.*parameters-differ|parameters-differ.*run lengths differ: --duration 1 here, -n 100 on the peer' \
+    'run lengths differ: --duration 1 here, -n 100 on the peer.*fix: +give both ends the same -n, --duration and --lat \(or none of them on the server\)' \
     one_line "$LAST_STDERR"
 wait_pid_timeout "$srv" 20
 check "strict: the server exits 1 too" test $? -eq 1
@@ -148,11 +150,11 @@ check "-e: the client reports events, SL 3 and traffic class 96, and ran every o
     "$RESULTS/ev-client.json"
 # Asleep, not spinning: over the same 3 s SEND run of 1-byte messages, the client's CPU time
 # (user + sys) with -e is well below a busy-polling client's, which spins through its wall time.
-cpu_ms() { # cpu_ms NAME FLAGS...: runs a 3 s client against a fresh server; prints CPU ms
+cpu_ms() { # cpu_ms NAME FLAGS...: a 3 s client against a fresh server; its CPU ms in _cpu
     local name=$1
     shift
-    next_port
-    bg_server "$name-server" "$RDMACTL" pingpong -d rxe0 -g 1 -p "$port" "$@" --op send
+    _cpu=
+    bg_server "$name-server" "$RDMACTL" pingpong -d rxe0 -g 1 -p "$port" "$@" -s 1 --op send
     local pid=$BG_PID
     wait_listen "$port" 15 || return 1
     local TIMEFORMAT="%U %S" user sys
@@ -160,12 +162,16 @@ cpu_ms() { # cpu_ms NAME FLAGS...: runs a 3 s client against a fresh server; pri
         "$SERVER_IP" >"$RESULTS/$name.out" 2>&1; } 2>"$RESULTS/$name.time" || return 1
     wait_pid_timeout "$pid" 20 >/dev/null || return 1
     read -r user sys <"$RESULTS/$name.time"
-    awk -v u="$user" -v s="$sys" 'BEGIN { printf "%d\n", (u + s) * 1000 }'
+    _cpu=$(awk -v u="$user" -v s="$sys" 'BEGIN { printf "%d", (u + s) * 1000 }')
 }
-busy=$(cpu_ms busy-cpu)
-asleep=$(cpu_ms events-cpu -e)
+next_port
+cpu_ms busy-cpu
+busy=$_cpu
+next_port
+cpu_ms events-cpu -e
+asleep=$_cpu
 echo "CPU over a 3 s run: busy-polling ${busy:-?} ms, -e ${asleep:-?} ms" | tee "$RESULTS/events-cpu.txt"
-check "-e: both 3 s runs completed" test -n "$busy" -a -n "$asleep"
+check "-e: both 3 s runs completed (${busy:-?} and ${asleep:-?} ms)" test -n "$busy" -a -n "$asleep"
 check "-e: the client sleeps: ${asleep:-?} ms of CPU against ${busy:-?} ms busy-polling (at most 3/4)" \
     test "$((${asleep:-999999} * 4))" -le "$((${busy:-0} * 3))"
 
