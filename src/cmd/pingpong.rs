@@ -614,7 +614,20 @@ fn serve_persistently(
     listener: &std::net::TcpListener,
 ) -> Result<u8> {
     loop {
-        match one_run(ctx, args, plan, device, Role::Server(listener)) {
+        eprintln!("rdmactl: {} (--persist)", waiting_line(args, listener));
+        // Between clients a first Ctrl-C ends the server, with no report: nobody was served.
+        let conn = match oob::accept_watching(listener, plan.timeout) {
+            Ok(Some(conn)) => conn,
+            Ok(None) => {
+                let signal = crate::interrupt::caught().unwrap_or(libc::SIGINT);
+                return Ok(128 + signal as u8);
+            }
+            Err(f) => {
+                let report = new_report(args, plan, device);
+                return finish(ctx, args, report, Some(f), None, None, plan.ops.send, None);
+            }
+        };
+        match one_run(ctx, args, plan, device, Role::Accepted(conn)) {
             Ok(_) | Err(Error::Reported(_)) => {}
             Err(Error::Explained(x)) => eprint!(
                 "rdmactl: {}\n{}",
@@ -671,7 +684,7 @@ fn one_run(ctx: &Ctx, args: &PingpongArgs, plan: &Plan, device: &str, role: Role
     let mut report = new_report(args, plan, device);
     let peer = match role {
         Role::Client(ip) => Some(ip),
-        Role::Server(_) => None,
+        Role::Server(_) | Role::Accepted(_) => None,
     };
     let mut side = match open_side(ctx, args, plan, device, peer, &mut report) {
         Ok(side) => side,
@@ -850,6 +863,18 @@ fn render(r: &Report, style: crate::output::Style) -> String {
 enum Role<'a> {
     Client(IpAddr),
     Server(&'a std::net::TcpListener),
+    /// A `--persist` server's next client, already accepted.
+    Accepted(Conn),
+}
+
+fn waiting_line(args: &PingpongArgs, listener: &std::net::TcpListener) -> String {
+    format!(
+        "waiting for a client on {} (ibv_rc_pingpong clients welcome)",
+        listener
+            .local_addr()
+            .map(|a| a.to_string())
+            .unwrap_or_else(|_| args.tcp_port.to_string())
+    )
 }
 
 fn drive(
@@ -865,23 +890,11 @@ fn drive(
     let conn = conn_slot.insert(match role {
         Role::Client(ip) => oob::connect(&ip.to_string(), args.tcp_port, plan.timeout)?,
         Role::Server(listener) => {
-            eprintln!(
-                "rdmactl: waiting for a client on {} (ibv_rc_pingpong clients welcome)",
-                listener
-                    .local_addr()
-                    .map(|a| a.to_string())
-                    .unwrap_or_else(|_| args.tcp_port.to_string())
-            );
-            if args.persist {
-                // Between clients a first Ctrl-C ends the server.
-                match oob::accept_watching(listener, plan.timeout)? {
-                    Some(conn) => conn,
-                    None => return Err(super::interrupted_wait().expect("a signal was caught")),
-                }
-            } else {
-                oob::accept_one(listener, plan.timeout)?
-            }
+            eprintln!("rdmactl: {}", waiting_line(args, listener));
+            // One client per run: the listener closes when the run ends.
+            oob::accept_one(listener, plan.timeout)?
         }
+        Role::Accepted(conn) => conn,
     });
     report.peer = Some(show_addr(conn.peer));
     // From here on a first Ctrl-C stops the run with what it measured, and tells the peer.
