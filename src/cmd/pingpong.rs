@@ -1494,8 +1494,11 @@ fn windowed_loop(
         if done == posted {
             break;
         }
-        let progress =
-            |done: u64, posted: u64| format!("after {done} completions ({posted} posted)");
+        let limit = meter.limit();
+        let progress = |done: u64, posted: u64| match limit {
+            Some(n) => format!("after {done}/{n} completions ({posted} posted)"),
+            None => format!("after {done} completions ({posted} posted)"),
+        };
         let n = wait(side, &mut wc, plan, &mut conn)
             .map_err(|f| with_progress(f, side, progress(done, posted)))?;
         let at = ticks();
