@@ -90,6 +90,30 @@ struct Qos {
     pkey_index: u16,
 }
 
+impl Qos {
+    /// ", SL 3, traffic class 96 (DSCP 24), completion events": what was not the default.
+    fn describe(&self, events: bool) -> String {
+        let mut s = String::new();
+        if self.sl != 0 {
+            s.push_str(&format!(", SL {}", self.sl));
+        }
+        if self.tclass != 0 {
+            s.push_str(&format!(
+                ", traffic class {} (DSCP {})",
+                self.tclass,
+                self.tclass >> 2
+            ));
+        }
+        if self.pkey_index != 0 {
+            s.push_str(&format!(", P_Key index {}", self.pkey_index));
+        }
+        if events {
+            s.push_str(", completion events");
+        }
+        s
+    }
+}
+
 /// How the run was measured (`run` in -j; the top level holds a single operation's figures).
 #[derive(Debug, Clone, Copy, Default, Serialize)]
 struct Run {
@@ -844,8 +868,13 @@ fn render(r: &Report, style: crate::output::Style) -> String {
     }
     if let Some(m) = r.path_mtu {
         out.push_str(&format!(
-            "  {} {}/{} ({} exchange), path MTU {m}, {} B messages\n",
-            r.role, r.device, r.port, r.exchange, r.size
+            "  {} {}/{} ({} exchange), path MTU {m}, {} B messages{}\n",
+            r.role,
+            r.device,
+            r.port,
+            r.exchange,
+            r.size,
+            r.qos.describe(r.run.events)
         ));
     }
     out.push_str(&render_ops(&r.ops));
@@ -1656,6 +1685,21 @@ mod tests {
                 .iter()
                 .any(|f| f["code"] == "counters-retransmission"),
             "{json}"
+        );
+    }
+
+    /// The text report names the QoS that was asked for, and nothing when none was.
+    #[test]
+    fn qos_is_described_only_when_set() {
+        assert_eq!(Qos::default().describe(false), "");
+        let q = Qos {
+            sl: 3,
+            tclass: 96,
+            pkey_index: 1,
+        };
+        assert_eq!(
+            q.describe(true),
+            ", SL 3, traffic class 96 (DSCP 24), P_Key index 1, completion events"
         );
     }
 

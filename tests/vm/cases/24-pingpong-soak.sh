@@ -136,7 +136,7 @@ expect_out "strict: the server explains it from its side" \
 
 # ---- -e (sleep on the completion channel) and QoS: --sl and --tclass on both ends.
 next_port
-bg_server ev-server "$RDMACTL" -j pingpong -d rxe0 -g 1 -p "$port" -e --sl 3 --tclass 96 --op all
+bg_server ev-server "$RDMACTL" pingpong -d rxe0 -g 1 -p "$port" -e --sl 3 --tclass 96 --op all
 srv=$BG_PID
 wait_listen "$port" 15
 expect_rc 0 "-e --sl 3 --tclass 96: the client exits 0" \
@@ -144,6 +144,9 @@ expect_rc 0 "-e --sl 3 --tclass 96: the client exits 0" \
 cp "$LAST_STDOUT" "$RESULTS/ev-client.json"
 wait_pid_timeout "$srv" 30
 check "-e: the server exits 0" test $? -eq 0
+expect_out "-e: the server's text report names the QoS and the events it used" \
+    '^  server rxe0/1 \(native exchange\), path MTU [0-9]+, 4096 B messages, SL 3, traffic class 96 \(DSCP 24\), completion events$' \
+    cat "$RESULTS/ev-server.out"
 check "-e: the client reports events, SL 3 and traffic class 96, and ran every op" \
     jqf '.ok and .run.events and .qos.sl == 3 and .qos.tclass == 96 and .qos.pkey_index == 0
          and .ops.send.iters == 200 and .ops.write.iters == 200 and .ops.read.iters == 200' \
