@@ -346,9 +346,9 @@ pub struct PingpongArgs {
         default_value_t = 18515
     )]
     pub tcp_port: u16,
-    /// Message size in bytes
-    #[arg(short = 's', long, value_name = "BYTES", default_value_t = 4096)]
-    pub size: u32,
+    /// Message size in bytes [default: 4096; a server without -s takes the client's]
+    #[arg(short = 's', long = "size", value_name = "BYTES")]
+    pub size_given: Option<u32>,
     /// Number of iterations [default: 1000; a server without -n, --duration or --lat takes
     /// the client's]
     #[arg(short = 'n', long, value_name = "N", conflicts_with = "duration")]
@@ -378,9 +378,11 @@ pub struct PingpongArgs {
     #[arg(long = "pkey-index", value_name = "N")]
     pub pkey_index: Option<u16>,
     /// Path MTU (256, 512, 1024, 2048, 4096); default: the smaller active MTU of the two ports
+    /// (a server without -m takes the client's)
     #[arg(short = 'm', long, value_name = "MTU")]
     pub mtu: Option<u32>,
-    /// Operations to run [default: all; send against a stock ibv_rc_pingpong]
+    /// Operations to run [default: all; send against a stock ibv_rc_pingpong; a server
+    /// without --op takes the client's]
     #[arg(long, value_enum)]
     pub op: Option<Op>,
     /// Give up on any step after this many seconds
@@ -401,6 +403,11 @@ pub struct PingpongArgs {
 }
 
 impl PingpongArgs {
+    /// -s as given, else 4096.
+    pub fn size(&self) -> u32 {
+        self.size_given.unwrap_or(4096)
+    }
+
     /// -n as given, else 1000; with --duration there is no count (None).
     pub fn iterations(&self) -> Option<u32> {
         match (self.iters, self.duration) {

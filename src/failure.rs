@@ -698,7 +698,7 @@ fn kind_name(k: GidKind) -> &'static str {
     }
 }
 
-fn ops_name(bits: u8) -> String {
+pub fn ops_name(bits: u8) -> String {
     match Ops::from_bits(bits) {
         Some(Ops {
             send: true,

@@ -23,7 +23,7 @@ pub const NATIVE_MAGIC: [u8; 4] = *b"RDMX";
 /// Version 2 added the run's length (`--duration`), `--lat` and the server's "I follow".
 pub const NATIVE_VERSION: u8 = 2;
 /// Payload length of version 2.
-pub const NATIVE_LEN: usize = 66;
+pub const NATIVE_LEN: usize = 68;
 /// Larger announced lengths are refused before reading them.
 pub const NATIVE_MAX_LEN: usize = 1024;
 /// `sizeof "0000:000000:000000:00000000000000000000000000000000"` in rc_pingpong.c.
@@ -63,6 +63,8 @@ pub struct NativeMsg {
     pub lat: bool,
     /// A server given none of -n, --duration, --lat: it takes the client's.
     pub follows: bool,
+    /// -m; 0 when not given.
+    pub mtu: u16,
 }
 
 const FLAG_LAT: u8 = 1;
@@ -80,13 +82,6 @@ impl NativeMsg {
             s.push_str(" --lat");
         }
         s
-    }
-
-    /// This end (a server that follows) takes the client's run length and mode.
-    pub fn follow(&mut self, client: &NativeMsg) {
-        self.iters = client.iters;
-        self.duration_ms = client.duration_ms;
-        self.lat = client.lat;
     }
 }
 
@@ -176,6 +171,7 @@ pub fn encode_native(msg: &NativeMsg) -> Vec<u8> {
     out.extend_from_slice(&msg.duration_ms.to_be_bytes());
     let flags = if msg.lat { FLAG_LAT } else { 0 } | if msg.follows { FLAG_FOLLOWS } else { 0 };
     out.push(flags);
+    out.extend_from_slice(&msg.mtu.to_be_bytes());
     debug_assert_eq!(out.len(), 8 + NATIVE_LEN);
     out
 }
@@ -261,6 +257,12 @@ pub fn decode_native_payload(payload: &[u8]) -> Result<NativeMsg, ParseError> {
     let iters = c.u32();
     let duration_ms = c.u32();
     let flags = c.u8();
+    let mtu = c.u16();
+    if !matches!(mtu, 0 | 256 | 512 | 1024 | 2048 | 4096) {
+        return Err(perr(format!(
+            "requested MTU {mtu} is not 0 (none) or a path MTU"
+        )));
+    }
     if flags & !(FLAG_LAT | FLAG_FOLLOWS) != 0 {
         return Err(perr(format!("unknown run flags 0x{flags:02x}")));
     }
@@ -320,6 +322,7 @@ pub fn decode_native_payload(payload: &[u8]) -> Result<NativeMsg, ParseError> {
         duration_ms,
         lat: flags & FLAG_LAT != 0,
         follows: flags & FLAG_FOLLOWS != 0,
+        mtu,
     })
 }
 
@@ -997,6 +1000,7 @@ mod tests {
             duration_ms: 0,
             lat: false,
             follows: false,
+            mtu: 0,
         }
     }
 
@@ -1009,6 +1013,7 @@ mod tests {
             duration_ms: 3_600_000,
             lat: true,
             follows: true,
+            mtu: 1024,
             ..sample()
         };
         assert_eq!(parse_hello(&encode_native(&soak)), Ok(Hello::Native(soak)));
@@ -1017,7 +1022,7 @@ mod tests {
     /// A server given no run length takes the client's; one given a length keeps the
     /// strict check, which names the flags on both ends.
     #[test]
-    fn a_following_server_takes_the_clients_length() {
+    fn a_server_that_follows_is_not_held_to_its_own_length() {
         let client = NativeMsg {
             iters: 0,
             duration_ms: 2500,
@@ -1028,13 +1033,11 @@ mod tests {
             follows: true,
             ..sample()
         };
+        // A server's message that says it follows compares clean, from either side.
         assert!(compare(&client, &server).is_empty());
-        server.follow(&client);
-        assert_eq!(
-            (server.iters, server.duration_ms, server.lat),
-            (0, 2500, true)
-        );
         assert!(compare(&server, &client).is_empty());
+        server.follows = false;
+        assert_eq!(compare(&server, &client).len(), 1);
         let strict = sample();
         assert_eq!(
             compare(&strict, &client),
@@ -1102,10 +1105,12 @@ mod tests {
         let mut v1 = encode_native(&sample());
         v1[4] = 1;
         let mut both_lengths = encode_native(&sample());
-        let at = 8 + NATIVE_LEN - 5;
+        let at = 8 + NATIVE_LEN - 7;
         both_lengths[at..at + 4].copy_from_slice(&10u32.to_be_bytes());
         let mut odd_flags = encode_native(&sample());
-        odd_flags[8 + NATIVE_LEN - 1] = 0x80;
+        odd_flags[8 + NATIVE_LEN - 3] = 0x80;
+        let mut odd_mtu = encode_native(&sample());
+        odd_mtu[8 + NATIVE_LEN - 2..].copy_from_slice(&1500u16.to_be_bytes());
         let mut huge = encode_native(&sample());
         huge[6..8].copy_from_slice(&5000u16.to_be_bytes());
         let mut bad_mtu = encode_native(&sample());
@@ -1125,6 +1130,7 @@ mod tests {
             ("version 1", v1, "version 1"),
             ("-n and --duration", both_lengths, "exactly one of"),
             ("unknown flags", odd_flags, "unknown run flags 0x80"),
+            ("MTU 1500 requested", odd_mtu, "requested MTU 1500"),
             ("huge length", huge, "exceeds the limit"),
             ("MTU 1500", bad_mtu, "active MTU 1500"),
             ("no NUL", no_nul.to_vec(), "NUL"),

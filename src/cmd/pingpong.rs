@@ -54,6 +54,9 @@ const DEFAULT_INTERVAL: Duration = Duration::from_secs(5);
 struct Report {
     role: &'static str,
     exchange: &'static str,
+    /// -m, or the client's when a server follows it.
+    #[serde(skip)]
+    requested_mtu: Option<u32>,
     device: String,
     port: u32,
     gid_index: Option<u32>,
@@ -214,12 +217,20 @@ fn random_psn() -> u32 {
     (x & 0xf_ffff) as u32
 }
 
+#[derive(Clone)]
 struct Plan {
     ops: Ops,
     access: Access,
+    size: u32,
+    /// -m
+    mtu: Option<u32>,
     length: Length,
     /// A server given none of -n, --duration and --lat takes the client's.
     follows: bool,
+    /// What a server was not given and takes from the client: -s, --op, -m.
+    follows_size: bool,
+    follows_ops: bool,
+    follows_mtu: bool,
     progress: Option<Duration>,
     events: bool,
     qos: PathQos,
@@ -240,10 +251,10 @@ fn plan(args: &PingpongArgs) -> Result<Plan> {
         Some(GidIndexArg::Index(i)) => Some(i),
         Some(GidIndexArg::Auto) | None => None,
     };
-    if args.size == 0 || args.size > MAX_SIZE {
+    if args.size() == 0 || args.size() > MAX_SIZE {
         return Err(Error::Usage(format!(
             "-s {}: the message size must be 1 to {MAX_SIZE} bytes",
-            args.size
+            args.size()
         )));
     }
     if args.iters == Some(0) {
@@ -321,20 +332,22 @@ fn plan(args: &PingpongArgs) -> Result<Plan> {
             read: true,
         },
     };
-    // The peer may only write or read what the chosen operations need.
-    let access = Access {
-        remote_write: ops.write,
-        remote_read: ops.read,
-        remote_atomic: false,
-    };
+    let access = access_for(ops);
     use std::io::IsTerminal;
     let progress = match args.interval {
         Some(i) => Some(Duration::from_secs_f64(i)),
         None => std::io::stderr().is_terminal().then_some(DEFAULT_INTERVAL),
     };
+    let server = args.server.is_none();
     Ok(Plan {
         ops,
         access,
+        size: args.size(),
+        mtu: args.mtu,
+        follows_size: server && args.size_given.is_none(),
+        // A stock client's exchange carries no parameters: the server's own apply.
+        follows_ops: server && args.op.is_none(),
+        follows_mtu: server && args.mtu.is_none(),
         length: Length {
             iters: args.iterations(),
             duration: args.duration.map(Duration::from_secs_f64),
@@ -355,6 +368,15 @@ fn plan(args: &PingpongArgs) -> Result<Plan> {
         gid_index,
         auto: args.gid_index == Some(GidIndexArg::Auto),
     })
+}
+
+/// The peer may only write or read what the chosen operations need.
+fn access_for(ops: Ops) -> Access {
+    Access {
+        remote_write: ops.write,
+        remote_read: ops.read,
+        remote_atomic: false,
+    }
 }
 
 /// Why opening the local side stopped: a usage or lookup error, or a verbs step to explain.
@@ -499,9 +521,9 @@ fn open_side(
     };
     let (rd_atom, init_rd_atom) = vctx.rd_atomic_limits()?;
     let max_rd_atomic = rd_atom.min(init_rd_atom).clamp(1, 16) as u8;
-    let pinned = 2 * u64::from(args.size);
+    let pinned = 2 * u64::from(plan.size);
     if let Some(cause) =
-        failure::pin_check(pinned, format!("2 × the {}-byte message size", args.size))
+        failure::pin_check(pinned, format!("2 × the {}-byte message size", plan.size))
     {
         let mut f = Failure::new(Step::Mr, cause, FailureContext::default());
         f.context.device = vctx.name().to_string();
@@ -510,7 +532,7 @@ fn open_side(
         return Err(Setup::Failure(f));
     }
     let pd = Pd::alloc(&vctx)?;
-    let mr = Mr::register(&pd, 2 * args.size as usize, plan.access)?;
+    let mr = Mr::register(&pd, 2 * plan.size as usize, plan.access)?;
     let cq = if plan.events {
         Cq::create_notifying(&vctx, RX_DEPTH + WINDOW + 8)?
     } else {
@@ -538,7 +560,7 @@ fn open_side(
         gid,
         psn: random_psn(),
         max_rd_atomic,
-        size: args.size,
+        size: plan.size,
     };
     // Receives go up before RTR, so the peer's first SEND always finds one.
     if plan.ops.send {
@@ -616,7 +638,7 @@ pub fn run(ctx: &Ctx, args: &PingpongArgs) -> Result<u8> {
             Ok(l) => Some(l),
             Err(f) => {
                 let report = new_report(args, &plan, &device);
-                return finish(ctx, args, report, Some(f), peer, None, plan.ops.send, None);
+                return finish(ctx, report, Some(f), peer, None, plan.ops.send, None);
             }
         },
     };
@@ -648,7 +670,7 @@ fn serve_persistently(
             }
             Err(f) => {
                 let report = new_report(args, plan, device);
-                return finish(ctx, args, report, Some(f), None, None, plan.ops.send, None);
+                return finish(ctx, report, Some(f), None, None, plan.ops.send, None);
             }
         };
         match one_run(ctx, args, plan, device, Role::Accepted(conn)) {
@@ -674,11 +696,12 @@ fn new_report(args: &PingpongArgs, plan: &Plan, device: &str) -> Report {
             "server"
         },
         exchange: "native",
+        requested_mtu: plan.mtu,
         device: device.to_string(),
         port: args.port,
         gid_index: plan.gid_index,
         peer: None,
-        size: args.size,
+        size: plan.size,
         run: Run {
             iters: plan.length.iters,
             duration_sec: args.duration,
@@ -714,7 +737,7 @@ fn one_run(ctx: &Ctx, args: &PingpongArgs, plan: &Plan, device: &str, role: Role
         Ok(side) => side,
         Err(Setup::Error(e)) => return Err(e),
         Err(Setup::Failure(f)) => {
-            return finish(ctx, args, report, Some(f), peer, None, plan.ops.send, None)
+            return finish(ctx, report, Some(f), peer, None, plan.ops.send, None)
         }
     };
     report.local = Some(side.endpoint());
@@ -723,7 +746,6 @@ fn one_run(ctx: &Ctx, args: &PingpongArgs, plan: &Plan, device: &str, role: Role
     let gid_table_len = Some(side.port_info.gid_tbl_len);
     finish(
         ctx,
-        args,
         report,
         outcome.err(),
         peer,
@@ -739,7 +761,6 @@ fn one_run(ctx: &Ctx, args: &PingpongArgs, plan: &Plan, device: &str, role: Role
 #[allow(clippy::too_many_arguments)]
 fn finish(
     ctx: &Ctx,
-    args: &PingpongArgs,
     mut report: Report,
     failure: Option<Failure>,
     peer: Option<IpAddr>,
@@ -786,9 +807,9 @@ fn finish(
                 })
                 .or_else(|| report.peer.as_deref().and_then(failure::peer_ip_of)),
             compat: report.exchange == "rc_pingpong",
-            registered_bytes: 2 * u64::from(args.size),
-            requested_mtu: args.mtu,
-            message_bytes: Some(args.size),
+            registered_bytes: 2 * u64::from(report.size),
+            requested_mtu: report.requested_mtu,
+            message_bytes: Some(report.size),
             gid_table_len,
             // open_side posts them before RTR when the run sends; WRITE and READ need none.
             recv_posted_before_rtr: plan_sends.then_some(true),
@@ -951,10 +972,13 @@ fn drive(
             f
         })?;
         return match reply {
-            Hello::Native(remote) if args.compat.is_none() => {
-                let mine = native_msg(args, plan, &local);
+            // The server's first message says it speaks native; its last one, sent once it
+            // has our parameters (and taken those it was not given), is what it will run.
+            Hello::Native(_) if args.compat.is_none() => {
+                let mine = native_msg(plan, &local);
                 conn.send_native(&mine)?;
-                native_run(ctx, args, plan, side, report, conn, mine, remote, true)
+                let remote = conn.read_native()?;
+                native_run(ctx, plan, side, report, conn, mine, remote, true)
             }
             Hello::RcPingpong(dest) => {
                 report.exchange = "rc_pingpong";
@@ -988,21 +1012,96 @@ fn drive(
     match hello {
         Hello::RcPingpong(dest) => {
             report.exchange = "rc_pingpong";
-            serve_rc_pingpong(args, plan, side, report, conn, dest)
+            serve_rc_pingpong(plan, side, report, conn, dest)
         }
-        // An rdmactl client: take up its offer, then both speak the native exchange.
+        // An rdmactl client: take up its offer, learn its parameters, take those this
+        // server was not given, and tell it what this end will run.
         Hello::RdmactlOffer(_) => {
-            let mine = native_msg(args, plan, &side.endpoint());
-            conn.send_native(&mine)?;
+            conn.send_native(&native_msg(plan, &side.endpoint()))?;
             let remote = conn.read_native()?;
-            native_run(ctx, args, plan, side, report, conn, mine, remote, false)
+            let plan = follow_client(ctx, args, plan, side, report, &remote)?;
+            let mine = native_msg(&plan, &side.endpoint());
+            conn.send_native(&mine)?;
+            native_run(ctx, &plan, side, report, conn, mine, remote, false)
         }
         Hello::Native(remote) => {
-            let mine = native_msg(args, plan, &side.endpoint());
+            let plan = follow_client(ctx, args, plan, side, report, &remote)?;
+            let mine = native_msg(&plan, &side.endpoint());
             conn.send_native(&mine)?;
-            native_run(ctx, args, plan, side, report, conn, mine, remote, false)
+            native_run(ctx, &plan, side, report, conn, mine, remote, false)
         }
     }
+}
+
+/// A server takes what it was not given from its client (as iperf3's server does): -n,
+/// --duration and --lat, -s, --op and -m, and says so. A new size or set of operations
+/// needs a new buffer and QP: this end is rebuilt on the same GID before anything is
+/// connected.
+fn follow_client(
+    ctx: &Ctx,
+    args: &PingpongArgs,
+    plan: &Plan,
+    side: &mut Side,
+    report: &mut Report,
+    client: &NativeMsg,
+) -> std::result::Result<Plan, Failure> {
+    let mut p = plan.clone();
+    let mut taken = Vec::new();
+    if plan.follows {
+        p.length = Length::of(client);
+        taken.push(client.length());
+    }
+    if plan.follows_size && client.size != plan.size {
+        p.size = client.size;
+        taken.push(format!("-s {}", client.size));
+    }
+    if plan.follows_ops && client.ops != plan.ops {
+        p.ops = client.ops;
+        p.access = access_for(client.ops);
+        taken.push(format!(
+            "--op {}",
+            crate::failure::ops_name(client.ops.bits())
+        ));
+    }
+    if plan.follows_mtu && client.mtu != 0 {
+        p.mtu = Some(u32::from(client.mtu));
+        taken.push(format!("-m {}", client.mtu));
+    }
+    if p.size != plan.size || p.ops != plan.ops {
+        let rebuilt = Plan {
+            gid_index: side.gid.as_ref().map(|g| g.0),
+            auto: false,
+            ..p.clone()
+        };
+        let device = report.device.clone();
+        let gid_selection = report.gid_selection.take();
+        *side = open_side(ctx, args, &rebuilt, &device, None, report).map_err(|e| match e {
+            Setup::Failure(f) => f,
+            Setup::Error(e) => side.fail(
+                Step::Compare,
+                Cause::Invalid {
+                    what: format!("taking the client's -s {} and --op: {e}", client.size),
+                },
+            ),
+        })?;
+        report.gid_selection = gid_selection;
+        report.local = Some(side.endpoint());
+    }
+    if !taken.is_empty() {
+        report.run.follows_client = true;
+        report.run.iters = p.length.iters;
+        report.run.duration_sec = p.length.duration.map(|d| d.as_secs_f64());
+        report.run.lat = p.length.lat;
+        report.size = p.size;
+        report.requested_mtu = p.mtu;
+        if !ctx.json {
+            eprintln!(
+                "rdmactl: following the client: {} (give the server -n/--duration/--lat, -s, --op or -m to insist on its own)",
+                taken.join(", ")
+            );
+        }
+    }
+    Ok(p)
 }
 
 /// The server answered in ibv_rc_pingpong's format: a stock server, which has already
@@ -1039,13 +1138,13 @@ fn stock_server(
         if !ctx.json {
             eprintln!(
                 "rdmactl: the server speaks ibv_rc_pingpong's exchange: SEND only, {} B messages, {iters} iterations (give the server the same -s and -n)",
-                args.size
+                plan.size
             );
         }
     }
     conn.write_all(oob::RC_PINGPONG_DONE)?;
     report.remote = Some(rc_endpoint(&dest));
-    let mtu = compat_mtu(args, side)?;
+    let mtu = compat_mtu(plan, side)?;
     report.path_mtu = Some(mtu);
     connect_rc(side, &dest, mtu, plan.qos)?;
     let watch = super::CounterWatch::start(&ctx.sysfs, side.ctx.name(), side.port);
@@ -1058,12 +1157,13 @@ fn stock_server(
     Ok(())
 }
 
-fn native_msg(args: &PingpongArgs, plan: &Plan, local: &Endpoint) -> NativeMsg {
+fn native_msg(plan: &Plan, local: &Endpoint) -> NativeMsg {
     let l = &plan.length;
     NativeMsg {
         endpoint: local.clone(),
         ops: plan.ops,
-        size: args.size,
+        size: plan.size,
+        mtu: plan.mtu.unwrap_or(0) as u16,
         iters: l.iters.unwrap_or(0),
         duration_ms: l.duration.map_or(0, |d| d.as_millis() as u32),
         lat: l.lat,
@@ -1099,9 +1199,9 @@ fn rc_endpoint(d: &RcDest) -> Endpoint {
 }
 
 /// ibv_rc_pingpong uses 1024 unless -m is given; stay within this port's active MTU.
-fn compat_mtu(args: &PingpongArgs, side: &Side) -> std::result::Result<u32, Failure> {
+fn compat_mtu(plan: &Plan, side: &Side) -> std::result::Result<u32, Failure> {
     let active = side.port_info.active_mtu;
-    let want = args.mtu.unwrap_or(1024.min(active.max(256)));
+    let want = plan.mtu.unwrap_or(1024.min(active.max(256)));
     oob::path_mtu(active, 0, Some(want))
         .map_err(|what| side.fail(Step::Compare, Cause::Invalid { what }))
 }
@@ -1143,7 +1243,6 @@ fn connect_rc(
 }
 
 fn serve_rc_pingpong(
-    args: &PingpongArgs,
     plan: &Plan,
     side: &mut Side,
     report: &mut Report,
@@ -1151,7 +1250,7 @@ fn serve_rc_pingpong(
     dest: RcDest,
 ) -> std::result::Result<(), Failure> {
     report.remote = Some(rc_endpoint(&dest));
-    let mtu = compat_mtu(args, side)?;
+    let mtu = compat_mtu(plan, side)?;
     report.path_mtu = Some(mtu);
     // ibv_rc_pingpong's server connects its QP before answering: the client sends right after.
     connect_rc(side, &dest, mtu, plan.qos)?;
@@ -1172,31 +1271,16 @@ fn serve_rc_pingpong(
 #[allow(clippy::too_many_arguments)]
 fn native_run(
     ctx: &Ctx,
-    args: &PingpongArgs,
     plan: &Plan,
     side: &mut Side,
     report: &mut Report,
     conn: &mut Conn,
-    mut mine: NativeMsg,
+    mine: NativeMsg,
     remote: NativeMsg,
     is_client: bool,
 ) -> std::result::Result<(), Failure> {
     let sysfs = &ctx.sysfs;
     report.remote = Some(remote.endpoint.clone());
-    if mine.follows && !is_client {
-        mine.follow(&remote);
-        let length = Length::of(&mine);
-        report.run.follows_client = true;
-        report.run.iters = length.iters;
-        report.run.duration_sec = length.duration.map(|d| d.as_secs_f64());
-        report.run.lat = length.lat;
-        if !ctx.json {
-            eprintln!(
-                "rdmactl: following the client: {} (give the server -n, --duration or --lat to insist on its own)",
-                mine.length()
-            );
-        }
-    }
     let length = Length::of(&mine);
     let mismatches = oob::compare(&mine, &remote);
     if !mismatches.is_empty() {
@@ -1205,7 +1289,7 @@ fn native_run(
     let mtu = oob::path_mtu(
         side.port_info.active_mtu,
         remote.endpoint.active_mtu,
-        args.mtu,
+        plan.mtu,
     )
     .map_err(|what| side.fail(Step::Compare, Cause::Invalid { what }))?;
     report.path_mtu = Some(mtu);
@@ -1606,6 +1690,7 @@ mod tests {
         let report = Report {
             role: "client",
             exchange: "native",
+            requested_mtu: None,
             device: "rxe1".into(),
             port: 1,
             gid_index: Some(1),

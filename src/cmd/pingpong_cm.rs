@@ -73,7 +73,7 @@ impl Report {
             port: args.port,
             gid_index: None,
             peer: None,
-            size: args.size,
+            size: args.size(),
             path_mtu: None,
             ops: OpResults::default(),
             single: None,
@@ -239,10 +239,10 @@ pub fn run(ctx: &Ctx, args: &PingpongArgs) -> Result<u8> {
             "-m does not apply with --cm: the CM takes the path MTU from the route (the netdev MTU on RoCE, the path record on InfiniBand)".into(),
         ));
     }
-    if args.size == 0 || args.size > cm::MAX_BUFFER_LEN {
+    if args.size() == 0 || args.size() > cm::MAX_BUFFER_LEN {
         return Err(Error::Usage(format!(
             "--size {}: with --cm give 1 to {} bytes (256 MiB, what a server registers at most)",
-            args.size,
+            args.size(),
             cm::MAX_BUFFER_LEN
         )));
     }
@@ -511,7 +511,7 @@ fn client(
 ) -> Result<()> {
     let opts = ConnectOptions {
         src,
-        len: args.size,
+        len: args.size(),
         timeout,
     };
     let (mut ep, res) = cm::connect(peer, &opts, &mut quiet)?;
@@ -541,11 +541,11 @@ fn client(
         ep.info.sgid_index,
         ops.iter().map(|op| op.name()).collect::<Vec<_>>().join("+"),
         iters,
-        args.size
+        args.size()
     );
     // What the server's buffer holds: it fills it with the pattern when it accepts, and
     // every WRITE of ours replaces it.
-    let mut peer_image: Vec<u8> = (0..args.size as usize).map(pattern).collect();
+    let mut peer_image: Vec<u8> = (0..args.size() as usize).map(pattern).collect();
     let watch = super::CounterWatch::start(sysfs, &ep.info.device, u32::from(ep.info.port));
     for op in ops {
         let result = run_op(&mut ep, *op, iters, args.lat, &mut peer_image)?;

@@ -98,6 +98,24 @@ check "--lat: the server took -n 300 and --lat from the client (follows_client)"
          and .ops.write.iters == 300 and .ops.write.window == 1 and (.ops.write.latency_usec.p99 > 0)' \
     "$RESULTS/lat-server.json"
 
+# ---- The server takes -s, --op and -m too: it was started with none of them.
+next_port
+bg_server follow-server "$RDMACTL" pingpong -d rxe0 -g 1 -p "$port"
+srv=$BG_PID
+wait_listen "$port" 15
+expect_rc 0 "follow: a client with -s 65536 --op write -m 512 -n 50 against a bare server exits 0" \
+    "$RDMACTL" -j pingpong -d rxe1 -g 1 -p "$port" -s 65536 --op write -m 512 -n 50 "$SERVER_IP"
+cp "$LAST_STDOUT" "$RESULTS/follow-client.json"
+wait_pid_timeout "$srv" 30
+check "follow: the server exits 0" test $? -eq 0
+check "follow: the client's run is WRITE only, 64 KiB, path MTU 512, the server's buffer 64 KiB" \
+    jqf '.ok and .size == 65536 and .path_mtu == 512 and (.ops | keys) == ["write"]
+         and .remote.len == 65536 and .ops.write.iters == 50' "$RESULTS/follow-client.json"
+expect_out "follow: the server says what it took" \
+    '^rdmactl: following the client: -n 50, -s 65536, --op write, -m 512 ' cat "$RESULTS/follow-server.out"
+expect_out "follow: the server's report shows the client's size and MTU" \
+    '^  server rxe0/1 \(native exchange\), path MTU 512, 65536 B messages$' cat "$RESULTS/follow-server.out"
+
 # ---- --duration for every op: the client keeps the clock, the server stops on its last
 # SEND; both count the same SEND iterations.
 next_port
