@@ -206,9 +206,10 @@ srv=$BG_PID
 wait_listen "$port" 15
 expect_rc 0 "--persist: the first client (-n 100) exits 0" \
     "$RDMACTL" pingpong -d rxe1 -g 1 -p "$port" -n 100 --op send "$SERVER_IP"
-expect_rc 1 "--persist: a client with another -s fails" \
-    "$RDMACTL" pingpong -d rxe1 -g 1 -p "$port" -s 64 --op send "$SERVER_IP"
-expect_out "--persist: ... and is told why" 'message sizes differ' one_line "$LAST_STDERR"
+expect_rc 1 "--persist: a client with another --op than the server insists on fails" \
+    "$RDMACTL" pingpong -d rxe1 -g 1 -p "$port" --op write "$SERVER_IP"
+expect_out "--persist: ... and is told why" 'operations differ: --op write here, --op send on the peer' \
+    one_line "$LAST_STDERR"
 expect_rc 0 "--persist: the next client (-n 250) still gets served and exits 0" \
     "$RDMACTL" pingpong -d rxe1 -g 1 -p "$port" -n 250 --op send "$SERVER_IP"
 check "--persist: the server is still running" kill -0 "$srv"
