@@ -193,10 +193,10 @@ asleep=$_vcsw
 echo "voluntary context switches over 300 round trips: busy-polling ${busy:-?}, -e ${asleep:-?}" |
     tee "$RESULTS/events-switches.txt"
 check "-e: both runs completed (${busy:-?} and ${asleep:-?} switches)" test -n "$busy" -a -n "$asleep"
-check "-e: the client slept for at least half of its 300 waits (${asleep:-?} voluntary switches)" \
-    test "${asleep:-0}" -ge 150
-check "-e: a busy-polling client did not (${busy:-?} voluntary switches, fewer than 150)" \
-    test "${busy:-999}" -lt 150
+# Both pay the same start-up and exchange switches (about 160 under TCG); -e adds one for
+# each wait it slept through.
+check "-e: the client slept for at least half of its 300 waits (${asleep:-?} voluntary switches, busy-polling ${busy:-?})" \
+    test "$((${asleep:-0} - ${busy:-0}))" -ge 150
 
 # ---- --persist: one client after another (each with its own -n, one that does not fit in
 # between, explained and survived); Ctrl-C between clients ends the server with 130.
