@@ -148,6 +148,8 @@ mod tests {
 
     #[test]
     fn stops_at_the_deadline_and_never_before() {
+        // Taken before the meter's own start, so the deadline cannot precede it.
+        let started = Instant::now();
         let mut m = Meter::start(
             "write",
             None,
@@ -155,7 +157,6 @@ mod tests {
             Some(Duration::from_millis(20)),
             32,
         );
-        let started = Instant::now();
         let mut n = 0u64;
         while !m.done(n) {
             n += 1;
