@@ -521,7 +521,7 @@ _rdmactl() {
             return 0
             ;;
         rdmactl__subcmd__pingpong)
-            opts="-d -i -g -p -s -n -m -j -h -V --ib-dev --ib-port --gid-index --gid-idx --port --size --iters --mtu --op --timeout --bind --compat --cm --json --color --sysfs --help --version"
+            opts="-d -i -g -p -s -n -e -l -m -j -h -V --ib-dev --ib-port --gid-index --gid-idx --port --size --iters --duration --interval --lat --events --sl --tclass --pkey-index --mtu --op --timeout --bind --compat --cm --persist --json --color --sysfs --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -576,6 +576,30 @@ _rdmactl() {
                     return 0
                     ;;
                 -n)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --duration)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --interval)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --sl)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -l)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tclass)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --pkey-index)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

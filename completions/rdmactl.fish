@@ -133,10 +133,15 @@ complete -c rdmactl -n "__fish_rdmactl_using_subcommand pingpong" -s d -l ib-dev
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand pingpong" -s i -l ib-port -d 'Port of the device' -r
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand pingpong" -s g -l gid-idx -l gid-index -d 'GID index, or auto (-1 means auto too)' -r
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand pingpong" -s p -l port -d 'TCP port of the out-of-band exchange' -r
-complete -c rdmactl -n "__fish_rdmactl_using_subcommand pingpong" -s s -l size -d 'Message size in bytes' -r
-complete -c rdmactl -n "__fish_rdmactl_using_subcommand pingpong" -s n -l iters -d 'Number of iterations' -r
-complete -c rdmactl -n "__fish_rdmactl_using_subcommand pingpong" -s m -l mtu -d 'Path MTU (256, 512, 1024, 2048, 4096); default: the smaller active MTU of the two ports' -r
-complete -c rdmactl -n "__fish_rdmactl_using_subcommand pingpong" -l op -d 'Operations to run [default: all; send against a stock ibv_rc_pingpong]' -r -f -a "send\t''
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand pingpong" -s s -l size -d 'Message size in bytes [default: 4096; a server without -s takes the client\'s]' -r
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand pingpong" -s n -l iters -d 'Number of iterations [default: 1000; a server without -n, --duration or --lat takes the client\'s]' -r
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand pingpong" -l duration -d 'Run each measured operation for SECS instead of -n iterations (soak runs; memory stays constant)' -r
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand pingpong" -l interval -d 'A progress line (iterations, rate, latency) on stderr every SECS [default: 5 when stderr is a terminal, none otherwise]' -r
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand pingpong" -s l -l sl -d 'Service level of the path (0-15; on RoCE the driver maps it to a priority)' -r
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand pingpong" -l tclass -d 'Traffic class of the GRH: on RoCE v2 the IP DSCP (upper 6 bits) and ECN (lower 2)' -r
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand pingpong" -l pkey-index -d 'P_Key index of the QP, into the port\'s P_Key table [default: 0]' -r
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand pingpong" -s m -l mtu -d 'Path MTU (256, 512, 1024, 2048, 4096); default: the smaller active MTU of the two ports (a server without -m takes the client\'s)' -r
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand pingpong" -l op -d 'Operations to run [default: all; send against a stock ibv_rc_pingpong; a server without --op takes the client\'s]' -r -f -a "send\t''
 write\t''
 read\t''
 all\t''"
@@ -147,7 +152,10 @@ complete -c rdmactl -n "__fish_rdmactl_using_subcommand pingpong" -l color -d 'W
 always\t''
 never\t''"
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand pingpong" -l sysfs -d 'Read sysfs from DIR instead of /sys (a captured tree); verbs queries are skipped. pingpong and selftest refuse it: they run on this host\'s devices' -r -F
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand pingpong" -l lat -d 'RDMA WRITE and READ one at a time, for their latency (as ib_write_lat and ib_read_lat); without it they keep a window in flight and report bandwidth'
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand pingpong" -s e -l events -d 'Sleep on the completion channel instead of busy-polling (ibv_rc_pingpong -e)'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand pingpong" -l cm -d 'Connect through the RDMA connection manager (librdmacm) instead of a TCP exchange'
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand pingpong" -l persist -d 'Server: serve one client after another until Ctrl-C (one report per client)'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand pingpong" -s j -l json -d 'Print JSON instead of a table'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand pingpong" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand pingpong" -s V -l version -d 'Print version'

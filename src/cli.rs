@@ -356,16 +356,43 @@ pub struct PingpongArgs {
         default_value_t = 18515
     )]
     pub tcp_port: u16,
-    /// Message size in bytes
-    #[arg(short = 's', long, value_name = "BYTES", default_value_t = 4096)]
-    pub size: u32,
-    /// Number of iterations
-    #[arg(short = 'n', long, value_name = "N", default_value_t = 1000)]
-    pub iters: u32,
+    /// Message size in bytes [default: 4096; a server without -s takes the client's]
+    #[arg(short = 's', long = "size", value_name = "BYTES")]
+    pub size_given: Option<u32>,
+    /// Number of iterations [default: 1000; a server without -n, --duration or --lat takes
+    /// the client's]
+    #[arg(short = 'n', long, value_name = "N", conflicts_with = "duration")]
+    pub iters: Option<u32>,
+    /// Run each measured operation for SECS instead of -n iterations (soak runs; memory
+    /// stays constant)
+    #[arg(long, value_name = "SECS")]
+    pub duration: Option<f64>,
+    /// A progress line (iterations, rate, latency) on stderr every SECS [default: 5 when
+    /// stderr is a terminal, none otherwise]
+    #[arg(long, value_name = "SECS")]
+    pub interval: Option<f64>,
+    /// RDMA WRITE and READ one at a time, for their latency (as ib_write_lat and
+    /// ib_read_lat); without it they keep a window in flight and report bandwidth
+    #[arg(long)]
+    pub lat: bool,
+    /// Sleep on the completion channel instead of busy-polling (ibv_rc_pingpong -e)
+    #[arg(short = 'e', long)]
+    pub events: bool,
+    /// Service level of the path (0-15; on RoCE the driver maps it to a priority)
+    #[arg(short = 'l', long, value_name = "SL", value_parser = clap::value_parser!(u8).range(0..=15))]
+    pub sl: Option<u8>,
+    /// Traffic class of the GRH: on RoCE v2 the IP DSCP (upper 6 bits) and ECN (lower 2)
+    #[arg(long, value_name = "TCLASS")]
+    pub tclass: Option<u8>,
+    /// P_Key index of the QP, into the port's P_Key table [default: 0]
+    #[arg(long = "pkey-index", value_name = "N")]
+    pub pkey_index: Option<u16>,
     /// Path MTU (256, 512, 1024, 2048, 4096); default: the smaller active MTU of the two ports
+    /// (a server without -m takes the client's)
     #[arg(short = 'm', long, value_name = "MTU")]
     pub mtu: Option<u32>,
-    /// Operations to run [default: all; send against a stock ibv_rc_pingpong]
+    /// Operations to run [default: all; send against a stock ibv_rc_pingpong; a server
+    /// without --op takes the client's]
     #[arg(long, value_enum)]
     pub op: Option<Op>,
     /// Give up on any step after this many seconds
@@ -380,6 +407,25 @@ pub struct PingpongArgs {
     /// Connect through the RDMA connection manager (librdmacm) instead of a TCP exchange
     #[arg(long)]
     pub cm: bool,
+    /// Server: serve one client after another until Ctrl-C (one report per client)
+    #[arg(long)]
+    pub persist: bool,
+}
+
+impl PingpongArgs {
+    /// -s as given, else 4096.
+    pub fn size(&self) -> u32 {
+        self.size_given.unwrap_or(4096)
+    }
+
+    /// -n as given, else 1000; with --duration there is no count (None).
+    pub fn iterations(&self) -> Option<u32> {
+        match (self.iters, self.duration) {
+            (Some(n), _) => Some(n),
+            (None, Some(_)) => None,
+            (None, None) => Some(1000),
+        }
+    }
 }
 
 #[derive(Debug, Args)]

@@ -634,6 +634,11 @@ pub enum Mismatch {
         local: u32,
         remote: u32,
     },
+    /// Run lengths of different kinds: `-n` against `--duration`, or `--lat` on one end.
+    Length {
+        local: String,
+        remote: String,
+    },
     Ops {
         local: u8,
         remote: u8,
@@ -673,6 +678,9 @@ impl fmt::Display for Mismatch {
             ),
             Mismatch::Size { local, remote } => write!(f, "message sizes differ: -s {local} here, -s {remote} on the peer"),
             Mismatch::Iters { local, remote } => write!(f, "iteration counts differ: -n {local} here, -n {remote} on the peer"),
+            Mismatch::Length { local, remote } => {
+                write!(f, "run lengths differ: {local} here, {remote} on the peer")
+            }
             Mismatch::Ops { local, remote } => write!(
                 f,
                 "operations differ: --op {} here, --op {} on the peer",
@@ -703,7 +711,7 @@ fn kind_name(k: GidKind) -> &'static str {
     }
 }
 
-fn ops_name(bits: u8) -> String {
+pub fn ops_name(bits: u8) -> String {
     match Ops::from_bits(bits) {
         Some(Ops {
             send: true,

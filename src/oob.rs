@@ -20,9 +20,10 @@ use crate::gid::{Gid, GidKind};
 use crate::model::{GidType, LinkLayer};
 
 pub const NATIVE_MAGIC: [u8; 4] = *b"RDMX";
-pub const NATIVE_VERSION: u8 = 1;
-/// Payload length of version 1.
-pub const NATIVE_V1_LEN: usize = 61;
+/// Version 2 added the run's length (`--duration`), `--lat` and the server's "I follow".
+pub const NATIVE_VERSION: u8 = 2;
+/// Payload length of version 2.
+pub const NATIVE_LEN: usize = 68;
 /// Larger announced lengths are refused before reading them.
 pub const NATIVE_MAX_LEN: usize = 1024;
 /// `sizeof "0000:000000:000000:00000000000000000000000000000000"` in rc_pingpong.c.
@@ -55,7 +56,33 @@ pub struct NativeMsg {
     pub endpoint: Endpoint,
     pub ops: Ops,
     pub size: u32,
+    /// 0 with a `duration_ms`: the run lasts that long instead.
     pub iters: u32,
+    pub duration_ms: u32,
+    /// WRITE and READ one at a time, for their latency.
+    pub lat: bool,
+    /// A server given none of -n, --duration, --lat: it takes the client's.
+    pub follows: bool,
+    /// -m; 0 when not given.
+    pub mtu: u16,
+}
+
+const FLAG_LAT: u8 = 1;
+const FLAG_FOLLOWS: u8 = 2;
+
+impl NativeMsg {
+    /// How long the run is, as the flags that set it: "-n 1000", "--duration 10 --lat".
+    pub fn length(&self) -> String {
+        let mut s = if self.duration_ms > 0 {
+            format!("--duration {}", f64::from(self.duration_ms) / 1000.0)
+        } else {
+            format!("-n {}", self.iters)
+        };
+        if self.lat {
+            s.push_str(" --lat");
+        }
+        s
+    }
 }
 
 /// ibv_rc_pingpong's `struct pingpong_dest`.
@@ -122,11 +149,11 @@ fn link_layer_code(l: &LinkLayer) -> u8 {
 
 pub fn encode_native(msg: &NativeMsg) -> Vec<u8> {
     let e = &msg.endpoint;
-    let mut out = Vec::with_capacity(8 + NATIVE_V1_LEN);
+    let mut out = Vec::with_capacity(8 + NATIVE_LEN);
     out.extend_from_slice(&NATIVE_MAGIC);
     out.push(NATIVE_VERSION);
     out.push(0);
-    out.extend_from_slice(&(NATIVE_V1_LEN as u16).to_be_bytes());
+    out.extend_from_slice(&(NATIVE_LEN as u16).to_be_bytes());
     out.extend_from_slice(&e.lid.to_be_bytes());
     out.extend_from_slice(&e.qpn.to_be_bytes());
     out.extend_from_slice(&e.psn.to_be_bytes());
@@ -141,7 +168,11 @@ pub fn encode_native(msg: &NativeMsg) -> Vec<u8> {
     out.push(msg.ops.bits());
     out.extend_from_slice(&msg.size.to_be_bytes());
     out.extend_from_slice(&msg.iters.to_be_bytes());
-    debug_assert_eq!(out.len(), 8 + NATIVE_V1_LEN);
+    out.extend_from_slice(&msg.duration_ms.to_be_bytes());
+    let flags = if msg.lat { FLAG_LAT } else { 0 } | if msg.follows { FLAG_FOLLOWS } else { 0 };
+    out.push(flags);
+    out.extend_from_slice(&msg.mtu.to_be_bytes());
+    debug_assert_eq!(out.len(), 8 + NATIVE_LEN);
     out
 }
 
@@ -172,9 +203,9 @@ pub fn native_header(header: &[u8]) -> Result<usize, ParseError> {
             "announced payload of {len} bytes exceeds the limit of {NATIVE_MAX_LEN}"
         )));
     }
-    if len != NATIVE_V1_LEN {
+    if len != NATIVE_LEN {
         return Err(perr(format!(
-            "version 1 payload must be {NATIVE_V1_LEN} bytes, the peer announced {len}"
+            "version 2 payload must be {NATIVE_LEN} bytes, the peer announced {len}"
         )));
     }
     Ok(len)
@@ -203,9 +234,9 @@ impl Cursor<'_> {
 }
 
 pub fn decode_native_payload(payload: &[u8]) -> Result<NativeMsg, ParseError> {
-    if payload.len() != NATIVE_V1_LEN {
+    if payload.len() != NATIVE_LEN {
         return Err(perr(format!(
-            "payload is {} bytes, expected {NATIVE_V1_LEN}",
+            "payload is {} bytes, expected {NATIVE_LEN}",
             payload.len()
         )));
     }
@@ -224,6 +255,17 @@ pub fn decode_native_payload(payload: &[u8]) -> Result<NativeMsg, ParseError> {
     let ops = c.u8();
     let size = c.u32();
     let iters = c.u32();
+    let duration_ms = c.u32();
+    let flags = c.u8();
+    let mtu = c.u16();
+    if !matches!(mtu, 0 | 256 | 512 | 1024 | 2048 | 4096) {
+        return Err(perr(format!(
+            "requested MTU {mtu} is not 0 (none) or a path MTU"
+        )));
+    }
+    if flags & !(FLAG_LAT | FLAG_FOLLOWS) != 0 {
+        return Err(perr(format!("unknown run flags 0x{flags:02x}")));
+    }
     if qpn > 0xff_ffff || qpn == 0 {
         return Err(perr(format!("QPN 0x{qpn:x} is not a 24-bit QP number")));
     }
@@ -249,9 +291,9 @@ pub fn decode_native_payload(payload: &[u8]) -> Result<NativeMsg, ParseError> {
     }
     let ops =
         Ops::from_bits(ops).ok_or_else(|| perr(format!("operation set 0x{ops:02x} is invalid")))?;
-    if size == 0 || iters == 0 {
+    if size == 0 || (iters == 0) == (duration_ms == 0) {
         return Err(perr(format!(
-            "size {size} and iterations {iters} must be positive"
+            "size {size} must be positive, and exactly one of iterations ({iters}) and duration ({duration_ms} ms)"
         )));
     }
     if u64::from(len) < u64::from(size) {
@@ -277,6 +319,10 @@ pub fn decode_native_payload(payload: &[u8]) -> Result<NativeMsg, ParseError> {
         ops,
         size,
         iters,
+        duration_ms,
+        lat: flags & FLAG_LAT != 0,
+        follows: flags & FLAG_FOLLOWS != 0,
+        mtu,
     })
 }
 
@@ -457,10 +503,19 @@ pub fn compare(local: &NativeMsg, remote: &NativeMsg) -> Vec<Mismatch> {
             remote: remote.size,
         });
     }
-    if local.iters != remote.iters {
+    // A server that follows has taken the client's length already (see `NativeMsg::follow`).
+    let same_length = (local.iters, local.duration_ms, local.lat)
+        == (remote.iters, remote.duration_ms, remote.lat);
+    if local.follows || remote.follows || same_length {
+    } else if local.duration_ms == 0 && remote.duration_ms == 0 && local.lat == remote.lat {
         out.push(Mismatch::Iters {
             local: local.iters,
             remote: remote.iters,
+        });
+    } else {
+        out.push(Mismatch::Length {
+            local: local.length(),
+            remote: remote.length(),
         });
     }
     if local.ops != remote.ops {
@@ -609,6 +664,36 @@ pub fn accept_one(listener: &TcpListener, timeout: Duration) -> Result<Conn, Fai
         peer,
         timeout,
     })
+}
+
+/// `accept_one`, but a caught SIGINT/SIGTERM ends the wait (a `--persist` server between
+/// clients, after the first one made signals caught): None then.
+pub fn accept_watching(listener: &TcpListener, timeout: Duration) -> Result<Option<Conn>, Failure> {
+    let failed = |e: &std::io::Error| oob_failure(Step::Connect, io_cause(e, Duration::ZERO), None);
+    listener.set_nonblocking(true).map_err(|e| failed(&e))?;
+    let accepted = loop {
+        match listener.accept() {
+            Ok(pair) => break Ok(Some(pair)),
+            Err(e) if e.kind() == ErrorKind::WouldBlock || e.kind() == ErrorKind::Interrupted => {
+                if crate::interrupt::caught().is_some() {
+                    break Ok(None);
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            Err(e) => break Err(failed(&e)),
+        }
+    };
+    listener.set_nonblocking(false).map_err(|e| failed(&e))?;
+    let Some((stream, peer)) = accepted? else {
+        return Ok(None);
+    };
+    stream.set_nonblocking(false).map_err(|e| failed(&e))?;
+    let _ = stream.set_nodelay(true);
+    Ok(Some(Conn {
+        stream,
+        peer,
+        timeout,
+    }))
 }
 
 impl Conn {
@@ -912,6 +997,10 @@ mod tests {
             },
             size: 4096,
             iters: 1000,
+            duration_ms: 0,
+            lat: false,
+            follows: false,
+            mtu: 0,
         }
     }
 
@@ -919,6 +1008,55 @@ mod tests {
     fn native_round_trips() {
         let m = sample();
         assert_eq!(parse_hello(&encode_native(&m)), Ok(Hello::Native(m)));
+        let soak = NativeMsg {
+            iters: 0,
+            duration_ms: 3_600_000,
+            lat: true,
+            follows: true,
+            mtu: 1024,
+            ..sample()
+        };
+        assert_eq!(parse_hello(&encode_native(&soak)), Ok(Hello::Native(soak)));
+    }
+
+    /// A server given no run length takes the client's; one given a length keeps the
+    /// strict check, which names the flags on both ends.
+    #[test]
+    fn a_server_that_follows_is_not_held_to_its_own_length() {
+        let client = NativeMsg {
+            iters: 0,
+            duration_ms: 2500,
+            lat: true,
+            ..sample()
+        };
+        let mut server = NativeMsg {
+            follows: true,
+            ..sample()
+        };
+        // A server's message that says it follows compares clean, from either side.
+        assert!(compare(&client, &server).is_empty());
+        assert!(compare(&server, &client).is_empty());
+        server.follows = false;
+        assert_eq!(compare(&server, &client).len(), 1);
+        let strict = sample();
+        assert_eq!(
+            compare(&strict, &client),
+            vec![Mismatch::Length {
+                local: "-n 1000".into(),
+                remote: "--duration 2.5 --lat".into()
+            }]
+        );
+        let fewer = NativeMsg {
+            iters: 200,
+            ..sample()
+        };
+        assert_eq!(
+            compare(&strict, &fewer),
+            vec![Mismatch::Iters {
+                local: 1000,
+                remote: 200
+            }]
+        );
     }
 
     #[test]
@@ -964,8 +1102,15 @@ mod tests {
 
     #[test]
     fn rejects_bad_input_with_a_reason() {
-        let mut v2 = encode_native(&sample());
-        v2[4] = 2;
+        let mut v1 = encode_native(&sample());
+        v1[4] = 1;
+        let mut both_lengths = encode_native(&sample());
+        let at = 8 + NATIVE_LEN - 7;
+        both_lengths[at..at + 4].copy_from_slice(&10u32.to_be_bytes());
+        let mut odd_flags = encode_native(&sample());
+        odd_flags[8 + NATIVE_LEN - 3] = 0x80;
+        let mut odd_mtu = encode_native(&sample());
+        odd_mtu[8 + NATIVE_LEN - 2..].copy_from_slice(&1500u16.to_be_bytes());
         let mut huge = encode_native(&sample());
         huge[6..8].copy_from_slice(&5000u16.to_be_bytes());
         let mut bad_mtu = encode_native(&sample());
@@ -982,7 +1127,10 @@ mod tests {
             ("empty", vec![], "neither"),
             ("garbage", b"garbage\n".to_vec(), "neither"),
             ("http", b"GET / HTTP/1.0\r\n\r\n".to_vec(), "neither"),
-            ("version 2", v2, "version 2"),
+            ("version 1", v1, "version 1"),
+            ("-n and --duration", both_lengths, "exactly one of"),
+            ("unknown flags", odd_flags, "unknown run flags 0x80"),
+            ("MTU 1500 requested", odd_mtu, "requested MTU 1500"),
             ("huge length", huge, "exceeds the limit"),
             ("MTU 1500", bad_mtu, "active MTU 1500"),
             ("no NUL", no_nul.to_vec(), "NUL"),

@@ -274,6 +274,32 @@ fn errors_are_one_line_naming_what_exists_with_their_exit_codes() {
             2,
             "-i 2: with --cm a port is named with -d (its address is bound); without -d the kernel picks device and port from the route".into(),
         ),
+        (
+            vec!["pingpong", "--cm", "--duration", "10", "192.168.77.1"],
+            2,
+            "--duration, -e, --persist, --sl, --tclass and --pkey-index are not implemented with --cm; use the TCP exchange".into(),
+        ),
+        // Long runs: what cannot work is refused before a device is opened.
+        (
+            vec!["pingpong", "--persist", "192.168.77.1"],
+            2,
+            "--persist is for the server (without SERVER): it serves one client after another".into(),
+        ),
+        (
+            vec!["pingpong", "--compat", "rc_pingpong", "--duration", "5", "192.168.77.1"],
+            2,
+            "--compat rc_pingpong runs -n SEND iterations, as the stock tool: drop --duration and --lat".into(),
+        ),
+        (
+            vec!["pingpong", "--duration", "0", "192.168.77.1"],
+            2,
+            "--duration 0: give 0.001 <= SECS <= 2592000 (30 days)".into(),
+        ),
+        (
+            vec!["pingpong", "--interval", "0.01", "192.168.77.1"],
+            2,
+            "--interval 0.01: give 0.1 <= SECS <= 3600".into(),
+        ),
         // pingpong and selftest run on this host's devices: a captured tree is refused.
         (
             vec!["--sysfs", &rxe, "pingpong", "--cm", "-d", "mlx5_9", "192.168.77.1"],

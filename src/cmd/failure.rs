@@ -208,12 +208,17 @@ fn context(sysfs: &Path, known: &Known, failure: &Failure) -> Facts {
         _ => None,
     };
     let route = match (peer, live) {
-        (Some(p), true) => net::route_facts(p, local.netdev.as_deref())
-            .ok()
-            .map(|(mut facts, _)| {
-                facts.arp_flux = local.netdev.as_deref().and_then(|nd| arp_flux_around(sysfs, nd));
-                facts
-            }),
+        (Some(p), true) => {
+            net::route_facts(p, local.netdev.as_deref())
+                .ok()
+                .map(|(mut facts, _)| {
+                    facts.arp_flux = local
+                        .netdev
+                        .as_deref()
+                        .and_then(|nd| arp_flux_around(sysfs, nd));
+                    facts
+                })
+        }
         _ => None,
     };
     Facts {

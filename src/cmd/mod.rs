@@ -19,6 +19,7 @@ pub mod fabric;
 pub mod failure;
 pub mod gid;
 pub mod gids;
+pub mod meter;
 pub mod pingpong;
 pub mod pingpong_cm;
 pub mod ports;

@@ -13,12 +13,13 @@
 
 use std::net::IpAddr;
 use std::rc::Rc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde::Serialize;
 
 use super::failure::{self, GidChoice, Known};
-use super::results::{ns_per_tick, op_result, render_ops, OpResult, OpResults};
+use super::meter::Meter;
+use super::results::{render_ops, OpResult, OpResults};
 use crate::cli::{Compat, GidIndexArg, Op, PingpongArgs};
 use crate::ctx::Ctx;
 use crate::error::{Error, Result};
@@ -29,7 +30,7 @@ use crate::model::{GidType, LinkLayer};
 use crate::oob::{self, Conn, Hello, NativeMsg, RcDest};
 use crate::output;
 use crate::verbs::qp::{
-    ticks, Access, Context, Cq, Mr, Pd, PortInfo, Qp, QpCaps, RtrParams, SendOp, Wc,
+    ticks, Access, Context, Cq, Mr, PathQos, Pd, PortInfo, Qp, QpCaps, RtrParams, SendOp, Wc,
 };
 
 /// Receives posted ahead, as ibv_rc_pingpong's default rx depth.
@@ -42,16 +43,28 @@ const MAX_SIZE: u32 = 1 << 30;
 const WRID_RECV: u64 = 1;
 const WRID_SEND: u64 = 2;
 
+/// The first byte of a --duration client's last SEND: the server answers it and stops.
+const LAST_MESSAGE: u8 = 0xff;
+/// A --duration run may last 30 days (the exchange carries milliseconds in 32 bits).
+const MAX_DURATION_SECS: f64 = 30.0 * 86400.0;
+/// Progress lines on a terminal when --interval is not given.
+const DEFAULT_INTERVAL: Duration = Duration::from_secs(5);
+
 #[derive(Debug, Serialize)]
 struct Report {
     role: &'static str,
     exchange: &'static str,
+    /// -m, or the client's when a server follows it.
+    #[serde(skip)]
+    requested_mtu: Option<u32>,
     device: String,
     port: u32,
     gid_index: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     peer: Option<String>,
     size: u32,
+    run: Run,
+    qos: Qos,
     #[serde(skip_serializing_if = "Option::is_none")]
     path_mtu: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -70,6 +83,84 @@ struct Report {
     counters: Option<super::RunCounters>,
     ok: bool,
     failure: Option<FailureReport>,
+}
+
+/// The QoS this end used: service level, GRH traffic class, P_Key index.
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+struct Qos {
+    sl: u8,
+    tclass: u8,
+    pkey_index: u16,
+}
+
+impl Qos {
+    /// ", SL 3, traffic class 96 (DSCP 24), completion events": what was not the default.
+    fn describe(&self, events: bool) -> String {
+        let mut s = String::new();
+        if self.sl != 0 {
+            s.push_str(&format!(", SL {}", self.sl));
+        }
+        if self.tclass != 0 {
+            s.push_str(&format!(
+                ", traffic class {} (DSCP {})",
+                self.tclass,
+                self.tclass >> 2
+            ));
+        }
+        if self.pkey_index != 0 {
+            s.push_str(&format!(", P_Key index {}", self.pkey_index));
+        }
+        if events {
+            s.push_str(", completion events");
+        }
+        s
+    }
+}
+
+/// How the run was measured (`run` in -j; the top level holds a single operation's figures).
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+struct Run {
+    /// -n; absent for a --duration run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    iters: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    duration_sec: Option<f64>,
+    /// WRITE and READ were measured one at a time (--lat).
+    lat: bool,
+    /// Completions were waited for asleep (-e).
+    events: bool,
+    /// A server that took the client's -n, --duration and --lat.
+    follows_client: bool,
+}
+
+/// How long a run is: a count, a duration, and whether WRITE and READ go one at a time.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Length {
+    iters: Option<u32>,
+    duration: Option<Duration>,
+    lat: bool,
+}
+
+impl Length {
+    fn of(msg: &NativeMsg) -> Length {
+        Length {
+            iters: (msg.iters > 0).then_some(msg.iters),
+            duration: (msg.duration_ms > 0)
+                .then(|| Duration::from_millis(u64::from(msg.duration_ms))),
+            lat: msg.lat,
+        }
+    }
+
+    /// How long an end that waits for the other's turn may wait: a generous 20 ms per
+    /// iteration, or the duration and a margin.
+    fn passive_wait(&self, timeout: Duration) -> Duration {
+        timeout
+            + match (self.iters, self.duration) {
+                (Some(n), _) => Duration::from_millis(u64::from(n) * 20),
+                (None, Some(d)) => d + d / 10,
+                (None, None) => Duration::ZERO,
+            }
+    }
 }
 
 /// Everything one end owns, in drop order (QP before CQ before MR before PD).
@@ -126,9 +217,24 @@ fn random_psn() -> u32 {
     (x & 0xf_ffff) as u32
 }
 
+#[derive(Clone)]
 struct Plan {
     ops: Ops,
     access: Access,
+    size: u32,
+    /// -m
+    mtu: Option<u32>,
+    length: Length,
+    /// A server given none of -n, --duration and --lat takes the client's.
+    follows: bool,
+    /// What a server was not given and takes from the client: -s, --op, -m.
+    follows_size: bool,
+    follows_ops: bool,
+    follows_mtu: bool,
+    progress: Option<Duration>,
+    events: bool,
+    qos: PathQos,
+    pkey_index: u16,
     timeout: Duration,
     gid_index: Option<u32>,
     /// `-g auto`: a client chooses before it connects, a server once it knows the client.
@@ -145,14 +251,39 @@ fn plan(args: &PingpongArgs) -> Result<Plan> {
         Some(GidIndexArg::Index(i)) => Some(i),
         Some(GidIndexArg::Auto) | None => None,
     };
-    if args.size == 0 || args.size > MAX_SIZE {
+    if args.size() == 0 || args.size() > MAX_SIZE {
         return Err(Error::Usage(format!(
             "-s {}: the message size must be 1 to {MAX_SIZE} bytes",
-            args.size
+            args.size()
         )));
     }
-    if args.iters == 0 {
+    if args.iters == Some(0) {
         return Err(Error::Usage("-n 0: give at least one iteration".into()));
+    }
+    if let Some(d) = args.duration {
+        if !(0.001..=MAX_DURATION_SECS).contains(&d) {
+            return Err(Error::Usage(format!(
+                "--duration {d}: give 0.001 <= SECS <= {MAX_DURATION_SECS} (30 days)"
+            )));
+        }
+    }
+    if let Some(i) = args.interval {
+        if !(0.1..=3600.0).contains(&i) {
+            return Err(Error::Usage(format!(
+                "--interval {i}: give 0.1 <= SECS <= 3600"
+            )));
+        }
+    }
+    if args.persist && args.server.is_some() {
+        return Err(Error::Usage(
+            "--persist is for the server (without SERVER): it serves one client after another"
+                .into(),
+        ));
+    }
+    if args.compat.is_some() && (args.duration.is_some() || args.lat) {
+        return Err(Error::Usage(
+            "--compat rc_pingpong runs -n SEND iterations, as the stock tool: drop --duration and --lat".into(),
+        ));
     }
     if args.server.is_some() && args.tcp_port == 0 {
         return Err(Error::Usage(
@@ -201,19 +332,51 @@ fn plan(args: &PingpongArgs) -> Result<Plan> {
             read: true,
         },
     };
-    // The peer may only write or read what the chosen operations need.
-    let access = Access {
-        remote_write: ops.write,
-        remote_read: ops.read,
-        remote_atomic: false,
+    let access = access_for(ops);
+    use std::io::IsTerminal;
+    let progress = match args.interval {
+        Some(i) => Some(Duration::from_secs_f64(i)),
+        None => std::io::stderr().is_terminal().then_some(DEFAULT_INTERVAL),
     };
+    let server = args.server.is_none();
     Ok(Plan {
         ops,
         access,
+        size: args.size(),
+        mtu: args.mtu,
+        follows_size: server && args.size_given.is_none(),
+        // A stock client's exchange carries no parameters: the server's own apply.
+        follows_ops: server && args.op.is_none(),
+        follows_mtu: server && args.mtu.is_none(),
+        length: Length {
+            iters: args.iterations(),
+            duration: args.duration.map(Duration::from_secs_f64),
+            lat: args.lat,
+        },
+        follows: args.server.is_none()
+            && args.iters.is_none()
+            && args.duration.is_none()
+            && !args.lat,
+        progress,
+        events: args.events,
+        qos: PathQos {
+            sl: args.sl.unwrap_or(0),
+            traffic_class: args.tclass.unwrap_or(0),
+        },
+        pkey_index: args.pkey_index.unwrap_or(0),
         timeout: Duration::from_secs_f64(args.timeout),
         gid_index,
         auto: args.gid_index == Some(GidIndexArg::Auto),
     })
+}
+
+/// The peer may only write or read what the chosen operations need.
+fn access_for(ops: Ops) -> Access {
+    Access {
+        remote_write: ops.write,
+        remote_read: ops.read,
+        remote_atomic: false,
+    }
 }
 
 /// Why opening the local side stopped: a usage or lookup error, or a verbs step to explain.
@@ -358,9 +521,9 @@ fn open_side(
     };
     let (rd_atom, init_rd_atom) = vctx.rd_atomic_limits()?;
     let max_rd_atomic = rd_atom.min(init_rd_atom).clamp(1, 16) as u8;
-    let pinned = 2 * u64::from(args.size);
+    let pinned = 2 * u64::from(plan.size);
     if let Some(cause) =
-        failure::pin_check(pinned, format!("2 × the {}-byte message size", args.size))
+        failure::pin_check(pinned, format!("2 × the {}-byte message size", plan.size))
     {
         let mut f = Failure::new(Step::Mr, cause, FailureContext::default());
         f.context.device = vctx.name().to_string();
@@ -369,8 +532,12 @@ fn open_side(
         return Err(Setup::Failure(f));
     }
     let pd = Pd::alloc(&vctx)?;
-    let mr = Mr::register(&pd, 2 * args.size as usize, plan.access)?;
-    let cq = Cq::create(&vctx, RX_DEPTH + WINDOW + 8)?;
+    let mr = Mr::register(&pd, 2 * plan.size as usize, plan.access)?;
+    let cq = if plan.events {
+        Cq::create_notifying(&vctx, RX_DEPTH + WINDOW + 8)?
+    } else {
+        Cq::create(&vctx, RX_DEPTH + WINDOW + 8)?
+    };
     let qp = Qp::create_rc(
         &pd,
         &cq,
@@ -381,7 +548,7 @@ fn open_side(
         port,
         gid_index,
     )?;
-    qp.to_init(plan.access)?;
+    qp.to_init_pkey(plan.access, plan.pkey_index)?;
     let side = Side {
         qp,
         cq,
@@ -393,11 +560,15 @@ fn open_side(
         gid,
         psn: random_psn(),
         max_rd_atomic,
-        size: args.size,
+        size: plan.size,
     };
     // Receives go up before RTR, so the peer's first SEND always finds one.
     if plan.ops.send {
-        for _ in 0..RX_DEPTH.min(args.iters.saturating_add(1)) {
+        let wanted = match (plan.follows, plan.length.iters) {
+            (false, Some(n)) => n.saturating_add(1),
+            _ => RX_DEPTH,
+        };
+        for _ in 0..RX_DEPTH.min(wanted) {
             side.qp
                 .post_recv(&side.mr, side.target(), side.size, WRID_RECV)?;
         }
@@ -461,18 +632,88 @@ pub fn run(ctx: &Ctx, args: &PingpongArgs) -> Result<u8> {
         None => None,
     };
     let device = super::device_port(&ctx.sysfs, args.device.as_deref(), args.port)?;
-    let mut report = Report {
+    let listener = match peer {
+        Some(_) => None,
+        None => match oob::listen(args.bind, args.tcp_port) {
+            Ok(l) => Some(l),
+            Err(f) => {
+                let report = new_report(args, &plan, &device);
+                return finish(ctx, report, Some(f), peer, None, plan.ops.send, None);
+            }
+        },
+    };
+    match (listener, peer) {
+        (Some(l), _) if args.persist => serve_persistently(ctx, args, &plan, &device, &l),
+        (Some(l), _) => one_run(ctx, args, &plan, &device, Role::Server(&l)),
+        (None, Some(ip)) => one_run(ctx, args, &plan, &device, Role::Client(ip)),
+        (None, None) => unreachable!("a run without a peer listens"),
+    }
+}
+
+/// `--persist`: one run per client, each with its own QP and report, until a signal. A
+/// client's failure is explained and the server goes on; a signal ends it (130/143).
+fn serve_persistently(
+    ctx: &Ctx,
+    args: &PingpongArgs,
+    plan: &Plan,
+    device: &str,
+    listener: &std::net::TcpListener,
+) -> Result<u8> {
+    loop {
+        eprintln!("rdmactl: {} (--persist)", waiting_line(args, listener));
+        // Between clients a first Ctrl-C ends the server, with no report: nobody was served.
+        let conn = match oob::accept_watching(listener, plan.timeout) {
+            Ok(Some(conn)) => conn,
+            Ok(None) => {
+                let signal = crate::interrupt::caught().unwrap_or(libc::SIGINT);
+                return Ok(128 + signal as u8);
+            }
+            Err(f) => {
+                let report = new_report(args, plan, device);
+                return finish(ctx, report, Some(f), None, None, plan.ops.send, None);
+            }
+        };
+        match one_run(ctx, args, plan, device, Role::Accepted(conn)) {
+            Ok(_) | Err(Error::Reported(_)) => {}
+            Err(Error::Explained(x)) => eprint!(
+                "rdmactl: {}\n{}",
+                x.message,
+                crate::render::explanation::body(&x.explanation, "")
+            ),
+            Err(e) => return Err(e),
+        }
+        if let Some(signal) = crate::interrupt::caught() {
+            return Ok(128 + signal as u8);
+        }
+    }
+}
+
+fn new_report(args: &PingpongArgs, plan: &Plan, device: &str) -> Report {
+    Report {
         role: if args.server.is_some() {
             "client"
         } else {
             "server"
         },
         exchange: "native",
-        device: device.clone(),
+        requested_mtu: plan.mtu,
+        device: device.to_string(),
         port: args.port,
         gid_index: plan.gid_index,
         peer: None,
-        size: args.size,
+        size: plan.size,
+        run: Run {
+            iters: plan.length.iters,
+            duration_sec: args.duration,
+            lat: args.lat,
+            events: args.events,
+            follows_client: false,
+        },
+        qos: Qos {
+            sl: plan.qos.sl,
+            tclass: plan.qos.traffic_class,
+            pkey_index: plan.pkey_index,
+        },
         path_mtu: None,
         local: None,
         remote: None,
@@ -482,28 +723,29 @@ pub fn run(ctx: &Ctx, args: &PingpongArgs) -> Result<u8> {
         ok: false,
         counters: None,
         failure: None,
+    }
+}
+
+/// One run toward one peer: open the device, connect, measure, report.
+fn one_run(ctx: &Ctx, args: &PingpongArgs, plan: &Plan, device: &str, role: Role) -> Result<u8> {
+    let mut report = new_report(args, plan, device);
+    let peer = match role {
+        Role::Client(ip) => Some(ip),
+        Role::Server(_) | Role::Accepted(_) => None,
     };
-    let role = match peer {
-        Some(ip) => Role::Client(ip),
-        None => match oob::listen(args.bind, args.tcp_port) {
-            Ok(l) => Role::Server(l),
-            Err(f) => return finish(ctx, args, report, Some(f), peer, None, plan.ops.send, None),
-        },
-    };
-    let mut side = match open_side(ctx, args, &plan, &device, peer, &mut report) {
+    let mut side = match open_side(ctx, args, plan, device, peer, &mut report) {
         Ok(side) => side,
         Err(Setup::Error(e)) => return Err(e),
         Err(Setup::Failure(f)) => {
-            return finish(ctx, args, report, Some(f), peer, None, plan.ops.send, None)
+            return finish(ctx, report, Some(f), peer, None, plan.ops.send, None)
         }
     };
     report.local = Some(side.endpoint());
     let mut conn = None;
-    let outcome = drive(ctx, args, &plan, &mut side, &mut report, role, &mut conn);
+    let outcome = drive(ctx, args, plan, &mut side, &mut report, role, &mut conn);
     let gid_table_len = Some(side.port_info.gid_tbl_len);
     finish(
         ctx,
-        args,
         report,
         outcome.err(),
         peer,
@@ -519,7 +761,6 @@ pub fn run(ctx: &Ctx, args: &PingpongArgs) -> Result<u8> {
 #[allow(clippy::too_many_arguments)]
 fn finish(
     ctx: &Ctx,
-    args: &PingpongArgs,
     mut report: Report,
     failure: Option<Failure>,
     peer: Option<IpAddr>,
@@ -566,9 +807,9 @@ fn finish(
                 })
                 .or_else(|| report.peer.as_deref().and_then(failure::peer_ip_of)),
             compat: report.exchange == "rc_pingpong",
-            registered_bytes: 2 * u64::from(args.size),
-            requested_mtu: args.mtu,
-            message_bytes: Some(args.size),
+            registered_bytes: 2 * u64::from(report.size),
+            requested_mtu: report.requested_mtu,
+            message_bytes: Some(report.size),
             gid_table_len,
             // open_side posts them before RTR when the run sends; WRITE and READ need none.
             recv_posted_before_rtr: plan_sends.then_some(true),
@@ -648,8 +889,13 @@ fn render(r: &Report, style: crate::output::Style) -> String {
     }
     if let Some(m) = r.path_mtu {
         out.push_str(&format!(
-            "  {} {}/{} ({} exchange), path MTU {m}, {} B messages\n",
-            r.role, r.device, r.port, r.exchange, r.size
+            "  {} {}/{} ({} exchange), path MTU {m}, {} B messages{}\n",
+            r.role,
+            r.device,
+            r.port,
+            r.exchange,
+            r.size,
+            r.qos.describe(r.run.events)
         ));
     }
     out.push_str(&render_ops(&r.ops));
@@ -664,9 +910,21 @@ fn render(r: &Report, style: crate::output::Style) -> String {
 
 /// A client knows its server's address; a server has bound its port before opening the
 /// device, so a busy port is found before anything else is done.
-enum Role {
+enum Role<'a> {
     Client(IpAddr),
-    Server(std::net::TcpListener),
+    Server(&'a std::net::TcpListener),
+    /// A `--persist` server's next client, already accepted.
+    Accepted(Conn),
+}
+
+fn waiting_line(args: &PingpongArgs, listener: &std::net::TcpListener) -> String {
+    format!(
+        "waiting for a client on {} (ibv_rc_pingpong clients welcome)",
+        listener
+            .local_addr()
+            .map(|a| a.to_string())
+            .unwrap_or_else(|_| args.tcp_port.to_string())
+    )
 }
 
 fn drive(
@@ -682,16 +940,11 @@ fn drive(
     let conn = conn_slot.insert(match role {
         Role::Client(ip) => oob::connect(&ip.to_string(), args.tcp_port, plan.timeout)?,
         Role::Server(listener) => {
-            eprintln!(
-                "rdmactl: waiting for a client on {} (ibv_rc_pingpong clients welcome)",
-                listener
-                    .local_addr()
-                    .map(|a| a.to_string())
-                    .unwrap_or_else(|_| args.tcp_port.to_string())
-            );
-            // One client per run: the listener closes when this returns.
-            oob::accept_one(&listener, plan.timeout)?
+            eprintln!("rdmactl: {}", waiting_line(args, listener));
+            // One client per run: the listener closes when the run ends.
+            oob::accept_one(listener, plan.timeout)?
         }
+        Role::Accepted(conn) => conn,
     });
     report.peer = Some(show_addr(conn.peer));
     // From here on a first Ctrl-C stops the run with what it measured, and tells the peer.
@@ -719,12 +972,13 @@ fn drive(
             f
         })?;
         return match reply {
-            Hello::Native(remote) if args.compat.is_none() => {
-                let mine = native_msg(args, plan, &local);
+            // The server's first message says it speaks native; its last one, sent once it
+            // has our parameters (and taken those it was not given), is what it will run.
+            Hello::Native(_) if args.compat.is_none() => {
+                let mine = native_msg(plan, &local);
                 conn.send_native(&mine)?;
-                native_run(
-                    &ctx.sysfs, args, plan, side, report, conn, mine, remote, true,
-                )
+                let remote = conn.read_native()?;
+                native_run(ctx, plan, side, report, conn, mine, remote, true)
             }
             Hello::RcPingpong(dest) => {
                 report.exchange = "rc_pingpong";
@@ -758,25 +1012,96 @@ fn drive(
     match hello {
         Hello::RcPingpong(dest) => {
             report.exchange = "rc_pingpong";
-            serve_rc_pingpong(args, plan, side, report, conn, dest)
+            serve_rc_pingpong(plan, side, report, conn, dest)
         }
-        // An rdmactl client: take up its offer, then both speak the native exchange.
+        // An rdmactl client: take up its offer, learn its parameters, take those this
+        // server was not given, and tell it what this end will run.
         Hello::RdmactlOffer(_) => {
-            let mine = native_msg(args, plan, &side.endpoint());
-            conn.send_native(&mine)?;
+            conn.send_native(&native_msg(plan, &side.endpoint()))?;
             let remote = conn.read_native()?;
-            native_run(
-                &ctx.sysfs, args, plan, side, report, conn, mine, remote, false,
-            )
+            let plan = follow_client(ctx, args, plan, side, report, &remote)?;
+            let mine = native_msg(&plan, &side.endpoint());
+            conn.send_native(&mine)?;
+            native_run(ctx, &plan, side, report, conn, mine, remote, false)
         }
         Hello::Native(remote) => {
-            let mine = native_msg(args, plan, &side.endpoint());
+            let plan = follow_client(ctx, args, plan, side, report, &remote)?;
+            let mine = native_msg(&plan, &side.endpoint());
             conn.send_native(&mine)?;
-            native_run(
-                &ctx.sysfs, args, plan, side, report, conn, mine, remote, false,
-            )
+            native_run(ctx, &plan, side, report, conn, mine, remote, false)
         }
     }
+}
+
+/// A server takes what it was not given from its client (as iperf3's server does): -n,
+/// --duration and --lat, -s, --op and -m, and says so. A new size or set of operations
+/// needs a new buffer and QP: this end is rebuilt on the same GID before anything is
+/// connected.
+fn follow_client(
+    ctx: &Ctx,
+    args: &PingpongArgs,
+    plan: &Plan,
+    side: &mut Side,
+    report: &mut Report,
+    client: &NativeMsg,
+) -> std::result::Result<Plan, Failure> {
+    let mut p = plan.clone();
+    let mut taken = Vec::new();
+    if plan.follows {
+        p.length = Length::of(client);
+        taken.push(client.length());
+    }
+    if plan.follows_size && client.size != plan.size {
+        p.size = client.size;
+        taken.push(format!("-s {}", client.size));
+    }
+    if plan.follows_ops && client.ops != plan.ops {
+        p.ops = client.ops;
+        p.access = access_for(client.ops);
+        taken.push(format!(
+            "--op {}",
+            crate::failure::ops_name(client.ops.bits())
+        ));
+    }
+    if plan.follows_mtu && client.mtu != 0 {
+        p.mtu = Some(u32::from(client.mtu));
+        taken.push(format!("-m {}", client.mtu));
+    }
+    if p.size != plan.size || p.ops != plan.ops {
+        let rebuilt = Plan {
+            gid_index: side.gid.as_ref().map(|g| g.0),
+            auto: false,
+            ..p.clone()
+        };
+        let device = report.device.clone();
+        let gid_selection = report.gid_selection.take();
+        *side = open_side(ctx, args, &rebuilt, &device, None, report).map_err(|e| match e {
+            Setup::Failure(f) => f,
+            Setup::Error(e) => side.fail(
+                Step::Compare,
+                Cause::Invalid {
+                    what: format!("taking the client's -s {} and --op: {e}", client.size),
+                },
+            ),
+        })?;
+        report.gid_selection = gid_selection;
+        report.local = Some(side.endpoint());
+    }
+    if !taken.is_empty() {
+        report.run.follows_client = true;
+        report.run.iters = p.length.iters;
+        report.run.duration_sec = p.length.duration.map(|d| d.as_secs_f64());
+        report.run.lat = p.length.lat;
+        report.size = p.size;
+        report.requested_mtu = p.mtu;
+        if !ctx.json {
+            eprintln!(
+                "rdmactl: following the client: {} (give the server -n/--duration/--lat, -s, --op or -m to insist on its own)",
+                taken.join(", ")
+            );
+        }
+    }
+    Ok(p)
 }
 
 /// The server answered in ibv_rc_pingpong's format: a stock server, which has already
@@ -802,33 +1127,59 @@ fn stock_server(
                 },
             ));
         }
+        let Some(iters) = plan.length.iters.filter(|_| !plan.length.lat) else {
+            return Err(side.fail(
+                Step::Compare,
+                Cause::Invalid {
+                    what: "the server is a stock ibv_rc_pingpong, which runs -n SEND iterations; drop --duration and --lat".into(),
+                },
+            ));
+        };
         if !ctx.json {
             eprintln!(
-                "rdmactl: the server speaks ibv_rc_pingpong's exchange: SEND only, {} B messages, {} iterations (give the server the same -s and -n)",
-                args.size, args.iters
+                "rdmactl: the server speaks ibv_rc_pingpong's exchange: SEND only, {} B messages, {iters} iterations (give the server the same -s and -n)",
+                plan.size
             );
         }
     }
     conn.write_all(oob::RC_PINGPONG_DONE)?;
     report.remote = Some(rc_endpoint(&dest));
-    let mtu = compat_mtu(args, side)?;
+    let mtu = compat_mtu(plan, side)?;
     report.path_mtu = Some(mtu);
-    connect_rc(side, &dest, mtu, true)?;
+    connect_rc(side, &dest, mtu, plan.qos)?;
     let watch = super::CounterWatch::start(&ctx.sysfs, side.ctx.name(), side.port);
-    let r = pingpong_loop(side, true, args.iters, plan.timeout, None)?;
+    let mut meter = counted_meter("send", plan, 1);
+    let r = pingpong_loop(side, true, &mut meter, false, plan, None)?;
+    let iters = r.iters;
     report.ops.insert("send", r);
     // A stock peer sends no counters: this end's alone.
-    report.counters = super::RunCounters::judge(watch.stop(), None, u64::from(args.iters));
+    report.counters = super::RunCounters::judge(watch.stop(), None, iters);
     Ok(())
 }
 
-fn native_msg(args: &PingpongArgs, plan: &Plan, local: &Endpoint) -> NativeMsg {
+fn native_msg(plan: &Plan, local: &Endpoint) -> NativeMsg {
+    let l = &plan.length;
     NativeMsg {
         endpoint: local.clone(),
         ops: plan.ops,
-        size: args.size,
-        iters: args.iters,
+        size: plan.size,
+        mtu: plan.mtu.unwrap_or(0) as u16,
+        iters: l.iters.unwrap_or(0),
+        duration_ms: l.duration.map_or(0, |d| d.as_millis() as u32),
+        lat: l.lat,
+        follows: plan.follows,
     }
+}
+
+/// A meter for the exchanges where both ends know -n (ibv_rc_pingpong's).
+fn counted_meter(name: &'static str, plan: &Plan, window: u32) -> Meter {
+    Meter::start(
+        name,
+        Some(u64::from(plan.length.iters.unwrap_or(1000))),
+        None,
+        plan.progress,
+        window,
+    )
 }
 
 fn rc_endpoint(d: &RcDest) -> Endpoint {
@@ -848,9 +1199,9 @@ fn rc_endpoint(d: &RcDest) -> Endpoint {
 }
 
 /// ibv_rc_pingpong uses 1024 unless -m is given; stay within this port's active MTU.
-fn compat_mtu(args: &PingpongArgs, side: &Side) -> std::result::Result<u32, Failure> {
+fn compat_mtu(plan: &Plan, side: &Side) -> std::result::Result<u32, Failure> {
     let active = side.port_info.active_mtu;
-    let want = args.mtu.unwrap_or(1024.min(active.max(256)));
+    let want = plan.mtu.unwrap_or(1024.min(active.max(256)));
     oob::path_mtu(active, 0, Some(want))
         .map_err(|what| side.fail(Step::Compare, Cause::Invalid { what }))
 }
@@ -861,7 +1212,7 @@ fn connect_rc(
     side: &Side,
     dest: &RcDest,
     mtu: u32,
-    _client: bool,
+    qos: PathQos,
 ) -> std::result::Result<(), Failure> {
     let interface_id_zero = dest.gid.0[8..] == [0; 8];
     let grh = match &side.gid {
@@ -887,12 +1238,11 @@ fn connect_rc(
         grh,
         max_dest_rd_atomic: 1,
     };
-    side.qp.to_rtr(&rtr)?;
+    side.qp.to_rtr_qos(&rtr, qos)?;
     side.qp.to_rts(side.psn, 1)
 }
 
 fn serve_rc_pingpong(
-    args: &PingpongArgs,
     plan: &Plan,
     side: &mut Side,
     report: &mut Report,
@@ -900,10 +1250,10 @@ fn serve_rc_pingpong(
     dest: RcDest,
 ) -> std::result::Result<(), Failure> {
     report.remote = Some(rc_endpoint(&dest));
-    let mtu = compat_mtu(args, side)?;
+    let mtu = compat_mtu(plan, side)?;
     report.path_mtu = Some(mtu);
     // ibv_rc_pingpong's server connects its QP before answering: the client sends right after.
-    connect_rc(side, &dest, mtu, false)?;
+    connect_rc(side, &dest, mtu, plan.qos)?;
     let local = side.endpoint();
     conn.send_rc(&RcDest {
         lid: local.lid,
@@ -912,15 +1262,15 @@ fn serve_rc_pingpong(
         gid: local.gid,
     })?;
     conn.read_done()?;
-    let r = pingpong_loop(side, false, args.iters, plan.timeout, None)?;
+    let mut meter = counted_meter("send", plan, 1);
+    let r = pingpong_loop(side, false, &mut meter, false, plan, None)?;
     report.ops.insert("send", r);
     Ok(())
 }
 
 #[allow(clippy::too_many_arguments)]
 fn native_run(
-    sysfs: &std::path::Path,
-    args: &PingpongArgs,
+    ctx: &Ctx,
     plan: &Plan,
     side: &mut Side,
     report: &mut Report,
@@ -929,7 +1279,9 @@ fn native_run(
     remote: NativeMsg,
     is_client: bool,
 ) -> std::result::Result<(), Failure> {
+    let sysfs = &ctx.sysfs;
     report.remote = Some(remote.endpoint.clone());
+    let length = Length::of(&mine);
     let mismatches = oob::compare(&mine, &remote);
     if !mismatches.is_empty() {
         return Err(side.fail(Step::Compare, Cause::Mismatch { mismatches }));
@@ -937,7 +1289,7 @@ fn native_run(
     let mtu = oob::path_mtu(
         side.port_info.active_mtu,
         remote.endpoint.active_mtu,
-        args.mtu,
+        plan.mtu,
     )
     .map_err(|what| side.fail(Step::Compare, Cause::Invalid { what }))?;
     report.path_mtu = Some(mtu);
@@ -951,14 +1303,19 @@ fn native_run(
         grh,
         max_dest_rd_atomic: side.max_rd_atomic,
     };
-    side.qp.to_rtr(&rtr)?;
+    side.qp.to_rtr_qos(&rtr, plan.qos)?;
     side.qp.to_rts(side.psn, side.max_rd_atomic)?;
     conn.sync(1)?;
     let watch = super::CounterWatch::start(sysfs, side.ctx.name(), side.port);
 
-    let passive = plan.timeout + Duration::from_millis(u64::from(args.iters) * 20);
+    let passive = length.passive_wait(plan.timeout);
+    let limit = length.iters.map(u64::from);
     if plan.ops.send {
-        let res = pingpong_loop(side, is_client, args.iters, plan.timeout, Some(conn))?;
+        // The client keeps the clock of a --duration run and marks its last message.
+        let deadline = length.duration.filter(|_| is_client);
+        let mut meter = Meter::start("send", limit, deadline, plan.progress, 1);
+        let marked_end = limit.is_none();
+        let res = pingpong_loop(side, is_client, &mut meter, marked_end, plan, Some(conn))?;
         report.ops.insert("send", res);
         conn.sync(2)?;
     }
@@ -974,7 +1331,7 @@ fn native_run(
             let me_first = initiator_is_client == is_client;
             let t = tag + if initiator_is_client { 0 } else { 5 };
             if me_first {
-                let res = rdma_initiator(side, conn, name, r, args.iters, plan.timeout, t)?;
+                let res = rdma_initiator(side, conn, name, r, plan, length, t)?;
                 report.ops.insert(name, res);
             } else {
                 rdma_target(side, conn, name, r.qpn, t, passive)?;
@@ -986,11 +1343,13 @@ fn native_run(
     let local = watch.stop();
     conn.send_counters(local.as_ref().map(crate::counter::WireDelta::of).as_ref())?;
     let peer = conn.read_counters().map(|w| w.to_delta());
+    // Each end measured its own turns; the peer's turns were as long (or as many).
+    let iters = report.ops.iter().map(|(_, r)| r.iters).max().unwrap_or(0);
     let ops = [plan.ops.send, plan.ops.write, plan.ops.read]
         .iter()
         .filter(|o| **o)
         .count() as u64;
-    report.counters = super::RunCounters::judge(local, peer, u64::from(args.iters) * ops);
+    report.counters = super::RunCounters::judge(local, peer, iters * ops);
     Ok(())
 }
 
@@ -1005,8 +1364,8 @@ fn rdma_initiator(
     conn: &mut Conn,
     name: &'static str,
     remote: &Endpoint,
-    iters: u32,
-    timeout: Duration,
+    plan: &Plan,
+    length: Length,
     tag: u8,
 ) -> std::result::Result<OpResult, Failure> {
     let size = side.size as usize;
@@ -1032,7 +1391,21 @@ fn rdma_initiator(
             rkey: remote.rkey,
         }
     };
-    let mut res = windowed_loop(side, op, iters, timeout, Some(conn))?;
+    let window = if length.lat {
+        1
+    } else if is_write {
+        WINDOW
+    } else {
+        WINDOW.min(u32::from(side.max_rd_atomic).max(1) * 2)
+    };
+    let mut meter = Meter::start(
+        name,
+        length.iters.map(u64::from),
+        length.duration,
+        plan.progress,
+        window,
+    );
+    let mut res = windowed_loop(side, op, &mut meter, window, plan, Some(conn))?;
     if !is_write {
         let want = pattern("read", remote.qpn, size);
         if side.mr.read(0, size) != want {
@@ -1084,13 +1457,16 @@ fn rdma_target(
 }
 
 /// ibv_rc_pingpong's traffic: the client sends first; each end sends its next message once
-/// its previous send and a receive both completed. One timestamp per iteration into a
-/// preallocated buffer; nothing else allocates inside the loop.
+/// its previous send and a receive both completed. The run ends after the meter's count;
+/// with `marked_end` (a --duration run) the client ends it when its meter says so, by
+/// marking its last message, and the server stops after answering that one. Each sample is
+/// the time between two of this end's sends (a round trip); nothing allocates in the loop.
 fn pingpong_loop(
     side: &mut Side,
     is_client: bool,
-    iters: u32,
-    timeout: Duration,
+    meter: &mut Meter,
+    marked_end: bool,
+    plan: &Plan,
     mut conn: Option<&mut Conn>,
 ) -> std::result::Result<OpResult, Failure> {
     let send = SendOp::Send {
@@ -1098,69 +1474,83 @@ fn pingpong_loop(
         len: side.size,
     };
     let target = side.target();
-    let mut stamps: Vec<u64> = Vec::with_capacity(iters as usize + 1);
+    let mut total = (!marked_end).then(|| meter.limit()).flatten();
+    if marked_end && is_client {
+        side.mr.fill(0, 1, 0);
+    }
     let mut wc = [Wc::default(); 2];
-    let (mut rcnt, mut scnt) = (0u32, 0u32);
+    let (mut rcnt, mut scnt) = (0u64, 0u64);
     let mut pending = WRID_RECV;
-    let start = Instant::now();
-    let start_tick = ticks();
+    let mut last_send: Option<u64> = None;
     if is_client {
-        stamps.push(ticks());
+        last_send = Some(ticks());
         side.qp.post_send(&side.mr, send, WRID_SEND)?;
         pending |= WRID_SEND;
     }
-    while rcnt < iters || scnt < iters {
-        let n = side
-            .cq
-            .wait_watching(&mut wc, timeout, &mut || stopped(&mut conn))
-            .map_err(|f| {
-                with_progress(
-                    f,
-                    side,
-                    format!("after {scnt}/{iters} sends and {rcnt}/{iters} receives"),
-                )
-            })?;
+    let progress = |scnt: u64, rcnt: u64, total: Option<u64>| match total {
+        Some(t) => format!("after {scnt}/{t} sends and {rcnt}/{t} receives"),
+        None => format!("after {scnt} sends and {rcnt} receives"),
+    };
+    while total.map_or(true, |t| rcnt < t || scnt < t) {
+        let n = wait(side, &mut wc, plan, &mut conn)
+            .map_err(|f| with_progress(f, side, progress(scnt, rcnt, total)))?;
         for w in &wc[..n] {
             if !w.ok() {
-                let progress = format!("after {scnt}/{iters} sends and {rcnt}/{iters} receives");
                 return Err(with_progress(
                     side.fail(Step::Completion, w.cause()),
                     side,
-                    progress,
+                    progress(scnt, rcnt, total),
                 ));
             }
             match w.wr_id {
                 WRID_SEND => scnt += 1,
                 WRID_RECV => {
                     rcnt += 1;
-                    if rcnt + RX_DEPTH <= iters + 1 {
+                    if marked_end && !is_client && side.mr.byte(target) == LAST_MESSAGE {
+                        total = Some(rcnt);
+                    }
+                    if total.map_or(true, |t| rcnt + u64::from(RX_DEPTH) <= t + 1) {
                         side.qp.post_recv(&side.mr, target, side.size, WRID_RECV)?;
                     }
                 }
                 _ => {}
             }
             pending &= !w.wr_id;
-            if scnt < iters && pending == 0 {
-                stamps.push(ticks());
+            if pending == 0 && total.map_or(true, |t| scnt < t) {
+                let now = ticks();
+                if let Some(at) = last_send {
+                    meter.record(now.saturating_sub(at));
+                }
+                last_send = Some(now);
+                if meter.done(scnt) && marked_end && is_client && total.is_none() {
+                    side.mr.fill(0, 1, LAST_MESSAGE);
+                    total = Some(scnt + 1);
+                }
                 side.qp.post_send(&side.mr, send, WRID_SEND)?;
                 pending = WRID_RECV | WRID_SEND;
             }
         }
     }
-    let end_tick = ticks();
-    let elapsed = start.elapsed();
-    stamps.push(end_tick);
-    let ns_per_tick = ns_per_tick(start_tick, end_tick, elapsed);
-    let mut samples: Vec<u64> = stamps
-        .windows(2)
-        .map(|w| (w[1].saturating_sub(w[0]) as f64 * ns_per_tick) as u64)
-        .collect();
-    Ok(op_result(
-        iters,
-        u64::from(side.size) * u64::from(iters) * 2,
-        elapsed,
-        &mut samples,
-    ))
+    if let Some(at) = last_send {
+        meter.record(ticks().saturating_sub(at));
+    }
+    Ok(meter.finish(scnt, u64::from(side.size) * scnt * 2))
+}
+
+/// The next completions: busy-polled, or asleep on the completion channel with -e.
+fn wait(
+    side: &mut Side,
+    wc: &mut [Wc],
+    plan: &Plan,
+    conn: &mut Option<&mut Conn>,
+) -> std::result::Result<usize, Failure> {
+    if plan.events {
+        side.cq
+            .wait_sleeping(wc, plan.timeout, &mut || stopped(conn))
+    } else {
+        side.cq
+            .wait_watching(wc, plan.timeout, &mut || stopped(conn))
+    }
 }
 
 /// Asked while a loop waits for completions: a caught SIGINT/SIGTERM, or a peer that
@@ -1187,68 +1577,59 @@ fn with_progress(mut f: Failure, side: &Side, progress: String) -> Failure {
     f
 }
 
-/// RDMA WRITE or READ `iters` times with up to WINDOW in flight; latency is post to completion.
+/// RDMA WRITE or READ with up to `window` in flight until the meter says stop. With a
+/// window of 1 each sample is one operation's latency, post to completion; with more it
+/// would be queueing, so only the rate counts.
 fn windowed_loop(
     side: &mut Side,
     op: SendOp,
-    iters: u32,
-    timeout: Duration,
+    meter: &mut Meter,
+    window: u32,
+    plan: &Plan,
     mut conn: Option<&mut Conn>,
 ) -> std::result::Result<OpResult, Failure> {
-    let window = WINDOW.min(if matches!(op, SendOp::Read { .. }) {
-        u32::from(side.max_rd_atomic).max(1) * 2
-    } else {
-        WINDOW
-    });
-    let mut posted_at: Vec<u64> = Vec::with_capacity(iters as usize);
-    let mut samples: Vec<u64> = vec![0; iters as usize];
+    // Completions of one send queue come in order: a ring of post times is enough.
+    let mut posted_at = vec![0u64; window as usize];
+    let slot = |wr_id: u64| (wr_id % u64::from(window)) as usize;
     let mut wc = [Wc::default(); 16];
-    let (mut posted, mut done) = (0u32, 0u32);
-    let start = Instant::now();
-    let start_tick = ticks();
-    while done < iters {
-        while posted < iters && posted - done < window {
-            posted_at.push(ticks());
-            side.qp.post_send(&side.mr, op, u64::from(posted))?;
+    let (mut posted, mut done) = (0u64, 0u64);
+    let mut stop = false;
+    loop {
+        while !stop && posted - done < u64::from(window) {
+            if meter.done(posted) {
+                stop = true;
+                break;
+            }
+            posted_at[slot(posted)] = ticks();
+            side.qp.post_send(&side.mr, op, posted)?;
             posted += 1;
         }
-        let n = side
-            .cq
-            .wait_watching(&mut wc, timeout, &mut || stopped(&mut conn))
-            .map_err(|f| {
-                with_progress(
-                    f,
-                    side,
-                    format!("after {done}/{iters} completions ({posted} posted)"),
-                )
-            })?;
+        if done == posted {
+            break;
+        }
+        let limit = meter.limit();
+        let progress = |done: u64, posted: u64| match limit {
+            Some(n) => format!("after {done}/{n} completions ({posted} posted)"),
+            None => format!("after {done} completions ({posted} posted)"),
+        };
+        let n = wait(side, &mut wc, plan, &mut conn)
+            .map_err(|f| with_progress(f, side, progress(done, posted)))?;
         let at = ticks();
         for w in &wc[..n] {
             if !w.ok() {
-                let progress = format!("after {done}/{iters} completions ({posted} posted)");
                 return Err(with_progress(
                     side.fail(Step::Completion, w.cause()),
                     side,
-                    progress,
+                    progress(done, posted),
                 ));
             }
-            if let Some(slot) = samples.get_mut(w.wr_id as usize) {
-                *slot = at.saturating_sub(posted_at[w.wr_id as usize]);
+            if window == 1 {
+                meter.record(at.saturating_sub(posted_at[slot(w.wr_id)]));
             }
             done += 1;
         }
     }
-    let elapsed = start.elapsed();
-    let scale = ns_per_tick(start_tick, ticks(), elapsed);
-    for sample in &mut samples {
-        *sample = (*sample as f64 * scale) as u64;
-    }
-    Ok(op_result(
-        iters,
-        u64::from(side.size) * u64::from(iters),
-        elapsed,
-        &mut samples,
-    ))
+    Ok(meter.finish(done, u64::from(side.size) * done))
 }
 
 #[cfg(test)]
@@ -1280,12 +1661,11 @@ mod tests {
         let mut ops = OpResults::default();
         ops.insert(
             "send",
-            op_result(
-                3,
-                24_576,
-                Duration::from_nanos(3_066_150_123),
-                &mut [1_022_050],
-            ),
+            crate::cmd::results::op_result(3, 24_576, Duration::from_nanos(3_066_150_123), 1, {
+                let mut r = crate::cmd::results::LatencyRecorder::new();
+                r.record(1_022_050);
+                r.latency(1.0)
+            }),
         );
         let mut context = FailureContext {
             device: "rxe1".into(),
@@ -1310,11 +1690,24 @@ mod tests {
         let report = Report {
             role: "client",
             exchange: "native",
+            requested_mtu: None,
             device: "rxe1".into(),
             port: 1,
             gid_index: Some(1),
             peer: Some("192.168.77.1:18515".into()),
             size: 4096,
+            run: Run {
+                iters: None,
+                duration_sec: Some(3.5),
+                lat: true,
+                events: true,
+                follows_client: false,
+            },
+            qos: Qos {
+                sl: 3,
+                tclass: 106,
+                pkey_index: 0,
+            },
             path_mtu: Some(1024),
             local: Some(endpoint(0x11)),
             remote: Some(endpoint(0x12)),
@@ -1360,7 +1753,10 @@ mod tests {
         let json = serde_json::to_value(&report).unwrap();
         let shape = crate::json_schema::mismatches("pingpong", &json);
         assert!(shape.is_empty(), "{shape:#?}\n{json}");
-        assert_eq!(json["latency_usec"]["min"], 1022.05);
+        assert_eq!(json["latency_usec"]["min"], 1021.952);
+        assert_eq!(json["run"]["duration_sec"], 3.5);
+        assert_eq!(json["qos"]["tclass"], 106);
+        assert_eq!(json["msgs_per_sec"], 0.978);
         // The counters block: the moved ones, and a retransmission finding for the
         // duplicates the responder saw.
         assert_eq!(
@@ -1374,6 +1770,21 @@ mod tests {
                 .iter()
                 .any(|f| f["code"] == "counters-retransmission"),
             "{json}"
+        );
+    }
+
+    /// The text report names the QoS that was asked for, and nothing when none was.
+    #[test]
+    fn qos_is_described_only_when_set() {
+        assert_eq!(Qos::default().describe(false), "");
+        let q = Qos {
+            sl: 3,
+            tclass: 96,
+            pkey_index: 1,
+        };
+        assert_eq!(
+            q.describe(true),
+            ", SL 3, traffic class 96 (DSCP 24), P_Key index 1, completion events"
         );
     }
 

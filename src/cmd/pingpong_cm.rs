@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use super::results::{ns_per_tick, op_result, render_ops, OpResult, OpResults};
+use super::results::{ns_per_tick, op_result, render_ops, LatencyRecorder, OpResult, OpResults};
 use crate::cli::{GidIndexArg, Op as OpArg, PingpongArgs, SelftestArgs};
 use crate::ctx::Ctx;
 use crate::diagnose;
@@ -73,7 +73,7 @@ impl Report {
             port: args.port,
             gid_index: None,
             peer: None,
-            size: args.size,
+            size: args.size(),
             path_mtu: None,
             ops: OpResults::default(),
             single: None,
@@ -223,15 +223,26 @@ pub fn run(ctx: &Ctx, args: &PingpongArgs) -> Result<u8> {
             "-g does not apply with --cm: the kernel picks the GID from the route (rdmactl check --peer shows its choice)".into(),
         ));
     }
+    if args.duration.is_some()
+        || args.events
+        || args.persist
+        || args.sl.is_some()
+        || args.tclass.is_some()
+        || args.pkey_index.is_some()
+    {
+        return Err(Error::Usage(
+            "--duration, -e, --persist, --sl, --tclass and --pkey-index are not implemented with --cm; use the TCP exchange".into(),
+        ));
+    }
     if args.mtu.is_some() {
         return Err(Error::Usage(
             "-m does not apply with --cm: the CM takes the path MTU from the route (the netdev MTU on RoCE, the path record on InfiniBand)".into(),
         ));
     }
-    if args.size == 0 || args.size > cm::MAX_BUFFER_LEN {
+    if args.size() == 0 || args.size() > cm::MAX_BUFFER_LEN {
         return Err(Error::Usage(format!(
             "--size {}: with --cm give 1 to {} bytes (256 MiB, what a server registers at most)",
-            args.size,
+            args.size(),
             cm::MAX_BUFFER_LEN
         )));
     }
@@ -500,7 +511,7 @@ fn client(
 ) -> Result<()> {
     let opts = ConnectOptions {
         src,
-        len: args.size,
+        len: args.size(),
         timeout,
     };
     let (mut ep, res) = cm::connect(peer, &opts, &mut quiet)?;
@@ -514,6 +525,7 @@ fn client(
     }
     report.connected(&ep.info);
     report.kernel_choice = Some(res);
+    let iters = args.iterations().unwrap_or(1000);
     let ops: &[Op] = match args.op.unwrap_or(OpArg::All) {
         OpArg::Send => &[Op::Send],
         OpArg::Write => &[Op::Write],
@@ -528,31 +540,33 @@ fn client(
         ep.info.port,
         ep.info.sgid_index,
         ops.iter().map(|op| op.name()).collect::<Vec<_>>().join("+"),
-        args.iters,
-        args.size
+        iters,
+        args.size()
     );
     // What the server's buffer holds: it fills it with the pattern when it accepts, and
     // every WRITE of ours replaces it.
-    let mut peer_image: Vec<u8> = (0..args.size as usize).map(pattern).collect();
+    let mut peer_image: Vec<u8> = (0..args.size() as usize).map(pattern).collect();
     let watch = super::CounterWatch::start(sysfs, &ep.info.device, u32::from(ep.info.port));
     for op in ops {
-        let result = run_op(&mut ep, *op, args.iters, &mut peer_image)?;
+        let result = run_op(&mut ep, *op, iters, args.lat, &mut peer_image)?;
         report.ops.insert(op.name(), result);
     }
     report.counters =
-        super::RunCounters::judge(watch.stop(), None, u64::from(args.iters) * ops.len() as u64);
+        super::RunCounters::judge(watch.stop(), None, u64::from(iters) * ops.len() as u64);
     ep.disconnect()?;
     Ok(())
 }
 
-/// `iters` times `op`, one at a time; the samples are post to completion (for SEND, to
-/// both our completion and the echo: a round trip, as ibv_rc_pingpong counts it). Then the
-/// data is checked: the echo, what a WRITE left in the peer's buffer (read back), or what
-/// a READ brought.
+/// `iters` times `op`; SEND (and WRITE and READ with `lat`) one at a time, each sample post
+/// to completion (for SEND, to both our completion and the echo: a round trip, as
+/// ibv_rc_pingpong counts it); WRITE and READ otherwise with a window in flight, for
+/// bandwidth. Then the data is checked: the echo, what a WRITE left in the peer's buffer
+/// (read back), or what a READ brought.
 fn run_op(
     ep: &mut Endpoint,
     op: Op,
     iters: u32,
+    lat: bool,
     peer_image: &mut [u8],
 ) -> std::result::Result<OpResult, Failure> {
     let len = peer_image.len();
@@ -568,7 +582,12 @@ fn run_op(
         .collect();
     ep.region(Region::Send)[..len].copy_from_slice(&sent);
     ep.region(Region::Rdma).fill(0);
-    let mut samples_ns: Vec<u64> = vec![0; iters as usize];
+    let mut samples = LatencyRecorder::new();
+    let window = if op == Op::Send || lat {
+        1
+    } else {
+        ep.window(op)
+    };
     let waiting_for = match op {
         Op::Send => "the echo of a SEND",
         Op::Write => "an RDMA WRITE completion",
@@ -578,17 +597,20 @@ fn run_op(
     let start = Instant::now();
     let start_tick = ticks();
     if op == Op::Send {
-        ping_pong(ep, len, &mut samples_ns, waiting_for)?;
+        ping_pong(ep, len, iters, &mut samples, waiting_for)?;
     } else {
-        windowed(ep, op, len, &mut samples_ns, waiting_for)?;
+        windowed(ep, op, len, iters, window, &mut samples, waiting_for)?;
     }
     let elapsed = start.elapsed();
     let scale = ns_per_tick(start_tick, ticks(), elapsed);
-    for sample in &mut samples_ns {
-        *sample = (*sample as f64 * scale) as u64;
-    }
     let bytes = len as u64 * u64::from(iters) * if op == Op::Send { 2 } else { 1 };
-    let mut result = op_result(iters, bytes, elapsed, &mut samples_ns);
+    let mut result = op_result(
+        u64::from(iters),
+        bytes,
+        elapsed,
+        window as u32,
+        samples.latency(scale),
+    );
     if iters == 0 {
         return Ok(result);
     }
@@ -630,12 +652,13 @@ fn run_op(
 fn ping_pong(
     ep: &mut Endpoint,
     len: usize,
-    samples: &mut [u64],
+    iters: u32,
+    samples: &mut LatencyRecorder,
     waiting_for: &'static str,
 ) -> std::result::Result<(), Failure> {
-    for (i, sample) in samples.iter_mut().enumerate() {
+    for i in 0..iters {
         let t0 = ticks();
-        ep.post(Op::Send, len, i as u64)?;
+        ep.post(Op::Send, len, u64::from(i))?;
         // The echo can complete before our own send completion is polled.
         let (mut sent, mut echoed) = (false, false);
         while !(sent && echoed) {
@@ -647,27 +670,29 @@ fn ping_pong(
                 sent = true;
             }
         }
-        *sample = ticks().saturating_sub(t0);
+        samples.record(ticks().saturating_sub(t0));
     }
     Ok(())
 }
 
-/// RDMA WRITEs or READs with up to the endpoint's window in flight, as the TCP exchange
-/// runs them; each sample is one request, post to completion.
+/// RDMA WRITEs or READs with up to `window` in flight, as the TCP exchange runs them; each
+/// sample is one request, post to completion (latency only when `window` is 1).
 fn windowed(
     ep: &mut Endpoint,
     op: Op,
     len: usize,
-    samples: &mut [u64],
+    iters: u32,
+    window: usize,
+    samples: &mut LatencyRecorder,
     waiting_for: &'static str,
 ) -> std::result::Result<(), Failure> {
-    let window = ep.window(op);
-    let iters = samples.len();
-    let mut posted_at = vec![0u64; iters];
+    let iters = iters as usize;
+    // Completions of one send queue come in order: a ring of post times is enough.
+    let mut posted_at = vec![0u64; window];
     let (mut posted, mut done) = (0usize, 0usize);
     while done < iters {
         while posted < iters && posted - done < window {
-            posted_at[posted] = ticks();
+            posted_at[posted % window] = ticks();
             ep.post(op, len, posted as u64)?;
             posted += 1;
         }
@@ -678,9 +703,7 @@ fn windowed(
             ep.post_recv()?;
             continue;
         }
-        if let Some(slot) = samples.get_mut(c.wr_id as usize) {
-            *slot = at.saturating_sub(posted_at[c.wr_id as usize]);
-        }
+        samples.record(at.saturating_sub(posted_at[c.wr_id as usize % window]));
         done += 1;
     }
     Ok(())
@@ -1127,7 +1150,7 @@ fn run_selftest(plan: &Loopback, steps: &Steps, report: &mut SelftestReport) -> 
         (Op::Read, "rdma read"),
     ] {
         let t = Instant::now();
-        match run_op(&mut ep, op, 1, &mut peer_image) {
+        match run_op(&mut ep, op, 1, false, &mut peer_image) {
             Ok(r) => {
                 let verified = r.verified.unwrap_or_default();
                 steps.ok("client", name, verified, t.elapsed());
@@ -1258,7 +1281,11 @@ mod tests {
         });
         report.ops.insert(
             "send",
-            op_result(10, 81_920, Duration::from_millis(5), &mut [1000; 10]),
+            op_result(10, 81_920, Duration::from_millis(5), 1, {
+                let mut r = LatencyRecorder::new();
+                (0..10).for_each(|_| r.record(1000));
+                r.latency(1.0)
+            }),
         );
         report.single = report.ops.single();
         report.ok = true;
@@ -1289,7 +1316,7 @@ mod tests {
         assert_eq!(json["ops"]["send"]["iters"], 10);
         let shape = crate::json_schema::mismatches("pingpong_cm", &json);
         assert!(shape.is_empty(), "{shape:#?}");
-        assert_eq!(json["ops"]["send"]["latency_usec"]["median"], 1.0);
+        assert_eq!(json["ops"]["send"]["latency_usec"]["p50"], 1.0);
         assert!(json["ops"].get("write").is_none());
         assert!(json.get("echoed").is_none(), "server-only key: {json}");
 

@@ -1,15 +1,19 @@
 //! The measured figures of `pingpong` (TCP exchange and `--cm`) and their JSON shape: one
 //! [`OpResult`] per operation, under `ops` in the order the operations ran.
+//!
+//! Latency goes into a fixed-size histogram ([`LatencyRecorder`]), never one sample per
+//! iteration, so a run of any length or duration uses the same memory.
 
 use std::time::Duration;
 
+use hdrhistogram::Histogram;
 use serde::Serialize;
 
 /// Measured figures of one operation, as printed and as JSON. Throughput and usec/iter
 /// use ibv_rc_pingpong's arithmetic.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct OpResult {
-    pub iters: u32,
+    pub iters: u64,
     pub bytes: u64,
     // JSON rounds the figures: seconds to µs, the rest to 3 decimals.
     #[serde(serialize_with = "crate::output::ser_6dp")]
@@ -18,46 +22,114 @@ pub struct OpResult {
     pub mbit_per_sec: f64,
     #[serde(serialize_with = "crate::output::ser_3dp")]
     pub usec_per_iter: f64,
-    pub latency_usec: Latency,
+    /// Operations completed per second.
+    #[serde(serialize_with = "crate::output::ser_3dp")]
+    pub msgs_per_sec: f64,
+    /// Work requests kept in flight: 1 when each was measured on its own.
+    pub window: u32,
+    /// Only for operations measured one at a time: with a window in flight the time from
+    /// post to completion is mostly queueing, not latency.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub latency_usec: Option<Latency>,
     /// What was checked after the transfer, if anything.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub verified: Option<String>,
 }
 
-/// Per-iteration latency in microseconds.
+/// Per-iteration latency in microseconds (the histogram keeps 3 significant digits).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Latency {
     #[serde(serialize_with = "crate::output::ser_3dp")]
     pub min: f64,
     #[serde(serialize_with = "crate::output::ser_3dp")]
-    pub median: f64,
+    pub p50: f64,
+    #[serde(serialize_with = "crate::output::ser_3dp")]
+    pub p90: f64,
     #[serde(serialize_with = "crate::output::ser_3dp")]
     pub p99: f64,
+    #[serde(serialize_with = "crate::output::ser_3dp")]
+    pub p99_9: f64,
+    #[serde(serialize_with = "crate::output::ser_3dp")]
+    pub max: f64,
 }
 
-/// min / median (the upper one for an even count) / p99 (nearest rank) of per-iteration
-/// durations in nanoseconds. Sorts in place.
-pub fn latency_of(samples_ns: &mut [u64]) -> Latency {
-    if samples_ns.is_empty() {
-        return Latency {
-            min: 0.0,
-            median: 0.0,
-            p99: 0.0,
-        };
-    }
-    samples_ns.sort_unstable();
-    let n = samples_ns.len();
-    let us = |ns: u64| ns as f64 / 1000.0;
-    let p99_rank = (n * 99).div_ceil(100).max(1) - 1;
-    Latency {
-        min: us(samples_ns[0]),
-        median: us(samples_ns[n / 2]),
-        p99: us(samples_ns[p99_rank]),
+impl Latency {
+    /// "min 1.00, p50 2.00, p90 ..., max 9.00" (µs).
+    pub fn render(&self) -> String {
+        format!(
+            "min {:.2}, p50 {:.2}, p90 {:.2}, p99 {:.2}, p99.9 {:.2}, max {:.2}",
+            self.min, self.p50, self.p90, self.p99, self.p99_9, self.max
+        )
     }
 }
 
-/// The figures of `iters` iterations that moved `bytes` in `elapsed`.
-pub fn op_result(iters: u32, bytes: u64, elapsed: Duration, samples_ns: &mut [u64]) -> OpResult {
+/// Samples in clock ticks (see `verbs::qp::ticks`), kept in a histogram of fixed size: its
+/// memory does not depend on how many samples it holds. Ticks are turned into time only
+/// when read, with the tick length measured over the whole loop.
+pub struct LatencyRecorder {
+    histogram: Histogram<u64>,
+}
+
+/// 2^40 ticks: minutes at any TSC rate; a longer sample is counted as this long.
+const MAX_TICKS: u64 = 1 << 40;
+
+impl Default for LatencyRecorder {
+    fn default() -> Self {
+        LatencyRecorder::new()
+    }
+}
+
+impl LatencyRecorder {
+    pub fn new() -> LatencyRecorder {
+        LatencyRecorder {
+            // 3 significant digits over 1..2^40: about 250 KiB, allocated once, here.
+            histogram: Histogram::new_with_bounds(1, MAX_TICKS, 3)
+                .expect("constant histogram bounds are valid"),
+        }
+    }
+
+    #[inline]
+    pub fn record(&mut self, ticks: u64) {
+        self.histogram.saturating_record(ticks.clamp(1, MAX_TICKS));
+    }
+
+    #[cfg(test)]
+    pub fn count(&self) -> u64 {
+        self.histogram.len()
+    }
+
+    pub fn reset(&mut self) {
+        self.histogram.reset();
+    }
+
+    /// The percentiles in µs, `ns_per_tick` converting; None without samples.
+    pub fn latency(&self, ns_per_tick: f64) -> Option<Latency> {
+        if self.histogram.is_empty() {
+            return None;
+        }
+        let h = &self.histogram;
+        let us = |ticks: u64| ticks as f64 * ns_per_tick / 1000.0;
+        let at = |q: f64| us(h.value_at_quantile(q));
+        Some(Latency {
+            min: us(h.min()),
+            p50: at(0.5),
+            p90: at(0.9),
+            p99: at(0.99),
+            p99_9: at(0.999),
+            max: us(h.max()),
+        })
+    }
+}
+
+/// The figures of `iters` operations that moved `bytes` in `elapsed`, `window` of them in
+/// flight at once. `latency` is given only when `window` is 1.
+pub fn op_result(
+    iters: u64,
+    bytes: u64,
+    elapsed: Duration,
+    window: u32,
+    latency: Option<Latency>,
+) -> OpResult {
     let usec = elapsed.as_secs_f64() * 1e6;
     OpResult {
         iters,
@@ -68,12 +140,14 @@ pub fn op_result(iters: u32, bytes: u64, elapsed: Duration, samples_ns: &mut [u6
         } else {
             0.0
         },
-        usec_per_iter: if iters > 0 {
-            usec / f64::from(iters)
+        usec_per_iter: if iters > 0 { usec / iters as f64 } else { 0.0 },
+        msgs_per_sec: if usec > 0.0 {
+            iters as f64 * 1e6 / usec
         } else {
             0.0
         },
-        latency_usec: latency_of(samples_ns),
+        window,
+        latency_usec: if window == 1 { latency } else { None },
         verified: None,
     }
 }
@@ -129,7 +203,8 @@ impl OpResults {
 }
 
 /// ibv_rc_pingpong's two lines per operation (bytes and Mbit/sec, iters and usec/iter),
-/// with the latency percentiles and what was verified; both exchanges print this.
+/// with the message rate, the latency percentiles (operations measured one at a time) and
+/// what was verified; both exchanges print this.
 pub fn render_ops(ops: &OpResults) -> String {
     let mut out = String::new();
     for (name, o) in ops.iter() {
@@ -138,9 +213,18 @@ pub fn render_ops(ops: &OpResults) -> String {
             o.bytes, o.seconds, o.mbit_per_sec
         ));
         out.push_str(&format!(
-            "{name:<5} {} iters in {:.2} seconds = {:.2} usec/iter; latency usec min {:.2}, median {:.2}, p99 {:.2}\n",
-            o.iters, o.seconds, o.usec_per_iter, o.latency_usec.min, o.latency_usec.median, o.latency_usec.p99
+            "{name:<5} {} iters in {:.2} seconds = {:.2} usec/iter, {:.0} msg/sec",
+            o.iters, o.seconds, o.usec_per_iter, o.msgs_per_sec
         ));
+        match &o.latency_usec {
+            Some(l) => out.push_str(&format!("; latency usec {}\n", l.render())),
+            // Say why there is no latency, so nobody reads usec/iter as one.
+            None if o.window > 1 => out.push_str(&format!(
+                "; {} in flight: bandwidth, not latency (--lat measures it)\n",
+                o.window
+            )),
+            None => out.push('\n'),
+        }
         if let Some(v) = &o.verified {
             out.push_str(&format!("{name:<5} verified: {v}\n"));
         }
@@ -152,66 +236,127 @@ pub fn render_ops(ops: &OpResults) -> String {
 mod tests {
     use super::*;
 
+    fn recorded(samples: impl IntoIterator<Item = u64>) -> LatencyRecorder {
+        let mut r = LatencyRecorder::new();
+        for s in samples {
+            r.record(s);
+        }
+        r
+    }
+
+    /// Within the histogram's 3 significant digits of the exact figure.
+    fn close(got: f64, want: f64) -> bool {
+        (got - want).abs() <= want * 1e-3 + 1e-9
+    }
+
     #[test]
     fn latency_percentiles() {
-        type Row<'a> = (&'a [u64], (f64, f64, f64));
-        let cases: &[Row] = &[
-            (&[], (0.0, 0.0, 0.0)),
-            (&[5000], (5.0, 5.0, 5.0)),
-            (&[3000, 1000, 2000], (1.0, 2.0, 3.0)),
-            // An even count takes the upper median.
-            (&[4000, 1000, 3000, 2000], (1.0, 3.0, 4.0)),
-        ];
-        for (input, want) in cases {
-            let l = latency_of(&mut input.to_vec());
-            assert_eq!((l.min, l.median, l.p99), *want, "{input:?}");
+        assert_eq!(LatencyRecorder::new().latency(1.0), None);
+        // 1..=1000 µs at 1 ns per tick.
+        let r = recorded((1..=1000).map(|i| i * 1000));
+        assert_eq!(r.count(), 1000);
+        let l = r.latency(1.0).unwrap();
+        for (got, want) in [
+            (l.min, 1.0),
+            (l.p50, 500.0),
+            (l.p90, 900.0),
+            (l.p99, 990.0),
+            (l.p99_9, 999.0),
+            (l.max, 1000.0),
+        ] {
+            assert!(close(got, want), "{got} vs {want}: {l:?}");
         }
-        let mut v: Vec<u64> = (1..=100).map(|i| i * 1000).collect();
-        let l = latency_of(&mut v);
-        assert_eq!((l.min, l.median, l.p99), (1.0, 51.0, 99.0));
-        // Unsorted input, an odd count: the middle one.
-        let mut v = vec![9000, 1000, 5000];
-        let l = latency_of(&mut v);
-        assert_eq!((l.min, l.median, l.p99), (1.0, 5.0, 9.0));
-        let mut one = vec![5000];
-        let l = latency_of(&mut one);
-        assert_eq!((l.min, l.median, l.p99), (5.0, 5.0, 5.0));
-        let l = latency_of(&mut []);
-        assert_eq!(l.p99, 0.0);
+        // Ticks are scaled: 2 ticks per ns halves every figure.
+        let half = r.latency(0.5).unwrap();
+        assert!(close(half.max, 500.0), "{half:?}");
+        // One slow outlier shows in max and p99.9 but leaves p50 alone.
+        let r = recorded((0..999).map(|_| 2000).chain([5_000_000]));
+        let l = r.latency(1.0).unwrap();
+        assert!(close(l.p50, 2.0) && close(l.max, 5000.0), "{l:?}");
+        // Zero and huge samples are clamped, never refused.
+        let r = recorded([0, u64::MAX]);
+        assert_eq!(r.count(), 2);
+    }
+
+    /// The whole point: a billion samples cost what ten do.
+    #[test]
+    fn memory_does_not_grow_with_samples() {
+        let mut r = recorded([1000]);
+        let before = r.histogram.distinct_values();
+        for i in 0..1_000_000u64 {
+            r.record(1000 + i % 7);
+        }
+        r.histogram.record_n(1000, 1_000_000_000).unwrap();
+        assert_eq!(r.histogram.distinct_values(), before);
+        assert_eq!(r.count(), 1_001_000_001);
+        r.reset();
+        assert_eq!(r.count(), 0);
     }
 
     #[test]
     fn results_use_rc_pingpong_arithmetic() {
-        // 8192000 bytes in 1 s = 65.536 Mbit/s; 1000 iters = 1000 usec/iter.
-        let r = op_result(1000, 8_192_000, Duration::from_secs(1), &mut [1000, 2000]);
+        // 8192000 bytes in 1 s = 65.536 Mbit/s; 1000 iters = 1000 usec/iter, 1000 msg/s.
+        let lat = recorded([1000, 2000]).latency(1.0);
+        let r = op_result(1000, 8_192_000, Duration::from_secs(1), 1, lat);
         assert!((r.mbit_per_sec - 65.536).abs() < 1e-9);
         assert!((r.usec_per_iter - 1000.0).abs() < 1e-9);
+        assert!((r.msgs_per_sec - 1000.0).abs() < 1e-9);
         let json = serde_json::to_value(&r).unwrap();
-        for key in ["iters", "bytes", "seconds", "mbit_per_sec", "usec_per_iter"] {
+        for key in [
+            "iters",
+            "bytes",
+            "seconds",
+            "mbit_per_sec",
+            "usec_per_iter",
+            "msgs_per_sec",
+            "window",
+        ] {
             assert!(json.get(key).is_some(), "{key}");
         }
-        assert!(json["latency_usec"].get("p99").is_some());
+        assert!(json["latency_usec"].get("p99_9").is_some());
         assert!(json.get("verified").is_none());
         assert_eq!(ns_per_tick(100, 300, Duration::from_nanos(1000)), 5.0);
         assert_eq!(ns_per_tick(300, 300, Duration::from_nanos(1000)), 0.0);
         // JSON figures are rounded: 3 decimals, seconds to the microsecond.
-        let odd = op_result(
-            3,
-            4096,
-            Duration::from_nanos(3_066_150_123),
-            &mut [1_022_050],
-        );
+        let odd = op_result(3, 4096, Duration::from_nanos(3_066_150_123), 1, None);
         let json = serde_json::to_string(&odd).unwrap();
         assert!(json.contains(r#""seconds":3.06615,"#), "{json}");
         assert!(json.contains(r#""usec_per_iter":1022050.041,"#), "{json}");
-        assert!(json.contains(r#""min":1022.05,"#), "{json}");
-        let zero = op_result(0, 0, Duration::ZERO, &mut []);
-        assert_eq!((zero.mbit_per_sec, zero.usec_per_iter), (0.0, 0.0));
+        let zero = op_result(0, 0, Duration::ZERO, 1, None);
+        assert_eq!(
+            (zero.mbit_per_sec, zero.usec_per_iter, zero.msgs_per_sec),
+            (0.0, 0.0, 0.0)
+        );
+    }
+
+    /// A window in flight measures queueing: no latency is reported, and the text says why.
+    #[test]
+    fn windowed_operations_report_no_latency() {
+        let lat = recorded([4_000_000]).latency(1.0);
+        let windowed = op_result(500, 500 * 4096, Duration::from_millis(90), 32, lat);
+        assert_eq!(windowed.latency_usec, None);
+        let json = serde_json::to_value(&windowed).unwrap();
+        assert!(json.get("latency_usec").is_none(), "{json}");
+        let one = op_result(500, 500 * 4096, Duration::from_millis(90), 1, lat);
+        assert!(one.latency_usec.is_some());
+        let mut ops = OpResults::default();
+        ops.insert("send", one);
+        ops.insert("write", windowed);
+        let text = render_ops(&ops);
+        assert!(
+            text.contains("send  500 iters in 0.09 seconds = 180.00 usec/iter, 5556 msg/sec; latency usec min 3999."),
+            "{text}"
+        );
+        assert!(text.contains("p99.9 4001.79, max 4001.79"), "{text}");
+        assert!(
+            text.contains("write 500 iters in 0.09 seconds = 180.00 usec/iter, 5556 msg/sec; 32 in flight: bandwidth, not latency"),
+            "{text}"
+        );
     }
 
     #[test]
     fn ops_keep_run_order_and_single_repeats_the_only_one() {
-        let r = op_result(1, 1, Duration::from_secs(1), &mut [1]);
+        let r = op_result(1, 1, Duration::from_secs(1), 1, None);
         let mut ops = OpResults::default();
         ops.insert("read", r.clone());
         assert_eq!(ops.single(), Some(r.clone()));

@@ -1032,6 +1032,9 @@ fn compare(b: Builder) -> Explanation {
                 .filter_map(|m| match m {
                     Mismatch::Size { .. } => Some("-s"),
                     Mismatch::Iters { .. } => Some("-n"),
+                    Mismatch::Length { .. } => {
+                        Some("-n, --duration and --lat (or none of them on the server)")
+                    }
                     Mismatch::Ops { .. } => Some("--op"),
                     Mismatch::NoGid { .. } => Some("-g"),
                     _ => None,
@@ -2498,6 +2501,23 @@ mod tests {
                 code: "gid-family-mismatch",
                 says: &["address family mismatch", "on the peer (index 1 (RoCE v2, IPv4"],
                 suggested: Some(1),
+            },
+            Case {
+                name: "native compare: a server that insisted on -n against a --duration client",
+                step: Step::Compare,
+                failure: Cause::Mismatch {
+                    mismatches: vec![crate::failure::Mismatch::Length {
+                        local: "-n 100".into(),
+                        remote: "--duration 1".into(),
+                    }],
+                },
+                ctx: rxe_ctx(Some(1), "::ffff:192.168.77.2"),
+                code: "parameters-differ",
+                says: &[
+                    "run lengths differ: -n 100 here, --duration 1 on the peer",
+                    "give both ends the same -n, --duration and --lat (or none of them on the server)",
+                ],
+                suggested: None,
             },
             Case {
                 name: "native compare: this end is the link-local one",

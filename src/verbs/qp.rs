@@ -362,6 +362,15 @@ impl Mr {
             .collect()
     }
 
+    /// One byte, read as `read` does (the device may have just written it); no allocation,
+    /// so a loop can look at each message.
+    #[inline]
+    pub fn byte(&self, offset: usize) -> u8 {
+        assert!(offset < self.size(), "read past the MR");
+        // SAFETY: in bounds (checked).
+        unsafe { ptr::read_volatile(self.buf.add(offset)) }
+    }
+
     /// The bytes at `offset..offset + len`, to fill or check in place. Only while no work
     /// request targets the range (the device writes it behind our back).
     pub fn slice_mut(&mut self, offset: usize, len: usize) -> &mut [u8] {
@@ -575,6 +584,67 @@ impl Cq {
     }
 }
 
+impl Cq {
+    /// `wait_watching`, but asleep on the completion channel between completions (as
+    /// ibv_rc_pingpong -e) instead of spinning; needs a CQ from [`Cq::create_notifying`].
+    /// Wakes at least every 100 ms to ask `watch`.
+    pub fn wait_sleeping(
+        &mut self,
+        out: &mut [Wc],
+        timeout: Duration,
+        watch: &mut dyn FnMut() -> Option<Failure>,
+    ) -> Result<usize, Failure> {
+        let Some(fd) = self.event_fd() else {
+            return self.wait_watching(out, timeout, watch);
+        };
+        let started = Instant::now();
+        loop {
+            let n = self.poll(out)?;
+            if n > 0 {
+                return Ok(n);
+            }
+            self.arm()?;
+            // A completion that came between the poll and the arm raised no event.
+            let n = self.poll(out)?;
+            if n > 0 {
+                return Ok(n);
+            }
+            let mut pfd = libc::pollfd {
+                fd,
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            // SAFETY: one valid pollfd.
+            let ready = unsafe { libc::poll(&mut pfd, 1, 100) };
+            if ready < 0 && super::last_errno() != libc::EINTR {
+                return Err(Failure::new(
+                    Step::Poll,
+                    Cause::call("poll", super::last_errno()),
+                    self.ctx.ctx(0),
+                ));
+            }
+            if ready > 0 {
+                // Readable, so this does not block.
+                self.take_event();
+            }
+            if let Some(stop) = watch() {
+                return Err(stop);
+            }
+            let waited = started.elapsed();
+            if ready <= 0 && waited >= timeout {
+                return Err(Failure::new(
+                    Step::Poll,
+                    Cause::Timeout {
+                        waited_ms: waited.as_millis() as u64,
+                        waiting_for: None,
+                    },
+                    self.ctx.ctx(0),
+                ));
+            }
+        }
+    }
+}
+
 impl Drop for Cq {
     fn drop(&mut self) {
         // SAFETY: the QPs using this CQ are gone (their owners drop them first); every
@@ -601,6 +671,15 @@ pub struct RtrParams {
     /// Some: send a GRH (RoCE always needs one) from `sgid_index` to this GID.
     pub grh: Option<(Gid, u32)>,
     pub max_dest_rd_atomic: u8,
+}
+
+/// The path's QoS fields: 0 and 0 unless asked for.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PathQos {
+    /// Service level (4 bits).
+    pub sl: u8,
+    /// The GRH's traffic class; on RoCE v2 the IP header's DSCP and ECN.
+    pub traffic_class: u8,
 }
 
 /// One send-queue operation. Offsets are into the local MR.
@@ -780,11 +859,16 @@ impl Qp {
     }
 
     pub fn to_init(&self, access: Access) -> Result<(), Failure> {
+        self.to_init_pkey(access, 0)
+    }
+
+    /// INIT with the P_Key at `pkey_index` of the port's table.
+    pub fn to_init_pkey(&self, access: Access, pkey_index: u16) -> Result<(), Failure> {
         use sys::ibv_qp_attr_mask as m;
         // SAFETY: zeroed qp_attr is valid; unused fields stay 0.
         let mut attr: sys::ibv_qp_attr = unsafe { std::mem::zeroed() };
         attr.qp_state = sys::ibv_qp_state::IBV_QPS_INIT;
-        attr.pkey_index = 0;
+        attr.pkey_index = pkey_index;
         attr.port_num = self.port as u8;
         attr.qp_access_flags = access.qp_flags();
         let mask = m::IBV_QP_STATE.0
@@ -799,6 +883,11 @@ impl Qp {
 
     /// RTR with a GRH whenever a GID is given, hop limit 1, as ibv_rc_pingpong does.
     pub fn to_rtr(&self, p: &RtrParams) -> Result<(), Failure> {
+        self.to_rtr_qos(p, PathQos::default())
+    }
+
+    /// RTR with a service level and a GRH traffic class (lossless RoCE classes).
+    pub fn to_rtr_qos(&self, p: &RtrParams, qos: PathQos) -> Result<(), Failure> {
         use sys::ibv_qp_attr_mask as m;
         let mut ctx = self.ctx();
         ctx.dest_qpn = Some(p.dest_qpn);
@@ -819,7 +908,7 @@ impl Qp {
         attr.max_dest_rd_atomic = p.max_dest_rd_atomic;
         attr.min_rnr_timer = QP_PARAMS.min_rnr_timer;
         attr.ah_attr.dlid = p.dest_lid;
-        attr.ah_attr.sl = 0;
+        attr.ah_attr.sl = qos.sl;
         attr.ah_attr.src_path_bits = 0;
         attr.ah_attr.port_num = self.port as u8;
         if let Some((dgid, sgid_index)) = p.grh {
@@ -827,6 +916,7 @@ impl Qp {
             attr.ah_attr.grh.dgid = sys::ibv_gid { raw: dgid.0 };
             attr.ah_attr.grh.sgid_index = sgid_index as u8;
             attr.ah_attr.grh.hop_limit = 1;
+            attr.ah_attr.grh.traffic_class = qos.traffic_class;
         }
         let mask = m::IBV_QP_STATE.0
             | m::IBV_QP_AV.0

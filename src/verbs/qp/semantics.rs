@@ -412,25 +412,6 @@ impl Qp {
         self.max_inline
     }
 
-    /// INIT with the given P_Key index (the basic walk always uses 0).
-    pub fn to_init_pkey(&self, access: Access, pkey_index: u16) -> Result<(), Failure> {
-        use sys::ibv_qp_attr_mask as m;
-        // SAFETY: zeroed qp_attr is valid; unused fields stay 0.
-        let mut attr: sys::ibv_qp_attr = unsafe { std::mem::zeroed() };
-        attr.qp_state = sys::ibv_qp_state::IBV_QPS_INIT;
-        attr.pkey_index = pkey_index;
-        attr.port_num = self.port as u8;
-        attr.qp_access_flags = access.qp_flags();
-        let mask = m::IBV_QP_STATE.0
-            | m::IBV_QP_PKEY_INDEX.0
-            | m::IBV_QP_PORT.0
-            | m::IBV_QP_ACCESS_FLAGS.0;
-        match self.modify(&mut attr, mask) {
-            0 => Ok(()),
-            rc => Err(Failure::new(Step::Init, errno_of(rc), self.ctx())),
-        }
-    }
-
     /// The P_Key index the QP holds now.
     pub fn pkey_index(&self) -> Result<u16, Failure> {
         use sys::ibv_qp_attr_mask as m;
