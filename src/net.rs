@@ -54,6 +54,8 @@ pub struct Netdev {
     /// IFF_UP: the administrator set it up.
     pub admin_up: bool,
     pub mtu: Option<u32>,
+    /// IFLA_LINK: a veth's peer, a VLAN's parent (`veth0@veth1` in `ip link`).
+    pub link: Option<u32>,
 }
 
 impl Netdev {
@@ -219,9 +221,11 @@ pub fn parse_link(msg: &LinkMessage) -> Option<Netdev> {
     let mut name = None;
     let mut mtu = None;
     let mut operstate = "unknown".to_string();
+    let mut link = None;
     for attr in &msg.attributes {
         match attr {
             LinkAttribute::IfName(n) => name = Some(n.clone()),
+            LinkAttribute::Link(i) => link = Some(*i),
             LinkAttribute::Mtu(m) => mtu = Some(*m),
             LinkAttribute::OperState(s) => operstate = oper_state_text(*s),
             _ => {}
@@ -233,6 +237,7 @@ pub fn parse_link(msg: &LinkMessage) -> Option<Netdev> {
         operstate,
         admin_up: msg.header.flags.contains(LinkFlags::Up),
         mtu,
+        link,
     })
 }
 
@@ -792,6 +797,7 @@ mod tests {
             operstate: op.into(),
             admin_up,
             mtu: None,
+            link: None,
         };
         assert!(dev(true, "up").is_up());
         assert!(dev(true, "unknown").is_up());

@@ -276,6 +276,10 @@ pub fn roce_netdevs(devices: &[Device]) -> Vec<doctor::RoceNetdev> {
             rp_filter: arp.rp_filter,
             arp_ignore: arp.arp_ignore,
             arp_announce: arp.arp_announce,
+            link_peer: link
+                .link
+                .and_then(|i| links.iter().find(|l| l.index == i))
+                .map(|l| l.name.clone()),
         });
     }
     out

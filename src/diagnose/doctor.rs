@@ -471,6 +471,17 @@ pub struct RoceNetdev {
     /// `arp_ignore` and `arp_announce`, max of all and dev, as the kernel applies them.
     pub arp_ignore: Option<u32>,
     pub arp_announce: Option<u32>,
+    /// The netdev at the other end of this one's link (IFLA_LINK): a veth's peer.
+    pub link_peer: Option<String>,
+}
+
+impl RoceNetdev {
+    /// The two ends of one veth pair: a point-to-point link, where no third port hears
+    /// an ARP request, so there is no flux between them.
+    fn paired_with(&self, other: &RoceNetdev) -> bool {
+        self.link_peer.as_deref() == Some(other.netdev.as_str())
+            && other.link_peer.as_deref() == Some(self.netdev.as_str())
+    }
 }
 
 /// RDMA netdevs of this host that share an IPv4 subnet while at least one of them answers
@@ -479,7 +490,7 @@ pub fn arp_flux_groups(netdevs: &[RoceNetdev]) -> Vec<(String, Vec<&RoceNetdev>)
     let mut groups: Vec<(String, Vec<&RoceNetdev>)> = Vec::new();
     for (i, a) in netdevs.iter().enumerate() {
         for b in &netdevs[i + 1..] {
-            if a.netdev == b.netdev {
+            if a.netdev == b.netdev || a.paired_with(b) {
                 continue;
             }
             let Some(subnet) = shared_subnet(a, b) else {
@@ -933,6 +944,7 @@ mod tests {
             rp_filter: Some(0),
             arp_ignore: Some(1),
             arp_announce: Some(2),
+            link_peer: None,
         }
     }
 
@@ -966,6 +978,17 @@ mod tests {
             .unwrap()
             .contains("net.ipv4.conf.e1.arp_ignore=1"));
         assert!(!f[0].message.contains("e3"));
+        // The two ends of one veth pair hear only each other.
+        let mut pair = vec![
+            roce("rxe0/1", "veth0", "192.168.77.1", 1500, true),
+            roce("rxe1/1", "veth1", "192.168.77.2", 1500, true),
+        ];
+        pair[0].arp_ignore = Some(0);
+        pair[0].link_peer = Some("veth1".into());
+        pair[1].link_peer = Some("veth0".into());
+        assert!(arp_flux_findings(&pair).is_empty());
+        pair[1].link_peer = None;
+        assert_eq!(arp_flux_findings(&pair).len(), 1);
     }
 
     /// Two ports of one host on one subnet: accept_local 0 is a warning naming the drop
