@@ -132,7 +132,7 @@ pub fn run(ctx: &Ctx, args: &FabricArgs) -> Result<u8> {
         return simulate_many(ctx, args, &place, &token, n, &connect_to, join_deadline);
     }
     let info = gather_info(ctx, args, &place, pair_port);
-    let agent = agent(ctx, args, &place, &token, info, &connect_to, join_deadline);
+    let agent = agent(args, &place, &token, info, &connect_to, join_deadline);
     let Some(handle) = leader else {
         return agent;
     };
@@ -167,7 +167,7 @@ fn simulate_many(
                     };
                     let info =
                         gather_info(ctx, args, &me, args.port_base.wrapping_add(rank as u16));
-                    agent(ctx, args, &me, token, info, connect_to, join_deadline)
+                    agent(args, &me, token, info, connect_to, join_deadline)
                 })
             })
             .collect();
@@ -440,7 +440,6 @@ fn devices_all(ctx: &Ctx) -> Vec<Device> {
 // Every rank: join, then run the pair tests rank 0 asks for
 
 fn agent(
-    ctx: &Ctx,
     args: &FabricArgs,
     place: &Placement,
     token: &str,
@@ -484,7 +483,7 @@ fn agent(
             }
             Some(ToRank::Done { exit }) => return Ok(exit),
             Some(ToRank::Serve { round, a, b, test }) => {
-                let end = serve(ctx, args, &ours, &test, &mut || {
+                let end = serve(args, &ours, &test, &mut || {
                     ch.send(&ToLeader::Ready { round, a, b }, SEND).is_ok()
                 });
                 ch.send(
@@ -507,7 +506,7 @@ fn agent(
                 port,
                 test,
             }) => {
-                let end = connect(ctx, args, &ours, &test, &host, port);
+                let end = connect(args, &ours, &test, &host, port);
                 ch.send(
                     &ToLeader::Result {
                         round,
@@ -524,7 +523,9 @@ fn agent(
     }
 }
 
-fn pingpong_command(args: &FabricArgs, me: &RankInfo, test: &PairTest, port: u16) -> Command {
+/// The pair test: this same binary's `pingpong -j`, so a fabric pair chooses its GID,
+/// explains a failure and reads its counters exactly as the command does.
+fn pingpong_command(me: &RankInfo, test: &PairTest, port: u16) -> Command {
     let exe = std::env::current_exe().unwrap_or_else(|_| "rdmactl".into());
     let mut c = Command::new(exe);
     c.args(["-j", "--color", "never", "pingpong", "-d"])
@@ -535,18 +536,13 @@ fn pingpong_command(args: &FabricArgs, me: &RankInfo, test: &PairTest, port: u16
         .args(["--timeout", &test.step_timeout.to_string()])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    if let Some(dir) = std::env::var_os("RDMACTL_SYSFS") {
-        // pingpong refuses a captured tree; fabric already did.
-        let _ = dir;
-        c.env_remove("RDMACTL_SYSFS");
-    }
-    let _ = args;
+        .stderr(Stdio::piped())
+        // pingpong refuses a captured tree, and fabric already refused it.
+        .env_remove("RDMACTL_SYSFS");
     c
 }
 
 fn serve(
-    _ctx: &Ctx,
     args: &FabricArgs,
     me: &RankInfo,
     test: &PairTest,
@@ -557,7 +553,7 @@ fn serve(
         ready();
         return simulated(me, test);
     }
-    let child = match pingpong_command(args, me, test, me.pair_port).spawn() {
+    let child = match pingpong_command(me, test, me.pair_port).spawn() {
         Ok(c) => c,
         Err(e) => return PairEnd::problem(format!("cannot start pingpong: {e}"), 0.0),
     };
@@ -577,19 +573,12 @@ fn serve(
     run.finish(start, secs(test.deadline), me)
 }
 
-fn connect(
-    _ctx: &Ctx,
-    args: &FabricArgs,
-    me: &RankInfo,
-    test: &PairTest,
-    host: &str,
-    port: u16,
-) -> PairEnd {
+fn connect(args: &FabricArgs, me: &RankInfo, test: &PairTest, host: &str, port: u16) -> PairEnd {
     let start = Instant::now();
     if args.simulate {
         return simulated(me, test);
     }
-    let mut c = pingpong_command(args, me, test, port);
+    let mut c = pingpong_command(me, test, port);
     c.arg(host);
     match c.spawn() {
         Ok(child) => ChildRun::new(child).finish(start, secs(test.deadline), me),
