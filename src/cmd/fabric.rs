@@ -719,7 +719,7 @@ pub fn end_of_report(stdout: &[u8], stderr: &[u8], seconds: f64) -> PairEnd {
         failure: report.get("failure").filter(|f| !f.is_null()).cloned(),
         counters,
         problem: None,
-        seconds,
+        seconds: round3(seconds),
     };
     if let Some(c) = &end.counters {
         let deltas: Vec<crate::counter::WireDelta> = ["local", "peer"]
@@ -735,7 +735,7 @@ pub fn end_of_report(stdout: &[u8], stderr: &[u8], seconds: f64) -> PairEnd {
             if let Some(obj) = end.counters.as_mut().and_then(|c| c.as_object_mut()) {
                 obj.insert(
                     "resends_per_mille".into(),
-                    serde_json::json!(resends as f64 * 1000.0 / messages as f64),
+                    serde_json::json!(round3(resends as f64 * 1000.0 / messages as f64)),
                 );
             }
         }
@@ -1006,9 +1006,9 @@ impl Leader {
                     usec_per_iter: end.as_ref().and_then(|e| e.usec_per_iter),
                     mbit_per_sec: end.as_ref().and_then(|e| e.mbit_per_sec),
                     path_mtu: end.as_ref().and_then(|e| e.path_mtu),
-                    latency_ratio: v.latency_ratio,
-                    bandwidth_ratio: v.bandwidth_ratio,
-                    resends_per_mille: slot.input(v.a, v.b).resends_per_mille,
+                    latency_ratio: v.latency_ratio.map(round3),
+                    bandwidth_ratio: v.bandwidth_ratio.map(round3),
+                    resends_per_mille: slot.input(v.a, v.b).resends_per_mille.map(round3),
                     retested: retested.contains(&(v.a, v.b)),
                     first_state: retested
                         .contains(&(v.a, v.b))
@@ -1412,6 +1412,11 @@ fn judge_all(results: &Results, t: &Thresholds) -> (Baseline, Vec<PairVerdict>) 
         .map(|p| rules::judge_pair(p, &base, t))
         .collect();
     (base, verdicts)
+}
+
+/// JSON figures to 3 decimals, as every other command rounds them.
+fn round3(x: f64) -> f64 {
+    (x * 1000.0).round() / 1000.0
 }
 
 fn clock(secs: f64) -> String {
