@@ -1431,7 +1431,14 @@ fn verdict_line(
     baseline: &Baseline,
     ranks: &[RankRow],
 ) -> String {
-    let bad = pairs.iter().filter(|p| !p.ok).count();
+    let bad = pairs
+        .iter()
+        .filter(|p| !p.ok && p.state != PairState::NotRun)
+        .count();
+    let not_run = pairs
+        .iter()
+        .filter(|p| p.state == PairState::NotRun)
+        .count();
     let joined = ranks.iter().filter(|r| r.status != "missing").count();
     let base = match (baseline.usec_per_iter, baseline.mbit_per_sec) {
         (Some(u), Some(m)) => format!("baseline {u:.1} µs/iter, {m:.0} Mbit/s"),
@@ -1439,7 +1446,7 @@ fn verdict_line(
         (None, Some(m)) => format!("baseline {m:.0} Mbit/s"),
         (None, None) => "no baseline".into(),
     };
-    if suspects.is_empty() && drift.is_empty() && bad == 0 {
+    if suspects.is_empty() && drift.is_empty() && bad == 0 && not_run == 0 {
         return format!(
             "clean: {} pairs of {joined} endpoints good ({base})",
             pairs.len()
@@ -1481,6 +1488,9 @@ fn verdict_line(
     }
     if bad > 0 {
         parts.push(format!("{bad} of {} pairs bad", pairs.len()));
+    }
+    if not_run > 0 {
+        parts.push(format!("{not_run} of {} pairs not run", pairs.len()));
     }
     if !drift.is_empty() {
         parts.push(format!(
