@@ -614,10 +614,11 @@ Launch one process per endpoint with what the cluster has:
 Rank 0 prints the report: configuration drift, the matrix, the suspects with why/seen/fix,
 and a verdict. Exit status: 0 clean, 1 anything bad (a failed, slow or lossy pair, drift, a
 missing rank).
-Cost with the defaults (a pair test takes 1-3 s on hardware): all = N-1 rounds (4096
-endpoints: 4095 rounds, about 2-3 hours), rails = N/R-1 rounds for R rails (4096 endpoints
-on 8 rails: 511 rounds, about 20 minutes), random:K = about 2K rounds (random:4: under a
-minute at any N).";
+Cost with the defaults (a round takes about 1-2 s on hardware: two process starts and
+500 iterations of each operation): all = N-1 rounds (4096 endpoints: 4095 rounds, 1-2
+hours), rails = N/R-1 rounds for R rails (4096 endpoints on 8 rails: 511 rounds, 10-15
+minutes), random:K = about 2K rounds (random:4: under a minute at any N). Bad pairs add
+retest rounds.";
 
 #[derive(Debug, Args)]
 pub struct DoctorArgs {
