@@ -255,9 +255,12 @@ pub fn run(ctx: &Ctx, args: &CheckArgs) -> Result<u8> {
         let netdevs = super::doctor::roce_netdevs(&devices);
         let this_port = format!("{device}/{}", args.port);
         checks.extend(
-            crate::diagnose::doctor::arp_flux_findings(&netdevs)
-                .into_iter()
-                .filter(|f| f.message.contains(&format!("{this_port} ("))),
+            crate::diagnose::doctor::arp_flux_groups(&netdevs)
+                .iter()
+                .filter(|(_, members)| members.iter().any(|n| n.port == this_port))
+                .map(|(subnet, members)| {
+                    crate::diagnose::doctor::arp_flux_finding(subnet, members)
+                }),
         );
     }
     if args.env {

@@ -227,16 +227,7 @@ pub fn arp_flux_summary(devices: &[Device]) -> Option<String> {
     (!groups.is_empty()).then(|| {
         groups
             .iter()
-            .map(|(subnet, members)| {
-                format!(
-                    "{} on {subnet} answer ARP for each other (arp_ignore 0)",
-                    members
-                        .iter()
-                        .map(|n| n.netdev.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                )
-            })
+            .map(|(subnet, members)| doctor::arp_flux_line(subnet, members))
             .collect::<Vec<_>>()
             .join("; ")
     })

@@ -376,6 +376,8 @@ fn gather_info(ctx: &Ctx, args: &FabricArgs, place: &Placement, pair_port: u16) 
     }
     info.device = device.clone();
     info.port = port;
+    // Host-level, over every port of this host: read before the list narrows to ours.
+    info.arp_flux = super::doctor::arp_flux_summary(&devices);
     devices.retain(|d| d.name == device);
     let _ = super::add_verbs_facts_and_gids(ctx, &mut devices, true);
     let Some(dev) = devices.first() else {
@@ -428,12 +430,7 @@ fn gather_info(ctx: &Ctx, args: &FabricArgs, place: &Placement, pair_port: u16) 
         })
         .map(|g| g.ip().to_string())
         .unwrap_or_else(|| info.host.clone());
-    info.arp_flux = super::doctor::arp_flux_summary(&devices_all(ctx));
     info
-}
-
-fn devices_all(ctx: &Ctx) -> Vec<Device> {
-    SysfsRoot::new(&ctx.sysfs).devices().unwrap_or_default()
 }
 
 // ---------------------------------------------------------------------------------------
@@ -995,7 +992,17 @@ impl Leader {
             .iter()
             .map(|v| {
                 let slot = &results.ends[&(v.a, v.b)];
-                let end = slot.merged().ok();
+                // One copy of the pair's result, taken apart into the row.
+                let PairInput {
+                    end,
+                    resends_per_mille,
+                    ..
+                } = slot.input(v.a, v.b);
+                let (end, not_run) = match end {
+                    Ok(e) => (Some(e), None),
+                    Err(why) => (None, Some(why)),
+                };
+                let retested_now = retested.contains(&(v.a, v.b));
                 PairRow {
                     a: v.a,
                     b: v.b,
@@ -1008,18 +1015,14 @@ impl Leader {
                     path_mtu: end.as_ref().and_then(|e| e.path_mtu),
                     latency_ratio: v.latency_ratio.map(round3),
                     bandwidth_ratio: v.bandwidth_ratio.map(round3),
-                    resends_per_mille: slot.input(v.a, v.b).resends_per_mille.map(round3),
-                    retested: retested.contains(&(v.a, v.b)),
-                    first_state: retested
-                        .contains(&(v.a, v.b))
+                    resends_per_mille: resends_per_mille.map(round3),
+                    retested: retested_now,
+                    first_state: retested_now
                         .then(|| first_states.get(&(v.a, v.b)).copied())
                         .flatten(),
+                    problem: end.as_ref().and_then(|e| e.problem.clone()).or(not_run),
                     failure: end.as_ref().and_then(|e| e.failure.clone()),
-                    counters: end.as_ref().and_then(|e| e.counters.clone()),
-                    problem: end
-                        .as_ref()
-                        .and_then(|e| e.problem.clone())
-                        .or_else(|| slot.merged().err()),
+                    counters: end.and_then(|e| e.counters),
                 }
             })
             .collect();

@@ -259,25 +259,7 @@ fn arp_flux_around(sysfs: &Path, nd: &str) -> Option<String> {
     crate::diagnose::doctor::arp_flux_groups(&netdevs)
         .into_iter()
         .find(|(_, members)| members.iter().any(|n| n.netdev == nd))
-        .map(|(subnet, members)| {
-            format!(
-                "{} on {subnet} answer ARP for each other's addresses ({})",
-                members
-                    .iter()
-                    .map(|n| n.netdev.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                members
-                    .iter()
-                    .map(|n| format!(
-                        "{} arp_ignore {}",
-                        n.netdev,
-                        n.arp_ignore.map_or("?".into(), |v| v.to_string())
-                    ))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )
-        })
+        .map(|(subnet, members)| crate::diagnose::doctor::arp_flux_line(&subnet, &members))
 }
 
 fn memlock_facts(needed: u64) -> MemlockFacts {

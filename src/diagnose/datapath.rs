@@ -431,9 +431,6 @@ fn local_gid_words(ep: &EndFacts) -> String {
 /// Two ports of one host: the peer's netdev drops what arrives from a local source address
 /// unless accept_local is set (and rp_filter is not strict). Returns the owner of the
 /// peer's address, the evidence and the fix, when the sysctls say it drops.
-/// The ARP flux fix, as doctor's `arp-flux` finding gives it.
-const ARP_FLUX_FIX_TEXT: &str = "on each RDMA netdev of the subnet (and all): sysctl -w net.ipv4.conf.DEV.arp_ignore=1 net.ipv4.conf.DEV.arp_announce=2, or source-based policy routing per netdev";
-
 fn same_host_drop(
     route: &RouteFacts,
     peer_text: &str,
@@ -1367,7 +1364,7 @@ fn completion(b: Builder, status: u32) -> Explanation {
                     "retry-exceeded-arp-flux",
                     format!("no ACK came back, and this host has ARP flux: {dev_name} shares its subnet with other RDMA netdevs that answer ARP for each other's addresses, so {peer_text} may send its packets for this port to another port's MAC, which drops them (its QPs do not know the QPN)"),
                     vec![Seen::new(Source::Route, format!("ARP flux: {flux}"))],
-                    format!("{ARP_FLUX_FIX_TEXT}; then flush the neighbour entries (ip neigh flush all) on both hosts and run again"),
+                    format!("{}; then flush the neighbour entries (ip neigh flush all) on both hosts and run again", super::doctor::ARP_FLUX_FIX),
                     false,
                 );
             }

@@ -514,44 +514,71 @@ pub fn arp_flux_groups(netdevs: &[RoceNetdev]) -> Vec<(String, Vec<&RoceNetdev>)
     groups
 }
 
-/// ARP flux, as a doctor or check finding: one per subnet.
+/// ARP flux, as a doctor finding: one per subnet.
 pub fn arp_flux_findings(netdevs: &[RoceNetdev]) -> Vec<Finding> {
     arp_flux_groups(netdevs)
-        .into_iter()
-        .map(|(subnet, members)| {
-            let names: Vec<String> = members
-                .iter()
-                .map(|n| format!("{} ({})", n.port, n.netdev))
-                .collect();
-            let mut f = finding(
-                "arp-flux",
-                Subject::Host,
-                Severity::Warn,
-                format!(
-                    "{} share {subnet} and answer ARP for each other's addresses (arp_ignore 0): on one switch, a peer may send the RoCE packets meant for one port to another port's MAC, which drops them (its QPs do not know the QPN); pairs crawl through retries or fail with IBV_WC_RETRY_EXC_ERR",
-                    names.join(", ")
-                ),
-            );
-            for n in &members {
-                f = f.evidence(format!(
-                    "{}: arp_ignore (max of all, {}) = {}, arp_announce = {}",
-                    n.netdev,
-                    n.netdev,
-                    n.arp_ignore.map_or("unknown".into(), |v| v.to_string()),
-                    n.arp_announce.map_or("unknown".into(), |v| v.to_string())
-                ));
-            }
-            f.fix(format!(
-                "sysctl -w net.ipv4.conf.all.arp_ignore=1 net.ipv4.conf.all.arp_announce=2 {}; or source-based policy routing per netdev (ip rule add from ADDR table N); a host whose ports sit on separate links (a veth pair, point-to-point cables) is not affected",
-                members
-                    .iter()
-                    .map(|n| format!("net.ipv4.conf.{}.arp_ignore=1 net.ipv4.conf.{}.arp_announce=2", n.netdev, n.netdev))
-                    .collect::<Vec<_>>()
-                    .join(" ")
-            ))
-        })
+        .iter()
+        .map(|(subnet, members)| arp_flux_finding(subnet, members))
         .collect()
 }
+
+/// The ARP flux finding of one subnet's group (doctor, and check for a port in it).
+pub fn arp_flux_finding(subnet: &str, members: &[&RoceNetdev]) -> Finding {
+    let names: Vec<String> = members
+        .iter()
+        .map(|n| format!("{} ({})", n.port, n.netdev))
+        .collect();
+    let mut f = finding(
+        "arp-flux",
+        Subject::Host,
+        Severity::Warn,
+        format!(
+            "{} share {subnet} and answer ARP for each other's addresses (arp_ignore 0): on one switch, a peer may send the RoCE packets meant for one port to another port's MAC, which drops them (its QPs do not know the QPN); pairs crawl through retries or fail with IBV_WC_RETRY_EXC_ERR",
+            names.join(", ")
+        ),
+    );
+    for n in members {
+        f = f.evidence(format!(
+            "{}: arp_ignore (max of all, {}) = {}, arp_announce = {}",
+            n.netdev,
+            n.netdev,
+            n.arp_ignore.map_or("unknown".into(), |v| v.to_string()),
+            n.arp_announce.map_or("unknown".into(), |v| v.to_string())
+        ));
+    }
+    f.fix(format!(
+        "sysctl -w net.ipv4.conf.all.arp_ignore=1 net.ipv4.conf.all.arp_announce=2 {}; or source-based policy routing per netdev (ip rule add from ADDR table N); a host whose ports sit on separate links (a veth pair, point-to-point cables) is not affected",
+        members
+            .iter()
+            .map(|n| format!("net.ipv4.conf.{}.arp_ignore=1 net.ipv4.conf.{}.arp_announce=2", n.netdev, n.netdev))
+            .collect::<Vec<_>>()
+            .join(" ")
+    ))
+}
+
+/// One group in a line, as fabric's drift report and the pair explanation quote it:
+/// `e0, e1 on 10.0.0.0/24 answer ARP for each other's addresses (e0 arp_ignore 0, e1 arp_ignore 1)`.
+pub fn arp_flux_line(subnet: &str, members: &[&RoceNetdev]) -> String {
+    let names: Vec<&str> = members.iter().map(|n| n.netdev.as_str()).collect();
+    let settings: Vec<String> = members
+        .iter()
+        .map(|n| {
+            format!(
+                "{} arp_ignore {}",
+                n.netdev,
+                n.arp_ignore.map_or("?".into(), |v| v.to_string())
+            )
+        })
+        .collect();
+    format!(
+        "{} on {subnet} answer ARP for each other's addresses ({})",
+        names.join(", "),
+        settings.join(", ")
+    )
+}
+
+/// The ARP flux fix, wherever a failure or a suspect is explained by it.
+pub const ARP_FLUX_FIX: &str = "on each of those netdevs (and all): sysctl -w net.ipv4.conf.DEV.arp_ignore=1 net.ipv4.conf.DEV.arp_announce=2, or source-based policy routing per netdev (ip rule add from ADDR table N)";
 
 fn shared_subnet(a: &RoceNetdev, b: &RoceNetdev) -> Option<String> {
     a.ipv4.iter().find_map(|(addr, len)| {

@@ -5,6 +5,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use super::doctor::ARP_FLUX_FIX;
 use crate::fabric::{
     Baseline, Drift, DriftValue, PairEnd, PairState, PairVerdict, Pattern, RankInfo, Suspect,
     SuspectExplanation, SuspectKind, Thresholds,
@@ -210,7 +211,6 @@ pub fn drift(ranks: &[RankInfo]) -> Vec<Drift> {
 }
 
 pub const ARP_FLUX_WHY: &str = "several RDMA netdevs of one host on one subnet with arp_ignore 0: each answers ARP for the others' addresses, so a peer may send the RoCE packets meant for one HCA to another HCA's MAC, which drops them (its QPs do not know the QPN): pairs crawl or fail with IBV_WC_RETRY_EXC_ERR";
-pub const ARP_FLUX_FIX: &str = "on each of those netdevs (and all): sysctl -w net.ipv4.conf.DEV.arp_ignore=1 net.ipv4.conf.DEV.arp_announce=2, or source-based policy routing per netdev (ip rule add from ADDR table N)";
 
 fn value_group(value: String, rs: &[&RankInfo]) -> DriftValue {
     let mut hosts: Vec<String> = rs.iter().map(|r| r.host.clone()).collect();
@@ -625,7 +625,15 @@ fn counter_finding(end: &PairEnd, code: &str) -> Option<(String, Vec<String>, Op
         .and_then(|e| e.as_array())
         .map(|a| {
             a.iter()
-                .filter_map(|e| e.as_str().map(String::from))
+                .filter_map(|e| e.as_str())
+                // "this end" and "the peer" were the pair's client and server; here the
+                // port names alone say whose counters moved.
+                .map(|e| {
+                    e.strip_prefix("this end ")
+                        .or_else(|| e.strip_prefix("the peer "))
+                        .unwrap_or(e)
+                        .to_string()
+                })
                 .collect()
         })
         .unwrap_or_default();
