@@ -93,12 +93,20 @@ _rdmactl() {
             return 0
             ;;
         rdmactl__subcmd__check)
-            opts="-d -i -g -j -h -V --ib-dev --ib-port --gid-index --peer --env --json --color --sysfs --help --version"
+            opts="-j -d -i -g -h -V --json --color --sysfs --ib-dev --ib-port --gid-index --peer --env --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --sysfs)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --ib-dev)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -127,14 +135,6 @@ _rdmactl() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
-                --color)
-                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
-                    return 0
-                    ;;
-                --sysfs)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -143,12 +143,20 @@ _rdmactl() {
             return 0
             ;;
         rdmactl__subcmd__counters)
-            opts="-d -i -a -j -h -V --ib-dev --ib-port --all --interval --count --json --color --sysfs --help --version"
+            opts="-j -d -i -a -h -V --json --color --sysfs --ib-dev --ib-port --all --interval --count --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --sysfs)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --ib-dev)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -173,14 +181,6 @@ _rdmactl() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
-                --color)
-                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
-                    return 0
-                    ;;
-                --sysfs)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -189,25 +189,25 @@ _rdmactl() {
             return 0
             ;;
         rdmactl__subcmd__devices)
-            opts="-d -v -j -h -V --ib-dev --verbose --json --color --sysfs --help --version"
+            opts="-j -d -v -h -V --json --color --sysfs --ib-dev --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
-                --ib-dev)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                -d)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
                 --color)
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
                     ;;
                 --sysfs)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ib-dev)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -d)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -219,25 +219,25 @@ _rdmactl() {
             return 0
             ;;
         rdmactl__subcmd__doctor)
-            opts="-d -j -h -V --ib-dev --json --color --sysfs --help --version"
+            opts="-j -d -h -V --json --color --sysfs --ib-dev --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
-                --ib-dev)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                -d)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
                 --color)
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
                     ;;
                 --sysfs)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ib-dev)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -d)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -249,12 +249,20 @@ _rdmactl() {
             return 0
             ;;
         rdmactl__subcmd__fabric)
-            opts="-d -i -g -s -n -j -h -V --ib-dev --ib-port --gid-index --gid-idx --rank --size --local-rank --rendezvous --rendezvous-dir --token --pattern --size-bytes --iters --deadline --timeout --join-timeout --latency-factor --bandwidth-fraction --resend-limit --expect-usec --expect-mbit --parallel --port-base --csv --svg --simulate --simulate-ranks --json --color --sysfs --help --version"
+            opts="-j -d -i -g -s -n -h -V --json --color --sysfs --ib-dev --ib-port --gid-index --gid-idx --rank --size --local-rank --rendezvous --rendezvous-dir --token --pattern --size-bytes --iters --deadline --timeout --join-timeout --latency-factor --bandwidth-fraction --resend-limit --expect-usec --expect-mbit --parallel --port-base --csv --svg --simulate --simulate-ranks --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --sysfs)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --ib-dev)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -379,14 +387,6 @@ _rdmactl() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
-                --color)
-                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
-                    return 0
-                    ;;
-                --sysfs)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -483,12 +483,20 @@ _rdmactl() {
             return 0
             ;;
         rdmactl__subcmd__gids)
-            opts="-d -i -a -j -h -V --ib-dev --ib-port --ip --all --json --color --sysfs --help --version"
+            opts="-j -d -i -a -h -V --json --color --sysfs --ib-dev --ib-port --ip --all --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --sysfs)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --ib-dev)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -505,14 +513,6 @@ _rdmactl() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
-                --color)
-                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
-                    return 0
-                    ;;
-                --sysfs)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -521,12 +521,20 @@ _rdmactl() {
             return 0
             ;;
         rdmactl__subcmd__pingpong)
-            opts="-d -i -g -p -s -n -e -l -m -j -h -V --ib-dev --ib-port --gid-index --gid-idx --port --size --iters --duration --interval --lat --events --sl --tclass --pkey-index --mtu --op --timeout --bind --compat --cm --persist --json --color --sysfs --help --version"
+            opts="-j -d -i -g -p -s -n -e -l -m -h -V --json --color --sysfs --ib-dev --ib-port --gid-index --gid-idx --port --size --iters --duration --interval --lat --events --sl --tclass --pkey-index --mtu --op --timeout --bind --compat --cm --persist --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --sysfs)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --ib-dev)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -627,14 +635,6 @@ _rdmactl() {
                     COMPREPLY=($(compgen -W "rc_pingpong" -- "${cur}"))
                     return 0
                     ;;
-                --color)
-                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
-                    return 0
-                    ;;
-                --sysfs)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -643,12 +643,20 @@ _rdmactl() {
             return 0
             ;;
         rdmactl__subcmd__ports)
-            opts="-d -i -v -j -h -V --ib-dev --ib-port --verbose --json --color --sysfs --help --version"
+            opts="-j -d -i -v -h -V --json --color --sysfs --ib-dev --ib-port --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --sysfs)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --ib-dev)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -665,14 +673,6 @@ _rdmactl() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
-                --color)
-                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
-                    return 0
-                    ;;
-                --sysfs)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -681,12 +681,20 @@ _rdmactl() {
             return 0
             ;;
         rdmactl__subcmd__selftest)
-            opts="-d -i -g -s -j -h -V --ib-dev --ib-port --gid-index --gid-idx --size --timeout --cm --steps --json --color --sysfs --help --version"
+            opts="-j -d -i -g -s -h -V --json --color --sysfs --ib-dev --ib-port --gid-index --gid-idx --size --timeout --cm --steps --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --sysfs)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --ib-dev)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -731,14 +739,6 @@ _rdmactl() {
                     COMPREPLY=($(compgen -W "basic unsignaled events solicited inline pkey flush threads shared-qp fetch-add srq" -- "${cur}"))
                     return 0
                     ;;
-                --color)
-                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
-                    return 0
-                    ;;
-                --sysfs)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -747,12 +747,20 @@ _rdmactl() {
             return 0
             ;;
         rdmactl__subcmd__subnet)
-            opts="-d -i -j -h -V --ib-dev --ib-port --in-flight --timeout --retries --no-counters --interval --baseline --topology --svg --hosts --switches --reset-counters --json --color --sysfs --help --version"
+            opts="-j -d -i -h -V --json --color --sysfs --ib-dev --ib-port --in-flight --timeout --retries --no-counters --interval --baseline --topology --svg --hosts --switches --reset-counters --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --sysfs)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --ib-dev)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -794,14 +802,6 @@ _rdmactl() {
                     return 0
                     ;;
                 --svg)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --color)
-                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
-                    return 0
-                    ;;
-                --sysfs)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -45,53 +45,53 @@ complete -c rdmactl -n "__fish_rdmactl_needs_command" -f -a "counters" -d 'Port 
 complete -c rdmactl -n "__fish_rdmactl_needs_command" -f -a "fabric" -d 'All-pairs RC test over many hosts, one process per endpoint started by srun, mpirun or pdsh: configuration drift, a latency/bandwidth matrix, and the endpoint or link to blame, explained'
 complete -c rdmactl -n "__fish_rdmactl_needs_command" -f -a "subnet" -d 'InfiniBand subnet discovery and diagnosis from this host (MADs): nodes, links, subnet manager, degraded links, error counters, changes since a baseline'
 complete -c rdmactl -n "__fish_rdmactl_needs_command" -f -a "generate" -d 'Write man pages and shell completions (for packagers)'
-complete -c rdmactl -n "__fish_rdmactl_using_subcommand devices" -s d -l ib-dev -d 'Only this device' -r
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand devices" -l color -d 'When to colour the output (`auto`: a terminal, unless NO_COLOR is set or TERM=dumb)' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand devices" -l sysfs -d 'Read sysfs from DIR instead of /sys (a captured tree); verbs queries are skipped. pingpong and selftest refuse it: they run on this host\'s devices' -r -F
-complete -c rdmactl -n "__fish_rdmactl_using_subcommand devices" -s v -l verbose -d 'Every attribute, as `ibv_devinfo -v` prints it'
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand devices" -s d -l ib-dev -d 'Only this device' -r
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand devices" -s j -l json -d 'Print JSON instead of a table'
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand devices" -s v -l verbose -d 'Every attribute, as `ibv_devinfo -v` prints it'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand devices" -s h -l help -d 'Print help'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand devices" -s V -l version -d 'Print version'
-complete -c rdmactl -n "__fish_rdmactl_using_subcommand ls" -s d -l ib-dev -d 'Only this device' -r
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand ls" -l color -d 'When to colour the output (`auto`: a terminal, unless NO_COLOR is set or TERM=dumb)' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand ls" -l sysfs -d 'Read sysfs from DIR instead of /sys (a captured tree); verbs queries are skipped. pingpong and selftest refuse it: they run on this host\'s devices' -r -F
-complete -c rdmactl -n "__fish_rdmactl_using_subcommand ls" -s v -l verbose -d 'Every attribute, as `ibv_devinfo -v` prints it'
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand ls" -s d -l ib-dev -d 'Only this device' -r
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand ls" -s j -l json -d 'Print JSON instead of a table'
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand ls" -s v -l verbose -d 'Every attribute, as `ibv_devinfo -v` prints it'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand ls" -s h -l help -d 'Print help'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand ls" -s V -l version -d 'Print version'
-complete -c rdmactl -n "__fish_rdmactl_using_subcommand ports" -s d -l ib-dev -d 'Only this device (same as the positional DEV)' -r
-complete -c rdmactl -n "__fish_rdmactl_using_subcommand ports" -s i -l ib-port -d 'Only this port' -r
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand ports" -l color -d 'When to colour the output (`auto`: a terminal, unless NO_COLOR is set or TERM=dumb)' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand ports" -l sysfs -d 'Read sysfs from DIR instead of /sys (a captured tree); verbs queries are skipped. pingpong and selftest refuse it: they run on this host\'s devices' -r -F
-complete -c rdmactl -n "__fish_rdmactl_using_subcommand ports" -s v -l verbose -d 'Also each port\'s P_Key table (the populated slots)'
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand ports" -s d -l ib-dev -d 'Only this device (same as the positional DEV)' -r
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand ports" -s i -l ib-port -d 'Only this port' -r
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand ports" -s j -l json -d 'Print JSON instead of a table'
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand ports" -s v -l verbose -d 'Also each port\'s P_Key table (the populated slots)'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand ports" -s h -l help -d 'Print help'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand ports" -s V -l version -d 'Print version'
-complete -c rdmactl -n "__fish_rdmactl_using_subcommand link" -s d -l ib-dev -d 'Only this device (same as the positional DEV)' -r
-complete -c rdmactl -n "__fish_rdmactl_using_subcommand link" -s i -l ib-port -d 'Only this port' -r
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand link" -l color -d 'When to colour the output (`auto`: a terminal, unless NO_COLOR is set or TERM=dumb)' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand link" -l sysfs -d 'Read sysfs from DIR instead of /sys (a captured tree); verbs queries are skipped. pingpong and selftest refuse it: they run on this host\'s devices' -r -F
-complete -c rdmactl -n "__fish_rdmactl_using_subcommand link" -s v -l verbose -d 'Also each port\'s P_Key table (the populated slots)'
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand link" -s d -l ib-dev -d 'Only this device (same as the positional DEV)' -r
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand link" -s i -l ib-port -d 'Only this port' -r
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand link" -s j -l json -d 'Print JSON instead of a table'
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand link" -s v -l verbose -d 'Also each port\'s P_Key table (the populated slots)'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand link" -s h -l help -d 'Print help'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand link" -s V -l version -d 'Print version'
-complete -c rdmactl -n "__fish_rdmactl_using_subcommand gids" -s d -l ib-dev -d 'Only this device (same as the positional DEV)' -r
-complete -c rdmactl -n "__fish_rdmactl_using_subcommand gids" -s i -l ib-port -d 'Only this port' -r
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand gids" -l color -d 'When to colour the output (`auto`: a terminal, unless NO_COLOR is set or TERM=dumb)' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand gids" -l sysfs -d 'Read sysfs from DIR instead of /sys (a captured tree); verbs queries are skipped. pingpong and selftest refuse it: they run on this host\'s devices' -r -F
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand gids" -s d -l ib-dev -d 'Only this device (same as the positional DEV)' -r
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand gids" -s i -l ib-port -d 'Only this port' -r
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand gids" -s j -l json -d 'Print JSON instead of a table'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand gids" -l ip -d 'Show the IP address each GID encodes'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand gids" -s a -l all -d 'Include empty (all-zero) slots'
-complete -c rdmactl -n "__fish_rdmactl_using_subcommand gids" -s j -l json -d 'Print JSON instead of a table'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand gids" -s h -l help -d 'Print help'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand gids" -s V -l version -d 'Print version'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand gid; and not __fish_seen_subcommand_from decode encode" -l color -d 'When to colour the output (`auto`: a terminal, unless NO_COLOR is set or TERM=dumb)' -r -f -a "auto\t''
@@ -117,18 +117,22 @@ complete -c rdmactl -n "__fish_rdmactl_using_subcommand gid; and __fish_seen_sub
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand gid; and __fish_seen_subcommand_from encode" -s j -l json -d 'Print JSON instead of a table'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand gid; and __fish_seen_subcommand_from encode" -s h -l help -d 'Print help'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand gid; and __fish_seen_subcommand_from encode" -s V -l version -d 'Print version'
-complete -c rdmactl -n "__fish_rdmactl_using_subcommand check" -s d -l ib-dev -d 'Device (default: the only one, or the first)' -r
-complete -c rdmactl -n "__fish_rdmactl_using_subcommand check" -s i -l ib-port -d 'Port' -r
-complete -c rdmactl -n "__fish_rdmactl_using_subcommand check" -s g -l gid-index -d 'GID index to check, or auto (-1 means auto too, as NCCL_IB_GID_INDEX=-1)' -r
-complete -c rdmactl -n "__fish_rdmactl_using_subcommand check" -l peer -d 'The peer\'s IP address or host name, to check routing and neighbours toward it' -r
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand check" -l color -d 'When to colour the output (`auto`: a terminal, unless NO_COLOR is set or TERM=dumb)' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand check" -l sysfs -d 'Read sysfs from DIR instead of /sys (a captured tree); verbs queries are skipped. pingpong and selftest refuse it: they run on this host\'s devices' -r -F
-complete -c rdmactl -n "__fish_rdmactl_using_subcommand check" -l env -d 'Check, as the libraries read them, the NCCL and UCX variables that pick the device, port and GID: NCCL_IB_HCA, NCCL_IB_GID_INDEX, NCCL_IB_ROCE_VERSION_NUM, NCCL_IB_ADDR_FAMILY, NCCL_IB_ADDR_RANGE, NCCL_SOCKET_IFNAME, UCX_NET_DEVICES, UCX_IB_GID_INDEX'
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand check" -s d -l ib-dev -d 'Device (default: the only one, or the first)' -r
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand check" -s i -l ib-port -d 'Port' -r
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand check" -s g -l gid-index -d 'GID index to check, or auto (-1 means auto too, as NCCL_IB_GID_INDEX=-1)' -r
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand check" -l peer -d 'The peer\'s IP address or host name, to check routing and neighbours toward it' -r
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand check" -s j -l json -d 'Print JSON instead of a table'
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand check" -l env -d 'Check, as the libraries read them, the NCCL and UCX variables that pick the device, port and GID: NCCL_IB_HCA, NCCL_IB_GID_INDEX, NCCL_IB_ROCE_VERSION_NUM, NCCL_IB_ADDR_FAMILY, NCCL_IB_ADDR_RANGE, NCCL_SOCKET_IFNAME, UCX_NET_DEVICES, UCX_IB_GID_INDEX'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand check" -s h -l help -d 'Print help'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand check" -s V -l version -d 'Print version'
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand pingpong" -l color -d 'When to colour the output (`auto`: a terminal, unless NO_COLOR is set or TERM=dumb)' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand pingpong" -l sysfs -d 'Read sysfs from DIR instead of /sys (a captured tree); verbs queries are skipped. pingpong and selftest refuse it: they run on this host\'s devices' -r -F
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand pingpong" -s d -l ib-dev -d 'Device (default: the first one)' -r
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand pingpong" -s i -l ib-port -d 'Port of the device' -r
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand pingpong" -s g -l gid-idx -l gid-index -d 'GID index, or auto (-1 means auto too)' -r
@@ -148,17 +152,17 @@ all\t''"
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand pingpong" -l timeout -d 'Give up on any step after this many seconds' -r
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand pingpong" -l bind -d 'Local address: a server listens on it only; with --cm a client connects from it' -r
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand pingpong" -l compat -d 'Speak another tool\'s exchange (client side; a server detects it by itself)' -r -f -a "rc_pingpong\t'The exchange of rdma-core\'s ibv_rc_pingpong'"
-complete -c rdmactl -n "__fish_rdmactl_using_subcommand pingpong" -l color -d 'When to colour the output (`auto`: a terminal, unless NO_COLOR is set or TERM=dumb)' -r -f -a "auto\t''
-always\t''
-never\t''"
-complete -c rdmactl -n "__fish_rdmactl_using_subcommand pingpong" -l sysfs -d 'Read sysfs from DIR instead of /sys (a captured tree); verbs queries are skipped. pingpong and selftest refuse it: they run on this host\'s devices' -r -F
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand pingpong" -s j -l json -d 'Print JSON instead of a table'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand pingpong" -l lat -d 'RDMA WRITE and READ one at a time, for their latency (as ib_write_lat and ib_read_lat); without it they keep a window in flight and report bandwidth'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand pingpong" -s e -l events -d 'Sleep on the completion channel instead of busy-polling (ibv_rc_pingpong -e)'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand pingpong" -l cm -d 'Connect through the RDMA connection manager (librdmacm) instead of a TCP exchange'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand pingpong" -l persist -d 'Server: serve one client after another until Ctrl-C (one report per client)'
-complete -c rdmactl -n "__fish_rdmactl_using_subcommand pingpong" -s j -l json -d 'Print JSON instead of a table'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand pingpong" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand pingpong" -s V -l version -d 'Print version'
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand selftest" -l color -d 'When to colour the output (`auto`: a terminal, unless NO_COLOR is set or TERM=dumb)' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand selftest" -l sysfs -d 'Read sysfs from DIR instead of /sys (a captured tree); verbs queries are skipped. pingpong and selftest refuse it: they run on this host\'s devices' -r -F
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand selftest" -s d -l ib-dev -d 'Device; give two to test between them' -r
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand selftest" -s i -l ib-port -d 'Port' -r
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand selftest" -s g -l gid-idx -l gid-index -d 'GID index, or auto (-1 means auto too)' -r
@@ -175,34 +179,34 @@ threads\t'Threads on their own QPs sharing one PD and CQ'
 shared-qp\t'Threads posting on one shared QP'
 fetch-add\t'Fetch-and-add beside compare-and-swap'
 srq\t'A shared receive queue serving two QPs'"
-complete -c rdmactl -n "__fish_rdmactl_using_subcommand selftest" -l color -d 'When to colour the output (`auto`: a terminal, unless NO_COLOR is set or TERM=dumb)' -r -f -a "auto\t''
-always\t''
-never\t''"
-complete -c rdmactl -n "__fish_rdmactl_using_subcommand selftest" -l sysfs -d 'Read sysfs from DIR instead of /sys (a captured tree); verbs queries are skipped. pingpong and selftest refuse it: they run on this host\'s devices' -r -F
-complete -c rdmactl -n "__fish_rdmactl_using_subcommand selftest" -l cm -d 'Connect through the RDMA connection manager'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand selftest" -s j -l json -d 'Print JSON instead of a table'
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand selftest" -l cm -d 'Connect through the RDMA connection manager'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand selftest" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand selftest" -s V -l version -d 'Print version'
-complete -c rdmactl -n "__fish_rdmactl_using_subcommand doctor" -s d -l ib-dev -d 'Only this device' -r
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand doctor" -l color -d 'When to colour the output (`auto`: a terminal, unless NO_COLOR is set or TERM=dumb)' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand doctor" -l sysfs -d 'Read sysfs from DIR instead of /sys (a captured tree); verbs queries are skipped. pingpong and selftest refuse it: they run on this host\'s devices' -r -F
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand doctor" -s d -l ib-dev -d 'Only this device' -r
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand doctor" -s j -l json -d 'Print JSON instead of a table'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand doctor" -s h -l help -d 'Print help'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand doctor" -s V -l version -d 'Print version'
-complete -c rdmactl -n "__fish_rdmactl_using_subcommand counters" -s d -l ib-dev -d 'Only this device (same as the positional DEV)' -r
-complete -c rdmactl -n "__fish_rdmactl_using_subcommand counters" -s i -l ib-port -d 'Only this port' -r
-complete -c rdmactl -n "__fish_rdmactl_using_subcommand counters" -l interval -d 'Re-read every SECS seconds (fractions allowed) and print each interval\'s deltas and rates; with -j one JSON object per sample, one per line' -r
-complete -c rdmactl -n "__fish_rdmactl_using_subcommand counters" -l count -d 'With --interval: stop after N samples (default: until interrupted)' -r
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand counters" -l color -d 'When to colour the output (`auto`: a terminal, unless NO_COLOR is set or TERM=dumb)' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand counters" -l sysfs -d 'Read sysfs from DIR instead of /sys (a captured tree); verbs queries are skipped. pingpong and selftest refuse it: they run on this host\'s devices' -r -F
-complete -c rdmactl -n "__fish_rdmactl_using_subcommand counters" -s a -l all -d 'Every counter, zero and undescribed ones included (default: the non-zero counters that matter for diagnosis)'
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand counters" -s d -l ib-dev -d 'Only this device (same as the positional DEV)' -r
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand counters" -s i -l ib-port -d 'Only this port' -r
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand counters" -l interval -d 'Re-read every SECS seconds (fractions allowed) and print each interval\'s deltas and rates; with -j one JSON object per sample, one per line' -r
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand counters" -l count -d 'With --interval: stop after N samples (default: until interrupted)' -r
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand counters" -s j -l json -d 'Print JSON instead of a table'
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand counters" -s a -l all -d 'Every counter, zero and undescribed ones included (default: the non-zero counters that matter for diagnosis)'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand counters" -s h -l help -d 'Print help'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand counters" -s V -l version -d 'Print version'
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand fabric" -l color -d 'When to colour the output (`auto`: a terminal, unless NO_COLOR is set or TERM=dumb)' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand fabric" -l sysfs -d 'Read sysfs from DIR instead of /sys (a captured tree); verbs queries are skipped. pingpong and selftest refuse it: they run on this host\'s devices' -r -F
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand fabric" -s d -l ib-dev -d 'Device of this endpoint; give several (one per local rank: the n-th process on a host takes the n-th). Default: the n-th ACTIVE port of the host' -r
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand fabric" -s i -l ib-port -d 'Port of the device(s) given without one' -r
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand fabric" -s g -l gid-idx -l gid-index -d 'GID index for every pair test, or auto (-1 means auto too)' -r
@@ -228,14 +232,14 @@ complete -c rdmactl -n "__fish_rdmactl_using_subcommand fabric" -l port-base -d 
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand fabric" -l csv -d 'Also write the pairs as CSV' -r -F
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand fabric" -l svg -d 'Also draw the matrix as an SVG heatmap' -r -F
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand fabric" -l simulate-ranks -d 'With --simulate: this process plays N ranks, from --rank on (one thread each)' -r
-complete -c rdmactl -n "__fish_rdmactl_using_subcommand fabric" -l color -d 'When to colour the output (`auto`: a terminal, unless NO_COLOR is set or TERM=dumb)' -r -f -a "auto\t''
-always\t''
-never\t''"
-complete -c rdmactl -n "__fish_rdmactl_using_subcommand fabric" -l sysfs -d 'Read sysfs from DIR instead of /sys (a captured tree); verbs queries are skipped. pingpong and selftest refuse it: they run on this host\'s devices' -r -F
-complete -c rdmactl -n "__fish_rdmactl_using_subcommand fabric" -l simulate -d 'Test the control plane only: pair tests return made-up figures at once (for scale tests of rank 0)'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand fabric" -s j -l json -d 'Print JSON instead of a table'
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand fabric" -l simulate -d 'Test the control plane only: pair tests return made-up figures at once (for scale tests of rank 0)'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand fabric" -s h -l help -d 'Print help'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand fabric" -s V -l version -d 'Print version'
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand subnet" -l color -d 'When to colour the output (`auto`: a terminal, unless NO_COLOR is set or TERM=dumb)' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand subnet" -l sysfs -d 'Read sysfs from DIR instead of /sys (a captured tree); verbs queries are skipped. pingpong and selftest refuse it: they run on this host\'s devices' -r -F
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand subnet" -s d -l ib-dev -d 'The device to walk from (default: the first InfiniBand port with a umad device)' -r
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand subnet" -s i -l ib-port -d 'The port to walk from' -r
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand subnet" -l in-flight -d 'MADs outstanding at once (ibnetdiscover\'s -o; it keeps 2)' -r
@@ -245,15 +249,11 @@ complete -c rdmactl -n "__fish_rdmactl_using_subcommand subnet" -l interval -d '
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand subnet" -l baseline -d 'Compare with a previous `subnet -j` output or an ibnetdiscover topology file' -r -F
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand subnet" -l topology -d 'Write the subnet in ibnetdiscover\'s topology format to FILE' -r -F
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand subnet" -l svg -d 'Draw the topology to FILE as SVG, links and nodes with a warning or failure in red' -r -F
-complete -c rdmactl -n "__fish_rdmactl_using_subcommand subnet" -l color -d 'When to colour the output (`auto`: a terminal, unless NO_COLOR is set or TERM=dumb)' -r -f -a "auto\t''
-always\t''
-never\t''"
-complete -c rdmactl -n "__fish_rdmactl_using_subcommand subnet" -l sysfs -d 'Read sysfs from DIR instead of /sys (a captured tree); verbs queries are skipped. pingpong and selftest refuse it: they run on this host\'s devices' -r -F
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand subnet" -s j -l json -d 'Print JSON instead of a table'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand subnet" -l no-counters -d 'Skip the PMA PortCounters of the link ends'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand subnet" -l hosts -d 'List the channel adapters (hosts), as ibhosts does, instead of the report'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand subnet" -l switches -d 'List the switches, as ibswitches does, instead of the report'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand subnet" -l reset-counters -d 'After the report, clear the PMA counters of every link end (a PMA Set; nothing is ever set without this flag)'
-complete -c rdmactl -n "__fish_rdmactl_using_subcommand subnet" -s j -l json -d 'Print JSON instead of a table'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand subnet" -s h -l help -d 'Print help'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand subnet" -s V -l version -d 'Print version'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand generate" -l color -d 'When to colour the output (`auto`: a terminal, unless NO_COLOR is set or TERM=dumb)' -r -f -a "auto\t''

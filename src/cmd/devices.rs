@@ -15,10 +15,12 @@ pub fn run(ctx: &Ctx, args: &DevicesArgs) -> Result<u8> {
         inventory::devices_json(&gather(ctx, args.device.as_deref())?)
     } else {
         // The table shows each port's netdev, not its GID table.
-        let mut devices = SysfsRoot::new(&ctx.sysfs)
-            .netdev_only()
-            .select(args.device.as_deref(), None)?;
-        super::add_verbs_facts(ctx, &mut devices, true);
+        let devices =
+            super::inventory_with_verbs(ctx, args.device.as_deref(), true, false, || {
+                SysfsRoot::new(&ctx.sysfs)
+                    .netdev_only()
+                    .select(args.device.as_deref(), None)
+            })?;
         super::warn_unreadable(&devices);
         inventory::devices_table(&devices, ctx.style)
     };
@@ -28,7 +30,7 @@ pub fn run(ctx: &Ctx, args: &DevicesArgs) -> Result<u8> {
 
 /// The devices as sysfs lists them, with the firmware version and port MTUs verbs add.
 pub fn gather(ctx: &Ctx, device: Option<&str>) -> Result<Vec<Device>> {
-    let mut devices = SysfsRoot::new(&ctx.sysfs).select(device, None)?;
-    super::add_verbs_facts(ctx, &mut devices, true);
-    Ok(devices)
+    super::inventory_with_verbs(ctx, device, true, false, || {
+        SysfsRoot::new(&ctx.sysfs).select(device, None)
+    })
 }

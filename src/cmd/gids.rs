@@ -12,12 +12,14 @@ use crate::sysfs::SysfsRoot;
 pub fn run(ctx: &Ctx, args: &GidsArgs) -> Result<u8> {
     let (device, port) = target(&args.select)?;
     let sysfs = SysfsRoot::new(&ctx.sysfs);
-    let mut devices = sysfs
-        .clone()
-        .netdev_only()
-        .select(device.as_deref(), port)?;
     // One ibv_query_gid_table per device where verbs answer, else the sysfs table.
-    super::add_verbs_facts_and_gids(ctx, &mut devices, false)?;
+    let mut devices = super::inventory_with_verbs(ctx, device.as_deref(), false, true, || {
+        sysfs
+            .clone()
+            .netdev_only()
+            .ports_only()
+            .select(device.as_deref(), port)
+    })?;
     if args.all {
         // The inventory holds only populated slots; --all rereads each table whole.
         for d in &mut devices {

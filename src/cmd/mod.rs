@@ -94,21 +94,58 @@ pub fn not_listed(d: &Device, listed: &[String]) -> String {
     )
 }
 
-/// Adds to a sysfs inventory what only libibverbs reports: each port's active and max MTU
-/// (`ibv_query_port`) and, with `firmware`, the firmware version as `ibv_query_device`
-/// gives it, which wins over sysfs (rxe leaves sysfs `fw_ver` empty; ibv_devinfo prints
-/// 0.0.0). Whatever verbs cannot answer keeps its sysfs value, or None, and `verbs` says
-/// why; nothing here fails the command, so `ports` works without libibverbs.
-pub fn add_verbs_facts(ctx: &Ctx, devices: &mut [Device], firmware: bool) {
-    add_verbs(ctx, devices, firmware, false);
-}
-
 /// Every port's populated GID table: one `ibv_query_gid_table` per device where verbs
 /// answer (and every GID's netdev is visible here), else `gids/N` read by read from
 /// sysfs. For callers that read sysfs with `netdev_only`, so a host with many devices
-/// does not pay a read per slot. Also does what `add_verbs_facts` does.
+/// does not pay a read per slot. Also adds what `inventory_with_verbs` adds.
 pub fn add_verbs_facts_and_gids(ctx: &Ctx, devices: &mut [Device], firmware: bool) -> Result<()> {
     let from_verbs = add_verbs(ctx, devices, firmware, true);
+    add_sysfs_gids(ctx, devices, &from_verbs)
+}
+
+/// The sysfs inventory `read` returns, with what only libibverbs reports: each port's
+/// active and max MTU (`ibv_query_port`) and, with `firmware`, the firmware version as
+/// `ibv_query_device` gives it, which wins over sysfs (rxe leaves sysfs `fw_ver` empty;
+/// ibv_devinfo prints 0.0.0). With `gid_tables`, the GID tables as
+/// `add_verbs_facts_and_gids` reads them. Whatever verbs cannot answer keeps its sysfs
+/// value, or None, and `verbs` says why; verbs never fail the command, so `ports` works
+/// without libibverbs.
+///
+/// libibverbs' device list and the opening of every device take as long as the sysfs
+/// read itself on a host with many devices, so they run in a second thread while this one
+/// reads sysfs. `only` is the device the caller selected, if one: the others are not
+/// opened.
+pub fn inventory_with_verbs(
+    ctx: &Ctx,
+    only: Option<&str>,
+    firmware: bool,
+    gid_tables: bool,
+    read: impl FnOnce() -> Result<Vec<Device>>,
+) -> Result<Vec<Device>> {
+    if ctx.captured {
+        let mut devices = read()?;
+        let from_verbs = add_verbs(ctx, &mut devices, firmware, gid_tables);
+        if gid_tables {
+            add_sysfs_gids(ctx, &mut devices, &from_verbs)?;
+        }
+        return Ok(devices);
+    }
+    let (devices, opened) = std::thread::scope(|scope| {
+        let verbs = scope.spawn(move || open_verbs(only));
+        let devices = read();
+        (devices, verbs.join())
+    });
+    let opened = opened.unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+    let mut devices = devices?;
+    let from_verbs = apply_verbs(&mut devices, opened, firmware, gid_tables);
+    if gid_tables {
+        add_sysfs_gids(ctx, &mut devices, &from_verbs)?;
+    }
+    Ok(devices)
+}
+
+/// Sysfs GID tables for the ports verbs did not fill.
+fn add_sysfs_gids(ctx: &Ctx, devices: &mut [Device], from_verbs: &[(String, u32)]) -> Result<()> {
     let sysfs = SysfsRoot::new(&ctx.sysfs);
     for d in devices.iter_mut() {
         for p in d.ports.iter_mut() {
@@ -132,6 +169,24 @@ fn netdevs_of(gids: &[crate::model::GidEntry]) -> Vec<String> {
     out
 }
 
+/// libibverbs' half of an inventory, gathered apart from sysfs: every listed device
+/// opened, or why not. Err when there is no device list at all (no library, no kernel
+/// support). One device list for all: each ibv_get_device_list rescans sysfs.
+type VerbsOpened = std::result::Result<verbs::EachDevice, String>;
+
+fn open_verbs(only: Option<&str>) -> VerbsOpened {
+    verbs::open_each(only).map_err(|e| e.to_string())
+}
+
+fn mark_unavailable(devices: &mut [Device], reason: &str) {
+    for d in devices.iter_mut() {
+        d.verbs = VerbsStatus::unavailable(reason);
+        for p in &mut d.ports {
+            p.verbs = VerbsStatus::unavailable(reason);
+        }
+    }
+}
+
 /// Returns the ports whose GID table verbs filled in (with `gid_tables`).
 fn add_verbs(
     ctx: &Ctx,
@@ -139,40 +194,36 @@ fn add_verbs(
     firmware: bool,
     gid_tables: bool,
 ) -> Vec<(String, u32)> {
-    let mut filled = Vec::new();
-    let unavailable = |devices: &mut [Device], reason: &str| {
-        for d in devices.iter_mut() {
-            d.verbs = VerbsStatus::unavailable(reason);
-            for p in &mut d.ports {
-                p.verbs = VerbsStatus::unavailable(reason);
-            }
-        }
-    };
     if ctx.captured {
-        unavailable(devices, &captured_reason(ctx));
-        return filled;
+        mark_unavailable(devices, &captured_reason(ctx));
+        return Vec::new();
     }
-    // One device list for all: each ibv_get_device_list rescans sysfs.
     let only = match devices {
         [one] => Some(one.name.clone()),
         _ => None,
     };
-    let mut opened = match verbs::open_each(only.as_deref()) {
+    apply_verbs(devices, open_verbs(only.as_deref()), firmware, gid_tables)
+}
+
+/// Adds the opened devices' answers to the sysfs inventory; returns the ports whose GID
+/// table verbs filled in (with `gid_tables`).
+fn apply_verbs(
+    devices: &mut [Device],
+    verbs_opened: VerbsOpened,
+    firmware: bool,
+    gid_tables: bool,
+) -> Vec<(String, u32)> {
+    let mut filled = Vec::new();
+    // GID netdevs come as ifindexes; each distinct one is named once.
+    let mut ifnames = std::collections::HashMap::new();
+    let mut opened = match verbs_opened {
         Ok(list) => list,
-        Err(e) => {
-            unavailable(devices, &e.to_string());
+        Err(reason) => {
+            mark_unavailable(devices, &reason);
             return filled;
         }
     };
     let listed: Vec<String> = opened.iter().map(|(n, _)| n.clone()).collect();
-    // GID netdevs come as ifindexes: one link dump names them all.
-    let ifnames: std::collections::HashMap<u32, String> = if gid_tables {
-        crate::net::netdevs()
-            .map(|l| l.into_iter().map(|n| (n.index, n.name)).collect())
-            .unwrap_or_default()
-    } else {
-        Default::default()
-    };
     for d in devices.iter_mut() {
         let dev = match opened.iter().position(|(n, _)| *n == d.name) {
             None => Err(not_listed(d, &listed)),
@@ -181,7 +232,7 @@ fn add_verbs(
         let dev = match dev {
             Ok(dev) => dev,
             Err(reason) => {
-                unavailable(std::slice::from_mut(d), &reason);
+                mark_unavailable(std::slice::from_mut(d), &reason);
                 continue;
             }
         };
@@ -210,6 +261,11 @@ fn add_verbs(
         }
         if gid_tables {
             if let Ok(table) = dev.gid_table(slots) {
+                for g in &table {
+                    ifnames
+                        .entry(g.ndev_ifindex)
+                        .or_insert_with(|| verbs::sys::interface_name(g.ndev_ifindex));
+                }
                 filled.extend(fill_gids(d, &table, &ifnames));
             }
         }
@@ -222,14 +278,14 @@ fn add_verbs(
 fn fill_gids(
     d: &mut Device,
     table: &[verbs::TableGid],
-    ifnames: &std::collections::HashMap<u32, String>,
+    ifnames: &std::collections::HashMap<u32, Option<String>>,
 ) -> Vec<(String, u32)> {
     let mut filled = Vec::new();
     for p in &mut d.ports {
         let mine: Vec<&verbs::TableGid> = table.iter().filter(|g| g.port == p.number).collect();
         if mine
             .iter()
-            .any(|g| g.ndev_ifindex != 0 && !ifnames.contains_key(&g.ndev_ifindex))
+            .any(|g| g.ndev_ifindex != 0 && !matches!(ifnames.get(&g.ndev_ifindex), Some(Some(_))))
         {
             continue;
         }
@@ -240,7 +296,7 @@ fn fill_gids(
                 index: g.index,
                 gid: g.gid,
                 gid_type: Some(g.gid_type.clone()),
-                netdev: ifnames.get(&g.ndev_ifindex).cloned(),
+                netdev: ifnames.get(&g.ndev_ifindex).cloned().flatten(),
             })
             .collect();
         gids.sort_by_key(|g| g.index);

@@ -12,10 +12,12 @@ pub fn run(ctx: &Ctx, args: &PortsArgs) -> Result<u8> {
     let (device, port) = target(&args.select)?;
     // The GID tables (for gid_netdevs) come from one verbs call per device where it
     // answers: reading 1024 gids/N files per port is most of the time on a big host.
-    let mut devices = SysfsRoot::new(&ctx.sysfs)
-        .netdev_only()
-        .select(device.as_deref(), port)?;
-    super::add_verbs_facts_and_gids(ctx, &mut devices, false)?;
+    let devices = super::inventory_with_verbs(ctx, device.as_deref(), false, true, || {
+        SysfsRoot::new(&ctx.sysfs)
+            .netdev_only()
+            .ports_only()
+            .select(device.as_deref(), port)
+    })?;
     let ports: Vec<&Port> = devices.iter().flat_map(|d| d.ports.iter()).collect();
     let pkeys = if args.verbose {
         let root = SysfsRoot::new(&ctx.sysfs);

@@ -26,6 +26,8 @@ pub struct SysfsRoot {
     /// False: read each Ethernet port's GID table only up to its first netdev (see
     /// `netdev_only`).
     full_gid_tables: bool,
+    /// False: skip the device's own attributes (see `ports_only`).
+    device_attrs: bool,
 }
 
 impl SysfsRoot {
@@ -33,6 +35,7 @@ impl SysfsRoot {
         SysfsRoot {
             root: root.into(),
             full_gid_tables: true,
+            device_attrs: true,
         }
     }
 
@@ -43,6 +46,15 @@ impl SysfsRoot {
     /// emulation.
     pub fn netdev_only(mut self) -> SysfsRoot {
         self.full_gid_tables = false;
+        self
+    }
+
+    /// For views of ports alone (`ports`, `gids`): a device's GUIDs, firmware,
+    /// description, board, hardware revision and uverbs node are left unread (None), a
+    /// third of the files on a host with many devices. Its node type and driver are still
+    /// read: they explain a device that libibverbs does not list.
+    pub fn ports_only(mut self) -> SysfsRoot {
+        self.device_attrs = false;
         self
     }
 
@@ -75,7 +87,7 @@ impl SysfsRoot {
 
     /// Every device with its ports, each port with its populated GID table and netdev.
     pub fn devices(&self) -> Result<Vec<Device>> {
-        let uverbs = self.uverbs_map();
+        let uverbs = self.wanted_uverbs_map();
         self.device_names()?
             .into_iter()
             .map(|name| self.read_device(&name, &uverbs))
@@ -119,7 +131,15 @@ impl SysfsRoot {
     /// One device by name; `NoSuchDevice` lists the devices that do exist.
     pub fn device(&self, name: &str) -> Result<Device> {
         self.check_device(name)?;
-        self.read_device(name, &self.uverbs_map())
+        self.read_device(name, &self.wanted_uverbs_map())
+    }
+
+    fn wanted_uverbs_map(&self) -> BTreeMap<String, String> {
+        if self.device_attrs {
+            self.uverbs_map()
+        } else {
+            BTreeMap::new()
+        }
     }
 
     /// One port of one device; `NoSuchPort` lists the device's ports.
@@ -286,8 +306,10 @@ impl SysfsRoot {
     fn read_device(&self, name: &str, uverbs: &BTreeMap<String, String>) -> Result<Device> {
         let dir = self.device_dir(name);
         let mut problems = Vec::new();
+        let wanted = self.device_attrs;
         let mut attr = |f: &str| read_attr(&dir.join(f), &mut problems);
         let node_type = attr("node_type").map(|t| parse::node_type(&t));
+        let mut attr = |f: &str| wanted.then(|| attr(f)).flatten();
         let node_guid = attr("node_guid").and_then(|t| parse::guid(&t));
         let sys_image_guid = attr("sys_image_guid").and_then(|t| parse::guid(&t));
         let fw_ver = attr("fw_ver");
@@ -420,8 +442,9 @@ fn list_dir(dir: &Path) -> io::Result<Vec<String>> {
 /// One attribute, trimmed; None when missing or empty. A file that exists but cannot be
 /// read (EISDIR, EACCES, EIO...) is recorded with its path.
 fn read_attr(path: &Path, problems: &mut Vec<ReadProblem>) -> Option<String> {
-    match fs::read_to_string(path) {
-        Ok(text) => parse::text(&text),
+    let mut text = String::new();
+    match read_small(path, &mut text) {
+        Ok(text) => parse::text(text),
         Err(e) if e.kind() == io::ErrorKind::NotFound => None,
         Err(e) => {
             problems.push(ReadProblem {
@@ -564,15 +587,81 @@ fn gid_attrs_exists(path: &Path) -> bool {
         .is_some_and(Path::exists)
 }
 
+/// A small attribute file in open, one read, close. `fs::read_to_string` also stats the
+/// file and reads again for end of file: five system calls where three do, for the
+/// hundreds of attributes a big host has, each costly under emulation. A kernel attribute
+/// comes whole in the first read, and a regular file reads short only at its end, so a
+/// read that leaves room in the buffer is the last one.
 fn read_small<'b>(path: &Path, buf: &'b mut String) -> io::Result<&'b str> {
-    buf.clear();
-    fs::File::open(path)?.read_to_string(buf)?;
+    const CHUNK: usize = 4096;
+    let mut file = fs::File::open(path)?;
+    let mut bytes = std::mem::take(buf).into_bytes();
+    bytes.clear();
+    loop {
+        let filled = bytes.len();
+        bytes.resize(filled + CHUNK, 0);
+        let read = file.read(&mut bytes[filled..]);
+        bytes.truncate(filled + *read.as_ref().unwrap_or(&0));
+        let n = match read {
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if n < CHUNK {
+            break;
+        }
+    }
+    *buf = String::from_utf8(bytes)
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.utf8_error()))?;
     Ok(buf.as_str())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn read_small_reads_short_long_and_empty_files_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut buf = String::new();
+        for len in [0usize, 1, 4095, 4096, 4097, 3 * 4096 + 17] {
+            let text: String = (0..len)
+                .map(|i| char::from(b'a' + (i % 26) as u8))
+                .collect();
+            let path = dir.path().join(format!("f{len}"));
+            fs::write(&path, &text).unwrap();
+            assert_eq!(read_small(&path, &mut buf).unwrap(), text, "{len} bytes");
+        }
+        let missing = read_small(&dir.path().join("none"), &mut buf).unwrap_err();
+        assert_eq!(missing.kind(), io::ErrorKind::NotFound);
+        let not_utf8 = dir.path().join("bin");
+        fs::write(&not_utf8, [0xffu8, 0xfe]).unwrap();
+        assert_eq!(
+            read_small(&not_utf8, &mut buf).unwrap_err().kind(),
+            io::ErrorKind::InvalidData
+        );
+    }
+
+    #[test]
+    fn ports_only_leaves_the_device_attributes_unread() {
+        let root = tree();
+        let full = SysfsRoot::new(root.path()).devices().unwrap();
+        let light = SysfsRoot::new(root.path()).ports_only().devices().unwrap();
+        assert_eq!(full.len(), light.len());
+        for (f, l) in full.iter().zip(&light) {
+            assert_eq!(f.ports.len(), l.ports.len());
+            assert_eq!(f.node_type, l.node_type);
+            assert_eq!(f.driver, l.driver);
+            assert_eq!((l.node_guid, &l.fw_ver, &l.uverbs), (None, &None, &None));
+            for (fp, lp) in f.ports.iter().zip(&l.ports) {
+                assert_eq!(fp.state, lp.state);
+                assert_eq!(fp.netdev, lp.netdev);
+            }
+        }
+        assert!(full
+            .iter()
+            .any(|d| d.fw_ver.is_some() || d.node_guid.is_some()));
+    }
 
     fn write(root: &Path, rel: &str, text: &str) {
         let p = root.join(rel);

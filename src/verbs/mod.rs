@@ -15,8 +15,8 @@ pub mod sys;
 pub mod umad;
 
 pub use query::{
-    device_names, library_status, open_device, open_each, DeviceAttrs, OpenDevice, PortAttrs,
-    TableGid, VerbsGid,
+    device_names, library_status, open_device, open_each, DeviceAttrs, EachDevice, OpenDevice,
+    PortAttrs, TableGid, VerbsGid,
 };
 
 use std::fmt;

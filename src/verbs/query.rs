@@ -65,6 +65,7 @@ pub fn library_status() -> Result<(), VerbsError> {
 
 fn device_list() -> Result<DeviceList, VerbsError> {
     library_status()?;
+    preload_providers();
     DeviceList::new().map_err(|e| {
         let errno = match e.0 {
             GetDeviceListErrorKind::Ibverbs(io) => io.raw_os_error(),
@@ -73,6 +74,109 @@ fn device_list() -> Result<DeviceList, VerbsError> {
         VerbsError::DeviceList {
             errno: errno.unwrap_or(libc::EIO),
         }
+    })
+}
+
+/// libibverbs first matches devices against the providers already registered, and only
+/// when one is left unmatched does it dlopen every provider that /etc/libibverbs.d names
+/// (17 on Debian 12): most of its start-up, and on its own twice the time of `rdma link`
+/// under emulation. So the providers this host's devices need are loaded first, named
+/// from each device's kernel driver; their constructors register them. A wrong or missing
+/// guess costs only the old way, as libibverbs then loads the rest itself.
+fn preload_providers() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let Some(dir) = provider_dir() else { return };
+        let Ok(files) = std::fs::read_dir(&dir) else {
+            return;
+        };
+        let files: Vec<String> = files
+            .filter_map(|e| e.ok()?.file_name().into_string().ok())
+            .collect();
+        let class = std::path::Path::new("/sys/class/infiniband");
+        let mut wanted: Vec<&str> = std::fs::read_dir(class)
+            .into_iter()
+            .flatten()
+            .filter_map(|e| provider_for(&e.ok()?.path()))
+            .collect();
+        wanted.sort_unstable();
+        wanted.dedup();
+        for provider in wanted {
+            // lib<provider>-rdmav<ABI>.so: the ABI number moves with rdma-core releases.
+            let prefix = format!("lib{provider}-rdmav");
+            let Some(file) = files
+                .iter()
+                .find(|f| f.starts_with(&prefix) && f.ends_with(".so"))
+            else {
+                continue;
+            };
+            let Ok(path) = CString::new(dir.join(file).as_os_str().as_encoded_bytes()) else {
+                continue;
+            };
+            // SAFETY: dlopen with a valid path, as libibverbs' own loader does (RTLD_NOW);
+            // the handle is kept for the life of the process, as libibverbs keeps its own.
+            unsafe { libc::dlopen(path.as_ptr(), libc::RTLD_NOW) };
+        }
+    });
+}
+
+/// The provider directory beside the loaded libibverbs (`.../libibverbs/`), as its own
+/// loader looks there first.
+fn provider_dir() -> Option<PathBuf> {
+    let name = CString::new(LIBIBVERBS).ok()?;
+    let symbol = CString::new("ibv_get_device_list").ok()?;
+    // SAFETY: a NOLOAD handle to the loaded library, a symbol lookup in it, and dladdr on
+    // the address found; the file name dladdr returns is copied before dlclose.
+    let library = unsafe {
+        let handle = libc::dlopen(name.as_ptr(), libc::RTLD_LAZY | libc::RTLD_NOLOAD);
+        if handle.is_null() {
+            return None;
+        }
+        let address = libc::dlsym(handle, symbol.as_ptr());
+        let mut info: libc::Dl_info = std::mem::zeroed();
+        let found = !address.is_null()
+            && libc::dladdr(address, &mut info) != 0
+            && !info.dli_fname.is_null();
+        let path = found.then(|| {
+            use std::os::unix::ffi::OsStrExt;
+            PathBuf::from(std::ffi::OsStr::from_bytes(
+                CStr::from_ptr(info.dli_fname).to_bytes(),
+            ))
+        });
+        libc::dlclose(handle);
+        path?
+    };
+    Some(library.parent()?.join("libibverbs"))
+}
+
+/// The rdma-core provider for a device under /sys/class/infiniband, from the driver of its
+/// parent device. Soft-RoCE and soft-iWARP have no parent device; rxe shows its netdev in
+/// a `parent` attribute.
+fn provider_for(device_dir: &std::path::Path) -> Option<&'static str> {
+    let Ok(driver) = std::fs::read_link(device_dir.join("device/driver")) else {
+        return Some(if device_dir.join("parent").exists() {
+            "rxe"
+        } else {
+            "siw"
+        });
+    };
+    Some(match driver.file_name()?.to_str()? {
+        "mlx5_core" => "mlx5",
+        "mlx4_core" => "mlx4",
+        "irdma" => "irdma",
+        "bnxt_re" | "bnxt_en" => "bnxt_re",
+        "efa" => "efa",
+        "hns3" | "hns_roce_hw_v2" => "hns",
+        "qede" | "qedr" => "qedr",
+        "cxgb4" => "cxgb4",
+        "vmw_pvrdma" => "vmw_pvrdma",
+        "mana" | "mana_ib" => "mana",
+        "erdma" => "erdma",
+        "hfi1" => "hfi1verbs",
+        "ib_qib" => "ipathverbs",
+        "ib_mthca" => "mthca",
+        "be2net" | "ocrdma" => "ocrdma",
+        _ => return None,
     })
 }
 
@@ -660,6 +764,41 @@ mod tests {
             .map(|b| *b as libc::c_char)
             .collect();
         assert_eq!(c_chars_to_string(&bad), "\u{fffd}x");
+    }
+
+    #[test]
+    fn provider_comes_from_the_parent_driver_or_the_soft_device_kind() {
+        let tree = tempfile::tempdir().unwrap();
+        let device = |name: &str, driver: Option<&str>, parent: bool| {
+            let dir = tree.path().join(name);
+            std::fs::create_dir_all(&dir).unwrap();
+            if let Some(driver) = driver {
+                let drv = tree.path().join("drivers").join(driver);
+                std::fs::create_dir_all(&drv).unwrap();
+                std::fs::create_dir_all(dir.join("device")).unwrap();
+                std::os::unix::fs::symlink(&drv, dir.join("device/driver")).unwrap();
+            }
+            if parent {
+                std::fs::write(dir.join("parent"), "eth0\n").unwrap();
+            }
+            dir
+        };
+        assert_eq!(
+            provider_for(&device("mlx5_0", Some("mlx5_core"), false)),
+            Some("mlx5")
+        );
+        assert_eq!(
+            provider_for(&device("bnxt_re0", Some("bnxt_en"), false)),
+            Some("bnxt_re")
+        );
+        assert_eq!(
+            provider_for(&device("efa_0", Some("efa"), false)),
+            Some("efa")
+        );
+        assert_eq!(provider_for(&device("roce7", None, true)), Some("rxe"));
+        assert_eq!(provider_for(&device("siw_eth0", None, false)), Some("siw"));
+        // Unknown: libibverbs loads every provider itself, as before.
+        assert_eq!(provider_for(&device("new0", Some("newnic"), false)), None);
     }
 
     #[test]

@@ -25,3 +25,35 @@ pub fn effective_uid() -> u32 {
     // SAFETY: geteuid() has no preconditions and cannot fail.
     unsafe { libc::geteuid() }
 }
+
+/// The name of the network interface with this index in this process's network namespace
+/// (`if_indextoname`); None when there is none here.
+pub fn interface_name(index: u32) -> Option<String> {
+    let mut name = [0 as libc::c_char; libc::IF_NAMESIZE];
+    // SAFETY: the buffer holds IF_NAMESIZE bytes, as if_indextoname requires; on success
+    // it holds a NUL-terminated name.
+    let found = unsafe { libc::if_indextoname(index, name.as_mut_ptr()) };
+    if found.is_null() {
+        return None;
+    }
+    // SAFETY: if_indextoname succeeded, so `name` is NUL-terminated within its length.
+    let name = unsafe { std::ffi::CStr::from_ptr(name.as_ptr()) };
+    Some(name.to_string_lossy().into_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn interface_name_names_loopback_and_nothing_for_a_free_index() {
+        let index: u32 = std::fs::read_to_string("/sys/class/net/lo/ifindex")
+            .expect("lo in this namespace")
+            .trim()
+            .parse()
+            .unwrap();
+        assert_eq!(interface_name(index).as_deref(), Some("lo"));
+        assert_eq!(interface_name(0), None);
+        assert_eq!(interface_name(u32::MAX), None);
+    }
+}

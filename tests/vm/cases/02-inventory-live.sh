@@ -24,6 +24,17 @@ check "fw_ver is the same in devices -j and devices -v -j (libibverbs' value)" b
   a=$("$0" -j devices | jq -c "[.[] | {device, fw_ver}]") && b=$("$0" -j devices -v | jq -c "[.[] | {device, fw_ver}]") &&
   [ "$a" = "$b" ] && jq -e "all(.[]; .fw_ver == \"0.0.0\")" <<<"$a" >/dev/null || { echo "devices: $a; devices -v: $b"; exit 1; }' "$RDMACTL"
 
+# libibverbs dlopens every provider in /etc/libibverbs.d (17 on Debian 12) unless those
+# already registered match every device; rdmactl loads rxe's first (from the device's
+# `parent`, rxe having no parent device), so that is the only provider opened.
+providers='/libibverbs/lib[a-z0-9_]+-rdmav[0-9]+\.so", O_RDONLY'
+expect_out "ports opens the rxe provider" "/libibverbs/librxe-rdmav[0-9]+\\.so\", O_RDONLY" \
+  strace -f -e trace=openat "$RDMACTL" ports
+expect_no_out "ports opens no other provider" "/libibverbs/lib(mlx5|mlx4|efa|irdma|bnxt_re|siw|hns|qedr|cxgb4|mana|erdma|ocrdma|mthca|vmw_pvrdma|hfi1verbs|ipathverbs)-rdmav" \
+  strace -f -e trace=openat "$RDMACTL" ports
+check "the strace regex matches a provider open at all (so the check above can fail)" \
+  grep -Eq "$providers" "$LAST_OUT"
+
 # Without libibverbs (bind-mounted away, as case 11 does) ports still lists from sysfs and
 # says the RDMA MTUs are unknown and why, instead of guessing them from the netdev.
 lib=$(readlink -f "$(ldconfig -p | awk '$1 == "libibverbs.so.1" { print $NF; exit }')")
