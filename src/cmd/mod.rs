@@ -122,20 +122,19 @@ pub fn inventory_with_verbs(
     gid_tables: bool,
     read: impl FnOnce() -> Result<Vec<Device>>,
 ) -> Result<Vec<Device>> {
-    if ctx.captured {
-        let mut devices = read()?;
-        let from_verbs = add_verbs(ctx, &mut devices, firmware, gid_tables);
-        if gid_tables {
-            add_sysfs_gids(ctx, &mut devices, &from_verbs)?;
-        }
-        return Ok(devices);
-    }
-    let (devices, opened) = std::thread::scope(|scope| {
-        let verbs = scope.spawn(move || open_verbs(only));
-        let devices = read();
-        (devices, verbs.join())
-    });
-    let opened = opened.unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+    let (devices, opened) = if ctx.captured {
+        (read(), Err(captured_reason(ctx)))
+    } else {
+        let (devices, opened) = std::thread::scope(|scope| {
+            let verbs = scope.spawn(move || open_verbs(only));
+            let devices = read();
+            (devices, verbs.join())
+        });
+        (
+            devices,
+            opened.unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+        )
+    };
     let mut devices = devices?;
     let from_verbs = apply_verbs(&mut devices, opened, firmware, gid_tables);
     if gid_tables {
