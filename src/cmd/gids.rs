@@ -16,8 +16,7 @@ pub fn run(ctx: &Ctx, args: &GidsArgs) -> Result<u8> {
     let mut devices = super::inventory_with_verbs(ctx, device.as_deref(), false, true, || {
         sysfs
             .clone()
-            .netdev_only()
-            .ports_only()
+            .link_layer_only()
             .select(device.as_deref(), port)
     })?;
     if args.all {

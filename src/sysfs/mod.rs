@@ -28,6 +28,8 @@ pub struct SysfsRoot {
     full_gid_tables: bool,
     /// False: skip the device's own attributes (see `ports_only`).
     device_attrs: bool,
+    /// False: of a port, read only its link layer (see `link_layer_only`).
+    port_attrs: bool,
 }
 
 impl SysfsRoot {
@@ -36,6 +38,7 @@ impl SysfsRoot {
             root: root.into(),
             full_gid_tables: true,
             device_attrs: true,
+            port_attrs: true,
         }
     }
 
@@ -55,6 +58,16 @@ impl SysfsRoot {
     /// read: they explain a device that libibverbs does not list.
     pub fn ports_only(mut self) -> SysfsRoot {
         self.device_attrs = false;
+        self
+    }
+
+    /// For `gids`, which shows each port's GID table and nothing else of it: a port is its
+    /// number and link layer (whether its GIDs have IP addresses), and its state, rate,
+    /// LIDs, netdev and GIDs are left unread. The caller adds the table (verbs, or
+    /// `gid_table`). Implies `ports_only`.
+    pub fn link_layer_only(mut self) -> SysfsRoot {
+        self.device_attrs = false;
+        self.port_attrs = false;
         self
     }
 
@@ -353,9 +366,6 @@ impl SysfsRoot {
         let dir = device_dir.join("ports").join(number.to_string());
         let mut problems = Vec::new();
         let mut attr = |f: &str| read_attr(&dir.join(f), &mut problems);
-        let state = attr("state").map(|t| parse::port_state(&t));
-        let phys_state = attr("phys_state").map(|t| parse::phys_state(&t));
-        let rate = attr("rate").map(|t| parse::rate(&t));
         // No link_layer file is InfiniBand: the attribute came with RoCE (2.6.37), and
         // ibsim's simulated tree has none; libibverbs reads an unspecified link layer as
         // InfiniBand too. An empty or unreadable file stays unknown.
@@ -364,6 +374,11 @@ impl SysfsRoot {
             None if !dir.join("link_layer").exists() && dir.is_dir() => Some(LinkLayer::InfiniBand),
             None => None,
         };
+        let wanted = self.port_attrs;
+        let mut attr = |f: &str| wanted.then(|| attr(f)).flatten();
+        let state = attr("state").map(|t| parse::port_state(&t));
+        let phys_state = attr("phys_state").map(|t| parse::phys_state(&t));
+        let rate = attr("rate").map(|t| parse::rate(&t));
         let lid = attr("lid").and_then(|t| parse::hex_u32(&t));
         let sm_lid = attr("sm_lid").and_then(|t| parse::hex_u32(&t));
         let lmc = attr("lid_mask_count")
@@ -374,7 +389,9 @@ impl SysfsRoot {
             .and_then(|v| u8::try_from(v).ok());
         let cap_mask = attr("cap_mask").and_then(|t| parse::hex_u32(&t));
         let ethernet = link_layer == Some(LinkLayer::Ethernet);
-        let gids = if self.full_gid_tables {
+        let gids = if !wanted {
+            Vec::new()
+        } else if self.full_gid_tables {
             read_gid_table(&dir, ethernet, false)
         } else if ethernet {
             read_gids_to_first_netdev(&dir)
@@ -391,6 +408,7 @@ impl SysfsRoot {
         }
         let (netdev_name, netdev_source) = match gids.iter().find_map(|g| g.netdev.clone()) {
             Some(nd) => (Some(nd), Some(NetdevSource::GidNdevs)),
+            None if !wanted => (None, None),
             None => match device_net_for_port(device_dir, number) {
                 Some(nd) => (Some(nd), Some(NetdevSource::DeviceNet)),
                 None => match read_attr(&device_dir.join("parent"), &mut problems) {
@@ -720,6 +738,22 @@ mod tests {
         assert!(full
             .iter()
             .any(|d| d.fw_ver.is_some() || d.node_guid.is_some()));
+    }
+
+    #[test]
+    fn link_layer_only_reads_a_port_as_its_number_and_link_layer() {
+        let root = tree();
+        let full = SysfsRoot::new(root.path()).devices().unwrap();
+        let light = SysfsRoot::new(root.path())
+            .link_layer_only()
+            .devices()
+            .unwrap();
+        let (fp, lp) = (&full[0].ports[0], &light[0].ports[0]);
+        assert_eq!((fp.number, &fp.link_layer), (lp.number, &lp.link_layer));
+        assert!(fp.state.is_some() && !fp.gids.is_empty() && fp.netdev.is_some());
+        assert_eq!((&lp.state, &lp.lid, &lp.netdev), (&None, &None, &None));
+        assert!(lp.gids.is_empty() && lp.gid_netdevs.is_empty());
+        assert_eq!(light[0].node_guid, None);
     }
 
     fn write(root: &Path, rel: &str, text: &str) {

@@ -244,6 +244,8 @@ struct Event {
 
 impl Channel {
     fn open(peer: Option<SocketAddr>) -> Result<Channel, Failure> {
+        // librdmacm's first channel lists (and opens) every device through libibverbs.
+        super::query::preload_providers();
         // SAFETY: plain constructor.
         let raw = unsafe { sys::rdma_create_event_channel() };
         let channel = NonNull::new(raw)

@@ -77,13 +77,14 @@ fn device_list() -> Result<DeviceList, VerbsError> {
     })
 }
 
-/// libibverbs first matches devices against the providers already registered, and only
-/// when one is left unmatched does it dlopen every provider that /etc/libibverbs.d names
-/// (17 on Debian 12): most of its start-up, and on its own twice the time of `rdma link`
-/// under emulation. So the providers this host's devices need are loaded first, named
-/// from each device's kernel driver; their constructors register them. A wrong or missing
-/// guess costs only the old way, as libibverbs then loads the rest itself.
-fn preload_providers() {
+/// libibverbs (and librdmacm, through it) first matches devices against the providers
+/// already registered, and only when one is left unmatched does it dlopen every provider
+/// that /etc/libibverbs.d names (17 on Debian 12): most of its start-up, and on its own
+/// twice the time of `rdma link` under emulation. So the providers this host's devices
+/// need are loaded first, named from each device's kernel driver; their constructors
+/// register them. A wrong or missing guess costs only the old way, as libibverbs then
+/// loads the rest itself.
+pub(super) fn preload_providers() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
         let Some(dir) = provider_dir() else { return };

@@ -34,6 +34,10 @@ expect_no_out "ports opens no other provider" "/libibverbs/lib(mlx5|mlx4|efa|ird
   strace -f -e trace=openat "$RDMACTL" ports
 check "the strace regex matches a provider open at all (so the check above can fail)" \
   grep -Eq "$providers" "$LAST_OUT"
+# librdmacm lists the devices through libibverbs too, on its first event channel.
+expect_no_out "check (librdmacm) opens no provider but rxe's" "/libibverbs/lib(mlx5|mlx4|efa|irdma|bnxt_re|siw|hns|qedr|cxgb4|mana|erdma|ocrdma|mthca|vmw_pvrdma|hfi1verbs|ipathverbs)-rdmav" \
+  strace -f -e trace=openat "$RDMACTL" check -d rxe1 --peer 192.168.77.1
+check "check ran and strace saw the rxe provider" grep -Eq "/libibverbs/librxe-rdmav" "$LAST_OUT"
 
 # Without libibverbs (bind-mounted away, as case 11 does) ports still lists from sysfs and
 # says the RDMA MTUs are unknown and why, instead of guessing them from the netdev.
