@@ -962,20 +962,11 @@ impl Qp {
     /// One receive of `len` bytes at `offset` of `mr`.
     #[inline]
     pub fn post_recv(&self, mr: &Mr, offset: usize, len: u32, wr_id: u64) -> Result<(), Failure> {
-        let mut sge = sys::ibv_sge {
-            addr: mr.addr() + offset as u64,
-            length: len,
-            lkey: mr.lkey(),
-        };
-        let mut wr = sys::ibv_recv_wr {
-            wr_id,
-            next: ptr::null_mut(),
-            sg_list: &mut sge,
-            num_sge: 1,
-        };
-        let mut bad = ptr::null_mut();
-        // SAFETY: wr and sge live across the call; the provider copies them.
-        let rc = unsafe { sys::ibv_post_recv(self.raw, &mut wr, &mut bad) };
+        // SAFETY: a live QP; `post_one_recv` hands over a valid work request.
+        let addr = mr.addr() + offset as u64;
+        let rc = post_one_recv(addr, mr.lkey(), len, wr_id, |wr, bad| unsafe {
+            sys::ibv_post_recv(self.raw, wr, bad)
+        });
         if rc != 0 {
             return Err(Failure::new(Step::PostRecv, errno_of(rc), self.ctx()));
         }
@@ -1075,6 +1066,33 @@ impl Drop for Qp {
             }
         }
     }
+}
+
+/// One receive work request of `len` bytes at `addr` (in the region of `lkey`), handed to
+/// `post` (`ibv_post_recv` on a QP or `ibv_post_srq_recv` on a shared receive queue) while
+/// the request and its SGE live; returns what `post` returns.
+#[inline]
+fn post_one_recv(
+    addr: u64,
+    lkey: u32,
+    len: u32,
+    wr_id: u64,
+    post: impl FnOnce(&mut sys::ibv_recv_wr, &mut *mut sys::ibv_recv_wr) -> libc::c_int,
+) -> libc::c_int {
+    let mut sge = sys::ibv_sge {
+        addr,
+        length: len,
+        lkey,
+    };
+    let mut wr = sys::ibv_recv_wr {
+        wr_id,
+        next: ptr::null_mut(),
+        sg_list: &mut sge,
+        num_sge: 1,
+    };
+    let mut bad = ptr::null_mut();
+    // The provider copies the request; neither outlives this call.
+    post(&mut wr, &mut bad)
 }
 
 #[cfg(test)]

@@ -15,6 +15,8 @@
 #   skip "reason"                     record a skip and end the case (exit 0)
 #   restore_net                       put rxe0/rxe1, veth0/veth1 and the sysctls back
 #   bg_server NAME cmd...             start cmd in the background; sets BG_PID
+#   bench_pair PORT NAME SRV... -- CLI... a server in the background and a client; the
+#                                     client's output in $RESULTS/NAME.out and .err
 #   wait_listen PORT [SECS]           wait until something listens on TCP PORT
 #   wait_pid_timeout PID SECS         wait for a background PID; its status, or 124 if killed
 #   bg_start NAME cmd...              start cmd itself in the background (no timeout wrapper,
@@ -238,6 +240,31 @@ skip() { # skip "reason": ends the case
 skip_here() { # skip_here "reason": records a SKIP for one part; the case goes on
     _lib_record SKIP "$1"
     printf '  SKIP  %s\n' "$1"
+}
+
+# bench_pair PORT NAME SERVER_CMD... -- CLIENT_CMD...: a server (rxe0's side) in the
+# background and a client in the foreground, for the bench-* cases. The client's stdout
+# lands in $RESULTS/NAME.out, its stderr in NAME.err; the status is the client's. A TCP
+# server is ready once it listens on PORT; an rdmactl --cm server, which listens on the CM
+# instead, once it says so.
+bench_pair() {
+    local port=$1 name=$2
+    shift 2
+    local srv=() cli=()
+    while [[ $1 != -- ]]; do srv+=("$1"); shift; done
+    shift
+    cli=("$@")
+    bg_server "$name-server" "${srv[@]}"
+    local pid=$BG_PID
+    if [[ " ${srv[*]} " == *" --cm "* ]]; then
+        wait_line "$RESULTS/$name-server.out" '^listening on' 15 "$pid" || return 1
+    else
+        wait_listen "$port" 15 || return 1
+    fi
+    timeout 120 "${cli[@]}" >"$RESULTS/$name.out" 2>"$RESULTS/$name.err"
+    local rc=$?
+    wait_pid_timeout "$pid" 30 >/dev/null
+    return $rc
 }
 
 bg_server() { # bg_server NAME cmd... -> BG_PID; output in $RESULTS/NAME.out

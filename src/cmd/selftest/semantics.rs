@@ -722,7 +722,7 @@ impl Tester {
         let [mr0, mr1] = &mut mrs;
         let senders = mr0.split_for_threads(THREADS);
         let receivers = mr1.split_for_threads(THREADS);
-        let results: Vec<Result<(), Failure>> = std::thread::scope(|s| {
+        std::thread::scope(|s| {
             let handles: Vec<_> = senders
                 .into_iter()
                 .zip(receivers)
@@ -797,17 +797,8 @@ impl Tester {
                     })
                 })
                 .collect();
-            handles
-                .into_iter()
-                .map(|h| {
-                    h.join()
-                        .unwrap_or_else(|_| Err(self.broken(0, "a test thread panicked".into())))
-                })
-                .collect()
-        });
-        for r in results {
-            r.map_err(|f| self.with_end(0, f))?;
-        }
+            self.join_threads(handles)
+        })?;
         self.messages += (THREADS * THREAD_MESSAGES) as u64;
         drop(qps);
         Ok(format!(
@@ -836,7 +827,7 @@ impl Tester {
         let pieces = mr0.split_for_threads(THREADS);
         let tx = qps[0].for_threads();
         let send_cq = cqs[0].for_threads();
-        let results: Vec<Result<(), Failure>> = std::thread::scope(|s| {
+        std::thread::scope(|s| {
             let handles: Vec<_> = pieces
                 .into_iter()
                 .enumerate()
@@ -882,17 +873,8 @@ impl Tester {
                     })
                 })
                 .collect();
-            handles
-                .into_iter()
-                .map(|h| {
-                    h.join()
-                        .unwrap_or_else(|_| Err(self.broken(0, "a test thread panicked".into())))
-                })
-                .collect()
-        });
-        for r in results {
-            r.map_err(|f| self.with_end(0, f))?;
-        }
+            self.join_threads(handles)
+        })?;
         // Every message once: the receives filled in arrival order, so look each one up.
         let mut expected: BTreeMap<Vec<u8>, usize> = (0..THREADS)
             .flat_map(|n| (0..THREAD_MESSAGES).map(move |m| (n, m)))
@@ -921,6 +903,25 @@ impl Tester {
         Ok(format!(
             "{THREADS} threads × {THREAD_MESSAGES} SENDs posted at once on one QP: all {total} arrived once, intact"
         ))
+    }
+
+    /// Waits for every test thread of a step; the first one's failure (in thread order),
+    /// with the device and port of end 0. A thread that panicked broke a verbs rule.
+    fn join_threads(
+        &self,
+        handles: Vec<std::thread::ScopedJoinHandle<'_, Result<(), Failure>>>,
+    ) -> Result<(), Failure> {
+        let results: Vec<Result<(), Failure>> = handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(self.broken(0, "a test thread panicked".into())))
+            })
+            .collect();
+        results
+            .into_iter()
+            .collect::<Result<(), Failure>>()
+            .map_err(|f| self.with_end(0, f))
     }
 
     /// A failure from a thread, with the device and port of end `i`.

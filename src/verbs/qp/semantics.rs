@@ -161,20 +161,10 @@ fn post_raw(qp: *mut sys::ibv_qp, addr: u64, lkey: u32, w: &WorkRequest) -> Resu
 }
 
 fn post_recv_raw(qp: *mut sys::ibv_qp, addr: u64, lkey: u32, len: u32, wr_id: u64) -> i32 {
-    let mut sge = sys::ibv_sge {
-        addr,
-        length: len,
-        lkey,
-    };
-    let mut wr = sys::ibv_recv_wr {
-        wr_id,
-        next: ptr::null_mut(),
-        sg_list: &mut sge,
-        num_sge: 1,
-    };
-    let mut bad = ptr::null_mut();
-    // SAFETY: wr and sge live across the call; the provider copies them.
-    unsafe { sys::ibv_post_recv(qp, &mut wr, &mut bad) }
+    // SAFETY: the caller's QP is live; `post_one_recv` hands over a valid work request.
+    post_one_recv(addr, lkey, len, wr_id, |wr, bad| unsafe {
+        sys::ibv_post_recv(qp, wr, bad)
+    })
 }
 
 /// A completion with the fields the semantic steps check beyond [`Wc`].
@@ -305,20 +295,12 @@ impl Srq {
     }
 
     pub fn post_recv(&self, mr: &Mr, offset: usize, len: u32, wr_id: u64) -> Result<(), Failure> {
-        let mut sge = sys::ibv_sge {
-            addr: mr.addr() + offset as u64,
-            length: len,
-            lkey: mr.lkey(),
-        };
-        let mut wr = sys::ibv_recv_wr {
-            wr_id,
-            next: ptr::null_mut(),
-            sg_list: &mut sge,
-            num_sge: 1,
-        };
-        let mut bad = ptr::null_mut();
-        // SAFETY: wr and sge live across the call; the provider copies them.
-        match unsafe { sys::ibv_post_srq_recv(self.raw, &mut wr, &mut bad) } {
+        // SAFETY: a live SRQ; `post_one_recv` hands over a valid work request.
+        let addr = mr.addr() + offset as u64;
+        let rc = post_one_recv(addr, mr.lkey(), len, wr_id, |wr, bad| unsafe {
+            sys::ibv_post_srq_recv(self.raw, wr, bad)
+        });
+        match rc {
             0 => Ok(()),
             rc => Err(Failure::new(
                 Step::PostRecv,

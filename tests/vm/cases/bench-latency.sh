@@ -16,22 +16,6 @@ ITERS=2000
 port=18950
 next_port() { port=$((port + 1)); }
 
-pair() { # pair NAME SERVER_CMD... -- CLIENT_CMD...: client stdout in $RESULTS/NAME.out
-    local name=$1
-    shift
-    local srv=() cli=()
-    while [[ $1 != -- ]]; do srv+=("$1"); shift; done
-    shift
-    cli=("$@")
-    bg_server "$name-server" "${srv[@]}"
-    local pid=$BG_PID
-    wait_listen "$port" 15 || return 1
-    timeout 120 "${cli[@]}" >"$RESULTS/$name.out" 2>"$RESULTS/$name.err"
-    local rc=$?
-    wait_pid_timeout "$pid" 30 >/dev/null
-    return $rc
-}
-
 # perftest's result row: bytes iterations t_min t_max t_typical t_avg t_stdev p99 p99.9.
 perftest_row() { awk -v s="$SIZE" -v n="$ITERS" '$1 == s && $2 == n && NF >= 9 {print $3, $5, $8, $9, $4; exit}' "$1"; }
 rdmactl_row() { jq -r --arg op "$2" '.ops[$op].latency_usec | "\(.min) \(.p50) \(.p99) \(.p99_9) \(.max)"' "$1"; }
@@ -43,13 +27,13 @@ echo "guest clocksource: $(cat /sys/devices/system/clocksource/clocksource0/curr
 for round in $(seq "$ROUNDS"); do
     for op in write read; do
         next_port
-        if pair "ref-$op-$round" "ib_${op}_lat" -d rxe0 -x 1 -F -p "$port" -s "$SIZE" -n "$ITERS" -- \
+        if bench_pair "$port" "ref-$op-$round" "ib_${op}_lat" -d rxe0 -x 1 -F -p "$port" -s "$SIZE" -n "$ITERS" -- \
             "ib_${op}_lat" -d rxe1 -x 1 -F -p "$port" -s "$SIZE" -n "$ITERS" "$SERVER_IP"; then
             row=$(perftest_row "$RESULTS/ref-$op-$round.out")
             [[ -n $row ]] && echo "ib_${op}_lat $row" >>"$RESULTS/rows.txt"
         fi
         next_port
-        if pair "rdmactl-$op-$round" "$RDMACTL" -j pingpong -d rxe0 -g 1 -p "$port" -s "$SIZE" --op "$op" -- \
+        if bench_pair "$port" "rdmactl-$op-$round" "$RDMACTL" -j pingpong -d rxe0 -g 1 -p "$port" -s "$SIZE" --op "$op" -- \
             "$RDMACTL" -j pingpong -d rxe1 -g 1 -p "$port" -s "$SIZE" -n "$ITERS" --lat --op "$op" "$SERVER_IP"; then
             echo "rdmactl-$op $(rdmactl_row "$RESULTS/rdmactl-$op-$round.out" "$op")" >>"$RESULTS/rows.txt"
             check "rdmactl --lat --op $op round $round: min <= p50 <= p99 <= p99.9 <= max, one at a time" \

@@ -13,29 +13,6 @@ ROUNDS=${BENCH_ROUNDS:-3}
 port=18700
 next_port() { port=$((port + 1)); }
 
-# Runs a server on rxe0 and a client on rxe1; the client's stdout lands in $RESULTS/$1.out,
-# its stderr in $1.err. A TCP server is ready once it listens on the port; an rdmactl
-# --cm server, which listens on the CM instead, once it says so.
-pair() { # pair NAME SERVER_CMD... -- CLIENT_CMD...
-    local name=$1
-    shift
-    local srv=() cli=()
-    while [[ $1 != -- ]]; do srv+=("$1"); shift; done
-    shift
-    cli=("$@")
-    bg_server "$name-server" "${srv[@]}"
-    local pid=$BG_PID
-    if [[ " ${srv[*]} " == *" --cm "* ]]; then
-        wait_line "$RESULTS/$name-server.out" '^listening on' 15 "$pid" || return 1
-    else
-        wait_listen "$port" 15 || return 1
-    fi
-    timeout 120 "${cli[@]}" >"$RESULTS/$name.out" 2>"$RESULTS/$name.err"
-    local rc=$?
-    wait_pid_timeout "$pid" 30 >/dev/null
-    return $rc
-}
-
 best_min() { sort -g | head -1; }
 best_max() { sort -g | tail -1; }
 
@@ -46,33 +23,33 @@ echo "guest clocksource: $(cat /sys/devices/system/clocksource/clocksource0/curr
 lat_rdmactl=() lat_ref=() bw_rdmactl=() bw_ref=() lat_cm=() bw_cm=()
 for round in $(seq "$ROUNDS"); do
     next_port
-    if pair "lat-ref-$round" ibv_rc_pingpong -d rxe0 -g 1 -p "$port" -s 4096 -n 2000 -- \
+    if bench_pair "$port" "lat-ref-$round" ibv_rc_pingpong -d rxe0 -g 1 -p "$port" -s 4096 -n 2000 -- \
         ibv_rc_pingpong -d rxe1 -g 1 -p "$port" -s 4096 -n 2000 "$SERVER_IP"; then
         lat_ref+=("$(sed -n 's/.* = \([0-9.]*\) usec\/iter.*/\1/p' "$RESULTS/lat-ref-$round.out")")
     fi
     next_port
-    if pair "lat-rdmactl-$round" "$RDMACTL" -j pingpong -d rxe0 -g 1 -p "$port" -s 4096 -n 2000 --op send -- \
+    if bench_pair "$port" "lat-rdmactl-$round" "$RDMACTL" -j pingpong -d rxe0 -g 1 -p "$port" -s 4096 -n 2000 --op send -- \
         "$RDMACTL" -j pingpong -d rxe1 -g 1 -p "$port" -s 4096 -n 2000 --op send "$SERVER_IP"; then
         lat_rdmactl+=("$(jq -r '.ops.send.usec_per_iter * 100 | round / 100' "$RESULTS/lat-rdmactl-$round.out")")
     fi
     next_port
-    if pair "lat-cm-$round" "$RDMACTL" -j pingpong --cm -d rxe0 --bind "$SERVER_IP" -p "$port" -- \
+    if bench_pair "$port" "lat-cm-$round" "$RDMACTL" -j pingpong --cm -d rxe0 --bind "$SERVER_IP" -p "$port" -- \
         "$RDMACTL" -j pingpong --cm -d rxe1 -p "$port" -s 4096 -n 2000 --op send "$SERVER_IP"; then
         lat_cm+=("$(jq -r '.ops.send.usec_per_iter * 100 | round / 100' "$RESULTS/lat-cm-$round.out")")
     fi
     next_port
-    if pair "bw-ref-$round" ib_write_bw -d rxe0 -x 1 -F -p "$port" -s 65536 -n 2000 -- \
+    if bench_pair "$port" "bw-ref-$round" ib_write_bw -d rxe0 -x 1 -F -p "$port" -s 65536 -n 2000 -- \
         ib_write_bw -d rxe1 -x 1 -F -p "$port" -s 65536 -n 2000 "$SERVER_IP"; then
         # The result row: bytes iterations BW-peak BW-average MsgRate.
         bw_ref+=("$(awk '$1 == 65536 && $2 == 2000 && NF >= 5 {print $4; exit}' "$RESULTS/bw-ref-$round.out")")
     fi
     next_port
-    if pair "bw-cm-$round" "$RDMACTL" -j pingpong --cm -d rxe0 --bind "$SERVER_IP" -p "$port" -- \
+    if bench_pair "$port" "bw-cm-$round" "$RDMACTL" -j pingpong --cm -d rxe0 --bind "$SERVER_IP" -p "$port" -- \
         "$RDMACTL" -j pingpong --cm -d rxe1 -p "$port" -s 65536 -n 2000 --op write "$SERVER_IP"; then
         bw_cm+=("$(jq -r '.ops.write.mbit_per_sec * 1000000 / 8 / 1048576 * 100 | round / 100' "$RESULTS/bw-cm-$round.out")")
     fi
     next_port
-    if pair "bw-rdmactl-$round" "$RDMACTL" -j pingpong -d rxe0 -g 1 -p "$port" -s 65536 -n 2000 --op write -- \
+    if bench_pair "$port" "bw-rdmactl-$round" "$RDMACTL" -j pingpong -d rxe0 -g 1 -p "$port" -s 65536 -n 2000 --op write -- \
         "$RDMACTL" -j pingpong -d rxe1 -g 1 -p "$port" -s 65536 -n 2000 --op write "$SERVER_IP"; then
         # Mbit/s (10^6 bit) to perftest's MB/sec (2^20 bytes).
         bw_rdmactl+=("$(jq -r '.ops.write.mbit_per_sec * 1000000 / 8 / 1048576 * 100 | round / 100' "$RESULTS/bw-rdmactl-$round.out")")
