@@ -53,9 +53,9 @@ impl SysfsRoot {
     }
 
     /// For views of ports alone (`ports`, `gids`): a device's GUIDs, firmware,
-    /// description, board, hardware revision and uverbs node are left unread (None), a
-    /// third of the files on a host with many devices. Its node type and driver are still
-    /// read: they explain a device that libibverbs does not list.
+    /// description, board and hardware revision (seven files per device) and the uverbs
+    /// map are left unread (None). Its node type and driver are still read: they explain a
+    /// device that libibverbs does not list.
     pub fn ports_only(mut self) -> SysfsRoot {
         self.device_attrs = false;
         self
@@ -181,13 +181,13 @@ impl SysfsRoot {
     pub fn pkey_table(&self, device: &str, port: u32) -> Result<Vec<PkeyEntry>> {
         self.check_port(device, port)?;
         let dir = self.port_dir(device, port).join("pkeys");
+        let mut buf = String::new();
         let mut table: Vec<PkeyEntry> = list_dir(&dir)
             .unwrap_or_default()
             .iter()
             .filter_map(|name| {
                 let index = parse::dec_u32(name)?;
-                let text = fs::read_to_string(dir.join(name)).ok()?;
-                let pkey = parse::pkey(&text)?;
+                let pkey = parse::pkey(read_small(&dir.join(name), &mut buf).ok()?)?;
                 (pkey != 0).then_some(PkeyEntry { index, pkey })
             })
             .collect();
