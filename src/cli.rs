@@ -558,8 +558,8 @@ pub struct FabricArgs {
     #[arg(long, value_name = "TOKEN")]
     pub token: Option<String>,
     /// Pairs to test: all, rails (same local rank only) or random:K (K partners each)
-    #[arg(long, value_name = "PATTERN", default_value = "all", value_parser = crate::fabric::Pattern::parse)]
-    pub pattern: crate::fabric::Pattern,
+    #[arg(long, value_name = "PATTERN", default_value = "all", value_parser = crate::model::fabric::Pattern::parse)]
+    pub pattern: crate::model::fabric::Pattern,
     /// Message size of each pair test
     #[arg(short = 's', long, value_name = "BYTES", default_value_t = 4096)]
     pub size_bytes: u32,

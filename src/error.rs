@@ -60,16 +60,16 @@ pub enum Error {
     Failed(String),
 
     #[error(transparent)]
-    Verbs(#[from] crate::verbs::VerbsError),
+    Verbs(#[from] crate::gather::verbs::VerbsError),
 
     /// A verbs, TCP-exchange or CM step failed and nobody has explained it yet; `main`
     /// runs the rules on it before printing, so no failure leaves unexplained.
     #[error("{0}")]
-    Failure(Box<crate::failure::Failure>),
+    Failure(Box<crate::model::failure::Failure>),
 
     /// A failure with its explanation; `main` prints the summary and why/seen/fix once.
     #[error("{}", .0.message)]
-    Explained(Box<crate::finding::FailureReport>),
+    Explained(Box<crate::model::diagnostic::FailureReport>),
 
     /// The command already printed everything (its `-j` report carries the failure); only
     /// the exit code is left to set.
@@ -77,8 +77,8 @@ pub enum Error {
     Reported(u8),
 }
 
-impl From<crate::failure::Failure> for Error {
-    fn from(failure: crate::failure::Failure) -> Self {
+impl From<crate::model::failure::Failure> for Error {
+    fn from(failure: crate::model::failure::Failure) -> Self {
         Error::Failure(Box::new(failure))
     }
 }

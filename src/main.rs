@@ -3,30 +3,18 @@
 mod app;
 mod cli;
 mod cmd;
-mod counter;
 mod ctx;
 mod diagnose;
-mod discover;
-mod errno;
 mod error;
 mod exit;
-mod fabric;
-mod facts;
-mod failure;
-mod finding;
+mod gather;
 mod generate;
-mod gid;
 mod interrupt;
-mod mad;
 mod model;
-mod net;
-mod oob;
 mod output;
 mod render;
-mod rendezvous;
-mod sysfs;
-mod topology;
-mod verbs;
+mod traffic;
+mod wire;
 
 /// tests/json-schema.txt's checker, for the unit tests of reports that need a device.
 #[cfg(test)]
@@ -56,9 +44,11 @@ fn main() -> ExitCode {
                 Some(error::Error::Reported(_)) => {}
                 Some(error::Error::Explained(report)) => eprint!("rdmactl: {}", explained(report)),
                 Some(error::Error::Failure(failure)) => {
-                    let facts = facts::Facts::default();
-                    let report =
-                        finding::FailureReport::new(failure, diagnose::explain(failure, &facts));
+                    let facts = model::facts::Facts::default();
+                    let report = model::diagnostic::FailureReport::new(
+                        failure,
+                        diagnose::explain(failure, &facts),
+                    );
                     eprint!("rdmactl: {}", explained(&report));
                 }
                 // Failed means the findings are already on stdout; repeat only the summary.
@@ -70,7 +60,7 @@ fn main() -> ExitCode {
 }
 
 /// The one-line summary, then why, seen and fix.
-fn explained(report: &finding::FailureReport) -> String {
+fn explained(report: &model::diagnostic::FailureReport) -> String {
     format!(
         "{}\n{}",
         report.message,

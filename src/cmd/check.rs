@@ -17,14 +17,14 @@ use crate::diagnose::env::{self, EnvTarget};
 use crate::diagnose::gidselect::{self, Selection, Verdict};
 use crate::error::{Error, Result};
 use crate::exit;
-use crate::facts::{NetFacts, NetdevFacts, PortFacts};
-use crate::finding::{Finding, Severity};
-use crate::model::{GidEntry, LinkLayer};
-use crate::net;
+use crate::gather::net;
+use crate::gather::sysfs::SysfsRoot;
+use crate::gather::verbs;
+use crate::model::device::{GidEntry, LinkLayer};
+use crate::model::diagnostic::{Finding, Severity};
+use crate::model::facts::{NetFacts, NetdevFacts, PortFacts};
 use crate::output::{self, Style};
 use crate::render::findings::{self as render_findings, Evidence};
-use crate::sysfs::SysfsRoot;
-use crate::verbs;
 
 // ---------------------------------------------------------------------------------------
 // Port facts: the shared sysfs model, plus what check needs beyond it.
@@ -129,7 +129,8 @@ fn gather_net_scoped(
         }
     }
     if let Some(peer) = peer {
-        let scoped = scope.filter(|_| gidselect::is_link_local(&crate::gid::Gid::from_ip(peer)));
+        let scoped =
+            scope.filter(|_| gidselect::is_link_local(&crate::model::gid::Gid::from_ip(peer)));
         match net::route_facts(peer, scoped.or(netdev_name.as_deref())) {
             Ok((route, via)) => {
                 facts.route = Some(route);
@@ -191,9 +192,9 @@ pub fn run(ctx: &Ctx, args: &CheckArgs) -> Result<u8> {
         gather_net_scoped(ctx, None, peer, scope)
     };
     let mut want = want_for(peer, &first_net);
-    if let Some(scope) = scope
-        .filter(|_| peer.is_some_and(|p| gidselect::is_link_local(&crate::gid::Gid::from_ip(p))))
-    {
+    if let Some(scope) = scope.filter(|_| {
+        peer.is_some_and(|p| gidselect::is_link_local(&crate::model::gid::Gid::from_ip(p)))
+    }) {
         // The scope names the link the kernel sends to a link-local peer through (without
         // one, every link has its own fe80::/64 and the route says nothing).
         want.route_netdev = Some(scope.to_string());
@@ -417,9 +418,9 @@ mod tests {
     use super::*;
     use crate::diagnose::gidselect::describe;
     use crate::error::Error;
-    use crate::facts::RouteFacts;
-    use crate::gid::Gid;
-    use crate::model::GidType;
+    use crate::model::device::GidType;
+    use crate::model::facts::RouteFacts;
+    use crate::model::gid::Gid;
     use std::path::PathBuf;
 
     fn fixture(name: &str) -> Ctx {
@@ -442,7 +443,7 @@ mod tests {
         );
         let p = load_port_facts(&ctx, "rxe0", 1).unwrap();
         assert_eq!(p.link_layer, LinkLayer::Ethernet);
-        assert_eq!(p.sysfs.state, Some(crate::model::PortState::Active));
+        assert_eq!(p.sysfs.state, Some(crate::model::device::PortState::Active));
         assert_eq!(p.gid_table_len, 1024);
         assert_eq!(p.gids().len(), 2);
         assert_eq!(p.active_mtu, None);

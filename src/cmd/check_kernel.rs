@@ -10,9 +10,9 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::diagnose::gidselect::{describe, is_link_local, Family};
-use crate::finding::{Finding, Severity};
-use crate::model::{GidEntry, GidType};
-use crate::verbs::cm::{self, Resolution};
+use crate::gather::verbs::cm::{self, Resolution};
+use crate::model::device::{GidEntry, GidType};
+use crate::model::diagnostic::{Finding, Severity};
 
 /// Address and route resolution toward a live neighbour take milliseconds; an unanswered
 /// ARP takes the kernel's own few seconds, which is the answer too.
@@ -56,7 +56,7 @@ pub struct Checked<'a> {
 pub fn source_for(
     peer: IpAddr,
     checked: &Checked,
-    route: Option<&crate::facts::RouteFacts>,
+    route: Option<&crate::model::facts::RouteFacts>,
 ) -> Option<IpAddr> {
     let route = route?;
     if !route.peer_is_local {
@@ -91,7 +91,7 @@ pub fn source_for(
 pub fn ask(
     peer: IpAddr,
     checked: &Checked,
-    route: Option<&crate::facts::RouteFacts>,
+    route: Option<&crate::model::facts::RouteFacts>,
     scope_ifindex: Option<u32>,
 ) -> (Finding, KernelChoice) {
     let mut choice = KernelChoice {
@@ -112,7 +112,7 @@ pub fn ask(
         .fix(format!("add a route to {peer}, or use the peer's address on the RDMA subnet"));
         return (f, choice);
     }
-    let link_local = is_link_local(&crate::gid::Gid::from_ip(peer));
+    let link_local = is_link_local(&crate::model::gid::Gid::from_ip(peer));
     let scoped = match (peer, scope_ifindex) {
         (IpAddr::V6(v6), Some(ifindex)) if link_local => Some((v6, ifindex)),
         _ => None,
@@ -136,16 +136,16 @@ pub fn ask(
             f
         }
         Err(e) if e.is_missing_stack() => {
-            let x = crate::diagnose::explain(&e, &crate::facts::Facts::default());
+            let x = crate::diagnose::explain(&e, &crate::model::facts::Facts::default());
             skipped(Severity::Warn, format!("not asked: {e}"))
                 .evidence(x.summary)
                 .fix(x.fix)
         }
         Err(e) => {
-            let facts = crate::facts::Facts {
+            let facts = crate::model::facts::Facts {
                 route: route.cloned(),
                 cm_source: choice.source,
-                ..crate::facts::Facts::default()
+                ..crate::model::facts::Facts::default()
             };
             let x = crate::diagnose::explain(&e, &facts);
             // The message names the peer already; the CM's own line would add it as `IP:0`.
@@ -325,8 +325,8 @@ pub fn compare(res: &Resolution, checked: &Checked, source: Option<IpAddr>) -> F
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::gid::Gid;
-    use crate::model::LinkLayer;
+    use crate::model::device::LinkLayer;
+    use crate::model::gid::Gid;
 
     fn resolution(device: &str, index: Option<u32>) -> Resolution {
         Resolution {
@@ -497,7 +497,7 @@ mod tests {
             port_netdev: Some("veth0"),
         };
         let v4: IpAddr = "192.168.77.2".parse().unwrap();
-        let remote = crate::facts::RouteFacts {
+        let remote = crate::model::facts::RouteFacts {
             peer: Some(v4),
             route_netdev: Some("veth0".into()),
             ..Default::default()
@@ -505,7 +505,7 @@ mod tests {
         for i in [Some(0), Some(1), Some(3), None] {
             assert_eq!(source_for(v4, &c(i), Some(&remote)), None, "{i:?}");
         }
-        let local = crate::facts::RouteFacts {
+        let local = crate::model::facts::RouteFacts {
             peer_is_local: true,
             subnet_addresses: vec!["192.168.77.1".parse().unwrap()],
             ..remote

@@ -6,16 +6,16 @@ use std::time::{Duration, Instant};
 
 use crate::cli::CountersArgs;
 use crate::cmd::ports::target;
-use crate::counter::{port_delta, PortCounters, PortDelta};
 use crate::ctx::Ctx;
 use crate::diagnose::counters::judge;
 use crate::error::Result;
 use crate::exit;
-use crate::finding::Finding;
+use crate::gather::sysfs::SysfsRoot;
 use crate::interrupt;
+use crate::model::counter::{port_delta, PortCounters, PortDelta};
+use crate::model::diagnostic::Finding;
 use crate::output::print;
 use crate::render::counters as render;
-use crate::sysfs::SysfsRoot;
 
 pub fn run(ctx: &Ctx, args: &CountersArgs) -> Result<u8> {
     let (device, port) = target(&args.select)?;
@@ -112,7 +112,7 @@ fn warn_problems(ports: &[PortCounters]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::counter::Change;
+    use crate::model::counter::Change;
     use std::fs;
     use std::path::Path;
 

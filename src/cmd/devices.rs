@@ -2,10 +2,10 @@ use crate::cli::DevicesArgs;
 use crate::ctx::Ctx;
 use crate::error::Result;
 use crate::exit;
-use crate::model::Device;
+use crate::gather::sysfs::SysfsRoot;
+use crate::model::device::Device;
 use crate::output;
 use crate::render::inventory;
-use crate::sysfs::SysfsRoot;
 
 pub fn run(ctx: &Ctx, args: &DevicesArgs) -> Result<u8> {
     if args.verbose {

@@ -22,13 +22,13 @@ use serde::Serialize;
 
 use crate::ctx::Ctx;
 use crate::error::Result;
-use crate::gid::Gid;
-use crate::model::{
+use crate::gather::sysfs::SysfsRoot;
+use crate::gather::verbs::{self, DeviceAttrs, OpenDevice, PortAttrs, VerbsError, VerbsGid};
+use crate::model::device::{
     Device, GidType, NetdevSource, NodeType, PhysState, PkeyEntry, Port, PortState, ReadProblem,
 };
+use crate::model::gid::Gid;
 use crate::output;
-use crate::sysfs::SysfsRoot;
-use crate::verbs::{self, DeviceAttrs, OpenDevice, PortAttrs, VerbsError, VerbsGid};
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct DevInfo {

@@ -11,12 +11,12 @@ use crate::ctx::Ctx;
 use crate::diagnose::doctor::{self, HostNet, NodeAccess, ProviderFiles};
 use crate::error::{Error, Result};
 use crate::exit;
-use crate::finding::{Finding, Severity, Subject};
-use crate::model::{Device, Port};
-use crate::net;
+use crate::gather::net;
+use crate::gather::sysfs::SysfsRoot;
+use crate::gather::verbs;
+use crate::model::device::{Device, Port};
+use crate::model::diagnostic::{Finding, Severity, Subject};
 use crate::render::findings::{self as render, Evidence};
-use crate::sysfs::SysfsRoot;
-use crate::verbs;
 
 /// A test buffer plus queues: what `selftest`/`pingpong` register by default.
 const PLANNED_REGISTRATION: u64 = 64 << 10;
@@ -242,7 +242,7 @@ pub fn roce_netdevs(devices: &[Device]) -> Vec<doctor::RoceNetdev> {
     };
     let mut out = Vec::new();
     for port in devices.iter().flat_map(|d| &d.ports) {
-        if port.link_layer != Some(crate::model::LinkLayer::Ethernet) {
+        if port.link_layer != Some(crate::model::device::LinkLayer::Ethernet) {
             continue;
         }
         let Some(nd) = &port.netdev else { continue };

@@ -16,15 +16,15 @@ use crate::cli::{FabricArgs, GidIndexArg};
 use crate::ctx::Ctx;
 use crate::diagnose::fabric::{self as rules, PairInput};
 use crate::error::{Error, Result};
-use crate::fabric::{
+use crate::gather::sysfs::SysfsRoot;
+use crate::model::device::{Device, PortState};
+use crate::model::fabric::{
     Baseline, Drift, FabricReport, PairRow, PairState, PairVerdict, RankRow, RunFacts, Suspect,
     SuspectRow, Thresholds,
 };
-use crate::fabric::{Given, PairEnd, Pattern, Placement, RankInfo};
-use crate::model::{Device, PortState};
+use crate::model::fabric::{Given, PairEnd, Pattern, Placement, RankInfo};
 use crate::output;
-use crate::rendezvous::{self as wire, Channel, PairTest, ToLeader, ToRank};
-use crate::sysfs::SysfsRoot;
+use crate::wire::rendezvous::{self as wire, Channel, PairTest, ToLeader, ToRank};
 
 /// The port rank 0 listens on when only its host is known.
 pub const DEFAULT_RENDEZVOUS_PORT: u16 = 18514;
@@ -37,7 +37,7 @@ pub fn run(ctx: &Ctx, args: &FabricArgs) -> Result<u8> {
         size: args.size,
         local_rank: args.local_rank,
     };
-    let place = crate::fabric::placement(&given, &env).map_err(Error::Usage)?;
+    let place = crate::model::fabric::placement(&given, &env).map_err(Error::Usage)?;
     check_numbers(args)?;
     let token = args.token.clone().unwrap_or_else(|| match &place.job_id {
         Some(id) => format!("{}-{id}", place.launcher.name()),
@@ -215,7 +215,7 @@ fn check_numbers(args: &FabricArgs) -> Result<()> {
 }
 
 fn holder(port: u16) -> String {
-    match crate::net::tcp_port_holders(Path::new("/proc"), port).first() {
+    match crate::gather::net::tcp_port_holders(Path::new("/proc"), port).first() {
         Some((pid, name)) => format!(" ({name}, pid {pid}, listens there)"),
         None => String::new(),
     }
@@ -237,7 +237,7 @@ fn split_host_port(s: &str) -> Result<(String, u16)> {
 }
 
 fn default_rendezvous(env: &dyn Fn(&str) -> Option<String>) -> Result<(String, u16)> {
-    crate::fabric::default_rendezvous(env, DEFAULT_RENDEZVOUS_PORT).ok_or_else(|| {
+    crate::model::fabric::default_rendezvous(env, DEFAULT_RENDEZVOUS_PORT).ok_or_else(|| {
         Error::Usage(
             "no rendezvous: give --rendezvous HOST:PORT (rank 0's host) or --rendezvous-dir DIR, or set MASTER_ADDR (and MASTER_PORT); under Slurm the first host of the job is the default"
                 .into(),
@@ -403,7 +403,7 @@ fn gather_info(ctx: &Ctx, args: &FabricArgs, place: &Placement, pair_port: u16) 
     let link_layer = p
         .link_layer
         .clone()
-        .unwrap_or(crate::model::LinkLayer::Ethernet);
+        .unwrap_or(crate::model::device::LinkLayer::Ethernet);
     let chosen = match args.gid_index {
         GidIndexArg::Index(i) => Some(i),
         GidIndexArg::Auto => {
@@ -422,11 +422,11 @@ fn gather_info(ctx: &Ctx, args: &FabricArgs, place: &Placement, pair_port: u16) 
     info.tcp_host = info
         .gid
         .as_ref()
-        .and_then(|g| g.parse::<crate::gid::Gid>().ok())
+        .and_then(|g| g.parse::<crate::model::gid::Gid>().ok())
         .filter(|g| {
             !g.is_zero()
-                && !crate::gid::is_link_local(g)
-                && link_layer == crate::model::LinkLayer::Ethernet
+                && !crate::model::gid::is_link_local(g)
+                && link_layer == crate::model::device::LinkLayer::Ethernet
         })
         .map(|g| g.ip().to_string())
         .unwrap_or_else(|| info.host.clone());
@@ -558,7 +558,7 @@ fn serve(
     // The partner may connect once the server listens; a server that dies first reports.
     let listen_by = Instant::now() + Duration::from_secs(10);
     loop {
-        if crate::net::tcp_listening(Path::new("/proc"), me.pair_port) {
+        if crate::gather::net::tcp_listening(Path::new("/proc"), me.pair_port) {
             ready();
             break;
         }
@@ -719,12 +719,12 @@ pub fn end_of_report(stdout: &[u8], stderr: &[u8], seconds: f64) -> PairEnd {
         seconds: round3(seconds),
     };
     if let Some(c) = &end.counters {
-        let deltas: Vec<crate::counter::WireDelta> = ["local", "peer"]
+        let deltas: Vec<crate::model::counter::WireDelta> = ["local", "peer"]
             .iter()
             .filter_map(|k| c.get(k))
             .filter_map(|d| serde_json::from_value(d.clone()).ok())
             .collect();
-        let refs: Vec<&crate::counter::WireDelta> = deltas.iter().collect();
+        let refs: Vec<&crate::model::counter::WireDelta> = deltas.iter().collect();
         let messages = iters * ops.max(1);
         if !refs.is_empty() && messages > 0 {
             let resends = crate::diagnose::counters::resends(&refs);

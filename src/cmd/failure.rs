@@ -12,13 +12,13 @@ use serde::Serialize;
 use crate::diagnose;
 use crate::diagnose::check::want_for;
 use crate::diagnose::gidselect::{self, Selection, Verdict};
-use crate::facts::NetFacts;
-use crate::facts::{EndFacts, Facts, MemlockFacts, QpFacts};
-use crate::failure::{Endpoint, Failure, Step};
-use crate::finding::FailureReport;
-use crate::model::{GidEntry, LinkLayer};
-use crate::net;
-use crate::sysfs::SysfsRoot;
+use crate::gather::net;
+use crate::gather::sysfs::SysfsRoot;
+use crate::model::device::{GidEntry, LinkLayer};
+use crate::model::diagnostic::FailureReport;
+use crate::model::facts::NetFacts;
+use crate::model::facts::{EndFacts, Facts, MemlockFacts, QpFacts};
+use crate::model::failure::{Endpoint, Failure, Step};
 
 /// What the caller knows when a step fails; the rest is read here.
 #[derive(Debug, Clone, Default)]
@@ -254,7 +254,7 @@ fn context(sysfs: &Path, known: &Known, failure: &Failure) -> Facts {
 /// RLIMIT_MEMLOCK and CAP_IPC_LOCK of this process.
 /// The ARP flux group the netdev `nd` belongs to, in words, if any.
 fn arp_flux_around(sysfs: &Path, nd: &str) -> Option<String> {
-    let devices = crate::sysfs::SysfsRoot::new(sysfs).devices().ok()?;
+    let devices = crate::gather::sysfs::SysfsRoot::new(sysfs).devices().ok()?;
     let netdevs = super::doctor::roce_netdevs(&devices);
     crate::diagnose::doctor::arp_flux_groups(&netdevs)
         .into_iter()
@@ -274,8 +274,8 @@ fn memlock_facts(needed: u64) -> MemlockFacts {
 
 /// Before allocating: a run that would pin more than the memlock limit or the available
 /// memory is refused with the numbers (the OOM killer would end it without a word).
-pub fn pin_check(pinned: u64, what: String) -> Option<crate::failure::Cause> {
-    use crate::failure::{Cause, PinLimit};
+pub fn pin_check(pinned: u64, what: String) -> Option<crate::model::failure::Cause> {
+    use crate::model::failure::{Cause, PinLimit};
     let m = memlock_facts(pinned);
     let refuse = |limit_bytes, limit| Cause::WouldPin {
         pinned_bytes: m.needed_bytes,

@@ -2,7 +2,7 @@ use crate::cli::GidCommand;
 use crate::ctx::Ctx;
 use crate::error::{Error, Result};
 use crate::exit;
-use crate::gid::Gid;
+use crate::model::gid::Gid;
 use crate::output::print;
 use crate::render::gid::{self, Decoded, Encoded};
 

@@ -4,10 +4,10 @@ use crate::cmd::warn_unreadable;
 use crate::ctx::Ctx;
 use crate::error::Result;
 use crate::exit;
-use crate::model::GidEntry;
+use crate::gather::sysfs::SysfsRoot;
+use crate::model::device::GidEntry;
 use crate::output::print;
 use crate::render::inventory::{self, GidRow};
-use crate::sysfs::SysfsRoot;
 
 pub fn run(ctx: &Ctx, args: &GidsArgs) -> Result<u8> {
     let (device, port) = target(&args.select)?;

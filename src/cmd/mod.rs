@@ -5,9 +5,9 @@ use std::path::Path;
 
 use crate::ctx::Ctx;
 use crate::error::{Error, Result};
-use crate::model::{Device, VerbsStatus};
-use crate::sysfs::SysfsRoot;
-use crate::verbs;
+use crate::gather::sysfs::SysfsRoot;
+use crate::gather::verbs;
+use crate::model::device::{Device, VerbsStatus};
 
 pub mod check;
 pub mod check_kernel;
@@ -19,11 +19,9 @@ pub mod fabric;
 pub mod failure;
 pub mod gid;
 pub mod gids;
-pub mod meter;
 pub mod pingpong;
 pub mod pingpong_cm;
 pub mod ports;
-pub mod results;
 pub mod selftest;
 pub mod subnet;
 
@@ -158,7 +156,7 @@ fn add_sysfs_gids(ctx: &Ctx, devices: &mut [Device], from_verbs: &[(String, u32)
 }
 
 /// The distinct netdevs a GID table names, in table order.
-fn netdevs_of(gids: &[crate::model::GidEntry]) -> Vec<String> {
+fn netdevs_of(gids: &[crate::model::device::GidEntry]) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for nd in gids.iter().filter_map(|g| g.netdev.as_ref()) {
         if !out.contains(nd) {
@@ -288,10 +286,10 @@ fn fill_gids(
         {
             continue;
         }
-        let mut gids: Vec<crate::model::GidEntry> = mine
+        let mut gids: Vec<crate::model::device::GidEntry> = mine
             .iter()
             .filter(|g| !g.gid.is_zero())
-            .map(|g| crate::model::GidEntry {
+            .map(|g| crate::model::device::GidEntry {
                 index: g.index,
                 gid: g.gid,
                 gid_type: Some(g.gid_type.clone()),
@@ -340,7 +338,7 @@ pub struct CounterWatch {
     sysfs: std::path::PathBuf,
     device: String,
     port: u32,
-    before: Option<(std::time::Instant, crate::counter::PortCounters)>,
+    before: Option<(std::time::Instant, crate::model::counter::PortCounters)>,
 }
 
 impl CounterWatch {
@@ -358,12 +356,12 @@ impl CounterWatch {
         }
     }
 
-    pub fn stop(&self) -> Option<crate::counter::PortDelta> {
+    pub fn stop(&self) -> Option<crate::model::counter::PortDelta> {
         let (at, before) = self.before.as_ref()?;
         let after = SysfsRoot::new(&self.sysfs)
             .port_counters(&self.device, self.port)
             .ok()?;
-        Some(crate::counter::port_delta(
+        Some(crate::model::counter::port_delta(
             before,
             &after,
             at.elapsed().as_secs_f64(),
@@ -378,15 +376,15 @@ pub struct RunCounters {
     /// `port`: the counters are per port, so other traffic on the port counts too and the
     /// changes are an upper bound for this run.
     pub scope: &'static str,
-    pub local: Option<crate::counter::WireDelta>,
-    pub peer: Option<crate::counter::WireDelta>,
-    pub findings: Vec<crate::finding::Finding>,
+    pub local: Option<crate::model::counter::WireDelta>,
+    pub peer: Option<crate::model::counter::WireDelta>,
+    pub findings: Vec<crate::model::diagnostic::Finding>,
 }
 
 impl RunCounters {
     pub fn judge(
-        local: Option<crate::counter::PortDelta>,
-        peer: Option<crate::counter::PortDelta>,
+        local: Option<crate::model::counter::PortDelta>,
+        peer: Option<crate::model::counter::PortDelta>,
         messages: u64,
     ) -> Option<RunCounters> {
         let findings = match &local {
@@ -398,8 +396,8 @@ impl RunCounters {
         }
         Some(RunCounters {
             scope: "port",
-            local: local.as_ref().map(crate::counter::WireDelta::of),
-            peer: peer.as_ref().map(crate::counter::WireDelta::of),
+            local: local.as_ref().map(crate::model::counter::WireDelta::of),
+            peer: peer.as_ref().map(crate::model::counter::WireDelta::of),
             findings,
         })
     }
@@ -447,12 +445,12 @@ impl RunCounters {
 
 /// A caught SIGINT/SIGTERM as the failure of a wait for completions, for the watch of
 /// `Cq::wait_watching`.
-pub fn interrupted_wait() -> Option<crate::failure::Failure> {
+pub fn interrupted_wait() -> Option<crate::model::failure::Failure> {
     crate::interrupt::caught().map(|signal| {
-        crate::failure::Failure::new(
-            crate::failure::Step::Poll,
-            crate::failure::Cause::Interrupted { signal },
-            crate::failure::FailureContext::default(),
+        crate::model::failure::Failure::new(
+            crate::model::failure::Step::Poll,
+            crate::model::failure::Cause::Interrupted { signal },
+            crate::model::failure::FailureContext::default(),
         )
     })
 }

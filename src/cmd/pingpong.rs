@@ -18,20 +18,22 @@ use std::time::Duration;
 use serde::Serialize;
 
 use super::failure::{self, GidChoice, Known};
-use super::meter::Meter;
-use super::results::{render_ops, OpResult, OpResults};
 use crate::cli::{Compat, GidIndexArg, Op, PingpongArgs};
 use crate::ctx::Ctx;
 use crate::error::{Error, Result};
-use crate::failure::{show_addr, Cause, Endpoint, Failure, FailureContext, Ops, PeerNotice, Step};
-use crate::finding::FailureReport;
-use crate::gid::Gid;
-use crate::model::{GidType, LinkLayer};
-use crate::oob::{self, Conn, Hello, NativeMsg, RcDest};
-use crate::output;
-use crate::verbs::qp::{
+use crate::gather::verbs::qp::{
     ticks, Access, Context, Cq, Mr, PathQos, Pd, PortInfo, Qp, QpCaps, RtrParams, SendOp, Wc,
 };
+use crate::model::device::{GidType, LinkLayer};
+use crate::model::diagnostic::FailureReport;
+use crate::model::failure::{
+    show_addr, Cause, Endpoint, Failure, FailureContext, Ops, PeerNotice, Step,
+};
+use crate::model::gid::Gid;
+use crate::model::results::{render_ops, OpResult, OpResults};
+use crate::output;
+use crate::traffic::meter::Meter;
+use crate::wire::exchange::{self as oob, Conn, Hello, NativeMsg, RcDest};
 
 /// Receives posted ahead, as ibv_rc_pingpong's default rx depth.
 const RX_DEPTH: u32 = 500;
@@ -802,7 +804,7 @@ fn finish(
                         .remote
                         .as_ref()
                         .map(|r| r.gid)
-                        .filter(|g| !g.is_zero() && !crate::gid::is_link_local(g))
+                        .filter(|g| !g.is_zero() && !crate::model::gid::is_link_local(g))
                         .map(|g| g.ip())
                 })
                 .or_else(|| report.peer.as_deref().and_then(failure::peer_ip_of)),
@@ -1060,7 +1062,7 @@ fn follow_client(
         p.access = access_for(client.ops);
         taken.push(format!(
             "--op {}",
-            crate::failure::ops_name(client.ops.bits())
+            crate::model::failure::ops_name(client.ops.bits())
         ));
     }
     if plan.follows_mtu && client.mtu != 0 {
@@ -1341,7 +1343,12 @@ fn native_run(
     conn.sync_for(99, passive)?;
     // Both ends send their counters, then read the other's: no end waits on the other.
     let local = watch.stop();
-    conn.send_counters(local.as_ref().map(crate::counter::WireDelta::of).as_ref())?;
+    conn.send_counters(
+        local
+            .as_ref()
+            .map(crate::model::counter::WireDelta::of)
+            .as_ref(),
+    )?;
     let peer = conn.read_counters().map(|w| w.to_delta());
     // Each end measured its own turns; the peer's turns were as long (or as many).
     let iters = report.ops.iter().map(|(_, r)| r.iters).max().unwrap_or(0);
@@ -1661,8 +1668,8 @@ mod tests {
         let mut ops = OpResults::default();
         ops.insert(
             "send",
-            crate::cmd::results::op_result(3, 24_576, Duration::from_nanos(3_066_150_123), 1, {
-                let mut r = crate::cmd::results::LatencyRecorder::new();
+            crate::model::results::op_result(3, 24_576, Duration::from_nanos(3_066_150_123), 1, {
+                let mut r = crate::model::results::LatencyRecorder::new();
                 r.record(1_022_050);
                 r.latency(1.0)
             }),
@@ -1673,7 +1680,7 @@ mod tests {
             gid_index: Some(1),
             local: Some(endpoint(0x11)),
             remote: Some(endpoint(0x12)),
-            qp: Some(crate::failure::QP_PARAMS),
+            qp: Some(crate::model::failure::QP_PARAMS),
             ..FailureContext::default()
         };
         context.note = Some("after 3/1000 sends and 2/1000 receives".into());
@@ -1718,22 +1725,22 @@ mod tests {
             ops,
             counters: super::super::RunCounters::judge(
                 Some(
-                    crate::counter::WireDelta {
+                    crate::model::counter::WireDelta {
                         device: "rxe1".into(),
                         port: 1,
-                        flavor: crate::counter::Flavor::Rxe,
+                        flavor: crate::model::counter::Flavor::Rxe,
                         has_counters_dir: false,
                         seconds: 0.5,
                         counters: vec![
-                            crate::counter::WireCount {
+                            crate::model::counter::WireCount {
                                 name: "sent_pkts".into(),
-                                source: crate::counter::Source::HwCounters,
+                                source: crate::model::counter::Source::HwCounters,
                                 at_least: 2000,
                                 exact: true,
                             },
-                            crate::counter::WireCount {
+                            crate::model::counter::WireCount {
                                 name: "duplicate_request".into(),
-                                source: crate::counter::Source::HwCounters,
+                                source: crate::model::counter::Source::HwCounters,
                                 at_least: 12,
                                 exact: true,
                             },
@@ -1747,7 +1754,7 @@ mod tests {
             ok: false,
             failure: Some(FailureReport::new(
                 &f,
-                crate::finding::Explanation::new("retry-exceeded", "why", "fix"),
+                crate::model::diagnostic::Explanation::new("retry-exceeded", "why", "fix"),
             )),
         };
         let json = serde_json::to_value(&report).unwrap();

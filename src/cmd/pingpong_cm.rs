@@ -10,23 +10,25 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use super::results::{ns_per_tick, op_result, render_ops, LatencyRecorder, OpResult, OpResults};
 use crate::cli::{GidIndexArg, Op as OpArg, PingpongArgs, SelftestArgs};
 use crate::ctx::Ctx;
 use crate::diagnose;
 use crate::error::{Error, Result};
 use crate::exit;
-use crate::facts::{Facts, NetdevFacts};
-use crate::failure::{Cause, EventKind, Failure, Step};
-use crate::finding::FailureReport;
-use crate::model::LinkLayer;
-use crate::net;
-use crate::output;
-use crate::sysfs::SysfsRoot;
-use crate::verbs::cm::{
+use crate::gather::net;
+use crate::gather::sysfs::SysfsRoot;
+use crate::gather::verbs::cm::{
     self, ConnInfo, ConnectOptions, Endpoint, Listener, Op, Region, Resolution, StepDone, Wake,
 };
-use crate::verbs::qp::ticks;
+use crate::gather::verbs::qp::ticks;
+use crate::model::device::LinkLayer;
+use crate::model::diagnostic::FailureReport;
+use crate::model::facts::{Facts, NetdevFacts};
+use crate::model::failure::{Cause, EventKind, Failure, Step};
+use crate::model::results::{
+    ns_per_tick, op_result, render_ops, LatencyRecorder, OpResult, OpResults,
+};
+use crate::output;
 
 /// How long a server waits for its first client: long enough to walk to the other host,
 /// short enough that a forgotten server does not sit there for ever.
@@ -139,7 +141,7 @@ pub fn port_address(sysfs: &Path, device: &str, port: u32, peer: Option<IpAddr>)
     let from_gids: Vec<IpAddr> = root
         .gid_table(device, port, false)?
         .iter()
-        .filter(|e| e.gid_type != Some(crate::model::GidType::Ib))
+        .filter(|e| e.gid_type != Some(crate::model::device::GidType::Ib))
         .map(|e| e.gid.ip())
         .filter(usable)
         .collect();
@@ -404,7 +406,7 @@ fn add_ipoib_evidence(err: &mut Failure, facts: &mut Facts, sysfs: &Path) {
         return;
     };
     let ports: Vec<_> = devices.iter().flat_map(|d| &d.ports).collect();
-    let is_ib = |p: &&crate::model::Port| p.link_layer == Some(LinkLayer::InfiniBand);
+    let is_ib = |p: &&crate::model::device::Port| p.link_layer == Some(LinkLayer::InfiniBand);
     if ports.is_empty() || !ports.iter().all(is_ib) {
         return;
     }
@@ -1233,7 +1235,7 @@ fn render_selftest(r: &SelftestReport) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::GidType;
+    use crate::model::device::GidType;
 
     fn args(server: Option<&str>) -> PingpongArgs {
         use clap::Parser;
@@ -1254,7 +1256,7 @@ mod tests {
             qpn: 0x11,
             remote_qpn: 0x12,
             sgid_index: 1,
-            sgid: crate::gid::Gid::parse("::ffff:192.168.77.2").ok(),
+            sgid: crate::model::gid::Gid::parse("::ffff:192.168.77.2").ok(),
             gid_type: Some(GidType::RoceV2),
             path_mtu: 1024,
         }
@@ -1270,8 +1272,8 @@ mod tests {
             source: Some("192.168.77.2".parse().unwrap()),
             device: "rxe1".into(),
             port: 1,
-            link_layer: crate::model::LinkLayer::Ethernet,
-            sgid: crate::gid::Gid::parse("::ffff:192.168.77.2").unwrap(),
+            link_layer: crate::model::device::LinkLayer::Ethernet,
+            sgid: crate::model::gid::Gid::parse("::ffff:192.168.77.2").unwrap(),
             gid_index: Some(1),
             gid_type: Some(GidType::RoceV2),
             netdev: Some("veth1".into()),
@@ -1362,7 +1364,7 @@ mod tests {
         let mut report = Report::new("server", &args(None));
         let mut info = conn_info();
         (info.local, info.peer) = (Some(info.peer), info.local.unwrap());
-        info.sgid = crate::gid::Gid::parse("::ffff:192.168.77.1").ok();
+        info.sgid = crate::model::gid::Gid::parse("::ffff:192.168.77.1").ok();
         report.connected(&info);
         report.echoed = Some(6);
         report.stock_client = Some(true);

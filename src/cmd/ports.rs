@@ -3,10 +3,10 @@ use crate::cmd::warn_unreadable;
 use crate::ctx::Ctx;
 use crate::error::{Error, Result};
 use crate::exit;
-use crate::model::Port;
+use crate::gather::sysfs::SysfsRoot;
+use crate::model::device::Port;
 use crate::output::print;
 use crate::render::inventory;
-use crate::sysfs::SysfsRoot;
 
 pub fn run(ctx: &Ctx, args: &PortsArgs) -> Result<u8> {
     let (device, port) = target(&args.select)?;

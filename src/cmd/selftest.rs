@@ -15,14 +15,16 @@ use crate::cli::{GidIndexArg, SelftestArgs, SelftestStep};
 use crate::ctx::Ctx;
 use crate::error::{Error, Result};
 use crate::exit;
-use crate::facts::QpFacts;
-use crate::failure::{Cause, Failure, FailureContext, Step};
-use crate::finding::FailureReport;
-use crate::gid::Gid;
-use crate::model::GidType;
-use crate::oob;
+use crate::gather::verbs::qp::{
+    Access, Context, Cq, Mr, Pd, PortInfo, Qp, QpCaps, RtrParams, SendOp, Wc,
+};
+use crate::model::device::GidType;
+use crate::model::diagnostic::FailureReport;
+use crate::model::facts::QpFacts;
+use crate::model::failure::{Cause, Failure, FailureContext, Step};
+use crate::model::gid::Gid;
 use crate::output;
-use crate::verbs::qp::{Access, Context, Cq, Mr, Pd, PortInfo, Qp, QpCaps, RtrParams, SendOp, Wc};
+use crate::wire::exchange as oob;
 
 #[derive(Debug, Serialize)]
 struct StepLine {
@@ -775,7 +777,7 @@ mod tests {
                     detail: String::new(),
                     failure: Some(FailureReport::new(
                         &f,
-                        crate::finding::Explanation::new("rtr-timeout", "why", "fix"),
+                        crate::model::diagnostic::Explanation::new("rtr-timeout", "why", "fix"),
                     )),
                 },
             ],

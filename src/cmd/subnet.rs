@@ -8,13 +8,13 @@ use std::time::Duration;
 use crate::cli::SubnetArgs;
 use crate::ctx::Ctx;
 use crate::diagnose;
-use crate::discover::{self, WalkOptions};
 use crate::error::{Error, Result};
 use crate::exit;
-use crate::finding::Severity;
+use crate::gather::discover::{self, WalkOptions};
+use crate::gather::verbs::umad::{self, UmadPort};
+use crate::model::diagnostic::Severity;
+use crate::model::topology::{self, Baseline, End, Link};
 use crate::render::subnet as render;
-use crate::topology::{self, Baseline, End, Link};
-use crate::verbs::umad::{self, UmadPort};
 
 pub fn run(ctx: &Ctx, args: &SubnetArgs) -> Result<u8> {
     if ctx.captured {

@@ -6,9 +6,9 @@ use std::net::IpAddr;
 use crate::diagnose::gidselect::{
     self, describe, is_link_local, type_name, Family, Selection, Verdict, Want,
 };
-use crate::facts::{NetFacts, PortFacts, Route, RouteFacts};
-use crate::finding::{Finding, Severity};
-use crate::model::{GidEntry, GidType, LinkLayer};
+use crate::model::device::{GidEntry, GidType, LinkLayer};
+use crate::model::diagnostic::{Finding, Severity};
+use crate::model::facts::{NetFacts, PortFacts, Route, RouteFacts};
 
 /// What a GID must fit to reach `peer`, from the kernel's route toward it.
 pub fn want_for(peer: Option<IpAddr>, net: &NetFacts) -> Want {
@@ -435,7 +435,7 @@ fn route_findings(
 /// the kernel resolves it through the GID's netdev, so the GID must belong to that netdev.
 pub fn scope_finding(entry: &GidEntry, peer: IpAddr, scope: &str, port: &PortFacts) -> Finding {
     const CODE: &str = "peer-scope";
-    if !is_link_local(&crate::gid::Gid::from_ip(peer)) {
+    if !is_link_local(&crate::model::gid::Gid::from_ip(peer)) {
         return Finding::new(
             Severity::Info,
             CODE,

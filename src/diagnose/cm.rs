@@ -6,9 +6,9 @@
 use std::net::SocketAddr;
 
 use crate::diagnose::datapath;
-use crate::facts::Facts;
-use crate::failure::{Cause, EventKind, Failure, Step};
-use crate::finding::{Explanation, Seen, Source};
+use crate::model::diagnostic::{Explanation, Seen, Source};
+use crate::model::facts::Facts;
+use crate::model::failure::{Cause, EventKind, Failure, Step};
 
 fn why(code: &'static str, why: impl Into<String>, fix: impl Into<String>) -> Explanation {
     Explanation::new(code, why, fix)
@@ -384,11 +384,11 @@ fn bad_address(err: &Failure, peer: &str, facts: &Facts) -> Explanation {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::errno::reject_reason_name;
-    use crate::facts::NetdevFacts;
-    use crate::failure::FailureContext;
-    use crate::finding::FailureReport;
-    use crate::model::LinkLayer;
+    use crate::model::device::LinkLayer;
+    use crate::model::diagnostic::FailureReport;
+    use crate::model::errno::reject_reason_name;
+    use crate::model::facts::NetdevFacts;
+    use crate::model::failure::FailureContext;
 
     /// A CM failure with the facts a caller gathered, and what the rules make of it.
     struct E {
@@ -504,7 +504,7 @@ mod tests {
             Some(LinkLayer::Ethernet),
         );
         e.f.context.peer_addr = Some("10.50.1.1:0".into());
-        e.facts.route = Some(crate::facts::RouteFacts {
+        e.facts.route = Some(crate::model::facts::RouteFacts {
             peer: Some("10.50.1.1".parse().unwrap()),
             gateway: Some("192.168.77.254".parse().unwrap()),
             route_netdev: Some("veth1".into()),
@@ -517,7 +517,7 @@ mod tests {
             x.summary
         );
         assert!(!x.fix.contains("accept_local"), "{}", x.fix);
-        e.facts.route = Some(crate::facts::RouteFacts {
+        e.facts.route = Some(crate::model::facts::RouteFacts {
             peer: Some("192.168.77.1".parse().unwrap()),
             peer_is_local: true,
             ..Default::default()

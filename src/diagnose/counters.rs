@@ -3,9 +3,9 @@
 //! deltas and snapshots come from `sysfs::SysfsRoot::port_counters` and
 //! `counter::port_delta`.
 
-use crate::counter::{Change, Counter, Group, PortCounters, PortDelta};
-use crate::failure::QP_PARAMS;
-use crate::finding::{Finding, Severity, Subject};
+use crate::model::counter::{Change, Counter, Group, PortCounters, PortDelta};
+use crate::model::diagnostic::{Finding, Severity, Subject};
+use crate::model::failure::QP_PARAMS;
 
 /// Responder-side counters that say a request came again or out of order.
 const RESPONDER_LOSS: &[&str] = &["duplicate_request", "out_of_seq_request", "out_of_sequence"];
@@ -105,7 +105,7 @@ fn per_thousand(count: u64, messages: u64) -> Option<String> {
 /// `counters-link-errors`, `counters-saturated`.
 /// Retransmissions over a run, counted once from both ends' changes as `judge` counts
 /// them: the requesters' own counts, or the duplicates the responders saw if more.
-pub fn resends(ends: &[&crate::counter::WireDelta]) -> u64 {
+pub fn resends(ends: &[&crate::model::counter::WireDelta]) -> u64 {
     let sum = |names: &[&str]| -> u64 {
         ends.iter()
             .flat_map(|e| &e.counters)
@@ -376,7 +376,7 @@ pub fn doctor_finding(pc: &PortCounters) -> Option<Finding> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::counter::{port_delta, Flavor, Source};
+    use crate::model::counter::{port_delta, Flavor, Source};
 
     fn snap(device: &str, flavor: Flavor, values: &[(&str, Source, u64)]) -> PortCounters {
         PortCounters {

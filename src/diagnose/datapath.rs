@@ -10,15 +10,15 @@
 use std::net::IpAddr;
 
 use crate::diagnose::gidselect::{self, describe, is_link_local, type_name, Family, Want};
-use crate::errno::{
+use crate::model::device::{GidEntry, GidType, LinkLayer};
+use crate::model::diagnostic::{Explanation, Finding, Seen, Severity, Source};
+use crate::model::errno::{
     errno_name, WC_LOC_LEN_ERR, WC_LOC_PROT_ERR, WC_LOC_QP_OP_ERR, WC_REM_ACCESS_ERR,
     WC_REM_INV_REQ_ERR, WC_RETRY_EXC_ERR, WC_RNR_RETRY_EXC_ERR, WC_WR_FLUSH_ERR,
 };
-use crate::facts::{EndFacts, Facts, RouteFacts};
-use crate::failure::{Cause, Failure, Mismatch, PinLimit, Step};
-use crate::finding::{Explanation, Finding, Seen, Severity, Source};
-use crate::gid::Gid;
-use crate::model::{GidEntry, GidType, LinkLayer};
+use crate::model::facts::{EndFacts, Facts, RouteFacts};
+use crate::model::failure::{Cause, Failure, Mismatch, PinLimit, Step};
+use crate::model::gid::Gid;
 
 /// The GID index that would work toward the peer, and its description.
 struct Suggestion {
@@ -234,7 +234,7 @@ pub fn explain(failure: &Failure, ctx: &Facts) -> Explanation {
 }
 
 fn interrupted(failure: &Failure, signal: i32) -> Explanation {
-    let name = crate::failure::signal_name(signal);
+    let name = crate::model::failure::signal_name(signal);
     let mut x = Explanation::new(
         "interrupted",
         format!(
@@ -255,7 +255,7 @@ fn interrupted(failure: &Failure, signal: i32) -> Explanation {
 }
 
 /// The peer explained its own failure: its words, marked as the peer's.
-fn peer_reported(notice: &crate::failure::PeerNotice) -> Explanation {
+fn peer_reported(notice: &crate::model::failure::PeerNotice) -> Explanation {
     let mut x = Explanation::new(
         &notice.code,
         format!("the {} found the cause: {}", notice.role, notice.summary),
@@ -1235,7 +1235,7 @@ fn inline_too_large(failure: &Failure, ctx: &Facts) -> Explanation {
         "inline-too-large",
         format!(
             "an inline send of {bytes} bytes is more than the QP's max_inline_data ({max}): the provider refuses it at post ({})",
-            crate::errno::errno_name(failure.cause.errno_value().unwrap_or(0))
+            crate::model::errno::errno_name(failure.cause.errno_value().unwrap_or(0))
         ),
         format!(
             "send at most {max} bytes with IBV_SEND_INLINE and larger ones without it (from a registered buffer), or create the QP with a larger cap.max_inline_data if the device grants it"
@@ -1792,7 +1792,7 @@ impl ZeroGid for Option<Gid> {
 mod tests {
     use super::*;
     use crate::diagnose::gidselect::tests::{entry, mlx5, rxe0};
-    use crate::facts::{DeviceNodeFacts, MemlockFacts, NetdevFacts, QpFacts};
+    use crate::model::facts::{DeviceNodeFacts, MemlockFacts, NetdevFacts, QpFacts};
 
     fn rxe_local(index: Option<u32>) -> EndFacts {
         EndFacts {
@@ -2503,7 +2503,7 @@ mod tests {
                 name: "native compare: a server that insisted on -n against a --duration client",
                 step: Step::Compare,
                 failure: Cause::Mismatch {
-                    mismatches: vec![crate::failure::Mismatch::Length {
+                    mismatches: vec![crate::model::failure::Mismatch::Length {
                         local: "-n 100".into(),
                         remote: "--duration 1".into(),
                     }],
@@ -2648,7 +2648,7 @@ mod tests {
     /// this end first, with the peer's words as evidence.
     #[test]
     fn own_port_down_outranks_the_peers_notice() {
-        let notice = crate::failure::PeerNotice {
+        let notice = crate::model::failure::PeerNotice {
             role: "server".into(),
             message: "work completion failed (rxe0/1): IBV_WC_RETRY_EXC_ERR".into(),
             code: "port-down".into(),
@@ -2705,7 +2705,7 @@ mod tests {
         let failure = Failure::new(
             Step::Listen,
             Cause::errno(libc::EADDRINUSE),
-            crate::failure::FailureContext {
+            crate::model::failure::FailureContext {
                 bind_addr: Some("[::]:18515".into()),
                 ..Default::default()
             },
@@ -2737,7 +2737,7 @@ mod tests {
 
     #[test]
     fn wc_names_and_texts() {
-        use crate::errno::{wc_status_name, wc_status_text};
+        use crate::model::errno::{wc_status_name, wc_status_text};
         assert_eq!(wc_status_name(12), "IBV_WC_RETRY_EXC_ERR");
         assert_eq!(wc_status_text(12), "transport retry counter exceeded");
         assert_eq!(wc_status_name(13), "IBV_WC_RNR_RETRY_EXC_ERR");

@@ -3,8 +3,8 @@
 //! facts it gathered and the pure rules that turn them into findings.
 
 use crate::error::Error;
-use crate::finding::{Finding, Severity, Subject};
-use crate::model::{Device, LinkLayer, PhysState, Port, PortState};
+use crate::model::device::{Device, LinkLayer, PhysState, Port, PortState};
+use crate::model::diagnostic::{Finding, Severity, Subject};
 
 /// A doctor finding: every one names its subject (the host, a device, a port).
 fn finding(
@@ -301,7 +301,7 @@ pub fn uverbs_finding(device: &str, access: &NodeAccess) -> Finding {
             .evidence(format!("sysfs maps {device} to {path}, which is not in /dev"))
             .fix("in a container, pass the device in (--device=/dev/infiniband/...); on a host, check udev (rdma-core's 90-rdma-*.rules)"),
         NodeAccess::Denied { path, errno } => finding(check, subject(), Severity::Fail, format!("{path} is not accessible: libibverbs silently skips the device"))
-            .evidence(format!("access({path}, R_OK|W_OK) failed with {}", crate::errno::errno_text(*errno)))
+            .evidence(format!("access({path}, R_OK|W_OK) failed with {}", crate::model::errno::errno_text(*errno)))
             .fix("the kernel creates uverbs nodes 0666: check the container's device cgroup and udev rules, or run as a user that may open it"),
         NodeAccess::Usable { path } => finding(check, subject(), Severity::Ok, format!("{path} is readable and writable"))
             .evidence(format!("access({path}, R_OK|W_OK) = 0")),
@@ -899,7 +899,7 @@ pub fn gid_table_finding(port: &Port, table_len: usize, host: &HostNet) -> Optio
 /// an address to one device, so traffic for the GID can land on either.
 pub fn duplicate_gid_findings(ports: &[&Port]) -> Vec<Finding> {
     use std::collections::BTreeMap;
-    let mut owners: BTreeMap<crate::gid::Gid, Vec<(String, u32)>> = BTreeMap::new();
+    let mut owners: BTreeMap<crate::model::gid::Gid, Vec<(String, u32)>> = BTreeMap::new();
     for p in ports {
         for e in &p.gids {
             if e.gid.is_zero() {
@@ -914,7 +914,7 @@ pub fn duplicate_gid_findings(ports: &[&Port]) -> Vec<Finding> {
         }
     }
     // One finding per set of ports sharing GIDs, with the count and an example.
-    type Claims = Vec<(crate::gid::Gid, Vec<(String, u32)>)>;
+    type Claims = Vec<(crate::model::gid::Gid, Vec<(String, u32)>)>;
     let mut by_ports: BTreeMap<Vec<String>, Claims> = BTreeMap::new();
     for (gid, list) in owners.into_iter().filter(|(_, l)| l.len() > 1) {
         let key: Vec<String> = list.iter().map(|(w, _)| w.clone()).collect();
@@ -1157,8 +1157,8 @@ Max locked memory         16384                16384                bytes     \n
     }
 
     fn roce_port(operstate: &str, mtu: u32) -> Port {
-        use crate::gid::Gid;
-        use crate::model::{GidEntry, GidType, Netdev};
+        use crate::model::device::{GidEntry, GidType, Netdev};
+        use crate::model::gid::Gid;
         Port {
             device: "rxe0".into(),
             number: 1,
@@ -1187,7 +1187,7 @@ Max locked memory         16384                16384                bytes     \n
             }],
             active_mtu: None,
             max_mtu: None,
-            verbs: crate::model::VerbsStatus::not_asked(),
+            verbs: crate::model::device::VerbsStatus::not_asked(),
             read_problems: vec![],
         }
     }

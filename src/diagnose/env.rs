@@ -13,9 +13,9 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use crate::diagnose::gidselect::{
     describe, is_link_local, select_gid, suggestion, Family, Selection, Verdict, Want,
 };
-use crate::finding::{Finding, Severity};
-use crate::gid::Gid;
-use crate::model::{GidEntry, GidType, LinkLayer};
+use crate::model::device::{GidEntry, GidType, LinkLayer};
+use crate::model::diagnostic::{Finding, Severity};
+use crate::model::gid::Gid;
 
 /// Every variable `--env` checks, in the order it reports them.
 pub const VARIABLES: &[&str] = &[

@@ -6,7 +6,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::doctor::ARP_FLUX_FIX;
-use crate::fabric::{
+use crate::model::fabric::{
     Baseline, Drift, DriftValue, PairEnd, PairState, PairVerdict, Pattern, RankInfo, Suspect,
     SuspectExplanation, SuspectKind, Thresholds,
 };

@@ -12,8 +12,8 @@ use std::net::IpAddr;
 
 use serde::Serialize;
 
-use crate::gid::Gid;
-use crate::model::{GidEntry, GidType, LinkLayer};
+use crate::model::device::{GidEntry, GidType, LinkLayer};
+use crate::model::gid::Gid;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub enum Family {
@@ -99,7 +99,7 @@ impl Selection {
     }
 }
 
-pub use crate::gid::is_link_local;
+pub use crate::model::gid::is_link_local;
 
 /// What a GID must fit to reach `peer`, given the kernel's route toward it (`ip route get`).
 /// Toward a local address the route says "lo", and a link-local peer has no single route
@@ -107,7 +107,7 @@ pub use crate::gid::is_link_local;
 /// netdev is then what matters, so the route's netdev is not required.
 pub fn want_toward(
     peer: Option<IpAddr>,
-    route: Option<&crate::facts::RouteFacts>,
+    route: Option<&crate::model::facts::RouteFacts>,
     peer_gid_type: Option<GidType>,
 ) -> Want {
     let peer_link_local = peer
@@ -119,7 +119,7 @@ pub fn want_toward(
         route_netdev: route
             .filter(|r| !r.peer_is_local && !r.no_route && !peer_link_local)
             .and_then(|r| r.route_netdev.clone()),
-        peer_on_link: route.and_then(crate::facts::RouteFacts::on_link),
+        peer_on_link: route.and_then(crate::model::facts::RouteFacts::on_link),
         peer_gid_type,
         subnet_addresses: route
             .map(|r| r.subnet_addresses.clone())

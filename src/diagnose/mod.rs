@@ -11,9 +11,9 @@ pub mod env;
 pub mod fabric;
 pub mod gidselect;
 
-use crate::facts::Facts;
-use crate::failure::Failure;
-use crate::finding::Explanation;
+use crate::model::diagnostic::Explanation;
+use crate::model::facts::Facts;
+use crate::model::failure::Failure;
 
 /// Explain any failure: connection-manager stages go to the CM rules, everything else to
 /// the data-path rules (which also explain a failed completion on a CM connection).

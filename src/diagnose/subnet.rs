@@ -5,10 +5,10 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::counter::{Counter, Flavor, Source};
-use crate::finding::{Finding, Severity};
-use crate::mad::Speed;
-use crate::topology::{guid_text, Baseline, End, Link, Subnet};
+use crate::model::counter::{Counter, Flavor, Source};
+use crate::model::diagnostic::{Finding, Severity};
+use crate::model::mad::Speed;
+use crate::model::topology::{guid_text, Baseline, End, Link, Subnet};
 
 /// Counters judged on each link end: (name, count from which it is a problem). A few
 /// symbol errors follow every link training; one link-downed or integrity error does not.
@@ -644,8 +644,8 @@ pub fn compare(s: &Subnet, b: &Baseline) -> Vec<Finding> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::mad::NodeType;
-    use crate::topology::{MadStats, Node, SmSeen, SubnetPort};
+    use crate::model::mad::NodeType;
+    use crate::model::topology::{MadStats, Node, SmSeen, SubnetPort};
 
     fn port(num: u8, width: u8, speed: Speed) -> SubnetPort {
         SubnetPort {

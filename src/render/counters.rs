@@ -3,11 +3,11 @@
 
 use serde::Serialize;
 
-use crate::counter::{
+use crate::model::counter::{
     Change, Counter, CounterDelta, Flavor, Group, PortCounters, PortDelta, Source, Unit,
 };
-use crate::finding::Finding;
-use crate::model::ReadProblem;
+use crate::model::device::ReadProblem;
+use crate::model::diagnostic::Finding;
 use crate::output::{round_to, Style};
 use crate::render::findings::{self, Evidence};
 

@@ -2,7 +2,7 @@
 //! numbers, then why, what was seen in this run, and the fix. Every command that explains a
 //! failure (pingpong, selftest, TCP and CM alike) prints it through here, once, on stderr.
 
-use crate::finding::Explanation;
+use crate::model::diagnostic::Explanation;
 
 /// `why:`, `seen:` and `fix:` lines, indented by `indent`.
 pub fn body(x: &Explanation, indent: &str) -> String {
@@ -32,8 +32,8 @@ pub fn parts(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::failure::{Cause, Failure, FailureContext, Step};
-    use crate::finding::FailureReport;
+    use crate::model::diagnostic::FailureReport;
+    use crate::model::failure::{Cause, Failure, FailureContext, Step};
 
     #[test]
     fn one_block_with_aligned_labels() {
@@ -48,8 +48,8 @@ mod tests {
             },
         );
         let mut x = Explanation::new("no-neighbour", "no ARP reply", "check the peer");
-        x.evidence.push(crate::finding::Seen::new(
-            crate::finding::Source::Route,
+        x.evidence.push(crate::model::diagnostic::Seen::new(
+            crate::model::diagnostic::Source::Route,
             "neighbour FAILED",
         ));
         let r = FailureReport::new(&failure, x);

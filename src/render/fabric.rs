@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 
 use owo_colors::OwoColorize;
 
-use crate::fabric::{FabricReport, PairRow, PairState, RankRow};
-use crate::finding::Severity;
+use crate::model::diagnostic::Severity;
+use crate::model::fabric::{FabricReport, PairRow, PairState, RankRow};
 use crate::output::Style;
 
 /// Above this many endpoints the matrix shows one character per pair.
@@ -457,7 +457,7 @@ pub fn svg(r: &FabricReport) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fabric::{
+    use crate::model::fabric::{
         Baseline, RankInfo, RunFacts, SuspectExplanation, SuspectKind, SuspectRow, Thresholds,
     };
 

@@ -5,8 +5,8 @@
 use owo_colors::OwoColorize;
 
 #[cfg(test)]
-use crate::finding::Subject;
-use crate::finding::{Finding, Severity};
+use crate::model::diagnostic::Subject;
+use crate::model::diagnostic::{Finding, Severity};
 use crate::output::Style;
 
 /// Which findings show their evidence.

@@ -4,7 +4,7 @@ use std::net::IpAddr;
 
 use serde::Serialize;
 
-use crate::gid::{Gid, GidKind};
+use crate::model::gid::{Gid, GidKind};
 use crate::output::{json, Style};
 use crate::render::inventory::ip_text;
 use crate::render::table::{or_dash, render, Cell};

@@ -2,8 +2,8 @@
 
 use serde::Serialize;
 
-use crate::gid::{Gid, GidKind};
-use crate::model::{Device, GidEntry, LinkLayer, PhysState, PkeyEntry, Port, PortState};
+use crate::model::device::{Device, GidEntry, LinkLayer, PhysState, PkeyEntry, Port, PortState};
+use crate::model::gid::{Gid, GidKind};
 use crate::output::{json, Style};
 use crate::render::table::{or_dash, render, Cell, Tone};
 

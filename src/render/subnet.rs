@@ -5,11 +5,13 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::finding::{Finding, Severity};
-use crate::mad::{NodeType, Speed};
+use crate::model::diagnostic::{Finding, Severity};
+use crate::model::mad::{NodeType, Speed};
+use crate::model::topology::{
+    guid_text, End, MadStats, Node, SmSeen, Subnet, SubnetPort, Unanswered,
+};
 use crate::output::Style;
 use crate::render::findings::{self, Evidence};
-use crate::topology::{guid_text, End, MadStats, Node, SmSeen, Subnet, SubnetPort, Unanswered};
 
 #[derive(Debug, Serialize)]
 pub struct LocalJson {

@@ -10,10 +10,10 @@ use std::time::{Duration, Instant};
 
 use super::{pattern, psn, StepResult, Tester};
 use crate::cli::SelftestStep;
-use crate::failure::{Cause, Failure, FailureContext, Step};
-use crate::verbs::qp::{
+use crate::gather::verbs::qp::{
     Access, Cq, Granted, Mr, Opcode, Qp, QpConfig, RtrParams, SendFlags, Srq, WcDetail, WorkRequest,
 };
+use crate::model::failure::{Cause, Failure, FailureContext, Step};
 
 /// Every semantic step, in the order they run, with its name in the report.
 pub(super) const SEMANTIC_STEPS: [(SelftestStep, &str); 10] = [
@@ -649,7 +649,7 @@ impl Tester {
                 format!(
                     "wr_id {} completed ({}) before the QP was moved to ERR, while the peer had no receive posted",
                     w.wc.wr_id,
-                    crate::errno::wc_status_name(w.wc.status)
+                    crate::model::errno::wc_status_name(w.wc.status)
                 ),
             ));
         }

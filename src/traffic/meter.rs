@@ -5,8 +5,8 @@
 
 use std::time::{Duration, Instant};
 
-use super::results::{ns_per_tick, op_result, LatencyRecorder, OpResult};
-use crate::verbs::qp::ticks;
+use crate::gather::verbs::qp::ticks;
+use crate::model::results::{ns_per_tick, op_result, LatencyRecorder, OpResult};
 
 /// How often the clock is read, as a target.
 const CHECK_EVERY: Duration = Duration::from_millis(10);

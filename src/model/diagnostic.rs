@@ -5,8 +5,8 @@
 
 use serde::Serialize;
 
-use crate::errno::{errno_name, wc_status_name};
-use crate::failure::{Cause, Failure, FailureContext, Step};
+use crate::model::errno::{errno_name, wc_status_name};
+use crate::model::failure::{Cause, Failure, FailureContext, Step};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "lowercase")]

@@ -4,7 +4,7 @@
 
 use std::cmp::Ordering;
 
-use crate::model::{GidType, Guid, LinkLayer, NodeType, PhysState, PortState, Rate};
+use crate::model::device::{GidType, Guid, LinkLayer, NodeType, PhysState, PortState, Rate};
 
 /// "4: ACTIVE" → (Some(4), "ACTIVE"). Text without a number gives (None, text).
 pub fn numbered(text: &str) -> (Option<u32>, &str) {

@@ -14,10 +14,12 @@ use std::io::{ErrorKind, Read, Write};
 use std::net::{IpAddr, Ipv6Addr, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
 use std::time::{Duration, Instant};
 
-use crate::counter::WireDelta;
-use crate::failure::{Cause, Endpoint, Failure, FailureContext, Mismatch, Ops, PeerNotice, Step};
-use crate::gid::{Gid, GidKind};
-use crate::model::{GidType, LinkLayer};
+use crate::model::counter::WireDelta;
+use crate::model::device::{GidType, LinkLayer};
+use crate::model::failure::{
+    Cause, Endpoint, Failure, FailureContext, Mismatch, Ops, PeerNotice, Step,
+};
+use crate::model::gid::{Gid, GidKind};
 
 pub const NATIVE_MAGIC: [u8; 4] = *b"RDMX";
 /// Version 2 added the run's length (`--duration`), `--lat` and the server's "I follow".

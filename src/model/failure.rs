@@ -7,9 +7,9 @@ use std::fmt;
 
 use serde::Serialize;
 
-use crate::errno::{errno_name, strerror, wc_status_name, wc_status_text};
-use crate::gid::{Gid, GidKind};
-use crate::model::{GidType, LinkLayer};
+use crate::model::device::{GidType, LinkLayer};
+use crate::model::errno::{errno_name, strerror, wc_status_name, wc_status_text};
+use crate::model::gid::{Gid, GidKind};
 
 /// The RC QP attributes rdmactl uses, on the TCP exchange and the connection manager alike.
 /// Defined once here; a failure carries the ones actually set, so an explanation quotes
@@ -289,7 +289,7 @@ impl Cause {
             event,
             status,
             reject_reason: (event == EventKind::Rejected)
-                .then(|| crate::errno::reject_reason_name(status)),
+                .then(|| crate::model::errno::reject_reason_name(status)),
         }
     }
 
@@ -365,7 +365,7 @@ impl fmt::Display for Cause {
             Cause::NoKernelCm { errno, .. } => write!(
                 f,
                 "cannot open the kernel RDMA CM: {}",
-                crate::errno::errno_text(*errno)
+                crate::model::errno::errno_text(*errno)
             ),
             Cause::CmEvent {
                 event,
@@ -377,7 +377,7 @@ impl fmt::Display for Cause {
                     f,
                     "{} (status {status}: {})",
                     event.name(),
-                    crate::errno::errno_text(-status)
+                    crate::model::errno::errno_text(-status)
                 ),
                 None => write!(f, "{} (status {status})", event.name()),
             },

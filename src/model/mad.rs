@@ -493,7 +493,7 @@ pub struct PortCounters {
     pub values: Vec<(&'static str, u64, u8)>,
 }
 
-/// The PortCounters fields: name (the kernel's sysfs name, so `crate::counter` gives the
+/// The PortCounters fields: name (the kernel's sysfs name, so `crate::model::counter` gives the
 /// meaning), byte offset, bit offset within that byte from the top,
 /// width in bits.
 const PORT_COUNTER_FIELDS: &[(&str, usize, u8, u8)] = &[

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::mad::{NodeType, Speed};
+use crate::model::mad::{NodeType, Speed};
 
 /// GUIDs print as ibnetdiscover prints them: 0x and 16 hex digits.
 pub fn guid_text(guid: u64) -> String {

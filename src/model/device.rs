@@ -9,7 +9,7 @@ use std::path::PathBuf;
 
 use serde::{Serialize, Serializer};
 
-use crate::gid::Gid;
+use crate::model::gid::Gid;
 
 /// `gid_attrs/types/N`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -3,7 +3,7 @@
 //! itself on a host without them.
 //!
 //! The rest of the crate sees plain Rust values: attribute structs copied out of the verbs
-//! structs, `crate::gid::Gid`, and `VerbsError`, which names the device, port, GID index and
+//! structs, `crate::model::gid::Gid`, and `VerbsError`, which names the device, port, GID index and
 //! errno and says what to do next.
 #![allow(unsafe_code)]
 // Parts of this API serve commands merged from other branches (doctor, pingpong).
@@ -84,7 +84,7 @@ impl VerbsError {
     }
 }
 
-use crate::errno::errno_text;
+use crate::model::errno::errno_text;
 
 /// The errno of the calling thread's last failed call; EIO when there is none.
 pub(crate) fn last_errno() -> i32 {

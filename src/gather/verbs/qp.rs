@@ -15,10 +15,10 @@ use serde::Serialize;
 
 use super::query::{self, OpenDevice};
 use super::VerbsError;
-use crate::failure::{Cause, Failure, FailureContext, QpParams, Step, QP_PARAMS};
+use crate::model::failure::{Cause, Failure, FailureContext, QpParams, Step, QP_PARAMS};
 
-use crate::gid::Gid;
-use crate::model::{GidType, LinkLayer};
+use crate::model::device::{GidType, LinkLayer};
+use crate::model::gid::Gid;
 
 mod semantics;
 pub use semantics::*;

@@ -13,10 +13,10 @@
 use std::net::IpAddr;
 use std::path::Path;
 
-pub use crate::facts::Route;
-use crate::facts::{NetdevFacts, RouteFacts};
-use crate::gid::is_link_local;
-use crate::gid::Gid;
+pub use crate::model::facts::Route;
+use crate::model::facts::{NetdevFacts, RouteFacts};
+use crate::model::gid::is_link_local;
+use crate::model::gid::Gid;
 
 use netlink_packet_core::{
     NetlinkHeader, NetlinkMessage, NetlinkPayload, NLM_F_DUMP, NLM_F_REQUEST,
@@ -36,7 +36,7 @@ pub enum NetError {
     #[error("netlink socket: {0}")]
     Socket(#[source] std::io::Error),
     /// The kernel refused the request (e.g. ENETUNREACH for `route get` with no route).
-    #[error("the kernel answered {what} with {}", crate::errno::errno_text(*errno))]
+    #[error("the kernel answered {what} with {}", crate::model::errno::errno_text(*errno))]
     Kernel { what: String, errno: i32 },
     #[error("cannot parse the kernel's reply to {what}: {detail}")]
     Parse { what: String, detail: String },

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use crate::fabric::{PairEnd, RankInfo};
+use crate::model::fabric::{PairEnd, RankInfo};
 
 pub const MAGIC: [u8; 4] = *b"RDFB";
 /// A rank's report with a failure explanation and counters is a few KiB.

@@ -1,14 +1,14 @@
 //! `ports/N/counters/` and `ports/N/hw_counters/`: one pass, one read per file, no process
-//! spawned. Classifying a counter (width, unit, group) is `crate::counter`'s; this file only
+//! spawned. Classifying a counter (width, unit, group) is `crate::model::counter`'s; this file only
 //! decides which files to read.
 
 use std::io;
 use std::path::Path;
 
 use super::{list_dir, parse, read_driver, read_small, SysfsRoot};
-use crate::counter::{Counter, Flavor, PortCounters, Source};
 use crate::error::{Error, Result};
-use crate::model::ReadProblem;
+use crate::model::counter::{Counter, Flavor, PortCounters, Source};
+use crate::model::device::ReadProblem;
 
 /// In `hw_counters/` but not a counter: how long (ms) the kernel caches the values it
 /// shows, a writable setting.
@@ -162,7 +162,7 @@ fn read_dir_values(dir: &Path, problems: &mut Vec<ReadProblem>) -> Option<Vec<(S
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::counter::{Change, Group};
+    use crate::model::counter::{Change, Group};
     use std::fs;
 
     fn write(root: &Path, rel: &str, text: &str) {
@@ -212,7 +212,7 @@ mod tests {
         write(t.path(), &format!("{p}/counters/port_rcv_data"), "150\n");
         write(t.path(), &format!("{p}/hw_counters/out_of_sequence"), "5\n");
         let after = sysfs.counters(Some("mlx5_0"), Some(1)).unwrap();
-        let d = crate::counter::port_delta(&before[0], &after[0], 0.2);
+        let d = crate::model::counter::port_delta(&before[0], &after[0], 0.2);
         assert_eq!(
             d.get("out_of_sequence").unwrap().change,
             Change::Counted {

@@ -12,7 +12,7 @@
 
 use serde::Serialize;
 
-use crate::model::ReadProblem;
+use crate::model::device::ReadProblem;
 
 /// Which directory a counter lives in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, serde::Deserialize)]

@@ -9,7 +9,7 @@ use std::io;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::mad::{self, MadTransport, Route, MAD_SIZE};
+use crate::model::mad::{self as mad, MadTransport, Route, MAD_SIZE};
 
 const UMAD_SYSFS: &str = "/sys/class/infiniband_mad";
 const IB_SYSFS: &str = "/sys/class/infiniband";

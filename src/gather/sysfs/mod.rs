@@ -15,10 +15,10 @@ use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
-use crate::gid::Gid;
-use crate::model::{
+use crate::model::device::{
     Device, GidEntry, LinkLayer, Netdev, NetdevSource, PkeyEntry, Port, ReadProblem, VerbsStatus,
 };
+use crate::model::gid::Gid;
 
 #[derive(Debug, Clone)]
 pub struct SysfsRoot {
@@ -869,7 +869,7 @@ mod tests {
         let s = SysfsRoot::new(t.path());
         let g = s.gid_table("mlx5_0", 1, false).unwrap();
         assert_eq!(g.iter().map(|e| e.index).collect::<Vec<_>>(), [0, 2]);
-        assert_eq!(g[0].gid_type, Some(crate::model::GidType::RoceV1));
+        assert_eq!(g[0].gid_type, Some(crate::model::device::GidType::RoceV1));
         assert_eq!(s.gid_table("mlx5_0", 1, true).unwrap().len(), 3);
         let e = s.gid("mlx5_0", 1, 1).unwrap_err().to_string();
         assert_eq!(
@@ -933,7 +933,7 @@ mod tests {
         assert_eq!(p.link_layer, Some(LinkLayer::InfiniBand));
         assert_eq!(p.rate.unwrap().speed.as_deref(), Some("SDR"));
         // No gid_attrs: IB/RoCE v1, which on InfiniBand is IB.
-        assert_eq!(p.gids[0].gid_type, Some(crate::model::GidType::Ib));
+        assert_eq!(p.gids[0].gid_type, Some(crate::model::device::GidType::Ib));
         assert_eq!(s.port("odd0", 1).unwrap().link_layer, None);
         assert_eq!(
             s.port("mlx5_0", 1).unwrap().link_layer,

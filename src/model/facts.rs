@@ -5,8 +5,8 @@ use std::net::IpAddr;
 
 use serde::Serialize;
 
-use crate::gid::Gid;
-use crate::model::{GidEntry, GidType, LinkLayer, Port};
+use crate::model::device::{GidEntry, GidType, LinkLayer, Port};
+use crate::model::gid::Gid;
 
 /// What is known of one end of a connection: its port (sysfs), what it sent in the
 /// out-of-band exchange, and (local side) its GID table. The rules read this, not the wire

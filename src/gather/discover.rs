@@ -9,8 +9,10 @@ use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::io;
 use std::time::{Duration, Instant};
 
-use crate::mad::{self, Header, MadTransport, NodeInfo, NodeType, PortInfo, Route, MAD_SIZE};
-use crate::topology::{
+use crate::model::mad::{
+    self as mad, Header, MadTransport, NodeInfo, NodeType, PortInfo, Route, MAD_SIZE,
+};
+use crate::model::topology::{
     CounterValues, End, Link, MadStats, Node, SmSeen, Subnet, SubnetPort, Unanswered,
 };
 

@@ -25,8 +25,8 @@ use sideway::ibverbs::device::{
 use sideway::ibverbs::device_context::DeviceContext;
 
 use super::{errno_of, VerbsError};
-use crate::gid::Gid;
-use crate::model::GidType;
+use crate::model::device::GidType;
+use crate::model::gid::Gid;
 
 const LIBIBVERBS: &str = "libibverbs.so.1";
 

@@ -19,9 +19,9 @@ use serde::Serialize;
 
 use super::qp::{link_layer_from, Access, Context, Cq, Mr, Pd, Qp, QpCaps, SendOp, Wc};
 use super::{last_errno, query};
-use crate::failure::{show_addr, Cause, EventKind, Failure, Step, QP_PARAMS};
-use crate::gid::Gid;
-use crate::model::{GidType, LinkLayer};
+use crate::model::device::{GidType, LinkLayer};
+use crate::model::failure::{show_addr, Cause, EventKind, Failure, Step, QP_PARAMS};
+use crate::model::gid::Gid;
 
 /// A CM failure before the id is bound to a device: only the peer is known.
 fn cm_err(step: Step, peer: Option<SocketAddr>, cause: Cause) -> Failure {
@@ -461,7 +461,7 @@ fn expect_event(
             if let Ok(reason) = decode_reject(&event.private_data) {
                 err.cause = Cause::ServerRejected {
                     status: event.status,
-                    reject_reason: crate::errno::reject_reason_name(event.status),
+                    reject_reason: crate::model::errno::reject_reason_name(event.status),
                     server_reason: reason,
                 };
             }

@@ -1,0 +1,14 @@
+//! Plain data: what the gatherers fill and the rules and renderers read. Nothing here does
+//! I/O, and nothing here imports a module above it.
+
+pub mod counter;
+pub mod device;
+pub mod diagnostic;
+pub mod errno;
+pub mod fabric;
+pub mod facts;
+pub mod failure;
+pub mod gid;
+pub mod mad;
+pub mod results;
+pub mod topology;

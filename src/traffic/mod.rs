@@ -1,0 +1,3 @@
+//! Engines that move real traffic, driven by several commands.
+
+pub mod meter;
