@@ -19,7 +19,7 @@ use crate::error::{Error, Result};
 use crate::gather::sysfs::SysfsRoot;
 use crate::model::device::{Device, PortState};
 use crate::model::fabric::{
-    Baseline, Drift, FabricReport, PairRow, PairState, PairVerdict, RankRow, RunFacts, Suspect,
+    Drift, FabricReport, PairRow, PairState, PairVerdict, PerfBaseline, RankRow, RunFacts, Suspect,
     SuspectRow, Thresholds,
 };
 use crate::model::fabric::{Given, PairEnd, Pattern, Placement, RankInfo};
@@ -1328,7 +1328,7 @@ impl Leader {
         verdicts: &[PairVerdict],
         ends: &BTreeMap<(u32, u32), PairEnd>,
         drift: &[Drift],
-        baseline: &Baseline,
+        baseline: &PerfBaseline,
     ) -> SuspectRow {
         let info = |r: Option<u32>| r.and_then(|r| self.infos.get(&r));
         let explanation = rules::explain_suspect(s, &self.infos, verdicts, ends, drift, baseline);
@@ -1403,7 +1403,7 @@ impl RoundState {
     }
 }
 
-fn judge_all(results: &Results, t: &Thresholds) -> (Baseline, Vec<PairVerdict>) {
+fn judge_all(results: &Results, t: &Thresholds) -> (PerfBaseline, Vec<PairVerdict>) {
     let inputs: Vec<PairInput> = results
         .ends
         .iter()
@@ -1431,7 +1431,7 @@ fn verdict_line(
     suspects: &[SuspectRow],
     drift: &[Drift],
     pairs: &[PairRow],
-    baseline: &Baseline,
+    baseline: &PerfBaseline,
     ranks: &[RankRow],
 ) -> String {
     let bad = pairs

@@ -1734,13 +1734,13 @@ mod tests {
                         counters: vec![
                             crate::model::counter::WireCount {
                                 name: "sent_pkts".into(),
-                                source: crate::model::counter::Source::HwCounters,
+                                source: crate::model::counter::CounterSource::HwCounters,
                                 at_least: 2000,
                                 exact: true,
                             },
                             crate::model::counter::WireCount {
                                 name: "duplicate_request".into(),
-                                source: crate::model::counter::Source::HwCounters,
+                                source: crate::model::counter::CounterSource::HwCounters,
                                 at_least: 12,
                                 exact: true,
                             },

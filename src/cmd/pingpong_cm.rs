@@ -18,7 +18,8 @@ use crate::exit;
 use crate::gather::net;
 use crate::gather::sysfs::SysfsRoot;
 use crate::gather::verbs::cm::{
-    self, ConnInfo, ConnectOptions, Endpoint, Listener, Op, Region, Resolution, StepDone, Wake,
+    self, CmEndpoint as Endpoint, CmOp as Op, ConnInfo, ConnectOptions, Listener, Region,
+    Resolution, StepDone, Wake,
 };
 use crate::gather::verbs::qp::ticks;
 use crate::model::device::LinkLayer;

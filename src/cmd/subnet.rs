@@ -13,7 +13,7 @@ use crate::exit;
 use crate::gather::discover::{self, WalkOptions};
 use crate::gather::verbs::umad::{self, UmadPort};
 use crate::model::diagnostic::Severity;
-use crate::model::topology::{self, Baseline, End, Link};
+use crate::model::topology::{self, End, Link, TopologyBaseline};
 use crate::render::subnet as render;
 
 pub fn run(ctx: &Ctx, args: &SubnetArgs) -> Result<u8> {
@@ -185,7 +185,7 @@ fn is_ib(p: &UmadPort) -> bool {
 }
 
 /// A baseline is a previous `subnet -j` (JSON) or an ibnetdiscover topology file.
-fn read_baseline(path: &Path) -> Result<Baseline> {
+fn read_baseline(path: &Path) -> Result<TopologyBaseline> {
     let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
         path: path.to_path_buf(),
         source,
@@ -200,11 +200,11 @@ fn read_baseline(path: &Path) -> Result<Baseline> {
     }
 }
 
-fn baseline_from_json(v: &serde_json::Value) -> std::result::Result<Baseline, String> {
+fn baseline_from_json(v: &serde_json::Value) -> std::result::Result<TopologyBaseline, String> {
     let guid = |x: &serde_json::Value| -> Option<u64> {
         u64::from_str_radix(x.as_str()?.trim_start_matches("0x"), 16).ok()
     };
-    let mut b = Baseline::default();
+    let mut b = TopologyBaseline::default();
     let nodes = v["nodes"]
         .as_array()
         .ok_or("no \"nodes\" array: not a `subnet -j` output")?;

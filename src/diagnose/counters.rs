@@ -376,7 +376,7 @@ pub fn doctor_finding(pc: &PortCounters) -> Option<Finding> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::counter::{port_delta, Flavor, Source};
+    use crate::model::counter::{port_delta, CounterSource as Source, Flavor};
 
     fn snap(device: &str, flavor: Flavor, values: &[(&str, Source, u64)]) -> PortCounters {
         PortCounters {

@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::doctor::ARP_FLUX_FIX;
 use crate::model::fabric::{
-    Baseline, Drift, DriftValue, PairEnd, PairState, PairVerdict, Pattern, RankInfo, Suspect,
+    Drift, DriftValue, PairEnd, PairState, PairVerdict, Pattern, PerfBaseline, RankInfo, Suspect,
     SuspectExplanation, SuspectKind, Thresholds,
 };
 
@@ -240,7 +240,7 @@ pub struct PairInput {
 /// and a bad link does not move either end's best, so with one bad endpoint of four (half
 /// of all pairs slow) the baseline is still a good pair's figure. Below three endpoints
 /// with a working pair there is nothing to compare with, unless absolute figures are given.
-pub fn baseline(pairs: &[PairInput], t: &Thresholds) -> Baseline {
+pub fn baseline(pairs: &[PairInput], t: &Thresholds) -> PerfBaseline {
     let mut best_lat: BTreeMap<u32, f64> = BTreeMap::new();
     let mut best_bw: BTreeMap<u32, f64> = BTreeMap::new();
     for p in pairs {
@@ -304,14 +304,14 @@ pub fn baseline(pairs: &[PairInput], t: &Thresholds) -> Baseline {
             .join(", ")
         );
     }
-    Baseline {
+    PerfBaseline {
         usec_per_iter: usec,
         mbit_per_sec: mbit,
         how,
     }
 }
 
-pub fn judge_pair(p: &PairInput, base: &Baseline, t: &Thresholds) -> PairVerdict {
+pub fn judge_pair(p: &PairInput, base: &PerfBaseline, t: &Thresholds) -> PairVerdict {
     let mut v = PairVerdict {
         a: p.a,
         b: p.b,
@@ -646,7 +646,7 @@ pub fn explain_suspect(
     verdicts: &[PairVerdict],
     ends: &BTreeMap<(u32, u32), PairEnd>,
     drift: &[Drift],
-    baseline: &Baseline,
+    baseline: &PerfBaseline,
 ) -> SuspectExplanation {
     let label = |r: u32| {
         infos
@@ -943,7 +943,7 @@ mod tests {
         out
     }
 
-    fn verdicts_of(pairs: &[PairInput], t: &Thresholds) -> (Baseline, Vec<PairVerdict>) {
+    fn verdicts_of(pairs: &[PairInput], t: &Thresholds) -> (PerfBaseline, Vec<PairVerdict>) {
         let base = baseline(pairs, t);
         let v = pairs.iter().map(|p| judge_pair(p, &base, t)).collect();
         (base, v)

@@ -1,14 +1,14 @@
 //! `subnet`'s rules: the subnet manager, links trained below their norm or below what both
 //! ends support, error counters on either end of a link, MTU and VL mismatches, nodes that
-//! did not answer, and changes since a baseline. Pure: a `Subnet` (and a `Baseline`) in,
+//! did not answer, and changes since a baseline. Pure: a `Subnet` (and a `TopologyBaseline`) in,
 //! findings out, worst first.
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::model::counter::{Counter, Flavor, Source};
+use crate::model::counter::{Counter, CounterSource, Flavor};
 use crate::model::diagnostic::{Finding, Severity};
 use crate::model::mad::Speed;
-use crate::model::topology::{guid_text, Baseline, End, Link, Subnet};
+use crate::model::topology::{guid_text, End, Link, Subnet, TopologyBaseline};
 
 /// Counters judged on each link end: (name, count from which it is a problem). A few
 /// symbol errors follow every link training; one link-downed or integrity error does not.
@@ -30,7 +30,7 @@ fn with_subject(mut f: Finding, subject: String) -> Finding {
     f
 }
 
-pub fn judge(subnet: &Subnet, baseline: Option<&Baseline>) -> Vec<Finding> {
+pub fn judge(subnet: &Subnet, baseline: Option<&TopologyBaseline>) -> Vec<Finding> {
     let mut out = Vec::new();
     out.extend(sm(subnet));
     out.extend(unanswered(subnet));
@@ -357,7 +357,7 @@ fn counters(s: &Subnet) -> Vec<Finding> {
                 let Some(&(_, threshold)) = ERROR_THRESHOLDS.iter().find(|(n, _)| n == name) else {
                     continue;
                 };
-                let c = Counter::new(name, Source::Counters, Flavor::Other, *value, false);
+                let c = Counter::new(name, CounterSource::Counters, Flavor::Other, *value, false);
                 let full = c.saturates && *value == max_of(*width);
                 let meaning = c.meaning.map(|m| format!(": {m}")).unwrap_or_default();
                 let before = match (s.interval_s, &port.counters_before) {
@@ -494,7 +494,7 @@ fn mismatches(s: &Subnet) -> Vec<Finding> {
 
 /// Nodes and links missing, added, moved to another port, and LIDs changed since the
 /// baseline.
-pub fn compare(s: &Subnet, b: &Baseline) -> Vec<Finding> {
+pub fn compare(s: &Subnet, b: &TopologyBaseline) -> Vec<Finding> {
     let mut out = Vec::new();
     let name = |guid: u64| -> String {
         match (s.node(guid), b.nodes.get(&guid)) {
@@ -644,7 +644,7 @@ pub fn compare(s: &Subnet, b: &Baseline) -> Vec<Finding> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::mad::NodeType;
+    use crate::model::mad::MadNodeType;
     use crate::model::topology::{MadStats, Node, SmSeen, SubnetPort};
 
     fn port(num: u8, width: u8, speed: Speed) -> SubnetPort {
@@ -668,7 +668,7 @@ mod tests {
         }
     }
 
-    fn node(guid: u64, t: NodeType, desc: &str, lid: u16, ports: Vec<SubnetPort>) -> Node {
+    fn node(guid: u64, t: MadNodeType, desc: &str, lid: u16, ports: Vec<SubnetPort>) -> Node {
         Node {
             guid,
             node_type: t,
@@ -703,8 +703,8 @@ mod tests {
             s1.push(port(p, if p == 7 { 1 } else { 4 }, Speed::Edr));
         }
         let mut nodes = vec![
-            node(0xa, NodeType::Switch, "leaf1", 1, s1),
-            node(0xb, NodeType::Switch, "spine1", 2, s2),
+            node(0xa, MadNodeType::Switch, "leaf1", 1, s1),
+            node(0xb, MadNodeType::Switch, "spine1", 2, s2),
         ];
         let mut links = Vec::new();
         for p in 1..=4 {
@@ -715,7 +715,7 @@ mod tests {
             let host = 0x100 + i as u64;
             nodes.push(node(
                 host,
-                NodeType::Ca,
+                MadNodeType::Ca,
                 &format!("node04{i} HCA-1"),
                 10 + i as u16,
                 vec![port(1, width, Speed::Edr)],
@@ -901,7 +901,7 @@ mod tests {
     #[test]
     fn baseline_finds_a_missing_host_a_moved_cable_and_a_changed_lid() {
         let s = fabric();
-        let mut b = Baseline::default();
+        let mut b = TopologyBaseline::default();
         for n in &s.nodes {
             b.nodes
                 .insert(n.guid, (n.is_switch(), n.description.clone(), n.lid));

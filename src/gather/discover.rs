@@ -1,5 +1,5 @@
 //! The subnet walk: directed-route SMPs from the local port (NodeInfo, NodeDescription,
-//! PortInfo, SwitchInfo), then SMInfo from the subnet managers and PMA PortCounters from
+//! SmpPortInfo, SwitchInfo), then SMInfo from the subnet managers and PMA PmaCounters from
 //! both ends of every link. Many MADs are in flight at once; each has its own timeout and
 //! is resent a number of times before it counts as unanswered. A node that never answers
 //! is recorded and the walk goes on. A gatherer: it speaks through any `MadTransport` (the
@@ -10,7 +10,7 @@ use std::io;
 use std::time::{Duration, Instant};
 
 use crate::model::mad::{
-    self as mad, Header, MadTransport, NodeInfo, NodeType, PortInfo, Route, MAD_SIZE,
+    self as mad, DrPath, Header, MadNodeType, MadTransport, NodeInfo, SmpPortInfo, MAD_SIZE,
 };
 use crate::model::topology::{
     CounterValues, End, Link, MadStats, Node, SmSeen, Subnet, SubnetPort, Unanswered,
@@ -25,7 +25,7 @@ pub struct WalkOptions {
     pub retries: u32,
     /// How long one send waits for its answer.
     pub timeout: Duration,
-    /// Read PMA PortCounters on both ends of every link.
+    /// Read PMA PmaCounters on both ends of every link.
     pub counters: bool,
 }
 
@@ -37,7 +37,7 @@ enum Want {
         from: Option<End>,
     },
     NodeDesc(u64),
-    PortInfo(u64, u8),
+    SmpPortInfo(u64, u8),
     SwitchInfo(u64),
     SmInfo(u64),
     Counters(End),
@@ -52,20 +52,20 @@ impl Want {
         match self {
             Want::NodeInfo { .. } => "NodeInfo".into(),
             Want::NodeDesc(_) => "NodeDescription".into(),
-            Want::PortInfo(_, p) => format!("PortInfo port {p}"),
+            Want::SmpPortInfo(_, p) => format!("SmpPortInfo port {p}"),
             Want::SwitchInfo(_) => "SwitchInfo".into(),
             Want::SmInfo(_) => "SMInfo".into(),
-            Want::Counters(e) => format!("PortCounters port {}", e.port),
+            Want::Counters(e) => format!("PmaCounters port {}", e.port),
             Want::PmaClass(_) => "PMA ClassPortInfo".into(),
             Want::CountersExt(e) => format!("PortCountersExtended port {}", e.port),
-            Want::Clear(e) => format!("PortCounters Set (clear) port {}", e.port),
+            Want::Clear(e) => format!("PmaCounters Set (clear) port {}", e.port),
         }
     }
 }
 
 struct Job {
     want: Want,
-    route: Route,
+    route: DrPath,
     class: u8,
     method: u8,
     attr: u16,
@@ -77,7 +77,7 @@ impl Job {
     fn smp(want: Want, route: &[u8], attr: u16, attr_mod: u32) -> Job {
         Job {
             want,
-            route: Route::Directed(route.to_vec()),
+            route: DrPath::Directed(route.to_vec()),
             class: mad::CLASS_SMP_DR,
             method: mad::METHOD_GET,
             attr,
@@ -191,7 +191,7 @@ fn pump<T: MadTransport>(
 }
 
 /// Walks the subnet from the local port and reads SMInfo and (with `opts.counters`)
-/// PortCounters. An I/O error of the transport ends it; an unanswered node does not.
+/// PmaCounters. An I/O error of the transport ends it; an unanswered node does not.
 pub fn walk<T: MadTransport>(t: &mut T, opts: &WalkOptions) -> io::Result<Subnet> {
     let started = Instant::now();
     let mut tid = 0u32;
@@ -204,7 +204,7 @@ pub fn walk<T: MadTransport>(t: &mut T, opts: &WalkOptions) -> io::Result<Subnet
     let mut local: Option<End> = None;
     let mut unanswered = Vec::new();
     // Switch ports as read, kept to be judged against their port 0 after the walk.
-    let mut switch_ports: Vec<(u64, u8, PortInfo)> = Vec::new();
+    let mut switch_ports: Vec<(u64, u8, SmpPortInfo)> = Vec::new();
 
     let lost = |job: &Job, miss: Miss, unanswered: &mut Vec<Unanswered>| {
         let from = match &job.want {
@@ -236,7 +236,7 @@ pub fn walk<T: MadTransport>(t: &mut T, opts: &WalkOptions) -> io::Result<Subnet
         let Some(data) = mad::data(&reply) else {
             return;
         };
-        let Route::Directed(route) = &job.route else {
+        let DrPath::Directed(route) = &job.route else {
             return;
         };
         match &job.want {
@@ -258,11 +258,11 @@ pub fn walk<T: MadTransport>(t: &mut T, opts: &WalkOptions) -> io::Result<Subnet
                     if !nodes[i].port_guids.iter().any(|(p, _)| *p == ni.local_port) {
                         nodes[i].port_guids.push((ni.local_port, ni.port_guid));
                     }
-                    // Another port of a known CA: its PortInfo is still to read.
+                    // Another port of a known CA: its SmpPortInfo is still to read.
                     let n = &nodes[i];
                     if !n.is_switch() && n.port(ni.local_port).is_none() {
                         jobs.push_back(Job::smp(
-                            Want::PortInfo(ni.node_guid, ni.local_port),
+                            Want::SmpPortInfo(ni.node_guid, ni.local_port),
                             route,
                             mad::ATTR_PORT_INFO,
                             u32::from(ni.local_port),
@@ -288,7 +288,7 @@ pub fn walk<T: MadTransport>(t: &mut T, opts: &WalkOptions) -> io::Result<Subnet
                 });
                 let g = ni.node_guid;
                 jobs.push_back(Job::smp(Want::NodeDesc(g), route, mad::ATTR_NODE_DESC, 0));
-                if ni.node_type == NodeType::Switch {
+                if ni.node_type == MadNodeType::Switch {
                     jobs.push_back(Job::smp(
                         Want::SwitchInfo(g),
                         route,
@@ -297,7 +297,7 @@ pub fn walk<T: MadTransport>(t: &mut T, opts: &WalkOptions) -> io::Result<Subnet
                     ));
                     for p in 0..=ni.num_ports {
                         jobs.push_back(Job::smp(
-                            Want::PortInfo(g, p),
+                            Want::SmpPortInfo(g, p),
                             route,
                             mad::ATTR_PORT_INFO,
                             u32::from(p),
@@ -305,7 +305,7 @@ pub fn walk<T: MadTransport>(t: &mut T, opts: &WalkOptions) -> io::Result<Subnet
                     }
                 } else {
                     jobs.push_back(Job::smp(
-                        Want::PortInfo(g, ni.local_port),
+                        Want::SmpPortInfo(g, ni.local_port),
                         route,
                         mad::ATTR_PORT_INFO,
                         u32::from(ni.local_port),
@@ -322,8 +322,8 @@ pub fn walk<T: MadTransport>(t: &mut T, opts: &WalkOptions) -> io::Result<Subnet
                     nodes[i].enhanced_port0 = si.enhanced_port0;
                 }
             }
-            Want::PortInfo(g, p) => {
-                let (Some(&i), Some(pi)) = (index.get(g), PortInfo::decode(data)) else {
+            Want::SmpPortInfo(g, p) => {
+                let (Some(&i), Some(pi)) = (index.get(g), SmpPortInfo::decode(data)) else {
                     return;
                 };
                 let node = &mut nodes[i];
@@ -470,7 +470,7 @@ pub fn walk<T: MadTransport>(t: &mut T, opts: &WalkOptions) -> io::Result<Subnet
                 }
                 Want::Counters(end) => {
                     if let (Some(c), Some(n)) = (
-                        mad::PortCounters::decode(data),
+                        mad::PmaCounters::decode(data),
                         nodes.iter_mut().find(|n| n.guid == end.guid),
                     ) {
                         if let Some(p) = n.ports.iter_mut().find(|p| p.port == end.port) {
@@ -503,7 +503,7 @@ pub fn walk<T: MadTransport>(t: &mut T, opts: &WalkOptions) -> io::Result<Subnet
             }
         },
     )?;
-    // The 64-bit data and packet counters replace PortCounters' 32-bit ones, which
+    // The 64-bit data and packet counters replace PmaCounters' 32-bit ones, which
     // saturate within seconds on a busy link.
     for (end, values) in extended {
         let port = nodes
@@ -556,7 +556,7 @@ fn counters_job(nodes: &[Node], end: End, clear: bool) -> Option<Job> {
         } else {
             Want::Counters(end)
         },
-        route: Route::Lid(lid),
+        route: DrPath::Lid(lid),
         class: mad::CLASS_PERF,
         method: if clear {
             mad::METHOD_SET
@@ -573,7 +573,7 @@ fn counters_job(nodes: &[Node], end: End, clear: bool) -> Option<Job> {
     })
 }
 
-/// Reads PortCounters of every link end again after `interval`: the first reading moves to
+/// Reads PmaCounters of every link end again after `interval`: the first reading moves to
 /// `counters_before`, so the rules judge what changed in between.
 pub fn reread_counters<T: MadTransport>(
     t: &mut T,
@@ -600,7 +600,7 @@ pub fn reread_counters<T: MadTransport>(
             let (Want::Counters(end), Ok(reply)) = (&job.want, answer) else {
                 return;
             };
-            if let Some(c) = mad::data(&reply).and_then(mad::PortCounters::decode) {
+            if let Some(c) = mad::data(&reply).and_then(mad::PmaCounters::decode) {
                 readings.push((*end, c.values));
             }
         },
@@ -621,7 +621,7 @@ pub fn reread_counters<T: MadTransport>(
 }
 
 /// A PMA Get of `attr` for one port, to the route (LID) the port's node answers on.
-fn pma_job(want: Want, route: Route, attr: u16, port: u8) -> Job {
+fn pma_job(want: Want, route: DrPath, attr: u16, port: u8) -> Job {
     Job {
         want,
         route,
@@ -633,7 +633,7 @@ fn pma_job(want: Want, route: Route, attr: u16, port: u8) -> Job {
     }
 }
 
-/// Clears PortCounters on every end of every link (a PMA Set; only on
+/// Clears PmaCounters on every end of every link (a PMA Set; only on
 /// `--reset-counters`). Returns the ends that did not confirm.
 pub fn clear_counters<T: MadTransport>(
     t: &mut T,
@@ -657,7 +657,7 @@ pub fn clear_counters<T: MadTransport>(
     Ok(failed)
 }
 
-fn subnet_port(num: u8, pi: &PortInfo) -> SubnetPort {
+fn subnet_port(num: u8, pi: &SmpPortInfo) -> SubnetPort {
     SubnetPort {
         port: num,
         lid: pi.lid,
@@ -711,7 +711,7 @@ mod tests {
     }
 
     impl MadTransport for Fake {
-        fn send(&mut self, m: &[u8; MAD_SIZE], to: &Route) -> io::Result<()> {
+        fn send(&mut self, m: &[u8; MAD_SIZE], to: &DrPath) -> io::Result<()> {
             self.sent += 1;
             let tid = u64::from_be_bytes(m[8..16].try_into().unwrap());
             if self.drop_every > 0
@@ -720,7 +720,7 @@ mod tests {
             {
                 return Ok(());
             }
-            let Route::Directed(path) = to else {
+            let DrPath::Directed(path) = to else {
                 return Ok(()); // no PMA in this fabric: counters go unanswered
             };
             let Some((node, entry)) = self.resolve(path) else {
@@ -842,13 +842,13 @@ mod tests {
         );
         assert_eq!(s.nodes[2].description, "node02");
         assert!(s.mads.in_flight_max <= 4);
-        // The fake has no PMA: every PortCounters request is reported unanswered, and the
+        // The fake has no PMA: every PmaCounters request is reported unanswered, and the
         // walk's result stands.
         assert_eq!(s.local_sm_lid, 1);
         assert!(s
             .unanswered
             .iter()
-            .any(|u| u.what.starts_with("PortCounters") && u.route.starts_with("LID ")));
+            .any(|u| u.what.starts_with("PmaCounters") && u.route.starts_with("LID ")));
     }
 
     #[test]

@@ -46,7 +46,7 @@ pub enum NetError {
 
 /// One row of `ip link`: enough to tell whether a GID's netdev is usable.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Netdev {
+pub struct NetdevLink {
     pub index: u32,
     pub name: String,
     /// `up`, `down`, `lowerlayerdown`, `unknown` (loopback and some virtual links), ...
@@ -58,7 +58,7 @@ pub struct Netdev {
     pub link: Option<u32>,
 }
 
-impl Netdev {
+impl NetdevLink {
     /// Usable for traffic: administratively up and not reported down by its driver.
     pub fn is_up(&self) -> bool {
         self.admin_up && matches!(self.operstate.as_str(), "up" | "unknown")
@@ -217,7 +217,7 @@ pub fn parse_route(msg: &RouteMessage, destination: IpAddr) -> Route {
     route
 }
 
-pub fn parse_link(msg: &LinkMessage) -> Option<Netdev> {
+pub fn parse_link(msg: &LinkMessage) -> Option<NetdevLink> {
     let mut name = None;
     let mut mtu = None;
     let mut operstate = "unknown".to_string();
@@ -231,7 +231,7 @@ pub fn parse_link(msg: &LinkMessage) -> Option<Netdev> {
             _ => {}
         }
     }
-    Some(Netdev {
+    Some(NetdevLink {
         index: msg.header.index,
         name: name?,
         operstate,
@@ -351,7 +351,7 @@ fn request_is_dump(request: &[u8]) -> bool {
 }
 
 /// Every netdev in this network namespace (`ip link`).
-pub fn netdevs() -> Result<Vec<Netdev>, NetError> {
+pub fn netdevs() -> Result<Vec<NetdevLink>, NetError> {
     let msgs = query(
         &dump_request(RouteNetlinkMessage::GetLink(LinkMessage::default())),
         "link dump",
@@ -367,7 +367,7 @@ pub fn netdevs() -> Result<Vec<Netdev>, NetError> {
 
 /// The netdev named `name`, if it exists in this network namespace. A GID whose netdev is
 /// in another namespace (a pod) is unusable here: ENODEV at RTR.
-pub fn netdev(name: &str) -> Result<Option<Netdev>, NetError> {
+pub fn netdev(name: &str) -> Result<Option<NetdevLink>, NetError> {
     Ok(netdevs()?.into_iter().find(|d| d.name == name))
 }
 
@@ -387,7 +387,7 @@ pub fn addresses() -> Result<Vec<IfAddr>, NetError> {
 }
 
 /// The netdev that carries `address` (`ip -br addr`), if any.
-pub fn address_owner(address: IpAddr) -> Result<Option<Netdev>, NetError> {
+pub fn address_owner(address: IpAddr) -> Result<Option<NetdevLink>, NetError> {
     let Some(owner) = addresses()?.into_iter().find(|a| a.address == address) else {
         return Ok(None);
     };
@@ -791,7 +791,7 @@ mod tests {
 
     #[test]
     fn netdev_up_needs_admin_and_oper() {
-        let dev = |admin_up, op: &str| Netdev {
+        let dev = |admin_up, op: &str| NetdevLink {
             index: 1,
             name: "x".into(),
             operstate: op.into(),

@@ -17,18 +17,18 @@ use crate::model::device::ReadProblem;
 /// Which directory a counter lives in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Source {
+pub enum CounterSource {
     /// `counters/`: the IB Performance Management Agent's PortCounters(Extended).
     Counters,
     /// `hw_counters/`: the driver's own statistics.
     HwCounters,
 }
 
-impl Source {
+impl CounterSource {
     pub fn dir(self) -> &'static str {
         match self {
-            Source::Counters => "counters",
-            Source::HwCounters => "hw_counters",
+            CounterSource::Counters => "counters",
+            CounterSource::HwCounters => "hw_counters",
         }
     }
 }
@@ -125,7 +125,7 @@ impl Flavor {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Counter {
     pub name: String,
-    pub source: Source,
+    pub source: CounterSource,
     pub value: u64,
     /// Bits: the value cannot go past 2^width - 1.
     pub width: u8,
@@ -140,11 +140,17 @@ pub struct Counter {
 impl Counter {
     /// Classifies a counter read from `source` of a `flavor` device. `extended`: the PMA
     /// data and packet counters come from PortCountersExtended (64-bit).
-    pub fn new(name: &str, source: Source, flavor: Flavor, value: u64, extended: bool) -> Counter {
+    pub fn new(
+        name: &str,
+        source: CounterSource,
+        flavor: Flavor,
+        value: u64,
+        extended: bool,
+    ) -> Counter {
         let spec = spec(name, source, flavor);
         let width = match (source, spec.width) {
-            (Source::Counters, Width::Data) if extended => 64,
-            (Source::Counters, Width::Data) => 32,
+            (CounterSource::Counters, Width::Data) if extended => 64,
+            (CounterSource::Counters, Width::Data) => 32,
             (_, Width::Data) => 64,
             (_, Width::Bits(b)) => b,
         };
@@ -153,7 +159,7 @@ impl Counter {
             source,
             value,
             width,
-            saturates: source == Source::Counters,
+            saturates: source == CounterSource::Counters,
             unit: spec.unit,
             group: spec.group,
             meaning: spec.meaning,
@@ -457,9 +463,9 @@ const MLX5_WIDE: &[&str] = &[
     "rx_icrc_encapsulated",
 ];
 
-fn spec(name: &str, source: Source, flavor: Flavor) -> Spec {
+fn spec(name: &str, source: CounterSource, flavor: Flavor) -> Spec {
     match source {
-        Source::Counters => match PMA.iter().find(|e| e.0 == name) {
+        CounterSource::Counters => match PMA.iter().find(|e| e.0 == name) {
             Some(&(_, width, unit, group, meaning)) => Spec {
                 width,
                 unit,
@@ -474,7 +480,7 @@ fn spec(name: &str, source: Source, flavor: Flavor) -> Spec {
                 meaning: None,
             },
         },
-        Source::HwCounters => {
+        CounterSource::HwCounters => {
             let known = HW.iter().find(|e| e.0 == name);
             let width = match flavor {
                 Flavor::Mlx5 if known.is_some() && !MLX5_WIDE.contains(&name) => 32,
@@ -502,46 +508,58 @@ fn spec(name: &str, source: Source, flavor: Flavor) -> Spec {
 mod tests {
     use super::*;
 
-    fn c(name: &str, source: Source, flavor: Flavor, value: u64) -> Counter {
+    fn c(name: &str, source: CounterSource, flavor: Flavor, value: u64) -> Counter {
         Counter::new(name, source, flavor, value, true)
     }
 
     #[test]
     fn widths_are_the_kernels() {
-        let pma = |n| c(n, Source::Counters, Flavor::Other, 0);
+        let pma = |n| c(n, CounterSource::Counters, Flavor::Other, 0);
         assert_eq!(pma("symbol_error").width, 16);
         assert_eq!(pma("link_downed").width, 8);
         assert_eq!(pma("local_link_integrity_errors").width, 4);
         assert_eq!(pma("port_xmit_wait").width, 32);
         assert_eq!(pma("port_xmit_data").width, 64);
         assert_eq!(
-            Counter::new("port_xmit_data", Source::Counters, Flavor::Other, 0, false).width,
+            Counter::new(
+                "port_xmit_data",
+                CounterSource::Counters,
+                Flavor::Other,
+                0,
+                false
+            )
+            .width,
             32
         );
         assert!(pma("symbol_error").saturates);
-        let mlx5 = |n| c(n, Source::HwCounters, Flavor::Mlx5, 0);
+        let mlx5 = |n| c(n, CounterSource::HwCounters, Flavor::Mlx5, 0);
         assert_eq!(mlx5("out_of_sequence").width, 32);
         assert_eq!(mlx5("np_cnp_sent").width, 64);
         assert!(!mlx5("out_of_sequence").saturates);
         assert_eq!(
-            c("rcvd_seq_err", Source::HwCounters, Flavor::Rxe, 0).width,
+            c("rcvd_seq_err", CounterSource::HwCounters, Flavor::Rxe, 0).width,
             64
         );
     }
 
     #[test]
     fn unknown_counters_keep_their_name() {
-        let u = c("brand_new_thing", Source::HwCounters, Flavor::Mlx5, 7);
+        let u = c(
+            "brand_new_thing",
+            CounterSource::HwCounters,
+            Flavor::Mlx5,
+            7,
+        );
         assert_eq!((u.group, u.width, u.meaning), (Group::Other, 64, None));
         assert_eq!(u.name, "brand_new_thing");
     }
 
     #[test]
     fn words_are_four_bytes() {
-        let d = c("port_rcv_data", Source::Counters, Flavor::Other, 10);
+        let d = c("port_rcv_data", CounterSource::Counters, Flavor::Other, 10);
         assert_eq!(d.bytes(), Some(40));
         assert_eq!(
-            c("symbol_error", Source::Counters, Flavor::Other, 1).bytes(),
+            c("symbol_error", CounterSource::Counters, Flavor::Other, 1).bytes(),
             None
         );
     }
@@ -550,11 +568,16 @@ mod tests {
     fn a_32_bit_counter_that_went_down_wrapped() {
         let b = c(
             "out_of_sequence",
-            Source::HwCounters,
+            CounterSource::HwCounters,
             Flavor::Mlx5,
             u32::MAX as u64 - 5,
         );
-        let a = c("out_of_sequence", Source::HwCounters, Flavor::Mlx5, 4);
+        let a = c(
+            "out_of_sequence",
+            CounterSource::HwCounters,
+            Flavor::Mlx5,
+            4,
+        );
         assert_eq!(
             change(&b, &a),
             Change::Counted {
@@ -566,10 +589,10 @@ mod tests {
 
     #[test]
     fn a_64_bit_counter_that_went_down_was_reset() {
-        let b = c("sent_pkts", Source::HwCounters, Flavor::Rxe, 1000);
-        let a = c("sent_pkts", Source::HwCounters, Flavor::Rxe, 30);
+        let b = c("sent_pkts", CounterSource::HwCounters, Flavor::Rxe, 1000);
+        let a = c("sent_pkts", CounterSource::HwCounters, Flavor::Rxe, 30);
         assert_eq!(change(&b, &a), Change::Reset { at_least: 30 });
-        let a = c("sent_pkts", Source::HwCounters, Flavor::Rxe, 1500);
+        let a = c("sent_pkts", CounterSource::HwCounters, Flavor::Rxe, 1500);
         assert_eq!(
             change(&b, &a),
             Change::Counted {
@@ -581,14 +604,24 @@ mod tests {
 
     #[test]
     fn a_pma_counter_at_all_ones_is_saturated_never_negative() {
-        let b = c("symbol_error", Source::Counters, Flavor::Other, 65_530);
-        let a = c("symbol_error", Source::Counters, Flavor::Other, 65_535);
+        let b = c(
+            "symbol_error",
+            CounterSource::Counters,
+            Flavor::Other,
+            65_530,
+        );
+        let a = c(
+            "symbol_error",
+            CounterSource::Counters,
+            Flavor::Other,
+            65_535,
+        );
         assert!(a.is_saturated());
         assert_eq!(change(&b, &a), Change::Saturated { at_least: 5 });
         // Stuck at the top: nothing is known about the interval.
         assert_eq!(change(&a, &a), Change::Saturated { at_least: 0 });
         // Went down: reset (perfquery -R) in between, never a negative delta.
-        let r = c("symbol_error", Source::Counters, Flavor::Other, 3);
+        let r = c("symbol_error", CounterSource::Counters, Flavor::Other, 3);
         assert_eq!(change(&a, &r), Change::Reset { at_least: 3 });
         assert!(!Change::Reset { at_least: 3 }.is_exact());
     }
@@ -608,9 +641,9 @@ mod tests {
     #[test]
     fn port_delta_matches_by_name_and_counts_new_ones_from_zero() {
         let snap = |v: u64, extra: bool| {
-            let mut counters = vec![c("sent_pkts", Source::HwCounters, Flavor::Rxe, v)];
+            let mut counters = vec![c("sent_pkts", CounterSource::HwCounters, Flavor::Rxe, v)];
             if extra {
-                counters.push(c("rcvd_pkts", Source::HwCounters, Flavor::Rxe, 9));
+                counters.push(c("rcvd_pkts", CounterSource::HwCounters, Flavor::Rxe, 9));
             }
             PortCounters {
                 device: "rxe0".into(),
@@ -645,7 +678,7 @@ pub struct WireDelta {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct WireCount {
     pub name: String,
-    pub source: Source,
+    pub source: CounterSource,
     /// The increase, or its lower bound when not exact (saturated or reset).
     pub at_least: u64,
     pub exact: bool,

@@ -345,7 +345,7 @@ impl Default for Thresholds {
 
 /// The baseline a pair is compared with, and how it was found.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Baseline {
+pub struct PerfBaseline {
     pub usec_per_iter: Option<f64>,
     pub mbit_per_sec: Option<f64>,
     /// Said with the verdict: which baseline, over how many endpoints.
@@ -438,7 +438,7 @@ pub struct FabricReport {
     pub run: RunFacts,
     pub ranks: Vec<RankRow>,
     pub drift: Vec<Drift>,
-    pub baseline: Baseline,
+    pub baseline: PerfBaseline,
     pub pairs: Vec<PairRow>,
     pub suspects: Vec<SuspectRow>,
     pub verdict: String,

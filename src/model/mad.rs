@@ -1,5 +1,5 @@
 //! Management datagrams, encoded and decoded in pure Rust: the common MAD header, directed-
-//! route SMPs (NodeInfo, NodeDescription, PortInfo, SwitchInfo, SMInfo) and PMA PortCounters,
+//! route SMPs (NodeInfo, NodeDescription, SmpPortInfo, SwitchInfo, SMInfo) and PMA PmaCounters,
 //! laid out as the InfiniBand Architecture Specification (vol. 1, ch. 13-16) gives them.
 //! Decoding never panics: a short or malformed reply is `None`.
 
@@ -36,23 +36,23 @@ pub const MAX_HOPS: usize = 63;
 /// Where a request goes: a directed route out of the local port, or a LID (QP1 for the
 /// PMA, QP0 for a LID-routed SMP).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub enum Route {
+pub enum DrPath {
     /// The output port at each hop; empty is the local node.
     Directed(Vec<u8>),
     Lid(u16),
 }
 
-impl std::fmt::Display for Route {
+impl std::fmt::Display for DrPath {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Route::Directed(path) => {
+            DrPath::Directed(path) => {
                 write!(f, "DR path 0")?;
                 for p in path {
                     write!(f, ",{p}")?;
                 }
                 Ok(())
             }
-            Route::Lid(lid) => write!(f, "LID {lid}"),
+            DrPath::Lid(lid) => write!(f, "LID {lid}"),
         }
     }
 }
@@ -60,7 +60,7 @@ impl std::fmt::Display for Route {
 /// How MADs leave and arrive: the umad device, or a test's fake fabric.
 pub trait MadTransport {
     /// Sends one 256-byte MAD; the transport fills in its own transaction-ID bits if it must.
-    fn send(&mut self, mad: &[u8; MAD_SIZE], to: &Route) -> io::Result<()>;
+    fn send(&mut self, mad: &[u8; MAD_SIZE], to: &DrPath) -> io::Result<()>;
     /// The next MAD that arrived within `timeout`, or None.
     fn recv(&mut self, timeout: Duration) -> io::Result<Option<Vec<u8>>>;
 }
@@ -121,7 +121,7 @@ pub fn encode_request(
     tid: u64,
     attr_id: u16,
     attr_mod: u32,
-    route: &Route,
+    route: &DrPath,
     data: &[u8],
 ) -> Option<[u8; MAD_SIZE]> {
     let mut m = [0u8; MAD_SIZE];
@@ -137,7 +137,7 @@ pub fn encode_request(
     }
     m[64..64 + data.len()].copy_from_slice(data);
     if class == CLASS_SMP_DR {
-        let Route::Directed(path) = route else {
+        let DrPath::Directed(path) = route else {
             return None;
         };
         if path.len() > MAX_HOPS {
@@ -163,20 +163,20 @@ pub fn data(mad: &[u8]) -> Option<&[u8]> {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum NodeType {
+pub enum MadNodeType {
     Ca,
     Switch,
     Router,
     Other,
 }
 
-impl NodeType {
-    pub fn from_raw(v: u8) -> NodeType {
+impl MadNodeType {
+    pub fn from_raw(v: u8) -> MadNodeType {
         match v {
-            1 => NodeType::Ca,
-            2 => NodeType::Switch,
-            3 => NodeType::Router,
-            _ => NodeType::Other,
+            1 => MadNodeType::Ca,
+            2 => MadNodeType::Switch,
+            3 => MadNodeType::Router,
+            _ => MadNodeType::Other,
         }
     }
 }
@@ -184,7 +184,7 @@ impl NodeType {
 /// NodeInfo (attribute 0x0011).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NodeInfo {
-    pub node_type: NodeType,
+    pub node_type: MadNodeType,
     pub num_ports: u8,
     pub system_image_guid: u64,
     pub node_guid: u64,
@@ -200,7 +200,7 @@ pub struct NodeInfo {
 impl NodeInfo {
     pub fn decode(d: &[u8]) -> Option<NodeInfo> {
         Some(NodeInfo {
-            node_type: NodeType::from_raw(*d.get(2)?),
+            node_type: MadNodeType::from_raw(*d.get(2)?),
             num_ports: *d.get(3)?,
             system_image_guid: be64(d, 4)?,
             node_guid: be64(d, 12)?,
@@ -221,9 +221,9 @@ pub fn node_description(d: &[u8]) -> Option<String> {
     Some(String::from_utf8_lossy(&raw[..end]).trim().to_string())
 }
 
-/// PortInfo (0x0015), the fields discovery and the link checks read.
+/// SmpPortInfo (0x0015), the fields discovery and the link checks read.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PortInfo {
+pub struct SmpPortInfo {
     pub lid: u16,
     pub sm_lid: u16,
     pub capability_mask: u32,
@@ -251,10 +251,10 @@ pub const CAP_IS_SM: u32 = 1 << 1;
 /// CapabilityMask bit: LinkSpeedExt* fields are valid (FDR and later).
 pub const CAP_EXT_SPEEDS: u32 = 1 << 14;
 
-impl PortInfo {
-    pub fn decode(d: &[u8]) -> Option<PortInfo> {
+impl SmpPortInfo {
+    pub fn decode(d: &[u8]) -> Option<SmpPortInfo> {
         let b = |i: usize| d.get(i).copied();
-        Some(PortInfo {
+        Some(SmpPortInfo {
             lid: be16(d, 16)?,
             sm_lid: be16(d, 18)?,
             capability_mask: be32(d, 20)?,
@@ -311,7 +311,7 @@ impl PortInfo {
     }
 }
 
-/// Port states (PortInfo.PortState).
+/// Port states (SmpPortInfo.PortState).
 pub fn port_state_name(v: u8) -> &'static str {
     match v {
         0 => "NOP",
@@ -323,7 +323,7 @@ pub fn port_state_name(v: u8) -> &'static str {
     }
 }
 
-/// Physical port states (PortInfo.PortPhysicalState).
+/// Physical port states (SmpPortInfo.PortPhysicalState).
 pub fn phys_state_name(v: u8) -> &'static str {
     match v {
         1 => "SLEEP",
@@ -485,15 +485,15 @@ pub fn sm_state_name(v: u8) -> &'static str {
     }
 }
 
-/// PMA PortCounters (0x0012): the classic 8/16/32-bit error and traffic counters.
+/// PMA PmaCounters (0x0012): the classic 8/16/32-bit error and traffic counters.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PortCounters {
+pub struct PmaCounters {
     pub port_select: u8,
     /// (sysfs name, value, width in bits)
     pub values: Vec<(&'static str, u64, u8)>,
 }
 
-/// The PortCounters fields: name (the kernel's sysfs name, so `crate::model::counter` gives the
+/// The PmaCounters fields: name (the kernel's sysfs name, so `crate::model::counter` gives the
 /// meaning), byte offset, bit offset within that byte from the top,
 /// width in bits.
 const PORT_COUNTER_FIELDS: &[(&str, usize, u8, u8)] = &[
@@ -516,8 +516,8 @@ const PORT_COUNTER_FIELDS: &[(&str, usize, u8, u8)] = &[
     ("port_xmit_wait", 40, 0, 32),
 ];
 
-impl PortCounters {
-    pub fn decode(d: &[u8]) -> Option<PortCounters> {
+impl PmaCounters {
+    pub fn decode(d: &[u8]) -> Option<PmaCounters> {
         let mut values = Vec::with_capacity(PORT_COUNTER_FIELDS.len());
         for &(name, at, shift_from_top, bits) in PORT_COUNTER_FIELDS {
             let v = match bits {
@@ -531,7 +531,7 @@ impl PortCounters {
             };
             values.push((name, v, bits));
         }
-        Some(PortCounters {
+        Some(PmaCounters {
             port_select: *d.get(1)?,
             values,
         })
@@ -575,12 +575,12 @@ pub fn port_counters_ext(d: &[u8]) -> Option<Vec<(&'static str, u64)>> {
         .collect()
 }
 
-/// The request data of a PortCounters Get: which port.
+/// The request data of a PmaCounters Get: which port.
 pub fn port_counters_select(port: u8) -> [u8; 4] {
     [0, port, 0, 0]
 }
 
-/// The request data of a PortCounters Set that clears every counter of a port.
+/// The request data of a PmaCounters Set that clears every counter of a port.
 pub fn port_counters_clear(port: u8) -> [u8; 4] {
     [0, port, 0xff, 0xff]
 }
@@ -608,7 +608,7 @@ mod tests {
             0x1122_3344_5566_7788,
             ATTR_PORT_INFO,
             3,
-            &Route::Directed(vec![1, 7, 12]),
+            &DrPath::Directed(vec![1, 7, 12]),
             &[],
         )
         .unwrap();
@@ -625,7 +625,7 @@ mod tests {
 
     #[test]
     fn a_route_longer_than_63_hops_or_a_lid_for_a_dr_smp_is_refused() {
-        let long = Route::Directed(vec![1; 64]);
+        let long = DrPath::Directed(vec![1; 64]);
         assert!(
             encode_request(CLASS_SMP_DR, METHOD_GET, 1, ATTR_NODE_INFO, 0, &long, &[]).is_none()
         );
@@ -635,7 +635,7 @@ mod tests {
             1,
             ATTR_NODE_INFO,
             0,
-            &Route::Lid(4),
+            &DrPath::Lid(4),
             &[]
         )
         .is_none());
@@ -649,7 +649,7 @@ mod tests {
             9,
             ATTR_PORT_COUNTERS,
             0,
-            &Route::Lid(6),
+            &DrPath::Lid(6),
             &port_counters_select(17),
         )
         .unwrap();
@@ -687,7 +687,7 @@ mod tests {
         d[36] = 17;
         d[37..40].copy_from_slice(&[0x00, 0x02, 0xc9]);
         let n = NodeInfo::decode(&d).unwrap();
-        assert_eq!(n.node_type, NodeType::Switch);
+        assert_eq!(n.node_type, MadNodeType::Switch);
         assert_eq!(n.num_ports, 36);
         assert_eq!(n.node_guid, 0xec0d_9a03_00ec_8240);
         assert_eq!(n.device_id, 0xcf08);
@@ -715,7 +715,7 @@ mod tests {
         d[43] = 4 << 4;
         d[62] = (2 << 4) | 0x3; // EDR active, FDR|EDR supported
         d[63] = 0x03;
-        let p = PortInfo::decode(&d).unwrap();
+        let p = SmpPortInfo::decode(&d).unwrap();
         assert_eq!((p.lid, p.sm_lid, p.local_port, p.lmc), (7, 1, 3, 2));
         assert_eq!(port_state_name(p.state), "ACTIVE");
         assert_eq!(phys_state_name(p.phys_state), "LINK_UP");
@@ -728,7 +728,7 @@ mod tests {
         assert_eq!(data_vls(p.vl_cap), 8);
         // Without the capability bit the extended fields are not read.
         d[20..24].copy_from_slice(&0u32.to_be_bytes());
-        let p = PortInfo::decode(&d).unwrap();
+        let p = SmpPortInfo::decode(&d).unwrap();
         assert_eq!(p.speed(), Speed::Qdr);
         assert_eq!(p.max_speed(), Speed::Qdr);
     }
@@ -758,7 +758,7 @@ mod tests {
         d[14..16].copy_from_slice(&9u16.to_be_bytes());
         d[19] = 0xa5;
         d[40..44].copy_from_slice(&0xdead_beefu32.to_be_bytes());
-        let c = PortCounters::decode(&d).unwrap();
+        let c = PmaCounters::decode(&d).unwrap();
         assert_eq!(c.port_select, 5);
         assert_eq!(c.get("symbol_error"), Some(77));
         assert_eq!(c.get("link_error_recovery"), Some(3));
@@ -828,14 +828,14 @@ mod tests {
             for slice in [&buf[..], d] {
                 let _ = NodeInfo::decode(slice);
                 let _ = node_description(slice);
-                if let Some(p) = PortInfo::decode(slice) {
+                if let Some(p) = SmpPortInfo::decode(slice) {
                     let _ = (p.speed(), p.max_speed(), p.max_width_lanes());
                     let _ = (mtu_bytes(p.mtu_cap), data_vls(p.vl_cap));
                     let _ = (port_state_name(p.state), phys_state_name(p.phys_state));
                 }
                 let _ = SwitchInfo::decode(slice);
                 let _ = SmInfo::decode(slice).map(|s| sm_state_name(s.state));
-                let _ = PortCounters::decode(slice);
+                let _ = PmaCounters::decode(slice);
                 let _ = port_counters_ext(slice);
                 let _ = class_port_info_capmask(slice);
             }

@@ -8,14 +8,14 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::model::mad::{NodeType, Speed};
+use crate::model::mad::{MadNodeType, Speed};
 
 /// GUIDs print as ibnetdiscover prints them: 0x and 16 hex digits.
 pub fn guid_text(guid: u64) -> String {
     format!("0x{guid:016x}")
 }
 
-/// PMA PortCounters of one port: (the kernel's counter name, value, width in bits).
+/// PMA PmaCounters of one port: (the kernel's counter name, value, width in bits).
 pub type CounterValues = Vec<(&'static str, u64, u8)>;
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -36,7 +36,7 @@ pub struct SubnetPort {
     pub operational_vls: u8,
     pub sm_lid: u16,
     pub is_sm: bool,
-    /// PMA PortCounters, (sysfs name, value, width); None when not read.
+    /// PMA PmaCounters, (sysfs name, value, width); None when not read.
     #[serde(skip)]
     pub counters: Option<CounterValues>,
     /// With `--interval`: the first reading, `counters` being the second.
@@ -49,7 +49,7 @@ pub struct Node {
     #[serde(serialize_with = "ser_guid")]
     pub guid: u64,
     #[serde(rename = "type")]
-    pub node_type: NodeType,
+    pub node_type: MadNodeType,
     pub description: String,
     /// A switch's LID is its port 0's; a CA's, its first port's found.
     pub lid: u16,
@@ -80,7 +80,7 @@ impl Node {
         self.ports.iter().find(|p| p.port == num)
     }
     pub fn is_switch(&self) -> bool {
-        self.node_type == NodeType::Switch
+        self.node_type == MadNodeType::Switch
     }
     /// ibnetdiscover's node id: `S-<guid>` or `H-<guid>`.
     pub fn id(&self) -> String {
@@ -132,7 +132,7 @@ pub struct SmSeen {
 pub struct Unanswered {
     /// `DR path 0,1,3` or `LID 6`.
     pub route: String,
-    /// `NodeInfo`, `PortInfo port 3`, `PortCounters port 17`.
+    /// `NodeInfo`, `SmpPortInfo port 3`, `PmaCounters port 17`.
     pub what: String,
     /// The port the request went out of, for a node never reached: `S-… port 3`.
     pub via: Option<String>,
@@ -203,7 +203,7 @@ fn label(n: &Node) -> String {
 /// A topology read back from ibnetdiscover's format or a previous `subnet -j`: nodes by
 /// GUID and links by their two ends, enough to compare.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Baseline {
+pub struct TopologyBaseline {
     /// guid → (is switch, description, lid)
     pub nodes: BTreeMap<u64, (bool, String, u16)>,
     pub links: Vec<Link>,
@@ -213,8 +213,8 @@ pub struct Baseline {
 /// headers are `Switch N "S-<guid>" # "desc" ... lid L`, `Ca N "H-<guid>" # "desc"`; port
 /// lines `[p] "X-<guid>"[q] ... # lid L`. Lines it does not know are skipped; a node id
 /// that is not a GUID is an error naming the line.
-pub fn parse_ibnetdiscover(text: &str) -> Result<Baseline, String> {
-    let mut out = Baseline::default();
+pub fn parse_ibnetdiscover(text: &str) -> Result<TopologyBaseline, String> {
+    let mut out = TopologyBaseline::default();
     let mut current: Option<u64> = None;
     for (no, raw) in text.lines().enumerate() {
         let line = raw.trim();

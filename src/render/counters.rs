@@ -4,7 +4,7 @@
 use serde::Serialize;
 
 use crate::model::counter::{
-    Change, Counter, CounterDelta, Flavor, Group, PortCounters, PortDelta, Source, Unit,
+    Change, Counter, CounterDelta, CounterSource, Flavor, Group, PortCounters, PortDelta, Unit,
 };
 use crate::model::device::ReadProblem;
 use crate::model::diagnostic::Finding;
@@ -101,7 +101,7 @@ struct PortJson<'a> {
 #[derive(Serialize)]
 struct CounterJson<'a> {
     name: &'a str,
-    source: Source,
+    source: CounterSource,
     group: Group,
     unit: Unit,
     width: u8,
@@ -248,7 +248,7 @@ struct PortDeltaJson<'a> {
 #[derive(Serialize)]
 struct DeltaJson<'a> {
     name: &'a str,
-    source: Source,
+    source: CounterSource,
     group: Group,
     unit: Unit,
     width: u8,

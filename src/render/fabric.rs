@@ -458,7 +458,7 @@ pub fn svg(r: &FabricReport) -> String {
 mod tests {
     use super::*;
     use crate::model::fabric::{
-        Baseline, RankInfo, RunFacts, SuspectExplanation, SuspectKind, SuspectRow, Thresholds,
+        PerfBaseline, RankInfo, RunFacts, SuspectExplanation, SuspectKind, SuspectRow, Thresholds,
     };
 
     fn report() -> FabricReport {
@@ -514,7 +514,7 @@ mod tests {
             },
             ranks,
             drift: vec![],
-            baseline: Baseline {
+            baseline: PerfBaseline {
                 usec_per_iter: Some(100.0),
                 mbit_per_sec: Some(900.0),
                 how: "the median over 3 endpoints".into(),

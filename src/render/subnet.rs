@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::model::diagnostic::{Finding, Severity};
-use crate::model::mad::{NodeType, Speed};
+use crate::model::mad::{MadNodeType, Speed};
 use crate::model::topology::{
     guid_text, End, MadStats, Node, SmSeen, Subnet, SubnetPort, Unanswered,
 };
@@ -49,7 +49,7 @@ pub struct LinkJson {
     pub width: String,
     pub speed: Speed,
     pub state: &'static str,
-    /// PMA PortCounters of each end by name; null when not read (no LID, or not answered).
+    /// PMA PmaCounters of each end by name; null when not read (no LID, or not answered).
     pub counters: CountersJson,
 }
 
@@ -75,7 +75,7 @@ pub struct Report<'a> {
     pub fail: usize,
 }
 
-fn count(s: &Subnet, t: NodeType) -> usize {
+fn count(s: &Subnet, t: MadNodeType) -> usize {
     s.nodes.iter().filter(|n| n.node_type == t).count()
 }
 
@@ -125,9 +125,9 @@ pub fn report<'a>(s: &'a Subnet, device: &str, port: u32, findings: &'a [Finding
         },
         summary: SummaryJson {
             nodes: s.nodes.len(),
-            switches: count(s, NodeType::Switch),
-            cas: count(s, NodeType::Ca),
-            routers: count(s, NodeType::Router),
+            switches: count(s, MadNodeType::Switch),
+            cas: count(s, MadNodeType::Ca),
+            routers: count(s, MadNodeType::Router),
             links: s.links.len(),
             elapsed_ms: s.elapsed_ms,
             interval_s: s.interval_s,
@@ -154,9 +154,9 @@ pub fn text(s: &Subnet, device: &str, port: u32, f: &[Finding], style: Style) ->
         s.local_sm_lid,
         s.local_state,
         s.nodes.len(),
-        count(s, NodeType::Switch),
-        count(s, NodeType::Ca),
-        match count(s, NodeType::Router) {
+        count(s, MadNodeType::Switch),
+        count(s, MadNodeType::Ca),
+        match count(s, MadNodeType::Router) {
             0 => String::new(),
             n => format!(", {n} routers"),
         },
@@ -176,7 +176,7 @@ pub fn text(s: &Subnet, device: &str, port: u32, f: &[Finding], style: Style) ->
 pub fn node_list(s: &Subnet, switches: bool) -> String {
     let mut out = String::new();
     for n in &s.nodes {
-        if n.is_switch() != switches || n.node_type == NodeType::Other {
+        if n.is_switch() != switches || n.node_type == MadNodeType::Other {
             continue;
         }
         let kind = if switches { "Switch" } else { "Ca" };

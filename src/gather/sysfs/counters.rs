@@ -7,7 +7,7 @@ use std::path::Path;
 
 use super::{list_dir, parse, read_driver, read_small, SysfsRoot};
 use crate::error::{Error, Result};
-use crate::model::counter::{Counter, Flavor, PortCounters, Source};
+use crate::model::counter::{Counter, CounterSource, Flavor, PortCounters};
 use crate::model::device::ReadProblem;
 
 /// In `hw_counters/` but not a counter: how long (ms) the kernel caches the values it
@@ -103,7 +103,10 @@ fn read_port_counters(
         })
     });
     let mut counters = Vec::new();
-    for (source, values) in [(Source::Counters, &pma), (Source::HwCounters, &hw)] {
+    for (source, values) in [
+        (CounterSource::Counters, &pma),
+        (CounterSource::HwCounters, &hw),
+    ] {
         for (name, value) in values.iter().flatten() {
             counters.push(Counter::new(name, source, flavor, *value, extended));
         }

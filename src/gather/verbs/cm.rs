@@ -828,18 +828,18 @@ pub enum Region {
 
 /// A one-sided or two-sided operation on a connected endpoint.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Op {
+pub enum CmOp {
     Send,
     Write,
     Read,
 }
 
-impl Op {
+impl CmOp {
     pub fn name(self) -> &'static str {
         match self {
-            Op::Send => "send",
-            Op::Write => "write",
-            Op::Read => "read",
+            CmOp::Send => "send",
+            CmOp::Write => "write",
+            CmOp::Read => "read",
         }
     }
 }
@@ -871,7 +871,7 @@ pub const MAX_BUFFER_LEN: u32 = 256 << 20;
 
 /// An RC QP connected through the CM, with its registered buffer and the peer's. The
 /// verbs objects are qp.rs's, built on the context librdmacm opened for the id.
-pub struct Endpoint {
+pub struct CmEndpoint {
     // Field order is drop order: the QP (through the id), MR, CQ, then the id's PD and the
     // id itself, whose context everything above uses.
     qp: Qp,
@@ -915,7 +915,7 @@ fn cm_cause(f: Failure) -> Cause {
     }
 }
 
-impl Endpoint {
+impl CmEndpoint {
     /// Allocate PD, CQ, buffer and MR on the id's device and create the QP on the id.
     fn build(
         id: Id,
@@ -923,7 +923,7 @@ impl Endpoint {
         len: u32,
         peer: SocketAddr,
         timeout: Duration,
-    ) -> Result<Endpoint, Failure> {
+    ) -> Result<CmEndpoint, Failure> {
         let device = id.device_name().unwrap_or_else(|| "?".into());
         let port = id.port_num();
         let len = len.max(1) as usize;
@@ -951,7 +951,7 @@ impl Endpoint {
         let qp = unsafe { Qp::create_on_cm_id(id.ptr(), &pd, &cq, caps, u32::from(port)) }
             .map_err(fail)?;
         let qpn = qp.qpn();
-        Ok(Endpoint {
+        Ok(CmEndpoint {
             qp,
             mr,
             cq,
@@ -1013,11 +1013,11 @@ impl Endpoint {
 
     /// How many of `op` may be in flight: the send queue for WRITE, twice the READs the
     /// peer answers at once (the initiator depth) for READ, one SEND (a ping-pong).
-    pub fn window(&self, op: Op) -> usize {
+    pub fn window(&self, op: CmOp) -> usize {
         match op {
-            Op::Write => QUEUE_DEPTH as usize,
-            Op::Read => 2 * usize::from(INITIATOR_DEPTH),
-            Op::Send => 1,
+            CmOp::Write => QUEUE_DEPTH as usize,
+            CmOp::Read => 2 * usize::from(INITIATOR_DEPTH),
+            CmOp::Send => 1,
         }
     }
 
@@ -1075,9 +1075,9 @@ impl Endpoint {
 
     /// Post one signaled `op` of `len` bytes: SEND from the send area, WRITE from the
     /// send area into the peer's buffer, READ from the peer's buffer into our RDMA area.
-    pub fn post(&mut self, op: Op, len: usize, wr_id: u64) -> Result<(), Failure> {
+    pub fn post(&mut self, op: CmOp, len: usize, wr_id: u64) -> Result<(), Failure> {
         let len = len.min(self.len) as u32;
-        if op != Op::Send && len > self.remote.len {
+        if op != CmOp::Send && len > self.remote.len {
             return Err(self.err(
                 Step::CmTransfer,
                 Cause::invalid(format!(
@@ -1088,17 +1088,17 @@ impl Endpoint {
         }
         let (remote_addr, rkey) = (self.remote.addr, self.remote.rkey);
         let send_op = match op {
-            Op::Send => SendOp::Send {
+            CmOp::Send => SendOp::Send {
                 offset: self.offset(Region::Send),
                 len,
             },
-            Op::Write => SendOp::Write {
+            CmOp::Write => SendOp::Write {
                 offset: self.offset(Region::Send),
                 len,
                 remote_addr,
                 rkey,
             },
-            Op::Read => SendOp::Read {
+            CmOp::Read => SendOp::Read {
                 offset: self.offset(Region::Rdma),
                 len,
                 remote_addr,
@@ -1373,7 +1373,7 @@ pub fn connect(
     peer: SocketAddr,
     opts: &ConnectOptions,
     log: StepLog,
-) -> Result<(Endpoint, Resolution), Failure> {
+) -> Result<(CmEndpoint, Resolution), Failure> {
     let mut t = Instant::now();
     let channel = Channel::open(Some(peer))?;
     let id = channel.create_id(Some(peer))?;
@@ -1393,7 +1393,7 @@ pub fn connect(
             res.source.map_or("?".to_string(), |s| s.to_string()),
         ),
     );
-    let mut ep = Endpoint::build(id, channel, opts.len, peer, opts.timeout)?;
+    let mut ep = CmEndpoint::build(id, channel, opts.len, peer, opts.timeout)?;
     log_step(
         log,
         &mut t,
@@ -1534,7 +1534,7 @@ impl Listener {
         timeout: Duration,
         log: StepLog,
         prepare: &mut dyn FnMut(&mut [u8]),
-    ) -> Result<Endpoint, Failure> {
+    ) -> Result<CmEndpoint, Failure> {
         let mut t = Instant::now();
         let request = expect_event(
             &self.channel,
@@ -1605,7 +1605,7 @@ impl Listener {
                 Cause::call("rdma_migrate_id", last_errno()),
             ));
         }
-        let mut ep = Endpoint::build(id, channel, remote.len, peer, timeout)?;
+        let mut ep = CmEndpoint::build(id, channel, remote.len, peer, timeout)?;
         ep.remote = if foreign {
             RemoteBuffer {
                 addr: 0,

@@ -9,7 +9,7 @@ use std::io;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::model::mad::{self as mad, MadTransport, Route, MAD_SIZE};
+use crate::model::mad::{self as mad, DrPath, MadTransport, MAD_SIZE};
 
 const UMAD_SYSFS: &str = "/sys/class/infiniband_mad";
 const IB_SYSFS: &str = "/sys/class/infiniband";
@@ -166,7 +166,7 @@ impl Drop for Umad {
 }
 
 impl MadTransport for Umad {
-    fn send(&mut self, m: &[u8; MAD_SIZE], to: &Route) -> io::Result<()> {
+    fn send(&mut self, m: &[u8; MAD_SIZE], to: &DrPath) -> io::Result<()> {
         let mut buf = [0u8; HDR_SIZE + MAD_SIZE];
         let smp = m[1] == mad::CLASS_SMP_DR || m[1] == mad::CLASS_SMP_LID;
         let agent = if smp { self.smp_agent } else { self.perf_agent };
@@ -174,9 +174,9 @@ impl MadTransport for Umad {
         buf[8..12].copy_from_slice(&self.timeout_ms.to_ne_bytes());
         // struct ib_mad_addr at 20: qpn, qkey (big-endian), lid (big-endian), sl, ...
         let (qpn, qkey, lid) = match to {
-            Route::Directed(_) => (0u32, 0u32, mad::PERMISSIVE_LID),
-            Route::Lid(lid) if smp => (0, 0, *lid),
-            Route::Lid(lid) => (1, mad::GSI_QKEY, *lid),
+            DrPath::Directed(_) => (0u32, 0u32, mad::PERMISSIVE_LID),
+            DrPath::Lid(lid) if smp => (0, 0, *lid),
+            DrPath::Lid(lid) => (1, mad::GSI_QKEY, *lid),
         };
         buf[20..24].copy_from_slice(&qpn.to_be_bytes());
         buf[24..28].copy_from_slice(&qkey.to_be_bytes());
