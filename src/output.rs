@@ -116,6 +116,15 @@ pub fn ser_opt_3dp<S: serde::Serializer>(value: &Option<f64>, s: S) -> Result<S:
     }
 }
 
+/// Warnings and notes for stderr, already worded by a renderer; nothing when empty. The one
+/// place a command writes to stderr besides the error that ends it.
+pub fn note(text: &str) {
+    use std::io::Write;
+    if !text.is_empty() {
+        let _ = std::io::stderr().write_all(text.as_bytes());
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -171,18 +171,19 @@ struct Report {
 pub fn run(ctx: &Ctx, args: &CheckArgs) -> Result<u8> {
     let peer = match args.peer.as_deref() {
         Some(host) => {
-            let ip = super::failure::resolve_peer(host, 0)?;
-            super::failure::refuse_special_peer(ip)?;
+            let ip = crate::gather::failure::resolve_peer(host, 0)?;
+            crate::gather::failure::refuse_special_peer(ip)?;
             Some(ip)
         }
         None => None,
     };
-    let device = super::device_port(&ctx.sysfs, args.device.as_deref(), args.port)?;
+    let device =
+        crate::gather::inventory::device_port(&ctx.sysfs, args.device.as_deref(), args.port)?;
     let port = load_port_facts(ctx, &device, args.port)?;
     let scope = args
         .peer
         .as_deref()
-        .and_then(|h| super::failure::split_scope(h).1);
+        .and_then(|h| crate::gather::failure::split_scope(h).1);
 
     // The selection needs route facts, which need a netdev: look the route up once without
     // a GID netdev for `auto`, then again from the chosen GID's netdev.
@@ -253,7 +254,7 @@ pub fn run(ctx: &Ctx, args: &CheckArgs) -> Result<u8> {
         // ARP flux among this host's ports can send the peer's packets for this port to
         // another port's MAC: said only when the checked port's netdev is one of them.
         let devices = SysfsRoot::new(&ctx.sysfs).devices().unwrap_or_default();
-        let netdevs = super::doctor::roce_netdevs(&devices);
+        let netdevs = crate::gather::inventory::roce_netdevs(&devices);
         let this_port = format!("{device}/{}", args.port);
         checks.extend(
             crate::diagnose::doctor::arp_flux_groups(&netdevs)
@@ -438,7 +439,7 @@ mod tests {
     fn loads_the_rxe_fixture() {
         let ctx = fixture("rxe-veth-basic");
         assert_eq!(
-            crate::cmd::device_port(&ctx.sysfs, None, 1).unwrap(),
+            crate::gather::inventory::device_port(&ctx.sysfs, None, 1).unwrap(),
             "rxe0"
         );
         let p = load_port_facts(&ctx, "rxe0", 1).unwrap();
@@ -457,11 +458,11 @@ mod tests {
             Err(Error::NoSuchPort { .. })
         ));
         assert!(matches!(
-            crate::cmd::device_port(&ctx.sysfs, Some("mlx5_0"), 1),
+            crate::gather::inventory::device_port(&ctx.sysfs, Some("mlx5_0"), 1),
             Err(Error::NoSuchDevice { .. })
         ));
         // One lookup for every command: the device's own ports are named.
-        let Err(e) = crate::cmd::device_port(&ctx.sysfs, Some("rxe1"), 9) else {
+        let Err(e) = crate::gather::inventory::device_port(&ctx.sysfs, Some("rxe1"), 9) else {
             panic!("port 9 must not exist");
         };
         assert_eq!(e.to_string(), "no port 9 on rxe1; ports: 1");

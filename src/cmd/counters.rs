@@ -5,11 +5,11 @@
 use std::time::{Duration, Instant};
 
 use crate::cli::CountersArgs;
-use crate::cmd::ports::target;
 use crate::ctx::Ctx;
 use crate::diagnose::counters::judge;
 use crate::error::Result;
 use crate::exit;
+use crate::gather::inventory::target;
 use crate::gather::sysfs::SysfsRoot;
 use crate::interrupt;
 use crate::model::counter::{port_delta, PortCounters, PortDelta};

@@ -15,13 +15,18 @@ pub fn run(ctx: &Ctx, args: &DevicesArgs) -> Result<u8> {
         inventory::devices_json(&gather(ctx, args.device.as_deref())?)
     } else {
         // The table shows each port's netdev, not its GID table.
-        let devices =
-            super::inventory_with_verbs(ctx, args.device.as_deref(), true, false, || {
+        let devices = crate::gather::inventory::inventory_with_verbs(
+            ctx,
+            args.device.as_deref(),
+            true,
+            false,
+            || {
                 SysfsRoot::new(&ctx.sysfs)
                     .netdev_only()
                     .select(args.device.as_deref(), None)
-            })?;
-        super::warn_unreadable(&devices);
+            },
+        )?;
+        crate::output::note(&crate::render::inventory::unreadable_warnings(&devices));
         inventory::devices_table(&devices, ctx.style)
     };
     output::print(&text)?;
@@ -30,7 +35,7 @@ pub fn run(ctx: &Ctx, args: &DevicesArgs) -> Result<u8> {
 
 /// The devices as sysfs lists them, with the firmware version and port MTUs verbs add.
 pub fn gather(ctx: &Ctx, device: Option<&str>) -> Result<Vec<Device>> {
-    super::inventory_with_verbs(ctx, device, true, false, || {
+    crate::gather::inventory::inventory_with_verbs(ctx, device, true, false, || {
         SysfsRoot::new(&ctx.sysfs).select(device, None)
     })
 }

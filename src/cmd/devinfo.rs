@@ -1390,7 +1390,7 @@ type VerbsAnswer = std::result::Result<Vec<(String, std::result::Result<DevInfo,
 
 fn ask_verbs(ctx: &Ctx, device: Option<&str>) -> VerbsAnswer {
     if ctx.captured {
-        return Err(super::captured_reason(ctx));
+        return Err(crate::gather::inventory::captured_reason(ctx));
     }
     let opened = verbs::open_each(device).map_err(|e| e.to_string())?;
     Ok(opened
@@ -1421,7 +1421,7 @@ pub fn gather(ctx: &Ctx, device: Option<&str>) -> Result<(Vec<Device>, Vec<DevVi
         let reason = match &mut verbs {
             Err(reason) => reason.clone(),
             Ok(list) => match list.iter().position(|(n, _)| *n == d.name) {
-                None => super::not_listed(d, &listed),
+                None => crate::gather::inventory::not_listed(d, &listed),
                 Some(i) => match list.remove(i).1 {
                     Ok(mut info) => {
                         merge_sysfs(&mut info, d, &root);
@@ -1502,7 +1502,7 @@ pub fn run_verbose(ctx: &Ctx, device: Option<&str>) -> Result<u8> {
             .collect::<String>()
     };
     if !ctx.json {
-        crate::cmd::warn_unreadable(&sysfs);
+        crate::output::note(&crate::render::inventory::unreadable_warnings(&sysfs));
         for note in missing_notes(&views, ctx.captured) {
             eprintln!("rdmactl: note: {note}");
         }
@@ -1797,7 +1797,7 @@ mod tests {
             missing_notes(&views, true),
             ["rxe0: --sysfs T is a captured tree; shown from sysfs, without the fields only verbs report"]
         );
-        let listed = crate::cmd::not_listed(&devs[0], &["rxe1".to_string()]);
+        let listed = crate::gather::inventory::not_listed(&devs[0], &["rxe1".to_string()]);
         assert!(
             listed.starts_with("not listed by libibverbs (which lists rxe1): no provider"),
             "{listed}"

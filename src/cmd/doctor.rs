@@ -104,7 +104,7 @@ fn gather(ctx: &Ctx, only: Option<&str>) -> Result<Vec<Finding>> {
         }
     }
     // The GID tables: one verbs call per device where it answers, else sysfs.
-    super::add_verbs_facts_and_gids(ctx, &mut devices, false)?;
+    crate::gather::inventory::add_verbs_facts_and_gids(ctx, &mut devices, false)?;
     // A captured tree is another host's: its /dev, libraries and limits are not ours.
     let host = !ctx.captured;
     if host {
@@ -188,7 +188,7 @@ fn gather(ctx: &Ctx, only: Option<&str>) -> Result<Vec<Finding>> {
     let all_ports: Vec<&Port> = devices.iter().flat_map(|d| &d.ports).collect();
     findings.extend(doctor::duplicate_gid_findings(&all_ports));
     if host {
-        let netdevs = roce_netdevs(&devices);
+        let netdevs = crate::gather::inventory::roce_netdevs(&devices);
         findings.extend(doctor::same_subnet_findings(&netdevs));
         findings.extend(doctor::arp_flux_findings(&netdevs));
     }
@@ -216,64 +216,6 @@ fn no_device_hint(ctx: &Ctx, sysfs: &SysfsRoot) -> doctor::NoDeviceHint {
                 .is_some_and(|d| d.operstate.as_deref() == Some("up"))
     });
     doctor::NoDeviceHint { rxe_loaded, netdev }
-}
-
-/// Every RoCE port's netdev with its IPv4 addresses and ARP sysctls, from this host.
-/// This host's ARP flux in one line (`veth0, veth1 on 10.0.0.0/24 (arp_ignore 0)`), for
-/// `fabric`'s drift report; None when there is none.
-pub fn arp_flux_summary(devices: &[Device]) -> Option<String> {
-    let netdevs = roce_netdevs(devices);
-    let groups = doctor::arp_flux_groups(&netdevs);
-    (!groups.is_empty()).then(|| {
-        groups
-            .iter()
-            .map(|(subnet, members)| doctor::arp_flux_line(subnet, members))
-            .collect::<Vec<_>>()
-            .join("; ")
-    })
-}
-
-pub fn roce_netdevs(devices: &[Device]) -> Vec<doctor::RoceNetdev> {
-    let Ok(addrs) = net::addresses() else {
-        return Vec::new();
-    };
-    let Ok(links) = net::netdevs() else {
-        return Vec::new();
-    };
-    let mut out = Vec::new();
-    for port in devices.iter().flat_map(|d| &d.ports) {
-        if port.link_layer != Some(crate::model::device::LinkLayer::Ethernet) {
-            continue;
-        }
-        let Some(nd) = &port.netdev else { continue };
-        let Some(link) = links.iter().find(|l| l.name == nd.name) else {
-            continue;
-        };
-        let ipv4 = addrs
-            .iter()
-            .filter(|a| a.ifindex == link.index)
-            .filter_map(|a| match a.address {
-                std::net::IpAddr::V4(v4) => Some((v4, a.prefix_len)),
-                std::net::IpAddr::V6(_) => None,
-            })
-            .collect();
-        let arp = net::arp_sysctls(std::path::Path::new("/proc"), &nd.name);
-        out.push(doctor::RoceNetdev {
-            port: format!("{}/{}", port.device, port.number),
-            netdev: nd.name.clone(),
-            mtu: link.mtu.or(nd.mtu),
-            ipv4,
-            accept_local: arp.accept_local,
-            rp_filter: arp.rp_filter,
-            arp_ignore: arp.arp_ignore,
-            arp_announce: arp.arp_announce,
-            link_peer: link
-                .link
-                .and_then(|i| links.iter().find(|l| l.index == i))
-                .map(|l| l.name.clone()),
-        });
-    }
-    out
 }
 
 fn node_access(device: &Device) -> NodeAccess {

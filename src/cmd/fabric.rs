@@ -370,16 +370,18 @@ fn gather_info(ctx: &Ctx, args: &FabricArgs, place: &Placement, pair_port: u16) 
         });
         return info;
     };
-    if let Err(e) = super::device_port(&ctx.sysfs, Some(&device), port) {
+    if let Err(e) = crate::gather::inventory::device_port(&ctx.sysfs, Some(&device), port) {
         info.problem = Some(e.to_string());
         return info;
     }
     info.device = device.clone();
     info.port = port;
     // Host-level, over every port of this host: read before the list narrows to ours.
-    info.arp_flux = super::doctor::arp_flux_summary(&devices);
+    info.arp_flux = crate::diagnose::doctor::arp_flux_summary(
+        &crate::gather::inventory::roce_netdevs(&devices),
+    );
     devices.retain(|d| d.name == device);
-    let _ = super::add_verbs_facts_and_gids(ctx, &mut devices, true);
+    let _ = crate::gather::inventory::add_verbs_facts_and_gids(ctx, &mut devices, true);
     let Some(dev) = devices.first() else {
         return info;
     };

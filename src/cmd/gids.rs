@@ -1,9 +1,8 @@
 use crate::cli::GidsArgs;
-use crate::cmd::ports::target;
-use crate::cmd::warn_unreadable;
 use crate::ctx::Ctx;
 use crate::error::Result;
 use crate::exit;
+use crate::gather::inventory::target;
 use crate::gather::sysfs::SysfsRoot;
 use crate::model::device::GidEntry;
 use crate::output::print;
@@ -13,12 +12,18 @@ pub fn run(ctx: &Ctx, args: &GidsArgs) -> Result<u8> {
     let (device, port) = target(&args.select)?;
     let sysfs = SysfsRoot::new(&ctx.sysfs);
     // One ibv_query_gid_table per device where verbs answer, else the sysfs table.
-    let mut devices = super::inventory_with_verbs(ctx, device.as_deref(), false, true, || {
-        sysfs
-            .clone()
-            .link_layer_only()
-            .select(device.as_deref(), port)
-    })?;
+    let mut devices = crate::gather::inventory::inventory_with_verbs(
+        ctx,
+        device.as_deref(),
+        false,
+        true,
+        || {
+            sysfs
+                .clone()
+                .link_layer_only()
+                .select(device.as_deref(), port)
+        },
+    )?;
     if args.all {
         // The inventory holds only populated slots; --all rereads each table whole.
         for d in &mut devices {
@@ -35,7 +40,7 @@ pub fn run(ctx: &Ctx, args: &GidsArgs) -> Result<u8> {
     let text = if ctx.json {
         inventory::gids_json(&rows)
     } else {
-        warn_unreadable(&devices);
+        crate::output::note(&crate::render::inventory::unreadable_warnings(&devices));
         if rows.is_empty() {
             eprintln!(
                 "rdmactl: no populated GID entries on the selected ports (--all lists empty slots)"

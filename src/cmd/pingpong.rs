@@ -17,10 +17,10 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use super::failure::{self, GidChoice, Known};
 use crate::cli::{Compat, GidIndexArg, Op, PingpongArgs};
 use crate::ctx::Ctx;
 use crate::error::{Error, Result};
+use crate::gather::failure::{self, GidChoice, Known};
 use crate::gather::verbs::qp::{
     ticks, Access, Context, Cq, Mr, PathQos, Pd, PortInfo, Qp, QpCaps, RtrParams, SendOp, Wc,
 };
@@ -82,7 +82,7 @@ struct Report {
     single: Option<OpResult>,
     /// What moved on each end's port over the traffic, and the counter rules' findings.
     #[serde(skip_serializing_if = "Option::is_none")]
-    counters: Option<super::RunCounters>,
+    counters: Option<crate::traffic::counters::RunCounters>,
     ok: bool,
     failure: Option<FailureReport>,
 }
@@ -633,7 +633,8 @@ pub fn run(ctx: &Ctx, args: &PingpongArgs) -> Result<u8> {
         }
         None => None,
     };
-    let device = super::device_port(&ctx.sysfs, args.device.as_deref(), args.port)?;
+    let device =
+        crate::gather::inventory::device_port(&ctx.sysfs, args.device.as_deref(), args.port)?;
     let listener = match peer {
         Some(_) => None,
         None => match oob::listen(args.bind, args.tcp_port) {
@@ -1149,13 +1150,14 @@ fn stock_server(
     let mtu = compat_mtu(plan, side)?;
     report.path_mtu = Some(mtu);
     connect_rc(side, &dest, mtu, plan.qos)?;
-    let watch = super::CounterWatch::start(&ctx.sysfs, side.ctx.name(), side.port);
+    let watch =
+        crate::traffic::counters::CounterWatch::start(&ctx.sysfs, side.ctx.name(), side.port);
     let mut meter = counted_meter("send", plan, 1);
     let r = pingpong_loop(side, true, &mut meter, false, plan, None)?;
     let iters = r.iters;
     report.ops.insert("send", r);
     // A stock peer sends no counters: this end's alone.
-    report.counters = super::RunCounters::judge(watch.stop(), None, iters);
+    report.counters = crate::traffic::counters::RunCounters::judge(watch.stop(), None, iters);
     Ok(())
 }
 
@@ -1308,7 +1310,7 @@ fn native_run(
     side.qp.to_rtr_qos(&rtr, plan.qos)?;
     side.qp.to_rts(side.psn, side.max_rd_atomic)?;
     conn.sync(1)?;
-    let watch = super::CounterWatch::start(sysfs, side.ctx.name(), side.port);
+    let watch = crate::traffic::counters::CounterWatch::start(sysfs, side.ctx.name(), side.port);
 
     let passive = length.passive_wait(plan.timeout);
     let limit = length.iters.map(u64::from);
@@ -1356,7 +1358,7 @@ fn native_run(
         .iter()
         .filter(|o| **o)
         .count() as u64;
-    report.counters = super::RunCounters::judge(local, peer, iters * ops);
+    report.counters = crate::traffic::counters::RunCounters::judge(local, peer, iters * ops);
     Ok(())
 }
 
@@ -1563,7 +1565,7 @@ fn wait(
 /// Asked while a loop waits for completions: a caught SIGINT/SIGTERM, or a peer that
 /// closed the out-of-band connection or sent its failure, ends the wait now.
 fn stopped(conn: &mut Option<&mut Conn>) -> Option<Failure> {
-    if let Some(f) = super::interrupted_wait() {
+    if let Some(f) = crate::traffic::interrupted_wait() {
         return Some(f);
     }
     let mut f = conn.as_mut()?.peer_stopped()?;
@@ -1723,7 +1725,7 @@ mod tests {
             ),
             single: ops.single(),
             ops,
-            counters: super::super::RunCounters::judge(
+            counters: crate::traffic::counters::RunCounters::judge(
                 Some(
                     crate::model::counter::WireDelta {
                         device: "rxe1".into(),

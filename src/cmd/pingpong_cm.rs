@@ -62,7 +62,7 @@ struct Report {
     /// What moved on this end's port over the transfer (the client's; the CM exchange
     /// carries no counters between the ends).
     #[serde(skip_serializing_if = "Option::is_none")]
-    counters: Option<super::RunCounters>,
+    counters: Option<crate::traffic::counters::RunCounters>,
     ok: bool,
     failure: Option<FailureReport>,
 }
@@ -206,8 +206,8 @@ fn first_device(sysfs: &Path) -> Result<String> {
 }
 
 fn peer_addr(server: &str, port: u16) -> Result<SocketAddr> {
-    let ip = super::failure::resolve_peer(server, port)?;
-    super::failure::refuse_special_peer(ip)?;
+    let ip = crate::gather::failure::resolve_peer(server, port)?;
+    crate::gather::failure::refuse_special_peer(ip)?;
     Ok(SocketAddr::new(ip, port))
 }
 
@@ -266,7 +266,7 @@ pub fn run(ctx: &Ctx, args: &PingpongArgs) -> Result<u8> {
         None => None,
     };
     if let Some(dev) = &args.device {
-        super::device_port(&ctx.sysfs, Some(dev), args.port)?;
+        crate::gather::inventory::device_port(&ctx.sysfs, Some(dev), args.port)?;
     }
     let source = || -> Result<Option<IpAddr>> {
         Ok(match (args.bind, &args.device) {
@@ -549,13 +549,20 @@ fn client(
     // What the server's buffer holds: it fills it with the pattern when it accepts, and
     // every WRITE of ours replaces it.
     let mut peer_image: Vec<u8> = (0..args.size() as usize).map(pattern).collect();
-    let watch = super::CounterWatch::start(sysfs, &ep.info.device, u32::from(ep.info.port));
+    let watch = crate::traffic::counters::CounterWatch::start(
+        sysfs,
+        &ep.info.device,
+        u32::from(ep.info.port),
+    );
     for op in ops {
         let result = run_op(&mut ep, *op, iters, args.lat, &mut peer_image)?;
         report.ops.insert(op.name(), result);
     }
-    report.counters =
-        super::RunCounters::judge(watch.stop(), None, u64::from(iters) * ops.len() as u64);
+    report.counters = crate::traffic::counters::RunCounters::judge(
+        watch.stop(),
+        None,
+        u64::from(iters) * ops.len() as u64,
+    );
     ep.disconnect()?;
     Ok(())
 }

@@ -1,8 +1,8 @@
-use crate::cli::{PortSelection, PortsArgs};
-use crate::cmd::warn_unreadable;
+use crate::cli::PortsArgs;
 use crate::ctx::Ctx;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::exit;
+use crate::gather::inventory::target;
 use crate::gather::sysfs::SysfsRoot;
 use crate::model::device::Port;
 use crate::output::print;
@@ -12,12 +12,18 @@ pub fn run(ctx: &Ctx, args: &PortsArgs) -> Result<u8> {
     let (device, port) = target(&args.select)?;
     // The GID tables (for gid_netdevs) come from one verbs call per device where it
     // answers: reading 1024 gids/N files per port is most of the time on a big host.
-    let devices = super::inventory_with_verbs(ctx, device.as_deref(), false, true, || {
-        SysfsRoot::new(&ctx.sysfs)
-            .netdev_only()
-            .ports_only()
-            .select(device.as_deref(), port)
-    })?;
+    let devices = crate::gather::inventory::inventory_with_verbs(
+        ctx,
+        device.as_deref(),
+        false,
+        true,
+        || {
+            SysfsRoot::new(&ctx.sysfs)
+                .netdev_only()
+                .ports_only()
+                .select(device.as_deref(), port)
+        },
+    )?;
     let ports: Vec<&Port> = devices.iter().flat_map(|d| d.ports.iter()).collect();
     let pkeys = if args.verbose {
         let root = SysfsRoot::new(&ctx.sysfs);
@@ -35,8 +41,8 @@ pub fn run(ctx: &Ctx, args: &PortsArgs) -> Result<u8> {
             None => inventory::ports_json(&ports),
         }
     } else {
-        warn_unreadable(&devices);
-        super::note_unknown_mtus(&devices);
+        crate::output::note(&crate::render::inventory::unreadable_warnings(&devices));
+        crate::output::note(&crate::render::inventory::unknown_mtu_notes(&devices));
         if !ctx.captured {
             note_hidden_netdevs(&ctx.sysfs, &ports);
         }
@@ -47,28 +53,6 @@ pub fn run(ctx: &Ctx, args: &PortsArgs) -> Result<u8> {
     };
     print(&text)?;
     Ok(exit::OK)
-}
-
-/// `DEV[/PORT]`, `-d DEV` and `-i PORT` resolved to one (device, port) selection.
-pub fn target(select: &PortSelection) -> Result<(Option<String>, Option<u32>)> {
-    let positional = select.target.as_ref();
-    let device = positional
-        .map(|t| t.device.clone())
-        .or(select.device.clone());
-    let port = match (positional.and_then(|t| t.port), select.port) {
-        (Some(a), Some(b)) if a != b => {
-            return Err(Error::Usage(format!(
-                "port {a} in DEV/PORT and -i {b} disagree; give one"
-            )))
-        }
-        (a, b) => a.or(b),
-    };
-    if port == Some(0) {
-        return Err(Error::Usage(
-            "ports count from 1; -i 0 is not a port".into(),
-        ));
-    }
-    Ok((device, port))
 }
 
 /// A netdev named by the RDMA device but absent from this namespace's class/net: this

@@ -10,11 +10,11 @@ use serde::Serialize;
 
 mod semantics;
 
-use super::failure::{self, GidChoice, Known};
 use crate::cli::{GidIndexArg, SelftestArgs, SelftestStep};
 use crate::ctx::Ctx;
 use crate::error::{Error, Result};
 use crate::exit;
+use crate::gather::failure::{self, GidChoice, Known};
 use crate::gather::verbs::qp::{
     Access, Context, Cq, Mr, Pd, PortInfo, Qp, QpCaps, RtrParams, SendOp, Wc,
 };
@@ -55,7 +55,7 @@ struct Report {
     /// What moved on the two ports' counters over the test (`peer`: the second device's,
     /// when it is another one).
     #[serde(skip_serializing_if = "Option::is_none")]
-    counters: Option<super::RunCounters>,
+    counters: Option<crate::traffic::counters::RunCounters>,
     ok: bool,
 }
 
@@ -117,8 +117,8 @@ pub fn run(ctx: &Ctx, args: &SelftestArgs) -> Result<u8> {
         [a, b, ..] => [Some(a.as_str()), Some(b.as_str())],
     };
     let resolved = [
-        super::device_port(&ctx.sysfs, wanted[0], args.port)?,
-        super::device_port(&ctx.sysfs, wanted[1], args.port)?,
+        crate::gather::inventory::device_port(&ctx.sysfs, wanted[0], args.port)?,
+        crate::gather::inventory::device_port(&ctx.sysfs, wanted[1], args.port)?,
     ];
     let names: [Option<&str>; 2] = [Some(resolved[0].as_str()), Some(resolved[1].as_str())];
     let mut t = Tester {
@@ -139,20 +139,25 @@ pub fn run(ctx: &Ctx, args: &SelftestArgs) -> Result<u8> {
     };
     // A first Ctrl-C ends the test at its next wait, with the steps so far.
     crate::interrupt::catch();
-    let watches: Vec<super::CounterWatch> = {
+    let watches: Vec<crate::traffic::counters::CounterWatch> = {
         let mut distinct = vec![resolved[0].as_str()];
         if resolved[1] != resolved[0] {
             distinct.push(resolved[1].as_str());
         }
         distinct
             .iter()
-            .map(|d| super::CounterWatch::start(&ctx.sysfs, d, args.port))
+            .map(|d| crate::traffic::counters::CounterWatch::start(&ctx.sysfs, d, args.port))
             .collect()
     };
     t.run_all(names);
-    let mut deltas = watches.iter().map(super::CounterWatch::stop);
-    let mut counters =
-        super::RunCounters::judge(deltas.next().flatten(), deltas.next().flatten(), t.messages);
+    let mut deltas = watches
+        .iter()
+        .map(crate::traffic::counters::CounterWatch::stop);
+    let mut counters = crate::traffic::counters::RunCounters::judge(
+        deltas.next().flatten(),
+        deltas.next().flatten(),
+        t.messages,
+    );
     if t.flushed {
         // The flush step holds a SEND outstanding with RNR NAKs on purpose (its line says
         // so): they are not a receiver that falls behind.
@@ -685,7 +690,7 @@ impl Tester {
         let link_layer = self.ends[i].port.as_ref().map(|p| p.link_layer.clone());
         let port = self.port;
         let gid_index = self.gid_index[i];
-        cq.wait_watching(&mut wc, self.timeout, &mut super::interrupted_wait)
+        cq.wait_watching(&mut wc, self.timeout, &mut crate::traffic::interrupted_wait)
             .map_err(|mut f| {
                 f.context.port = port;
                 f.context.gid_index = Some(gid_index);

@@ -5,6 +5,7 @@
 use crate::error::Error;
 use crate::model::device::{Device, LinkLayer, PhysState, Port, PortState};
 use crate::model::diagnostic::{Finding, Severity, Subject};
+use crate::model::facts::RoceNetdev;
 
 /// A doctor finding: every one names its subject (the host, a device, a port).
 fn finding(
@@ -453,34 +454,6 @@ impl HostNet {
                 .visible_netdevs
                 .as_ref()
                 .is_some_and(|v| !v.iter().any(|n| n == netdev))
-    }
-}
-
-/// One RoCE port's netdev as the host-wide rules see it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RoceNetdev {
-    /// `rxe0/1`.
-    pub port: String,
-    pub netdev: String,
-    pub mtu: Option<u32>,
-    /// Its IPv4 addresses with prefix lengths.
-    pub ipv4: Vec<(std::net::Ipv4Addr, u8)>,
-    /// `accept_local` (all OR dev) and `rp_filter` (max of all, dev) of this netdev.
-    pub accept_local: Option<bool>,
-    pub rp_filter: Option<u32>,
-    /// `arp_ignore` and `arp_announce`, max of all and dev, as the kernel applies them.
-    pub arp_ignore: Option<u32>,
-    pub arp_announce: Option<u32>,
-    /// The netdev at the other end of this one's link (IFLA_LINK): a veth's peer.
-    pub link_peer: Option<String>,
-}
-
-impl RoceNetdev {
-    /// The two ends of one veth pair: a point-to-point link, where no third port hears
-    /// an ARP request, so there is no flux between them.
-    fn paired_with(&self, other: &RoceNetdev) -> bool {
-        self.link_peer.as_deref() == Some(other.netdev.as_str())
-            && other.link_peer.as_deref() == Some(self.netdev.as_str())
     }
 }
 
@@ -954,6 +927,19 @@ fn netns_finding(port: &Port, host: &HostNet, subject: Subject) -> Option<Findin
         finding("netns", subject, Severity::Fail, "rxe outside the initial network namespace: QPs fail with \"local QP operation error\"")
             .evidence("/proc/self/ns/net differs from /proc/1/ns/net")
             .fix("create and use rxe devices in the host's network namespace (kernel 6.1 rxe is init_net only)")
+    })
+}
+
+/// This host's ARP flux in one line (`veth0, veth1 on 10.0.0.0/24 (arp_ignore 0)`), for
+/// `fabric`'s drift report; None when there is none.
+pub fn arp_flux_summary(netdevs: &[RoceNetdev]) -> Option<String> {
+    let groups = arp_flux_groups(netdevs);
+    (!groups.is_empty()).then(|| {
+        groups
+            .iter()
+            .map(|(subnet, members)| arp_flux_line(subnet, members))
+            .collect::<Vec<_>>()
+            .join("; ")
     })
 }
 

@@ -2,6 +2,8 @@
 //! Gatherers return facts (the `model`'s types); they hold no rules and no prose.
 
 pub mod discover;
+pub mod failure;
+pub mod inventory;
 pub mod net;
 pub mod sysfs;
 pub mod verbs;

@@ -256,3 +256,31 @@ pub struct NetFacts {
     /// Where `netdev` came from: this network namespace, or the captured tree.
     pub netdev_source: &'static str,
 }
+
+/// One RoCE port's netdev as the host-wide rules see it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RoceNetdev {
+    /// `rxe0/1`.
+    pub port: String,
+    pub netdev: String,
+    pub mtu: Option<u32>,
+    /// Its IPv4 addresses with prefix lengths.
+    pub ipv4: Vec<(std::net::Ipv4Addr, u8)>,
+    /// `accept_local` (all OR dev) and `rp_filter` (max of all, dev) of this netdev.
+    pub accept_local: Option<bool>,
+    pub rp_filter: Option<u32>,
+    /// `arp_ignore` and `arp_announce`, max of all and dev, as the kernel applies them.
+    pub arp_ignore: Option<u32>,
+    pub arp_announce: Option<u32>,
+    /// The netdev at the other end of this one's link (IFLA_LINK): a veth's peer.
+    pub link_peer: Option<String>,
+}
+
+impl RoceNetdev {
+    /// The two ends of one veth pair: a point-to-point link, where no third port hears
+    /// an ARP request, so there is no flux between them.
+    pub fn paired_with(&self, other: &RoceNetdev) -> bool {
+        self.link_peer.as_deref() == Some(other.netdev.as_str())
+            && other.link_peer.as_deref() == Some(self.netdev.as_str())
+    }
+}

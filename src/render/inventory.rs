@@ -341,3 +341,53 @@ pub fn gids_table(rows: &[GidRow], show_ip: bool, style: Style) -> String {
 pub fn gids_json(rows: &[GidRow]) -> String {
     json(&rows)
 }
+
+/// Attributes that exist but could not be read: one stderr line each, so the table stays
+/// clean and the reader still learns why a column says "-". JSON carries `read_problems`.
+pub fn unreadable_warnings(devices: &[Device]) -> String {
+    let mut out = String::new();
+    let problems = devices.iter().flat_map(|d| {
+        d.read_problems
+            .iter()
+            .chain(d.ports.iter().flat_map(|p| p.read_problems.iter()))
+    });
+    for p in problems {
+        out.push_str(&format!(
+            "rdmactl: warning: cannot read {}: {}\n",
+            p.path.display(),
+            p.error
+        ));
+    }
+    out
+}
+
+/// The stderr note for a table whose ACTIVE MTU and MAX MTU say "unknown": one line per
+/// distinct reason, naming the ports, so a host without libibverbs gets one line.
+pub fn unknown_mtu_notes(devices: &[Device]) -> String {
+    let mut out = String::new();
+    let mut by_reason: Vec<(String, Vec<String>)> = Vec::new();
+    for p in devices.iter().flat_map(|d| d.ports.iter()) {
+        if p.active_mtu.is_some() && p.max_mtu.is_some() {
+            continue;
+        }
+        let reason = p
+            .verbs
+            .reason
+            .clone()
+            .unwrap_or_else(|| "the port query gave no valid MTU".into());
+        let port = format!("{}/{}", p.device, p.number);
+        match by_reason.iter_mut().find(|(r, _)| *r == reason) {
+            Some((_, ports)) => ports.push(port),
+            None => by_reason.push((reason, vec![port])),
+        }
+    }
+    for (reason, ports) in by_reason {
+        out.push_str(&format!(
+            "rdmactl: note: {}: ACTIVE MTU and MAX MTU unknown (only ibv_query_port reports \
+             them): {}\n",
+            ports.join(", "),
+            reason.trim_end_matches('.')
+        ));
+    }
+    out
+}

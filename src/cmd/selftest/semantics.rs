@@ -256,7 +256,7 @@ impl Tester {
                 f.context.link_layer = self.ends[i].port.as_ref().map(|p| p.link_layer.clone());
                 return Err(f);
             }
-            if let Some(stop) = super::super::interrupted_wait() {
+            if let Some(stop) = crate::traffic::interrupted_wait() {
                 return Err(stop);
             }
             std::thread::yield_now();

@@ -255,7 +255,7 @@ fn context(sysfs: &Path, known: &Known, failure: &Failure) -> Facts {
 /// The ARP flux group the netdev `nd` belongs to, in words, if any.
 fn arp_flux_around(sysfs: &Path, nd: &str) -> Option<String> {
     let devices = crate::gather::sysfs::SysfsRoot::new(sysfs).devices().ok()?;
-    let netdevs = super::doctor::roce_netdevs(&devices);
+    let netdevs = crate::gather::inventory::roce_netdevs(&devices);
     crate::diagnose::doctor::arp_flux_groups(&netdevs)
         .into_iter()
         .find(|(_, members)| members.iter().any(|n| n.netdev == nd))
