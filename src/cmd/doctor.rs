@@ -150,18 +150,17 @@ fn gather(ctx: &Ctx, only: Option<&str>) -> Result<Vec<Finding>> {
         }
     }
     if host {
-        let limits = std::fs::read_to_string("/proc/self/limits").unwrap_or_default();
-        let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+        let limits = crate::gather::procfs::lock_limits();
         findings.push(doctor::memlock_finding(
-            doctor::parse_memlock_soft_limit(&limits),
-            doctor::parse_has_cap_ipc_lock(&status),
+            limits.memlock_soft,
+            limits.cap_ipc_lock,
             verbs::sys::effective_uid() == 0,
             PLANNED_REGISTRATION,
         ));
     }
     let host_net = if host {
         HostNet {
-            in_init_netns: in_initial_netns(),
+            in_init_netns: crate::gather::procfs::in_initial_netns(),
             addresses: netdev_addresses(),
             visible_netdevs: net::netdevs()
                 .ok()
@@ -201,10 +200,7 @@ fn no_device_hint(ctx: &Ctx, sysfs: &SysfsRoot) -> doctor::NoDeviceHint {
     let module = ctx.sysfs.join("module/rdma_rxe");
     let rxe_loaded = if module.is_dir() {
         Some(format!("{} exists", module.display()))
-    } else if !ctx.captured
-        && std::fs::read_to_string("/proc/modules")
-            .is_ok_and(|m| m.lines().any(|l| l.starts_with("rdma_rxe ")))
-    {
+    } else if !ctx.captured && crate::gather::procfs::module_loaded("rdma_rxe") {
         Some("/proc/modules lists rdma_rxe".to_string())
     } else {
         None
@@ -272,12 +268,4 @@ fn netdev_addresses() -> Option<BTreeMap<String, Vec<String>>> {
         }
     }
     Some(by_name)
-}
-
-/// rxe (kernel 6.1) works only in the initial network namespace. Reading /proc/1/ns/net
-/// needs privilege; without it the answer is unknown and the check is skipped.
-fn in_initial_netns() -> Option<bool> {
-    let ours = std::fs::read_link("/proc/self/ns/net").ok()?;
-    let init = std::fs::read_link("/proc/1/ns/net").ok()?;
-    Some(ours == init)
 }

@@ -215,7 +215,7 @@ fn check_numbers(args: &FabricArgs) -> Result<()> {
 }
 
 fn holder(port: u16) -> String {
-    match crate::gather::net::tcp_port_holders(Path::new("/proc"), port).first() {
+    match crate::gather::procfs::port_holders(port).first() {
         Some((pid, name)) => format!(" ({name}, pid {pid}, listens there)"),
         None => String::new(),
     }
@@ -292,9 +292,7 @@ fn read_address(dir: &Path, token: &str, deadline: Instant) -> Result<(String, u
 }
 
 fn hostname() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|h| h.trim().to_string())
-        .ok()
+    crate::gather::procfs::hostname()
         .filter(|h| !h.is_empty() && h != "(none)")
         .unwrap_or_else(|| "localhost".into())
 }
@@ -327,12 +325,9 @@ fn gather_info(ctx: &Ctx, args: &FabricArgs, place: &Placement, pair_port: u16) 
         local_rank: place.local_rank,
         host: hostname(),
         version: env!("CARGO_PKG_VERSION").to_string(),
-        kernel: std::fs::read_to_string("/proc/sys/kernel/osrelease")
-            .ok()
-            .map(|s| s.trim().to_string()),
-        memlock: std::fs::read_to_string("/proc/self/limits")
-            .ok()
-            .and_then(|l| crate::diagnose::doctor::parse_memlock_soft_limit(&l))
+        kernel: crate::gather::procfs::kernel_release(),
+        memlock: crate::gather::procfs::lock_limits()
+            .memlock_soft
             .map(|l| l.map_or("unlimited".to_string(), |b| b.to_string())),
         pair_port,
         ..RankInfo::default()
@@ -560,7 +555,7 @@ fn serve(
     // The partner may connect once the server listens; a server that dies first reports.
     let listen_by = Instant::now() + Duration::from_secs(10);
     loop {
-        if crate::gather::net::tcp_listening(Path::new("/proc"), me.pair_port) {
+        if crate::gather::procfs::listening(me.pair_port) {
             ready();
             break;
         }

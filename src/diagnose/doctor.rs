@@ -1,5 +1,5 @@
 //! `rdmactl doctor`: pre-flight checks in the order a person debugs an RDMA host.
-//! Gathering (sysfs, /dev, /proc, verbs) happens in `cmd::doctor`; this module holds the
+//! Gathering (sysfs, /dev, /proc, verbs) happens in `gather::doctor`; this module holds the
 //! facts it gathered and the pure rules that turn them into findings.
 
 use crate::error::Error;
@@ -32,42 +32,6 @@ fn short_list(items: &[String], keep: usize) -> String {
 /// The largest whole-page message size that fits `bytes`, as a -s value.
 fn largest_size(bytes: u64) -> u64 {
     (bytes / 4096 * 4096).max(8)
-}
-
-/// `MemAvailable` from /proc/meminfo, in bytes; None when the line is missing.
-pub fn parse_mem_available(meminfo: &str) -> Option<u64> {
-    meminfo.lines().find_map(|l| {
-        let rest = l.strip_prefix("MemAvailable:")?;
-        let kib: u64 = rest.trim().trim_end_matches("kB").trim().parse().ok()?;
-        Some(kib * 1024)
-    })
-}
-
-/// `Max locked memory` from /proc/self/limits: None means unlimited.
-pub fn parse_memlock_soft_limit(limits: &str) -> Option<Option<u64>> {
-    let line = limits
-        .lines()
-        .find(|l| l.starts_with("Max locked memory"))?;
-    let soft = line["Max locked memory".len()..]
-        .split_whitespace()
-        .next()?;
-    if soft == "unlimited" {
-        Some(None)
-    } else {
-        soft.parse().ok().map(Some)
-    }
-}
-
-/// Whether CapEff in /proc/self/status holds CAP_IPC_LOCK (bit 14).
-pub fn parse_has_cap_ipc_lock(status: &str) -> Option<bool> {
-    const CAP_IPC_LOCK: u32 = 14;
-    let hex = status
-        .lines()
-        .find_map(|l| l.strip_prefix("CapEff:"))?
-        .trim();
-    u64::from_str_radix(hex, 16)
-        .ok()
-        .map(|caps| caps & (1 << CAP_IPC_LOCK) != 0)
 }
 
 /// The libibverbs provider that serves a device, from the kernel driver bound to its
@@ -930,6 +894,14 @@ fn netns_finding(port: &Port, host: &HostNet, subject: Subject) -> Option<Findin
     })
 }
 
+/// The ARP flux group the netdev `nd` belongs to, in words, if any.
+pub fn arp_flux_around(netdevs: &[RoceNetdev], nd: &str) -> Option<String> {
+    arp_flux_groups(netdevs)
+        .into_iter()
+        .find(|(_, members)| members.iter().any(|n| n.netdev == nd))
+        .map(|(subnet, members)| arp_flux_line(&subnet, &members))
+}
+
 /// This host's ARP flux in one line (`veth0, veth1 on 10.0.0.0/24 (arp_ignore 0)`), for
 /// `fabric`'s drift report; None when there is none.
 pub fn arp_flux_summary(netdevs: &[RoceNetdev]) -> Option<String> {
@@ -1028,11 +1000,6 @@ mod tests {
         assert!(same_subnet_findings(&[elsewhere, b]).is_empty());
     }
 
-    const LIMITS: &str =
-        "Limit                     Soft Limit           Hard Limit           Units     \n\
-Max cpu time              unlimited            unlimited            seconds   \n\
-Max locked memory         16384                16384                bytes     \n";
-
     /// With no device, the fix says what is left to do: with rdma_rxe loaded only the
     /// `rdma link add`, on a netdev that is up.
     #[test]
@@ -1059,35 +1026,6 @@ Max locked memory         16384                16384                bytes     \n
             .evidence
             .iter()
             .any(|e| e.contains("rdma_rxe is loaded (/proc/modules lists rdma_rxe)")));
-    }
-
-    #[test]
-    fn memlock_limit_forms() {
-        assert_eq!(parse_memlock_soft_limit(LIMITS), Some(Some(16384)));
-        let unlimited = LIMITS.replace(
-            "16384                16384",
-            "unlimited            unlimited",
-        );
-        assert_eq!(parse_memlock_soft_limit(&unlimited), Some(None));
-        assert_eq!(parse_memlock_soft_limit("Max cpu time unlimited"), None);
-        assert_eq!(parse_memlock_soft_limit("Max locked memory  lots"), None);
-    }
-
-    #[test]
-    fn cap_ipc_lock_bit() {
-        assert_eq!(
-            parse_has_cap_ipc_lock("CapEff:\t000001fffeffffff\n"),
-            Some(true)
-        );
-        assert_eq!(
-            parse_has_cap_ipc_lock("CapEff:\t0000000000000000\n"),
-            Some(false)
-        );
-        assert_eq!(
-            parse_has_cap_ipc_lock("CapEff:\t0000000000004000\n"),
-            Some(true)
-        );
-        assert_eq!(parse_has_cap_ipc_lock("CapPrm:\t0000000000004000\n"), None);
     }
 
     #[test]

@@ -9,7 +9,9 @@ pub mod datapath;
 pub mod doctor;
 pub mod env;
 pub mod fabric;
+pub mod gid_auto;
 pub mod gidselect;
+pub mod pin;
 
 use crate::model::diagnostic::Explanation;
 use crate::model::facts::Facts;

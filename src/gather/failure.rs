@@ -1,23 +1,18 @@
-//! A pingpong or selftest failure, explained. The data path reports a `Failure` (step,
-//! cause, the attributes in use); this module gathers the facts the rules in `diagnose`
-//! look at (the port and its GID table from sysfs, the peer's endpoint from the handshake,
-//! the route, neighbour and ARP sysctls toward the peer over rtnetlink, the memlock limit)
-//! and runs the rules. It also runs `-g auto`, which needs the same route facts.
+//! The facts of a failed pingpong or selftest run. The data path reports a `Failure` (step,
+//! cause, the attributes in use); this module gathers what the rules in `diagnose` look at
+//! (the port and its GID table from sysfs, the peer's endpoint from the handshake, the
+//! route, neighbour and ARP sysctls toward the peer over rtnetlink, the memlock limit), the
+//! facts `-g auto` chooses from, and resolves the peer named on the command line. The rules
+//! run in `traffic::failure`.
 
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 use std::path::Path;
 
-use serde::Serialize;
-
-use crate::diagnose;
-use crate::diagnose::check::want_for;
-use crate::diagnose::gidselect::{self, Selection, Verdict};
 use crate::gather::net;
+use crate::gather::procfs;
 use crate::gather::sysfs::SysfsRoot;
 use crate::model::device::{GidEntry, LinkLayer};
-use crate::model::diagnostic::FailureReport;
-use crate::model::facts::NetFacts;
-use crate::model::facts::{EndFacts, Facts, MemlockFacts, QpFacts};
+use crate::model::facts::{EndFacts, Facts, MemlockFacts, NetFacts, QpFacts, RoceNetdev};
 use crate::model::failure::{Endpoint, Failure, Step};
 
 /// What the caller knows when a step fails; the rest is read here.
@@ -107,26 +102,10 @@ pub fn split_scope(host: &str) -> (&str, Option<&str>) {
     }
 }
 
-/// Gather the facts about `failure` and run the rules: the report pingpong and selftest
-/// print (text on stderr, `failure` in `-j`).
-pub fn explain_failure(sysfs: &Path, known: &Known, failure: &Failure) -> FailureReport {
-    explain_failure_with(sysfs, known, failure, |_| {})
-}
-
-/// `explain_failure`, with the QP facts a step knows beyond the run's settings (an inline
-/// post's size, the P_Key index it gave).
-pub fn explain_failure_with(
-    sysfs: &Path,
-    known: &Known,
-    failure: &Failure,
-    add: impl FnOnce(&mut QpFacts),
-) -> FailureReport {
-    let mut facts = context(sysfs, known, failure);
-    add(facts.qp.get_or_insert_with(QpFacts::default));
-    FailureReport::new(failure, diagnose::explain(failure, &facts))
-}
-
-fn context(sysfs: &Path, known: &Known, failure: &Failure) -> Facts {
+/// The facts of a failed run: the port and its GID table from sysfs, the peer's endpoint
+/// from the handshake, the route, neighbour and ARP sysctls toward the peer over rtnetlink,
+/// the memlock limit. `route.arp_flux` is left for the ARP flux rule to word.
+pub fn facts(sysfs: &Path, known: &Known, failure: &Failure) -> Facts {
     let c = &failure.context;
     let device = if c.device.is_empty() {
         known.device
@@ -208,17 +187,9 @@ fn context(sysfs: &Path, known: &Known, failure: &Failure) -> Facts {
         _ => None,
     };
     let route = match (peer, live) {
-        (Some(p), true) => {
-            net::route_facts(p, local.netdev.as_deref())
-                .ok()
-                .map(|(mut facts, _)| {
-                    facts.arp_flux = local
-                        .netdev
-                        .as_deref()
-                        .and_then(|nd| arp_flux_around(sysfs, nd));
-                    facts
-                })
-        }
+        (Some(p), true) => net::route_facts(p, local.netdev.as_deref())
+            .ok()
+            .map(|(facts, _)| facts),
         _ => None,
     };
     Facts {
@@ -243,7 +214,7 @@ fn context(sysfs: &Path, known: &Known, failure: &Failure) -> Facts {
         port_holders: match (failure.step, &c.bind_addr) {
             (Step::Listen, Some(addr)) => addr
                 .parse::<SocketAddr>()
-                .map(|a| net::tcp_port_holders(Path::new("/proc"), a.port()))
+                .map(|a| procfs::port_holders(a.port()))
                 .unwrap_or_default(),
             _ => Vec::new(),
         },
@@ -251,156 +222,39 @@ fn context(sysfs: &Path, known: &Known, failure: &Failure) -> Facts {
     }
 }
 
-/// RLIMIT_MEMLOCK and CAP_IPC_LOCK of this process.
-/// The ARP flux group the netdev `nd` belongs to, in words, if any.
-fn arp_flux_around(sysfs: &Path, nd: &str) -> Option<String> {
-    let devices = crate::gather::sysfs::SysfsRoot::new(sysfs).devices().ok()?;
-    let netdevs = crate::gather::inventory::roce_netdevs(&devices);
-    crate::diagnose::doctor::arp_flux_groups(&netdevs)
-        .into_iter()
-        .find(|(_, members)| members.iter().any(|n| n.netdev == nd))
-        .map(|(subnet, members)| crate::diagnose::doctor::arp_flux_line(&subnet, &members))
-}
-
-fn memlock_facts(needed: u64) -> MemlockFacts {
-    let limits = std::fs::read_to_string("/proc/self/limits").unwrap_or_default();
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+/// RLIMIT_MEMLOCK and CAP_IPC_LOCK of this process, and what a run of `needed` bytes pins.
+pub fn memlock_facts(needed: u64) -> MemlockFacts {
+    let limits = procfs::lock_limits();
     MemlockFacts {
-        limit_bytes: crate::diagnose::doctor::parse_memlock_soft_limit(&limits).flatten(),
-        cap_ipc_lock: crate::diagnose::doctor::parse_has_cap_ipc_lock(&status).unwrap_or(false),
+        limit_bytes: limits.memlock_soft.flatten(),
+        cap_ipc_lock: limits.cap_ipc_lock.unwrap_or(false),
         needed_bytes: needed.div_ceil(4096) * 4096,
     }
 }
 
-/// Before allocating: a run that would pin more than the memlock limit or the available
-/// memory is refused with the numbers (the OOM killer would end it without a word).
-pub fn pin_check(pinned: u64, what: String) -> Option<crate::model::failure::Cause> {
-    use crate::model::failure::{Cause, PinLimit};
-    let m = memlock_facts(pinned);
-    let refuse = |limit_bytes, limit| Cause::WouldPin {
-        pinned_bytes: m.needed_bytes,
-        what: what.clone(),
-        limit_bytes,
-        limit,
-    };
-    if let (false, Some(limit)) = (m.cap_ipc_lock, m.limit_bytes) {
-        if m.needed_bytes > limit {
-            return Some(refuse(limit, PinLimit::Memlock));
-        }
-    }
-    let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
-    match crate::diagnose::doctor::parse_mem_available(&meminfo) {
-        Some(avail) if m.needed_bytes > avail => Some(refuse(avail, PinLimit::MemAvailable)),
-        _ => None,
-    }
+/// This host's RoCE netdevs (sysfs, rtnetlink, ARP sysctls): what the ARP flux rule reads.
+pub fn roce_netdevs(sysfs: &Path) -> Vec<RoceNetdev> {
+    SysfsRoot::new(sysfs)
+        .devices()
+        .map(|devices| crate::gather::inventory::roce_netdevs(&devices))
+        .unwrap_or_default()
 }
 
-// ---------------------------------------------------------------------------------------
-// -g auto
-
-/// The outcome of `-g auto`, as printed and as the `gid_selection` JSON object.
-#[derive(Debug, Clone, Serialize)]
-pub struct GidChoice {
-    pub device: String,
-    pub port: u32,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub peer: Option<IpAddr>,
-    #[serde(flatten)]
-    pub selection: Selection,
-    #[serde(skip)]
-    table: Vec<GidEntry>,
-}
-
-impl GidChoice {
-    /// "auto: GID index 1 (RoCE v2, ::ffff:192.168.77.2 on veth1): RoCE v2, IPv4 like ..."
-    /// and one line per other slot.
-    pub fn render(&self) -> String {
-        let toward = self
-            .peer
-            .map(|p| format!(" toward {p}"))
-            .unwrap_or_default();
-        let mut out = match self.selection.chosen {
-            Some(i) => {
-                let what = self
-                    .table
-                    .iter()
-                    .find(|e| e.index == i)
-                    .map(gidselect::describe)
-                    .unwrap_or_else(|| format!("GID index {i}"));
-                let why = self
-                    .selection
-                    .reason(i)
-                    .map(|r| r.why.clone())
-                    .unwrap_or_default();
-                format!(
-                    "-g auto on {}/{}{toward}: chose {what}: {why}\n",
-                    self.device, self.port
-                )
-            }
-            None => format!(
-                "-g auto on {}/{}{toward}: no GID index fits\n",
-                self.device, self.port
-            ),
-        };
-        for r in &self.selection.reasons {
-            if r.verdict == Verdict::Chosen {
-                continue;
-            }
-            let verdict = match r.verdict {
-                Verdict::Usable => "usable",
-                _ => "rejected",
-            };
-            out.push_str(&format!("  index {} {verdict}: {}\n", r.index, r.why));
-        }
-        out
-    }
-
-    /// The error when nothing fits: every slot and why it was turned down.
-    pub fn none_fits(&self) -> String {
-        let reasons: Vec<String> = self
-            .selection
-            .reasons
-            .iter()
-            .map(|r| format!("index {}: {}", r.index, r.why))
-            .collect();
-        format!(
-            "-g auto: no GID on {}/{} fits{}: {}",
-            self.device,
-            self.port,
-            self.peer
-                .map(|p| format!(" the peer {p}"))
-                .unwrap_or_default(),
-            if reasons.is_empty() {
-                "the GID table is empty".into()
-            } else {
-                reasons.join("; ")
-            }
-        )
-    }
-}
-
-/// Choose the GID index on `device`/`port` toward `peer` (None: perftest's default, IPv4
-/// and not link-local), with the route facts from this host's network namespace.
-pub fn choose_gid(
+/// The GID table and link layer of `device`/`port`, and the route toward `peer` from this
+/// host's network namespace: what `-g auto` chooses from.
+pub fn auto_gid_facts(
     sysfs: &Path,
     device: &str,
     port: u32,
     peer: Option<IpAddr>,
-) -> crate::error::Result<GidChoice> {
+) -> crate::error::Result<(Vec<GidEntry>, LinkLayer, NetFacts)> {
     let p = SysfsRoot::new(sysfs).port(device, port)?;
     let link_layer = p.link_layer.clone().unwrap_or(LinkLayer::Ethernet);
     let net = NetFacts {
         route: peer.and_then(|ip| net::route_facts(ip, None).ok().map(|(facts, _)| facts)),
         ..NetFacts::default()
     };
-    let selection = gidselect::select_gid(&p.gids, &link_layer, &want_for(peer, &net));
-    Ok(GidChoice {
-        device: device.to_string(),
-        port,
-        peer,
-        selection,
-        table: p.gids,
-    })
+    Ok((p.gids, link_layer, net))
 }
 
 /// Addresses no RC connection can have as its far end, refused with why: loopback (no RDMA
@@ -436,36 +290,6 @@ fn is_subnet_broadcast(peer: IpAddr) -> bool {
             _ => false,
         })
     })
-}
-
-/// `-g auto` for a loopback test: perftest's default (IPv4, not link-local) when the port
-/// has one; otherwise any valid GID, since both ends are this port's and share its family.
-pub fn choose_loopback_gid(
-    sysfs: &Path,
-    device: &str,
-    port: u32,
-) -> crate::error::Result<GidChoice> {
-    let mut choice = choose_gid(sysfs, device, port, None)?;
-    if choice.selection.chosen.is_some() {
-        return Ok(choice);
-    }
-    let p = SysfsRoot::new(sysfs).port(device, port)?;
-    let link_layer = p.link_layer.clone().unwrap_or(LinkLayer::Ethernet);
-    let want = gidselect::Want {
-        family: Some(gidselect::Family::V6),
-        ..want_for(None, &NetFacts::default())
-    };
-    let selection = gidselect::select_gid(&p.gids, &link_layer, &want);
-    if let Some(i) = selection.chosen {
-        choice.selection = selection;
-        if let Some(r) = choice.selection.reasons.iter_mut().find(|r| r.index == i) {
-            r.why = format!(
-                "no IPv4 GID on {device}/{port}, and a loopback test works on any valid GID: {}",
-                r.why
-            );
-        }
-    }
-    Ok(choice)
 }
 
 #[cfg(test)]
@@ -528,25 +352,5 @@ mod tests {
                 "{text}"
             );
         }
-    }
-
-    #[test]
-    fn auto_on_the_rxe_fixture_picks_the_ipv4_gid_and_says_why() {
-        let sysfs =
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sysfs/rxe-veth-basic");
-        let choice = choose_gid(&sysfs, "rxe0", 1, None).unwrap();
-        assert_eq!(choice.selection.chosen, Some(1));
-        let text = choice.render();
-        assert!(
-            text.contains("chose GID index 1 (RoCE v2, ::ffff:192.168.77.1 on veth0)"),
-            "{text}"
-        );
-        assert!(
-            text.contains("index 0 rejected: it is link-local IPv6"),
-            "{text}"
-        );
-        let json = serde_json::to_value(&choice).unwrap();
-        assert_eq!(json["chosen"], 1);
-        assert_eq!(json["reasons"][0]["verdict"], "rejected");
     }
 }

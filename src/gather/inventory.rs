@@ -298,7 +298,7 @@ pub fn roce_netdevs(devices: &[Device]) -> Vec<crate::model::facts::RoceNetdev> 
                 std::net::IpAddr::V6(_) => None,
             })
             .collect();
-        let arp = net::arp_sysctls(std::path::Path::new("/proc"), &nd.name);
+        let arp = crate::gather::procfs::netdev_arp_sysctls(&nd.name);
         out.push(crate::model::facts::RoceNetdev {
             port: format!("{}/{}", port.device, port.number),
             netdev: nd.name.clone(),

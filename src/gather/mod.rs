@@ -5,5 +5,6 @@ pub mod discover;
 pub mod failure;
 pub mod inventory;
 pub mod net;
+pub mod procfs;
 pub mod sysfs;
 pub mod verbs;

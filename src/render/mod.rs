@@ -6,6 +6,7 @@ pub mod explanation;
 pub mod fabric;
 pub mod findings;
 pub mod gid;
+pub mod gid_choice;
 pub mod inventory;
 pub mod subnet;
 pub mod table;
