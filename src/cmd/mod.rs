@@ -2,7 +2,6 @@
 //! → exit code. No command module imports another.
 
 pub mod check;
-pub mod check_kernel;
 pub mod counters;
 pub mod devices;
 pub mod devinfo;

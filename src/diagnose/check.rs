@@ -1,5 +1,5 @@
 //! `check`'s rules: is GID index N of a port usable toward a peer? Pure over the port's
-//! facts and the network facts `cmd::check` gathered (sysfs, rtnetlink).
+//! facts and the network facts `gather::check` gathered (sysfs, rtnetlink).
 
 use std::net::IpAddr;
 
@@ -8,7 +8,7 @@ use crate::diagnose::gidselect::{
 };
 use crate::model::device::{GidEntry, GidType, LinkLayer};
 use crate::model::diagnostic::{Finding, Severity};
-use crate::model::facts::{NetFacts, PortFacts, Route, RouteFacts};
+use crate::model::facts::{NetFacts, PortFacts, RoceNetdev, Route, RouteFacts};
 
 /// What a GID must fit to reach `peer`, from the kernel's route toward it.
 pub fn want_for(peer: Option<IpAddr>, net: &NetFacts) -> Want {
@@ -477,5 +477,386 @@ pub fn scope_finding(entry: &GidEntry, peer: IpAddr, scope: &str, port: &PortFac
             CODE,
             format!("the peer's scope {scope} is not compared: GID index {index} names no netdev"),
         ),
+    }
+}
+
+/// No GID on the port fits the peer (or perftest's default): the reasons are `auto`'s.
+pub fn no_gid_fits(device: &str, port_no: u32, peer: Option<IpAddr>, port: &PortFacts) -> Finding {
+    Finding::new(
+        Severity::Fail,
+        "gid-choice",
+        format!("no GID on {device}/{port_no} fits{}", peer.map(|p| format!(" the peer {p}")).unwrap_or_default()),
+    )
+    .evidence(populated(port))
+    .fix("see the reasons above; give the port an address in the peer's family on the netdev that routes to it")
+}
+
+/// ARP flux among this host's ports can send the peer's packets for this port to another
+/// port's MAC: said only when the checked port (`device/port`) is one of them.
+pub fn arp_flux_for_port(netdevs: &[RoceNetdev], this_port: &str) -> Vec<Finding> {
+    crate::diagnose::doctor::arp_flux_groups(netdevs)
+        .iter()
+        .filter(|(_, members)| members.iter().any(|n| n.port == this_port))
+        .map(|(subnet, members)| crate::diagnose::doctor::arp_flux_finding(subnet, members))
+        .collect()
+}
+
+/// `--env`'s findings, or one line saying that none of the variables is set.
+pub fn env_or_unset(found: Vec<Finding>) -> Vec<Finding> {
+    if !found.is_empty() {
+        return found;
+    }
+    vec![Finding::new(
+        Severity::Info,
+        "env",
+        format!(
+            "none of {} is set",
+            crate::diagnose::env::VARIABLES.join(", ")
+        ),
+    )]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ctx::Ctx;
+    use crate::diagnose::gidselect;
+    use crate::gather::check::{load_port_facts, net_facts, netdev_from_sysfs};
+    use crate::gather::net;
+    use crate::model::device::GidType;
+    use crate::model::diagnostic::Severity;
+    use crate::model::gid::Gid;
+    use crate::output::Style;
+    use std::path::PathBuf;
+
+    fn fixture(name: &str) -> Ctx {
+        Ctx {
+            json: false,
+            style: Style::plain(),
+            sysfs: PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/fixtures/sysfs")
+                .join(name),
+            captured: true,
+        }
+    }
+
+    fn run_checks(
+        fixture_name: &str,
+        device: &str,
+        index: u32,
+        peer: Option<&str>,
+        net: NetFacts,
+    ) -> Vec<Finding> {
+        let ctx = fixture(fixture_name);
+        let port = load_port_facts(&ctx, device, 1).unwrap();
+        let peer: Option<IpAddr> = peer.map(|p| p.parse().unwrap());
+        let auto = gidselect::select_gid(port.gids(), &port.link_layer, &want_for(peer, &net));
+        let mut net = net;
+        if net.netdev.is_none() {
+            let entry = port.gids().iter().find(|e| e.index == index);
+            net.netdev = entry
+                .and_then(|e| e.netdev.as_deref())
+                .map(|n| netdev_from_sysfs(&ctx.sysfs, n));
+            net.netdev_source = "the captured tree (class/net)";
+        }
+        evaluate(&port, index, peer, &net, &auto)
+    }
+
+    fn find<'a>(findings: &'a [Finding], code: &str) -> &'a Finding {
+        findings
+            .iter()
+            .find(|f| f.code == code)
+            .unwrap_or_else(|| panic!("no {code} in {findings:#?}"))
+    }
+
+    fn text(f: &Finding) -> String {
+        format!(
+            "{} | {} | {}",
+            f.message,
+            f.evidence.join(" | "),
+            f.fix.clone().unwrap_or_default()
+        )
+    }
+
+    /// The VM's same-host facts toward 192.168.77.2, as `gather::check::net_facts` finds them.
+    fn vm_net(accept_local: bool) -> NetFacts {
+        NetFacts {
+            route: Some(RouteFacts {
+                peer: Some("192.168.77.2".parse().unwrap()),
+                route_netdev: Some("lo".into()),
+                peer_is_local: true,
+                peer_local_netdev: Some("veth1".into()),
+                accept_local: Some(accept_local),
+                rp_filter: Some(0),
+                ..RouteFacts::default()
+            }),
+            ..NetFacts::default()
+        }
+    }
+
+    #[test]
+    fn check_table() {
+        struct Case {
+            name: &'static str,
+            fixture: &'static str,
+            device: &'static str,
+            index: u32,
+            peer: Option<&'static str>,
+            net: NetFacts,
+            code: &'static str,
+            severity: Severity,
+            says: &'static [&'static str],
+        }
+        let routed_elsewhere = NetFacts {
+            route: Some(RouteFacts {
+                peer: Some("10.9.9.9".parse().unwrap()),
+                route_netdev: Some("eth0".into()),
+                gateway: Some("192.0.2.1".parse().unwrap()),
+                ..RouteFacts::default()
+            }),
+            ..NetFacts::default()
+        };
+        let cases = vec![
+            Case {
+                name: "index 1 toward the same-host peer",
+                fixture: "rxe-veth-basic",
+                device: "rxe0",
+                index: 1,
+                peer: Some("192.168.77.2"),
+                net: vm_net(true),
+                code: "arp-same-host",
+                severity: Severity::Ok,
+                says: &["veth1"],
+            },
+            Case {
+                name: "without accept_local",
+                fixture: "rxe-veth-basic",
+                device: "rxe0",
+                index: 1,
+                peer: Some("192.168.77.2"),
+                net: vm_net(false),
+                code: "arp-same-host",
+                severity: Severity::Fail,
+                says: &["accept_local=1", "ETIMEDOUT"],
+            },
+            Case {
+                name: "index 0 (link-local) toward an IPv4 peer",
+                fixture: "rxe-veth-basic",
+                device: "rxe0",
+                index: 0,
+                peer: Some("192.168.77.2"),
+                net: vm_net(true),
+                code: "gid-family",
+                severity: Severity::Fail,
+                says: &[
+                    "link-local IPv6",
+                    "use GID index 1 (RoCE v2, ::ffff:192.168.77.1 on veth0)",
+                ],
+            },
+            Case {
+                name: "empty slot 7",
+                fixture: "rxe-veth-basic",
+                device: "rxe0",
+                index: 7,
+                peer: None,
+                net: NetFacts::default(),
+                code: "gid-slot",
+                severity: Severity::Fail,
+                says: &[
+                    "empty slot",
+                    "ENODATA",
+                    "populated indices: 0, 1",
+                    "use GID index 1",
+                ],
+            },
+            Case {
+                name: "index past the table",
+                fixture: "rxe-veth-basic",
+                device: "rxe0",
+                index: 5000,
+                peer: None,
+                net: NetFacts::default(),
+                code: "gid-slot",
+                severity: Severity::Fail,
+                says: &["1024 entries", "use GID index 1"],
+            },
+            Case {
+                name: "routed through another netdev",
+                fixture: "rxe-veth-basic",
+                device: "rxe0",
+                index: 1,
+                peer: Some("10.9.9.9"),
+                net: routed_elsewhere,
+                code: "route",
+                severity: Severity::Fail,
+                says: &["through eth0", "veth0", "time out"],
+            },
+            Case {
+                name: "MTU of veth0",
+                fixture: "rxe-veth-basic",
+                device: "rxe0",
+                index: 1,
+                peer: None,
+                net: NetFacts::default(),
+                code: "mtu",
+                severity: Severity::Ok,
+                says: &["RoCE MTU 1024 over netdev veth0 MTU 1500", "captured tree"],
+            },
+            Case {
+                name: "port down (veth1 down)",
+                fixture: "rxe-veth-vlan-ipv6-down",
+                device: "rxe1",
+                index: 1,
+                peer: None,
+                net: NetFacts::default(),
+                code: "port-state",
+                severity: Severity::Fail,
+                says: &["DOWN", "veth1"],
+            },
+            Case {
+                name: "netdev down (captured)",
+                fixture: "rxe-veth-vlan-ipv6-down",
+                device: "rxe1",
+                index: 1,
+                peer: None,
+                net: NetFacts::default(),
+                code: "netdev",
+                severity: Severity::Fail,
+                says: &["veth1 is not up", "ip link set veth1 up"],
+            },
+            Case {
+                name: "VLAN GID is RoCE v2",
+                fixture: "rxe-veth-vlan-ipv6-down",
+                device: "rxe0",
+                index: 2,
+                peer: None,
+                net: NetFacts::default(),
+                code: "gid-type",
+                severity: Severity::Ok,
+                says: &["RoCE v2"],
+            },
+        ];
+        for c in cases {
+            let findings = run_checks(c.fixture, c.device, c.index, c.peer, c.net);
+            let f = find(&findings, c.code);
+            assert_eq!(f.severity, c.severity, "{}: {}", c.name, text(f));
+            for s in c.says {
+                assert!(
+                    text(f).contains(s),
+                    "{}: missing {s:?} in {}",
+                    c.name,
+                    text(f)
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn index_1_toward_the_vm_peer_passes_every_check() {
+        let findings = run_checks(
+            "rxe-veth-basic",
+            "rxe0",
+            1,
+            Some("192.168.77.2"),
+            vm_net(true),
+        );
+        for f in &findings {
+            assert!(f.severity <= Severity::Info, "{}", text(f));
+        }
+    }
+
+    /// The live path on this host: a GID on the netdev that carries the default route is
+    /// routed correctly toward 8.8.8.8, and one on `lo` is not.
+    #[test]
+    fn live_route_checks_on_this_host() {
+        let Ok(route) = net::route_get("8.8.8.8".parse().unwrap(), None) else {
+            println!("skipped: this host has no route to 8.8.8.8");
+            return;
+        };
+        let Some(dev) = route.oif.clone() else {
+            println!("skipped: the route to 8.8.8.8 has no output netdev");
+            return;
+        };
+        let ctx = Ctx {
+            captured: false,
+            ..fixture("rxe-veth-basic")
+        };
+        let peer: IpAddr = "8.8.8.8".parse().unwrap();
+        let mut sysfs = load_port_facts(&fixture("rxe-veth-basic"), "rxe0", 1)
+            .unwrap()
+            .sysfs;
+        sysfs.device = "fake0".into();
+        sysfs.gids = vec![
+            GidEntry {
+                index: 0,
+                gid: Gid::parse("::ffff:127.0.0.1").unwrap(),
+                gid_type: Some(GidType::RoceV2),
+                netdev: Some("lo".into()),
+            },
+            GidEntry {
+                index: 1,
+                gid: Gid::from_ip(route.prefsrc.unwrap_or(IpAddr::from([192, 0, 2, 2]))),
+                gid_type: Some(GidType::RoceV2),
+                netdev: Some(dev.clone()),
+            },
+        ];
+        let port = PortFacts {
+            sysfs,
+            link_layer: LinkLayer::Ethernet,
+            gid_table_len: 16,
+            active_mtu: None,
+            active_mtu_source: "not read: a made-up port".into(),
+        };
+        let gids = port.gids().to_vec();
+        let first = net_facts(&ctx, None, Some(peer));
+        let auto =
+            gidselect::select_gid(port.gids(), &port.link_layer, &want_for(Some(peer), &first));
+        assert_eq!(auto.chosen, Some(1), "{auto:#?}");
+        assert!(
+            auto.reason(0)
+                .unwrap()
+                .why
+                .contains(&format!("through {dev}")),
+            "{auto:#?}"
+        );
+        let good = evaluate(
+            &port,
+            1,
+            Some(peer),
+            &net_facts(&ctx, Some(&gids[1]), Some(peer)),
+            &auto,
+        );
+        assert_eq!(find(&good, "route").severity, Severity::Ok, "{good:#?}");
+        assert_eq!(find(&good, "netdev").severity, Severity::Ok, "{good:#?}");
+        let bad = evaluate(
+            &port,
+            0,
+            Some(peer),
+            &net_facts(&ctx, Some(&gids[0]), Some(peer)),
+            &auto,
+        );
+        let f = find(&bad, "route");
+        assert_eq!(f.severity, Severity::Fail, "{bad:#?}");
+        assert!(text(f).contains("use GID index 1"), "{}", text(f));
+    }
+
+    /// Without an interface the kernel answers a link-local lookup with the first link's
+    /// fe80::/64 route (veth1 here); that must not reject the fe80 GID on veth0.
+    #[test]
+    fn link_local_peer_ignores_the_interfaceless_route() {
+        let ctx = fixture("rxe-veth-basic");
+        let port = load_port_facts(&ctx, "rxe0", 1).unwrap();
+        let peer: IpAddr = "fe80::ec2c:c7ff:fe05:b79a".parse().unwrap();
+        let net = NetFacts {
+            route: Some(RouteFacts {
+                peer: Some(peer),
+                route_netdev: Some("veth1".into()),
+                ..RouteFacts::default()
+            }),
+            ..NetFacts::default()
+        };
+        let auto =
+            gidselect::select_gid(port.gids(), &port.link_layer, &want_for(Some(peer), &net));
+        assert_eq!(auto.chosen, Some(0), "{auto:#?}");
     }
 }

@@ -11,6 +11,7 @@ pub mod env;
 pub mod fabric;
 pub mod gid_auto;
 pub mod gidselect;
+pub mod kernel_choice;
 pub mod pin;
 
 use crate::model::diagnostic::Explanation;

@@ -12,7 +12,7 @@ use crate::gather::net;
 use crate::gather::procfs;
 use crate::gather::sysfs::SysfsRoot;
 use crate::model::device::{GidEntry, LinkLayer};
-use crate::model::facts::{EndFacts, Facts, MemlockFacts, NetFacts, QpFacts, RoceNetdev};
+use crate::model::facts::{EndFacts, Facts, MemlockFacts, NetFacts, QpFacts};
 use crate::model::failure::{Endpoint, Failure, Step};
 
 /// What the caller knows when a step fails; the rest is read here.
@@ -230,14 +230,6 @@ pub fn memlock_facts(needed: u64) -> MemlockFacts {
         cap_ipc_lock: limits.cap_ipc_lock.unwrap_or(false),
         needed_bytes: needed.div_ceil(4096) * 4096,
     }
-}
-
-/// This host's RoCE netdevs (sysfs, rtnetlink, ARP sysctls): what the ARP flux rule reads.
-pub fn roce_netdevs(sysfs: &Path) -> Vec<RoceNetdev> {
-    SysfsRoot::new(sysfs)
-        .devices()
-        .map(|devices| crate::gather::inventory::roce_netdevs(&devices))
-        .unwrap_or_default()
 }
 
 /// The GID table and link layer of `device`/`port`, and the route toward `peer` from this

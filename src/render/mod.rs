@@ -1,6 +1,7 @@
 //! Renderers: model in, String out, no I/O. Tables go through `table::render`; JSON
 //! through serde (`output::json`) on the model or on the small row types defined here.
 
+pub mod check;
 pub mod counters;
 pub mod explanation;
 pub mod fabric;

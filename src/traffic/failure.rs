@@ -30,7 +30,8 @@ pub fn explain_failure_with(
     let mut facts = facts_of::facts(sysfs, known, failure);
     // The ARP flux group the GID's netdev belongs to, when the route toward the peer was read.
     if let (Some(route), Some(nd)) = (facts.route.as_mut(), facts.local.netdev.as_deref()) {
-        route.arp_flux = diagnose::doctor::arp_flux_around(&facts_of::roce_netdevs(sysfs), nd);
+        route.arp_flux =
+            diagnose::doctor::arp_flux_around(&crate::gather::check::roce_netdevs(sysfs), nd);
     }
     add(facts.qp.get_or_insert_with(QpFacts::default));
     FailureReport::new(failure, diagnose::explain(failure, &facts))

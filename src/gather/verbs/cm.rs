@@ -488,28 +488,7 @@ fn decode_reject(data: &[u8]) -> Result<String, ()> {
 
 // ---------------------------------------------------------------- the kernel's choice
 
-/// What the kernel's CM picked to reach a peer: device, port, source GID and its index.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Resolution {
-    pub peer: IpAddr,
-    /// The source address the kernel chose (or the one given).
-    pub source: Option<IpAddr>,
-    pub device: String,
-    pub port: u8,
-    pub link_layer: LinkLayer,
-    /// The GID the kernel will put in the GRH (on RoCE, the source IP as a GID).
-    pub sgid: Gid,
-    /// The GID table slot holding `sgid` with the type the CM uses; None when not found.
-    pub gid_index: Option<u32>,
-    pub gid_type: Option<GidType>,
-    pub netdev: Option<String>,
-    /// Other slots holding the same GID with another type (RoCE v1 next to v2).
-    pub other_indices: Vec<u32>,
-    /// On RoCE, the GID type the CM uses: configfs `default_roce_mode`, else the kernel's
-    /// default, RoCE v2; `default_roce_mode_set` says which.
-    pub default_roce_mode: Option<GidType>,
-    pub default_roce_mode_set: bool,
-}
+pub use crate::model::facts::Resolution;
 
 /// Ask the kernel which device, port and source GID it would use toward `peer`, by
 /// resolving address and route with the CM without connecting.

@@ -1,22 +1,19 @@
-//! The kernel's own answer for `check --peer`: resolve address and route toward the peer
-//! with the RDMA CM (what rping, rdma_cm applications and NCCL's RDMA CM path do), and
-//! compare the device, port and GID index it picks with the index being checked.
+//! The kernel's own answer for `check --peer`: the RDMA CM resolves address and route
+//! toward the peer (what rping, rdma_cm applications and NCCL's RDMA CM path do), and the
+//! device, port and GID index it picks are compared with the index being checked.
 //!
-//! `ask` does the I/O; `source_for` and `compare` are pure.
+//! The caller asks the CM (`gather::check::kernel_gid_choice`) through the `ask` it hands
+//! to `judge`; everything here is pure.
 
-use std::net::IpAddr;
-use std::time::Duration;
+use std::net::{IpAddr, Ipv6Addr};
 
 use serde::Serialize;
 
 use crate::diagnose::gidselect::{describe, is_link_local, Family};
-use crate::gather::verbs::cm::{self, Resolution};
 use crate::model::device::{GidEntry, GidType};
 use crate::model::diagnostic::{Finding, Severity};
-
-/// Address and route resolution toward a live neighbour take milliseconds; an unanswered
-/// ARP takes the kernel's own few seconds, which is the answer too.
-const RESOLVE_TIMEOUT: Duration = Duration::from_secs(2);
+use crate::model::facts::Resolution;
+use crate::model::failure::Failure;
 
 /// What `check -j` reports under `kernel_choice`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -86,13 +83,16 @@ pub fn source_for(
         .or_else(|| usable.first().map(|e| e.gid.ip()))
 }
 
-/// Ask the kernel (live host only; the caller skips captured trees). Returns the finding
-/// and the JSON record.
-pub fn ask(
+/// Ask the kernel through `ask` (live host only; the caller skips captured trees), unless
+/// the route or a missing scope already answers, and judge its answer. `ask` gets the
+/// link-local peer with its interface index when scoped, and the CM source address.
+/// Returns the finding and the JSON record.
+pub fn judge(
     peer: IpAddr,
     checked: &Checked,
     route: Option<&crate::model::facts::RouteFacts>,
     scope_ifindex: Option<u32>,
+    ask: impl FnOnce(Option<(Ipv6Addr, u32)>, Option<IpAddr>) -> Result<Resolution, Failure>,
 ) -> (Finding, KernelChoice) {
     let mut choice = KernelChoice {
         peer,
@@ -124,11 +124,7 @@ pub fn ask(
         );
         return (f, choice);
     }
-    let asked = match scoped {
-        Some((v6, ifindex)) => cm::kernel_gid_choice_scoped(v6, ifindex, RESOLVE_TIMEOUT),
-        None => cm::kernel_gid_choice(peer, choice.source, RESOLVE_TIMEOUT),
-    };
-    let finding = match asked {
+    let finding = match ask(scoped, choice.source) {
         Ok(res) => {
             let f = compare(&res, checked, choice.source);
             choice.agrees = checked.index.zip(res.gid_index).map(|(a, b)| a == b);
