@@ -1,11 +1,94 @@
 //! `rdmactl doctor`: pre-flight checks in the order a person debugs an RDMA host.
-//! Gathering (sysfs, /dev, /proc, verbs) happens in `gather::doctor`; this module holds the
-//! facts it gathered and the pure rules that turn them into findings.
+//! Gathering (sysfs, /dev, /proc, verbs) happens in `gather::doctor`, into
+//! `model::doctor::DoctorFacts`; this module holds the pure rules that turn them into
+//! findings.
 
 use crate::error::Error;
 use crate::model::device::{Device, LinkLayer, PhysState, Port, PortState};
 use crate::model::diagnostic::{Finding, Severity, Subject};
 use crate::model::facts::RoceNetdev;
+
+pub use crate::model::doctor::{
+    provider_for, DoctorFacts, HostFacts, HostNet, NoDeviceHint, NodeAccess, ProviderFiles,
+};
+
+/// A test buffer plus queues: what `selftest`/`pingpong` register by default.
+const PLANNED_REGISTRATION: u64 = 64 << 10;
+
+/// Every finding about the host, in the order a person debugs it: the kernel, the uverbs
+/// nodes, libibverbs and its providers, the memlock limit, each port, the GID tables, the
+/// counters, and what the ports share.
+pub fn findings(facts: &DoctorFacts) -> Vec<Finding> {
+    if let Some(path) = &facts.no_rdma {
+        let e = Error::NoRdma { path: path.clone() };
+        return vec![kernel_finding(
+            &facts.class_dir,
+            Err(&e),
+            &facts.no_device_hint,
+        )];
+    }
+    let devices = &facts.devices;
+    let mut findings = vec![kernel_finding(
+        &facts.class_dir,
+        Ok(&facts.listed),
+        &facts.no_device_hint,
+    )];
+    if let Some(host) = &facts.host {
+        findings.extend(host_findings(devices, host));
+    }
+    let no_net = HostNet::default();
+    let net = facts.host.as_ref().map_or(&no_net, |h| &h.net);
+    let ports: Vec<&Port> = devices.iter().flat_map(|d| &d.ports).collect();
+    for port in &ports {
+        findings.extend(port_findings(port, port.active_mtu, net));
+    }
+    for (port, extras) in ports.iter().zip(&facts.ports) {
+        findings.extend(gid_table_finding(port, extras.gid_table_len, net));
+    }
+    // The counters since the last reset: error counters that are not zero are a warning.
+    for extras in &facts.ports {
+        if let Some(counters) = &extras.counters {
+            findings.extend(crate::diagnose::counters::doctor_finding(counters));
+        }
+    }
+    findings.extend(duplicate_gid_findings(&ports));
+    if let Some(host) = &facts.host {
+        findings.extend(same_subnet_findings(&host.roce_netdevs));
+        findings.extend(arp_flux_findings(&host.roce_netdevs));
+    }
+    findings
+}
+
+/// What only a live host answers: the uverbs nodes, libibverbs, the providers, memlock.
+fn host_findings(devices: &[Device], host: &HostFacts) -> Vec<Finding> {
+    let mut findings: Vec<Finding> = devices
+        .iter()
+        .zip(&host.node_access)
+        .map(|(device, access)| uverbs_finding(&device.name, access))
+        .collect();
+    findings.push(library_finding(host.library.clone()));
+    match &host.verbs_devices {
+        Some(Ok(names)) => {
+            for (device, files) in devices.iter().zip(&host.provider_files) {
+                findings.push(provider_finding(device, names, files));
+            }
+        }
+        Some(Err(e)) => findings.push(
+            Finding::new(Severity::Fail, "libibverbs", "ibv_get_device_list failed")
+                .about(Subject::Host)
+                .evidence(e.clone())
+                .fix("see the evidence; `rdmactl doctor` checks above show the kernel side"),
+        ),
+        None => {}
+    }
+    findings.push(memlock_finding(
+        host.memlock_soft,
+        host.cap_ipc_lock,
+        host.root,
+        PLANNED_REGISTRATION,
+    ));
+    findings
+}
 
 /// A doctor finding: every one names its subject (the host, a device, a port).
 fn finding(
@@ -32,70 +115,6 @@ fn short_list(items: &[String], keep: usize) -> String {
 /// The largest whole-page message size that fits `bytes`, as a -s value.
 fn largest_size(bytes: u64) -> u64 {
     (bytes / 4096 * 4096).max(8)
-}
-
-/// The libibverbs provider that serves a device, from the kernel driver bound to its
-/// parent (PCI) device, or, for software devices without one, from the device name.
-/// The provider name is what `/etc/libibverbs.d/<name>.driver` and
-/// `lib<name>-rdmav*.so` use.
-pub fn provider_for(
-    kernel_driver: Option<&str>,
-    node_desc: Option<&str>,
-    device: &str,
-) -> Option<&'static str> {
-    const BY_DRIVER: &[(&str, &str)] = &[
-        ("mlx5_core", "mlx5"),
-        ("mlx4_core", "mlx4"),
-        ("ib_mthca", "mthca"),
-        ("irdma", "irdma"),
-        ("i40e", "irdma"),
-        ("ice", "irdma"),
-        ("bnxt_en", "bnxt_re"),
-        ("bnxt_re", "bnxt_re"),
-        ("qede", "qedr"),
-        ("qedr", "qedr"),
-        ("hfi1", "hfi1verbs"),
-        ("ib_qib", "ipathverbs"),
-        ("efa", "efa"),
-        ("cxgb4", "cxgb4"),
-        ("hns3", "hns"),
-        ("hns_roce_hw_v2", "hns"),
-        ("vmw_pvrdma", "vmw_pvrdma"),
-        ("ocrdma", "ocrdma"),
-        ("be2net", "ocrdma"),
-        ("mana", "mana"),
-        ("erdma", "erdma"),
-    ];
-    const BY_NAME_PREFIX: &[(&str, &str)] = &[
-        ("rxe", "rxe"),
-        ("siw", "siw"),
-        ("mlx5_", "mlx5"),
-        ("mlx4_", "mlx4"),
-        ("mthca", "mthca"),
-        ("irdma", "irdma"),
-        ("bnxt_re", "bnxt_re"),
-        ("qedr", "qedr"),
-        ("hfi1_", "hfi1verbs"),
-        ("qib", "ipathverbs"),
-        ("efa_", "efa"),
-        ("cxgb4_", "cxgb4"),
-        ("hns_", "hns"),
-        ("vmw_pvrdma", "vmw_pvrdma"),
-        ("ocrdma", "ocrdma"),
-        ("mana_", "mana"),
-        ("erdma_", "erdma"),
-    ];
-    // Software devices have no driver link; rxe keeps node_desc "rxe" when renamed
-    // (`rdma dev set rxe0 name roce7`), so it outranks the name.
-    const BY_NODE_DESC: &[(&str, &str)] = &[("rxe", "rxe"), ("siw", "siw")];
-    kernel_driver
-        .and_then(|d| BY_DRIVER.iter().find(|(k, _)| *k == d))
-        .or_else(|| {
-            let desc = node_desc?.trim();
-            BY_NODE_DESC.iter().find(|(p, _)| desc == *p)
-        })
-        .or_else(|| BY_NAME_PREFIX.iter().find(|(p, _)| device.starts_with(p)))
-        .map(|(_, provider)| *provider)
 }
 
 pub fn human_bytes(bytes: u64) -> String {
@@ -169,16 +188,6 @@ pub fn memlock_finding(
     }
 }
 
-/// What the fix for "no device" builds on, gathered where the devices are listed.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct NoDeviceHint {
-    /// Where rdma_rxe was seen loaded (`module/rdma_rxe` under the sysfs root, or
-    /// /proc/modules on a live host); None when it is not loaded.
-    pub rxe_loaded: Option<String>,
-    /// A netdev that is up (not lo), to name in `rdma link add`; else `<if>`.
-    pub netdev: Option<String>,
-}
-
 impl NoDeviceHint {
     fn fix(&self) -> String {
         let netdev = self.netdev.as_deref().unwrap_or("<if>");
@@ -236,23 +245,6 @@ pub fn kernel_finding(
         )
         .evidence(format!("reading {sysfs_dir}")),
     }
-}
-
-/// What doctor learned about one device's `/dev/infiniband/uverbsN` node.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum NodeAccess {
-    /// `class/infiniband_verbs/*/ibdev` names no node for the device.
-    NoMapping,
-    Missing {
-        path: String,
-    },
-    Denied {
-        path: String,
-        errno: i32,
-    },
-    Usable {
-        path: String,
-    },
 }
 
 pub fn uverbs_finding(device: &str, access: &NodeAccess) -> Finding {
@@ -346,13 +338,6 @@ pub fn provider_finding(
     }
 }
 
-/// Where the provider's files were found, if anywhere.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ProviderFiles {
-    pub library: Option<String>,
-    pub driver_file: Option<String>,
-}
-
 /// The IB MTU a RoCE port can use over a netdev of this MTU: the largest of 256..4096
 /// that fits once the RoCE headers are taken off, as the kernel's iboe_get_mtu does, so
 /// a 1500-byte netdev gives 1024 and 9000 gives 4096. None when not even 256 fits.
@@ -395,18 +380,6 @@ pub fn mtu_finding(nd: &str, mtu: u32, active_mtu: Option<u32>, why_unknown: &st
             .fix(format!("ip link set {nd} mtu 1500 (or 9000 for 4096-byte RoCE MTU)")),
         _ => Finding::new(Severity::Ok, "mtu", format!("RoCE MTU {fits} over netdev {nd} MTU {mtu}; both peers must agree (rdmactl pingpong uses the smaller)")).evidence(evidence),
     }
-}
-
-/// What doctor learned about the host's network, where it looked (not for a captured tree).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct HostNet {
-    /// rxe (kernel 6.1) works only in the initial network namespace.
-    pub in_init_netns: Option<bool>,
-    /// netdev name → its addresses as `ip addr` prints them (`192.168.77.1/24`); None when
-    /// not looked up (a captured tree, or rtnetlink failed).
-    pub addresses: Option<std::collections::BTreeMap<String, Vec<String>>>,
-    /// The netdevs this process's network namespace shows; None when not looked up.
-    pub visible_netdevs: Option<Vec<String>>,
 }
 
 impl HostNet {
@@ -918,6 +891,112 @@ pub fn arp_flux_summary(netdevs: &[RoceNetdev]) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// doctor's facts from a captured tree: the devices, ports and GID tables are read,
+    /// the host (this machine's /dev, libraries, limits) is not.
+    fn captured(name: &str) -> DoctorFacts {
+        let ctx = crate::ctx::Ctx {
+            json: false,
+            style: crate::output::Style::plain(),
+            sysfs: std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/fixtures/sysfs")
+                .join(name),
+            captured: true,
+        };
+        crate::gather::doctor::gather(&ctx, None).unwrap()
+    }
+
+    fn live_host(devices: usize) -> HostFacts {
+        HostFacts {
+            node_access: vec![
+                NodeAccess::Usable {
+                    path: "/dev/infiniband/uverbs0".into()
+                };
+                devices
+            ],
+            library: Ok(()),
+            verbs_devices: Some(Ok(vec!["rxe0".into(), "rxe1".into()])),
+            provider_files: vec![ProviderFiles::default(); devices],
+            memlock_soft: Some(None),
+            cap_ipc_lock: Some(false),
+            root: false,
+            net: HostNet {
+                in_init_netns: Some(true),
+                ..HostNet::default()
+            },
+            roce_netdevs: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn no_rdma_core_is_one_kernel_failure() {
+        let facts = captured("no-infiniband");
+        assert!(facts.no_rdma.is_some(), "{facts:?}");
+        let found = findings(&facts);
+        assert_eq!(found.len(), 1, "{found:#?}");
+        assert_eq!(
+            (found[0].code.as_str(), found[0].severity),
+            ("kernel", Severity::Fail)
+        );
+        assert!(found[0].message.contains("no RDMA support"), "{found:#?}");
+    }
+
+    #[test]
+    fn a_captured_tree_is_judged_without_this_host() {
+        let facts = captured("rxe-veth-basic");
+        assert!(facts.host.is_none());
+        assert_eq!(
+            facts.ports.len(),
+            facts.devices.iter().map(|d| d.ports.len()).sum::<usize>()
+        );
+        let found = findings(&facts);
+        assert_eq!(verdict_of(&found, "kernel"), Some(Severity::Ok));
+        for host_only in ["uverbs", "libibverbs", "provider", "memlock"] {
+            assert_eq!(
+                verdict_of(&found, host_only),
+                None,
+                "{host_only}: {found:#?}"
+            );
+        }
+    }
+
+    #[test]
+    fn host_facts_are_judged_in_order() {
+        let mut facts = captured("rxe-veth-basic");
+        let n = facts.devices.len();
+        let mut host = live_host(n);
+        host.node_access[0] = NodeAccess::Denied {
+            path: "/dev/infiniband/uverbs0".into(),
+            errno: 13, // EACCES
+        };
+        facts.host = Some(host.clone());
+        let found = findings(&facts);
+        let codes: Vec<&str> = found.iter().map(|f| f.code.as_str()).collect();
+        let at = |code: &str| codes.iter().position(|c| *c == code).unwrap();
+        assert!(at("kernel") < at("uverbs") && at("uverbs") < at("libibverbs"));
+        assert!(at("libibverbs") < at("provider") && at("provider") < at("memlock"));
+        assert_eq!(verdict_of(&found, "uverbs"), Some(Severity::Fail));
+        assert_eq!(verdict_of(&found, "memlock"), Some(Severity::Ok));
+
+        // ibv_get_device_list failing: said once, and no provider is judged.
+        host.verbs_devices = Some(Err("ENOSYS".into()));
+        facts.host = Some(host.clone());
+        let found = findings(&facts);
+        let failed = found
+            .iter()
+            .find(|f| f.message == "ibv_get_device_list failed")
+            .expect("the list failure");
+        assert_eq!(failed.evidence, vec!["ENOSYS".to_string()]);
+        assert_eq!(verdict_of(&found, "provider"), None);
+
+        // No libibverbs: nothing to ask it.
+        host.library = Err("libibverbs.so.1: cannot open shared object file".into());
+        host.verbs_devices = None;
+        facts.host = Some(host);
+        let found = findings(&facts);
+        assert_eq!(verdict_of(&found, "libibverbs"), Some(Severity::Fail));
+        assert_eq!(verdict_of(&found, "provider"), None);
+    }
 
     fn roce(port: &str, netdev: &str, addr: &str, mtu: u32, accept_local: bool) -> RoceNetdev {
         RoceNetdev {

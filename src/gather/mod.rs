@@ -3,6 +3,7 @@
 
 pub mod check;
 pub mod discover;
+pub mod doctor;
 pub mod failure;
 pub mod inventory;
 pub mod net;

@@ -4,6 +4,7 @@
 pub mod counter;
 pub mod device;
 pub mod diagnostic;
+pub mod doctor;
 pub mod errno;
 pub mod fabric;
 pub mod facts;

@@ -3,6 +3,7 @@
 
 pub mod check;
 pub mod counters;
+pub mod doctor;
 pub mod explanation;
 pub mod fabric;
 pub mod findings;

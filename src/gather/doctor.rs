@@ -1,0 +1,187 @@
+//! What `doctor` reads: sysfs (devices, ports, GID tables, counters), /dev/infiniband,
+//! libibverbs and its provider files, /proc (limits, modules, namespace), rtnetlink.
+//! A captured tree is another host's: its /dev, libraries and limits are not read.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use crate::ctx::Ctx;
+use crate::error::{Error, Result};
+use crate::gather::net;
+use crate::gather::procfs;
+use crate::gather::sysfs::SysfsRoot;
+use crate::gather::verbs;
+use crate::model::device::Device;
+use crate::model::doctor::{
+    provider_for, DoctorFacts, HostFacts, HostNet, NoDeviceHint, NodeAccess, PortExtras,
+    ProviderFiles,
+};
+
+const PROVIDER_DIRS: &[&str] = &[
+    "/usr/lib/x86_64-linux-gnu/libibverbs",
+    "/usr/lib/aarch64-linux-gnu/libibverbs",
+    "/usr/lib64/libibverbs",
+    "/usr/lib/libibverbs",
+    "/usr/local/lib/libibverbs",
+];
+const PROVIDER_CONF_DIR: &str = "/etc/libibverbs.d";
+
+/// Read everything doctor judges; `only` keeps one device (an error names the others).
+pub fn gather(ctx: &Ctx, only: Option<&str>) -> Result<DoctorFacts> {
+    let sysfs = SysfsRoot::new(&ctx.sysfs);
+    let mut facts = DoctorFacts {
+        class_dir: ctx.sysfs.join("class/infiniband").display().to_string(),
+        ..DoctorFacts::default()
+    };
+    let mut devices = match sysfs.clone().netdev_only().devices() {
+        Ok(d) => d,
+        Err(Error::NoRdma { path }) => {
+            facts.no_device_hint = no_device_hint(ctx, &sysfs);
+            facts.no_rdma = Some(path);
+            return Ok(facts);
+        }
+        Err(e) => return Err(e),
+    };
+    if devices.is_empty() {
+        facts.no_device_hint = no_device_hint(ctx, &sysfs);
+    }
+    facts.listed = devices.clone();
+    if let Some(name) = only {
+        devices.retain(|d| d.name == name);
+        if devices.is_empty() {
+            return Err(Error::NoSuchDevice {
+                name: name.to_string(),
+                available: sysfs.device_names()?,
+            });
+        }
+    }
+    // The GID tables: one verbs call per device where it answers, else sysfs.
+    crate::gather::inventory::add_verbs_facts_and_gids(ctx, &mut devices, false)?;
+    facts.ports = devices
+        .iter()
+        .flat_map(|d| &d.ports)
+        .map(|port| PortExtras {
+            gid_table_len: sysfs.gid_table_len(&port.device, port.number).unwrap_or(0),
+            counters: sysfs.port_counters(&port.device, port.number).ok(),
+        })
+        .collect();
+    facts.host = (!ctx.captured).then(|| host_facts(&devices));
+    facts.devices = devices;
+    Ok(facts)
+}
+
+/// What only this host answers: /dev, libibverbs and its providers, limits, network.
+fn host_facts(devices: &[Device]) -> HostFacts {
+    let node_access = devices.iter().map(node_access).collect();
+    let library = verbs::library_status().map_err(|e| e.to_string());
+    let verbs_devices = library
+        .is_ok()
+        .then(|| verbs::device_names().map_err(|e| e.to_string()));
+    let provider_files = match &verbs_devices {
+        Some(Ok(_)) => devices
+            .iter()
+            .map(|d| {
+                provider_files(provider_for(
+                    d.driver.as_deref(),
+                    d.node_desc.as_deref(),
+                    &d.name,
+                ))
+            })
+            .collect(),
+        _ => Vec::new(),
+    };
+    let limits = procfs::lock_limits();
+    HostFacts {
+        node_access,
+        library,
+        verbs_devices,
+        provider_files,
+        memlock_soft: limits.memlock_soft,
+        cap_ipc_lock: limits.cap_ipc_lock,
+        root: verbs::sys::effective_uid() == 0,
+        net: HostNet {
+            in_init_netns: procfs::in_initial_netns(),
+            addresses: netdev_addresses(),
+            visible_netdevs: net::netdevs()
+                .ok()
+                .map(|d| d.into_iter().map(|d| d.name).collect()),
+        },
+        roce_netdevs: crate::gather::inventory::roce_netdevs(devices),
+    }
+}
+
+/// Whether rdma_rxe is loaded (its `module/rdma_rxe` under the sysfs root, so a captured
+/// tree answers for its host; on a live host /proc/modules too), and an up netdev to name.
+fn no_device_hint(ctx: &Ctx, sysfs: &SysfsRoot) -> NoDeviceHint {
+    let module = ctx.sysfs.join("module/rdma_rxe");
+    let rxe_loaded = if module.is_dir() {
+        Some(format!("{} exists", module.display()))
+    } else if !ctx.captured && crate::gather::procfs::module_loaded("rdma_rxe") {
+        Some("/proc/modules lists rdma_rxe".to_string())
+    } else {
+        None
+    };
+    let netdev = sysfs.netdev_names().into_iter().find(|n| {
+        n != "lo"
+            && sysfs
+                .netdev(n)
+                .is_some_and(|d| d.operstate.as_deref() == Some("up"))
+    });
+    NoDeviceHint { rxe_loaded, netdev }
+}
+
+fn node_access(device: &Device) -> NodeAccess {
+    let Some(node) = &device.uverbs else {
+        return NodeAccess::NoMapping;
+    };
+    let path = Path::new("/dev/infiniband").join(node);
+    let shown = path.display().to_string();
+    if !path.exists() {
+        return NodeAccess::Missing { path: shown };
+    }
+    match verbs::sys::access_read_write(&path) {
+        Ok(()) => NodeAccess::Usable { path: shown },
+        Err(errno) => NodeAccess::Denied { path: shown, errno },
+    }
+}
+
+fn provider_files(provider: Option<&str>) -> ProviderFiles {
+    let Some(name) = provider else {
+        return ProviderFiles::default();
+    };
+    let prefix = format!("lib{name}-rdmav");
+    let library = PROVIDER_DIRS.iter().find_map(|dir| {
+        std::fs::read_dir(dir).ok()?.flatten().find_map(|e| {
+            let file = e.file_name().to_string_lossy().into_owned();
+            // A zero-length or dangling file does not load; count only real ones.
+            (file.starts_with(&prefix) && e.path().metadata().is_ok_and(|m| m.len() > 0))
+                .then(|| e.path().display().to_string())
+        })
+    });
+    let driver_file = PathBuf::from(PROVIDER_CONF_DIR).join(format!("{name}.driver"));
+    ProviderFiles {
+        library,
+        driver_file: driver_file
+            .exists()
+            .then(|| driver_file.display().to_string()),
+    }
+}
+
+/// Every netdev's addresses, by name, from rtnetlink; None when it cannot be asked.
+fn netdev_addresses() -> Option<BTreeMap<String, Vec<String>>> {
+    let names: BTreeMap<u32, String> = net::netdevs()
+        .ok()?
+        .into_iter()
+        .map(|d| (d.index, d.name))
+        .collect();
+    let mut by_name: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for a in net::addresses().ok()? {
+        if let Some(name) = names.get(&a.ifindex) {
+            by_name
+                .entry(name.clone())
+                .or_default()
+                .push(format!("{}/{}", a.address, a.prefix_len));
+        }
+    }
+    Some(by_name)
+}

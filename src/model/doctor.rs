@@ -1,0 +1,171 @@
+//! What `doctor` reads about a host: the devices and their ports, the uverbs nodes, the
+//! libibverbs library and providers, the locked-memory limit, the network namespace and
+//! addresses. `gather::doctor` fills it; `diagnose::doctor` judges it.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use crate::model::counter::PortCounters;
+use crate::model::device::Device;
+use crate::model::facts::RoceNetdev;
+
+/// Everything `doctor` judges, read once.
+#[derive(Debug, Clone, Default)]
+pub struct DoctorFacts {
+    /// `class/infiniband` under the sysfs root, as the evidence names it.
+    pub class_dir: String,
+    /// The `class/infiniband` that does not exist (no RDMA core): nothing else was read.
+    pub no_rdma: Option<PathBuf>,
+    /// Every device sysfs lists: the kernel finding names them all.
+    pub listed: Vec<Device>,
+    /// The devices judged (only `-d`'s when given), with their GID tables and active MTUs.
+    pub devices: Vec<Device>,
+    /// What the fix for "no device" builds on; read only when no device is listed.
+    pub no_device_hint: NoDeviceHint,
+    /// One per port of `devices`, in their order.
+    pub ports: Vec<PortExtras>,
+    /// This host's /dev, libraries, limits and network; None for a captured tree, which is
+    /// another host's.
+    pub host: Option<HostFacts>,
+}
+
+/// What doctor reads about a port beyond the device model.
+#[derive(Debug, Clone, Default)]
+pub struct PortExtras {
+    /// Slots in the GID table (0 when unreadable).
+    pub gid_table_len: usize,
+    /// The counters since the last reset; None when unreadable.
+    pub counters: Option<PortCounters>,
+}
+
+/// What doctor reads about the host it runs on.
+#[derive(Debug, Clone)]
+pub struct HostFacts {
+    /// One per device of `DoctorFacts::devices`.
+    pub node_access: Vec<NodeAccess>,
+    /// Whether libibverbs.so.1 loads, else why not.
+    pub library: Result<(), String>,
+    /// `ibv_get_device_list`'s names, or its failure; None when the library did not load.
+    pub verbs_devices: Option<Result<Vec<String>, String>>,
+    /// One per device when `verbs_devices` listed names, else empty.
+    pub provider_files: Vec<ProviderFiles>,
+    /// The soft `Max locked memory`: None when unreadable, Some(None) unlimited.
+    pub memlock_soft: Option<Option<u64>>,
+    /// Whether CapEff holds CAP_IPC_LOCK; None when unreadable.
+    pub cap_ipc_lock: Option<bool>,
+    /// The effective UID is 0.
+    pub root: bool,
+    pub net: HostNet,
+    /// The RoCE netdevs of the devices, for the same-subnet and ARP flux rules.
+    pub roce_netdevs: Vec<RoceNetdev>,
+}
+
+/// What the fix for "no device" builds on, gathered where the devices are listed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NoDeviceHint {
+    /// Where rdma_rxe was seen loaded (`module/rdma_rxe` under the sysfs root, or
+    /// /proc/modules on a live host); None when it is not loaded.
+    pub rxe_loaded: Option<String>,
+    /// A netdev that is up (not lo), to name in `rdma link add`; else `<if>`.
+    pub netdev: Option<String>,
+}
+
+/// What doctor learned about one device's `/dev/infiniband/uverbsN` node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NodeAccess {
+    /// `class/infiniband_verbs/*/ibdev` names no node for the device.
+    NoMapping,
+    Missing {
+        path: String,
+    },
+    Denied {
+        path: String,
+        errno: i32,
+    },
+    Usable {
+        path: String,
+    },
+}
+
+/// Where the provider's files were found, if anywhere.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ProviderFiles {
+    pub library: Option<String>,
+    pub driver_file: Option<String>,
+}
+
+/// What doctor learned about the host's network, where it looked (not for a captured tree).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HostNet {
+    /// rxe (kernel 6.1) works only in the initial network namespace.
+    pub in_init_netns: Option<bool>,
+    /// netdev name → its addresses as `ip addr` prints them (`192.168.77.1/24`); None when
+    /// not looked up (a captured tree, or rtnetlink failed).
+    pub addresses: Option<BTreeMap<String, Vec<String>>>,
+    /// The netdevs this process's network namespace shows; None when not looked up.
+    pub visible_netdevs: Option<Vec<String>>,
+}
+
+/// The libibverbs provider that serves a device, from the kernel driver bound to its
+/// parent (PCI) device, or, for software devices without one, from the device name.
+/// The provider name is what `/etc/libibverbs.d/<name>.driver` and
+/// `lib<name>-rdmav*.so` use.
+pub fn provider_for(
+    kernel_driver: Option<&str>,
+    node_desc: Option<&str>,
+    device: &str,
+) -> Option<&'static str> {
+    const BY_DRIVER: &[(&str, &str)] = &[
+        ("mlx5_core", "mlx5"),
+        ("mlx4_core", "mlx4"),
+        ("ib_mthca", "mthca"),
+        ("irdma", "irdma"),
+        ("i40e", "irdma"),
+        ("ice", "irdma"),
+        ("bnxt_en", "bnxt_re"),
+        ("bnxt_re", "bnxt_re"),
+        ("qede", "qedr"),
+        ("qedr", "qedr"),
+        ("hfi1", "hfi1verbs"),
+        ("ib_qib", "ipathverbs"),
+        ("efa", "efa"),
+        ("cxgb4", "cxgb4"),
+        ("hns3", "hns"),
+        ("hns_roce_hw_v2", "hns"),
+        ("vmw_pvrdma", "vmw_pvrdma"),
+        ("ocrdma", "ocrdma"),
+        ("be2net", "ocrdma"),
+        ("mana", "mana"),
+        ("erdma", "erdma"),
+    ];
+    const BY_NAME_PREFIX: &[(&str, &str)] = &[
+        ("rxe", "rxe"),
+        ("siw", "siw"),
+        ("mlx5_", "mlx5"),
+        ("mlx4_", "mlx4"),
+        ("mthca", "mthca"),
+        ("irdma", "irdma"),
+        ("bnxt_re", "bnxt_re"),
+        ("qedr", "qedr"),
+        ("hfi1_", "hfi1verbs"),
+        ("qib", "ipathverbs"),
+        ("efa_", "efa"),
+        ("cxgb4_", "cxgb4"),
+        ("hns_", "hns"),
+        ("vmw_pvrdma", "vmw_pvrdma"),
+        ("ocrdma", "ocrdma"),
+        ("mana_", "mana"),
+        ("erdma_", "erdma"),
+    ];
+    // Software devices have no driver link; rxe keeps node_desc "rxe" when renamed
+    // (`rdma dev set rxe0 name roce7`), so it outranks the name.
+    const BY_NODE_DESC: &[(&str, &str)] = &[("rxe", "rxe"), ("siw", "siw")];
+    kernel_driver
+        .and_then(|d| BY_DRIVER.iter().find(|(k, _)| *k == d))
+        .or_else(|| {
+            let desc = node_desc?.trim();
+            BY_NODE_DESC.iter().find(|(p, _)| desc == *p)
+        })
+        .or_else(|| BY_NAME_PREFIX.iter().find(|(p, _)| device.starts_with(p)))
+        .map(|(_, provider)| *provider)
+}
