@@ -41,7 +41,7 @@ pub fn run(ctx: &Ctx, args: &SubnetArgs) -> Result<u8> {
             e.step,
             e.path.display(),
             e.source,
-            open_fix(e.source.raw_os_error())
+            diagnose::subnet::umad_open_fix(e.source.raw_os_error())
         ))
     })?;
     let mut subnet = discover::walk(&mut dev, &opts).map_err(|e| {
@@ -94,33 +94,13 @@ pub fn run(ctx: &Ctx, args: &SubnetArgs) -> Result<u8> {
                 port.device, port.port
             ))
         })?;
-        for end in failed {
-            eprintln!(
-                "rdmactl: {}: the PMA did not confirm clearing its counters",
-                subnet.end_name(end)
-            );
-        }
+        let names: Vec<String> = failed.into_iter().map(|end| subnet.end_name(end)).collect();
+        crate::output::note(&render::unconfirmed_clears(&names));
     }
     let found = findings
         .iter()
         .any(|f| matches!(f.severity, Severity::Warn | Severity::Fail));
     Ok(if found { exit::FAILED } else { exit::OK })
-}
-
-/// What to do when the umad device would not open, by errno.
-fn open_fix(errno: Option<i32>) -> &'static str {
-    match errno {
-        Some(libc::EACCES) | Some(libc::EPERM) => {
-            ": sending MADs needs read-write access to the umad device; run as root, or add \
-             yourself to the group that owns it (often `rdma`) with a udev rule such as \
-             KERNEL==\"umad*\", GROUP=\"rdma\", MODE=\"0660\" in /etc/udev/rules.d/"
-        }
-        Some(libc::ENOENT) | Some(libc::ENODEV) => {
-            ": the umad device node is missing; modprobe ib_umad, and check udev created \
-             /dev/infiniband/umad*"
-        }
-        _ => "",
-    }
 }
 
 /// The umad port to walk from: `-d`/`-i` when given, else the first InfiniBand port,
@@ -238,18 +218,6 @@ fn baseline_from_json(v: &serde_json::Value) -> std::result::Result<TopologyBase
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_umad_device_that_will_not_open_says_how_to_get_access() {
-        let denied = open_fix(Some(libc::EACCES));
-        assert!(
-            denied.contains("root") && denied.contains("`rdma`"),
-            "{denied}"
-        );
-        assert!(denied.contains("KERNEL==\"umad*\""), "{denied}");
-        assert!(open_fix(Some(libc::ENOENT)).contains("modprobe ib_umad"));
-        assert_eq!(open_fix(Some(libc::EIO)), "");
-    }
 
     #[test]
     fn a_subnet_json_baseline_reads_back_its_nodes_and_links() {

@@ -641,9 +641,37 @@ pub fn compare(s: &Subnet, b: &TopologyBaseline) -> Vec<Finding> {
     out
 }
 
+/// What to do when the umad device would not open, by errno.
+pub fn umad_open_fix(errno: Option<i32>) -> &'static str {
+    match errno {
+        Some(libc::EACCES) | Some(libc::EPERM) => {
+            ": sending MADs needs read-write access to the umad device; run as root, or add \
+             yourself to the group that owns it (often `rdma`) with a udev rule such as \
+             KERNEL==\"umad*\", GROUP=\"rdma\", MODE=\"0660\" in /etc/udev/rules.d/"
+        }
+        Some(libc::ENOENT) | Some(libc::ENODEV) => {
+            ": the umad device node is missing; modprobe ib_umad, and check udev created \
+             /dev/infiniband/umad*"
+        }
+        _ => "",
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_umad_device_that_will_not_open_says_how_to_get_access() {
+        let denied = umad_open_fix(Some(libc::EACCES));
+        assert!(
+            denied.contains("root") && denied.contains("`rdma`"),
+            "{denied}"
+        );
+        assert!(denied.contains("KERNEL==\"umad*\""), "{denied}");
+        assert!(umad_open_fix(Some(libc::ENOENT)).contains("modprobe ib_umad"));
+        assert_eq!(umad_open_fix(Some(libc::EIO)), "");
+    }
     use crate::model::mad::MadNodeType;
     use crate::model::topology::{MadStats, Node, SmSeen, SubnetPort};
 

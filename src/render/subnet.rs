@@ -60,7 +60,7 @@ pub struct CountersJson {
 }
 
 #[derive(Debug, Serialize)]
-pub struct Report<'a> {
+pub struct SubnetReport<'a> {
     pub local: LocalJson,
     pub summary: SummaryJson,
     pub nodes: &'a [Node],
@@ -84,7 +84,12 @@ fn counters_map(p: Option<&SubnetPort>) -> Option<BTreeMap<&'static str, u64>> {
     Some(values.iter().map(|(n, v, _)| (*n, *v)).collect())
 }
 
-pub fn report<'a>(s: &'a Subnet, device: &str, port: u32, findings: &'a [Finding]) -> Report<'a> {
+pub fn report<'a>(
+    s: &'a Subnet,
+    device: &str,
+    port: u32,
+    findings: &'a [Finding],
+) -> SubnetReport<'a> {
     let sev = |v| findings.iter().filter(|f| f.severity == v).count();
     let end_json = |e: End| EndJson {
         guid: guid_text(e.guid),
@@ -114,7 +119,7 @@ pub fn report<'a>(s: &'a Subnet, device: &str, port: u32, findings: &'a [Finding
             }
         })
         .collect();
-    Report {
+    SubnetReport {
         local: LocalJson {
             device: device.to_string(),
             port,
@@ -422,4 +427,12 @@ pub fn svg(s: &Subnet, findings: &[Finding]) -> String {
     }
     out.push_str("</svg>\n");
     out
+}
+
+/// The stderr note for each end whose PMA did not confirm `--reset-counters`.
+pub fn unconfirmed_clears(names: &[String]) -> String {
+    names
+        .iter()
+        .map(|name| format!("rdmactl: {name}: the PMA did not confirm clearing its counters\n"))
+        .collect()
 }
