@@ -75,8 +75,15 @@ pub fn run(ctx: &Ctx, args: &CheckArgs) -> Result<u8> {
     };
     let mut kernel_choice = None;
     if let Some(peer) = peer {
-        let (finding, choice) =
-            ask_kernel(ctx, args, &device, index, &port, peer, &first_net, scope);
+        let checked = Checked {
+            device: &device,
+            port: args.port,
+            index,
+            auto: args.gid_index == GidIndexArg::Auto,
+            gids: port.gids(),
+            port_netdev: port.sysfs.netdev.as_ref().map(|n| n.name.as_str()),
+        };
+        let (finding, choice) = ask_kernel(ctx, &checked, peer, &first_net, scope);
         checks.push(finding);
         kernel_choice = choice;
     }
@@ -131,13 +138,9 @@ pub fn run(ctx: &Ctx, args: &CheckArgs) -> Result<u8> {
 
 /// The kernel's own GID choice toward `peer`, compared with the index checked (not asked
 /// of a captured tree: it is not this host's kernel).
-#[allow(clippy::too_many_arguments)]
 fn ask_kernel(
     ctx: &Ctx,
-    args: &CheckArgs,
-    device: &str,
-    index: Option<u32>,
-    port: &PortFacts,
+    checked: &Checked,
     peer: IpAddr,
     first_net: &NetFacts,
     scope: Option<&str>,
@@ -149,18 +152,10 @@ fn ask_kernel(
         );
         return (finding, None);
     }
-    let checked = Checked {
-        device,
-        port: args.port,
-        index,
-        auto: args.gid_index == GidIndexArg::Auto,
-        gids: port.gids(),
-        port_netdev: port.sysfs.netdev.as_ref().map(|n| n.name.as_str()),
-    };
     // `--peer fe80::1%veth0`: the CM gets the interface as the address's scope.
     let (finding, choice) = kernel_choice::judge(
         peer,
-        &checked,
+        checked,
         first_net.route.as_ref(),
         facts::scope_ifindex(scope),
         |scoped, source| facts::kernel_gid_choice(peer, scoped, source),

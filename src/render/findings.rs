@@ -4,8 +4,6 @@
 
 use owo_colors::OwoColorize;
 
-#[cfg(test)]
-use crate::model::diagnostic::Subject;
 use crate::model::diagnostic::{Finding, Severity};
 use crate::output::Style;
 
@@ -85,6 +83,7 @@ pub fn worst(findings: &[Finding]) -> Severity {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::diagnostic::Subject;
 
     #[test]
     fn columns_evidence_and_tally() {
