@@ -1,0 +1,237 @@
+//! `rdmactl doctor`: pre-flight checks in the order a person debugs an RDMA host.
+//! Gathering (sysfs, /dev, /proc, verbs) happens in `gather::doctor`, into
+//! `model::doctor::DoctorFacts`; this module holds the pure rules that turn them into
+//! findings.
+
+use crate::error::Error;
+use crate::model::device::{Device, Port};
+use crate::model::diagnostic::{Finding, Severity, Subject};
+
+mod host;
+mod netdevs;
+mod ports;
+
+pub use host::*;
+pub use netdevs::*;
+pub use ports::*;
+
+pub use crate::model::doctor::{DoctorFacts, HostFacts, HostNet};
+
+/// A test buffer plus queues: what `selftest`/`pingpong` register by default.
+const PLANNED_REGISTRATION: u64 = 64 << 10;
+
+/// Every finding about the host, in the order a person debugs it: the kernel, the uverbs
+/// nodes, libibverbs and its providers, the memlock limit, each port, the GID tables, the
+/// counters, and what the ports share.
+pub fn findings(facts: &DoctorFacts) -> Vec<Finding> {
+    if let Some(path) = &facts.no_rdma {
+        let e = Error::NoRdma { path: path.clone() };
+        return vec![kernel_finding(
+            &facts.class_dir,
+            Err(&e),
+            &facts.no_device_hint,
+        )];
+    }
+    let devices = &facts.devices;
+    let mut findings = vec![kernel_finding(
+        &facts.class_dir,
+        Ok(&facts.listed),
+        &facts.no_device_hint,
+    )];
+    if let Some(host) = &facts.host {
+        findings.extend(host_findings(devices, host));
+    }
+    let no_net = HostNet::default();
+    let net = facts.host.as_ref().map_or(&no_net, |h| &h.net);
+    let ports: Vec<&Port> = devices.iter().flat_map(|d| &d.ports).collect();
+    for port in &ports {
+        findings.extend(port_findings(port, port.active_mtu, net));
+    }
+    for (port, extras) in ports.iter().zip(&facts.ports) {
+        findings.extend(gid_table_finding(port, extras.gid_table_len, net));
+    }
+    // The counters since the last reset: error counters that are not zero are a warning.
+    for extras in &facts.ports {
+        if let Some(counters) = &extras.counters {
+            findings.extend(crate::diagnose::counters::doctor_finding(counters));
+        }
+    }
+    findings.extend(duplicate_gid_findings(&ports));
+    if let Some(host) = &facts.host {
+        findings.extend(same_subnet_findings(&host.roce_netdevs));
+        findings.extend(arp_flux_findings(&host.roce_netdevs));
+    }
+    findings
+}
+
+/// What only a live host answers: the uverbs nodes, libibverbs, the providers, memlock.
+fn host_findings(devices: &[Device], host: &HostFacts) -> Vec<Finding> {
+    let mut findings: Vec<Finding> = devices
+        .iter()
+        .zip(&host.node_access)
+        .map(|(device, access)| uverbs_finding(&device.name, access))
+        .collect();
+    findings.push(library_finding(host.library.clone()));
+    match &host.verbs_devices {
+        Some(Ok(names)) => {
+            for (device, files) in devices.iter().zip(&host.provider_files) {
+                findings.push(provider_finding(device, names, files));
+            }
+        }
+        Some(Err(e)) => findings.push(
+            Finding::new(Severity::Fail, "libibverbs", "ibv_get_device_list failed")
+                .about(Subject::Host)
+                .evidence(e.clone())
+                .fix("see the evidence; `rdmactl doctor` checks above show the kernel side"),
+        ),
+        None => {}
+    }
+    findings.push(memlock_finding(
+        host.memlock_soft,
+        host.cap_ipc_lock,
+        host.root,
+        PLANNED_REGISTRATION,
+    ));
+    findings
+}
+
+/// A doctor finding: every one names its subject (the host, a device, a port).
+fn finding(
+    code: &str,
+    subject: Subject,
+    severity: Severity,
+    message: impl Into<String>,
+) -> Finding {
+    Finding::new(severity, code, message).about(subject)
+}
+
+/// A list as a person reads it: the first `keep` items and how many more.
+fn short_list(items: &[String], keep: usize) -> String {
+    if items.len() <= keep + 1 {
+        return items.join(", ");
+    }
+    format!(
+        "{} and {} more",
+        items[..keep].join(", "),
+        items.len() - keep
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::doctor::{NodeAccess, ProviderFiles};
+
+    /// doctor's facts from a captured tree: the devices, ports and GID tables are read,
+    /// the host (this machine's /dev, libraries, limits) is not.
+    fn captured(name: &str) -> DoctorFacts {
+        let ctx = crate::ctx::Ctx {
+            json: false,
+            style: crate::output::Style::plain(),
+            sysfs: std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/fixtures/sysfs")
+                .join(name),
+            captured: true,
+        };
+        crate::gather::doctor::gather(&ctx, None).unwrap()
+    }
+
+    fn live_host(devices: usize) -> HostFacts {
+        HostFacts {
+            node_access: vec![
+                NodeAccess::Usable {
+                    path: "/dev/infiniband/uverbs0".into()
+                };
+                devices
+            ],
+            library: Ok(()),
+            verbs_devices: Some(Ok(vec!["rxe0".into(), "rxe1".into()])),
+            provider_files: vec![ProviderFiles::default(); devices],
+            memlock_soft: Some(None),
+            cap_ipc_lock: Some(false),
+            root: false,
+            net: HostNet {
+                in_init_netns: Some(true),
+                ..HostNet::default()
+            },
+            roce_netdevs: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn no_rdma_core_is_one_kernel_failure() {
+        let facts = captured("no-infiniband");
+        assert!(facts.no_rdma.is_some(), "{facts:?}");
+        let found = findings(&facts);
+        assert_eq!(found.len(), 1, "{found:#?}");
+        assert_eq!(
+            (found[0].code.as_str(), found[0].severity),
+            ("kernel", Severity::Fail)
+        );
+        assert!(found[0].message.contains("no RDMA support"), "{found:#?}");
+    }
+
+    #[test]
+    fn a_captured_tree_is_judged_without_this_host() {
+        let facts = captured("rxe-veth-basic");
+        assert!(facts.host.is_none());
+        assert_eq!(
+            facts.ports.len(),
+            facts.devices.iter().map(|d| d.ports.len()).sum::<usize>()
+        );
+        let found = findings(&facts);
+        assert_eq!(verdict_of(&found, "kernel"), Some(Severity::Ok));
+        for host_only in ["uverbs", "libibverbs", "provider", "memlock"] {
+            assert_eq!(
+                verdict_of(&found, host_only),
+                None,
+                "{host_only}: {found:#?}"
+            );
+        }
+    }
+
+    #[test]
+    fn host_facts_are_judged_in_order() {
+        let mut facts = captured("rxe-veth-basic");
+        let n = facts.devices.len();
+        let mut host = live_host(n);
+        host.node_access[0] = NodeAccess::Denied {
+            path: "/dev/infiniband/uverbs0".into(),
+            errno: 13, // EACCES
+        };
+        facts.host = Some(host.clone());
+        let found = findings(&facts);
+        let codes: Vec<&str> = found.iter().map(|f| f.code.as_str()).collect();
+        let at = |code: &str| codes.iter().position(|c| *c == code).unwrap();
+        assert!(at("kernel") < at("uverbs") && at("uverbs") < at("libibverbs"));
+        assert!(at("libibverbs") < at("provider") && at("provider") < at("memlock"));
+        assert_eq!(verdict_of(&found, "uverbs"), Some(Severity::Fail));
+        assert_eq!(verdict_of(&found, "memlock"), Some(Severity::Ok));
+
+        // ibv_get_device_list failing: said once, and no provider is judged.
+        host.verbs_devices = Some(Err("ENOSYS".into()));
+        facts.host = Some(host.clone());
+        let found = findings(&facts);
+        let failed = found
+            .iter()
+            .find(|f| f.message == "ibv_get_device_list failed")
+            .expect("the list failure");
+        assert_eq!(failed.evidence, vec!["ENOSYS".to_string()]);
+        assert_eq!(verdict_of(&found, "provider"), None);
+
+        // No libibverbs: nothing to ask it.
+        host.library = Err("libibverbs.so.1: cannot open shared object file".into());
+        host.verbs_devices = None;
+        facts.host = Some(host);
+        let found = findings(&facts);
+        assert_eq!(verdict_of(&found, "libibverbs"), Some(Severity::Fail));
+        assert_eq!(verdict_of(&found, "provider"), None);
+    }
+
+    fn verdict_of(findings: &[Finding], check: &str) -> Option<Severity> {
+        findings
+            .iter()
+            .find(|f| f.code == check)
+            .map(|f| f.severity)
+    }
+}

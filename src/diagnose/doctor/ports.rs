@@ -1,0 +1,546 @@
+//! Each port: its state, the netdev it rides on and its MTU, its GID table, the network
+//! namespace it lives in, and GIDs that two ports share.
+
+use super::{finding, short_list};
+use crate::model::device::{LinkLayer, PhysState, Port, PortState};
+use crate::model::diagnostic::{Finding, Severity, Subject};
+use crate::model::doctor::HostNet;
+
+/// The IB MTU a RoCE port can use over a netdev of this MTU: the largest of 256..4096
+/// that fits once the RoCE headers are taken off, as the kernel's iboe_get_mtu does, so
+/// a 1500-byte netdev gives 1024 and 9000 gives 4096. None when not even 256 fits.
+pub fn roce_mtu_for_netdev(netdev_mtu: u32) -> Option<u32> {
+    // GRH 40 + UDP 8 + BTH 12 + XRC ext 4 + AtomicETH 28 + ICRC 4, as iboe_get_mtu counts.
+    const ROCE_OVERHEAD: u32 = 96;
+    [4096, 2048, 1024, 512, 256]
+        .into_iter()
+        .find(|m| m + ROCE_OVERHEAD <= netdev_mtu)
+}
+
+/// The RoCE MTU over netdev `nd` of MTU `mtu`, against the port's active MTU when verbs
+/// gave it (`why_unknown` says why not). doctor and check judge the MTU with this one rule.
+pub fn mtu_finding(nd: &str, mtu: u32, active_mtu: Option<u32>, why_unknown: &str) -> Finding {
+    let Some(fits) = roce_mtu_for_netdev(mtu) else {
+        return Finding::new(
+            Severity::Fail,
+            "mtu",
+            format!(
+                "netdev {nd} MTU {mtu} is too small to carry RoCE (256-byte packets need {})",
+                256 + 96
+            ),
+        )
+        .evidence(format!("netdev {nd} MTU {mtu}"))
+        .fix(format!("ip link set {nd} mtu 1500"));
+    };
+    let evidence = format!(
+        "netdev {nd} MTU {mtu} (fits RoCE MTU {fits}); active_mtu {}",
+        active_mtu.map_or(why_unknown.to_string(), |m| m.to_string())
+    );
+    match active_mtu {
+        Some(a) if a > fits => Finding::new(Severity::Fail, "mtu", format!("active MTU {a} exceeds what the netdev MTU {mtu} carries: large messages will be dropped"))
+            .evidence(evidence)
+            .fix(format!("raise the netdev MTU (`ip link set {nd} mtu {}`) or use -m {fits}", a + 100)),
+        Some(a) if a < fits => Finding::new(Severity::Warn, "mtu", format!("active MTU {a} is below the {fits} the netdev MTU allows"))
+            .evidence(evidence)
+            .fix("the port did not pick up the MTU change: re-create the rxe link or reload the driver"),
+        _ if mtu < 1500 => Finding::new(Severity::Warn, "mtu", format!("netdev {nd} MTU {mtu} limits RoCE to {fits}-byte packets"))
+            .evidence(evidence)
+            .fix(format!("ip link set {nd} mtu 1500 (or 9000 for 4096-byte RoCE MTU)")),
+        _ => Finding::new(Severity::Ok, "mtu", format!("RoCE MTU {fits} over netdev {nd} MTU {mtu}; both peers must agree (rdmactl pingpong uses the smaller)")).evidence(evidence),
+    }
+}
+
+impl HostNet {
+    /// The netdev lives in another network namespace than this process's (the device is
+    /// shared into this one, as `rdma system` mode "shared" does by default).
+    fn hides(&self, netdev: &str) -> bool {
+        self.in_init_netns == Some(false)
+            && self
+                .visible_netdevs
+                .as_ref()
+                .is_some_and(|v| !v.iter().any(|n| n == netdev))
+    }
+}
+
+/// Port state and, on RoCE, the netdev it rides on. `active_mtu` comes from verbs when
+/// they are available.
+pub fn port_findings(port: &Port, active_mtu: Option<u32>, host: &HostNet) -> Vec<Finding> {
+    let subject = Subject::Port(port.device.clone(), port.number);
+    let mut out = Vec::new();
+    let state = port
+        .state
+        .as_ref()
+        .map_or("unknown".to_string(), |s| s.name().to_string());
+    let phys = port
+        .phys_state
+        .as_ref()
+        .map_or("unknown".to_string(), |s| s.name().to_string());
+    let evidence = format!("state {state}, physical state {phys}");
+    let ethernet = port.link_layer == Some(LinkLayer::Ethernet);
+    let active = port.state == Some(PortState::Active);
+    let state_finding = if active {
+        finding(
+            "port-state",
+            subject.clone(),
+            Severity::Ok,
+            "port is ACTIVE",
+        )
+        .evidence(evidence)
+    } else if ethernet {
+        let netdev = port.netdev.as_ref();
+        let name = netdev.map_or("its netdev".to_string(), |n| n.name.clone());
+        let fix = match netdev.and_then(|n| n.operstate.as_deref()) {
+            Some("down") => format!("bring the interface up: `ip link set {name} up`"),
+            _ => format!("{name} has no carrier: check the cable and the switch port (for veth, the peer end)"),
+        };
+        finding(
+            "port-state",
+            subject.clone(),
+            Severity::Fail,
+            format!("port is {state}: a RoCE port follows its netdev, so {name} has no link"),
+        )
+        .evidence(evidence)
+        .fix(fix)
+    } else {
+        let why = match port.phys_state {
+            Some(PhysState::LinkUp) => {
+                "the link is up but no subnet manager has configured the port"
+            }
+            Some(PhysState::Polling) => "no physical link: the port is polling for a peer",
+            Some(PhysState::Disabled) => "the port is administratively disabled",
+            _ => "the port is not usable",
+        };
+        finding("port-state", subject.clone(), Severity::Fail, format!("port is {state}: {why}"))
+            .evidence(evidence)
+            .fix(if port.phys_state == Some(PhysState::LinkUp) { "start a subnet manager (`systemctl start opensm`) on one node of the fabric, or check the SM's logs; an SR-IOV VF needs a virtualization-aware SM" } else { "check the cable and the switch port (`ibstat`, `iblinkinfo`)" })
+    };
+    // One root cause, one failure: what follows from a port that is not ACTIVE (its LID, its
+    // netdev's state) is evidence under the port-state failure, not a failure of its own.
+    if !active {
+        let mut state_finding = state_finding;
+        if port.link_layer == Some(LinkLayer::InfiniBand) {
+            if let Some(lid) = port.lid {
+                state_finding = state_finding.evidence(format!(
+                    "lid {lid:#x}, sm_lid {:#x}: no usable address while the port is {state}",
+                    port.sm_lid.unwrap_or(0)
+                ));
+            }
+        }
+        if let Some(oper) = port.netdev.as_ref().and_then(|n| n.operstate.as_deref()) {
+            let nd = &port
+                .netdev
+                .as_ref()
+                .map(|n| n.name.clone())
+                .unwrap_or_default();
+            state_finding = state_finding.evidence(format!("class/net/{nd}/operstate {oper}"));
+        }
+        out.push(state_finding);
+        if ethernet {
+            out.extend(gid_findings(port, &subject));
+            out.extend(netns_finding(port, host, subject));
+        }
+        return out;
+    }
+    out.push(state_finding);
+    if !ethernet {
+        if port.link_layer == Some(LinkLayer::InfiniBand) {
+            out.push(match port.lid {
+                // An incomplete tree (no `lid` file) proves nothing either way.
+                None => return out,
+                Some(0) if active => finding("lid", subject, Severity::Fail, "ACTIVE InfiniBand port with LID 0")
+                    .evidence("lid 0x0")
+                    .fix("check the subnet manager's logs (`sminfo`, `journalctl -u opensm`)"),
+                Some(0) => finding("lid", subject, Severity::Fail, "LID 0: no subnet manager has assigned an address, so ibv_rc_pingpong says \"Couldn't get local LID\"")
+                    .evidence(format!("lid {}, sm_lid {}", port.lid.unwrap_or(0), port.sm_lid.unwrap_or(0)))
+                    .fix("start opensm (`systemctl start opensm`) on one node of the fabric"),
+                Some(0xffff) => finding("lid", subject, Severity::Fail, "LID 65535 (permissive): the port has no valid address").evidence("lid 0xffff").fix("check the link and the subnet manager"),
+                Some(lid) => finding("lid", subject, Severity::Ok, format!("LID {lid}, SM LID {}", port.sm_lid.unwrap_or(0))).evidence(format!("lid {lid:#x}")),
+            });
+        }
+        return out;
+    }
+    let Some(netdev) = &port.netdev else {
+        out.push(finding("netdev", subject, Severity::Fail, "RoCE port without a netdev: no GID can be formed")
+            .evidence("no gid_attrs/ndevs entry and no device/net interface")
+            .fix("for rxe, recreate it on an existing interface: rdma link add rxe0 type rxe netdev <if>"));
+        return out;
+    };
+    let nd = &netdev.name;
+    if host.hides(nd) {
+        // Said as it is: the process is elsewhere, the device is not.
+        out.push(
+            finding(
+                "netns",
+                subject.clone(),
+                Severity::Info,
+                format!("this process runs outside the initial network namespace, where {nd} lives: its state and addresses are not visible from here; {} itself stays usable (in shared mode, the default: `rdma system` shows the mode)", port.device),
+            )
+            .evidence("/proc/self/ns/net differs from /proc/1/ns/net")
+            .evidence(format!("{nd} is not among this namespace's netdevs (rtnetlink)"))
+            .fix(format!("run doctor in the initial namespace to check {nd}; with `rdma system set netns exclusive`, move the device in with `rdma dev set {} netns NS`", port.device)),
+        );
+        out.extend(gid_findings(port, &subject));
+        return out;
+    }
+    let oper = netdev.operstate.as_deref().unwrap_or("unknown");
+    let addresses = host
+        .addresses
+        .as_ref()
+        .map(|all| all.get(nd).cloned().unwrap_or_default());
+    out.push(if oper == "up" || oper == "unknown" {
+        match addresses {
+            None => finding("netdev", subject.clone(), Severity::Ok, format!("netdev {nd} is {oper}"))
+                .evidence(format!("class/net/{nd}/operstate {oper}")),
+            Some(a) if a.is_empty() => finding("netdev", subject.clone(), Severity::Warn, format!("netdev {nd} is {oper} but has no IP address: RoCE v2 GIDs come from its addresses"))
+                .evidence(format!("class/net/{nd}/operstate {oper}"))
+                .evidence(format!("ip addr show dev {nd}: no address"))
+                .fix(format!("ip addr add <addr>/<len> dev {nd}")),
+            Some(a) => finding("netdev", subject.clone(), Severity::Ok, format!("netdev {nd} is {oper}, addresses {}", short_list(&a, 6)))
+                .evidence(format!("class/net/{nd}/operstate {oper}")),
+        }
+    } else if oper == "lowerlayerdown" || oper == "dormant" {
+        finding("netdev", subject.clone(), Severity::Fail, format!("netdev {nd} is administratively up but has no carrier ({oper})"))
+            .evidence(format!("class/net/{nd}/operstate {oper}"))
+            .fix("check the cable, the switch port, or the lower device (for veth: the peer end; for a VLAN: its parent)")
+    } else {
+        finding("netdev", subject.clone(), Severity::Fail, format!("netdev {nd} is {oper}"))
+            .evidence(format!("class/net/{nd}/operstate {oper}"))
+            .fix(format!("ip link set {nd} up"))
+    });
+    out.extend(gid_findings(port, &subject));
+    if let (Some(mtu), true) = (netdev.mtu, active) {
+        let why_unknown = "unknown (no verbs)";
+        out.push(mtu_finding(nd, mtu, active_mtu, why_unknown).about(subject.clone()));
+    }
+    out.extend(netns_finding(port, host, subject));
+    out
+}
+
+/// Whether the RoCE port has an IPv4-mapped GID, or at least a routable one.
+fn gid_findings(port: &Port, subject: &Subject) -> Option<Finding> {
+    let nd = port
+        .netdev
+        .as_ref()
+        .map_or("its netdev", |n| n.name.as_str());
+    let v4 = port.gids.iter().find(|g| g.gid.ipv4().is_some());
+    let routable = port
+        .gids
+        .iter()
+        .filter(|g| !g.gid.is_link_local() && !g.gid.is_zero())
+        .count();
+    Some(match v4 {
+        Some(g) => finding("ipv4-gid", subject.clone(), Severity::Ok, format!("IPv4-mapped GID at index {} ({})", g.index, g.gid.ip()))
+            .evidence(format!("gids/{} = {}", g.index, g.gid)),
+        None if routable > 0 => finding("ipv4-gid", subject.clone(), Severity::Warn, format!("no IPv4 address on {nd}: only IPv6 GIDs, while NCCL and perftest default to IPv4"))
+            .evidence(format!("{routable} non-link-local GID(s), none in ::ffff:0:0/96"))
+            .fix(format!("add an IPv4 address (`ip addr add <addr>/<len> dev {nd}`), or set NCCL_IB_ADDR_FAMILY=AF_INET6")),
+        None => finding("ipv4-gid", subject.clone(), Severity::Fail, format!("{nd} has no IP address: only the link-local GID exists, which does not route"))
+            .evidence("every populated GID is link-local (fe80::/64)")
+            .fix(format!("ip addr add <addr>/<len> dev {nd}")),
+    })
+}
+
+/// A full GID table: an address added after the table filled has no GID, and RDMA to or
+/// from it fails with nothing in the table to say so. `table_len` counts the slots.
+pub fn gid_table_finding(port: &Port, table_len: usize, host: &HostNet) -> Option<Finding> {
+    let populated = port.gids.len();
+    if table_len == 0 || populated < table_len {
+        return None;
+    }
+    let in_table: std::collections::HashSet<std::net::IpAddr> =
+        port.gids.iter().map(|e| e.gid.ip()).collect();
+    let mut missing = 0usize;
+    if let Some(all) = &host.addresses {
+        for dev in &port.gid_netdevs {
+            for a in all.get(dev).into_iter().flatten() {
+                let ip = a
+                    .split('/')
+                    .next()
+                    .and_then(|ip| ip.parse::<std::net::IpAddr>().ok());
+                if ip.is_some_and(|ip| !in_table.contains(&ip.to_canonical())) {
+                    missing += 1;
+                }
+            }
+        }
+    }
+    let subject = Subject::Port(port.device.clone(), port.number);
+    let lost = if missing > 0 {
+        format!(
+            ": {missing} address(es) of {} have no GID, and RDMA to or from them fails",
+            port.gid_netdevs.join(", ")
+        )
+    } else {
+        ": the next address added gets no GID".into()
+    };
+    Some(
+        finding(
+            "gid-table",
+            subject,
+            Severity::Warn,
+            format!("the GID table is full ({populated} of {table_len} slots){lost}"),
+        )
+        .evidence(format!("{populated} populated gids/N of {table_len}"))
+        .fix("remove addresses the RDMA traffic does not use (each address takes one slot per RoCE type), or spread them over more ports"),
+    )
+}
+
+/// The same GID on two devices (rxe on a bond and on one of its slaves): the kernel maps
+/// an address to one device, so traffic for the GID can land on either.
+pub fn duplicate_gid_findings(ports: &[&Port]) -> Vec<Finding> {
+    use std::collections::BTreeMap;
+    let mut owners: BTreeMap<crate::model::gid::Gid, Vec<(String, u32)>> = BTreeMap::new();
+    for p in ports {
+        for e in &p.gids {
+            if e.gid.is_zero() {
+                continue;
+            }
+            let who = format!("{}/{}", p.device, p.number);
+            let list = owners.entry(e.gid).or_default();
+            // v1 and v2 twins on one port are one claim.
+            if !list.iter().any(|(w, _)| *w == who) {
+                list.push((who, e.index));
+            }
+        }
+    }
+    // One finding per set of ports sharing GIDs, with the count and an example.
+    type Claims = Vec<(crate::model::gid::Gid, Vec<(String, u32)>)>;
+    let mut by_ports: BTreeMap<Vec<String>, Claims> = BTreeMap::new();
+    for (gid, list) in owners.into_iter().filter(|(_, l)| l.len() > 1) {
+        let key: Vec<String> = list.iter().map(|(w, _)| w.clone()).collect();
+        by_ports.entry(key).or_default().push((gid, list));
+    }
+    by_ports
+        .into_iter()
+        .map(|(ports, gids)| {
+            let (gid, list) = &gids[0];
+            let where_: Vec<String> = list
+                .iter()
+                .map(|(w, i)| format!("{w} index {i}"))
+                .collect();
+            finding(
+                "duplicate-gid",
+                Subject::Host,
+                Severity::Fail,
+                format!(
+                    "{} claim the same GID{}: {} ({}); the kernel maps an address to one device, so RoCE traffic for it can land on either",
+                    ports.join(" and "),
+                    if gids.len() > 1 { format!(" and {} more", gids.len() - 1) } else { String::new() },
+                    gid.ip(),
+                    where_.join(", ")
+                ),
+            )
+            .evidence(format!("{} GID(s) in both tables", gids.len()))
+            .fix("keep one RDMA device per netdev address: for rxe on a bond, create it on the bond only, not on its slaves (rdma link delete DEV)")
+        })
+        .collect()
+}
+
+/// rxe outside the initial network namespace cannot carry a QP on kernel 6.1.
+fn netns_finding(port: &Port, host: &HostNet, subject: Subject) -> Option<Finding> {
+    // Only when the rxe's netdev is in this (non-initial) namespace was it created here.
+    let here = port.netdev.as_ref().is_some_and(|n| !host.hides(&n.name));
+    (port.device.starts_with("rxe") && host.in_init_netns == Some(false) && here).then(|| {
+        finding("netns", subject, Severity::Fail, "rxe outside the initial network namespace: QPs fail with \"local QP operation error\"")
+            .evidence("/proc/self/ns/net differs from /proc/1/ns/net")
+            .fix("create and use rxe devices in the host's network namespace (kernel 6.1 rxe is init_net only)")
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn roce_mtu_follows_the_netdev() {
+        for (netdev, want) in [
+            (1500, Some(1024)),
+            (9000, Some(4096)),
+            (4200, Some(4096)),
+            (4000, Some(2048)),
+            (2200, Some(2048)),
+            (1100, Some(512)),
+            (352, Some(256)),
+            (300, None),
+        ] {
+            assert_eq!(roce_mtu_for_netdev(netdev), want, "netdev MTU {netdev}");
+        }
+    }
+
+    fn roce_port(operstate: &str, mtu: u32) -> Port {
+        use crate::model::device::{GidEntry, GidType, Netdev};
+        use crate::model::gid::Gid;
+        Port {
+            device: "rxe0".into(),
+            number: 1,
+            state: Some(PortState::Active),
+            phys_state: Some(PhysState::LinkUp),
+            rate: None,
+            link_layer: Some(LinkLayer::Ethernet),
+            lid: Some(0),
+            sm_lid: Some(0),
+            lmc: Some(0),
+            sm_sl: Some(0),
+            cap_mask: None,
+            netdev: Some(Netdev {
+                name: "veth0".into(),
+                operstate: Some(operstate.into()),
+                mtu: Some(mtu),
+                address: None,
+            }),
+            netdev_source: None,
+            gid_netdevs: vec!["veth0".into()],
+            gids: vec![GidEntry {
+                index: 1,
+                gid: Gid::parse("::ffff:192.168.77.1").unwrap(),
+                gid_type: Some(GidType::RoceV2),
+                netdev: Some("veth0".into()),
+            }],
+            active_mtu: None,
+            max_mtu: None,
+            verbs: crate::model::device::VerbsStatus::not_asked(),
+            read_problems: vec![],
+        }
+    }
+
+    /// rxe on a bond and on its slave: one GID, two devices, one failure naming both.
+    #[test]
+    fn one_gid_on_two_devices_is_flagged() {
+        let a = roce_port("up", 1500);
+        let mut b = roce_port("up", 1500);
+        b.device = "rxe1".into();
+        let f = duplicate_gid_findings(&[&a, &b]);
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!(f[0].code, "duplicate-gid");
+        assert_eq!(f[0].severity, Severity::Fail);
+        assert!(
+            f[0].message
+                .contains("rxe0/1 and rxe1/1 claim the same GID: 192.168.77.1"),
+            "{}",
+            f[0].message
+        );
+        assert!(duplicate_gid_findings(&[&a]).is_empty());
+    }
+
+    /// A full table warns, and counts the netdev's addresses that got no GID.
+    #[test]
+    fn a_full_gid_table_counts_the_addresses_left_out() {
+        let port = roce_port("up", 1500);
+        let host = HostNet {
+            addresses: Some(
+                [(
+                    "veth0".to_string(),
+                    vec![
+                        "192.168.77.1/24".into(),
+                        "10.0.0.7/24".into(),
+                        "10.0.0.8/24".into(),
+                    ],
+                )]
+                .into_iter()
+                .collect(),
+            ),
+            ..HostNet::default()
+        };
+        let f = gid_table_finding(&port, 1, &host).expect("full");
+        assert_eq!(f.severity, Severity::Warn);
+        assert!(
+            f.message
+                .contains("full (1 of 1 slots): 2 address(es) of veth0 have no GID"),
+            "{}",
+            f.message
+        );
+        assert!(gid_table_finding(&port, 1024, &host).is_none());
+    }
+
+    /// In another network namespace, with the netdev not visible from it: said as it is,
+    /// not as an rxe created outside the initial namespace.
+    #[test]
+    fn another_namespace_is_said_as_it_is() {
+        let host = HostNet {
+            in_init_netns: Some(false),
+            visible_netdevs: Some(vec!["lo".into()]),
+            ..HostNet::default()
+        };
+        let f = port_findings(&roce_port("unknown", 1500), None, &host);
+        let ns = f.iter().find(|f| f.code == "netns").expect("netns finding");
+        assert_eq!(ns.severity, Severity::Info, "{ns:?}");
+        assert!(
+            ns.message
+                .contains("this process runs outside the initial network namespace"),
+            "{}",
+            ns.message
+        );
+        assert!(!f.iter().any(|f| f.code == "netdev"), "{f:?}");
+        assert!(!f.iter().any(|f| f.severity == Severity::Fail), "{f:?}");
+    }
+
+    fn netns(in_init_netns: Option<bool>) -> HostNet {
+        HostNet {
+            in_init_netns,
+            addresses: None,
+            visible_netdevs: Some(vec!["veth0".into()]),
+        }
+    }
+
+    #[test]
+    fn netdev_addresses_are_named() {
+        let with = |list: &[&str]| HostNet {
+            in_init_netns: Some(true),
+            addresses: Some(
+                [(
+                    "veth0".to_string(),
+                    list.iter().map(|a| a.to_string()).collect(),
+                )]
+                .into_iter()
+                .collect(),
+            ),
+            visible_netdevs: None,
+        };
+        let f = port_findings(&roce_port("up", 1500), None, &with(&["192.168.77.1/24"]));
+        let netdev = f.iter().find(|f| f.code == "netdev").unwrap();
+        assert_eq!(netdev.severity, Severity::Ok);
+        assert!(
+            netdev.message.contains("addresses 192.168.77.1/24"),
+            "{netdev:?}"
+        );
+        let f = port_findings(&roce_port("up", 1500), None, &with(&[]));
+        let netdev = f.iter().find(|f| f.code == "netdev").unwrap();
+        assert_eq!(netdev.severity, Severity::Warn);
+        assert!(netdev.message.contains("no IP address"), "{netdev:?}");
+        let f = port_findings(&roce_port("up", 300), Some(256), &netns(Some(true)));
+        assert_eq!(verdict_of(&f, "mtu"), Some(Severity::Fail));
+    }
+
+    fn verdict_of(findings: &[Finding], check: &str) -> Option<Severity> {
+        findings
+            .iter()
+            .find(|f| f.code == check)
+            .map(|f| f.severity)
+    }
+
+    #[test]
+    fn mtu_beyond_the_netdev_fails() {
+        let f = port_findings(&roce_port("up", 1500), Some(4096), &netns(Some(true)));
+        assert_eq!(verdict_of(&f, "mtu"), Some(Severity::Fail));
+        let f = port_findings(&roce_port("up", 1500), Some(1024), &netns(Some(true)));
+        assert_eq!(verdict_of(&f, "mtu"), Some(Severity::Ok));
+        let f = port_findings(&roce_port("up", 9000), Some(1024), &netns(Some(true)));
+        assert_eq!(verdict_of(&f, "mtu"), Some(Severity::Warn));
+    }
+
+    #[test]
+    fn rxe_outside_init_netns_fails() {
+        let f = port_findings(&roce_port("up", 1500), None, &netns(Some(false)));
+        assert_eq!(verdict_of(&f, "netns"), Some(Severity::Fail));
+        let f = port_findings(&roce_port("up", 1500), None, &netns(None));
+        assert_eq!(verdict_of(&f, "netns"), None);
+    }
+
+    #[test]
+    fn ipv4_gid_and_netdev() {
+        let f = port_findings(&roce_port("up", 1500), None, &netns(Some(true)));
+        assert_eq!(verdict_of(&f, "ipv4-gid"), Some(Severity::Ok));
+        assert_eq!(verdict_of(&f, "netdev"), Some(Severity::Ok));
+        let f = port_findings(&roce_port("down", 1500), None, &netns(Some(true)));
+        assert_eq!(verdict_of(&f, "netdev"), Some(Severity::Fail));
+    }
+}
