@@ -27,8 +27,6 @@ pub fn evaluate(
     net: &NetFacts,
     auto: &Selection,
 ) -> Vec<Finding> {
-    let mut out = Vec::new();
-    let name = port.name();
     let better = || -> String {
         match auto.chosen {
             Some(i) if i != index => entry_or_auto_text(port, auto),
@@ -47,7 +45,73 @@ pub fn evaluate(
         }
     };
 
-    // Port.
+    let mut out = port_state(port);
+    let entry = match slot(port, index, &with_better) {
+        Ok(entry) => entry,
+        Err(finding) => {
+            out.push(*finding);
+            return out;
+        }
+    };
+    out.push(
+        Finding::new(
+            Severity::Ok,
+            "gid-slot",
+            format!("{} is populated", describe(entry)),
+        )
+        .evidence(format!("gids/{index} = {}", entry.gid)),
+    );
+
+    if port.link_layer == LinkLayer::InfiniBand {
+        if let Some(r) = auto.reason(index) {
+            out.push(Finding::new(
+                if r.verdict == Verdict::Chosen {
+                    Severity::Ok
+                } else {
+                    Severity::Info
+                },
+                "gid-choice",
+                format!("index {index}: {}", r.why),
+            ));
+        }
+        return out;
+    }
+
+    out.push(gid_type_finding(entry, index, net, &with_better));
+    if let Some(peer) = peer {
+        out.push(family_finding(entry, index, peer, &with_better));
+    }
+    out.push(netdev_finding(entry, index, net, &with_better));
+
+    // Route, neighbour, link-local.
+    if let Some(peer) = peer {
+        if let Some(why) = &net.route_skipped {
+            out.push(Finding::new(
+                Severity::Info,
+                "route",
+                format!("route to {peer}: {why}"),
+            ));
+        }
+        if let Some(route) = &net.route {
+            out.extend(route_findings(
+                port,
+                entry,
+                index,
+                peer,
+                route,
+                net.route_via_gid_netdev.as_ref(),
+                &with_better,
+            ));
+        }
+    }
+    out.extend(mtu_check(port, net));
+    out
+}
+
+/// The port's state and, on InfiniBand, its LID.
+fn port_state(port: &PortFacts) -> Vec<Finding> {
+    let mut out = Vec::new();
+    let name = port.name();
     let state = port
         .sysfs
         .state
@@ -94,62 +158,57 @@ pub fn evaluate(
             Finding::new(Severity::Ok, "ib-lid", format!("{name} LID 0x{lid:04x}"))
         });
     }
+    out
+}
 
-    // Slot.
+/// Slot `index` of the port's GID table: its entry, or why there is none.
+fn slot<'a>(
+    port: &'a PortFacts,
+    index: u32,
+    with_better: &dyn Fn(String) -> String,
+) -> Result<&'a GidEntry, Box<Finding>> {
+    let name = port.name();
     if index >= port.gid_table_len {
-        out.push(
-            Finding::new(
-                Severity::Fail,
-                "gid-slot",
-                format!("GID index {index} is past the end of {name}'s table ({} entries): RTR fails with EINVAL", port.gid_table_len),
-            )
-            .evidence(populated(port))
-            .fix(with_better(String::new())),
-        );
-        return out;
-    }
-    let Some(entry) = port.gids().iter().find(|e| e.index == index) else {
-        out.push(
-            Finding::new(
-                Severity::Fail,
-                "gid-slot",
-                format!("GID index {index} on {name} is an empty slot: RTR fails with ENODATA"),
-            )
-            .evidence(format!(
-                "gids/{index} is all zero; gid_attrs/types/{index} is unreadable"
-            ))
-            .evidence(populated(port))
-            .fix(with_better(String::new())),
-        );
-        return out;
-    };
-    out.push(
-        Finding::new(
-            Severity::Ok,
+        return Err(Box::new(Finding::new(
+            Severity::Fail,
             "gid-slot",
-            format!("{} is populated", describe(entry)),
+            format!("GID index {index} is past the end of {name}'s table ({} entries): RTR fails with EINVAL", port.gid_table_len),
         )
-        .evidence(format!("gids/{index} = {}", entry.gid)),
-    );
-
-    if port.link_layer == LinkLayer::InfiniBand {
-        if let Some(r) = auto.reason(index) {
-            out.push(Finding::new(
-                if r.verdict == Verdict::Chosen {
-                    Severity::Ok
-                } else {
-                    Severity::Info
-                },
-                "gid-choice",
-                format!("index {index}: {}", r.why),
-            ));
-        }
-        return out;
+        .evidence(populated(port))
+        .fix(with_better(String::new()))));
     }
+    port.gids()
+        .iter()
+        .find(|e| e.index == index)
+        .ok_or_else(|| {
+            Box::new(
+                Finding::new(
+                    Severity::Fail,
+                    "gid-slot",
+                    format!("GID index {index} on {name} is an empty slot: RTR fails with ENODATA"),
+                )
+                .evidence(format!(
+                    "gids/{index} is all zero; gid_attrs/types/{index} is unreadable"
+                ))
+                .evidence(populated(port))
+                .fix(with_better(String::new())),
+            )
+        })
+}
 
-    // Type.
-    out.push(match &entry.gid_type {
-        Some(GidType::RoceV2) => Finding::new(Severity::Ok, "gid-type", format!("index {index} is RoCE v2 (routable over UDP/IP)")),
+/// RoCE v2 is routable; v1 frames stay on one L2 segment.
+fn gid_type_finding(
+    entry: &GidEntry,
+    index: u32,
+    net: &NetFacts,
+    with_better: &dyn Fn(String) -> String,
+) -> Finding {
+    match &entry.gid_type {
+        Some(GidType::RoceV2) => Finding::new(
+            Severity::Ok,
+            "gid-type",
+            format!("index {index} is RoCE v2 (routable over UDP/IP)"),
+        ),
         Some(t @ (GidType::RoceV1 | GidType::Ib)) => {
             let off_link = net.route.as_ref().and_then(RouteFacts::on_link) == Some(false);
             Finding::new(
@@ -159,104 +218,86 @@ pub fn evaluate(
             )
             .fix(with_better("use RoCE v2 unless every peer speaks v1".into()))
         }
-        other => Finding::new(Severity::Warn, "gid-type", format!("index {index} has {}", type_name(other.as_ref())))
-            .evidence(format!("gid_attrs/types/{index} is unreadable or unknown"))
-            .fix(with_better(String::new())),
-    });
-
-    // Family against the peer.
-    if let Some(peer) = peer {
-        let gid_family = Family::of_gid(&entry.gid);
-        let peer_family = Family::of(peer);
-        if gid_family != peer_family {
-            out.push(
-                Finding::new(
-                    Severity::Fail,
-                    "gid-family",
-                    format!(
-                        "index {index} is {}{} but the peer {peer} is {}: both GIDs of a connection must be the same family (RTR fails with EINVAL)",
-                        if is_link_local(&entry.gid) { "link-local " } else { "" },
-                        gid_family.name(),
-                        peer_family.name()
-                    ),
-                )
-                .fix(with_better(String::new())),
-            );
-        } else {
-            out.push(Finding::new(
-                Severity::Ok,
-                "gid-family",
-                format!(
-                    "index {index} and the peer {peer} are both {}",
-                    gid_family.name()
-                ),
-            ));
-        }
+        other => Finding::new(
+            Severity::Warn,
+            "gid-type",
+            format!("index {index} has {}", type_name(other.as_ref())),
+        )
+        .evidence(format!("gid_attrs/types/{index} is unreadable or unknown"))
+        .fix(with_better(String::new())),
     }
+}
 
-    // Netdev.
+/// Both GIDs of a connection must be the same family.
+fn family_finding(
+    entry: &GidEntry,
+    index: u32,
+    peer: IpAddr,
+    with_better: &dyn Fn(String) -> String,
+) -> Finding {
+    let gid_family = Family::of_gid(&entry.gid);
+    let peer_family = Family::of(peer);
+    if gid_family != peer_family {
+        Finding::new(
+            Severity::Fail,
+            "gid-family",
+            format!(
+                "index {index} is {}{} but the peer {peer} is {}: both GIDs of a connection must be the same family (RTR fails with EINVAL)",
+                if is_link_local(&entry.gid) { "link-local " } else { "" },
+                gid_family.name(),
+                peer_family.name()
+            ),
+        )
+        .fix(with_better(String::new()))
+    } else {
+        Finding::new(
+            Severity::Ok,
+            "gid-family",
+            format!(
+                "index {index} and the peer {peer} are both {}",
+                gid_family.name()
+            ),
+        )
+    }
+}
+
+/// The GID's netdev: present in this namespace and up.
+fn netdev_finding(
+    entry: &GidEntry,
+    index: u32,
+    net: &NetFacts,
+    with_better: &dyn Fn(String) -> String,
+) -> Finding {
     match (&entry.netdev, &net.netdev) {
-        (None, _) => out.push(
-            Finding::new(Severity::Fail, "netdev", format!("index {index} has no netdev (gid_attrs/ndevs/{index} unreadable): RTR fails with ENODEV"))
-                .fix(with_better(String::new())),
-        ),
-        (Some(dev), None) => out.push(Finding::new(Severity::Info, "netdev", format!("{dev}: not checked"))),
-        (Some(dev), Some(n)) if !n.exists => out.push(
-            Finding::new(
-                Severity::Fail,
-                "netdev",
-                format!("{dev} does not exist in this network namespace: removed, or in another namespace (RTR fails with ENODEV)"),
-            )
-            .evidence(format!("gid_attrs/ndevs/{index} = {dev}"))
-            .fix(with_better("run where the netdev lives, or use a GID whose netdev is here".into())),
-        ),
-        (Some(dev), Some(n)) if !n.up => out.push(
-            Finding::new(Severity::Fail, "netdev", format!("{dev} is not up (operstate {})", n.operstate.clone().unwrap_or_else(|| "?".into())))
-                .fix(format!("ip link set {dev} up, and check its link")),
-        ),
-        (Some(dev), Some(n)) => out.push(
-            Finding::new(Severity::Ok, "netdev", format!("{dev} is present and up (operstate {})", n.operstate.clone().unwrap_or_default()))
-                .evidence(format!("looked up in {}", net.netdev_source)),
-        ),
+        (None, _) => Finding::new(Severity::Fail, "netdev", format!("index {index} has no netdev (gid_attrs/ndevs/{index} unreadable): RTR fails with ENODEV"))
+            .fix(with_better(String::new())),
+        (Some(dev), None) => Finding::new(Severity::Info, "netdev", format!("{dev}: not checked")),
+        (Some(dev), Some(n)) if !n.exists => Finding::new(
+            Severity::Fail,
+            "netdev",
+            format!("{dev} does not exist in this network namespace: removed, or in another namespace (RTR fails with ENODEV)"),
+        )
+        .evidence(format!("gid_attrs/ndevs/{index} = {dev}"))
+        .fix(with_better("run where the netdev lives, or use a GID whose netdev is here".into())),
+        (Some(dev), Some(n)) if !n.up => Finding::new(Severity::Fail, "netdev", format!("{dev} is not up (operstate {})", n.operstate.clone().unwrap_or_else(|| "?".into())))
+            .fix(format!("ip link set {dev} up, and check its link")),
+        (Some(dev), Some(n)) => Finding::new(Severity::Ok, "netdev", format!("{dev} is present and up (operstate {})", n.operstate.clone().unwrap_or_default()))
+            .evidence(format!("looked up in {}", net.netdev_source)),
     }
+}
 
-    // Route, neighbour, link-local.
-    if let Some(peer) = peer {
-        if let Some(why) = &net.route_skipped {
-            out.push(Finding::new(
-                Severity::Info,
-                "route",
-                format!("route to {peer}: {why}"),
-            ));
-        }
-        if let Some(route) = &net.route {
-            out.extend(route_findings(
-                port,
-                entry,
-                index,
-                peer,
-                route,
-                net.route_via_gid_netdev.as_ref(),
-                &with_better,
-            ));
-        }
+/// The MTU: the same rule as doctor's.
+fn mtu_check(port: &PortFacts, net: &NetFacts) -> Option<Finding> {
+    let (n, mtu) = net.netdev.as_ref().and_then(|n| n.mtu.map(|m| (n, m)))?;
+    let why_unknown = format!(
+        "{}; the RoCE MTU is derived from the netdev MTU",
+        port.active_mtu_source
+    );
+    let mut f = crate::diagnose::doctor::mtu_finding(&n.name, mtu, port.active_mtu, &why_unknown);
+    if port.active_mtu.is_some() {
+        f = f.evidence(format!("active_mtu from {}", port.active_mtu_source));
     }
-
-    // MTU: the same rule as doctor's.
-    if let Some(mtu) = net.netdev.as_ref().and_then(|n| n.mtu.map(|m| (n, m))) {
-        let (n, mtu) = mtu;
-        let why_unknown = format!(
-            "{}; the RoCE MTU is derived from the netdev MTU",
-            port.active_mtu_source
-        );
-        let mut f =
-            crate::diagnose::doctor::mtu_finding(&n.name, mtu, port.active_mtu, &why_unknown);
-        if port.active_mtu.is_some() {
-            f = f.evidence(format!("active_mtu from {}", port.active_mtu_source));
-        }
-        out.push(f);
-    }
-    out
+    Some(f)
 }
 
 pub fn populated(port: &PortFacts) -> String {
