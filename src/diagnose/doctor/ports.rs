@@ -78,42 +78,7 @@ pub fn port_findings(port: &Port, active_mtu: Option<u32>, host: &HostNet) -> Ve
     let evidence = format!("state {state}, physical state {phys}");
     let ethernet = port.link_layer == Some(LinkLayer::Ethernet);
     let active = port.state == Some(PortState::Active);
-    let state_finding = if active {
-        finding(
-            "port-state",
-            subject.clone(),
-            Severity::Ok,
-            "port is ACTIVE",
-        )
-        .evidence(evidence)
-    } else if ethernet {
-        let netdev = port.netdev.as_ref();
-        let name = netdev.map_or("its netdev".to_string(), |n| n.name.clone());
-        let fix = match netdev.and_then(|n| n.operstate.as_deref()) {
-            Some("down") => format!("bring the interface up: `ip link set {name} up`"),
-            _ => format!("{name} has no carrier: check the cable and the switch port (for veth, the peer end)"),
-        };
-        finding(
-            "port-state",
-            subject.clone(),
-            Severity::Fail,
-            format!("port is {state}: a RoCE port follows its netdev, so {name} has no link"),
-        )
-        .evidence(evidence)
-        .fix(fix)
-    } else {
-        let why = match port.phys_state {
-            Some(PhysState::LinkUp) => {
-                "the link is up but no subnet manager has configured the port"
-            }
-            Some(PhysState::Polling) => "no physical link: the port is polling for a peer",
-            Some(PhysState::Disabled) => "the port is administratively disabled",
-            _ => "the port is not usable",
-        };
-        finding("port-state", subject.clone(), Severity::Fail, format!("port is {state}: {why}"))
-            .evidence(evidence)
-            .fix(if port.phys_state == Some(PhysState::LinkUp) { "start a subnet manager (`systemctl start opensm`) on one node of the fabric, or check the SM's logs; an SR-IOV VF needs a virtualization-aware SM" } else { "check the cable and the switch port (`ibstat`, `iblinkinfo`)" })
-    };
+    let state_finding = state_finding(port, &subject, &state, evidence, active, ethernet);
     // One root cause, one failure: what follows from a port that is not ACTIVE (its LID, its
     // netdev's state) is evidence under the port-state failure, not a failure of its own.
     if !active {
@@ -144,18 +109,7 @@ pub fn port_findings(port: &Port, active_mtu: Option<u32>, host: &HostNet) -> Ve
     out.push(state_finding);
     if !ethernet {
         if port.link_layer == Some(LinkLayer::InfiniBand) {
-            out.push(match port.lid {
-                // An incomplete tree (no `lid` file) proves nothing either way.
-                None => return out,
-                Some(0) if active => finding("lid", subject, Severity::Fail, "ACTIVE InfiniBand port with LID 0")
-                    .evidence("lid 0x0")
-                    .fix("check the subnet manager's logs (`sminfo`, `journalctl -u opensm`)"),
-                Some(0) => finding("lid", subject, Severity::Fail, "LID 0: no subnet manager has assigned an address, so ibv_rc_pingpong says \"Couldn't get local LID\"")
-                    .evidence(format!("lid {}, sm_lid {}", port.lid.unwrap_or(0), port.sm_lid.unwrap_or(0)))
-                    .fix("start opensm (`systemctl start opensm`) on one node of the fabric"),
-                Some(0xffff) => finding("lid", subject, Severity::Fail, "LID 65535 (permissive): the port has no valid address").evidence("lid 0xffff").fix("check the link and the subnet manager"),
-                Some(lid) => finding("lid", subject, Severity::Ok, format!("LID {lid}, SM LID {}", port.sm_lid.unwrap_or(0))).evidence(format!("lid {lid:#x}")),
-            });
+            out.extend(lid_finding(port, subject, active));
         }
         return out;
     }
@@ -187,7 +141,83 @@ pub fn port_findings(port: &Port, active_mtu: Option<u32>, host: &HostNet) -> Ve
         .addresses
         .as_ref()
         .map(|all| all.get(nd).cloned().unwrap_or_default());
-    out.push(if oper == "up" || oper == "unknown" {
+    out.push(netdev_state(nd, oper, addresses, &subject));
+    out.extend(gid_findings(port, &subject));
+    if let (Some(mtu), true) = (netdev.mtu, active) {
+        let why_unknown = "unknown (no verbs)";
+        out.push(mtu_finding(nd, mtu, active_mtu, why_unknown).about(subject.clone()));
+    }
+    out.extend(netns_finding(port, host, subject));
+    out
+}
+
+/// The port's state: ACTIVE, or why not (a RoCE port follows its netdev; an InfiniBand
+/// port waits for its link and its subnet manager).
+fn state_finding(
+    port: &Port,
+    subject: &Subject,
+    state: &str,
+    evidence: String,
+    active: bool,
+    ethernet: bool,
+) -> Finding {
+    let subject = subject.clone();
+    if active {
+        finding("port-state", subject, Severity::Ok, "port is ACTIVE").evidence(evidence)
+    } else if ethernet {
+        let netdev = port.netdev.as_ref();
+        let name = netdev.map_or("its netdev".to_string(), |n| n.name.clone());
+        let fix = match netdev.and_then(|n| n.operstate.as_deref()) {
+            Some("down") => format!("bring the interface up: `ip link set {name} up`"),
+            _ => format!("{name} has no carrier: check the cable and the switch port (for veth, the peer end)"),
+        };
+        finding(
+            "port-state",
+            subject,
+            Severity::Fail,
+            format!("port is {state}: a RoCE port follows its netdev, so {name} has no link"),
+        )
+        .evidence(evidence)
+        .fix(fix)
+    } else {
+        let why = match port.phys_state {
+            Some(PhysState::LinkUp) => {
+                "the link is up but no subnet manager has configured the port"
+            }
+            Some(PhysState::Polling) => "no physical link: the port is polling for a peer",
+            Some(PhysState::Disabled) => "the port is administratively disabled",
+            _ => "the port is not usable",
+        };
+        finding("port-state", subject, Severity::Fail, format!("port is {state}: {why}"))
+            .evidence(evidence)
+            .fix(if port.phys_state == Some(PhysState::LinkUp) { "start a subnet manager (`systemctl start opensm`) on one node of the fabric, or check the SM's logs; an SR-IOV VF needs a virtualization-aware SM" } else { "check the cable and the switch port (`ibstat`, `iblinkinfo`)" })
+    }
+}
+
+/// An ACTIVE InfiniBand port's LID; None when the tree has no `lid` file (an incomplete
+/// tree proves nothing either way).
+fn lid_finding(port: &Port, subject: Subject, active: bool) -> Option<Finding> {
+    Some(match port.lid {
+        None => return None,
+        Some(0) if active => finding("lid", subject, Severity::Fail, "ACTIVE InfiniBand port with LID 0")
+            .evidence("lid 0x0")
+            .fix("check the subnet manager's logs (`sminfo`, `journalctl -u opensm`)"),
+        Some(0) => finding("lid", subject, Severity::Fail, "LID 0: no subnet manager has assigned an address, so ibv_rc_pingpong says \"Couldn't get local LID\"")
+            .evidence(format!("lid {}, sm_lid {}", port.lid.unwrap_or(0), port.sm_lid.unwrap_or(0)))
+            .fix("start opensm (`systemctl start opensm`) on one node of the fabric"),
+        Some(0xffff) => finding("lid", subject, Severity::Fail, "LID 65535 (permissive): the port has no valid address").evidence("lid 0xffff").fix("check the link and the subnet manager"),
+        Some(lid) => finding("lid", subject, Severity::Ok, format!("LID {lid}, SM LID {}", port.sm_lid.unwrap_or(0))).evidence(format!("lid {lid:#x}")),
+    })
+}
+
+/// The RoCE port's netdev: up with an address, or why not.
+fn netdev_state(
+    nd: &str,
+    oper: &str,
+    addresses: Option<Vec<String>>,
+    subject: &Subject,
+) -> Finding {
+    if oper == "up" || oper == "unknown" {
         match addresses {
             None => finding("netdev", subject.clone(), Severity::Ok, format!("netdev {nd} is {oper}"))
                 .evidence(format!("class/net/{nd}/operstate {oper}")),
@@ -203,17 +233,15 @@ pub fn port_findings(port: &Port, active_mtu: Option<u32>, host: &HostNet) -> Ve
             .evidence(format!("class/net/{nd}/operstate {oper}"))
             .fix("check the cable, the switch port, or the lower device (for veth: the peer end; for a VLAN: its parent)")
     } else {
-        finding("netdev", subject.clone(), Severity::Fail, format!("netdev {nd} is {oper}"))
-            .evidence(format!("class/net/{nd}/operstate {oper}"))
-            .fix(format!("ip link set {nd} up"))
-    });
-    out.extend(gid_findings(port, &subject));
-    if let (Some(mtu), true) = (netdev.mtu, active) {
-        let why_unknown = "unknown (no verbs)";
-        out.push(mtu_finding(nd, mtu, active_mtu, why_unknown).about(subject.clone()));
+        finding(
+            "netdev",
+            subject.clone(),
+            Severity::Fail,
+            format!("netdev {nd} is {oper}"),
+        )
+        .evidence(format!("class/net/{nd}/operstate {oper}"))
+        .fix(format!("ip link set {nd} up"))
     }
-    out.extend(netns_finding(port, host, subject));
-    out
 }
 
 /// Whether the RoCE port has an IPv4-mapped GID, or at least a routable one.
