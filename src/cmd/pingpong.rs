@@ -19,9 +19,7 @@ use serde::Serialize;
 
 use crate::cli::{Compat, GidIndexArg, Op, PingpongArgs};
 use crate::ctx::Ctx;
-use crate::diagnose::gid_auto::GidChoice;
 use crate::error::{Error, Result};
-use crate::gather::failure::{self, Known};
 use crate::gather::verbs::qp::{
     ticks, Access, Context, Cq, Mr, PathQos, Pd, PortInfo, Qp, QpCaps, RtrParams, SendOp, Wc,
 };
@@ -33,7 +31,7 @@ use crate::model::failure::{
 use crate::model::gid::Gid;
 use crate::model::results::{render_ops, OpResult, OpResults};
 use crate::output;
-use crate::traffic::failure as explain;
+use crate::traffic::failure::{self, GidChoice, Known};
 use crate::traffic::meter::Meter;
 use crate::wire::exchange::{self as oob, Conn, Hello, NativeMsg, RcDest};
 
@@ -482,7 +480,7 @@ fn open_side(
     }
     let mut gid_index = plan.gid_index;
     if plan.auto && args.server.is_some() {
-        let choice = explain::choose_gid(&ctx.sysfs, vctx.name(), port, peer)?;
+        let choice = failure::choose_gid(&ctx.sysfs, vctx.name(), port, peer)?;
         gid_index = Some(
             choice
                 .selection
@@ -495,7 +493,7 @@ fn open_side(
     report.gid_index = gid_index;
     if port_info.link_layer == LinkLayer::Ethernet && gid_index.is_none() && !plan.auto {
         // ibv_rc_pingpong without -g sends no GRH, which RoCE rejects at RTR: refuse now.
-        let pick = explain::choose_gid(&ctx.sysfs, vctx.name(), port, peer)
+        let pick = failure::choose_gid(&ctx.sysfs, vctx.name(), port, peer)
             .ok()
             .and_then(|c| {
                 let i = c.selection.chosen?;
@@ -527,7 +525,7 @@ fn open_side(
     let max_rd_atomic = rd_atom.min(init_rd_atom).clamp(1, 16) as u8;
     let pinned = 2 * u64::from(plan.size);
     if let Some(cause) =
-        explain::pin_check(pinned, format!("2 × the {}-byte message size", plan.size))
+        failure::pin_check(pinned, format!("2 × the {}-byte message size", plan.size))
     {
         let mut f = Failure::new(Step::Mr, cause, FailureContext::default());
         f.context.device = vctx.name().to_string();
@@ -594,7 +592,7 @@ fn choose_for_client(
     report: &mut Report,
     client: IpAddr,
 ) -> std::result::Result<(), Failure> {
-    let choice = explain::choose_gid(&ctx.sysfs, side.ctx.name(), side.port, Some(client))
+    let choice = failure::choose_gid(&ctx.sysfs, side.ctx.name(), side.port, Some(client))
         .map_err(|e| {
             side.fail(
                 Step::QueryGid,
@@ -819,7 +817,7 @@ fn finish(
             // open_side posts them before RTR when the run sends; WRITE and READ need none.
             recv_posted_before_rtr: plan_sends.then_some(true),
         };
-        let x = explain::explain_failure(&ctx.sysfs, &known, &f);
+        let x = failure::explain_failure(&ctx.sysfs, &known, &f);
         let from_peer = matches!(f.cause, Cause::PeerClosed | Cause::PeerReported { .. });
         if let (Some(mut conn), false, "native") = (conn, from_peer, report.exchange) {
             conn.send_notice(&PeerNotice {
@@ -1723,7 +1721,7 @@ mod tests {
             local: Some(endpoint(0x11)),
             remote: Some(endpoint(0x12)),
             gid_selection: Some(
-                explain::choose_gid(&sysfs, "rxe1", 1, None).expect("fixture choice"),
+                failure::choose_gid(&sysfs, "rxe1", 1, None).expect("fixture choice"),
             ),
             single: ops.single(),
             ops,

@@ -12,10 +12,8 @@ mod semantics;
 
 use crate::cli::{GidIndexArg, SelftestArgs, SelftestStep};
 use crate::ctx::Ctx;
-use crate::diagnose::gid_auto::GidChoice;
 use crate::error::{Error, Result};
 use crate::exit;
-use crate::gather::failure::Known;
 use crate::gather::verbs::qp::{
     Access, Context, Cq, Mr, Pd, PortInfo, Qp, QpCaps, RtrParams, SendOp, Wc,
 };
@@ -25,7 +23,7 @@ use crate::model::facts::QpFacts;
 use crate::model::failure::{Cause, Failure, FailureContext, Step};
 use crate::model::gid::Gid;
 use crate::output;
-use crate::traffic::failure as explain;
+use crate::traffic::failure::{self, GidChoice, Known};
 use crate::wire::exchange as oob;
 
 #[derive(Debug, Serialize)]
@@ -332,7 +330,7 @@ impl Tester {
                 }
                 let index = match t.fixed_index {
                     Some(i) => i,
-                    None => match explain::choose_loopback_gid(&t.sysfs, c.name(), t.port) {
+                    None => match failure::choose_loopback_gid(&t.sysfs, c.name(), t.port) {
                         Ok(choice) => {
                             let chosen = choice.selection.chosen;
                             if chosen.is_none() {
@@ -406,7 +404,7 @@ impl Tester {
             let len = 2 * t.size as usize;
             let pinned = 2 * len as u64;
             if let Some(cause) =
-                explain::pin_check(pinned, format!("4 × the {}-byte message size", t.size))
+                failure::pin_check(pinned, format!("4 × the {}-byte message size", t.size))
             {
                 let mut f = Failure::new(Step::Mr, cause, FailureContext::default());
                 f.context.device = t.ends[0]
@@ -648,7 +646,7 @@ impl Tester {
             recv_posted_before_rtr: Some(false),
             ..Known::default()
         };
-        explain::explain_failure_with(&self.sysfs, &known, &f, add)
+        failure::explain_failure_with(&self.sysfs, &known, &f, add)
     }
 
     fn qp(&self, i: usize) -> &Qp {
@@ -767,7 +765,7 @@ mod tests {
             peer_device: Some("rxe1".into()),
             port: 1,
             gid_index: Some(1),
-            gid_selection: vec![explain::choose_gid(&sysfs, "rxe0", 1, None).unwrap()],
+            gid_selection: vec![failure::choose_gid(&sysfs, "rxe0", 1, None).unwrap()],
             size: 4096,
             steps: vec![
                 StepLine {

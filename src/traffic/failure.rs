@@ -1,17 +1,22 @@
 //! A failed run explained, and `-g auto` chosen: the facts from `gather::failure`, the rules
 //! from `diagnose`. pingpong and selftest call these before they allocate (`pin_check`),
 //! before they connect (`choose_gid`) and when a step fails (`explain_failure`).
+//! The peer resolution and the record of what a run knows come along, so an engine names
+//! one module for all of it.
 
 use std::net::IpAddr;
 use std::path::Path;
 
 use crate::diagnose;
-use crate::diagnose::gid_auto::{self, GidChoice};
-use crate::gather::failure::{self as facts_of, Known};
+use crate::diagnose::gid_auto;
+use crate::gather::failure as facts_of;
 use crate::gather::procfs;
 use crate::model::diagnostic::FailureReport;
 use crate::model::facts::QpFacts;
 use crate::model::failure::{Cause, Failure};
+
+pub use crate::diagnose::gid_auto::GidChoice;
+pub use crate::gather::failure::{peer_ip_of, refuse_special_peer, resolve_peer, Known};
 
 /// Gather the facts about `failure` and run the rules: the report pingpong and selftest
 /// print (text on stderr, `failure` in `-j`).
