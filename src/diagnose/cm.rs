@@ -384,6 +384,7 @@ fn bad_address(err: &Failure, peer: &str, facts: &Facts) -> Explanation {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::diagnose::datapath::tests::gathered;
     use crate::model::device::LinkLayer;
     use crate::model::diagnostic::FailureReport;
     use crate::model::errno::reject_reason_name;
@@ -397,8 +398,20 @@ mod tests {
     }
 
     impl E {
+        /// The explanation; every seen line in it states a fact this run gathered, as the
+        /// data-path rules' table checks for theirs.
         fn x(&self) -> Explanation {
-            explain(&self.f, &self.facts)
+            let x = explain(&self.f, &self.facts);
+            for seen in &x.evidence {
+                assert!(
+                    gathered(&self.facts, &self.f, seen),
+                    "{}: seen line {:?} claims {:?}, which this run did not gather",
+                    x.code,
+                    seen.text,
+                    seen.from
+                );
+            }
+            x
         }
         fn summary(&self) -> String {
             self.f.to_string()

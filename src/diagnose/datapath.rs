@@ -1789,7 +1789,7 @@ impl ZeroGid for Option<Gid> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::diagnose::gidselect::tests::{entry, mlx5, rxe0};
     use crate::model::facts::{DeviceNodeFacts, MemlockFacts, NetdevFacts, QpFacts};
