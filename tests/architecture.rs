@@ -23,7 +23,9 @@
 //!   printers (as `output` does) would pull those under the vocabulary.
 //! - `gather/` and `wire/` never import `diagnose/`, `render/`, `cmd/`, `traffic/` or `app`.
 //! - `unsafe` only under `gather/verbs/`.
-//! - No import circle among the files of `src/`.
+//! - No import circle among the files of `src/`, siblings of one folder included (a file and
+//!   its own parent module do not count: the parent declares it).
+//! - And apart from the layout: no text names a document the project does not ship.
 //!
 //! Test code (`#[cfg(test)]` items) is exempt: tests may reach across layers to build
 //! fixtures. Comments and string literals are not code, except a string that is a crate
