@@ -737,6 +737,27 @@ fn assert_none(rule: &str, wrong: Vec<String>) {
     );
 }
 
+/// The rules pass vacuously on a folder that is not there: each one they name is.
+#[test]
+fn every_folder_the_rules_name_exists() {
+    let tree = real_tree();
+    for folder in [
+        "cmd/",
+        "diagnose/",
+        "render/",
+        "model/",
+        "gather/",
+        "gather/verbs/",
+        "wire/",
+        "traffic/",
+    ] {
+        assert!(
+            tree.keys().any(|p| p.starts_with(folder)),
+            "src/{folder} holds no .rs file: the layout rules name it"
+        );
+    }
+}
+
 #[test]
 fn cmd_modules_import_no_other_cmd_module() {
     assert_none(
