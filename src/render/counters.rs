@@ -301,3 +301,13 @@ pub fn interval_json(sample: u64, ports: &[(PortDelta, Vec<Finding>)]) -> String
     // One object per line, so a reader can follow the stream line by line.
     serde_json::to_string(&value).expect("plain data serialises")
 }
+
+/// Counter files that exist but could not be read, for stderr once (JSON carries them as
+/// `read_problems`).
+pub fn problem_warnings(ports: &[PortCounters]) -> String {
+    ports
+        .iter()
+        .flat_map(|p| &p.problems)
+        .map(|p| format!("rdmactl: warning: {}: {}\n", p.path.display(), p.error))
+        .collect()
+}
