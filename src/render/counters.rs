@@ -87,7 +87,7 @@ pub fn snapshot_text(ports: &[PortCounters], all: bool) -> String {
 }
 
 #[derive(Serialize)]
-struct PortJson<'a> {
+struct PortCountersJson<'a> {
     device: &'a str,
     port: u32,
     driver: Flavor,
@@ -131,9 +131,9 @@ impl<'a> From<&'a Counter> for CounterJson<'a> {
 
 /// `-j`: every counter of every selected port, with its raw value, width and group.
 pub fn snapshot_json(ports: &[PortCounters]) -> String {
-    let rows: Vec<PortJson> = ports
+    let rows: Vec<PortCountersJson> = ports
         .iter()
-        .map(|pc| PortJson {
+        .map(|pc| PortCountersJson {
             device: &pc.device,
             port: pc.port,
             driver: pc.flavor,
