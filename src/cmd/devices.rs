@@ -34,7 +34,7 @@ pub fn run(ctx: &Ctx, args: &DevicesArgs) -> Result<u8> {
 }
 
 /// The devices as sysfs lists them, with the firmware version and port MTUs verbs add.
-pub fn gather(ctx: &Ctx, device: Option<&str>) -> Result<Vec<Device>> {
+fn gather(ctx: &Ctx, device: Option<&str>) -> Result<Vec<Device>> {
     crate::gather::inventory::inventory_with_verbs(ctx, device, true, false, || {
         SysfsRoot::new(&ctx.sysfs).select(device, None)
     })

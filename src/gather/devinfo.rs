@@ -190,6 +190,7 @@ fn gid_infos(port: &Port) -> Vec<GidInfo> {
         .collect()
 }
 
+/// A device verbs cannot answer for, from its sysfs read alone; `reason` says why.
 pub fn from_sysfs(d: &Device, reason: String) -> SysfsDevInfo {
     let transport_raw = d.node_type.as_ref().and_then(transport_of);
     SysfsDevInfo {

@@ -2,7 +2,6 @@
 //! lines only added), and as JSON; the stderr note on what a sysfs-only view lacks.
 
 use std::fmt::Write as _;
-use std::net::Ipv6Addr;
 
 use crate::model::device::GidType;
 use crate::model::devinfo::{
@@ -362,7 +361,7 @@ fn gid_text(gid: &Gid, gid_type: &GidType) -> String {
     if b[..12] == [0; 12] && b[12..14] != [0, 0] {
         return format!("::{}.{}.{}.{}", b[12], b[13], b[14], b[15]);
     }
-    Ipv6Addr::from(*b).to_string()
+    gid.ipv6().to_string()
 }
 
 /// `value (raw)` as ibv_devinfo writes enumerated values, or "-" when sysfs lacks it.
