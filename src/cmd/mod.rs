@@ -5,7 +5,6 @@ pub mod check;
 pub mod check_kernel;
 pub mod counters;
 pub mod devices;
-pub mod devinfo;
 pub mod doctor;
 pub mod fabric;
 pub mod gid;

@@ -22,7 +22,7 @@ use crate::ctx::Ctx;
 use crate::error::{Error, Result};
 use crate::gather::failure::{self, GidChoice, Known};
 use crate::gather::verbs::qp::{
-    ticks, Access, Context, Cq, Mr, PathQos, Pd, PortInfo, Qp, QpCaps, RtrParams, SendOp, Wc,
+    ticks, Access, Context, Cq, Mr, PathQos, Pd, Qp, QpCaps, QpPortAttrs, RtrParams, SendOp, Wc,
 };
 use crate::model::device::{GidType, LinkLayer};
 use crate::model::diagnostic::FailureReport;
@@ -173,7 +173,7 @@ struct Side {
     _pd: Rc<Pd>,
     ctx: Rc<Context>,
     port: u32,
-    port_info: PortInfo,
+    port_info: QpPortAttrs,
     gid: Option<(u32, Gid, Option<GidType>)>,
     psn: u32,
     max_rd_atomic: u8,

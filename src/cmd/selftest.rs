@@ -16,7 +16,7 @@ use crate::error::{Error, Result};
 use crate::exit;
 use crate::gather::failure::{self, GidChoice, Known};
 use crate::gather::verbs::qp::{
-    Access, Context, Cq, Mr, Pd, PortInfo, Qp, QpCaps, RtrParams, SendOp, Wc,
+    Access, Context, Cq, Mr, Pd, Qp, QpCaps, QpPortAttrs, RtrParams, SendOp, Wc,
 };
 use crate::model::device::GidType;
 use crate::model::diagnostic::FailureReport;
@@ -63,7 +63,7 @@ struct Report {
 #[derive(Default)]
 struct End {
     ctx: Option<Rc<Context>>,
-    port: Option<PortInfo>,
+    port: Option<QpPortAttrs>,
     gid: Option<(Gid, Option<GidType>)>,
     pd: Option<Rc<Pd>>,
     mr: Option<Mr>,

@@ -1,6 +1,7 @@
 //! Everything that reads the system: sysfs, libibverbs and librdmacm, rtnetlink, umad.
 //! Gatherers return facts (the `model`'s types); they hold no rules and no prose.
 
+pub mod devinfo;
 pub mod discover;
 pub mod failure;
 pub mod inventory;

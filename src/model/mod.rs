@@ -3,6 +3,7 @@
 
 pub mod counter;
 pub mod device;
+pub mod devinfo;
 pub mod diagnostic;
 pub mod errno;
 pub mod fabric;

@@ -2,6 +2,7 @@
 //! through serde (`output::json`) on the model or on the small row types defined here.
 
 pub mod counters;
+pub mod devinfo;
 pub mod explanation;
 pub mod fabric;
 pub mod findings;
