@@ -7,6 +7,7 @@ pub mod counters;
 pub mod devices;
 pub mod devinfo;
 pub mod doctor;
+pub mod explain;
 pub mod fabric;
 pub mod gid;
 pub mod gids;
