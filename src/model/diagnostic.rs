@@ -240,7 +240,7 @@ impl PartialEq<&str> for Seen {
 }
 
 /// JSON keeps `evidence` an array of strings, as the text prints them (users parse that);
-/// a `Diagnostic`'s own JSON carries the tags through `tagged`.
+/// an explanation's `seen` and a `Diagnostic`'s `evidence` carry the tags through `tagged`.
 impl Serialize for Seen {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         serializer.serialize_str(&self.text)
@@ -282,19 +282,32 @@ mod tagged {
         value: &'a Option<SeenValue>,
     }
 
+    /// `[{"from": ..., "text": ..., "value": ...}]`, `value` only where there is one.
+    pub struct TaggedSeen<'a>(pub &'a [Seen]);
+
+    impl Serialize for TaggedSeen<'_> {
+        fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+            serializer.collect_seq(self.0.iter().map(|s| Tagged {
+                from: s.from,
+                text: &s.text,
+                value: &s.value,
+            }))
+        }
+    }
+
     pub fn serialize<S: Serializer>(seen: &[Seen], serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_seq(seen.iter().map(|s| Tagged {
-            from: s.from,
-            text: &s.text,
-            value: &s.value,
-        }))
+        TaggedSeen(seen).serialize(serializer)
     }
 }
 
 /// Why a step failed: the rule's stable code, the cause, the evidence seen in this run, and
 /// what to change: the failure shape of a `Diagnostic` (always `fail`), with its JSON keys.
 /// Every failure path (TCP exchange, connection manager, selftest) builds this.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+///
+/// JSON: `evidence` stays an array of strings, as users parse it; `seen` beside it holds the
+/// same lines with the fact each states. Reading back prefers `seen`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(from = "ExplanationJson")]
 pub struct Explanation {
     /// Stable, kebab-case, one per rule; docs/failures.md lists them all.
     pub code: String,
@@ -307,6 +320,55 @@ pub struct Explanation {
     /// The GID index that would work toward the peer, when one exists (never set when the
     /// kernel chose the GID, as with the connection manager).
     pub suggested_gid_index: Option<u32>,
+}
+
+impl Serialize for Explanation {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct Out<'a> {
+            code: &'a str,
+            summary: &'a str,
+            evidence: &'a [Seen],
+            seen: tagged::TaggedSeen<'a>,
+            fix: &'a str,
+            suggested_gid_index: Option<u32>,
+        }
+        Out {
+            code: &self.code,
+            summary: &self.summary,
+            evidence: &self.evidence,
+            seen: tagged::TaggedSeen(&self.evidence),
+            fix: &self.fix,
+            suggested_gid_index: self.suggested_gid_index,
+        }
+        .serialize(serializer)
+    }
+}
+
+/// An explanation as JSON holds it: from this version, or from one before `seen`.
+#[derive(Deserialize)]
+struct ExplanationJson {
+    code: String,
+    summary: String,
+    #[serde(default)]
+    evidence: Vec<Seen>,
+    #[serde(default)]
+    seen: Option<Vec<Seen>>,
+    fix: String,
+    #[serde(default)]
+    suggested_gid_index: Option<u32>,
+}
+
+impl From<ExplanationJson> for Explanation {
+    fn from(json: ExplanationJson) -> Explanation {
+        Explanation {
+            code: json.code,
+            summary: json.summary,
+            evidence: json.seen.unwrap_or(json.evidence),
+            fix: json.fix,
+            suggested_gid_index: json.suggested_gid_index,
+        }
+    }
 }
 
 impl Explanation {
@@ -570,9 +632,18 @@ mod tests {
         let mut seen = Seen::new(Source::Route, "seen");
         seen.value = Some(SeenValue::Number(7));
         x.evidence.push(seen);
-        let legacy = serde_json::to_value(&x).unwrap();
-        assert_eq!(legacy["evidence"], serde_json::json!(["seen"]));
-        // A child's report reads back with serde; the plain form has no tag to keep.
+        let json = serde_json::to_value(&x).unwrap();
+        assert_eq!(json["evidence"], serde_json::json!(["seen"]));
+        assert_eq!(
+            json["seen"],
+            serde_json::json!([{"from": "route", "text": "seen", "value": 7}])
+        );
+        // A child's report reads back with serde, tags and all.
+        let back: Explanation = serde_json::from_value(json.clone()).unwrap();
+        assert_eq!(back, x);
+        // A report from before `seen` has no tag to keep.
+        let mut legacy = json;
+        legacy.as_object_mut().unwrap().remove("seen");
         let back: Explanation = serde_json::from_value(legacy).unwrap();
         assert_eq!(back.evidence[0].from, Source::Gathered);
         assert_eq!(back.evidence[0], "seen");
