@@ -399,7 +399,7 @@ fn every_catalogued_code_is_explainable() {
         let first = text.lines().next().unwrap_or_default();
         assert!(
             first
-                .split(" (")
+                .split(" — ")
                 .next()
                 .unwrap()
                 .split(", ")

@@ -1175,7 +1175,7 @@ fn explain_prints_a_codes_entry_and_lists_every_code() {
     assert!(
         entry
             .stdout
-            .starts_with("retry-exceeded (Work completions (shared by the TCP exchange and --cm))\n\n- **When:**"),
+            .starts_with("retry-exceeded — Work completions (shared by the TCP exchange and --cm)\n\n- **When:**"),
         "{}",
         entry.stdout
     );

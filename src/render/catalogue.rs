@@ -5,11 +5,12 @@ use serde::Serialize;
 
 use crate::model::catalogue::Entry;
 
-/// The entries of one code, each under a line naming its codes and group.
+/// The entries of one code, each under a line naming its codes and group:
+/// `port-down — Data path (TCP exchange, verbs setup, QP transitions)`.
 pub fn entries_text(entries: &[Entry]) -> String {
     entries
         .iter()
-        .map(|e| format!("{} ({})\n\n{}\n", e.codes.join(", "), e.group, e.text))
+        .map(|e| format!("{} — {}\n\n{}\n", e.codes.join(", "), e.group, e.text))
         .collect::<Vec<_>>()
         .join("\n")
 }
@@ -100,12 +101,12 @@ mod tests {
         let text = entries_text(&lookup("port-down"));
         assert!(
             text.starts_with(
-                "port-down (Data path (TCP exchange, verbs setup, QP transitions))\n\n- **When:**"
+                "port-down — Data path (TCP exchange, verbs setup, QP transitions)\n\n- **When:**"
             ),
             "{text}"
         );
         let two = entries_text(&lookup("mtu-mismatch"));
-        assert_eq!(two.matches("mtu-mismatch (").count(), 2, "{two}");
+        assert_eq!(two.matches("mtu-mismatch — ").count(), 2, "{two}");
         let json = serde_json::to_value(explained("port-down", &lookup("port-down"))).unwrap();
         assert!(json["entries"][0]["fix"]
             .as_str()
