@@ -2583,6 +2583,8 @@ pub(crate) mod tests {
                     || facts.cm_source.is_some()
             }
             Source::PeerNotice => matches!(failure.cause, Cause::PeerReported { .. }),
+            // An explanation names the fact each line states; an unattributed line is a bug.
+            Source::Gathered => false,
         }
     }
 

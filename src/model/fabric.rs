@@ -4,6 +4,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::model::diagnostic::{Diagnostic, Seen, Severity, Source, Subject};
+
 /// The launcher that placed this process, as far as its environment tells.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -511,6 +513,20 @@ pub struct SuspectRow {
 }
 
 impl SuspectRow {
+    /// The suspect as every other diagnosis is: `fail`, about its rank, its explanation's
+    /// why/seen/fix. What the pair tests saw is evidence relayed from their reports.
+    pub fn diagnostic(&self) -> Diagnostic {
+        let mut d = Diagnostic::new(Severity::Fail, self.code, &self.explanation.summary)
+            .fix(&self.explanation.fix);
+        if let Some(rank) = self.rank {
+            d = d.about(Subject::Rank(rank));
+        }
+        self.explanation
+            .evidence
+            .iter()
+            .fold(d, |d, e| d.seen(Seen::new(Source::Gathered, e.clone())))
+    }
+
     pub fn kind_word(&self) -> &'static str {
         match self.kind {
             SuspectKind::Link => "the link between them",

@@ -1,6 +1,7 @@
 //! Plain data: what the gatherers fill and the rules and renderers read. Nothing here does
 //! I/O, and nothing here imports a module above it.
 
+pub mod catalogue;
 pub mod counter;
 pub mod device;
 pub mod devinfo;

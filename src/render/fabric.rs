@@ -8,6 +8,7 @@ use owo_colors::OwoColorize;
 use crate::model::diagnostic::Severity;
 use crate::model::fabric::{FabricReport, PairRow, PairState, RankRow};
 use crate::output::Style;
+use crate::render::diagnostic;
 
 /// Above this many endpoints the matrix shows one character per pair.
 const FIGURES_UP_TO: usize = 24;
@@ -69,7 +70,7 @@ pub fn text(r: &FabricReport, style: Style) -> String {
         out.push_str("\ndrift (endpoints that differ from the rest):\n");
         let by_rank: BTreeMap<u32, &RankRow> = r.ranks.iter().map(|x| (x.info.rank, x)).collect();
         for d in &r.drift {
-            let label = crate::render::findings::severity_label(Severity::Warn, style);
+            let label = diagnostic::severity_label(Severity::Warn, style);
             let groups: Vec<String> = d
                 .values
                 .iter()
@@ -113,18 +114,14 @@ pub fn text(r: &FabricReport, style: Style) -> String {
                 (Some(a), None) => rank_label(r, a),
                 _ => "the fabric".to_string(),
             };
+            let d = s.diagnostic();
             out.push_str(&format!(
                 "{}  {}  {who}: {}\n",
-                crate::render::findings::severity_label(Severity::Fail, style),
-                s.code,
+                diagnostic::severity_label(d.severity, style),
+                d.code,
                 s.reason
             ));
-            out.push_str(&crate::render::explanation::parts(
-                &s.explanation.summary,
-                s.explanation.evidence.iter().cloned(),
-                &s.explanation.fix,
-                "      ",
-            ));
+            out.push_str(&diagnostic::body(&d, "      "));
         }
     }
     out.push_str(&format!("\nverdict: {}\n", r.verdict));
