@@ -6,6 +6,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::doctor::ARP_FLUX_FIX;
+use crate::model::fabric::child::{ChildEvidence, ChildFailure};
 use crate::model::fabric::{
     Drift, DriftValue, PairEnd, PairState, PairVerdict, Pattern, PerfBaseline, RankInfo, Suspect,
     SuspectExplanation, SuspectKind, Thresholds,
@@ -336,9 +337,7 @@ pub fn judge_pair(p: &PairInput, base: &PerfBaseline, t: &Thresholds) -> PairVer
         let text = end
             .failure
             .as_ref()
-            .and_then(|f| f.get("message"))
-            .and_then(|m| m.as_str())
-            .map(String::from)
+            .and_then(|f| f.message.clone())
             .or_else(|| end.problem.clone())
             .unwrap_or_else(|| "failed".into());
         worst(PairState::Failed, text, &mut v);
@@ -590,23 +589,21 @@ fn pairs_of(
 // ---------------------------------------------------------------------------------------
 // Explaining a suspect
 
-fn failure_text(f: &serde_json::Value) -> (Option<String>, Vec<String>, Option<String>) {
-    let x = f.get("explanation");
-    let s = |v: Option<&serde_json::Value>| v.and_then(|v| v.as_str()).map(String::from);
+fn failure_text(f: &ChildFailure) -> (Option<String>, Vec<String>, Option<String>) {
+    let x = f.explanation.as_ref();
     let evidence = x
-        .and_then(|x| x.get("evidence"))
-        .and_then(|e| e.as_array())
-        .map(|a| {
-            a.iter()
-                .filter_map(|e| e.as_str().or_else(|| e.get("text")?.as_str()))
+        .map(|x| {
+            x.evidence
+                .iter()
+                .filter_map(ChildEvidence::text)
                 .map(String::from)
                 .collect()
         })
         .unwrap_or_default();
     (
-        s(x.and_then(|x| x.get("summary"))),
+        x.and_then(|x| x.summary.clone()),
         evidence,
-        s(x.and_then(|x| x.get("fix"))),
+        x.and_then(|x| x.fix.clone()),
     )
 }
 
@@ -615,29 +612,26 @@ fn counter_finding(end: &PairEnd, code: &str) -> Option<(String, Vec<String>, Op
     let f = end
         .counters
         .as_ref()?
-        .get("findings")?
-        .as_array()?
+        .findings
         .iter()
-        .find(|f| f.get("code").and_then(|c| c.as_str()) == Some(code))?;
-    let s = |k: &str| f.get(k).and_then(|v| v.as_str()).map(String::from);
+        .find(|f| f.code.as_deref() == Some(code))?;
     let evidence = f
-        .get("evidence")
-        .and_then(|e| e.as_array())
-        .map(|a| {
-            a.iter()
-                .filter_map(|e| e.as_str())
-                // "this end" and "the peer" were the pair's client and server; here the
-                // port names alone say whose counters moved.
-                .map(|e| {
-                    e.strip_prefix("this end ")
-                        .or_else(|| e.strip_prefix("the peer "))
-                        .unwrap_or(e)
-                        .to_string()
-                })
-                .collect()
+        .evidence
+        .iter()
+        .filter_map(|e| match e {
+            ChildEvidence::Line(line) => Some(line.as_str()),
+            _ => None,
         })
-        .unwrap_or_default();
-    Some((s("message")?, evidence, s("fix")))
+        // "this end" and "the peer" were the pair's client and server; here the
+        // port names alone say whose counters moved.
+        .map(|e| {
+            e.strip_prefix("this end ")
+                .or_else(|| e.strip_prefix("the peer "))
+                .unwrap_or(e)
+                .to_string()
+        })
+        .collect();
+    Some((f.message.clone()?, evidence, f.fix.clone()))
 }
 
 pub fn explain_suspect(
@@ -696,7 +690,7 @@ pub fn explain_suspect(
     let first_failure = bad_pairs
         .iter()
         .filter(|v| v.state == PairState::Failed)
-        .find_map(|v| ends.get(&(v.a, v.b))?.failure.as_ref().map(failure_text));
+        .find_map(|v| ends.get(&(v.a, v.b))?.failure.as_deref().map(failure_text));
     let first_loss = bad_pairs
         .iter()
         .find_map(|v| counter_finding(ends.get(&(v.a, v.b))?, "counters-retransmission"));
@@ -790,6 +784,7 @@ pub fn explain_suspect(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::fabric::child::Verbatim;
 
     fn all_pairs(rounds: &[Vec<(u32, u32)>]) -> Vec<(u32, u32)> {
         let mut v: Vec<(u32, u32)> = rounds.iter().flatten().copied().collect();
@@ -1032,9 +1027,9 @@ mod tests {
         for p in pairs.iter_mut().filter(|p| p.b == 3) {
             p.end = Ok(PairEnd {
                 ok: false,
-                failure: Some(
+                failure: Some(Verbatim::new(
                     serde_json::json!({"message": "IBV_WC_RETRY_EXC_ERR", "explanation": {"code": "retry-exceeded"}}),
-                ),
+                )),
                 ..PairEnd::default()
             });
         }
@@ -1073,9 +1068,11 @@ mod tests {
         for p in pairs.iter_mut().filter(|p| p.b == 3) {
             p.end = Ok(PairEnd {
                 ok: false,
-                failure: Some(serde_json::json!({"message": "IBV_WC_RETRY_EXC_ERR",
+                failure: Some(Verbatim::new(
+                    serde_json::json!({"message": "IBV_WC_RETRY_EXC_ERR",
                     "explanation": {"code": "retry-exceeded", "summary": "no ACK from the peer",
-                        "evidence": [{"from": "route", "text": "neighbour 10.0.0.4 FAILED"}], "fix": "check the link"}})),
+                        "evidence": [{"from": "route", "text": "neighbour 10.0.0.4 FAILED"}], "fix": "check the link"}}),
+                )),
                 ..PairEnd::default()
             });
         }

@@ -2,8 +2,10 @@
 //! Gatherers return facts (the `model`'s types); they hold no rules and no prose.
 
 pub mod discover;
+pub mod endpoint;
 pub mod failure;
 pub mod inventory;
 pub mod net;
+pub mod placement;
 pub mod sysfs;
 pub mod verbs;

@@ -246,6 +246,7 @@ pub fn connect(host: &str, port: u16, deadline: Instant) -> Result<Channel, Wire
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::fabric::child::Verbatim;
 
     fn info() -> RankInfo {
         RankInfo {
@@ -286,9 +287,9 @@ mod tests {
                 client: true,
                 end: Box::new(PairEnd {
                     ok: false,
-                    failure: Some(
+                    failure: Some(Verbatim::new(
                         serde_json::json!({"message": "x", "explanation": {"code": "retry-exceeded"}}),
-                    ),
+                    )),
                     ..PairEnd::default()
                 }),
             }),
