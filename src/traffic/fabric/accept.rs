@@ -6,20 +6,20 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use crate::model::fabric::RankInfo;
-use crate::wire::rendezvous::{Channel, ToLeader, ToRank};
+use crate::wire::rendezvous::{ControlChannel, ToLeader, ToRank};
 
 use super::SEND;
 
 /// What the connection threads tell the coordinator.
-pub(super) enum Event {
-    Joined(u64, Box<RankInfo>, Channel),
+pub(super) enum LeaderEvent {
+    Joined(u64, Box<RankInfo>, ControlChannel),
     Msg(u64, u32, ToLeader),
     Gone(u64, u32, String),
 }
 
 pub(super) fn accept_loop(
     listener: TcpListener,
-    tx: mpsc::Sender<Event>,
+    tx: mpsc::Sender<LeaderEvent>,
     token: String,
     size: u32,
 ) {
@@ -31,12 +31,12 @@ pub(super) fn accept_loop(
         let tx = tx.clone();
         let token = token.clone();
         std::thread::spawn(move || {
-            let Ok(mut ch) = Channel::new(stream) else {
+            let Ok(mut ch) = ControlChannel::new(stream) else {
                 return;
             };
             // A stranger gets 10 s to say who it is, then the door closes.
             let join: Option<ToLeader> = ch.recv(Some(Duration::from_secs(10))).ok().flatten();
-            let refuse = |ch: &mut Channel, reason: String| {
+            let refuse = |ch: &mut ControlChannel, reason: String| {
                 let _ = ch.send(&ToRank::Refused { reason }, SEND);
                 ch.shutdown();
             };
@@ -66,23 +66,24 @@ pub(super) fn accept_loop(
             }
             let rank = info.rank;
             let Ok(reader) = ch.try_clone() else { return };
-            if tx.send(Event::Joined(id, info, ch)).is_err() {
+            if tx.send(LeaderEvent::Joined(id, info, ch)).is_err() {
                 return;
             }
             let mut reader = reader;
             loop {
                 match reader.recv::<ToLeader>(None) {
                     Ok(Some(msg)) => {
-                        if tx.send(Event::Msg(id, rank, msg)).is_err() {
+                        if tx.send(LeaderEvent::Msg(id, rank, msg)).is_err() {
                             return;
                         }
                     }
                     Ok(None) => {
-                        let _ = tx.send(Event::Gone(id, rank, "closed its connection".into()));
+                        let _ =
+                            tx.send(LeaderEvent::Gone(id, rank, "closed its connection".into()));
                         return;
                     }
                     Err(e) => {
-                        let _ = tx.send(Event::Gone(id, rank, e.0));
+                        let _ = tx.send(LeaderEvent::Gone(id, rank, e.0));
                         return;
                     }
                 }

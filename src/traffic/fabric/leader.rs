@@ -9,9 +9,9 @@ use std::time::{Duration, Instant};
 
 use crate::error::Result;
 use crate::model::fabric::{FabricReport, Pattern, RankInfo, Thresholds};
-use crate::wire::rendezvous::{Channel, PairTest, ToLeader, ToRank};
+use crate::wire::rendezvous::{ControlChannel, PairTest, ToLeader, ToRank};
 
-use super::accept::{accept_loop, Event};
+use super::accept::{accept_loop, LeaderEvent};
 use super::round_state::RoundState;
 use super::SEND;
 
@@ -32,8 +32,8 @@ pub struct LeaderConfig {
 
 pub(super) struct Leader {
     pub(super) cfg: LeaderConfig,
-    pub(super) events: mpsc::Receiver<Event>,
-    pub(super) conns: BTreeMap<u32, (u64, Channel)>,
+    pub(super) events: mpsc::Receiver<LeaderEvent>,
+    pub(super) conns: BTreeMap<u32, (u64, ControlChannel)>,
     pub(super) infos: BTreeMap<u32, RankInfo>,
     pub(super) gone: BTreeMap<u32, String>,
     pub(super) round_now: u32,
@@ -107,9 +107,9 @@ impl Leader {
     }
 
     /// Book-keeping for any event; `round` collects a pair's messages during a round.
-    pub(super) fn handle(&mut self, ev: Event, round: Option<&mut RoundState>) {
+    pub(super) fn handle(&mut self, ev: LeaderEvent, round: Option<&mut RoundState>) {
         match ev {
-            Event::Joined(id, info, mut ch) => {
+            LeaderEvent::Joined(id, info, mut ch) => {
                 let rank = info.rank;
                 if self.infos.contains_key(&rank) {
                     let _ = ch.send(
@@ -136,7 +136,7 @@ impl Leader {
                     self.conns.insert(rank, (id, ch));
                 }
             }
-            Event::Gone(id, rank, why) => {
+            LeaderEvent::Gone(id, rank, why) => {
                 if self.conns.get(&rank).map(|c| c.0) != Some(id) {
                     return;
                 }
@@ -155,7 +155,7 @@ impl Leader {
                     r.rank_gone(rank, &self.gone[&rank]);
                 }
             }
-            Event::Msg(id, rank, msg) => {
+            LeaderEvent::Msg(id, rank, msg) => {
                 if self.conns.get(&rank).map(|c| c.0) != Some(id) {
                     return;
                 }
