@@ -5,12 +5,13 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::doctor::ARP_FLUX_FIX;
+use super::doctor::{arp_flux_groups, arp_flux_line, ARP_FLUX_FIX};
 use crate::model::fabric::child::{ChildEvidence, ChildFailure};
 use crate::model::fabric::{
-    Drift, DriftValue, PairEnd, PairState, PairVerdict, Pattern, PerfBaseline, RankInfo, Suspect,
-    SuspectExplanation, SuspectKind, Thresholds,
+    ArpFluxGroup, ArpFluxNetdev, Drift, DriftValue, PairEnd, PairState, PairVerdict, Pattern,
+    PerfBaseline, RankInfo, Suspect, SuspectExplanation, SuspectKind, Thresholds,
 };
+use crate::model::facts::RoceNetdev;
 
 // ---------------------------------------------------------------------------------------
 // Scheduling
@@ -193,7 +194,7 @@ pub fn drift(ranks: &[RankInfo]) -> Vec<Drift> {
     }
     let mut flux: BTreeMap<String, Vec<&RankInfo>> = BTreeMap::new();
     for r in &ranks {
-        if let Some(f) = &r.arp_flux {
+        if let Some(f) = arp_flux_text(&r.arp_flux) {
             flux.entry(format!("{}: {f}", r.host)).or_default().push(r);
         }
     }
@@ -209,6 +210,55 @@ pub fn drift(ranks: &[RankInfo]) -> Vec<Drift> {
         });
     }
     out
+}
+
+/// This host's ARP flux groups, as a rank publishes them.
+pub fn arp_flux(netdevs: &[RoceNetdev]) -> Vec<ArpFluxGroup> {
+    arp_flux_groups(netdevs)
+        .into_iter()
+        .map(|(subnet, members)| ArpFluxGroup {
+            subnet,
+            netdevs: members
+                .iter()
+                .map(|n| ArpFluxNetdev {
+                    netdev: n.netdev.clone(),
+                    arp_ignore: n.arp_ignore,
+                })
+                .collect(),
+        })
+        .collect()
+}
+
+/// A host's ARP flux in one line, each group worded as `doctor` words it:
+/// `veth0, veth1 on 10.0.0.0/24 answer ARP for each other's addresses (...)`; None when
+/// there is none.
+pub fn arp_flux_text(groups: &[ArpFluxGroup]) -> Option<String> {
+    (!groups.is_empty()).then(|| {
+        groups
+            .iter()
+            .map(|g| {
+                // The line reads each member's name and arp_ignore only.
+                let members: Vec<RoceNetdev> = g
+                    .netdevs
+                    .iter()
+                    .map(|n| RoceNetdev {
+                        port: String::new(),
+                        netdev: n.netdev.clone(),
+                        mtu: None,
+                        ipv4: Vec::new(),
+                        accept_local: None,
+                        rp_filter: None,
+                        arp_ignore: n.arp_ignore,
+                        arp_announce: None,
+                        link_peer: None,
+                    })
+                    .collect();
+                let refs: Vec<&RoceNetdev> = members.iter().collect();
+                arp_flux_line(&g.subnet, &refs)
+            })
+            .collect::<Vec<_>>()
+            .join("; ")
+    })
 }
 
 pub const ARP_FLUX_WHY: &str = "several RDMA netdevs of one host on one subnet with arp_ignore 0: each answers ARP for the others' addresses, so a peer may send the RoCE packets meant for one HCA to another HCA's MAC, which drops them (its QPs do not know the QPN): pairs crawl or fail with IBV_WC_RETRY_EXC_ERR";
@@ -686,7 +736,7 @@ pub fn explain_suspect(
         .into_iter()
         .flatten()
         .filter_map(|r| infos.get(&r))
-        .find_map(|i| i.arp_flux.as_ref().map(|f| (i.host.clone(), f.clone())));
+        .find_map(|i| arp_flux_text(&i.arp_flux).map(|f| (i.host.clone(), f)));
     let first_failure = bad_pairs
         .iter()
         .filter(|v| v.state == PairState::Failed)
@@ -894,11 +944,42 @@ mod tests {
         assert!(drift(&same).is_empty());
     }
 
+    fn flux(netdevs: &[&str]) -> Vec<ArpFluxGroup> {
+        vec![ArpFluxGroup {
+            subnet: "10.0.0.0/24".into(),
+            netdevs: netdevs
+                .iter()
+                .map(|n| ArpFluxNetdev {
+                    netdev: n.to_string(),
+                    arp_ignore: Some(0),
+                })
+                .collect(),
+        }]
+    }
+
+    #[test]
+    fn arp_flux_is_worded_as_doctor_words_it() {
+        assert_eq!(arp_flux_text(&[]), None);
+        let mut two = flux(&["e0", "e1"]);
+        two.push(ArpFluxGroup {
+            subnet: "10.1.0.0/16".into(),
+            netdevs: vec![ArpFluxNetdev {
+                netdev: "e2".into(),
+                arp_ignore: None,
+            }],
+        });
+        assert_eq!(
+            arp_flux_text(&two).unwrap(),
+            "e0, e1 on 10.0.0.0/24 answer ARP for each other's addresses (e0 arp_ignore 0, e1 arp_ignore 0); \
+             e2 on 10.1.0.0/16 answer ARP for each other's addresses (e2 arp_ignore ?)"
+        );
+    }
+
     #[test]
     fn arp_flux_is_reported_even_when_every_host_has_it() {
         let mut ranks: Vec<RankInfo> = (0..2).map(|r| info(r, "h")).collect();
         for r in &mut ranks {
-            r.arp_flux = Some("e0, e1 on 10.0.0.0/24 answer ARP for each other".into());
+            r.arp_flux = flux(&["e0", "e1"]);
         }
         let d = drift(&ranks);
         assert_eq!(d.len(), 1);
@@ -1084,8 +1165,7 @@ mod tests {
             .collect();
         let mut infos: BTreeMap<u32, RankInfo> =
             (0..4).map(|r| (r, info(r, &format!("h{r}")))).collect();
-        infos.get_mut(&3).unwrap().arp_flux =
-            Some("e0, e3 share 10.0.0.0/24 with arp_ignore 0".into());
+        infos.get_mut(&3).unwrap().arp_flux = flux(&["e0", "e3"]);
         let x = explain_suspect(&s[0], &infos, &v, &ends, &[], &base);
         assert!(x.summary.contains("no ACK from the peer"), "{}", x.summary);
         assert!(

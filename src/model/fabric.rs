@@ -89,10 +89,11 @@ impl Pattern {
 }
 
 /// What a rank publishes about itself and its endpoint before any traffic; rank 0 compares
-/// them (drift) and tells partners where to connect.
+/// them (drift) and tells partners where to connect. `F` is how the host's ARP flux is
+/// held: the groups as published, or the sentence that says so in the report.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RankInfo {
+pub struct RankInfo<F = Vec<ArpFluxGroup>> {
     pub rank: u32,
     pub local_rank: u32,
     pub host: String,
@@ -122,13 +123,65 @@ pub struct RankInfo {
     pub tcp_host: String,
     pub pair_port: u16,
     /// Host-level: the RDMA netdevs of this host that share a subnet and answer ARP for each
-    /// other's addresses (`arp_ignore` 0), e.g. `veth0, veth1 on 10.0.0.0/24`.
-    pub arp_flux: Option<String>,
+    /// other's addresses (`arp_ignore` 0).
+    pub arp_flux: F,
     /// Why this rank cannot take part (no active port, device cannot be opened).
     pub problem: Option<String>,
 }
 
+/// A rank as the report shows it: the ARP flux in words.
+pub type ReportedRank = RankInfo<Option<String>>;
+
+/// RDMA netdevs of one host on one IPv4 subnet, one of which answers ARP for the others'
+/// addresses (`arp_ignore` 0): a peer may send one HCA's RoCE packets to another's MAC.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ArpFluxGroup {
+    /// `10.0.0.0/24`.
+    pub subnet: String,
+    pub netdevs: Vec<ArpFluxNetdev>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ArpFluxNetdev {
+    pub netdev: String,
+    /// `arp_ignore` as the kernel applies it (max of all and the netdev's).
+    pub arp_ignore: Option<u32>,
+}
+
 impl RankInfo {
+    /// The rank as the report shows it, with its ARP flux in words.
+    pub fn reported(self, arp_flux: Option<String>) -> ReportedRank {
+        RankInfo {
+            rank: self.rank,
+            local_rank: self.local_rank,
+            host: self.host,
+            device: self.device,
+            port: self.port,
+            link_layer: self.link_layer,
+            state: self.state,
+            gid_index: self.gid_index,
+            gid: self.gid,
+            gid_type: self.gid_type,
+            gids: self.gids,
+            active_mtu: self.active_mtu,
+            netdev: self.netdev,
+            netdev_mtu: self.netdev_mtu,
+            rate: self.rate,
+            firmware: self.firmware,
+            kernel: self.kernel,
+            version: self.version,
+            memlock: self.memlock,
+            tcp_host: self.tcp_host,
+            pair_port: self.pair_port,
+            arp_flux,
+            problem: self.problem,
+        }
+    }
+}
+
+impl<F> RankInfo<F> {
     /// `host/device:port` as reports name an endpoint.
     pub fn label(&self) -> String {
         if self.device.is_empty() {
@@ -340,7 +393,7 @@ pub struct RunFacts {
 #[derive(Debug, Serialize)]
 pub struct RankRow {
     #[serde(flatten)]
-    pub info: RankInfo,
+    pub info: ReportedRank,
     /// `joined`, `missing` (never joined) or `left` (its connection ended mid-run).
     pub status: &'static str,
 }

@@ -35,7 +35,7 @@ pub fn rank_info(ctx: &Ctx, args: &FabricArgs, place: &Placement, pair_port: u16
     };
     info.device = tested.device.clone();
     info.port = tested.port;
-    info.arp_flux = crate::diagnose::doctor::arp_flux_summary(&tested.roce_netdevs);
+    info.arp_flux = crate::diagnose::fabric::arp_flux(&tested.roce_netdevs);
     info.firmware = tested.firmware;
     if let Some(p) = &tested.facts {
         port_facts(&mut info, p, args.gid_index);

@@ -88,7 +88,7 @@ impl Leader {
         let ranks: Vec<RankRow> = (0..self.cfg.size)
             .map(|r| match self.infos.get(&r) {
                 Some(info) => RankRow {
-                    info: info.clone(),
+                    info: info.clone().reported(rules::arp_flux_text(&info.arp_flux)),
                     status: if self.gone.contains_key(&r) {
                         "left"
                     } else {
