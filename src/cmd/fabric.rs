@@ -14,7 +14,7 @@ use crate::error::{Error, Result};
 use crate::model::fabric::{FabricReport, Given, Placement, Thresholds};
 use crate::output;
 use crate::traffic::fabric::leader::{self, LeaderConfig, PrintReport};
-use crate::traffic::fabric::{address, agent, endpoint, secs, simulate_ranks};
+use crate::traffic::fabric::{address, agent, rank_info, secs, simulate_ranks};
 use crate::wire::rendezvous::PairTest;
 
 pub fn run(ctx: &Ctx, args: &FabricArgs) -> Result<u8> {
@@ -64,7 +64,7 @@ pub fn run(ctx: &Ctx, args: &FabricArgs) -> Result<u8> {
             join_deadline,
         );
     }
-    let info = endpoint::rank_info(ctx, args, &place, pair_port);
+    let info = rank_info::rank_info(ctx, args, &place, pair_port);
     let agent = agent::agent(args, &place, &token, info, &connect_to, join_deadline);
     let Some(handle) = leader else {
         return agent;

@@ -17,6 +17,8 @@ pub(super) enum LeaderEvent {
     Gone(u64, u32, String),
 }
 
+/// Takes connections for as long as the run lasts: a rank that joins with another token or
+/// size is refused; one that joins has its messages passed on until its connection ends.
 pub(super) fn accept_loop(
     listener: TcpListener,
     tx: mpsc::Sender<LeaderEvent>,

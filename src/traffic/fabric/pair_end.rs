@@ -60,6 +60,20 @@ mod tests {
         assert_eq!(end.mbit_per_sec, Some(880.25));
         assert!(end.failure.is_none());
         let _ = end.counters.as_ref().unwrap();
+        // 30 retransmissions over 500 iterations of two operations.
+        assert_eq!(end.resends_per_mille, Some(30.0));
+        let failed = end_of_report(
+            br#"{"ok": false, "ops": {}, "failure": {"message": "IBV_WC_RETRY_EXC_ERR", "explanation": {"code": "retry-exceeded"}}}"#,
+            b"",
+            2.0,
+        );
+        let f = failed.failure.as_ref().unwrap();
+        assert_eq!(f.message.as_deref(), Some("IBV_WC_RETRY_EXC_ERR"));
+        assert_eq!(
+            f.explanation.as_ref().unwrap().code.as_deref(),
+            Some("retry-exceeded")
+        );
+        assert_eq!(failed.resends_per_mille, None);
         let failed = end_of_report(b"", b"rdmactl: no device 'rxe9'; devices: rxe0\n", 0.1);
         assert!(!failed.ok);
         assert_eq!(

@@ -174,3 +174,19 @@ fn with_resends(
     }
     counters
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_report_counts_the_resends_into_the_counters_object() {
+        let c = with_resends(serde_json::json!({"scope": "port"}), Some(1.5));
+        assert_eq!(
+            c,
+            serde_json::json!({"scope": "port", "resends_per_mille": 1.5})
+        );
+        let c = with_resends(serde_json::json!({"scope": "port"}), None);
+        assert_eq!(c, serde_json::json!({"scope": "port"}));
+    }
+}

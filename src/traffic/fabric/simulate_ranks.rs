@@ -9,7 +9,7 @@ use crate::error::{Error, Result};
 use crate::model::fabric::Placement;
 
 use super::agent::agent;
-use super::endpoint::rank_info;
+use super::rank_info::rank_info;
 
 /// Control-plane scale tests: ranks `place.rank ..` (n of them) as threads of this process.
 pub fn simulate_many(
