@@ -930,19 +930,6 @@ fn netns_finding(port: &Port, host: &HostNet, subject: Subject) -> Option<Findin
     })
 }
 
-/// This host's ARP flux in one line (`veth0, veth1 on 10.0.0.0/24 (arp_ignore 0)`), for
-/// `fabric`'s drift report; None when there is none.
-pub fn arp_flux_summary(netdevs: &[RoceNetdev]) -> Option<String> {
-    let groups = arp_flux_groups(netdevs);
-    (!groups.is_empty()).then(|| {
-        groups
-            .iter()
-            .map(|(subnet, members)| arp_flux_line(subnet, members))
-            .collect::<Vec<_>>()
-            .join("; ")
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -3,8 +3,10 @@
 
 pub mod devinfo;
 pub mod discover;
+pub mod endpoint;
 pub mod failure;
 pub mod inventory;
 pub mod net;
+pub mod placement;
 pub mod sysfs;
 pub mod verbs;

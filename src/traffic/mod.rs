@@ -1,6 +1,7 @@
 //! Engines that move real traffic, driven by several commands.
 
 pub mod counters;
+pub mod fabric;
 pub mod meter;
 
 /// A caught SIGINT/SIGTERM as the failure of a wait for completions, for the watch of
