@@ -13,4 +13,5 @@ pub mod failure;
 pub mod gid;
 pub mod mad;
 pub mod results;
+pub mod rounding;
 pub mod topology;

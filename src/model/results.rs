@@ -16,14 +16,14 @@ pub struct OpResult {
     pub iters: u64,
     pub bytes: u64,
     // JSON rounds the figures: seconds to µs, the rest to 3 decimals.
-    #[serde(serialize_with = "crate::output::ser_6dp")]
+    #[serde(serialize_with = "crate::model::rounding::ser_6dp")]
     pub seconds: f64,
-    #[serde(serialize_with = "crate::output::ser_3dp")]
+    #[serde(serialize_with = "crate::model::rounding::ser_3dp")]
     pub mbit_per_sec: f64,
-    #[serde(serialize_with = "crate::output::ser_3dp")]
+    #[serde(serialize_with = "crate::model::rounding::ser_3dp")]
     pub usec_per_iter: f64,
     /// Operations completed per second.
-    #[serde(serialize_with = "crate::output::ser_3dp")]
+    #[serde(serialize_with = "crate::model::rounding::ser_3dp")]
     pub msgs_per_sec: f64,
     /// Work requests kept in flight: 1 when each was measured on its own.
     pub window: u32,
@@ -39,17 +39,17 @@ pub struct OpResult {
 /// Per-iteration latency in microseconds (the histogram keeps 3 significant digits).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Latency {
-    #[serde(serialize_with = "crate::output::ser_3dp")]
+    #[serde(serialize_with = "crate::model::rounding::ser_3dp")]
     pub min: f64,
-    #[serde(serialize_with = "crate::output::ser_3dp")]
+    #[serde(serialize_with = "crate::model::rounding::ser_3dp")]
     pub p50: f64,
-    #[serde(serialize_with = "crate::output::ser_3dp")]
+    #[serde(serialize_with = "crate::model::rounding::ser_3dp")]
     pub p90: f64,
-    #[serde(serialize_with = "crate::output::ser_3dp")]
+    #[serde(serialize_with = "crate::model::rounding::ser_3dp")]
     pub p99: f64,
-    #[serde(serialize_with = "crate::output::ser_3dp")]
+    #[serde(serialize_with = "crate::model::rounding::ser_3dp")]
     pub p99_9: f64,
-    #[serde(serialize_with = "crate::output::ser_3dp")]
+    #[serde(serialize_with = "crate::model::rounding::ser_3dp")]
     pub max: f64,
 }
 
