@@ -32,3 +32,30 @@ pub fn ser_opt_3dp<S: serde::Serializer>(value: &Option<f64>, s: S) -> Result<S:
         None => s.serialize_none(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn figures_print_rounded() {
+        #[derive(serde::Serialize)]
+        struct Figures {
+            #[serde(serialize_with = "ser_3dp")]
+            us: f64,
+            #[serde(serialize_with = "ser_6dp")]
+            seconds: f64,
+            #[serde(serialize_with = "ser_opt_3dp")]
+            none: Option<f64>,
+        }
+        let text = serde_json::to_string(&Figures {
+            us: 1022.0500000000001,
+            seconds: 0.123_456_789,
+            none: None,
+        })
+        .unwrap();
+        assert_eq!(text, r#"{"us":1022.05,"seconds":0.123457,"none":null}"#);
+        assert_eq!(round_to(2.0004, 3), 2.0);
+        assert_eq!(round_to(f64::MAX, 3), f64::MAX);
+    }
+}
