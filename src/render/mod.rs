@@ -7,5 +7,7 @@ pub mod fabric;
 pub mod findings;
 pub mod gid;
 pub mod inventory;
+pub mod pingpong;
+pub mod selftest;
 pub mod subnet;
 pub mod table;

@@ -2,6 +2,8 @@
 
 pub mod counters;
 pub mod meter;
+pub mod pingpong;
+pub mod selftest;
 
 /// A caught SIGINT/SIGTERM as the failure of a wait for completions, for the watch of
 /// `Cq::wait_watching`.
