@@ -1,9 +1,9 @@
 //! ibv_rc_pingpong's exchange: a stock client or server at the other end.
 
-use super::loops::*;
-use super::plan::*;
-use super::report::*;
-use super::side::*;
+use super::loops::pingpong_loop;
+use super::plan::{counted_meter, Plan};
+use super::report::PingpongReport;
+use super::side::Side;
 use crate::cli::{Op, PingpongArgs};
 use crate::ctx::Ctx;
 use crate::gather::verbs::qp::{PathQos, RtrParams};

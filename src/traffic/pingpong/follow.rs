@@ -1,8 +1,8 @@
 //! A server that takes from its client what it was not given.
 
-use super::plan::*;
-use super::report::*;
-use super::side::*;
+use super::plan::{access_for, Length, Plan};
+use super::report::PingpongReport;
+use super::side::{open_side, Setup, Side};
 use crate::cli::PingpongArgs;
 use crate::ctx::Ctx;
 use crate::model::failure::{Cause, Failure, Step};

@@ -1,8 +1,8 @@
 //! The measured loops: ibv_rc_pingpong's SEND ping-pong, and the windowed loop of RDMA
 //! WRITE and READ that the TCP exchange and the CM share.
 
-use super::plan::*;
-use super::side::*;
+use super::plan::{Plan, LAST_MESSAGE, RX_DEPTH, WRID_RECV, WRID_SEND};
+use super::side::Side;
 use crate::gather::verbs::qp::{ticks, SendOp, Wc};
 use crate::model::failure::{Cause, Failure, Step};
 use crate::model::results::OpResult;

@@ -3,10 +3,10 @@
 
 use std::time::Duration;
 
-use super::loops::*;
-use super::plan::*;
-use super::report::*;
-use super::side::*;
+use super::loops::{pingpong_loop, windowed_loop};
+use super::plan::{Length, Plan, WINDOW};
+use super::report::PingpongReport;
+use super::side::Side;
 use crate::ctx::Ctx;
 use crate::gather::verbs::qp::{RtrParams, SendOp};
 use crate::model::failure::{Cause, Endpoint, Failure, Step};

@@ -3,7 +3,7 @@
 
 use std::net::IpAddr;
 
-use super::report::*;
+use super::report::{PingpongReport, Show};
 use crate::ctx::Ctx;
 use crate::error::{Error, Result};
 use crate::gather::failure::{self, Known};

@@ -4,7 +4,7 @@ use serde::Serialize;
 
 use crate::model::results::Qos;
 
-use super::plan::*;
+use super::plan::Plan;
 use crate::cli::PingpongArgs;
 use crate::error::Result;
 use crate::gather::failure::GidChoice;

@@ -3,8 +3,8 @@
 use std::net::IpAddr;
 use std::rc::Rc;
 
-use super::plan::*;
-use super::report::*;
+use super::plan::{random_psn, Plan, RX_DEPTH, WINDOW, WRID_RECV};
+use super::report::PingpongReport;
 use crate::cli::PingpongArgs;
 use crate::ctx::Ctx;
 use crate::error::Error;

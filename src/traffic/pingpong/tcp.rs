@@ -2,13 +2,13 @@
 
 use std::net::IpAddr;
 
-use super::compat::*;
-use super::follow::*;
-use super::native::*;
-use super::outcome::*;
-use super::plan::*;
-use super::report::*;
-use super::side::*;
+use super::compat::{serve_rc_pingpong, stock_server};
+use super::follow::follow_client;
+use super::native::native_run;
+use super::outcome::finish;
+use super::plan::{native_msg, plan, Plan};
+use super::report::{new_report, PingpongReport, Show};
+use super::side::{choose_for_client, open_side, Setup, Side};
 use crate::cli::{Compat, PingpongArgs};
 use crate::ctx::Ctx;
 use crate::error::{Error, Result};

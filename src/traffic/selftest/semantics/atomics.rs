@@ -1,9 +1,9 @@
 //! Atomics: fetch-and-add, then compare-and-swap on the sum.
 
-use super::super::{StepResult, Tester};
-use super::*;
+use super::{PairSpec, SIGNALED};
 use crate::gather::verbs::qp::{Mr, Opcode, WorkRequest};
 use crate::model::failure::Failure;
+use crate::traffic::selftest::{StepResult, Tester};
 
 impl Tester {
     /// Names the device without atomics, if one of the two has none.

@@ -4,10 +4,10 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use super::super::{pattern, StepResult, Tester};
-use super::*;
+use super::{send, PairSpec, QUIET_WAIT, SIGNALED};
 use crate::gather::verbs::qp::{Cq, SendFlags, WcDetail};
 use crate::model::failure::{Failure, Step};
+use crate::traffic::selftest::{pattern, StepResult, Tester};
 
 impl Tester {
     /// A run of SENDs with only every k-th signalled. Only the signalled ones complete,

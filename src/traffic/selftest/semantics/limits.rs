@@ -1,9 +1,9 @@
 //! Device limits: the largest inline SEND, and the P_Key table.
 
-use super::super::{pattern, StepResult, Tester};
-use super::*;
+use super::{send, PairSpec, ALL_REMOTE, INLINE_CEILING};
 use crate::gather::verbs::qp::{Qp, SendFlags};
 use crate::model::failure::{Cause, Failure};
+use crate::traffic::selftest::{pattern, StepResult, Tester};
 
 impl Tester {
     /// The largest max_inline_data the first device grants at QP create (a binary search:

@@ -2,9 +2,9 @@
 
 use std::collections::BTreeMap;
 
-use super::super::{pattern, StepResult, Tester};
-use super::*;
+use super::{send, SIGNALED};
 use crate::gather::verbs::qp::{Qp, Srq};
+use crate::traffic::selftest::{pattern, StepResult, Tester};
 
 impl Tester {
     /// One shared receive queue on the second end serves two QPs: receives posted once,

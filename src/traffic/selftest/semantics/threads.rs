@@ -4,10 +4,10 @@ use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::time::Instant;
 
-use super::super::{pattern, StepResult, Tester};
-use super::*;
+use super::{send, Pair, PairSpec, SIGNALED, THREADS, THREAD_MESSAGES, THREAD_MESSAGE_BYTES};
 use crate::gather::verbs::qp::{Qp, WcDetail};
 use crate::model::failure::{Cause, Failure, FailureContext, Step};
+use crate::traffic::selftest::{pattern, StepResult, Tester};
 
 impl Tester {
     /// Several threads, each on its own QP pair; all QPs of an end share its PD and one
