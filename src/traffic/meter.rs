@@ -79,6 +79,10 @@ impl Meter {
         if self.limit.is_some_and(|l| done >= l) {
             return true;
         }
+        // Without a deadline or progress lines the clock has nothing to tell.
+        if self.deadline.is_none() && self.next_print.is_none() {
+            return false;
+        }
         if done < self.next_check {
             return false;
         }

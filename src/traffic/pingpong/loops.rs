@@ -130,21 +130,37 @@ pub(crate) fn with_progress(mut f: Failure, side: &Side, progress: String) -> Fa
     f
 }
 
-/// RDMA WRITE or READ with up to `window` in flight until the meter says stop. With a
-/// window of 1 each sample is one operation's latency, post to completion; with more it
-/// would be queueing, so only the rate counts.
-pub(crate) fn windowed_loop(
-    side: &mut Side,
-    op: SendOp,
+/// A send queue the windowed loop drives: how a request is posted and how completions
+/// come back. The TCP exchange's QP ([`QpQueue`]) and the CM's endpoint are two.
+pub(crate) trait SendQueue {
+    /// What one wait brings back.
+    type Completion: Copy;
+    /// A slot of the completion buffer before anything is written to it.
+    fn empty() -> Self::Completion;
+    /// Posts request `wr_id` (the count posted before it).
+    fn post(&mut self, wr_id: u64) -> Result<(), Failure>;
+    /// Waits for the next completions, into `into`; how many came.
+    fn wait(&mut self, into: &mut [Self::Completion]) -> Result<usize, Failure>;
+    /// The wr_id of a request of ours that completed; None for a completion that is not
+    /// one (dealt with here); a failed request as its failure.
+    fn completed(&mut self, c: &Self::Completion) -> Result<Option<u64>, Failure>;
+    /// A failure of the loop, with how far it got: `done` of `posted`, toward `limit`.
+    fn stopped_after(&self, f: Failure, done: u64, posted: u64, limit: Option<u64>) -> Failure;
+}
+
+/// RDMA WRITE or READ with up to `window` in flight until the meter says stop, each
+/// moving `bytes_each`. With a window of 1 each sample is one operation's latency, post to
+/// completion; with more it would be queueing, so only the rate counts.
+pub(crate) fn windowed_loop<Q: SendQueue>(
+    queue: &mut Q,
     meter: &mut Meter,
     window: u32,
-    plan: &Plan,
-    mut conn: Option<&mut Conn>,
-) -> std::result::Result<OpResult, Failure> {
+    bytes_each: u64,
+) -> Result<OpResult, Failure> {
     // Completions of one send queue come in order: a ring of post times is enough.
     let mut posted_at = vec![0u64; window as usize];
     let slot = |wr_id: u64| (wr_id % u64::from(window)) as usize;
-    let mut wc = [Wc::default(); 16];
+    let mut wc = [Q::empty(); 16];
     let (mut posted, mut done) = (0u64, 0u64);
     let mut stop = false;
     loop {
@@ -154,33 +170,67 @@ pub(crate) fn windowed_loop(
                 break;
             }
             posted_at[slot(posted)] = ticks();
-            side.qp.post_send(&side.mr, op, posted)?;
+            queue.post(posted)?;
             posted += 1;
         }
         if done == posted {
             break;
         }
-        let limit = meter.limit();
-        let progress = |done: u64, posted: u64| match limit {
-            Some(n) => format!("after {done}/{n} completions ({posted} posted)"),
-            None => format!("after {done} completions ({posted} posted)"),
-        };
-        let n = wait(side, &mut wc, plan, &mut conn)
-            .map_err(|f| with_progress(f, side, progress(done, posted)))?;
+        let n = queue
+            .wait(&mut wc)
+            .map_err(|f| queue.stopped_after(f, done, posted, meter.limit()))?;
         let at = ticks();
-        for w in &wc[..n] {
-            if !w.ok() {
-                return Err(with_progress(
-                    side.fail(Step::Completion, w.cause()),
-                    side,
-                    progress(done, posted),
-                ));
-            }
+        for c in &wc[..n] {
+            let wr_id = match queue.completed(c) {
+                Ok(Some(wr_id)) => wr_id,
+                Ok(None) => continue,
+                Err(f) => return Err(queue.stopped_after(f, done, posted, meter.limit())),
+            };
             if window == 1 {
-                meter.record(at.saturating_sub(posted_at[slot(w.wr_id)]));
+                meter.record(at.saturating_sub(posted_at[slot(wr_id)]));
             }
             done += 1;
         }
     }
-    Ok(meter.finish(done, u64::from(side.size) * done))
+    Ok(meter.finish(done, bytes_each * done))
+}
+
+/// The TCP exchange's QP as the windowed loop's queue: `op` posted again and again, the
+/// completions waited for as `plan` says, a peer that stops ending the wait.
+pub(crate) struct QpQueue<'a> {
+    pub(crate) side: &'a mut Side,
+    pub(crate) op: SendOp,
+    pub(crate) plan: &'a Plan,
+    pub(crate) conn: Option<&'a mut Conn>,
+}
+
+impl SendQueue for QpQueue<'_> {
+    type Completion = Wc;
+
+    fn empty() -> Wc {
+        Wc::default()
+    }
+
+    fn post(&mut self, wr_id: u64) -> Result<(), Failure> {
+        self.side.qp.post_send(&self.side.mr, self.op, wr_id)
+    }
+
+    fn wait(&mut self, into: &mut [Wc]) -> Result<usize, Failure> {
+        wait(self.side, into, self.plan, &mut self.conn)
+    }
+
+    fn completed(&mut self, w: &Wc) -> Result<Option<u64>, Failure> {
+        if !w.ok() {
+            return Err(self.side.fail(Step::Completion, w.cause()));
+        }
+        Ok(Some(w.wr_id))
+    }
+
+    fn stopped_after(&self, f: Failure, done: u64, posted: u64, limit: Option<u64>) -> Failure {
+        let progress = match limit {
+            Some(n) => format!("after {done}/{n} completions ({posted} posted)"),
+            None => format!("after {done} completions ({posted} posted)"),
+        };
+        with_progress(f, self.side, progress)
+    }
 }

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use super::loops::{pingpong_loop, windowed_loop};
+use super::loops::{pingpong_loop, windowed_loop, QpQueue};
 use super::plan::{Length, Plan, WINDOW};
 use super::report::PingpongReport;
 use super::side::Side;
@@ -156,7 +156,14 @@ pub(crate) fn rdma_initiator(
         plan.progress,
         window,
     );
-    let mut res = windowed_loop(side, op, &mut meter, window, plan, Some(conn))?;
+    let bytes_each = u64::from(side.size);
+    let mut queue = QpQueue {
+        side: &mut *side,
+        op,
+        plan,
+        conn: Some(&mut *conn),
+    };
+    let mut res = windowed_loop(&mut queue, &mut meter, window, bytes_each)?;
     if !is_write {
         let want = pattern("read", remote.qpn, size);
         if side.mr.read(0, size) != want {

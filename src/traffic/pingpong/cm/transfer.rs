@@ -1,13 +1,13 @@
 //! The client's measured operations over a CM connection, and the check of the data
 //! they moved.
 
-use std::time::Instant;
-
 use super::{first_difference, pattern};
-use crate::gather::verbs::cm::{CmEndpoint, CmOp, Region};
+use crate::gather::verbs::cm::{CmEndpoint, CmOp, Completion, Region};
 use crate::gather::verbs::qp::ticks;
 use crate::model::failure::{Cause, Failure, Step};
-use crate::model::results::{ns_per_tick, op_result, LatencyRecorder, OpResult};
+use crate::model::results::OpResult;
+use crate::traffic::meter::Meter;
+use crate::traffic::pingpong::loops::{windowed_loop, SendQueue};
 
 /// `iters` times `op`; SEND (and WRITE and READ with `lat`) one at a time, each sample post
 /// to completion (for SEND, to both our completion and the echo: a round trip, as
@@ -34,11 +34,10 @@ pub(crate) fn run_op(
         .collect();
     ep.region(Region::Send)[..len].copy_from_slice(&sent);
     ep.region(Region::Rdma).fill(0);
-    let mut samples = LatencyRecorder::new();
     let window = if op == CmOp::Send || lat {
         1
     } else {
-        ep.window(op)
+        ep.window(op) as u32
     };
     let waiting_for = match op {
         CmOp::Send => "the echo of a SEND",
@@ -46,23 +45,19 @@ pub(crate) fn run_op(
         CmOp::Read => "an RDMA READ completion",
     };
     // TSC ticks per sample, as the TCP exchange measures (no clock read per iteration).
-    let start = Instant::now();
-    let start_tick = ticks();
-    if op == CmOp::Send {
-        ping_pong(ep, len, iters, &mut samples, waiting_for)?;
+    let mut meter = Meter::start(op.name(), Some(u64::from(iters)), None, None, window);
+    let mut result = if op == CmOp::Send {
+        ping_pong(ep, len, iters, &mut meter, waiting_for)?;
+        meter.finish(u64::from(iters), 2 * len as u64 * u64::from(iters))
     } else {
-        windowed(ep, op, len, iters, window, &mut samples, waiting_for)?;
-    }
-    let elapsed = start.elapsed();
-    let scale = ns_per_tick(start_tick, ticks(), elapsed);
-    let bytes = len as u64 * u64::from(iters) * if op == CmOp::Send { 2 } else { 1 };
-    let mut result = op_result(
-        u64::from(iters),
-        bytes,
-        elapsed,
-        window as u32,
-        samples.latency(scale),
-    );
+        let mut queue = CmQueue {
+            ep: &mut *ep,
+            op,
+            len,
+            waiting_for,
+        };
+        windowed_loop(&mut queue, &mut meter, window, len as u64)?
+    };
     if iters == 0 {
         return Ok(result);
     }
@@ -105,7 +100,7 @@ pub(crate) fn ping_pong(
     ep: &mut CmEndpoint,
     len: usize,
     iters: u32,
-    samples: &mut LatencyRecorder,
+    meter: &mut Meter,
     waiting_for: &'static str,
 ) -> std::result::Result<(), Failure> {
     for i in 0..iters {
@@ -122,41 +117,51 @@ pub(crate) fn ping_pong(
                 sent = true;
             }
         }
-        samples.record(ticks().saturating_sub(t0));
+        meter.record(ticks().saturating_sub(t0));
     }
     Ok(())
 }
 
-/// RDMA WRITEs or READs with up to `window` in flight, as the TCP exchange runs them; each
-/// sample is one request, post to completion (latency only when `window` is 1).
-pub(crate) fn windowed(
-    ep: &mut CmEndpoint,
+/// A CM endpoint as the windowed loop's queue: `op` of `len` bytes posted again and again,
+/// one completion per wait.
+struct CmQueue<'a> {
+    ep: &'a mut CmEndpoint,
     op: CmOp,
     len: usize,
-    iters: u32,
-    window: usize,
-    samples: &mut LatencyRecorder,
     waiting_for: &'static str,
-) -> std::result::Result<(), Failure> {
-    let iters = iters as usize;
-    // Completions of one send queue come in order: a ring of post times is enough.
-    let mut posted_at = vec![0u64; window];
-    let (mut posted, mut done) = (0usize, 0usize);
-    while done < iters {
-        while posted < iters && posted - done < window {
-            posted_at[posted % window] = ticks();
-            ep.post(op, len, posted as u64)?;
-            posted += 1;
+}
+
+impl SendQueue for CmQueue<'_> {
+    type Completion = Completion;
+
+    fn empty() -> Completion {
+        Completion {
+            wr_id: 0,
+            byte_len: 0,
+            is_recv: false,
         }
-        let c = ep.poll(waiting_for)?;
-        let at = ticks();
+    }
+
+    fn post(&mut self, wr_id: u64) -> Result<(), Failure> {
+        self.ep.post(self.op, self.len, wr_id)
+    }
+
+    fn wait(&mut self, into: &mut [Completion]) -> Result<usize, Failure> {
+        into[0] = self.ep.poll(self.waiting_for)?;
+        Ok(1)
+    }
+
+    fn completed(&mut self, c: &Completion) -> Result<Option<u64>, Failure> {
         if c.is_recv {
             // Nothing is sent to us meanwhile; keep the receive queue as it was.
-            ep.post_recv()?;
-            continue;
+            self.ep.post_recv()?;
+            return Ok(None);
         }
-        samples.record(at.saturating_sub(posted_at[c.wr_id as usize % window]));
-        done += 1;
+        Ok(Some(c.wr_id))
     }
-    Ok(())
+
+    /// The endpoint's failures already say what was waited for.
+    fn stopped_after(&self, f: Failure, _: u64, _: u64, _: Option<u64>) -> Failure {
+        f
+    }
 }
