@@ -93,8 +93,8 @@ pub(crate) fn finish(
     match report.failure {
         None => Ok(crate::exit::OK),
         Some(x) => {
-            let bad_index = x.step == Step::QueryGid
-                && matches!(x.cause, Cause::Errno { errno, .. } if errno == libc::ENODATA || errno == libc::EINVAL);
+            let bad_index =
+                x.step == Step::QueryGid && crate::diagnose::setup::is_bad_gid_slot(&x.cause);
             if bad_index {
                 return Err(Error::NoSuchGid {
                     device: report.device.clone(),

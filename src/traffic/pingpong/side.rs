@@ -7,6 +7,7 @@ use super::plan::{random_psn, Plan, RX_DEPTH, WINDOW, WRID_RECV};
 use super::report::PingpongReport;
 use crate::cli::PingpongArgs;
 use crate::ctx::Ctx;
+use crate::diagnose::setup::{setup_verdict, SetupVerdict};
 use crate::error::Error;
 use crate::gather::failure::{self, GidChoice};
 use crate::gather::verbs::qp::{Context, Cq, Mr, Pd, PortInfo, Qp, QpCaps};
@@ -75,47 +76,28 @@ impl From<Failure> for Setup {
 
 /// Turns a local setup failure into the error (and exit code) it deserves.
 pub(crate) fn setup_error(f: Failure, avail: Vec<String>) -> Error {
+    let no_rdma = || Error::NoRdma {
+        path: "/sys/class/infiniband".into(),
+    };
     let c = &f.context;
-    match (&f.step, &f.cause) {
-        (Step::Open, Cause::Errno { errno, .. }) if *errno == libc::ENODEV && avail.is_empty() => {
-            Error::NoRdma {
-                path: "/sys/class/infiniband".into(),
-            }
-        }
-        (Step::Open, Cause::Errno { errno, .. }) if *errno == libc::ENODEV => Error::NoSuchDevice {
+    match setup_verdict(&f, !avail.is_empty()) {
+        SetupVerdict::NoRdma => no_rdma(),
+        SetupVerdict::NoSuchDevice => Error::NoSuchDevice {
             name: c.device.clone(),
             available: avail,
         },
-        (Step::Open, Cause::Errno { errno, .. })
-            if *errno == libc::ENOSYS || *errno == libc::EOPNOTSUPP =>
-        {
-            Error::NoRdma {
-                path: "/sys/class/infiniband".into(),
-            }
-        }
-        (Step::QueryPort, Cause::Errno { errno, .. }) if *errno == libc::EINVAL => {
-            Error::NoSuchPort {
-                device: c.device.clone(),
-                port: c.port,
-                available: Vec::new(),
-            }
-        }
-        (Step::QueryGid, Cause::Errno { errno, .. })
-            if *errno == libc::EINVAL || *errno == libc::ENODATA =>
-        {
-            Error::NoSuchGid {
-                device: c.device.clone(),
-                port: c.port,
-                index: c.gid_index.unwrap_or(0),
-                hint: if *errno == libc::ENODATA {
-                    "the slot is empty (ENODATA); list the populated ones with `rdmactl gids`"
-                        .into()
-                } else {
-                    "the index is past the GID table (EINVAL); list them with `rdmactl gids`".into()
-                },
-            }
-        }
-        _ => Error::Failed(f.to_string()),
+        SetupVerdict::NoSuchPort => Error::NoSuchPort {
+            device: c.device.clone(),
+            port: c.port,
+            available: Vec::new(),
+        },
+        SetupVerdict::NoSuchGid { hint } => Error::NoSuchGid {
+            device: c.device.clone(),
+            port: c.port,
+            index: c.gid_index.unwrap_or(0),
+            hint: hint.into(),
+        },
+        SetupVerdict::Other => Error::Failed(f.to_string()),
     }
 }
 

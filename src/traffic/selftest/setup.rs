@@ -191,7 +191,7 @@ impl Tester {
             }
             t.gid_index[i] = index;
             let gid = c.query_gid(t.port, index).inspect_err(|f| {
-                if matches!(f.cause, Cause::Errno { errno, .. } if errno == libc::ENODATA || errno == libc::EINVAL) {
+                if crate::diagnose::setup::is_bad_gid_slot(&f.cause) {
                     t.open_error = Some(Error::NoSuchGid {
                         device: c.name().into(),
                         port: t.port,
