@@ -29,7 +29,7 @@ fn show(ctx: &Ctx, report: &PingpongReport) -> Result<()> {
 fn show_cm(ctx: &Ctx, report: &CmPingpongReport) -> Result<()> {
     if ctx.json {
         output::print(&output::json(report))
-    } else if report.connection.is_some() {
+    } else if report.is_connected() {
         output::print(render::pingpong::cm(&report.view(), ctx.style).trim_end())
     } else {
         Ok(())

@@ -13,7 +13,7 @@ use crate::wire::exchange::{self as oob, Conn, RcDest};
 
 /// The server answered in ibv_rc_pingpong's format: a stock server, which has already
 /// moved its QP to RTR. It does SEND only, with its own -s and -n.
-pub(crate) fn stock_server(
+pub(super) fn stock_server(
     ctx: &Ctx,
     args: &PingpongArgs,
     plan: &Plan,
@@ -62,7 +62,7 @@ pub(crate) fn stock_server(
     Ok(())
 }
 
-pub(crate) fn rc_endpoint(d: &RcDest) -> Endpoint {
+pub(super) fn rc_endpoint(d: &RcDest) -> Endpoint {
     Endpoint {
         lid: d.lid,
         qpn: d.qpn,
@@ -79,7 +79,7 @@ pub(crate) fn rc_endpoint(d: &RcDest) -> Endpoint {
 }
 
 /// ibv_rc_pingpong uses 1024 unless -m is given; stay within this port's active MTU.
-pub(crate) fn compat_mtu(plan: &Plan, side: &Side) -> std::result::Result<u32, Failure> {
+pub(super) fn compat_mtu(plan: &Plan, side: &Side) -> std::result::Result<u32, Failure> {
     let active = side.port_info.active_mtu;
     let want = plan.mtu.unwrap_or(1024.min(active.max(256)));
     oob::path_mtu(active, 0, Some(want))
@@ -88,7 +88,7 @@ pub(crate) fn compat_mtu(plan: &Plan, side: &Side) -> std::result::Result<u32, F
 
 /// RTR and RTS toward an ibv_rc_pingpong peer. It sets a GRH only when the peer's GID has
 /// a non-zero interface id; on RoCE that means a peer without -g cannot work, so say so.
-pub(crate) fn connect_rc(
+pub(super) fn connect_rc(
     side: &Side,
     dest: &RcDest,
     mtu: u32,
@@ -122,7 +122,7 @@ pub(crate) fn connect_rc(
     side.qp.to_rts(side.psn, 1)
 }
 
-pub(crate) fn serve_rc_pingpong(
+pub(super) fn serve_rc_pingpong(
     plan: &Plan,
     side: &mut Side,
     report: &mut PingpongReport,

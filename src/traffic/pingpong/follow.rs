@@ -12,7 +12,7 @@ use crate::wire::exchange::NativeMsg;
 /// --duration and --lat, -s, --op and -m, and says so. A new size or set of operations
 /// needs a new buffer and QP: this end is rebuilt on the same GID before anything is
 /// connected.
-pub(crate) fn follow_client(
+pub(super) fn follow_client(
     ctx: &Ctx,
     args: &PingpongArgs,
     plan: &Plan,

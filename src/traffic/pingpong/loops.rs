@@ -14,7 +14,7 @@ use crate::wire::exchange::Conn;
 /// with `marked_end` (a --duration run) the client ends it when its meter says so, by
 /// marking its last message, and the server stops after answering that one. Each sample is
 /// the time between two of this end's sends (a round trip); nothing allocates in the loop.
-pub(crate) fn pingpong_loop(
+pub(super) fn pingpong_loop(
     side: &mut Side,
     is_client: bool,
     meter: &mut Meter,
@@ -91,7 +91,7 @@ pub(crate) fn pingpong_loop(
 }
 
 /// The next completions: busy-polled, or asleep on the completion channel with -e.
-pub(crate) fn wait(
+pub(super) fn wait(
     side: &mut Side,
     wc: &mut [Wc],
     plan: &Plan,
@@ -108,7 +108,7 @@ pub(crate) fn wait(
 
 /// Asked while a loop waits for completions: a caught SIGINT/SIGTERM, or a peer that
 /// closed the out-of-band connection or sent its failure, ends the wait now.
-pub(crate) fn stopped(conn: &mut Option<&mut Conn>) -> Option<Failure> {
+pub(super) fn stopped(conn: &mut Option<&mut Conn>) -> Option<Failure> {
     if let Some(f) = crate::traffic::interrupted_wait() {
         return Some(f);
     }
@@ -117,7 +117,7 @@ pub(crate) fn stopped(conn: &mut Option<&mut Conn>) -> Option<Failure> {
     Some(f)
 }
 
-pub(crate) fn with_progress(mut f: Failure, side: &Side, progress: String) -> Failure {
+pub(super) fn with_progress(mut f: Failure, side: &Side, progress: String) -> Failure {
     if matches!(f.cause, Cause::Timeout { .. }) {
         f.context.note = Some(format!(
             "{progress}: the peer stopped answering (killed, or its link went down)"
@@ -132,7 +132,7 @@ pub(crate) fn with_progress(mut f: Failure, side: &Side, progress: String) -> Fa
 
 /// A send queue the windowed loop drives: how a request is posted and how completions
 /// come back. The TCP exchange's QP ([`QpQueue`]) and the CM's endpoint are two.
-pub(crate) trait SendQueue {
+pub(super) trait SendQueue {
     /// What one wait brings back.
     type Completion: Copy;
     /// A slot of the completion buffer before anything is written to it.
@@ -151,7 +151,7 @@ pub(crate) trait SendQueue {
 /// RDMA WRITE or READ with up to `window` in flight until the meter says stop, each
 /// moving `bytes_each`. With a window of 1 each sample is one operation's latency, post to
 /// completion; with more it would be queueing, so only the rate counts.
-pub(crate) fn windowed_loop<Q: SendQueue>(
+pub(super) fn windowed_loop<Q: SendQueue>(
     queue: &mut Q,
     meter: &mut Meter,
     window: u32,
@@ -197,11 +197,11 @@ pub(crate) fn windowed_loop<Q: SendQueue>(
 
 /// The TCP exchange's QP as the windowed loop's queue: `op` posted again and again, the
 /// completions waited for as `plan` says, a peer that stops ending the wait.
-pub(crate) struct QpQueue<'a> {
-    pub(crate) side: &'a mut Side,
-    pub(crate) op: SendOp,
-    pub(crate) plan: &'a Plan,
-    pub(crate) conn: Option<&'a mut Conn>,
+pub(super) struct QpQueue<'a> {
+    pub(super) side: &'a mut Side,
+    pub(super) op: SendOp,
+    pub(super) plan: &'a Plan,
+    pub(super) conn: Option<&'a mut Conn>,
 }
 
 impl SendQueue for QpQueue<'_> {

@@ -1,6 +1,8 @@
-//! `rdmactl pingpong`: an RC ping-pong between two hosts.
+//! `rdmactl pingpong`'s engine: an RC ping-pong between two hosts, over the TCP exchange
+//! (here) or the RDMA connection manager (`cm`). The command prints the reports it
+//! finishes (`Show`) and returns its exit status.
 //!
-//! Native mode exchanges a full endpoint description (oob.rs), compares both ends before
+//! Native mode exchanges a full endpoint description (`wire::exchange`), compares both ends before
 //! touching the QP, then runs SEND/RECV ping-pong, RDMA WRITE and RDMA READ; every RDMA
 //! phase runs once from each side and the target checks the bytes it got (the seed
 //! scenario: the server writes a string into the client's buffer, the client reads the
@@ -10,6 +12,11 @@
 //! Buffer layout (one MR of 2 × size): `[0, size)` is the local scratch (send source, WRITE
 //! source, READ destination); `[size, 2 × size)` is the target (receives land here, and it
 //! is the only range advertised to the peer).
+//!
+//! `plan` is what a run will do, `side` the device end it opens, `tcp` the session (client,
+//! server, `--persist`), `follow` a server taking its client's parameters, `native` and
+//! `compat` the two exchanges' runs, `loops` the measured loops (the windowed one shared
+//! with `cm`), `outcome` the explained end of a run, `report` what it reports.
 
 pub mod cm;
 mod compat;

@@ -15,7 +15,7 @@ use crate::traffic::meter::Meter;
 use crate::wire::exchange::{self as oob, Conn, NativeMsg};
 
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn native_run(
+pub(super) fn native_run(
     ctx: &Ctx,
     plan: &Plan,
     side: &mut Side,
@@ -105,12 +105,12 @@ pub(crate) fn native_run(
 }
 
 /// The bytes one end puts in its buffer, so the other can check exactly what arrived.
-pub(crate) fn pattern(op: &str, qpn: u32, len: usize) -> Vec<u8> {
+pub(super) fn pattern(op: &str, qpn: u32, len: usize) -> Vec<u8> {
     let unit = format!("rdmactl {op} from QPN 0x{qpn:06x}; ");
     unit.bytes().cycle().take(len).collect()
 }
 
-pub(crate) fn rdma_initiator(
+pub(super) fn rdma_initiator(
     side: &mut Side,
     conn: &mut Conn,
     name: &'static str,
@@ -184,7 +184,7 @@ pub(crate) fn rdma_initiator(
     Ok(res)
 }
 
-pub(crate) fn rdma_target(
+pub(super) fn rdma_target(
     side: &mut Side,
     conn: &mut Conn,
     name: &str,

@@ -14,7 +14,7 @@ use crate::wire::exchange::Conn;
 /// While the out-of-band connection is still open (`conn`), the cause this end found goes
 /// to the peer too, so both ends print it (a peer that spoke first is not answered back).
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn finish(
+pub(super) fn finish(
     ctx: &Ctx,
     show: &mut Show,
     mut report: PingpongReport,

@@ -11,31 +11,31 @@ use crate::traffic::meter::Meter;
 use crate::wire::exchange::{self as oob, NativeMsg};
 
 /// Receives posted ahead, as ibv_rc_pingpong's default rx depth.
-pub(crate) const RX_DEPTH: u32 = 500;
+pub(super) const RX_DEPTH: u32 = 500;
 /// RDMA WRITE/READ work requests in flight at once. 128 (perftest's tx depth) once made
 /// rxe in the 6.1 kernel NAK a 64 KiB WRITE stream with REM_INV_REQ_ERR; 32 never did.
-pub(crate) const WINDOW: u32 = 32;
-pub(crate) const MAX_SIZE: u32 = 1 << 30;
+pub(super) const WINDOW: u32 = 32;
+pub(super) const MAX_SIZE: u32 = 1 << 30;
 
-pub(crate) const WRID_RECV: u64 = 1;
-pub(crate) const WRID_SEND: u64 = 2;
+pub(super) const WRID_RECV: u64 = 1;
+pub(super) const WRID_SEND: u64 = 2;
 
 /// The first byte of a --duration client's last SEND: the server answers it and stops.
-pub(crate) const LAST_MESSAGE: u8 = 0xff;
+pub(super) const LAST_MESSAGE: u8 = 0xff;
 /// A --duration run may last 30 days (the exchange carries milliseconds in 32 bits).
-pub(crate) const MAX_DURATION_SECS: f64 = 30.0 * 86400.0;
+pub(super) const MAX_DURATION_SECS: f64 = 30.0 * 86400.0;
 /// Progress lines on a terminal when --interval is not given.
-pub(crate) const DEFAULT_INTERVAL: Duration = Duration::from_secs(5);
+pub(super) const DEFAULT_INTERVAL: Duration = Duration::from_secs(5);
 /// How long a run is: a count, a duration, and whether WRITE and READ go one at a time.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) struct Length {
-    pub(crate) iters: Option<u32>,
-    pub(crate) duration: Option<Duration>,
-    pub(crate) lat: bool,
+pub(super) struct Length {
+    pub(super) iters: Option<u32>,
+    pub(super) duration: Option<Duration>,
+    pub(super) lat: bool,
 }
 
 impl Length {
-    pub(crate) fn of(msg: &NativeMsg) -> Length {
+    pub(super) fn of(msg: &NativeMsg) -> Length {
         Length {
             iters: (msg.iters > 0).then_some(msg.iters),
             duration: (msg.duration_ms > 0)
@@ -46,7 +46,7 @@ impl Length {
 
     /// How long an end that waits for the other's turn may wait: a generous 20 ms per
     /// iteration, or the duration and a margin.
-    pub(crate) fn passive_wait(&self, timeout: Duration) -> Duration {
+    pub(super) fn passive_wait(&self, timeout: Duration) -> Duration {
         timeout
             + match (self.iters, self.duration) {
                 (Some(n), _) => Duration::from_millis(u64::from(n) * 20),
@@ -56,7 +56,7 @@ impl Length {
     }
 }
 /// A random 24-bit PSN, as ibv_rc_pingpong's lrand48() & 0xffffff.
-pub(crate) fn random_psn() -> u32 {
+pub(super) fn random_psn() -> u32 {
     let t = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default();
@@ -69,30 +69,30 @@ pub(crate) fn random_psn() -> u32 {
 }
 
 #[derive(Clone)]
-pub(crate) struct Plan {
-    pub(crate) ops: Ops,
-    pub(crate) access: Access,
-    pub(crate) size: u32,
+pub(super) struct Plan {
+    pub(super) ops: Ops,
+    pub(super) access: Access,
+    pub(super) size: u32,
     /// -m
-    pub(crate) mtu: Option<u32>,
-    pub(crate) length: Length,
+    pub(super) mtu: Option<u32>,
+    pub(super) length: Length,
     /// A server given none of -n, --duration and --lat takes the client's.
-    pub(crate) follows: bool,
+    pub(super) follows: bool,
     /// What a server was not given and takes from the client: -s, --op, -m.
-    pub(crate) follows_size: bool,
-    pub(crate) follows_ops: bool,
-    pub(crate) follows_mtu: bool,
-    pub(crate) progress: Option<Duration>,
-    pub(crate) events: bool,
-    pub(crate) qos: PathQos,
-    pub(crate) pkey_index: u16,
-    pub(crate) timeout: Duration,
-    pub(crate) gid_index: Option<u32>,
+    pub(super) follows_size: bool,
+    pub(super) follows_ops: bool,
+    pub(super) follows_mtu: bool,
+    pub(super) progress: Option<Duration>,
+    pub(super) events: bool,
+    pub(super) qos: PathQos,
+    pub(super) pkey_index: u16,
+    pub(super) timeout: Duration,
+    pub(super) gid_index: Option<u32>,
     /// `-g auto`: a client chooses before it connects, a server once it knows the client.
-    pub(crate) auto: bool,
+    pub(super) auto: bool,
 }
 
-pub(crate) fn plan(args: &PingpongArgs) -> Result<Plan> {
+pub(super) fn plan(args: &PingpongArgs) -> Result<Plan> {
     if args.cm {
         return Err(Error::Usage(
             "--cm (librdmacm) is not implemented yet; use the TCP exchange".into(),
@@ -222,7 +222,7 @@ pub(crate) fn plan(args: &PingpongArgs) -> Result<Plan> {
 }
 
 /// The peer may only write or read what the chosen operations need.
-pub(crate) fn access_for(ops: Ops) -> Access {
+pub(super) fn access_for(ops: Ops) -> Access {
     Access {
         remote_write: ops.write,
         remote_read: ops.read,
@@ -230,7 +230,7 @@ pub(crate) fn access_for(ops: Ops) -> Access {
     }
 }
 
-pub(crate) fn native_msg(plan: &Plan, local: &Endpoint) -> NativeMsg {
+pub(super) fn native_msg(plan: &Plan, local: &Endpoint) -> NativeMsg {
     let l = &plan.length;
     NativeMsg {
         endpoint: local.clone(),
@@ -245,7 +245,7 @@ pub(crate) fn native_msg(plan: &Plan, local: &Endpoint) -> NativeMsg {
 }
 
 /// A meter for the exchanges where both ends know -n (ibv_rc_pingpong's).
-pub(crate) fn counted_meter(name: &'static str, plan: &Plan, window: u32) -> Meter {
+pub(super) fn counted_meter(name: &'static str, plan: &Plan, window: u32) -> Meter {
     Meter::start(
         name,
         Some(u64::from(plan.length.iters.unwrap_or(1000))),

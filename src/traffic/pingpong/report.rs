@@ -14,37 +14,37 @@ use crate::model::results::{OpResult, OpResults};
 
 #[derive(Debug, Serialize)]
 pub struct PingpongReport {
-    pub(crate) role: &'static str,
-    pub(crate) exchange: &'static str,
+    pub(super) role: &'static str,
+    pub(super) exchange: &'static str,
     /// -m, or the client's when a server follows it.
     #[serde(skip)]
-    pub(crate) requested_mtu: Option<u32>,
-    pub(crate) device: String,
-    pub(crate) port: u32,
-    pub(crate) gid_index: Option<u32>,
+    pub(super) requested_mtu: Option<u32>,
+    pub(super) device: String,
+    pub(super) port: u32,
+    pub(super) gid_index: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) peer: Option<String>,
-    pub(crate) size: u32,
-    pub(crate) run: Run,
-    pub(crate) qos: Qos,
+    pub(super) peer: Option<String>,
+    pub(super) size: u32,
+    pub(super) run: Run,
+    pub(super) qos: Qos,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) path_mtu: Option<u32>,
+    pub(super) path_mtu: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) local: Option<Endpoint>,
+    pub(super) local: Option<Endpoint>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) remote: Option<Endpoint>,
+    pub(super) remote: Option<Endpoint>,
     /// What `-g auto` chose, and why it turned the other indices down.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) gid_selection: Option<GidChoice>,
-    pub(crate) ops: OpResults,
+    pub(super) gid_selection: Option<GidChoice>,
+    pub(super) ops: OpResults,
     /// With a single operation its figures are also at the top level.
     #[serde(flatten)]
-    pub(crate) single: Option<OpResult>,
+    pub(super) single: Option<OpResult>,
     /// What moved on each end's port over the traffic, and the counter rules' findings.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) counters: Option<crate::model::results::RunCounters>,
-    pub(crate) ok: bool,
-    pub(crate) failure: Option<FailureReport>,
+    pub(super) counters: Option<crate::model::results::RunCounters>,
+    pub(super) ok: bool,
+    pub(super) failure: Option<FailureReport>,
 }
 
 /// Where a finished report goes (the command prints it).
@@ -73,21 +73,21 @@ impl PingpongReport {
 
 /// How the run was measured (`run` in -j; the top level holds a single operation's figures).
 #[derive(Debug, Clone, Copy, Default, Serialize)]
-pub(crate) struct Run {
+pub(super) struct Run {
     /// -n; absent for a --duration run.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) iters: Option<u32>,
+    pub(super) iters: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) duration_sec: Option<f64>,
+    pub(super) duration_sec: Option<f64>,
     /// WRITE and READ were measured one at a time (--lat).
-    pub(crate) lat: bool,
+    pub(super) lat: bool,
     /// Completions were waited for asleep (-e).
-    pub(crate) events: bool,
+    pub(super) events: bool,
     /// A server that took the client's -n, --duration and --lat.
-    pub(crate) follows_client: bool,
+    pub(super) follows_client: bool,
 }
 
-pub(crate) fn new_report(args: &PingpongArgs, plan: &Plan, device: &str) -> PingpongReport {
+pub(super) fn new_report(args: &PingpongArgs, plan: &Plan, device: &str) -> PingpongReport {
     PingpongReport {
         role: if args.server.is_some() {
             "client"

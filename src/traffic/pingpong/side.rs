@@ -16,22 +16,22 @@ use crate::model::failure::{Cause, Endpoint, Failure, FailureContext, Step};
 use crate::model::gid::Gid;
 
 /// Everything one end owns, in drop order (QP before CQ before MR before PD).
-pub(crate) struct Side {
-    pub(crate) qp: Qp,
-    pub(crate) cq: Cq,
-    pub(crate) mr: Mr,
-    pub(crate) _pd: Rc<Pd>,
-    pub(crate) ctx: Rc<Context>,
-    pub(crate) port: u32,
-    pub(crate) port_info: PortInfo,
-    pub(crate) gid: Option<(u32, Gid, Option<GidType>)>,
-    pub(crate) psn: u32,
-    pub(crate) max_rd_atomic: u8,
-    pub(crate) size: u32,
+pub(super) struct Side {
+    pub(super) qp: Qp,
+    pub(super) cq: Cq,
+    pub(super) mr: Mr,
+    pub(super) _pd: Rc<Pd>,
+    pub(super) ctx: Rc<Context>,
+    pub(super) port: u32,
+    pub(super) port_info: PortInfo,
+    pub(super) gid: Option<(u32, Gid, Option<GidType>)>,
+    pub(super) psn: u32,
+    pub(super) max_rd_atomic: u8,
+    pub(super) size: u32,
 }
 
 impl Side {
-    pub(crate) fn endpoint(&self) -> Endpoint {
+    pub(super) fn endpoint(&self) -> Endpoint {
         Endpoint {
             lid: self.port_info.lid,
             qpn: self.qp.qpn(),
@@ -47,17 +47,17 @@ impl Side {
         }
     }
 
-    pub(crate) fn target(&self) -> usize {
+    pub(super) fn target(&self) -> usize {
         self.size as usize
     }
 
-    pub(crate) fn fail(&self, step: Step, cause: Cause) -> Failure {
+    pub(super) fn fail(&self, step: Step, cause: Cause) -> Failure {
         self.qp.failure(step, cause)
     }
 }
 
 /// Why opening the local side stopped: a usage or lookup error, or a verbs step to explain.
-pub(crate) enum Setup {
+pub(super) enum Setup {
     Error(Error),
     Failure(Failure),
 }
@@ -75,7 +75,7 @@ impl From<Failure> for Setup {
 }
 
 /// Turns a local setup failure into the error (and exit code) it deserves.
-pub(crate) fn setup_error(f: Failure, avail: Vec<String>) -> Error {
+pub(super) fn setup_error(f: Failure, avail: Vec<String>) -> Error {
     let no_rdma = || Error::NoRdma {
         path: "/sys/class/infiniband".into(),
     };
@@ -103,7 +103,7 @@ pub(crate) fn setup_error(f: Failure, avail: Vec<String>) -> Error {
 
 /// Opens the device and builds the QP. With `-g auto` a client chooses its GID here (it
 /// knows the server's address); a server leaves `gid` empty until a client connects.
-pub(crate) fn open_side(
+pub(super) fn open_side(
     ctx: &Ctx,
     args: &PingpongArgs,
     plan: &Plan,
@@ -235,14 +235,14 @@ pub(crate) fn open_side(
 }
 
 /// `-g auto`'s choice goes to stderr in table mode (stdout is the result) and into the JSON.
-pub(crate) fn announce(ctx: &Ctx, choice: &GidChoice) {
+pub(super) fn announce(ctx: &Ctx, choice: &GidChoice) {
     if !ctx.json {
         crate::output::note(&crate::render::pingpong::gid_choice(&choice.render()));
     }
 }
 
 /// A server with `-g auto` picks its GID once it knows the client's address.
-pub(crate) fn choose_for_client(
+pub(super) fn choose_for_client(
     ctx: &Ctx,
     side: &mut Side,
     report: &mut PingpongReport,

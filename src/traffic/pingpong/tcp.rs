@@ -54,7 +54,7 @@ pub fn run(ctx: &Ctx, args: &PingpongArgs, show: &mut Show) -> Result<u8> {
 
 /// `--persist`: one run per client, each with its own QP and report, until a signal. A
 /// client's failure is explained and the server goes on; a signal ends it (130/143).
-pub(crate) fn serve_persistently(
+pub(super) fn serve_persistently(
     ctx: &Ctx,
     show: &mut Show,
     args: &PingpongArgs,
@@ -91,7 +91,7 @@ pub(crate) fn serve_persistently(
 }
 
 /// One run toward one peer: open the device, connect, measure, report.
-pub(crate) fn one_run(
+pub(super) fn one_run(
     ctx: &Ctx,
     show: &mut Show,
     args: &PingpongArgs,
@@ -129,7 +129,7 @@ pub(crate) fn one_run(
 
 /// A client knows its server's address; a server has bound its port before opening the
 /// device, so a busy port is found before anything else is done.
-pub(crate) enum Role<'a> {
+pub(super) enum Role<'a> {
     Client(IpAddr),
     Server(&'a std::net::TcpListener),
     /// A `--persist` server's next client, already accepted.
@@ -144,7 +144,7 @@ fn listening_on(args: &PingpongArgs, listener: &std::net::TcpListener) -> String
         .unwrap_or_else(|_| args.tcp_port.to_string())
 }
 
-pub(crate) fn drive(
+pub(super) fn drive(
     ctx: &Ctx,
     args: &PingpongArgs,
     plan: &Plan,

@@ -1,6 +1,10 @@
 //! `rdmactl selftest`: two RC QPs in one process (on one device, or one on each of two
 //! devices), connected to each other, running every verbs step in turn and reporting each:
 //! ok or FAIL, how long it took, and for a failure the step value an explainer can read.
+//!
+//! `setup` connects the two ends, `basic` runs one message of each kind over them,
+//! `semantics` the verbs rules by family; `cm` is `selftest --cm`'s loopback through the
+//! connection manager.
 
 use std::path::PathBuf;
 use std::rc::Rc;

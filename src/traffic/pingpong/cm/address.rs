@@ -68,7 +68,7 @@ pub fn port_address(sysfs: &Path, device: &str, port: u32, peer: Option<IpAddr>)
 }
 
 /// The addresses of a netdev in this namespace; None when netlink cannot tell.
-pub(crate) fn netdev_addresses(name: &str) -> Option<Vec<IpAddr>> {
+pub(super) fn netdev_addresses(name: &str) -> Option<Vec<IpAddr>> {
     let dev = net::netdev(name).ok()??;
     let all = net::addresses().ok()?;
     Some(

@@ -15,7 +15,7 @@ use crate::model::facts::{Facts, NetdevFacts};
 use crate::model::failure::{Cause, EventKind, Failure, Step};
 
 /// Explains a CM failure where it happened, with the network facts of this side.
-pub(crate) fn with_net_evidence(err: Error, src: Option<IpAddr>, sysfs: &Path) -> Error {
+pub(super) fn with_net_evidence(err: Error, src: Option<IpAddr>, sysfs: &Path) -> Error {
     match err {
         Error::Failure(f) if !f.is_missing_stack() => {
             Error::Explained(Box::new(explain_cm(*f, src, sysfs)))
@@ -32,7 +32,7 @@ pub fn explain_cm(mut failure: Failure, src: Option<IpAddr>, sysfs: &Path) -> Fa
     FailureReport::new(&failure, diagnose::explain(&failure, &facts))
 }
 
-pub(crate) fn cm_facts(err: &mut Failure, src: Option<IpAddr>, sysfs: &Path) -> Facts {
+pub(super) fn cm_facts(err: &mut Failure, src: Option<IpAddr>, sysfs: &Path) -> Facts {
     let mut facts = Facts {
         cm_source: src,
         ..Facts::default()
@@ -118,7 +118,7 @@ pub(crate) fn cm_facts(err: &mut Failure, src: Option<IpAddr>, sysfs: &Path) -> 
 
 /// ENODEV from address resolution: the route leads to no RDMA device. On a host whose RDMA
 /// ports are all InfiniBand, their IPoIB interfaces lack addresses.
-pub(crate) fn add_ipoib_evidence(err: &mut Failure, facts: &mut Facts, sysfs: &Path) {
+pub(super) fn add_ipoib_evidence(err: &mut Failure, facts: &mut Facts, sysfs: &Path) {
     let Ok(devices) = SysfsRoot::new(sysfs).devices() else {
         return;
     };

@@ -14,38 +14,38 @@ use crate::render;
 /// what the CM set up and, on the client, what the kernel chose.
 #[derive(Debug, Serialize)]
 pub struct CmPingpongReport {
-    pub(crate) role: &'static str,
-    pub(crate) exchange: &'static str,
-    pub(crate) device: String,
-    pub(crate) port: u32,
-    pub(crate) gid_index: Option<u8>,
-    pub(crate) peer: Option<String>,
-    pub(crate) size: u32,
-    pub(crate) path_mtu: Option<u32>,
-    pub(crate) ops: OpResults,
+    pub(super) role: &'static str,
+    pub(super) exchange: &'static str,
+    pub(super) device: String,
+    pub(super) port: u32,
+    pub(super) gid_index: Option<u8>,
+    pub(super) peer: Option<String>,
+    pub(super) size: u32,
+    pub(super) path_mtu: Option<u32>,
+    pub(super) ops: OpResults,
     #[serde(flatten)]
-    pub(crate) single: Option<OpResult>,
+    pub(super) single: Option<OpResult>,
     /// Server: messages answered, and whether the client was a stock tool.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) echoed: Option<u64>,
+    pub(super) echoed: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) stock_client: Option<bool>,
-    pub(crate) connection: Option<ConnInfo>,
+    pub(super) stock_client: Option<bool>,
+    pub(super) connection: Option<ConnInfo>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) kernel_choice: Option<Resolution>,
+    pub(super) kernel_choice: Option<Resolution>,
     /// What moved on this end's port over the transfer (the client's; the CM exchange
     /// carries no counters between the ends).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) counters: Option<crate::model::results::RunCounters>,
-    pub(crate) ok: bool,
-    pub(crate) failure: Option<FailureReport>,
+    pub(super) counters: Option<crate::model::results::RunCounters>,
+    pub(super) ok: bool,
+    pub(super) failure: Option<FailureReport>,
 }
 
 /// Where a finished report goes (the command prints it; in text, only once connected).
 pub type CmShow<'a> = dyn FnMut(&CmPingpongReport) -> Result<()> + 'a;
 
 impl CmPingpongReport {
-    pub(crate) fn new(role: &'static str, args: &PingpongArgs) -> CmPingpongReport {
+    pub(super) fn new(role: &'static str, args: &PingpongArgs) -> CmPingpongReport {
         CmPingpongReport {
             role,
             exchange: "cm",
@@ -65,6 +65,11 @@ impl CmPingpongReport {
             ok: false,
             failure: None,
         }
+    }
+
+    /// Whether the CM connected (a run that did not has no addresses to show).
+    pub fn is_connected(&self) -> bool {
+        self.connection.is_some()
     }
 
     /// What the text report shows.
@@ -100,7 +105,7 @@ impl CmPingpongReport {
         }
     }
 
-    pub(crate) fn connected(&mut self, info: &ConnInfo) {
+    pub(super) fn connected(&mut self, info: &ConnInfo) {
         self.device = info.device.clone();
         self.port = u32::from(info.port);
         self.gid_index = Some(info.sgid_index);

@@ -95,7 +95,7 @@ pub(crate) fn serve(
 }
 
 /// Rejects every client waiting behind the one being served, naming that one.
-pub(crate) fn turn_away_others(
+pub(super) fn turn_away_others(
     ep: &CmEndpoint,
     listener: &Listener,
 ) -> std::result::Result<(), Failure> {
@@ -106,13 +106,13 @@ pub(crate) fn turn_away_others(
     Ok(())
 }
 
-pub(crate) const WR_SEND: u64 = 1;
-pub(crate) const WR_READ: u64 = 2;
-pub(crate) const WR_WRITE: u64 = 3;
-pub(crate) const RPING_INFO_LEN: usize = 16;
+pub(super) const WR_SEND: u64 = 1;
+pub(super) const WR_READ: u64 = 2;
+pub(super) const WR_WRITE: u64 = 3;
+pub(super) const RPING_INFO_LEN: usize = 16;
 
 /// rping's `struct rping_rdma_info`: be64 buf, be32 rkey, be32 size.
-pub(crate) fn rping_info(msg: &[u8]) -> Option<cm::RemoteBuffer> {
+pub(super) fn rping_info(msg: &[u8]) -> Option<cm::RemoteBuffer> {
     if msg.len() != RPING_INFO_LEN {
         return None;
     }
@@ -124,7 +124,7 @@ pub(crate) fn rping_info(msg: &[u8]) -> Option<cm::RemoteBuffer> {
 
 /// Wait for the completion of our READ or WRITE `wr_id`; rping sends nothing until our
 /// go-ahead, so a RECV meanwhile breaks its protocol.
-pub(crate) fn wait_for(ep: &mut CmEndpoint, wr_id: u64) -> std::result::Result<(), Failure> {
+pub(super) fn wait_for(ep: &mut CmEndpoint, wr_id: u64) -> std::result::Result<(), Failure> {
     loop {
         match ep.wait(ep.timeout(), "the completion of our own work request")? {
             Wake::Completion(c) if !c.is_recv && c.wr_id == wr_id => return Ok(()),

@@ -96,7 +96,7 @@ pub(crate) fn run_op(
 }
 
 /// One SEND at a time, each waiting for the peer's echo: a round trip per sample.
-pub(crate) fn ping_pong(
+pub(super) fn ping_pong(
     ep: &mut CmEndpoint,
     len: usize,
     iters: u32,
