@@ -11,7 +11,6 @@ pub mod fabric;
 pub mod gid;
 pub mod gids;
 pub mod pingpong;
-pub mod pingpong_cm;
 pub mod ports;
 pub mod selftest;
 pub mod subnet;

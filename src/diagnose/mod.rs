@@ -10,6 +10,7 @@ pub mod doctor;
 pub mod env;
 pub mod fabric;
 pub mod gidselect;
+pub mod setup;
 
 use crate::model::diagnostic::Explanation;
 use crate::model::facts::Facts;

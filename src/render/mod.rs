@@ -8,6 +8,8 @@ pub mod diagnostic;
 pub mod fabric;
 pub mod gid;
 pub mod inventory;
+pub mod pingpong;
+pub mod selftest;
 pub mod subnet;
 pub mod table;
 

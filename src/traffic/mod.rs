@@ -3,6 +3,8 @@
 pub mod counters;
 pub mod fabric;
 pub mod meter;
+pub mod pingpong;
+pub mod selftest;
 
 /// A caught SIGINT/SIGTERM as the failure of a wait for completions, for the watch of
 /// `Cq::wait_watching`.
