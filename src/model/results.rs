@@ -223,7 +223,7 @@ pub struct StepLine {
     pub step: &'static str,
     pub ok: bool,
     /// Rounded to nanoseconds in JSON.
-    #[serde(serialize_with = "crate::output::ser_3dp")]
+    #[serde(serialize_with = "crate::model::rounding::ser_3dp")]
     pub elapsed_us: f64,
     pub detail: String,
     pub failure: Option<FailureReport>,
@@ -236,7 +236,7 @@ pub struct CmStepLine {
     pub step: String,
     pub ok: bool,
     /// Rounded to nanoseconds in JSON.
-    #[serde(serialize_with = "crate::output::ser_3dp")]
+    #[serde(serialize_with = "crate::model::rounding::ser_3dp")]
     pub elapsed_us: f64,
     pub detail: String,
     pub failure: Option<FailureReport>,
