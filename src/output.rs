@@ -85,7 +85,7 @@ pub fn json<T: serde::Serialize>(value: &T) -> String {
 }
 
 /// The JSON figures' rounding lives with the data it serialises; commands reach it here too.
-pub use crate::model::rounding::{round_to, ser_3dp, ser_opt_3dp};
+pub use crate::model::rounding::{round_to, ser_opt_3dp};
 
 /// Warnings and notes for stderr, already worded by a renderer; nothing when empty. The one
 /// place a command writes to stderr besides the error that ends it.
