@@ -437,8 +437,6 @@ pub(super) fn garbage(bytes: &[u8]) -> ParseError {
     ))
 }
 
-// What both ends compare before touching the QP
-
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;

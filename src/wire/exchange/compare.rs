@@ -104,8 +104,6 @@ pub fn path_mtu(
     }
 }
 
-// TCP with deadlines
-
 #[cfg(test)]
 mod tests {
     use super::*;
