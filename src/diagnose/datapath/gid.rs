@@ -23,7 +23,7 @@ pub(super) fn local_gid_words(ep: &EndFacts) -> String {
     }
 }
 
-pub(super) fn gid_words(g: &Gid) -> String {
+fn gid_words(g: &Gid) -> String {
     if g.is_zero() {
         return ":: (zero)".into();
     }

@@ -214,7 +214,7 @@ pub fn compare_peers(local: &EndFacts, peer: &EndFacts) -> Vec<Finding> {
     out
 }
 
-pub(super) trait ZeroGid {
+trait ZeroGid {
     fn is_none_or_zero(&self) -> bool;
 }
 

@@ -127,7 +127,7 @@ pub(super) fn device_gone(b: Builder) -> Explanation {
     )
 }
 
-pub(super) fn human_bytes(n: u64) -> String {
+fn human_bytes(n: u64) -> String {
     if n >= 1 << 30 && n % (1 << 30) == 0 {
         format!("{} GiB", n >> 30)
     } else if n >= 1 << 20 && n % (1 << 20) == 0 {
