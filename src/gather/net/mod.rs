@@ -11,6 +11,8 @@
 // Parts of this API serve pingpong and selftest, which call it once the phases merge.
 
 mod facts;
+#[cfg(test)]
+mod live_tests;
 mod query;
 mod reply;
 mod request;
