@@ -1,5 +1,5 @@
 //! docs/failures.md lists every explanation code the rules can emit, and nothing else: the
-//! codes are read from the rules' sources (src/diagnose/datapath.rs and cm.rs, production
+//! codes are read from the rules' sources (src/diagnose/datapath/ and cm.rs, production
 //! code only) and compared with the page's `### \`code\`` headings. The page is also the
 //! registry `rdmactl explain` reads: every code of every rule anywhere under src/ has an
 //! entry, and every entry's code is explainable by the built binary.
@@ -12,11 +12,11 @@ fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// A source file without its `#[cfg(test)] mod tests` block: tests build explanations with
-/// made-up codes.
+/// A source file without its `#[cfg(test)] mod tests { ... }` block: tests build explanations
+/// with made-up codes. (A `mod tests;` declaration names a file and cuts nothing.)
 fn production(path: &str) -> String {
     let text = fs::read_to_string(root().join(path)).unwrap_or_else(|e| panic!("{path}: {e}"));
-    let cut = text.find("#[cfg(test)]\nmod tests").unwrap_or(text.len());
+    let cut = text.find("#[cfg(test)]\nmod tests {").unwrap_or(text.len());
     // Line comments may quote a code that no rule emits any more.
     text[..cut]
         .lines()
@@ -97,8 +97,24 @@ fn codes_in(code: &str) -> BTreeSet<String> {
     out
 }
 
+/// The rules files under `dir`, relative to the crate root, sorted; `tests.rs` is a test
+/// module of its folder, not rules.
+fn rules_files(dir: &str) -> Vec<String> {
+    let mut files: Vec<String> = fs::read_dir(root().join(dir))
+        .unwrap_or_else(|e| panic!("{dir}: {e}"))
+        .map(|entry| entry.expect(dir).file_name().to_string_lossy().into_owned())
+        .filter(|name| name.ends_with(".rs") && name != "tests.rs")
+        .map(|name| format!("{dir}/{name}"))
+        .collect();
+    files.sort();
+    files
+}
+
 fn source_codes() -> BTreeSet<String> {
-    let mut all = codes_in(&production("src/diagnose/datapath.rs"));
+    let mut all = BTreeSet::new();
+    for file in rules_files("src/diagnose/datapath") {
+        all.extend(codes_in(&production(&file)));
+    }
     all.extend(codes_in(&production("src/diagnose/cm.rs")));
     all
 }
