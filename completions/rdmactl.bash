@@ -28,6 +28,9 @@ _rdmactl() {
             rdmactl,doctor)
                 cmd="rdmactl__subcmd__doctor"
                 ;;
+            rdmactl,explain)
+                cmd="rdmactl__subcmd__explain"
+                ;;
             rdmactl,fabric)
                 cmd="rdmactl__subcmd__fabric"
                 ;;
@@ -71,7 +74,7 @@ _rdmactl() {
 
     case "${cmd}" in
         rdmactl)
-            opts="-j -h -V --json --color --sysfs --help --version devices ls ports link gids gid check pingpong selftest doctor counters fabric subnet generate"
+            opts="-j -h -V --json --color --sysfs --help --version devices ls ports link gids gid check pingpong selftest doctor counters fabric subnet explain generate"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -238,6 +241,28 @@ _rdmactl() {
                     return 0
                     ;;
                 -d)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        rdmactl__subcmd__explain)
+            opts="-j -h -V --json --color --sysfs --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --sysfs)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -127,6 +127,9 @@ pub enum Command {
     /// InfiniBand subnet discovery and diagnosis from this host (MADs): nodes, links, subnet
     /// manager, degraded links, error counters, changes since a baseline
     Subnet(SubnetArgs),
+    /// Print what a diagnostic code means: when it fires, the cause, what it shows as
+    /// evidence and the fix (the catalogue of docs/failures.md); with no code, list them all
+    Explain(ExplainArgs),
     /// Write man pages and shell completions (for packagers)
     #[command(hide = true)]
     Generate(GenerateArgs),
@@ -710,6 +713,14 @@ pub struct SubnetArgs {
     /// ever set without this flag)
     #[arg(long)]
     pub reset_counters: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ExplainArgs {
+    /// A code as rdmactl prints it (`retry-exceeded`, `memlock`, `fabric-link`); none lists
+    /// every code
+    #[arg(value_name = "CODE")]
+    pub code: Option<String>,
 }
 
 #[derive(Debug, Args)]

@@ -1,7 +1,8 @@
 //! docs/failures.md lists every explanation code the rules can emit, and nothing else: the
-//! codes are read from the rules' sources (src/diagnose/datapath.rs and cm.rs, production
-//! code only) and compared with the page's `### \`code\`` headings. Reads files; builds
-//! nothing.
+//! codes are read from the rules' sources (src/diagnose/datapath/ and cm.rs, production
+//! code only) and compared with the page's `### \`code\`` headings. The page is also the
+//! registry `rdmactl explain` reads: every code of every rule anywhere under src/ has an
+//! entry, and every entry's code is explainable by the built binary.
 
 use std::collections::BTreeSet;
 use std::fs;
@@ -11,11 +12,11 @@ fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// A source file without its `#[cfg(test)] mod tests` block: tests build explanations with
-/// made-up codes.
+/// A source file without its `#[cfg(test)] mod tests { ... }` block: tests build explanations
+/// with made-up codes. (A `mod tests;` declaration names a file and cuts nothing.)
 fn production(path: &str) -> String {
     let text = fs::read_to_string(root().join(path)).unwrap_or_else(|e| panic!("{path}: {e}"));
-    let cut = text.find("#[cfg(test)]\nmod tests").unwrap_or(text.len());
+    let cut = text.find("#[cfg(test)]\nmod tests {").unwrap_or(text.len());
     // Line comments may quote a code that no rule emits any more.
     text[..cut]
         .lines()
@@ -96,8 +97,24 @@ fn codes_in(code: &str) -> BTreeSet<String> {
     out
 }
 
+/// The rules files under `dir`, relative to the crate root, sorted; `tests.rs` is a test
+/// module of its folder, not rules.
+fn rules_files(dir: &str) -> Vec<String> {
+    let mut files: Vec<String> = fs::read_dir(root().join(dir))
+        .unwrap_or_else(|e| panic!("{dir}: {e}"))
+        .map(|entry| entry.expect(dir).file_name().to_string_lossy().into_owned())
+        .filter(|name| name.ends_with(".rs") && name != "tests.rs")
+        .map(|name| format!("{dir}/{name}"))
+        .collect();
+    files.sort();
+    files
+}
+
 fn source_codes() -> BTreeSet<String> {
-    let mut all = codes_in(&production("src/diagnose/datapath.rs"));
+    let mut all = BTreeSet::new();
+    for file in rules_files("src/diagnose/datapath") {
+        all.extend(codes_in(&production(&file)));
+    }
     all.extend(codes_in(&production("src/diagnose/cm.rs")));
     all
 }
@@ -266,4 +283,145 @@ fn every_fabric_code_is_catalogued_and_nothing_stale() {
         codes, documented,
         "src/diagnose/fabric.rs against docs/failures.md"
     );
+}
+
+/// Every production source file under src/, by path: the rules are found wherever they
+/// live, so a rule moved to another file or folder stays checked.
+fn all_production_sources() -> Vec<(String, String)> {
+    fn walk(dir: &std::path::Path, out: &mut Vec<String>) {
+        let mut entries: Vec<_> = fs::read_dir(dir).unwrap().flatten().collect();
+        entries.sort_by_key(|e| e.file_name());
+        for e in entries {
+            let path = e.path();
+            if path.is_dir() {
+                walk(&path, out);
+            } else if path.extension().is_some_and(|x| x == "rs") {
+                let rel = path.strip_prefix(root()).unwrap();
+                out.push(rel.to_string_lossy().into_owned());
+            }
+        }
+    }
+    let mut paths = Vec::new();
+    walk(&root().join("src"), &mut paths);
+    paths
+        .into_iter()
+        .map(|p| {
+            let text = production(&p);
+            (p, text)
+        })
+        .collect()
+}
+
+/// Every code a rule can emit, anywhere under src/: what `codes_in` reads, and the code
+/// of every `Finding::new(SEVERITY, "code"`, `Diagnostic::new(SEVERITY, "code"`, doctor's
+/// `finding("code"`, and a suspect's `code: "code"` or `(SuspectKind::X, "code"`.
+fn every_emitted_code() -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    for (path, code) in all_production_sources() {
+        out.extend(codes_in(&code));
+        let bytes = code.as_bytes();
+        // A suspect's `(SuspectKind::X, "code", reason)` tuple reads like a constructor.
+        for call in ["Finding::new(", "Diagnostic::new(", "SuspectKind::"] {
+            for (at, _) in code.match_indices(call) {
+                let args = &code[at + call.len()..];
+                let Some(comma) = args.find(',') else {
+                    continue;
+                };
+                if let Some(s) = literal_at(&args[comma + 1..]) {
+                    assert!(is_name(s), "{path}: {s:?} is not a kebab-case code");
+                    out.insert(s.to_string());
+                }
+            }
+        }
+        for call in ["finding(", "code: "] {
+            for (at, _) in code.match_indices(call) {
+                if call == "finding("
+                    && at > 0
+                    && (bytes[at - 1].is_ascii_alphanumeric() || bytes[at - 1] == b'_')
+                {
+                    continue;
+                }
+                if let Some(s) = literal_at(&code[at + call.len()..]) {
+                    assert!(is_name(s), "{path}: {s:?} is not a kebab-case code");
+                    out.insert(s.to_string());
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Every code the page names, in every group.
+fn all_headings() -> BTreeSet<String> {
+    let doc = fs::read_to_string(root().join("docs/failures.md")).expect("docs/failures.md");
+    doc.lines()
+        .filter_map(|l| l.strip_prefix("### "))
+        .flat_map(|h| h.split(','))
+        .filter_map(|c| c.trim().strip_prefix('`')?.strip_suffix('`'))
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn every_code_a_rule_can_emit_has_an_entry() {
+    let emitted = every_emitted_code();
+    for known in [
+        "retry-exceeded",
+        "memlock",
+        "env-nccl-ib-hca",
+        "subnet-no-sm",
+        "fabric-link",
+    ] {
+        assert!(
+            emitted.contains(known),
+            "the scan missed {known}: {emitted:?}"
+        );
+    }
+    let documented = all_headings();
+    // compare_peers' informational finding feeds a rule and is never printed.
+    let missing: Vec<&String> = emitted
+        .iter()
+        .filter(|c| !documented.contains(*c) && *c != "mtu-differs")
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "codes with no entry in docs/failures.md (so `rdmactl explain` cannot explain them): {missing:?}"
+    );
+}
+
+#[test]
+fn every_catalogued_code_is_explainable() {
+    let rdmactl = || {
+        let mut cmd = assert_cmd::Command::cargo_bin("rdmactl").unwrap();
+        cmd.current_dir(root()).env("NO_COLOR", "1");
+        cmd
+    };
+    let out = rdmactl().args(["explain", "-j"]).output().unwrap();
+    assert!(out.status.success());
+    let list: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+    let listed: BTreeSet<String> = list
+        .iter()
+        .map(|row| row["code"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(
+        listed,
+        all_headings(),
+        "`rdmactl explain` against docs/failures.md"
+    );
+    for code in &listed {
+        let out = rdmactl().args(["explain", code]).output().unwrap();
+        let text = String::from_utf8(out.stdout).unwrap();
+        assert!(out.status.success(), "explain {code}: {:?}", out.stderr);
+        let first = text.lines().next().unwrap_or_default();
+        assert!(
+            first
+                .split(" — ")
+                .next()
+                .unwrap()
+                .split(", ")
+                .any(|c| c == code),
+            "explain {code} begins {first:?}"
+        );
+        assert!(text.lines().count() > 2, "explain {code}: {text}");
+    }
 }

@@ -1167,3 +1167,53 @@ fn selftest_steps_are_checked_before_anything_is_opened() {
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(r.stderr.contains("cannot be used with"), "{}", r.stderr);
 }
+
+#[test]
+fn explain_prints_a_codes_entry_and_lists_every_code() {
+    let entry = run(&["explain", "retry-exceeded"]);
+    assert_eq!(entry.code, 0, "{}", entry.stderr);
+    assert!(
+        entry
+            .stdout
+            .starts_with("retry-exceeded — Work completions (shared by the TCP exchange and --cm)\n\n- **When:**"),
+        "{}",
+        entry.stdout
+    );
+    for item in ["- **Cause:**", "- **Seen:**", "- **Fix:**"] {
+        assert!(entry.stdout.contains(item), "{item}: {}", entry.stdout);
+    }
+    assert!(!entry.stdout.contains("### "), "{}", entry.stdout);
+    assert!(entry.stderr.is_empty(), "{}", entry.stderr);
+
+    let json = run(&["explain", "-j", "same-host-arp"]);
+    assert_eq!(json.code, 0);
+    let value: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
+    assert_eq!(value["code"], "same-host-arp");
+    assert_eq!(value["entries"].as_array().unwrap().len(), 2, "{value}");
+
+    let list = run(&["explain"]);
+    assert_eq!(list.code, 0);
+    assert!(
+        list.stdout.contains("\n  retry-exceeded\n"),
+        "{}",
+        list.stdout
+    );
+    assert!(list.stdout.contains("\n  fabric-link\n"), "{}", list.stdout);
+
+    let typo = run(&["explain", "retry-exeeded"]);
+    assert_eq!(typo.code, 2);
+    assert!(typo.stdout.is_empty(), "{}", typo.stdout);
+    assert_eq!(
+        typo.stderr,
+        "rdmactl: no diagnostic code 'retry-exeeded'; did you mean retry-exceeded? \
+         (`rdmactl explain` lists every code)\n"
+    );
+    let none = run(&["explain", "-j", "zzzzzzzzzzzzzzzz"]);
+    assert_eq!(none.code, 2);
+    assert!(none.stdout.is_empty());
+    assert!(
+        none.stderr.contains("`rdmactl explain` lists every code"),
+        "{}",
+        none.stderr
+    );
+}

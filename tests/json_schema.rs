@@ -121,6 +121,10 @@ fn every_command_on_every_tree_has_its_documented_shape() {
         "[@gid_encode]",
         &mut errors,
     );
+    for code in ["port-down", "mtu-mismatch", "memlock", "subnet-vl-mismatch"] {
+        expect(own(&["explain", "-j", code]), "@explain", &mut errors);
+    }
+    expect(own(&["explain", "-j"]), "[@explain_code]", &mut errors);
     assert!(
         errors.is_empty(),
         "{} mismatches:\n{}",
@@ -138,6 +142,8 @@ fn every_command_on_every_tree_has_its_documented_shape() {
         "@gid_encode",
         "@counters_port",
         "@counters_sample",
+        "@explain",
+        "@explain_code",
     ] {
         assert!(
             checked.get(ty).is_some_and(|n| *n > 0),

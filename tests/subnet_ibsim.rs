@@ -2,8 +2,8 @@
 //! fabric, the real opensm runs on it, and libumad2sim.so (LD_PRELOAD) carries rdmactl's and
 //! the reference tools' MADs to it. Each test starts its own ibsim on its own abstract
 //! socket name (IBSIM_SOCKNAME) in a temp dir, and `Sim`'s Drop kills ibsim and opensm even
-//! when an assertion fails. Without the packages (scripts/setup installs them) each test
-//! prints why and returns.
+//! when an assertion fails. The packages are part of the test setup (scripts/setup installs
+//! them): without them each test fails and names what is missing, never passes unrun.
 
 mod schema;
 
@@ -35,7 +35,7 @@ fn missing() -> Option<String> {
         .collect();
     if !absent.is_empty() {
         return Some(format!(
-            "{} not installed (apt-get install ibsim-utils opensm infiniband-diags, or scripts/setup)",
+            "{} not installed (packages ibsim-utils, opensm, infiniband-diags)",
             absent.join(", ")
         ));
     }
@@ -45,13 +45,12 @@ fn missing() -> Option<String> {
     None
 }
 
-macro_rules! require_sim {
-    () => {
-        if let Some(why) = missing() {
-            eprintln!("skipped: {why}");
-            return;
-        }
-    };
+/// Fails the test, loudly, where the simulator cannot run: a test that passes without
+/// running would hide a CI that lost its packages.
+fn require_sim() {
+    if let Some(why) = missing() {
+        panic!("{why}: run scripts/setup");
+    }
 }
 
 fn tool(name: &str) -> PathBuf {
@@ -399,7 +398,7 @@ const PERFQUERY_NAMES: &[(&str, &str)] = &[
 
 #[test]
 fn the_walk_matches_ibnetdiscover_and_the_counters_match_perfquery() {
-    require_sim!();
+    require_sim();
     let mut sim = Sim::start(&example("net.2sw2path4hca"));
     sim.start_sm();
     let reference = sim.run(&tool("ibnetdiscover"), &[]);
@@ -533,7 +532,7 @@ fn the_walk_matches_ibnetdiscover_and_the_counters_match_perfquery() {
 
 #[test]
 fn every_example_topology_of_ibsim_is_walked_as_ibnetdiscover_sees_it() {
-    require_sim!();
+    require_sim();
     for name in ["net", "net.1", "net.2sw2path", "net.2sw2path4hca2port"] {
         let mut sim = Sim::start(&example(name));
         sim.start_sm();
@@ -563,7 +562,7 @@ fn every_example_topology_of_ibsim_is_walked_as_ibnetdiscover_sees_it() {
 
 #[test]
 fn with_an_interval_the_counters_that_grew_are_judged_not_their_totals() {
-    require_sim!();
+    require_sim();
     let mut sim = Sim::start(&example("net.1"));
     sim.start_sm();
     // 5 symbol errors are below the threshold for a total, but they appear mid-interval.
@@ -591,7 +590,7 @@ fn with_an_interval_the_counters_that_grew_are_judged_not_their_totals() {
 
 #[test]
 fn a_moved_cable_and_a_changed_lid_since_the_baseline_are_named() {
-    require_sim!();
+    require_sim();
     let mut sim = Sim::start(&example("net.2sw2path4hca"));
     sim.start_sm();
     let (before, _) = sim.subnet(&["--no-counters"]);
@@ -624,7 +623,7 @@ fn a_moved_cable_and_a_changed_lid_since_the_baseline_are_named() {
 
 #[test]
 fn without_a_subnet_manager_the_walk_says_so_and_how_to_fix_it() {
-    require_sim!();
+    require_sim();
     let sim = Sim::start(&example("net.2sw2path4hca"));
     let (j, code) = sim.subnet(&[]);
     assert_eq!(code, 1);
@@ -641,7 +640,7 @@ fn without_a_subnet_manager_the_walk_says_so_and_how_to_fix_it() {
 
 #[test]
 fn dropped_mads_are_resent_and_the_walk_finds_every_link_every_time() {
-    require_sim!();
+    require_sim();
     let mut sim = Sim::start(&example("net.1"));
     sim.start_sm();
     sim.console("Error \"Switch1\" 30");
@@ -667,7 +666,7 @@ fn dropped_mads_are_resent_and_the_walk_finds_every_link_every_time() {
 
 #[test]
 fn a_node_that_never_answers_is_reported_and_the_walk_goes_on() {
-    require_sim!();
+    require_sim();
     let mut sim = Sim::start(&example("net.2sw2path4hca"));
     sim.start_sm();
     sim.console("Error \"Hca4\" 100");
@@ -762,7 +761,7 @@ fn fat_tree(
 
 #[test]
 fn a_fat_tree_with_planted_faults_each_found_and_explained() {
-    require_sim!();
+    require_sim();
     // leaf2 ↔ spine1 trained at DDR; node0305's HCA at 1X.
     let bad_spine = format!("S-{:016x}", 0x5001);
     let bad_leaf = format!("S-{:016x}", 0x6002);
@@ -888,7 +887,7 @@ fn large_fat_tree() -> String {
 
 #[test]
 fn a_474_node_fat_tree_is_walked_exactly_as_ibnetdiscover_sees_it() {
-    require_sim!();
+    require_sim();
     let mut sim = Sim::start(&large_fat_tree());
     sim.start_sm();
     let (j, code) = sim.subnet(&[]);
@@ -908,7 +907,7 @@ fn a_474_node_fat_tree_is_walked_exactly_as_ibnetdiscover_sees_it() {
 #[test]
 #[ignore = "benchmark: cargo test --release --test subnet_ibsim -- --ignored --nocapture"]
 fn benchmark_discovery_against_ibnetdiscover() {
-    require_sim!();
+    require_sim();
     let mut sim = Sim::start(&large_fat_tree());
     sim.start_sm();
     let rdmactl = PathBuf::from(env!("CARGO_BIN_EXE_rdmactl"));

@@ -12,7 +12,7 @@ use crate::exit;
 use crate::gather::inventory::target;
 use crate::gather::sysfs::SysfsRoot;
 use crate::interrupt;
-use crate::model::counter::{port_delta, PortCounters, PortDelta};
+use crate::model::counter::{PortDelta, Sampler};
 use crate::model::diagnostic::Finding;
 use crate::output::print;
 use crate::render::counters as render;
@@ -21,7 +21,7 @@ pub fn run(ctx: &Ctx, args: &CountersArgs) -> Result<u8> {
     let (device, port) = target(&args.select)?;
     let sysfs = SysfsRoot::new(&ctx.sysfs);
     let first = sysfs.counters(device.as_deref(), port)?;
-    warn_problems(&first);
+    crate::output::note(&render::problem_warnings(&first));
     let Some(secs) = args.interval else {
         let text = if ctx.json {
             render::snapshot_json(&first)
@@ -66,47 +66,6 @@ pub fn run(ctx: &Ctx, args: &CountersArgs) -> Result<u8> {
         }
     }
     Ok(exit::OK)
-}
-
-/// The previous snapshot and its time; each new snapshot gives the deltas of the ports
-/// present in both (a port that appeared waits for its second read).
-pub struct Sampler {
-    previous: Vec<PortCounters>,
-    at: Instant,
-}
-
-impl Sampler {
-    pub fn new(first: Vec<PortCounters>, at: Instant) -> Sampler {
-        Sampler {
-            previous: first,
-            at,
-        }
-    }
-
-    pub fn next(&mut self, now: Vec<PortCounters>, at: Instant) -> Vec<PortDelta> {
-        let seconds = at.duration_since(self.at).as_secs_f64();
-        let deltas = now
-            .iter()
-            .filter_map(|after| {
-                let before = self
-                    .previous
-                    .iter()
-                    .find(|b| b.device == after.device && b.port == after.port)?;
-                Some(port_delta(before, after, seconds))
-            })
-            .collect();
-        self.previous = now;
-        self.at = at;
-        deltas
-    }
-}
-
-/// Counter files that exist but could not be read, said once on stderr (JSON carries them
-/// as `read_problems`).
-fn warn_problems(ports: &[PortCounters]) {
-    for p in ports.iter().flat_map(|p| &p.problems) {
-        eprintln!("rdmactl: warning: {}: {}", p.path.display(), p.error);
-    }
 }
 
 #[cfg(test)]

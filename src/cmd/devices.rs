@@ -5,11 +5,11 @@ use crate::exit;
 use crate::gather::sysfs::SysfsRoot;
 use crate::model::device::Device;
 use crate::output;
-use crate::render::inventory;
+use crate::render::{devinfo, inventory};
 
 pub fn run(ctx: &Ctx, args: &DevicesArgs) -> Result<u8> {
     if args.verbose {
-        return crate::cmd::devinfo::run_verbose(ctx, args.device.as_deref());
+        return run_verbose(ctx, args.device.as_deref());
     }
     let text = if ctx.json {
         inventory::devices_json(&gather(ctx, args.device.as_deref())?)
@@ -26,7 +26,7 @@ pub fn run(ctx: &Ctx, args: &DevicesArgs) -> Result<u8> {
                     .select(args.device.as_deref(), None)
             },
         )?;
-        crate::output::note(&crate::render::inventory::unreadable_warnings(&devices));
+        output::note(&inventory::unreadable_warnings(&devices));
         inventory::devices_table(&devices, ctx.style)
     };
     output::print(&text)?;
@@ -34,8 +34,25 @@ pub fn run(ctx: &Ctx, args: &DevicesArgs) -> Result<u8> {
 }
 
 /// The devices as sysfs lists them, with the firmware version and port MTUs verbs add.
-pub fn gather(ctx: &Ctx, device: Option<&str>) -> Result<Vec<Device>> {
+fn gather(ctx: &Ctx, device: Option<&str>) -> Result<Vec<Device>> {
     crate::gather::inventory::inventory_with_verbs(ctx, device, true, false, || {
         SysfsRoot::new(&ctx.sysfs).select(device, None)
     })
+}
+
+/// `rdmactl devices -v [-d DEV]`. Exit 0 whenever a device was shown: without verbs the
+/// sysfs values are still real, and the note says what is missing.
+fn run_verbose(ctx: &Ctx, device: Option<&str>) -> Result<u8> {
+    let (sysfs, views) = crate::gather::devinfo::gather(ctx, device)?;
+    let text = if ctx.json {
+        devinfo::json(&views)
+    } else {
+        devinfo::text(&views)
+    };
+    if !ctx.json {
+        output::note(&inventory::unreadable_warnings(&sysfs));
+        output::note(&devinfo::missing_notes_text(&views, ctx.captured));
+    }
+    output::print(&text)?;
+    Ok(exit::OK)
 }

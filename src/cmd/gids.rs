@@ -40,12 +40,8 @@ pub fn run(ctx: &Ctx, args: &GidsArgs) -> Result<u8> {
     let text = if ctx.json {
         inventory::gids_json(&rows)
     } else {
-        crate::output::note(&crate::render::inventory::unreadable_warnings(&devices));
-        if rows.is_empty() {
-            eprintln!(
-                "rdmactl: no populated GID entries on the selected ports (--all lists empty slots)"
-            );
-        }
+        crate::output::note(&inventory::unreadable_warnings(&devices));
+        crate::output::note(&inventory::no_gids_note(&rows));
         inventory::gids_table(&rows, args.ip, ctx.style)
     };
     print(&text)?;

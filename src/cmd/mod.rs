@@ -4,13 +4,12 @@
 pub mod check;
 pub mod counters;
 pub mod devices;
-pub mod devinfo;
 pub mod doctor;
+pub mod explain;
 pub mod fabric;
 pub mod gid;
 pub mod gids;
 pub mod pingpong;
-pub mod pingpong_cm;
 pub mod ports;
 pub mod selftest;
 pub mod subnet;

@@ -41,10 +41,11 @@ pub fn run(ctx: &Ctx, args: &PortsArgs) -> Result<u8> {
             None => inventory::ports_json(&ports),
         }
     } else {
-        crate::output::note(&crate::render::inventory::unreadable_warnings(&devices));
-        crate::output::note(&crate::render::inventory::unknown_mtu_notes(&devices));
+        crate::output::note(&inventory::unreadable_warnings(&devices));
+        crate::output::note(&inventory::unknown_mtu_notes(&devices));
         if !ctx.captured {
-            note_hidden_netdevs(&ctx.sysfs, &ports);
+            let hidden = crate::gather::inventory::netdevs_outside_namespace(&ctx.sysfs, &ports);
+            crate::output::note(&inventory::hidden_netdevs_note(&hidden));
         }
         match &pkeys {
             Some(k) => inventory::ports_table_verbose(&ports, k, ctx.style),
@@ -53,27 +54,4 @@ pub fn run(ctx: &Ctx, args: &PortsArgs) -> Result<u8> {
     };
     print(&text)?;
     Ok(exit::OK)
-}
-
-/// A netdev named by the RDMA device but absent from this namespace's class/net: this
-/// process runs in another network namespace (the device is shared into it), so its MTU
-/// and state cannot be read here. Said once, instead of bare dashes.
-fn note_hidden_netdevs(sysfs: &std::path::Path, ports: &[&Port]) {
-    let mut hidden: Vec<&str> = ports
-        .iter()
-        .filter_map(|p| p.netdev.as_ref())
-        .map(|n| n.name.as_str())
-        .filter(|name| !sysfs.join("class/net").join(name).exists())
-        .collect();
-    hidden.dedup();
-    if !hidden.is_empty() {
-        eprintln!(
-            "rdmactl: note: {} not in this network namespace (this process runs outside the one the RDMA devices' netdevs live in): NETDEV MTU and OPERSTATE are unknown here",
-            if hidden.len() == 1 {
-                format!("{} is", hidden[0])
-            } else {
-                format!("{} are", hidden.join(", "))
-            }
-        );
-    }
 }

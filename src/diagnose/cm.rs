@@ -91,62 +91,16 @@ fn rule(err: &Failure, facts: &Facts) -> Explanation {
         | (Cause::CmEvent { event: EventKind::AddrError, .. }, _) => addr_error(err, &peer, ib, facts),
         (Cause::CmEvent { event: EventKind::RouteError, status, .. }, _)
         | (Cause::Errno { errno: status, call: Some("rdma_resolve_route") }, _) => {
-            if ib && status.abs() == libc::ETIMEDOUT {
-                why(
-                    "cm-no-path-record",
-                    "the path record query to the subnet administrator timed out: no subnet manager answers, or the peer's GID is unknown to it",
-                    "check that opensm (or the switch's SM) runs: sminfo; ibstat shows the SM LID",
-                )
-            } else {
-                why(
-                    "cm-no-route",
-                    format!("the kernel found no usable route from the RDMA netdev to {peer} (the netdev is down, or the route leaves through another interface)"),
-                    format!("check `ip route get {peer}` and the port state (rdmactl ports); RoCE needs the route to use the RDMA port's netdev"),
-                )
-            }
+            route_error(*status, &peer, ib)
         }
         (Cause::CmEvent { event: EventKind::Unreachable, .. }, _) => why(
             "cm-unreachable",
             format!("{peer} did not answer the connection request: no RDMA CM there, the host is down, or RoCE packets (UDP 4791) are dropped on the way"),
             format!("check that the server runs on {peer} (rdmactl pingpong --cm on it), that UDP 4791 passes, and that both ends use RoCE v2"),
         ),
-        (Cause::CmEvent { event: EventKind::Rejected, status, .. }, _) => match *status {
-            8 | -111 => why(
-                "cm-no-listener",
-                format!("nobody listens on {peer} port {port}: the peer's kernel answered the request with a reject (connection refused)"),
-                format!("start the server first (rdmactl pingpong --cm on {peer}), and use the same -p on both sides"),
-            ),
-            28 => why(
-                "cm-rejected-by-server",
-                "the server application refused the connection (a consumer-defined reject)",
-                "read the server's output; a version or parameter mismatch is the usual cause",
-            ),
-            26 => why(
-                "cm-mtu-mismatch",
-                "the two ends disagree on the path MTU",
-                "set the same MTU on both netdevs (RoCE active_mtu follows the netdev MTU)",
-            ),
-            3 | 27 => why(
-                "cm-peer-out-of-resources",
-                "the server ran out of QPs or responder resources",
-                "free resources on the server, or lower the connection count",
-            ),
-            4 => why(
-                "cm-reply-timeout",
-                "the server's CM timed out waiting for this side's reply",
-                "check for packet loss between the hosts and that this host answers quickly",
-            ),
-            12 => why(
-                "cm-invalid-gid",
-                "the server could not use the GID this side sent",
-                "check both GID tables (rdmactl gids) and the RoCE type on each end",
-            ),
-            _ => why(
-                "cm-rejected",
-                "the peer's CM rejected the connection request",
-                "look up the reject reason above; compare both ends' configuration (rdmactl check)",
-            ),
-        },
+        (Cause::CmEvent { event: EventKind::Rejected, status, .. }, _) => {
+            rejected(*status, &peer, &port)
+        }
         (Cause::CmEvent { event: EventKind::ConnectError, .. }, _) => why(
             "cm-connect-error",
             "the CM exchange got through, but bringing the QP to RTR/RTS or the final handshake failed",
@@ -194,22 +148,7 @@ fn rule(err: &Failure, facts: &Facts) -> Explanation {
             "raise --timeout, or check the peer",
         ),
         (Cause::WcStatus { .. }, _) => datapath::explain(err, facts),
-        (Cause::NoAddress { netdev }, _) => {
-            let dev = netdev.as_deref().unwrap_or("its netdev");
-            if ib {
-                why(
-                    "cm-no-ipoib-address",
-                    format!("the CM connects by IP address, and this InfiniBand port's IPoIB interface {dev} has none (the CM would answer ADDR_ERROR -19)"),
-                    format!("configure IPoIB: ip addr add ADDR/PREFIX dev {dev} and ip link set {dev} up; or use the TCP exchange (omit --cm)"),
-                )
-            } else {
-                why(
-                    "cm-no-address",
-                    format!("the CM connects by IP address, and this port has none: no IPv4 GID, and no address on {dev}"),
-                    format!("put an address on {dev} (ip addr add ADDR/PREFIX dev {dev}); the RoCE GID table follows it"),
-                )
-            }
-        }
+        (Cause::NoAddress { netdev }, _) => no_address(netdev.as_deref(), ib),
         (Cause::ServerRejected { server_reason: reason, .. }, _) if reason.starts_with("busy serving") => why(
             "cm-server-busy",
             format!("the rdmactl server serves one client at a time and is {reason}"),
@@ -256,6 +195,84 @@ fn rule(err: &Failure, facts: &Facts) -> Explanation {
             format!("{} was refused by the kernel or the provider", call.unwrap_or("a librdmacm call")),
             "check dmesg and rdmactl doctor",
         ),
+    }
+}
+
+/// The peer's CM rejected the request: the IB CM reject reason (or the kernel's errno for
+/// a refused connection) says why.
+fn rejected(status: i32, peer: &str, port: &str) -> Explanation {
+    match status {
+        8 | -111 => why(
+            "cm-no-listener",
+            format!("nobody listens on {peer} port {port}: the peer's kernel answered the request with a reject (connection refused)"),
+            format!("start the server first (rdmactl pingpong --cm on {peer}), and use the same -p on both sides"),
+        ),
+        28 => why(
+            "cm-rejected-by-server",
+            "the server application refused the connection (a consumer-defined reject)",
+            "read the server's output; a version or parameter mismatch is the usual cause",
+        ),
+        26 => why(
+            "cm-mtu-mismatch",
+            "the two ends disagree on the path MTU",
+            "set the same MTU on both netdevs (RoCE active_mtu follows the netdev MTU)",
+        ),
+        3 | 27 => why(
+            "cm-peer-out-of-resources",
+            "the server ran out of QPs or responder resources",
+            "free resources on the server, or lower the connection count",
+        ),
+        4 => why(
+            "cm-reply-timeout",
+            "the server's CM timed out waiting for this side's reply",
+            "check for packet loss between the hosts and that this host answers quickly",
+        ),
+        12 => why(
+            "cm-invalid-gid",
+            "the server could not use the GID this side sent",
+            "check both GID tables (rdmactl gids) and the RoCE type on each end",
+        ),
+        _ => why(
+            "cm-rejected",
+            "the peer's CM rejected the connection request",
+            "look up the reject reason above; compare both ends' configuration (rdmactl check)",
+        ),
+    }
+}
+
+/// Resolving the route failed: on InfiniBand a path record query that timed out means no
+/// subnet manager answers.
+fn route_error(status: i32, peer: &str, ib: bool) -> Explanation {
+    if ib && status.abs() == libc::ETIMEDOUT {
+        why(
+            "cm-no-path-record",
+            "the path record query to the subnet administrator timed out: no subnet manager answers, or the peer's GID is unknown to it",
+            "check that opensm (or the switch's SM) runs: sminfo; ibstat shows the SM LID",
+        )
+    } else {
+        why(
+            "cm-no-route",
+            format!("the kernel found no usable route from the RDMA netdev to {peer} (the netdev is down, or the route leaves through another interface)"),
+            format!("check `ip route get {peer}` and the port state (rdmactl ports); RoCE needs the route to use the RDMA port's netdev"),
+        )
+    }
+}
+
+/// The CM connects by IP address, and this port has none.
+fn no_address(netdev: Option<&str>, ib: bool) -> Explanation {
+    let dev = netdev.unwrap_or("its netdev");
+    if ib {
+        why(
+            "cm-no-ipoib-address",
+            format!("the CM connects by IP address, and this InfiniBand port's IPoIB interface {dev} has none (the CM would answer ADDR_ERROR -19)"),
+            format!("configure IPoIB: ip addr add ADDR/PREFIX dev {dev} and ip link set {dev} up; or use the TCP exchange (omit --cm)"),
+        )
+    } else {
+        why(
+            "cm-no-address",
+            format!("the CM connects by IP address, and this port has none: no IPv4 GID, and no address on {dev}"),
+            format!("put an address on {dev} (ip addr add ADDR/PREFIX dev {dev}); the RoCE GID table follows it"),
+        )
     }
 }
 
@@ -384,6 +401,7 @@ fn bad_address(err: &Failure, peer: &str, facts: &Facts) -> Explanation {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::diagnose::datapath::tests::gathered;
     use crate::model::device::LinkLayer;
     use crate::model::diagnostic::FailureReport;
     use crate::model::errno::reject_reason_name;
@@ -397,8 +415,20 @@ mod tests {
     }
 
     impl E {
+        /// The explanation; every seen line in it states a fact this run gathered, as the
+        /// data-path rules' table checks for theirs.
         fn x(&self) -> Explanation {
-            explain(&self.f, &self.facts)
+            let x = explain(&self.f, &self.facts);
+            for seen in &x.evidence {
+                assert!(
+                    gathered(&self.facts, &self.f, seen),
+                    "{}: seen line {:?} claims {:?}, which this run did not gather",
+                    x.code,
+                    seen.text,
+                    seen.from
+                );
+            }
+            x
         }
         fn summary(&self) -> String {
             self.f.to_string()

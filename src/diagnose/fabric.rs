@@ -5,11 +5,13 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::doctor::ARP_FLUX_FIX;
+use super::doctor::{arp_flux_groups, arp_flux_line, ARP_FLUX_FIX};
+use crate::model::fabric::child::{ChildEvidence, ChildFailure};
 use crate::model::fabric::{
-    Drift, DriftValue, PairEnd, PairState, PairVerdict, Pattern, PerfBaseline, RankInfo, Suspect,
-    SuspectExplanation, SuspectKind, Thresholds,
+    ArpFluxGroup, ArpFluxNetdev, Drift, DriftValue, PairEnd, PairState, PairVerdict, Pattern,
+    PerfBaseline, RankInfo, Suspect, SuspectExplanation, SuspectKind, Thresholds,
 };
+use crate::model::facts::RoceNetdev;
 
 // ---------------------------------------------------------------------------------------
 // Scheduling
@@ -192,7 +194,7 @@ pub fn drift(ranks: &[RankInfo]) -> Vec<Drift> {
     }
     let mut flux: BTreeMap<String, Vec<&RankInfo>> = BTreeMap::new();
     for r in &ranks {
-        if let Some(f) = &r.arp_flux {
+        if let Some(f) = arp_flux_text(&r.arp_flux) {
             flux.entry(format!("{}: {f}", r.host)).or_default().push(r);
         }
     }
@@ -208,6 +210,55 @@ pub fn drift(ranks: &[RankInfo]) -> Vec<Drift> {
         });
     }
     out
+}
+
+/// This host's ARP flux groups, as a rank publishes them.
+pub fn arp_flux(netdevs: &[RoceNetdev]) -> Vec<ArpFluxGroup> {
+    arp_flux_groups(netdevs)
+        .into_iter()
+        .map(|(subnet, members)| ArpFluxGroup {
+            subnet,
+            netdevs: members
+                .iter()
+                .map(|n| ArpFluxNetdev {
+                    netdev: n.netdev.clone(),
+                    arp_ignore: n.arp_ignore,
+                })
+                .collect(),
+        })
+        .collect()
+}
+
+/// A host's ARP flux in one line, each group worded as `doctor` words it:
+/// `veth0, veth1 on 10.0.0.0/24 answer ARP for each other's addresses (...)`; None when
+/// there is none.
+pub fn arp_flux_text(groups: &[ArpFluxGroup]) -> Option<String> {
+    (!groups.is_empty()).then(|| {
+        groups
+            .iter()
+            .map(|g| {
+                // The line reads each member's name and arp_ignore only.
+                let members: Vec<RoceNetdev> = g
+                    .netdevs
+                    .iter()
+                    .map(|n| RoceNetdev {
+                        port: String::new(),
+                        netdev: n.netdev.clone(),
+                        mtu: None,
+                        ipv4: Vec::new(),
+                        accept_local: None,
+                        rp_filter: None,
+                        arp_ignore: n.arp_ignore,
+                        arp_announce: None,
+                        link_peer: None,
+                    })
+                    .collect();
+                let refs: Vec<&RoceNetdev> = members.iter().collect();
+                arp_flux_line(&g.subnet, &refs)
+            })
+            .collect::<Vec<_>>()
+            .join("; ")
+    })
 }
 
 pub const ARP_FLUX_WHY: &str = "several RDMA netdevs of one host on one subnet with arp_ignore 0: each answers ARP for the others' addresses, so a peer may send the RoCE packets meant for one HCA to another HCA's MAC, which drops them (its QPs do not know the QPN): pairs crawl or fail with IBV_WC_RETRY_EXC_ERR";
@@ -336,9 +387,7 @@ pub fn judge_pair(p: &PairInput, base: &PerfBaseline, t: &Thresholds) -> PairVer
         let text = end
             .failure
             .as_ref()
-            .and_then(|f| f.get("message"))
-            .and_then(|m| m.as_str())
-            .map(String::from)
+            .and_then(|f| f.message.clone())
             .or_else(|| end.problem.clone())
             .unwrap_or_else(|| "failed".into());
         worst(PairState::Failed, text, &mut v);
@@ -590,23 +639,21 @@ fn pairs_of(
 // ---------------------------------------------------------------------------------------
 // Explaining a suspect
 
-fn failure_text(f: &serde_json::Value) -> (Option<String>, Vec<String>, Option<String>) {
-    let x = f.get("explanation");
-    let s = |v: Option<&serde_json::Value>| v.and_then(|v| v.as_str()).map(String::from);
+fn failure_text(f: &ChildFailure) -> (Option<String>, Vec<String>, Option<String>) {
+    let x = f.explanation.as_ref();
     let evidence = x
-        .and_then(|x| x.get("evidence"))
-        .and_then(|e| e.as_array())
-        .map(|a| {
-            a.iter()
-                .filter_map(|e| e.as_str().or_else(|| e.get("text")?.as_str()))
+        .map(|x| {
+            x.evidence
+                .iter()
+                .filter_map(ChildEvidence::text)
                 .map(String::from)
                 .collect()
         })
         .unwrap_or_default();
     (
-        s(x.and_then(|x| x.get("summary"))),
+        x.and_then(|x| x.summary.clone()),
         evidence,
-        s(x.and_then(|x| x.get("fix"))),
+        x.and_then(|x| x.fix.clone()),
     )
 }
 
@@ -615,29 +662,26 @@ fn counter_finding(end: &PairEnd, code: &str) -> Option<(String, Vec<String>, Op
     let f = end
         .counters
         .as_ref()?
-        .get("findings")?
-        .as_array()?
+        .findings
         .iter()
-        .find(|f| f.get("code").and_then(|c| c.as_str()) == Some(code))?;
-    let s = |k: &str| f.get(k).and_then(|v| v.as_str()).map(String::from);
+        .find(|f| f.code.as_deref() == Some(code))?;
     let evidence = f
-        .get("evidence")
-        .and_then(|e| e.as_array())
-        .map(|a| {
-            a.iter()
-                .filter_map(|e| e.as_str())
-                // "this end" and "the peer" were the pair's client and server; here the
-                // port names alone say whose counters moved.
-                .map(|e| {
-                    e.strip_prefix("this end ")
-                        .or_else(|| e.strip_prefix("the peer "))
-                        .unwrap_or(e)
-                        .to_string()
-                })
-                .collect()
+        .evidence
+        .iter()
+        .filter_map(|e| match e {
+            ChildEvidence::Line(line) => Some(line.as_str()),
+            _ => None,
         })
-        .unwrap_or_default();
-    Some((s("message")?, evidence, s("fix")))
+        // "this end" and "the peer" were the pair's client and server; here the
+        // port names alone say whose counters moved.
+        .map(|e| {
+            e.strip_prefix("this end ")
+                .or_else(|| e.strip_prefix("the peer "))
+                .unwrap_or(e)
+                .to_string()
+        })
+        .collect();
+    Some((f.message.clone()?, evidence, f.fix.clone()))
 }
 
 pub fn explain_suspect(
@@ -692,11 +736,11 @@ pub fn explain_suspect(
         .into_iter()
         .flatten()
         .filter_map(|r| infos.get(&r))
-        .find_map(|i| i.arp_flux.as_ref().map(|f| (i.host.clone(), f.clone())));
+        .find_map(|i| arp_flux_text(&i.arp_flux).map(|f| (i.host.clone(), f)));
     let first_failure = bad_pairs
         .iter()
         .filter(|v| v.state == PairState::Failed)
-        .find_map(|v| ends.get(&(v.a, v.b))?.failure.as_ref().map(failure_text));
+        .find_map(|v| ends.get(&(v.a, v.b))?.failure.as_deref().map(failure_text));
     let first_loss = bad_pairs
         .iter()
         .find_map(|v| counter_finding(ends.get(&(v.a, v.b))?, "counters-retransmission"));
@@ -790,6 +834,7 @@ pub fn explain_suspect(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::fabric::child::Verbatim;
 
     fn all_pairs(rounds: &[Vec<(u32, u32)>]) -> Vec<(u32, u32)> {
         let mut v: Vec<(u32, u32)> = rounds.iter().flatten().copied().collect();
@@ -899,11 +944,42 @@ mod tests {
         assert!(drift(&same).is_empty());
     }
 
+    fn flux(netdevs: &[&str]) -> Vec<ArpFluxGroup> {
+        vec![ArpFluxGroup {
+            subnet: "10.0.0.0/24".into(),
+            netdevs: netdevs
+                .iter()
+                .map(|n| ArpFluxNetdev {
+                    netdev: n.to_string(),
+                    arp_ignore: Some(0),
+                })
+                .collect(),
+        }]
+    }
+
+    #[test]
+    fn arp_flux_is_worded_as_doctor_words_it() {
+        assert_eq!(arp_flux_text(&[]), None);
+        let mut two = flux(&["e0", "e1"]);
+        two.push(ArpFluxGroup {
+            subnet: "10.1.0.0/16".into(),
+            netdevs: vec![ArpFluxNetdev {
+                netdev: "e2".into(),
+                arp_ignore: None,
+            }],
+        });
+        assert_eq!(
+            arp_flux_text(&two).unwrap(),
+            "e0, e1 on 10.0.0.0/24 answer ARP for each other's addresses (e0 arp_ignore 0, e1 arp_ignore 0); \
+             e2 on 10.1.0.0/16 answer ARP for each other's addresses (e2 arp_ignore ?)"
+        );
+    }
+
     #[test]
     fn arp_flux_is_reported_even_when_every_host_has_it() {
         let mut ranks: Vec<RankInfo> = (0..2).map(|r| info(r, "h")).collect();
         for r in &mut ranks {
-            r.arp_flux = Some("e0, e1 on 10.0.0.0/24 answer ARP for each other".into());
+            r.arp_flux = flux(&["e0", "e1"]);
         }
         let d = drift(&ranks);
         assert_eq!(d.len(), 1);
@@ -1032,9 +1108,9 @@ mod tests {
         for p in pairs.iter_mut().filter(|p| p.b == 3) {
             p.end = Ok(PairEnd {
                 ok: false,
-                failure: Some(
+                failure: Some(Verbatim::new(
                     serde_json::json!({"message": "IBV_WC_RETRY_EXC_ERR", "explanation": {"code": "retry-exceeded"}}),
-                ),
+                )),
                 ..PairEnd::default()
             });
         }
@@ -1073,9 +1149,11 @@ mod tests {
         for p in pairs.iter_mut().filter(|p| p.b == 3) {
             p.end = Ok(PairEnd {
                 ok: false,
-                failure: Some(serde_json::json!({"message": "IBV_WC_RETRY_EXC_ERR",
+                failure: Some(Verbatim::new(
+                    serde_json::json!({"message": "IBV_WC_RETRY_EXC_ERR",
                     "explanation": {"code": "retry-exceeded", "summary": "no ACK from the peer",
-                        "evidence": [{"from": "route", "text": "neighbour 10.0.0.4 FAILED"}], "fix": "check the link"}})),
+                        "evidence": [{"from": "route", "text": "neighbour 10.0.0.4 FAILED"}], "fix": "check the link"}}),
+                )),
                 ..PairEnd::default()
             });
         }
@@ -1087,8 +1165,7 @@ mod tests {
             .collect();
         let mut infos: BTreeMap<u32, RankInfo> =
             (0..4).map(|r| (r, info(r, &format!("h{r}")))).collect();
-        infos.get_mut(&3).unwrap().arp_flux =
-            Some("e0, e3 share 10.0.0.0/24 with arp_ignore 0".into());
+        infos.get_mut(&3).unwrap().arp_flux = flux(&["e0", "e3"]);
         let x = explain_suspect(&s[0], &infos, &v, &ends, &[], &base);
         assert!(x.summary.contains("no ACK from the peer"), "{}", x.summary);
         assert!(

@@ -13,6 +13,7 @@ pub mod gid_auto;
 pub mod gidselect;
 pub mod kernel_choice;
 pub mod pin;
+pub mod setup;
 
 use crate::model::diagnostic::Explanation;
 use crate::model::facts::Facts;

@@ -196,31 +196,7 @@ pub fn walk<T: MadTransport>(t: &mut T, opts: &WalkOptions) -> io::Result<Subnet
     let started = Instant::now();
     let mut tid = 0u32;
     let mut stats = MadStats::default();
-    let mut nodes: Vec<Node> = Vec::new();
-    let mut index: HashMap<u64, usize> = HashMap::new();
-    // The port each node was first entered by: a switch does not walk back out of it.
-    let mut entry_port: HashMap<u64, u8> = HashMap::new();
-    let mut links: BTreeSet<Link> = BTreeSet::new();
-    let mut local: Option<End> = None;
-    let mut unanswered = Vec::new();
-    // Switch ports as read, kept to be judged against their port 0 after the walk.
-    let mut switch_ports: Vec<(u64, u8, SmpPortInfo)> = Vec::new();
-
-    let lost = |job: &Job, miss: Miss, unanswered: &mut Vec<Unanswered>| {
-        let from = match &job.want {
-            Want::NodeInfo { from: Some(f) } => Some(*f),
-            _ => None,
-        };
-        unanswered.push(Unanswered {
-            route: job.route.to_string(),
-            what: match miss {
-                Miss::Lost => job.want.what(),
-                Miss::Status(s) => format!("{} (MAD status {s:#06x})", job.want.what()),
-            },
-            via: from.map(|f| format!("{:#018x} port {}", f.guid, f.port)),
-            from,
-        });
-    };
+    let mut found = Found::default();
 
     let first = VecDeque::from([Job::smp(
         Want::NodeInfo { from: None },
@@ -229,163 +205,11 @@ pub fn walk<T: MadTransport>(t: &mut T, opts: &WalkOptions) -> io::Result<Subnet
         0,
     )]);
     pump(t, opts, &mut tid, &mut stats, first, |job, answer, jobs| {
-        let reply = match answer {
-            Ok(r) => r,
-            Err(miss) => return lost(job, miss, &mut unanswered),
-        };
-        let Some(data) = mad::data(&reply) else {
-            return;
-        };
-        let DrPath::Directed(route) = &job.route else {
-            return;
-        };
-        match &job.want {
-            Want::NodeInfo { from } => {
-                let Some(ni) = NodeInfo::decode(data) else {
-                    return;
-                };
-                let here = End {
-                    guid: ni.node_guid,
-                    port: ni.local_port,
-                };
-                if route.is_empty() {
-                    local = Some(here);
-                }
-                if let Some(f) = from {
-                    links.insert(Link::new(*f, here));
-                }
-                if let Some(&i) = index.get(&ni.node_guid) {
-                    if !nodes[i].port_guids.iter().any(|(p, _)| *p == ni.local_port) {
-                        nodes[i].port_guids.push((ni.local_port, ni.port_guid));
-                    }
-                    // Another port of a known CA: its SmpPortInfo is still to read.
-                    let n = &nodes[i];
-                    if !n.is_switch() && n.port(ni.local_port).is_none() {
-                        jobs.push_back(Job::smp(
-                            Want::SmpPortInfo(ni.node_guid, ni.local_port),
-                            route,
-                            mad::ATTR_PORT_INFO,
-                            u32::from(ni.local_port),
-                        ));
-                    }
-                    return;
-                }
-                index.insert(ni.node_guid, nodes.len());
-                entry_port.insert(ni.node_guid, ni.local_port);
-                nodes.push(Node {
-                    guid: ni.node_guid,
-                    node_type: ni.node_type,
-                    description: String::new(),
-                    lid: 0,
-                    num_ports: ni.num_ports,
-                    system_image_guid: ni.system_image_guid,
-                    vendor_id: ni.vendor_id,
-                    device_id: ni.device_id,
-                    enhanced_port0: false,
-                    port_guids: vec![(ni.local_port, ni.port_guid)],
-                    route: route.clone(),
-                    ports: Vec::new(),
-                });
-                let g = ni.node_guid;
-                jobs.push_back(Job::smp(Want::NodeDesc(g), route, mad::ATTR_NODE_DESC, 0));
-                if ni.node_type == MadNodeType::Switch {
-                    jobs.push_back(Job::smp(
-                        Want::SwitchInfo(g),
-                        route,
-                        mad::ATTR_SWITCH_INFO,
-                        0,
-                    ));
-                    for p in 0..=ni.num_ports {
-                        jobs.push_back(Job::smp(
-                            Want::SmpPortInfo(g, p),
-                            route,
-                            mad::ATTR_PORT_INFO,
-                            u32::from(p),
-                        ));
-                    }
-                } else {
-                    jobs.push_back(Job::smp(
-                        Want::SmpPortInfo(g, ni.local_port),
-                        route,
-                        mad::ATTR_PORT_INFO,
-                        u32::from(ni.local_port),
-                    ));
-                }
-            }
-            Want::NodeDesc(g) => {
-                if let (Some(&i), Some(d)) = (index.get(g), mad::node_description(data)) {
-                    nodes[i].description = d;
-                }
-            }
-            Want::SwitchInfo(g) => {
-                if let (Some(&i), Some(si)) = (index.get(g), mad::SwitchInfo::decode(data)) {
-                    nodes[i].enhanced_port0 = si.enhanced_port0;
-                }
-            }
-            Want::SmpPortInfo(g, p) => {
-                let (Some(&i), Some(pi)) = (index.get(g), SmpPortInfo::decode(data)) else {
-                    return;
-                };
-                let node = &mut nodes[i];
-                if node.is_switch() {
-                    switch_ports.push((*g, *p, pi.clone()));
-                }
-                let port = subnet_port(*p, &pi);
-                if node.lid == 0 && (*p == 0 || !node.is_switch()) {
-                    node.lid = pi.lid;
-                }
-                node.ports.retain(|x| x.port != *p);
-                node.ports.push(port);
-                node.ports.sort_by_key(|x| x.port);
-                let up = pi.phys_state == mad::PHYS_LINK_UP;
-                let walk_on = if node.is_switch() {
-                    // A switch's physical ports lead on, except the one we came in by.
-                    *p >= 1 && (route.is_empty() || entry_port.get(g) != Some(p))
-                } else {
-                    // Only the local CA's own port leads out; a CA does not forward.
-                    route.is_empty()
-                };
-                if up && walk_on && route.len() < mad::MAX_HOPS {
-                    let mut next = route.clone();
-                    next.push(*p);
-                    jobs.push_back(Job::smp(
-                        Want::NodeInfo {
-                            from: Some(End { guid: *g, port: *p }),
-                        },
-                        &next,
-                        mad::ATTR_NODE_INFO,
-                        0,
-                    ));
-                }
-            }
-            _ => {}
-        }
+        found.on_smp_reply(job, answer, jobs)
     })?;
+    found.apply_port0_masks();
 
-    // A switch's external ports carry no capability mask of their own: port 0's says
-    // whether the LinkSpeedExt fields hold (as libibnetdisc reads them).
-    for (guid, num, pi) in &switch_ports {
-        let Some(node) = nodes.iter_mut().find(|n| n.guid == *guid) else {
-            continue;
-        };
-        let port0_mask = switch_ports
-            .iter()
-            .find(|(g, n, _)| g == guid && *n == 0)
-            .map(|(_, _, p)| p.capability_mask);
-        let (Some(mask), Some(slot)) = (port0_mask, node.ports.iter_mut().find(|x| x.port == *num))
-        else {
-            continue;
-        };
-        if *num != 0 {
-            let mut with_mask = pi.clone();
-            with_mask.capability_mask |= mask & mad::CAP_EXT_SPEEDS;
-            let counters = slot.counters.take();
-            *slot = subnet_port(slot.port, &with_mask);
-            slot.counters = counters;
-        }
-    }
-
-    let local = local.ok_or_else(|| {
+    let local = found.local.ok_or_else(|| {
         io::Error::new(
             io::ErrorKind::TimedOut,
             format!(
@@ -395,130 +219,28 @@ pub fn walk<T: MadTransport>(t: &mut T, opts: &WalkOptions) -> io::Result<Subnet
             ),
         )
     })?;
-    let local_node = nodes.iter().find(|n| n.guid == local.guid);
+    let local_node = found.nodes.iter().find(|n| n.guid == local.guid);
     let local_port = local_node.and_then(|n| n.port(local.port).or_else(|| n.port(0)));
     let local_sm_lid = local_port.map(|p| p.sm_lid).unwrap_or(0);
 
-    // SMInfo: from the node holding the local port's SM LID, and from every node with a
-    // port that says it is an SM.
-    let mut sm_nodes: Vec<u64> = Vec::new();
-    for n in &nodes {
-        let holds_sm_lid =
-            local_sm_lid != 0 && n.ports.iter().any(|p| p.lid == local_sm_lid && p.lid != 0);
-        if (holds_sm_lid || n.ports.iter().any(|p| p.is_sm)) && !sm_nodes.contains(&n.guid) {
-            sm_nodes.push(n.guid);
-        }
-    }
-    let mut second: VecDeque<Job> = VecDeque::new();
-    for g in &sm_nodes {
-        if let Some(n) = nodes.iter().find(|n| n.guid == *g) {
-            second.push_back(Job::smp(Want::SmInfo(*g), &n.route, mad::ATTR_SM_INFO, 0));
-        }
-    }
-    if opts.counters {
-        let mut asked: Vec<u64> = Vec::new();
-        for end in links.iter().flat_map(|l| [l.a, l.b]) {
-            if let Some(mut job) = counters_job(&nodes, end, false) {
-                second.push_back(pma_job(
-                    Want::Counters(end),
-                    job.route.clone(),
-                    mad::ATTR_PORT_COUNTERS,
-                    end.port,
-                ));
-                if !asked.contains(&end.guid) {
-                    asked.push(end.guid);
-                    job.want = Want::PmaClass(end.guid);
-                    job.attr = mad::ATTR_CLASS_PORT_INFO;
-                    job.data = Vec::new();
-                    second.push_back(job);
-                }
-            }
-        }
-    }
-    let mut sms = Vec::new();
-    let mut extended: Vec<(End, Vec<(&'static str, u64)>)> = Vec::new();
+    let second = second_pass(&found.nodes, &found.links, local_sm_lid, opts.counters);
     pump(
         t,
         opts,
         &mut tid,
         &mut stats,
         second,
-        |job, answer, jobs| {
-            let reply = match answer {
-                Ok(r) => r,
-                Err(miss) => return lost(job, miss, &mut unanswered),
-            };
-            let Some(data) = mad::data(&reply) else {
-                return;
-            };
-            match &job.want {
-                Want::SmInfo(g) => {
-                    if let Some(si) = mad::SmInfo::decode(data) {
-                        let lid = nodes
-                            .iter()
-                            .find(|n| n.guid == *g)
-                            .map(|n| n.lid)
-                            .unwrap_or(0);
-                        sms.push(SmSeen {
-                            guid: si.guid,
-                            lid,
-                            priority: si.priority,
-                            state: mad::sm_state_name(si.state),
-                            act_count: si.act_count,
-                        });
-                    }
-                }
-                Want::Counters(end) => {
-                    if let (Some(c), Some(n)) = (
-                        mad::PmaCounters::decode(data),
-                        nodes.iter_mut().find(|n| n.guid == end.guid),
-                    ) {
-                        if let Some(p) = n.ports.iter_mut().find(|p| p.port == end.port) {
-                            p.counters = Some(c.values);
-                        }
-                    }
-                }
-                Want::PmaClass(guid) => {
-                    let has_ext = mad::class_port_info_capmask(data)
-                        .is_some_and(|m| m & mad::PM_EXT_WIDTH != 0);
-                    if has_ext {
-                        for end in links.iter().flat_map(|l| [l.a, l.b]) {
-                            if end.guid == *guid {
-                                jobs.push_back(pma_job(
-                                    Want::CountersExt(end),
-                                    job.route.clone(),
-                                    mad::ATTR_PORT_COUNTERS_EXT,
-                                    end.port,
-                                ));
-                            }
-                        }
-                    }
-                }
-                Want::CountersExt(end) => {
-                    if let Some(values) = mad::port_counters_ext(data) {
-                        extended.push((*end, values));
-                    }
-                }
-                _ => {}
-            }
-        },
+        |job, answer, jobs| found.on_second_reply(job, answer, jobs),
     )?;
-    // The 64-bit data and packet counters replace PmaCounters' 32-bit ones, which
-    // saturate within seconds on a busy link.
-    for (end, values) in extended {
-        let port = nodes
-            .iter_mut()
-            .find(|n| n.guid == end.guid)
-            .and_then(|n| n.ports.iter_mut().find(|p| p.port == end.port));
-        let Some(counters) = port.and_then(|p| p.counters.as_mut()) else {
-            continue;
-        };
-        for (name, value) in values {
-            counters.retain(|(n, _, _)| *n != name);
-            counters.push((name, value, 64));
-        }
-    }
+    found.apply_extended_counters();
 
+    let Found {
+        nodes,
+        links,
+        unanswered,
+        sms,
+        ..
+    } = found;
     let local_port = nodes
         .iter()
         .find(|n| n.guid == local.guid)
@@ -536,6 +258,356 @@ pub fn walk<T: MadTransport>(t: &mut T, opts: &WalkOptions) -> io::Result<Subnet
         elapsed_ms: started.elapsed().as_millis() as u64,
         interval_s: None,
     })
+}
+
+/// What the walk has found so far, filled in by the answers of both passes.
+#[derive(Default)]
+struct Found {
+    nodes: Vec<Node>,
+    index: HashMap<u64, usize>,
+    /// The port each node was first entered by: a switch does not walk back out of it.
+    entry_port: HashMap<u64, u8>,
+    links: BTreeSet<Link>,
+    local: Option<End>,
+    unanswered: Vec<Unanswered>,
+    /// Switch ports as read, kept to be judged against their port 0 after the walk.
+    switch_ports: Vec<(u64, u8, SmpPortInfo)>,
+    sms: Vec<SmSeen>,
+    /// PortCountersExtended as read, merged into the ports' counters after the second pass.
+    extended: Vec<(End, Vec<(&'static str, u64)>)>,
+}
+
+impl Found {
+    /// A request that got no answer (or an error status): recorded, and the walk goes on.
+    fn lost(&mut self, job: &Job, miss: Miss) {
+        let from = match &job.want {
+            Want::NodeInfo { from: Some(f) } => Some(*f),
+            _ => None,
+        };
+        self.unanswered.push(Unanswered {
+            route: job.route.to_string(),
+            what: match miss {
+                Miss::Lost => job.want.what(),
+                Miss::Status(s) => format!("{} (MAD status {s:#06x})", job.want.what()),
+            },
+            via: from.map(|f| format!("{:#018x} port {}", f.guid, f.port)),
+            from,
+        });
+    }
+
+    /// The first pass: NodeInfo, NodeDescription, SwitchInfo and SmpPortInfo by directed
+    /// route, each NodeInfo queueing the reads of its node and each live port the next hop.
+    fn on_smp_reply(&mut self, job: &Job, answer: Result<Vec<u8>, Miss>, jobs: &mut VecDeque<Job>) {
+        let reply = match answer {
+            Ok(r) => r,
+            Err(miss) => return self.lost(job, miss),
+        };
+        let Some(data) = mad::data(&reply) else {
+            return;
+        };
+        let DrPath::Directed(route) = &job.route else {
+            return;
+        };
+        match &job.want {
+            Want::NodeInfo { from } => self.node_info(data, route, *from, jobs),
+            Want::NodeDesc(g) => {
+                if let (Some(&i), Some(d)) = (self.index.get(g), mad::node_description(data)) {
+                    self.nodes[i].description = d;
+                }
+            }
+            Want::SwitchInfo(g) => {
+                if let (Some(&i), Some(si)) = (self.index.get(g), mad::SwitchInfo::decode(data)) {
+                    self.nodes[i].enhanced_port0 = si.enhanced_port0;
+                }
+            }
+            Want::SmpPortInfo(g, p) => self.port_info(data, route, *g, *p, jobs),
+            _ => {}
+        }
+    }
+
+    /// The node at the end of `route`: a new node is recorded and its description, switch
+    /// info and ports are asked for; a known one gains the port it was reached by.
+    fn node_info(
+        &mut self,
+        data: &[u8],
+        route: &[u8],
+        from: Option<End>,
+        jobs: &mut VecDeque<Job>,
+    ) {
+        let Some(ni) = NodeInfo::decode(data) else {
+            return;
+        };
+        let here = End {
+            guid: ni.node_guid,
+            port: ni.local_port,
+        };
+        if route.is_empty() {
+            self.local = Some(here);
+        }
+        if let Some(f) = from {
+            self.links.insert(Link::new(f, here));
+        }
+        if let Some(&i) = self.index.get(&ni.node_guid) {
+            if !self.nodes[i]
+                .port_guids
+                .iter()
+                .any(|(p, _)| *p == ni.local_port)
+            {
+                self.nodes[i].port_guids.push((ni.local_port, ni.port_guid));
+            }
+            // Another port of a known CA: its SmpPortInfo is still to read.
+            let n = &self.nodes[i];
+            if !n.is_switch() && n.port(ni.local_port).is_none() {
+                jobs.push_back(Job::smp(
+                    Want::SmpPortInfo(ni.node_guid, ni.local_port),
+                    route,
+                    mad::ATTR_PORT_INFO,
+                    u32::from(ni.local_port),
+                ));
+            }
+            return;
+        }
+        self.index.insert(ni.node_guid, self.nodes.len());
+        self.entry_port.insert(ni.node_guid, ni.local_port);
+        self.nodes.push(Node {
+            guid: ni.node_guid,
+            node_type: ni.node_type,
+            description: String::new(),
+            lid: 0,
+            num_ports: ni.num_ports,
+            system_image_guid: ni.system_image_guid,
+            vendor_id: ni.vendor_id,
+            device_id: ni.device_id,
+            enhanced_port0: false,
+            port_guids: vec![(ni.local_port, ni.port_guid)],
+            route: route.to_vec(),
+            ports: Vec::new(),
+        });
+        let g = ni.node_guid;
+        jobs.push_back(Job::smp(Want::NodeDesc(g), route, mad::ATTR_NODE_DESC, 0));
+        if ni.node_type == MadNodeType::Switch {
+            jobs.push_back(Job::smp(
+                Want::SwitchInfo(g),
+                route,
+                mad::ATTR_SWITCH_INFO,
+                0,
+            ));
+            for p in 0..=ni.num_ports {
+                jobs.push_back(Job::smp(
+                    Want::SmpPortInfo(g, p),
+                    route,
+                    mad::ATTR_PORT_INFO,
+                    u32::from(p),
+                ));
+            }
+        } else {
+            jobs.push_back(Job::smp(
+                Want::SmpPortInfo(g, ni.local_port),
+                route,
+                mad::ATTR_PORT_INFO,
+                u32::from(ni.local_port),
+            ));
+        }
+    }
+
+    /// Port `p` of node `g`: recorded, and when its link is up and it leads on, the node
+    /// behind it is asked for.
+    fn port_info(&mut self, data: &[u8], route: &[u8], g: u64, p: u8, jobs: &mut VecDeque<Job>) {
+        let (Some(&i), Some(pi)) = (self.index.get(&g), SmpPortInfo::decode(data)) else {
+            return;
+        };
+        let node = &mut self.nodes[i];
+        if node.is_switch() {
+            self.switch_ports.push((g, p, pi.clone()));
+        }
+        let port = subnet_port(p, &pi);
+        if node.lid == 0 && (p == 0 || !node.is_switch()) {
+            node.lid = pi.lid;
+        }
+        node.ports.retain(|x| x.port != p);
+        node.ports.push(port);
+        node.ports.sort_by_key(|x| x.port);
+        let up = pi.phys_state == mad::PHYS_LINK_UP;
+        let walk_on = if node.is_switch() {
+            // A switch's physical ports lead on, except the one we came in by.
+            p >= 1 && (route.is_empty() || self.entry_port.get(&g) != Some(&p))
+        } else {
+            // Only the local CA's own port leads out; a CA does not forward.
+            route.is_empty()
+        };
+        if up && walk_on && route.len() < mad::MAX_HOPS {
+            let mut next = route.to_vec();
+            next.push(p);
+            jobs.push_back(Job::smp(
+                Want::NodeInfo {
+                    from: Some(End { guid: g, port: p }),
+                },
+                &next,
+                mad::ATTR_NODE_INFO,
+                0,
+            ));
+        }
+    }
+
+    /// A switch's external ports carry no capability mask of their own: port 0's says
+    /// whether the LinkSpeedExt fields hold (as libibnetdisc reads them).
+    fn apply_port0_masks(&mut self) {
+        for (guid, num, pi) in &self.switch_ports {
+            let Some(node) = self.nodes.iter_mut().find(|n| n.guid == *guid) else {
+                continue;
+            };
+            let port0_mask = self
+                .switch_ports
+                .iter()
+                .find(|(g, n, _)| g == guid && *n == 0)
+                .map(|(_, _, p)| p.capability_mask);
+            let (Some(mask), Some(slot)) =
+                (port0_mask, node.ports.iter_mut().find(|x| x.port == *num))
+            else {
+                continue;
+            };
+            if *num != 0 {
+                let mut with_mask = pi.clone();
+                with_mask.capability_mask |= mask & mad::CAP_EXT_SPEEDS;
+                let counters = slot.counters.take();
+                *slot = subnet_port(slot.port, &with_mask);
+                slot.counters = counters;
+            }
+        }
+    }
+
+    /// The second pass: SMInfo, PmaCounters, the PMA's ClassPortInfo and, where it has
+    /// them, the extended counters.
+    fn on_second_reply(
+        &mut self,
+        job: &Job,
+        answer: Result<Vec<u8>, Miss>,
+        jobs: &mut VecDeque<Job>,
+    ) {
+        let reply = match answer {
+            Ok(r) => r,
+            Err(miss) => return self.lost(job, miss),
+        };
+        let Some(data) = mad::data(&reply) else {
+            return;
+        };
+        match &job.want {
+            Want::SmInfo(g) => {
+                if let Some(si) = mad::SmInfo::decode(data) {
+                    let lid = self
+                        .nodes
+                        .iter()
+                        .find(|n| n.guid == *g)
+                        .map(|n| n.lid)
+                        .unwrap_or(0);
+                    self.sms.push(SmSeen {
+                        guid: si.guid,
+                        lid,
+                        priority: si.priority,
+                        state: mad::sm_state_name(si.state),
+                        act_count: si.act_count,
+                    });
+                }
+            }
+            Want::Counters(end) => {
+                if let (Some(c), Some(n)) = (
+                    mad::PmaCounters::decode(data),
+                    self.nodes.iter_mut().find(|n| n.guid == end.guid),
+                ) {
+                    if let Some(p) = n.ports.iter_mut().find(|p| p.port == end.port) {
+                        p.counters = Some(c.values);
+                    }
+                }
+            }
+            Want::PmaClass(guid) => {
+                let has_ext =
+                    mad::class_port_info_capmask(data).is_some_and(|m| m & mad::PM_EXT_WIDTH != 0);
+                if has_ext {
+                    for end in self.links.iter().flat_map(|l| [l.a, l.b]) {
+                        if end.guid == *guid {
+                            jobs.push_back(pma_job(
+                                Want::CountersExt(end),
+                                job.route.clone(),
+                                mad::ATTR_PORT_COUNTERS_EXT,
+                                end.port,
+                            ));
+                        }
+                    }
+                }
+            }
+            Want::CountersExt(end) => {
+                if let Some(values) = mad::port_counters_ext(data) {
+                    self.extended.push((*end, values));
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// The 64-bit data and packet counters replace PmaCounters' 32-bit ones, which
+    /// saturate within seconds on a busy link.
+    fn apply_extended_counters(&mut self) {
+        for (end, values) in std::mem::take(&mut self.extended) {
+            let port = self
+                .nodes
+                .iter_mut()
+                .find(|n| n.guid == end.guid)
+                .and_then(|n| n.ports.iter_mut().find(|p| p.port == end.port));
+            let Some(counters) = port.and_then(|p| p.counters.as_mut()) else {
+                continue;
+            };
+            for (name, value) in values {
+                counters.retain(|(n, _, _)| *n != name);
+                counters.push((name, value, 64));
+            }
+        }
+    }
+}
+
+/// The second pass's requests. SMInfo: from the node holding the local port's SM LID, and
+/// from every node with a port that says it is an SM. With `counters`, PmaCounters of
+/// both ends of every link and the PMA's ClassPortInfo of each node once.
+fn second_pass(
+    nodes: &[Node],
+    links: &BTreeSet<Link>,
+    local_sm_lid: u16,
+    counters: bool,
+) -> VecDeque<Job> {
+    let mut sm_nodes: Vec<u64> = Vec::new();
+    for n in nodes {
+        let holds_sm_lid =
+            local_sm_lid != 0 && n.ports.iter().any(|p| p.lid == local_sm_lid && p.lid != 0);
+        if (holds_sm_lid || n.ports.iter().any(|p| p.is_sm)) && !sm_nodes.contains(&n.guid) {
+            sm_nodes.push(n.guid);
+        }
+    }
+    let mut second: VecDeque<Job> = VecDeque::new();
+    for g in &sm_nodes {
+        if let Some(n) = nodes.iter().find(|n| n.guid == *g) {
+            second.push_back(Job::smp(Want::SmInfo(*g), &n.route, mad::ATTR_SM_INFO, 0));
+        }
+    }
+    if counters {
+        let mut asked: Vec<u64> = Vec::new();
+        for end in links.iter().flat_map(|l| [l.a, l.b]) {
+            if let Some(mut job) = counters_job(nodes, end, false) {
+                second.push_back(pma_job(
+                    Want::Counters(end),
+                    job.route.clone(),
+                    mad::ATTR_PORT_COUNTERS,
+                    end.port,
+                ));
+                if !asked.contains(&end.guid) {
+                    asked.push(end.guid);
+                    job.want = Want::PmaClass(end.guid);
+                    job.attr = mad::ATTR_CLASS_PORT_INFO;
+                    job.data = Vec::new();
+                    second.push_back(job);
+                }
+            }
+        }
+    }
+    second
 }
 
 /// A PMA request for one link end, LID-routed (the PMA is a GSI class: no directed

@@ -9,7 +9,7 @@ use crate::error::{Error, Result};
 use crate::gather::net;
 use crate::gather::sysfs::SysfsRoot;
 use crate::gather::verbs;
-use crate::model::device::{Device, VerbsStatus};
+use crate::model::device::{Device, Port, VerbsStatus};
 
 /// The device and port a command will open, looked up in sysfs before anything is opened,
 /// so a wrong `-d` or `-i` is the same one-line error naming what exists (exit 3) in every
@@ -315,6 +315,20 @@ pub fn roce_netdevs(devices: &[Device]) -> Vec<crate::model::facts::RoceNetdev> 
         });
     }
     out
+}
+
+/// The netdevs the ports name that are absent from this namespace's class/net: this
+/// process runs in another network namespace (the device is shared into it), so their MTU
+/// and state cannot be read here. Each named once, in port order.
+pub fn netdevs_outside_namespace(sysfs: &Path, ports: &[&Port]) -> Vec<String> {
+    let mut hidden: Vec<String> = ports
+        .iter()
+        .filter_map(|p| p.netdev.as_ref())
+        .map(|n| n.name.clone())
+        .filter(|name| !sysfs.join("class/net").join(name).exists())
+        .collect();
+    hidden.dedup();
+    hidden
 }
 
 /// `DEV[/PORT]`, `-d DEV` and `-i PORT` resolved to one (device, port) selection.

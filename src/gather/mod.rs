@@ -3,11 +3,14 @@
 
 pub mod baseline;
 pub mod check;
+pub mod devinfo;
 pub mod discover;
 pub mod doctor;
+pub mod endpoint;
 pub mod failure;
 pub mod inventory;
 pub mod net;
+pub mod placement;
 pub mod procfs;
 pub mod sysfs;
 pub mod verbs;

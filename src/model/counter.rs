@@ -10,6 +10,8 @@
 //! 32-bit fields of QUERY_Q_COUNTER and its congestion counters 64-bit; rxe keeps 64-bit
 //! counters. Unknown counters are kept by name with the width sysfs prints them at (u64).
 
+use std::time::Instant;
+
 use serde::Serialize;
 
 use crate::model::device::ReadProblem;
@@ -501,6 +503,39 @@ fn spec(name: &str, source: CounterSource, flavor: Flavor) -> Spec {
                 },
             }
         }
+    }
+}
+
+/// The previous snapshot and its time; each new snapshot gives the deltas of the ports
+/// present in both (a port that appeared waits for its second read).
+pub struct Sampler {
+    previous: Vec<PortCounters>,
+    at: Instant,
+}
+
+impl Sampler {
+    pub fn new(first: Vec<PortCounters>, at: Instant) -> Sampler {
+        Sampler {
+            previous: first,
+            at,
+        }
+    }
+
+    pub fn next(&mut self, now: Vec<PortCounters>, at: Instant) -> Vec<PortDelta> {
+        let seconds = at.duration_since(self.at).as_secs_f64();
+        let deltas = now
+            .iter()
+            .filter_map(|after| {
+                let before = self
+                    .previous
+                    .iter()
+                    .find(|b| b.device == after.device && b.port == after.port)?;
+                Some(port_delta(before, after, seconds))
+            })
+            .collect();
+        self.previous = now;
+        self.at = at;
+        deltas
     }
 }
 

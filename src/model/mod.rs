@@ -1,8 +1,10 @@
 //! Plain data: what the gatherers fill and the rules and renderers read. Nothing here does
 //! I/O, and nothing here imports a module above it.
 
+pub mod catalogue;
 pub mod counter;
 pub mod device;
+pub mod devinfo;
 pub mod diagnostic;
 pub mod doctor;
 pub mod errno;
@@ -12,4 +14,5 @@ pub mod failure;
 pub mod gid;
 pub mod mad;
 pub mod results;
+pub mod rounding;
 pub mod topology;

@@ -1,13 +1,18 @@
 //! The measured figures of `pingpong` (TCP exchange and `--cm`) and their JSON shape: one
 //! [`OpResult`] per operation, under `ops` in the order the operations ran.
 //!
+//! `selftest`'s step lines and the `--cm` selftest's report are here too.
+//!
 //! Latency goes into a fixed-size histogram ([`LatencyRecorder`]), never one sample per
 //! iteration, so a run of any length or duration uses the same memory.
 
+use std::net::IpAddr;
 use std::time::Duration;
 
 use hdrhistogram::Histogram;
 use serde::Serialize;
+
+use crate::model::diagnostic::FailureReport;
 
 /// Measured figures of one operation, as printed and as JSON. Throughput and usec/iter
 /// use ibv_rc_pingpong's arithmetic.
@@ -16,14 +21,14 @@ pub struct OpResult {
     pub iters: u64,
     pub bytes: u64,
     // JSON rounds the figures: seconds to µs, the rest to 3 decimals.
-    #[serde(serialize_with = "crate::output::ser_6dp")]
+    #[serde(serialize_with = "crate::model::rounding::ser_6dp")]
     pub seconds: f64,
-    #[serde(serialize_with = "crate::output::ser_3dp")]
+    #[serde(serialize_with = "crate::model::rounding::ser_3dp")]
     pub mbit_per_sec: f64,
-    #[serde(serialize_with = "crate::output::ser_3dp")]
+    #[serde(serialize_with = "crate::model::rounding::ser_3dp")]
     pub usec_per_iter: f64,
     /// Operations completed per second.
-    #[serde(serialize_with = "crate::output::ser_3dp")]
+    #[serde(serialize_with = "crate::model::rounding::ser_3dp")]
     pub msgs_per_sec: f64,
     /// Work requests kept in flight: 1 when each was measured on its own.
     pub window: u32,
@@ -39,28 +44,18 @@ pub struct OpResult {
 /// Per-iteration latency in microseconds (the histogram keeps 3 significant digits).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Latency {
-    #[serde(serialize_with = "crate::output::ser_3dp")]
+    #[serde(serialize_with = "crate::model::rounding::ser_3dp")]
     pub min: f64,
-    #[serde(serialize_with = "crate::output::ser_3dp")]
+    #[serde(serialize_with = "crate::model::rounding::ser_3dp")]
     pub p50: f64,
-    #[serde(serialize_with = "crate::output::ser_3dp")]
+    #[serde(serialize_with = "crate::model::rounding::ser_3dp")]
     pub p90: f64,
-    #[serde(serialize_with = "crate::output::ser_3dp")]
+    #[serde(serialize_with = "crate::model::rounding::ser_3dp")]
     pub p99: f64,
-    #[serde(serialize_with = "crate::output::ser_3dp")]
+    #[serde(serialize_with = "crate::model::rounding::ser_3dp")]
     pub p99_9: f64,
-    #[serde(serialize_with = "crate::output::ser_3dp")]
+    #[serde(serialize_with = "crate::model::rounding::ser_3dp")]
     pub max: f64,
-}
-
-impl Latency {
-    /// "min 1.00, p50 2.00, p90 ..., max 9.00" (µs).
-    pub fn render(&self) -> String {
-        format!(
-            "min {:.2}, p50 {:.2}, p90 {:.2}, p99 {:.2}, p99.9 {:.2}, max {:.2}",
-            self.min, self.p50, self.p90, self.p99, self.p99_9, self.max
-        )
-    }
 }
 
 /// Samples in clock ticks (see `verbs::qp::ticks`), kept in a histogram of fixed size: its
@@ -202,34 +197,68 @@ impl OpResults {
     }
 }
 
-/// ibv_rc_pingpong's two lines per operation (bytes and Mbit/sec, iters and usec/iter),
-/// with the message rate, the latency percentiles (operations measured one at a time) and
-/// what was verified; both exchanges print this.
-pub fn render_ops(ops: &OpResults) -> String {
-    let mut out = String::new();
-    for (name, o) in ops.iter() {
-        out.push_str(&format!(
-            "{name:<5} {} bytes in {:.2} seconds = {:.2} Mbit/sec\n",
-            o.bytes, o.seconds, o.mbit_per_sec
-        ));
-        out.push_str(&format!(
-            "{name:<5} {} iters in {:.2} seconds = {:.2} usec/iter, {:.0} msg/sec",
-            o.iters, o.seconds, o.usec_per_iter, o.msgs_per_sec
-        ));
-        match &o.latency_usec {
-            Some(l) => out.push_str(&format!("; latency usec {}\n", l.render())),
-            // Say why there is no latency, so nobody reads usec/iter as one.
-            None if o.window > 1 => out.push_str(&format!(
-                "; {} in flight: bandwidth, not latency (--lat measures it)\n",
-                o.window
-            )),
-            None => out.push('\n'),
-        }
-        if let Some(v) = &o.verified {
-            out.push_str(&format!("{name:<5} verified: {v}\n"));
-        }
-    }
-    out
+/// The QoS one end of a run used: service level, GRH traffic class, P_Key index.
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct Qos {
+    pub sl: u8,
+    pub tclass: u8,
+    pub pkey_index: u16,
+}
+
+/// The counters part of a pingpong or selftest report: what moved on each end's port
+/// over the run, and what the counter rules make of it.
+#[derive(Debug, Serialize)]
+pub struct RunCounters {
+    /// `port`: the counters are per port, so other traffic on the port counts too and the
+    /// changes are an upper bound for this run.
+    pub scope: &'static str,
+    pub local: Option<crate::model::counter::WireDelta>,
+    pub peer: Option<crate::model::counter::WireDelta>,
+    pub findings: Vec<crate::model::diagnostic::Finding>,
+}
+
+/// One step of `selftest`: ok or FAIL, how long it took, and a failure explained.
+#[derive(Debug, Serialize)]
+pub struct StepLine {
+    pub step: &'static str,
+    pub ok: bool,
+    /// Rounded to nanoseconds in JSON.
+    #[serde(serialize_with = "crate::model::rounding::ser_3dp")]
+    pub elapsed_us: f64,
+    pub detail: String,
+    pub failure: Option<FailureReport>,
+}
+
+/// One step, as `selftest`'s steps, plus the side that ran it.
+#[derive(Debug, Clone, Serialize)]
+pub struct CmStepLine {
+    pub side: &'static str,
+    pub step: String,
+    pub ok: bool,
+    /// Rounded to nanoseconds in JSON.
+    #[serde(serialize_with = "crate::model::rounding::ser_3dp")]
+    pub elapsed_us: f64,
+    pub detail: String,
+    pub failure: Option<FailureReport>,
+}
+
+/// `selftest`'s report shape; `gid_index` is the one the kernel chose for the client.
+#[derive(Debug, Serialize)]
+pub struct CmSelftestReport {
+    pub mode: &'static str,
+    /// The server's device, and the client's in `peer_device` (the same name on one
+    /// device), as `selftest` names its two ends.
+    pub device: Option<String>,
+    pub peer_device: Option<String>,
+    pub port: u32,
+    /// The addresses the devices stand for: the server listens on one, the client
+    /// connects from the other.
+    pub server_address: Option<IpAddr>,
+    pub client_address: Option<IpAddr>,
+    pub gid_index: Option<u8>,
+    pub size: u32,
+    pub steps: Vec<CmStepLine>,
+    pub ok: bool,
 }
 
 #[cfg(test)]
@@ -329,7 +358,7 @@ mod tests {
         );
     }
 
-    /// A window in flight measures queueing: no latency is reported, and the text says why.
+    /// A window in flight measures queueing: no latency is reported.
     #[test]
     fn windowed_operations_report_no_latency() {
         let lat = recorded([4_000_000]).latency(1.0);
@@ -339,19 +368,6 @@ mod tests {
         assert!(json.get("latency_usec").is_none(), "{json}");
         let one = op_result(500, 500 * 4096, Duration::from_millis(90), 1, lat);
         assert!(one.latency_usec.is_some());
-        let mut ops = OpResults::default();
-        ops.insert("send", one);
-        ops.insert("write", windowed);
-        let text = render_ops(&ops);
-        assert!(
-            text.contains("send  500 iters in 0.09 seconds = 180.00 usec/iter, 5556 msg/sec; latency usec min 3999."),
-            "{text}"
-        );
-        assert!(text.contains("p99.9 4001.79, max 4001.79"), "{text}");
-        assert!(
-            text.contains("write 500 iters in 0.09 seconds = 180.00 usec/iter, 5556 msg/sec; 32 in flight: bandwidth, not latency"),
-            "{text}"
-        );
     }
 
     #[test]

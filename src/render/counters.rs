@@ -87,7 +87,7 @@ pub fn snapshot_text(ports: &[PortCounters], all: bool) -> String {
 }
 
 #[derive(Serialize)]
-struct PortJson<'a> {
+struct PortCountersJson<'a> {
     device: &'a str,
     port: u32,
     driver: Flavor,
@@ -131,9 +131,9 @@ impl<'a> From<&'a Counter> for CounterJson<'a> {
 
 /// `-j`: every counter of every selected port, with its raw value, width and group.
 pub fn snapshot_json(ports: &[PortCounters]) -> String {
-    let rows: Vec<PortJson> = ports
+    let rows: Vec<PortCountersJson> = ports
         .iter()
-        .map(|pc| PortJson {
+        .map(|pc| PortCountersJson {
             device: &pc.device,
             port: pc.port,
             driver: pc.flavor,
@@ -300,4 +300,14 @@ pub fn interval_json(sample: u64, ports: &[(PortDelta, Vec<Finding>)]) -> String
     };
     // One object per line, so a reader can follow the stream line by line.
     serde_json::to_string(&value).expect("plain data serialises")
+}
+
+/// Counter files that exist but could not be read, for stderr once (JSON carries them as
+/// `read_problems`).
+pub fn problem_warnings(ports: &[PortCounters]) -> String {
+    ports
+        .iter()
+        .flat_map(|p| &p.problems)
+        .map(|p| format!("rdmactl: warning: {}: {}\n", p.path.display(), p.error))
+        .collect()
 }

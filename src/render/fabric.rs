@@ -6,8 +6,11 @@ use std::collections::BTreeMap;
 use owo_colors::OwoColorize;
 
 use crate::model::diagnostic::Severity;
-use crate::model::fabric::{FabricReport, PairRow, PairState, RankRow};
+use crate::model::fabric::{
+    Drift, FabricReport, PairRow, PairState, PerfBaseline, RankRow, SuspectRow,
+};
 use crate::output::Style;
+use crate::render::diagnostic;
 
 /// Above this many endpoints the matrix shows one character per pair.
 const FIGURES_UP_TO: usize = 24;
@@ -69,7 +72,7 @@ pub fn text(r: &FabricReport, style: Style) -> String {
         out.push_str("\ndrift (endpoints that differ from the rest):\n");
         let by_rank: BTreeMap<u32, &RankRow> = r.ranks.iter().map(|x| (x.info.rank, x)).collect();
         for d in &r.drift {
-            let label = crate::render::findings::severity_label(Severity::Warn, style);
+            let label = diagnostic::severity_label(Severity::Warn, style);
             let groups: Vec<String> = d
                 .values
                 .iter()
@@ -113,18 +116,14 @@ pub fn text(r: &FabricReport, style: Style) -> String {
                 (Some(a), None) => rank_label(r, a),
                 _ => "the fabric".to_string(),
             };
+            let d = s.diagnostic();
             out.push_str(&format!(
                 "{}  {}  {who}: {}\n",
-                crate::render::findings::severity_label(Severity::Fail, style),
-                s.code,
+                diagnostic::severity_label(d.severity, style),
+                d.code,
                 s.reason
             ));
-            out.push_str(&crate::render::explanation::parts(
-                &s.explanation.summary,
-                s.explanation.evidence.iter().cloned(),
-                &s.explanation.fix,
-                "      ",
-            ));
+            out.push_str(&diagnostic::body(&d, "      "));
         }
     }
     out.push_str(&format!("\nverdict: {}\n", r.verdict));
@@ -333,7 +332,7 @@ pub fn csv(r: &FabricReport) -> String {
         let code = p
             .failure
             .as_ref()
-            .and_then(|f| f.get("explanation")?.get("code")?.as_str())
+            .and_then(|f| f.explanation.as_ref()?.code.as_deref())
             .unwrap_or("");
         let fields = [
             p.a.to_string(),
@@ -452,6 +451,88 @@ pub fn svg(r: &FabricReport) -> String {
     }
     out.push_str("</svg>\n");
     out
+}
+
+/// The one-line verdict the text output ends with and `-j` carries as `verdict`.
+pub fn verdict_line(
+    suspects: &[SuspectRow],
+    drift: &[Drift],
+    pairs: &[PairRow],
+    baseline: &PerfBaseline,
+    ranks: &[RankRow],
+) -> String {
+    let bad = pairs
+        .iter()
+        .filter(|p| !p.ok && p.state != PairState::NotRun)
+        .count();
+    let not_run = pairs
+        .iter()
+        .filter(|p| p.state == PairState::NotRun)
+        .count();
+    let joined = ranks.iter().filter(|r| r.status != "missing").count();
+    let base = match (baseline.usec_per_iter, baseline.mbit_per_sec) {
+        (Some(u), Some(m)) => format!("baseline {u:.1} µs/iter, {m:.0} Mbit/s"),
+        (Some(u), None) => format!("baseline {u:.1} µs/iter"),
+        (None, Some(m)) => format!("baseline {m:.0} Mbit/s"),
+        (None, None) => "no baseline".into(),
+    };
+    if suspects.is_empty() && drift.is_empty() && bad == 0 && not_run == 0 {
+        return format!(
+            "clean: {} pairs of {joined} endpoints good ({base})",
+            pairs.len()
+        );
+    }
+    let mut parts = Vec::new();
+    if !suspects.is_empty() {
+        let named: Vec<String> = suspects
+            .iter()
+            .take(3)
+            .map(|s| {
+                let who = match (&s.host, &s.device, s.rank) {
+                    (Some(h), Some(d), Some(r)) => format!("{h} {d} (rank {r})"),
+                    (Some(h), None, Some(r)) => format!("{h} (rank {r})"),
+                    (_, _, Some(r)) => format!("rank {r}"),
+                    _ => "the fabric".into(),
+                };
+                match s.peer_rank {
+                    Some(p) => format!(
+                        "{who} ↔ {} (rank {p}): {}",
+                        s.peer_host.clone().unwrap_or_default(),
+                        s.kind_word()
+                    ),
+                    None => format!("{who}: {}", s.reason),
+                }
+            })
+            .collect();
+        let more = suspects.len().saturating_sub(3);
+        parts.push(format!(
+            "{} suspect(s): {}{}",
+            suspects.len(),
+            named.join("; "),
+            if more > 0 {
+                format!("; and {more} more")
+            } else {
+                String::new()
+            }
+        ));
+    }
+    if bad > 0 {
+        parts.push(format!("{bad} of {} pairs bad", pairs.len()));
+    }
+    if not_run > 0 {
+        parts.push(format!("{not_run} of {} pairs not run", pairs.len()));
+    }
+    if !drift.is_empty() {
+        parts.push(format!(
+            "drift in {}",
+            drift
+                .iter()
+                .map(|d| d.attribute)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    format!("{} ({base})", parts.join("; "))
 }
 
 #[cfg(test)]

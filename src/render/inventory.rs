@@ -391,3 +391,44 @@ pub fn unknown_mtu_notes(devices: &[Device]) -> String {
     }
     out
 }
+/// The stderr note for netdevs outside this network namespace: said once, instead of bare
+/// dashes under NETDEV MTU and OPERSTATE; nothing when there are none.
+pub fn hidden_netdevs_note(hidden: &[String]) -> String {
+    let subject = match hidden {
+        [] => return String::new(),
+        [one] => format!("{one} is"),
+        many => format!("{} are", many.join(", ")),
+    };
+    format!(
+        "rdmactl: note: {subject} not in this network namespace (this process runs outside the \
+         one the RDMA devices' netdevs live in): NETDEV MTU and OPERSTATE are unknown here\n"
+    )
+}
+
+/// The stderr note for a `gids` table with no rows; nothing when there are rows.
+pub fn no_gids_note(rows: &[GidRow]) -> String {
+    if rows.is_empty() {
+        "rdmactl: no populated GID entries on the selected ports (--all lists empty slots)\n"
+            .to_string()
+    } else {
+        String::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hidden_netdevs_are_named_in_one_note() {
+        assert_eq!(hidden_netdevs_note(&[]), "");
+        assert_eq!(
+            hidden_netdevs_note(&["eth1".into()]),
+            "rdmactl: note: eth1 is not in this network namespace (this process runs outside \
+             the one the RDMA devices' netdevs live in): NETDEV MTU and OPERSTATE are unknown \
+             here\n"
+        );
+        assert!(hidden_netdevs_note(&["a".into(), "b".into()])
+            .starts_with("rdmactl: note: a, b are not in this network namespace"));
+    }
+}

@@ -1,14 +1,20 @@
 //! Renderers: model in, String out, no I/O. Tables go through `table::render`; JSON
 //! through serde (`output::json`) on the model or on the small row types defined here.
 
+pub mod catalogue;
 pub mod check;
 pub mod counters;
+pub mod devinfo;
+pub mod diagnostic;
 pub mod doctor;
-pub mod explanation;
 pub mod fabric;
-pub mod findings;
 pub mod gid;
 pub mod gid_choice;
 pub mod inventory;
+pub mod pingpong;
+pub mod selftest;
 pub mod subnet;
 pub mod table;
+
+/// The diagnostic renderer's layouts under the paths commands call.
+pub use diagnostic::{explanation, findings};

@@ -3,6 +3,7 @@
 use std::path::Path;
 
 use crate::gather::sysfs::SysfsRoot;
+use crate::model::results::RunCounters;
 
 /// One port's counters, read before a run's traffic and again after it.
 pub struct CounterWatch {
@@ -40,76 +41,24 @@ impl CounterWatch {
     }
 }
 
-/// The counters part of a pingpong or selftest report: what moved on each end's port
-/// over the run, and what the counter rules make of it.
-#[derive(Debug, serde::Serialize)]
-pub struct RunCounters {
-    /// `port`: the counters are per port, so other traffic on the port counts too and the
-    /// changes are an upper bound for this run.
-    pub scope: &'static str,
-    pub local: Option<crate::model::counter::WireDelta>,
-    pub peer: Option<crate::model::counter::WireDelta>,
-    pub findings: Vec<crate::model::diagnostic::Finding>,
-}
-
-impl RunCounters {
-    pub fn judge(
-        local: Option<crate::model::counter::PortDelta>,
-        peer: Option<crate::model::counter::PortDelta>,
-        messages: u64,
-    ) -> Option<RunCounters> {
-        let findings = match &local {
-            Some(l) => crate::diagnose::counters::judge(l, peer.as_ref(), messages),
-            None => Vec::new(),
-        };
-        if local.is_none() && peer.is_none() {
-            return None;
-        }
-        Some(RunCounters {
-            scope: "port",
-            local: local.as_ref().map(crate::model::counter::WireDelta::of),
-            peer: peer.as_ref().map(crate::model::counter::WireDelta::of),
-            findings,
-        })
+/// The counters block of a run's report: what moved on each end's port, judged by the
+/// counter rules against the `messages` the run sent. None when neither end could read.
+pub fn judge(
+    local: Option<crate::model::counter::PortDelta>,
+    peer: Option<crate::model::counter::PortDelta>,
+    messages: u64,
+) -> Option<RunCounters> {
+    let findings = match &local {
+        Some(l) => crate::diagnose::counters::judge(l, peer.as_ref(), messages),
+        None => Vec::new(),
+    };
+    if local.is_none() && peer.is_none() {
+        return None;
     }
-
-    /// A short block after the results: what moved on each end, then the findings.
-    pub fn render(&self, style: crate::output::Style) -> String {
-        let ends = [("this end", &self.local), ("peer", &self.peer)];
-        let mut out =
-            String::from("counters (per port, so other traffic on the port counts too):\n");
-        for (who, d) in ends {
-            let Some(d) = d else { continue };
-            let moved: Vec<String> = d
-                .counters
-                .iter()
-                .map(|c| {
-                    format!(
-                        "{} {}{}",
-                        c.name,
-                        if c.exact { "" } else { ">=" },
-                        c.at_least
-                    )
-                })
-                .collect();
-            out.push_str(&format!(
-                "  {who} {}/{}: {}\n",
-                d.device,
-                d.port,
-                if moved.is_empty() {
-                    "no counter moved".to_string()
-                } else {
-                    moved.join(", ")
-                }
-            ));
-        }
-        if !self.findings.is_empty() {
-            out.push_str(&crate::render::findings::lines(
-                &self.findings,
-                style,
-                crate::render::findings::Evidence::All,
-            ));
-        }
-        out
-    }
+    Some(RunCounters {
+        scope: "port",
+        local: local.as_ref().map(crate::model::counter::WireDelta::of),
+        peer: peer.as_ref().map(crate::model::counter::WireDelta::of),
+        findings,
+    })
 }

@@ -1,8 +1,8 @@
 //! A failed run explained, and `-g auto` chosen: the facts from `gather::failure`, the rules
 //! from `diagnose`. pingpong and selftest call these before they allocate (`pin_check`),
 //! before they connect (`choose_gid`) and when a step fails (`explain_failure`).
-//! The peer resolution and the record of what a run knows come along, so an engine names
-//! one module for all of it.
+//! The record of what a run knows (`Known`) and the peer in a failure's text come along, so
+//! an engine names one module for all of it.
 
 use std::net::IpAddr;
 use std::path::Path;
@@ -16,7 +16,7 @@ use crate::model::facts::QpFacts;
 use crate::model::failure::{Cause, Failure};
 
 pub use crate::diagnose::gid_auto::GidChoice;
-pub use crate::gather::failure::{peer_ip_of, refuse_special_peer, resolve_peer, Known};
+pub use crate::gather::failure::{peer_ip_of, Known};
 
 /// Gather the facts about `failure` and run the rules: the report pingpong and selftest
 /// print (text on stderr, `failure` in `-j`).

@@ -79,6 +79,10 @@ impl Meter {
         if self.limit.is_some_and(|l| done >= l) {
             return true;
         }
+        // Without a deadline or progress lines the clock has nothing to tell.
+        if self.deadline.is_none() && self.next_print.is_none() {
+            return false;
+        }
         if done < self.next_check {
             return false;
         }
@@ -89,7 +93,7 @@ impl Meter {
         self.next_check = done + (per_check as u64).clamp(1, 65536);
         self.last_check = (now, done);
         if self.next_print.is_some_and(|p| now >= p) {
-            eprintln!("{}", self.progress_line(now, done));
+            crate::output::note(&self.progress_line(now, done));
             self.next_print = self.progress.map(|p| now + p);
             self.last_print = (now, done);
             self.recent.reset();
@@ -97,8 +101,7 @@ impl Meter {
         self.deadline.is_some_and(|d| now >= d)
     }
 
-    /// "rdmactl: send 12000 iters in 3.0 s: 4012 msg/sec, latency usec p50 ..." over the
-    /// time since the last line.
+    /// The progress line over the time since the last one (`render::pingpong::progress`).
     fn progress_line(&self, now: Instant, done: u64) -> String {
         let (at, count) = self.last_print;
         let secs = now.duration_since(at).as_secs_f64();
@@ -108,19 +111,9 @@ impl Meter {
             0.0
         };
         let total_secs = now.duration_since(self.start).as_secs_f64();
-        let mut line = format!(
-            "rdmactl: {} {done} iters in {total_secs:.1} s; last {secs:.1} s: {rate:.0} msg/sec",
-            self.name
-        );
         let scale = ns_per_tick(self.start_tick, ticks(), now.duration_since(self.start));
-        match self.recent.latency(scale) {
-            Some(l) if self.window == 1 => line.push_str(&format!(
-                ", latency usec p50 {:.2}, p90 {:.2}, p99 {:.2}, p99.9 {:.2}, max {:.2}",
-                l.p50, l.p90, l.p99, l.p99_9, l.max
-            )),
-            _ => {}
-        }
-        line
+        let latency = self.recent.latency(scale).filter(|_| self.window == 1);
+        crate::render::pingpong::progress(self.name, done, total_secs, secs, rate, latency.as_ref())
     }
 
     /// The figures of `done` operations that moved `bytes`; stops the clock.

@@ -1,8 +1,11 @@
 //! Engines that move real traffic, driven by several commands.
 
 pub mod counters;
+pub mod fabric;
 pub mod failure;
 pub mod meter;
+pub mod pingpong;
+pub mod selftest;
 
 /// A caught SIGINT/SIGTERM as the failure of a wait for completions, for the watch of
 /// `Cq::wait_watching`.

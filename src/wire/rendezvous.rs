@@ -135,20 +135,20 @@ pub fn decode<T: for<'de> Deserialize<'de>>(bytes: &[u8]) -> Result<(T, usize), 
 }
 
 /// One end of the control channel.
-pub struct Channel {
+pub struct ControlChannel {
     stream: TcpStream,
     pub peer: SocketAddr,
 }
 
-impl Channel {
-    pub fn new(stream: TcpStream) -> std::io::Result<Channel> {
+impl ControlChannel {
+    pub fn new(stream: TcpStream) -> std::io::Result<ControlChannel> {
         let peer = stream.peer_addr()?;
         let _ = stream.set_nodelay(true);
-        Ok(Channel { stream, peer })
+        Ok(ControlChannel { stream, peer })
     }
 
-    pub fn try_clone(&self) -> std::io::Result<Channel> {
-        Ok(Channel {
+    pub fn try_clone(&self) -> std::io::Result<ControlChannel> {
+        Ok(ControlChannel {
             stream: self.stream.try_clone()?,
             peer: self.peer,
         })
@@ -215,7 +215,7 @@ pub fn listen(port: u16) -> std::io::Result<TcpListener> {
 }
 
 /// Connects to rank 0, retrying until `deadline`: rank 0 may start after the others.
-pub fn connect(host: &str, port: u16, deadline: Instant) -> Result<Channel, WireError> {
+pub fn connect(host: &str, port: u16, deadline: Instant) -> Result<ControlChannel, WireError> {
     let mut last = String::from("no address");
     loop {
         match (host, port).to_socket_addrs() {
@@ -227,7 +227,7 @@ pub fn connect(host: &str, port: u16, deadline: Instant) -> Result<Channel, Wire
                     }
                     match TcpStream::connect_timeout(&addr, left.min(Duration::from_secs(5))) {
                         Ok(s) => {
-                            return Channel::new(s)
+                            return ControlChannel::new(s)
                                 .map_err(|e| WireError(format!("{host}:{port}: {e}")))
                         }
                         Err(e) => last = format!("{addr}: {e}"),
@@ -246,6 +246,7 @@ pub fn connect(host: &str, port: u16, deadline: Instant) -> Result<Channel, Wire
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::fabric::child::Verbatim;
 
     fn info() -> RankInfo {
         RankInfo {
@@ -286,9 +287,9 @@ mod tests {
                 client: true,
                 end: Box::new(PairEnd {
                     ok: false,
-                    failure: Some(
+                    failure: Some(Verbatim::new(
                         serde_json::json!({"message": "x", "explanation": {"code": "retry-exceeded"}}),
-                    ),
+                    )),
                     ..PairEnd::default()
                 }),
             }),
@@ -400,7 +401,7 @@ mod tests {
         let port = l.local_addr().unwrap().port();
         let t = std::thread::spawn(move || {
             let (s, _) = l.accept().unwrap();
-            let mut c = Channel::new(s).unwrap();
+            let mut c = ControlChannel::new(s).unwrap();
             let m: Option<ToLeader> = c.recv(Some(Duration::from_secs(5))).unwrap();
             assert!(matches!(m, Some(ToLeader::Ready { round: 7, .. })));
             c.send(&ToRank::Done { exit: 0 }, Duration::from_secs(5))

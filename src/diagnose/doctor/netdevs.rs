@@ -204,19 +204,6 @@ pub fn arp_flux_around(netdevs: &[RoceNetdev], nd: &str) -> Option<String> {
         .map(|(subnet, members)| arp_flux_line(&subnet, &members))
 }
 
-/// This host's ARP flux in one line (`veth0, veth1 on 10.0.0.0/24 (arp_ignore 0)`), for
-/// `fabric`'s drift report; None when there is none.
-pub fn arp_flux_summary(netdevs: &[RoceNetdev]) -> Option<String> {
-    let groups = arp_flux_groups(netdevs);
-    (!groups.is_empty()).then(|| {
-        groups
-            .iter()
-            .map(|(subnet, members)| arp_flux_line(subnet, members))
-            .collect::<Vec<_>>()
-            .join("; ")
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

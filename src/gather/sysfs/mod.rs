@@ -8,6 +8,7 @@
 
 mod counters;
 pub mod parse;
+mod tables;
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -16,9 +17,8 @@ use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
 use crate::model::device::{
-    Device, GidEntry, LinkLayer, Netdev, NetdevSource, PkeyEntry, Port, ReadProblem, VerbsStatus,
+    Device, LinkLayer, Netdev, NetdevSource, Port, ReadProblem, VerbsStatus,
 };
-use crate::model::gid::Gid;
 
 #[derive(Debug, Clone)]
 pub struct SysfsRoot {
@@ -165,77 +165,6 @@ impl SysfsRoot {
     pub fn port_numbers(&self, device: &str) -> Result<Vec<u32>> {
         self.check_device(device)?;
         Ok(self.list_ports(device))
-    }
-
-    /// Slots in a port's GID table: the entries of `gids/`, one directory read instead of
-    /// a read per slot.
-    pub fn gid_table_len(&self, device: &str, port: u32) -> Result<usize> {
-        self.check_port(device, port)?;
-        Ok(list_dir(&self.port_dir(device, port).join("gids"))
-            .map(|v| v.len())
-            .unwrap_or(0))
-    }
-
-    /// The port's populated P_Key slots (`ports/N/pkeys/I`), in index order: the table's
-    /// empty (0x0000) and unreadable slots are left out.
-    pub fn pkey_table(&self, device: &str, port: u32) -> Result<Vec<PkeyEntry>> {
-        self.check_port(device, port)?;
-        let dir = self.port_dir(device, port).join("pkeys");
-        let mut buf = String::new();
-        let mut table: Vec<PkeyEntry> = list_dir(&dir)
-            .unwrap_or_default()
-            .iter()
-            .filter_map(|name| {
-                let index = parse::dec_u32(name)?;
-                let pkey = parse::pkey(read_small(&dir.join(name), &mut buf).ok()?)?;
-                (pkey != 0).then_some(PkeyEntry { index, pkey })
-            })
-            .collect();
-        table.sort_by_key(|e| e.index);
-        Ok(table)
-    }
-
-    /// The GID table of one port. Empty (all-zero or unreadable) slots are skipped unless
-    /// `all`; for an empty slot nothing but `gids/N` is read.
-    pub fn gid_table(&self, device: &str, port: u32, all: bool) -> Result<Vec<GidEntry>> {
-        self.check_port(device, port)?;
-        let port_dir = self.port_dir(device, port);
-        let ethernet = is_ethernet(&port_dir);
-        Ok(read_gid_table(&port_dir, ethernet, all))
-    }
-
-    /// One GID slot. `NoSuchGid` when the index is past the table or the slot is empty,
-    /// with the populated indices as the hint.
-    pub fn gid(&self, device: &str, port: u32, index: u32) -> Result<GidEntry> {
-        self.check_port(device, port)?;
-        let port_dir = self.port_dir(device, port);
-        let ethernet = is_ethernet(&port_dir);
-        let mut buf = String::new();
-        let mut path = port_dir.clone();
-        if let Some(entry) = read_gid_entry(&mut path, index, ethernet, false, &mut buf) {
-            return Ok(entry);
-        }
-        let table = read_gid_table(&port_dir, ethernet, false);
-        let populated: Vec<String> = table.iter().map(|e| e.index.to_string()).collect();
-        let slots = list_dir(&port_dir.join("gids"))
-            .map(|v| v.len())
-            .unwrap_or(0);
-        let what = if (index as usize) < slots {
-            "that slot is empty"
-        } else {
-            "past the table"
-        };
-        let hint = if populated.is_empty() {
-            format!("{what}; the table ({slots} slots) has no populated entries")
-        } else {
-            format!("{what}; populated indices: {}", populated.join(", "))
-        };
-        Err(Error::NoSuchGid {
-            device: device.to_string(),
-            port,
-            index,
-            hint,
-        })
     }
 
     /// Every netdev in `class/net`, in natural order; empty when there is none.
@@ -392,9 +321,9 @@ impl SysfsRoot {
         let gids = if !wanted {
             Vec::new()
         } else if self.full_gid_tables {
-            read_gid_table(&dir, ethernet, false)
+            tables::read_gid_table(&dir, ethernet, false)
         } else if ethernet {
-            read_gids_to_first_netdev(&dir)
+            tables::read_gids_to_first_netdev(&dir)
         } else {
             // InfiniBand GIDs name no netdev; IPoIB is found under device/net.
             Vec::new()
@@ -537,108 +466,6 @@ fn device_net_for_port(dev_dir: &Path, port: u32) -> Option<String> {
     })
 }
 
-fn is_ethernet(port_dir: &Path) -> bool {
-    read_attr(&port_dir.join("link_layer"), &mut Vec::new())
-        .is_some_and(|t| parse::link_layer(&t) == LinkLayer::Ethernet)
-}
-
-/// One pass over `gids/`: list it once, then read `gids/N`; only a populated slot (or
-/// every slot with `all`) costs the two further reads of its type and netdev.
-fn read_gid_table(port_dir: &Path, ethernet: bool, all: bool) -> Vec<GidEntry> {
-    let mut indices: Vec<u32> = list_dir(&port_dir.join("gids"))
-        .unwrap_or_default()
-        .iter()
-        .filter_map(|n| n.parse().ok())
-        .collect();
-    indices.sort_unstable();
-    let mut path = port_dir.to_path_buf();
-    let mut buf = String::with_capacity(64);
-    indices
-        .into_iter()
-        .filter_map(|i| read_gid_entry(&mut path, i, ethernet, all, &mut buf))
-        .collect()
-}
-
-/// The populated slots in index order up to and including the first that names a netdev.
-/// Probes `gids/0`, `gids/1`, ... instead of listing `gids/`: listing, parsing and sorting
-/// 1024 names costs more than the whole rest of `devices`, and a healthy port answers at
-/// index 0.
-fn read_gids_to_first_netdev(port_dir: &Path) -> Vec<GidEntry> {
-    let mut path = port_dir.to_path_buf();
-    let mut buf = String::with_capacity(64);
-    let mut out = Vec::new();
-    for i in 0u32.. {
-        if !port_dir.join("gids").join(i.to_string()).exists() {
-            break;
-        }
-        if let Some(entry) = read_gid_entry(&mut path, i, true, false, &mut buf) {
-            let named = entry.netdev.is_some();
-            out.push(entry);
-            if named {
-                break;
-            }
-        }
-    }
-    out
-}
-
-/// Reads slot `index` using `path` (the port dir, restored on return) and `buf` as
-/// scratch, so a 1024-slot table allocates almost nothing per slot. None for an empty or
-/// missing slot unless `all`.
-fn read_gid_entry(
-    path: &mut PathBuf,
-    index: u32,
-    ethernet: bool,
-    all: bool,
-    buf: &mut String,
-) -> Option<GidEntry> {
-    let idx = index.to_string();
-    path.push("gids");
-    path.push(&idx);
-    let gid = read_small(path, buf).ok().and_then(|t| Gid::parse(t).ok());
-    path.pop();
-    path.pop();
-    let gid = match gid {
-        Some(g) if !g.is_zero() => g,
-        // EINVAL on an empty slot and an all-zero GID both mean "no entry here".
-        _ if all => gid.unwrap_or(Gid::ZERO),
-        _ => return None,
-    };
-    path.push("gid_attrs");
-    path.push("types");
-    path.push(&idx);
-    let gid_type = match read_small(path, buf) {
-        Ok(t) => parse::text(t).map(|t| parse::gid_type(&t, ethernet)),
-        // No gid_attrs at all (older kernels, ibsim): every GID is "IB/RoCE v1", as
-        // libibverbs' ibv_query_gid_type assumes.
-        Err(e) if e.kind() == io::ErrorKind::NotFound && !gid_attrs_exists(path) => {
-            Some(parse::gid_type("IB/RoCE v1", ethernet))
-        }
-        Err(_) => None,
-    };
-    path.pop();
-    path.pop();
-    path.push("ndevs");
-    path.push(&idx);
-    let netdev = read_small(path, buf).ok().and_then(parse::text);
-    path.pop();
-    path.pop();
-    path.pop();
-    Some(GidEntry {
-        index,
-        gid,
-        gid_type,
-        netdev,
-    })
-}
-
-/// Whether `gid_attrs` exists, given `path` = `.../gid_attrs/types/N` (left unchanged).
-fn gid_attrs_exists(path: &Path) -> bool {
-    path.parent()
-        .and_then(Path::parent)
-        .is_some_and(Path::exists)
-}
-
 /// A small attribute file in open, one read, close. `fs::read_to_string` also stats the
 /// file and reads again for end of file: five system calls where three do, for the
 /// hundreds of attributes a big host has, each costly under emulation. A kernel attribute
@@ -756,13 +583,13 @@ mod tests {
         assert_eq!(light[0].node_guid, None);
     }
 
-    fn write(root: &Path, rel: &str, text: &str) {
+    pub(super) fn write(root: &Path, rel: &str, text: &str) {
         let p = root.join(rel);
         fs::create_dir_all(p.parent().unwrap()).unwrap();
         fs::write(p, text).unwrap();
     }
 
-    fn tree() -> tempfile::TempDir {
+    pub(super) fn tree() -> tempfile::TempDir {
         let t = tempfile::tempdir().unwrap();
         let r = t.path();
         let d = "class/infiniband/mlx5_0";
@@ -803,26 +630,6 @@ mod tests {
     /// Populated P_Key slots in index order (10 after 2, not before it); empty and
     /// unparsable ones are left out; a port without `pkeys/` has none.
     #[test]
-    fn pkey_table_lists_the_populated_slots() {
-        let t = tree();
-        let p = "class/infiniband/mlx5_0/ports/1/pkeys";
-        write(t.path(), &format!("{p}/0"), "0xffff\n");
-        write(t.path(), &format!("{p}/1"), "0x0000\n");
-        write(t.path(), &format!("{p}/2"), "0x8001\n");
-        write(t.path(), &format!("{p}/10"), "0x7fff\n");
-        write(t.path(), &format!("{p}/3"), "garbage\n");
-        let root = SysfsRoot::new(t.path());
-        let table = root.pkey_table("mlx5_0", 1).unwrap();
-        let shown: Vec<String> = table.iter().map(|e| e.to_string()).collect();
-        assert_eq!(shown, ["[0] 0xffff", "[2] 0x8001", "[10] 0x7fff"]);
-        fs::remove_dir_all(t.path().join(p)).unwrap();
-        assert!(root.pkey_table("mlx5_0", 1).unwrap().is_empty());
-        assert!(root.pkey_table("mlx5_0", 2).is_err());
-    }
-
-    /// The `devices` table's shortcut finds the same netdev for every port of every
-    /// captured tree, reading fewer GID slots.
-    #[test]
     fn netdev_only_finds_the_same_netdev_as_the_full_read() {
         let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sysfs");
         let mut compared = 0;
@@ -861,23 +668,6 @@ mod tests {
         assert_eq!(p.gids.len(), 2);
         assert_eq!(p.netdev.as_ref().unwrap().mtu, Some(9000));
         assert_eq!(p.netdev_source, Some(NetdevSource::GidNdevs));
-    }
-
-    #[test]
-    fn gid_table_skips_empty_slots_unless_all() {
-        let t = tree();
-        let s = SysfsRoot::new(t.path());
-        let g = s.gid_table("mlx5_0", 1, false).unwrap();
-        assert_eq!(g.iter().map(|e| e.index).collect::<Vec<_>>(), [0, 2]);
-        assert_eq!(g[0].gid_type, Some(crate::model::device::GidType::RoceV1));
-        assert_eq!(s.gid_table("mlx5_0", 1, true).unwrap().len(), 3);
-        let e = s.gid("mlx5_0", 1, 1).unwrap_err().to_string();
-        assert_eq!(
-            e,
-            "no GID index 1 on mlx5_0/1; that slot is empty; populated indices: 0, 2"
-        );
-        let e = s.gid("mlx5_0", 1, 7).unwrap_err().to_string();
-        assert!(e.contains("past the table"), "{e}");
     }
 
     #[test]

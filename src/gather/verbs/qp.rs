@@ -59,7 +59,7 @@ pub(super) fn link_layer_from(value: u8) -> LinkLayer {
 
 /// What the data path needs from a port.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct PortInfo {
+pub struct QpPortAttrs {
     pub state: u32,
     pub lid: u16,
     pub link_layer: LinkLayer,
@@ -68,7 +68,7 @@ pub struct PortInfo {
     pub gid_tbl_len: u32,
 }
 
-impl PortInfo {
+impl QpPortAttrs {
     pub fn is_active(&self) -> bool {
         self.state == sys::ibv_port_state::IBV_PORT_ACTIVE
     }
@@ -155,12 +155,12 @@ impl Context {
             .map_err(|_| Failure::new(step, Cause::errno(libc::EINVAL), self.ctx(port)))
     }
 
-    pub fn query_port(&self, port: u32) -> Result<PortInfo, Failure> {
+    pub fn query_port(&self, port: u32) -> Result<QpPortAttrs, Failure> {
         let port_u8 = self.port_u8(Step::QueryPort, port)?;
         // SAFETY: the context is open for as long as self lives.
         let attr = unsafe { query::port_attrs(self.raw, port_u8) }
             .map_err(|errno| Failure::new(Step::QueryPort, Cause::errno(errno), self.ctx(port)))?;
-        Ok(PortInfo {
+        Ok(QpPortAttrs {
             state: attr.state,
             lid: attr.lid,
             link_layer: link_layer_from(attr.link_layer),

@@ -1,0 +1,285 @@
+//! Why a data-path step failed (TCP exchange, verbs setup, QP transitions, completions),
+//! as pure rules over the failure (step and cause) and the facts gathered about the run.
+//! The work-completion rules serve the connection manager too (`diagnose::cm` defers to
+//! them), so a retry-exceeded means the same thing on both paths.
+//!
+//! Whenever some GID index on the port would work toward the peer, the explanation names
+//! it ("use GID index 1 (RoCE v2, ::ffff:192.168.77.1 on veth0)"); the choice comes from
+//! `gidselect`, so `-g auto` and the explanations never disagree.
+
+mod completion;
+mod exchange;
+mod gid;
+mod mtu;
+mod peers;
+mod port;
+mod resources;
+mod route;
+mod rtr;
+mod setup;
+mod stopped;
+#[cfg(test)]
+pub(crate) mod tests;
+mod verify;
+
+use std::net::IpAddr;
+
+use crate::diagnose::gidselect::{self, Want};
+use crate::model::device::GidEntry;
+use crate::model::diagnostic::{Explanation, Seen, Source};
+use crate::model::facts::{EndFacts, Facts};
+use crate::model::failure::{Cause, Failure, PinLimit, Step};
+
+use completion::{completion, poll_timeout};
+use exchange::{oob_connect, oob_exchange, port_in_use};
+use gid::{gid_slot, local_gid_words};
+use peers::compare;
+use port::port_not_active;
+use resources::{device_access, device_gone, memlock, memory_short};
+use rtr::rtr_errno;
+use setup::{
+    init_einval, inline_over, inline_too_large, pkey_past_table, qp_caps, queue_full, rts_einval,
+};
+use stopped::{interrupted, peer_gone, peer_reported};
+use verify::{data_mismatch, semantics_broken};
+
+/// The GID index that would work toward the peer, and its description.
+struct Suggestion {
+    index: Option<u32>,
+    text: Option<String>,
+    /// The current index is itself the suggestion.
+    current_is_best: bool,
+}
+
+fn peer_ip(ctx: &Facts) -> Option<IpAddr> {
+    ctx.route.as_ref().and_then(|r| r.peer).or_else(|| {
+        let gid = ctx.peer.as_ref()?.gid?;
+        (!gid.is_zero()).then(|| gid.ip())
+    })
+}
+
+fn want_for(ctx: &Facts) -> Want {
+    gidselect::want_toward(
+        peer_ip(ctx),
+        ctx.route.as_ref(),
+        ctx.peer.as_ref().and_then(EndFacts::type_now),
+    )
+}
+
+fn suggest(ctx: &Facts) -> Suggestion {
+    let local = &ctx.local;
+    let Some(ll) = &local.link_layer else {
+        return Suggestion {
+            index: None,
+            text: None,
+            current_is_best: false,
+        };
+    };
+    // A GID on a netdev that is gone or down cannot be the answer, however well it ranks.
+    let dead_netdev = ctx
+        .netdev
+        .as_ref()
+        .filter(|n| !n.exists || !n.up)
+        .map(|n| n.name.as_str());
+    let table: Vec<GidEntry> = local
+        .gid_table
+        .iter()
+        .filter(|e| dead_netdev.is_none() || e.netdev.as_deref() != dead_netdev)
+        .cloned()
+        .collect();
+    let sel = gidselect::select_gid(&table, ll, &want_for(ctx));
+    let text = gidselect::suggestion(&table, &sel);
+    Suggestion {
+        index: sel.chosen,
+        current_is_best: sel.chosen.is_some() && sel.chosen == local.gid_index,
+        text,
+    }
+}
+
+struct Builder<'a> {
+    ctx: &'a Facts,
+    failure: &'a Failure,
+    suggestion: Suggestion,
+}
+
+impl Builder<'_> {
+    /// The fix, with the working GID index appended when the cause is the GID choice or
+    /// when naming it helps; `gid_fix` says whether the GID is the thing to change.
+    fn done(
+        self,
+        code: &str,
+        summary: String,
+        mut evidence: Vec<Seen>,
+        fix: String,
+        gid_fix: bool,
+    ) -> Explanation {
+        let s = &self.suggestion;
+        let mut fix = fix;
+        // Whether the GID fits is evidence only where a GID could have caused the failure:
+        // on the wire (RTR, completions, the peer's RTR behind a closed exchange). Under a
+        // memlock or MR failure it would be a fact about something else.
+        let gid_matters = gid_fix
+            || matches!(
+                self.failure.step,
+                Step::Rtr | Step::Poll | Step::Completion | Step::CmTransfer | Step::Exchange
+            );
+        match (&s.text, gid_fix) {
+            _ if !gid_matters => {}
+            (Some(text), true) if !s.current_is_best => fix = format!("{fix}; {text}"),
+            (Some(text), _) if s.current_is_best => evidence.push(Seen::new(
+                Source::Local,
+                format!(
+                    "the GID in use fits the peer: {}",
+                    text.trim_start_matches("use ")
+                ),
+            )),
+            (Some(text), _) => evidence.push(Seen::new(
+                Source::Local,
+                format!("the GID index that fits the peer: {text}"),
+            )),
+            (None, true)
+                if self.ctx.local.link_layer.is_some() && !self.ctx.local.gid_table.is_empty() =>
+            {
+                evidence.push(Seen::new(
+                    Source::Local,
+                    "no GID on this port fits the peer (family, type, netdev)",
+                ))
+            }
+            _ => {}
+        }
+        Explanation {
+            code: code.to_string(),
+            summary,
+            evidence,
+            fix,
+            suggested_gid_index: s.index.filter(|_| gid_matters),
+        }
+    }
+}
+
+/// Milliseconds as the seconds the messages print: "5 s", "0.5 s".
+fn seconds(ms: u64) -> f64 {
+    ms as f64 / 1000.0
+}
+
+/// Explain why a data-path step failed, given what was gathered about the run.
+pub fn explain(failure: &Failure, ctx: &Facts) -> Explanation {
+    let step = failure.step;
+    let b = Builder {
+        ctx,
+        failure,
+        suggestion: suggest(ctx),
+    };
+    // Said by the user or by the peer: no local rule applies, except that a port of this
+    // end that is down explains this end first (the peer only saw its consequence).
+    match &failure.cause {
+        Cause::Interrupted { signal } => return interrupted(failure, *signal),
+        Cause::PeerReported { notice } => {
+            if let Some((code, summary, mut evidence, fix)) = port_not_active(ctx) {
+                evidence.push(Seen::new(
+                    Source::PeerNotice,
+                    format!("the {} said: {}", notice.role, notice.message),
+                ));
+                return Explanation {
+                    code: code.to_string(),
+                    summary,
+                    evidence,
+                    fix,
+                    suggested_gid_index: None,
+                };
+            }
+            return peer_reported(notice);
+        }
+        _ => {}
+    }
+    // A port that is not up explains every later step, whatever the errno.
+    if step_needs_active_port(step) {
+        if let Some((code, summary, evidence, fix)) = port_not_active(ctx) {
+            return b.done(code, summary, evidence, fix, false);
+        }
+    }
+    match (step, &failure.cause) {
+        (Step::Open, Cause::Errno { errno: e, .. }) if *e == libc::EACCES || *e == libc::EPERM => {
+            device_access(b)
+        }
+        (Step::Open, Cause::Errno { errno: e, .. })
+            if *e == libc::ENODEV || *e == libc::ENXIO || *e == libc::ENOENT =>
+        {
+            device_gone(b)
+        }
+        (
+            Step::Mr | Step::Cq | Step::QpCreate | Step::Pd | Step::Srq,
+            Cause::Errno { errno: e, .. },
+        ) if *e == libc::ENOMEM || *e == libc::EAGAIN => memlock(b),
+        (
+            _,
+            Cause::WouldPin {
+                limit: PinLimit::Memlock,
+                ..
+            },
+        ) => memlock(b),
+        (_, Cause::WouldPin { .. }) => memory_short(b),
+        (Step::Mr, Cause::Errno { errno: e, .. }) if *e == libc::EACCES || *e == libc::EPERM => {
+            device_access(b)
+        }
+        (Step::Rtr, Cause::Errno { errno: e, .. }) => rtr_errno(b, *e),
+        (Step::Init, Cause::Errno { errno: e, .. }) if *e == libc::EINVAL => {
+            pkey_past_table(ctx).unwrap_or_else(|| init_einval(b))
+        }
+        (Step::QpCreate, Cause::Errno { errno: e, .. }) if *e == libc::EINVAL => qp_caps(b),
+        (Step::PostSend, Cause::Errno { errno: e, .. })
+            if (*e == libc::EINVAL || *e == libc::ENOMEM) && inline_over(ctx).is_some() =>
+        {
+            inline_too_large(failure, ctx)
+        }
+        (Step::PostSend | Step::PostRecv, Cause::Errno { errno: e, .. }) if *e == libc::ENOMEM => {
+            queue_full(b)
+        }
+        (Step::Rts, Cause::Errno { errno: e, .. }) if *e == libc::EINVAL => rts_einval(b),
+        (Step::Poll | Step::Completion | Step::CmTransfer, Cause::WcStatus { status, .. }) => {
+            completion(b, *status)
+        }
+        (Step::Poll | Step::Completion, Cause::PeerClosed) => peer_gone(b),
+        (Step::Poll | Step::Completion, Cause::Timeout { waited_ms, .. }) => {
+            poll_timeout(b, seconds(*waited_ms))
+        }
+        (Step::QueryGid, Cause::Errno { errno: e, .. }) => gid_slot(b, *e),
+        (Step::Listen, Cause::Errno { errno: e, .. }) if *e == libc::EADDRINUSE => {
+            port_in_use(failure, ctx)
+        }
+        (Step::Connect, cause) => oob_connect(b, cause),
+        (Step::Exchange, cause) => oob_exchange(b, cause),
+        (Step::Verify, _) => data_mismatch(b),
+        (Step::Semantics, _) => semantics_broken(failure),
+        (Step::Compare, _) => compare(b),
+        _ => generic(b),
+    }
+}
+
+fn step_needs_active_port(step: Step) -> bool {
+    matches!(
+        step,
+        Step::QueryPort | Step::Rtr | Step::Rts | Step::PostSend | Step::Poll | Step::Completion
+    )
+}
+
+type Rule = (&'static str, String, Vec<Seen>, String);
+
+fn generic(b: Builder) -> Explanation {
+    let evidence = vec![Seen::new(
+        Source::Local,
+        format!("local {}", local_gid_words(&b.ctx.local)),
+    )];
+    let summary = format!(
+        "no rule explains {} at this step ({})",
+        b.failure.cause,
+        b.failure.step.name()
+    );
+    b.done(
+        "unexplained",
+        summary,
+        evidence,
+        "rerun with rdmactl check --peer IP on both ends to compare".into(),
+        true,
+    )
+}

@@ -1,0 +1,321 @@
+//! Before the QP: compare what the two ends sent each other.
+
+use crate::diagnose::gidselect::{self, Family, Want};
+use crate::model::device::LinkLayer;
+use crate::model::diagnostic::{Explanation, Finding, Seen, Severity, Source};
+use crate::model::facts::EndFacts;
+use crate::model::failure::{Cause, Mismatch};
+use crate::model::gid::Gid;
+
+use super::gid::{gid_mismatch, local_gid_words, table_summary};
+use super::{generic, Builder};
+
+/// The two ends' parameters, compared before the QP (the native exchange sends GID type,
+/// link layer and MTU; the compat one only the GID).
+pub(super) fn compare(b: Builder) -> Explanation {
+    let ctx = b.ctx;
+    let local = &ctx.local;
+    let Some(peer) = ctx.peer.as_ref() else {
+        return generic(b);
+    };
+    if let Some((summary, mut ev)) = gid_mismatch(local, peer) {
+        ev.push(Seen::new(Source::Local, table_summary(local)));
+        // When this end's GID already fits the peer's address, the peer is the one to change.
+        let fix = if b.suggestion.current_is_best {
+            format!(
+                "use a GID like this end's on the peer ({}): `rdmactl gids` there lists them, -g auto picks it",
+                local_gid_words(local)
+            )
+        } else {
+            "use GIDs of the same RoCE version and address family on both ends".into()
+        };
+        let code = if summary.starts_with("RoCE version") {
+            "roce-version-mismatch"
+        } else {
+            "gid-family-mismatch"
+        };
+        return b.done(code, summary, ev, fix, true);
+    }
+    if let Some(f) = compare_peers(local, peer)
+        .into_iter()
+        .find(|f| f.severity == Severity::Fail)
+    {
+        let code = f.code.clone();
+        let fix = f.fix.clone().unwrap_or_default();
+        let evidence = f
+            .evidence
+            .iter()
+            .map(|e| Seen::new(Source::Peer, e.clone()))
+            .collect();
+        return b.done(&code, f.message.clone(), evidence, fix, false);
+    }
+    // The exchange found the difference itself; its mismatches are the evidence, and the
+    // fix names only the flags that differ.
+    match &b.failure.cause {
+        Cause::Mismatch { mismatches } => {
+            let evidence = mismatches
+                .iter()
+                .map(|m| Seen::new(Source::Failure, m.to_string()))
+                .collect();
+            let mut flags: Vec<&str> = mismatches
+                .iter()
+                .filter_map(|m| match m {
+                    Mismatch::Size { .. } => Some("-s"),
+                    Mismatch::Iters { .. } => Some("-n"),
+                    Mismatch::Length { .. } => {
+                        Some("-n, --duration and --lat (or none of them on the server)")
+                    }
+                    Mismatch::Ops { .. } => Some("--op"),
+                    Mismatch::NoGid { .. } => Some("-g"),
+                    _ => None,
+                })
+                .collect();
+            flags.dedup();
+            let fix = match flags.as_slice() {
+                [] => "start both ends with matching settings (the lines above say which differ)"
+                    .to_string(),
+                [one] => format!("give both ends the same {one}"),
+                [init @ .., last] => {
+                    format!("give both ends the same {} and {last}", init.join(", "))
+                }
+            };
+            b.done(
+                "parameters-differ",
+                "the two ends were started with parameters that do not fit together".into(),
+                evidence,
+                fix,
+                false,
+            )
+        }
+        // A setting this end cannot use with this peer (-m above the path's MTU): its own
+        // words say what to change.
+        Cause::Invalid { what } => b.done(
+            "parameters-differ",
+            "a setting does not fit this path".into(),
+            vec![Seen::new(Source::Failure, what.clone())],
+            what.rsplit_once("; ")
+                .map(|(_, fix)| fix.to_string())
+                .unwrap_or_else(|| "adjust the setting named above".into()),
+            false,
+        ),
+        other => b.done(
+            "parameters-differ",
+            "the two ends were started with parameters that do not fit together".into(),
+            vec![Seen::new(Source::Failure, other.to_string())],
+            "compare the flags of both ends".into(),
+            false,
+        ),
+    }
+}
+
+/// Compare the two ends of a native handshake before touching the QP. A finding of
+/// severity Fail means RTR would fail or the connection would never carry a packet.
+pub fn compare_peers(local: &EndFacts, peer: &EndFacts) -> Vec<Finding> {
+    let mut out = Vec::new();
+    let name_fix = |what: &str| -> String {
+        let want = Want {
+            family: peer
+                .gid_now()
+                .filter(|g| !g.is_zero())
+                .map(|g| Family::of_gid(&g)),
+            peer: peer.gid_now().filter(|g| !g.is_zero()).map(|g| g.ip()),
+            route_netdev: None,
+            peer_on_link: None,
+            peer_gid_type: peer.type_now(),
+            subnet_addresses: Vec::new(),
+            route_source: None,
+        };
+        let ll = local.link_layer.clone().unwrap_or(LinkLayer::Ethernet);
+        let sel = gidselect::select_gid(&local.gid_table, &ll, &want);
+        match gidselect::suggestion(&local.gid_table, &sel) {
+            Some(s) if sel.chosen != local.gid_index => format!("{what}; here: {s}"),
+            _ => what.to_string(),
+        }
+    };
+
+    if let (Some(l), Some(p)) = (&local.link_layer, &peer.link_layer) {
+        if l != p {
+            out.push(
+                Finding::new(
+                    Severity::Fail,
+                    "link-layer-mismatch",
+                    format!("local port is {l:?} and the peer's is {p:?}"),
+                )
+                .fix("connect ports of the same fabric: InfiniBand to InfiniBand, RoCE to RoCE"),
+            );
+            return out;
+        }
+    }
+    for (who, ep) in [("local", local), ("peer", peer)] {
+        if ep.is_infiniband() && matches!(ep.lid, Some(0) | Some(0xffff)) {
+            out.push(
+                Finding::new(
+                    Severity::Fail,
+                    "ib-lid-zero",
+                    format!("the {who} InfiniBand port {} has no LID", ep.name()),
+                )
+                .evidence(format!(
+                    "{who} LID 0x{:04x}, state {}",
+                    ep.lid.unwrap_or(0),
+                    ep.port_state.clone().unwrap_or_else(|| "?".into())
+                ))
+                .fix("start a subnet manager (opensm) or fix the link"),
+            );
+        }
+    }
+    let ethernet = local.is_ethernet() || peer.is_ethernet();
+    if ethernet {
+        for (who, ep) in [("local", local), ("peer", peer)] {
+            if ep.gid_now().is_none_or_zero() {
+                out.push(
+                    Finding::new(
+                        Severity::Fail,
+                        "roce-no-grh",
+                        format!("the {who} side has no GID: RoCE needs one on both ends"),
+                    )
+                    .evidence(format!(
+                        "{who} GID {}",
+                        ep.gid_now()
+                            .map(|g| g.to_string())
+                            .unwrap_or_else(|| "none".into())
+                    ))
+                    .fix(name_fix("give a GID index on both sides (-g N or -g auto)")),
+                );
+            }
+        }
+        if let Some((summary, ev)) = gid_mismatch(local, peer) {
+            let code = if summary.starts_with("RoCE version") {
+                "roce-version-mismatch"
+            } else {
+                "gid-family-mismatch"
+            };
+            let mut f = Finding::new(Severity::Fail, code, summary).fix(name_fix(
+                "use the same RoCE version and address family on both ends",
+            ));
+            f.evidence = ev.into_iter().map(|e| e.text).collect();
+            out.push(f);
+        }
+    }
+    if let (Some(a), Some(b)) = (local.active_mtu, peer.active_mtu) {
+        if a != b {
+            out.push(
+                Finding::new(
+                    Severity::Info,
+                    "mtu-differs",
+                    format!(
+                        "active MTUs differ (local {a}, peer {b}): the path MTU will be {}",
+                        a.min(b)
+                    ),
+                )
+                .evidence(format!("local active_mtu {a}, peer active_mtu {b}")),
+            );
+        }
+    }
+    out
+}
+
+trait ZeroGid {
+    fn is_none_or_zero(&self) -> bool;
+}
+
+impl ZeroGid for Option<Gid> {
+    fn is_none_or_zero(&self) -> bool {
+        self.map_or(true, |g| g.is_zero())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::diagnose::datapath::tests::{ib_ctx, rxe_local, rxe_peer};
+    use crate::diagnose::gidselect::tests::mlx5;
+    use crate::model::device::GidType;
+
+    #[test]
+    fn compare_peers_table() {
+        let ok = compare_peers(&rxe_local(Some(1)), &rxe_peer("::ffff:192.168.77.2"));
+        assert!(ok.iter().all(|f| f.severity < Severity::Warn), "{ok:?}");
+
+        let cases: Vec<(&str, EndFacts, EndFacts, &str, &str)> = vec![
+            (
+                "link-local against IPv4",
+                rxe_local(Some(0)),
+                rxe_peer("::ffff:192.168.77.2"),
+                "gid-family-mismatch",
+                "GID index 1",
+            ),
+            (
+                "IPv4 against link-local",
+                rxe_local(Some(1)),
+                rxe_peer("fe80::ec2c:c7ff:fe05:b79a"),
+                "gid-family-mismatch",
+                "GID index 0",
+            ),
+            (
+                "v2 against v1",
+                EndFacts {
+                    gid_index: Some(3),
+                    gid_table: mlx5(),
+                    ..rxe_local(Some(3))
+                },
+                EndFacts {
+                    gid_type: Some(GidType::RoceV1),
+                    ..rxe_peer("::ffff:10.0.0.6")
+                },
+                "roce-version-mismatch",
+                "GID index 2 (RoCE v1",
+            ),
+            (
+                "IB against Ethernet",
+                rxe_local(Some(1)),
+                EndFacts {
+                    link_layer: Some(LinkLayer::InfiniBand),
+                    ..rxe_peer("::ffff:192.168.77.2")
+                },
+                "link-layer-mismatch",
+                "same fabric",
+            ),
+            (
+                "IB LID 0",
+                ib_ctx(0, "INIT", "LinkUp").local,
+                ib_ctx(0, "INIT", "LinkUp").peer.unwrap(),
+                "ib-lid-zero",
+                "subnet manager",
+            ),
+            (
+                "peer without GID on RoCE",
+                rxe_local(Some(1)),
+                EndFacts {
+                    gid: Some(Gid::ZERO),
+                    ..rxe_peer("::")
+                },
+                "roce-no-grh",
+                "-g",
+            ),
+        ];
+        for (name, local, peer, code, says) in cases {
+            let findings = compare_peers(&local, &peer);
+            let f = findings
+                .iter()
+                .find(|f| f.code == code)
+                .unwrap_or_else(|| panic!("{name}: {findings:#?}"));
+            assert_eq!(f.severity, Severity::Fail, "{name}");
+            let text = format!(
+                "{} {} {}",
+                f.message,
+                f.evidence.join(" "),
+                f.fix.clone().unwrap_or_default()
+            );
+            assert!(text.contains(says), "{name}: {text}");
+        }
+
+        let mut big = rxe_peer("::ffff:192.168.77.2");
+        big.active_mtu = Some(4096);
+        let f = compare_peers(&rxe_local(Some(1)), &big);
+        assert!(
+            f.iter()
+                .any(|f| f.code == "mtu-differs" && f.message.contains("1024")),
+            "{f:?}"
+        );
+    }
+}

@@ -1,0 +1,119 @@
+//! A port that is not ACTIVE explains every later step.
+
+use crate::model::diagnostic::{Seen, Source};
+use crate::model::facts::Facts;
+
+use super::Rule;
+
+/// InfiniBand without an SM (LID 0, INIT/POLLING), or any port not ACTIVE.
+pub(super) fn port_not_active(ctx: &Facts) -> Option<Rule> {
+    let local = &ctx.local;
+    let state = local.port_state.as_deref();
+    let mut evidence = Vec::new();
+    if let Some(s) = state {
+        evidence.push(Seen::new(
+            Source::Local,
+            format!("{} state {s}", local.name()),
+        ));
+    }
+    if let Some(p) = &local.phys_state {
+        evidence.push(Seen::new(
+            Source::Local,
+            format!("{} phys_state {p}", local.name()),
+        ));
+    }
+    if local.is_infiniband() {
+        let lid_bad = matches!(local.lid, Some(0) | Some(0xffff));
+        let not_active = state.is_some_and(|s| s != "ACTIVE");
+        if lid_bad || not_active {
+            if let Some(lid) = local.lid {
+                evidence.push(Seen::new(
+                    Source::Local,
+                    format!("{} LID 0x{lid:04x}", local.name()),
+                ));
+            }
+            let polling = local
+                .phys_state
+                .as_deref()
+                .is_some_and(|p| p.eq_ignore_ascii_case("polling"));
+            let fix = if polling {
+                "the link is not trained (phys_state Polling): check the cable and the switch port"
+                    .to_string()
+            } else {
+                "start a subnet manager (systemctl start opensm, or enable the switch's SM); an SR-IOV VF needs a virtualization-aware SM".to_string()
+            };
+            return Some((
+                "ib-port-not-active",
+                format!(
+                    "InfiniBand port {} is not ACTIVE or has no LID: no subnet manager has configured it, so there is no address to connect to",
+                    local.name()
+                ),
+                evidence,
+                fix,
+            ));
+        }
+    }
+    if let Some(peer) = &ctx.peer {
+        if peer.is_infiniband() && peer.lid == Some(0) {
+            return Some((
+                "ib-peer-lid-zero",
+                "the peer sent LID 0: its InfiniBand port has no LID (no subnet manager on its fabric)".into(),
+                vec![Seen::new(Source::Peer, format!("peer {} LID 0x0000", peer.name()))],
+                "start a subnet manager on the peer's fabric, then rerun".into(),
+            ));
+        }
+    }
+    if !local.is_ethernet() {
+        return None;
+    }
+    // The QP can fail before the port's state catches up with its netdev (rxe learns of
+    // the link through a notifier), so the port's own netdev being down already counts.
+    let netdev_down = ctx
+        .netdev
+        .as_ref()
+        .filter(|n| n.exists && !n.up && local.port_netdev.as_deref() == Some(n.name.as_str()));
+    if let Some(n) = netdev_down {
+        evidence.push(Seen::new(
+            Source::Netdev,
+            format!(
+                "netdev {} is down (operstate {})",
+                n.name,
+                n.operstate.as_deref().unwrap_or("unknown")
+            ),
+        ));
+    }
+    let port_down = state.is_some_and(|s| s != "ACTIVE");
+    if !port_down && netdev_down.is_none() {
+        return None;
+    }
+    let netdev = local.netdev_now().unwrap_or_else(|| "its netdev".into());
+    // Administratively down is fixed here; no carrier (lowerlayerdown) is fixed at the
+    // other end of the link: the switch port, or for a veth its peer.
+    let no_carrier = ctx
+        .netdev
+        .as_ref()
+        .and_then(|n| n.operstate.as_deref())
+        .is_some_and(|o| o == "lowerlayerdown" || o == "dormant");
+    let what = if no_carrier {
+        "has no carrier (its link partner is down)"
+    } else {
+        "is down or has no carrier"
+    };
+    let summary = if port_down {
+        format!(
+            "RoCE port {} is not ACTIVE: its netdev {netdev} {what}",
+            local.name()
+        )
+    } else {
+        format!(
+            "RoCE port {} cannot send: its netdev {netdev} {what}",
+            local.name()
+        )
+    };
+    let fix = if no_carrier {
+        format!("bring the other end of {netdev}'s link up: the switch port, or for a veth its peer (ip link show {netdev} names it)")
+    } else {
+        format!("ip link set {netdev} up, and check the cable (ip link show {netdev})")
+    };
+    Some(("port-down", summary, evidence, fix))
+}

@@ -1,0 +1,140 @@
+//! Memory and device access: memlock, pinned memory, the device files, a device that is gone.
+
+use crate::model::diagnostic::{Explanation, Seen, Source};
+use crate::model::failure::Cause;
+
+use super::{generic, Builder};
+
+/// Rows 8 (memlock) and resource exhaustion.
+pub(super) fn memlock(b: Builder) -> Explanation {
+    let step = b.failure.step;
+    let mut memlock = b.ctx.memlock.clone();
+    if let (Some(m), Cause::WouldPin { pinned_bytes, .. }) = (&mut memlock, &b.failure.cause) {
+        m.needed_bytes = *pinned_bytes;
+    }
+    match memlock {
+        Some(m) if !m.cap_ipc_lock && m.limit_bytes.is_some_and(|l| l < m.needed_bytes) => {
+            let limit = m.limit_bytes.unwrap_or(0);
+            b.done(
+                "memlock-limit",
+                format!(
+                    "the locked-memory limit ({}) is smaller than what {} needs to pin ({}), and this process lacks CAP_IPC_LOCK",
+                    human_bytes(limit),
+                    step.name(),
+                    human_bytes(m.needed_bytes)
+                ),
+                vec![Seen::new(Source::Memlock, format!("RLIMIT_MEMLOCK soft limit {limit} bytes (ulimit -l {})", limit / 1024)), Seen::new(Source::Memlock, format!("needed {} bytes", m.needed_bytes)), Seen::new(Source::Memlock, "CAP_IPC_LOCK not held")],
+                "raise memlock: '* - memlock unlimited' in /etc/security/limits.conf, LimitMEMLOCK=infinity in the systemd unit, or --ulimit memlock=-1 for the container".into(),
+                false,
+            )
+        }
+        Some(m) => {
+            let limit = m.limit_bytes.map(human_bytes).unwrap_or_else(|| "unlimited".into());
+            b.done(
+                "out-of-resources",
+                format!("{} ran out of memory although memlock allows it: the device's resources (max_mr, max_cq, max_qp) or the system's memory are exhausted", step.name()),
+                vec![Seen::new(Source::Memlock, format!("RLIMIT_MEMLOCK {limit}, CAP_IPC_LOCK {}", if m.cap_ipc_lock { "held" } else { "not held" }))],
+                "reduce the sizes (-s, queue depth), or free device resources held by other processes".into(),
+                false,
+            )
+        }
+        None => b.done(
+            "memlock-limit",
+            format!("{} could not pin memory: usually the locked-memory limit (ulimit -l) for a process without CAP_IPC_LOCK", step.name()),
+            vec![],
+            "check ulimit -l; raise memlock in limits.conf, the systemd unit or the container".into(),
+            false,
+        ),
+    }
+}
+
+/// Checked before allocating: more than the host has available would end in the OOM killer.
+pub(super) fn memory_short(b: Builder) -> Explanation {
+    let Cause::WouldPin {
+        pinned_bytes,
+        what,
+        limit_bytes,
+        ..
+    } = &b.failure.cause
+    else {
+        return generic(b);
+    };
+    let ratio = (*pinned_bytes / (*limit_bytes).max(1)).max(1) + 1;
+    b.done(
+        "memory-short",
+        format!(
+            "the run would pin {} ({what}), more than the {} of memory this host has available: the OOM killer would end it",
+            human_bytes(*pinned_bytes),
+            human_bytes(*limit_bytes)
+        ),
+        vec![Seen::new(Source::Memlock, format!("MemAvailable {limit_bytes} bytes (/proc/meminfo)")), Seen::new(Source::Memlock, format!("to pin {pinned_bytes} bytes ({what})"))],
+        format!("use a message size at least {ratio} times smaller (-s), or free memory on this host"),
+        false,
+    )
+}
+
+pub(super) fn device_access(b: Builder) -> Explanation {
+    let node = b.ctx.device_node.clone().unwrap_or_default();
+    let path = if node.path.is_empty() {
+        "/dev/infiniband/uverbsN".to_string()
+    } else {
+        node.path.clone()
+    };
+    let mut ev = Vec::new();
+    if !node.path.is_empty() {
+        ev.push(Seen::new(
+            Source::DeviceNode,
+            format!(
+                "{path}: {}",
+                if !node.exists {
+                    "missing"
+                } else if node.accessible {
+                    "accessible"
+                } else {
+                    "access denied"
+                }
+            ),
+        ));
+    }
+    b.done(
+        "device-access",
+        format!("{path} cannot be opened read-write: the kernel creates it 0666, so a container's device cgroup or a udev rule is blocking it"),
+        ev,
+        format!("pass the device into the container (--device={path}, or the RDMA device plugin), or fix the udev rule"),
+        false,
+    )
+}
+
+pub(super) fn device_gone(b: Builder) -> Explanation {
+    let node = b.ctx.device_node.clone().unwrap_or_default();
+    let mut ev = Vec::new();
+    if !node.path.is_empty() {
+        ev.push(Seen::new(
+            Source::DeviceNode,
+            format!(
+                "{}: {}",
+                node.path,
+                if node.exists { "present" } else { "missing" }
+            ),
+        ));
+    }
+    b.done(
+        "device-gone",
+        "the device node is missing: the device was removed, its driver unloaded, or /dev/infiniband is not mapped into this container".into(),
+        ev,
+        "check /sys/class/infiniband and /dev/infiniband; pass the devices into the container".into(),
+        false,
+    )
+}
+
+fn human_bytes(n: u64) -> String {
+    if n >= 1 << 30 && n % (1 << 30) == 0 {
+        format!("{} GiB", n >> 30)
+    } else if n >= 1 << 20 && n % (1 << 20) == 0 {
+        format!("{} MiB", n >> 20)
+    } else if n >= 1 << 10 && n % (1 << 10) == 0 {
+        format!("{} KiB", n >> 10)
+    } else {
+        format!("{n} bytes")
+    }
+}

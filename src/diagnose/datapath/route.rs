@@ -1,0 +1,196 @@
+//! The route toward the peer: unreachable at RTR, and two ports of one host that drop
+//! each other's packets.
+
+use crate::diagnose::gidselect::is_link_local;
+use crate::model::diagnostic::{Explanation, Seen, Source};
+use crate::model::errno::errno_name;
+use crate::model::facts::{Facts, RouteFacts};
+
+use super::gid::local_gid_words;
+use super::{peer_ip, Builder};
+
+/// Two ports of one host: the peer's netdev drops what arrives from a local source address
+/// unless accept_local is set (and rp_filter is not strict). Returns the owner of the
+/// peer's address, the evidence and the fix, when the sysctls say it drops.
+pub(super) fn same_host_drop(
+    route: &RouteFacts,
+    peer_text: &str,
+    dev_name: &str,
+) -> Option<(String, Vec<Seen>, String)> {
+    // accept_local and rp_filter are IPv4 sysctls; an IPv6 neighbour comes from NDP.
+    if !route.peer_is_local || route.peer.is_some_and(|p| p.is_ipv6()) {
+        return None;
+    }
+    let owner = route
+        .peer_local_netdev
+        .clone()
+        .unwrap_or_else(|| "the peer's netdev".into());
+    let drops = route.accept_local == Some(false) || route.rp_filter == Some(1);
+    if !drops && route.accept_local.is_some() {
+        return None;
+    }
+    let mut ev = vec![Seen::new(
+        Source::Route,
+        format!(
+            "{peer_text} is an address of this host (on {owner}): both ports are in one kernel"
+        ),
+    )];
+    if let Some(a) = route.accept_local {
+        ev.push(Seen::new(
+            Source::Route,
+            format!(
+                "net.ipv4.conf.{{all,{owner}}}.accept_local = {}",
+                u8::from(a)
+            ),
+        ));
+    }
+    if let Some(r) = route.rp_filter {
+        ev.push(Seen::new(
+            Source::Route,
+            format!("rp_filter (max of all, {owner}) = {r}"),
+        ));
+    }
+    let fix = format!("sysctl -w net.ipv4.conf.all.accept_local=1 net.ipv4.conf.{dev_name}.accept_local=1 net.ipv4.conf.{owner}.accept_local=1, with rp_filter 0 or 2");
+    Some((owner, ev, fix))
+}
+
+/// IPv6 between two rxe devices of one kernel: measured never to carry a packet (the
+/// kernel resolves the local destination without neighbour discovery, and the other
+/// device's receive counters do not move), while a device to itself works.
+pub(super) fn same_host_ipv6(
+    ctx: &Facts,
+    route: &RouteFacts,
+    dev_name: &str,
+) -> Option<(String, Vec<Seen>, String)> {
+    let peer = route.peer.filter(|p| p.is_ipv6())?;
+    let owner = route.peer_local_netdev.as_deref()?;
+    let soft_roce = ctx.qp.as_ref().is_some_and(|q| q.soft_roce);
+    if !route.peer_is_local || !soft_roce || owner == dev_name {
+        return None;
+    }
+    let ev = vec![
+        Seen::new(
+            Source::Route,
+            format!(
+                "{peer} is an address of this host (on {owner}); this end's GID is on {dev_name}"
+            ),
+        ),
+        Seen::new(
+            Source::Local,
+            format!("{} is Soft-RoCE (rxe)", ctx.local.name()),
+        ),
+    ];
+    Some((
+        format!("same-host IPv6: rxe carries no RoCE v2 traffic over IPv6 between two devices of one kernel ({dev_name} to {owner}); IPv4 between them works, and so does IPv6 from a device to itself"),
+        ev,
+        "test IPv6 between two hosts (or VMs), or use the IPv4-mapped GIDs for a same-host test; `rdmactl selftest -d DEV -g N` checks one device's IPv6 GID by itself".into(),
+    ))
+}
+
+/// the kernel could not resolve the peer's MAC through the source GID's netdev.
+pub(super) fn rtr_unreachable(b: Builder, errno: i32) -> Explanation {
+    let ctx = b.ctx;
+    let local = &ctx.local;
+    let gid = local.gid_now();
+    let dev = local.netdev_now();
+    let dev_name = dev.clone().unwrap_or_else(|| "the GID's netdev".into());
+    let route = ctx.route.clone().unwrap_or_default();
+    let peer = peer_ip(ctx);
+    let peer_text = peer
+        .map(|p| p.to_string())
+        .unwrap_or_else(|| "the peer".into());
+    let mut ev = vec![Seen::new(
+        Source::Local,
+        format!("local {} on {dev_name}", local_gid_words(local)),
+    )];
+
+    if let (Some(g), Some(false)) = (gid, route.on_link()) {
+        if is_link_local(&g) {
+            if let Some(gw) = route.gateway {
+                ev.push(Seen::new(
+                    Source::Route,
+                    format!("ip route get {peer_text}: via {gw}"),
+                ));
+            }
+            return b.done(
+                "link-local-routed-peer",
+                format!("a link-local GID cannot reach {peer_text}, which is behind a router (NVIDIA/nccl#769)"),
+                ev,
+                "use a GID with a routable address".into(),
+                true,
+            );
+        }
+    }
+    if route.no_route {
+        ev.push(Seen::new(
+            Source::Route,
+            format!("ip route get {peer_text}: no route"),
+        ));
+        return b.done(
+            "no-route",
+            format!("the kernel has no route to {peer_text}"),
+            ev,
+            format!("add a route to {peer_text} (ip route add ... dev {dev_name})"),
+            true,
+        );
+    }
+    if let (Some(rd), Some(d)) = (&route.route_netdev, &dev) {
+        if !route.peer_is_local && rd != d {
+            ev.push(Seen::new(
+                Source::Route,
+                format!("ip route get {peer_text}: dev {rd}"),
+            ));
+            return b.done(
+                "route-other-netdev",
+                format!("the kernel routes {peer_text} through {rd}, but the GID belongs to {d}; the peer's MAC is resolved through {d}, where it never answers"),
+                ev,
+                format!("use a GID on {rd}, or fix the routing so {peer_text} is reached through {d}"),
+                true,
+            );
+        }
+    }
+    if let Some((owner, more, fix)) = same_host_drop(&route, &peer_text, &dev_name) {
+        ev.extend(more);
+        return b.done(
+            "same-host-arp",
+            format!("same-host test: {owner} drops the ARP request from {dev_name} because its sender address is local, so the MAC never resolves"),
+            ev,
+            fix,
+            false,
+        );
+    }
+    match route.neighbour_state.as_deref() {
+        Some(s @ ("FAILED" | "INCOMPLETE")) => {
+            let hop = route
+                .gateway
+                .map(|g| g.to_string())
+                .unwrap_or_else(|| peer_text.clone());
+            ev.push(Seen::new(
+                Source::Route,
+                format!("ip neigh show {hop} dev {dev_name}: {s}"),
+            ));
+            return b.done(
+                "neighbour-unresolved",
+                format!("{hop} does not answer ARP/ND on {dev_name}: the peer is down, on another segment or VLAN, or a firewall drops ARP"),
+                ev,
+                format!("check that {hop} is up and reachable on {dev_name} (ping -I {dev_name} {hop}, arping)"),
+                true,
+            );
+        }
+        Some(s) => ev.push(Seen::new(
+            Source::Route,
+            format!("neighbour {peer_text} on {dev_name}: {s}"),
+        )),
+        None => {}
+    }
+    b.done(
+        "address-resolution-timeout",
+        format!(
+            "{}: the kernel could not resolve {peer_text}'s MAC through {dev_name} (rdma_resolve_ip gives up after 1 s)",
+            errno_name(errno)
+        ),
+        ev,
+        format!("check ip route get {peer_text} oif {dev_name} and ip neigh; use the GID of the netdev that routes to the peer"),
+        true,
+    )
+}

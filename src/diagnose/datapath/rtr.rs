@@ -1,0 +1,232 @@
+//! The QP's move to RTR refused: which attribute the kernel rejected, and why.
+
+use crate::model::device::LinkLayer;
+use crate::model::diagnostic::{Explanation, Seen, Source};
+use crate::model::facts::EndFacts;
+
+use super::gid::{empty_slot, gid_family_word, gid_mismatch, local_gid_words, table_summary};
+use super::mtu::mtu_min;
+use super::route::rtr_unreachable;
+use super::{generic, Builder};
+
+pub(super) fn rtr_errno(b: Builder, errno: i32) -> Explanation {
+    let ctx = b.ctx;
+    let local = &ctx.local;
+    let peer = ctx.peer.as_ref();
+    // GIDs of different families or RoCE versions fail whatever the errno (EINVAL, or a
+    // resolution timeout); a scope mismatch has its own rule, with its route evidence.
+    if let Some((summary, mut ev)) = peer
+        .and_then(|p| gid_mismatch(local, p))
+        .filter(|(s, _)| !s.starts_with("scope"))
+    {
+        ev.push(Seen::new(Source::Local, table_summary(local)));
+        let fix = if b.suggestion.current_is_best {
+            format!(
+                "run the peer with a GID like this end's ({}); for ibv_rc_pingpong that is -g with the index of its {} GID",
+                local_gid_words(local),
+                local.gid_now().map_or("", |g| gid_family_word(&g))
+            )
+        } else {
+            "use GIDs of the same RoCE version and address family on both ends".into()
+        };
+        return b.done("gid-mismatch", summary, ev, fix, true);
+    }
+    match errno {
+        e if e == libc::EINVAL => rtr_einval(b),
+        e if e == libc::ENODATA => empty_slot(b),
+        e if e == libc::ENODEV => gid_netdev_missing(b),
+        e if e == libc::ETIMEDOUT
+            || e == libc::ENETUNREACH
+            || e == libc::EHOSTUNREACH
+            || e == libc::EADDRNOTAVAIL =>
+        {
+            rtr_unreachable(b, e)
+        }
+        _ => generic(b),
+    }
+}
+
+/// RTR refused with EINVAL: RoCE without a GRH, an index past the table, ends that cannot
+/// be connected, or a path MTU above the port's.
+fn rtr_einval(b: Builder) -> Explanation {
+    let ctx = b.ctx;
+    let local = &ctx.local;
+    let peer = ctx.peer.as_ref();
+    // RoCE without a GRH.
+    let peer_gid_zero = peer
+        .and_then(EndFacts::gid_now)
+        .is_some_and(|g| g.is_zero());
+    if local.is_ethernet() && (local.gid_index.is_none() || peer_gid_zero) {
+        let mut ev = vec![Seen::new(
+            Source::Local,
+            format!("{} link layer Ethernet (RoCE)", local.name()),
+        )];
+        if local.gid_index.is_none() {
+            ev.push(Seen::new(
+                Source::Local,
+                "no GID index was given, so the address vector has no GRH (is_global=0)",
+            ));
+        }
+        if peer_gid_zero {
+            ev.push(Seen::new(Source::Peer, "the peer sent GID :: (ibv_rc_pingpong without -g sends zero and leaves is_global unset)"));
+        }
+        return b.done(
+            "roce-no-grh",
+            "RoCE has no LIDs: every packet needs a GRH with a source GID index, and the kernel (rdma_check_ah_attr) rejects an address vector without one".into(),
+            ev,
+            "give a GID index on both sides (-g N, or -g auto)".into(),
+            true,
+        );
+    }
+    // index past the table.
+    if let (Some(i), Some(len)) = (local.gid_index, local.gid_table_len) {
+        if i >= len {
+            return b.done(
+                "gid-index-out-of-range",
+                format!(
+                    "GID index {i} is past the end of {}'s GID table ({len} entries)",
+                    local.name()
+                ),
+                vec![
+                    Seen::new(Source::Local, format!("gid_tbl_len {len}")),
+                    Seen::new(Source::Local, table_summary(local)),
+                ],
+                format!("pick an index below {len}"),
+                true,
+            );
+        }
+    }
+    // Mixed families or types.
+    if let Some(peer) = peer {
+        if let Some((summary, mut ev)) = gid_mismatch(local, peer) {
+            ev.push(Seen::new(Source::Local, table_summary(local)));
+            return b.done(
+                "gid-mismatch",
+                summary,
+                ev,
+                "use GIDs of the same RoCE version and address family on both ends".into(),
+                true,
+            );
+        }
+        if peer.is_infiniband() && local.is_infiniband() && peer.lid == Some(0) {
+            return b.done(
+                "ib-peer-lid-zero",
+                "the peer's LID is 0: the destination has no InfiniBand address".into(),
+                vec![Seen::new(
+                    Source::Peer,
+                    format!("peer {} LID 0", peer.name()),
+                )],
+                "start a subnet manager on the peer's fabric".into(),
+                false,
+            );
+        }
+        if local.link_layer.is_some()
+            && peer.link_layer.is_some()
+            && local.link_layer != peer.link_layer
+        {
+            return b.done(
+                "link-layer-mismatch",
+                "one end is InfiniBand and the other Ethernet: they cannot be connected directly"
+                    .into(),
+                vec![
+                    Seen::new(
+                        Source::Local,
+                        format!(
+                            "local {} {:?}",
+                            local.name(),
+                            local
+                                .link_layer
+                                .clone()
+                                .unwrap_or(LinkLayer::Other(String::new()))
+                        ),
+                    ),
+                    Seen::new(
+                        Source::Peer,
+                        format!(
+                            "peer {} {:?}",
+                            peer.name(),
+                            peer.link_layer
+                                .clone()
+                                .unwrap_or(LinkLayer::Other(String::new()))
+                        ),
+                    ),
+                ],
+                "run both ends on the same kind of fabric".into(),
+                false,
+            );
+        }
+    }
+    // Path MTU above the port's.
+    if let (Some(path), Some(active)) = (
+        ctx.qp
+            .as_ref()
+            .and_then(|q| q.path_mtu)
+            .or(ctx.requested_mtu),
+        local.active_mtu,
+    ) {
+        if path > active {
+            return b.done(
+                "mtu-too-large",
+                format!(
+                    "the path MTU {path} exceeds {}'s active MTU {active}",
+                    local.name()
+                ),
+                vec![
+                    Seen::new(Source::Qp, format!("requested MTU {path}")),
+                    Seen::new(Source::Qp, format!("active_mtu {active}")),
+                ],
+                format!(
+                    "use -m {} (the smaller active MTU of the two ports), or leave -m out",
+                    mtu_min(ctx).unwrap_or(active)
+                ),
+                false,
+            );
+        }
+    }
+    let mut ev = vec![Seen::new(
+        Source::Local,
+        format!("local {}", local_gid_words(local)),
+    )];
+    if let Some(p) = peer {
+        let lid = p
+            .lid
+            .map_or("unknown".to_string(), |l| format!("0x{l:04x}"));
+        ev.push(Seen::new(
+            Source::Peer,
+            format!("peer {}, LID {lid}", local_gid_words(p)),
+        ));
+    }
+    b.done(
+        "rtr-invalid",
+        "the kernel rejected the RTR attributes (address vector, MTU or QP numbers)".into(),
+        ev,
+        "compare both ends with rdmactl check, and use the native exchange (it validates both sides before RTR)".into(),
+        true,
+    )
+}
+
+/// RTR refused with ENODEV: the GID's netdev is gone, down, or in another namespace.
+fn gid_netdev_missing(b: Builder) -> Explanation {
+    let ctx = b.ctx;
+    let local = &ctx.local;
+    let dev = local.netdev_now();
+    let mut ev = Vec::new();
+    let summary = match (&dev, &ctx.netdev) {
+        (Some(d), Some(n)) if !n.exists => {
+            ev.push(Seen::new(Source::Netdev, format!("gid_attrs/ndevs says {d}, but this network namespace has no {d}")));
+            format!("the GID's netdev {d} does not exist here: it was removed, or it lives in another network namespace (a container or pod)")
+        }
+        (Some(d), Some(n)) if !n.up => {
+            ev.push(Seen::new(Source::Netdev, format!("{d} operstate {}", n.operstate.clone().unwrap_or_else(|| "down".into()))));
+            format!("the GID's netdev {d} is down")
+        }
+        (Some(d), _) => format!("the kernel found no usable netdev for the GID (gid_attrs/ndevs: {d})"),
+        (None, _) => "the GID has no netdev (gid_attrs/ndevs is unreadable), so the kernel cannot build the packet headers".into(),
+    };
+    ev.push(Seen::new(Source::Local, table_summary(local)));
+    let fix = match (&dev, &ctx.netdev) {
+        (Some(d), Some(n)) if n.exists && !n.up => format!("ip link set {d} up"),
+        _ => "use a GID whose netdev is in this namespace and up (NVIDIA/nccl#718: in a pod only some indices are usable)".into(),
+    };
+    b.done("gid-netdev-missing", summary, ev, fix, true)
+}

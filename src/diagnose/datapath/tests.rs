@@ -1,0 +1,932 @@
+use super::explain;
+use crate::diagnose::gidselect::tests::{entry, mlx5, rxe0};
+use crate::model::device::{GidType, LinkLayer};
+use crate::model::diagnostic::{Explanation, Seen, Source};
+use crate::model::errno::{
+    WC_LOC_LEN_ERR, WC_LOC_QP_OP_ERR, WC_RETRY_EXC_ERR, WC_RNR_RETRY_EXC_ERR,
+};
+use crate::model::facts::{DeviceNodeFacts, MemlockFacts, NetdevFacts, QpFacts};
+use crate::model::facts::{EndFacts, Facts, RouteFacts};
+use crate::model::failure::{Cause, Failure, Step};
+use crate::model::gid::Gid;
+
+pub(super) fn rxe_local(index: Option<u32>) -> EndFacts {
+    EndFacts {
+        device: "rxe0".into(),
+        port: 1,
+        link_layer: Some(LinkLayer::Ethernet),
+        port_state: Some("ACTIVE".into()),
+        phys_state: Some("LinkUp".into()),
+        lid: Some(0),
+        active_mtu: Some(1024),
+        gid_index: index,
+        gid: None,
+        gid_type: None,
+        netdev: None,
+        port_netdev: None,
+        gid_table: rxe0(),
+        gid_table_len: Some(1024),
+    }
+}
+
+pub(super) fn rxe_peer(gid: &str) -> EndFacts {
+    EndFacts {
+        device: "rxe1".into(),
+        port: 1,
+        link_layer: Some(LinkLayer::Ethernet),
+        port_state: Some("ACTIVE".into()),
+        lid: Some(0),
+        active_mtu: Some(1024),
+        gid_index: Some(1),
+        gid: Some(Gid::parse(gid).unwrap()),
+        gid_type: Some(GidType::RoceV2),
+        ..EndFacts::default()
+    }
+}
+
+/// Same-host rxe0 → rxe1 in the VM, accept_local set.
+fn vm_route(accept_local: bool) -> RouteFacts {
+    RouteFacts {
+        peer: Some("192.168.77.2".parse().unwrap()),
+        route_netdev: Some("lo".into()),
+        peer_is_local: true,
+        peer_local_netdev: Some("veth1".into()),
+        accept_local: Some(accept_local),
+        rp_filter: Some(0),
+        ..RouteFacts::default()
+    }
+}
+
+pub(super) fn rxe_ctx(index: Option<u32>, peer_gid: &str) -> Facts {
+    Facts {
+        local: rxe_local(index),
+        peer: Some(rxe_peer(peer_gid)),
+        route: Some(vm_route(true)),
+        netdev: Some(NetdevFacts {
+            name: "veth0".into(),
+            exists: true,
+            up: true,
+            operstate: Some("up".into()),
+            mtu: Some(1500),
+        }),
+        ..Facts::default()
+    }
+}
+
+pub(super) fn ib_ctx(lid: u16, state: &str, phys: &str) -> Facts {
+    Facts {
+        local: EndFacts {
+            device: "mlx5_0".into(),
+            port: 1,
+            link_layer: Some(LinkLayer::InfiniBand),
+            port_state: Some(state.into()),
+            phys_state: Some(phys.into()),
+            lid: Some(lid),
+            active_mtu: Some(4096),
+            gid_index: None,
+            gid_table: vec![entry(0, "fe80::248a:703:5d:7f1", Some(GidType::Ib), None)],
+            ..EndFacts::default()
+        },
+        peer: Some(EndFacts {
+            link_layer: Some(LinkLayer::InfiniBand),
+            lid: Some(6),
+            active_mtu: Some(4096),
+            ..EndFacts::default()
+        }),
+        ..Facts::default()
+    }
+}
+
+fn mlx5_ctx(index: u32, peer_gid: &str, peer_type: GidType) -> Facts {
+    Facts {
+        local: EndFacts {
+            device: "mlx5_0".into(),
+            port: 1,
+            link_layer: Some(LinkLayer::Ethernet),
+            port_state: Some("ACTIVE".into()),
+            active_mtu: Some(4096),
+            gid_index: Some(index),
+            gid_table: mlx5(),
+            gid_table_len: Some(255),
+            ..EndFacts::default()
+        },
+        peer: Some(EndFacts {
+            link_layer: Some(LinkLayer::Ethernet),
+            active_mtu: Some(4096),
+            gid_index: Some(3),
+            gid: Some(Gid::parse(peer_gid).unwrap()),
+            gid_type: Some(peer_type),
+            ..EndFacts::default()
+        }),
+        route: Some(RouteFacts {
+            peer: Some(Gid::parse(peer_gid).unwrap().ip()),
+            route_netdev: Some("ens1f0".into()),
+            neighbour_state: Some("REACHABLE".into()),
+            ..RouteFacts::default()
+        }),
+        ..Facts::default()
+    }
+}
+
+struct Case {
+    name: &'static str,
+    step: Step,
+    failure: Cause,
+    ctx: Facts,
+    code: &'static str,
+    /// Substrings the rendered explanation must contain.
+    says: &'static [&'static str],
+    suggested: Option<u32>,
+}
+
+fn errno(e: i32) -> Cause {
+    Cause::errno(e)
+}
+
+fn wc(status: u32) -> Cause {
+    Cause::WcStatus {
+        status,
+        vendor_err: 0x81,
+        opcode: 0,
+        op: None,
+    }
+}
+
+/// Everything an explanation says, for substring checks.
+pub(crate) fn text(x: &Explanation) -> String {
+    let seen: Vec<&str> = x.evidence.iter().map(|e| e.text.as_str()).collect();
+    format!("{}\n{}\n{}", x.summary, seen.join("\n"), x.fix)
+}
+
+fn cases() -> Vec<Case> {
+    let mut no_grh = rxe_ctx(None, "::");
+    no_grh.peer.as_mut().unwrap().gid_index = None;
+
+    let mut out_of_range = rxe_ctx(Some(2000), "::ffff:192.168.77.2");
+    out_of_range.local.gid_table_len = Some(1024);
+
+    let mut gone = rxe_ctx(Some(1), "::ffff:192.168.77.2");
+    gone.netdev = Some(NetdevFacts {
+        name: "veth0".into(),
+        exists: false,
+        up: false,
+        operstate: None,
+        mtu: None,
+    });
+    let mut down = rxe_ctx(Some(1), "::ffff:192.168.77.2");
+    down.netdev = Some(NetdevFacts {
+        name: "veth0".into(),
+        exists: true,
+        up: false,
+        operstate: Some("down".into()),
+        mtu: Some(1500),
+    });
+
+    // The netdev went down under traffic; the port's state in sysfs still says ACTIVE.
+    let mut down_under_traffic = down.clone();
+    down_under_traffic.local.port_netdev = Some("veth0".into());
+    down_under_traffic.local.port_state = Some("ACTIVE".into());
+
+    let mut no_accept_local = rxe_ctx(Some(1), "::ffff:192.168.77.2");
+    no_accept_local.route = Some(vm_route(false));
+
+    let mut routed = mlx5_ctx(1, "2001:db8:99::1", GidType::RoceV2);
+    routed.route = Some(RouteFacts {
+        peer: Some("2001:db8:99::1".parse().unwrap()),
+        route_netdev: Some("ens1f0".into()),
+        gateway: Some("2001:db8::1".parse().unwrap()),
+        ..RouteFacts::default()
+    });
+
+    let mut other_dev = mlx5_ctx(3, "::ffff:10.100.0.9", GidType::RoceV2);
+    other_dev.route.as_mut().unwrap().route_netdev = Some("ens1f0.100".into());
+
+    let mut neigh_failed = mlx5_ctx(3, "::ffff:10.0.0.6", GidType::RoceV2);
+    neigh_failed.route.as_mut().unwrap().neighbour_state = Some("FAILED".into());
+
+    let mut mtu = rxe_ctx(Some(1), "::ffff:192.168.77.2");
+    mtu.requested_mtu = Some(4096);
+    let mut mtu_wc = mtu.clone();
+    mtu_wc.qp = Some(QpFacts {
+        path_mtu: Some(4096),
+        message_bytes: Some(4096),
+        ..QpFacts::default()
+    });
+
+    let mut retry_v1 = mlx5_ctx(3, "::ffff:10.0.0.6", GidType::RoceV1);
+    retry_v1.qp = Some(QpFacts {
+        retry_cnt: Some(6),
+        ..QpFacts::default()
+    });
+    let mut retry_dead = rxe_ctx(Some(1), "::ffff:192.168.77.2");
+    retry_dead.qp = Some(QpFacts {
+        retry_cnt: Some(6),
+        soft_roce: true,
+        ..QpFacts::default()
+    });
+    let mut flux = rxe_ctx(Some(1), "::ffff:192.168.77.2");
+    flux.route = Some(RouteFacts {
+        arp_flux: Some("veth0, veth1 on 192.168.77.0/24 answer ARP for each other's addresses (veth0 arp_ignore 0, veth1 arp_ignore 0)".into()),
+        ..vm_route(true)
+    });
+    let mut v6_same_host = rxe_ctx(Some(2), "2001:db8::2");
+    v6_same_host.local.gid_table.push(entry(
+        2,
+        "2001:db8::1",
+        Some(GidType::RoceV2),
+        Some("veth0"),
+    ));
+    v6_same_host.route = Some(RouteFacts {
+        peer: Some("2001:db8::2".parse().unwrap()),
+        accept_local: Some(false),
+        ..vm_route(false)
+    });
+    v6_same_host.qp = Some(QpFacts {
+        retry_cnt: Some(6),
+        soft_roce: true,
+        ..QpFacts::default()
+    });
+    let mut rnr = rxe_ctx(Some(1), "::ffff:192.168.77.2");
+    rnr.qp = Some(QpFacts {
+        rnr_retry: Some(0),
+        recv_posted_before_rtr: Some(false),
+        ..QpFacts::default()
+    });
+    let mut rxe_forever = rxe_ctx(Some(1), "::ffff:192.168.77.2");
+    rxe_forever.qp = Some(QpFacts {
+        retry_cnt: Some(7),
+        soft_roce: true,
+        ..QpFacts::default()
+    });
+
+    let mut tiny_memlock = rxe_ctx(Some(1), "::ffff:192.168.77.2");
+    tiny_memlock.memlock = Some(MemlockFacts {
+        limit_bytes: Some(64 * 1024),
+        cap_ipc_lock: false,
+        needed_bytes: 8 << 20,
+    });
+    let mut roomy_memlock = tiny_memlock.clone();
+    roomy_memlock.memlock = Some(MemlockFacts {
+        limit_bytes: None,
+        cap_ipc_lock: false,
+        needed_bytes: 8 << 20,
+    });
+
+    let mut eacces = rxe_ctx(Some(1), "::ffff:192.168.77.2");
+    eacces.device_node = Some(DeviceNodeFacts {
+        path: "/dev/infiniband/uverbs0".into(),
+        exists: true,
+        accessible: false,
+        ..DeviceNodeFacts::default()
+    });
+
+    let mut roce_down = rxe_ctx(Some(1), "::ffff:192.168.77.2");
+    roce_down.local.port_state = Some("DOWN".into());
+    roce_down.local.phys_state = Some("Disabled".into());
+
+    let mut vlan_gone = mlx5_ctx(7, "::ffff:10.0.0.6", GidType::RoceV2);
+    vlan_gone.netdev = Some(NetdevFacts {
+        name: "ens1f0.100".into(),
+        exists: false,
+        ..NetdevFacts::default()
+    });
+    vlan_gone.route = None;
+    let mut pkey_past = rxe_ctx(Some(1), "::ffff:192.168.77.2");
+    pkey_past.qp = Some(QpFacts {
+        pkey_index: Some(1),
+        pkey_table_len: Some(1),
+        ..QpFacts::default()
+    });
+    let mut pkey_inside = pkey_past.clone();
+    pkey_inside.qp.as_mut().unwrap().pkey_index = Some(0);
+    let mut inline_over = rxe_ctx(Some(1), "::ffff:192.168.77.2");
+    inline_over.qp = Some(QpFacts {
+        inline_bytes: Some(417),
+        max_inline_data: Some(416),
+        ..QpFacts::default()
+    });
+    vec![
+        Case {
+            name: "INIT EINVAL",
+            step: Step::Init,
+            failure: errno(libc::EINVAL),
+            ctx: rxe_ctx(Some(1), "::ffff:192.168.77.2"),
+            code: "init-invalid",
+            says: &["P_Key"],
+            suggested: None,
+        },
+        Case {
+            name: "create QP EINVAL",
+            step: Step::QpCreate,
+            failure: errno(libc::EINVAL),
+            ctx: rxe_ctx(Some(1), "::ffff:192.168.77.2"),
+            code: "qp-caps",
+            says: &["max_qp_wr"],
+            suggested: None,
+        },
+        Case {
+            name: "INIT EINVAL, P_Key index past the table",
+            step: Step::Init,
+            failure: errno(libc::EINVAL),
+            ctx: pkey_past.clone(),
+            code: "pkey-index-past-table",
+            says: &["P_Key index 1", "1 entries", "pkey_index 1 given at INIT", "rxe0/1 pkey_tbl_len 1"],
+            suggested: None,
+        },
+        Case {
+            name: "INIT EINVAL, P_Key index inside the table",
+            step: Step::Init,
+            failure: errno(libc::EINVAL),
+            ctx: pkey_inside,
+            code: "init-invalid",
+            says: &["P_Key"],
+            suggested: None,
+        },
+        Case {
+            name: "post send EINVAL, inline over max_inline_data",
+            step: Step::PostSend,
+            failure: errno(libc::EINVAL),
+            ctx: inline_over.clone(),
+            code: "inline-too-large",
+            says: &["417 bytes", "max_inline_data 416 granted", "EINVAL", "at most 416 bytes"],
+            suggested: None,
+        },
+        Case {
+            name: "post send ENOMEM, inline over max_inline_data",
+            step: Step::PostSend,
+            failure: errno(libc::ENOMEM),
+            ctx: inline_over,
+            code: "inline-too-large",
+            says: &["ENOMEM"],
+            suggested: None,
+        },
+        Case {
+            name: "a verbs rule broken",
+            step: Step::Semantics,
+            failure: Cause::invalid("a SEND without the solicited flag raised an event on a CQ armed solicited-only"),
+            ctx: rxe_ctx(Some(1), "::ffff:192.168.77.2"),
+            code: "semantics-broken",
+            says: &["solicited-only", "rdma-core"],
+            suggested: None,
+        },
+        Case {
+            name: "post send ENOMEM",
+            step: Step::PostSend,
+            failure: errno(libc::ENOMEM),
+            ctx: rxe_ctx(Some(1), "::ffff:192.168.77.2"),
+            code: "queue-full",
+            says: &["poll completions"],
+            suggested: None,
+        },
+        Case {
+            name: "RTR ENODEV, VLAN netdev gone: another netdev's GID works",
+            step: Step::Rtr,
+            failure: errno(libc::ENODEV),
+            ctx: vlan_gone,
+            code: "gid-netdev-missing",
+            says: &[
+                "ens1f0.100",
+                "use GID index 3 (RoCE v2, ::ffff:10.0.0.5 on ens1f0)",
+            ],
+            suggested: Some(3),
+        },
+        Case {
+            name: "RTR EINVAL, link-local against global IPv6",
+            step: Step::Rtr,
+            failure: errno(libc::EINVAL),
+            ctx: mlx5_ctx(1, "2001:db8::6", GidType::RoceV2),
+            code: "gid-mismatch",
+            says: &[
+                "scope mismatch",
+                "use GID index 5 (RoCE v2, 2001:db8::5 on ens1f0)",
+            ],
+            suggested: Some(5),
+        },
+        Case {
+            name: "RTR EINVAL, no GRH on RoCE",
+            step: Step::Rtr,
+            failure: errno(libc::EINVAL),
+            ctx: no_grh,
+            code: "roce-no-grh",
+            says: &["GRH", "GID index 1 (RoCE v2, ::ffff:192.168.77.1 on veth0)"],
+            suggested: Some(1),
+        },
+        Case {
+            name: "RTR EINVAL, -g 0 against -g 1 (mixed families)",
+            step: Step::Rtr,
+            failure: errno(libc::EINVAL),
+            ctx: rxe_ctx(Some(0), "::ffff:192.168.77.2"),
+            code: "gid-mismatch",
+            says: &["link-local IPv6", "IPv4-mapped", "use GID index 1"],
+            suggested: Some(1),
+        },
+        Case {
+            name: "RTR EINVAL, v1 against v2",
+            step: Step::Rtr,
+            failure: errno(libc::EINVAL),
+            ctx: mlx5_ctx(2, "::ffff:10.0.0.6", GidType::RoceV2),
+            code: "gid-mismatch",
+            says: &[
+                "RoCE version mismatch",
+                "use GID index 3 (RoCE v2, ::ffff:10.0.0.5 on ens1f0)",
+            ],
+            suggested: Some(3),
+        },
+        Case {
+            name: "RTR EINVAL, index out of range",
+            step: Step::Rtr,
+            failure: errno(libc::EINVAL),
+            ctx: out_of_range,
+            code: "gid-index-out-of-range",
+            says: &["2000", "1024 entries", "use GID index 1"],
+            suggested: Some(1),
+        },
+        Case {
+            name: "RTR ENODATA, empty slot",
+            step: Step::Rtr,
+            failure: errno(libc::ENODATA),
+            ctx: rxe_ctx(Some(7), "::ffff:192.168.77.2"),
+            code: "gid-empty-slot",
+            says: &["index 7", "empty", "use GID index 1"],
+            suggested: Some(1),
+        },
+        Case {
+            name: "RTR ENODEV, netdev in another netns",
+            step: Step::Rtr,
+            failure: errno(libc::ENODEV),
+            ctx: gone,
+            code: "gid-netdev-missing",
+            says: &["veth0", "network namespace", "no GID on this port fits"],
+            suggested: None,
+        },
+        Case {
+            name: "RTR ENODEV, netdev down",
+            step: Step::Rtr,
+            failure: errno(libc::ENODEV),
+            ctx: down,
+            code: "gid-netdev-missing",
+            says: &["ip link set veth0 up"],
+            suggested: None,
+        },
+        Case {
+            name: "RTR ETIMEDOUT, same-host ARP without accept_local",
+            step: Step::Rtr,
+            failure: errno(libc::ETIMEDOUT),
+            ctx: no_accept_local,
+            code: "same-host-arp",
+            says: &["accept_local", "veth1", "GID index 1"],
+            suggested: Some(1),
+        },
+        Case {
+            name: "RTR ETIMEDOUT, link-local GID toward a routed peer",
+            step: Step::Rtr,
+            failure: errno(libc::ETIMEDOUT),
+            ctx: routed,
+            code: "link-local-routed-peer",
+            says: &["router", "use GID index 5 (RoCE v2, 2001:db8::5 on ens1f0)"],
+            suggested: Some(5),
+        },
+        Case {
+            name: "RTR ETIMEDOUT, GID on a netdev the peer is not routed through",
+            step: Step::Rtr,
+            failure: errno(libc::ETIMEDOUT),
+            ctx: other_dev,
+            code: "route-other-netdev",
+            says: &["ens1f0.100", "use GID index 7"],
+            suggested: Some(7),
+        },
+        Case {
+            name: "RTR ETIMEDOUT, neighbour FAILED",
+            step: Step::Rtr,
+            failure: errno(libc::ETIMEDOUT),
+            ctx: neigh_failed,
+            code: "neighbour-unresolved",
+            says: &["FAILED", "10.0.0.6", "GID index 3"],
+            suggested: Some(3),
+        },
+        Case {
+            name: "InfiniBand LID 0, no SM",
+            step: Step::Rtr,
+            failure: errno(libc::EINVAL),
+            ctx: ib_ctx(0, "INIT", "LinkUp"),
+            code: "ib-port-not-active",
+            says: &["opensm", "LID 0x0000", "GID index 0"],
+            suggested: Some(0),
+        },
+        Case {
+            name: "InfiniBand port polling",
+            step: Step::QueryPort,
+            failure: errno(libc::EINVAL),
+            ctx: ib_ctx(0, "DOWN", "Polling"),
+            code: "ib-port-not-active",
+            says: &["cable"],
+            suggested: None,
+        },
+        Case {
+            name: "RoCE port down",
+            step: Step::Rtr,
+            failure: errno(libc::ETIMEDOUT),
+            ctx: roce_down,
+            code: "port-down",
+            says: &["ip link set veth0 up"],
+            suggested: Some(1),
+        },
+        Case {
+            name: "LOC_QP_OP_ERR when the netdev went down before the port state did",
+            step: Step::Poll,
+            failure: wc(WC_LOC_QP_OP_ERR),
+            ctx: down_under_traffic,
+            code: "port-down",
+            says: &["cannot send: its netdev veth0 is down", "ip link set veth0 up"],
+            suggested: None,
+        },
+        Case {
+            name: "RTR EINVAL, -m above the active MTU",
+            step: Step::Rtr,
+            failure: errno(libc::EINVAL),
+            ctx: mtu,
+            code: "mtu-too-large",
+            says: &["-m 1024", "GID index 1"],
+            suggested: Some(1),
+        },
+        Case {
+            name: "LOC_LEN_ERR with a path MTU mismatch",
+            step: Step::Poll,
+            failure: wc(WC_LOC_LEN_ERR),
+            ctx: mtu_wc,
+            code: "mtu-mismatch",
+            says: &["IBV_WC_LOC_LEN_ERR", "-m 1024"],
+            suggested: Some(1),
+        },
+        Case {
+            name: "RETRY_EXC_ERR with v1 against v2",
+            step: Step::Poll,
+            failure: wc(WC_RETRY_EXC_ERR),
+            ctx: retry_v1,
+            code: "retry-exceeded-gid-mismatch",
+            says: &[
+                "status 12",
+                "transport retry counter exceeded",
+                "RoCE version",
+                "GID index 2",
+            ],
+            suggested: Some(2),
+        },
+        Case {
+            name: "data that arrived is not what was sent",
+            step: Step::Verify,
+            failure: Cause::invalid("RDMA READ: byte 17 of 4096 is 0x00, expected 0x4b"),
+            ctx: rxe_ctx(Some(1), "::ffff:192.168.77.2"),
+            code: "data-mismatch",
+            says: &["bytes differ", "byte 17 of 4096", "selftest on each host"],
+            suggested: None,
+        },
+        Case {
+            name: "RETRY_EXC_ERR, IPv6 between two rxe devices of one host",
+            step: Step::Poll,
+            failure: wc(WC_RETRY_EXC_ERR),
+            ctx: v6_same_host,
+            code: "same-host-ipv6",
+            says: &["same-host IPv6", "veth0 to veth1", "rxe0/1 is Soft-RoCE", "IPv4-mapped GIDs"],
+            suggested: Some(2),
+        },
+        Case {
+            name: "RETRY_EXC_ERR on a host with ARP flux",
+            step: Step::Poll,
+            failure: wc(WC_RETRY_EXC_ERR),
+            ctx: flux,
+            code: "retry-exceeded-arp-flux",
+            says: &["ARP flux", "veth0 arp_ignore 0", "arp_ignore=1", "another port's MAC"],
+            suggested: Some(1),
+        },
+        Case {
+            name: "RETRY_EXC_ERR, peer died",
+            step: Step::Poll,
+            failure: wc(WC_RETRY_EXC_ERR),
+            ctx: retry_dead,
+            code: "retry-exceeded",
+            says: &["IBV_WC_RETRY_EXC_ERR", "rdma statistic show link", "GID index 1"],
+            suggested: Some(1),
+        },
+        Case {
+            name: "RNR_RETRY_EXC_ERR",
+            step: Step::Poll,
+            failure: wc(WC_RNR_RETRY_EXC_ERR),
+            ctx: rnr,
+            code: "rnr-retry-exceeded",
+            says: &["status 13", "rnr_retry 0", "rnr_retry 7", "GID index 1"],
+            suggested: Some(1),
+        },
+        Case {
+            name: "rxe retry_cnt 7 never completes",
+            step: Step::Poll,
+            failure: Cause::Timeout { waited_ms: 5000, waiting_for: None },
+            ctx: rxe_forever,
+            code: "rxe-infinite-retry",
+            says: &["retry_cnt 6"],
+            suggested: Some(1),
+        },
+        Case {
+            name: "ENOMEM at reg_mr with a tiny memlock",
+            step: Step::Mr,
+            failure: errno(libc::ENOMEM),
+            ctx: tiny_memlock,
+            code: "memlock-limit",
+            says: &[
+                "64 KiB",
+                "8 MiB",
+                "CAP_IPC_LOCK",
+                "limits.conf",
+            ],
+            suggested: None,
+        },
+        Case {
+            name: "ENOMEM with memlock unlimited",
+            step: Step::Mr,
+            failure: errno(libc::ENOMEM),
+            ctx: roomy_memlock,
+            code: "out-of-resources",
+            says: &["unlimited"],
+            suggested: None,
+        },
+        Case {
+            name: "EACCES on the device",
+            step: Step::Open,
+            failure: errno(libc::EACCES),
+            ctx: eacces,
+            code: "device-access",
+            says: &["/dev/infiniband/uverbs0", "cgroup"],
+            suggested: None,
+        },
+        Case {
+            name: "-g 7 looked up before the QP: an empty slot",
+            step: Step::QueryGid,
+            failure: errno(libc::ENODATA),
+            ctx: Facts {
+                peer: None,
+                ..rxe_ctx(Some(7), "::ffff:192.168.77.2")
+            },
+            code: "gid-empty-slot",
+            says: &["GID index 7 on rxe0/1 is an empty slot", "use GID index 1"],
+            suggested: Some(1),
+        },
+        Case {
+            name: "no listener on the TCP port",
+            step: Step::Connect,
+            failure: errno(libc::ECONNREFUSED),
+            ctx: Facts {
+                peer: None,
+                ..rxe_ctx(Some(1), "::ffff:192.168.77.2")
+            },
+            code: "no-listener",
+            says: &["nothing listens on 192.168.77.2", "same -p"],
+            suggested: None,
+        },
+        Case {
+            name: "garbage instead of a handshake",
+            step: Step::Exchange,
+            failure: Cause::invalid("the peer sent \"garbage\\n\", which is neither an rdmactl exchange nor ibv_rc_pingpong's"),
+            ctx: Facts {
+                peer: None,
+                ..rxe_ctx(Some(1), "::ffff:192.168.77.2")
+            },
+            code: "bad-handshake",
+            says: &["garbage", "--compat rc_pingpong"],
+            suggested: Some(1),
+        },
+        Case {
+            name: "a stock ibv_rc_pingpong server closes without answering",
+            step: Step::Exchange,
+            failure: Cause::PeerClosed,
+            ctx: Facts {
+                peer: None,
+                ..rxe_ctx(Some(1), "::ffff:192.168.77.2")
+            },
+            code: "peer-closed",
+            says: &["RTR before it answers", "IPv4-mapped RoCE v2 GID"],
+            suggested: Some(1),
+        },
+        Case {
+            name: "native compare: this end's IPv4 GID fits, the peer's link-local one does not",
+            step: Step::Compare,
+            failure: Cause::invalid("GID address families differ"),
+            ctx: rxe_ctx(Some(1), "fe80::5054:ff:fe12:3456"),
+            code: "gid-family-mismatch",
+            says: &["address family mismatch", "on the peer (index 1 (RoCE v2, IPv4"],
+            suggested: Some(1),
+        },
+        Case {
+            name: "native compare: a server that insisted on -n against a --duration client",
+            step: Step::Compare,
+            failure: Cause::Mismatch {
+                mismatches: vec![crate::model::failure::Mismatch::Length {
+                    local: "-n 100".into(),
+                    remote: "--duration 1".into(),
+                }],
+            },
+            ctx: rxe_ctx(Some(1), "::ffff:192.168.77.2"),
+            code: "parameters-differ",
+            says: &[
+                "run lengths differ: -n 100 here, --duration 1 on the peer",
+                "give both ends the same -n, --duration and --lat (or none of them on the server)",
+            ],
+            suggested: None,
+        },
+        Case {
+            name: "native compare: this end is the link-local one",
+            step: Step::Compare,
+            failure: Cause::invalid("GID address families differ"),
+            ctx: rxe_ctx(Some(0), "::ffff:192.168.77.2"),
+            code: "gid-family-mismatch",
+            says: &["address family mismatch", "use GID index 1 (RoCE v2"],
+            suggested: Some(1),
+        },
+        Case {
+            name: "compat RTR with mixed families times out: the families are the cause",
+            step: Step::Rtr,
+            failure: errno(libc::ETIMEDOUT),
+            ctx: {
+                let mut c = rxe_ctx(Some(1), "fe80::5054:ff:fe12:3456");
+                c.peer.as_mut().unwrap().gid_type = None;
+                c
+            },
+            code: "gid-mismatch",
+            says: &["address family mismatch", "link-local"],
+            suggested: Some(1),
+        },
+        Case {
+            name: "same host without accept_local on 6.1: RTR passes, the packets are dropped",
+            step: Step::Poll,
+            failure: wc(WC_RETRY_EXC_ERR),
+            ctx: {
+                let mut c = rxe_ctx(Some(1), "::ffff:192.168.77.2");
+                c.route = Some(vm_route(false));
+                c
+            },
+            code: "same-host-drop",
+            says: &[
+                "veth1 drops the RoCE packets from veth0",
+                "accept_local = 0",
+                "sysctl -w net.ipv4.conf.all.accept_local=1",
+            ],
+            suggested: Some(1),
+        },
+    ]
+}
+
+/// Whether the fact a seen line names was gathered in the run: its part of `Facts` is
+/// there (or, for the failure's own words, the failure).
+pub(crate) fn gathered(facts: &Facts, failure: &Failure, seen: &Seen) -> bool {
+    match seen.from {
+        Source::Failure => true,
+        Source::Local => facts.local.link_layer.is_some() || !facts.local.device.is_empty(),
+        Source::Peer => facts.peer.is_some(),
+        Source::Netdev => facts.netdev.is_some(),
+        Source::Route => facts.route.is_some(),
+        Source::Memlock => {
+            facts.memlock.is_some() || matches!(failure.cause, Cause::WouldPin { .. })
+        }
+        Source::Qp => {
+            facts.qp.is_some()
+                || failure.context.qp.is_some()
+                || failure.context.path_mtu.is_some()
+                || facts.requested_mtu.is_some()
+        }
+        Source::DeviceNode => facts.device_node.is_some(),
+        Source::Host => {
+            facts.evidence.contains(&seen.text)
+                || !facts.port_holders.is_empty()
+                || facts.cm_source.is_some()
+        }
+        Source::PeerNotice => matches!(failure.cause, Cause::PeerReported { .. }),
+        // An explanation names the fact each line states; an unattributed line is a bug.
+        Source::Gathered => false,
+    }
+}
+
+#[test]
+fn every_rule() {
+    for case in cases() {
+        let failure = Failure::new(case.step, case.failure.clone(), Default::default());
+        let exp = explain(&failure, &case.ctx);
+        let text = format!("{failure}\n{}", text(&exp));
+        assert_eq!(exp.code, case.code, "{}:\n{text}", case.name);
+        for s in case.says {
+            assert!(text.contains(s), "{}: missing {s:?} in\n{text}", case.name);
+        }
+        assert_eq!(
+            exp.suggested_gid_index, case.suggested,
+            "{}:\n{text}",
+            case.name
+        );
+        // Every seen line states a fact this run gathered.
+        for seen in &exp.evidence {
+            assert!(
+                gathered(&case.ctx, &failure, seen),
+                "{}: seen line {:?} claims {:?}, which this run did not gather:\n{text}",
+                case.name,
+                seen.text,
+                seen.from
+            );
+        }
+        // A step the GID cannot cause has no seen line about the GID.
+        let gid_free = matches!(
+            case.step,
+            Step::Open
+                | Step::Pd
+                | Step::Mr
+                | Step::Cq
+                | Step::QpCreate
+                | Step::Init
+                | Step::PostSend
+                | Step::PostRecv
+                | Step::Verify
+                | Step::Listen
+                | Step::Connect
+        );
+        if gid_free {
+            assert!(
+                !exp.evidence.iter().any(|e| e.contains("GID")),
+                "{}: a GID seen line under a step the GID cannot cause:\n{text}",
+                case.name
+            );
+        }
+        // Whenever an index would work, the explanation names it.
+        if let Some(i) = exp.suggested_gid_index {
+            assert!(
+                text.contains(&format!("GID index {i}")),
+                "{}: does not name index {i}:\n{text}",
+                case.name
+            );
+        }
+    }
+}
+
+/// The peer's cause does not hide this end's own down port: the local port explains
+/// this end first, with the peer's words as evidence.
+#[test]
+fn own_port_down_outranks_the_peers_notice() {
+    let notice = crate::model::failure::PeerNotice {
+        role: "server".into(),
+        message: "work completion failed (rxe0/1): IBV_WC_RETRY_EXC_ERR".into(),
+        code: "port-down".into(),
+        summary: "RoCE port rxe0/1 is not ACTIVE".into(),
+        evidence: vec![],
+        fix: "ip link set veth0 up".into(),
+    };
+    let failure = Failure::new(
+        Step::Poll,
+        Cause::PeerReported {
+            notice: Box::new(notice),
+        },
+        Default::default(),
+    );
+    let mut facts = rxe_ctx(Some(1), "::ffff:192.168.77.2");
+    facts.local.port_state = Some("DOWN".into());
+    facts.local.port_netdev = Some("veth0".into());
+    facts.netdev = Some(NetdevFacts {
+        name: "veth0".into(),
+        exists: true,
+        up: false,
+        operstate: Some("down".into()),
+        mtu: None,
+    });
+    let x = explain(&failure, &facts);
+    assert_eq!(x.code, "port-down");
+    assert!(
+        x.summary
+            .starts_with("RoCE port rxe0/1 is not ACTIVE: its netdev"),
+        "{}",
+        x.summary
+    );
+    assert!(
+        x.evidence
+            .iter()
+            .any(|e| e.from == Source::PeerNotice && e.contains("the server said")),
+        "{x:?}"
+    );
+    // No carrier: the fix is at the other end of the link.
+    facts.netdev.as_mut().unwrap().operstate = Some("lowerlayerdown".into());
+    let x = explain(&failure, &facts);
+    assert!(
+        x.summary
+            .contains("has no carrier (its link partner is down)"),
+        "{}",
+        x.summary
+    );
+    assert!(x.fix.contains("for a veth its peer"), "{}", x.fix);
+}
+
+#[test]
+fn wc_names_and_texts() {
+    use crate::model::errno::{wc_status_name, wc_status_text};
+    assert_eq!(wc_status_name(12), "IBV_WC_RETRY_EXC_ERR");
+    assert_eq!(wc_status_text(12), "transport retry counter exceeded");
+    assert_eq!(wc_status_name(13), "IBV_WC_RNR_RETRY_EXC_ERR");
+    assert_eq!(wc_status_name(5), "IBV_WC_WR_FLUSH_ERR");
+    assert_eq!(wc_status_name(99), "IBV_WC_UNKNOWN");
+    assert_eq!(
+        Cause::errno(libc::ETIMEDOUT).to_string(),
+        "ETIMEDOUT (110: Connection timed out)"
+    );
+}

@@ -1,0 +1,252 @@
+//! Diagnostics as text, in the two layouts a person reads top to bottom:
+//! - finding lines (doctor, check, counters, subnet): severity, code, subject, message, then
+//!   the evidence and the fix indented beneath;
+//! - a why/seen/fix block (a failed pingpong or selftest step, a fabric suspect): why it
+//!   happened, what was seen in this run, and the fix.
+//!
+//! Every command prints its diagnostics through here, so one problem reads the same wherever
+//! it shows up. JSON is the other rendering: serde on the model. `findings` and
+//! `explanation` below keep the paths commands called before the two shapes became one type.
+
+use owo_colors::OwoColorize;
+
+use crate::model::diagnostic::{Diagnostic, Severity};
+use crate::output::Style;
+
+/// Which findings show their evidence.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Evidence {
+    /// Only findings that are not ok: a host-wide survey where an ok line's evidence is
+    /// noise at 3 a.m. (doctor).
+    Problems,
+    /// Every finding: a question about one GID, where the evidence is the answer (check).
+    All,
+}
+
+/// `ok  `, `info`, `warn`, `FAIL`: four columns, coloured when the style allows.
+pub fn severity_label(severity: Severity, style: Style) -> String {
+    let text = format!("{:<4}", severity.label());
+    if !style.color {
+        return text;
+    }
+    match severity {
+        Severity::Ok => text.green().to_string(),
+        Severity::Info => text.blue().to_string(),
+        Severity::Warn => text.yellow().to_string(),
+        Severity::Fail => text.red().bold().to_string(),
+    }
+}
+
+/// One block per diagnostic; the subject column is left out when none has a subject.
+pub fn lines(diagnostics: &[Diagnostic], style: Style, evidence: Evidence) -> String {
+    let mut out = String::new();
+    block(&mut out, diagnostics, style, evidence, "");
+    out
+}
+
+/// The finding lines at `indent`; related diagnostics go beneath their cause, indented.
+fn block(
+    out: &mut String,
+    diagnostics: &[Diagnostic],
+    style: Style,
+    evidence: Evidence,
+    indent: &str,
+) {
+    let code_width = diagnostics.iter().map(|d| d.code.len()).max().unwrap_or(0);
+    let labels: Vec<String> = diagnostics.iter().map(Diagnostic::label).collect();
+    let subject_width = labels.iter().map(String::len).max().unwrap_or(0);
+    for (d, label) in diagnostics.iter().zip(&labels) {
+        out.push_str(indent);
+        out.push_str(&severity_label(d.severity, style));
+        out.push_str(&format!("  {:<code_width$}", d.code.as_str()));
+        if subject_width > 0 {
+            out.push_str(&format!("  {label:<subject_width$}"));
+        }
+        out.push_str(&format!("  {}\n", d.message));
+        if evidence == Evidence::All || d.severity != Severity::Ok {
+            for line in &d.evidence {
+                out.push_str(&format!("{indent}        evidence: {line}\n"));
+            }
+        }
+        if let Some(fix) = d.fix.as_deref().filter(|f| !f.is_empty()) {
+            out.push_str(&format!("{indent}        fix: {fix}\n"));
+        }
+        if !d.related.is_empty() {
+            block(out, &d.related, style, evidence, &format!("{indent}      "));
+        }
+    }
+}
+
+/// `5 ok, 1 warning(s), 0 failure(s)` (informational findings counted only when present).
+pub fn tally(diagnostics: &[Diagnostic]) -> String {
+    let count = |s| diagnostics.iter().filter(|d| d.severity == s).count();
+    let info = match count(Severity::Info) {
+        0 => String::new(),
+        n => format!("{n} info, "),
+    };
+    format!(
+        "{} ok, {info}{} warning(s), {} failure(s)",
+        count(Severity::Ok),
+        count(Severity::Warn),
+        count(Severity::Fail)
+    )
+}
+
+/// The worst severity among the diagnostics (ok when there are none).
+pub fn worst(diagnostics: &[Diagnostic]) -> Severity {
+    diagnostics
+        .iter()
+        .map(|d| d.severity)
+        .max()
+        .unwrap_or(Severity::Ok)
+}
+
+/// `why:`, `seen:` and `fix:` lines, indented by `indent`; each related diagnostic follows
+/// as its own block, introduced by `and:` and its code.
+/// A diagnostic with no fix has no `fix:` line.
+pub fn body(d: &Diagnostic, indent: &str) -> String {
+    let mut out = format!("{indent}  why:  {}\n", d.message);
+    for e in &d.evidence {
+        out.push_str(&format!("{indent}  seen: {e}\n"));
+    }
+    if let Some(fix) = &d.fix {
+        out.push_str(&format!("{indent}  fix:  {fix}\n"));
+    }
+    for r in &d.related {
+        out.push_str(&format!("{indent}  and:  {}\n", r.code));
+        out.push_str(&body(r, &format!("{indent}    ")));
+    }
+    out
+}
+
+/// The finding-line layout under its old path, for the finding shape.
+pub mod findings {
+    use super::Diagnostic;
+    use crate::model::diagnostic::{Finding, Severity};
+    use crate::output::Style;
+
+    pub use super::Evidence;
+
+    fn diagnostics(findings: &[Finding]) -> Vec<Diagnostic> {
+        findings.iter().map(Diagnostic::from).collect()
+    }
+
+    pub fn lines(findings: &[Finding], style: Style, evidence: Evidence) -> String {
+        super::lines(&diagnostics(findings), style, evidence)
+    }
+
+    pub fn tally(findings: &[Finding]) -> String {
+        super::tally(&diagnostics(findings))
+    }
+
+    pub fn worst(findings: &[Finding]) -> Severity {
+        super::worst(&diagnostics(findings))
+    }
+}
+
+/// The why/seen/fix layout under its old path, for the explanation shape.
+pub mod explanation {
+    use super::Diagnostic;
+    use crate::model::diagnostic::Explanation;
+
+    pub fn body(x: &Explanation, indent: &str) -> String {
+        super::body(&Diagnostic::from(x), indent)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::diagnostic::{Explanation, FailureReport, Finding, Seen, Source, Subject};
+    use crate::model::failure::{Cause, Failure, FailureContext, Step};
+
+    #[test]
+    fn columns_evidence_and_tally() {
+        let findings = vec![
+            Finding::new(Severity::Ok, "port-state", "port is ACTIVE")
+                .about(Subject::Port("rxe0".into(), 1))
+                .evidence("state ACTIVE"),
+            Finding::new(Severity::Fail, "memlock", "limit 16 KiB")
+                .about(Subject::Host)
+                .evidence("RLIMIT_MEMLOCK 16 KiB")
+                .fix("ulimit -l unlimited"),
+            Finding::new(Severity::Info, "neighbour", "no entry yet"),
+        ];
+        let plain = Style::plain();
+        let text = findings::lines(&findings, plain, Evidence::Problems);
+        assert_eq!(
+            text,
+            "ok    port-state  rxe0/1  port is ACTIVE\n\
+             FAIL  memlock     host    limit 16 KiB\n        evidence: RLIMIT_MEMLOCK 16 KiB\n        fix: ulimit -l unlimited\n\
+             info  neighbour           no entry yet\n"
+        );
+        let all = findings::lines(&findings[..1], plain, Evidence::All);
+        assert_eq!(
+            all,
+            "ok    port-state  rxe0/1  port is ACTIVE\n        evidence: state ACTIVE\n"
+        );
+        let no_subject = findings::lines(&findings[2..], plain, Evidence::All);
+        assert_eq!(no_subject, "info  neighbour  no entry yet\n");
+        assert_eq!(
+            findings::tally(&findings),
+            "1 ok, 1 info, 0 warning(s), 1 failure(s)"
+        );
+        assert_eq!(
+            findings::tally(&findings[..2]),
+            "1 ok, 0 warning(s), 1 failure(s)"
+        );
+        assert_eq!(findings::worst(&findings), Severity::Fail);
+        assert_eq!(findings::worst(&[]), Severity::Ok);
+        let diagnostics: Vec<Diagnostic> = findings.iter().map(Diagnostic::from).collect();
+        assert_eq!(lines(&diagnostics, plain, Evidence::Problems), text);
+        assert_eq!(tally(&diagnostics), findings::tally(&findings));
+        assert_eq!(worst(&diagnostics), Severity::Fail);
+    }
+
+    #[test]
+    fn related_diagnostics_sit_under_their_cause() {
+        let mut cause = Diagnostic::new(Severity::Fail, "port-state", "port is DOWN")
+            .about(Subject::Port("rxe0".into(), 1))
+            .fix("ip link set eth0 up");
+        cause.related.push(
+            Diagnostic::new(Severity::Warn, "neighbour", "no entry")
+                .seen(Seen::new(Source::Route, "neighbour FAILED")),
+        );
+        assert_eq!(
+            lines(&[cause.clone()], Style::plain(), Evidence::Problems),
+            "FAIL  port-state  rxe0/1  port is DOWN\n        fix: ip link set eth0 up\n\
+             \x20     warn  neighbour  no entry\n              evidence: neighbour FAILED\n"
+        );
+        assert_eq!(
+            body(&cause, ""),
+            "  why:  port is DOWN\n  fix:  ip link set eth0 up\n  and:  neighbour\n\
+             \x20     why:  no entry\n      seen: neighbour FAILED\n"
+        );
+    }
+
+    #[test]
+    fn one_block_with_aligned_labels() {
+        let failure = Failure::new(
+            Step::Rtr,
+            Cause::errno(libc::ETIMEDOUT),
+            FailureContext {
+                device: "rxe0".into(),
+                port: 1,
+                gid_index: Some(1),
+                ..FailureContext::default()
+            },
+        );
+        let mut x = Explanation::new("no-neighbour", "no ARP reply", "check the peer");
+        x.evidence
+            .push(Seen::new(Source::Route, "neighbour FAILED"));
+        let r = FailureReport::new(&failure, x);
+        assert_eq!(
+            r.message,
+            "modify QP to RTR failed (rxe0/1, GID index 1): ETIMEDOUT (110: Connection timed out)"
+        );
+        assert_eq!(
+            explanation::body(&r.explanation, ""),
+            "  why:  no ARP reply\n  seen: neighbour FAILED\n  fix:  check the peer\n"
+        );
+    }
+}

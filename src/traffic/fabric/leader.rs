@@ -1,0 +1,221 @@
+//! Rank 0's coordinator: it takes the joins, runs the rounds and the retests (round.rs),
+//! builds the report (report.rs), has it printed, and only then tells the other ranks to
+//! exit.
+
+use std::collections::BTreeMap;
+use std::net::TcpListener;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use crate::error::Result;
+use crate::model::fabric::{FabricReport, Pattern, RankInfo, Thresholds};
+use crate::wire::rendezvous::{ControlChannel, PairTest, ToLeader, ToRank};
+
+use super::accept::{accept_loop, LeaderEvent};
+use super::round_state::RoundState;
+use super::SEND;
+
+/// How rank 0 runs the pair tests and judges them.
+pub struct LeaderConfig {
+    pub token: String,
+    pub size: u32,
+    pub pattern: Pattern,
+    pub test: PairTest,
+    pub thresholds: Thresholds,
+    pub join_deadline: Instant,
+    /// A progress line on stderr.
+    pub progress: bool,
+    pub launcher: &'static str,
+    /// Pairs tested at once within a round.
+    pub parallel: u32,
+}
+
+pub(super) struct Leader {
+    pub(super) cfg: LeaderConfig,
+    pub(super) events: mpsc::Receiver<LeaderEvent>,
+    pub(super) conns: BTreeMap<u32, (u64, ControlChannel)>,
+    pub(super) infos: BTreeMap<u32, RankInfo>,
+    pub(super) gone: BTreeMap<u32, String>,
+    pub(super) round_now: u32,
+    pub(super) started: Instant,
+    pub(super) pairs_done: usize,
+    pub(super) pairs_total: usize,
+}
+
+/// Prints rank 0's report and says the exit status.
+pub type PrintReport = Box<dyn FnOnce(&FabricReport) -> Result<u8> + Send>;
+
+/// Rank 0's coordinator: the run, then the report printed, then the others told to exit
+/// (in that order: a launcher that ends the job when a rank exits must not cut the report).
+pub fn lead(listener: TcpListener, cfg: LeaderConfig, print: PrintReport) -> Result<u8> {
+    let (tx, rx) = mpsc::channel();
+    let token = cfg.token.clone();
+    let size = cfg.size;
+    std::thread::spawn(move || accept_loop(listener, tx, token, size));
+    let mut leader = Leader {
+        cfg,
+        events: rx,
+        conns: BTreeMap::new(),
+        infos: BTreeMap::new(),
+        gone: BTreeMap::new(),
+        round_now: 0,
+        started: Instant::now(),
+        pairs_done: 0,
+        pairs_total: 0,
+    };
+    let report = leader.run();
+    let printed = print(&report);
+    leader.done(match &printed {
+        Ok(code) => *code,
+        Err(e) => e.exit_code(),
+    });
+    printed
+}
+
+impl Leader {
+    fn done(&mut self, exit: u8) {
+        for (_, ch) in self.conns.values_mut() {
+            let _ = ch.send(&ToRank::Done { exit }, Duration::from_secs(2));
+        }
+    }
+
+    pub(super) fn join_phase(&mut self) {
+        while (self.infos.len() as u32) < self.cfg.size {
+            let left = self
+                .cfg
+                .join_deadline
+                .saturating_duration_since(Instant::now());
+            if left.is_zero() || crate::interrupt::caught().is_some() {
+                break;
+            }
+            if self.cfg.progress {
+                eprint!(
+                    "\r\x1b[Kwaiting for ranks: {} of {} joined",
+                    self.infos.len(),
+                    self.cfg.size
+                );
+            }
+            match self
+                .events
+                .recv_timeout(left.min(Duration::from_millis(500)))
+            {
+                Ok(ev) => self.handle(ev, None),
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+                Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            }
+        }
+    }
+
+    /// Book-keeping for any event; `round` collects a pair's messages during a round.
+    pub(super) fn handle(&mut self, ev: LeaderEvent, round: Option<&mut RoundState>) {
+        match ev {
+            LeaderEvent::Joined(id, info, mut ch) => {
+                let rank = info.rank;
+                if self.infos.contains_key(&rank) {
+                    let _ = ch.send(
+                        &ToRank::Refused {
+                            reason: format!("rank {rank} has already joined this run (two processes were given the same --rank?)"),
+                        },
+                        SEND,
+                    );
+                    ch.shutdown();
+                    return;
+                }
+                if self.round_now > 0 {
+                    let _ = ch.send(
+                        &ToRank::Refused {
+                            reason: "joined after the pair tests began (--join-timeout)".into(),
+                        },
+                        SEND,
+                    );
+                    ch.shutdown();
+                    return;
+                }
+                if ch.send(&ToRank::Welcome, SEND).is_ok() {
+                    self.infos.insert(rank, *info);
+                    self.conns.insert(rank, (id, ch));
+                }
+            }
+            LeaderEvent::Gone(id, rank, why) => {
+                if self.conns.get(&rank).map(|c| c.0) != Some(id) {
+                    return;
+                }
+                self.conns.remove(&rank);
+                let host = self.infos.get(&rank).map(|i| i.label()).unwrap_or_default();
+                let when = if self.round_now == 0 {
+                    "before the pair tests".to_string()
+                } else {
+                    format!("in round {}", self.round_now)
+                };
+                self.gone.insert(
+                    rank,
+                    format!("rank {rank} ({host}) left the run {when}: {why}"),
+                );
+                if let Some(r) = round {
+                    r.rank_gone(rank, &self.gone[&rank]);
+                }
+            }
+            LeaderEvent::Msg(id, rank, msg) => {
+                if self.conns.get(&rank).map(|c| c.0) != Some(id) {
+                    return;
+                }
+                let Some(r) = round else { return };
+                match msg {
+                    ToLeader::Join { .. } => {}
+                    ToLeader::Ready { round, a, b } => {
+                        if round == r.number && r.pending.contains(&(a, b)) && rank == a {
+                            r.ready.push((a, b));
+                        }
+                    }
+                    ToLeader::Result {
+                        round,
+                        a,
+                        b,
+                        client,
+                        end,
+                    } => {
+                        // Only the pair's own ends report on it.
+                        let from_end = (client && rank == b) || (!client && rank == a);
+                        if round == r.number && from_end {
+                            if let Some(slot) = r.slots.get_mut(&(a, b)) {
+                                if client {
+                                    slot.client = Some(*end);
+                                } else {
+                                    slot.server = Some(*end);
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    pub(super) fn progress(&self, rounds: usize) {
+        if !self.cfg.progress {
+            return;
+        }
+        let elapsed = self.started.elapsed().as_secs_f64();
+        let done = self.pairs_done.max(1) as f64;
+        let eta = if self.pairs_done > 0 {
+            format!(
+                ", ETA {}",
+                clock(elapsed / done * (self.pairs_total - self.pairs_done) as f64)
+            )
+        } else {
+            String::new()
+        };
+        eprint!(
+            "\r\x1b[Kround {} of {rounds}, pairs {}/{}, {} elapsed{eta}",
+            self.round_now,
+            self.pairs_done,
+            self.pairs_total,
+            clock(elapsed)
+        );
+    }
+}
+
+fn clock(secs: f64) -> String {
+    let s = secs.max(0.0) as u64;
+    format!("{:02}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
+}

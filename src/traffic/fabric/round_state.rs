@@ -1,0 +1,126 @@
+//! A round's book-keeping: each pair's slot (its two ends' results, or why it did not
+//! run), which pairs are still pending, and when a pair is done.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::diagnose::fabric::PairInput;
+use crate::model::fabric::PairEnd;
+
+/// Every pair's slot, by (a, b).
+pub(super) struct Results {
+    /// (a, b) → (round, server's end, client's end, why it did not run).
+    pub(super) ends: BTreeMap<(u32, u32), PairSlot>,
+}
+
+#[derive(Default, Clone)]
+pub(super) struct PairSlot {
+    pub(super) round: u32,
+    pub(super) server: Option<PairEnd>,
+    pub(super) client: Option<PairEnd>,
+    pub(super) not_run: Option<String>,
+}
+
+impl PairSlot {
+    pub(super) fn merged(&self) -> std::result::Result<PairEnd, String> {
+        match (&self.client, &self.server) {
+            (Some(c), _) => Ok(c.clone()),
+            (None, Some(s)) => Ok(s.clone()),
+            (None, None) => Err(self
+                .not_run
+                .clone()
+                .unwrap_or_else(|| "no result from either end".into())),
+        }
+    }
+
+    pub(super) fn input(&self, a: u32, b: u32) -> PairInput {
+        let end = self.merged();
+        let resends_per_mille = end.as_ref().ok().and_then(|e| e.resends_per_mille);
+        PairInput {
+            a,
+            b,
+            end,
+            resends_per_mille,
+        }
+    }
+}
+
+pub(super) struct RoundState {
+    pub(super) number: u32,
+    pub(super) pending: BTreeSet<(u32, u32)>,
+    pub(super) slots: BTreeMap<(u32, u32), PairSlot>,
+    pub(super) ready: Vec<(u32, u32)>,
+    pub(super) connected: BTreeSet<(u32, u32)>,
+}
+
+impl RoundState {
+    pub(super) fn fail_pair(&mut self, p: (u32, u32), why: &str) {
+        if let Some(slot) = self.slots.get_mut(&p) {
+            slot.not_run.get_or_insert_with(|| why.to_string());
+        }
+        self.pending.remove(&p);
+    }
+
+    /// The client end will not report: what the server says stands alone.
+    pub(super) fn client_lost(&mut self, p: (u32, u32), why: &str) {
+        if let Some(slot) = self.slots.get_mut(&p) {
+            slot.not_run.get_or_insert_with(|| why.to_string());
+            slot.client
+                .get_or_insert_with(|| PairEnd::problem(why, 0.0));
+        }
+    }
+
+    pub(super) fn rank_gone(&mut self, rank: u32, why: &str) {
+        for p in self.pending.clone() {
+            if p.0 == rank || p.1 == rank {
+                self.fail_pair(p, why);
+            }
+        }
+    }
+
+    /// A pair is done when both ends reported, or the server reported without ever
+    /// asking for its client (it failed before listening).
+    pub(super) fn settle(&mut self) {
+        let connected = &self.connected;
+        let done: Vec<(u32, u32)> = self
+            .pending
+            .iter()
+            .filter(|p| {
+                let s = &self.slots[p];
+                (s.client.is_some() && s.server.is_some())
+                    || (s.server.is_some() && !connected.contains(p))
+            })
+            .copied()
+            .collect();
+        for p in done {
+            self.pending.remove(&p);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_round_settles_when_both_ends_report_or_the_server_failed_alone() {
+        let mut r = RoundState {
+            number: 1,
+            pending: BTreeSet::from([(0, 1), (2, 3), (4, 5)]),
+            slots: [(0, 1), (2, 3), (4, 5)]
+                .into_iter()
+                .map(|p| (p, PairSlot::default()))
+                .collect(),
+            ready: Vec::new(),
+            connected: BTreeSet::from([(0, 1), (2, 3)]),
+        };
+        r.slots.get_mut(&(0, 1)).unwrap().server = Some(PairEnd::default());
+        r.slots.get_mut(&(0, 1)).unwrap().client = Some(PairEnd::default());
+        r.slots.get_mut(&(2, 3)).unwrap().server = Some(PairEnd::default());
+        r.slots.get_mut(&(4, 5)).unwrap().server = Some(PairEnd::problem("no listen", 0.0));
+        r.settle();
+        assert_eq!(r.pending, BTreeSet::from([(2, 3)]));
+        r.rank_gone(3, "rank 3 left");
+        assert!(r.pending.is_empty());
+        assert_eq!(r.slots[&(2, 3)].merged().unwrap(), PairEnd::default());
+    }
+}

@@ -1,0 +1,166 @@
+//! The server's side of a CM connection: echo SENDs, speak rping's protocol to a stock
+//! client, turn other clients away.
+
+use std::time::Duration;
+
+use super::SERVER_WAIT;
+use crate::gather::verbs::cm::{self, CmEndpoint, CmOp, Listener, Region, Wake};
+use crate::model::failure::{Cause, EventKind, Failure, Step};
+
+/// Echo every SEND until the client disconnects. The client's READs and WRITEs need no
+/// help from this side, only the buffer advertised in the accept.
+///
+/// A stock client gets its own protocol: rping sends a 16-byte {addr, rkey, len} (all
+/// big-endian); the server READs the "ping", answers with a 16-byte go-ahead, gets the
+/// sink's {addr, rkey, len}, WRITEs the ping back and sends another go-ahead.
+/// rdma_client sends 16 zero bytes and waits for 16 bytes back, which the echo covers.
+///
+/// A second client meanwhile is turned away with a reject that says so, instead of waiting
+/// out its timeout: the listener is looked at every `LOOK_AROUND` without a message (a
+/// client's WRITEs and READs give this side no completion) and every 1024 messages.
+pub(crate) fn serve(
+    ep: &mut CmEndpoint,
+    listener: &Listener,
+    served: &mut u64,
+) -> std::result::Result<(), Failure> {
+    const LOOK_AROUND: Duration = Duration::from_secs(1);
+    let waiting_for = "a SEND or a disconnect from the client";
+    let mut rping_read_next = true;
+    let mut idle = Duration::ZERO;
+    loop {
+        let wake = match ep.wait(LOOK_AROUND, waiting_for) {
+            Err(Failure {
+                cause: Cause::Timeout { .. },
+                ..
+            }) => {
+                idle += LOOK_AROUND;
+                if idle >= SERVER_WAIT {
+                    let cause = Cause::Timeout {
+                        waited_ms: SERVER_WAIT.as_millis() as u64,
+                        waiting_for: Some(waiting_for),
+                    };
+                    return Err(ep.err(Step::CmTransfer, cause));
+                }
+                turn_away_others(ep, listener)?;
+                continue;
+            }
+            other => other?,
+        };
+        idle = Duration::ZERO;
+        if *served % 1024 == 1023 {
+            turn_away_others(ep, listener)?;
+        }
+        match wake {
+            Wake::Disconnected => return Ok(()),
+            Wake::Completion(c) if c.is_recv => {
+                let n = c.byte_len as usize;
+                // The client sends its next message only after our answer, so the
+                // receive area stays as it is until then.
+                ep.post_recv()?;
+                let rping = if ep.foreign {
+                    rping_info(&ep.region(Region::Recv)[..n])
+                } else {
+                    None
+                };
+                match rping {
+                    Some(remote) => {
+                        let len = (remote.len as usize).min(ep.len());
+                        ep.set_remote(remote);
+                        if rping_read_next {
+                            ep.post(CmOp::Read, len, WR_READ)?;
+                            wait_for(ep, WR_READ)?;
+                        } else {
+                            // rping writes back the string it read, NUL included.
+                            let rdma = ep.region(Region::Rdma)[..len].to_vec();
+                            let text_len = rdma.iter().position(|b| *b == 0).map_or(len, |p| p + 1);
+                            ep.region(Region::Send)[..text_len].copy_from_slice(&rdma[..text_len]);
+                            ep.post(CmOp::Write, text_len, WR_WRITE)?;
+                            wait_for(ep, WR_WRITE)?;
+                        }
+                        rping_read_next = !rping_read_next;
+                        // The client may answer the go-ahead before its send completion
+                        // is polled here; the main loop collects it.
+                        ep.post(CmOp::Send, RPING_INFO_LEN, WR_SEND)?;
+                    }
+                    None => {
+                        ep.copy_region(Region::Recv, Region::Send, n);
+                        ep.post(CmOp::Send, n, WR_SEND)?;
+                    }
+                }
+                *served += 1;
+            }
+            Wake::Completion(_) => {}
+        }
+    }
+}
+
+/// Rejects every client waiting behind the one being served, naming that one.
+pub(super) fn turn_away_others(
+    ep: &CmEndpoint,
+    listener: &Listener,
+) -> std::result::Result<(), Failure> {
+    let reason = format!("busy serving {}", ep.info.peer);
+    while let Some(other) = listener.turn_away(&reason)? {
+        crate::output::note(&crate::render::pingpong::turned_away(other, &reason));
+    }
+    Ok(())
+}
+
+pub(super) const WR_SEND: u64 = 1;
+pub(super) const WR_READ: u64 = 2;
+pub(super) const WR_WRITE: u64 = 3;
+pub(super) const RPING_INFO_LEN: usize = 16;
+
+/// rping's `struct rping_rdma_info`: be64 buf, be32 rkey, be32 size.
+pub(super) fn rping_info(msg: &[u8]) -> Option<cm::RemoteBuffer> {
+    if msg.len() != RPING_INFO_LEN {
+        return None;
+    }
+    let addr = u64::from_be_bytes(msg[0..8].try_into().ok()?);
+    let rkey = u32::from_be_bytes(msg[8..12].try_into().ok()?);
+    let len = u32::from_be_bytes(msg[12..16].try_into().ok()?);
+    (addr != 0 && len != 0).then_some(cm::RemoteBuffer { addr, rkey, len })
+}
+
+/// Wait for the completion of our READ or WRITE `wr_id`; rping sends nothing until our
+/// go-ahead, so a RECV meanwhile breaks its protocol.
+pub(super) fn wait_for(ep: &mut CmEndpoint, wr_id: u64) -> std::result::Result<(), Failure> {
+    loop {
+        match ep.wait(ep.timeout(), "the completion of our own work request")? {
+            Wake::Completion(c) if !c.is_recv && c.wr_id == wr_id => return Ok(()),
+            Wake::Completion(c) if !c.is_recv => {}
+            Wake::Completion(_) => {
+                let text = "the client sent a message before our answer completed";
+                return Err(ep.err(Step::CmTransfer, Cause::invalid(text)));
+            }
+            Wake::Disconnected => {
+                let event = EventKind::Disconnected;
+                return Err(ep.err(Step::CmTransfer, Cause::cm_event(event, 0)));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rping_info_messages() {
+        let mut msg = [0u8; 16];
+        msg[0..8].copy_from_slice(&0x5555_0000_1000u64.to_be_bytes());
+        msg[8..12].copy_from_slice(&0x1234u32.to_be_bytes());
+        msg[12..16].copy_from_slice(&64u32.to_be_bytes());
+        assert_eq!(
+            rping_info(&msg),
+            Some(cm::RemoteBuffer {
+                addr: 0x5555_0000_1000,
+                rkey: 0x1234,
+                len: 64
+            })
+        );
+        // rdma_client's 16 zero bytes are a plain message to echo, not an rping advert.
+        assert_eq!(rping_info(&[0u8; 16]), None);
+        assert_eq!(rping_info(&msg[..12]), None);
+    }
+}

@@ -1,0 +1,149 @@
+//! ibv_rc_pingpong's exchange: a stock client or server at the other end.
+
+use super::loops::pingpong_loop;
+use super::plan::{counted_meter, Plan};
+use super::report::PingpongReport;
+use super::side::Side;
+use crate::cli::{Op, PingpongArgs};
+use crate::ctx::Ctx;
+use crate::gather::verbs::qp::{PathQos, RtrParams};
+use crate::model::device::LinkLayer;
+use crate::model::failure::{Cause, Endpoint, Failure, Step};
+use crate::wire::exchange::{self as oob, Conn, RcDest};
+
+/// The server answered in ibv_rc_pingpong's format: a stock server, which has already
+/// moved its QP to RTR. It does SEND only, with its own -s and -n.
+pub(super) fn stock_server(
+    ctx: &Ctx,
+    args: &PingpongArgs,
+    plan: &Plan,
+    side: &mut Side,
+    report: &mut PingpongReport,
+    conn: &mut Conn,
+    dest: RcDest,
+) -> std::result::Result<(), Failure> {
+    if args.compat.is_none() {
+        if let Some(op) = args.op.filter(|op| *op != Op::Send && *op != Op::All) {
+            return Err(side.fail(
+                Step::Compare,
+                Cause::Invalid {
+                    what: format!(
+                        "--op {}: the server is a stock ibv_rc_pingpong, which does SEND only; use --op send",
+                        format!("{op:?}").to_lowercase()
+                    ),
+                },
+            ));
+        }
+        let Some(iters) = plan.length.iters.filter(|_| !plan.length.lat) else {
+            return Err(side.fail(
+                Step::Compare,
+                Cause::Invalid {
+                    what: "the server is a stock ibv_rc_pingpong, which runs -n SEND iterations; drop --duration and --lat".into(),
+                },
+            ));
+        };
+        if !ctx.json {
+            crate::output::note(&crate::render::pingpong::stock_server(plan.size, iters));
+        }
+    }
+    conn.write_all(oob::RC_PINGPONG_DONE)?;
+    report.remote = Some(rc_endpoint(&dest));
+    let mtu = compat_mtu(plan, side)?;
+    report.path_mtu = Some(mtu);
+    connect_rc(side, &dest, mtu, plan.qos)?;
+    let watch =
+        crate::traffic::counters::CounterWatch::start(&ctx.sysfs, side.ctx.name(), side.port);
+    let mut meter = counted_meter("send", plan, 1);
+    let r = pingpong_loop(side, true, &mut meter, false, plan, None)?;
+    let iters = r.iters;
+    report.ops.insert("send", r);
+    // A stock peer sends no counters: this end's alone.
+    report.counters = crate::traffic::counters::judge(watch.stop(), None, iters);
+    Ok(())
+}
+
+pub(super) fn rc_endpoint(d: &RcDest) -> Endpoint {
+    Endpoint {
+        lid: d.lid,
+        qpn: d.qpn,
+        psn: d.psn,
+        gid: d.gid,
+        gid_index: None,
+        gid_type: None,
+        link_layer: LinkLayer::Other("unknown".into()),
+        active_mtu: 0,
+        rkey: 0,
+        addr: 0,
+        len: 0,
+    }
+}
+
+/// ibv_rc_pingpong uses 1024 unless -m is given; stay within this port's active MTU.
+pub(super) fn compat_mtu(plan: &Plan, side: &Side) -> std::result::Result<u32, Failure> {
+    let active = side.port_info.active_mtu;
+    let want = plan.mtu.unwrap_or(1024.min(active.max(256)));
+    oob::path_mtu(active, 0, Some(want))
+        .map_err(|what| side.fail(Step::Compare, Cause::Invalid { what }))
+}
+
+/// RTR and RTS toward an ibv_rc_pingpong peer. It sets a GRH only when the peer's GID has
+/// a non-zero interface id; on RoCE that means a peer without -g cannot work, so say so.
+pub(super) fn connect_rc(
+    side: &Side,
+    dest: &RcDest,
+    mtu: u32,
+    qos: PathQos,
+) -> std::result::Result<(), Failure> {
+    let interface_id_zero = dest.gid.0[8..] == [0; 8];
+    let grh = match &side.gid {
+        Some((idx, _, _)) if !interface_id_zero => Some((dest.gid, *idx)),
+        _ => None,
+    };
+    if side.port_info.link_layer == LinkLayer::Ethernet && grh.is_none() {
+        return Err(side.fail(
+            Step::Compare,
+            Cause::Invalid {
+                what: format!(
+                    "the peer sent GID {}: it runs without -g, but RoCE needs a GRH; run it with -g N",
+                    dest.gid
+                ),
+            },
+        ));
+    }
+    let rtr = RtrParams {
+        path_mtu: mtu,
+        dest_qpn: dest.qpn,
+        dest_psn: dest.psn,
+        dest_lid: dest.lid,
+        grh,
+        max_dest_rd_atomic: 1,
+    };
+    side.qp.to_rtr_qos(&rtr, qos)?;
+    side.qp.to_rts(side.psn, 1)
+}
+
+pub(super) fn serve_rc_pingpong(
+    plan: &Plan,
+    side: &mut Side,
+    report: &mut PingpongReport,
+    conn: &mut Conn,
+    dest: RcDest,
+) -> std::result::Result<(), Failure> {
+    report.remote = Some(rc_endpoint(&dest));
+    let mtu = compat_mtu(plan, side)?;
+    report.path_mtu = Some(mtu);
+    // ibv_rc_pingpong's server connects its QP before answering: the client sends right after.
+    connect_rc(side, &dest, mtu, plan.qos)?;
+    let local = side.endpoint();
+    conn.send_rc(&RcDest {
+        lid: local.lid,
+        qpn: local.qpn,
+        psn: local.psn,
+        gid: local.gid,
+    })?;
+    conn.read_done()?;
+    let mut meter = counted_meter("send", plan, 1);
+    let r = pingpong_loop(side, false, &mut meter, false, plan, None)?;
+    report.ops.insert("send", r);
+    Ok(())
+}

@@ -1,0 +1,114 @@
+//! The end of a run: its failure explained (and sent to the peer), the report printed,
+//! the exit status.
+
+use std::net::IpAddr;
+
+use super::report::{PingpongReport, Show};
+use crate::ctx::Ctx;
+use crate::error::{Error, Result};
+use crate::model::failure::{Cause, Failure, PeerNotice, Step};
+use crate::traffic::failure::{self, Known};
+use crate::wire::exchange::Conn;
+
+/// Explains the failure, if any, shows the report and turns it into the exit status.
+/// While the out-of-band connection is still open (`conn`), the cause this end found goes
+/// to the peer too, so both ends print it (a peer that spoke first is not answered back).
+#[allow(clippy::too_many_arguments)]
+pub(super) fn finish(
+    ctx: &Ctx,
+    show: &mut Show,
+    mut report: PingpongReport,
+    failure: Option<Failure>,
+    peer: Option<IpAddr>,
+    gid_table_len: Option<u32>,
+    plan_sends: bool,
+    conn: Option<Conn>,
+) -> Result<u8> {
+    report.ok = failure.is_none();
+    report.single = report.ops.single();
+    if let Some(mut f) = failure {
+        // Fill in what the step did not know but the run did; a listen happens before the
+        // device is opened, so it has no device context.
+        let opened = f.step != Step::Listen;
+        if f.context.device.is_empty() && opened {
+            f.context.device = report.device.clone();
+        }
+        // Device-level verbs (PD, MR, CQ) know no port; the run does.
+        if f.context.port == 0 && f.context.device == report.device && opened {
+            f.context.port = report.port;
+        }
+        if opened {
+            f.context.gid_index = f.context.gid_index.or(report.gid_index);
+        }
+        f.context.local = f.context.local.take().or_else(|| report.local.clone());
+        f.context.remote = f.context.remote.take().or_else(|| report.remote.clone());
+        f.context.path_mtu = f.context.path_mtu.or(report.path_mtu);
+        f.context.peer_addr = f.context.peer_addr.take().or_else(|| report.peer.clone());
+        let known = Known {
+            device: &report.device,
+            port: report.port,
+            gid_index: report.gid_index,
+            local: report.local.as_ref(),
+            remote: report.remote.as_ref(),
+            // A server learns its client's address from the client's GID: on one host the
+            // TCP source address is the server's own.
+            peer: peer
+                .or_else(|| {
+                    report
+                        .remote
+                        .as_ref()
+                        .map(|r| r.gid)
+                        .filter(|g| !g.is_zero() && !crate::model::gid::is_link_local(g))
+                        .map(|g| g.ip())
+                })
+                .or_else(|| report.peer.as_deref().and_then(failure::peer_ip_of)),
+            compat: report.exchange == "rc_pingpong",
+            registered_bytes: 2 * u64::from(report.size),
+            requested_mtu: report.requested_mtu,
+            message_bytes: Some(report.size),
+            gid_table_len,
+            // open_side posts them before RTR when the run sends; WRITE and READ need none.
+            recv_posted_before_rtr: plan_sends.then_some(true),
+        };
+        let x = failure::explain_failure(&ctx.sysfs, &known, &f);
+        let from_peer = matches!(f.cause, Cause::PeerClosed | Cause::PeerReported { .. });
+        if let (Some(mut conn), false, "native") = (conn, from_peer, report.exchange) {
+            conn.send_notice(&PeerNotice {
+                role: report.role.to_string(),
+                message: x.message.clone(),
+                code: x.explanation.code.clone(),
+                summary: x.explanation.summary.clone(),
+                evidence: x
+                    .explanation
+                    .evidence
+                    .iter()
+                    .map(|e| e.text.clone())
+                    .collect(),
+                fix: x.explanation.fix.clone(),
+            });
+        }
+        report.failure = Some(x);
+    }
+    show(&report)?;
+    match report.failure {
+        None => Ok(crate::exit::OK),
+        Some(x) => {
+            let bad_index =
+                x.step == Step::QueryGid && crate::diagnose::setup::is_bad_gid_slot(&x.cause);
+            if bad_index {
+                return Err(Error::NoSuchGid {
+                    device: report.device.clone(),
+                    port: report.port,
+                    index: x.context.gid_index.unwrap_or(0),
+                    hint: format!("{}; {}", x.explanation.summary, x.explanation.fix),
+                });
+            }
+            // Said once: in -j the report carries it; in text, on stderr with why/seen/fix.
+            if ctx.json {
+                Err(Error::Reported(x.exit_code()))
+            } else {
+                Err(Error::Explained(Box::new(x)))
+            }
+        }
+    }
+}

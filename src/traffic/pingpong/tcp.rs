@@ -1,0 +1,254 @@
+//! The TCP-exchange session: a client, a server for one run, or a `--persist` server.
+
+use std::net::IpAddr;
+
+use super::compat::{serve_rc_pingpong, stock_server};
+use super::follow::follow_client;
+use super::native::native_run;
+use super::outcome::finish;
+use super::plan::{native_msg, plan, Plan};
+use super::report::{new_report, PingpongReport, Show};
+use super::side::{choose_for_client, open_side, Setup, Side};
+use crate::cli::{Compat, PingpongArgs};
+use crate::ctx::Ctx;
+use crate::error::{Error, Result};
+use crate::gather::failure::{self};
+use crate::model::failure::{show_addr, Cause, Failure, Step};
+use crate::output;
+use crate::render;
+use crate::wire::exchange::{self as oob, Conn, Hello, RcDest};
+
+/// A TCP-exchange run (or a `--persist` server's runs): each finished report goes to
+/// `show`, which prints it; the result is the exit status.
+pub fn run(ctx: &Ctx, args: &PingpongArgs, show: &mut Show) -> Result<u8> {
+    let plan = plan(args)?;
+    // Everything that can be refused is refused before the device is opened: the peer's
+    // name, the device and port, and (server) the TCP port.
+    let peer = match args.server.as_deref() {
+        Some(host) => {
+            let ip = failure::resolve_peer(host, args.tcp_port)?;
+            failure::refuse_special_peer(ip)?;
+            Some(ip)
+        }
+        None => None,
+    };
+    let device =
+        crate::gather::inventory::device_port(&ctx.sysfs, args.device.as_deref(), args.port)?;
+    let listener = match peer {
+        Some(_) => None,
+        None => match oob::listen(args.bind, args.tcp_port) {
+            Ok(l) => Some(l),
+            Err(f) => {
+                let report = new_report(args, &plan, &device);
+                return finish(ctx, show, report, Some(f), peer, None, plan.ops.send, None);
+            }
+        },
+    };
+    match (listener, peer) {
+        (Some(l), _) if args.persist => serve_persistently(ctx, show, args, &plan, &device, &l),
+        (Some(l), _) => one_run(ctx, show, args, &plan, &device, Role::Server(&l)),
+        (None, Some(ip)) => one_run(ctx, show, args, &plan, &device, Role::Client(ip)),
+        (None, None) => unreachable!("a run without a peer listens"),
+    }
+}
+
+/// `--persist`: one run per client, each with its own QP and report, until a signal. A
+/// client's failure is explained and the server goes on; a signal ends it (130/143).
+pub(super) fn serve_persistently(
+    ctx: &Ctx,
+    show: &mut Show,
+    args: &PingpongArgs,
+    plan: &Plan,
+    device: &str,
+    listener: &std::net::TcpListener,
+) -> Result<u8> {
+    loop {
+        output::note(&render::pingpong::waiting(
+            &listening_on(args, listener),
+            true,
+        ));
+        // Between clients a first Ctrl-C ends the server, with no report: nobody was served.
+        let conn = match oob::accept_watching(listener, plan.timeout) {
+            Ok(Some(conn)) => conn,
+            Ok(None) => {
+                let signal = crate::interrupt::caught().unwrap_or(libc::SIGINT);
+                return Ok(128 + signal as u8);
+            }
+            Err(f) => {
+                let report = new_report(args, plan, device);
+                return finish(ctx, show, report, Some(f), None, None, plan.ops.send, None);
+            }
+        };
+        match one_run(ctx, show, args, plan, device, Role::Accepted(conn)) {
+            Ok(_) | Err(Error::Reported(_)) => {}
+            Err(Error::Explained(x)) => output::note(&render::pingpong::client_failed(&x)),
+            Err(e) => return Err(e),
+        }
+        if let Some(signal) = crate::interrupt::caught() {
+            return Ok(128 + signal as u8);
+        }
+    }
+}
+
+/// One run toward one peer: open the device, connect, measure, report.
+pub(super) fn one_run(
+    ctx: &Ctx,
+    show: &mut Show,
+    args: &PingpongArgs,
+    plan: &Plan,
+    device: &str,
+    role: Role,
+) -> Result<u8> {
+    let mut report = new_report(args, plan, device);
+    let peer = match role {
+        Role::Client(ip) => Some(ip),
+        Role::Server(_) | Role::Accepted(_) => None,
+    };
+    let mut side = match open_side(ctx, args, plan, device, peer, &mut report) {
+        Ok(side) => side,
+        Err(Setup::Error(e)) => return Err(e),
+        Err(Setup::Failure(f)) => {
+            return finish(ctx, show, report, Some(f), peer, None, plan.ops.send, None)
+        }
+    };
+    report.local = Some(side.endpoint());
+    let mut conn = None;
+    let outcome = drive(ctx, args, plan, &mut side, &mut report, role, &mut conn);
+    let gid_table_len = Some(side.port_info.gid_tbl_len);
+    finish(
+        ctx,
+        show,
+        report,
+        outcome.err(),
+        peer,
+        gid_table_len,
+        plan.ops.send,
+        conn,
+    )
+}
+
+/// A client knows its server's address; a server has bound its port before opening the
+/// device, so a busy port is found before anything else is done.
+pub(super) enum Role<'a> {
+    Client(IpAddr),
+    Server(&'a std::net::TcpListener),
+    /// A `--persist` server's next client, already accepted.
+    Accepted(Conn),
+}
+
+/// The address a server listens on, as its waiting line names it.
+fn listening_on(args: &PingpongArgs, listener: &std::net::TcpListener) -> String {
+    listener
+        .local_addr()
+        .map(|a| a.to_string())
+        .unwrap_or_else(|_| args.tcp_port.to_string())
+}
+
+pub(super) fn drive(
+    ctx: &Ctx,
+    args: &PingpongArgs,
+    plan: &Plan,
+    side: &mut Side,
+    report: &mut PingpongReport,
+    role: Role,
+    conn_slot: &mut Option<Conn>,
+) -> std::result::Result<(), Failure> {
+    let is_client = matches!(role, Role::Client(_));
+    let conn = conn_slot.insert(match role {
+        Role::Client(ip) => oob::connect(&ip.to_string(), args.tcp_port, plan.timeout)?,
+        Role::Server(listener) => {
+            output::note(&render::pingpong::waiting(
+                &listening_on(args, listener),
+                false,
+            ));
+            // One client per run: the listener closes when the run ends.
+            oob::accept_one(listener, plan.timeout)?
+        }
+        Role::Accepted(conn) => conn,
+    });
+    report.peer = Some(show_addr(conn.peer));
+    // From here on a first Ctrl-C stops the run with what it measured, and tells the peer.
+    crate::interrupt::catch();
+    let local = side.endpoint();
+    let me = RcDest {
+        lid: local.lid,
+        qpn: local.qpn,
+        psn: local.psn,
+        gid: local.gid,
+    };
+    if is_client {
+        if args.compat == Some(Compat::RcPingpong) {
+            conn.send_rc(&me)?;
+        } else {
+            conn.send_offer(&me)?;
+        }
+        // A stock server connects its QP before it answers: a close here is its RTR failing.
+        let reply = conn.read_hello().map_err(|mut f| {
+            if f.cause == Cause::PeerClosed {
+                f.context.note = Some(
+                    "the server closed the connection without answering (a stock ibv_rc_pingpong does when its RTR fails)".into(),
+                );
+            }
+            f
+        })?;
+        return match reply {
+            // The server's first message says it speaks native; its last one, sent once it
+            // has our parameters (and taken those it was not given), is what it will run.
+            Hello::Native(_) if args.compat.is_none() => {
+                let mine = native_msg(plan, &local);
+                conn.send_native(&mine)?;
+                let remote = conn.read_native()?;
+                native_run(ctx, plan, side, report, conn, mine, remote, true)
+            }
+            Hello::RcPingpong(dest) => {
+                report.exchange = "rc_pingpong";
+                stock_server(ctx, args, plan, side, report, conn, dest)?;
+                *conn_slot = None;
+                Ok(())
+            }
+            _ => Err(side.fail(
+                Step::Exchange,
+                Cause::Invalid {
+                    what: "the server answered with a message a server never sends".into(),
+                },
+            )),
+        };
+    }
+    let hello = conn.read_hello()?;
+    if side.gid.is_none() && plan.auto {
+        // The client's GID says where it is better than the TCP source address, which on
+        // one host is the server's own.
+        let gid = match &hello {
+            Hello::RcPingpong(d) | Hello::RdmactlOffer(d) => d.gid,
+            Hello::Native(m) => m.endpoint.gid,
+        };
+        let client = if gid.is_zero() {
+            conn.peer.ip().to_canonical()
+        } else {
+            gid.ip()
+        };
+        choose_for_client(ctx, side, report, client)?;
+    }
+    match hello {
+        Hello::RcPingpong(dest) => {
+            report.exchange = "rc_pingpong";
+            serve_rc_pingpong(plan, side, report, conn, dest)
+        }
+        // An rdmactl client: take up its offer, learn its parameters, take those this
+        // server was not given, and tell it what this end will run.
+        Hello::RdmactlOffer(_) => {
+            conn.send_native(&native_msg(plan, &side.endpoint()))?;
+            let remote = conn.read_native()?;
+            let plan = follow_client(ctx, args, plan, side, report, &remote)?;
+            let mine = native_msg(&plan, &side.endpoint());
+            conn.send_native(&mine)?;
+            native_run(ctx, &plan, side, report, conn, mine, remote, false)
+        }
+        Hello::Native(remote) => {
+            let plan = follow_client(ctx, args, plan, side, report, &remote)?;
+            let mine = native_msg(&plan, &side.endpoint());
+            conn.send_native(&mine)?;
+            native_run(ctx, &plan, side, report, conn, mine, remote, false)
+        }
+    }
+}

@@ -1,0 +1,478 @@
+use std::io::{ErrorKind, Read, Write};
+use std::net::{IpAddr, Ipv6Addr, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
+use std::time::{Duration, Instant};
+
+use super::codec::{
+    encode_native, encode_rc_pingpong, encode_rdmactl_offer, garbage, json_frame, native_header,
+    parse_hello, quote, Hello, NativeMsg, RcDest, COUNTERS_MAGIC, FRAME_MAX_LEN, NOTICE_MAGIC,
+    RC_PINGPONG_DONE, RC_PINGPONG_LEN, SYNC_MAGIC,
+};
+use crate::model::counter::WireDelta;
+use crate::model::failure::{Cause, Failure, FailureContext, PeerNotice, Step};
+
+pub struct Conn {
+    stream: TcpStream,
+    pub peer: SocketAddr,
+    timeout: Duration,
+}
+
+fn oob_failure(step: Step, cause: Cause, peer: Option<String>) -> Failure {
+    Failure::new(
+        step,
+        cause,
+        FailureContext {
+            peer_addr: peer,
+            ..Default::default()
+        },
+    )
+}
+
+fn io_cause(e: &std::io::Error, waited: Duration) -> Cause {
+    match e.kind() {
+        ErrorKind::WouldBlock | ErrorKind::TimedOut => Cause::Timeout {
+            waited_ms: waited.as_millis() as u64,
+            waiting_for: None,
+        },
+        ErrorKind::UnexpectedEof | ErrorKind::ConnectionReset | ErrorKind::BrokenPipe => {
+            Cause::PeerClosed
+        }
+        _ => Cause::errno(e.raw_os_error().unwrap_or(libc::EIO)),
+    }
+}
+
+/// Resolves and connects with a deadline over all resolved addresses.
+pub fn connect(host: &str, port: u16, timeout: Duration) -> Result<Conn, Failure> {
+    let shown = format!("{host}:{port}");
+    let addrs: Vec<SocketAddr> = (host, port)
+        .to_socket_addrs()
+        .map_err(|e| {
+            oob_failure(
+                Step::Connect,
+                Cause::Invalid {
+                    what: format!("cannot resolve '{host}': {e}"),
+                },
+                Some(shown.clone()),
+            )
+        })?
+        .collect();
+    let start = Instant::now();
+    let mut last = Cause::Invalid {
+        what: format!("'{host}' resolved to no address"),
+    };
+    for addr in addrs {
+        let left = timeout.saturating_sub(start.elapsed());
+        if left.is_zero() {
+            last = Cause::Timeout {
+                waited_ms: start.elapsed().as_millis() as u64,
+                waiting_for: None,
+            };
+            break;
+        }
+        match TcpStream::connect_timeout(&addr, left) {
+            Ok(stream) => {
+                let _ = stream.set_nodelay(true);
+                return Ok(Conn {
+                    stream,
+                    peer: addr,
+                    timeout,
+                });
+            }
+            Err(e) => last = io_cause(&e, start.elapsed()),
+        }
+    }
+    Err(oob_failure(Step::Connect, last, Some(shown)))
+}
+
+/// Listens on `bind` (default: every address, IPv6 and IPv4). SO_REUSEADDR is std's default.
+pub fn listen(bind: Option<IpAddr>, port: u16) -> Result<TcpListener, Failure> {
+    let addr = SocketAddr::new(bind.unwrap_or(IpAddr::V6(Ipv6Addr::UNSPECIFIED)), port);
+    let no_ipv6 = |e: &std::io::Error| {
+        matches!(
+            e.raw_os_error(),
+            Some(libc::EAFNOSUPPORT) | Some(libc::EADDRNOTAVAIL)
+        )
+    };
+    TcpListener::bind(addr)
+        .or_else(|e| match bind {
+            // Only a host without IPv6 is a reason to fall back to IPv4 any: a port held
+            // by another process stays that error.
+            None if no_ipv6(&e) => {
+                TcpListener::bind(SocketAddr::new(IpAddr::from([0, 0, 0, 0]), port))
+            }
+            _ => Err(e),
+        })
+        .map_err(|e| {
+            let mut f = oob_failure(Step::Listen, io_cause(&e, Duration::ZERO), None);
+            f.context.bind_addr = Some(addr.to_string());
+            f
+        })
+}
+
+/// Accepts exactly one client. Waiting for a client has no deadline (a server waits, as
+/// ibv_rc_pingpong does); everything after the accept does.
+pub fn accept_one(listener: &TcpListener, timeout: Duration) -> Result<Conn, Failure> {
+    let (stream, peer) = listener
+        .accept()
+        .map_err(|e| oob_failure(Step::Connect, io_cause(&e, Duration::ZERO), None))?;
+    let _ = stream.set_nodelay(true);
+    Ok(Conn {
+        stream,
+        peer,
+        timeout,
+    })
+}
+
+/// `accept_one`, but a caught SIGINT/SIGTERM ends the wait (a `--persist` server between
+/// clients, after the first one made signals caught): None then.
+pub fn accept_watching(listener: &TcpListener, timeout: Duration) -> Result<Option<Conn>, Failure> {
+    let failed = |e: &std::io::Error| oob_failure(Step::Connect, io_cause(e, Duration::ZERO), None);
+    listener.set_nonblocking(true).map_err(|e| failed(&e))?;
+    let accepted = loop {
+        match listener.accept() {
+            Ok(pair) => break Ok(Some(pair)),
+            Err(e) if e.kind() == ErrorKind::WouldBlock || e.kind() == ErrorKind::Interrupted => {
+                if crate::interrupt::caught().is_some() {
+                    break Ok(None);
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            Err(e) => break Err(failed(&e)),
+        }
+    };
+    listener.set_nonblocking(false).map_err(|e| failed(&e))?;
+    let Some((stream, peer)) = accepted? else {
+        return Ok(None);
+    };
+    stream.set_nonblocking(false).map_err(|e| failed(&e))?;
+    let _ = stream.set_nodelay(true);
+    Ok(Some(Conn {
+        stream,
+        peer,
+        timeout,
+    }))
+}
+
+impl Conn {
+    fn fail(&self, cause: Cause) -> Failure {
+        oob_failure(Step::Exchange, cause, Some(self.peer.to_string()))
+    }
+
+    /// Fills `buf` before the deadline. Err carries how many bytes did arrive.
+    fn read_full(&mut self, buf: &mut [u8], deadline: Instant) -> Result<(), (usize, Failure)> {
+        let start = Instant::now();
+        let mut got = 0;
+        while got < buf.len() {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err((
+                    got,
+                    self.fail(Cause::Timeout {
+                        waited_ms: start.elapsed().as_millis() as u64,
+                        waiting_for: None,
+                    }),
+                ));
+            }
+            let _ = self.stream.set_read_timeout(Some(left));
+            match self.stream.read(&mut buf[got..]) {
+                Ok(0) => return Err((got, self.fail(Cause::PeerClosed))),
+                Ok(n) => got += n,
+                // A caught Ctrl-C interrupts a read with a timeout (no SA_RESTART there).
+                Err(e) if e.kind() == ErrorKind::Interrupted => {
+                    if let Some(signal) = crate::interrupt::caught() {
+                        return Err((got, self.fail(Cause::Interrupted { signal })));
+                    }
+                }
+                Err(e) => return Err((got, self.fail(io_cause(&e, start.elapsed())))),
+            }
+        }
+        Ok(())
+    }
+
+    fn read_exact(&mut self, buf: &mut [u8]) -> Result<(), Failure> {
+        let deadline = Instant::now() + self.timeout;
+        self.read_full(buf, deadline).map_err(|(_, f)| f)
+    }
+
+    pub fn write_all(&mut self, data: &[u8]) -> Result<(), Failure> {
+        let _ = self.stream.set_write_timeout(Some(self.timeout));
+        let start = Instant::now();
+        self.stream
+            .write_all(data)
+            .map_err(|e| self.fail(io_cause(&e, start.elapsed())))
+    }
+
+    /// Reads the first message and detects its format (server side).
+    pub fn read_hello(&mut self) -> Result<Hello, Failure> {
+        let deadline = Instant::now() + self.timeout;
+        let mut buf = vec![0u8; 8];
+        let truncated = |got: usize, buf: &[u8], f: Failure| match f.cause {
+            Cause::PeerClosed | Cause::Timeout { .. } if got > 0 => Failure {
+                cause: Cause::Invalid {
+                    what: format!(
+                        "{} after {}: {}",
+                        f.cause,
+                        quote(&buf[..got]),
+                        garbage(&buf[..got]).0
+                    ),
+                },
+                ..f
+            },
+            _ => f,
+        };
+        // One byte first: a short garbage line must not wait for eight.
+        if let Err((got, f)) = self.read_full(&mut buf[..1], deadline) {
+            return Err(truncated(got, &buf, f));
+        }
+        match buf[0] {
+            b'R' => {
+                if let Err((got, f)) = self.read_full(&mut buf[1..8], deadline) {
+                    return Err(truncated(got + 1, &buf, f));
+                }
+                if buf[..4] == NOTICE_MAGIC {
+                    let len_head = buf[4..8].to_vec();
+                    return Err(self.read_notice(&len_head, deadline));
+                }
+                let len =
+                    native_header(&buf).map_err(|e| self.fail(Cause::Invalid { what: e.0 }))?;
+                buf.resize(8 + len, 0);
+                if let Err((_, f)) = self.read_full(&mut buf[8..], deadline) {
+                    return Err(f);
+                }
+            }
+            b if b.is_ascii_hexdigit() => {
+                buf.resize(RC_PINGPONG_LEN, 0);
+                if let Err((got, f)) = self.read_full(&mut buf[1..], deadline) {
+                    return Err(truncated(got + 1, &buf, f));
+                }
+            }
+            _ => {
+                // Collect what else is there right away, to quote it.
+                let _ = self
+                    .stream
+                    .set_read_timeout(Some(Duration::from_millis(100)));
+                let mut more = [0u8; 23];
+                if let Ok(n) = self.stream.read(&mut more) {
+                    buf.truncate(1);
+                    buf.extend_from_slice(&more[..n]);
+                } else {
+                    buf.truncate(1);
+                }
+                return Err(self.fail(Cause::Invalid {
+                    what: garbage(&buf).0,
+                }));
+            }
+        }
+        parse_hello(&buf).map_err(|e| self.fail(Cause::Invalid { what: e.0 }))
+    }
+
+    pub fn send_native(&mut self, msg: &NativeMsg) -> Result<(), Failure> {
+        self.write_all(&encode_native(msg))
+    }
+
+    /// Reads the peer's native message (after the offer was taken up).
+    pub fn read_native(&mut self) -> Result<NativeMsg, Failure> {
+        match self.read_hello()? {
+            Hello::Native(m) => Ok(m),
+            Hello::RcPingpong(_) | Hello::RdmactlOffer(_) => Err(self.fail(Cause::Invalid {
+                what: "the peer answered in ibv_rc_pingpong's format where rdmactl's was due"
+                    .into(),
+            })),
+        }
+    }
+
+    pub fn send_rc(&mut self, dest: &RcDest) -> Result<(), Failure> {
+        self.write_all(&encode_rc_pingpong(dest))
+    }
+
+    pub fn send_offer(&mut self, dest: &RcDest) -> Result<(), Failure> {
+        self.write_all(&encode_rdmactl_offer(dest))
+    }
+
+    /// The rc_pingpong client's last word; the server accepts it or a plain close.
+    pub fn read_done(&mut self) -> Result<(), Failure> {
+        let mut buf = [0u8; RC_PINGPONG_DONE.len()];
+        match self.read_exact(&mut buf) {
+            Ok(()) if &buf == RC_PINGPONG_DONE => Ok(()),
+            Ok(()) => Err(self.fail(Cause::Invalid {
+                what: format!("expected \"done\", got {}", quote(&buf)),
+            })),
+            Err(f) if f.cause == Cause::PeerClosed => Ok(()),
+            Err(f) => Err(f),
+        }
+    }
+
+    /// Tells the peer why this end stops (best effort: the peer may be gone already).
+    pub fn send_notice(&mut self, notice: &PeerNotice) {
+        let Some(frame) = json_frame(NOTICE_MAGIC, serde_json::to_vec(notice)) else {
+            return;
+        };
+        let _ = self.stream.set_write_timeout(Some(Duration::from_secs(1)));
+        let _ = self.stream.write_all(&frame);
+    }
+
+    /// The body of a JSON frame whose magic has been read; `len_head` holds the length
+    /// bytes already read with it.
+    fn read_frame_body(
+        &mut self,
+        len_head: &[u8],
+        deadline: Instant,
+        what: &str,
+    ) -> Result<Vec<u8>, Failure> {
+        let mut len_bytes = [0u8; 4];
+        len_bytes[..len_head.len()].copy_from_slice(len_head);
+        self.read_full(&mut len_bytes[len_head.len()..], deadline)
+            .map_err(|(_, f)| f)?;
+        let len = u32::from_be_bytes(len_bytes) as usize;
+        if len > FRAME_MAX_LEN {
+            return Err(self.fail(Cause::Invalid {
+                what: format!("the peer's {what} claims {len} bytes"),
+            }));
+        }
+        let mut body = vec![0u8; len];
+        self.read_full(&mut body, deadline).map_err(|(_, f)| f)?;
+        Ok(body)
+    }
+
+    /// The rest of a notice whose magic has been read, as the failure it reports.
+    fn read_notice(&mut self, len_head: &[u8], deadline: Instant) -> Failure {
+        let body = match self.read_frame_body(len_head, deadline, "failure notice") {
+            Ok(body) => body,
+            Err(f) => return f,
+        };
+        match serde_json::from_slice::<PeerNotice>(&body) {
+            Ok(notice) => self.fail(Cause::PeerReported {
+                notice: Box::new(notice),
+            }),
+            Err(e) => self.fail(Cause::Invalid {
+                what: format!("the peer's failure notice does not parse: {e}"),
+            }),
+        }
+    }
+
+    /// Without waiting: has the peer gone away, or said why it stopped? A sync or any
+    /// other data waiting is not a failure.
+    pub fn peer_stopped(&mut self) -> Option<Failure> {
+        let mut head = [0u8; 4];
+        if self.stream.set_nonblocking(true).is_err() {
+            return None;
+        }
+        let peeked = self.stream.peek(&mut head);
+        let _ = self.stream.set_nonblocking(false);
+        match peeked {
+            Ok(0) => Some(self.fail(Cause::PeerClosed)),
+            Ok(4) if head == NOTICE_MAGIC => {
+                let mut magic = [0u8; 4];
+                let deadline = Instant::now() + Duration::from_secs(1);
+                if let Err((_, f)) = self.read_full(&mut magic, deadline) {
+                    return Some(f);
+                }
+                Some(self.read_notice(&[], deadline))
+            }
+            Err(e) if e.kind() == ErrorKind::ConnectionReset => Some(self.fail(Cause::PeerClosed)),
+            _ => None,
+        }
+    }
+
+    /// This end's counter changes for the peer (`None`: this end could not read its own).
+    pub fn send_counters(&mut self, delta: Option<&WireDelta>) -> Result<(), Failure> {
+        let frame = json_frame(COUNTERS_MAGIC, serde_json::to_vec(&delta))
+            .or_else(|| json_frame(COUNTERS_MAGIC, Ok(b"null".to_vec())))
+            .unwrap_or_default();
+        self.write_all(&frame)
+    }
+
+    /// The peer's counter changes; a peer that sends none, or a malformed frame, is None
+    /// (the run itself succeeded; only the peer's side of the counters is missing).
+    pub fn read_counters(&mut self) -> Option<WireDelta> {
+        let deadline = Instant::now() + self.timeout;
+        let mut head = [0u8; 8];
+        self.read_full(&mut head, deadline).ok()?;
+        if head[..4] != COUNTERS_MAGIC {
+            return None;
+        }
+        let body = self
+            .read_frame_body(&head[4..], deadline, "counters")
+            .ok()?;
+        serde_json::from_slice::<Option<WireDelta>>(&body)
+            .ok()
+            .flatten()
+    }
+
+    /// Both ends say they reached `tag`, and wait for the other. A peer that failed has
+    /// closed the socket, which shows up here as PeerClosed.
+    pub fn sync(&mut self, tag: u8) -> Result<(), Failure> {
+        self.sync_for(tag, self.timeout)
+    }
+
+    pub fn sync_for(&mut self, tag: u8, timeout: Duration) -> Result<(), Failure> {
+        let mut frame = [0u8; 5];
+        frame[..4].copy_from_slice(&SYNC_MAGIC);
+        frame[4] = tag;
+        self.write_all(&frame)?;
+        let mut got = [0u8; 5];
+        let deadline = Instant::now() + timeout;
+        self.read_full(&mut got, deadline).map_err(|(_, f)| f)?;
+        if got[..4] == NOTICE_MAGIC {
+            return Err(self.read_notice(&got[4..], deadline));
+        }
+        if got[..4] != SYNC_MAGIC || got[4] != tag {
+            return Err(self.fail(Cause::Invalid {
+                what: format!(
+                    "out of step with the peer: expected sync {tag}, got {}",
+                    quote(&got)
+                ),
+            }));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn garbage_over_tcp_is_reported_quickly() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let client = std::thread::spawn(move || {
+            let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+            s.write_all(b"garbage\n").unwrap();
+            std::thread::sleep(Duration::from_millis(300));
+        });
+        let start = Instant::now();
+        let mut conn = accept_one(&listener, Duration::from_secs(5)).unwrap();
+        let err = conn.read_hello().unwrap_err();
+        client.join().unwrap();
+        assert!(start.elapsed() < Duration::from_secs(2));
+        assert_eq!(err.step, Step::Exchange);
+        assert!(err.to_string().contains("\"garbage\\n\""), "{err}");
+    }
+
+    #[test]
+    fn silent_client_times_out() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let client = std::thread::spawn(move || {
+            let _s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+            std::thread::sleep(Duration::from_millis(800));
+        });
+        let mut conn = accept_one(&listener, Duration::from_millis(200)).unwrap();
+        let err = conn.read_hello().unwrap_err();
+        assert!(matches!(err.cause, Cause::Timeout { .. }), "{err}");
+        client.join().unwrap();
+    }
+
+    #[test]
+    fn connect_to_nothing_fails_fast() {
+        let port = {
+            let l = TcpListener::bind("127.0.0.1:0").unwrap();
+            l.local_addr().unwrap().port()
+        };
+        let err = connect("127.0.0.1", port, Duration::from_secs(2))
+            .err()
+            .expect("nothing listens");
+        assert_eq!(err.step, Step::Connect);
+        assert_eq!(err.cause, Cause::errno(libc::ECONNREFUSED));
+    }
+}
