@@ -1,6 +1,6 @@
 //! `pingpong --cm`: the same ping-pong as the TCP exchange, but connected through the RDMA
 //! connection manager, so the kernel picks device, port and GID from the route to the
-//! peer. `check --peer` asks the kernel the same question (`cmd::check_kernel`). The
+//! peer. `check --peer` asks the kernel the same question (`diagnose::kernel_choice`). The
 //! client and server sessions are here; `selftest --cm` (`traffic::selftest::cm`) uses
 //! their parts: the port's address, the transfer, the echo server and the explanation.
 
