@@ -853,6 +853,72 @@ fn no_text_points_at_a_document_the_project_does_not_ship() {
     );
 }
 
+/// The paths the layout table of DEVELOPERS.md names: the backticked items of each row's
+/// first cell. A row may name siblings after its first path (`src/render/table.rs`,
+/// `inventory.rs`): a bare name is a file in the first path's folder.
+fn layout_rows(developers_md: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for line in developers_md.lines() {
+        let Some(cell) = line.strip_prefix("| ").filter(|c| c.starts_with('`')) else {
+            continue;
+        };
+        let cell = &cell[..cell.find(" |").unwrap_or(cell.len())];
+        // Odd pieces of the cell split at backticks are the quoted paths.
+        let items: Vec<&str> = cell.split('`').skip(1).step_by(2).collect();
+        let Some(first) = items.first() else { continue };
+        let folder = match first.rfind('/') {
+            Some(i) if !first.ends_with('/') => &first[..=i],
+            _ => "",
+        };
+        for item in &items {
+            if item.contains('/') {
+                out.push(item.to_string());
+            } else {
+                out.push(format!("{folder}{item}"));
+            }
+        }
+    }
+    out
+}
+
+/// Every file of the tree (paths relative to `src/`) that no row of the layout covers (a
+/// row covers its file, or everything under its folder), and every `src/` row that names
+/// nothing in the tree.
+fn layout_disagrees(tree: &Tree, rows: &[String]) -> Vec<String> {
+    let rows: Vec<&str> = rows.iter().filter_map(|r| r.strip_prefix("src/")).collect();
+    let covers =
+        |row: &str, file: &str| file == row || (row.ends_with('/') && file.starts_with(row));
+    let mut wrong: Vec<String> = tree
+        .keys()
+        .filter(|file| !rows.iter().any(|row| covers(row, file)))
+        .map(|file| format!("src/{file} has no row in DEVELOPERS.md's layout table"))
+        .collect();
+    wrong.extend(
+        rows.iter()
+            .filter(|row| !tree.keys().any(|file| covers(row, file)))
+            .map(|row| format!("DEVELOPERS.md names src/{row}, which is not in the tree")),
+    );
+    wrong
+}
+
+#[test]
+fn developers_md_has_one_row_for_every_file_or_folder() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let text = fs::read_to_string(root.join("DEVELOPERS.md")).expect("DEVELOPERS.md");
+    let rows = layout_rows(&text);
+    assert_none(
+        "the layout table and src/ disagree",
+        layout_disagrees(&real_tree(), &rows),
+    );
+    // Rows outside src/ name files and folders of the repository.
+    let missing: Vec<String> = rows
+        .iter()
+        .filter(|r| !r.starts_with("src/") && !root.join(r).exists())
+        .map(|r| format!("DEVELOPERS.md names {r}, which does not exist"))
+        .collect();
+    assert_none("the layout table names what is not there", missing);
+}
+
 /// The checkers themselves, on small planted trees: each rule reports its violation, and a
 /// tree that keeps every rule passes all of them.
 mod planted {
@@ -1170,5 +1236,32 @@ mod planted {
             "#[cfg(test)]\nuse crate::z;\n#[cfg(all(test, feature = \"q\"))]\n#[allow(dead_code)]\nfn f(a: [u8; 4]) { crate::z::g() }\nuse crate::x;\n",
         );
         assert_eq!(imports("z", &code, &modules), ["x".to_string()].into());
+    }
+    #[test]
+    fn a_file_without_a_row_and_a_row_without_a_file_are_reported() {
+        let md = "| path | what | may import |\n| --- | --- | --- |\n\
+                  | `src/main.rs` | entry | all |\n\
+                  | `src/cmd/` | commands | all |\n\
+                  | `src/render/findings.rs`, `table.rs` | renderers | model |\n\
+                  | `src/gone.rs` | removed long ago | — |\n";
+        let tree: Tree = [
+            "main.rs",
+            "cmd/mod.rs",
+            "cmd/doctor.rs",
+            "render/findings.rs",
+            "render/table.rs",
+            "model/facts.rs",
+        ]
+        .into_iter()
+        .map(|p| (p.to_string(), String::new()))
+        .collect();
+        let wrong = layout_disagrees(&tree, &layout_rows(md));
+        assert_eq!(
+            wrong,
+            [
+                "src/model/facts.rs has no row in DEVELOPERS.md's layout table",
+                "DEVELOPERS.md names src/gone.rs, which is not in the tree",
+            ],
+        );
     }
 }
