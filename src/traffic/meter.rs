@@ -40,6 +40,10 @@ impl Meter {
         progress: Option<Duration>,
         window: u32,
     ) -> Meter {
+        // The histograms are allocated before the clock starts, so the run's time is the
+        // traffic's alone.
+        let total = LatencyRecorder::new();
+        let recent = LatencyRecorder::new();
         let now = Instant::now();
         Meter {
             name,
@@ -53,8 +57,8 @@ impl Meter {
             last_check: (now, 0),
             next_print: progress.map(|p| now + p),
             last_print: (now, 0),
-            total: LatencyRecorder::new(),
-            recent: LatencyRecorder::new(),
+            total,
+            recent,
         }
     }
 

@@ -51,8 +51,11 @@ pub(super) fn native_run(
     };
     side.qp.to_rtr_qos(&rtr, plan.qos)?;
     side.qp.to_rts(side.psn, side.max_rd_atomic)?;
-    conn.sync(1)?;
+    // Counters are read before the sync that starts the traffic: a sysfs read takes tens
+    // of milliseconds under emulation, and an end still reading when the first SEND lands
+    // would add that to the other end's measured time.
     let watch = crate::traffic::counters::CounterWatch::start(sysfs, side.ctx.name(), side.port);
+    conn.sync(1)?;
 
     let passive = length.passive_wait(plan.timeout);
     let limit = length.iters.map(u64::from);
