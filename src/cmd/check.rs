@@ -16,6 +16,7 @@ use crate::error::{Error, Result};
 use crate::exit;
 use crate::gather::check as facts;
 use crate::gather::sysfs::SysfsRoot;
+use crate::model::codes;
 use crate::model::diagnostic::{Finding, Severity};
 use crate::model::facts::{NetFacts, PortFacts};
 use crate::model::gid::Gid;
@@ -168,7 +169,7 @@ fn no_such_gid(ctx: &Ctx, report: CheckReport, port: u32, index: u32) -> Result<
     let fix = report
         .findings
         .iter()
-        .find(|f| f.code == "gid-slot")
+        .find(|f| f.code == codes::GID_SLOT)
         .and_then(|f| f.fix.clone())
         .filter(|f| !f.is_empty());
     Err(

@@ -116,7 +116,10 @@ mod tests {
             d[0].get("symbol_error").unwrap().change,
             Change::Saturated { at_least: 535 }
         );
-        let codes: Vec<String> = judge(&d[0], None, 0).into_iter().map(|f| f.code).collect();
+        let codes: Vec<String> = judge(&d[0], None, 0)
+            .into_iter()
+            .map(|f| f.code.to_string())
+            .collect();
         assert_eq!(
             codes,
             [

@@ -6,6 +6,7 @@ use std::net::IpAddr;
 use crate::diagnose::gidselect::{
     self, describe, is_link_local, type_name, Family, Selection, Verdict, Want,
 };
+use crate::model::codes::{self, Code};
 use crate::model::device::{GidEntry, GidType, LinkLayer};
 use crate::model::diagnostic::{Finding, Severity};
 use crate::model::facts::{NetFacts, PortFacts, RoceNetdev, Route, RouteFacts};
@@ -56,7 +57,7 @@ pub fn evaluate(
     out.push(
         Finding::new(
             Severity::Ok,
-            "gid-slot",
+            codes::GID_SLOT,
             format!("{} is populated", describe(entry)),
         )
         .evidence(format!("gids/{index} = {}", entry.gid)),
@@ -70,7 +71,7 @@ pub fn evaluate(
                 } else {
                     Severity::Info
                 },
-                "gid-choice",
+                codes::GID_CHOICE,
                 format!("index {index}: {}", r.why),
             ));
         }
@@ -88,7 +89,7 @@ pub fn evaluate(
         if let Some(why) = &net.route_skipped {
             out.push(Finding::new(
                 Severity::Info,
-                "route",
+                codes::ROUTE,
                 format!("route to {peer}: {why}"),
             ));
         }
@@ -118,7 +119,7 @@ fn port_state(port: &PortFacts) -> Vec<Finding> {
         .as_ref()
         .map_or("unknown".to_string(), |s| s.name().to_string());
     let mut f = if state == "ACTIVE" {
-        Finding::new(Severity::Ok, "port-state", format!("{name} is ACTIVE"))
+        Finding::new(Severity::Ok, codes::PORT_STATE, format!("{name} is ACTIVE"))
     } else {
         let fix = if port.link_layer == LinkLayer::InfiniBand {
             "start a subnet manager (opensm) or fix the link".to_string()
@@ -132,7 +133,7 @@ fn port_state(port: &PortFacts) -> Vec<Finding> {
         };
         Finding::new(
             Severity::Fail,
-            "port-state",
+            codes::PORT_STATE,
             format!("{name} is {state}, not ACTIVE"),
         )
         .fix(fix)
@@ -150,12 +151,16 @@ fn port_state(port: &PortFacts) -> Vec<Finding> {
         out.push(if lid == 0 || lid == 0xffff {
             Finding::new(
                 Severity::Fail,
-                "ib-lid",
+                codes::IB_LID,
                 format!("{name} has no LID (0x{lid:04x}): no subnet manager configured it"),
             )
             .fix("start a subnet manager (opensm, or the switch's)")
         } else {
-            Finding::new(Severity::Ok, "ib-lid", format!("{name} LID 0x{lid:04x}"))
+            Finding::new(
+                Severity::Ok,
+                codes::IB_LID,
+                format!("{name} LID 0x{lid:04x}"),
+            )
         });
     }
     out
@@ -171,7 +176,7 @@ fn slot<'a>(
     if index >= port.gid_table_len {
         return Err(Box::new(Finding::new(
             Severity::Fail,
-            "gid-slot",
+            codes::GID_SLOT,
             format!("GID index {index} is past the end of {name}'s table ({} entries): RTR fails with EINVAL", port.gid_table_len),
         )
         .evidence(populated(port))
@@ -184,7 +189,7 @@ fn slot<'a>(
             Box::new(
                 Finding::new(
                     Severity::Fail,
-                    "gid-slot",
+                    codes::GID_SLOT,
                     format!("GID index {index} on {name} is an empty slot: RTR fails with ENODATA"),
                 )
                 .evidence(format!(
@@ -206,21 +211,21 @@ fn gid_type_finding(
     match &entry.gid_type {
         Some(GidType::RoceV2) => Finding::new(
             Severity::Ok,
-            "gid-type",
+            codes::GID_TYPE,
             format!("index {index} is RoCE v2 (routable over UDP/IP)"),
         ),
         Some(t @ (GidType::RoceV1 | GidType::Ib)) => {
             let off_link = net.route.as_ref().and_then(RouteFacts::on_link) == Some(false);
             Finding::new(
                 if off_link { Severity::Fail } else { Severity::Warn },
-                "gid-type",
+                codes::GID_TYPE,
                 format!("index {index} is {}: v1 frames stay on one L2 segment, and the peer must use v1 too", type_name(Some(t))),
             )
             .fix(with_better("use RoCE v2 unless every peer speaks v1".into()))
         }
         other => Finding::new(
             Severity::Warn,
-            "gid-type",
+            codes::GID_TYPE,
             format!("index {index} has {}", type_name(other.as_ref())),
         )
         .evidence(format!("gid_attrs/types/{index} is unreadable or unknown"))
@@ -240,7 +245,7 @@ fn family_finding(
     if gid_family != peer_family {
         Finding::new(
             Severity::Fail,
-            "gid-family",
+            codes::GID_FAMILY,
             format!(
                 "index {index} is {}{} but the peer {peer} is {}: both GIDs of a connection must be the same family (RTR fails with EINVAL)",
                 if is_link_local(&entry.gid) { "link-local " } else { "" },
@@ -252,7 +257,7 @@ fn family_finding(
     } else {
         Finding::new(
             Severity::Ok,
-            "gid-family",
+            codes::GID_FAMILY,
             format!(
                 "index {index} and the peer {peer} are both {}",
                 gid_family.name()
@@ -269,19 +274,19 @@ fn netdev_finding(
     with_better: &dyn Fn(String) -> String,
 ) -> Finding {
     match (&entry.netdev, &net.netdev) {
-        (None, _) => Finding::new(Severity::Fail, "netdev", format!("index {index} has no netdev (gid_attrs/ndevs/{index} unreadable): RTR fails with ENODEV"))
+        (None, _) => Finding::new(Severity::Fail, codes::NETDEV, format!("index {index} has no netdev (gid_attrs/ndevs/{index} unreadable): RTR fails with ENODEV"))
             .fix(with_better(String::new())),
-        (Some(dev), None) => Finding::new(Severity::Info, "netdev", format!("{dev}: not checked")),
+        (Some(dev), None) => Finding::new(Severity::Info, codes::NETDEV, format!("{dev}: not checked")),
         (Some(dev), Some(n)) if !n.exists => Finding::new(
             Severity::Fail,
-            "netdev",
+            codes::NETDEV,
             format!("{dev} does not exist in this network namespace: removed, or in another namespace (RTR fails with ENODEV)"),
         )
         .evidence(format!("gid_attrs/ndevs/{index} = {dev}"))
         .fix(with_better("run where the netdev lives, or use a GID whose netdev is here".into())),
-        (Some(dev), Some(n)) if !n.up => Finding::new(Severity::Fail, "netdev", format!("{dev} is not up (operstate {})", n.operstate.clone().unwrap_or_else(|| "?".into())))
+        (Some(dev), Some(n)) if !n.up => Finding::new(Severity::Fail, codes::NETDEV, format!("{dev} is not up (operstate {})", n.operstate.clone().unwrap_or_else(|| "?".into())))
             .fix(format!("ip link set {dev} up, and check its link")),
-        (Some(dev), Some(n)) => Finding::new(Severity::Ok, "netdev", format!("{dev} is present and up (operstate {})", n.operstate.clone().unwrap_or_default()))
+        (Some(dev), Some(n)) => Finding::new(Severity::Ok, codes::NETDEV, format!("{dev} is present and up (operstate {})", n.operstate.clone().unwrap_or_default()))
             .evidence(format!("looked up in {}", net.netdev_source)),
     }
 }
@@ -316,7 +321,7 @@ fn same_host_ipv6(port: &PortFacts, owner: &str, gid_dev: &str, peer: IpAddr) ->
     if soft_roce && owner != gid_dev {
         Finding::new(
             Severity::Fail,
-            "same-host-ipv6",
+            codes::SAME_HOST_IPV6,
             format!("{peer} is on {owner} and this GID on {gid_dev}: rxe carries no RoCE v2 traffic over IPv6 between two devices of one kernel (IPv4 between them works; IPv6 from a device to itself works)"),
         )
         .evidence(format!("{peer} is an address of this host (on {owner})"))
@@ -325,7 +330,7 @@ fn same_host_ipv6(port: &PortFacts, owner: &str, gid_dev: &str, peer: IpAddr) ->
     } else {
         Finding::new(
             Severity::Info,
-            "same-host-ipv6",
+            codes::SAME_HOST_IPV6,
             format!("{peer} is on this host: IPv6 neighbours come from NDP, so accept_local (an IPv4 ARP setting) does not apply"),
         )
     }
@@ -347,7 +352,7 @@ fn route_findings(
         out.push(
             Finding::new(
                 Severity::Fail,
-                "route",
+                codes::ROUTE,
                 format!("the kernel has no route to {peer}: RTR and rdma_resolve_addr fail with ENETUNREACH"),
             )
             .evidence(format!("ip route get {peer}: unreachable"))
@@ -363,7 +368,7 @@ fn route_findings(
             .unwrap_or_else(|| "?".into());
         let mut f = Finding::new(
             Severity::Ok,
-            "route",
+            codes::ROUTE,
             format!("{peer} is an address of this host (on {owner}): a same-host test, sent out through {gid_dev}"),
         )
         .evidence(format!("ip route get {peer}: local, dev {route_dev}"));
@@ -382,7 +387,7 @@ fn route_findings(
         let mut f = if drops {
             Finding::new(
                 Severity::Fail,
-                "arp-same-host",
+                codes::ARP_SAME_HOST,
                 format!("{owner} will drop the ARP request from {gid_dev} (its sender address is local): RTR fails with ETIMEDOUT"),
             )
             .fix(format!(
@@ -391,13 +396,13 @@ fn route_findings(
         } else if route.accept_local.is_none() {
             Finding::new(
                 Severity::Warn,
-                "arp-same-host",
+                codes::ARP_SAME_HOST,
                 format!("cannot read accept_local for {owner}; a same-host ARP needs it set"),
             )
         } else {
             Finding::new(
                 Severity::Ok,
-                "arp-same-host",
+                codes::ARP_SAME_HOST,
                 format!("{owner} accepts ARP from a local sender"),
             )
         };
@@ -411,7 +416,7 @@ fn route_findings(
     } else if route_dev == gid_dev {
         let mut f = Finding::new(
             Severity::Ok,
-            "route",
+            codes::ROUTE,
             format!("the kernel routes {peer} through {gid_dev}, the GID's netdev"),
         )
         .evidence(format!("ip route get {peer}: dev {route_dev}"));
@@ -428,7 +433,7 @@ fn route_findings(
         out.push(
             Finding::new(
                 Severity::Fail,
-                "route",
+                codes::ROUTE,
                 format!("the kernel routes {peer} through {route_dev}, but GID index {index} belongs to {gid_dev}: the peer's MAC is resolved through {gid_dev}, so RTR would time out"),
             )
             .evidence(format!("ip route get {peer}: dev {route_dev}"))
@@ -442,13 +447,13 @@ fn route_findings(
             out.push(
                 Finding::new(
                     Severity::Fail,
-                    "link-local",
+                    codes::LINK_LOCAL,
                     format!("index {index} is link-local and {peer} is behind a router ({}): link-local never crosses one", route.gateway.map(|g| g.to_string()).unwrap_or_default()),
                 )
                 .fix(with_better(String::new())),
             );
         } else {
-            out.push(Finding::new(Severity::Warn, "link-local", format!("index {index} is link-local: it reaches only peers on this L2 segment, using link-local GIDs too")).fix(with_better(String::new())));
+            out.push(Finding::new(Severity::Warn, codes::LINK_LOCAL, format!("index {index} is link-local: it reaches only peers on this L2 segment, using link-local GIDs too")).fix(with_better(String::new())));
         }
     }
 
@@ -457,15 +462,15 @@ fn route_findings(
     out.push(match route.neighbour_state.as_deref() {
         Some(s @ ("FAILED" | "INCOMPLETE")) => Finding::new(
             Severity::Fail,
-            "neighbour",
+            codes::NEIGHBOUR,
             format!("{hop} on {gid_dev} is {s}: it did not answer ARP/ND, so RTR would time out"),
         )
         .evidence(format!("ip neigh show {hop} dev {gid_dev}: {s}"))
         .fix(format!("check that {hop} is up and on the same segment/VLAN as {gid_dev} (ping -I {gid_dev} {hop})")),
-        Some(s) => Finding::new(Severity::Ok, "neighbour", format!("{hop} on {gid_dev} is {s}")),
+        Some(s) => Finding::new(Severity::Ok, codes::NEIGHBOUR, format!("{hop} on {gid_dev} is {s}")),
         None => Finding::new(
             Severity::Info,
-            "neighbour",
+            codes::NEIGHBOUR,
             format!("no neighbour entry for {hop} on {gid_dev} yet: the kernel resolves it at RTR (1 s timeout)"),
         ),
     });
@@ -475,7 +480,7 @@ fn route_findings(
 /// `--peer ADDR%IFNAME`: a link-local peer is reached only on the link its scope names, and
 /// the kernel resolves it through the GID's netdev, so the GID must belong to that netdev.
 pub fn scope_finding(entry: &GidEntry, peer: IpAddr, scope: &str, port: &PortFacts) -> Finding {
-    const CODE: &str = "peer-scope";
+    const CODE: Code = codes::PEER_SCOPE;
     if !is_link_local(&crate::model::gid::Gid::from_ip(peer)) {
         return Finding::new(
             Severity::Info,
@@ -525,7 +530,7 @@ pub fn scope_finding(entry: &GidEntry, peer: IpAddr, scope: &str, port: &PortFac
 pub fn no_gid_fits(device: &str, port_no: u32, peer: Option<IpAddr>, port: &PortFacts) -> Finding {
     Finding::new(
         Severity::Fail,
-        "gid-choice",
+        codes::GID_CHOICE,
         format!("no GID on {device}/{port_no} fits{}", peer.map(|p| format!(" the peer {p}")).unwrap_or_default()),
     )
     .evidence(populated(port))
@@ -549,7 +554,7 @@ pub fn env_or_unset(found: Vec<Finding>) -> Vec<Finding> {
     }
     vec![Finding::new(
         Severity::Info,
-        "env",
+        codes::ENV,
         format!(
             "none of {} is set",
             crate::diagnose::env::VARIABLES.join(", ")

@@ -3,6 +3,7 @@
 //! deltas and snapshots come from `sysfs::SysfsRoot::port_counters` and
 //! `counter::port_delta`.
 
+use crate::model::codes;
 use crate::model::counter::{Change, Counter, Group, PortCounters, PortDelta};
 use crate::model::diagnostic::{Finding, Severity, Subject};
 use crate::model::failure::QP_PARAMS;
@@ -175,8 +176,8 @@ fn retransmission(ends: &[End], messages: u64, subject: &Subject) -> Option<Find
     } else {
         "each sequence NAK costs about a round trip and a go-back-N resend of everything sent after the lost packet: latency tails grow by round trips".to_string()
     };
-    let mut f =
-        Finding::new(Severity::Warn, "counters-retransmission", message).about(subject.clone());
+    let mut f = Finding::new(Severity::Warn, codes::COUNTERS_RETRANSMISSION, message)
+        .about(subject.clone());
     for line in evidence {
         f = f.evidence(line);
     }
@@ -198,7 +199,7 @@ fn rnr(ends: &[End], messages: u64, subject: &Subject) -> Option<Finding> {
         .unwrap_or_default();
     let mut f = Finding::new(
         Severity::Warn,
-        "counters-rnr",
+        codes::COUNTERS_RNR,
         format!("receiver not ready: a send arrived before the receiver had a receive posted{rate}; the sender waited its RNR timer each time"),
     )
     .about(subject.clone());
@@ -218,7 +219,7 @@ fn congestion(ends: &[End], subject: &Subject) -> Option<Finding> {
     }
     let mut f = Finding::new(
         Severity::Info,
-        "counters-congestion",
+        codes::COUNTERS_CONGESTION,
         "the network signalled congestion (ECN marks, CNPs or transmit waits): senders were slowed down",
     )
     .about(subject.clone());
@@ -240,7 +241,7 @@ fn link_errors(ends: &[End], subject: &Subject) -> Option<Finding> {
     }
     let mut f = Finding::new(
         Severity::Warn,
-        "counters-link-errors",
+        codes::COUNTERS_LINK_ERRORS,
         "the physical link had errors (symbol errors, link recovery or link down)",
     )
     .about(subject.clone());
@@ -269,7 +270,7 @@ fn saturated(ends: &[End], subject: &Subject) -> Option<Finding> {
     }
     let mut f = Finding::new(
         Severity::Info,
-        "counters-saturated",
+        codes::COUNTERS_SATURATED,
         "some counters are saturated: they stopped counting, so what they counted since the previous read is unknown",
     )
     .about(subject.clone());
@@ -299,7 +300,7 @@ pub fn doctor_finding(pc: &PortCounters) -> Option<Finding> {
     if problems.is_empty() {
         let mut f = Finding::new(
             Severity::Ok,
-            "counters",
+            codes::COUNTERS,
             format!(
                 "no error counters are non-zero ({} counters read)",
                 pc.counters.len()
@@ -315,7 +316,7 @@ pub fn doctor_finding(pc: &PortCounters) -> Option<Finding> {
     let names: Vec<&str> = problems.iter().map(|c| c.name.as_str()).collect();
     let mut f = Finding::new(
         Severity::Warn,
-        "counters",
+        codes::COUNTERS,
         format!(
             "{} error counter{} non-zero since the last reset: {}",
             problems.len(),

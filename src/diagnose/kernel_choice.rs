@@ -10,6 +10,7 @@ use std::net::{IpAddr, Ipv6Addr};
 use serde::Serialize;
 
 use crate::diagnose::gidselect::{describe, is_link_local, Family};
+use crate::model::codes::{self, Code};
 use crate::model::device::{GidEntry, GidType};
 use crate::model::diagnostic::{Finding, Severity};
 use crate::model::facts::Resolution;
@@ -163,7 +164,7 @@ pub fn judge(
     (finding, choice)
 }
 
-pub const CODE: &str = "kernel-choice";
+pub const CODE: Code = codes::KERNEL_CHOICE;
 
 /// The kernel-choice finding when the kernel is not asked (captured tree, no librdmacm).
 pub fn skipped(severity: Severity, why: impl Into<String>) -> Finding {

@@ -5,6 +5,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use crate::model::codes;
 use crate::model::counter::{Counter, CounterSource, Flavor};
 use crate::model::diagnostic::{Finding, Severity};
 use crate::model::mad::Speed;
@@ -59,7 +60,7 @@ pub fn sm(s: &Subnet) -> Vec<Finding> {
         0 => {
             let mut f = Finding::new(
                 Severity::Fail,
-                "subnet-no-sm",
+                codes::SUBNET_NO_SM,
                 "no subnet manager is running: ports stay in INIT without LIDs, so no traffic \
                  can flow",
             )
@@ -96,7 +97,7 @@ pub fn sm(s: &Subnet) -> Vec<Finding> {
             vec![with_subject(
                 Finding::new(
                     Severity::Ok,
-                    "subnet-sm",
+                    codes::SUBNET_SM,
                     format!(
                         "master SM {} at LID {}, priority {}{}",
                         guid_text(m.guid),
@@ -114,7 +115,7 @@ pub fn sm(s: &Subnet) -> Vec<Finding> {
         n => {
             let mut f = Finding::new(
                 Severity::Fail,
-                "subnet-sm-multiple-masters",
+                codes::SUBNET_SM_MULTIPLE_MASTERS,
                 format!(
                     "{n} subnet managers claim to be master: they will fight over LIDs and \
                      routes"
@@ -150,7 +151,7 @@ fn unanswered(s: &Subnet) -> Vec<Finding> {
     if !nodes.is_empty() {
         let mut f = Finding::new(
             Severity::Warn,
-            "subnet-node-unanswered",
+            codes::SUBNET_NODE_UNANSWERED,
             format!(
                 "{} port(s) lead to a node that did not answer; what lies behind them is not \
                  in this report",
@@ -182,7 +183,7 @@ fn unanswered(s: &Subnet) -> Vec<Finding> {
     if !others.is_empty() {
         let mut f = Finding::new(
             Severity::Warn,
-            "subnet-attribute-unanswered",
+            codes::SUBNET_ATTRIBUTE_UNANSWERED,
             format!("{} request(s) got no usable answer", others.len()),
         );
         for u in others.iter().take(10) {
@@ -197,7 +198,7 @@ fn unanswered(s: &Subnet) -> Vec<Finding> {
         out.push(with_subject(
             Finding::new(
                 Severity::Info,
-                "subnet-mads-resent",
+                codes::SUBNET_MADS_RESENT,
                 format!(
                     "{} of {} MADs went unanswered at first and were sent again; {} never got \
                      an answer",
@@ -309,7 +310,7 @@ fn degraded(s: &Subnet) -> Vec<Finding> {
             }
             let mut f = Finding::new(
                 Severity::Warn,
-                "subnet-link-degraded",
+                codes::SUBNET_LINK_DEGRADED,
                 format!(
                     "link trained at {}X {}: {}",
                     t.width,
@@ -419,7 +420,7 @@ fn counters(s: &Subnet) -> Vec<Finding> {
             } else {
                 Severity::Warn
             },
-            "subnet-link-errors",
+            codes::SUBNET_LINK_ERRORS,
             message,
         );
         for l in lines {
@@ -458,7 +459,7 @@ fn mismatches(s: &Subnet) -> Vec<Finding> {
             out.push(with_subject(
                 Finding::new(
                     Severity::Warn,
-                    "subnet-mtu-mismatch",
+                    codes::SUBNET_MTU_MISMATCH,
                     format!(
                         "the two ends support different MTUs ({} and {}): the link runs at \
                          the smaller",
@@ -475,7 +476,7 @@ fn mismatches(s: &Subnet) -> Vec<Finding> {
             out.push(with_subject(
                 Finding::new(
                     Severity::Warn,
-                    "subnet-vl-mismatch",
+                    codes::SUBNET_VL_MISMATCH,
                     format!(
                         "the two ends support different numbers of data VLs ({} and {}): QoS \
                          levels above the smaller share VLs on this link",
@@ -509,7 +510,7 @@ pub fn compare(s: &Subnet, b: &TopologyBaseline) -> Vec<Finding> {
             None => {
                 let mut f = Finding::new(
                     Severity::Fail,
-                    "subnet-node-missing",
+                    codes::SUBNET_NODE_MISSING,
                     format!(
                         "{} {} was in the baseline and is not in the subnet now",
                         if *is_switch { "switch" } else { "node" },
@@ -544,7 +545,7 @@ pub fn compare(s: &Subnet, b: &TopologyBaseline) -> Vec<Finding> {
                 out.push(with_subject(
                     Finding::new(
                         Severity::Info,
-                        "subnet-lid-changed",
+                        codes::SUBNET_LID_CHANGED,
                         format!("LID {} in the baseline, {} now", lid, n.lid),
                     )
                     .evidence(format!("GUID {}", guid_text(*guid)))
@@ -560,7 +561,7 @@ pub fn compare(s: &Subnet, b: &TopologyBaseline) -> Vec<Finding> {
             out.push(with_subject(
                 Finding::new(
                     Severity::Info,
-                    "subnet-node-added",
+                    codes::SUBNET_NODE_ADDED,
                     format!(
                         "{} {} is new since the baseline",
                         if n.is_switch() { "switch" } else { "node" },
@@ -589,7 +590,7 @@ pub fn compare(s: &Subnet, b: &TopologyBaseline) -> Vec<Finding> {
             out.push(with_subject(
                 Finding::new(
                     Severity::Warn,
-                    "subnet-link-moved",
+                    codes::SUBNET_LINK_MOVED,
                     "a cable was moved to another port since the baseline",
                 )
                 .evidence(format!("then: {} ↔ {}", end_text(l.a), end_text(l.b)))
@@ -601,7 +602,7 @@ pub fn compare(s: &Subnet, b: &TopologyBaseline) -> Vec<Finding> {
         }
         let mut f = Finding::new(
             Severity::Fail,
-            "subnet-link-down",
+            codes::SUBNET_LINK_DOWN,
             "a link of the baseline is down",
         );
         for e in [l.a, l.b] {
@@ -631,7 +632,7 @@ pub fn compare(s: &Subnet, b: &TopologyBaseline) -> Vec<Finding> {
             out.push(with_subject(
                 Finding::new(
                     Severity::Info,
-                    "subnet-link-added",
+                    codes::SUBNET_LINK_ADDED,
                     "a link that was not in the baseline",
                 ),
                 format!("{} ↔ {}", end_text(l.a), end_text(l.b)),

@@ -11,6 +11,7 @@
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::model::codes::Code;
 use crate::model::errno::{errno_name, wc_status_name};
 use crate::model::failure::{Cause, Failure, FailureContext, Step};
 
@@ -100,7 +101,7 @@ impl Subject {
 pub struct Finding {
     pub severity: Severity,
     /// Stable, kebab-case: scripts match on it.
-    pub code: String,
+    pub code: Code,
     /// The device judged, for a finding about a device or one of its ports; None when the
     /// finding is about the host, or when the command's header already names the port.
     pub device: Option<String>,
@@ -115,10 +116,10 @@ pub struct Finding {
 }
 
 impl Finding {
-    pub fn new(severity: Severity, code: &str, message: impl Into<String>) -> Finding {
+    pub fn new(severity: Severity, code: Code, message: impl Into<String>) -> Finding {
         Finding {
             severity,
-            code: code.to_string(),
+            code,
             device: None,
             port: None,
             subject: None,
@@ -310,7 +311,7 @@ mod tagged {
 #[serde(from = "ExplanationJson")]
 pub struct Explanation {
     /// Stable, kebab-case, one per rule; docs/failures.md lists them all.
-    pub code: String,
+    pub code: Code,
     /// Why it happened, as far as the evidence tells.
     pub summary: String,
     /// What was seen in this run that supports the summary, each line with the fact it
@@ -326,7 +327,7 @@ impl Serialize for Explanation {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         #[derive(Serialize)]
         struct Out<'a> {
-            code: &'a str,
+            code: &'a Code,
             summary: &'a str,
             evidence: &'a [Seen],
             seen: tagged::TaggedSeen<'a>,
@@ -348,7 +349,7 @@ impl Serialize for Explanation {
 /// An explanation as JSON holds it: from this version, or from one before `seen`.
 #[derive(Deserialize)]
 struct ExplanationJson {
-    code: String,
+    code: Code,
     summary: String,
     #[serde(default)]
     evidence: Vec<Seen>,
@@ -372,64 +373,14 @@ impl From<ExplanationJson> for Explanation {
 }
 
 impl Explanation {
-    pub fn new(code: &str, summary: impl Into<String>, fix: impl Into<String>) -> Explanation {
+    pub fn new(code: Code, summary: impl Into<String>, fix: impl Into<String>) -> Explanation {
         Explanation {
-            code: code.to_string(),
+            code,
             summary: summary.into(),
             evidence: Vec::new(),
             fix: fix.into(),
             suggested_gid_index: None,
         }
-    }
-}
-
-/// A diagnostic's stable code: kebab-case, one per rule, named in the catalogue
-/// (docs/failures.md, `model::catalogue`) that `rdmactl explain CODE` prints. Scripts match
-/// on it.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(transparent)]
-pub struct Code(String);
-
-impl Code {
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-}
-
-impl From<&str> for Code {
-    fn from(code: &str) -> Code {
-        Code(code.to_string())
-    }
-}
-
-impl From<String> for Code {
-    fn from(code: String) -> Code {
-        Code(code)
-    }
-}
-
-impl std::ops::Deref for Code {
-    type Target = str;
-    fn deref(&self) -> &str {
-        &self.0
-    }
-}
-
-impl std::fmt::Display for Code {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl PartialEq<str> for Code {
-    fn eq(&self, other: &str) -> bool {
-        self.0 == other
-    }
-}
-
-impl PartialEq<&str> for Code {
-    fn eq(&self, other: &&str) -> bool {
-        self.0 == *other
     }
 }
 
@@ -458,9 +409,9 @@ pub struct Diagnostic {
 }
 
 impl Diagnostic {
-    pub fn new(severity: Severity, code: impl Into<Code>, message: impl Into<String>) -> Self {
+    pub fn new(severity: Severity, code: Code, message: impl Into<String>) -> Self {
         Diagnostic {
-            code: code.into(),
+            code,
             severity,
             subject: None,
             message: message.into(),
@@ -498,7 +449,7 @@ impl Diagnostic {
 impl From<&Finding> for Diagnostic {
     fn from(f: &Finding) -> Diagnostic {
         Diagnostic {
-            code: Code::from(f.code.as_str()),
+            code: f.code.clone(),
             severity: f.severity,
             subject: f.subject(),
             message: f.message.clone(),
@@ -524,7 +475,7 @@ impl From<Finding> for Diagnostic {
 impl From<&Explanation> for Diagnostic {
     fn from(x: &Explanation) -> Diagnostic {
         Diagnostic {
-            code: Code::from(x.code.as_str()),
+            code: x.code.clone(),
             severity: Severity::Fail,
             subject: None,
             message: x.summary.clone(),
@@ -589,7 +540,7 @@ mod tests {
 
     #[test]
     fn a_finding_is_a_diagnostic_and_back() {
-        let f = Finding::new(Severity::Warn, "mtu", "netdev MTU 1500")
+        let f = Finding::new(Severity::Warn, "mtu".into(), "netdev MTU 1500")
             .about(Subject::Port("rxe0".into(), 1))
             .evidence("mtu 1500")
             .fix("ip link set eth0 mtu 9000");
@@ -598,9 +549,9 @@ mod tests {
         assert_eq!(d.evidence[0].from, Source::Gathered);
         assert_eq!(d.label(), "rxe0/1");
         assert_eq!(d.fix, f.fix);
-        let host = Finding::new(Severity::Ok, "memlock", "ok").about(Subject::Host);
+        let host = Finding::new(Severity::Ok, "memlock".into(), "ok").about(Subject::Host);
         assert_eq!(Diagnostic::from(&host).subject, Some(Subject::Host));
-        let walk = Finding::new(Severity::Info, "subnet-mads-resent", "resent")
+        let walk = Finding::new(Severity::Info, "subnet-mads-resent".into(), "resent")
             .about(Subject::Other("walk".into()));
         assert_eq!(Diagnostic::from(&walk).label(), "walk");
         assert_eq!(walk.subject.as_deref(), Some("walk"));
@@ -610,7 +561,7 @@ mod tests {
 
     #[test]
     fn an_explanation_is_a_failing_diagnostic_and_back() {
-        let mut x = Explanation::new("no-route", "no route to 10.0.0.2", "add a route");
+        let mut x = Explanation::new("no-route".into(), "no route to 10.0.0.2", "add a route");
         x.evidence.push(Seen::new(
             Source::Route,
             "ip route get 10.0.0.2: unreachable",
@@ -628,7 +579,7 @@ mod tests {
 
     #[test]
     fn json_keeps_the_legacy_shapes_and_the_diagnostic_keeps_its_tags() {
-        let mut x = Explanation::new("no-route", "why", "fix");
+        let mut x = Explanation::new("no-route".into(), "why", "fix");
         let mut seen = Seen::new(Source::Route, "seen");
         seen.value = Some(SeenValue::Number(7));
         x.evidence.push(seen);
@@ -649,8 +600,11 @@ mod tests {
         assert_eq!(back.evidence[0], "seen");
 
         let mut d = Diagnostic::from(&x).about(Subject::GidIndex("rxe0".into(), 1, 3));
-        d.related
-            .push(Diagnostic::new(Severity::Warn, "neighbour", "no entry"));
+        d.related.push(Diagnostic::new(
+            Severity::Warn,
+            "neighbour".into(),
+            "no entry",
+        ));
         let json = serde_json::to_value(&d).unwrap();
         assert_eq!(
             json["evidence"],
@@ -662,7 +616,8 @@ mod tests {
         );
         let round: Diagnostic = serde_json::from_value(json).unwrap();
         assert_eq!(round, d);
-        let plain = serde_json::to_value(Diagnostic::new(Severity::Ok, "kernel", "ok")).unwrap();
+        let plain =
+            serde_json::to_value(Diagnostic::new(Severity::Ok, "kernel".into(), "ok")).unwrap();
         assert!(plain.get("related").is_none(), "{plain}");
         let tagged: Seen =
             serde_json::from_value(serde_json::json!({"from": "peer", "text": "t"})).unwrap();

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 
 pub mod child;
 
-use crate::model::diagnostic::{Diagnostic, Seen, Severity, Source, Subject};
+use crate::model::diagnostic::{Code, Diagnostic, Seen, Severity, Source, Subject};
 use child::{ChildCounters, ChildFailure, Verbatim};
 
 /// The launcher that placed this process, as far as its environment tells.
@@ -341,7 +341,7 @@ pub enum SuspectKind {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Suspect {
     pub kind: SuspectKind,
-    pub code: &'static str,
+    pub code: Code,
     pub rank: Option<u32>,
     /// The other end, for a link or pair.
     pub peer_rank: Option<u32>,
@@ -427,7 +427,7 @@ pub struct PairRow {
 #[derive(Debug, Serialize)]
 pub struct SuspectRow {
     pub kind: SuspectKind,
-    pub code: &'static str,
+    pub code: Code,
     pub rank: Option<u32>,
     pub host: Option<String>,
     pub device: Option<String>,
@@ -443,7 +443,7 @@ impl SuspectRow {
     /// The suspect as every other diagnosis is: `fail`, about its rank, its explanation's
     /// why/seen/fix. What the pair tests saw is evidence relayed from their reports.
     pub fn diagnostic(&self) -> Diagnostic {
-        let mut d = Diagnostic::new(Severity::Fail, self.code, &self.explanation.summary)
+        let mut d = Diagnostic::new(Severity::Fail, self.code.clone(), &self.explanation.summary)
             .fix(&self.explanation.fix);
         if let Some(rank) = self.rank {
             d = d.about(Subject::Rank(rank));

@@ -163,14 +163,14 @@ mod tests {
     #[test]
     fn columns_evidence_and_tally() {
         let findings = vec![
-            Finding::new(Severity::Ok, "port-state", "port is ACTIVE")
+            Finding::new(Severity::Ok, "port-state".into(), "port is ACTIVE")
                 .about(Subject::Port("rxe0".into(), 1))
                 .evidence("state ACTIVE"),
-            Finding::new(Severity::Fail, "memlock", "limit 16 KiB")
+            Finding::new(Severity::Fail, "memlock".into(), "limit 16 KiB")
                 .about(Subject::Host)
                 .evidence("RLIMIT_MEMLOCK 16 KiB")
                 .fix("ulimit -l unlimited"),
-            Finding::new(Severity::Info, "neighbour", "no entry yet"),
+            Finding::new(Severity::Info, "neighbour".into(), "no entry yet"),
         ];
         let plain = Style::plain();
         let text = findings::lines(&findings, plain, Evidence::Problems);
@@ -205,11 +205,11 @@ mod tests {
 
     #[test]
     fn related_diagnostics_sit_under_their_cause() {
-        let mut cause = Diagnostic::new(Severity::Fail, "port-state", "port is DOWN")
+        let mut cause = Diagnostic::new(Severity::Fail, "port-state".into(), "port is DOWN")
             .about(Subject::Port("rxe0".into(), 1))
             .fix("ip link set eth0 up");
         cause.related.push(
-            Diagnostic::new(Severity::Warn, "neighbour", "no entry")
+            Diagnostic::new(Severity::Warn, "neighbour".into(), "no entry")
                 .seen(Seen::new(Source::Route, "neighbour FAILED")),
         );
         assert_eq!(
@@ -236,7 +236,7 @@ mod tests {
                 ..FailureContext::default()
             },
         );
-        let mut x = Explanation::new("no-neighbour", "no ARP reply", "check the peer");
+        let mut x = Explanation::new("no-neighbour".into(), "no ARP reply", "check the peer");
         x.evidence
             .push(Seen::new(Source::Route, "neighbour FAILED"));
         let r = FailureReport::new(&failure, x);

@@ -1,6 +1,7 @@
 //! The TCP exchange before the QP: the listening port, the connect and the exchange itself.
 
 use crate::diagnose::gidselect::type_name;
+use crate::model::codes;
 use crate::model::diagnostic::{Explanation, Seen, Source};
 use crate::model::errno::errno_name;
 use crate::model::facts::Facts;
@@ -28,7 +29,7 @@ pub(super) fn port_in_use(failure: &Failure, ctx: &Facts) -> Explanation {
         holders.join(" and ")
     };
     let mut x = Explanation::new(
-        "port-in-use",
+        codes::PORT_IN_USE,
         format!("{who} already listens on {which}: a server still running, or another tool on that port"),
         format!(
             "stop {}, or give both ends another port with -p{}",
@@ -63,7 +64,7 @@ pub(super) fn oob_connect(b: Builder, cause: &Cause) -> Explanation {
     let seconds = |ms: &u64| seconds(*ms);
     match cause {
         Cause::Errno { errno: e, .. } if *e == libc::ECONNREFUSED => b.done(
-            "no-listener",
+            codes::NO_LISTENER,
             format!("nothing listens on {peer} at that TCP port: the server is not running (yet), already finished, or uses another -p"),
             vec![Seen::new(Source::Failure, format!("{peer} answered the TCP connection with a reset (ECONNREFUSED)"))],
             "start the server first (rdmactl pingpong -d DEV -g N, or ibv_rc_pingpong and --compat rc_pingpong here), and give both ends the same -p".into(),
@@ -78,7 +79,7 @@ pub(super) fn oob_connect(b: Builder, cause: &Cause) -> Explanation {
                 ev.push(Seen::new(Source::Route, format!("neighbour {peer}: {s}")));
             }
             b.done(
-                "peer-silent",
+                codes::PEER_SILENT,
                 format!("{peer} does not answer: the host is down, the address is wrong, or a firewall drops the port"),
                 ev,
                 format!("check the address and that the server runs there (ping {peer}; ss -ltn on the server)"),
@@ -86,7 +87,7 @@ pub(super) fn oob_connect(b: Builder, cause: &Cause) -> Explanation {
             )
         }
         Cause::Errno { errno: e, .. } if *e == libc::ENETUNREACH || *e == libc::EHOSTUNREACH => b.done(
-            "no-route",
+            codes::NO_ROUTE,
             format!("this host has no route to {peer}"),
             vec![Seen::new(Source::Failure, format!("connect: {}", errno_name(*e)))],
             format!("check ip route get {peer} and the address"),
@@ -112,7 +113,7 @@ pub(super) fn oob_exchange(b: Builder, cause: &Cause) -> Explanation {
                 None => "look at the peer's output and rerun it".into(),
             };
             b.done(
-                "peer-closed",
+                codes::PEER_CLOSED,
                 "the peer closed the out-of-band connection: it failed on its side (its output says why), or its process was killed".into(),
                 vec![],
                 fix,
@@ -120,14 +121,14 @@ pub(super) fn oob_exchange(b: Builder, cause: &Cause) -> Explanation {
             )
         }
         Cause::Timeout { waited_ms, .. } => b.done(
-            "peer-stopped",
+            codes::PEER_STOPPED,
             format!("the peer sent nothing for {} s: it is stuck or gone, or it is not rdmactl or ibv_rc_pingpong", seconds(waited_ms)),
             vec![],
             "check the peer process; give both ends the same --timeout".into(),
             false,
         ),
         Cause::Invalid { what } => b.done(
-            "bad-handshake",
+            codes::BAD_HANDSHAKE,
             format!("the peer's handshake is not one rdmactl understands: {what}"),
             vec![],
             "point it at an rdmactl pingpong or ibv_rc_pingpong on this port; against a stock ibv_rc_pingpong server use --compat rc_pingpong".into(),

@@ -2,6 +2,7 @@
 //! and a GID slot that is empty or cannot be read.
 
 use crate::diagnose::gidselect::{describe, is_link_local, type_name, Family};
+use crate::model::codes;
 use crate::model::device::GidType;
 use crate::model::diagnostic::{Explanation, Seen, Source};
 use crate::model::facts::EndFacts;
@@ -115,7 +116,7 @@ pub(super) fn empty_slot(b: Builder) -> Explanation {
         .map(|i| i.to_string())
         .unwrap_or_else(|| "?".into());
     b.done(
-        "gid-empty-slot",
+        codes::GID_EMPTY_SLOT,
         format!(
             "GID index {i} on {} is an empty slot: there is no address behind it",
             local.name()
@@ -153,7 +154,7 @@ pub(super) fn gid_slot(b: Builder, errno: i32) -> Explanation {
             Seen::new(Source::Local, table_summary(local)),
         ];
         return b.done(
-            "gid-index-out-of-range",
+            codes::GID_INDEX_OUT_OF_RANGE,
             summary,
             ev,
             format!("pick an index below {len}"),

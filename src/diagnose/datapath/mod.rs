@@ -25,6 +25,7 @@ mod verify;
 use std::net::IpAddr;
 
 use crate::diagnose::gidselect::{self, Want};
+use crate::model::codes::{self, Code};
 use crate::model::device::GidEntry;
 use crate::model::diagnostic::{Explanation, Seen, Source};
 use crate::model::facts::{EndFacts, Facts};
@@ -107,7 +108,7 @@ impl Builder<'_> {
     /// when naming it helps; `gid_fix` says whether the GID is the thing to change.
     fn done(
         self,
-        code: &str,
+        code: Code,
         summary: String,
         mut evidence: Vec<Seen>,
         fix: String,
@@ -148,7 +149,7 @@ impl Builder<'_> {
             _ => {}
         }
         Explanation {
-            code: code.to_string(),
+            code,
             summary,
             evidence,
             fix,
@@ -181,7 +182,7 @@ pub fn explain(failure: &Failure, ctx: &Facts) -> Explanation {
                     format!("the {} said: {}", notice.role, notice.message),
                 ));
                 return Explanation {
-                    code: code.to_string(),
+                    code,
                     summary,
                     evidence,
                     fix,
@@ -263,7 +264,7 @@ fn step_needs_active_port(step: Step) -> bool {
     )
 }
 
-type Rule = (&'static str, String, Vec<Seen>, String);
+type Rule = (Code, String, Vec<Seen>, String);
 
 fn generic(b: Builder) -> Explanation {
     let evidence = vec![Seen::new(
@@ -276,7 +277,7 @@ fn generic(b: Builder) -> Explanation {
         b.failure.step.name()
     );
     b.done(
-        "unexplained",
+        codes::UNEXPLAINED,
         summary,
         evidence,
         "rerun with rdmactl check --peer IP on both ends to compare".into(),

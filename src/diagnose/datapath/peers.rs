@@ -1,6 +1,7 @@
 //! Before the QP: compare what the two ends sent each other.
 
 use crate::diagnose::gidselect::{self, Family, Want};
+use crate::model::codes;
 use crate::model::device::LinkLayer;
 use crate::model::diagnostic::{Explanation, Finding, Seen, Severity, Source};
 use crate::model::facts::EndFacts;
@@ -30,9 +31,9 @@ pub(super) fn compare(b: Builder) -> Explanation {
             "use GIDs of the same RoCE version and address family on both ends".into()
         };
         let code = if summary.starts_with("RoCE version") {
-            "roce-version-mismatch"
+            codes::ROCE_VERSION_MISMATCH
         } else {
-            "gid-family-mismatch"
+            codes::GID_FAMILY_MISMATCH
         };
         return b.done(code, summary, ev, fix, true);
     }
@@ -47,7 +48,7 @@ pub(super) fn compare(b: Builder) -> Explanation {
             .iter()
             .map(|e| Seen::new(Source::Peer, e.clone()))
             .collect();
-        return b.done(&code, f.message.clone(), evidence, fix, false);
+        return b.done(code, f.message.clone(), evidence, fix, false);
     }
     // The exchange found the difference itself; its mismatches are the evidence, and the
     // fix names only the flags that differ.
@@ -80,7 +81,7 @@ pub(super) fn compare(b: Builder) -> Explanation {
                 }
             };
             b.done(
-                "parameters-differ",
+                codes::PARAMETERS_DIFFER,
                 "the two ends were started with parameters that do not fit together".into(),
                 evidence,
                 fix,
@@ -90,7 +91,7 @@ pub(super) fn compare(b: Builder) -> Explanation {
         // A setting this end cannot use with this peer (-m above the path's MTU): its own
         // words say what to change.
         Cause::Invalid { what } => b.done(
-            "parameters-differ",
+            codes::PARAMETERS_DIFFER,
             "a setting does not fit this path".into(),
             vec![Seen::new(Source::Failure, what.clone())],
             what.rsplit_once("; ")
@@ -99,7 +100,7 @@ pub(super) fn compare(b: Builder) -> Explanation {
             false,
         ),
         other => b.done(
-            "parameters-differ",
+            codes::PARAMETERS_DIFFER,
             "the two ends were started with parameters that do not fit together".into(),
             vec![Seen::new(Source::Failure, other.to_string())],
             "compare the flags of both ends".into(),
@@ -138,7 +139,7 @@ pub fn compare_peers(local: &EndFacts, peer: &EndFacts) -> Vec<Finding> {
             out.push(
                 Finding::new(
                     Severity::Fail,
-                    "link-layer-mismatch",
+                    codes::LINK_LAYER_MISMATCH,
                     format!("local port is {l:?} and the peer's is {p:?}"),
                 )
                 .fix("connect ports of the same fabric: InfiniBand to InfiniBand, RoCE to RoCE"),
@@ -151,7 +152,7 @@ pub fn compare_peers(local: &EndFacts, peer: &EndFacts) -> Vec<Finding> {
             out.push(
                 Finding::new(
                     Severity::Fail,
-                    "ib-lid-zero",
+                    codes::IB_LID_ZERO,
                     format!("the {who} InfiniBand port {} has no LID", ep.name()),
                 )
                 .evidence(format!(
@@ -170,7 +171,7 @@ pub fn compare_peers(local: &EndFacts, peer: &EndFacts) -> Vec<Finding> {
                 out.push(
                     Finding::new(
                         Severity::Fail,
-                        "roce-no-grh",
+                        codes::ROCE_NO_GRH,
                         format!("the {who} side has no GID: RoCE needs one on both ends"),
                     )
                     .evidence(format!(
@@ -185,9 +186,9 @@ pub fn compare_peers(local: &EndFacts, peer: &EndFacts) -> Vec<Finding> {
         }
         if let Some((summary, ev)) = gid_mismatch(local, peer) {
             let code = if summary.starts_with("RoCE version") {
-                "roce-version-mismatch"
+                codes::ROCE_VERSION_MISMATCH
             } else {
-                "gid-family-mismatch"
+                codes::GID_FAMILY_MISMATCH
             };
             let mut f = Finding::new(Severity::Fail, code, summary).fix(name_fix(
                 "use the same RoCE version and address family on both ends",
@@ -201,7 +202,7 @@ pub fn compare_peers(local: &EndFacts, peer: &EndFacts) -> Vec<Finding> {
             out.push(
                 Finding::new(
                     Severity::Info,
-                    "mtu-differs",
+                    codes::MTU_DIFFERS,
                     format!(
                         "active MTUs differ (local {a}, peer {b}): the path MTU will be {}",
                         a.min(b)

@@ -1,5 +1,6 @@
 //! Runs stopped by the user or the peer: no local rule applies.
 
+use crate::model::codes;
 use crate::model::diagnostic::{Explanation, Seen, Source};
 use crate::model::failure::Failure;
 
@@ -8,7 +9,7 @@ use super::Builder;
 pub(super) fn interrupted(failure: &Failure, signal: i32) -> Explanation {
     let name = crate::model::failure::signal_name(signal);
     let mut x = Explanation::new(
-        "interrupted",
+        codes::INTERRUPTED,
         format!(
             "the run was stopped by {name} ({}), not by a fault",
             if signal == libc::SIGINT {
@@ -29,7 +30,7 @@ pub(super) fn interrupted(failure: &Failure, signal: i32) -> Explanation {
 /// The peer explained its own failure: its words, marked as the peer's.
 pub(super) fn peer_reported(notice: &crate::model::failure::PeerNotice) -> Explanation {
     let mut x = Explanation::new(
-        &notice.code,
+        notice.code.clone(),
         format!("the {} found the cause: {}", notice.role, notice.summary),
         notice.fix.clone(),
     );
@@ -51,7 +52,7 @@ pub(super) fn peer_reported(notice: &crate::model::failure::PeerNotice) -> Expla
 pub(super) fn peer_gone(b: Builder) -> Explanation {
     // Not via `done`: whether the GID fits says nothing about a closed connection.
     let mut x = Explanation::new(
-        "peer-gone",
+        codes::PEER_GONE,
         "the peer went away mid-run: it closed the out-of-band connection without a word (killed with SIGKILL, crashed, or an older rdmactl)",
         "look at the peer: its process, its output, and dmesg on its host",
     );

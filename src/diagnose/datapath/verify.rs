@@ -1,6 +1,7 @@
 //! Runs whose traffic completed, yet showed something wrong: corrupted data, broken verbs
 //! semantics.
 
+use crate::model::codes;
 use crate::model::diagnostic::{Explanation, Seen, Source};
 use crate::model::failure::Failure;
 
@@ -11,7 +12,7 @@ use super::Builder;
 pub(super) fn data_mismatch(b: Builder) -> Explanation {
     let seen = format!("{}", b.failure.cause);
     b.done(
-        "data-mismatch",
+        codes::DATA_MISMATCH,
         "every work request completed successfully, yet the bytes differ from what was sent: memory corruption on either host, a buggy provider, or a peer that changed its buffer meanwhile".into(),
         vec![Seen::new(Source::Failure, seen)],
         "rerun; if it repeats, run rdmactl selftest on each host to find the side that corrupts".into(),
@@ -23,7 +24,7 @@ pub(super) fn data_mismatch(b: Builder) -> Explanation {
 /// works, so this is the provider or kernel, not the caller.
 pub(super) fn semantics_broken(failure: &Failure) -> Explanation {
     let mut x = Explanation::new(
-        "semantics-broken",
+        codes::SEMANTICS_BROKEN,
         format!(
             "the RDMA stack broke a verbs rule on {}: code that relies on it would fail here through no fault of its own",
             if failure.context.device.is_empty() {

@@ -4,6 +4,7 @@
 //! findings.
 
 use crate::error::Error;
+use crate::model::codes::{self, Code};
 use crate::model::device::{Device, Port};
 use crate::model::diagnostic::{Finding, Severity, Subject};
 
@@ -79,10 +80,14 @@ fn host_findings(devices: &[Device], host: &HostFacts) -> Vec<Finding> {
             }
         }
         Some(Err(e)) => findings.push(
-            Finding::new(Severity::Fail, "libibverbs", "ibv_get_device_list failed")
-                .about(Subject::Host)
-                .evidence(e.clone())
-                .fix("see the evidence; `rdmactl doctor` checks above show the kernel side"),
+            Finding::new(
+                Severity::Fail,
+                codes::LIBIBVERBS,
+                "ibv_get_device_list failed",
+            )
+            .about(Subject::Host)
+            .evidence(e.clone())
+            .fix("see the evidence; `rdmactl doctor` checks above show the kernel side"),
         ),
         None => {}
     }
@@ -97,7 +102,7 @@ fn host_findings(devices: &[Device], host: &HostFacts) -> Vec<Finding> {
 
 /// A doctor finding: every one names its subject (the host, a device, a port).
 fn finding(
-    code: &str,
+    code: Code,
     subject: Subject,
     severity: Severity,
     message: impl Into<String>,

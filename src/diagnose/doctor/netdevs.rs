@@ -4,6 +4,7 @@
 
 use super::finding;
 use super::ports::roce_mtu_for_netdev;
+use crate::model::codes;
 use crate::model::diagnostic::{Finding, Severity, Subject};
 use crate::model::facts::RoceNetdev;
 
@@ -52,7 +53,7 @@ pub fn arp_flux_finding(subnet: &str, members: &[&RoceNetdev]) -> Finding {
         .map(|n| format!("{} ({})", n.port, n.netdev))
         .collect();
     let mut f = finding(
-        "arp-flux",
+        codes::ARP_FLUX,
         Subject::Host,
         Severity::Warn,
         format!(
@@ -142,7 +143,7 @@ pub fn same_subnet_findings(netdevs: &[RoceNetdev]) -> Vec<Finding> {
                 .collect();
             if !refusing.is_empty() {
                 let mut f = finding(
-                    "same-host-arp",
+                    codes::SAME_HOST_ARP,
                     Subject::Host,
                     Severity::Warn,
                     format!(
@@ -172,7 +173,7 @@ pub fn same_subnet_findings(netdevs: &[RoceNetdev]) -> Vec<Finding> {
                     let (ra, rb) = (roce_mtu_for_netdev(ma), roce_mtu_for_netdev(mb));
                     out.push(
                         finding(
-                            "mtu-mismatch",
+                            codes::MTU_MISMATCH,
                             Subject::Host,
                             Severity::Warn,
                             format!(

@@ -23,7 +23,7 @@ pub(super) fn judge_index(
     else {
         return Finding::new(
             Severity::Fail,
-            &code,
+            code.clone(),
             format!(
                 "{subject} names GID index {index}, which {} does not have",
                 target.name()
@@ -35,7 +35,7 @@ pub(super) fn judge_index(
     if sel.chosen == Some(index) {
         let mut f = Finding::new(
             Severity::Ok,
-            &code,
+            code.clone(),
             format!("{subject} selects {}", describe(entry)),
         );
         if let Some(r) = sel.reason(index) {
@@ -54,7 +54,7 @@ pub(super) fn judge_index(
     };
     let mut f = Finding::new(
         severity,
-        &code,
+        code.clone(),
         format!("{subject} selects {}", describe(entry)),
     );
     if let Some(r) = reason {
@@ -96,7 +96,7 @@ pub(super) fn infiniband_index(
     let Some(index) = index else {
         return Finding::new(
             Severity::Ok,
-            &code,
+            code.clone(),
             format!("{prefix} lets the library choose; {why}"),
         );
     };
@@ -107,12 +107,12 @@ pub(super) fn infiniband_index(
     match entry {
         Some(e) => Finding::new(
             Severity::Ok,
-            &code,
+            code.clone(),
             format!("{prefix} names {}; {why}", describe(e)),
         ),
         None => Finding::new(
             Severity::Warn,
-            &code,
+            code.clone(),
             format!(
                 "{prefix}, but {} has no GID at index {index}; {why}",
                 target.name()
@@ -133,7 +133,11 @@ pub(super) fn check_ucx_gid_index(value: &str, target: &EnvTarget) -> Finding {
     let code = code_of(NAME);
     let shown = format!("{NAME}={value}");
     if value.eq_ignore_ascii_case("auto") {
-        let mut f = Finding::new(Severity::Ok, &code, format!("{shown} lets UCX choose"));
+        let mut f = Finding::new(
+            Severity::Ok,
+            code.clone(),
+            format!("{shown} lets UCX choose"),
+        );
         if let Some(s) = suggestion(target.table, target.auto) {
             f = f.evidence(format!("rdmactl's own choice: {s}"));
         }
@@ -142,7 +146,7 @@ pub(super) fn check_ucx_gid_index(value: &str, target: &EnvTarget) -> Finding {
     let Some((index, rest)) = c_sscanf_lu(value) else {
         return Finding::new(
             Severity::Fail,
-            &code,
+            code.clone(),
             format!("{shown} is neither a number nor 'auto': UCX refuses it and does not start"),
         )
         .fix(

@@ -3,6 +3,7 @@
 
 use super::numbers::c_atoi;
 use super::{code_of, EnvTarget};
+use crate::model::codes;
 use crate::model::diagnostic::{Finding, Severity};
 
 /// An NCCL interface list (`NCCL_IB_HCA`, `NCCL_SOCKET_IFNAME`):
@@ -93,7 +94,7 @@ impl HcaFilter {
 }
 
 pub(super) fn check_hca(value: &str, target: &EnvTarget) -> Finding {
-    let code = "env-nccl-ib-hca";
+    let code = codes::ENV_NCCL_IB_HCA;
     let evidence = vec![
         format!("NCCL_IB_HCA={value}"),
         format!("devices: {}", target.devices.join(", ")),
@@ -103,7 +104,7 @@ pub(super) fn check_hca(value: &str, target: &EnvTarget) -> Finding {
         Err(why) => {
             let mut f = Finding::new(
                 Severity::Fail,
-                code,
+                code.clone(),
                 format!("NCCL_IB_HCA={value} does not parse: {why}"),
             );
             f.evidence = evidence;
@@ -117,7 +118,7 @@ pub(super) fn check_hca(value: &str, target: &EnvTarget) -> Finding {
     if filter.entries.is_empty() && !filter.exclude {
         let mut f = Finding::new(
             Severity::Info,
-            code,
+            code.clone(),
             format!("NCCL_IB_HCA='{value}' names no device: NCCL uses every device"),
         );
         f.evidence = evidence;
@@ -132,7 +133,7 @@ pub(super) fn check_hca(value: &str, target: &EnvTarget) -> Finding {
     let mut f = if selected.is_empty() {
         let mut f = Finding::new(
             Severity::Fail,
-            code,
+            code.clone(),
             format!("NCCL_IB_HCA={value} selects no device on this host"),
         );
         f.fix = Some(format!(
@@ -143,7 +144,7 @@ pub(super) fn check_hca(value: &str, target: &EnvTarget) -> Finding {
     } else if !filter.selects(target.device, target.port) {
         let mut f = Finding::new(
             Severity::Warn,
-            code,
+            code.clone(),
             format!(
                 "NCCL_IB_HCA={value} leaves out {}/{} (the port checked here)",
                 target.device, target.port
@@ -157,7 +158,7 @@ pub(super) fn check_hca(value: &str, target: &EnvTarget) -> Finding {
     } else {
         Finding::new(
             Severity::Ok,
-            code,
+            code.clone(),
             format!(
                 "NCCL_IB_HCA={value} selects {} (port {})",
                 selected
@@ -196,7 +197,7 @@ pub(super) fn check_socket_ifname(value: &str, target: &EnvTarget) -> Finding {
         Err(why) => {
             return Finding::new(
                 Severity::Fail,
-                &code,
+                code.clone(),
                 format!("{shown} does not parse: {why}"),
             )
             .evidence(format!("netdevs: {}", names.join(", ")))
@@ -206,7 +207,7 @@ pub(super) fn check_socket_ifname(value: &str, target: &EnvTarget) -> Finding {
     if filter.entries.is_empty() && !filter.exclude {
         return Finding::new(
             Severity::Info,
-            &code,
+            code.clone(),
             format!("{NAME}='{value}' names no interface: NCCL picks one itself"),
         );
     }
@@ -219,7 +220,7 @@ pub(super) fn check_socket_ifname(value: &str, target: &EnvTarget) -> Finding {
     let mut f = if chosen.is_empty() {
         Finding::new(
             Severity::Fail,
-            &code,
+            code.clone(),
             format!("{shown} matches no netdev here: NCCL finds no interface for its bootstrap and socket traffic, and fails to start"),
         )
         .fix(format!("name one of: {}", names.join(", ")))
@@ -231,7 +232,7 @@ pub(super) fn check_socket_ifname(value: &str, target: &EnvTarget) -> Finding {
     }) {
         Finding::new(
             Severity::Warn,
-            &code,
+            code.clone(),
             format!(
                 "{shown} matches only interfaces that are down: {}",
                 chosen
@@ -245,7 +246,7 @@ pub(super) fn check_socket_ifname(value: &str, target: &EnvTarget) -> Finding {
     } else {
         Finding::new(
             Severity::Ok,
-            &code,
+            code.clone(),
             format!(
                 "{shown} matches {}",
                 chosen
@@ -294,14 +295,14 @@ pub(super) fn check_ucx_net_devices(value: &str, target: &EnvTarget) -> Finding 
     if !negate && entries == ["all"] {
         return Finding::new(
             Severity::Ok,
-            &code,
+            code.clone(),
             format!("{shown}: UCX may use every device"),
         );
     }
     if entries.contains(&"all") {
         return Finding::new(
             Severity::Fail,
-            &code,
+            code.clone(),
             format!("{shown}: 'all' must stand alone (and without '^'); UCX refuses the value"),
         )
         .fix(format!("{NAME}=all, or a list such as {NAME}={here}"));
@@ -324,26 +325,30 @@ pub(super) fn check_ucx_net_devices(value: &str, target: &EnvTarget) -> Finding 
     let mut f = if entries.is_empty() && !negate {
         Finding::new(
             Severity::Fail,
-            &code,
+            code.clone(),
             format!("{NAME} is set but empty: UCX allows no network device"),
         )
         .fix(format!("unset it, or {NAME}={here}"))
     } else if !negate && ports_named.is_empty() && entries.len() == unknown.len() + bare.len() {
         Finding::new(
             Severity::Fail,
-            &code,
+            code.clone(),
             format!("{shown} names no device on this host: UCX warns that each is not available and has no network device left"),
         )
         .fix(format!("name a port as UCX does, DEV:PORT: {NAME}={here}"))
     } else if !includes_here {
         Finding::new(
             Severity::Warn,
-            &code,
+            code.clone(),
             format!("{shown} leaves out {here} (the port checked here)"),
         )
         .fix(format!("add {here} if UCX should use it"))
     } else {
-        Finding::new(Severity::Ok, &code, format!("{shown} lets UCX use {here}"))
+        Finding::new(
+            Severity::Ok,
+            code.clone(),
+            format!("{shown} lets UCX use {here}"),
+        )
     };
     f = f.evidence(known);
     if !bare.is_empty() {

@@ -196,14 +196,14 @@ pub(super) fn check_nccl_gid_index(value: &str, vars: &NcclGidVars, target: &Env
     if value.is_empty() {
         return Finding::new(
             Severity::Info,
-            &code,
+            code.clone(),
             format!("{NAME} is set but empty: NCCL ignores it"),
         );
     }
     let Some(n) = c_strtoll(value) else {
         return Finding::new(
             Severity::Warn,
-            &code,
+            code.clone(),
             format!("{NAME}={value} is out of range: NCCL ignores it and keeps its default (-1: it chooses)"),
         )
         .fix(format!("unset {NAME}, or give a GID index"));
@@ -275,7 +275,7 @@ pub(super) fn check_nccl_auto_var(
     if value.is_empty() {
         return Finding::new(
             Severity::Info,
-            &code,
+            code.clone(),
             format!("{name} is set but empty: NCCL ignores it"),
         );
     }
@@ -318,12 +318,12 @@ pub(super) fn check_nccl_auto_var(
         }),
     };
     if let Some((severity, message, fix)) = problem {
-        return Finding::new(severity, &code, message).fix(fix);
+        return Finding::new(severity, code.clone(), message).fix(fix);
     }
     if !target.ethernet() {
         return Finding::new(
             Severity::Info,
-            &code,
+            code.clone(),
             format!(
                 "{shown} does not apply: NCCL reads it only to choose a RoCE GID, and {} is {}",
                 target.name(),
@@ -334,7 +334,7 @@ pub(super) fn check_nccl_auto_var(
     if !vars.choosing() {
         return Finding::new(
             Severity::Info,
-            &code,
+            code.clone(),
             format!(
                 "{shown} does not apply: NCCL_IB_GID_INDEX={} names the GID, so NCCL does not choose one",
                 vars.index.unwrap_or_default()
