@@ -17,7 +17,7 @@ use crate::exit;
 use crate::gather::check as facts;
 use crate::gather::sysfs::SysfsRoot;
 use crate::model::codes;
-use crate::model::diagnostic::{Finding, Severity};
+use crate::model::diagnostic::{Diagnostic, Severity};
 use crate::model::facts::{NetFacts, PortFacts};
 use crate::model::gid::Gid;
 use crate::output;
@@ -145,7 +145,7 @@ fn ask_kernel(
     peer: IpAddr,
     first_net: &NetFacts,
     scope: Option<&str>,
-) -> (Finding, Option<KernelChoice>) {
+) -> (Diagnostic, Option<KernelChoice>) {
     if ctx.captured {
         let finding = kernel_choice::skipped(
             Severity::Info,
@@ -196,7 +196,7 @@ fn env_findings(
     port: &PortFacts,
     auto: &Selection,
     want: &gidselect::Want,
-) -> Result<Vec<Finding>> {
+) -> Result<Vec<Diagnostic>> {
     let host = facts::env_host(&ctx.sysfs)?;
     let target = EnvTarget {
         device,

@@ -7,16 +7,16 @@ use std::net::SocketAddr;
 
 use crate::diagnose::datapath;
 use crate::model::codes::{self, Code};
-use crate::model::diagnostic::{Explanation, Seen, Source};
+use crate::model::diagnostic::{Diagnostic, Seen, Source};
 use crate::model::facts::Facts;
 use crate::model::failure::{Cause, EventKind, Failure, Step};
 
-fn why(code: Code, why: impl Into<String>, fix: impl Into<String>) -> Explanation {
-    Explanation::new(code, why, fix)
+fn why(code: Code, why: impl Into<String>, fix: impl Into<String>) -> Diagnostic {
+    Diagnostic::explanation(code, why, fix)
 }
 
 /// The rules, one per failure the CM can report. Pure, so every row is unit-tested.
-pub fn explain(err: &Failure, facts: &Facts) -> Explanation {
+pub fn explain(err: &Failure, facts: &Facts) -> Diagnostic {
     let mut x = rule(err, facts);
     x.evidence.extend(
         facts
@@ -27,7 +27,7 @@ pub fn explain(err: &Failure, facts: &Facts) -> Explanation {
     x
 }
 
-fn rule(err: &Failure, facts: &Facts) -> Explanation {
+fn rule(err: &Failure, facts: &Facts) -> Diagnostic {
     let addr: Option<SocketAddr> = err
         .context
         .peer_addr
@@ -201,7 +201,7 @@ fn rule(err: &Failure, facts: &Facts) -> Explanation {
 
 /// The peer's CM rejected the request: the IB CM reject reason (or the kernel's errno for
 /// a refused connection) says why.
-fn rejected(status: i32, peer: &str, port: &str) -> Explanation {
+fn rejected(status: i32, peer: &str, port: &str) -> Diagnostic {
     match status {
         8 | -111 => why(
             codes::CM_NO_LISTENER,
@@ -243,7 +243,7 @@ fn rejected(status: i32, peer: &str, port: &str) -> Explanation {
 
 /// Resolving the route failed: on InfiniBand a path record query that timed out means no
 /// subnet manager answers.
-fn route_error(status: i32, peer: &str, ib: bool) -> Explanation {
+fn route_error(status: i32, peer: &str, ib: bool) -> Diagnostic {
     if ib && status.abs() == libc::ETIMEDOUT {
         why(
             codes::CM_NO_PATH_RECORD,
@@ -260,7 +260,7 @@ fn route_error(status: i32, peer: &str, ib: bool) -> Explanation {
 }
 
 /// The CM connects by IP address, and this port has none.
-fn no_address(netdev: Option<&str>, ib: bool) -> Explanation {
+fn no_address(netdev: Option<&str>, ib: bool) -> Diagnostic {
     let dev = netdev.unwrap_or("its netdev");
     if ib {
         why(
@@ -277,7 +277,7 @@ fn no_address(netdev: Option<&str>, ib: bool) -> Explanation {
     }
 }
 
-fn addr_error(err: &Failure, peer: &str, ib: bool, facts: &Facts) -> Explanation {
+fn addr_error(err: &Failure, peer: &str, ib: bool, facts: &Facts) -> Diagnostic {
     let errno = match &err.cause {
         Cause::Errno { errno, .. } => *errno,
         Cause::CmEvent { status, .. } => status.abs(),
@@ -315,7 +315,7 @@ fn addr_error(err: &Failure, peer: &str, ib: bool, facts: &Facts) -> Explanation
 }
 /// Address resolution got no answer: name the neighbour that did not answer (the gateway
 /// for a routed peer), and the same-host ARP drop only for an address of this host.
-fn no_neighbour(peer: &str, facts: &Facts) -> Explanation {
+fn no_neighbour(peer: &str, facts: &Facts) -> Diagnostic {
     let route = facts.route.as_ref();
     match (
         route.and_then(|r| r.gateway),
@@ -347,7 +347,7 @@ fn no_neighbour(peer: &str, facts: &Facts) -> Explanation {
 }
 
 /// rdma_resolve_addr's EINVAL: say what the addresses show, never a guess about them.
-fn bad_address(err: &Failure, peer: &str, facts: &Facts) -> Explanation {
+fn bad_address(err: &Failure, peer: &str, facts: &Facts) -> Diagnostic {
     let peer_ip = err
         .context
         .peer_addr
@@ -418,7 +418,7 @@ mod tests {
     impl E {
         /// The explanation; every seen line in it states a fact this run gathered, as the
         /// data-path rules' table checks for theirs.
-        fn x(&self) -> Explanation {
+        fn x(&self) -> Diagnostic {
             let x = explain(&self.f, &self.facts);
             for seen in &x.evidence {
                 assert!(
@@ -435,10 +435,10 @@ mod tests {
             self.f.to_string()
         }
         fn explanation(&self) -> String {
-            self.x().summary
+            self.x().message
         }
         fn fix(&self) -> String {
-            self.x().fix
+            self.x().fix_text().to_string()
         }
         fn code(&self) -> String {
             self.x().code.to_string()
@@ -492,10 +492,10 @@ mod tests {
         let x = e.x();
         assert_eq!(x.code, "cm-family-mismatch");
         assert!(
-            x.summary
+            x.message
                 .contains("192.168.77.2 is IPv4 and the peer 2001:db8::1 is IPv6"),
             "{}",
-            x.summary
+            x.message
         );
         assert!(
             x.evidence
@@ -504,12 +504,12 @@ mod tests {
             "{:?}",
             x.evidence
         );
-        assert!(!x.summary.contains("multicast"), "{}", x.summary);
+        assert!(!x.message.contains("multicast"), "{}", x.message);
 
         e.facts.cm_source = Some("2001:db8::2".parse().unwrap());
         let x = e.x();
         assert_eq!(x.code, "cm-bad-address");
-        assert!(!x.summary.contains("multicast"), "{}", x.summary);
+        assert!(!x.message.contains("multicast"), "{}", x.message);
         assert!(
             x.evidence.iter().any(|s| s == "source 2001:db8::2"),
             "{:?}",
@@ -519,9 +519,9 @@ mod tests {
         e.f.context.peer_addr = Some("224.0.0.1:18515".into());
         e.facts.cm_source = None;
         assert!(
-            e.x().summary.contains("224.0.0.1 is a multicast"),
+            e.x().message.contains("224.0.0.1 is a multicast"),
             "{}",
-            e.x().summary
+            e.x().message
         );
     }
 
@@ -543,18 +543,22 @@ mod tests {
         });
         let x = e.x();
         assert!(
-            x.summary.contains("the gateway 192.168.77.254"),
+            x.message.contains("the gateway 192.168.77.254"),
             "{}",
-            x.summary
+            x.message
         );
-        assert!(!x.fix.contains("accept_local"), "{}", x.fix);
+        assert!(!x.fix_text().contains("accept_local"), "{}", x.fix_text());
         e.facts.route = Some(crate::model::facts::RouteFacts {
             peer: Some("192.168.77.1".parse().unwrap()),
             peer_is_local: true,
             ..Default::default()
         });
         e.f.context.peer_addr = Some("192.168.77.1:0".into());
-        assert!(e.x().fix.contains("accept_local"), "{}", e.x().fix);
+        assert!(
+            e.x().fix_text().contains("accept_local"),
+            "{}",
+            e.x().fix_text()
+        );
     }
 
     #[test]

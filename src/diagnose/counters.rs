@@ -5,7 +5,7 @@
 
 use crate::model::codes;
 use crate::model::counter::{Change, Counter, Group, PortCounters, PortDelta};
-use crate::model::diagnostic::{Finding, Severity, Subject};
+use crate::model::diagnostic::{Diagnostic, Severity, Subject};
 use crate::model::failure::QP_PARAMS;
 
 /// Responder-side counters that say a request came again or out of order.
@@ -117,7 +117,7 @@ pub fn resends(ends: &[&crate::model::counter::WireDelta]) -> u64 {
     sum(REQUESTER_RETRANSMIT).max(sum(RESPONDER_LOSS))
 }
 
-pub fn judge(local: &PortDelta, peer: Option<&PortDelta>, messages: u64) -> Vec<Finding> {
+pub fn judge(local: &PortDelta, peer: Option<&PortDelta>, messages: u64) -> Vec<Diagnostic> {
     let mut ends = vec![End {
         delta: local,
         who: format!("this end {}", local.label()),
@@ -138,7 +138,7 @@ pub fn judge(local: &PortDelta, peer: Option<&PortDelta>, messages: u64) -> Vec<
     out
 }
 
-fn retransmission(ends: &[End], messages: u64, subject: &Subject) -> Option<Finding> {
+fn retransmission(ends: &[End], messages: u64, subject: &Subject) -> Option<Diagnostic> {
     let all: Vec<&str> = RESPONDER_LOSS
         .iter()
         .chain(REQUESTER_RETRANSMIT)
@@ -176,7 +176,7 @@ fn retransmission(ends: &[End], messages: u64, subject: &Subject) -> Option<Find
     } else {
         "each sequence NAK costs about a round trip and a go-back-N resend of everything sent after the lost packet: latency tails grow by round trips".to_string()
     };
-    let mut f = Finding::new(Severity::Warn, codes::COUNTERS_RETRANSMISSION, message)
+    let mut f = Diagnostic::finding(Severity::Warn, codes::COUNTERS_RETRANSMISSION, message)
         .about(subject.clone());
     for line in evidence {
         f = f.evidence(line);
@@ -188,7 +188,7 @@ fn retransmission(ends: &[End], messages: u64, subject: &Subject) -> Option<Find
     ))
 }
 
-fn rnr(ends: &[End], messages: u64, subject: &Subject) -> Option<Finding> {
+fn rnr(ends: &[End], messages: u64, subject: &Subject) -> Option<Diagnostic> {
     let evidence: Vec<String> = ends.iter().flat_map(|e| e.lines(RNR)).collect();
     if evidence.is_empty() {
         return None;
@@ -197,7 +197,7 @@ fn rnr(ends: &[End], messages: u64, subject: &Subject) -> Option<Finding> {
     let rate = per_thousand(naks, messages)
         .map(|r| format!(" ({r} per thousand messages)"))
         .unwrap_or_default();
-    let mut f = Finding::new(
+    let mut f = Diagnostic::finding(
         Severity::Warn,
         codes::COUNTERS_RNR,
         format!("receiver not ready: a send arrived before the receiver had a receive posted{rate}; the sender waited its RNR timer each time"),
@@ -212,12 +212,12 @@ fn rnr(ends: &[End], messages: u64, subject: &Subject) -> Option<Finding> {
     ))
 }
 
-fn congestion(ends: &[End], subject: &Subject) -> Option<Finding> {
+fn congestion(ends: &[End], subject: &Subject) -> Option<Diagnostic> {
     let evidence: Vec<String> = ends.iter().flat_map(|e| e.lines(CONGESTION)).collect();
     if evidence.is_empty() {
         return None;
     }
-    let mut f = Finding::new(
+    let mut f = Diagnostic::finding(
         Severity::Info,
         codes::COUNTERS_CONGESTION,
         "the network signalled congestion (ECN marks, CNPs or transmit waits): senders were slowed down",
@@ -234,12 +234,12 @@ fn congestion(ends: &[End], subject: &Subject) -> Option<Finding> {
     ))
 }
 
-fn link_errors(ends: &[End], subject: &Subject) -> Option<Finding> {
+fn link_errors(ends: &[End], subject: &Subject) -> Option<Diagnostic> {
     let evidence: Vec<String> = ends.iter().flat_map(|e| e.lines(LINK)).collect();
     if evidence.is_empty() {
         return None;
     }
-    let mut f = Finding::new(
+    let mut f = Diagnostic::finding(
         Severity::Warn,
         codes::COUNTERS_LINK_ERRORS,
         "the physical link had errors (symbol errors, link recovery or link down)",
@@ -253,7 +253,7 @@ fn link_errors(ends: &[End], subject: &Subject) -> Option<Finding> {
     ))
 }
 
-fn saturated(ends: &[End], subject: &Subject) -> Option<Finding> {
+fn saturated(ends: &[End], subject: &Subject) -> Option<Diagnostic> {
     let names: Vec<String> = ends
         .iter()
         .flat_map(|e| {
@@ -268,7 +268,7 @@ fn saturated(ends: &[End], subject: &Subject) -> Option<Finding> {
     if names.is_empty() {
         return None;
     }
-    let mut f = Finding::new(
+    let mut f = Diagnostic::finding(
         Severity::Info,
         codes::COUNTERS_SATURATED,
         "some counters are saturated: they stopped counting, so what they counted since the previous read is unknown",
@@ -284,7 +284,7 @@ fn saturated(ends: &[End], subject: &Subject) -> Option<Finding> {
 /// error, loss and RNR counters (and saturated ones) are a warning with their meaning;
 /// Soft-RoCE's missing `counters/` is said, not failed. None when the port has neither
 /// directory (nothing to judge).
-pub fn doctor_finding(pc: &PortCounters) -> Option<Finding> {
+pub fn doctor_finding(pc: &PortCounters) -> Option<Diagnostic> {
     if !pc.has_counters_dir && !pc.has_hw_counters_dir {
         return None;
     }
@@ -298,7 +298,7 @@ pub fn doctor_finding(pc: &PortCounters) -> Option<Finding> {
         "no counters/ directory (Soft-RoCE and other software devices have no IB performance-management agent): only hw_counters/ is read".to_string()
     });
     if problems.is_empty() {
-        let mut f = Finding::new(
+        let mut f = Diagnostic::finding(
             Severity::Ok,
             codes::COUNTERS,
             format!(
@@ -314,7 +314,7 @@ pub fn doctor_finding(pc: &PortCounters) -> Option<Finding> {
     }
     let saturated = problems.iter().any(|c| c.is_saturated());
     let names: Vec<&str> = problems.iter().map(|c| c.name.as_str()).collect();
-    let mut f = Finding::new(
+    let mut f = Diagnostic::finding(
         Severity::Warn,
         codes::COUNTERS,
         format!(
@@ -407,7 +407,7 @@ mod tests {
     const HW: Source = Source::HwCounters;
     const PMA: Source = Source::Counters;
 
-    fn codes(f: &[Finding]) -> Vec<&str> {
+    fn codes(f: &[Diagnostic]) -> Vec<&str> {
         f.iter().map(|f| f.code.as_str()).collect()
     }
 

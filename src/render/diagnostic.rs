@@ -119,58 +119,33 @@ pub fn body(d: &Diagnostic, indent: &str) -> String {
     out
 }
 
-/// The finding-line layout under its old path, for the finding shape.
+/// The finding-line layout under the path commands name it by.
 pub mod findings {
-    use super::Diagnostic;
-    use crate::model::diagnostic::{Finding, Severity};
-    use crate::output::Style;
-
-    pub use super::Evidence;
-
-    fn diagnostics(findings: &[Finding]) -> Vec<Diagnostic> {
-        findings.iter().map(Diagnostic::from).collect()
-    }
-
-    pub fn lines(findings: &[Finding], style: Style, evidence: Evidence) -> String {
-        super::lines(&diagnostics(findings), style, evidence)
-    }
-
-    pub fn tally(findings: &[Finding]) -> String {
-        super::tally(&diagnostics(findings))
-    }
-
-    pub fn worst(findings: &[Finding]) -> Severity {
-        super::worst(&diagnostics(findings))
-    }
+    pub use super::{lines, tally, worst, Evidence};
 }
 
-/// The why/seen/fix layout under its old path, for the explanation shape.
+/// The why/seen/fix layout under the path commands name it by.
 pub mod explanation {
-    use super::Diagnostic;
-    use crate::model::diagnostic::Explanation;
-
-    pub fn body(x: &Explanation, indent: &str) -> String {
-        super::body(&Diagnostic::from(x), indent)
-    }
+    pub use super::body;
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::diagnostic::{Explanation, FailureReport, Finding, Seen, Source, Subject};
+    use crate::model::diagnostic::{Diagnostic, FailureReport, Seen, Source, Subject};
     use crate::model::failure::{Cause, Failure, FailureContext, Step};
 
     #[test]
     fn columns_evidence_and_tally() {
         let findings = vec![
-            Finding::new(Severity::Ok, "port-state".into(), "port is ACTIVE")
+            Diagnostic::finding(Severity::Ok, "port-state".into(), "port is ACTIVE")
                 .about(Subject::Port("rxe0".into(), 1))
                 .evidence("state ACTIVE"),
-            Finding::new(Severity::Fail, "memlock".into(), "limit 16 KiB")
+            Diagnostic::finding(Severity::Fail, "memlock".into(), "limit 16 KiB")
                 .about(Subject::Host)
                 .evidence("RLIMIT_MEMLOCK 16 KiB")
                 .fix("ulimit -l unlimited"),
-            Finding::new(Severity::Info, "neighbour".into(), "no entry yet"),
+            Diagnostic::finding(Severity::Info, "neighbour".into(), "no entry yet"),
         ];
         let plain = Style::plain();
         let text = findings::lines(&findings, plain, Evidence::Problems);
@@ -197,7 +172,7 @@ mod tests {
         );
         assert_eq!(findings::worst(&findings), Severity::Fail);
         assert_eq!(findings::worst(&[]), Severity::Ok);
-        let diagnostics: Vec<Diagnostic> = findings.iter().map(Diagnostic::from).collect();
+        let diagnostics = findings.clone();
         assert_eq!(lines(&diagnostics, plain, Evidence::Problems), text);
         assert_eq!(tally(&diagnostics), findings::tally(&findings));
         assert_eq!(worst(&diagnostics), Severity::Fail);
@@ -236,7 +211,8 @@ mod tests {
                 ..FailureContext::default()
             },
         );
-        let mut x = Explanation::new("no-neighbour".into(), "no ARP reply", "check the peer");
+        let mut x =
+            Diagnostic::explanation("no-neighbour".into(), "no ARP reply", "check the peer");
         x.evidence
             .push(Seen::new(Source::Route, "neighbour FAILED"));
         let r = FailureReport::new(&failure, x);

@@ -2,7 +2,7 @@
 //! on this path (the connection manager's completions come here too).
 
 use crate::model::codes;
-use crate::model::diagnostic::{Explanation, Seen, Source};
+use crate::model::diagnostic::{Diagnostic, Seen, Source};
 use crate::model::errno::{
     WC_LOC_LEN_ERR, WC_LOC_PROT_ERR, WC_LOC_QP_OP_ERR, WC_REM_ACCESS_ERR, WC_REM_INV_REQ_ERR,
     WC_RETRY_EXC_ERR, WC_RNR_RETRY_EXC_ERR, WC_WR_FLUSH_ERR,
@@ -13,7 +13,7 @@ use super::mtu::mtu_mismatch;
 use super::route::{same_host_drop, same_host_ipv6};
 use super::{generic, peer_ip, Builder};
 
-pub(super) fn completion(b: Builder, status: u32) -> Explanation {
+pub(super) fn completion(b: Builder, status: u32) -> Diagnostic {
     let ctx = b.ctx;
     let qp = ctx.qp.clone().unwrap_or_default();
     match status {
@@ -166,7 +166,7 @@ pub(super) fn completion(b: Builder, status: u32) -> Explanation {
 }
 
 /// nothing completed before the deadline.
-pub(super) fn poll_timeout(b: Builder, seconds: f64) -> Explanation {
+pub(super) fn poll_timeout(b: Builder, seconds: f64) -> Diagnostic {
     let qp = b.ctx.qp.clone().unwrap_or_default();
     let mut ev = vec![Seen::new(
         Source::Failure,

@@ -2,7 +2,7 @@
 
 use crate::diagnose::gidselect::type_name;
 use crate::model::codes;
-use crate::model::diagnostic::{Explanation, Seen, Source};
+use crate::model::diagnostic::{Diagnostic, Seen, Source};
 use crate::model::errno::errno_name;
 use crate::model::facts::Facts;
 use crate::model::failure::{Cause, Failure};
@@ -12,7 +12,7 @@ use super::{generic, peer_ip, seconds, Builder};
 
 /// The server's TCP port is taken. Nothing about GIDs or the peer applies: no device was
 /// needed to find this out.
-pub(super) fn port_in_use(failure: &Failure, ctx: &Facts) -> Explanation {
+pub(super) fn port_in_use(failure: &Failure, ctx: &Facts) -> Diagnostic {
     let bind = failure.context.bind_addr.as_deref();
     let port = bind
         .and_then(|a| a.parse::<std::net::SocketAddr>().ok())
@@ -28,7 +28,7 @@ pub(super) fn port_in_use(failure: &Failure, ctx: &Facts) -> Explanation {
     } else {
         holders.join(" and ")
     };
-    let mut x = Explanation::new(
+    let mut x = Diagnostic::explanation(
         codes::PORT_IN_USE,
         format!("{who} already listens on {which}: a server still running, or another tool on that port"),
         format!(
@@ -57,7 +57,7 @@ pub(super) fn port_in_use(failure: &Failure, ctx: &Facts) -> Explanation {
 }
 
 /// The TCP connection of the out-of-band exchange.
-pub(super) fn oob_connect(b: Builder, cause: &Cause) -> Explanation {
+pub(super) fn oob_connect(b: Builder, cause: &Cause) -> Diagnostic {
     let peer = peer_ip(b.ctx)
         .map(|p| p.to_string())
         .unwrap_or_else(|| "the server".into());
@@ -98,7 +98,7 @@ pub(super) fn oob_connect(b: Builder, cause: &Cause) -> Explanation {
 }
 
 /// Reading or writing the out-of-band messages.
-pub(super) fn oob_exchange(b: Builder, cause: &Cause) -> Explanation {
+pub(super) fn oob_exchange(b: Builder, cause: &Cause) -> Diagnostic {
     let seconds = |ms: &u64| seconds(*ms);
     match cause {
         Cause::PeerClosed => {
@@ -162,15 +162,15 @@ mod tests {
         let mut facts = rxe_ctx(Some(1), "::ffff:192.168.77.2");
         let x = explain(&failure, &facts);
         assert_eq!(x.code, "port-in-use");
-        assert!(x.summary.contains("TCP port 18515"), "{x:?}");
-        assert!(x.fix.contains("-p"), "{x:?}");
+        assert!(x.message.contains("TCP port 18515"), "{x:?}");
+        assert!(x.fix_text().contains("-p"), "{x:?}");
         assert!(x.evidence.iter().all(|e| !e.contains("GID")), "{x:?}");
         assert_eq!(x.suggested_gid_index, None);
         // Named when /proc tells, as `ss -p` does.
         facts.port_holders = vec![(4242, "rdmactl".into())];
         let x = explain(&failure, &facts);
         assert!(
-            x.summary
+            x.message
                 .starts_with("rdmactl (pid 4242) already listens on TCP port 18515"),
             "{x:?}"
         );

@@ -4,7 +4,7 @@
 use crate::diagnose::gidselect::{describe, is_link_local, type_name, Family};
 use crate::model::codes;
 use crate::model::device::GidType;
-use crate::model::diagnostic::{Explanation, Seen, Source};
+use crate::model::diagnostic::{Diagnostic, Seen, Source};
 use crate::model::facts::EndFacts;
 use crate::model::gid::Gid;
 
@@ -109,7 +109,7 @@ pub(super) fn gid_family_word(g: &Gid) -> &'static str {
 }
 
 /// an empty slot (the kernel says ENODATA).
-pub(super) fn empty_slot(b: Builder) -> Explanation {
+pub(super) fn empty_slot(b: Builder) -> Diagnostic {
     let local = &b.ctx.local;
     let i = local
         .gid_index
@@ -134,7 +134,7 @@ pub(super) fn empty_slot(b: Builder) -> Explanation {
 }
 
 /// When the GID is looked up before the QP: an empty slot or an index past the table.
-pub(super) fn gid_slot(b: Builder, errno: i32) -> Explanation {
+pub(super) fn gid_slot(b: Builder, errno: i32) -> Diagnostic {
     let local = &b.ctx.local;
     let past_end = match (local.gid_index, local.gid_table_len) {
         (Some(i), Some(len)) => i >= len,

@@ -27,7 +27,7 @@ use std::net::IpAddr;
 use crate::diagnose::gidselect::{self, Want};
 use crate::model::codes::{self, Code};
 use crate::model::device::GidEntry;
-use crate::model::diagnostic::{Explanation, Seen, Source};
+use crate::model::diagnostic::{Diagnostic, Seen, Source};
 use crate::model::facts::{EndFacts, Facts};
 use crate::model::failure::{Cause, Failure, PinLimit, Step};
 
@@ -113,7 +113,7 @@ impl Builder<'_> {
         mut evidence: Vec<Seen>,
         fix: String,
         gid_fix: bool,
-    ) -> Explanation {
+    ) -> Diagnostic {
         let s = &self.suggestion;
         let mut fix = fix;
         // Whether the GID fits is evidence only where a GID could have caused the failure:
@@ -148,13 +148,11 @@ impl Builder<'_> {
             }
             _ => {}
         }
-        Explanation {
-            code,
-            summary,
+        Diagnostic {
             evidence,
-            fix,
-            suggested_gid_index: s.index.filter(|_| gid_matters),
+            ..Diagnostic::explanation(code, summary, fix)
         }
+        .suggest_gid(s.index.filter(|_| gid_matters))
     }
 }
 
@@ -164,7 +162,7 @@ fn seconds(ms: u64) -> f64 {
 }
 
 /// Explain why a data-path step failed, given what was gathered about the run.
-pub fn explain(failure: &Failure, ctx: &Facts) -> Explanation {
+pub fn explain(failure: &Failure, ctx: &Facts) -> Diagnostic {
     let step = failure.step;
     let b = Builder {
         ctx,
@@ -181,12 +179,9 @@ pub fn explain(failure: &Failure, ctx: &Facts) -> Explanation {
                     Source::PeerNotice,
                     format!("the {} said: {}", notice.role, notice.message),
                 ));
-                return Explanation {
-                    code,
-                    summary,
+                return Diagnostic {
                     evidence,
-                    fix,
-                    suggested_gid_index: None,
+                    ..Diagnostic::explanation(code, summary, fix)
                 };
             }
             return peer_reported(notice);
@@ -266,7 +261,7 @@ fn step_needs_active_port(step: Step) -> bool {
 
 type Rule = (Code, String, Vec<Seen>, String);
 
-fn generic(b: Builder) -> Explanation {
+fn generic(b: Builder) -> Diagnostic {
     let evidence = vec![Seen::new(
         Source::Local,
         format!("local {}", local_gid_words(&b.ctx.local)),

@@ -3,7 +3,7 @@
 use crate::diagnose::gidselect::{self, Family, Want};
 use crate::model::codes;
 use crate::model::device::LinkLayer;
-use crate::model::diagnostic::{Explanation, Finding, Seen, Severity, Source};
+use crate::model::diagnostic::{Diagnostic, Seen, Severity, Source};
 use crate::model::facts::EndFacts;
 use crate::model::failure::{Cause, Mismatch};
 use crate::model::gid::Gid;
@@ -13,7 +13,7 @@ use super::{generic, Builder};
 
 /// The two ends' parameters, compared before the QP (the native exchange sends GID type,
 /// link layer and MTU; the compat one only the GID).
-pub(super) fn compare(b: Builder) -> Explanation {
+pub(super) fn compare(b: Builder) -> Diagnostic {
     let ctx = b.ctx;
     let local = &ctx.local;
     let Some(peer) = ctx.peer.as_ref() else {
@@ -46,7 +46,7 @@ pub(super) fn compare(b: Builder) -> Explanation {
         let evidence = f
             .evidence
             .iter()
-            .map(|e| Seen::new(Source::Peer, e.clone()))
+            .map(|e| Seen::new(Source::Peer, e.text.clone()))
             .collect();
         return b.done(code, f.message.clone(), evidence, fix, false);
     }
@@ -111,7 +111,7 @@ pub(super) fn compare(b: Builder) -> Explanation {
 
 /// Compare the two ends of a native handshake before touching the QP. A finding of
 /// severity Fail means RTR would fail or the connection would never carry a packet.
-pub fn compare_peers(local: &EndFacts, peer: &EndFacts) -> Vec<Finding> {
+pub fn compare_peers(local: &EndFacts, peer: &EndFacts) -> Vec<Diagnostic> {
     let mut out = Vec::new();
     let name_fix = |what: &str| -> String {
         let want = Want {
@@ -137,7 +137,7 @@ pub fn compare_peers(local: &EndFacts, peer: &EndFacts) -> Vec<Finding> {
     if let (Some(l), Some(p)) = (&local.link_layer, &peer.link_layer) {
         if l != p {
             out.push(
-                Finding::new(
+                Diagnostic::finding(
                     Severity::Fail,
                     codes::LINK_LAYER_MISMATCH,
                     format!("local port is {l:?} and the peer's is {p:?}"),
@@ -150,7 +150,7 @@ pub fn compare_peers(local: &EndFacts, peer: &EndFacts) -> Vec<Finding> {
     for (who, ep) in [("local", local), ("peer", peer)] {
         if ep.is_infiniband() && matches!(ep.lid, Some(0) | Some(0xffff)) {
             out.push(
-                Finding::new(
+                Diagnostic::finding(
                     Severity::Fail,
                     codes::IB_LID_ZERO,
                     format!("the {who} InfiniBand port {} has no LID", ep.name()),
@@ -169,7 +169,7 @@ pub fn compare_peers(local: &EndFacts, peer: &EndFacts) -> Vec<Finding> {
         for (who, ep) in [("local", local), ("peer", peer)] {
             if ep.gid_now().is_none_or_zero() {
                 out.push(
-                    Finding::new(
+                    Diagnostic::finding(
                         Severity::Fail,
                         codes::ROCE_NO_GRH,
                         format!("the {who} side has no GID: RoCE needs one on both ends"),
@@ -190,17 +190,17 @@ pub fn compare_peers(local: &EndFacts, peer: &EndFacts) -> Vec<Finding> {
             } else {
                 codes::GID_FAMILY_MISMATCH
             };
-            let mut f = Finding::new(Severity::Fail, code, summary).fix(name_fix(
+            let mut f = Diagnostic::finding(Severity::Fail, code, summary).fix(name_fix(
                 "use the same RoCE version and address family on both ends",
             ));
-            f.evidence = ev.into_iter().map(|e| e.text).collect();
+            f.evidence = ev.into_iter().map(|e| Seen::gathered(e.text)).collect();
             out.push(f);
         }
     }
     if let (Some(a), Some(b)) = (local.active_mtu, peer.active_mtu) {
         if a != b {
             out.push(
-                Finding::new(
+                Diagnostic::finding(
                     Severity::Info,
                     codes::MTU_DIFFERS,
                     format!(

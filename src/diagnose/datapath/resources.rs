@@ -1,13 +1,13 @@
 //! Memory and device access: memlock, pinned memory, the device files, a device that is gone.
 
 use crate::model::codes;
-use crate::model::diagnostic::{Explanation, Seen, Source};
+use crate::model::diagnostic::{Diagnostic, Seen, Source};
 use crate::model::failure::Cause;
 
 use super::{generic, Builder};
 
 /// Rows 8 (memlock) and resource exhaustion.
-pub(super) fn memlock(b: Builder) -> Explanation {
+pub(super) fn memlock(b: Builder) -> Diagnostic {
     let step = b.failure.step;
     let mut memlock = b.ctx.memlock.clone();
     if let (Some(m), Cause::WouldPin { pinned_bytes, .. }) = (&mut memlock, &b.failure.cause) {
@@ -50,7 +50,7 @@ pub(super) fn memlock(b: Builder) -> Explanation {
 }
 
 /// Checked before allocating: more than the host has available would end in the OOM killer.
-pub(super) fn memory_short(b: Builder) -> Explanation {
+pub(super) fn memory_short(b: Builder) -> Diagnostic {
     let Cause::WouldPin {
         pinned_bytes,
         what,
@@ -74,7 +74,7 @@ pub(super) fn memory_short(b: Builder) -> Explanation {
     )
 }
 
-pub(super) fn device_access(b: Builder) -> Explanation {
+pub(super) fn device_access(b: Builder) -> Diagnostic {
     let node = b.ctx.device_node.clone().unwrap_or_default();
     let path = if node.path.is_empty() {
         "/dev/infiniband/uverbsN".to_string()
@@ -106,7 +106,7 @@ pub(super) fn device_access(b: Builder) -> Explanation {
     )
 }
 
-pub(super) fn device_gone(b: Builder) -> Explanation {
+pub(super) fn device_gone(b: Builder) -> Diagnostic {
     let node = b.ctx.device_node.clone().unwrap_or_default();
     let mut ev = Vec::new();
     if !node.path.is_empty() {

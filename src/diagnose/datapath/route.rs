@@ -3,7 +3,7 @@
 
 use crate::diagnose::gidselect::is_link_local;
 use crate::model::codes;
-use crate::model::diagnostic::{Explanation, Seen, Source};
+use crate::model::diagnostic::{Diagnostic, Seen, Source};
 use crate::model::errno::errno_name;
 use crate::model::facts::{Facts, RouteFacts};
 
@@ -89,7 +89,7 @@ pub(super) fn same_host_ipv6(
 }
 
 /// the kernel could not resolve the peer's MAC through the source GID's netdev.
-pub(super) fn rtr_unreachable(b: Builder, errno: i32) -> Explanation {
+pub(super) fn rtr_unreachable(b: Builder, errno: i32) -> Diagnostic {
     let ctx = b.ctx;
     let local = &ctx.local;
     let gid = local.gid_now();

@@ -2,7 +2,7 @@
 
 use crate::model::codes;
 use crate::model::device::LinkLayer;
-use crate::model::diagnostic::{Explanation, Seen, Source};
+use crate::model::diagnostic::{Diagnostic, Seen, Source};
 use crate::model::facts::EndFacts;
 
 use super::gid::{empty_slot, gid_family_word, gid_mismatch, local_gid_words, table_summary};
@@ -10,7 +10,7 @@ use super::mtu::mtu_min;
 use super::route::rtr_unreachable;
 use super::{generic, Builder};
 
-pub(super) fn rtr_errno(b: Builder, errno: i32) -> Explanation {
+pub(super) fn rtr_errno(b: Builder, errno: i32) -> Diagnostic {
     let ctx = b.ctx;
     let local = &ctx.local;
     let peer = ctx.peer.as_ref();
@@ -49,7 +49,7 @@ pub(super) fn rtr_errno(b: Builder, errno: i32) -> Explanation {
 
 /// RTR refused with EINVAL: RoCE without a GRH, an index past the table, ends that cannot
 /// be connected, or a path MTU above the port's.
-fn rtr_einval(b: Builder) -> Explanation {
+fn rtr_einval(b: Builder) -> Diagnostic {
     let ctx = b.ctx;
     let local = &ctx.local;
     let peer = ctx.peer.as_ref();
@@ -207,7 +207,7 @@ fn rtr_einval(b: Builder) -> Explanation {
 }
 
 /// RTR refused with ENODEV: the GID's netdev is gone, down, or in another namespace.
-fn gid_netdev_missing(b: Builder) -> Explanation {
+fn gid_netdev_missing(b: Builder) -> Diagnostic {
     let ctx = b.ctx;
     let local = &ctx.local;
     let dev = local.netdev_now();

@@ -1,13 +1,13 @@
 //! Creating and driving the QP: INIT and RTS attributes, capacities, inline size, full queues.
 
 use crate::model::codes;
-use crate::model::diagnostic::{Explanation, Seen, Source};
+use crate::model::diagnostic::{Diagnostic, Seen, Source};
 use crate::model::facts::Facts;
 use crate::model::failure::Failure;
 
 use super::Builder;
 
-pub(super) fn init_einval(b: Builder) -> Explanation {
+pub(super) fn init_einval(b: Builder) -> Diagnostic {
     let local = &b.ctx.local;
     let ev = vec![Seen::new(Source::Local, format!("port {}", local.port))];
     b.done(
@@ -20,13 +20,13 @@ pub(super) fn init_einval(b: Builder) -> Explanation {
 }
 
 /// INIT refused with a P_Key index the port's table does not have.
-pub(super) fn pkey_past_table(ctx: &Facts) -> Option<Explanation> {
+pub(super) fn pkey_past_table(ctx: &Facts) -> Option<Diagnostic> {
     let qp = ctx.qp.as_ref()?;
     let (index, len) = (qp.pkey_index?, qp.pkey_table_len?);
     if index < len {
         return None;
     }
-    let mut x = Explanation::new(
+    let mut x = Diagnostic::explanation(
         codes::PKEY_INDEX_PAST_TABLE,
         format!(
             "the P_Key index {index} is past the end of {}'s P_Key table ({len} entries, indices 0 to {}): the kernel refuses it at INIT",
@@ -53,9 +53,9 @@ pub(super) fn inline_over(ctx: &Facts) -> Option<(u32, u32)> {
     (bytes > max).then_some((bytes, max))
 }
 
-pub(super) fn inline_too_large(failure: &Failure, ctx: &Facts) -> Explanation {
+pub(super) fn inline_too_large(failure: &Failure, ctx: &Facts) -> Diagnostic {
     let (bytes, max) = inline_over(ctx).expect("checked by the caller");
-    let mut x = Explanation::new(
+    let mut x = Diagnostic::explanation(
         codes::INLINE_TOO_LARGE,
         format!(
             "an inline send of {bytes} bytes is more than the QP's max_inline_data ({max}): the provider refuses it at post ({})",
@@ -79,7 +79,7 @@ pub(super) fn inline_too_large(failure: &Failure, ctx: &Facts) -> Explanation {
     x
 }
 
-pub(super) fn qp_caps(b: Builder) -> Explanation {
+pub(super) fn qp_caps(b: Builder) -> Diagnostic {
     b.done(
         codes::QP_CAPS,
         "the QP's requested capacities exceed the device's limits (max_qp_wr, max_sge, max_inline_data)".into(),
@@ -89,7 +89,7 @@ pub(super) fn qp_caps(b: Builder) -> Explanation {
     )
 }
 
-pub(super) fn queue_full(b: Builder) -> Explanation {
+pub(super) fn queue_full(b: Builder) -> Diagnostic {
     let step = b.failure.step.name();
     b.done(
         codes::QUEUE_FULL,
@@ -100,7 +100,7 @@ pub(super) fn queue_full(b: Builder) -> Explanation {
     )
 }
 
-pub(super) fn rts_einval(b: Builder) -> Explanation {
+pub(super) fn rts_einval(b: Builder) -> Diagnostic {
     let qp = b.ctx.qp.clone().unwrap_or_default();
     let mut ev = Vec::new();
     if let Some(r) = qp.retry_cnt {

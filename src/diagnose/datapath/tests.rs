@@ -1,7 +1,7 @@
 use super::explain;
 use crate::diagnose::gidselect::tests::{entry, mlx5, rxe0};
 use crate::model::device::{GidType, LinkLayer};
-use crate::model::diagnostic::{Explanation, Seen, Source};
+use crate::model::diagnostic::{Diagnostic, Seen, Source};
 use crate::model::errno::{
     WC_LOC_LEN_ERR, WC_LOC_QP_OP_ERR, WC_RETRY_EXC_ERR, WC_RNR_RETRY_EXC_ERR,
 };
@@ -153,9 +153,9 @@ fn wc(status: u32) -> Cause {
 }
 
 /// Everything an explanation says, for substring checks.
-pub(crate) fn text(x: &Explanation) -> String {
+pub(crate) fn text(x: &Diagnostic) -> String {
     let seen: Vec<&str> = x.evidence.iter().map(|e| e.text.as_str()).collect();
-    format!("{}\n{}\n{}", x.summary, seen.join("\n"), x.fix)
+    format!("{}\n{}\n{}", x.message, seen.join("\n"), x.fix_text())
 }
 
 fn cases() -> Vec<Case> {
@@ -894,10 +894,10 @@ fn own_port_down_outranks_the_peers_notice() {
     let x = explain(&failure, &facts);
     assert_eq!(x.code, "port-down");
     assert!(
-        x.summary
+        x.message
             .starts_with("RoCE port rxe0/1 is not ACTIVE: its netdev"),
         "{}",
-        x.summary
+        x.message
     );
     assert!(
         x.evidence
@@ -909,12 +909,16 @@ fn own_port_down_outranks_the_peers_notice() {
     facts.netdev.as_mut().unwrap().operstate = Some("lowerlayerdown".into());
     let x = explain(&failure, &facts);
     assert!(
-        x.summary
+        x.message
             .contains("has no carrier (its link partner is down)"),
         "{}",
-        x.summary
+        x.message
     );
-    assert!(x.fix.contains("for a veth its peer"), "{}", x.fix);
+    assert!(
+        x.fix_text().contains("for a veth its peer"),
+        "{}",
+        x.fix_text()
+    );
 }
 
 #[test]

@@ -2,14 +2,14 @@
 //! semantics.
 
 use crate::model::codes;
-use crate::model::diagnostic::{Explanation, Seen, Source};
+use crate::model::diagnostic::{Diagnostic, Seen, Source};
 use crate::model::failure::Failure;
 
 use super::Builder;
 
 /// Every work request completed, yet the bytes that arrived are not the ones sent: the same
 /// code as the connection manager's check.
-pub(super) fn data_mismatch(b: Builder) -> Explanation {
+pub(super) fn data_mismatch(b: Builder) -> Diagnostic {
     let seen = format!("{}", b.failure.cause);
     b.done(
         codes::DATA_MISMATCH,
@@ -22,8 +22,8 @@ pub(super) fn data_mismatch(b: Builder) -> Explanation {
 
 /// The stack did what the verbs rules rule out: the earlier steps show the basic path
 /// works, so this is the provider or kernel, not the caller.
-pub(super) fn semantics_broken(failure: &Failure) -> Explanation {
-    let mut x = Explanation::new(
+pub(super) fn semantics_broken(failure: &Failure) -> Diagnostic {
+    let mut x = Diagnostic::explanation(
         codes::SEMANTICS_BROKEN,
         format!(
             "the RDMA stack broke a verbs rule on {}: code that relies on it would fail here through no fault of its own",

@@ -5,7 +5,7 @@ use super::finding;
 use crate::error::Error;
 use crate::model::codes;
 use crate::model::device::Device;
-use crate::model::diagnostic::{Finding, Severity, Subject};
+use crate::model::diagnostic::{Diagnostic, Seen, Severity, Subject};
 use crate::model::doctor::{provider_for, NoDeviceHint, NodeAccess, ProviderFiles};
 
 /// The largest whole-page message size that fits `bytes`, as a -s value.
@@ -29,7 +29,7 @@ pub fn memlock_finding(
     cap_ipc_lock: Option<bool>,
     euid_root: bool,
     needed: u64,
-) -> Finding {
+) -> Diagnostic {
     let subject = Subject::Host;
     let Some(limit) = soft_limit else {
         return finding(
@@ -99,8 +99,8 @@ pub fn kernel_finding(
     sysfs_dir: &str,
     devices: Result<&[Device], &Error>,
     hint: &NoDeviceHint,
-) -> Finding {
-    let rxe = |f: Finding| match &hint.rxe_loaded {
+) -> Diagnostic {
+    let rxe = |f: Diagnostic| match &hint.rxe_loaded {
         Some(seen) => f.evidence(format!(
             "rdma_rxe is loaded ({seen}) but no rxe device was added"
         )),
@@ -143,7 +143,7 @@ pub fn kernel_finding(
     }
 }
 
-pub fn uverbs_finding(device: &str, access: &NodeAccess) -> Finding {
+pub fn uverbs_finding(device: &str, access: &NodeAccess) -> Diagnostic {
     let check = codes::UVERBS;
     let subject = || Subject::Device(device.to_string());
     match access {
@@ -161,7 +161,7 @@ pub fn uverbs_finding(device: &str, access: &NodeAccess) -> Finding {
     }
 }
 
-pub fn library_finding(status: Result<(), String>) -> Finding {
+pub fn library_finding(status: Result<(), String>) -> Diagnostic {
     match status {
         Ok(()) => finding(codes::LIBIBVERBS, Subject::Host, Severity::Ok, "libibverbs.so.1 is loaded").evidence("dlopen(libibverbs.so.1) succeeded"),
         Err(reason) => finding(codes::LIBIBVERBS, Subject::Host, Severity::Fail, "libibverbs.so.1 cannot be loaded: no application can use RDMA")
@@ -175,7 +175,7 @@ pub fn provider_finding(
     device: &Device,
     verbs_devices: &[String],
     provider_files: &ProviderFiles,
-) -> Finding {
+) -> Diagnostic {
     let provider = provider_for(
         device.driver.as_deref(),
         device.node_desc.as_deref(),
@@ -196,8 +196,8 @@ pub fn provider_finding(
         evidence.push(format!("{driver_file} present"));
     }
     if verbs_devices.iter().any(|d| d == &device.name) {
-        return Finding {
-            evidence,
+        return Diagnostic {
+            evidence: evidence.into_iter().map(Seen::gathered).collect(),
             ..finding(
                 codes::PROVIDER,
                 Subject::Device(device.name.clone()),
@@ -222,8 +222,8 @@ pub fn provider_finding(
         (Some(_), None) => format!("/etc/libibverbs.d/{name}.driver is missing"),
         (Some(_), Some(_)) => "the provider is installed but did not claim the device".to_string(),
     };
-    Finding {
-        evidence,
+    Diagnostic {
+        evidence: evidence.into_iter().map(Seen::gathered).collect(),
         ..finding(
             codes::PROVIDER,
             Subject::Device(device.name.clone()),

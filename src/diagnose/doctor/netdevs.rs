@@ -5,7 +5,7 @@
 use super::finding;
 use super::ports::roce_mtu_for_netdev;
 use crate::model::codes;
-use crate::model::diagnostic::{Finding, Severity, Subject};
+use crate::model::diagnostic::{Diagnostic, Severity, Subject};
 use crate::model::facts::RoceNetdev;
 
 /// RDMA netdevs of this host that share an IPv4 subnet while at least one of them answers
@@ -39,7 +39,7 @@ pub fn arp_flux_groups(netdevs: &[RoceNetdev]) -> Vec<(String, Vec<&RoceNetdev>)
 }
 
 /// ARP flux, as a doctor finding: one per subnet.
-pub fn arp_flux_findings(netdevs: &[RoceNetdev]) -> Vec<Finding> {
+pub fn arp_flux_findings(netdevs: &[RoceNetdev]) -> Vec<Diagnostic> {
     arp_flux_groups(netdevs)
         .iter()
         .map(|(subnet, members)| arp_flux_finding(subnet, members))
@@ -47,7 +47,7 @@ pub fn arp_flux_findings(netdevs: &[RoceNetdev]) -> Vec<Finding> {
 }
 
 /// The ARP flux finding of one subnet's group (doctor, and check for a port in it).
-pub fn arp_flux_finding(subnet: &str, members: &[&RoceNetdev]) -> Finding {
+pub fn arp_flux_finding(subnet: &str, members: &[&RoceNetdev]) -> Diagnostic {
     let names: Vec<String> = members
         .iter()
         .map(|n| format!("{} ({})", n.port, n.netdev))
@@ -126,7 +126,7 @@ fn shared_subnet(a: &RoceNetdev, b: &RoceNetdev) -> Option<String> {
 /// Several RoCE netdevs of one host on one subnet: a test between two of them (the usual
 /// first test on a new host, or a veth rig) needs each to accept ARP from a local sender,
 /// and both ends of one link should carry the same MTU.
-pub fn same_subnet_findings(netdevs: &[RoceNetdev]) -> Vec<Finding> {
+pub fn same_subnet_findings(netdevs: &[RoceNetdev]) -> Vec<Diagnostic> {
     let mut out = Vec::new();
     for (i, a) in netdevs.iter().enumerate() {
         for b in &netdevs[i + 1..] {
@@ -246,7 +246,8 @@ mod tests {
         );
         assert!(f[0]
             .evidence
-            .contains(&"e1: arp_ignore (max of all, e1) = 0, arp_announce = 2".to_string()));
+            .iter()
+            .any(|e| e == "e1: arp_ignore (max of all, e1) = 0, arp_announce = 2"));
         assert!(f[0]
             .fix
             .as_deref()

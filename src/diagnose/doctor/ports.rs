@@ -4,7 +4,7 @@
 use super::{finding, short_list};
 use crate::model::codes;
 use crate::model::device::{LinkLayer, PhysState, Port, PortState};
-use crate::model::diagnostic::{Finding, Severity, Subject};
+use crate::model::diagnostic::{Diagnostic, Severity, Subject};
 use crate::model::doctor::HostNet;
 
 /// The IB MTU a RoCE port can use over a netdev of this MTU: the largest of 256..4096
@@ -20,9 +20,9 @@ pub fn roce_mtu_for_netdev(netdev_mtu: u32) -> Option<u32> {
 
 /// The RoCE MTU over netdev `nd` of MTU `mtu`, against the port's active MTU when verbs
 /// gave it (`why_unknown` says why not). doctor and check judge the MTU with this one rule.
-pub fn mtu_finding(nd: &str, mtu: u32, active_mtu: Option<u32>, why_unknown: &str) -> Finding {
+pub fn mtu_finding(nd: &str, mtu: u32, active_mtu: Option<u32>, why_unknown: &str) -> Diagnostic {
     let Some(fits) = roce_mtu_for_netdev(mtu) else {
-        return Finding::new(
+        return Diagnostic::finding(
             Severity::Fail,
             codes::MTU,
             format!(
@@ -38,16 +38,16 @@ pub fn mtu_finding(nd: &str, mtu: u32, active_mtu: Option<u32>, why_unknown: &st
         active_mtu.map_or(why_unknown.to_string(), |m| m.to_string())
     );
     match active_mtu {
-        Some(a) if a > fits => Finding::new(Severity::Fail, codes::MTU, format!("active MTU {a} exceeds what the netdev MTU {mtu} carries: large messages will be dropped"))
+        Some(a) if a > fits => Diagnostic::finding(Severity::Fail, codes::MTU, format!("active MTU {a} exceeds what the netdev MTU {mtu} carries: large messages will be dropped"))
             .evidence(evidence)
             .fix(format!("raise the netdev MTU (`ip link set {nd} mtu {}`) or use -m {fits}", a + 100)),
-        Some(a) if a < fits => Finding::new(Severity::Warn, codes::MTU, format!("active MTU {a} is below the {fits} the netdev MTU allows"))
+        Some(a) if a < fits => Diagnostic::finding(Severity::Warn, codes::MTU, format!("active MTU {a} is below the {fits} the netdev MTU allows"))
             .evidence(evidence)
             .fix("the port did not pick up the MTU change: re-create the rxe link or reload the driver"),
-        _ if mtu < 1500 => Finding::new(Severity::Warn, codes::MTU, format!("netdev {nd} MTU {mtu} limits RoCE to {fits}-byte packets"))
+        _ if mtu < 1500 => Diagnostic::finding(Severity::Warn, codes::MTU, format!("netdev {nd} MTU {mtu} limits RoCE to {fits}-byte packets"))
             .evidence(evidence)
             .fix(format!("ip link set {nd} mtu 1500 (or 9000 for 4096-byte RoCE MTU)")),
-        _ => Finding::new(Severity::Ok, codes::MTU, format!("RoCE MTU {fits} over netdev {nd} MTU {mtu}; both peers must agree (rdmactl pingpong uses the smaller)")).evidence(evidence),
+        _ => Diagnostic::finding(Severity::Ok, codes::MTU, format!("RoCE MTU {fits} over netdev {nd} MTU {mtu}; both peers must agree (rdmactl pingpong uses the smaller)")).evidence(evidence),
     }
 }
 
@@ -65,7 +65,7 @@ impl HostNet {
 
 /// Port state and, on RoCE, the netdev it rides on. `active_mtu` comes from verbs when
 /// they are available.
-pub fn port_findings(port: &Port, active_mtu: Option<u32>, host: &HostNet) -> Vec<Finding> {
+pub fn port_findings(port: &Port, active_mtu: Option<u32>, host: &HostNet) -> Vec<Diagnostic> {
     let subject = Subject::Port(port.device.clone(), port.number);
     let mut out = Vec::new();
     let state = port
@@ -161,7 +161,7 @@ fn state_finding(
     evidence: String,
     active: bool,
     ethernet: bool,
-) -> Finding {
+) -> Diagnostic {
     let subject = subject.clone();
     if active {
         finding(codes::PORT_STATE, subject, Severity::Ok, "port is ACTIVE").evidence(evidence)
@@ -197,7 +197,7 @@ fn state_finding(
 
 /// An ACTIVE InfiniBand port's LID; None when the tree has no `lid` file (an incomplete
 /// tree proves nothing either way).
-fn lid_finding(port: &Port, subject: Subject, active: bool) -> Option<Finding> {
+fn lid_finding(port: &Port, subject: Subject, active: bool) -> Option<Diagnostic> {
     Some(match port.lid {
         None => return None,
         Some(0) if active => finding(codes::LID, subject, Severity::Fail, "ACTIVE InfiniBand port with LID 0")
@@ -217,7 +217,7 @@ fn netdev_state(
     oper: &str,
     addresses: Option<Vec<String>>,
     subject: &Subject,
-) -> Finding {
+) -> Diagnostic {
     if oper == "up" || oper == "unknown" {
         match addresses {
             None => finding(codes::NETDEV, subject.clone(), Severity::Ok, format!("netdev {nd} is {oper}"))
@@ -246,7 +246,7 @@ fn netdev_state(
 }
 
 /// Whether the RoCE port has an IPv4-mapped GID, or at least a routable one.
-fn gid_findings(port: &Port, subject: &Subject) -> Option<Finding> {
+fn gid_findings(port: &Port, subject: &Subject) -> Option<Diagnostic> {
     let nd = port
         .netdev
         .as_ref()
@@ -271,7 +271,7 @@ fn gid_findings(port: &Port, subject: &Subject) -> Option<Finding> {
 
 /// A full GID table: an address added after the table filled has no GID, and RDMA to or
 /// from it fails with nothing in the table to say so. `table_len` counts the slots.
-pub fn gid_table_finding(port: &Port, table_len: usize, host: &HostNet) -> Option<Finding> {
+pub fn gid_table_finding(port: &Port, table_len: usize, host: &HostNet) -> Option<Diagnostic> {
     let populated = port.gids.len();
     if table_len == 0 || populated < table_len {
         return None;
@@ -315,7 +315,7 @@ pub fn gid_table_finding(port: &Port, table_len: usize, host: &HostNet) -> Optio
 
 /// The same GID on two devices (rxe on a bond and on one of its slaves): the kernel maps
 /// an address to one device, so traffic for the GID can land on either.
-pub fn duplicate_gid_findings(ports: &[&Port]) -> Vec<Finding> {
+pub fn duplicate_gid_findings(ports: &[&Port]) -> Vec<Diagnostic> {
     use std::collections::BTreeMap;
     let mut owners: BTreeMap<crate::model::gid::Gid, Vec<(String, u32)>> = BTreeMap::new();
     for p in ports {
@@ -365,7 +365,7 @@ pub fn duplicate_gid_findings(ports: &[&Port]) -> Vec<Finding> {
 }
 
 /// rxe outside the initial network namespace cannot carry a QP on kernel 6.1.
-fn netns_finding(port: &Port, host: &HostNet, subject: Subject) -> Option<Finding> {
+fn netns_finding(port: &Port, host: &HostNet, subject: Subject) -> Option<Diagnostic> {
     // Only when the rxe's netdev is in this (non-initial) namespace was it created here.
     let here = port.netdev.as_ref().is_some_and(|n| !host.hides(&n.name));
     (port.device.starts_with("rxe") && host.in_init_netns == Some(false) && here).then(|| {
@@ -539,7 +539,7 @@ mod tests {
         assert_eq!(verdict_of(&f, "mtu"), Some(Severity::Fail));
     }
 
-    fn verdict_of(findings: &[Finding], check: &str) -> Option<Severity> {
+    fn verdict_of(findings: &[Diagnostic], check: &str) -> Option<Severity> {
         findings
             .iter()
             .find(|f| f.code == check)

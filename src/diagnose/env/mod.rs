@@ -18,7 +18,7 @@ mod tests;
 use crate::diagnose::gidselect::{Selection, Want};
 use crate::model::codes::{self, Code};
 use crate::model::device::{GidEntry, LinkLayer};
-use crate::model::diagnostic::Finding;
+use crate::model::diagnostic::Diagnostic;
 
 use gid_index::check_ucx_gid_index;
 use lists::{check_hca, check_socket_ifname, check_ucx_net_devices};
@@ -71,7 +71,10 @@ impl EnvTarget<'_> {
 
 /// Check every variable in `VARIABLES` that is set. `lookup` reads a variable
 /// (std::env::var in production, a table in tests). Unset variables give no finding.
-pub fn validate_env(lookup: impl Fn(&str) -> Option<String>, target: &EnvTarget) -> Vec<Finding> {
+pub fn validate_env(
+    lookup: impl Fn(&str) -> Option<String>,
+    target: &EnvTarget,
+) -> Vec<Diagnostic> {
     let nccl = NcclGidVars::read(&lookup);
     let mut findings = Vec::new();
     for name in VARIABLES {

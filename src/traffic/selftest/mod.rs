@@ -143,7 +143,7 @@ pub fn run(ctx: &Ctx, args: &SelftestArgs) -> Result<SelftestReport> {
         // name the index that would work.
         if let Error::NoSuchGid { hint, .. } = &mut err {
             if let Some(x) = t.steps.iter().find_map(|s| s.failure.as_ref()) {
-                *hint = format!("{}; {}", x.explanation.summary, x.explanation.fix);
+                *hint = format!("{}; {}", x.explanation.message, x.explanation.fix_text());
             }
         }
         return Err(err);

@@ -91,7 +91,7 @@ mod tests {
                     detail: String::new(),
                     failure: Some(FailureReport::new(
                         &f,
-                        crate::model::diagnostic::Explanation::new(
+                        crate::model::diagnostic::Diagnostic::explanation(
                             "rtr-timeout".into(),
                             "why",
                             "fix",
