@@ -22,7 +22,7 @@ use crate::model::facts::{NetFacts, PortFacts};
 use crate::model::gid::Gid;
 use crate::output;
 use crate::render::check::{render, CheckReport};
-use crate::render::findings as render_findings;
+use crate::render::diagnostic as render_findings;
 
 pub fn run(ctx: &Ctx, args: &CheckArgs) -> Result<u8> {
     let peer = match args.peer.as_deref() {

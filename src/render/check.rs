@@ -10,7 +10,7 @@ use crate::diagnose::gidselect::{Selection, Verdict};
 use crate::diagnose::kernel_choice::KernelChoice;
 use crate::model::diagnostic::{Diagnostic, Severity};
 use crate::output::Style;
-use crate::render::findings::{self as render_findings, Evidence};
+use crate::render::diagnostic::{self as render_findings, Evidence};
 
 #[derive(Debug, Serialize)]
 pub struct CheckReport {

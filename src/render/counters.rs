@@ -9,7 +9,7 @@ use crate::model::counter::{
 use crate::model::device::ReadProblem;
 use crate::model::diagnostic::Diagnostic;
 use crate::output::{round_to, Style};
-use crate::render::findings::{self, Evidence};
+use crate::render::diagnostic::{self as findings, Evidence};
 
 const SATURATED: &str = "saturated, reset with perfquery -R";
 

@@ -5,8 +5,7 @@
 //!   happened, what was seen in this run, and the fix.
 //!
 //! Every command prints its diagnostics through here, so one problem reads the same wherever
-//! it shows up. JSON is the other rendering: serde on the model. `findings` and
-//! `explanation` below keep the paths commands called before the two shapes became one type.
+//! it shows up. JSON is the other rendering: the shapes of `model::diagnostic::json`.
 
 use owo_colors::OwoColorize;
 
@@ -119,16 +118,6 @@ pub fn body(d: &Diagnostic, indent: &str) -> String {
     out
 }
 
-/// The finding-line layout under the path commands name it by.
-pub mod findings {
-    pub use super::{lines, tally, worst, Evidence};
-}
-
-/// The why/seen/fix layout under the path commands name it by.
-pub mod explanation {
-    pub use super::body;
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -148,34 +137,24 @@ mod tests {
             Diagnostic::finding(Severity::Info, "neighbour".into(), "no entry yet"),
         ];
         let plain = Style::plain();
-        let text = findings::lines(&findings, plain, Evidence::Problems);
+        let text = lines(&findings, plain, Evidence::Problems);
         assert_eq!(
             text,
             "ok    port-state  rxe0/1  port is ACTIVE\n\
              FAIL  memlock     host    limit 16 KiB\n        evidence: RLIMIT_MEMLOCK 16 KiB\n        fix: ulimit -l unlimited\n\
              info  neighbour           no entry yet\n"
         );
-        let all = findings::lines(&findings[..1], plain, Evidence::All);
+        let all = lines(&findings[..1], plain, Evidence::All);
         assert_eq!(
             all,
             "ok    port-state  rxe0/1  port is ACTIVE\n        evidence: state ACTIVE\n"
         );
-        let no_subject = findings::lines(&findings[2..], plain, Evidence::All);
+        let no_subject = lines(&findings[2..], plain, Evidence::All);
         assert_eq!(no_subject, "info  neighbour  no entry yet\n");
-        assert_eq!(
-            findings::tally(&findings),
-            "1 ok, 1 info, 0 warning(s), 1 failure(s)"
-        );
-        assert_eq!(
-            findings::tally(&findings[..2]),
-            "1 ok, 0 warning(s), 1 failure(s)"
-        );
-        assert_eq!(findings::worst(&findings), Severity::Fail);
-        assert_eq!(findings::worst(&[]), Severity::Ok);
-        let diagnostics = findings.clone();
-        assert_eq!(lines(&diagnostics, plain, Evidence::Problems), text);
-        assert_eq!(tally(&diagnostics), findings::tally(&findings));
-        assert_eq!(worst(&diagnostics), Severity::Fail);
+        assert_eq!(tally(&findings), "1 ok, 1 info, 0 warning(s), 1 failure(s)");
+        assert_eq!(tally(&findings[..2]), "1 ok, 0 warning(s), 1 failure(s)");
+        assert_eq!(worst(&findings), Severity::Fail);
+        assert_eq!(worst(&[]), Severity::Ok);
     }
 
     #[test]
@@ -221,7 +200,7 @@ mod tests {
             "modify QP to RTR failed (rxe0/1, GID index 1): ETIMEDOUT (110: Connection timed out)"
         );
         assert_eq!(
-            explanation::body(&r.explanation, ""),
+            body(&r.explanation, ""),
             "  why:  no ARP reply\n  seen: neighbour FAILED\n  fix:  check the peer\n"
         );
     }

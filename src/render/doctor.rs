@@ -4,7 +4,7 @@ use serde::Serialize;
 
 use crate::model::diagnostic::{Diagnostic, Severity};
 use crate::output::Style;
-use crate::render::findings::{self as render, Evidence};
+use crate::render::diagnostic::{self as render, Evidence};
 
 #[derive(Debug, Serialize)]
 pub struct DoctorReport {

@@ -11,7 +11,7 @@ use crate::model::topology::{
     guid_text, End, MadStats, Node, SmSeen, Subnet, SubnetPort, Unanswered,
 };
 use crate::output::Style;
-use crate::render::findings::{self, Evidence};
+use crate::render::diagnostic::{self as findings, Evidence};
 
 #[derive(Debug, Serialize)]
 pub struct LocalJson {
