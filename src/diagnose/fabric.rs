@@ -5,14 +5,14 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::doctor::{arp_flux_groups, arp_flux_line, ARP_FLUX_FIX};
+pub use super::doctor::arp_flux;
+use super::doctor::{arp_flux_line, ARP_FLUX_FIX};
 use crate::model::codes::{self, Code};
 use crate::model::fabric::child::{ChildEvidence, ChildFailure};
 use crate::model::fabric::{
-    ArpFluxGroup, ArpFluxNetdev, Drift, DriftValue, PairEnd, PairState, PairVerdict, Pattern,
-    PerfBaseline, RankInfo, Suspect, SuspectExplanation, SuspectKind, Thresholds,
+    ArpFluxGroup, Drift, DriftValue, PairEnd, PairState, PairVerdict, Pattern, PerfBaseline,
+    RankInfo, Suspect, SuspectExplanation, SuspectKind, Thresholds,
 };
-use crate::model::facts::RoceNetdev;
 
 // ---------------------------------------------------------------------------------------
 // Scheduling
@@ -213,23 +213,6 @@ pub fn drift(ranks: &[RankInfo]) -> Vec<Drift> {
     out
 }
 
-/// This host's ARP flux groups, as a rank publishes them.
-pub fn arp_flux(netdevs: &[RoceNetdev]) -> Vec<ArpFluxGroup> {
-    arp_flux_groups(netdevs)
-        .into_iter()
-        .map(|(subnet, members)| ArpFluxGroup {
-            subnet,
-            netdevs: members
-                .iter()
-                .map(|n| ArpFluxNetdev {
-                    netdev: n.netdev.clone(),
-                    arp_ignore: n.arp_ignore,
-                })
-                .collect(),
-        })
-        .collect()
-}
-
 /// A host's ARP flux in one line, each group worded as `doctor` words it:
 /// `veth0, veth1 on 10.0.0.0/24 answer ARP for each other's addresses (...)`; None when
 /// there is none.
@@ -237,26 +220,7 @@ pub fn arp_flux_text(groups: &[ArpFluxGroup]) -> Option<String> {
     (!groups.is_empty()).then(|| {
         groups
             .iter()
-            .map(|g| {
-                // The line reads each member's name and arp_ignore only.
-                let members: Vec<RoceNetdev> = g
-                    .netdevs
-                    .iter()
-                    .map(|n| RoceNetdev {
-                        port: String::new(),
-                        netdev: n.netdev.clone(),
-                        mtu: None,
-                        ipv4: Vec::new(),
-                        accept_local: None,
-                        rp_filter: None,
-                        arp_ignore: n.arp_ignore,
-                        arp_announce: None,
-                        link_peer: None,
-                    })
-                    .collect();
-                let refs: Vec<&RoceNetdev> = members.iter().collect();
-                arp_flux_line(&g.subnet, &refs)
-            })
+            .map(arp_flux_line)
             .collect::<Vec<_>>()
             .join("; ")
     })
@@ -836,6 +800,7 @@ pub fn explain_suspect(
 mod tests {
     use super::*;
     use crate::model::fabric::child::Verbatim;
+    use crate::model::facts::ArpFluxNetdev;
 
     fn all_pairs(rounds: &[Vec<(u32, u32)>]) -> Vec<(u32, u32)> {
         let mut v: Vec<(u32, u32)> = rounds.iter().flatten().copied().collect();

@@ -133,23 +133,7 @@ pub struct RankInfo<F = Vec<ArpFluxGroup>> {
 /// A rank as the report shows it: the ARP flux in words.
 pub type ReportedRank = RankInfo<Option<String>>;
 
-/// RDMA netdevs of one host on one IPv4 subnet, one of which answers ARP for the others'
-/// addresses (`arp_ignore` 0): a peer may send one HCA's RoCE packets to another's MAC.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ArpFluxGroup {
-    /// `10.0.0.0/24`.
-    pub subnet: String,
-    pub netdevs: Vec<ArpFluxNetdev>,
-}
-
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ArpFluxNetdev {
-    pub netdev: String,
-    /// `arp_ignore` as the kernel applies it (max of all and the netdev's).
-    pub arp_ignore: Option<u32>,
-}
+pub use crate::model::facts::ArpFluxGroup;
 
 impl RankInfo {
     /// The rank as the report shows it, with its ARP flux in words.

@@ -62,7 +62,7 @@ pub(super) fn completion(b: Builder, status: u32) -> Diagnostic {
                 return b.done(
                     codes::RETRY_EXCEEDED_ARP_FLUX,
                     format!("no ACK came back, and this host has ARP flux: {dev_name} shares its subnet with other RDMA netdevs that answer ARP for each other's addresses, so {peer_text} may send its packets for this port to another port's MAC, which drops them (its QPs do not know the QPN)"),
-                    vec![Seen::new(Source::Route, format!("ARP flux: {flux}"))],
+                    vec![Seen::new(Source::Route, format!("ARP flux: {}", crate::diagnose::doctor::arp_flux_line(flux)))],
                     format!("{}; then flush the neighbour entries (ip neigh flush all) on both hosts and run again", crate::diagnose::doctor::ARP_FLUX_FIX),
                     false,
                 );

@@ -226,7 +226,15 @@ fn cases() -> Vec<Case> {
     });
     let mut flux = rxe_ctx(Some(1), "::ffff:192.168.77.2");
     flux.route = Some(RouteFacts {
-        arp_flux: Some("veth0, veth1 on 192.168.77.0/24 answer ARP for each other's addresses (veth0 arp_ignore 0, veth1 arp_ignore 0)".into()),
+        arp_flux: Some(crate::model::facts::ArpFluxGroup {
+            subnet: "192.168.77.0/24".into(),
+            netdevs: ["veth0", "veth1"]
+                .map(|n| crate::model::facts::ArpFluxNetdev {
+                    netdev: n.into(),
+                    arp_ignore: Some(0),
+                })
+                .to_vec(),
+        }),
         ..vm_route(true)
     });
     let mut v6_same_host = rxe_ctx(Some(2), "2001:db8::2");

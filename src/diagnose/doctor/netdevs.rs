@@ -6,7 +6,7 @@ use super::finding;
 use super::ports::roce_mtu_for_netdev;
 use crate::model::codes;
 use crate::model::diagnostic::{Diagnostic, Severity, Subject};
-use crate::model::facts::RoceNetdev;
+use crate::model::facts::{ArpFluxGroup, ArpFluxNetdev, RoceNetdev};
 
 /// RDMA netdevs of this host that share an IPv4 subnet while at least one of them answers
 /// ARP for any local address (`arp_ignore` 0): each group as (subnet, its netdevs).
@@ -80,9 +80,28 @@ pub fn arp_flux_finding(subnet: &str, members: &[&RoceNetdev]) -> Diagnostic {
     ))
 }
 
+/// This host's ARP flux groups as facts: each subnet's netdevs and their `arp_ignore`, as
+/// a fabric rank publishes them and a failed run's route facts hold them.
+pub fn arp_flux(netdevs: &[RoceNetdev]) -> Vec<ArpFluxGroup> {
+    arp_flux_groups(netdevs)
+        .into_iter()
+        .map(|(subnet, members)| ArpFluxGroup {
+            subnet,
+            netdevs: members
+                .iter()
+                .map(|n| ArpFluxNetdev {
+                    netdev: n.netdev.clone(),
+                    arp_ignore: n.arp_ignore,
+                })
+                .collect(),
+        })
+        .collect()
+}
+
 /// One group in a line, as fabric's drift report and the pair explanation quote it:
 /// `e0, e1 on 10.0.0.0/24 answer ARP for each other's addresses (e0 arp_ignore 0, e1 arp_ignore 1)`.
-pub fn arp_flux_line(subnet: &str, members: &[&RoceNetdev]) -> String {
+pub fn arp_flux_line(group: &ArpFluxGroup) -> String {
+    let (subnet, members) = (&group.subnet, &group.netdevs);
     let names: Vec<&str> = members.iter().map(|n| n.netdev.as_str()).collect();
     let settings: Vec<String> = members
         .iter()
@@ -197,12 +216,11 @@ pub fn same_subnet_findings(netdevs: &[RoceNetdev]) -> Vec<Diagnostic> {
     out
 }
 
-/// The ARP flux group the netdev `nd` belongs to, in words, if any.
-pub fn arp_flux_around(netdevs: &[RoceNetdev], nd: &str) -> Option<String> {
-    arp_flux_groups(netdevs)
+/// The ARP flux group the netdev `nd` belongs to, if any.
+pub fn arp_flux_around(netdevs: &[RoceNetdev], nd: &str) -> Option<ArpFluxGroup> {
+    arp_flux(netdevs)
         .into_iter()
-        .find(|(_, members)| members.iter().any(|n| n.netdev == nd))
-        .map(|(subnet, members)| arp_flux_line(&subnet, &members))
+        .find(|g| g.netdevs.iter().any(|n| n.netdev == nd))
 }
 
 #[cfg(test)]
