@@ -64,7 +64,7 @@ fn explained(report: &model::diagnostic::FailureReport) -> String {
     format!(
         "{}\n{}",
         report.message,
-        render::explanation::body(&report.explanation, "")
+        render::diagnostic::body(&report.explanation, "")
     )
 }
 

@@ -16,12 +16,13 @@ use crate::error::{Error, Result};
 use crate::exit;
 use crate::gather::check as facts;
 use crate::gather::sysfs::SysfsRoot;
-use crate::model::diagnostic::{Finding, Severity};
+use crate::model::codes;
+use crate::model::diagnostic::{Diagnostic, Severity};
 use crate::model::facts::{NetFacts, PortFacts};
 use crate::model::gid::Gid;
 use crate::output;
 use crate::render::check::{render, CheckReport};
-use crate::render::findings as render_findings;
+use crate::render::diagnostic as render_findings;
 
 pub fn run(ctx: &Ctx, args: &CheckArgs) -> Result<u8> {
     let peer = match args.peer.as_deref() {
@@ -144,7 +145,7 @@ fn ask_kernel(
     peer: IpAddr,
     first_net: &NetFacts,
     scope: Option<&str>,
-) -> (Finding, Option<KernelChoice>) {
+) -> (Diagnostic, Option<KernelChoice>) {
     if ctx.captured {
         let finding = kernel_choice::skipped(
             Severity::Info,
@@ -168,7 +169,7 @@ fn no_such_gid(ctx: &Ctx, report: CheckReport, port: u32, index: u32) -> Result<
     let fix = report
         .findings
         .iter()
-        .find(|f| f.code == "gid-slot")
+        .find(|f| f.code == codes::GID_SLOT)
         .and_then(|f| f.fix.clone())
         .filter(|f| !f.is_empty());
     Err(
@@ -195,7 +196,7 @@ fn env_findings(
     port: &PortFacts,
     auto: &Selection,
     want: &gidselect::Want,
-) -> Result<Vec<Finding>> {
+) -> Result<Vec<Diagnostic>> {
     let host = facts::env_host(&ctx.sysfs)?;
     let target = EnvTarget {
         device,

@@ -13,7 +13,7 @@ use crate::gather::inventory::target;
 use crate::gather::sysfs::SysfsRoot;
 use crate::interrupt;
 use crate::model::counter::{PortDelta, Sampler};
-use crate::model::diagnostic::Finding;
+use crate::model::diagnostic::Diagnostic;
 use crate::output::print;
 use crate::render::counters as render;
 
@@ -47,7 +47,7 @@ pub fn run(ctx: &Ctx, args: &CountersArgs) -> Result<u8> {
         }
         let now = sysfs.counters(device.as_deref(), port)?;
         let deltas = sampler.next(now, Instant::now());
-        let judged: Vec<(PortDelta, Vec<Finding>)> = deltas
+        let judged: Vec<(PortDelta, Vec<Diagnostic>)> = deltas
             .into_iter()
             .map(|d| {
                 // The interval's own messages are unknown here: no per-thousand figure.
@@ -116,7 +116,10 @@ mod tests {
             d[0].get("symbol_error").unwrap().change,
             Change::Saturated { at_least: 535 }
         );
-        let codes: Vec<String> = judge(&d[0], None, 0).into_iter().map(|f| f.code).collect();
+        let codes: Vec<String> = judge(&d[0], None, 0)
+            .into_iter()
+            .map(|f| f.code.to_string())
+            .collect();
         assert_eq!(
             codes,
             [

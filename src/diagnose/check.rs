@@ -6,8 +6,9 @@ use std::net::IpAddr;
 use crate::diagnose::gidselect::{
     self, describe, is_link_local, type_name, Family, Selection, Verdict, Want,
 };
+use crate::model::codes::{self, Code};
 use crate::model::device::{GidEntry, GidType, LinkLayer};
-use crate::model::diagnostic::{Finding, Severity};
+use crate::model::diagnostic::{Diagnostic, Severity};
 use crate::model::facts::{NetFacts, PortFacts, RoceNetdev, Route, RouteFacts};
 
 /// What a GID must fit to reach `peer`, from the kernel's route toward it.
@@ -26,7 +27,7 @@ pub fn evaluate(
     peer: Option<IpAddr>,
     net: &NetFacts,
     auto: &Selection,
-) -> Vec<Finding> {
+) -> Vec<Diagnostic> {
     let better = || -> String {
         match auto.chosen {
             Some(i) if i != index => entry_or_auto_text(port, auto),
@@ -54,9 +55,9 @@ pub fn evaluate(
         }
     };
     out.push(
-        Finding::new(
+        Diagnostic::finding(
             Severity::Ok,
-            "gid-slot",
+            codes::GID_SLOT,
             format!("{} is populated", describe(entry)),
         )
         .evidence(format!("gids/{index} = {}", entry.gid)),
@@ -64,13 +65,13 @@ pub fn evaluate(
 
     if port.link_layer == LinkLayer::InfiniBand {
         if let Some(r) = auto.reason(index) {
-            out.push(Finding::new(
+            out.push(Diagnostic::finding(
                 if r.verdict == Verdict::Chosen {
                     Severity::Ok
                 } else {
                     Severity::Info
                 },
-                "gid-choice",
+                codes::GID_CHOICE,
                 format!("index {index}: {}", r.why),
             ));
         }
@@ -86,9 +87,9 @@ pub fn evaluate(
     // Route, neighbour, link-local.
     if let Some(peer) = peer {
         if let Some(why) = &net.route_skipped {
-            out.push(Finding::new(
+            out.push(Diagnostic::finding(
                 Severity::Info,
-                "route",
+                codes::ROUTE,
                 format!("route to {peer}: {why}"),
             ));
         }
@@ -109,7 +110,7 @@ pub fn evaluate(
 }
 
 /// The port's state and, on InfiniBand, its LID.
-fn port_state(port: &PortFacts) -> Vec<Finding> {
+fn port_state(port: &PortFacts) -> Vec<Diagnostic> {
     let mut out = Vec::new();
     let name = port.name();
     let state = port
@@ -118,7 +119,7 @@ fn port_state(port: &PortFacts) -> Vec<Finding> {
         .as_ref()
         .map_or("unknown".to_string(), |s| s.name().to_string());
     let mut f = if state == "ACTIVE" {
-        Finding::new(Severity::Ok, "port-state", format!("{name} is ACTIVE"))
+        Diagnostic::finding(Severity::Ok, codes::PORT_STATE, format!("{name} is ACTIVE"))
     } else {
         let fix = if port.link_layer == LinkLayer::InfiniBand {
             "start a subnet manager (opensm) or fix the link".to_string()
@@ -130,9 +131,9 @@ fn port_state(port: &PortFacts) -> Vec<Finding> {
                 .unwrap_or_else(|| "the netdev".into());
             format!("bring {dev} up and check its carrier (ip link show {dev})")
         };
-        Finding::new(
+        Diagnostic::finding(
             Severity::Fail,
-            "port-state",
+            codes::PORT_STATE,
             format!("{name} is {state}, not ACTIVE"),
         )
         .fix(fix)
@@ -148,14 +149,18 @@ fn port_state(port: &PortFacts) -> Vec<Finding> {
     if port.link_layer == LinkLayer::InfiniBand {
         let lid = port.sysfs.lid.unwrap_or(0);
         out.push(if lid == 0 || lid == 0xffff {
-            Finding::new(
+            Diagnostic::finding(
                 Severity::Fail,
-                "ib-lid",
+                codes::IB_LID,
                 format!("{name} has no LID (0x{lid:04x}): no subnet manager configured it"),
             )
             .fix("start a subnet manager (opensm, or the switch's)")
         } else {
-            Finding::new(Severity::Ok, "ib-lid", format!("{name} LID 0x{lid:04x}"))
+            Diagnostic::finding(
+                Severity::Ok,
+                codes::IB_LID,
+                format!("{name} LID 0x{lid:04x}"),
+            )
         });
     }
     out
@@ -166,12 +171,12 @@ fn slot<'a>(
     port: &'a PortFacts,
     index: u32,
     with_better: &dyn Fn(String) -> String,
-) -> Result<&'a GidEntry, Box<Finding>> {
+) -> Result<&'a GidEntry, Box<Diagnostic>> {
     let name = port.name();
     if index >= port.gid_table_len {
-        return Err(Box::new(Finding::new(
+        return Err(Box::new(Diagnostic::finding(
             Severity::Fail,
-            "gid-slot",
+            codes::GID_SLOT,
             format!("GID index {index} is past the end of {name}'s table ({} entries): RTR fails with EINVAL", port.gid_table_len),
         )
         .evidence(populated(port))
@@ -182,9 +187,9 @@ fn slot<'a>(
         .find(|e| e.index == index)
         .ok_or_else(|| {
             Box::new(
-                Finding::new(
+                Diagnostic::finding(
                     Severity::Fail,
-                    "gid-slot",
+                    codes::GID_SLOT,
                     format!("GID index {index} on {name} is an empty slot: RTR fails with ENODATA"),
                 )
                 .evidence(format!(
@@ -202,25 +207,25 @@ fn gid_type_finding(
     index: u32,
     net: &NetFacts,
     with_better: &dyn Fn(String) -> String,
-) -> Finding {
+) -> Diagnostic {
     match &entry.gid_type {
-        Some(GidType::RoceV2) => Finding::new(
+        Some(GidType::RoceV2) => Diagnostic::finding(
             Severity::Ok,
-            "gid-type",
+            codes::GID_TYPE,
             format!("index {index} is RoCE v2 (routable over UDP/IP)"),
         ),
         Some(t @ (GidType::RoceV1 | GidType::Ib)) => {
             let off_link = net.route.as_ref().and_then(RouteFacts::on_link) == Some(false);
-            Finding::new(
+            Diagnostic::finding(
                 if off_link { Severity::Fail } else { Severity::Warn },
-                "gid-type",
+                codes::GID_TYPE,
                 format!("index {index} is {}: v1 frames stay on one L2 segment, and the peer must use v1 too", type_name(Some(t))),
             )
             .fix(with_better("use RoCE v2 unless every peer speaks v1".into()))
         }
-        other => Finding::new(
+        other => Diagnostic::finding(
             Severity::Warn,
-            "gid-type",
+            codes::GID_TYPE,
             format!("index {index} has {}", type_name(other.as_ref())),
         )
         .evidence(format!("gid_attrs/types/{index} is unreadable or unknown"))
@@ -234,13 +239,13 @@ fn family_finding(
     index: u32,
     peer: IpAddr,
     with_better: &dyn Fn(String) -> String,
-) -> Finding {
+) -> Diagnostic {
     let gid_family = Family::of_gid(&entry.gid);
     let peer_family = Family::of(peer);
     if gid_family != peer_family {
-        Finding::new(
+        Diagnostic::finding(
             Severity::Fail,
-            "gid-family",
+            codes::GID_FAMILY,
             format!(
                 "index {index} is {}{} but the peer {peer} is {}: both GIDs of a connection must be the same family (RTR fails with EINVAL)",
                 if is_link_local(&entry.gid) { "link-local " } else { "" },
@@ -250,9 +255,9 @@ fn family_finding(
         )
         .fix(with_better(String::new()))
     } else {
-        Finding::new(
+        Diagnostic::finding(
             Severity::Ok,
-            "gid-family",
+            codes::GID_FAMILY,
             format!(
                 "index {index} and the peer {peer} are both {}",
                 gid_family.name()
@@ -267,27 +272,27 @@ fn netdev_finding(
     index: u32,
     net: &NetFacts,
     with_better: &dyn Fn(String) -> String,
-) -> Finding {
+) -> Diagnostic {
     match (&entry.netdev, &net.netdev) {
-        (None, _) => Finding::new(Severity::Fail, "netdev", format!("index {index} has no netdev (gid_attrs/ndevs/{index} unreadable): RTR fails with ENODEV"))
+        (None, _) => Diagnostic::finding(Severity::Fail, codes::NETDEV, format!("index {index} has no netdev (gid_attrs/ndevs/{index} unreadable): RTR fails with ENODEV"))
             .fix(with_better(String::new())),
-        (Some(dev), None) => Finding::new(Severity::Info, "netdev", format!("{dev}: not checked")),
-        (Some(dev), Some(n)) if !n.exists => Finding::new(
+        (Some(dev), None) => Diagnostic::finding(Severity::Info, codes::NETDEV, format!("{dev}: not checked")),
+        (Some(dev), Some(n)) if !n.exists => Diagnostic::finding(
             Severity::Fail,
-            "netdev",
+            codes::NETDEV,
             format!("{dev} does not exist in this network namespace: removed, or in another namespace (RTR fails with ENODEV)"),
         )
         .evidence(format!("gid_attrs/ndevs/{index} = {dev}"))
         .fix(with_better("run where the netdev lives, or use a GID whose netdev is here".into())),
-        (Some(dev), Some(n)) if !n.up => Finding::new(Severity::Fail, "netdev", format!("{dev} is not up (operstate {})", n.operstate.clone().unwrap_or_else(|| "?".into())))
+        (Some(dev), Some(n)) if !n.up => Diagnostic::finding(Severity::Fail, codes::NETDEV, format!("{dev} is not up (operstate {})", n.operstate.clone().unwrap_or_else(|| "?".into())))
             .fix(format!("ip link set {dev} up, and check its link")),
-        (Some(dev), Some(n)) => Finding::new(Severity::Ok, "netdev", format!("{dev} is present and up (operstate {})", n.operstate.clone().unwrap_or_default()))
+        (Some(dev), Some(n)) => Diagnostic::finding(Severity::Ok, codes::NETDEV, format!("{dev} is present and up (operstate {})", n.operstate.clone().unwrap_or_default()))
             .evidence(format!("looked up in {}", net.netdev_source)),
     }
 }
 
 /// The MTU: the same rule as doctor's.
-fn mtu_check(port: &PortFacts, net: &NetFacts) -> Option<Finding> {
+fn mtu_check(port: &PortFacts, net: &NetFacts) -> Option<Diagnostic> {
     let (n, mtu) = net.netdev.as_ref().and_then(|n| n.mtu.map(|m| (n, m)))?;
     let why_unknown = format!(
         "{}; the RoCE MTU is derived from the netdev MTU",
@@ -311,21 +316,21 @@ pub fn populated(port: &PortFacts) -> String {
 
 /// A same-host IPv6 peer: no ARP (NDP instead), and on rxe, two devices of one kernel
 /// carry no RoCE traffic over IPv6 at all (measured; a device to itself works).
-fn same_host_ipv6(port: &PortFacts, owner: &str, gid_dev: &str, peer: IpAddr) -> Finding {
+fn same_host_ipv6(port: &PortFacts, owner: &str, gid_dev: &str, peer: IpAddr) -> Diagnostic {
     let soft_roce = port.sysfs.device.starts_with("rxe");
     if soft_roce && owner != gid_dev {
-        Finding::new(
+        Diagnostic::finding(
             Severity::Fail,
-            "same-host-ipv6",
+            codes::SAME_HOST_IPV6,
             format!("{peer} is on {owner} and this GID on {gid_dev}: rxe carries no RoCE v2 traffic over IPv6 between two devices of one kernel (IPv4 between them works; IPv6 from a device to itself works)"),
         )
         .evidence(format!("{peer} is an address of this host (on {owner})"))
         .evidence(format!("{} is Soft-RoCE (rxe)", port.name()))
         .fix("test IPv6 between two hosts, or use the IPv4-mapped GIDs for a same-host test")
     } else {
-        Finding::new(
+        Diagnostic::finding(
             Severity::Info,
-            "same-host-ipv6",
+            codes::SAME_HOST_IPV6,
             format!("{peer} is on this host: IPv6 neighbours come from NDP, so accept_local (an IPv4 ARP setting) does not apply"),
         )
     }
@@ -339,15 +344,15 @@ fn route_findings(
     route: &RouteFacts,
     via_gid: Option<&Route>,
     with_better: &dyn Fn(String) -> String,
-) -> Vec<Finding> {
+) -> Vec<Diagnostic> {
     let _ = port;
     let mut out = Vec::new();
     let gid_dev = entry.netdev.clone().unwrap_or_else(|| "?".into());
     if route.no_route {
         out.push(
-            Finding::new(
+            Diagnostic::finding(
                 Severity::Fail,
-                "route",
+                codes::ROUTE,
                 format!("the kernel has no route to {peer}: RTR and rdma_resolve_addr fail with ENETUNREACH"),
             )
             .evidence(format!("ip route get {peer}: unreachable"))
@@ -361,9 +366,9 @@ fn route_findings(
             .peer_local_netdev
             .clone()
             .unwrap_or_else(|| "?".into());
-        let mut f = Finding::new(
+        let mut f = Diagnostic::finding(
             Severity::Ok,
-            "route",
+            codes::ROUTE,
             format!("{peer} is an address of this host (on {owner}): a same-host test, sent out through {gid_dev}"),
         )
         .evidence(format!("ip route get {peer}: local, dev {route_dev}"));
@@ -380,24 +385,24 @@ fn route_findings(
         }
         let drops = route.accept_local == Some(false) || route.rp_filter == Some(1);
         let mut f = if drops {
-            Finding::new(
+            Diagnostic::finding(
                 Severity::Fail,
-                "arp-same-host",
+                codes::ARP_SAME_HOST,
                 format!("{owner} will drop the ARP request from {gid_dev} (its sender address is local): RTR fails with ETIMEDOUT"),
             )
             .fix(format!(
                 "sysctl -w net.ipv4.conf.all.accept_local=1 net.ipv4.conf.{gid_dev}.accept_local=1 net.ipv4.conf.{owner}.accept_local=1, with rp_filter 0 or 2"
             ))
         } else if route.accept_local.is_none() {
-            Finding::new(
+            Diagnostic::finding(
                 Severity::Warn,
-                "arp-same-host",
+                codes::ARP_SAME_HOST,
                 format!("cannot read accept_local for {owner}; a same-host ARP needs it set"),
             )
         } else {
-            Finding::new(
+            Diagnostic::finding(
                 Severity::Ok,
-                "arp-same-host",
+                codes::ARP_SAME_HOST,
                 format!("{owner} accepts ARP from a local sender"),
             )
         };
@@ -409,9 +414,9 @@ fn route_findings(
         }
         out.push(f);
     } else if route_dev == gid_dev {
-        let mut f = Finding::new(
+        let mut f = Diagnostic::finding(
             Severity::Ok,
-            "route",
+            codes::ROUTE,
             format!("the kernel routes {peer} through {gid_dev}, the GID's netdev"),
         )
         .evidence(format!("ip route get {peer}: dev {route_dev}"));
@@ -426,9 +431,9 @@ fn route_findings(
         out.push(f);
     } else {
         out.push(
-            Finding::new(
+            Diagnostic::finding(
                 Severity::Fail,
-                "route",
+                codes::ROUTE,
                 format!("the kernel routes {peer} through {route_dev}, but GID index {index} belongs to {gid_dev}: the peer's MAC is resolved through {gid_dev}, so RTR would time out"),
             )
             .evidence(format!("ip route get {peer}: dev {route_dev}"))
@@ -440,32 +445,32 @@ fn route_findings(
     if is_link_local(&entry.gid) {
         if route.gateway.is_some() && !route.peer_is_local {
             out.push(
-                Finding::new(
+                Diagnostic::finding(
                     Severity::Fail,
-                    "link-local",
+                    codes::LINK_LOCAL,
                     format!("index {index} is link-local and {peer} is behind a router ({}): link-local never crosses one", route.gateway.map(|g| g.to_string()).unwrap_or_default()),
                 )
                 .fix(with_better(String::new())),
             );
         } else {
-            out.push(Finding::new(Severity::Warn, "link-local", format!("index {index} is link-local: it reaches only peers on this L2 segment, using link-local GIDs too")).fix(with_better(String::new())));
+            out.push(Diagnostic::finding(Severity::Warn, codes::LINK_LOCAL, format!("index {index} is link-local: it reaches only peers on this L2 segment, using link-local GIDs too")).fix(with_better(String::new())));
         }
     }
 
     // Neighbour.
     let hop = route.gateway.unwrap_or(peer);
     out.push(match route.neighbour_state.as_deref() {
-        Some(s @ ("FAILED" | "INCOMPLETE")) => Finding::new(
+        Some(s @ ("FAILED" | "INCOMPLETE")) => Diagnostic::finding(
             Severity::Fail,
-            "neighbour",
+            codes::NEIGHBOUR,
             format!("{hop} on {gid_dev} is {s}: it did not answer ARP/ND, so RTR would time out"),
         )
         .evidence(format!("ip neigh show {hop} dev {gid_dev}: {s}"))
         .fix(format!("check that {hop} is up and on the same segment/VLAN as {gid_dev} (ping -I {gid_dev} {hop})")),
-        Some(s) => Finding::new(Severity::Ok, "neighbour", format!("{hop} on {gid_dev} is {s}")),
-        None => Finding::new(
+        Some(s) => Diagnostic::finding(Severity::Ok, codes::NEIGHBOUR, format!("{hop} on {gid_dev} is {s}")),
+        None => Diagnostic::finding(
             Severity::Info,
-            "neighbour",
+            codes::NEIGHBOUR,
             format!("no neighbour entry for {hop} on {gid_dev} yet: the kernel resolves it at RTR (1 s timeout)"),
         ),
     });
@@ -474,10 +479,10 @@ fn route_findings(
 
 /// `--peer ADDR%IFNAME`: a link-local peer is reached only on the link its scope names, and
 /// the kernel resolves it through the GID's netdev, so the GID must belong to that netdev.
-pub fn scope_finding(entry: &GidEntry, peer: IpAddr, scope: &str, port: &PortFacts) -> Finding {
-    const CODE: &str = "peer-scope";
+pub fn scope_finding(entry: &GidEntry, peer: IpAddr, scope: &str, port: &PortFacts) -> Diagnostic {
+    const CODE: Code = codes::PEER_SCOPE;
     if !is_link_local(&crate::model::gid::Gid::from_ip(peer)) {
-        return Finding::new(
+        return Diagnostic::finding(
             Severity::Info,
             CODE,
             format!("%{scope} is ignored: a scope matters only for a link-local peer, and {peer} is routed by its address"),
@@ -485,7 +490,7 @@ pub fn scope_finding(entry: &GidEntry, peer: IpAddr, scope: &str, port: &PortFac
     }
     let index = entry.index;
     match entry.netdev.as_deref() {
-        Some(dev) if dev == scope => Finding::new(
+        Some(dev) if dev == scope => Diagnostic::finding(
             Severity::Ok,
             CODE,
             format!("the peer {peer}%{scope} is on {scope}, GID index {index}'s netdev"),
@@ -502,7 +507,7 @@ pub fn scope_finding(entry: &GidEntry, peer: IpAddr, scope: &str, port: &PortFac
                         std::cmp::Reverse(e.index),
                     )
                 });
-            Finding::new(
+            Diagnostic::finding(
                 Severity::Fail,
                 CODE,
                 format!("the peer {peer}%{scope} is on {scope}, but GID index {index} belongs to {dev}: a link-local peer is reached only on the link its scope names, and the kernel resolves it through the GID's netdev"),
@@ -513,7 +518,7 @@ pub fn scope_finding(entry: &GidEntry, peer: IpAddr, scope: &str, port: &PortFac
                 None => format!("{} has no link-local GID on {scope}: give the peer's address on {dev} (%{dev}), or check {scope}'s RDMA device", port.name()),
             })
         }
-        None => Finding::new(
+        None => Diagnostic::finding(
             Severity::Info,
             CODE,
             format!("the peer's scope {scope} is not compared: GID index {index} names no netdev"),
@@ -522,10 +527,15 @@ pub fn scope_finding(entry: &GidEntry, peer: IpAddr, scope: &str, port: &PortFac
 }
 
 /// No GID on the port fits the peer (or perftest's default): the reasons are `auto`'s.
-pub fn no_gid_fits(device: &str, port_no: u32, peer: Option<IpAddr>, port: &PortFacts) -> Finding {
-    Finding::new(
+pub fn no_gid_fits(
+    device: &str,
+    port_no: u32,
+    peer: Option<IpAddr>,
+    port: &PortFacts,
+) -> Diagnostic {
+    Diagnostic::finding(
         Severity::Fail,
-        "gid-choice",
+        codes::GID_CHOICE,
         format!("no GID on {device}/{port_no} fits{}", peer.map(|p| format!(" the peer {p}")).unwrap_or_default()),
     )
     .evidence(populated(port))
@@ -534,7 +544,7 @@ pub fn no_gid_fits(device: &str, port_no: u32, peer: Option<IpAddr>, port: &Port
 
 /// ARP flux among this host's ports can send the peer's packets for this port to another
 /// port's MAC: said only when the checked port (`device/port`) is one of them.
-pub fn arp_flux_for_port(netdevs: &[RoceNetdev], this_port: &str) -> Vec<Finding> {
+pub fn arp_flux_for_port(netdevs: &[RoceNetdev], this_port: &str) -> Vec<Diagnostic> {
     crate::diagnose::doctor::arp_flux_groups(netdevs)
         .iter()
         .filter(|(_, members)| members.iter().any(|n| n.port == this_port))
@@ -543,13 +553,13 @@ pub fn arp_flux_for_port(netdevs: &[RoceNetdev], this_port: &str) -> Vec<Finding
 }
 
 /// `--env`'s findings, or one line saying that none of the variables is set.
-pub fn env_or_unset(found: Vec<Finding>) -> Vec<Finding> {
+pub fn env_or_unset(found: Vec<Diagnostic>) -> Vec<Diagnostic> {
     if !found.is_empty() {
         return found;
     }
-    vec![Finding::new(
+    vec![Diagnostic::finding(
         Severity::Info,
-        "env",
+        codes::ENV,
         format!(
             "none of {} is set",
             crate::diagnose::env::VARIABLES.join(", ")
@@ -587,7 +597,7 @@ mod tests {
         index: u32,
         peer: Option<&str>,
         net: NetFacts,
-    ) -> Vec<Finding> {
+    ) -> Vec<Diagnostic> {
         let ctx = fixture(fixture_name);
         let port = load_port_facts(&ctx, device, 1).unwrap();
         let peer: Option<IpAddr> = peer.map(|p| p.parse().unwrap());
@@ -603,14 +613,14 @@ mod tests {
         evaluate(&port, index, peer, &net, &auto)
     }
 
-    fn find<'a>(findings: &'a [Finding], code: &str) -> &'a Finding {
+    fn find<'a>(findings: &'a [Diagnostic], code: &str) -> &'a Diagnostic {
         findings
             .iter()
             .find(|f| f.code == code)
             .unwrap_or_else(|| panic!("no {code} in {findings:#?}"))
     }
 
-    fn text(f: &Finding) -> String {
+    fn text(f: &Diagnostic) -> String {
         format!(
             "{} | {} | {}",
             f.message,

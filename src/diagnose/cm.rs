@@ -6,16 +6,17 @@
 use std::net::SocketAddr;
 
 use crate::diagnose::datapath;
-use crate::model::diagnostic::{Explanation, Seen, Source};
+use crate::model::codes::{self, Code};
+use crate::model::diagnostic::{Diagnostic, Seen, Source};
 use crate::model::facts::Facts;
 use crate::model::failure::{Cause, EventKind, Failure, Step};
 
-fn why(code: &'static str, why: impl Into<String>, fix: impl Into<String>) -> Explanation {
-    Explanation::new(code, why, fix)
+fn why(code: Code, why: impl Into<String>, fix: impl Into<String>) -> Diagnostic {
+    Diagnostic::explanation(code, why, fix)
 }
 
 /// The rules, one per failure the CM can report. Pure, so every row is unit-tested.
-pub fn explain(err: &Failure, facts: &Facts) -> Explanation {
+pub fn explain(err: &Failure, facts: &Facts) -> Diagnostic {
     let mut x = rule(err, facts);
     x.evidence.extend(
         facts
@@ -26,7 +27,7 @@ pub fn explain(err: &Failure, facts: &Facts) -> Explanation {
     x
 }
 
-fn rule(err: &Failure, facts: &Facts) -> Explanation {
+fn rule(err: &Failure, facts: &Facts) -> Diagnostic {
     let addr: Option<SocketAddr> = err
         .context
         .peer_addr
@@ -46,44 +47,44 @@ fn rule(err: &Failure, facts: &Facts) -> Explanation {
     let source_netdev_down = facts.netdev.as_ref().filter(|n| !n.up).map(|n| &n.name);
     if let (Some(dev), true) = (source_netdev_down, finding_the_peer) {
         return why(
-            "cm-netdev-down",
+            codes::CM_NETDEV_DOWN,
             format!("{dev}, the netdev of this side's address, is down: the kernel has no way to reach {peer} through it"),
             format!("bring it up (`ip link set {dev} up`); if it stays down, check the cable and the switch port (for veth, the peer end); rdmactl ports shows the port state"),
         );
     }
     match (&err.cause, err.step) {
         (Cause::LibraryMissing { .. }, _) => why(
-            "cm-library-missing",
+            codes::CM_LIBRARY_MISSING,
             "librdmacm.so.1 is loaded at run time and is not installed (or a library it needs is missing)",
             "install librdmacm1 (Debian/Ubuntu: apt install librdmacm1; RHEL: dnf install librdmacm), or use the TCP exchange (omit --cm)",
         ),
         (Cause::NoKernelCm { devices_present: false, .. }, _) => why(
-            "no-kernel-rdma",
+            codes::NO_KERNEL_RDMA,
             "there is no RDMA device: /sys/class/infiniband is empty or missing, so no RDMA driver is loaded",
             "load your NIC's RDMA driver (mlx5_ib, irdma, bnxt_re, ...), or for Soft-RoCE: modprobe rdma_rxe; rdma link add rxe0 type rxe netdev <if>",
         ),
         (Cause::NoKernelCm { device_node_exists: false, .. }, _) => why(
-            "cm-no-rdma-ucm",
+            codes::CM_NO_RDMA_UCM,
             "/dev/infiniband/rdma_cm does not exist: the kernel's user-space CM module (rdma_ucm) is not loaded",
             "modprobe rdma_ucm (rdma-core's rdma-load-modules@rdma.service does this at boot), or use the TCP exchange (omit --cm)",
         ),
         (Cause::NoKernelCm { errno, .. }, _) if *errno == libc::EACCES || *errno == libc::EPERM => why(
-            "cm-device-access",
+            codes::CM_DEVICE_ACCESS,
             "/dev/infiniband/rdma_cm exists but this process may not open it (permissions, or a container without the device)",
             "pass /dev/infiniband/rdma_cm into the container, or check its mode (the kernel creates it 0666)",
         ),
         (Cause::NoKernelCm { .. }, _) => why(
-            "cm-no-device",
+            codes::CM_NO_DEVICE,
             "librdmacm found no usable RDMA device (none registered, or libibverbs lists none)",
             "run rdmactl devices and rdmactl doctor; load the NIC's RDMA driver",
         ),
         (Cause::Errno { errno, .. }, Step::CmBind) if *errno == libc::EADDRNOTAVAIL || *errno == libc::ENODEV => why(
-            "cm-bind-not-local",
+            codes::CM_BIND_NOT_LOCAL,
             "the address to bind is not configured on an RDMA-capable netdev of this host",
             "give an address shown by `ip -br addr` on the netdev of an RDMA port (rdmactl ports shows the netdev)",
         ),
         (Cause::Errno { errno, .. }, Step::CmBind | Step::CmListen) if *errno == libc::EADDRINUSE => why(
-            "cm-port-in-use",
+            codes::CM_PORT_IN_USE,
             format!("another RDMA CM listener already uses port {port} on that address"),
             "stop the other server, or pick another port with -p",
         ),
@@ -94,7 +95,7 @@ fn rule(err: &Failure, facts: &Facts) -> Explanation {
             route_error(*status, &peer, ib)
         }
         (Cause::CmEvent { event: EventKind::Unreachable, .. }, _) => why(
-            "cm-unreachable",
+            codes::CM_UNREACHABLE,
             format!("{peer} did not answer the connection request: no RDMA CM there, the host is down, or RoCE packets (UDP 4791) are dropped on the way"),
             format!("check that the server runs on {peer} (rdmactl pingpong --cm on it), that UDP 4791 passes, and that both ends use RoCE v2"),
         ),
@@ -102,80 +103,80 @@ fn rule(err: &Failure, facts: &Facts) -> Explanation {
             rejected(*status, &peer, &port)
         }
         (Cause::CmEvent { event: EventKind::ConnectError, .. }, _) => why(
-            "cm-connect-error",
+            codes::CM_CONNECT_ERROR,
             "the CM exchange got through, but bringing the QP to RTR/RTS or the final handshake failed",
             "run rdmactl check --peer on both ends: GID table, route and MTU",
         ),
         (Cause::CmEvent { event: EventKind::Disconnected, .. }, _) => why(
-            "cm-peer-disconnected",
+            codes::CM_PEER_DISCONNECTED,
             "the peer closed the connection (its process ended, or it called rdma_disconnect) before this step finished",
             "read the peer's output for its own error",
         ),
         (Cause::CmEvent { event: EventKind::DeviceRemoval, .. }, _) => why(
-            "cm-device-removed",
+            codes::CM_DEVICE_REMOVED,
             "the RDMA device was removed under the connection (driver unloaded, `rdma link delete`, or its netdev deleted)",
             "check `rdma link` and dmesg, then restart the test",
         ),
         (Cause::CmEvent { event: EventKind::AddrChange, .. }, _) => why(
-            "cm-address-changed",
+            codes::CM_ADDRESS_CHANGED,
             "the address of the netdev under the connection changed (bonding fail-over or an address removed)",
             "restart the test once the address is stable",
         ),
         (Cause::CmEvent { .. }, _) => why(
-            "cm-unexpected-event",
+            codes::CM_UNEXPECTED_EVENT,
             "the CM reported an event this step did not expect",
             "rerun; if it repeats, compare with rping against the same peer",
         ),
         (Cause::Timeout { .. }, Step::CmResolveAddr) => no_neighbour(&peer, facts),
         (Cause::Timeout { .. }, Step::CmConnect) => why(
-            "cm-connect-timeout",
+            codes::CM_CONNECT_TIMEOUT,
             format!("{peer} did not answer the connection request in time: no server there, the host is down, or RoCE packets (UDP 4791) are dropped"),
             format!("start the server on {peer} first; check the path with rdmactl check --peer {peer}; raise --timeout for slow links"),
         ),
         (Cause::Timeout { .. }, Step::CmAccept | Step::CmListen) => why(
-            "cm-no-client",
+            codes::CM_NO_CLIENT,
             "no client connected within the time allowed",
             "start the client (rdmactl pingpong --cm SERVER) toward this address and port",
         ),
         (Cause::Timeout { .. }, Step::CmTransfer) => why(
-            "cm-transfer-timeout",
+            codes::CM_TRANSFER_TIMEOUT,
             "no completion arrived in time: the peer stopped answering, or packets are lost",
             "check the peer's output; rxe retries forever when retry_cnt is 7, rdmactl uses 6",
         ),
         (Cause::Timeout { .. }, _) => why(
-            "cm-timeout",
+            codes::CM_TIMEOUT,
             "the step did not finish in time",
             "raise --timeout, or check the peer",
         ),
         (Cause::WcStatus { .. }, _) => datapath::explain(err, facts),
         (Cause::NoAddress { netdev }, _) => no_address(netdev.as_deref(), ib),
         (Cause::ServerRejected { server_reason: reason, .. }, _) if reason.starts_with("busy serving") => why(
-            "cm-server-busy",
+            codes::CM_SERVER_BUSY,
             format!("the rdmactl server serves one client at a time and is {reason}"),
             "wait until that run ends, or start another server with another -p",
         ),
         (Cause::ServerRejected { server_reason: reason, .. }, _) if reason.contains("larger than") => why(
-            "cm-rejected-by-server",
+            codes::CM_REJECTED_BY_SERVER,
             format!("the rdmactl server refused the connection: {reason}"),
             "lower -s on the client to 256 MiB or less",
         ),
         (Cause::ServerRejected { server_reason: reason, .. }, _) => why(
-            "cm-rejected-by-server",
+            codes::CM_REJECTED_BY_SERVER,
             format!("the rdmactl server refused the connection: {reason}"),
             "run the same rdmactl version on both ends, and read the server's output",
         ),
         (Cause::ForeignServer { .. }, _) => why(
-            "cm-not-rdmactl-server",
+            codes::CM_NOT_RDMACTL_SERVER,
             "the server accepted the connection but is not an rdmactl --cm server: stock servers (rping -s, rdma_server) speak their own protocol and send no buffer description",
             "run rdmactl pingpong --cm on the server; the other way round works: an rdmactl server serves rping -c and rdma_client",
         ),
         (Cause::Invalid { .. }, _) => why(
-            "cm-protocol",
+            codes::CM_PROTOCOL,
             "the peer is not an rdmactl --cm peer of a compatible version (its private data has another layout)",
             "run the same rdmactl version on both ends",
         ),
         (Cause::Corrupted { .. }, _) => why(
-            "data-mismatch",
+            codes::DATA_MISMATCH,
             "every work request completed successfully, yet the bytes differ: memory corruption on either host, a buggy provider, or a peer that changed its buffer meanwhile",
             "rerun; if it repeats, run rdmactl selftest on each host to find the side that corrupts",
         ),
@@ -191,7 +192,7 @@ fn rule(err: &Failure, facts: &Facts) -> Explanation {
             datapath::explain(err, facts)
         }
         (Cause::Errno { call, .. }, _) => why(
-            "cm-call-failed",
+            codes::CM_CALL_FAILED,
             format!("{} was refused by the kernel or the provider", call.unwrap_or("a librdmacm call")),
             "check dmesg and rdmactl doctor",
         ),
@@ -200,40 +201,40 @@ fn rule(err: &Failure, facts: &Facts) -> Explanation {
 
 /// The peer's CM rejected the request: the IB CM reject reason (or the kernel's errno for
 /// a refused connection) says why.
-fn rejected(status: i32, peer: &str, port: &str) -> Explanation {
+fn rejected(status: i32, peer: &str, port: &str) -> Diagnostic {
     match status {
         8 | -111 => why(
-            "cm-no-listener",
+            codes::CM_NO_LISTENER,
             format!("nobody listens on {peer} port {port}: the peer's kernel answered the request with a reject (connection refused)"),
             format!("start the server first (rdmactl pingpong --cm on {peer}), and use the same -p on both sides"),
         ),
         28 => why(
-            "cm-rejected-by-server",
+            codes::CM_REJECTED_BY_SERVER,
             "the server application refused the connection (a consumer-defined reject)",
             "read the server's output; a version or parameter mismatch is the usual cause",
         ),
         26 => why(
-            "cm-mtu-mismatch",
+            codes::CM_MTU_MISMATCH,
             "the two ends disagree on the path MTU",
             "set the same MTU on both netdevs (RoCE active_mtu follows the netdev MTU)",
         ),
         3 | 27 => why(
-            "cm-peer-out-of-resources",
+            codes::CM_PEER_OUT_OF_RESOURCES,
             "the server ran out of QPs or responder resources",
             "free resources on the server, or lower the connection count",
         ),
         4 => why(
-            "cm-reply-timeout",
+            codes::CM_REPLY_TIMEOUT,
             "the server's CM timed out waiting for this side's reply",
             "check for packet loss between the hosts and that this host answers quickly",
         ),
         12 => why(
-            "cm-invalid-gid",
+            codes::CM_INVALID_GID,
             "the server could not use the GID this side sent",
             "check both GID tables (rdmactl gids) and the RoCE type on each end",
         ),
         _ => why(
-            "cm-rejected",
+            codes::CM_REJECTED,
             "the peer's CM rejected the connection request",
             "look up the reject reason above; compare both ends' configuration (rdmactl check)",
         ),
@@ -242,16 +243,16 @@ fn rejected(status: i32, peer: &str, port: &str) -> Explanation {
 
 /// Resolving the route failed: on InfiniBand a path record query that timed out means no
 /// subnet manager answers.
-fn route_error(status: i32, peer: &str, ib: bool) -> Explanation {
+fn route_error(status: i32, peer: &str, ib: bool) -> Diagnostic {
     if ib && status.abs() == libc::ETIMEDOUT {
         why(
-            "cm-no-path-record",
+            codes::CM_NO_PATH_RECORD,
             "the path record query to the subnet administrator timed out: no subnet manager answers, or the peer's GID is unknown to it",
             "check that opensm (or the switch's SM) runs: sminfo; ibstat shows the SM LID",
         )
     } else {
         why(
-            "cm-no-route",
+            codes::CM_NO_ROUTE,
             format!("the kernel found no usable route from the RDMA netdev to {peer} (the netdev is down, or the route leaves through another interface)"),
             format!("check `ip route get {peer}` and the port state (rdmactl ports); RoCE needs the route to use the RDMA port's netdev"),
         )
@@ -259,24 +260,24 @@ fn route_error(status: i32, peer: &str, ib: bool) -> Explanation {
 }
 
 /// The CM connects by IP address, and this port has none.
-fn no_address(netdev: Option<&str>, ib: bool) -> Explanation {
+fn no_address(netdev: Option<&str>, ib: bool) -> Diagnostic {
     let dev = netdev.unwrap_or("its netdev");
     if ib {
         why(
-            "cm-no-ipoib-address",
+            codes::CM_NO_IPOIB_ADDRESS,
             format!("the CM connects by IP address, and this InfiniBand port's IPoIB interface {dev} has none (the CM would answer ADDR_ERROR -19)"),
             format!("configure IPoIB: ip addr add ADDR/PREFIX dev {dev} and ip link set {dev} up; or use the TCP exchange (omit --cm)"),
         )
     } else {
         why(
-            "cm-no-address",
+            codes::CM_NO_ADDRESS,
             format!("the CM connects by IP address, and this port has none: no IPv4 GID, and no address on {dev}"),
             format!("put an address on {dev} (ip addr add ADDR/PREFIX dev {dev}); the RoCE GID table follows it"),
         )
     }
 }
 
-fn addr_error(err: &Failure, peer: &str, ib: bool, facts: &Facts) -> Explanation {
+fn addr_error(err: &Failure, peer: &str, ib: bool, facts: &Facts) -> Diagnostic {
     let errno = match &err.cause {
         Cause::Errno { errno, .. } => *errno,
         Cause::CmEvent { status, .. } => status.abs(),
@@ -284,29 +285,29 @@ fn addr_error(err: &Failure, peer: &str, ib: bool, facts: &Facts) -> Explanation
     };
     match errno {
         libc::ENODEV if ib => why(
-            "cm-no-ipoib-address",
+            codes::CM_NO_IPOIB_ADDRESS,
             format!("the route to {peer} leaves through an IPoIB interface without an IP address, or through a netdev that has no RDMA port"),
             "configure an IP address on the port's IPoIB interface (ip addr add ... dev ib0), or use the TCP exchange (omit --cm)",
         ),
         libc::ENODEV => why(
-            "cm-no-rdma-netdev",
+            codes::CM_NO_RDMA_NETDEV,
             format!("the route to {peer} leaves through a netdev with no RDMA device on it (e.g. a plain NIC), or on InfiniBand an IPoIB interface without an address"),
             format!("give the peer's address on the RDMA network, or bind the source to the RDMA netdev's address (--bind); `ip route get {peer}` shows the netdev"),
         ),
         libc::ENETUNREACH => why(
-            "cm-no-route",
+            codes::CM_NO_ROUTE,
             format!("there is no route to {peer} (or the netdev that carried it is down)"),
             format!("check `ip route get {peer}` and `ip -br link`: bring the RDMA port's netdev up, add a route, or use the peer's address on the RDMA subnet"),
         ),
         libc::EHOSTUNREACH | libc::ETIMEDOUT => no_neighbour(peer, facts),
         libc::EADDRNOTAVAIL => why(
-            "cm-bind-not-local",
+            codes::CM_BIND_NOT_LOCAL,
             "the source address is not configured on this host",
             "give a local address with --bind (ip -br addr lists them)",
         ),
         libc::EINVAL => bad_address(err, peer, facts),
         _ => why(
-            "cm-resolve-failed",
+            codes::CM_RESOLVE_FAILED,
             format!("the kernel could not map {peer} to an RDMA device and a destination MAC/GID"),
             format!("check `ip route get {peer}` and rdmactl check --peer {peer}"),
         ),
@@ -314,7 +315,7 @@ fn addr_error(err: &Failure, peer: &str, ib: bool, facts: &Facts) -> Explanation
 }
 /// Address resolution got no answer: name the neighbour that did not answer (the gateway
 /// for a routed peer), and the same-host ARP drop only for an address of this host.
-fn no_neighbour(peer: &str, facts: &Facts) -> Explanation {
+fn no_neighbour(peer: &str, facts: &Facts) -> Diagnostic {
     let route = facts.route.as_ref();
     match (
         route.and_then(|r| r.gateway),
@@ -322,7 +323,7 @@ fn no_neighbour(peer: &str, facts: &Facts) -> Explanation {
     ) {
         (Some(gw), _) => {
             let mut x = why(
-                "cm-no-neighbour",
+                codes::CM_NO_NEIGHBOUR,
                 format!("no ARP/neighbour reply from the gateway {gw}, through which the route to {peer} goes: the gateway is down, absent, or not on that subnet"),
                 format!("check `ping {gw}` and `ip neigh show {gw}`, and the route (`ip route get {peer}`)"),
             );
@@ -333,12 +334,12 @@ fn no_neighbour(peer: &str, facts: &Facts) -> Explanation {
             x
         }
         (None, true) => why(
-            "cm-no-neighbour",
+            codes::CM_NO_NEIGHBOUR,
             format!("no ARP reply from {peer}, an address of this host on another netdev: it drops ARP requests whose sender address is local"),
             "set net.ipv4.conf.all.accept_local=1 (and on both netdevs), with rp_filter 0 or 2",
         ),
         (None, false) => why(
-            "cm-no-neighbour",
+            codes::CM_NO_NEIGHBOUR,
             format!("no ARP/neighbour reply from {peer} through the netdev the route picks: the host is down or not on that subnet, or ARP is filtered"),
             format!("check `ping {peer}` and `ip neigh show {peer}`"),
         ),
@@ -346,7 +347,7 @@ fn no_neighbour(peer: &str, facts: &Facts) -> Explanation {
 }
 
 /// rdma_resolve_addr's EINVAL: say what the addresses show, never a guess about them.
-fn bad_address(err: &Failure, peer: &str, facts: &Facts) -> Explanation {
+fn bad_address(err: &Failure, peer: &str, facts: &Facts) -> Diagnostic {
     let peer_ip = err
         .context
         .peer_addr
@@ -357,7 +358,7 @@ fn bad_address(err: &Failure, peer: &str, facts: &Facts) -> Explanation {
     let mut x = match (facts.cm_source, peer_ip) {
         (Some(src), Some(dst)) if src.to_canonical().is_ipv4() != dst.is_ipv4() => {
             let mut x = why(
-                "cm-family-mismatch",
+                codes::CM_FAMILY_MISMATCH,
                 format!(
                     "the source address {src} is {} and the peer {dst} is {}: the CM connects within one address family",
                     family(&src.to_canonical()),
@@ -374,23 +375,23 @@ fn bad_address(err: &Failure, peer: &str, facts: &Facts) -> Explanation {
             x
         }
         (_, Some(std::net::IpAddr::V6(v6))) if (v6.segments()[0] & 0xffc0) == 0xfe80 => why(
-            "cm-bad-address",
+            codes::CM_BAD_ADDRESS,
             format!("{peer} is IPv6 link-local, and the CM needs to know which interface it is on"),
             format!("give the peer's global address, or add the scope: {peer}%IFNAME"),
         ),
         (_, Some(dst)) if dst.is_multicast() || dst == std::net::IpAddr::V4(std::net::Ipv4Addr::BROADCAST) => why(
-            "cm-bad-address",
+            codes::CM_BAD_ADDRESS,
             format!("{peer} is a multicast or broadcast address; a connection needs the peer's unicast address"),
             "give the peer's unicast address",
         ),
         _ => why(
-            "cm-bad-address",
+            codes::CM_BAD_ADDRESS,
             format!("the kernel CM refused to resolve {peer} (EINVAL) from the source it was given"),
             format!("compare the source and the peer (`ip route get {peer}` shows the kernel's source), and rdmactl check --peer {peer}"),
         ),
     };
     if let Some(src) = facts.cm_source {
-        if x.code != "cm-family-mismatch" {
+        if x.code != codes::CM_FAMILY_MISMATCH {
             x.evidence
                 .push(Seen::new(Source::Host, format!("source {src}")));
         }
@@ -417,7 +418,7 @@ mod tests {
     impl E {
         /// The explanation; every seen line in it states a fact this run gathered, as the
         /// data-path rules' table checks for theirs.
-        fn x(&self) -> Explanation {
+        fn x(&self) -> Diagnostic {
             let x = explain(&self.f, &self.facts);
             for seen in &x.evidence {
                 assert!(
@@ -434,13 +435,13 @@ mod tests {
             self.f.to_string()
         }
         fn explanation(&self) -> String {
-            self.x().summary
+            self.x().message
         }
         fn fix(&self) -> String {
-            self.x().fix
+            self.x().fix_text().to_string()
         }
         fn code(&self) -> String {
-            self.x().code
+            self.x().code.to_string()
         }
         fn errno(&self) -> Option<i32> {
             self.f.cause.errno_value()
@@ -491,10 +492,10 @@ mod tests {
         let x = e.x();
         assert_eq!(x.code, "cm-family-mismatch");
         assert!(
-            x.summary
+            x.message
                 .contains("192.168.77.2 is IPv4 and the peer 2001:db8::1 is IPv6"),
             "{}",
-            x.summary
+            x.message
         );
         assert!(
             x.evidence
@@ -503,12 +504,12 @@ mod tests {
             "{:?}",
             x.evidence
         );
-        assert!(!x.summary.contains("multicast"), "{}", x.summary);
+        assert!(!x.message.contains("multicast"), "{}", x.message);
 
         e.facts.cm_source = Some("2001:db8::2".parse().unwrap());
         let x = e.x();
         assert_eq!(x.code, "cm-bad-address");
-        assert!(!x.summary.contains("multicast"), "{}", x.summary);
+        assert!(!x.message.contains("multicast"), "{}", x.message);
         assert!(
             x.evidence.iter().any(|s| s == "source 2001:db8::2"),
             "{:?}",
@@ -518,9 +519,9 @@ mod tests {
         e.f.context.peer_addr = Some("224.0.0.1:18515".into());
         e.facts.cm_source = None;
         assert!(
-            e.x().summary.contains("224.0.0.1 is a multicast"),
+            e.x().message.contains("224.0.0.1 is a multicast"),
             "{}",
-            e.x().summary
+            e.x().message
         );
     }
 
@@ -542,18 +543,22 @@ mod tests {
         });
         let x = e.x();
         assert!(
-            x.summary.contains("the gateway 192.168.77.254"),
+            x.message.contains("the gateway 192.168.77.254"),
             "{}",
-            x.summary
+            x.message
         );
-        assert!(!x.fix.contains("accept_local"), "{}", x.fix);
+        assert!(!x.fix_text().contains("accept_local"), "{}", x.fix_text());
         e.facts.route = Some(crate::model::facts::RouteFacts {
             peer: Some("192.168.77.1".parse().unwrap()),
             peer_is_local: true,
             ..Default::default()
         });
         e.f.context.peer_addr = Some("192.168.77.1:0".into());
-        assert!(e.x().fix.contains("accept_local"), "{}", e.x().fix);
+        assert!(
+            e.x().fix_text().contains("accept_local"),
+            "{}",
+            e.x().fix_text()
+        );
     }
 
     #[test]

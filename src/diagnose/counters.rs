@@ -3,8 +3,9 @@
 //! deltas and snapshots come from `sysfs::SysfsRoot::port_counters` and
 //! `counter::port_delta`.
 
+use crate::model::codes;
 use crate::model::counter::{Change, Counter, Group, PortCounters, PortDelta};
-use crate::model::diagnostic::{Finding, Severity, Subject};
+use crate::model::diagnostic::{Diagnostic, Severity, Subject};
 use crate::model::failure::QP_PARAMS;
 
 /// Responder-side counters that say a request came again or out of order.
@@ -116,7 +117,7 @@ pub fn resends(ends: &[&crate::model::counter::WireDelta]) -> u64 {
     sum(REQUESTER_RETRANSMIT).max(sum(RESPONDER_LOSS))
 }
 
-pub fn judge(local: &PortDelta, peer: Option<&PortDelta>, messages: u64) -> Vec<Finding> {
+pub fn judge(local: &PortDelta, peer: Option<&PortDelta>, messages: u64) -> Vec<Diagnostic> {
     let mut ends = vec![End {
         delta: local,
         who: format!("this end {}", local.label()),
@@ -137,7 +138,7 @@ pub fn judge(local: &PortDelta, peer: Option<&PortDelta>, messages: u64) -> Vec<
     out
 }
 
-fn retransmission(ends: &[End], messages: u64, subject: &Subject) -> Option<Finding> {
+fn retransmission(ends: &[End], messages: u64, subject: &Subject) -> Option<Diagnostic> {
     let all: Vec<&str> = RESPONDER_LOSS
         .iter()
         .chain(REQUESTER_RETRANSMIT)
@@ -175,8 +176,8 @@ fn retransmission(ends: &[End], messages: u64, subject: &Subject) -> Option<Find
     } else {
         "each sequence NAK costs about a round trip and a go-back-N resend of everything sent after the lost packet: latency tails grow by round trips".to_string()
     };
-    let mut f =
-        Finding::new(Severity::Warn, "counters-retransmission", message).about(subject.clone());
+    let mut f = Diagnostic::finding(Severity::Warn, codes::COUNTERS_RETRANSMISSION, message)
+        .about(subject.clone());
     for line in evidence {
         f = f.evidence(line);
     }
@@ -187,7 +188,7 @@ fn retransmission(ends: &[End], messages: u64, subject: &Subject) -> Option<Find
     ))
 }
 
-fn rnr(ends: &[End], messages: u64, subject: &Subject) -> Option<Finding> {
+fn rnr(ends: &[End], messages: u64, subject: &Subject) -> Option<Diagnostic> {
     let evidence: Vec<String> = ends.iter().flat_map(|e| e.lines(RNR)).collect();
     if evidence.is_empty() {
         return None;
@@ -196,9 +197,9 @@ fn rnr(ends: &[End], messages: u64, subject: &Subject) -> Option<Finding> {
     let rate = per_thousand(naks, messages)
         .map(|r| format!(" ({r} per thousand messages)"))
         .unwrap_or_default();
-    let mut f = Finding::new(
+    let mut f = Diagnostic::finding(
         Severity::Warn,
-        "counters-rnr",
+        codes::COUNTERS_RNR,
         format!("receiver not ready: a send arrived before the receiver had a receive posted{rate}; the sender waited its RNR timer each time"),
     )
     .about(subject.clone());
@@ -211,14 +212,14 @@ fn rnr(ends: &[End], messages: u64, subject: &Subject) -> Option<Finding> {
     ))
 }
 
-fn congestion(ends: &[End], subject: &Subject) -> Option<Finding> {
+fn congestion(ends: &[End], subject: &Subject) -> Option<Diagnostic> {
     let evidence: Vec<String> = ends.iter().flat_map(|e| e.lines(CONGESTION)).collect();
     if evidence.is_empty() {
         return None;
     }
-    let mut f = Finding::new(
+    let mut f = Diagnostic::finding(
         Severity::Info,
-        "counters-congestion",
+        codes::COUNTERS_CONGESTION,
         "the network signalled congestion (ECN marks, CNPs or transmit waits): senders were slowed down",
     )
     .about(subject.clone());
@@ -233,14 +234,14 @@ fn congestion(ends: &[End], subject: &Subject) -> Option<Finding> {
     ))
 }
 
-fn link_errors(ends: &[End], subject: &Subject) -> Option<Finding> {
+fn link_errors(ends: &[End], subject: &Subject) -> Option<Diagnostic> {
     let evidence: Vec<String> = ends.iter().flat_map(|e| e.lines(LINK)).collect();
     if evidence.is_empty() {
         return None;
     }
-    let mut f = Finding::new(
+    let mut f = Diagnostic::finding(
         Severity::Warn,
-        "counters-link-errors",
+        codes::COUNTERS_LINK_ERRORS,
         "the physical link had errors (symbol errors, link recovery or link down)",
     )
     .about(subject.clone());
@@ -252,7 +253,7 @@ fn link_errors(ends: &[End], subject: &Subject) -> Option<Finding> {
     ))
 }
 
-fn saturated(ends: &[End], subject: &Subject) -> Option<Finding> {
+fn saturated(ends: &[End], subject: &Subject) -> Option<Diagnostic> {
     let names: Vec<String> = ends
         .iter()
         .flat_map(|e| {
@@ -267,9 +268,9 @@ fn saturated(ends: &[End], subject: &Subject) -> Option<Finding> {
     if names.is_empty() {
         return None;
     }
-    let mut f = Finding::new(
+    let mut f = Diagnostic::finding(
         Severity::Info,
-        "counters-saturated",
+        codes::COUNTERS_SATURATED,
         "some counters are saturated: they stopped counting, so what they counted since the previous read is unknown",
     )
     .about(subject.clone());
@@ -283,7 +284,7 @@ fn saturated(ends: &[End], subject: &Subject) -> Option<Finding> {
 /// error, loss and RNR counters (and saturated ones) are a warning with their meaning;
 /// Soft-RoCE's missing `counters/` is said, not failed. None when the port has neither
 /// directory (nothing to judge).
-pub fn doctor_finding(pc: &PortCounters) -> Option<Finding> {
+pub fn doctor_finding(pc: &PortCounters) -> Option<Diagnostic> {
     if !pc.has_counters_dir && !pc.has_hw_counters_dir {
         return None;
     }
@@ -297,9 +298,9 @@ pub fn doctor_finding(pc: &PortCounters) -> Option<Finding> {
         "no counters/ directory (Soft-RoCE and other software devices have no IB performance-management agent): only hw_counters/ is read".to_string()
     });
     if problems.is_empty() {
-        let mut f = Finding::new(
+        let mut f = Diagnostic::finding(
             Severity::Ok,
-            "counters",
+            codes::COUNTERS,
             format!(
                 "no error counters are non-zero ({} counters read)",
                 pc.counters.len()
@@ -313,9 +314,9 @@ pub fn doctor_finding(pc: &PortCounters) -> Option<Finding> {
     }
     let saturated = problems.iter().any(|c| c.is_saturated());
     let names: Vec<&str> = problems.iter().map(|c| c.name.as_str()).collect();
-    let mut f = Finding::new(
+    let mut f = Diagnostic::finding(
         Severity::Warn,
-        "counters",
+        codes::COUNTERS,
         format!(
             "{} error counter{} non-zero since the last reset: {}",
             problems.len(),
@@ -406,7 +407,7 @@ mod tests {
     const HW: Source = Source::HwCounters;
     const PMA: Source = Source::Counters;
 
-    fn codes(f: &[Finding]) -> Vec<&str> {
+    fn codes(f: &[Diagnostic]) -> Vec<&str> {
         f.iter().map(|f| f.code.as_str()).collect()
     }
 

@@ -5,13 +5,14 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::doctor::{arp_flux_groups, arp_flux_line, ARP_FLUX_FIX};
+pub use super::doctor::arp_flux;
+use super::doctor::{arp_flux_line, ARP_FLUX_FIX};
+use crate::model::codes::{self, Code};
 use crate::model::fabric::child::{ChildEvidence, ChildFailure};
 use crate::model::fabric::{
-    ArpFluxGroup, ArpFluxNetdev, Drift, DriftValue, PairEnd, PairState, PairVerdict, Pattern,
-    PerfBaseline, RankInfo, Suspect, SuspectExplanation, SuspectKind, Thresholds,
+    ArpFluxGroup, Drift, DriftValue, PairEnd, PairState, PairVerdict, Pattern, PerfBaseline,
+    RankInfo, Suspect, SuspectExplanation, SuspectKind, Thresholds,
 };
-use crate::model::facts::RoceNetdev;
 
 // ---------------------------------------------------------------------------------------
 // Scheduling
@@ -212,23 +213,6 @@ pub fn drift(ranks: &[RankInfo]) -> Vec<Drift> {
     out
 }
 
-/// This host's ARP flux groups, as a rank publishes them.
-pub fn arp_flux(netdevs: &[RoceNetdev]) -> Vec<ArpFluxGroup> {
-    arp_flux_groups(netdevs)
-        .into_iter()
-        .map(|(subnet, members)| ArpFluxGroup {
-            subnet,
-            netdevs: members
-                .iter()
-                .map(|n| ArpFluxNetdev {
-                    netdev: n.netdev.clone(),
-                    arp_ignore: n.arp_ignore,
-                })
-                .collect(),
-        })
-        .collect()
-}
-
 /// A host's ARP flux in one line, each group worded as `doctor` words it:
 /// `veth0, veth1 on 10.0.0.0/24 answer ARP for each other's addresses (...)`; None when
 /// there is none.
@@ -236,26 +220,7 @@ pub fn arp_flux_text(groups: &[ArpFluxGroup]) -> Option<String> {
     (!groups.is_empty()).then(|| {
         groups
             .iter()
-            .map(|g| {
-                // The line reads each member's name and arp_ignore only.
-                let members: Vec<RoceNetdev> = g
-                    .netdevs
-                    .iter()
-                    .map(|n| RoceNetdev {
-                        port: String::new(),
-                        netdev: n.netdev.clone(),
-                        mtu: None,
-                        ipv4: Vec::new(),
-                        accept_local: None,
-                        rp_filter: None,
-                        arp_ignore: n.arp_ignore,
-                        arp_announce: None,
-                        link_peer: None,
-                    })
-                    .collect();
-                let refs: Vec<&RoceNetdev> = members.iter().collect();
-                arp_flux_line(&g.subnet, &refs)
-            })
+            .map(arp_flux_line)
             .collect::<Vec<_>>()
             .join("; ")
     })
@@ -450,7 +415,7 @@ pub fn attribute(
         if !joined.contains(&r) {
             out.push(Suspect {
                 kind: SuspectKind::Rank,
-                code: "fabric-rank-missing",
+                code: codes::FABRIC_RANK_MISSING,
                 rank: Some(r),
                 peer_rank: None,
                 reason: format!("rank {r} never joined the run"),
@@ -459,7 +424,7 @@ pub fn attribute(
         } else if let Some(why) = gone.get(&r) {
             out.push(Suspect {
                 kind: SuspectKind::Rank,
-                code: "fabric-rank-left",
+                code: codes::FABRIC_RANK_LEFT,
                 rank: Some(r),
                 peer_rank: None,
                 reason: why.clone(),
@@ -473,7 +438,7 @@ pub fn attribute(
         if let Some(p) = &info.problem {
             out.push(Suspect {
                 kind: SuspectKind::Rank,
-                code: "fabric-no-port",
+                code: codes::FABRIC_NO_PORT,
                 rank: Some(info.rank),
                 peer_rank: None,
                 reason: p.clone(),
@@ -505,7 +470,7 @@ pub fn attribute(
             .collect();
         out.push(Suspect {
             kind: SuspectKind::Fabric,
-            code: "fabric-wide",
+            code: codes::FABRIC_WIDE,
             rank: None,
             peer_rank: None,
             reason: format!(
@@ -526,9 +491,9 @@ pub fn attribute(
             .collect::<Vec<_>>()
             .join(", ");
         let code = match states.iter().max() {
-            Some(PairState::Failed) => "fabric-endpoint-failing",
-            Some(PairState::Lossy) => "fabric-endpoint-lossy",
-            _ => "fabric-endpoint-slow",
+            Some(PairState::Failed) => codes::FABRIC_ENDPOINT_FAILING,
+            Some(PairState::Lossy) => codes::FABRIC_ENDPOINT_LOSSY,
+            _ => codes::FABRIC_ENDPOINT_SLOW,
         };
         out.push(Suspect {
             kind: SuspectKind::Endpoint,
@@ -550,7 +515,7 @@ pub fn attribute(
         let (kind, code, reason) = if endpoints <= 2 {
             (
                 SuspectKind::Pair,
-                "fabric-pair",
+                codes::FABRIC_PAIR,
                 format!(
                     "{}; with two endpoints there is no third to tell which end or the link between them is at fault",
                     v.state.label()
@@ -559,7 +524,7 @@ pub fn attribute(
         } else {
             (
                 SuspectKind::Link,
-                "fabric-link",
+                codes::FABRIC_LINK,
                 format!(
                     "{} between two endpoints that are good with their other partners: the link or path between them",
                     v.state.label()
@@ -658,13 +623,13 @@ fn failure_text(f: &ChildFailure) -> (Option<String>, Vec<String>, Option<String
 }
 
 /// The first counter finding of a pair end with `code`: (message, evidence, fix).
-fn counter_finding(end: &PairEnd, code: &str) -> Option<(String, Vec<String>, Option<String>)> {
+fn counter_finding(end: &PairEnd, code: &Code) -> Option<(String, Vec<String>, Option<String>)> {
     let f = end
         .counters
         .as_ref()?
         .findings
         .iter()
-        .find(|f| f.code.as_deref() == Some(code))?;
+        .find(|f| f.code.as_deref() == Some(code.as_str()))?;
     let evidence = f
         .evidence
         .iter()
@@ -743,7 +708,7 @@ pub fn explain_suspect(
         .find_map(|v| ends.get(&(v.a, v.b))?.failure.as_deref().map(failure_text));
     let first_loss = bad_pairs
         .iter()
-        .find_map(|v| counter_finding(ends.get(&(v.a, v.b))?, "counters-retransmission"));
+        .find_map(|v| counter_finding(ends.get(&(v.a, v.b))?, &codes::COUNTERS_RETRANSMISSION));
     let look_at = info
         .map(|i| {
             format!(
@@ -757,20 +722,20 @@ pub fn explain_suspect(
             )
         })
         .unwrap_or_default();
-    let (summary, fix) = match (s.kind, s.code) {
-        (SuspectKind::Rank, "fabric-rank-missing") => (
+    let (summary, fix) = match s.kind {
+        SuspectKind::Rank if s.code == codes::FABRIC_RANK_MISSING => (
             format!("{}; its pairs were not tested", s.reason),
             "look at that rank's own output (the launcher prints it): it may not have started, not reached rank 0's rendezvous address, or used another --token or --size".to_string(),
         ),
-        (SuspectKind::Rank, "fabric-no-port") => (
+        SuspectKind::Rank if s.code == codes::FABRIC_NO_PORT => (
             s.reason.clone(),
             "bring the port up (`rdmactl ports` on that host), or give the endpoint with -d".to_string(),
         ),
-        (SuspectKind::Rank, _) => (
+        SuspectKind::Rank => (
             format!("{}; its remaining pairs were not tested", s.reason),
             "look at that host: the rank's stderr, `dmesg` (an OOM kill or a driver reset); then run again".to_string(),
         ),
-        (SuspectKind::Fabric, _) => (
+        SuspectKind::Fabric => (
             s.reason.clone(),
             format!(
                 "the baseline is {}; if every pair is slow against --expect-usec/--expect-mbit, look at what all endpoints share: the switch, PFC/ECN settings, the subnet manager",
@@ -789,7 +754,7 @@ pub fn explain_suspect(
                     fix.unwrap_or_else(|| look_at.clone()),
                 )
             } else if let (Some((message, seen, fix)), true) =
-                (first_loss, s.code == "fabric-endpoint-lossy" || bad_pairs.iter().any(|v| v.state == PairState::Lossy))
+                (first_loss, s.code == codes::FABRIC_ENDPOINT_LOSSY || bad_pairs.iter().any(|v| v.state == PairState::Lossy))
             {
                 evidence.extend(seen);
                 (
@@ -835,6 +800,7 @@ pub fn explain_suspect(
 mod tests {
     use super::*;
     use crate::model::fabric::child::Verbatim;
+    use crate::model::facts::ArpFluxNetdev;
 
     fn all_pairs(rounds: &[Vec<(u32, u32)>]) -> Vec<(u32, u32)> {
         let mut v: Vec<(u32, u32)> = rounds.iter().flatten().copied().collect();
@@ -1138,8 +1104,14 @@ mod tests {
         let ranks: Vec<RankInfo> = (0..5).map(|r| info(r, "h")).collect();
         let s = attribute(5, &joined, &gone, &ranks[..4], &v);
         assert_eq!(s.len(), 2, "{s:?}");
-        assert_eq!((s[0].code, s[0].rank), ("fabric-rank-left", Some(1)));
-        assert_eq!((s[1].code, s[1].rank), ("fabric-rank-missing", Some(4)));
+        assert_eq!(
+            (s[0].code.as_str(), s[0].rank),
+            ("fabric-rank-left", Some(1))
+        );
+        assert_eq!(
+            (s[1].code.as_str(), s[1].rank),
+            ("fabric-rank-missing", Some(4))
+        );
     }
 
     #[test]

@@ -10,8 +10,9 @@ use std::net::{IpAddr, Ipv6Addr};
 use serde::Serialize;
 
 use crate::diagnose::gidselect::{describe, is_link_local, Family};
+use crate::model::codes::{self, Code};
 use crate::model::device::{GidEntry, GidType};
-use crate::model::diagnostic::{Finding, Severity};
+use crate::model::diagnostic::{Diagnostic, Seen, Severity};
 use crate::model::facts::Resolution;
 use crate::model::failure::Failure;
 
@@ -93,7 +94,7 @@ pub fn judge(
     route: Option<&crate::model::facts::RouteFacts>,
     scope_ifindex: Option<u32>,
     ask: impl FnOnce(Option<(Ipv6Addr, u32)>, Option<IpAddr>) -> Result<Resolution, Failure>,
-) -> (Finding, KernelChoice) {
+) -> (Diagnostic, KernelChoice) {
     let mut choice = KernelChoice {
         peer,
         source: source_for(peer, checked, route),
@@ -103,7 +104,7 @@ pub fn judge(
     // No route: rdma_resolve_addr answers ENETUNREACH at once, as rping does; say so
     // without waiting for a neighbour that cannot be asked.
     if route.is_some_and(|r| r.no_route) {
-        let f = Finding::new(
+        let f = Diagnostic::finding(
             Severity::Fail,
             CODE,
             format!("the kernel has no route to {peer}: rdma_resolve_addr fails with ENETUNREACH (Network is unreachable), as rping -c -a {peer} does"),
@@ -134,8 +135,8 @@ pub fn judge(
         Err(e) if e.is_missing_stack() => {
             let x = crate::diagnose::explain(&e, &crate::model::facts::Facts::default());
             skipped(Severity::Warn, format!("not asked: {e}"))
-                .evidence(x.summary)
-                .fix(x.fix)
+                .evidence(x.message)
+                .fix(x.fix.unwrap_or_default())
         }
         Err(e) => {
             let facts = crate::model::facts::Facts {
@@ -147,7 +148,7 @@ pub fn judge(
             // The message names the peer already; the CM's own line would add it as `IP:0`.
             let mut step = e.clone();
             step.context.peer_addr = None;
-            Finding::new(
+            Diagnostic::finding(
                 Severity::Fail,
                 CODE,
                 format!(
@@ -156,18 +157,18 @@ pub fn judge(
                     step
                 ),
             )
-            .evidence(x.summary)
-            .fix(x.fix)
+            .evidence(x.message)
+            .fix(x.fix.unwrap_or_default())
         }
     };
     (finding, choice)
 }
 
-pub const CODE: &str = "kernel-choice";
+pub const CODE: Code = codes::KERNEL_CHOICE;
 
 /// The kernel-choice finding when the kernel is not asked (captured tree, no librdmacm).
-pub fn skipped(severity: Severity, why: impl Into<String>) -> Finding {
-    Finding::new(
+pub fn skipped(severity: Severity, why: impl Into<String>) -> Diagnostic {
+    Diagnostic::finding(
         severity,
         CODE,
         format!("kernel's GID choice {}", why.into()),
@@ -198,7 +199,7 @@ fn kernel_text(res: &Resolution) -> String {
 }
 
 /// Compare the kernel's choice with the checked index and say what a difference means.
-pub fn compare(res: &Resolution, checked: &Checked, source: Option<IpAddr>) -> Finding {
+pub fn compare(res: &Resolution, checked: &Checked, source: Option<IpAddr>) -> Diagnostic {
     let peer = res.peer;
     let kernel = kernel_text(res);
     let headline = format!(
@@ -231,8 +232,8 @@ pub fn compare(res: &Resolution, checked: &Checked, source: Option<IpAddr>) -> F
             crate::diagnose::gidselect::type_name(res.gid_type.as_ref())
         ));
     }
-    let with_evidence = |mut f: Finding| {
-        f.evidence = evidence.clone();
+    let with_evidence = |mut f: Diagnostic| {
+        f.evidence = evidence.iter().map(Seen::gathered).collect();
         f
     };
     let you = match (checked.auto, checked.index) {
@@ -242,7 +243,7 @@ pub fn compare(res: &Resolution, checked: &Checked, source: Option<IpAddr>) -> F
     };
     if res.device != checked.device || u32::from(res.port) != checked.port {
         return with_evidence(
-            Finding::new(
+            Diagnostic::finding(
                 Severity::Fail,
                 CODE,
                 format!(
@@ -257,7 +258,7 @@ pub fn compare(res: &Resolution, checked: &Checked, source: Option<IpAddr>) -> F
         );
     }
     let Some(kernel_index) = res.gid_index else {
-        return with_evidence(Finding::new(
+        return with_evidence(Diagnostic::finding(
             Severity::Warn,
             CODE,
             format!(
@@ -267,7 +268,7 @@ pub fn compare(res: &Resolution, checked: &Checked, source: Option<IpAddr>) -> F
         ));
     };
     let Some(index) = checked.index else {
-        return with_evidence(Finding::new(
+        return with_evidence(Diagnostic::finding(
             Severity::Info,
             CODE,
             format!("{headline}; {you}"),
@@ -279,7 +280,7 @@ pub fn compare(res: &Resolution, checked: &Checked, source: Option<IpAddr>) -> F
         } else {
             format!("the same index you gave (-g {index})")
         };
-        return with_evidence(Finding::new(
+        return with_evidence(Diagnostic::finding(
             Severity::Ok,
             CODE,
             format!("{headline}: {same}"),
@@ -307,14 +308,16 @@ pub fn compare(res: &Resolution, checked: &Checked, source: Option<IpAddr>) -> F
         Some(GidType::RoceV1 | GidType::Ib)
     );
     with_evidence(
-        Finding::new(Severity::Fail, CODE, format!("{headline}; {you}: {what}")).fix(format!(
-            "use -g {kernel_index} so this end matches what CM-based tools use{}",
-            if peer_v1 {
-                ", unless every peer speaks RoCE v1"
-            } else {
-                ""
-            }
-        )),
+        Diagnostic::finding(Severity::Fail, CODE, format!("{headline}; {you}: {what}")).fix(
+            format!(
+                "use -g {kernel_index} so this end matches what CM-based tools use{}",
+                if peer_v1 {
+                    ", unless every peer speaks RoCE v1"
+                } else {
+                    ""
+                }
+            ),
+        ),
     )
 }
 

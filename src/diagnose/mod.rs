@@ -15,13 +15,13 @@ pub mod kernel_choice;
 pub mod pin;
 pub mod setup;
 
-use crate::model::diagnostic::Explanation;
+use crate::model::diagnostic::Diagnostic;
 use crate::model::facts::Facts;
 use crate::model::failure::Failure;
 
 /// Explain any failure: connection-manager stages go to the CM rules, everything else to
 /// the data-path rules (which also explain a failed completion on a CM connection).
-pub fn explain(failure: &Failure, facts: &Facts) -> Explanation {
+pub fn explain(failure: &Failure, facts: &Facts) -> Diagnostic {
     if failure.step.is_cm() {
         cm::explain(failure, facts)
     } else {

@@ -1,8 +1,9 @@
 //! The registry of diagnostic codes: docs/failures.md, compiled in. Each `### \`code\``
 //! heading there is one entry (a heading may name several codes that share it), under the
-//! `## ` group it sits in. `rdmactl explain` prints an entry as it is written; the catalogue
-//! test checks that the rules emit only codes that have one. The page is the one source, so
-//! the catalogue and the documentation cannot drift apart.
+//! `## ` group it sits in. `rdmactl explain` prints an entry as it is written; build.rs makes
+//! each code a `model::codes` constant, the only way a rule names one, so the rules emit only
+//! codes that have an entry. The page is the one source, so the catalogue, the codes and the
+//! documentation cannot drift apart.
 
 use serde::Serialize;
 

@@ -1,16 +1,14 @@
 //! What a diagnosis produces, shared by every command: one `Diagnostic` (a catalogued code,
 //! a severity, what it is about, the message, typed evidence, the fix, and the diagnostics
-//! that follow from it), as rustc and miette shape theirs. `render::diagnostic` prints it as
-//! text; JSON is its serde form, and it deserializes, so one rdmactl can read another's.
-//!
-//! The rules build it in one of two shapes, kept source-compatible while they move:
-//! `Finding` (one judged fact, as doctor, check, counters and subnet list them) and
-//! `Explanation` (why a step failed, the evidence seen in this run, and the fix). Each turns
-//! into a `Diagnostic` losslessly (`From`), and keeps the JSON keys users already parse.
+//! that follow from it), as rustc and miette shape theirs. Every rule builds one: a finding
+//! (one judged fact, as doctor, check, counters and subnet list them) or an explanation (why
+//! a step failed, the evidence seen in this run, and the fix). `render::diagnostic` prints
+//! it as text; `json` holds its JSON shapes, each keeping the keys users already parse.
 //! A leaf: rules build these, renderers print them.
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::model::codes::Code;
 use crate::model::errno::{errno_name, wc_status_name};
 use crate::model::failure::{Cause, Failure, FailureContext, Step};
 
@@ -70,82 +68,12 @@ impl Subject {
     }
 
     /// As a finding's JSON holds it: (device, port, subject).
-    fn finding_keys(self) -> (Option<String>, Option<u32>, Option<String>) {
+    pub fn finding_keys(&self) -> (Option<String>, Option<u32>, Option<String>) {
         match self {
-            Subject::Device(d) => (Some(d), None, None),
-            Subject::Port(d, p) => (Some(d), Some(p), None),
+            Subject::Device(d) => (Some(d.clone()), None, None),
+            Subject::Port(d, p) => (Some(d.clone()), Some(*p), None),
             other => (None, None, Some(other.label())),
         }
-    }
-
-    /// From a finding's (device, port, subject); None when the command's header names it.
-    fn from_finding_keys(
-        device: Option<&str>,
-        port: Option<u32>,
-        subject: Option<&str>,
-    ) -> Option<Subject> {
-        match (subject, device, port) {
-            (Some("host"), _, _) => Some(Subject::Host),
-            (Some(s), _, _) => Some(Subject::Other(s.to_string())),
-            (None, Some(d), Some(p)) => Some(Subject::Port(d.to_string(), p)),
-            (None, Some(d), None) => Some(Subject::Device(d.to_string())),
-            (None, None, _) => None,
-        }
-    }
-}
-
-/// One judged fact, as every command reports it (doctor, check, pingpong, selftest): the
-/// finding shape of a `Diagnostic`, with its JSON keys.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Finding {
-    pub severity: Severity,
-    /// Stable, kebab-case: scripts match on it.
-    pub code: String,
-    /// The device judged, for a finding about a device or one of its ports; None when the
-    /// finding is about the host, or when the command's header already names the port.
-    pub device: Option<String>,
-    /// The port judged, beside `device`.
-    pub port: Option<u32>,
-    /// What was judged when it is not a device: `host`.
-    pub subject: Option<String>,
-    pub message: String,
-    pub evidence: Vec<String>,
-    /// What to change; None when nothing needs to change.
-    pub fix: Option<String>,
-}
-
-impl Finding {
-    pub fn new(severity: Severity, code: &str, message: impl Into<String>) -> Finding {
-        Finding {
-            severity,
-            code: code.to_string(),
-            device: None,
-            port: None,
-            subject: None,
-            message: message.into(),
-            evidence: Vec::new(),
-            fix: None,
-        }
-    }
-
-    pub fn about(mut self, subject: Subject) -> Finding {
-        (self.device, self.port, self.subject) = subject.finding_keys();
-        self
-    }
-
-    /// What the finding judged, typed.
-    pub fn subject(&self) -> Option<Subject> {
-        Subject::from_finding_keys(self.device.as_deref(), self.port, self.subject.as_deref())
-    }
-
-    pub fn evidence(mut self, line: impl Into<String>) -> Finding {
-        self.evidence.push(line.into());
-        self
-    }
-
-    pub fn fix(mut self, fix: impl Into<String>) -> Finding {
-        self.fix = Some(fix.into());
-        self
     }
 }
 
@@ -176,7 +104,7 @@ pub enum Source {
     /// The peer's own explanation, sent over the out-of-band connection.
     PeerNotice,
     /// A fact a finding's rule was given, not yet attributed to one of the kinds above
-    /// (`Finding::evidence` lines, and seen lines read back from JSON that carried none).
+    /// (`Diagnostic::evidence` lines, and seen lines read back from JSON that carried none).
     Gathered,
 }
 
@@ -205,6 +133,11 @@ impl Seen {
             text: text.into(),
             value: None,
         }
+    }
+
+    /// A fact a finding's rule was given, not attributed to a kind of `Source`.
+    pub fn gathered(text: impl Into<String>) -> Seen {
+        Seen::new(Source::Gathered, text)
     }
 }
 
@@ -240,7 +173,7 @@ impl PartialEq<&str> for Seen {
 }
 
 /// JSON keeps `evidence` an array of strings, as the text prints them (users parse that);
-/// an explanation's `seen` and a `Diagnostic`'s `evidence` carry the tags through `tagged`.
+/// the explanation shape's `seen` carries the tags through `tagged`.
 impl Serialize for Seen {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         serializer.serialize_str(&self.text)
@@ -294,150 +227,16 @@ mod tagged {
             }))
         }
     }
-
-    pub fn serialize<S: Serializer>(seen: &[Seen], serializer: S) -> Result<S::Ok, S::Error> {
-        TaggedSeen(seen).serialize(serializer)
-    }
 }
 
-/// Why a step failed: the rule's stable code, the cause, the evidence seen in this run, and
-/// what to change: the failure shape of a `Diagnostic` (always `fail`), with its JSON keys.
-/// Every failure path (TCP exchange, connection manager, selftest) builds this.
-///
-/// JSON: `evidence` stays an array of strings, as users parse it; `seen` beside it holds the
-/// same lines with the fact each states. Reading back prefers `seen`.
+/// One diagnosis: what every finding, explanation and suspect is. Text is its rendering by
+/// `render::diagnostic`; JSON is one of the shapes in `json`, chosen by the report that holds
+/// it (a finding of doctor/check/counters/subnet, the explanation of a failed run), so the
+/// keys users already parse stay. It has no `Serialize` of its own: a report names the shape.
+/// It deserializes from its own shape: evidence as `{"from", "text", "value"}` objects.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(from = "ExplanationJson")]
-pub struct Explanation {
-    /// Stable, kebab-case, one per rule; docs/failures.md lists them all.
-    pub code: String,
-    /// Why it happened, as far as the evidence tells.
-    pub summary: String,
-    /// What was seen in this run that supports the summary, each line with the fact it
-    /// came from.
-    pub evidence: Vec<Seen>,
-    pub fix: String,
-    /// The GID index that would work toward the peer, when one exists (never set when the
-    /// kernel chose the GID, as with the connection manager).
-    pub suggested_gid_index: Option<u32>,
-}
-
-impl Serialize for Explanation {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        #[derive(Serialize)]
-        struct Out<'a> {
-            code: &'a str,
-            summary: &'a str,
-            evidence: &'a [Seen],
-            seen: tagged::TaggedSeen<'a>,
-            fix: &'a str,
-            suggested_gid_index: Option<u32>,
-        }
-        Out {
-            code: &self.code,
-            summary: &self.summary,
-            evidence: &self.evidence,
-            seen: tagged::TaggedSeen(&self.evidence),
-            fix: &self.fix,
-            suggested_gid_index: self.suggested_gid_index,
-        }
-        .serialize(serializer)
-    }
-}
-
-/// An explanation as JSON holds it: from this version, or from one before `seen`.
-#[derive(Deserialize)]
-struct ExplanationJson {
-    code: String,
-    summary: String,
-    #[serde(default)]
-    evidence: Vec<Seen>,
-    #[serde(default)]
-    seen: Option<Vec<Seen>>,
-    fix: String,
-    #[serde(default)]
-    suggested_gid_index: Option<u32>,
-}
-
-impl From<ExplanationJson> for Explanation {
-    fn from(json: ExplanationJson) -> Explanation {
-        Explanation {
-            code: json.code,
-            summary: json.summary,
-            evidence: json.seen.unwrap_or(json.evidence),
-            fix: json.fix,
-            suggested_gid_index: json.suggested_gid_index,
-        }
-    }
-}
-
-impl Explanation {
-    pub fn new(code: &str, summary: impl Into<String>, fix: impl Into<String>) -> Explanation {
-        Explanation {
-            code: code.to_string(),
-            summary: summary.into(),
-            evidence: Vec::new(),
-            fix: fix.into(),
-            suggested_gid_index: None,
-        }
-    }
-}
-
-/// A diagnostic's stable code: kebab-case, one per rule, named in the catalogue
-/// (docs/failures.md, `model::catalogue`) that `rdmactl explain CODE` prints. Scripts match
-/// on it.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(transparent)]
-pub struct Code(String);
-
-impl Code {
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-}
-
-impl From<&str> for Code {
-    fn from(code: &str) -> Code {
-        Code(code.to_string())
-    }
-}
-
-impl From<String> for Code {
-    fn from(code: String) -> Code {
-        Code(code)
-    }
-}
-
-impl std::ops::Deref for Code {
-    type Target = str;
-    fn deref(&self) -> &str {
-        &self.0
-    }
-}
-
-impl std::fmt::Display for Code {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl PartialEq<str> for Code {
-    fn eq(&self, other: &str) -> bool {
-        self.0 == other
-    }
-}
-
-impl PartialEq<&str> for Code {
-    fn eq(&self, other: &&str) -> bool {
-        self.0 == *other
-    }
-}
-
-/// One diagnosis: what every finding, explanation and suspect is. Text and JSON are two
-/// renderings of it (`render::diagnostic`, and serde); it deserializes from its own JSON
-/// and from the finding and explanation shapes through `Finding`/`Explanation`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Diagnostic {
+    /// Stable, kebab-case, one per rule; docs/failures.md lists them all.
     pub code: Code,
     pub severity: Severity,
     /// What it is about; None when the command's header already names it.
@@ -445,22 +244,22 @@ pub struct Diagnostic {
     /// The finding's message, or why the step failed.
     pub message: String,
     /// What was seen in this run, each line with the fact it states.
-    #[serde(serialize_with = "tagged::serialize")]
     pub evidence: Vec<Seen>,
     /// What to change; None when nothing needs to change.
     pub fix: Option<String>,
-    /// The GID index that would work toward the peer, when one exists.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The GID index that would work toward the peer, when one exists (never set when the
+    /// kernel chose the GID, as with the connection manager).
+    #[serde(default)]
     pub suggested_gid_index: Option<u32>,
     /// Consequences, under their cause: each would be reported on its own otherwise.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(default)]
     pub related: Vec<Diagnostic>,
 }
 
 impl Diagnostic {
-    pub fn new(severity: Severity, code: impl Into<Code>, message: impl Into<String>) -> Self {
+    pub fn new(severity: Severity, code: Code, message: impl Into<String>) -> Self {
         Diagnostic {
-            code: code.into(),
+            code,
             severity,
             subject: None,
             message: message.into(),
@@ -471,8 +270,24 @@ impl Diagnostic {
         }
     }
 
+    /// One judged fact, as doctor, check, counters and subnet list them.
+    pub fn finding(severity: Severity, code: Code, message: impl Into<String>) -> Self {
+        Diagnostic::new(severity, code, message)
+    }
+
+    /// Why a step failed (always `fail`), and what to change.
+    pub fn explanation(code: Code, summary: impl Into<String>, fix: impl Into<String>) -> Self {
+        Diagnostic::new(Severity::Fail, code, summary).fix(fix)
+    }
+
     pub fn about(mut self, subject: Subject) -> Self {
         self.subject = Some(subject);
+        self
+    }
+
+    /// A fact the rule was given, not attributed to one of the kinds of `Source`.
+    pub fn evidence(mut self, line: impl Into<String>) -> Self {
+        self.evidence.push(Seen::new(Source::Gathered, line));
         self
     }
 
@@ -486,6 +301,16 @@ impl Diagnostic {
         self
     }
 
+    pub fn suggest_gid(mut self, index: Option<u32>) -> Self {
+        self.suggested_gid_index = index;
+        self
+    }
+
+    /// The fix as an explanation prints it: empty when there is none.
+    pub fn fix_text(&self) -> &str {
+        self.fix.as_deref().unwrap_or_default()
+    }
+
     /// The subject column of the text output, or empty.
     pub fn label(&self) -> String {
         self.subject
@@ -495,50 +320,88 @@ impl Diagnostic {
     }
 }
 
-impl From<&Finding> for Diagnostic {
-    fn from(f: &Finding) -> Diagnostic {
-        Diagnostic {
-            code: Code::from(f.code.as_str()),
-            severity: f.severity,
-            subject: f.subject(),
-            message: f.message.clone(),
-            evidence: f
-                .evidence
-                .iter()
-                .map(|e| Seen::new(Source::Gathered, e.clone()))
-                .collect(),
-            fix: f.fix.clone(),
-            suggested_gid_index: None,
-            related: Vec::new(),
+/// The JSON shapes of a diagnostic, for `#[serde(serialize_with = ...)]` or as wrappers.
+pub mod json {
+    use super::{tagged::TaggedSeen, Diagnostic, Seen, Severity};
+    use serde::{Serialize, Serializer};
+
+    /// A finding as doctor, check, counters and subnet print it: a device is always
+    /// `device` (and a port `port` beside it), as in every other command; only what is not a
+    /// device keeps `subject`; `evidence` is an array of strings.
+    pub struct AsFinding<'a>(pub &'a Diagnostic);
+
+    impl Serialize for AsFinding<'_> {
+        fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+            #[derive(Serialize)]
+            struct Out<'a> {
+                severity: Severity,
+                code: &'a str,
+                device: Option<String>,
+                port: Option<u32>,
+                subject: Option<String>,
+                message: &'a str,
+                evidence: &'a [Seen],
+                fix: &'a Option<String>,
+            }
+            let d = self.0;
+            let (device, port, subject) = match &d.subject {
+                Some(s) => s.finding_keys(),
+                None => (None, None, None),
+            };
+            Out {
+                severity: d.severity,
+                code: &d.code,
+                device,
+                port,
+                subject,
+                message: &d.message,
+                evidence: &d.evidence,
+                fix: &d.fix,
+            }
+            .serialize(serializer)
         }
     }
-}
 
-impl From<Finding> for Diagnostic {
-    fn from(f: Finding) -> Diagnostic {
-        Diagnostic::from(&f)
-    }
-}
+    /// Why a run failed, as pingpong and selftest print it: `summary`, `evidence` an array
+    /// of strings as users parse it, `seen` beside it with the fact each line states.
+    pub struct AsExplanation<'a>(pub &'a Diagnostic);
 
-/// An explanation is a failure: `fail`, about the step its report names.
-impl From<&Explanation> for Diagnostic {
-    fn from(x: &Explanation) -> Diagnostic {
-        Diagnostic {
-            code: Code::from(x.code.as_str()),
-            severity: Severity::Fail,
-            subject: None,
-            message: x.summary.clone(),
-            evidence: x.evidence.clone(),
-            fix: Some(x.fix.clone()),
-            suggested_gid_index: x.suggested_gid_index,
-            related: Vec::new(),
+    impl Serialize for AsExplanation<'_> {
+        fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+            #[derive(Serialize)]
+            struct Out<'a> {
+                code: &'a str,
+                summary: &'a str,
+                evidence: &'a [Seen],
+                seen: TaggedSeen<'a>,
+                fix: &'a str,
+                suggested_gid_index: Option<u32>,
+            }
+            let d = self.0;
+            Out {
+                code: &d.code,
+                summary: &d.message,
+                evidence: &d.evidence,
+                seen: TaggedSeen(&d.evidence),
+                fix: d.fix_text(),
+                suggested_gid_index: d.suggested_gid_index,
+            }
+            .serialize(serializer)
         }
     }
-}
 
-impl From<Explanation> for Diagnostic {
-    fn from(x: Explanation) -> Diagnostic {
-        Diagnostic::from(&x)
+    /// `#[serde(serialize_with = "json::findings")]` on a list of findings.
+    pub fn findings<L, S>(ds: &L, serializer: S) -> Result<S::Ok, S::Error>
+    where
+        L: AsRef<[Diagnostic]> + ?Sized,
+        S: Serializer,
+    {
+        serializer.collect_seq(ds.as_ref().iter().map(AsFinding))
+    }
+
+    /// `#[serde(serialize_with = "json::explanation")]` on a failure's explanation.
+    pub fn explanation<S: Serializer>(d: &Diagnostic, serializer: S) -> Result<S::Ok, S::Error> {
+        AsExplanation(d).serialize(serializer)
     }
 }
 
@@ -554,11 +417,12 @@ pub struct FailureReport {
     pub errno: Option<i32>,
     pub errno_name: Option<&'static str>,
     pub wc_status: Option<&'static str>,
-    pub explanation: Explanation,
+    #[serde(serialize_with = "json::explanation")]
+    pub explanation: Diagnostic,
 }
 
 impl FailureReport {
-    pub fn new(failure: &Failure, explanation: Explanation) -> FailureReport {
+    pub fn new(failure: &Failure, explanation: Diagnostic) -> FailureReport {
         let errno = failure.cause.errno_value();
         FailureReport {
             step: failure.step,
@@ -588,82 +452,72 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_finding_is_a_diagnostic_and_back() {
-        let f = Finding::new(Severity::Warn, "mtu", "netdev MTU 1500")
+    fn a_finding_keeps_its_json_keys() {
+        let d = Diagnostic::finding(Severity::Warn, "mtu".into(), "netdev MTU 1500")
             .about(Subject::Port("rxe0".into(), 1))
             .evidence("mtu 1500")
             .fix("ip link set eth0 mtu 9000");
-        let d = Diagnostic::from(&f);
-        assert_eq!(d.subject, Some(Subject::Port("rxe0".into(), 1)));
         assert_eq!(d.evidence[0].from, Source::Gathered);
         assert_eq!(d.label(), "rxe0/1");
-        assert_eq!(d.fix, f.fix);
-        let host = Finding::new(Severity::Ok, "memlock", "ok").about(Subject::Host);
-        assert_eq!(Diagnostic::from(&host).subject, Some(Subject::Host));
-        let walk = Finding::new(Severity::Info, "subnet-mads-resent", "resent")
+        assert_eq!(
+            serde_json::to_value(json::AsFinding(&d)).unwrap(),
+            serde_json::json!({"severity": "warn", "code": "mtu", "device": "rxe0", "port": 1,
+                "subject": null, "message": "netdev MTU 1500", "evidence": ["mtu 1500"],
+                "fix": "ip link set eth0 mtu 9000"})
+        );
+        let host = Diagnostic::finding(Severity::Ok, "memlock".into(), "ok").about(Subject::Host);
+        let json = serde_json::to_value(json::AsFinding(&host)).unwrap();
+        assert_eq!(
+            (&json["device"], &json["subject"]),
+            (&serde_json::json!(null), &serde_json::json!("host"))
+        );
+        let walk = Diagnostic::finding(Severity::Info, "subnet-mads-resent".into(), "resent")
             .about(Subject::Other("walk".into()));
-        assert_eq!(Diagnostic::from(&walk).label(), "walk");
-        assert_eq!(walk.subject.as_deref(), Some("walk"));
-        assert_eq!(d.code, "mtu");
+        assert_eq!(walk.label(), "walk");
         assert!(!crate::model::catalogue::lookup(&d.code).is_empty());
     }
 
     #[test]
-    fn an_explanation_is_a_failing_diagnostic_and_back() {
-        let mut x = Explanation::new("no-route", "no route to 10.0.0.2", "add a route");
-        x.evidence.push(Seen::new(
-            Source::Route,
-            "ip route get 10.0.0.2: unreachable",
-        ));
-        x.suggested_gid_index = Some(3);
-        let d = Diagnostic::from(&x);
-        assert_eq!(d.severity, Severity::Fail);
-        assert_eq!(d.fix.as_deref(), Some("add a route"));
+    fn an_explanation_is_a_failing_diagnostic() {
+        let x = Diagnostic::explanation("no-route".into(), "no route to 10.0.0.2", "add a route")
+            .seen(Seen::new(
+                Source::Route,
+                "ip route get 10.0.0.2: unreachable",
+            ))
+            .suggest_gid(Some(3));
+        assert_eq!(x.severity, Severity::Fail);
+        assert_eq!(x.fix_text(), "add a route");
         assert_eq!(
-            (d.message.as_str(), d.suggested_gid_index),
+            (x.message.as_str(), x.suggested_gid_index),
             ("no route to 10.0.0.2", Some(3))
         );
-        assert_eq!(d.evidence, x.evidence);
     }
 
     #[test]
     fn json_keeps_the_legacy_shapes_and_the_diagnostic_keeps_its_tags() {
-        let mut x = Explanation::new("no-route", "why", "fix");
         let mut seen = Seen::new(Source::Route, "seen");
         seen.value = Some(SeenValue::Number(7));
-        x.evidence.push(seen);
-        let json = serde_json::to_value(&x).unwrap();
-        assert_eq!(json["evidence"], serde_json::json!(["seen"]));
+        let x = Diagnostic::explanation("no-route".into(), "why", "fix").seen(seen);
+        let json = serde_json::to_value(json::AsExplanation(&x)).unwrap();
         assert_eq!(
-            json["seen"],
-            serde_json::json!([{"from": "route", "text": "seen", "value": 7}])
+            json,
+            serde_json::json!({"code": "no-route", "summary": "why", "evidence": ["seen"],
+                "seen": [{"from": "route", "text": "seen", "value": 7}], "fix": "fix",
+                "suggested_gid_index": null})
         );
-        // A child's report reads back with serde, tags and all.
-        let back: Explanation = serde_json::from_value(json.clone()).unwrap();
-        assert_eq!(back, x);
-        // A report from before `seen` has no tag to keep.
-        let mut legacy = json;
-        legacy.as_object_mut().unwrap().remove("seen");
-        let back: Explanation = serde_json::from_value(legacy).unwrap();
-        assert_eq!(back.evidence[0].from, Source::Gathered);
-        assert_eq!(back.evidence[0], "seen");
 
-        let mut d = Diagnostic::from(&x).about(Subject::GidIndex("rxe0".into(), 1, 3));
-        d.related
-            .push(Diagnostic::new(Severity::Warn, "neighbour", "no entry"));
-        let json = serde_json::to_value(&d).unwrap();
-        assert_eq!(
-            json["evidence"],
-            serde_json::json!([{"from": "route", "text": "seen", "value": 7}])
-        );
-        assert_eq!(
-            json["subject"],
-            serde_json::json!({"gid_index": ["rxe0", 1, 3]})
-        );
-        let round: Diagnostic = serde_json::from_value(json).unwrap();
-        assert_eq!(round, d);
-        let plain = serde_json::to_value(Diagnostic::new(Severity::Ok, "kernel", "ok")).unwrap();
-        assert!(plain.get("related").is_none(), "{plain}");
+        // Its own shape reads back, tags, subject and consequences and all.
+        let own = serde_json::json!({"code": "no-route", "severity": "fail",
+            "subject": {"gid_index": ["rxe0", 1, 3]}, "message": "why",
+            "evidence": [{"from": "route", "text": "seen", "value": 7}, "plain"],
+            "fix": "fix",
+            "related": [{"code": "neighbour", "severity": "warn", "subject": null,
+                "message": "no entry", "evidence": [], "fix": null}]});
+        let d: Diagnostic = serde_json::from_value(own).unwrap();
+        assert_eq!(d.subject, Some(Subject::GidIndex("rxe0".into(), 1, 3)));
+        assert_eq!(d.evidence[0], x.evidence[0]);
+        assert_eq!(d.evidence[1].from, Source::Gathered);
+        assert_eq!(d.related[0].code, "neighbour");
         let tagged: Seen =
             serde_json::from_value(serde_json::json!({"from": "peer", "text": "t"})).unwrap();
         assert_eq!(tagged, Seen::new(Source::Peer, "t"));

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 
 pub mod child;
 
-use crate::model::diagnostic::{Diagnostic, Seen, Severity, Source, Subject};
+use crate::model::diagnostic::{Code, Diagnostic, Seen, Severity, Source, Subject};
 use child::{ChildCounters, ChildFailure, Verbatim};
 
 /// The launcher that placed this process, as far as its environment tells.
@@ -133,23 +133,7 @@ pub struct RankInfo<F = Vec<ArpFluxGroup>> {
 /// A rank as the report shows it: the ARP flux in words.
 pub type ReportedRank = RankInfo<Option<String>>;
 
-/// RDMA netdevs of one host on one IPv4 subnet, one of which answers ARP for the others'
-/// addresses (`arp_ignore` 0): a peer may send one HCA's RoCE packets to another's MAC.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ArpFluxGroup {
-    /// `10.0.0.0/24`.
-    pub subnet: String,
-    pub netdevs: Vec<ArpFluxNetdev>,
-}
-
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ArpFluxNetdev {
-    pub netdev: String,
-    /// `arp_ignore` as the kernel applies it (max of all and the netdev's).
-    pub arp_ignore: Option<u32>,
-}
+pub use crate::model::facts::ArpFluxGroup;
 
 impl RankInfo {
     /// The rank as the report shows it, with its ARP flux in words.
@@ -341,7 +325,7 @@ pub enum SuspectKind {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Suspect {
     pub kind: SuspectKind,
-    pub code: &'static str,
+    pub code: Code,
     pub rank: Option<u32>,
     /// The other end, for a link or pair.
     pub peer_rank: Option<u32>,
@@ -427,7 +411,7 @@ pub struct PairRow {
 #[derive(Debug, Serialize)]
 pub struct SuspectRow {
     pub kind: SuspectKind,
-    pub code: &'static str,
+    pub code: Code,
     pub rank: Option<u32>,
     pub host: Option<String>,
     pub device: Option<String>,
@@ -443,7 +427,7 @@ impl SuspectRow {
     /// The suspect as every other diagnosis is: `fail`, about its rank, its explanation's
     /// why/seen/fix. What the pair tests saw is evidence relayed from their reports.
     pub fn diagnostic(&self) -> Diagnostic {
-        let mut d = Diagnostic::new(Severity::Fail, self.code, &self.explanation.summary)
+        let mut d = Diagnostic::new(Severity::Fail, self.code.clone(), &self.explanation.summary)
             .fix(&self.explanation.fix);
         if let Some(rank) = self.rank {
             d = d.about(Subject::Rank(rank));

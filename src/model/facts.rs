@@ -3,7 +3,7 @@
 
 use std::net::IpAddr;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::model::device::{GidEntry, GidType, LinkLayer, Port};
 use crate::model::gid::Gid;
@@ -119,9 +119,27 @@ pub struct RouteFacts {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub subnet_addresses: Vec<IpAddr>,
     /// ARP flux around the GID's netdev: this host's RDMA netdevs on its subnet that answer
-    /// ARP for each other's addresses (`arp_ignore` 0), e.g. `e0, e1, e2 on 10.0.0.0/24`.
+    /// ARP for each other's addresses (`arp_ignore` 0), the GID's netdev among them.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub arp_flux: Option<String>,
+    pub arp_flux: Option<ArpFluxGroup>,
+}
+
+/// RDMA netdevs of one host on one IPv4 subnet, one of which answers ARP for the others'
+/// addresses (`arp_ignore` 0): a peer may send one HCA's RoCE packets to another's MAC.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ArpFluxGroup {
+    /// `10.0.0.0/24`.
+    pub subnet: String,
+    pub netdevs: Vec<ArpFluxNetdev>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ArpFluxNetdev {
+    pub netdev: String,
+    /// `arp_ignore` as the kernel applies it (max of all and the netdev's).
+    pub arp_ignore: Option<u32>,
 }
 
 impl RouteFacts {

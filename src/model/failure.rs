@@ -238,7 +238,7 @@ pub struct PeerNotice {
     pub role: String,
     /// The peer's own failure line, e.g. "modify QP to RTR failed (rxe1/1, ...): ETIMEDOUT".
     pub message: String,
-    pub code: String,
+    pub code: crate::model::codes::Code,
     pub summary: String,
     pub evidence: Vec<String>,
     pub fix: String,

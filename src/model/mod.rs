@@ -2,6 +2,7 @@
 //! I/O, and nothing here imports a module above it.
 
 pub mod catalogue;
+pub mod codes;
 pub mod counter;
 pub mod device;
 pub mod devinfo;

@@ -214,7 +214,8 @@ pub struct RunCounters {
     pub scope: &'static str,
     pub local: Option<crate::model::counter::WireDelta>,
     pub peer: Option<crate::model::counter::WireDelta>,
-    pub findings: Vec<crate::model::diagnostic::Finding>,
+    #[serde(serialize_with = "crate::model::diagnostic::json::findings")]
+    pub findings: Vec<crate::model::diagnostic::Diagnostic>,
 }
 
 /// One step of `selftest`: ok or FAIL, how long it took, and a failure explained.

@@ -8,9 +8,9 @@ use serde::Serialize;
 
 use crate::diagnose::gidselect::{Selection, Verdict};
 use crate::diagnose::kernel_choice::KernelChoice;
-use crate::model::diagnostic::{Finding, Severity};
+use crate::model::diagnostic::{Diagnostic, Severity};
 use crate::output::Style;
-use crate::render::findings::{self as render_findings, Evidence};
+use crate::render::diagnostic::{self as render_findings, Evidence};
 
 #[derive(Debug, Serialize)]
 pub struct CheckReport {
@@ -25,7 +25,8 @@ pub struct CheckReport {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub selection: Option<Selection>,
     /// `findings`, as doctor calls its list.
-    pub findings: Vec<Finding>,
+    #[serde(serialize_with = "crate::model::diagnostic::json::findings")]
+    pub findings: Vec<Diagnostic>,
     /// With --peer on a live host: what the kernel's CM would pick.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub kernel_choice: Option<KernelChoice>,

@@ -7,9 +7,9 @@ use crate::model::counter::{
     Change, Counter, CounterDelta, CounterSource, Flavor, Group, PortCounters, PortDelta, Unit,
 };
 use crate::model::device::ReadProblem;
-use crate::model::diagnostic::Finding;
+use crate::model::diagnostic::Diagnostic;
 use crate::output::{round_to, Style};
-use crate::render::findings::{self, Evidence};
+use crate::render::diagnostic::{self as findings, Evidence};
 
 const SATURATED: &str = "saturated, reset with perfquery -R";
 
@@ -185,7 +185,7 @@ fn delta_text(d: &CounterDelta) -> String {
 /// second, then the findings the deltas give (`diagnose::counters::judge`).
 pub fn interval_text(
     sample: u64,
-    ports: &[(PortDelta, Vec<Finding>)],
+    ports: &[(PortDelta, Vec<Diagnostic>)],
     all: bool,
     style: Style,
 ) -> String {
@@ -242,7 +242,8 @@ struct PortDeltaJson<'a> {
     port: u32,
     driver: Flavor,
     counters: Vec<DeltaJson<'a>>,
-    findings: &'a [Finding],
+    #[serde(serialize_with = "crate::model::diagnostic::json::findings")]
+    findings: &'a [Diagnostic],
 }
 
 #[derive(Serialize)]
@@ -261,7 +262,7 @@ struct DeltaJson<'a> {
 }
 
 /// `--interval -j`: one sample as one line of JSON, every counter with its delta.
-pub fn interval_json(sample: u64, ports: &[(PortDelta, Vec<Finding>)]) -> String {
+pub fn interval_json(sample: u64, ports: &[(PortDelta, Vec<Diagnostic>)]) -> String {
     let seconds = ports.first().map_or(0.0, |p| p.0.seconds);
     let value = SampleJson {
         sample,

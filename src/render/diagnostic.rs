@@ -5,8 +5,7 @@
 //!   happened, what was seen in this run, and the fix.
 //!
 //! Every command prints its diagnostics through here, so one problem reads the same wherever
-//! it shows up. JSON is the other rendering: serde on the model. `findings` and
-//! `explanation` below keep the paths commands called before the two shapes became one type.
+//! it shows up. JSON is the other rendering: the shapes of `model::diagnostic::json`.
 
 use owo_colors::OwoColorize;
 
@@ -119,97 +118,52 @@ pub fn body(d: &Diagnostic, indent: &str) -> String {
     out
 }
 
-/// The finding-line layout under its old path, for the finding shape.
-pub mod findings {
-    use super::Diagnostic;
-    use crate::model::diagnostic::{Finding, Severity};
-    use crate::output::Style;
-
-    pub use super::Evidence;
-
-    fn diagnostics(findings: &[Finding]) -> Vec<Diagnostic> {
-        findings.iter().map(Diagnostic::from).collect()
-    }
-
-    pub fn lines(findings: &[Finding], style: Style, evidence: Evidence) -> String {
-        super::lines(&diagnostics(findings), style, evidence)
-    }
-
-    pub fn tally(findings: &[Finding]) -> String {
-        super::tally(&diagnostics(findings))
-    }
-
-    pub fn worst(findings: &[Finding]) -> Severity {
-        super::worst(&diagnostics(findings))
-    }
-}
-
-/// The why/seen/fix layout under its old path, for the explanation shape.
-pub mod explanation {
-    use super::Diagnostic;
-    use crate::model::diagnostic::Explanation;
-
-    pub fn body(x: &Explanation, indent: &str) -> String {
-        super::body(&Diagnostic::from(x), indent)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::diagnostic::{Explanation, FailureReport, Finding, Seen, Source, Subject};
+    use crate::model::diagnostic::{Diagnostic, FailureReport, Seen, Source, Subject};
     use crate::model::failure::{Cause, Failure, FailureContext, Step};
 
     #[test]
     fn columns_evidence_and_tally() {
         let findings = vec![
-            Finding::new(Severity::Ok, "port-state", "port is ACTIVE")
+            Diagnostic::finding(Severity::Ok, "port-state".into(), "port is ACTIVE")
                 .about(Subject::Port("rxe0".into(), 1))
                 .evidence("state ACTIVE"),
-            Finding::new(Severity::Fail, "memlock", "limit 16 KiB")
+            Diagnostic::finding(Severity::Fail, "memlock".into(), "limit 16 KiB")
                 .about(Subject::Host)
                 .evidence("RLIMIT_MEMLOCK 16 KiB")
                 .fix("ulimit -l unlimited"),
-            Finding::new(Severity::Info, "neighbour", "no entry yet"),
+            Diagnostic::finding(Severity::Info, "neighbour".into(), "no entry yet"),
         ];
         let plain = Style::plain();
-        let text = findings::lines(&findings, plain, Evidence::Problems);
+        let text = lines(&findings, plain, Evidence::Problems);
         assert_eq!(
             text,
             "ok    port-state  rxe0/1  port is ACTIVE\n\
              FAIL  memlock     host    limit 16 KiB\n        evidence: RLIMIT_MEMLOCK 16 KiB\n        fix: ulimit -l unlimited\n\
              info  neighbour           no entry yet\n"
         );
-        let all = findings::lines(&findings[..1], plain, Evidence::All);
+        let all = lines(&findings[..1], plain, Evidence::All);
         assert_eq!(
             all,
             "ok    port-state  rxe0/1  port is ACTIVE\n        evidence: state ACTIVE\n"
         );
-        let no_subject = findings::lines(&findings[2..], plain, Evidence::All);
+        let no_subject = lines(&findings[2..], plain, Evidence::All);
         assert_eq!(no_subject, "info  neighbour  no entry yet\n");
-        assert_eq!(
-            findings::tally(&findings),
-            "1 ok, 1 info, 0 warning(s), 1 failure(s)"
-        );
-        assert_eq!(
-            findings::tally(&findings[..2]),
-            "1 ok, 0 warning(s), 1 failure(s)"
-        );
-        assert_eq!(findings::worst(&findings), Severity::Fail);
-        assert_eq!(findings::worst(&[]), Severity::Ok);
-        let diagnostics: Vec<Diagnostic> = findings.iter().map(Diagnostic::from).collect();
-        assert_eq!(lines(&diagnostics, plain, Evidence::Problems), text);
-        assert_eq!(tally(&diagnostics), findings::tally(&findings));
-        assert_eq!(worst(&diagnostics), Severity::Fail);
+        assert_eq!(tally(&findings), "1 ok, 1 info, 0 warning(s), 1 failure(s)");
+        assert_eq!(tally(&findings[..2]), "1 ok, 0 warning(s), 1 failure(s)");
+        assert_eq!(worst(&findings), Severity::Fail);
+        assert_eq!(worst(&[]), Severity::Ok);
     }
 
     #[test]
     fn related_diagnostics_sit_under_their_cause() {
-        let mut cause = Diagnostic::new(Severity::Fail, "port-state", "port is DOWN")
+        let mut cause = Diagnostic::new(Severity::Fail, "port-state".into(), "port is DOWN")
             .about(Subject::Port("rxe0".into(), 1))
             .fix("ip link set eth0 up");
         cause.related.push(
-            Diagnostic::new(Severity::Warn, "neighbour", "no entry")
+            Diagnostic::new(Severity::Warn, "neighbour".into(), "no entry")
                 .seen(Seen::new(Source::Route, "neighbour FAILED")),
         );
         assert_eq!(
@@ -236,7 +190,8 @@ mod tests {
                 ..FailureContext::default()
             },
         );
-        let mut x = Explanation::new("no-neighbour", "no ARP reply", "check the peer");
+        let mut x =
+            Diagnostic::explanation("no-neighbour".into(), "no ARP reply", "check the peer");
         x.evidence
             .push(Seen::new(Source::Route, "neighbour FAILED"));
         let r = FailureReport::new(&failure, x);
@@ -245,7 +200,7 @@ mod tests {
             "modify QP to RTR failed (rxe0/1, GID index 1): ETIMEDOUT (110: Connection timed out)"
         );
         assert_eq!(
-            explanation::body(&r.explanation, ""),
+            body(&r.explanation, ""),
             "  why:  no ARP reply\n  seen: neighbour FAILED\n  fix:  check the peer\n"
         );
     }

@@ -2,21 +2,22 @@
 
 use serde::Serialize;
 
-use crate::model::diagnostic::{Finding, Severity};
+use crate::model::diagnostic::{Diagnostic, Severity};
 use crate::output::Style;
-use crate::render::findings::{self as render, Evidence};
+use crate::render::diagnostic::{self as render, Evidence};
 
 #[derive(Debug, Serialize)]
 pub struct DoctorReport {
-    pub findings: Vec<Finding>,
+    #[serde(serialize_with = "crate::model::diagnostic::json::findings")]
+    pub findings: Vec<Diagnostic>,
     pub ok: usize,
     pub info: usize,
     pub warn: usize,
     pub fail: usize,
 }
 
-impl From<Vec<Finding>> for DoctorReport {
-    fn from(findings: Vec<Finding>) -> DoctorReport {
+impl From<Vec<Diagnostic>> for DoctorReport {
+    fn from(findings: Vec<Diagnostic>) -> DoctorReport {
         let count = |v| findings.iter().filter(|f| f.severity == v).count();
         DoctorReport {
             ok: count(Severity::Ok),

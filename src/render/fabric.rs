@@ -607,7 +607,7 @@ mod tests {
             ],
             suspects: vec![SuspectRow {
                 kind: SuspectKind::Endpoint,
-                code: "fabric-endpoint-slow",
+                code: "fabric-endpoint-slow".into(),
                 rank: Some(2),
                 host: Some("h2".into()),
                 device: Some("rxe2".into()),

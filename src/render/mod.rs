@@ -15,6 +15,3 @@ pub mod pingpong;
 pub mod selftest;
 pub mod subnet;
 pub mod table;
-
-/// The diagnostic renderer's layouts under the paths commands call.
-pub use diagnostic::{explanation, findings};

@@ -242,10 +242,10 @@ pub fn counters(c: &RunCounters, style: Style) -> String {
         ));
     }
     if !c.findings.is_empty() {
-        out.push_str(&crate::render::findings::lines(
+        out.push_str(&crate::render::diagnostic::lines(
             &c.findings,
             style,
-            crate::render::findings::Evidence::All,
+            crate::render::diagnostic::Evidence::All,
         ));
     }
     out
@@ -264,7 +264,7 @@ pub fn client_failed(x: &FailureReport) -> String {
     format!(
         "rdmactl: {}\n{}",
         x.message,
-        crate::render::explanation::body(&x.explanation, "")
+        crate::render::diagnostic::body(&x.explanation, "")
     )
 }
 

@@ -39,7 +39,7 @@ pub fn verbs(r: &SelftestView, style: Style) -> String {
             s.step, s.detail
         ));
         if let Some(x) = &s.failure {
-            out.push_str(&crate::render::explanation::body(&x.explanation, "       "));
+            out.push_str(&crate::render::diagnostic::body(&x.explanation, "       "));
         }
     }
     if let Some(c) = r.counters {
@@ -80,7 +80,7 @@ pub fn cm(r: &CmSelftestReport) -> String {
             s.detail
         ));
         if let Some(f) = &s.failure {
-            out.push_str(&crate::render::explanation::body(&f.explanation, "       "));
+            out.push_str(&crate::render::diagnostic::body(&f.explanation, "       "));
         }
     }
     out.push_str(verdict(r.ok));

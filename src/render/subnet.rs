@@ -5,13 +5,13 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::model::diagnostic::{Finding, Severity};
+use crate::model::diagnostic::{Diagnostic, Severity};
 use crate::model::mad::{MadNodeType, Speed};
 use crate::model::topology::{
     guid_text, End, MadStats, Node, SmSeen, Subnet, SubnetPort, Unanswered,
 };
 use crate::output::Style;
-use crate::render::findings::{self, Evidence};
+use crate::render::diagnostic::{self as findings, Evidence};
 
 #[derive(Debug, Serialize)]
 pub struct LocalJson {
@@ -68,7 +68,8 @@ pub struct SubnetReport<'a> {
     pub sm: &'a [SmSeen],
     pub unanswered: &'a [Unanswered],
     pub mads: &'a MadStats,
-    pub findings: &'a [Finding],
+    #[serde(serialize_with = "crate::model::diagnostic::json::findings")]
+    pub findings: &'a [Diagnostic],
     pub ok: usize,
     pub info: usize,
     pub warn: usize,
@@ -88,7 +89,7 @@ pub fn report<'a>(
     s: &'a Subnet,
     device: &str,
     port: u32,
-    findings: &'a [Finding],
+    findings: &'a [Diagnostic],
 ) -> SubnetReport<'a> {
     let sev = |v| findings.iter().filter(|f| f.severity == v).count();
     let end_json = |e: End| EndJson {
@@ -151,7 +152,7 @@ pub fn report<'a>(
 }
 
 /// The text report: what was found, the SM, the MADs it took, then the findings.
-pub fn text(s: &Subnet, device: &str, port: u32, f: &[Finding], style: Style) -> String {
+pub fn text(s: &Subnet, device: &str, port: u32, f: &[Diagnostic], style: Style) -> String {
     let mut out = format!(
         "subnet from {device} port {port} (LID {}, SM LID {}, {}): {} nodes ({} switches, {} \
          CAs{}), {} links\n",
@@ -308,7 +309,7 @@ fn xml(text: &str) -> String {
 /// The topology drawn in rows: switches with no CA below them (spines) on top, switches
 /// with CAs (leaves) under them, CAs at the bottom. A link named by a warn or fail finding
 /// is drawn red and thick, with the finding as its tooltip; a node named by one is red.
-pub fn svg(s: &Subnet, findings: &[Finding]) -> String {
+pub fn svg(s: &Subnet, findings: &[Diagnostic]) -> String {
     const GAP: f64 = 28.0;
     const ROW: f64 = 160.0;
     let has_ca = |n: &Node| {
@@ -352,7 +353,13 @@ pub fn svg(s: &Subnet, findings: &[Finding]) -> String {
         findings
             .iter()
             .filter(|f| matches!(f.severity, Severity::Warn | Severity::Fail))
-            .find(|f| f.subject.as_deref() == Some(subject))
+            .find(|f| {
+                f.subject
+                    .as_ref()
+                    .and_then(|s| s.finding_keys().2)
+                    .as_deref()
+                    == Some(subject)
+            })
     };
     let mut out = format!(
         "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{width:.0}\" height=\"{height:.0}\" \

@@ -1,7 +1,8 @@
 //! The TCP exchange before the QP: the listening port, the connect and the exchange itself.
 
 use crate::diagnose::gidselect::type_name;
-use crate::model::diagnostic::{Explanation, Seen, Source};
+use crate::model::codes;
+use crate::model::diagnostic::{Diagnostic, Seen, Source};
 use crate::model::errno::errno_name;
 use crate::model::facts::Facts;
 use crate::model::failure::{Cause, Failure};
@@ -11,7 +12,7 @@ use super::{generic, peer_ip, seconds, Builder};
 
 /// The server's TCP port is taken. Nothing about GIDs or the peer applies: no device was
 /// needed to find this out.
-pub(super) fn port_in_use(failure: &Failure, ctx: &Facts) -> Explanation {
+pub(super) fn port_in_use(failure: &Failure, ctx: &Facts) -> Diagnostic {
     let bind = failure.context.bind_addr.as_deref();
     let port = bind
         .and_then(|a| a.parse::<std::net::SocketAddr>().ok())
@@ -27,8 +28,8 @@ pub(super) fn port_in_use(failure: &Failure, ctx: &Facts) -> Explanation {
     } else {
         holders.join(" and ")
     };
-    let mut x = Explanation::new(
-        "port-in-use",
+    let mut x = Diagnostic::explanation(
+        codes::PORT_IN_USE,
         format!("{who} already listens on {which}: a server still running, or another tool on that port"),
         format!(
             "stop {}, or give both ends another port with -p{}",
@@ -56,14 +57,14 @@ pub(super) fn port_in_use(failure: &Failure, ctx: &Facts) -> Explanation {
 }
 
 /// The TCP connection of the out-of-band exchange.
-pub(super) fn oob_connect(b: Builder, cause: &Cause) -> Explanation {
+pub(super) fn oob_connect(b: Builder, cause: &Cause) -> Diagnostic {
     let peer = peer_ip(b.ctx)
         .map(|p| p.to_string())
         .unwrap_or_else(|| "the server".into());
     let seconds = |ms: &u64| seconds(*ms);
     match cause {
         Cause::Errno { errno: e, .. } if *e == libc::ECONNREFUSED => b.done(
-            "no-listener",
+            codes::NO_LISTENER,
             format!("nothing listens on {peer} at that TCP port: the server is not running (yet), already finished, or uses another -p"),
             vec![Seen::new(Source::Failure, format!("{peer} answered the TCP connection with a reset (ECONNREFUSED)"))],
             "start the server first (rdmactl pingpong -d DEV -g N, or ibv_rc_pingpong and --compat rc_pingpong here), and give both ends the same -p".into(),
@@ -78,7 +79,7 @@ pub(super) fn oob_connect(b: Builder, cause: &Cause) -> Explanation {
                 ev.push(Seen::new(Source::Route, format!("neighbour {peer}: {s}")));
             }
             b.done(
-                "peer-silent",
+                codes::PEER_SILENT,
                 format!("{peer} does not answer: the host is down, the address is wrong, or a firewall drops the port"),
                 ev,
                 format!("check the address and that the server runs there (ping {peer}; ss -ltn on the server)"),
@@ -86,7 +87,7 @@ pub(super) fn oob_connect(b: Builder, cause: &Cause) -> Explanation {
             )
         }
         Cause::Errno { errno: e, .. } if *e == libc::ENETUNREACH || *e == libc::EHOSTUNREACH => b.done(
-            "no-route",
+            codes::NO_ROUTE,
             format!("this host has no route to {peer}"),
             vec![Seen::new(Source::Failure, format!("connect: {}", errno_name(*e)))],
             format!("check ip route get {peer} and the address"),
@@ -97,7 +98,7 @@ pub(super) fn oob_connect(b: Builder, cause: &Cause) -> Explanation {
 }
 
 /// Reading or writing the out-of-band messages.
-pub(super) fn oob_exchange(b: Builder, cause: &Cause) -> Explanation {
+pub(super) fn oob_exchange(b: Builder, cause: &Cause) -> Diagnostic {
     let seconds = |ms: &u64| seconds(*ms);
     match cause {
         Cause::PeerClosed => {
@@ -112,7 +113,7 @@ pub(super) fn oob_exchange(b: Builder, cause: &Cause) -> Explanation {
                 None => "look at the peer's output and rerun it".into(),
             };
             b.done(
-                "peer-closed",
+                codes::PEER_CLOSED,
                 "the peer closed the out-of-band connection: it failed on its side (its output says why), or its process was killed".into(),
                 vec![],
                 fix,
@@ -120,14 +121,14 @@ pub(super) fn oob_exchange(b: Builder, cause: &Cause) -> Explanation {
             )
         }
         Cause::Timeout { waited_ms, .. } => b.done(
-            "peer-stopped",
+            codes::PEER_STOPPED,
             format!("the peer sent nothing for {} s: it is stuck or gone, or it is not rdmactl or ibv_rc_pingpong", seconds(waited_ms)),
             vec![],
             "check the peer process; give both ends the same --timeout".into(),
             false,
         ),
         Cause::Invalid { what } => b.done(
-            "bad-handshake",
+            codes::BAD_HANDSHAKE,
             format!("the peer's handshake is not one rdmactl understands: {what}"),
             vec![],
             "point it at an rdmactl pingpong or ibv_rc_pingpong on this port; against a stock ibv_rc_pingpong server use --compat rc_pingpong".into(),
@@ -161,15 +162,15 @@ mod tests {
         let mut facts = rxe_ctx(Some(1), "::ffff:192.168.77.2");
         let x = explain(&failure, &facts);
         assert_eq!(x.code, "port-in-use");
-        assert!(x.summary.contains("TCP port 18515"), "{x:?}");
-        assert!(x.fix.contains("-p"), "{x:?}");
+        assert!(x.message.contains("TCP port 18515"), "{x:?}");
+        assert!(x.fix_text().contains("-p"), "{x:?}");
         assert!(x.evidence.iter().all(|e| !e.contains("GID")), "{x:?}");
         assert_eq!(x.suggested_gid_index, None);
         // Named when /proc tells, as `ss -p` does.
         facts.port_holders = vec![(4242, "rdmactl".into())];
         let x = explain(&failure, &facts);
         assert!(
-            x.summary
+            x.message
                 .starts_with("rdmactl (pid 4242) already listens on TCP port 18515"),
             "{x:?}"
         );

@@ -2,8 +2,9 @@
 //! and a GID slot that is empty or cannot be read.
 
 use crate::diagnose::gidselect::{describe, is_link_local, type_name, Family};
+use crate::model::codes;
 use crate::model::device::GidType;
-use crate::model::diagnostic::{Explanation, Seen, Source};
+use crate::model::diagnostic::{Diagnostic, Seen, Source};
 use crate::model::facts::EndFacts;
 use crate::model::gid::Gid;
 
@@ -108,14 +109,14 @@ pub(super) fn gid_family_word(g: &Gid) -> &'static str {
 }
 
 /// an empty slot (the kernel says ENODATA).
-pub(super) fn empty_slot(b: Builder) -> Explanation {
+pub(super) fn empty_slot(b: Builder) -> Diagnostic {
     let local = &b.ctx.local;
     let i = local
         .gid_index
         .map(|i| i.to_string())
         .unwrap_or_else(|| "?".into());
     b.done(
-        "gid-empty-slot",
+        codes::GID_EMPTY_SLOT,
         format!(
             "GID index {i} on {} is an empty slot: there is no address behind it",
             local.name()
@@ -133,7 +134,7 @@ pub(super) fn empty_slot(b: Builder) -> Explanation {
 }
 
 /// When the GID is looked up before the QP: an empty slot or an index past the table.
-pub(super) fn gid_slot(b: Builder, errno: i32) -> Explanation {
+pub(super) fn gid_slot(b: Builder, errno: i32) -> Diagnostic {
     let local = &b.ctx.local;
     let past_end = match (local.gid_index, local.gid_table_len) {
         (Some(i), Some(len)) => i >= len,
@@ -153,7 +154,7 @@ pub(super) fn gid_slot(b: Builder, errno: i32) -> Explanation {
             Seen::new(Source::Local, table_summary(local)),
         ];
         return b.done(
-            "gid-index-out-of-range",
+            codes::GID_INDEX_OUT_OF_RANGE,
             summary,
             ev,
             format!("pick an index below {len}"),

@@ -25,8 +25,9 @@ mod verify;
 use std::net::IpAddr;
 
 use crate::diagnose::gidselect::{self, Want};
+use crate::model::codes::{self, Code};
 use crate::model::device::GidEntry;
-use crate::model::diagnostic::{Explanation, Seen, Source};
+use crate::model::diagnostic::{Diagnostic, Seen, Source};
 use crate::model::facts::{EndFacts, Facts};
 use crate::model::failure::{Cause, Failure, PinLimit, Step};
 
@@ -107,12 +108,12 @@ impl Builder<'_> {
     /// when naming it helps; `gid_fix` says whether the GID is the thing to change.
     fn done(
         self,
-        code: &str,
+        code: Code,
         summary: String,
         mut evidence: Vec<Seen>,
         fix: String,
         gid_fix: bool,
-    ) -> Explanation {
+    ) -> Diagnostic {
         let s = &self.suggestion;
         let mut fix = fix;
         // Whether the GID fits is evidence only where a GID could have caused the failure:
@@ -147,13 +148,11 @@ impl Builder<'_> {
             }
             _ => {}
         }
-        Explanation {
-            code: code.to_string(),
-            summary,
+        Diagnostic {
             evidence,
-            fix,
-            suggested_gid_index: s.index.filter(|_| gid_matters),
+            ..Diagnostic::explanation(code, summary, fix)
         }
+        .suggest_gid(s.index.filter(|_| gid_matters))
     }
 }
 
@@ -163,7 +162,7 @@ fn seconds(ms: u64) -> f64 {
 }
 
 /// Explain why a data-path step failed, given what was gathered about the run.
-pub fn explain(failure: &Failure, ctx: &Facts) -> Explanation {
+pub fn explain(failure: &Failure, ctx: &Facts) -> Diagnostic {
     let step = failure.step;
     let b = Builder {
         ctx,
@@ -180,12 +179,9 @@ pub fn explain(failure: &Failure, ctx: &Facts) -> Explanation {
                     Source::PeerNotice,
                     format!("the {} said: {}", notice.role, notice.message),
                 ));
-                return Explanation {
-                    code: code.to_string(),
-                    summary,
+                return Diagnostic {
                     evidence,
-                    fix,
-                    suggested_gid_index: None,
+                    ..Diagnostic::explanation(code, summary, fix)
                 };
             }
             return peer_reported(notice);
@@ -263,9 +259,9 @@ fn step_needs_active_port(step: Step) -> bool {
     )
 }
 
-type Rule = (&'static str, String, Vec<Seen>, String);
+type Rule = (Code, String, Vec<Seen>, String);
 
-fn generic(b: Builder) -> Explanation {
+fn generic(b: Builder) -> Diagnostic {
     let evidence = vec![Seen::new(
         Source::Local,
         format!("local {}", local_gid_words(&b.ctx.local)),
@@ -276,7 +272,7 @@ fn generic(b: Builder) -> Explanation {
         b.failure.step.name()
     );
     b.done(
-        "unexplained",
+        codes::UNEXPLAINED,
         summary,
         evidence,
         "rerun with rdmactl check --peer IP on both ends to compare".into(),

@@ -1,8 +1,9 @@
 //! Before the QP: compare what the two ends sent each other.
 
 use crate::diagnose::gidselect::{self, Family, Want};
+use crate::model::codes;
 use crate::model::device::LinkLayer;
-use crate::model::diagnostic::{Explanation, Finding, Seen, Severity, Source};
+use crate::model::diagnostic::{Diagnostic, Seen, Severity, Source};
 use crate::model::facts::EndFacts;
 use crate::model::failure::{Cause, Mismatch};
 use crate::model::gid::Gid;
@@ -12,7 +13,7 @@ use super::{generic, Builder};
 
 /// The two ends' parameters, compared before the QP (the native exchange sends GID type,
 /// link layer and MTU; the compat one only the GID).
-pub(super) fn compare(b: Builder) -> Explanation {
+pub(super) fn compare(b: Builder) -> Diagnostic {
     let ctx = b.ctx;
     let local = &ctx.local;
     let Some(peer) = ctx.peer.as_ref() else {
@@ -30,9 +31,9 @@ pub(super) fn compare(b: Builder) -> Explanation {
             "use GIDs of the same RoCE version and address family on both ends".into()
         };
         let code = if summary.starts_with("RoCE version") {
-            "roce-version-mismatch"
+            codes::ROCE_VERSION_MISMATCH
         } else {
-            "gid-family-mismatch"
+            codes::GID_FAMILY_MISMATCH
         };
         return b.done(code, summary, ev, fix, true);
     }
@@ -45,9 +46,9 @@ pub(super) fn compare(b: Builder) -> Explanation {
         let evidence = f
             .evidence
             .iter()
-            .map(|e| Seen::new(Source::Peer, e.clone()))
+            .map(|e| Seen::new(Source::Peer, e.text.clone()))
             .collect();
-        return b.done(&code, f.message.clone(), evidence, fix, false);
+        return b.done(code, f.message.clone(), evidence, fix, false);
     }
     // The exchange found the difference itself; its mismatches are the evidence, and the
     // fix names only the flags that differ.
@@ -80,7 +81,7 @@ pub(super) fn compare(b: Builder) -> Explanation {
                 }
             };
             b.done(
-                "parameters-differ",
+                codes::PARAMETERS_DIFFER,
                 "the two ends were started with parameters that do not fit together".into(),
                 evidence,
                 fix,
@@ -90,7 +91,7 @@ pub(super) fn compare(b: Builder) -> Explanation {
         // A setting this end cannot use with this peer (-m above the path's MTU): its own
         // words say what to change.
         Cause::Invalid { what } => b.done(
-            "parameters-differ",
+            codes::PARAMETERS_DIFFER,
             "a setting does not fit this path".into(),
             vec![Seen::new(Source::Failure, what.clone())],
             what.rsplit_once("; ")
@@ -99,7 +100,7 @@ pub(super) fn compare(b: Builder) -> Explanation {
             false,
         ),
         other => b.done(
-            "parameters-differ",
+            codes::PARAMETERS_DIFFER,
             "the two ends were started with parameters that do not fit together".into(),
             vec![Seen::new(Source::Failure, other.to_string())],
             "compare the flags of both ends".into(),
@@ -110,7 +111,7 @@ pub(super) fn compare(b: Builder) -> Explanation {
 
 /// Compare the two ends of a native handshake before touching the QP. A finding of
 /// severity Fail means RTR would fail or the connection would never carry a packet.
-pub fn compare_peers(local: &EndFacts, peer: &EndFacts) -> Vec<Finding> {
+pub fn compare_peers(local: &EndFacts, peer: &EndFacts) -> Vec<Diagnostic> {
     let mut out = Vec::new();
     let name_fix = |what: &str| -> String {
         let want = Want {
@@ -136,9 +137,9 @@ pub fn compare_peers(local: &EndFacts, peer: &EndFacts) -> Vec<Finding> {
     if let (Some(l), Some(p)) = (&local.link_layer, &peer.link_layer) {
         if l != p {
             out.push(
-                Finding::new(
+                Diagnostic::finding(
                     Severity::Fail,
-                    "link-layer-mismatch",
+                    codes::LINK_LAYER_MISMATCH,
                     format!("local port is {l:?} and the peer's is {p:?}"),
                 )
                 .fix("connect ports of the same fabric: InfiniBand to InfiniBand, RoCE to RoCE"),
@@ -149,9 +150,9 @@ pub fn compare_peers(local: &EndFacts, peer: &EndFacts) -> Vec<Finding> {
     for (who, ep) in [("local", local), ("peer", peer)] {
         if ep.is_infiniband() && matches!(ep.lid, Some(0) | Some(0xffff)) {
             out.push(
-                Finding::new(
+                Diagnostic::finding(
                     Severity::Fail,
-                    "ib-lid-zero",
+                    codes::IB_LID_ZERO,
                     format!("the {who} InfiniBand port {} has no LID", ep.name()),
                 )
                 .evidence(format!(
@@ -168,9 +169,9 @@ pub fn compare_peers(local: &EndFacts, peer: &EndFacts) -> Vec<Finding> {
         for (who, ep) in [("local", local), ("peer", peer)] {
             if ep.gid_now().is_none_or_zero() {
                 out.push(
-                    Finding::new(
+                    Diagnostic::finding(
                         Severity::Fail,
-                        "roce-no-grh",
+                        codes::ROCE_NO_GRH,
                         format!("the {who} side has no GID: RoCE needs one on both ends"),
                     )
                     .evidence(format!(
@@ -185,23 +186,23 @@ pub fn compare_peers(local: &EndFacts, peer: &EndFacts) -> Vec<Finding> {
         }
         if let Some((summary, ev)) = gid_mismatch(local, peer) {
             let code = if summary.starts_with("RoCE version") {
-                "roce-version-mismatch"
+                codes::ROCE_VERSION_MISMATCH
             } else {
-                "gid-family-mismatch"
+                codes::GID_FAMILY_MISMATCH
             };
-            let mut f = Finding::new(Severity::Fail, code, summary).fix(name_fix(
+            let mut f = Diagnostic::finding(Severity::Fail, code, summary).fix(name_fix(
                 "use the same RoCE version and address family on both ends",
             ));
-            f.evidence = ev.into_iter().map(|e| e.text).collect();
+            f.evidence = ev.into_iter().map(|e| Seen::gathered(e.text)).collect();
             out.push(f);
         }
     }
     if let (Some(a), Some(b)) = (local.active_mtu, peer.active_mtu) {
         if a != b {
             out.push(
-                Finding::new(
+                Diagnostic::finding(
                     Severity::Info,
-                    "mtu-differs",
+                    codes::MTU_DIFFERS,
                     format!(
                         "active MTUs differ (local {a}, peer {b}): the path MTU will be {}",
                         a.min(b)

@@ -1,5 +1,6 @@
 //! A port that is not ACTIVE explains every later step.
 
+use crate::model::codes;
 use crate::model::diagnostic::{Seen, Source};
 use crate::model::facts::Facts;
 
@@ -43,7 +44,7 @@ pub(super) fn port_not_active(ctx: &Facts) -> Option<Rule> {
                 "start a subnet manager (systemctl start opensm, or enable the switch's SM); an SR-IOV VF needs a virtualization-aware SM".to_string()
             };
             return Some((
-                "ib-port-not-active",
+                codes::IB_PORT_NOT_ACTIVE,
                 format!(
                     "InfiniBand port {} is not ACTIVE or has no LID: no subnet manager has configured it, so there is no address to connect to",
                     local.name()
@@ -56,7 +57,7 @@ pub(super) fn port_not_active(ctx: &Facts) -> Option<Rule> {
     if let Some(peer) = &ctx.peer {
         if peer.is_infiniband() && peer.lid == Some(0) {
             return Some((
-                "ib-peer-lid-zero",
+                codes::IB_PEER_LID_ZERO,
                 "the peer sent LID 0: its InfiniBand port has no LID (no subnet manager on its fabric)".into(),
                 vec![Seen::new(Source::Peer, format!("peer {} LID 0x0000", peer.name()))],
                 "start a subnet manager on the peer's fabric, then rerun".into(),
@@ -115,5 +116,5 @@ pub(super) fn port_not_active(ctx: &Facts) -> Option<Rule> {
     } else {
         format!("ip link set {netdev} up, and check the cable (ip link show {netdev})")
     };
-    Some(("port-down", summary, evidence, fix))
+    Some((codes::PORT_DOWN, summary, evidence, fix))
 }

@@ -1,12 +1,13 @@
 //! Memory and device access: memlock, pinned memory, the device files, a device that is gone.
 
-use crate::model::diagnostic::{Explanation, Seen, Source};
+use crate::model::codes;
+use crate::model::diagnostic::{Diagnostic, Seen, Source};
 use crate::model::failure::Cause;
 
 use super::{generic, Builder};
 
 /// Rows 8 (memlock) and resource exhaustion.
-pub(super) fn memlock(b: Builder) -> Explanation {
+pub(super) fn memlock(b: Builder) -> Diagnostic {
     let step = b.failure.step;
     let mut memlock = b.ctx.memlock.clone();
     if let (Some(m), Cause::WouldPin { pinned_bytes, .. }) = (&mut memlock, &b.failure.cause) {
@@ -16,7 +17,7 @@ pub(super) fn memlock(b: Builder) -> Explanation {
         Some(m) if !m.cap_ipc_lock && m.limit_bytes.is_some_and(|l| l < m.needed_bytes) => {
             let limit = m.limit_bytes.unwrap_or(0);
             b.done(
-                "memlock-limit",
+                codes::MEMLOCK_LIMIT,
                 format!(
                     "the locked-memory limit ({}) is smaller than what {} needs to pin ({}), and this process lacks CAP_IPC_LOCK",
                     human_bytes(limit),
@@ -31,7 +32,7 @@ pub(super) fn memlock(b: Builder) -> Explanation {
         Some(m) => {
             let limit = m.limit_bytes.map(human_bytes).unwrap_or_else(|| "unlimited".into());
             b.done(
-                "out-of-resources",
+                codes::OUT_OF_RESOURCES,
                 format!("{} ran out of memory although memlock allows it: the device's resources (max_mr, max_cq, max_qp) or the system's memory are exhausted", step.name()),
                 vec![Seen::new(Source::Memlock, format!("RLIMIT_MEMLOCK {limit}, CAP_IPC_LOCK {}", if m.cap_ipc_lock { "held" } else { "not held" }))],
                 "reduce the sizes (-s, queue depth), or free device resources held by other processes".into(),
@@ -39,7 +40,7 @@ pub(super) fn memlock(b: Builder) -> Explanation {
             )
         }
         None => b.done(
-            "memlock-limit",
+            codes::MEMLOCK_LIMIT,
             format!("{} could not pin memory: usually the locked-memory limit (ulimit -l) for a process without CAP_IPC_LOCK", step.name()),
             vec![],
             "check ulimit -l; raise memlock in limits.conf, the systemd unit or the container".into(),
@@ -49,7 +50,7 @@ pub(super) fn memlock(b: Builder) -> Explanation {
 }
 
 /// Checked before allocating: more than the host has available would end in the OOM killer.
-pub(super) fn memory_short(b: Builder) -> Explanation {
+pub(super) fn memory_short(b: Builder) -> Diagnostic {
     let Cause::WouldPin {
         pinned_bytes,
         what,
@@ -61,7 +62,7 @@ pub(super) fn memory_short(b: Builder) -> Explanation {
     };
     let ratio = (*pinned_bytes / (*limit_bytes).max(1)).max(1) + 1;
     b.done(
-        "memory-short",
+        codes::MEMORY_SHORT,
         format!(
             "the run would pin {} ({what}), more than the {} of memory this host has available: the OOM killer would end it",
             human_bytes(*pinned_bytes),
@@ -73,7 +74,7 @@ pub(super) fn memory_short(b: Builder) -> Explanation {
     )
 }
 
-pub(super) fn device_access(b: Builder) -> Explanation {
+pub(super) fn device_access(b: Builder) -> Diagnostic {
     let node = b.ctx.device_node.clone().unwrap_or_default();
     let path = if node.path.is_empty() {
         "/dev/infiniband/uverbsN".to_string()
@@ -97,7 +98,7 @@ pub(super) fn device_access(b: Builder) -> Explanation {
         ));
     }
     b.done(
-        "device-access",
+        codes::DEVICE_ACCESS,
         format!("{path} cannot be opened read-write: the kernel creates it 0666, so a container's device cgroup or a udev rule is blocking it"),
         ev,
         format!("pass the device into the container (--device={path}, or the RDMA device plugin), or fix the udev rule"),
@@ -105,7 +106,7 @@ pub(super) fn device_access(b: Builder) -> Explanation {
     )
 }
 
-pub(super) fn device_gone(b: Builder) -> Explanation {
+pub(super) fn device_gone(b: Builder) -> Diagnostic {
     let node = b.ctx.device_node.clone().unwrap_or_default();
     let mut ev = Vec::new();
     if !node.path.is_empty() {
@@ -119,7 +120,7 @@ pub(super) fn device_gone(b: Builder) -> Explanation {
         ));
     }
     b.done(
-        "device-gone",
+        codes::DEVICE_GONE,
         "the device node is missing: the device was removed, its driver unloaded, or /dev/infiniband is not mapped into this container".into(),
         ev,
         "check /sys/class/infiniband and /dev/infiniband; pass the devices into the container".into(),

@@ -2,7 +2,8 @@
 //! each other's packets.
 
 use crate::diagnose::gidselect::is_link_local;
-use crate::model::diagnostic::{Explanation, Seen, Source};
+use crate::model::codes;
+use crate::model::diagnostic::{Diagnostic, Seen, Source};
 use crate::model::errno::errno_name;
 use crate::model::facts::{Facts, RouteFacts};
 
@@ -88,7 +89,7 @@ pub(super) fn same_host_ipv6(
 }
 
 /// the kernel could not resolve the peer's MAC through the source GID's netdev.
-pub(super) fn rtr_unreachable(b: Builder, errno: i32) -> Explanation {
+pub(super) fn rtr_unreachable(b: Builder, errno: i32) -> Diagnostic {
     let ctx = b.ctx;
     let local = &ctx.local;
     let gid = local.gid_now();
@@ -113,7 +114,7 @@ pub(super) fn rtr_unreachable(b: Builder, errno: i32) -> Explanation {
                 ));
             }
             return b.done(
-                "link-local-routed-peer",
+                codes::LINK_LOCAL_ROUTED_PEER,
                 format!("a link-local GID cannot reach {peer_text}, which is behind a router (NVIDIA/nccl#769)"),
                 ev,
                 "use a GID with a routable address".into(),
@@ -127,7 +128,7 @@ pub(super) fn rtr_unreachable(b: Builder, errno: i32) -> Explanation {
             format!("ip route get {peer_text}: no route"),
         ));
         return b.done(
-            "no-route",
+            codes::NO_ROUTE,
             format!("the kernel has no route to {peer_text}"),
             ev,
             format!("add a route to {peer_text} (ip route add ... dev {dev_name})"),
@@ -141,7 +142,7 @@ pub(super) fn rtr_unreachable(b: Builder, errno: i32) -> Explanation {
                 format!("ip route get {peer_text}: dev {rd}"),
             ));
             return b.done(
-                "route-other-netdev",
+                codes::ROUTE_OTHER_NETDEV,
                 format!("the kernel routes {peer_text} through {rd}, but the GID belongs to {d}; the peer's MAC is resolved through {d}, where it never answers"),
                 ev,
                 format!("use a GID on {rd}, or fix the routing so {peer_text} is reached through {d}"),
@@ -152,7 +153,7 @@ pub(super) fn rtr_unreachable(b: Builder, errno: i32) -> Explanation {
     if let Some((owner, more, fix)) = same_host_drop(&route, &peer_text, &dev_name) {
         ev.extend(more);
         return b.done(
-            "same-host-arp",
+            codes::SAME_HOST_ARP,
             format!("same-host test: {owner} drops the ARP request from {dev_name} because its sender address is local, so the MAC never resolves"),
             ev,
             fix,
@@ -170,7 +171,7 @@ pub(super) fn rtr_unreachable(b: Builder, errno: i32) -> Explanation {
                 format!("ip neigh show {hop} dev {dev_name}: {s}"),
             ));
             return b.done(
-                "neighbour-unresolved",
+                codes::NEIGHBOUR_UNRESOLVED,
                 format!("{hop} does not answer ARP/ND on {dev_name}: the peer is down, on another segment or VLAN, or a firewall drops ARP"),
                 ev,
                 format!("check that {hop} is up and reachable on {dev_name} (ping -I {dev_name} {hop}, arping)"),
@@ -184,7 +185,7 @@ pub(super) fn rtr_unreachable(b: Builder, errno: i32) -> Explanation {
         None => {}
     }
     b.done(
-        "address-resolution-timeout",
+        codes::ADDRESS_RESOLUTION_TIMEOUT,
         format!(
             "{}: the kernel could not resolve {peer_text}'s MAC through {dev_name} (rdma_resolve_ip gives up after 1 s)",
             errno_name(errno)

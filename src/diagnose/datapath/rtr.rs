@@ -1,7 +1,8 @@
 //! The QP's move to RTR refused: which attribute the kernel rejected, and why.
 
+use crate::model::codes;
 use crate::model::device::LinkLayer;
-use crate::model::diagnostic::{Explanation, Seen, Source};
+use crate::model::diagnostic::{Diagnostic, Seen, Source};
 use crate::model::facts::EndFacts;
 
 use super::gid::{empty_slot, gid_family_word, gid_mismatch, local_gid_words, table_summary};
@@ -9,7 +10,7 @@ use super::mtu::mtu_min;
 use super::route::rtr_unreachable;
 use super::{generic, Builder};
 
-pub(super) fn rtr_errno(b: Builder, errno: i32) -> Explanation {
+pub(super) fn rtr_errno(b: Builder, errno: i32) -> Diagnostic {
     let ctx = b.ctx;
     let local = &ctx.local;
     let peer = ctx.peer.as_ref();
@@ -29,7 +30,7 @@ pub(super) fn rtr_errno(b: Builder, errno: i32) -> Explanation {
         } else {
             "use GIDs of the same RoCE version and address family on both ends".into()
         };
-        return b.done("gid-mismatch", summary, ev, fix, true);
+        return b.done(codes::GID_MISMATCH, summary, ev, fix, true);
     }
     match errno {
         e if e == libc::EINVAL => rtr_einval(b),
@@ -48,7 +49,7 @@ pub(super) fn rtr_errno(b: Builder, errno: i32) -> Explanation {
 
 /// RTR refused with EINVAL: RoCE without a GRH, an index past the table, ends that cannot
 /// be connected, or a path MTU above the port's.
-fn rtr_einval(b: Builder) -> Explanation {
+fn rtr_einval(b: Builder) -> Diagnostic {
     let ctx = b.ctx;
     let local = &ctx.local;
     let peer = ctx.peer.as_ref();
@@ -71,7 +72,7 @@ fn rtr_einval(b: Builder) -> Explanation {
             ev.push(Seen::new(Source::Peer, "the peer sent GID :: (ibv_rc_pingpong without -g sends zero and leaves is_global unset)"));
         }
         return b.done(
-            "roce-no-grh",
+            codes::ROCE_NO_GRH,
             "RoCE has no LIDs: every packet needs a GRH with a source GID index, and the kernel (rdma_check_ah_attr) rejects an address vector without one".into(),
             ev,
             "give a GID index on both sides (-g N, or -g auto)".into(),
@@ -82,7 +83,7 @@ fn rtr_einval(b: Builder) -> Explanation {
     if let (Some(i), Some(len)) = (local.gid_index, local.gid_table_len) {
         if i >= len {
             return b.done(
-                "gid-index-out-of-range",
+                codes::GID_INDEX_OUT_OF_RANGE,
                 format!(
                     "GID index {i} is past the end of {}'s GID table ({len} entries)",
                     local.name()
@@ -101,7 +102,7 @@ fn rtr_einval(b: Builder) -> Explanation {
         if let Some((summary, mut ev)) = gid_mismatch(local, peer) {
             ev.push(Seen::new(Source::Local, table_summary(local)));
             return b.done(
-                "gid-mismatch",
+                codes::GID_MISMATCH,
                 summary,
                 ev,
                 "use GIDs of the same RoCE version and address family on both ends".into(),
@@ -110,7 +111,7 @@ fn rtr_einval(b: Builder) -> Explanation {
         }
         if peer.is_infiniband() && local.is_infiniband() && peer.lid == Some(0) {
             return b.done(
-                "ib-peer-lid-zero",
+                codes::IB_PEER_LID_ZERO,
                 "the peer's LID is 0: the destination has no InfiniBand address".into(),
                 vec![Seen::new(
                     Source::Peer,
@@ -125,7 +126,7 @@ fn rtr_einval(b: Builder) -> Explanation {
             && local.link_layer != peer.link_layer
         {
             return b.done(
-                "link-layer-mismatch",
+                codes::LINK_LAYER_MISMATCH,
                 "one end is InfiniBand and the other Ethernet: they cannot be connected directly"
                     .into(),
                 vec![
@@ -166,7 +167,7 @@ fn rtr_einval(b: Builder) -> Explanation {
     ) {
         if path > active {
             return b.done(
-                "mtu-too-large",
+                codes::MTU_TOO_LARGE,
                 format!(
                     "the path MTU {path} exceeds {}'s active MTU {active}",
                     local.name()
@@ -197,7 +198,7 @@ fn rtr_einval(b: Builder) -> Explanation {
         ));
     }
     b.done(
-        "rtr-invalid",
+        codes::RTR_INVALID,
         "the kernel rejected the RTR attributes (address vector, MTU or QP numbers)".into(),
         ev,
         "compare both ends with rdmactl check, and use the native exchange (it validates both sides before RTR)".into(),
@@ -206,7 +207,7 @@ fn rtr_einval(b: Builder) -> Explanation {
 }
 
 /// RTR refused with ENODEV: the GID's netdev is gone, down, or in another namespace.
-fn gid_netdev_missing(b: Builder) -> Explanation {
+fn gid_netdev_missing(b: Builder) -> Diagnostic {
     let ctx = b.ctx;
     let local = &ctx.local;
     let dev = local.netdev_now();
@@ -228,5 +229,5 @@ fn gid_netdev_missing(b: Builder) -> Explanation {
         (Some(d), Some(n)) if n.exists && !n.up => format!("ip link set {d} up"),
         _ => "use a GID whose netdev is in this namespace and up (NVIDIA/nccl#718: in a pod only some indices are usable)".into(),
     };
-    b.done("gid-netdev-missing", summary, ev, fix, true)
+    b.done(codes::GID_NETDEV_MISSING, summary, ev, fix, true)
 }

@@ -1,16 +1,17 @@
 //! Creating and driving the QP: INIT and RTS attributes, capacities, inline size, full queues.
 
-use crate::model::diagnostic::{Explanation, Seen, Source};
+use crate::model::codes;
+use crate::model::diagnostic::{Diagnostic, Seen, Source};
 use crate::model::facts::Facts;
 use crate::model::failure::Failure;
 
 use super::Builder;
 
-pub(super) fn init_einval(b: Builder) -> Explanation {
+pub(super) fn init_einval(b: Builder) -> Diagnostic {
     let local = &b.ctx.local;
     let ev = vec![Seen::new(Source::Local, format!("port {}", local.port))];
     b.done(
-        "init-invalid",
+        codes::INIT_INVALID,
         format!("the kernel rejected the INIT attributes for {}: the port number, the P_Key index or the access flags", local.name()),
         ev,
         "use a port that exists (rdmactl ports), pkey_index 0, and only the access flags the device supports".into(),
@@ -19,14 +20,14 @@ pub(super) fn init_einval(b: Builder) -> Explanation {
 }
 
 /// INIT refused with a P_Key index the port's table does not have.
-pub(super) fn pkey_past_table(ctx: &Facts) -> Option<Explanation> {
+pub(super) fn pkey_past_table(ctx: &Facts) -> Option<Diagnostic> {
     let qp = ctx.qp.as_ref()?;
     let (index, len) = (qp.pkey_index?, qp.pkey_table_len?);
     if index < len {
         return None;
     }
-    let mut x = Explanation::new(
-        "pkey-index-past-table",
+    let mut x = Diagnostic::explanation(
+        codes::PKEY_INDEX_PAST_TABLE,
         format!(
             "the P_Key index {index} is past the end of {}'s P_Key table ({len} entries, indices 0 to {}): the kernel refuses it at INIT",
             ctx.local.name(),
@@ -52,10 +53,10 @@ pub(super) fn inline_over(ctx: &Facts) -> Option<(u32, u32)> {
     (bytes > max).then_some((bytes, max))
 }
 
-pub(super) fn inline_too_large(failure: &Failure, ctx: &Facts) -> Explanation {
+pub(super) fn inline_too_large(failure: &Failure, ctx: &Facts) -> Diagnostic {
     let (bytes, max) = inline_over(ctx).expect("checked by the caller");
-    let mut x = Explanation::new(
-        "inline-too-large",
+    let mut x = Diagnostic::explanation(
+        codes::INLINE_TOO_LARGE,
         format!(
             "an inline send of {bytes} bytes is more than the QP's max_inline_data ({max}): the provider refuses it at post ({})",
             crate::model::errno::errno_name(failure.cause.errno_value().unwrap_or(0))
@@ -78,9 +79,9 @@ pub(super) fn inline_too_large(failure: &Failure, ctx: &Facts) -> Explanation {
     x
 }
 
-pub(super) fn qp_caps(b: Builder) -> Explanation {
+pub(super) fn qp_caps(b: Builder) -> Diagnostic {
     b.done(
-        "qp-caps",
+        codes::QP_CAPS,
         "the QP's requested capacities exceed the device's limits (max_qp_wr, max_sge, max_inline_data)".into(),
         vec![],
         "lower the queue depth (rx depth), SGEs or inline size to what rdmactl devices -v reports".into(),
@@ -88,10 +89,10 @@ pub(super) fn qp_caps(b: Builder) -> Explanation {
     )
 }
 
-pub(super) fn queue_full(b: Builder) -> Explanation {
+pub(super) fn queue_full(b: Builder) -> Diagnostic {
     let step = b.failure.step.name();
     b.done(
-        "queue-full",
+        codes::QUEUE_FULL,
         format!("{step}: the work queue is full (more requests outstanding than max_send_wr/max_recv_wr)"),
         vec![],
         "poll completions before posting more, or create the QP with a deeper queue".into(),
@@ -99,7 +100,7 @@ pub(super) fn queue_full(b: Builder) -> Explanation {
     )
 }
 
-pub(super) fn rts_einval(b: Builder) -> Explanation {
+pub(super) fn rts_einval(b: Builder) -> Diagnostic {
     let qp = b.ctx.qp.clone().unwrap_or_default();
     let mut ev = Vec::new();
     if let Some(r) = qp.retry_cnt {
@@ -109,7 +110,7 @@ pub(super) fn rts_einval(b: Builder) -> Explanation {
         ev.push(Seen::new(Source::Qp, format!("rnr_retry {r}")));
     }
     b.done(
-        "rts-invalid",
+        codes::RTS_INVALID,
         "the kernel rejected the RTS attributes (timeout, retry_cnt 0..7, rnr_retry 0..7, max_rd_atomic)".into(),
         ev,
         "use timeout 14, retry_cnt 6, rnr_retry 7, max_rd_atomic within the device's max_qp_rd_atom".into(),

@@ -1,14 +1,15 @@
 //! Runs stopped by the user or the peer: no local rule applies.
 
-use crate::model::diagnostic::{Explanation, Seen, Source};
+use crate::model::codes;
+use crate::model::diagnostic::{Diagnostic, Seen, Source};
 use crate::model::failure::Failure;
 
 use super::Builder;
 
-pub(super) fn interrupted(failure: &Failure, signal: i32) -> Explanation {
+pub(super) fn interrupted(failure: &Failure, signal: i32) -> Diagnostic {
     let name = crate::model::failure::signal_name(signal);
-    let mut x = Explanation::new(
-        "interrupted",
+    let mut x = Diagnostic::explanation(
+        codes::INTERRUPTED,
         format!(
             "the run was stopped by {name} ({}), not by a fault",
             if signal == libc::SIGINT {
@@ -27,9 +28,9 @@ pub(super) fn interrupted(failure: &Failure, signal: i32) -> Explanation {
 }
 
 /// The peer explained its own failure: its words, marked as the peer's.
-pub(super) fn peer_reported(notice: &crate::model::failure::PeerNotice) -> Explanation {
-    let mut x = Explanation::new(
-        &notice.code,
+pub(super) fn peer_reported(notice: &crate::model::failure::PeerNotice) -> Diagnostic {
+    let mut x = Diagnostic::explanation(
+        notice.code.clone(),
         format!("the {} found the cause: {}", notice.role, notice.summary),
         notice.fix.clone(),
     );
@@ -48,10 +49,10 @@ pub(super) fn peer_reported(notice: &crate::model::failure::PeerNotice) -> Expla
 
 /// The out-of-band connection closed while this end waited for completions: the peer is
 /// gone, and said nothing (a peer that fails or is interrupted says why first).
-pub(super) fn peer_gone(b: Builder) -> Explanation {
+pub(super) fn peer_gone(b: Builder) -> Diagnostic {
     // Not via `done`: whether the GID fits says nothing about a closed connection.
-    let mut x = Explanation::new(
-        "peer-gone",
+    let mut x = Diagnostic::explanation(
+        codes::PEER_GONE,
         "the peer went away mid-run: it closed the out-of-band connection without a word (killed with SIGKILL, crashed, or an older rdmactl)",
         "look at the peer: its process, its output, and dmesg on its host",
     );

@@ -1,7 +1,7 @@
 use super::explain;
 use crate::diagnose::gidselect::tests::{entry, mlx5, rxe0};
 use crate::model::device::{GidType, LinkLayer};
-use crate::model::diagnostic::{Explanation, Seen, Source};
+use crate::model::diagnostic::{Diagnostic, Seen, Source};
 use crate::model::errno::{
     WC_LOC_LEN_ERR, WC_LOC_QP_OP_ERR, WC_RETRY_EXC_ERR, WC_RNR_RETRY_EXC_ERR,
 };
@@ -153,9 +153,9 @@ fn wc(status: u32) -> Cause {
 }
 
 /// Everything an explanation says, for substring checks.
-pub(crate) fn text(x: &Explanation) -> String {
+pub(crate) fn text(x: &Diagnostic) -> String {
     let seen: Vec<&str> = x.evidence.iter().map(|e| e.text.as_str()).collect();
-    format!("{}\n{}\n{}", x.summary, seen.join("\n"), x.fix)
+    format!("{}\n{}\n{}", x.message, seen.join("\n"), x.fix_text())
 }
 
 fn cases() -> Vec<Case> {
@@ -226,7 +226,15 @@ fn cases() -> Vec<Case> {
     });
     let mut flux = rxe_ctx(Some(1), "::ffff:192.168.77.2");
     flux.route = Some(RouteFacts {
-        arp_flux: Some("veth0, veth1 on 192.168.77.0/24 answer ARP for each other's addresses (veth0 arp_ignore 0, veth1 arp_ignore 0)".into()),
+        arp_flux: Some(crate::model::facts::ArpFluxGroup {
+            subnet: "192.168.77.0/24".into(),
+            netdevs: ["veth0", "veth1"]
+                .map(|n| crate::model::facts::ArpFluxNetdev {
+                    netdev: n.into(),
+                    arp_ignore: Some(0),
+                })
+                .to_vec(),
+        }),
         ..vm_route(true)
     });
     let mut v6_same_host = rxe_ctx(Some(2), "2001:db8::2");
@@ -894,10 +902,10 @@ fn own_port_down_outranks_the_peers_notice() {
     let x = explain(&failure, &facts);
     assert_eq!(x.code, "port-down");
     assert!(
-        x.summary
+        x.message
             .starts_with("RoCE port rxe0/1 is not ACTIVE: its netdev"),
         "{}",
-        x.summary
+        x.message
     );
     assert!(
         x.evidence
@@ -909,12 +917,16 @@ fn own_port_down_outranks_the_peers_notice() {
     facts.netdev.as_mut().unwrap().operstate = Some("lowerlayerdown".into());
     let x = explain(&failure, &facts);
     assert!(
-        x.summary
+        x.message
             .contains("has no carrier (its link partner is down)"),
         "{}",
-        x.summary
+        x.message
     );
-    assert!(x.fix.contains("for a veth its peer"), "{}", x.fix);
+    assert!(
+        x.fix_text().contains("for a veth its peer"),
+        "{}",
+        x.fix_text()
+    );
 }
 
 #[test]

@@ -3,8 +3,9 @@
 
 use super::finding;
 use crate::error::Error;
+use crate::model::codes;
 use crate::model::device::Device;
-use crate::model::diagnostic::{Finding, Severity, Subject};
+use crate::model::diagnostic::{Diagnostic, Seen, Severity, Subject};
 use crate::model::doctor::{provider_for, NoDeviceHint, NodeAccess, ProviderFiles};
 
 /// The largest whole-page message size that fits `bytes`, as a -s value.
@@ -28,11 +29,11 @@ pub fn memlock_finding(
     cap_ipc_lock: Option<bool>,
     euid_root: bool,
     needed: u64,
-) -> Finding {
+) -> Diagnostic {
     let subject = Subject::Host;
     let Some(limit) = soft_limit else {
         return finding(
-            "memlock",
+            codes::MEMLOCK,
             subject,
             Severity::Warn,
             "cannot read RLIMIT_MEMLOCK",
@@ -50,7 +51,7 @@ pub fn memlock_finding(
     );
     if cap_ipc_lock == Some(true) || euid_root && cap_ipc_lock != Some(false) {
         return finding(
-            "memlock",
+            codes::MEMLOCK,
             subject,
             Severity::Ok,
             "memory registration is not limited (CAP_IPC_LOCK)",
@@ -58,9 +59,9 @@ pub fn memlock_finding(
         .evidence(evidence);
     }
     match limit {
-        None => finding("memlock", subject, Severity::Ok, "locked memory is unlimited").evidence(evidence),
+        None => finding(codes::MEMLOCK, subject, Severity::Ok, "locked memory is unlimited").evidence(evidence),
         Some(bytes) if bytes < needed => finding(
-            "memlock",
+            codes::MEMLOCK,
             subject,
             Severity::Fail,
             format!("locked-memory limit {shown} is below the {} a test registers: ibv_reg_mr will fail with ENOMEM", human_bytes(needed)),
@@ -68,7 +69,7 @@ pub fn memlock_finding(
         .evidence(evidence)
         .fix("raise it: `ulimit -l unlimited`, `memlock unlimited` in /etc/security/limits.conf, LimitMEMLOCK=infinity in the systemd unit, or --ulimit memlock=-1 for containers"),
         Some(bytes) if bytes <= 64 << 20 => finding(
-            "memlock",
+            codes::MEMLOCK,
             subject,
             Severity::Warn,
             format!(
@@ -79,7 +80,7 @@ pub fn memlock_finding(
         )
         .evidence(evidence)
         .fix("raise it: `memlock unlimited` in /etc/security/limits.conf or LimitMEMLOCK=infinity in the systemd unit"),
-        Some(_) => finding("memlock", subject, Severity::Ok, format!("locked-memory limit {shown}")).evidence(evidence),
+        Some(_) => finding(codes::MEMLOCK, subject, Severity::Ok, format!("locked-memory limit {shown}")).evidence(evidence),
     }
 }
 
@@ -98,8 +99,8 @@ pub fn kernel_finding(
     sysfs_dir: &str,
     devices: Result<&[Device], &Error>,
     hint: &NoDeviceHint,
-) -> Finding {
-    let rxe = |f: Finding| match &hint.rxe_loaded {
+) -> Diagnostic {
+    let rxe = |f: Diagnostic| match &hint.rxe_loaded {
         Some(seen) => f.evidence(format!(
             "rdma_rxe is loaded ({seen}) but no rxe device was added"
         )),
@@ -107,7 +108,7 @@ pub fn kernel_finding(
     };
     match devices {
         Ok([]) => rxe(finding(
-            "kernel",
+            codes::KERNEL,
             Subject::Host,
             Severity::Fail,
             "the RDMA core is loaded but no device is registered",
@@ -117,7 +118,7 @@ pub fn kernel_finding(
         Ok(devs) => {
             let names: Vec<&str> = devs.iter().map(|d| d.name.as_str()).collect();
             finding(
-                "kernel",
+                codes::KERNEL,
                 Subject::Host,
                 Severity::Ok,
                 format!("{} RDMA device(s): {}", devs.len(), names.join(", ")),
@@ -125,7 +126,7 @@ pub fn kernel_finding(
             .evidence(format!("{sysfs_dir} lists {}", names.join(", ")))
         }
         Err(Error::NoRdma { path }) => rxe(finding(
-            "kernel",
+            codes::KERNEL,
             Subject::Host,
             Severity::Fail,
             "no RDMA support in the kernel: no driver is loaded",
@@ -133,7 +134,7 @@ pub fn kernel_finding(
         .evidence(format!("{} does not exist", path.display())))
         .fix(hint.fix()),
         Err(other) => finding(
-            "kernel",
+            codes::KERNEL,
             Subject::Host,
             Severity::Fail,
             format!("cannot list RDMA devices: {other}"),
@@ -142,28 +143,28 @@ pub fn kernel_finding(
     }
 }
 
-pub fn uverbs_finding(device: &str, access: &NodeAccess) -> Finding {
-    let check = "uverbs";
+pub fn uverbs_finding(device: &str, access: &NodeAccess) -> Diagnostic {
+    let check = codes::UVERBS;
     let subject = || Subject::Device(device.to_string());
     match access {
-        NodeAccess::NoMapping => finding(check, subject(), Severity::Fail, "no user-space verbs node: the device cannot be used from applications")
+        NodeAccess::NoMapping => finding(check.clone(), subject(), Severity::Fail, "no user-space verbs node: the device cannot be used from applications")
             .evidence(format!("no class/infiniband_verbs/uverbsN has ibdev {device}"))
             .fix("load ib_uverbs (modprobe ib_uverbs)"),
-        NodeAccess::Missing { path } => finding(check, subject(), Severity::Fail, format!("{path} does not exist: libibverbs silently skips the device"))
+        NodeAccess::Missing { path } => finding(check.clone(), subject(), Severity::Fail, format!("{path} does not exist: libibverbs silently skips the device"))
             .evidence(format!("sysfs maps {device} to {path}, which is not in /dev"))
             .fix("in a container, pass the device in (--device=/dev/infiniband/...); on a host, check udev (rdma-core's 90-rdma-*.rules)"),
-        NodeAccess::Denied { path, errno } => finding(check, subject(), Severity::Fail, format!("{path} is not accessible: libibverbs silently skips the device"))
+        NodeAccess::Denied { path, errno } => finding(check.clone(), subject(), Severity::Fail, format!("{path} is not accessible: libibverbs silently skips the device"))
             .evidence(format!("access({path}, R_OK|W_OK) failed with {}", crate::model::errno::errno_text(*errno)))
             .fix("the kernel creates uverbs nodes 0666: check the container's device cgroup and udev rules, or run as a user that may open it"),
-        NodeAccess::Usable { path } => finding(check, subject(), Severity::Ok, format!("{path} is readable and writable"))
+        NodeAccess::Usable { path } => finding(check.clone(), subject(), Severity::Ok, format!("{path} is readable and writable"))
             .evidence(format!("access({path}, R_OK|W_OK) = 0")),
     }
 }
 
-pub fn library_finding(status: Result<(), String>) -> Finding {
+pub fn library_finding(status: Result<(), String>) -> Diagnostic {
     match status {
-        Ok(()) => finding("libibverbs", Subject::Host, Severity::Ok, "libibverbs.so.1 is loaded").evidence("dlopen(libibverbs.so.1) succeeded"),
-        Err(reason) => finding("libibverbs", Subject::Host, Severity::Fail, "libibverbs.so.1 cannot be loaded: no application can use RDMA")
+        Ok(()) => finding(codes::LIBIBVERBS, Subject::Host, Severity::Ok, "libibverbs.so.1 is loaded").evidence("dlopen(libibverbs.so.1) succeeded"),
+        Err(reason) => finding(codes::LIBIBVERBS, Subject::Host, Severity::Fail, "libibverbs.so.1 cannot be loaded: no application can use RDMA")
             .evidence(reason)
             .fix("install it: Debian/Ubuntu `apt install libibverbs1 ibverbs-providers`, RHEL `dnf install libibverbs`"),
     }
@@ -174,7 +175,7 @@ pub fn provider_finding(
     device: &Device,
     verbs_devices: &[String],
     provider_files: &ProviderFiles,
-) -> Finding {
+) -> Diagnostic {
     let provider = provider_for(
         device.driver.as_deref(),
         device.node_desc.as_deref(),
@@ -195,10 +196,10 @@ pub fn provider_finding(
         evidence.push(format!("{driver_file} present"));
     }
     if verbs_devices.iter().any(|d| d == &device.name) {
-        return Finding {
-            evidence,
+        return Diagnostic {
+            evidence: evidence.into_iter().map(Seen::gathered).collect(),
             ..finding(
-                "provider",
+                codes::PROVIDER,
                 Subject::Device(device.name.clone()),
                 Severity::Ok,
                 format!("libibverbs sees {} (provider {name})", device.name),
@@ -221,10 +222,10 @@ pub fn provider_finding(
         (Some(_), None) => format!("/etc/libibverbs.d/{name}.driver is missing"),
         (Some(_), Some(_)) => "the provider is installed but did not claim the device".to_string(),
     };
-    Finding {
-        evidence,
+    Diagnostic {
+        evidence: evidence.into_iter().map(Seen::gathered).collect(),
         ..finding(
-            "provider",
+            codes::PROVIDER,
             Subject::Device(device.name.clone()),
             Severity::Fail,
             format!("libibverbs has no provider for {}: {missing}", device.name),

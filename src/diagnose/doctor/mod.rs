@@ -4,8 +4,9 @@
 //! findings.
 
 use crate::error::Error;
+use crate::model::codes::{self, Code};
 use crate::model::device::{Device, Port};
-use crate::model::diagnostic::{Finding, Severity, Subject};
+use crate::model::diagnostic::{Diagnostic, Severity, Subject};
 
 mod host;
 mod netdevs;
@@ -23,7 +24,7 @@ const PLANNED_REGISTRATION: u64 = 64 << 10;
 /// Every finding about the host, in the order a person debugs it: the kernel, the uverbs
 /// nodes, libibverbs and its providers, the memlock limit, each port, the GID tables, the
 /// counters, and what the ports share.
-pub fn findings(facts: &DoctorFacts) -> Vec<Finding> {
+pub fn findings(facts: &DoctorFacts) -> Vec<Diagnostic> {
     if let Some(path) = &facts.no_rdma {
         let e = Error::NoRdma { path: path.clone() };
         return vec![kernel_finding(
@@ -65,8 +66,8 @@ pub fn findings(facts: &DoctorFacts) -> Vec<Finding> {
 }
 
 /// What only a live host answers: the uverbs nodes, libibverbs, the providers, memlock.
-fn host_findings(devices: &[Device], host: &HostFacts) -> Vec<Finding> {
-    let mut findings: Vec<Finding> = devices
+fn host_findings(devices: &[Device], host: &HostFacts) -> Vec<Diagnostic> {
+    let mut findings: Vec<Diagnostic> = devices
         .iter()
         .zip(&host.node_access)
         .map(|(device, access)| uverbs_finding(&device.name, access))
@@ -79,10 +80,14 @@ fn host_findings(devices: &[Device], host: &HostFacts) -> Vec<Finding> {
             }
         }
         Some(Err(e)) => findings.push(
-            Finding::new(Severity::Fail, "libibverbs", "ibv_get_device_list failed")
-                .about(Subject::Host)
-                .evidence(e.clone())
-                .fix("see the evidence; `rdmactl doctor` checks above show the kernel side"),
+            Diagnostic::finding(
+                Severity::Fail,
+                codes::LIBIBVERBS,
+                "ibv_get_device_list failed",
+            )
+            .about(Subject::Host)
+            .evidence(e.clone())
+            .fix("see the evidence; `rdmactl doctor` checks above show the kernel side"),
         ),
         None => {}
     }
@@ -97,12 +102,12 @@ fn host_findings(devices: &[Device], host: &HostFacts) -> Vec<Finding> {
 
 /// A doctor finding: every one names its subject (the host, a device, a port).
 fn finding(
-    code: &str,
+    code: Code,
     subject: Subject,
     severity: Severity,
     message: impl Into<String>,
-) -> Finding {
-    Finding::new(severity, code, message).about(subject)
+) -> Diagnostic {
+    Diagnostic::finding(severity, code, message).about(subject)
 }
 
 /// A list as a person reads it: the first `keep` items and how many more.
@@ -216,7 +221,7 @@ mod tests {
             .iter()
             .find(|f| f.message == "ibv_get_device_list failed")
             .expect("the list failure");
-        assert_eq!(failed.evidence, vec!["ENOSYS".to_string()]);
+        assert_eq!(failed.evidence, ["ENOSYS"]);
         assert_eq!(verdict_of(&found, "provider"), None);
 
         // No libibverbs: nothing to ask it.
@@ -228,7 +233,7 @@ mod tests {
         assert_eq!(verdict_of(&found, "provider"), None);
     }
 
-    fn verdict_of(findings: &[Finding], check: &str) -> Option<Severity> {
+    fn verdict_of(findings: &[Diagnostic], check: &str) -> Option<Severity> {
         findings
             .iter()
             .find(|f| f.code == check)

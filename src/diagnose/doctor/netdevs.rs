@@ -4,8 +4,9 @@
 
 use super::finding;
 use super::ports::roce_mtu_for_netdev;
-use crate::model::diagnostic::{Finding, Severity, Subject};
-use crate::model::facts::RoceNetdev;
+use crate::model::codes;
+use crate::model::diagnostic::{Diagnostic, Severity, Subject};
+use crate::model::facts::{ArpFluxGroup, ArpFluxNetdev, RoceNetdev};
 
 /// RDMA netdevs of this host that share an IPv4 subnet while at least one of them answers
 /// ARP for any local address (`arp_ignore` 0): each group as (subnet, its netdevs).
@@ -38,7 +39,7 @@ pub fn arp_flux_groups(netdevs: &[RoceNetdev]) -> Vec<(String, Vec<&RoceNetdev>)
 }
 
 /// ARP flux, as a doctor finding: one per subnet.
-pub fn arp_flux_findings(netdevs: &[RoceNetdev]) -> Vec<Finding> {
+pub fn arp_flux_findings(netdevs: &[RoceNetdev]) -> Vec<Diagnostic> {
     arp_flux_groups(netdevs)
         .iter()
         .map(|(subnet, members)| arp_flux_finding(subnet, members))
@@ -46,13 +47,13 @@ pub fn arp_flux_findings(netdevs: &[RoceNetdev]) -> Vec<Finding> {
 }
 
 /// The ARP flux finding of one subnet's group (doctor, and check for a port in it).
-pub fn arp_flux_finding(subnet: &str, members: &[&RoceNetdev]) -> Finding {
+pub fn arp_flux_finding(subnet: &str, members: &[&RoceNetdev]) -> Diagnostic {
     let names: Vec<String> = members
         .iter()
         .map(|n| format!("{} ({})", n.port, n.netdev))
         .collect();
     let mut f = finding(
-        "arp-flux",
+        codes::ARP_FLUX,
         Subject::Host,
         Severity::Warn,
         format!(
@@ -79,9 +80,28 @@ pub fn arp_flux_finding(subnet: &str, members: &[&RoceNetdev]) -> Finding {
     ))
 }
 
+/// This host's ARP flux groups as facts: each subnet's netdevs and their `arp_ignore`, as
+/// a fabric rank publishes them and a failed run's route facts hold them.
+pub fn arp_flux(netdevs: &[RoceNetdev]) -> Vec<ArpFluxGroup> {
+    arp_flux_groups(netdevs)
+        .into_iter()
+        .map(|(subnet, members)| ArpFluxGroup {
+            subnet,
+            netdevs: members
+                .iter()
+                .map(|n| ArpFluxNetdev {
+                    netdev: n.netdev.clone(),
+                    arp_ignore: n.arp_ignore,
+                })
+                .collect(),
+        })
+        .collect()
+}
+
 /// One group in a line, as fabric's drift report and the pair explanation quote it:
 /// `e0, e1 on 10.0.0.0/24 answer ARP for each other's addresses (e0 arp_ignore 0, e1 arp_ignore 1)`.
-pub fn arp_flux_line(subnet: &str, members: &[&RoceNetdev]) -> String {
+pub fn arp_flux_line(group: &ArpFluxGroup) -> String {
+    let (subnet, members) = (&group.subnet, &group.netdevs);
     let names: Vec<&str> = members.iter().map(|n| n.netdev.as_str()).collect();
     let settings: Vec<String> = members
         .iter()
@@ -125,7 +145,7 @@ fn shared_subnet(a: &RoceNetdev, b: &RoceNetdev) -> Option<String> {
 /// Several RoCE netdevs of one host on one subnet: a test between two of them (the usual
 /// first test on a new host, or a veth rig) needs each to accept ARP from a local sender,
 /// and both ends of one link should carry the same MTU.
-pub fn same_subnet_findings(netdevs: &[RoceNetdev]) -> Vec<Finding> {
+pub fn same_subnet_findings(netdevs: &[RoceNetdev]) -> Vec<Diagnostic> {
     let mut out = Vec::new();
     for (i, a) in netdevs.iter().enumerate() {
         for b in &netdevs[i + 1..] {
@@ -142,7 +162,7 @@ pub fn same_subnet_findings(netdevs: &[RoceNetdev]) -> Vec<Finding> {
                 .collect();
             if !refusing.is_empty() {
                 let mut f = finding(
-                    "same-host-arp",
+                    codes::SAME_HOST_ARP,
                     Subject::Host,
                     Severity::Warn,
                     format!(
@@ -172,7 +192,7 @@ pub fn same_subnet_findings(netdevs: &[RoceNetdev]) -> Vec<Finding> {
                     let (ra, rb) = (roce_mtu_for_netdev(ma), roce_mtu_for_netdev(mb));
                     out.push(
                         finding(
-                            "mtu-mismatch",
+                            codes::MTU_MISMATCH,
                             Subject::Host,
                             Severity::Warn,
                             format!(
@@ -196,12 +216,11 @@ pub fn same_subnet_findings(netdevs: &[RoceNetdev]) -> Vec<Finding> {
     out
 }
 
-/// The ARP flux group the netdev `nd` belongs to, in words, if any.
-pub fn arp_flux_around(netdevs: &[RoceNetdev], nd: &str) -> Option<String> {
-    arp_flux_groups(netdevs)
+/// The ARP flux group the netdev `nd` belongs to, if any.
+pub fn arp_flux_around(netdevs: &[RoceNetdev], nd: &str) -> Option<ArpFluxGroup> {
+    arp_flux(netdevs)
         .into_iter()
-        .find(|(_, members)| members.iter().any(|n| n.netdev == nd))
-        .map(|(subnet, members)| arp_flux_line(&subnet, &members))
+        .find(|g| g.netdevs.iter().any(|n| n.netdev == nd))
 }
 
 #[cfg(test)]
@@ -245,7 +264,8 @@ mod tests {
         );
         assert!(f[0]
             .evidence
-            .contains(&"e1: arp_ignore (max of all, e1) = 0, arp_announce = 2".to_string()));
+            .iter()
+            .any(|e| e == "e1: arp_ignore (max of all, e1) = 0, arp_announce = 2"));
         assert!(f[0]
             .fix
             .as_deref()

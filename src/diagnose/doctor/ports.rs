@@ -2,8 +2,9 @@
 //! namespace it lives in, and GIDs that two ports share.
 
 use super::{finding, short_list};
+use crate::model::codes;
 use crate::model::device::{LinkLayer, PhysState, Port, PortState};
-use crate::model::diagnostic::{Finding, Severity, Subject};
+use crate::model::diagnostic::{Diagnostic, Severity, Subject};
 use crate::model::doctor::HostNet;
 
 /// The IB MTU a RoCE port can use over a netdev of this MTU: the largest of 256..4096
@@ -19,11 +20,11 @@ pub fn roce_mtu_for_netdev(netdev_mtu: u32) -> Option<u32> {
 
 /// The RoCE MTU over netdev `nd` of MTU `mtu`, against the port's active MTU when verbs
 /// gave it (`why_unknown` says why not). doctor and check judge the MTU with this one rule.
-pub fn mtu_finding(nd: &str, mtu: u32, active_mtu: Option<u32>, why_unknown: &str) -> Finding {
+pub fn mtu_finding(nd: &str, mtu: u32, active_mtu: Option<u32>, why_unknown: &str) -> Diagnostic {
     let Some(fits) = roce_mtu_for_netdev(mtu) else {
-        return Finding::new(
+        return Diagnostic::finding(
             Severity::Fail,
-            "mtu",
+            codes::MTU,
             format!(
                 "netdev {nd} MTU {mtu} is too small to carry RoCE (256-byte packets need {})",
                 256 + 96
@@ -37,16 +38,16 @@ pub fn mtu_finding(nd: &str, mtu: u32, active_mtu: Option<u32>, why_unknown: &st
         active_mtu.map_or(why_unknown.to_string(), |m| m.to_string())
     );
     match active_mtu {
-        Some(a) if a > fits => Finding::new(Severity::Fail, "mtu", format!("active MTU {a} exceeds what the netdev MTU {mtu} carries: large messages will be dropped"))
+        Some(a) if a > fits => Diagnostic::finding(Severity::Fail, codes::MTU, format!("active MTU {a} exceeds what the netdev MTU {mtu} carries: large messages will be dropped"))
             .evidence(evidence)
             .fix(format!("raise the netdev MTU (`ip link set {nd} mtu {}`) or use -m {fits}", a + 100)),
-        Some(a) if a < fits => Finding::new(Severity::Warn, "mtu", format!("active MTU {a} is below the {fits} the netdev MTU allows"))
+        Some(a) if a < fits => Diagnostic::finding(Severity::Warn, codes::MTU, format!("active MTU {a} is below the {fits} the netdev MTU allows"))
             .evidence(evidence)
             .fix("the port did not pick up the MTU change: re-create the rxe link or reload the driver"),
-        _ if mtu < 1500 => Finding::new(Severity::Warn, "mtu", format!("netdev {nd} MTU {mtu} limits RoCE to {fits}-byte packets"))
+        _ if mtu < 1500 => Diagnostic::finding(Severity::Warn, codes::MTU, format!("netdev {nd} MTU {mtu} limits RoCE to {fits}-byte packets"))
             .evidence(evidence)
             .fix(format!("ip link set {nd} mtu 1500 (or 9000 for 4096-byte RoCE MTU)")),
-        _ => Finding::new(Severity::Ok, "mtu", format!("RoCE MTU {fits} over netdev {nd} MTU {mtu}; both peers must agree (rdmactl pingpong uses the smaller)")).evidence(evidence),
+        _ => Diagnostic::finding(Severity::Ok, codes::MTU, format!("RoCE MTU {fits} over netdev {nd} MTU {mtu}; both peers must agree (rdmactl pingpong uses the smaller)")).evidence(evidence),
     }
 }
 
@@ -64,7 +65,7 @@ impl HostNet {
 
 /// Port state and, on RoCE, the netdev it rides on. `active_mtu` comes from verbs when
 /// they are available.
-pub fn port_findings(port: &Port, active_mtu: Option<u32>, host: &HostNet) -> Vec<Finding> {
+pub fn port_findings(port: &Port, active_mtu: Option<u32>, host: &HostNet) -> Vec<Diagnostic> {
     let subject = Subject::Port(port.device.clone(), port.number);
     let mut out = Vec::new();
     let state = port
@@ -114,7 +115,7 @@ pub fn port_findings(port: &Port, active_mtu: Option<u32>, host: &HostNet) -> Ve
         return out;
     }
     let Some(netdev) = &port.netdev else {
-        out.push(finding("netdev", subject, Severity::Fail, "RoCE port without a netdev: no GID can be formed")
+        out.push(finding(codes::NETDEV, subject, Severity::Fail, "RoCE port without a netdev: no GID can be formed")
             .evidence("no gid_attrs/ndevs entry and no device/net interface")
             .fix("for rxe, recreate it on an existing interface: rdma link add rxe0 type rxe netdev <if>"));
         return out;
@@ -124,7 +125,7 @@ pub fn port_findings(port: &Port, active_mtu: Option<u32>, host: &HostNet) -> Ve
         // Said as it is: the process is elsewhere, the device is not.
         out.push(
             finding(
-                "netns",
+                codes::NETNS,
                 subject.clone(),
                 Severity::Info,
                 format!("this process runs outside the initial network namespace, where {nd} lives: its state and addresses are not visible from here; {} itself stays usable (in shared mode, the default: `rdma system` shows the mode)", port.device),
@@ -160,10 +161,10 @@ fn state_finding(
     evidence: String,
     active: bool,
     ethernet: bool,
-) -> Finding {
+) -> Diagnostic {
     let subject = subject.clone();
     if active {
-        finding("port-state", subject, Severity::Ok, "port is ACTIVE").evidence(evidence)
+        finding(codes::PORT_STATE, subject, Severity::Ok, "port is ACTIVE").evidence(evidence)
     } else if ethernet {
         let netdev = port.netdev.as_ref();
         let name = netdev.map_or("its netdev".to_string(), |n| n.name.clone());
@@ -172,7 +173,7 @@ fn state_finding(
             _ => format!("{name} has no carrier: check the cable and the switch port (for veth, the peer end)"),
         };
         finding(
-            "port-state",
+            codes::PORT_STATE,
             subject,
             Severity::Fail,
             format!("port is {state}: a RoCE port follows its netdev, so {name} has no link"),
@@ -188,7 +189,7 @@ fn state_finding(
             Some(PhysState::Disabled) => "the port is administratively disabled",
             _ => "the port is not usable",
         };
-        finding("port-state", subject, Severity::Fail, format!("port is {state}: {why}"))
+        finding(codes::PORT_STATE, subject, Severity::Fail, format!("port is {state}: {why}"))
             .evidence(evidence)
             .fix(if port.phys_state == Some(PhysState::LinkUp) { "start a subnet manager (`systemctl start opensm`) on one node of the fabric, or check the SM's logs; an SR-IOV VF needs a virtualization-aware SM" } else { "check the cable and the switch port (`ibstat`, `iblinkinfo`)" })
     }
@@ -196,17 +197,17 @@ fn state_finding(
 
 /// An ACTIVE InfiniBand port's LID; None when the tree has no `lid` file (an incomplete
 /// tree proves nothing either way).
-fn lid_finding(port: &Port, subject: Subject, active: bool) -> Option<Finding> {
+fn lid_finding(port: &Port, subject: Subject, active: bool) -> Option<Diagnostic> {
     Some(match port.lid {
         None => return None,
-        Some(0) if active => finding("lid", subject, Severity::Fail, "ACTIVE InfiniBand port with LID 0")
+        Some(0) if active => finding(codes::LID, subject, Severity::Fail, "ACTIVE InfiniBand port with LID 0")
             .evidence("lid 0x0")
             .fix("check the subnet manager's logs (`sminfo`, `journalctl -u opensm`)"),
-        Some(0) => finding("lid", subject, Severity::Fail, "LID 0: no subnet manager has assigned an address, so ibv_rc_pingpong says \"Couldn't get local LID\"")
+        Some(0) => finding(codes::LID, subject, Severity::Fail, "LID 0: no subnet manager has assigned an address, so ibv_rc_pingpong says \"Couldn't get local LID\"")
             .evidence(format!("lid {}, sm_lid {}", port.lid.unwrap_or(0), port.sm_lid.unwrap_or(0)))
             .fix("start opensm (`systemctl start opensm`) on one node of the fabric"),
-        Some(0xffff) => finding("lid", subject, Severity::Fail, "LID 65535 (permissive): the port has no valid address").evidence("lid 0xffff").fix("check the link and the subnet manager"),
-        Some(lid) => finding("lid", subject, Severity::Ok, format!("LID {lid}, SM LID {}", port.sm_lid.unwrap_or(0))).evidence(format!("lid {lid:#x}")),
+        Some(0xffff) => finding(codes::LID, subject, Severity::Fail, "LID 65535 (permissive): the port has no valid address").evidence("lid 0xffff").fix("check the link and the subnet manager"),
+        Some(lid) => finding(codes::LID, subject, Severity::Ok, format!("LID {lid}, SM LID {}", port.sm_lid.unwrap_or(0))).evidence(format!("lid {lid:#x}")),
     })
 }
 
@@ -216,25 +217,25 @@ fn netdev_state(
     oper: &str,
     addresses: Option<Vec<String>>,
     subject: &Subject,
-) -> Finding {
+) -> Diagnostic {
     if oper == "up" || oper == "unknown" {
         match addresses {
-            None => finding("netdev", subject.clone(), Severity::Ok, format!("netdev {nd} is {oper}"))
+            None => finding(codes::NETDEV, subject.clone(), Severity::Ok, format!("netdev {nd} is {oper}"))
                 .evidence(format!("class/net/{nd}/operstate {oper}")),
-            Some(a) if a.is_empty() => finding("netdev", subject.clone(), Severity::Warn, format!("netdev {nd} is {oper} but has no IP address: RoCE v2 GIDs come from its addresses"))
+            Some(a) if a.is_empty() => finding(codes::NETDEV, subject.clone(), Severity::Warn, format!("netdev {nd} is {oper} but has no IP address: RoCE v2 GIDs come from its addresses"))
                 .evidence(format!("class/net/{nd}/operstate {oper}"))
                 .evidence(format!("ip addr show dev {nd}: no address"))
                 .fix(format!("ip addr add <addr>/<len> dev {nd}")),
-            Some(a) => finding("netdev", subject.clone(), Severity::Ok, format!("netdev {nd} is {oper}, addresses {}", short_list(&a, 6)))
+            Some(a) => finding(codes::NETDEV, subject.clone(), Severity::Ok, format!("netdev {nd} is {oper}, addresses {}", short_list(&a, 6)))
                 .evidence(format!("class/net/{nd}/operstate {oper}")),
         }
     } else if oper == "lowerlayerdown" || oper == "dormant" {
-        finding("netdev", subject.clone(), Severity::Fail, format!("netdev {nd} is administratively up but has no carrier ({oper})"))
+        finding(codes::NETDEV, subject.clone(), Severity::Fail, format!("netdev {nd} is administratively up but has no carrier ({oper})"))
             .evidence(format!("class/net/{nd}/operstate {oper}"))
             .fix("check the cable, the switch port, or the lower device (for veth: the peer end; for a VLAN: its parent)")
     } else {
         finding(
-            "netdev",
+            codes::NETDEV,
             subject.clone(),
             Severity::Fail,
             format!("netdev {nd} is {oper}"),
@@ -245,7 +246,7 @@ fn netdev_state(
 }
 
 /// Whether the RoCE port has an IPv4-mapped GID, or at least a routable one.
-fn gid_findings(port: &Port, subject: &Subject) -> Option<Finding> {
+fn gid_findings(port: &Port, subject: &Subject) -> Option<Diagnostic> {
     let nd = port
         .netdev
         .as_ref()
@@ -257,12 +258,12 @@ fn gid_findings(port: &Port, subject: &Subject) -> Option<Finding> {
         .filter(|g| !g.gid.is_link_local() && !g.gid.is_zero())
         .count();
     Some(match v4 {
-        Some(g) => finding("ipv4-gid", subject.clone(), Severity::Ok, format!("IPv4-mapped GID at index {} ({})", g.index, g.gid.ip()))
+        Some(g) => finding(codes::IPV4_GID, subject.clone(), Severity::Ok, format!("IPv4-mapped GID at index {} ({})", g.index, g.gid.ip()))
             .evidence(format!("gids/{} = {}", g.index, g.gid)),
-        None if routable > 0 => finding("ipv4-gid", subject.clone(), Severity::Warn, format!("no IPv4 address on {nd}: only IPv6 GIDs, while NCCL and perftest default to IPv4"))
+        None if routable > 0 => finding(codes::IPV4_GID, subject.clone(), Severity::Warn, format!("no IPv4 address on {nd}: only IPv6 GIDs, while NCCL and perftest default to IPv4"))
             .evidence(format!("{routable} non-link-local GID(s), none in ::ffff:0:0/96"))
             .fix(format!("add an IPv4 address (`ip addr add <addr>/<len> dev {nd}`), or set NCCL_IB_ADDR_FAMILY=AF_INET6")),
-        None => finding("ipv4-gid", subject.clone(), Severity::Fail, format!("{nd} has no IP address: only the link-local GID exists, which does not route"))
+        None => finding(codes::IPV4_GID, subject.clone(), Severity::Fail, format!("{nd} has no IP address: only the link-local GID exists, which does not route"))
             .evidence("every populated GID is link-local (fe80::/64)")
             .fix(format!("ip addr add <addr>/<len> dev {nd}")),
     })
@@ -270,7 +271,7 @@ fn gid_findings(port: &Port, subject: &Subject) -> Option<Finding> {
 
 /// A full GID table: an address added after the table filled has no GID, and RDMA to or
 /// from it fails with nothing in the table to say so. `table_len` counts the slots.
-pub fn gid_table_finding(port: &Port, table_len: usize, host: &HostNet) -> Option<Finding> {
+pub fn gid_table_finding(port: &Port, table_len: usize, host: &HostNet) -> Option<Diagnostic> {
     let populated = port.gids.len();
     if table_len == 0 || populated < table_len {
         return None;
@@ -302,7 +303,7 @@ pub fn gid_table_finding(port: &Port, table_len: usize, host: &HostNet) -> Optio
     };
     Some(
         finding(
-            "gid-table",
+            codes::GID_TABLE,
             subject,
             Severity::Warn,
             format!("the GID table is full ({populated} of {table_len} slots){lost}"),
@@ -314,7 +315,7 @@ pub fn gid_table_finding(port: &Port, table_len: usize, host: &HostNet) -> Optio
 
 /// The same GID on two devices (rxe on a bond and on one of its slaves): the kernel maps
 /// an address to one device, so traffic for the GID can land on either.
-pub fn duplicate_gid_findings(ports: &[&Port]) -> Vec<Finding> {
+pub fn duplicate_gid_findings(ports: &[&Port]) -> Vec<Diagnostic> {
     use std::collections::BTreeMap;
     let mut owners: BTreeMap<crate::model::gid::Gid, Vec<(String, u32)>> = BTreeMap::new();
     for p in ports {
@@ -346,7 +347,7 @@ pub fn duplicate_gid_findings(ports: &[&Port]) -> Vec<Finding> {
                 .map(|(w, i)| format!("{w} index {i}"))
                 .collect();
             finding(
-                "duplicate-gid",
+                codes::DUPLICATE_GID,
                 Subject::Host,
                 Severity::Fail,
                 format!(
@@ -364,11 +365,11 @@ pub fn duplicate_gid_findings(ports: &[&Port]) -> Vec<Finding> {
 }
 
 /// rxe outside the initial network namespace cannot carry a QP on kernel 6.1.
-fn netns_finding(port: &Port, host: &HostNet, subject: Subject) -> Option<Finding> {
+fn netns_finding(port: &Port, host: &HostNet, subject: Subject) -> Option<Diagnostic> {
     // Only when the rxe's netdev is in this (non-initial) namespace was it created here.
     let here = port.netdev.as_ref().is_some_and(|n| !host.hides(&n.name));
     (port.device.starts_with("rxe") && host.in_init_netns == Some(false) && here).then(|| {
-        finding("netns", subject, Severity::Fail, "rxe outside the initial network namespace: QPs fail with \"local QP operation error\"")
+        finding(codes::NETNS, subject, Severity::Fail, "rxe outside the initial network namespace: QPs fail with \"local QP operation error\"")
             .evidence("/proc/self/ns/net differs from /proc/1/ns/net")
             .fix("create and use rxe devices in the host's network namespace (kernel 6.1 rxe is init_net only)")
     })
@@ -538,7 +539,7 @@ mod tests {
         assert_eq!(verdict_of(&f, "mtu"), Some(Severity::Fail));
     }
 
-    fn verdict_of(findings: &[Finding], check: &str) -> Option<Severity> {
+    fn verdict_of(findings: &[Diagnostic], check: &str) -> Option<Severity> {
         findings
             .iter()
             .find(|f| f.code == check)

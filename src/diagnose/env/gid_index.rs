@@ -3,7 +3,7 @@
 use super::numbers::c_sscanf_lu;
 use super::{code_of, EnvTarget};
 use crate::diagnose::gidselect::{describe, is_link_local, suggestion, Selection, Verdict};
-use crate::model::diagnostic::{Finding, Severity};
+use crate::model::diagnostic::{Diagnostic, Seen, Severity};
 
 /// How GID `index` of the port fares toward the peer (or, without one, in general), as a
 /// finding for variable `name`. `subject` leads the message: `NCCL_IB_GID_INDEX=3` or
@@ -14,16 +14,16 @@ pub(super) fn judge_index(
     index: u32,
     sel: &Selection,
     target: &EnvTarget,
-) -> Finding {
+) -> Diagnostic {
     let code = code_of(name);
     let Some(entry) = target
         .table
         .iter()
         .find(|e| e.index == index && !e.gid.is_zero())
     else {
-        return Finding::new(
+        return Diagnostic::finding(
             Severity::Fail,
-            &code,
+            code.clone(),
             format!(
                 "{subject} names GID index {index}, which {} does not have",
                 target.name()
@@ -33,9 +33,9 @@ pub(super) fn judge_index(
         .fix(fix_to(name, sel, target));
     };
     if sel.chosen == Some(index) {
-        let mut f = Finding::new(
+        let mut f = Diagnostic::finding(
             Severity::Ok,
-            &code,
+            code.clone(),
             format!("{subject} selects {}", describe(entry)),
         );
         if let Some(r) = sel.reason(index) {
@@ -52,9 +52,9 @@ pub(super) fn judge_index(
     } else {
         Severity::Warn
     };
-    let mut f = Finding::new(
+    let mut f = Diagnostic::finding(
         severity,
-        &code,
+        code.clone(),
         format!("{subject} selects {}", describe(entry)),
     );
     if let Some(r) = reason {
@@ -90,13 +90,13 @@ pub(super) fn infiniband_index(
     prefix: &str,
     index: Option<u32>,
     target: &EnvTarget,
-) -> Finding {
+) -> Diagnostic {
     let code = code_of(name);
     let why = "on InfiniBand peers in one subnet are addressed by LID: the GID index matters only for routed (global) traffic";
     let Some(index) = index else {
-        return Finding::new(
+        return Diagnostic::finding(
             Severity::Ok,
-            &code,
+            code.clone(),
             format!("{prefix} lets the library choose; {why}"),
         );
     };
@@ -105,14 +105,14 @@ pub(super) fn infiniband_index(
         .iter()
         .find(|e| e.index == index && !e.gid.is_zero());
     match entry {
-        Some(e) => Finding::new(
+        Some(e) => Diagnostic::finding(
             Severity::Ok,
-            &code,
+            code.clone(),
             format!("{prefix} names {}; {why}", describe(e)),
         ),
-        None => Finding::new(
+        None => Diagnostic::finding(
             Severity::Warn,
-            &code,
+            code.clone(),
             format!(
                 "{prefix}, but {} has no GID at index {index}; {why}",
                 target.name()
@@ -128,21 +128,25 @@ pub(super) fn infiniband_index(
     })
 }
 
-pub(super) fn check_ucx_gid_index(value: &str, target: &EnvTarget) -> Finding {
+pub(super) fn check_ucx_gid_index(value: &str, target: &EnvTarget) -> Diagnostic {
     const NAME: &str = "UCX_IB_GID_INDEX";
     let code = code_of(NAME);
     let shown = format!("{NAME}={value}");
     if value.eq_ignore_ascii_case("auto") {
-        let mut f = Finding::new(Severity::Ok, &code, format!("{shown} lets UCX choose"));
+        let mut f = Diagnostic::finding(
+            Severity::Ok,
+            code.clone(),
+            format!("{shown} lets UCX choose"),
+        );
         if let Some(s) = suggestion(target.table, target.auto) {
             f = f.evidence(format!("rdmactl's own choice: {s}"));
         }
         return f;
     }
     let Some((index, rest)) = c_sscanf_lu(value) else {
-        return Finding::new(
+        return Diagnostic::finding(
             Severity::Fail,
-            &code,
+            code.clone(),
             format!("{shown} is neither a number nor 'auto': UCX refuses it and does not start"),
         )
         .fix(
@@ -158,14 +162,14 @@ pub(super) fn check_ucx_gid_index(value: &str, target: &EnvTarget) -> Finding {
     } else {
         infiniband_index(NAME, &shown, Some(index32), target)
     };
-    f.evidence.insert(0, shown.clone());
+    f.evidence.insert(0, Seen::gathered(shown.clone()));
     if !rest.trim().is_empty() || value.trim() != index.to_string() {
         f.evidence.insert(
             1,
-            format!(
+            Seen::gathered(format!(
                 "UCX reads it with sscanf(\"%lu\"): '{}' is {index}",
                 value.trim()
-            ),
+            )),
         );
         f.severity = f.severity.max(Severity::Warn);
     }

@@ -3,7 +3,8 @@
 
 use super::numbers::c_atoi;
 use super::{code_of, EnvTarget};
-use crate::model::diagnostic::{Finding, Severity};
+use crate::model::codes;
+use crate::model::diagnostic::{Diagnostic, Seen, Severity};
 
 /// An NCCL interface list (`NCCL_IB_HCA`, `NCCL_SOCKET_IFNAME`):
 /// `[^][=]name[:port][,name[:port]...]`. `^` excludes, `=` asks for exact names instead of
@@ -92,8 +93,8 @@ impl HcaFilter {
     }
 }
 
-pub(super) fn check_hca(value: &str, target: &EnvTarget) -> Finding {
-    let code = "env-nccl-ib-hca";
+pub(super) fn check_hca(value: &str, target: &EnvTarget) -> Diagnostic {
+    let code = codes::ENV_NCCL_IB_HCA;
     let evidence = vec![
         format!("NCCL_IB_HCA={value}"),
         format!("devices: {}", target.devices.join(", ")),
@@ -101,12 +102,12 @@ pub(super) fn check_hca(value: &str, target: &EnvTarget) -> Finding {
     let filter = match HcaFilter::parse(value) {
         Ok(f) => f,
         Err(why) => {
-            let mut f = Finding::new(
+            let mut f = Diagnostic::finding(
                 Severity::Fail,
-                code,
+                code.clone(),
                 format!("NCCL_IB_HCA={value} does not parse: {why}"),
             );
-            f.evidence = evidence;
+            f.evidence = evidence.into_iter().map(Seen::gathered).collect();
             f.fix = Some(format!(
                 "e.g. NCCL_IB_HCA={}:{}",
                 target.device, target.port
@@ -115,12 +116,12 @@ pub(super) fn check_hca(value: &str, target: &EnvTarget) -> Finding {
         }
     };
     if filter.entries.is_empty() && !filter.exclude {
-        let mut f = Finding::new(
+        let mut f = Diagnostic::finding(
             Severity::Info,
-            code,
+            code.clone(),
             format!("NCCL_IB_HCA='{value}' names no device: NCCL uses every device"),
         );
-        f.evidence = evidence;
+        f.evidence = evidence.into_iter().map(Seen::gathered).collect();
         return f;
     }
     let selected: Vec<&String> = target
@@ -130,9 +131,9 @@ pub(super) fn check_hca(value: &str, target: &EnvTarget) -> Finding {
         .collect();
     let unknown = filter.unknown(target.devices);
     let mut f = if selected.is_empty() {
-        let mut f = Finding::new(
+        let mut f = Diagnostic::finding(
             Severity::Fail,
-            code,
+            code.clone(),
             format!("NCCL_IB_HCA={value} selects no device on this host"),
         );
         f.fix = Some(format!(
@@ -141,9 +142,9 @@ pub(super) fn check_hca(value: &str, target: &EnvTarget) -> Finding {
         ));
         f
     } else if !filter.selects(target.device, target.port) {
-        let mut f = Finding::new(
+        let mut f = Diagnostic::finding(
             Severity::Warn,
-            code,
+            code.clone(),
             format!(
                 "NCCL_IB_HCA={value} leaves out {}/{} (the port checked here)",
                 target.device, target.port
@@ -155,9 +156,9 @@ pub(super) fn check_hca(value: &str, target: &EnvTarget) -> Finding {
         ));
         f
     } else {
-        Finding::new(
+        Diagnostic::finding(
             Severity::Ok,
-            code,
+            code.clone(),
             format!(
                 "NCCL_IB_HCA={value} selects {} (port {})",
                 selected
@@ -169,24 +170,28 @@ pub(super) fn check_hca(value: &str, target: &EnvTarget) -> Finding {
             ),
         )
     };
-    f.evidence = evidence;
+    f.evidence = evidence.into_iter().map(Seen::gathered).collect();
     if filter.exclude {
-        f.evidence
-            .push("'^': the list names the devices NCCL must not use".into());
+        f.evidence.push(Seen::gathered(
+            "'^': the list names the devices NCCL must not use",
+        ));
     }
     if !unknown.is_empty() && f.severity != Severity::Fail {
         f.severity = Severity::Warn;
-        f.evidence
-            .push(format!("no device matches {}", unknown.join(", ")));
+        f.evidence.push(Seen::gathered(format!(
+            "no device matches {}",
+            unknown.join(", ")
+        )));
         if !filter.exact && !filter.exclude {
-            f.evidence
-                .push("entries match as prefixes unless the list starts with '='".into());
+            f.evidence.push(Seen::gathered(
+                "entries match as prefixes unless the list starts with '='",
+            ));
         }
     }
     f
 }
 
-pub(super) fn check_socket_ifname(value: &str, target: &EnvTarget) -> Finding {
+pub(super) fn check_socket_ifname(value: &str, target: &EnvTarget) -> Diagnostic {
     const NAME: &str = "NCCL_SOCKET_IFNAME";
     let code = code_of(NAME);
     let names: Vec<String> = target.netdevs.iter().map(|(n, _)| n.clone()).collect();
@@ -194,9 +199,9 @@ pub(super) fn check_socket_ifname(value: &str, target: &EnvTarget) -> Finding {
     let filter = match HcaFilter::parse(value) {
         Ok(f) => f,
         Err(why) => {
-            return Finding::new(
+            return Diagnostic::finding(
                 Severity::Fail,
-                &code,
+                code.clone(),
                 format!("{shown} does not parse: {why}"),
             )
             .evidence(format!("netdevs: {}", names.join(", ")))
@@ -204,9 +209,9 @@ pub(super) fn check_socket_ifname(value: &str, target: &EnvTarget) -> Finding {
         }
     };
     if filter.entries.is_empty() && !filter.exclude {
-        return Finding::new(
+        return Diagnostic::finding(
             Severity::Info,
-            &code,
+            code.clone(),
             format!("{NAME}='{value}' names no interface: NCCL picks one itself"),
         );
     }
@@ -217,9 +222,9 @@ pub(super) fn check_socket_ifname(value: &str, target: &EnvTarget) -> Finding {
         .collect();
     let unknown = filter.unknown(&names);
     let mut f = if chosen.is_empty() {
-        Finding::new(
+        Diagnostic::finding(
             Severity::Fail,
-            &code,
+            code.clone(),
             format!("{shown} matches no netdev here: NCCL finds no interface for its bootstrap and socket traffic, and fails to start"),
         )
         .fix(format!("name one of: {}", names.join(", ")))
@@ -229,9 +234,9 @@ pub(super) fn check_socket_ifname(value: &str, target: &EnvTarget) -> Finding {
             Some("down" | "lowerlayerdown" | "notpresent")
         )
     }) {
-        Finding::new(
+        Diagnostic::finding(
             Severity::Warn,
-            &code,
+            code.clone(),
             format!(
                 "{shown} matches only interfaces that are down: {}",
                 chosen
@@ -243,9 +248,9 @@ pub(super) fn check_socket_ifname(value: &str, target: &EnvTarget) -> Finding {
         )
         .fix("bring one up (ip link set IF up), or name one that is up")
     } else {
-        Finding::new(
+        Diagnostic::finding(
             Severity::Ok,
-            &code,
+            code.clone(),
             format!(
                 "{shown} matches {}",
                 chosen
@@ -258,7 +263,7 @@ pub(super) fn check_socket_ifname(value: &str, target: &EnvTarget) -> Finding {
         .evidence("NCCL uses the first of them that has an address")
     };
     f.evidence
-        .insert(0, format!("netdevs: {}", names.join(", ")));
+        .insert(0, Seen::gathered(format!("netdevs: {}", names.join(", "))));
     if !unknown.is_empty() && f.severity != Severity::Fail {
         f.severity = f.severity.max(Severity::Warn);
         f = f.evidence(format!("no netdev matches {}", unknown.join(", ")));
@@ -266,7 +271,7 @@ pub(super) fn check_socket_ifname(value: &str, target: &EnvTarget) -> Finding {
     f
 }
 
-pub(super) fn check_ucx_net_devices(value: &str, target: &EnvTarget) -> Finding {
+pub(super) fn check_ucx_net_devices(value: &str, target: &EnvTarget) -> Diagnostic {
     const NAME: &str = "UCX_NET_DEVICES";
     let code = code_of(NAME);
     let shown = format!("{NAME}={value}");
@@ -292,16 +297,16 @@ pub(super) fn check_ucx_net_devices(value: &str, target: &EnvTarget) -> Finding 
     };
     let entries: Vec<&str> = list.split(',').filter(|s| !s.is_empty()).collect();
     if !negate && entries == ["all"] {
-        return Finding::new(
+        return Diagnostic::finding(
             Severity::Ok,
-            &code,
+            code.clone(),
             format!("{shown}: UCX may use every device"),
         );
     }
     if entries.contains(&"all") {
-        return Finding::new(
+        return Diagnostic::finding(
             Severity::Fail,
-            &code,
+            code.clone(),
             format!("{shown}: 'all' must stand alone (and without '^'); UCX refuses the value"),
         )
         .fix(format!("{NAME}=all, or a list such as {NAME}={here}"));
@@ -322,28 +327,32 @@ pub(super) fn check_ucx_net_devices(value: &str, target: &EnvTarget) -> Finding 
     }
     let includes_here = ports_named.contains(&here) != negate;
     let mut f = if entries.is_empty() && !negate {
-        Finding::new(
+        Diagnostic::finding(
             Severity::Fail,
-            &code,
+            code.clone(),
             format!("{NAME} is set but empty: UCX allows no network device"),
         )
         .fix(format!("unset it, or {NAME}={here}"))
     } else if !negate && ports_named.is_empty() && entries.len() == unknown.len() + bare.len() {
-        Finding::new(
+        Diagnostic::finding(
             Severity::Fail,
-            &code,
+            code.clone(),
             format!("{shown} names no device on this host: UCX warns that each is not available and has no network device left"),
         )
         .fix(format!("name a port as UCX does, DEV:PORT: {NAME}={here}"))
     } else if !includes_here {
-        Finding::new(
+        Diagnostic::finding(
             Severity::Warn,
-            &code,
+            code.clone(),
             format!("{shown} leaves out {here} (the port checked here)"),
         )
         .fix(format!("add {here} if UCX should use it"))
     } else {
-        Finding::new(Severity::Ok, &code, format!("{shown} lets UCX use {here}"))
+        Diagnostic::finding(
+            Severity::Ok,
+            code.clone(),
+            format!("{shown} lets UCX use {here}"),
+        )
     };
     f = f.evidence(known);
     if !bare.is_empty() {

@@ -16,8 +16,9 @@ mod numbers;
 mod tests;
 
 use crate::diagnose::gidselect::{Selection, Want};
+use crate::model::codes::{self, Code};
 use crate::model::device::{GidEntry, LinkLayer};
-use crate::model::diagnostic::Finding;
+use crate::model::diagnostic::Diagnostic;
 
 use gid_index::check_ucx_gid_index;
 use lists::{check_hca, check_socket_ifname, check_ucx_net_devices};
@@ -70,7 +71,10 @@ impl EnvTarget<'_> {
 
 /// Check every variable in `VARIABLES` that is set. `lookup` reads a variable
 /// (std::env::var in production, a table in tests). Unset variables give no finding.
-pub fn validate_env(lookup: impl Fn(&str) -> Option<String>, target: &EnvTarget) -> Vec<Finding> {
+pub fn validate_env(
+    lookup: impl Fn(&str) -> Option<String>,
+    target: &EnvTarget,
+) -> Vec<Diagnostic> {
     let nccl = NcclGidVars::read(&lookup);
     let mut findings = Vec::new();
     for name in VARIABLES {
@@ -90,6 +94,18 @@ pub fn validate_env(lookup: impl Fn(&str) -> Option<String>, target: &EnvTarget)
     findings
 }
 
-fn code_of(name: &str) -> String {
-    format!("env-{}", name.to_lowercase().replace('_', "-"))
+/// The finding code of a variable's rule: `env-` and the name in kebab case, as catalogued.
+fn code_of(name: &str) -> Code {
+    match name {
+        "NCCL_IB_ADDR_FAMILY" => codes::ENV_NCCL_IB_ADDR_FAMILY,
+        "NCCL_IB_ADDR_RANGE" => codes::ENV_NCCL_IB_ADDR_RANGE,
+        "NCCL_IB_GID_INDEX" => codes::ENV_NCCL_IB_GID_INDEX,
+        "NCCL_IB_HCA" => codes::ENV_NCCL_IB_HCA,
+        "NCCL_IB_ROCE_VERSION_NUM" => codes::ENV_NCCL_IB_ROCE_VERSION_NUM,
+        "NCCL_SOCKET_IFNAME" => codes::ENV_NCCL_SOCKET_IFNAME,
+        "UCX_IB_GID_INDEX" => codes::ENV_UCX_IB_GID_INDEX,
+        "UCX_NET_DEVICES" => codes::ENV_UCX_NET_DEVICES,
+        // The rules name their variables by constants of this module.
+        other => unreachable!("{other} has no rule"),
+    }
 }

@@ -8,7 +8,7 @@ use super::numbers::{c_strtoll, how_read, misread};
 use super::{code_of, EnvTarget};
 use crate::diagnose::gidselect::{select_gid, Family, Selection, Verdict, Want};
 use crate::model::device::{GidEntry, GidType};
-use crate::model::diagnostic::{Finding, Severity};
+use crate::model::diagnostic::{Diagnostic, Seen, Severity};
 use crate::model::gid::Gid;
 
 /// The variables NCCL's own GID choice reads (NCCL 2.21+, RoCE, NCCL_IB_GID_INDEX unset
@@ -190,20 +190,24 @@ fn selection_for(family: Family, target: &EnvTarget) -> Selection {
     select_gid(target.table, target.link_layer, &want)
 }
 
-pub(super) fn check_nccl_gid_index(value: &str, vars: &NcclGidVars, target: &EnvTarget) -> Finding {
+pub(super) fn check_nccl_gid_index(
+    value: &str,
+    vars: &NcclGidVars,
+    target: &EnvTarget,
+) -> Diagnostic {
     const NAME: &str = "NCCL_IB_GID_INDEX";
     let code = code_of(NAME);
     if value.is_empty() {
-        return Finding::new(
+        return Diagnostic::finding(
             Severity::Info,
-            &code,
+            code.clone(),
             format!("{NAME} is set but empty: NCCL ignores it"),
         );
     }
     let Some(n) = c_strtoll(value) else {
-        return Finding::new(
+        return Diagnostic::finding(
             Severity::Warn,
-            &code,
+            code.clone(),
             format!("{NAME}={value} is out of range: NCCL ignores it and keeps its default (-1: it chooses)"),
         )
         .fix(format!("unset {NAME}, or give a GID index"));
@@ -223,9 +227,10 @@ pub(super) fn check_nccl_gid_index(value: &str, vars: &NcclGidVars, target: &Env
         ),
         Some(i) => judge_index(NAME, &format!("{NAME}={value}"), i, &sel, target),
     };
-    f.evidence.insert(0, format!("{NAME}={value}"));
+    f.evidence
+        .insert(0, Seen::gathered(format!("{NAME}={value}")));
     if let Some(how) = how {
-        f.evidence.insert(1, how);
+        f.evidence.insert(1, Seen::gathered(how));
         if misread(&n) {
             f.severity = f.severity.max(Severity::Warn);
         }
@@ -239,7 +244,7 @@ fn nccl_own_choice(
     vars: &NcclGidVars,
     sel: &Selection,
     target: &EnvTarget,
-) -> Finding {
+) -> Diagnostic {
     let index = nccl_choice(vars, target.table, target.table_len);
     let mut f = judge_index("NCCL_IB_GID_INDEX", subject, index, sel, target);
     // NCCL's pick being usable, if not rdmactl's first, is fine.
@@ -251,14 +256,14 @@ fn nccl_own_choice(
         f.severity = Severity::Ok;
         f.fix = None;
     }
-    f.evidence.push(format!(
+    f.evidence.push(Seen::gathered(format!(
         "NCCL's choice: family {}, RoCE v{}{}; NCCL before 2.21 makes none (its default is index 0)",
         af_name(vars.family),
         vars.roce_version,
         vars.range
             .map(|(a, l)| format!(", range {a}/{l}"))
             .unwrap_or_default()
-    ));
+    )));
     f
 }
 
@@ -269,13 +274,13 @@ pub(super) fn check_nccl_auto_var(
     value: &str,
     vars: &NcclGidVars,
     target: &EnvTarget,
-) -> Finding {
+) -> Diagnostic {
     let code = code_of(name);
     let shown = format!("{name}={value}");
     if value.is_empty() {
-        return Finding::new(
+        return Diagnostic::finding(
             Severity::Info,
-            &code,
+            code.clone(),
             format!("{name} is set but empty: NCCL ignores it"),
         );
     }
@@ -318,12 +323,12 @@ pub(super) fn check_nccl_auto_var(
         }),
     };
     if let Some((severity, message, fix)) = problem {
-        return Finding::new(severity, &code, message).fix(fix);
+        return Diagnostic::finding(severity, code.clone(), message).fix(fix);
     }
     if !target.ethernet() {
-        return Finding::new(
+        return Diagnostic::finding(
             Severity::Info,
-            &code,
+            code.clone(),
             format!(
                 "{shown} does not apply: NCCL reads it only to choose a RoCE GID, and {} is {}",
                 target.name(),
@@ -332,9 +337,9 @@ pub(super) fn check_nccl_auto_var(
         );
     }
     if !vars.choosing() {
-        return Finding::new(
+        return Diagnostic::finding(
             Severity::Info,
-            &code,
+            code.clone(),
             format!(
                 "{shown} does not apply: NCCL_IB_GID_INDEX={} names the GID, so NCCL does not choose one",
                 vars.index.unwrap_or_default()
@@ -355,7 +360,7 @@ pub(super) fn check_nccl_auto_var(
     let sel = selection_for(vars.family, target);
     let mut f = nccl_own_choice(&format!("with {shown}, NCCL 2.21+"), vars, &sel, target);
     f.code = code.clone();
-    f.evidence.insert(0, shown.clone());
+    f.evidence.insert(0, Seen::gathered(shown.clone()));
     if fitting.is_empty() {
         let what = match name {
             "NCCL_IB_ROCE_VERSION_NUM" => format!(
@@ -377,14 +382,14 @@ pub(super) fn check_nccl_auto_var(
             ));
         }
     } else {
-        f.evidence.push(format!(
+        f.evidence.push(Seen::gathered(format!(
             "indices that fit: {}",
             fitting
                 .iter()
                 .map(|e| e.index.to_string())
                 .collect::<Vec<_>>()
                 .join(", ")
-        ));
+        )));
     }
     f
 }

@@ -12,7 +12,7 @@ fn run_on(
     link_layer: LinkLayer,
     peer: Option<&str>,
     vars: &[(&str, &str)],
-) -> Vec<Finding> {
+) -> Vec<Diagnostic> {
     let want = Want {
         peer: peer.map(|p| p.parse().unwrap()),
         route_netdev: peer.map(|_| "veth0".into()),

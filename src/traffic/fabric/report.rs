@@ -148,7 +148,7 @@ impl Leader {
         let explanation = rules::explain_suspect(s, &self.infos, verdicts, ends, drift, baseline);
         SuspectRow {
             kind: s.kind,
-            code: s.code,
+            code: s.code.clone(),
             rank: s.rank,
             host: info(s.rank).map(|i| i.host.clone()),
             device: info(s.rank)

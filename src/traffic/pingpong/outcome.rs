@@ -77,14 +77,14 @@ pub(super) fn finish(
                 role: report.role.to_string(),
                 message: x.message.clone(),
                 code: x.explanation.code.clone(),
-                summary: x.explanation.summary.clone(),
+                summary: x.explanation.message.clone(),
                 evidence: x
                     .explanation
                     .evidence
                     .iter()
                     .map(|e| e.text.clone())
                     .collect(),
-                fix: x.explanation.fix.clone(),
+                fix: x.explanation.fix_text().to_string(),
             });
         }
         report.failure = Some(x);
@@ -100,7 +100,7 @@ pub(super) fn finish(
                     device: report.device.clone(),
                     port: report.port,
                     index: x.context.gid_index.unwrap_or(0),
-                    hint: format!("{}; {}", x.explanation.summary, x.explanation.fix),
+                    hint: format!("{}; {}", x.explanation.message, x.explanation.fix_text()),
                 });
             }
             // Said once: in -j the report carries it; in text, on stderr with why/seen/fix.

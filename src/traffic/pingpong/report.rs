@@ -245,7 +245,11 @@ mod tests {
             ok: false,
             failure: Some(FailureReport::new(
                 &f,
-                crate::model::diagnostic::Explanation::new("retry-exceeded", "why", "fix"),
+                crate::model::diagnostic::Diagnostic::explanation(
+                    "retry-exceeded".into(),
+                    "why",
+                    "fix",
+                ),
             )),
         };
         let json = serde_json::to_value(&report).unwrap();

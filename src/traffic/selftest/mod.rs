@@ -22,6 +22,7 @@ use crate::cli::{GidIndexArg, SelftestArgs, SelftestStep};
 use crate::ctx::Ctx;
 use crate::error::{Error, Result};
 use crate::gather::verbs::qp::{Context, Cq, Mr, Pd, Qp, QpPortAttrs, Wc};
+use crate::model::codes;
 use crate::model::device::GidType;
 use crate::model::diagnostic::FailureReport;
 use crate::model::facts::QpFacts;
@@ -130,7 +131,7 @@ pub fn run(ctx: &Ctx, args: &SelftestArgs) -> Result<SelftestReport> {
         // The flush step holds a SEND outstanding with RNR NAKs on purpose (its line says
         // so): they are not a receiver that falls behind.
         if let Some(c) = counters.as_mut() {
-            c.findings.retain(|f| f.code != "counters-rnr");
+            c.findings.retain(|f| f.code != codes::COUNTERS_RNR);
         }
     }
     let [device, peer_device] = t
@@ -142,7 +143,7 @@ pub fn run(ctx: &Ctx, args: &SelftestArgs) -> Result<SelftestReport> {
         // name the index that would work.
         if let Error::NoSuchGid { hint, .. } = &mut err {
             if let Some(x) = t.steps.iter().find_map(|s| s.failure.as_ref()) {
-                *hint = format!("{}; {}", x.explanation.summary, x.explanation.fix);
+                *hint = format!("{}; {}", x.explanation.message, x.explanation.fix_text());
             }
         }
         return Err(err);

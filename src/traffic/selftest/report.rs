@@ -91,7 +91,11 @@ mod tests {
                     detail: String::new(),
                     failure: Some(FailureReport::new(
                         &f,
-                        crate::model::diagnostic::Explanation::new("rtr-timeout", "why", "fix"),
+                        crate::model::diagnostic::Diagnostic::explanation(
+                            "rtr-timeout".into(),
+                            "why",
+                            "fix",
+                        ),
                     )),
                 },
             ],

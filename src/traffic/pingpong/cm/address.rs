@@ -139,9 +139,9 @@ mod tests {
             e
         );
         assert!(
-            x.fix.contains("ip addr add ADDR/PREFIX dev ib0"),
+            x.fix_text().contains("ip addr add ADDR/PREFIX dev ib0"),
             "{}",
-            x.fix
+            x.fix_text()
         );
     }
 }

@@ -106,7 +106,7 @@ impl Tester {
             max + 1,
             refused.cause,
             x.explanation.code,
-            x.explanation.summary
+            x.explanation.message
         ))
     }
 
@@ -159,7 +159,7 @@ impl Tester {
                 });
                 Ok(format!(
                     "{checked}; index {past} refused: {} [{}: {}]",
-                    refused.cause, x.explanation.code, x.explanation.summary
+                    refused.cause, x.explanation.code, x.explanation.message
                 ))
             }
         }
