@@ -14,3 +14,18 @@ pub struct Ctx {
     /// True when `--sysfs` was given: the tree is not this host's, so skip verbs.
     pub captured: bool,
 }
+
+#[cfg(test)]
+impl Ctx {
+    /// A plain-text invocation on the captured tree `tests/fixtures/sysfs/NAME`.
+    pub fn fixture(name: &str) -> Ctx {
+        Ctx {
+            json: false,
+            style: Style::plain(),
+            sysfs: PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/fixtures/sysfs")
+                .join(name),
+            captured: true,
+        }
+    }
+}

@@ -577,18 +577,9 @@ mod tests {
     use crate::model::device::GidType;
     use crate::model::diagnostic::Severity;
     use crate::model::gid::Gid;
-    use crate::output::Style;
-    use std::path::PathBuf;
 
     fn fixture(name: &str) -> Ctx {
-        Ctx {
-            json: false,
-            style: Style::plain(),
-            sysfs: PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-                .join("tests/fixtures/sysfs")
-                .join(name),
-            captured: true,
-        }
+        Ctx::fixture(name)
     }
 
     fn run_checks(

@@ -189,18 +189,9 @@ mod tests {
     use super::*;
     use crate::diagnose::gidselect::describe;
     use crate::error::Error;
-    use crate::output::Style;
-    use std::path::PathBuf;
 
     fn fixture(name: &str) -> Ctx {
-        Ctx {
-            json: false,
-            style: Style::plain(),
-            sysfs: PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-                .join("tests/fixtures/sysfs")
-                .join(name),
-            captured: true,
-        }
+        Ctx::fixture(name)
     }
 
     #[test]

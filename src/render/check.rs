@@ -83,17 +83,9 @@ mod tests {
     use crate::gather::check::load_port_facts;
     use crate::model::facts::{NetFacts, RouteFacts};
     use crate::output;
-    use std::path::PathBuf;
 
     fn fixture(name: &str) -> Ctx {
-        Ctx {
-            json: false,
-            style: Style::plain(),
-            sysfs: PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-                .join("tests/fixtures/sysfs")
-                .join(name),
-            captured: true,
-        }
+        Ctx::fixture(name)
     }
 
     fn vm_net(accept_local: bool) -> NetFacts {
