@@ -48,12 +48,12 @@ const LINK: &[&str] = &[
 ];
 
 /// One end of a run: its deltas and how the lines name it.
-struct End<'a> {
+struct RunEnd<'a> {
     delta: &'a PortDelta,
     who: String,
 }
 
-impl End<'_> {
+impl RunEnd<'_> {
     fn sum(&self, names: &[&str]) -> u64 {
         names
             .iter()
@@ -118,12 +118,12 @@ pub fn resends(ends: &[&crate::model::counter::WireDelta]) -> u64 {
 }
 
 pub fn judge(local: &PortDelta, peer: Option<&PortDelta>, messages: u64) -> Vec<Diagnostic> {
-    let mut ends = vec![End {
+    let mut ends = vec![RunEnd {
         delta: local,
         who: format!("this end {}", local.label()),
     }];
     if let Some(p) = peer {
-        ends.push(End {
+        ends.push(RunEnd {
             delta: p,
             who: format!("the peer {}", p.label()),
         });
@@ -138,7 +138,7 @@ pub fn judge(local: &PortDelta, peer: Option<&PortDelta>, messages: u64) -> Vec<
     out
 }
 
-fn retransmission(ends: &[End], messages: u64, subject: &Subject) -> Option<Diagnostic> {
+fn retransmission(ends: &[RunEnd], messages: u64, subject: &Subject) -> Option<Diagnostic> {
     let all: Vec<&str> = RESPONDER_LOSS
         .iter()
         .chain(REQUESTER_RETRANSMIT)
@@ -188,7 +188,7 @@ fn retransmission(ends: &[End], messages: u64, subject: &Subject) -> Option<Diag
     ))
 }
 
-fn rnr(ends: &[End], messages: u64, subject: &Subject) -> Option<Diagnostic> {
+fn rnr(ends: &[RunEnd], messages: u64, subject: &Subject) -> Option<Diagnostic> {
     let evidence: Vec<String> = ends.iter().flat_map(|e| e.lines(RNR)).collect();
     if evidence.is_empty() {
         return None;
@@ -212,7 +212,7 @@ fn rnr(ends: &[End], messages: u64, subject: &Subject) -> Option<Diagnostic> {
     ))
 }
 
-fn congestion(ends: &[End], subject: &Subject) -> Option<Diagnostic> {
+fn congestion(ends: &[RunEnd], subject: &Subject) -> Option<Diagnostic> {
     let evidence: Vec<String> = ends.iter().flat_map(|e| e.lines(CONGESTION)).collect();
     if evidence.is_empty() {
         return None;
@@ -234,7 +234,7 @@ fn congestion(ends: &[End], subject: &Subject) -> Option<Diagnostic> {
     ))
 }
 
-fn link_errors(ends: &[End], subject: &Subject) -> Option<Diagnostic> {
+fn link_errors(ends: &[RunEnd], subject: &Subject) -> Option<Diagnostic> {
     let evidence: Vec<String> = ends.iter().flat_map(|e| e.lines(LINK)).collect();
     if evidence.is_empty() {
         return None;
@@ -253,7 +253,7 @@ fn link_errors(ends: &[End], subject: &Subject) -> Option<Diagnostic> {
     ))
 }
 
-fn saturated(ends: &[End], subject: &Subject) -> Option<Diagnostic> {
+fn saturated(ends: &[RunEnd], subject: &Subject) -> Option<Diagnostic> {
     let names: Vec<String> = ends
         .iter()
         .flat_map(|e| {

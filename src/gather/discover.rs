@@ -31,7 +31,7 @@ pub struct WalkOptions {
 
 /// What an answer is for.
 #[derive(Debug, Clone)]
-enum Want {
+enum Asked {
     /// The node at the end of a route, reached out of `from` (None: the local node).
     NodeInfo {
         from: Option<End>,
@@ -47,24 +47,24 @@ enum Want {
     Clear(End),
 }
 
-impl Want {
+impl Asked {
     fn what(&self) -> String {
         match self {
-            Want::NodeInfo { .. } => "NodeInfo".into(),
-            Want::NodeDesc(_) => "NodeDescription".into(),
-            Want::SmpPortInfo(_, p) => format!("SmpPortInfo port {p}"),
-            Want::SwitchInfo(_) => "SwitchInfo".into(),
-            Want::SmInfo(_) => "SMInfo".into(),
-            Want::Counters(e) => format!("PmaCounters port {}", e.port),
-            Want::PmaClass(_) => "PMA ClassPortInfo".into(),
-            Want::CountersExt(e) => format!("PortCountersExtended port {}", e.port),
-            Want::Clear(e) => format!("PmaCounters Set (clear) port {}", e.port),
+            Asked::NodeInfo { .. } => "NodeInfo".into(),
+            Asked::NodeDesc(_) => "NodeDescription".into(),
+            Asked::SmpPortInfo(_, p) => format!("SmpPortInfo port {p}"),
+            Asked::SwitchInfo(_) => "SwitchInfo".into(),
+            Asked::SmInfo(_) => "SMInfo".into(),
+            Asked::Counters(e) => format!("PmaCounters port {}", e.port),
+            Asked::PmaClass(_) => "PMA ClassPortInfo".into(),
+            Asked::CountersExt(e) => format!("PortCountersExtended port {}", e.port),
+            Asked::Clear(e) => format!("PmaCounters Set (clear) port {}", e.port),
         }
     }
 }
 
 struct Job {
-    want: Want,
+    want: Asked,
     route: DrPath,
     class: u8,
     method: u8,
@@ -74,7 +74,7 @@ struct Job {
 }
 
 impl Job {
-    fn smp(want: Want, route: &[u8], attr: u16, attr_mod: u32) -> Job {
+    fn smp(want: Asked, route: &[u8], attr: u16, attr_mod: u32) -> Job {
         Job {
             want,
             route: DrPath::Directed(route.to_vec()),
@@ -199,7 +199,7 @@ pub fn walk<T: MadTransport>(t: &mut T, opts: &WalkOptions) -> io::Result<Subnet
     let mut found = Found::default();
 
     let first = VecDeque::from([Job::smp(
-        Want::NodeInfo { from: None },
+        Asked::NodeInfo { from: None },
         &[],
         mad::ATTR_NODE_INFO,
         0,
@@ -281,7 +281,7 @@ impl Found {
     /// A request that got no answer (or an error status): recorded, and the walk goes on.
     fn lost(&mut self, job: &Job, miss: Miss) {
         let from = match &job.want {
-            Want::NodeInfo { from: Some(f) } => Some(*f),
+            Asked::NodeInfo { from: Some(f) } => Some(*f),
             _ => None,
         };
         self.unanswered.push(Unanswered {
@@ -309,18 +309,18 @@ impl Found {
             return;
         };
         match &job.want {
-            Want::NodeInfo { from } => self.node_info(data, route, *from, jobs),
-            Want::NodeDesc(g) => {
+            Asked::NodeInfo { from } => self.node_info(data, route, *from, jobs),
+            Asked::NodeDesc(g) => {
                 if let (Some(&i), Some(d)) = (self.index.get(g), mad::node_description(data)) {
                     self.nodes[i].description = d;
                 }
             }
-            Want::SwitchInfo(g) => {
+            Asked::SwitchInfo(g) => {
                 if let (Some(&i), Some(si)) = (self.index.get(g), mad::SwitchInfo::decode(data)) {
                     self.nodes[i].enhanced_port0 = si.enhanced_port0;
                 }
             }
-            Want::SmpPortInfo(g, p) => self.port_info(data, route, *g, *p, jobs),
+            Asked::SmpPortInfo(g, p) => self.port_info(data, route, *g, *p, jobs),
             _ => {}
         }
     }
@@ -359,7 +359,7 @@ impl Found {
             let n = &self.nodes[i];
             if !n.is_switch() && n.port(ni.local_port).is_none() {
                 jobs.push_back(Job::smp(
-                    Want::SmpPortInfo(ni.node_guid, ni.local_port),
+                    Asked::SmpPortInfo(ni.node_guid, ni.local_port),
                     route,
                     mad::ATTR_PORT_INFO,
                     u32::from(ni.local_port),
@@ -384,17 +384,17 @@ impl Found {
             ports: Vec::new(),
         });
         let g = ni.node_guid;
-        jobs.push_back(Job::smp(Want::NodeDesc(g), route, mad::ATTR_NODE_DESC, 0));
+        jobs.push_back(Job::smp(Asked::NodeDesc(g), route, mad::ATTR_NODE_DESC, 0));
         if ni.node_type == MadNodeType::Switch {
             jobs.push_back(Job::smp(
-                Want::SwitchInfo(g),
+                Asked::SwitchInfo(g),
                 route,
                 mad::ATTR_SWITCH_INFO,
                 0,
             ));
             for p in 0..=ni.num_ports {
                 jobs.push_back(Job::smp(
-                    Want::SmpPortInfo(g, p),
+                    Asked::SmpPortInfo(g, p),
                     route,
                     mad::ATTR_PORT_INFO,
                     u32::from(p),
@@ -402,7 +402,7 @@ impl Found {
             }
         } else {
             jobs.push_back(Job::smp(
-                Want::SmpPortInfo(g, ni.local_port),
+                Asked::SmpPortInfo(g, ni.local_port),
                 route,
                 mad::ATTR_PORT_INFO,
                 u32::from(ni.local_port),
@@ -439,7 +439,7 @@ impl Found {
             let mut next = route.to_vec();
             next.push(p);
             jobs.push_back(Job::smp(
-                Want::NodeInfo {
+                Asked::NodeInfo {
                     from: Some(End { guid: g, port: p }),
                 },
                 &next,
@@ -492,7 +492,7 @@ impl Found {
             return;
         };
         match &job.want {
-            Want::SmInfo(g) => {
+            Asked::SmInfo(g) => {
                 if let Some(si) = mad::SmInfo::decode(data) {
                     let lid = self
                         .nodes
@@ -509,7 +509,7 @@ impl Found {
                     });
                 }
             }
-            Want::Counters(end) => {
+            Asked::Counters(end) => {
                 if let (Some(c), Some(n)) = (
                     mad::PmaCounters::decode(data),
                     self.nodes.iter_mut().find(|n| n.guid == end.guid),
@@ -519,14 +519,14 @@ impl Found {
                     }
                 }
             }
-            Want::PmaClass(guid) => {
+            Asked::PmaClass(guid) => {
                 let has_ext =
                     mad::class_port_info_capmask(data).is_some_and(|m| m & mad::PM_EXT_WIDTH != 0);
                 if has_ext {
                     for end in self.links.iter().flat_map(|l| [l.a, l.b]) {
                         if end.guid == *guid {
                             jobs.push_back(pma_job(
-                                Want::CountersExt(end),
+                                Asked::CountersExt(end),
                                 job.route.clone(),
                                 mad::ATTR_PORT_COUNTERS_EXT,
                                 end.port,
@@ -535,7 +535,7 @@ impl Found {
                     }
                 }
             }
-            Want::CountersExt(end) => {
+            Asked::CountersExt(end) => {
                 if let Some(values) = mad::port_counters_ext(data) {
                     self.extended.push((*end, values));
                 }
@@ -584,7 +584,7 @@ fn second_pass(
     let mut second: VecDeque<Job> = VecDeque::new();
     for g in &sm_nodes {
         if let Some(n) = nodes.iter().find(|n| n.guid == *g) {
-            second.push_back(Job::smp(Want::SmInfo(*g), &n.route, mad::ATTR_SM_INFO, 0));
+            second.push_back(Job::smp(Asked::SmInfo(*g), &n.route, mad::ATTR_SM_INFO, 0));
         }
     }
     if counters {
@@ -592,14 +592,14 @@ fn second_pass(
         for end in links.iter().flat_map(|l| [l.a, l.b]) {
             if let Some(mut job) = counters_job(nodes, end, false) {
                 second.push_back(pma_job(
-                    Want::Counters(end),
+                    Asked::Counters(end),
                     job.route.clone(),
                     mad::ATTR_PORT_COUNTERS,
                     end.port,
                 ));
                 if !asked.contains(&end.guid) {
                     asked.push(end.guid);
-                    job.want = Want::PmaClass(end.guid);
+                    job.want = Asked::PmaClass(end.guid);
                     job.attr = mad::ATTR_CLASS_PORT_INFO;
                     job.data = Vec::new();
                     second.push_back(job);
@@ -624,9 +624,9 @@ fn counters_job(nodes: &[Node], end: End, clear: bool) -> Option<Job> {
     }
     Some(Job {
         want: if clear {
-            Want::Clear(end)
+            Asked::Clear(end)
         } else {
-            Want::Counters(end)
+            Asked::Counters(end)
         },
         route: DrPath::Lid(lid),
         class: mad::CLASS_PERF,
@@ -669,7 +669,7 @@ pub fn reread_counters<T: MadTransport>(
         &mut subnet.mads,
         jobs,
         |job, answer, _| {
-            let (Want::Counters(end), Ok(reply)) = (&job.want, answer) else {
+            let (Asked::Counters(end), Ok(reply)) = (&job.want, answer) else {
                 return;
             };
             if let Some(c) = mad::data(&reply).and_then(mad::PmaCounters::decode) {
@@ -693,7 +693,7 @@ pub fn reread_counters<T: MadTransport>(
 }
 
 /// A PMA Get of `attr` for one port, to the route (LID) the port's node answers on.
-fn pma_job(want: Want, route: DrPath, attr: u16, port: u8) -> Job {
+fn pma_job(want: Asked, route: DrPath, attr: u16, port: u8) -> Job {
     Job {
         want,
         route,
@@ -722,7 +722,7 @@ pub fn clear_counters<T: MadTransport>(
     let mut tid = 0x4000_0000u32;
     let mut stats = MadStats::default();
     pump(t, opts, &mut tid, &mut stats, jobs, |job, answer, _| {
-        if let (Want::Clear(e), Err(_)) = (&job.want, answer) {
+        if let (Asked::Clear(e), Err(_)) = (&job.want, answer) {
             failed.push(*e);
         }
     })?;

@@ -34,7 +34,7 @@ use crate::wire::exchange as oob;
 
 /// One end of the loopback.
 #[derive(Default)]
-struct End {
+struct LoopbackEnd {
     ctx: Option<Rc<Context>>,
     port: Option<QpPortAttrs>,
     gid: Option<(Gid, Option<GidType>)>,
@@ -45,7 +45,7 @@ struct End {
 }
 
 // Drop order matters: QP, CQ, MR, PD, context.
-impl Drop for End {
+impl Drop for LoopbackEnd {
     fn drop(&mut self) {
         self.qp.take();
         self.cq.take();
@@ -91,7 +91,7 @@ pub fn run(ctx: &Ctx, args: &SelftestArgs) -> Result<SelftestReport> {
     ];
     let names: [Option<&str>; 2] = [Some(resolved[0].as_str()), Some(resolved[1].as_str())];
     let mut t = Tester {
-        ends: [End::default(), End::default()],
+        ends: [LoopbackEnd::default(), LoopbackEnd::default()],
         port: args.port,
         fixed_index,
         gid_index: [0; 2],
@@ -164,7 +164,7 @@ pub fn run(ctx: &Ctx, args: &SelftestArgs) -> Result<SelftestReport> {
 }
 
 struct Tester {
-    ends: [End; 2],
+    ends: [LoopbackEnd; 2],
     port: u32,
     /// `-g N`; None is `-g auto`, chosen per device.
     fixed_index: Option<u32>,
