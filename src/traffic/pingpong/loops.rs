@@ -47,6 +47,10 @@ pub(super) fn pingpong_loop(
     while total.map_or(true, |t| rcnt < t || scnt < t) {
         let n = wait(side, &mut wc, plan, &mut conn)
             .map_err(|f| with_progress(f, side, progress(scnt, rcnt, total)))?;
+        // Receives are reposted after the next SEND is posted, and the sample recorded
+        // then too: the time between a completion and the next SEND is the round trip's
+        // critical path, and RX_DEPTH receives leave ample room for one late repost.
+        let mut reposts = 0u32;
         for w in &wc[..n] {
             if !w.ok() {
                 return Err(with_progress(
@@ -63,7 +67,7 @@ pub(super) fn pingpong_loop(
                         total = Some(rcnt);
                     }
                     if total.map_or(true, |t| rcnt + u64::from(RX_DEPTH) <= t + 1) {
-                        side.qp.post_recv(&side.mr, target, side.size, WRID_RECV)?;
+                        reposts += 1;
                     }
                 }
                 _ => {}
@@ -71,17 +75,20 @@ pub(super) fn pingpong_loop(
             pending &= !w.wr_id;
             if pending == 0 && total.map_or(true, |t| scnt < t) {
                 let now = ticks();
-                if let Some(at) = last_send {
-                    meter.record(now.saturating_sub(at));
-                }
-                last_send = Some(now);
                 if meter.done(scnt) && marked_end && is_client && total.is_none() {
                     side.mr.fill(0, 1, LAST_MESSAGE);
                     total = Some(scnt + 1);
                 }
                 side.qp.post_send(&side.mr, send, WRID_SEND)?;
                 pending = WRID_RECV | WRID_SEND;
+                if let Some(at) = last_send {
+                    meter.record(now.saturating_sub(at));
+                }
+                last_send = Some(now);
             }
+        }
+        for _ in 0..reposts {
+            side.qp.post_recv(&side.mr, target, side.size, WRID_RECV)?;
         }
     }
     if let Some(at) = last_send {
