@@ -74,7 +74,7 @@ pub fn run(ctx: &Ctx, args: &FabricArgs) -> Result<u8> {
         .map_err(|_| Error::Failed("rank 0's coordinator stopped unexpectedly".into()))?;
     // The agent's own error is secondary: rank 0's report says what happened to the run.
     if let Err(e) = &agent {
-        eprintln!("rdmactl: rank 0's own endpoint: {e}");
+        crate::output::note(&format!("rdmactl: rank 0's own endpoint: {e}\n"));
     }
     printed
 }

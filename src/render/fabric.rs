@@ -535,6 +535,14 @@ pub fn verdict_line(
     format!("{} ({base})", parts.join("; "))
 }
 
+/// Back to the start of the terminal line and clear it: progress lines overwrite each other.
+pub const CLEAR_LINE: &str = "\r\x1b[K";
+
+/// Rank 0's progress while ranks join.
+pub fn joining_line(joined: usize, size: u32) -> String {
+    format!("{CLEAR_LINE}waiting for ranks: {joined} of {size} joined")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

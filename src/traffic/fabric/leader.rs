@@ -89,11 +89,10 @@ impl Leader {
                 break;
             }
             if self.cfg.progress {
-                eprint!(
-                    "\r\x1b[Kwaiting for ranks: {} of {} joined",
+                crate::output::note(&crate::render::fabric::joining_line(
                     self.infos.len(),
-                    self.cfg.size
-                );
+                    self.cfg.size,
+                ));
             }
             match self
                 .events
@@ -205,13 +204,14 @@ impl Leader {
         } else {
             String::new()
         };
-        eprint!(
-            "\r\x1b[Kround {} of {rounds}, pairs {}/{}, {} elapsed{eta}",
+        crate::output::note(&format!(
+            "{}round {} of {rounds}, pairs {}/{}, {} elapsed{eta}",
+            crate::render::fabric::CLEAR_LINE,
             self.round_now,
             self.pairs_done,
             self.pairs_total,
             clock(elapsed)
-        );
+        ));
     }
 }
 

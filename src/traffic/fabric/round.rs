@@ -190,7 +190,7 @@ impl Leader {
             }
         }
         if self.cfg.progress {
-            eprint!("\r\x1b[K");
+            crate::output::note(crate::render::fabric::CLEAR_LINE);
         }
         Tested {
             infos,
