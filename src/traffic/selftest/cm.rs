@@ -279,7 +279,7 @@ pub(crate) fn run_selftest(
                 Some(listen_addr),
                 Cause::Timeout {
                     waited_ms: (timeout + SERVER_GRACE).as_millis() as u64,
-                    waiting_for: Some("the server to see the disconnect"),
+                    waiting_for: Some("disconnect seen by the server"),
                 },
             );
             steps.failed("server", "disconnect", plain_report(&e), timeout);
