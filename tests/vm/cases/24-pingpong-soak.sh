@@ -190,8 +190,9 @@ next_port
 bg_server ev-server "$RDMACTL" pingpong -d rxe0 -g 1 -p "$port" -e --sl 3 --tclass 96 --op all
 srv=$BG_PID
 wait_listen "$port" 15
-expect_rc 0 "-e --sl 3 --tclass 96: the client exits 0" \
-    "$RDMACTL" -j pingpong -d rxe1 -g 1 -p "$port" -e --sl 3 --tclass 96 -n 200 --op all "$SERVER_IP"
+# The client writes the TOS byte in hex, as operators do (issue 26): the same class 96.
+expect_rc 0 "-e --sl 3 --tclass 0x60: the client exits 0" \
+    "$RDMACTL" -j pingpong -d rxe1 -g 1 -p "$port" -e --sl 3 --tclass 0x60 -n 200 --op all "$SERVER_IP"
 cp "$LAST_STDOUT" "$RESULTS/ev-client.json"
 wait_pid_timeout "$srv" 30
 check "-e: the server exits 0" test $? -eq 0
