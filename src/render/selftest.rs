@@ -36,9 +36,15 @@ pub fn verbs(r: &SelftestView, style: Style) -> String {
     for s in r.steps {
         let status = if s.ok { "ok  " } else { "FAIL" };
         let ms = s.elapsed_us / 1000.0;
+        // A failed step has no detail of its own: its failure line says what went wrong
+        // ("open device failed (rxe0): EACCES"), above the explanation.
+        let detail = match &s.failure {
+            Some(x) if s.detail.is_empty() => x.message.as_str(),
+            _ => s.detail.as_str(),
+        };
         out.push_str(&format!(
-            "  {status} {ms:>9.3} ms  {:<16} {}\n",
-            s.step, s.detail
+            "  {status} {ms:>9.3} ms  {:<16} {detail}\n",
+            s.step
         ));
         if let Some(x) = &s.failure {
             out.push_str(&crate::render::explanation::body(&x.explanation, "       "));
@@ -179,6 +185,30 @@ mod tests {
         );
         let text = view(&[], Some(libc::SIGINT), false);
         assert!(text.contains("after 0 steps passed"), "{text}");
+    }
+
+    /// A failed step's line says what failed, not nothing.
+    #[test]
+    fn a_failed_step_shows_its_failure_line() {
+        use crate::model::diagnostic::{Explanation, FailureReport};
+        use crate::model::failure::{Cause, Failure, FailureContext, Step};
+        let f = Failure::new(
+            Step::Open,
+            Cause::errno(libc::EACCES),
+            FailureContext {
+                device: "rxe0".into(),
+                ..FailureContext::default()
+            },
+        );
+        let mut open = step("open", false);
+        open.failure = Some(FailureReport::new(
+            &f,
+            Explanation::new("device-access", "why", "fix"),
+        ));
+        let text = view(&[open], None, false);
+        let line = text.lines().nth(1).unwrap();
+        assert!(line.ends_with(&f.to_string()), "{text}");
+        assert!(line.contains("EACCES"), "{text}");
     }
 
     #[test]
