@@ -47,6 +47,13 @@ pub(super) fn pingpong_loop(
     let size = u64::from(side.size);
     let bytes = move |scnt: u64| size * scnt * 2;
     while total.map_or(true, |t| rcnt < t || scnt < t) {
+        // Asked every iteration, not only when a wait goes idle: on hardware the next
+        // completion is always there within the wait's idle count, so a Ctrl-C would never
+        // be seen there (an atomic load, no system call).
+        if let Some(f) = crate::traffic::interrupted_wait() {
+            meter.stopped_at(scnt, bytes(scnt));
+            return Err(with_progress(f, side, progress(scnt, rcnt, total)));
+        }
         let n = wait(side, &mut wc, plan, &mut conn).map_err(|f| {
             meter.stopped_at(scnt, bytes(scnt));
             with_progress(f, side, progress(scnt, rcnt, total))
@@ -206,6 +213,12 @@ pub(super) fn windowed_loop<Q: SendQueue>(
     let (mut posted, mut done) = (0u64, 0u64);
     let mut stop = false;
     loop {
+        // A window in flight always has a completion ready: the wait never goes idle long
+        // enough to ask for a Ctrl-C itself, so the loop asks.
+        if let Some(f) = crate::traffic::interrupted_wait() {
+            meter.stopped_at(done, bytes_each * done);
+            return Err(queue.stopped_after(f, done, posted, meter.limit()));
+        }
         while !stop && posted - done < u64::from(window) {
             if meter.done(posted) {
                 stop = true;
