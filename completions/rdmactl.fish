@@ -143,10 +143,10 @@ complete -c rdmactl -n "__fish_rdmactl_using_subcommand pingpong" -s n -l iters 
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand pingpong" -l duration -d 'Run each measured operation for SECS instead of -n iterations (soak runs; memory stays constant)' -r
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand pingpong" -l interval -d 'A progress line (iterations, rate, latency) on stderr every SECS [default: 5 when stderr is a terminal, none otherwise]' -r
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand pingpong" -s l -l sl -d 'Service level of the path (0-15; on RoCE the driver maps it to a priority)' -r
-complete -c rdmactl -n "__fish_rdmactl_using_subcommand pingpong" -l tclass -d 'Traffic class of the GRH: on RoCE v2 the IP DSCP (upper 6 bits) and ECN (lower 2)' -r
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand pingpong" -l tclass -d 'Traffic class of the GRH: on RoCE v2 the IP DSCP (upper 6 bits) and ECN (lower 2). Decimal (96) or hex (0x60), as perftest takes it, or a DSCP name of iproute2\'s rt_dsfield (CS3, AF41, EF)' -r
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand pingpong" -l pkey-index -d 'P_Key index of the QP, into the port\'s P_Key table [default: 0]' -r
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand pingpong" -s m -l mtu -d 'Path MTU (256, 512, 1024, 2048, 4096); default: the smaller active MTU of the two ports (a server without -m takes the client\'s)' -r
-complete -c rdmactl -n "__fish_rdmactl_using_subcommand pingpong" -l op -d 'Operations to run [default: all; send against a stock ibv_rc_pingpong; a server without --op takes the client\'s]' -r -f -a "send\t''
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand pingpong" -l op -d 'Operations to run [default: all; send against a stock ibv_rc_pingpong; a server without --op takes the client\'s]. A SEND\'s latency is a round trip (ibv_rc_pingpong\'s ping-pong): twice ib_send_lat\'s one-way figure' -r -f -a "send\t''
 write\t''
 read\t''
 all\t''"
@@ -154,7 +154,7 @@ complete -c rdmactl -n "__fish_rdmactl_using_subcommand pingpong" -l timeout -d 
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand pingpong" -l bind -d 'Local address: a server listens on it only; with --cm a client connects from it' -r
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand pingpong" -l compat -d 'Speak another tool\'s exchange (client side; a server detects it by itself)' -r -f -a "rc_pingpong\t'The exchange of rdma-core\'s ibv_rc_pingpong'"
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand pingpong" -s j -l json -d 'Print JSON instead of a table'
-complete -c rdmactl -n "__fish_rdmactl_using_subcommand pingpong" -l lat -d 'RDMA WRITE and READ one at a time, for their latency (as ib_write_lat and ib_read_lat); without it they keep a window in flight and report bandwidth'
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand pingpong" -l lat -d 'RDMA WRITE and READ one at a time, for their latency, each timed from post to completion (as ib_read_lat; a WRITE\'s completion waits for the ACK, a round trip, where ib_write_lat reports half of a WRITE ping-pong); without it they keep a window in flight and report bandwidth'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand pingpong" -s e -l events -d 'Sleep on the completion channel instead of busy-polling (ibv_rc_pingpong -e)'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand pingpong" -l cm -d 'Connect through the RDMA connection manager (librdmacm) instead of a TCP exchange'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand pingpong" -l persist -d 'Server: serve one client after another until Ctrl-C (one report per client)'

@@ -380,8 +380,10 @@ pub struct PingpongArgs {
     /// stderr is a terminal, none otherwise]
     #[arg(long, value_name = "SECS")]
     pub interval: Option<f64>,
-    /// RDMA WRITE and READ one at a time, for their latency (as ib_write_lat and
-    /// ib_read_lat); without it they keep a window in flight and report bandwidth
+    /// RDMA WRITE and READ one at a time, for their latency, each timed from post to
+    /// completion (as ib_read_lat; a WRITE's completion waits for the ACK, a round trip,
+    /// where ib_write_lat reports half of a WRITE ping-pong); without it they keep a window
+    /// in flight and report bandwidth
     #[arg(long)]
     pub lat: bool,
     /// Sleep on the completion channel instead of busy-polling (ibv_rc_pingpong -e)
@@ -390,8 +392,10 @@ pub struct PingpongArgs {
     /// Service level of the path (0-15; on RoCE the driver maps it to a priority)
     #[arg(short = 'l', long, value_name = "SL", value_parser = clap::value_parser!(u8).range(0..=15))]
     pub sl: Option<u8>,
-    /// Traffic class of the GRH: on RoCE v2 the IP DSCP (upper 6 bits) and ECN (lower 2)
-    #[arg(long, value_name = "TCLASS")]
+    /// Traffic class of the GRH: on RoCE v2 the IP DSCP (upper 6 bits) and ECN (lower 2).
+    /// Decimal (96) or hex (0x60), as perftest takes it, or a DSCP name of iproute2's
+    /// rt_dsfield (CS3, AF41, EF)
+    #[arg(long, value_name = "TCLASS", value_parser = parse_tclass)]
     pub tclass: Option<u8>,
     /// P_Key index of the QP, into the port's P_Key table [default: 0]
     #[arg(long = "pkey-index", value_name = "N")]
@@ -401,7 +405,8 @@ pub struct PingpongArgs {
     #[arg(short = 'm', long, value_name = "MTU")]
     pub mtu: Option<u32>,
     /// Operations to run [default: all; send against a stock ibv_rc_pingpong; a server
-    /// without --op takes the client's]
+    /// without --op takes the client's]. A SEND's latency is a round trip (ibv_rc_pingpong's
+    /// ping-pong): twice ib_send_lat's one-way figure
     #[arg(long, value_enum)]
     pub op: Option<Op>,
     /// Give up on any step after this many seconds
@@ -656,6 +661,56 @@ pub struct CountersArgs {
 
 /// `--interval`: a positive number of seconds, at least 10 ms (a shorter one only measures
 /// the kernel's counter cache).
+/// iproute2's DSCP names (/etc/iproute2/rt_dsfield) as traffic-class bytes: the DSCP
+/// shifted past the two ECN bits.
+const DSFIELD_NAMES: [(&str, u8); 22] = [
+    ("default", 0x00),
+    ("CS0", 0x00),
+    ("CS1", 0x20),
+    ("CS2", 0x40),
+    ("CS3", 0x60),
+    ("CS4", 0x80),
+    ("CS5", 0xa0),
+    ("CS6", 0xc0),
+    ("CS7", 0xe0),
+    ("AF11", 0x28),
+    ("AF12", 0x30),
+    ("AF13", 0x38),
+    ("AF21", 0x48),
+    ("AF22", 0x50),
+    ("AF23", 0x58),
+    ("AF31", 0x68),
+    ("AF32", 0x70),
+    ("AF33", 0x78),
+    ("AF41", 0x88),
+    ("AF42", 0x90),
+    ("AF43", 0x98),
+    ("EF", 0xb8),
+];
+
+/// `--tclass`: decimal or `0x` hex, as perftest's `--tclass` (strtol base 0, without its
+/// octal), or one of iproute2's DSCP names, as operators write a TOS byte.
+fn parse_tclass(s: &str) -> Result<u8, String> {
+    let t = s.trim();
+    let value = if let Some(hex) = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+        u32::from_str_radix(hex, 16).ok()
+    } else if t.bytes().all(|b| b.is_ascii_digit()) && !t.is_empty() {
+        t.parse::<u32>().ok()
+    } else {
+        DSFIELD_NAMES
+            .iter()
+            .find(|(name, _)| name.eq_ignore_ascii_case(t))
+            .map(|(_, v)| u32::from(*v))
+    };
+    match value {
+        Some(v) if v <= 255 => Ok(v as u8),
+        Some(v) => Err(format!("{v} is above 255: a traffic class is one byte")),
+        None => Err(format!(
+            "'{s}' is not a traffic class: give 0 to 255, in decimal (96) or hex (0x60), or a DSCP name (CS0-CS7, AF11-AF43, EF)"
+        )),
+    }
+}
+
 fn parse_interval(s: &str) -> Result<f64, String> {
     let secs: f64 = s
         .parse()
@@ -738,6 +793,37 @@ mod tests {
     #[test]
     fn clap_definition_is_consistent() {
         Cli::command().debug_assert();
+    }
+
+    /// `--tclass 0x60` as operators write a TOS byte, decimal as perftest, and iproute2's
+    /// DSCP names.
+    #[test]
+    fn tclass_forms() {
+        for (text, want) in [
+            ("96", Some(96)),
+            ("0x60", Some(96)),
+            ("0X60", Some(96)),
+            ("0", Some(0)),
+            ("255", Some(255)),
+            ("0xff", Some(255)),
+            ("CS3", Some(0x60)),
+            ("af41", Some(0x88)),
+            ("EF", Some(0xb8)),
+            ("default", Some(0)),
+            ("256", None),
+            ("0x100", None),
+            ("-1", None),
+            ("0x", None),
+            ("", None),
+            ("AF44", None),
+        ] {
+            assert_eq!(parse_tclass(text).ok(), want, "{text}");
+        }
+        let cli = Cli::try_parse_from(["rdmactl", "pingpong", "--tclass", "0x60"]).unwrap();
+        let Command::Pingpong(args) = cli.command else {
+            panic!("pingpong")
+        };
+        assert_eq!(args.tclass, Some(96));
     }
 
     #[test]

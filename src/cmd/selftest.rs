@@ -13,6 +13,9 @@ use crate::render;
 use crate::traffic::selftest;
 
 pub fn run(ctx: &Ctx, args: &SelftestArgs) -> Result<u8> {
+    // Caught from the start: a Ctrl-C while the devices are looked up or opened still
+    // gets the report of what ran, the signal named, and 128 + the signal.
+    crate::interrupt::catch();
     if args.cm {
         return run_cm(ctx, args);
     }
@@ -27,6 +30,9 @@ pub fn run(ctx: &Ctx, args: &SelftestArgs) -> Result<u8> {
         render::selftest::verbs(&report.view(), ctx.style)
     };
     output::print(&text)?;
+    if let Some(code) = interrupted(report.signal) {
+        return Err(Error::Reported(code));
+    }
     if report.ok {
         return Ok(exit::OK);
     }
@@ -47,10 +53,25 @@ fn run_cm(ctx: &Ctx, args: &SelftestArgs) -> Result<u8> {
         render::selftest::cm(&report)
     };
     output::print(&text)?;
+    if let Some(code) = interrupted(report.signal) {
+        return Err(Error::Reported(code));
+    }
     // The failed step and its explanation are in the report just printed.
     if report.ok {
         Ok(exit::OK)
     } else {
         Err(Error::Reported(exit::FAILED))
     }
+}
+
+/// The exit status of a test a signal stopped: 128 + the signal, as a shell reports a
+/// process the signal ended. One caught only after the report was made (while it was
+/// printed) is named on stderr, so no exit 130 goes unexplained.
+fn interrupted(in_report: Option<i32>) -> Option<u8> {
+    let signal = in_report.or_else(|| {
+        let late = crate::interrupt::caught()?;
+        output::note(&render::selftest::interrupted_late(late));
+        Some(late)
+    })?;
+    Some(128u8.saturating_add(signal as u8))
 }

@@ -29,7 +29,7 @@ pub fn run(ctx: &Ctx, args: &SubnetArgs) -> Result<u8> {
         .as_deref()
         .map(crate::gather::baseline::read)
         .transpose()?;
-    let port = pick_port(args)?;
+    let port = pick_port(ctx, args)?;
     let opts = WalkOptions {
         in_flight: args.in_flight as usize,
         retries: args.retries,
@@ -108,7 +108,7 @@ pub fn run(ctx: &Ctx, args: &SubnetArgs) -> Result<u8> {
 
 /// The umad port to walk from: `-d`/`-i` when given, else the first InfiniBand port,
 /// preferring an ACTIVE one. RoCE and iWARP ports have no subnet manager to ask.
-fn pick_port(args: &SubnetArgs) -> Result<UmadPort> {
+fn pick_port(ctx: &Ctx, args: &SubnetArgs) -> Result<UmadPort> {
     let all = umad::umad_ports().map_err(|source| Error::Io {
         path: "/sys/class/infiniband_mad".into(),
         source,
@@ -139,11 +139,14 @@ fn pick_port(args: &SubnetArgs) -> Result<UmadPort> {
             .map(|p| format!("{}/{}", p.device, p.port))
             .collect();
         return Err(match (&args.device, listed.is_empty()) {
-            (_, true) => Error::Failed(
-                "no umad devices in /sys/class/infiniband_mad: no InfiniBand port, or the \
-                 ib_umad module is not loaded (modprobe ib_umad)"
+            // No umad devices on a host whose RDMA ports are all RoCE or iWARP: ib_umad
+            // would change nothing, the notion does not apply.
+            (_, true) => Error::Failed(match ethernet_only(&ctx.sysfs) {
+                Some(ports) => not_infiniband(&ports),
+                None => "no umad devices in /sys/class/infiniband_mad: no InfiniBand port, or \
+                         the ib_umad module is not loaded (modprobe ib_umad)"
                     .into(),
-            ),
+            }),
             (Some(d), false) => Error::NoSuchDevice {
                 name: format!(
                     "{d}{}",
@@ -161,8 +164,76 @@ fn pick_port(args: &SubnetArgs) -> Result<UmadPort> {
     Ok((*first).clone())
 }
 
+/// The host's RDMA ports ("rxe0/1 (Ethernet)") when it has some and none is InfiniBand.
+fn ethernet_only(sysfs: &Path) -> Option<Vec<String>> {
+    let devices = crate::gather::sysfs::SysfsRoot::new(sysfs)
+        .link_layer_only()
+        .devices()
+        .ok()?;
+    let ports: Vec<(String, Option<String>)> = devices
+        .iter()
+        .flat_map(|d| {
+            d.ports.iter().map(|p| {
+                (
+                    format!("{}/{}", d.name, p.number),
+                    p.link_layer.as_ref().map(|l| l.to_string()),
+                )
+            })
+        })
+        .collect();
+    let ib = |l: &Option<String>| {
+        l.as_deref()
+            .map_or(true, |l| l.eq_ignore_ascii_case("infiniband"))
+    };
+    if ports.is_empty() || ports.iter().any(|(_, l)| ib(l)) {
+        return None;
+    }
+    Some(
+        ports
+            .into_iter()
+            .map(|(name, l)| format!("{name} ({})", l.unwrap_or_default()))
+            .collect(),
+    )
+}
+
+/// What `subnet` says on a host with RDMA ports and no InfiniBand among them.
+fn not_infiniband(ports: &[String]) -> String {
+    format!(
+        "no InfiniBand port here ({}): subnet management is an InfiniBand notion; for a RoCE \
+         or iWARP fabric use `rdmactl fabric` across the hosts, or `rdmactl pingpong` between two",
+        ports.join(", ")
+    )
+}
+
 fn is_ib(p: &UmadPort) -> bool {
     p.link_layer
         .as_deref()
         .map_or(true, |l| l.eq_ignore_ascii_case("infiniband"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fixture(name: &str) -> std::path::PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/sysfs")
+            .join(name)
+    }
+
+    /// A RoCE-only host without ib_umad: the notion does not apply, no modprobe advice.
+    #[test]
+    fn a_roce_only_host_is_told_subnet_management_is_infiniband() {
+        let ports = ethernet_only(&fixture("rxe-veth-basic")).expect("RoCE ports only");
+        assert!(ports.iter().any(|p| p.starts_with("rxe0/1 (")), "{ports:?}");
+        let text = not_infiniband(&ports);
+        assert!(
+            text.contains("subnet management is an InfiniBand notion"),
+            "{text}"
+        );
+        assert!(!text.contains("modprobe"), "{text}");
+        // With an InfiniBand port (or no device at all) ib_umad may be what is missing.
+        assert_eq!(ethernet_only(&fixture("ib-hca")), None);
+        assert_eq!(ethernet_only(&fixture("no-devices")), None);
+    }
 }

@@ -12,7 +12,7 @@ use crate::gather::net;
 use crate::gather::procfs;
 use crate::gather::sysfs::SysfsRoot;
 use crate::model::device::{GidEntry, LinkLayer};
-use crate::model::facts::{EndFacts, Facts, MemlockFacts, NetFacts, QpFacts};
+use crate::model::facts::{DeviceNodeFacts, EndFacts, Facts, MemlockFacts, NetFacts, QpFacts};
 use crate::model::failure::{Endpoint, Failure, Step};
 
 /// What the caller knows when a step fails; the rest is read here.
@@ -209,7 +209,12 @@ pub fn facts(sysfs: &Path, known: &Known, failure: &Failure) -> Facts {
             soft_roce: device.starts_with("rxe"),
             ..QpFacts::default()
         }),
-        device_node: None,
+        // A device that would not open (or register memory): its uverbs node, so the
+        // explanation names it (uverbs1, not "uverbsN") and says what was found there.
+        device_node: match (failure.step, live) {
+            (Step::Open | Step::Mr, true) => device_node_facts(sysfs, device),
+            _ => None,
+        },
         cm_source: None,
         port_holders: match (failure.step, &c.bind_addr) {
             (Step::Listen, Some(addr)) => addr
@@ -220,6 +225,21 @@ pub fn facts(sysfs: &Path, known: &Known, failure: &Failure) -> Facts {
         },
         evidence: Vec::new(),
     }
+}
+
+/// `device`'s uverbs node under /dev/infiniband: whether it exists and this process may
+/// open it read-write. None when sysfs maps no node to the device.
+pub fn device_node_facts(sysfs: &Path, device: &str) -> Option<DeviceNodeFacts> {
+    let node = SysfsRoot::new(sysfs).uverbs_map().remove(device)?;
+    let path = Path::new("/dev/infiniband").join(node);
+    let exists = path.exists();
+    Some(DeviceNodeFacts {
+        path: path.display().to_string(),
+        exists,
+        accessible: exists && crate::gather::verbs::sys::access_read_write(&path).is_ok(),
+        driver: None,
+        provider: None,
+    })
 }
 
 /// RLIMIT_MEMLOCK and CAP_IPC_LOCK of this process, and what a run of `needed` bytes pins.
@@ -287,6 +307,21 @@ fn is_subnet_broadcast(peer: IpAddr) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The uverbs node of the device that would not open, by its name: `uverbs1` for
+    /// rxe1, not "uverbsN".
+    #[test]
+    fn a_refused_device_names_its_uverbs_node() {
+        let sysfs =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sysfs/rxe-veth-basic");
+        let node = device_node_facts(&sysfs, "rxe1").expect("rxe1 has a uverbs node");
+        assert_eq!(node.path, "/dev/infiniband/uverbs1");
+        assert!(
+            node.exists || !node.accessible,
+            "a missing node is not accessible"
+        );
+        assert!(device_node_facts(&sysfs, "nosuch0").is_none());
+    }
 
     #[test]
     fn peers_resolve_from_addresses_scopes_and_names() {

@@ -173,7 +173,8 @@ pub enum Cause {
     /// Nothing happened before the deadline.
     Timeout {
         waited_ms: u64,
-        /// What was awaited (a CM event, a completion), when the step does not say.
+        /// What was awaited (a CM event, a completion), when the step does not say: a
+        /// bare noun phrase, as the text puts "no" before it ("no echo of a SEND").
         #[serde(skip_serializing_if = "Option::is_none")]
         waiting_for: Option<&'static str>,
     },

@@ -259,6 +259,9 @@ pub struct CmSelftestReport {
     pub gid_index: Option<u8>,
     pub size: u32,
     pub steps: Vec<CmStepLine>,
+    /// The SIGINT (2) or SIGTERM (15) that stopped the test; the exit status is 128 + it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub signal: Option<i32>,
     pub ok: bool,
 }
 

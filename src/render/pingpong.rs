@@ -189,7 +189,16 @@ pub fn ops(ops: &OpResults) -> String {
             o.iters, o.seconds, o.usec_per_iter, o.msgs_per_sec
         ));
         match &o.latency_usec {
-            Some(l) => out.push_str(&format!("; latency usec {}\n", latency(l))),
+            // What a sample is, beside the figures: perftest's are not the same measure.
+            Some(l) => out.push_str(&format!(
+                "; latency usec ({}) {}\n",
+                if name == "send" {
+                    "round trip: 2 × ib_send_lat's one-way"
+                } else {
+                    "post to completion"
+                },
+                latency(l)
+            )),
             // Say why there is no latency, so nobody reads usec/iter as one.
             None if o.window > 1 => out.push_str(&format!(
                 "; {} in flight: bandwidth, not latency (--lat measures it)\n",
@@ -357,12 +366,19 @@ mod tests {
         let windowed = op_result(500, 500 * 4096, Duration::from_millis(90), 32, lat);
         let one = op_result(500, 500 * 4096, Duration::from_millis(90), 1, lat);
         let mut results = OpResults::default();
-        results.insert("send", one);
+        results.insert("send", one.clone());
         results.insert("write", windowed);
         let text = ops(&results);
         assert!(
-            text.contains("send  500 iters in 0.09 seconds = 180.00 usec/iter, 5556 msg/sec; latency usec min 3999."),
+            text.contains("send  500 iters in 0.09 seconds = 180.00 usec/iter, 5556 msg/sec; latency usec (round trip: 2 × ib_send_lat's one-way) min 3999."),
             "{text}"
+        );
+        let mut lat = OpResults::default();
+        lat.insert("write", one);
+        assert!(
+            ops(&lat).contains("5556 msg/sec; latency usec (post to completion) min 3999."),
+            "{}",
+            ops(&lat)
         );
         assert!(text.contains("p99.9 4001.79, max 4001.79"), "{text}");
         assert!(

@@ -15,6 +15,8 @@ pub struct SelftestView<'a> {
     pub size: u32,
     pub steps: &'a [StepLine],
     pub counters: Option<&'a RunCounters>,
+    /// The SIGINT or SIGTERM that stopped the test.
+    pub signal: Option<i32>,
     pub ok: bool,
 }
 
@@ -34,9 +36,15 @@ pub fn verbs(r: &SelftestView, style: Style) -> String {
     for s in r.steps {
         let status = if s.ok { "ok  " } else { "FAIL" };
         let ms = s.elapsed_us / 1000.0;
+        // A failed step has no detail of its own: its failure line says what went wrong
+        // ("open device failed (rxe0): EACCES"), above the explanation.
+        let detail = match &s.failure {
+            Some(x) if s.detail.is_empty() => x.message.as_str(),
+            _ => s.detail.as_str(),
+        };
         out.push_str(&format!(
-            "  {status} {ms:>9.3} ms  {:<16} {}\n",
-            s.step, s.detail
+            "  {status} {ms:>9.3} ms  {:<16} {detail}\n",
+            s.step
         ));
         if let Some(x) = &s.failure {
             out.push_str(&crate::render::diagnostic::body(&x.explanation, "       "));
@@ -45,7 +53,11 @@ pub fn verbs(r: &SelftestView, style: Style) -> String {
     if let Some(c) = r.counters {
         out.push_str(&crate::render::pingpong::counters(c, style));
     }
-    out.push_str(verdict(r.ok));
+    out.push_str(&verdict(
+        r.ok,
+        r.signal,
+        r.steps.iter().filter(|s| s.ok).count(),
+    ));
     out
 }
 
@@ -83,19 +95,125 @@ pub fn cm(r: &CmSelftestReport) -> String {
             out.push_str(&crate::render::diagnostic::body(&f.explanation, "       "));
         }
     }
-    out.push_str(verdict(r.ok));
+    out.push_str(&verdict(
+        r.ok,
+        r.signal,
+        r.steps.iter().filter(|s| s.ok).count(),
+    ));
     out
 }
 
-fn verdict(ok: bool) -> &'static str {
-    if ok {
-        "all steps passed\n"
-    } else {
-        "FAILED\n"
+/// The last line: a signal is named (never "all steps passed", never a bare "FAILED"), with
+/// how far the test got.
+fn verdict(ok: bool, signal: Option<i32>, passed: usize) -> String {
+    let name = signal.map(crate::model::failure::signal_name);
+    match name {
+        Some(name) => format!(
+            "interrupted by {name} ({}) after {passed} step{} passed; the steps above are all that ran\n",
+            if name == "SIGINT" {
+                "Ctrl-C"
+            } else {
+                "kill, or a job scheduler"
+            },
+            if passed == 1 { "" } else { "s" }
+        ),
+        None if ok => "all steps passed\n".to_string(),
+        None => "FAILED\n".to_string(),
     }
+}
+
+/// A signal caught after the report was made: the test ran to its end, then was stopped.
+pub fn interrupted_late(signal: i32) -> String {
+    format!(
+        "rdmactl: interrupted by {} after the report above was made\n",
+        crate::model::failure::signal_name(signal)
+    )
 }
 
 /// What `-g auto` chose for each device (each choice's own text), as notes on stderr.
 pub fn gid_choices(choices: &[String]) -> String {
     choices.iter().map(|c| format!("rdmactl: {c}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn step(step: &'static str, ok: bool) -> StepLine {
+        StepLine {
+            step,
+            ok,
+            elapsed_us: 10.0,
+            detail: String::new(),
+            failure: None,
+        }
+    }
+
+    fn view(steps: &[StepLine], signal: Option<i32>, ok: bool) -> String {
+        verbs(
+            &SelftestView {
+                device: Some("rxe0"),
+                peer_device: Some("rxe0"),
+                port: 1,
+                gid_index: Some(1),
+                size: 4096,
+                steps,
+                counters: None,
+                signal,
+                ok,
+            },
+            Style::plain(),
+        )
+    }
+
+    /// Ctrl-C: the steps that ran, and the signal named; never "all steps passed", never
+    /// a bare "FAILED".
+    #[test]
+    fn an_interrupted_test_names_the_signal() {
+        let steps = [step("open", true), step("pd", true)];
+        let text = view(&steps, Some(libc::SIGINT), false);
+        assert!(text.contains("  ok "), "{text}");
+        assert!(
+            text.ends_with("interrupted by SIGINT (Ctrl-C) after 2 steps passed; the steps above are all that ran\n"),
+            "{text}"
+        );
+        assert!(!text.contains("all steps passed") && !text.contains("FAILED"));
+        let text = view(&steps[..1], Some(libc::SIGTERM), false);
+        assert!(
+            text.ends_with("interrupted by SIGTERM (kill, or a job scheduler) after 1 step passed; the steps above are all that ran\n"),
+            "{text}"
+        );
+        let text = view(&[], Some(libc::SIGINT), false);
+        assert!(text.contains("after 0 steps passed"), "{text}");
+    }
+
+    /// A failed step's line says what failed, not nothing.
+    #[test]
+    fn a_failed_step_shows_its_failure_line() {
+        use crate::model::diagnostic::{Explanation, FailureReport};
+        use crate::model::failure::{Cause, Failure, FailureContext, Step};
+        let f = Failure::new(
+            Step::Open,
+            Cause::errno(libc::EACCES),
+            FailureContext {
+                device: "rxe0".into(),
+                ..FailureContext::default()
+            },
+        );
+        let mut open = step("open", false);
+        open.failure = Some(FailureReport::new(
+            &f,
+            Explanation::new("device-access", "why", "fix"),
+        ));
+        let text = view(&[open], None, false);
+        let line = text.lines().nth(1).unwrap();
+        assert!(line.ends_with(&f.to_string()), "{text}");
+        assert!(line.contains("EACCES"), "{text}");
+    }
+
+    #[test]
+    fn without_a_signal_the_verdict_is_the_steps() {
+        assert!(view(&[step("open", true)], None, true).ends_with("\nall steps passed\n"));
+        assert!(view(&[step("open", false)], None, false).ends_with("\nFAILED\n"));
+    }
 }

@@ -27,6 +27,8 @@ pub struct Meter {
     total: LatencyRecorder,
     /// Since the last progress line.
     recent: LatencyRecorder,
+    /// Operations done and bytes moved when the loop stopped early (a failure, a signal).
+    reached: Option<(u64, u64)>,
 }
 
 impl Meter {
@@ -59,6 +61,7 @@ impl Meter {
             last_print: (now, 0),
             total,
             recent,
+            reached: None,
         }
     }
 
@@ -120,6 +123,17 @@ impl Meter {
         crate::render::pingpong::progress(self.name, done, total_secs, secs, rate, latency.as_ref())
     }
 
+    /// The loop stopped before its end, with `done` operations that moved `bytes`: kept
+    /// for [`Meter::partial`].
+    pub fn stopped_at(&mut self, done: u64, bytes: u64) {
+        self.reached = Some((done, bytes));
+    }
+
+    /// The figures of a loop that stopped early (see [`Meter::stopped_at`]), if it did.
+    pub fn partial(&self) -> Option<OpResult> {
+        self.reached.map(|(done, bytes)| self.finish(done, bytes))
+    }
+
     /// The figures of `done` operations that moved `bytes`; stops the clock.
     pub fn finish(&self, done: u64, bytes: u64) -> OpResult {
         let elapsed = self.start.elapsed();
@@ -140,6 +154,20 @@ mod tests {
         m.record(1000);
         let r = m.finish(3, 3 * 64);
         assert_eq!((r.iters, r.bytes, r.window), (3, 192, 1));
+        assert!(r.latency_usec.is_some());
+    }
+
+    /// A loop stopped early (Ctrl-C) keeps what it measured up to there.
+    #[test]
+    fn a_loop_stopped_early_keeps_its_figures() {
+        let mut m = Meter::start("send", Some(1_000_000), None, None, 1);
+        assert!(m.partial().is_none(), "nothing stopped yet");
+        for _ in 0..5 {
+            m.record(1000);
+        }
+        m.stopped_at(5, 5 * 2 * 64);
+        let r = m.partial().expect("stopped early");
+        assert_eq!((r.iters, r.bytes, r.window), (5, 640, 1));
         assert!(r.latency_usec.is_some());
     }
 

@@ -1,6 +1,6 @@
 //! ibv_rc_pingpong's exchange: a stock client or server at the other end.
 
-use super::loops::pingpong_loop;
+use super::loops::{keep_partial, pingpong_loop};
 use super::plan::{counted_meter, Plan};
 use super::report::PingpongReport;
 use super::side::Side;
@@ -54,7 +54,8 @@ pub(super) fn stock_server(
     let watch =
         crate::traffic::counters::CounterWatch::start(&ctx.sysfs, side.ctx.name(), side.port);
     let mut meter = counted_meter("send", plan, 1);
-    let r = pingpong_loop(side, true, &mut meter, false, plan, None)?;
+    let r = pingpong_loop(side, true, &mut meter, false, plan, None);
+    let r = keep_partial(&mut report.ops, "send", &meter, r)?;
     let iters = r.iters;
     report.ops.insert("send", r);
     // A stock peer sends no counters: this end's alone.
@@ -143,7 +144,8 @@ pub(super) fn serve_rc_pingpong(
     })?;
     conn.read_done()?;
     let mut meter = counted_meter("send", plan, 1);
-    let r = pingpong_loop(side, false, &mut meter, false, plan, None)?;
+    let r = pingpong_loop(side, false, &mut meter, false, plan, None);
+    let r = keep_partial(&mut report.ops, "send", &meter, r)?;
     report.ops.insert("send", r);
     Ok(())
 }

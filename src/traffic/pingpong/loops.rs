@@ -5,7 +5,7 @@ use super::plan::{Plan, LAST_MESSAGE, RX_DEPTH, WRID_RECV, WRID_SEND};
 use super::side::Side;
 use crate::gather::verbs::qp::{ticks, SendOp, Wc};
 use crate::model::failure::{Cause, Failure, Step};
-use crate::model::results::OpResult;
+use crate::model::results::{OpResult, OpResults};
 use crate::traffic::meter::Meter;
 use crate::wire::exchange::Conn;
 
@@ -44,15 +44,27 @@ pub(super) fn pingpong_loop(
         Some(t) => format!("after {scnt}/{t} sends and {rcnt}/{t} receives"),
         None => format!("after {scnt} sends and {rcnt} receives"),
     };
+    let size = u64::from(side.size);
+    let bytes = move |scnt: u64| size * scnt * 2;
     while total.map_or(true, |t| rcnt < t || scnt < t) {
-        let n = wait(side, &mut wc, plan, &mut conn)
-            .map_err(|f| with_progress(f, side, progress(scnt, rcnt, total)))?;
+        // Asked every iteration, not only when a wait goes idle: on hardware the next
+        // completion is always there within the wait's idle count, so a Ctrl-C would never
+        // be seen there (an atomic load, no system call).
+        if let Some(f) = crate::traffic::interrupted_wait() {
+            meter.stopped_at(scnt, bytes(scnt));
+            return Err(with_progress(f, side, progress(scnt, rcnt, total)));
+        }
+        let n = wait(side, &mut wc, plan, &mut conn).map_err(|f| {
+            meter.stopped_at(scnt, bytes(scnt));
+            with_progress(f, side, progress(scnt, rcnt, total))
+        })?;
         // Receives are reposted after the next SEND is posted, and the sample recorded
         // then too: the time between a completion and the next SEND is the round trip's
         // critical path, and RX_DEPTH receives leave ample room for one late repost.
         let mut reposts = 0u32;
         for w in &wc[..n] {
             if !w.ok() {
+                meter.stopped_at(scnt, bytes(scnt));
                 return Err(with_progress(
                     side.fail(Step::Completion, w.cause()),
                     side,
@@ -94,7 +106,7 @@ pub(super) fn pingpong_loop(
     if let Some(at) = last_send {
         meter.record(ticks().saturating_sub(at));
     }
-    Ok(meter.finish(scnt, u64::from(side.size) * scnt * 2))
+    Ok(meter.finish(scnt, bytes(scnt)))
 }
 
 /// The next completions: busy-polled, or asleep on the completion channel with -e.
@@ -124,17 +136,54 @@ pub(super) fn stopped(conn: &mut Option<&mut Conn>) -> Option<Failure> {
     Some(f)
 }
 
+/// What a loop measured before a signal stopped it (this end's, or the peer's it was told
+/// of) goes into the report under `name`, so a Ctrl-C still prints the figures; the
+/// failure is passed on.
+pub(super) fn keep_partial(
+    ops: &mut OpResults,
+    name: &str,
+    meter: &Meter,
+    res: Result<OpResult, Failure>,
+) -> Result<OpResult, Failure> {
+    if let Err(f) = &res {
+        if stopped_by_a_signal(f) {
+            if let Some(partial) = meter.partial() {
+                ops.insert(name, partial);
+            }
+        }
+    }
+    res
+}
+
+/// SIGINT or SIGTERM here, or the peer's notice that one stopped it.
+fn stopped_by_a_signal(f: &Failure) -> bool {
+    match &f.cause {
+        Cause::Interrupted { .. } => true,
+        Cause::PeerReported { notice } => notice.code == "interrupted",
+        _ => false,
+    }
+}
+
 pub(super) fn with_progress(mut f: Failure, side: &Side, progress: String) -> Failure {
-    if matches!(f.cause, Cause::Timeout { .. }) {
-        f.context.note = Some(format!(
-            "{progress}: the peer stopped answering (killed, or its link went down)"
-        ));
-    } else {
-        f.context.note = Some(progress);
+    if let Some(note) = progress_note(&f.cause, progress) {
+        f.context.note = Some(note);
     }
     f.context.device = side.ctx.name().to_string();
     f.context.port = side.port;
     f
+}
+
+/// How far this end got, as the note of its failure; none beside a peer's message, which
+/// carries its own "after ..." clause (a second one read as a repetition; this end's count
+/// is in its figures).
+fn progress_note(cause: &Cause, progress: String) -> Option<String> {
+    match cause {
+        Cause::PeerReported { .. } => None,
+        Cause::Timeout { .. } => Some(format!(
+            "{progress}: the peer stopped answering (killed, or its link went down)"
+        )),
+        _ => Some(progress),
+    }
 }
 
 /// A send queue the windowed loop drives: how a request is posted and how completions
@@ -171,6 +220,12 @@ pub(super) fn windowed_loop<Q: SendQueue>(
     let (mut posted, mut done) = (0u64, 0u64);
     let mut stop = false;
     loop {
+        // A window in flight always has a completion ready: the wait never goes idle long
+        // enough to ask for a Ctrl-C itself, so the loop asks.
+        if let Some(f) = crate::traffic::interrupted_wait() {
+            meter.stopped_at(done, bytes_each * done);
+            return Err(queue.stopped_after(f, done, posted, meter.limit()));
+        }
         while !stop && posted - done < u64::from(window) {
             if meter.done(posted) {
                 stop = true;
@@ -183,15 +238,19 @@ pub(super) fn windowed_loop<Q: SendQueue>(
         if done == posted {
             break;
         }
-        let n = queue
-            .wait(&mut wc)
-            .map_err(|f| queue.stopped_after(f, done, posted, meter.limit()))?;
+        let n = queue.wait(&mut wc).map_err(|f| {
+            meter.stopped_at(done, bytes_each * done);
+            queue.stopped_after(f, done, posted, meter.limit())
+        })?;
         let at = ticks();
         for c in &wc[..n] {
             let wr_id = match queue.completed(c) {
                 Ok(Some(wr_id)) => wr_id,
                 Ok(None) => continue,
-                Err(f) => return Err(queue.stopped_after(f, done, posted, meter.limit())),
+                Err(f) => {
+                    meter.stopped_at(done, bytes_each * done);
+                    return Err(queue.stopped_after(f, done, posted, meter.limit()));
+                }
             };
             if window == 1 {
                 meter.record(at.saturating_sub(posted_at[slot(wr_id)]));
@@ -239,5 +298,97 @@ impl SendQueue for QpQueue<'_> {
             None => format!("after {done} completions ({posted} posted)"),
         };
         with_progress(f, self.side, progress)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::failure::{FailureContext, PeerNotice};
+
+    fn stopped_meter() -> Meter {
+        let mut m = Meter::start("send", Some(10_000_000), None, None, 1);
+        m.record(2000);
+        m.stopped_at(25_000, 25_000 * 2 * 4096);
+        m
+    }
+
+    fn failed(cause: Cause) -> Result<OpResult, Failure> {
+        Err(Failure::new(Step::Poll, cause, FailureContext::default()))
+    }
+
+    fn notice(code: &str) -> PeerNotice {
+        PeerNotice {
+            role: "client".into(),
+            message: "poll CQ failed: interrupted by SIGINT".into(),
+            code: code.into(),
+            summary: "the run was stopped by SIGINT".into(),
+            evidence: Vec::new(),
+            fix: String::new(),
+        }
+    }
+
+    /// Ctrl-C: the iterations measured before it are in the report (`-j`: not `"ops":{}`).
+    #[test]
+    fn a_signal_keeps_what_was_measured() {
+        let mut ops = OpResults::default();
+        let res = keep_partial(
+            &mut ops,
+            "send",
+            &stopped_meter(),
+            failed(Cause::Interrupted {
+                signal: libc::SIGINT,
+            }),
+        );
+        assert!(res.is_err(), "the failure is passed on");
+        let send = ops.send.clone().expect("the partial figures");
+        assert_eq!((send.iters, send.bytes), (25_000, 25_000 * 2 * 4096));
+        let json = serde_json::to_string(&ops).unwrap();
+        assert!(json.contains(r#""send":{"iters":25000,"#), "{json}");
+    }
+
+    /// The server told by its client that a Ctrl-C stopped it keeps its own figures too.
+    #[test]
+    fn the_peers_signal_keeps_them_too() {
+        let mut ops = OpResults::default();
+        let cause = Cause::PeerReported {
+            notice: Box::new(notice("interrupted")),
+        };
+        let _ = keep_partial(&mut ops, "write", &stopped_meter(), failed(cause));
+        assert_eq!(ops.write.map(|r| r.iters), Some(25_000));
+    }
+
+    /// The relay of a peer's failure says "after ..." once: the peer's clause, not this
+    /// end's beside it.
+    #[test]
+    fn a_relayed_failure_has_one_after_clause() {
+        let relayed = Cause::PeerReported {
+            notice: Box::new(notice("interrupted")),
+        };
+        assert_eq!(progress_note(&relayed, "after 5 sends".into()), None);
+        let here = Cause::Interrupted {
+            signal: libc::SIGINT,
+        };
+        assert_eq!(
+            progress_note(&here, "after 5 sends".into()).as_deref(),
+            Some("after 5 sends")
+        );
+    }
+
+    /// A fault is not a measurement: its report stays without figures, as before.
+    #[test]
+    fn a_fault_keeps_none() {
+        let mut ops = OpResults::default();
+        let _ = keep_partial(
+            &mut ops,
+            "send",
+            &stopped_meter(),
+            failed(Cause::PeerClosed),
+        );
+        let cause = Cause::PeerReported {
+            notice: Box::new(notice("no-completion")),
+        };
+        let _ = keep_partial(&mut ops, "send", &stopped_meter(), failed(cause));
+        assert!(ops.iter().next().is_none());
     }
 }

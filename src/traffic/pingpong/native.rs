@@ -3,14 +3,14 @@
 
 use std::time::Duration;
 
-use super::loops::{pingpong_loop, windowed_loop, QpQueue};
+use super::loops::{keep_partial, pingpong_loop, windowed_loop, QpQueue};
 use super::plan::{Length, Plan, WINDOW};
 use super::report::PingpongReport;
 use super::side::Side;
 use crate::ctx::Ctx;
 use crate::gather::verbs::qp::{RtrParams, SendOp};
 use crate::model::failure::{Cause, Endpoint, Failure, Step};
-use crate::model::results::OpResult;
+use crate::model::results::OpResults;
 use crate::traffic::meter::Meter;
 use crate::wire::exchange::{self as oob, Conn, NativeMsg};
 
@@ -64,7 +64,8 @@ pub(super) fn native_run(
         let deadline = length.duration.filter(|_| is_client);
         let mut meter = Meter::start("send", limit, deadline, plan.progress, 1);
         let marked_end = limit.is_none();
-        let res = pingpong_loop(side, is_client, &mut meter, marked_end, plan, Some(conn))?;
+        let res = pingpong_loop(side, is_client, &mut meter, marked_end, plan, Some(conn));
+        let res = keep_partial(&mut report.ops, "send", &meter, res)?;
         report.ops.insert("send", res);
         conn.sync(2)?;
     }
@@ -80,8 +81,7 @@ pub(super) fn native_run(
             let me_first = initiator_is_client == is_client;
             let t = tag + if initiator_is_client { 0 } else { 5 };
             if me_first {
-                let res = rdma_initiator(side, conn, name, r, plan, length, t)?;
-                report.ops.insert(name, res);
+                rdma_initiator(side, conn, name, r, plan, length, t, &mut report.ops)?;
             } else {
                 rdma_target(side, conn, name, r.qpn, t, passive)?;
             }
@@ -113,6 +113,9 @@ pub(super) fn pattern(op: &str, qpn: u32, len: usize) -> Vec<u8> {
     unit.bytes().cycle().take(len).collect()
 }
 
+/// This end's turn of `name` (WRITE or READ), its figures into `ops` (those measured
+/// before a signal too).
+#[allow(clippy::too_many_arguments)]
 pub(super) fn rdma_initiator(
     side: &mut Side,
     conn: &mut Conn,
@@ -121,7 +124,8 @@ pub(super) fn rdma_initiator(
     plan: &Plan,
     length: Length,
     tag: u8,
-) -> std::result::Result<OpResult, Failure> {
+    ops: &mut OpResults,
+) -> std::result::Result<(), Failure> {
     let size = side.size as usize;
     let is_write = name == "write";
     if is_write {
@@ -166,7 +170,8 @@ pub(super) fn rdma_initiator(
         plan,
         conn: Some(&mut *conn),
     };
-    let mut res = windowed_loop(&mut queue, &mut meter, window, bytes_each)?;
+    let res = windowed_loop(&mut queue, &mut meter, window, bytes_each);
+    let mut res = keep_partial(ops, name, &meter, res)?;
     if !is_write {
         let want = pattern("read", remote.qpn, size);
         if side.mr.read(0, size) != want {
@@ -184,7 +189,8 @@ pub(super) fn rdma_initiator(
         res.verified = Some("the peer checks what was written".into());
     }
     conn.sync(tag + 1)?;
-    Ok(res)
+    ops.insert(name, res);
+    Ok(())
 }
 
 pub(super) fn rdma_target(

@@ -101,6 +101,16 @@ pub(super) fn setup_error(f: Failure, avail: Vec<String>) -> Error {
     }
 }
 
+/// A device that would not open: a missing device or stack is an error naming what
+/// exists; one that refused (EACCES on its uverbs node, ...) is a failed step, explained
+/// as selftest and doctor explain it, not one bare line.
+fn open_refused(f: Failure, avail: Vec<String>) -> Setup {
+    match setup_verdict(&f, !avail.is_empty()) {
+        SetupVerdict::Other => Setup::Failure(f),
+        _ => Setup::Error(setup_error(f, avail)),
+    }
+}
+
 /// Opens the device and builds the QP. With `-g auto` a client chooses its GID here (it
 /// knows the server's address); a server leaves `gid` empty until a client connects.
 pub(super) fn open_side(
@@ -111,7 +121,7 @@ pub(super) fn open_side(
     peer: Option<IpAddr>,
     report: &mut PingpongReport,
 ) -> std::result::Result<Side, Setup> {
-    let vctx = Context::open(Some(device)).map_err(|(f, avail)| setup_error(f, avail))?;
+    let vctx = Context::open(Some(device)).map_err(|(f, avail)| open_refused(f, avail))?;
     report.device = vctx.name().to_string();
     let port = args.port;
     let port_info = vctx
@@ -272,4 +282,36 @@ pub(super) fn choose_for_client(
     report.gid_selection = Some(choice);
     report.local = Some(side.endpoint());
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn open_failed(errno: i32) -> Failure {
+        Failure::new(
+            Step::Open,
+            Cause::errno(errno),
+            FailureContext {
+                device: "rxe0".into(),
+                ..FailureContext::default()
+            },
+        )
+    }
+
+    /// EACCES on the uverbs node is a failed step, explained (why, seen, fix), not one
+    /// bare "open device failed (rxe0): EACCES" line; a missing device stays an error
+    /// naming what exists.
+    #[test]
+    fn a_refused_open_is_explained_a_missing_device_listed() {
+        let avail = vec!["rxe0".to_string()];
+        assert!(matches!(
+            open_refused(open_failed(libc::EACCES), avail.clone()),
+            Setup::Failure(_)
+        ));
+        assert!(matches!(
+            open_refused(open_failed(libc::ENODEV), avail),
+            Setup::Error(Error::NoSuchDevice { .. })
+        ));
+    }
 }

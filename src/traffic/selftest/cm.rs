@@ -101,6 +101,7 @@ pub fn run(ctx: &Ctx, args: &SelftestArgs) -> Result<CmSelftestReport> {
         gid_index: None,
         size,
         steps: Vec::new(),
+        signal: None,
         ok: false,
     };
     let steps = Steps::default();
@@ -130,7 +131,9 @@ pub fn run(ctx: &Ctx, args: &SelftestArgs) -> Result<CmSelftestReport> {
         (_, Err(e)) => Some(no_address(&steps, "client", e)?),
     };
     report.steps = steps.take();
-    report.ok = failure.is_none() && report.steps.iter().all(|s| s.ok);
+    // A signal caught during the loopback stops it; the report names it.
+    report.signal = crate::interrupt::caught();
+    report.ok = failure.is_none() && report.steps.iter().all(|s| s.ok) && report.signal.is_none();
     if let Some(e) = failure.as_ref().filter(|e| e.is_missing_stack()) {
         return Err(e.clone().into());
     }
@@ -276,7 +279,7 @@ pub(crate) fn run_selftest(
                 Some(listen_addr),
                 Cause::Timeout {
                     waited_ms: (timeout + SERVER_GRACE).as_millis() as u64,
-                    waiting_for: Some("the server to see the disconnect"),
+                    waiting_for: Some("disconnect seen by the server"),
                 },
             );
             steps.failed("server", "disconnect", plain_report(&e), timeout);
@@ -305,6 +308,7 @@ mod tests {
             client_address: "192.168.77.1".parse().ok(),
             gid_index: None,
             size: 4096,
+            signal: None,
             steps: vec![
                 CmStepLine {
                     side: "server",

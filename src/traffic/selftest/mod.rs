@@ -106,7 +106,9 @@ pub fn run(ctx: &Ctx, args: &SelftestArgs) -> Result<SelftestReport> {
         messages: 0,
         flushed: false,
     };
-    // A first Ctrl-C ends the test at its next wait, with the steps so far.
+    // A first Ctrl-C ends the test at its next wait or step, with the steps so far
+    // (`cmd::selftest` starts catching before the lookups above; this keeps the engine
+    // safe to call on its own).
     crate::interrupt::catch();
     let watches: Vec<crate::traffic::counters::CounterWatch> = {
         let mut distinct = vec![resolved[0].as_str()];
@@ -148,7 +150,10 @@ pub fn run(ctx: &Ctx, args: &SelftestArgs) -> Result<SelftestReport> {
         }
         return Err(err);
     }
-    let ok = t.steps.iter().all(|s| s.ok) && !t.stopped;
+    // Asked last: a signal caught anywhere in the run (between waits, in a step that
+    // failed for another reason, after the last step) stops it; the report names it.
+    let signal = crate::interrupt::caught();
+    let ok = t.steps.iter().all(|s| s.ok) && !t.stopped && signal.is_none();
     Ok(SelftestReport {
         mode: "verbs",
         device,
@@ -159,6 +164,7 @@ pub fn run(ctx: &Ctx, args: &SelftestArgs) -> Result<SelftestReport> {
         size: args.size,
         steps: std::mem::take(&mut t.steps),
         counters,
+        signal,
         ok,
     })
 }
@@ -189,7 +195,10 @@ type StepResult = std::result::Result<String, Failure>;
 
 impl Tester {
     fn step(&mut self, name: &'static str, f: impl FnOnce(&mut Tester) -> StepResult) {
-        if self.stopped {
+        // A signal caught between two steps (or in one that had no wait to notice it)
+        // ends the test before the next one.
+        if self.stopped || crate::interrupt::caught().is_some() {
+            self.stopped = true;
             return;
         }
         let start = Instant::now();

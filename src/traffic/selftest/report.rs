@@ -25,6 +25,9 @@ pub struct SelftestReport {
     /// when it is another one).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub counters: Option<crate::model::results::RunCounters>,
+    /// The SIGINT (2) or SIGTERM (15) that stopped the test; the exit status is 128 + it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub signal: Option<i32>,
     pub ok: bool,
 }
 
@@ -39,6 +42,7 @@ impl SelftestReport {
             size: self.size,
             steps: &self.steps,
             counters: self.counters.as_ref(),
+            signal: self.signal,
             ok: self.ok,
         }
     }
@@ -100,6 +104,8 @@ mod tests {
                 },
             ],
             counters: None,
+            // Stopped by a Ctrl-C as well: `signal` is documented too.
+            signal: Some(libc::SIGINT),
             ok: false,
         };
         let json = serde_json::to_value(&report).unwrap();
@@ -108,6 +114,7 @@ mod tests {
         assert!(serde_json::to_string(&report)
             .unwrap()
             .contains(r#""elapsed_us":1022.05,"#));
+        assert!(json["signal"] == 2, "{json}");
         assert!(
             crate::render::selftest::verbs(&report.view(), crate::output::Style::plain())
                 .starts_with("selftest rxe0 <-> rxe1 port 1 GID index 1")

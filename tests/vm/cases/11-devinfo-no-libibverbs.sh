@@ -72,6 +72,20 @@ if [[ -c $node ]] && command -v setpriv >/dev/null; then
         device=rxe0 available=false 'reason=cannot open rxe0: ibv_open_device failed with EACCES.*not accessible to this user.*'
     json_has "rxe1 still has its verbs fields" "$RESULTS/eacces-devices-v.json" \
         device=rxe1 available=true 'max_qp=[1-9][0-9]*'
+    # pingpong and selftest on the node they may not open: explained (why, seen, fix) with
+    # the node's own name, not one bare "open device failed (rxe0): EACCES" (issue 26).
+    expect_rc 1 "$node 0600, as nobody: pingpong -d rxe0 fails with 1" \
+        asnobody "$RDMACTL" pingpong -d rxe0 -g 1 -p 18999 192.168.77.2
+    expect_out "pingpong: the open failure is explained with the node's name" \
+        "why: +$node cannot be opened read-write" cat "$LAST_OUT"
+    expect_out "pingpong: ... and what was seen there" "seen: +$node: access denied" cat "$LAST_OUT"
+    expect_no_out "pingpong: no placeholder node name" 'uverbsN' cat "$LAST_OUT"
+    expect_rc 1 "$node 0600, as nobody: selftest -d rxe0 fails with 1" \
+        asnobody "$RDMACTL" selftest -d rxe0 -g 1
+    expect_out "selftest: the open line says what failed" \
+        '^  FAIL +[0-9.]+ ms  open +open device failed \(rxe0.*EACCES' cat "$LAST_OUT"
+    expect_out "selftest: the explanation names the node" "$node cannot be opened read-write" cat "$LAST_OUT"
+    expect_no_out "selftest: no placeholder node name" 'uverbsN' cat "$LAST_OUT"
     chmod "$mode" "$node"
 else
     echo "  (no uverbs node for rxe0 or no setpriv: EACCES part not run)"

@@ -1,4 +1,5 @@
 # shellcheck shell=bash
+# vm-timeout: 300
 # rdmactl selftest: two QPs in one process on rxe0, and one QP on each of rxe0 and rxe1.
 
 steps='["open","pd","mr","cq","qp create","init","rtr","rts","post recv","send","rdma write","rdma read","atomic cas","zero-byte send","poll","unsignaled","events","solicited","inline","pkey","flush","threads","shared qp","fetch-add","srq"]'
@@ -29,3 +30,45 @@ check "selftest -g auto exits 0 with every step passed" test "$LAST_RC" -eq 0 -a
 # Without -d the first device libibverbs lists (rxe0), as ibv_rc_pingpong picks it.
 expect_rc 0 "selftest without -d (the first device) exits 0" "$RDMACTL" selftest -g 1
 expect_out "selftest without -d ran on rxe0" 'rxe0' cat "$LAST_OUT"
+
+# ---- Ctrl-C (issue 26, contract 11): at any moment of the run, exit 130 (143 for SIGTERM)
+# with the steps that ran and the signal named: never "all steps passed" with 0, never
+# silent, never a bare FAILED. The signal lands in different steps at each delay.
+landed=0
+for delay in 0.3 0.7 1.1 1.6 2.2; do
+    bg_start "int-$delay" "$RDMACTL" selftest -d rxe0 -g 1
+    pid=$BG_PID
+    sleep "$delay"
+    if ! kill -INT "$pid" 2>/dev/null; then
+        # It finished first: a run that was not interrupted, which must have passed.
+        wait "$pid"
+        check "selftest SIGINT at ${delay}s: the run ended before it, and passed" test $? -eq 0
+        continue
+    fi
+    landed=$((landed + 1))
+    wait_pid_timeout "$pid" 30
+    rc=$?
+    out="$RESULTS/int-$delay.out"
+    # A run the signal reached at its very end may still have passed every step: the
+    # verdict names the signal either way.
+    check "selftest SIGINT at ${delay}s: exit 130 (got $rc)" test "$rc" -eq 130
+    expect_out "selftest SIGINT at ${delay}s: the header, then what ran (not silent)" \
+        '^selftest rxe0 <-> rxe0 port 1 GID index 1' cat "$out"
+    expect_out "selftest SIGINT at ${delay}s: the last line names the signal and the steps" \
+        '^interrupted by SIGINT \(Ctrl-C\) after [0-9]+ steps? passed; the steps above are all that ran$' \
+        tail -n 1 "$out"
+    expect_no_out "selftest SIGINT at ${delay}s: no 'all steps passed', no bare FAILED" \
+        '^all steps passed$|^FAILED$' cat "$out"
+done
+check "selftest SIGINT: the signal landed in at least 3 runs ($landed)" test "$landed" -ge 3
+
+bg_start int-term "$RDMACTL" -j selftest -d rxe0 -d rxe1 -g 1
+pid=$BG_PID
+sleep 0.8
+kill -TERM "$pid"
+wait_pid_timeout "$pid" 30
+rc=$?
+check "selftest -j SIGTERM: exit 143 (got $rc)" test "$rc" -eq 143
+check "selftest -j SIGTERM: signal 15, not ok, the steps that ran in order" \
+    jq -e --argjson want "$steps" '.signal == 15 and (.ok | not) and (.steps | length) >= 1
+        and [.steps[].step] == $want[:(.steps | length)]' "$RESULTS/int-term.out"

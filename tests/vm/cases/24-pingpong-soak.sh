@@ -72,8 +72,41 @@ wait_pid_timeout "$cli" 20
 crc=$?
 wait_pid_timeout "$srv" 20 >/dev/null
 check "-n 10^9: SIGINT stops the client with 130 (got $crc)" test "$crc" = 130
+# Issue 26, contract 12: what was measured before the signal is reported, not "ops":{}.
+check "-n 10^9: the client's -j report has the SENDs measured before SIGINT" \
+    jqf '(.ok | not) and .ops.send.iters > 0 and .ops.send.bytes > 0 and .ops.send.latency_usec.p50 > 0
+         and .failure.cause.kind == "interrupted" and .failure.cause.signal == 2' "$RESULTS/huge-client.out"
+expect_out "-n 10^9: the server prints the SENDs it answered before the client's SIGINT" \
+    '^send +[0-9]+ iters in [0-9.]+ seconds' cat "$RESULTS/huge-server.out"
+expect_out "-n 10^9: the server relays the client's SIGINT" \
+    'the client failed: .*interrupted by SIGINT; after [0-9]+/1000000000 sends' cat "$RESULTS/huge-server.out"
+expect_no_out "-n 10^9: the relay says 'after ...' once, not the server's count beside the client's" \
+    'the client failed: .*after [0-9]+/1000000000 sends.*; after [0-9]+/1000000000 sends' \
+    cat "$RESULTS/huge-server.out"
 expect_no_out "-n 10^9: no allocation failure on either end" 'memory allocation|panicked' \
     cat "$RESULTS/huge-client.err" "$RESULTS/huge-server.out"
+
+# ---- The same in text, on WRITE: the client's figures on stdout, the signal on stderr.
+next_port
+bg_server int-server "$RDMACTL" pingpong -d rxe0 -g 1 -p "$port" --op write -n 1000000000
+srv=$BG_PID
+wait_listen "$port" 15
+bg_start int-client "$RDMACTL" pingpong -d rxe1 -g 1 -p "$port" --op write -n 1000000000 \
+    --interval 1 "$SERVER_IP"
+cli=$BG_PID
+check "text SIGINT: the WRITE client runs (a progress line)" \
+    wait_line "$RESULTS/int-client.err" '^rdmactl: write [0-9]+ iters' 30 "$cli"
+kill -INT "$cli"
+wait_pid_timeout "$cli" 20
+crc=$?
+wait_pid_timeout "$srv" 20 >/dev/null
+check "text SIGINT: the client exits 130 (got $crc)" test "$crc" = 130
+expect_out "text SIGINT: the client prints the WRITEs it measured" \
+    '^write [0-9]+ iters in [0-9.]+ seconds = [0-9.]+ usec/iter' cat "$RESULTS/int-client.out"
+expect_out "text SIGINT: the client names the signal" 'interrupted by SIGINT; after [0-9]+/1000000000 completions' \
+    cat "$RESULTS/int-client.err"
+expect_no_out "text SIGINT: the client says no 'ok' and blames no peer" '^ok$|killed|link went down' \
+    cat "$RESULTS/int-client.out" "$RESULTS/int-client.err"
 
 # ---- A server without -n/--duration/--lat follows the client: here -n 300 --lat, every op.
 # --lat: WRITE and READ one at a time, so they report latency percentiles.
@@ -157,8 +190,9 @@ next_port
 bg_server ev-server "$RDMACTL" pingpong -d rxe0 -g 1 -p "$port" -e --sl 3 --tclass 96 --op all
 srv=$BG_PID
 wait_listen "$port" 15
-expect_rc 0 "-e --sl 3 --tclass 96: the client exits 0" \
-    "$RDMACTL" -j pingpong -d rxe1 -g 1 -p "$port" -e --sl 3 --tclass 96 -n 200 --op all "$SERVER_IP"
+# The client writes the TOS byte in hex, as operators do (issue 26): the same class 96.
+expect_rc 0 "-e --sl 3 --tclass 0x60: the client exits 0" \
+    "$RDMACTL" -j pingpong -d rxe1 -g 1 -p "$port" -e --sl 3 --tclass 0x60 -n 200 --op all "$SERVER_IP"
 cp "$LAST_STDOUT" "$RESULTS/ev-client.json"
 wait_pid_timeout "$srv" 30
 check "-e: the server exits 0" test $? -eq 0

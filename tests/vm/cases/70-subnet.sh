@@ -1,12 +1,15 @@
 # rdmactl subnet on a RoCE host: there is no subnet to walk, and it says so. Without the
-# ib_umad module it names the module; with it, rxe's umad ports are Ethernet and the
-# message points at fabric. (The walk itself is tested on ibsim: tests/subnet_ibsim.rs.)
+# ib_umad module it says so from the ports' link layers (loading the module would change
+# nothing: issue 26); with it, rxe's umad ports are Ethernet and the message points at
+# fabric. (The walk itself is tested on ibsim: tests/subnet_ibsim.rs.)
 
 loaded_here=0
 if [ ! -d /sys/class/infiniband_mad ] || ! ls /sys/class/infiniband_mad | grep -q '^umad'; then
     expect_rc 1 "no umad device: subnet fails" "$RDMACTL" subnet
-    expect_out "no umad device: the fix loads ib_umad" 'no umad devices .*modprobe ib_umad' \
+    expect_out "no umad device on a RoCE-only host: subnet management is an InfiniBand notion" \
+        'no InfiniBand port here \(rxe0/1 \(Ethernet\), rxe1/1 \(Ethernet\)\): subnet management is an InfiniBand notion.*rdmactl fabric' \
         "$RDMACTL" subnet
+    expect_no_out "no umad device on a RoCE-only host: no modprobe ib_umad advice" 'modprobe' "$RDMACTL" subnet
     if modprobe ib_umad 2>/dev/null; then
         loaded_here=1
     else

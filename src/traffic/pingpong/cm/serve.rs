@@ -24,7 +24,7 @@ pub(crate) fn serve(
     served: &mut u64,
 ) -> std::result::Result<(), Failure> {
     const LOOK_AROUND: Duration = Duration::from_secs(1);
-    let waiting_for = "a SEND or a disconnect from the client";
+    let waiting_for = "SEND or disconnect from the client";
     let mut rping_read_next = true;
     let mut idle = Duration::ZERO;
     loop {
@@ -126,7 +126,7 @@ pub(super) fn rping_info(msg: &[u8]) -> Option<cm::RemoteBuffer> {
 /// go-ahead, so a RECV meanwhile breaks its protocol.
 pub(super) fn wait_for(ep: &mut CmEndpoint, wr_id: u64) -> std::result::Result<(), Failure> {
     loop {
-        match ep.wait(ep.timeout(), "the completion of our own work request")? {
+        match ep.wait(ep.timeout(), "completion of our own work request")? {
             Wake::Completion(c) if !c.is_recv && c.wr_id == wr_id => return Ok(()),
             Wake::Completion(c) if !c.is_recv => {}
             Wake::Completion(_) => {

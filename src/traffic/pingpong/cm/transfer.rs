@@ -39,11 +39,7 @@ pub(crate) fn run_op(
     } else {
         ep.window(op) as u32
     };
-    let waiting_for = match op {
-        CmOp::Send => "the echo of a SEND",
-        CmOp::Write => "an RDMA WRITE completion",
-        CmOp::Read => "an RDMA READ completion",
-    };
+    let waiting_for = awaited(op);
     // TSC ticks per sample, as the TCP exchange measures (no clock read per iteration).
     let mut meter = Meter::start(op.name(), Some(u64::from(iters)), None, None, window);
     let mut result = if op == CmOp::Send {
@@ -69,7 +65,7 @@ pub(crate) fn run_op(
         ),
         CmOp::Write => {
             ep.post(CmOp::Read, len, u64::from(iters))?;
-            ep.poll("the READ that checks the written data")?;
+            ep.poll("completion of the READ that checks the written data")?;
             peer_image.copy_from_slice(&sent);
             (
                 ep.region(Region::Rdma)[..len].to_vec(),
@@ -163,5 +159,46 @@ impl SendQueue for CmQueue<'_> {
     /// The endpoint's failures already say what was waited for.
     fn stopped_after(&self, f: Failure, _: u64, _: u64, _: Option<u64>) -> Failure {
         f
+    }
+}
+
+/// What a run of `op` waits for, as a timeout says it: "no echo of a SEND within 5.0 s".
+fn awaited(op: CmOp) -> &'static str {
+    match op {
+        CmOp::Send => "echo of a SEND",
+        CmOp::Write => "RDMA WRITE completion",
+        CmOp::Read => "RDMA READ completion",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::failure::Cause;
+
+    /// The timeout reads as English: "no echo of a SEND", not "no the echo of a SEND".
+    #[test]
+    fn a_timeout_names_what_it_waited_for() {
+        let timeout = |op| Cause::Timeout {
+            waited_ms: 5000,
+            waiting_for: Some(awaited(op)),
+        };
+        assert_eq!(
+            timeout(CmOp::Send).to_string(),
+            "no echo of a SEND within 5.0 s"
+        );
+        assert_eq!(
+            timeout(CmOp::Write).to_string(),
+            "no RDMA WRITE completion within 5.0 s"
+        );
+        for op in [CmOp::Send, CmOp::Write, CmOp::Read] {
+            let text = timeout(op).to_string();
+            assert!(
+                !text.starts_with("no the ")
+                    && !text.starts_with("no a ")
+                    && !text.starts_with("no an "),
+                "{text}"
+            );
+        }
     }
 }
