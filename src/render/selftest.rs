@@ -190,7 +190,8 @@ mod tests {
     /// A failed step's line says what failed, not nothing.
     #[test]
     fn a_failed_step_shows_its_failure_line() {
-        use crate::model::diagnostic::{Explanation, FailureReport};
+        use crate::model::codes;
+        use crate::model::diagnostic::{Diagnostic, FailureReport};
         use crate::model::failure::{Cause, Failure, FailureContext, Step};
         let f = Failure::new(
             Step::Open,
@@ -203,7 +204,7 @@ mod tests {
         let mut open = step("open", false);
         open.failure = Some(FailureReport::new(
             &f,
-            Explanation::new("device-access", "why", "fix"),
+            Diagnostic::explanation(codes::DEVICE_ACCESS, "why", "fix"),
         ));
         let text = view(&[open], None, false);
         let line = text.lines().nth(1).unwrap();

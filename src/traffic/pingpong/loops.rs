@@ -159,7 +159,7 @@ pub(super) fn keep_partial(
 fn stopped_by_a_signal(f: &Failure) -> bool {
     match &f.cause {
         Cause::Interrupted { .. } => true,
-        Cause::PeerReported { notice } => notice.code == "interrupted",
+        Cause::PeerReported { notice } => notice.code == crate::model::codes::INTERRUPTED,
         _ => false,
     }
 }
@@ -317,7 +317,7 @@ mod tests {
         Err(Failure::new(Step::Poll, cause, FailureContext::default()))
     }
 
-    fn notice(code: &str) -> PeerNotice {
+    fn notice(code: &'static str) -> PeerNotice {
         PeerNotice {
             role: "client".into(),
             message: "poll CQ failed: interrupted by SIGINT".into(),
