@@ -682,6 +682,51 @@ fn unsafe_only_in_verbs(tree: &Tree) -> Vec<String> {
         .collect()
 }
 
+/// Type names with more than one definition in production code: a name means one thing
+/// across the crate, so a reader who meets `Report` or `PortInfo` knows which one it is.
+/// Associated types (`type Target = str;` inside an impl) are not definitions of a name.
+fn type_names_defined_twice(tree: &Tree) -> Vec<String> {
+    let mut defined: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for (path, text) in tree {
+        let code = production_code(text);
+        for line in code.lines() {
+            let words: Vec<&str> = line
+                .split(|c: char| !is_ident(c))
+                .filter(|w| !w.is_empty())
+                .collect();
+            let item = words
+                .iter()
+                .position(|w| ["struct", "enum", "trait", "type"].contains(w));
+            let Some(at) = item else { continue };
+            // Only item definitions: what precedes the keyword is visibility, nothing else.
+            if !words[..at]
+                .iter()
+                .all(|w| ["pub", "crate", "super", "self", "in"].contains(w))
+            {
+                continue;
+            }
+            // An associated type is indented inside its impl or trait, and a type local to
+            // one function body (eight spaces or more) is that function's own; an inline
+            // `mod x { }` indents its items by four.
+            let indent = line.len() - line.trim_start().len();
+            if (indent > 0 && words[at] == "type") || indent >= 8 {
+                continue;
+            }
+            if let Some(name) = words.get(at + 1) {
+                defined
+                    .entry(name.to_string())
+                    .or_default()
+                    .push(path.clone());
+            }
+        }
+    }
+    defined
+        .into_iter()
+        .filter(|(_, paths)| paths.len() > 1)
+        .map(|(name, paths)| format!("{name} is defined in {}", paths.join(", ")))
+        .collect()
+}
+
 /// Circles among the files' imports (`cmd::a` → `cmd::b` → `cmd::a`), each as the chain of
 /// imports that comes back to its start. A module and its own parent or children do not
 /// count: a parent declares its children, and that is not an upward arrow.
@@ -803,6 +848,14 @@ fn unsafe_lives_only_in_gather_verbs() {
     assert_none(
         "unsafe outside src/gather/verbs/",
         unsafe_only_in_verbs(&real_tree()),
+    );
+}
+
+#[test]
+fn every_type_name_has_one_meaning() {
+    assert_none(
+        "a type name is defined twice",
+        type_names_defined_twice(&real_tree()),
     );
 }
 
@@ -970,6 +1023,7 @@ mod planted {
             gatherers_import_nothing_above_them(tree),
             unsafe_only_in_verbs(tree),
             import_circles(tree),
+            type_names_defined_twice(tree),
         ]
         .concat()
     }
@@ -1167,6 +1221,23 @@ mod planted {
                 "{text:?}"
             );
         }
+    }
+
+    #[test]
+    fn a_type_name_defined_twice_is_reported() {
+        let mut tree = with("render/check.rs", "pub struct Report {\n    x: u8,\n}\n");
+        tree.insert(
+            "render/subnet.rs".into(),
+            "pub(crate) enum Report { A }\nimpl Deref for X {\n    type Target = str;\n}\n".into(),
+        );
+        tree.insert(
+            "render/doctor.rs".into(),
+            "impl Deref for Y {\n    type Target = str;\n}\nfn f() {\n        struct Report;\n}\n#[cfg(test)]\nmod tests {\n    struct Report;\n}\n".into(),
+        );
+        assert_eq!(
+            type_names_defined_twice(&tree),
+            ["Report is defined in render/check.rs, render/subnet.rs"],
+        );
     }
 
     #[test]
