@@ -44,6 +44,7 @@ pub(super) fn pingpong_loop(
         Some(t) => format!("after {scnt}/{t} sends and {rcnt}/{t} receives"),
         None => format!("after {scnt} sends and {rcnt} receives"),
     };
+    let depth = u64::from(RX_DEPTH);
     let size = u64::from(side.size);
     let bytes = move |scnt: u64| size * scnt * 2;
     while total.map_or(true, |t| rcnt < t || scnt < t) {
@@ -58,10 +59,11 @@ pub(super) fn pingpong_loop(
             meter.stopped_at(scnt, bytes(scnt));
             with_progress(f, side, progress(scnt, rcnt, total))
         })?;
-        // Receives are reposted after the next SEND is posted, and the sample recorded
-        // then too: the time between a completion and the next SEND is the round trip's
-        // critical path, and RX_DEPTH receives leave ample room for one late repost.
-        let mut reposts = 0u32;
+        // Receives are reposted in a batch when one is left (as ibv_rc_pingpong does: each
+        // end has at most one message in flight toward it), after the next SEND is posted;
+        // the sample is recorded after the post too. The time between a completion and the
+        // next SEND is the round trip's critical path.
+        let mut repost = false;
         for w in &wc[..n] {
             if !w.ok() {
                 meter.stopped_at(scnt, bytes(scnt));
@@ -78,9 +80,7 @@ pub(super) fn pingpong_loop(
                     if marked_end && !is_client && side.mr.byte(target) == LAST_MESSAGE {
                         total = Some(rcnt);
                     }
-                    if total.map_or(true, |t| rcnt + u64::from(RX_DEPTH) <= t + 1) {
-                        reposts += 1;
-                    }
+                    repost |= side.recvs_posted.saturating_sub(rcnt) <= 1;
                 }
                 _ => {}
             }
@@ -99,8 +99,14 @@ pub(super) fn pingpong_loop(
                 last_send = Some(now);
             }
         }
-        for _ in 0..reposts {
-            side.qp.post_recv(&side.mr, target, side.size, WRID_RECV)?;
+        if repost {
+            // As many as fit the receive queue, and no more than messages can still come
+            // (`-n N` runs post N + 1 in all, as at set-up).
+            let wanted = total.map_or(rcnt + depth, |t| (t + 1).min(rcnt + depth));
+            while side.recvs_posted < wanted {
+                side.qp.post_recv(&side.mr, target, side.size, WRID_RECV)?;
+                side.recvs_posted += 1;
+            }
         }
     }
     if let Some(at) = last_send {

@@ -28,6 +28,9 @@ pub(super) struct Side {
     pub(super) psn: u32,
     pub(super) max_rd_atomic: u8,
     pub(super) size: u32,
+    /// Receives posted on the QP so far, set up and by the SEND ping-pong, which keeps
+    /// count to repost in batches (never past `max_recv_wr`).
+    pub(super) recvs_posted: u64,
 }
 
 impl Side {
@@ -217,7 +220,7 @@ pub(super) fn open_side(
         gid_index,
     )?;
     qp.to_init_pkey(plan.access, plan.pkey_index)?;
-    let side = Side {
+    let mut side = Side {
         qp,
         cq,
         mr,
@@ -229,6 +232,7 @@ pub(super) fn open_side(
         psn: random_psn(),
         max_rd_atomic,
         size: plan.size,
+        recvs_posted: 0,
     };
     // Receives go up before RTR, so the peer's first SEND always finds one.
     if plan.ops.send {
@@ -239,6 +243,7 @@ pub(super) fn open_side(
         for _ in 0..RX_DEPTH.min(wanted) {
             side.qp
                 .post_recv(&side.mr, side.target(), side.size, WRID_RECV)?;
+            side.recvs_posted += 1;
         }
     }
     Ok(side)
