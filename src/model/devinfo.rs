@@ -1,7 +1,6 @@
 //! The fields of `rdmactl devices -v`: every attribute `ibv_devinfo -v` prints, and the
 //! tables that decode its flag bits and enumerated values the same way.
 //!
-//!
 //! The JSON contract, so scripts written against ibv_devinfo carry over:
 //! - keys are ibv_devinfo's field names (`port_lid`, not `lid`);
 //! - a value ibv_devinfo prints in decimal is a JSON number; one it prints in hex is a
