@@ -568,7 +568,7 @@ pub fn env_or_unset(found: Vec<Diagnostic>) -> Vec<Diagnostic> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::ctx::Ctx;
     use crate::diagnose::gidselect;
@@ -621,7 +621,7 @@ mod tests {
     }
 
     /// The VM's same-host facts toward 192.168.77.2, as `gather::check::net_facts` finds them.
-    fn vm_net(accept_local: bool) -> NetFacts {
+    pub(crate) fn vm_net(accept_local: bool) -> NetFacts {
         NetFacts {
             route: Some(RouteFacts {
                 peer: Some("192.168.77.2".parse().unwrap()),

@@ -91,6 +91,9 @@ fn host_facts(devices: &[Device]) -> HostFacts {
         _ => Vec::new(),
     };
     let limits = procfs::lock_limits();
+    // One link dump and one address dump serve every network fact below.
+    let links = net::netdevs().ok();
+    let addrs = net::addresses().ok();
     HostFacts {
         node_access,
         library,
@@ -101,12 +104,20 @@ fn host_facts(devices: &[Device]) -> HostFacts {
         root: verbs::sys::effective_uid() == 0,
         net: HostNet {
             in_init_netns: procfs::in_initial_netns(),
-            addresses: netdev_addresses(),
-            visible_netdevs: net::netdevs()
-                .ok()
-                .map(|d| d.into_iter().map(|d| d.name).collect()),
+            addresses: links
+                .as_deref()
+                .zip(addrs.as_deref())
+                .map(|(links, addrs)| netdev_addresses(links, addrs)),
+            visible_netdevs: links
+                .as_deref()
+                .map(|d| d.iter().map(|d| d.name.clone()).collect()),
         },
-        roce_netdevs: crate::gather::inventory::roce_netdevs(devices),
+        roce_netdevs: match (&links, &addrs) {
+            (Some(links), Some(addrs)) => {
+                crate::gather::inventory::roce_netdevs_from(devices, links, addrs)
+            }
+            _ => Vec::new(),
+        },
     }
 }
 
@@ -167,21 +178,20 @@ fn provider_files(provider: Option<&str>) -> ProviderFiles {
     }
 }
 
-/// Every netdev's addresses, by name, from rtnetlink; None when it cannot be asked.
-fn netdev_addresses() -> Option<BTreeMap<String, Vec<String>>> {
-    let names: BTreeMap<u32, String> = net::netdevs()
-        .ok()?
-        .into_iter()
-        .map(|d| (d.index, d.name))
-        .collect();
+/// Every netdev's addresses, by name, from rtnetlink's link and address dumps.
+fn netdev_addresses(
+    links: &[net::NetdevLink],
+    addrs: &[net::IfAddr],
+) -> BTreeMap<String, Vec<String>> {
+    let names: BTreeMap<u32, &str> = links.iter().map(|d| (d.index, d.name.as_str())).collect();
     let mut by_name: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    for a in net::addresses().ok()? {
+    for a in addrs {
         if let Some(name) = names.get(&a.ifindex) {
             by_name
-                .entry(name.clone())
+                .entry(name.to_string())
                 .or_default()
                 .push(format!("{}/{}", a.address, a.prefix_len));
         }
     }
-    Some(by_name)
+    by_name
 }

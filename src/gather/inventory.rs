@@ -275,12 +275,18 @@ fn fill_gids(
 
 /// Every RoCE port's netdev with its IPv4 addresses and ARP sysctls, from this host.
 pub fn roce_netdevs(devices: &[Device]) -> Vec<crate::model::facts::RoceNetdev> {
-    let Ok(addrs) = net::addresses() else {
-        return Vec::new();
-    };
-    let Ok(links) = net::netdevs() else {
-        return Vec::new();
-    };
+    match (net::netdevs(), net::addresses()) {
+        (Ok(links), Ok(addrs)) => roce_netdevs_from(devices, &links, &addrs),
+        _ => Vec::new(),
+    }
+}
+
+/// `roce_netdevs` over a link and an address dump the caller already made.
+pub fn roce_netdevs_from(
+    devices: &[Device],
+    links: &[net::NetdevLink],
+    addrs: &[net::IfAddr],
+) -> Vec<crate::model::facts::RoceNetdev> {
     let mut out = Vec::new();
     for port in devices.iter().flat_map(|d| &d.ports) {
         if port.link_layer != Some(crate::model::device::LinkLayer::Ethernet) {

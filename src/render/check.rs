@@ -81,27 +81,13 @@ mod tests {
     use crate::diagnose::check::{evaluate, want_for};
     use crate::diagnose::gidselect;
     use crate::gather::check::load_port_facts;
-    use crate::model::facts::{NetFacts, RouteFacts};
     use crate::output;
 
     fn fixture(name: &str) -> Ctx {
         Ctx::fixture(name)
     }
 
-    fn vm_net(accept_local: bool) -> NetFacts {
-        NetFacts {
-            route: Some(RouteFacts {
-                peer: Some("192.168.77.2".parse().unwrap()),
-                route_netdev: Some("lo".into()),
-                peer_is_local: true,
-                peer_local_netdev: Some("veth1".into()),
-                accept_local: Some(accept_local),
-                rp_filter: Some(0),
-                ..RouteFacts::default()
-            }),
-            ..NetFacts::default()
-        }
-    }
+    use crate::diagnose::check::tests::vm_net;
 
     #[test]
     fn render_lists_reasons_and_checks() {
