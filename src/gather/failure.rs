@@ -205,6 +205,13 @@ pub fn facts(sysfs: &Path, known: &Known, failure: &Failure) -> Facts {
             rnr_retry: c.qp.map(|q| q.rnr_retry),
             recv_posted_before_rtr: known.recv_posted_before_rtr,
             message_bytes: known.message_bytes,
+            // rdmactl's native exchange sends its -s as the buffer length; the stock one
+            // sends none (its length reads 0).
+            peer_message_bytes: remote_ep
+                .filter(|_| !known.compat)
+                .map(|r| r.len)
+                .filter(|&len| len > 0),
+            peer_stock_exchange: known.compat,
             path_mtu: c.path_mtu,
             soft_roce: device.starts_with("rxe"),
             ..QpFacts::default()
@@ -224,6 +231,7 @@ pub fn facts(sysfs: &Path, known: &Known, failure: &Failure) -> Facts {
             _ => Vec::new(),
         },
         evidence: Vec::new(),
+        in_initial_netns: live.then(procfs::in_initial_netns).flatten(),
     }
 }
 

@@ -123,6 +123,7 @@ pub const WC_LOC_PROT_ERR: u32 = 4;
 pub const WC_WR_FLUSH_ERR: u32 = 5;
 pub const WC_REM_INV_REQ_ERR: u32 = 9;
 pub const WC_REM_ACCESS_ERR: u32 = 10;
+pub const WC_REM_OP_ERR: u32 = 11;
 pub const WC_RETRY_EXC_ERR: u32 = 12;
 pub const WC_RNR_RETRY_EXC_ERR: u32 = 13;
 

@@ -169,6 +169,11 @@ pub struct QpFacts {
     /// Were receives posted before the QP went to RTR (or before the peer's first send)?
     pub recv_posted_before_rtr: Option<bool>,
     pub message_bytes: Option<u32>,
+    /// The peer's -s, when its exchange carried it (rdmactl's native one does).
+    pub peer_message_bytes: Option<u32>,
+    /// The peer spoke ibv_rc_pingpong's exchange (a stock peer, or `--compat rc_pingpong`):
+    /// it carries no -s, so the two sizes were never compared.
+    pub peer_stock_exchange: bool,
     /// The path MTU set at RTR.
     pub path_mtu: Option<u32>,
     /// The provider is rxe (it retries forever with retry_cnt 7).
@@ -215,6 +220,10 @@ pub struct Facts {
     /// What the gatherer looked at and found, in words, when no rule derives it from a
     /// field above (the CM path's look at the source address's netdev and the route).
     pub evidence: Vec<String>,
+    /// This process runs in the initial network namespace (`/proc/self/ns/net` against
+    /// `/proc/1/ns/net`), where rxe (kernel 6.1) has its devices; None: not read (not root,
+    /// or a captured tree). A rule names a namespace only on `Some(false)`.
+    pub in_initial_netns: Option<bool>,
 }
 
 /// The answer to `ip route get DST [oif DEV]`.

@@ -805,6 +805,7 @@ pub(crate) fn gathered(facts: &Facts, failure: &Failure, seen: &Seen) -> bool {
             facts.evidence.contains(&seen.text)
                 || !facts.port_holders.is_empty()
                 || facts.cm_source.is_some()
+                || facts.in_initial_netns.is_some()
         }
         Source::PeerNotice => matches!(failure.cause, Cause::PeerReported { .. }),
         // An explanation names the fact each line states; an unattributed line is a bug.

@@ -68,7 +68,7 @@ pub(super) fn pingpong_loop(
             if !w.ok() {
                 meter.stopped_at(scnt, bytes(scnt));
                 return Err(with_progress(
-                    side.fail(Step::Completion, w.cause()),
+                    side.fail(Step::Completion, failed_request(w)),
                     side,
                     progress(scnt, rcnt, total),
                 ));
@@ -265,6 +265,22 @@ pub(super) fn windowed_loop<Q: SendQueue>(
         }
     }
     Ok(meter.finish(done, bytes_each * done))
+}
+
+/// A failed completion of the SEND ping-pong, naming its work request from its wr_id: on
+/// an error completion only wr_id and status are valid, and rxe leaves the opcode of a
+/// failed receive at 0 (IBV_WC_SEND). Whether a receive or a SEND failed tells the two
+/// ends of a size mismatch apart.
+fn failed_request(w: &Wc) -> Cause {
+    let mut cause = w.cause();
+    if let Cause::WcStatus { op, .. } = &mut cause {
+        *op = match w.wr_id {
+            WRID_SEND => Some("SEND"),
+            WRID_RECV => Some("RECV"),
+            _ => None,
+        };
+    }
+    cause
 }
 
 /// The TCP exchange's QP as the windowed loop's queue: `op` posted again and again, the
