@@ -24,6 +24,7 @@ const TREES: &[&str] = &[
     "port-down",
     "unreadable",
     "rxe-counters",
+    "siw-ens3",
 ];
 
 const MATRIX: &[&[&str]] = &[
@@ -789,6 +790,44 @@ fn infiniband_gids_have_no_ip_and_are_called_ib() {
     let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
     for row in v.as_array().unwrap() {
         assert_eq!(row["ip"], serde_json::Value::Null, "{row}");
+    }
+}
+
+/// iWARP (the siw tree): its GID is the netdev's MAC, so `gids` gives it no IP, and
+/// `check` applies no RoCE GID rule to it: it says the port connects through rdma_cm,
+/// before any GID verdict, with either `-g auto` or an index.
+#[test]
+fn iwarp_gets_no_roce_gid_rule() {
+    let dir = sysfs("siw-ens3");
+    let r = run(&["--sysfs", &dir, "gids", "--ip", "-j"]);
+    let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    for row in v.as_array().unwrap() {
+        assert_eq!(row["ip"], serde_json::Value::Null, "{row}");
+    }
+    for gid in [&[][..], &["-g", "0"][..]] {
+        let mut args = vec![
+            "--sysfs",
+            &dir,
+            "check",
+            "-d",
+            "siw0",
+            "--peer",
+            "192.0.2.7",
+        ];
+        args.extend(gid);
+        let r = run(&args);
+        assert_eq!(r.code, 2, "{args:?}: {}{}", r.stdout, r.stderr);
+        assert!(r.stdout.is_empty(), "no GID verdict: {}", r.stdout);
+        for want in [
+            "siw0 is an iWARP device (node type RNIC, transport iWARP)",
+            "connects only through rdma_cm",
+            "rdmactl pingpong --cm",
+        ] {
+            assert!(r.stderr.contains(want), "{want:?} not in {}", r.stderr);
+        }
+        for roce in ["RoCE v1", "RoCE v2", "IPv4"] {
+            assert!(!r.stderr.contains(roce), "{roce:?} in {}", r.stderr);
+        }
     }
 }
 

@@ -155,6 +155,25 @@ fn simulated_infiniband_without_link_layer_is_checked_as_infiniband() {
         .stdout(predicate::str::contains("0 failure(s)"));
 }
 
+/// Soft-iWARP: the port is checked as iWARP (rdma_cm only, its GID the MAC), and no RoCE
+/// rule speaks about it: no IPv4-mapped GID wanted, no RoCE MTU, no "full" one-slot table.
+#[test]
+fn iwarp_gets_no_roce_gid_rule() {
+    doctor("siw-ens3")
+        .success()
+        .stdout(predicate::str::contains(
+            "info  iwarp       siw0/1  iWARP port: it connects only through rdma_cm",
+        ))
+        .stdout(predicate::str::contains("rdmactl pingpong --cm"))
+        .stdout(predicate::str::contains(
+            "ok    netdev      siw0/1  netdev ens3 is up",
+        ))
+        .stdout(predicate::str::contains("ipv4-gid").not())
+        .stdout(predicate::str::contains("RoCE MTU").not())
+        .stdout(predicate::str::contains("gid-table").not())
+        .stdout(predicate::str::contains("0 warning(s), 0 failure(s)"));
+}
+
 /// No device: exit 4, and the fix names a netdev that is up.
 #[test]
 fn no_devices_exit_4_and_name_an_up_netdev() {

@@ -35,6 +35,12 @@ pub fn run(ctx: &Ctx, args: &CheckArgs) -> Result<u8> {
     };
     let device =
         crate::gather::inventory::device_port(&ctx.sysfs, args.device.as_deref(), args.port)?;
+    let node_type = crate::gather::inventory::node_type(&ctx.sysfs, &device);
+    if let Some(why) =
+        crate::diagnose::gid_auto::iwarp_needs_cm(&device, node_type.as_ref(), "check")
+    {
+        return Err(Error::Usage(why));
+    }
     let port = facts::load_port_facts(ctx, &device, args.port)?;
     let scope = args
         .peer

@@ -34,8 +34,15 @@ pub fn run(ctx: &Ctx, args: &GidsArgs) -> Result<u8> {
     }
     let rows: Vec<GidRow> = devices
         .iter()
-        .flat_map(|d| d.ports.iter())
-        .flat_map(|p| p.gids.iter().map(move |g: &GidEntry| GidRow::new(p, g)))
+        .flat_map(|d| {
+            let iwarp = d.node_type.as_ref().is_some_and(|t| t.is_iwarp());
+            d.ports.iter().map(move |p| (p, iwarp))
+        })
+        .flat_map(|(p, iwarp)| {
+            p.gids
+                .iter()
+                .map(move |g: &GidEntry| GidRow::new(p, g, iwarp))
+        })
         .collect();
     let text = if ctx.json {
         inventory::gids_json(&rows)

@@ -8,8 +8,31 @@ use serde::Serialize;
 
 use crate::diagnose::check::want_for;
 use crate::diagnose::gidselect::{self, Selection};
-use crate::model::device::{GidEntry, LinkLayer};
+use crate::model::device::{GidEntry, LinkLayer, NodeType};
 use crate::model::facts::NetFacts;
+
+/// Why `command` cannot use `device` without `--cm` when it is an iWARP RNIC, or None.
+/// An iWARP port connects only through rdma_cm, by its netdev's IP address, and its one
+/// GID is the netdev's MAC padded with zeros: no RoCE GID rule (v1/v2, IPv4-mapped
+/// ranking, `-g auto`) says anything true about it, and a QP brought up from an
+/// out-of-band exchange fails at modify QP with an errno that does not say why.
+/// Refused rather than switched to `--cm`: the peer must speak the same protocol (an
+/// rdmactl server without `--cm` waits for a TCP exchange, a stock ibv_rc_pingpong has no
+/// CM at all), so switching one end alone would only move the failure to the other end;
+/// rdma-core users know the explicit flag from perftest's `-R`.
+pub fn iwarp_needs_cm(device: &str, node_type: Option<&NodeType>, command: &str) -> Option<String> {
+    let t = node_type.filter(|t| t.is_iwarp())?;
+    let what = format!(
+        "{device} is an iWARP device (node type {}, transport {}): iWARP connects only through rdma_cm, by the IP address of its netdev",
+        t.name(),
+        t.transport()
+    );
+    Some(match command {
+        "pingpong" => format!("{what}, so pingpong's TCP exchange cannot bring its QP up; use `rdmactl pingpong --cm` on both ends"),
+        "selftest" => format!("{what}, so selftest's loopback without the CM cannot bring its QPs up; use `rdmactl selftest --cm`"),
+        _ => format!("{what}, and its one GID is the netdev's MAC, not an address, so no GID index is chosen or judged; {command} judges RoCE and InfiniBand GIDs; use `rdmactl pingpong --cm` toward the peer"),
+    })
+}
 
 /// The outcome of `-g auto`, as printed and as the `gid_selection` JSON object.
 #[derive(Debug, Clone, Serialize)]
@@ -66,4 +89,40 @@ pub fn loopback_fallback(mut choice: GidChoice, link_layer: &LinkLayer) -> GidCh
         }
     }
     choice
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// iWARP is refused up front by every command that would bring a QP up or judge a GID
+    /// without the CM, each in its own words; CA devices (RoCE, InfiniBand) pass.
+    #[test]
+    fn iwarp_is_refused_without_the_cm_in_each_commands_words() {
+        let rnic = Some(&NodeType::Rnic);
+        let pp = iwarp_needs_cm("siw0", rnic, "pingpong").unwrap();
+        assert!(
+            pp.starts_with("siw0 is an iWARP device (node type RNIC, transport iWARP): iWARP connects only through rdma_cm"),
+            "{pp}"
+        );
+        assert!(
+            pp.ends_with("use `rdmactl pingpong --cm` on both ends"),
+            "{pp}"
+        );
+        let st = iwarp_needs_cm("siw0", rnic, "selftest").unwrap();
+        assert!(st.ends_with("use `rdmactl selftest --cm`"), "{st}");
+        let ck = iwarp_needs_cm("siw0", rnic, "check").unwrap();
+        assert!(
+            ck.contains("its one GID is the netdev's MAC, not an address"),
+            "{ck}"
+        );
+        for words in [&pp, &st, &ck] {
+            assert!(!words.contains("RoCE v"), "{words}");
+        }
+        assert_eq!(
+            iwarp_needs_cm("rxe0", Some(&NodeType::Ca), "pingpong"),
+            None
+        );
+        assert_eq!(iwarp_needs_cm("rxe0", None, "pingpong"), None);
+    }
 }

@@ -30,6 +30,15 @@ pub fn device_port(sysfs_root: &Path, device: Option<&str>, port: u32) -> Result
     Ok(name)
 }
 
+/// `device`'s node type from sysfs (`node_type`: CA, RNIC, ...); None when unreadable.
+pub fn node_type(sysfs_root: &Path, device: &str) -> Option<crate::model::device::NodeType> {
+    SysfsRoot::new(sysfs_root)
+        .link_layer_only()
+        .device(device)
+        .ok()
+        .and_then(|d| d.node_type)
+}
+
 /// Why verbs are not asked on a `--sysfs` tree: they would describe this host, not the one
 /// the tree was captured on.
 pub fn captured_reason(ctx: &Ctx) -> String {

@@ -81,6 +81,14 @@ impl NodeType {
         }
     }
 
+    /// An iWARP RNIC brings an RC QP up only through rdma_cm (the iWARP CM runs the MPA
+    /// handshake over the TCP connection it opens): modify QP to RTR and RTS with an
+    /// address from an out-of-band exchange, as ibv_rc_pingpong does, cannot work. Its
+    /// one GID is the netdev's MAC, not an address, so no RoCE GID rule applies to it.
+    pub fn is_iwarp(&self) -> bool {
+        *self == NodeType::Rnic
+    }
+
     /// The transport ibv_devinfo derives from the node type (RoCE is InfiniBand transport).
     pub fn transport(&self) -> &'static str {
         match self {

@@ -29,9 +29,9 @@ fn value_text(c: &Counter) -> String {
 fn dirs_note(has_counters: bool, has_hw: bool) -> Option<&'static str> {
     match (has_counters, has_hw) {
         (true, true) => None,
-        (false, true) => Some("no counters/ directory: this device has no IB performance-management agent (Soft-RoCE never has one); hw_counters/ only"),
+        (false, true) => Some("no IB PMA counters (no counters/, or N/A (no PMA)): this device has no IB performance-management agent (Soft-RoCE never has one); hw_counters/ only"),
         (true, false) => Some("no hw_counters/ directory: the driver exposes no statistics of its own here; counters/ only"),
-        (false, false) => Some("no counters: neither counters/ nor hw_counters/ exists for this port"),
+        (false, false) => Some("no counters: no IB PMA counters (no counters/, or N/A (no PMA)) and no hw_counters/ for this port"),
     }
 }
 

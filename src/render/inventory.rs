@@ -279,21 +279,23 @@ pub struct GidRow<'a> {
     pub port: u32,
     #[serde(flatten)]
     pub entry: &'a GidEntry,
-    /// The decoded address; null for an empty slot and on InfiniBand.
+    /// The decoded address; null for an empty slot, on InfiniBand and on iWARP.
     pub ip: Option<String>,
     pub kind: GidKind,
 }
 
 impl<'a> GidRow<'a> {
-    pub fn new(port: &'a Port, entry: &'a GidEntry) -> GidRow<'a> {
-        // An InfiniBand GID is the subnet prefix and the port GUID: it has the shape of an
-        // IPv6 address but is none, so it gets no IP (IPoIB's addresses are the netdev's).
+    /// `iwarp`: the port's device is an RNIC.
+    pub fn new(port: &'a Port, entry: &'a GidEntry, iwarp: bool) -> GidRow<'a> {
+        // An InfiniBand GID is the subnet prefix and the port GUID, an iWARP one the
+        // netdev's MAC padded with zeros: each has the shape of an IPv6 address but is
+        // none, so it gets no IP (the addresses are the netdev's).
         let ib = port.link_layer == Some(LinkLayer::InfiniBand);
         GidRow {
             device: &port.device,
             port: port.number,
             entry,
-            ip: (!entry.gid.is_zero() && !ib).then(|| entry.gid.ip().to_string()),
+            ip: (!entry.gid.is_zero() && !ib && !iwarp).then(|| entry.gid.ip().to_string()),
             kind: entry.gid.kind(),
         }
     }

@@ -42,6 +42,17 @@ pub fn explain_failure_with(
     FailureReport::new(failure, diagnose::explain(failure, &facts))
 }
 
+/// Before anything is opened: an iWARP device (node type RNIC) connects only through
+/// rdma_cm (`gid_auto::iwarp_needs_cm` says why it is refused, not switched). `what` is
+/// the command as the user typed it ("pingpong", "selftest").
+pub fn refuse_iwarp_without_cm(sysfs: &Path, device: &str, what: &str) -> crate::error::Result<()> {
+    let node_type = crate::gather::inventory::node_type(sysfs, device);
+    match gid_auto::iwarp_needs_cm(device, node_type.as_ref(), what) {
+        Some(why) => Err(crate::error::Error::Usage(why)),
+        None => Ok(()),
+    }
+}
+
 /// Before allocating: a run that would pin more than the memlock limit or the available
 /// memory is refused with the numbers (the OOM killer would end it without a word).
 pub fn pin_check(pinned: u64, what: String) -> Option<Cause> {
@@ -86,6 +97,61 @@ pub fn choose_loopback_gid(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn command(argv: &[&str]) -> crate::cli::Command {
+        use clap::Parser;
+        crate::cli::Cli::parse_from(argv).command
+    }
+
+    /// The iWARP decision on the siw fixture: refused before anything is opened, with the
+    /// reason and the flag; a RoCE device passes.
+    #[test]
+    fn iwarp_without_cm_is_refused_up_front_with_the_reason() {
+        let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sysfs");
+        let e =
+            refuse_iwarp_without_cm(&fixtures.join("siw-ens3"), "siw0", "pingpong").unwrap_err();
+        let text = e.to_string();
+        for want in [
+            "siw0 is an iWARP device (node type RNIC, transport iWARP)",
+            "connects only through rdma_cm",
+            "use `rdmactl pingpong --cm` on both ends",
+        ] {
+            assert!(text.contains(want), "{want:?} not in {text}");
+        }
+        assert_eq!(e.exit_code(), crate::exit::USAGE);
+        assert!(
+            refuse_iwarp_without_cm(&fixtures.join("rxe-veth-basic"), "rxe0", "pingpong").is_ok()
+        );
+        assert!(refuse_iwarp_without_cm(&fixtures.join("ib-hca"), "mlx5_0", "selftest").is_ok());
+
+        // The engines ask before any QP: the usage error is the whole answer.
+        let ctx = crate::ctx::Ctx::fixture("siw-ens3");
+        let crate::cli::Command::Pingpong(args) =
+            command(&["rdmactl", "pingpong", "-d", "siw0", "192.0.2.1"])
+        else {
+            unreachable!()
+        };
+        let mut shown = 0;
+        let e = crate::traffic::pingpong::run(&ctx, &args, &mut |_| {
+            shown += 1;
+            Ok(())
+        })
+        .unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("iWARP connects only through rdma_cm"),
+            "{e}"
+        );
+        assert_eq!(shown, 0, "no report: nothing was opened");
+        let crate::cli::Command::Selftest(args) = command(&["rdmactl", "selftest", "-d", "siw0"])
+        else {
+            unreachable!()
+        };
+        let e = crate::traffic::selftest::run(&ctx, &args).unwrap_err();
+        let text = e.to_string();
+        assert!(text.contains("use `rdmactl selftest --cm`"), "{text}");
+        assert!(!text.contains("both ends"), "a loopback has one: {text}");
+    }
 
     #[test]
     fn auto_on_the_rxe_fixture_picks_the_ipv4_gid_and_says_why() {

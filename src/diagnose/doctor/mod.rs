@@ -45,11 +45,25 @@ pub fn findings(facts: &DoctorFacts) -> Vec<Diagnostic> {
     let no_net = HostNet::default();
     let net = facts.host.as_ref().map_or(&no_net, |h| &h.net);
     let ports: Vec<&Port> = devices.iter().flat_map(|d| &d.ports).collect();
-    for port in &ports {
-        findings.extend(port_findings(port, port.active_mtu, net));
+    // An iWARP port is neither RoCE nor InfiniBand: no RoCE GID or MTU rule applies to it.
+    let iwarp: Vec<bool> = devices
+        .iter()
+        .flat_map(|d| {
+            let is = d.node_type.as_ref().is_some_and(|t| t.is_iwarp());
+            d.ports.iter().map(move |_| is)
+        })
+        .collect();
+    for (port, &iwarp) in ports.iter().zip(&iwarp) {
+        if iwarp {
+            findings.extend(iwarp_port_findings(port));
+        } else {
+            findings.extend(port_findings(port, port.active_mtu, net));
+        }
     }
-    for (port, extras) in ports.iter().zip(&facts.ports) {
-        findings.extend(gid_table_finding(port, extras.gid_table_len, net));
+    for ((port, extras), &iwarp) in ports.iter().zip(&facts.ports).zip(&iwarp) {
+        if !iwarp {
+            findings.extend(gid_table_finding(port, extras.gid_table_len, net));
+        }
     }
     // The counters since the last reset: error counters that are not zero are a warning.
     for extras in &facts.ports {

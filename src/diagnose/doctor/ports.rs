@@ -152,6 +152,83 @@ pub fn port_findings(port: &Port, active_mtu: Option<u32>, host: &HostNet) -> Ve
     out
 }
 
+/// An iWARP port (node type RNIC): its state and its netdev, and how it connects. Its one
+/// GID is the netdev's MAC, not an address, and its MTU is TCP's business, so the RoCE
+/// rules (IPv4-mapped GID, RoCE MTU, a full GID table) say nothing true about it.
+pub fn iwarp_port_findings(port: &Port) -> Vec<Diagnostic> {
+    let subject = Subject::Port(port.device.clone(), port.number);
+    let active = port.state == Some(PortState::Active);
+    let state = port
+        .state
+        .as_ref()
+        .map_or("unknown".to_string(), |s| s.name().to_string());
+    let mut out = Vec::new();
+    let nd = port.netdev.as_ref().map(|n| n.name.as_str());
+    out.push(if active {
+        finding(
+            codes::PORT_STATE,
+            subject.clone(),
+            Severity::Ok,
+            "port is ACTIVE",
+        )
+        .evidence(format!("state {state}"))
+    } else {
+        finding(
+            codes::PORT_STATE,
+            subject.clone(),
+            Severity::Fail,
+            format!(
+                "port is {state}: an iWARP port follows its netdev, so {} has no link",
+                nd.unwrap_or("its netdev")
+            ),
+        )
+        .evidence(format!("state {state}"))
+        .fix(format!(
+            "bring the interface up: `ip link set {} up`",
+            nd.unwrap_or("<netdev>")
+        ))
+    });
+    if let Some(netdev) = &port.netdev {
+        let oper = netdev.operstate.as_deref().unwrap_or("unknown");
+        let up = oper == "up" || oper == "unknown";
+        out.push(
+            if up {
+                finding(
+                    codes::NETDEV,
+                    subject.clone(),
+                    Severity::Ok,
+                    format!("netdev {} is {oper}", netdev.name),
+                )
+            } else {
+                finding(
+                    codes::NETDEV,
+                    subject.clone(),
+                    Severity::Fail,
+                    format!("netdev {} is {oper}", netdev.name),
+                )
+                .fix(format!("ip link set {} up", netdev.name))
+            }
+            .evidence(format!("class/net/{}/operstate {oper}", netdev.name)),
+        );
+    }
+    let gid = port
+        .gids
+        .first()
+        .map(|g| format!("gids/{} = {}", g.index, g.gid))
+        .unwrap_or_else(|| "no populated gids/N".into());
+    out.push(
+        finding(
+            codes::IWARP,
+            subject,
+            Severity::Info,
+            format!("iWARP port: it connects only through rdma_cm, by the IP address of {}; its GID is the netdev's MAC, not an address, so no RoCE GID rule applies", nd.unwrap_or("its netdev")),
+        )
+        .evidence(format!("node type RNIC; {gid}"))
+        .fix("use `rdmactl pingpong --cm` and `rdmactl selftest --cm` (without --cm both refuse an iWARP device)"),
+    );
+    out
+}
+
 /// The port's state: ACTIVE, or why not (a RoCE port follows its netdev; an InfiniBand
 /// port waits for its link and its subnet manager).
 fn state_finding(

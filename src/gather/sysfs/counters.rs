@@ -122,9 +122,14 @@ fn read_port_counters(
     }
 }
 
-/// (name, value) of every counter file in `dir`, by name; None when `dir` does not exist.
-/// A file that cannot be read or holds no number ("N/A (no PMA)" on old kernels) is a
-/// `ReadProblem`, not a zero.
+/// What kernels before 5.14 print in every `counters/` file of a device without a PMA
+/// (rxe, siw): the directory is there, the counters are not.
+const NO_PMA: &str = "N/A (no PMA)";
+
+/// (name, value) of every counter file in `dir`, by name; None when `dir` does not exist,
+/// or when every file in it reads "N/A (no PMA)" (the kernel's own word that the port has
+/// no PMA, the same fact as a missing directory on newer kernels). A file that cannot be
+/// read or holds no number is a `ReadProblem`, not a zero.
 fn read_dir_values(dir: &Path, problems: &mut Vec<ReadProblem>) -> Option<Vec<(String, u64)>> {
     let mut names = match list_dir(dir) {
         Ok(n) => n,
@@ -142,11 +147,17 @@ fn read_dir_values(dir: &Path, problems: &mut Vec<ReadProblem>) -> Option<Vec<(S
     let mut buf = String::with_capacity(32);
     let mut path = dir.to_path_buf();
     let mut out = Vec::with_capacity(names.len());
+    let mut no_pma = Vec::new();
+    let files = names.len();
     for name in names {
         path.push(&name);
         match read_small(&path, &mut buf) {
             Ok(text) => match text.trim().parse::<u64>() {
                 Ok(v) => out.push((name, v)),
+                Err(_) if text.trim() == NO_PMA => no_pma.push(ReadProblem {
+                    path: path.clone(),
+                    error: format!("not a counter value: {NO_PMA:?}"),
+                }),
                 Err(_) => problems.push(ReadProblem {
                     path: path.clone(),
                     error: format!("not a counter value: {:?}", text.trim()),
@@ -159,6 +170,11 @@ fn read_dir_values(dir: &Path, problems: &mut Vec<ReadProblem>) -> Option<Vec<(S
         }
         path.pop();
     }
+    if files > 0 && no_pma.len() == files {
+        return None;
+    }
+    // Some files answered and some said "no PMA": the odd ones are worth a word.
+    problems.extend(no_pma);
     Some(out)
 }
 
@@ -172,6 +188,32 @@ mod tests {
         let p = root.join(rel);
         fs::create_dir_all(p.parent().unwrap()).unwrap();
         fs::write(p, text).unwrap();
+    }
+
+    /// Kernels before 5.14 show counters/ for a device without a PMA (siw, rxe), every
+    /// file reading "N/A (no PMA)": the same fact as no directory, said once, not as a
+    /// warning per file.
+    #[test]
+    fn a_counters_dir_that_reads_no_pma_is_no_pma() {
+        let t = tempfile::tempdir().unwrap();
+        let p = "class/infiniband/siw0/ports/1";
+        write(t.path(), &format!("{p}/state"), "4: ACTIVE\n");
+        for name in ["port_rcv_data", "port_xmit_data", "symbol_error"] {
+            write(t.path(), &format!("{p}/counters/{name}"), "N/A (no PMA)\n");
+        }
+        let c = SysfsRoot::new(t.path()).port_counters("siw0", 1).unwrap();
+        assert!(!c.has_counters_dir && !c.has_hw_counters_dir);
+        assert!(
+            c.counters.is_empty() && c.problems.is_empty(),
+            "{:?}",
+            c.problems
+        );
+        // One file with a number: the others are odd, and said.
+        write(t.path(), &format!("{p}/counters/symbol_error"), "0\n");
+        let c = SysfsRoot::new(t.path()).port_counters("siw0", 1).unwrap();
+        assert!(c.has_counters_dir);
+        assert_eq!(c.counters.len(), 1);
+        assert_eq!(c.problems.len(), 2, "{:?}", c.problems);
     }
 
     #[test]

@@ -34,6 +34,7 @@ pub fn run(ctx: &Ctx, args: &PingpongArgs, show: &mut Show) -> Result<u8> {
     };
     let device =
         crate::gather::inventory::device_port(&ctx.sysfs, args.device.as_deref(), args.port)?;
+    crate::traffic::failure::refuse_iwarp_without_cm(&ctx.sysfs, &device, "pingpong")?;
     let listener = match peer {
         Some(_) => None,
         None => match oob::listen(args.bind, args.tcp_port) {

@@ -89,6 +89,9 @@ pub fn run(ctx: &Ctx, args: &SelftestArgs) -> Result<SelftestReport> {
         crate::gather::inventory::device_port(&ctx.sysfs, wanted[0], args.port)?,
         crate::gather::inventory::device_port(&ctx.sysfs, wanted[1], args.port)?,
     ];
+    for device in &resolved {
+        crate::traffic::failure::refuse_iwarp_without_cm(&ctx.sysfs, device, "selftest")?;
+    }
     let names: [Option<&str>; 2] = [Some(resolved[0].as_str()), Some(resolved[1].as_str())];
     let mut t = Tester {
         ends: [LoopbackEnd::default(), LoopbackEnd::default()],
