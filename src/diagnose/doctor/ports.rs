@@ -183,12 +183,22 @@ pub fn iwarp_port_findings(port: &Port) -> Vec<Diagnostic> {
             ),
         )
         .evidence(format!("state {state}"))
+        // One root cause, one failure: the netdev's state is this failure's evidence.
+        .evidence(
+            match (
+                nd,
+                port.netdev.as_ref().and_then(|n| n.operstate.as_deref()),
+            ) {
+                (Some(nd), Some(oper)) => format!("class/net/{nd}/operstate {oper}"),
+                _ => "no netdev found for the port".to_string(),
+            },
+        )
         .fix(format!(
             "bring the interface up: `ip link set {} up`",
             nd.unwrap_or("<netdev>")
         ))
     });
-    if let Some(netdev) = &port.netdev {
+    if let (Some(netdev), true) = (&port.netdev, active) {
         let oper = netdev.operstate.as_deref().unwrap_or("unknown");
         let up = oper == "up" || oper == "unknown";
         out.push(
@@ -621,6 +631,37 @@ mod tests {
             .iter()
             .find(|f| f.code == check)
             .map(|f| f.severity)
+    }
+
+    /// An iWARP port whose netdev is down: the port-state failure names the netdev, and
+    /// no RoCE rule (IPv4 GID, RoCE MTU) speaks.
+    #[test]
+    fn a_down_iwarp_port_is_checked_without_roce_rules() {
+        let mut port = roce_port("down", 1500);
+        port.state = Some(PortState::Down);
+        let f = iwarp_port_findings(&port);
+        assert_eq!(verdict_of(&f, "port-state"), Some(Severity::Fail));
+        // One root cause, one failure: the netdev is the port-state failure's evidence.
+        assert_eq!(verdict_of(&f, "netdev"), None);
+        assert_eq!(verdict_of(&f, "iwarp"), Some(Severity::Info));
+        let state = f.iter().find(|x| x.code == "port-state").unwrap();
+        assert!(
+            state.fix_text().contains("ip link set veth0 up"),
+            "{state:?}"
+        );
+        for roce in ["ipv4-gid", "mtu", "gid-table"] {
+            assert_eq!(verdict_of(&f, roce), None, "{roce}");
+        }
+        assert!(
+            state.evidence.iter().any(|e| e.contains("operstate down")),
+            "{state:?}"
+        );
+        // Only the iwarp finding names RoCE, to say its rules do not apply.
+        assert!(
+            !f.iter()
+                .any(|x| x.code != "iwarp" && x.message.contains("RoCE")),
+            "{f:?}"
+        );
     }
 
     #[test]
