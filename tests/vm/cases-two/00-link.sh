@@ -13,9 +13,10 @@ check "B's kernel answers with its boot id" on_b cat /proc/sys/kernel/random/boo
 read -r b_boot <"$LAST_STDOUT"
 read -r a_boot </proc/sys/kernel/random/boot_id
 check "two kernels: B's boot id ($b_boot) differs from A's ($a_boot)" test "$b_boot" != "$a_boot"
-check "A reaches B over IPv4" ping -c 2 -W 5 "$TWO_PEER_V4"
-check "A reaches B over IPv6" ping -6 -c 2 -W 5 "$TWO_PEER_V6"
-check "B reaches A over IPv4" on_b ping -c 2 -W 5 "$TWO_V4"
+# The host has no iputils ping; busybox's (the initramfs's) serves.
+check "A reaches B over IPv4" busybox ping -c 2 -W 5 "$TWO_PEER_V4"
+check "A reaches B over IPv6" busybox ping6 -c 2 -W 5 "$TWO_PEER_V6"
+check "B reaches A over IPv4" on_b busybox ping -c 2 -W 5 "$TWO_V4"
 
 # A background command on B: its pid, output and status.
 bg_b sleeper bash -c 'echo started; sleep 30'

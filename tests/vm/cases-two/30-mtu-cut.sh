@@ -34,4 +34,6 @@ expect_no_out "the client says neither killed, nor link went down, nor namespace
     cat "$RESULTS/mtu-client.txt"
 expect_no_out "the server says neither killed, nor link went down, nor namespace" "$FALSE_CAUSES" \
     cat "$RESULTS/mtu-server.txt"
+# Below 1280 the kernel drops eth0's IPv6 addresses (and rxb's fd78:: GID); the runner's
+# restore after the case adds them back.
 check "B's eth0 back to MTU 1500" on_b ip link set eth0 mtu 1500

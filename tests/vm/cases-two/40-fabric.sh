@@ -19,8 +19,8 @@ wait_pid_timeout "$rank0" 280
 rc=$?
 check "rank 0 (A) exits 0 (got $rc)" test "$rc" -eq 0
 expect_rc 0 "rank 1 (B) exits 0" wait_b fabric-rank1 60
-check "rank 0's report is JSON: 2 ranks on rxa and rxb, one pair, ok with figures, no suspects" \
-    jqf '(.ranks | map(.device) == ["rxa","rxb"]) and (.pairs | length == 1)
+check "rank 0's report is JSON: 2 ranks, rxa on vm-a and rxb on vm-b, one pair, ok with figures, no suspects" \
+    jqf '(.ranks | map(.device) == ["rxa","rxb"]) and (.ranks | map(.host) == ["vm-a","vm-b"]) and (.pairs | length == 1)
          and all(.pairs[]; .ok and .usec_per_iter > 0 and .mbit_per_sec > 0)
          and (.suspects == []) and .ok' "$RESULTS/fabric-rank0.out"
 expect_no_out "no rank panicked" 'panicked' cat "$RESULTS/fabric-rank0.err" "$B_RESULTS/fabric-rank1.out" "$B_RESULTS/fabric-rank1.err"
