@@ -513,3 +513,243 @@ _net_step() {
     NET_STEPS+="$1 ${_lib_secs}s "
     _net_step_start=$EPOCHREALTIME
 }
+
+# ---------------------------------------------------------------- two VMs (tests/vm/run --two-vm)
+# Two guests, A and B, each with one rxe device on its eth0, joined by qemu's socket network
+# (the packets go through the host's loopback). Cases in cases-two/ run in guest A and run
+# commands on guest B through a command channel: a 9p directory both guests mount at $CHAN.
+# A writes a request file into $CHAN/queue; B's agent (guest.sh) runs it and writes the
+# command's stdout, stderr and status next to B's other files of the case, in $B_RESULTS,
+# which A reads through the same mount. Every file ends in a "# end" line, so a reader never
+# acts on half a file; no step forks more than it must (TCG).
+#
+#   on_b CMD...           run CMD on guest B (a program or a lib.sh function) under
+#                         CHECK_TIMEOUT; its stdout and stderr come out here, its status is
+#                         returned (124 when B did not answer in time). Use it under the check
+#                         helpers: `expect_out "desc" RE on_b "$RDMACTL" ...`
+#   bg_b NAME CMD...      start CMD on B in the background, in a session of its own (no
+#                         timeout wrapper: signals reach it); stdout in $B_RESULTS/NAME.out,
+#                         stderr in NAME.err; sets B_PID to its pid on B
+#   wait_b NAME SECS      the exit status of B's background command NAME, or 124 after
+#                         SECS (then it is killed)
+#
+# Each guest sees: TWO_ROLE (a or b), TWO_DEV / TWO_PEER_DEV (rxa, rxb), TWO_V4 / TWO_PEER_V4
+# (192.168.78.1, .2), TWO_V6 / TWO_PEER_V6 (fd78::1, fd78::2), CHAN, B_RESULTS.
+
+CHAN=${CHAN:-/tmp/chan}
+if [[ -n ${TWO_ROLE:-} ]]; then
+    _two_me=1 _two_peer=2 _two_peer_role=b
+    [[ $TWO_ROLE == b ]] && _two_me=2 _two_peer=1 _two_peer_role=a
+    TWO_DEV=rx$TWO_ROLE
+    TWO_PEER_DEV=rx$_two_peer_role
+    TWO_V4=192.168.78.$_two_me
+    TWO_PEER_V4=192.168.78.$_two_peer
+    TWO_V6=fd78::$_two_me
+    TWO_PEER_V6=fd78::$_two_peer
+fi
+# Where B's files of the running case live (the same path in both guests).
+B_RESULTS=$CHAN/results/${CASE_NAME:-none}
+_two_seq=0
+B_PID=
+
+# _two_nap SECS: sleep without a fork (a read that times out on a pipe nobody writes).
+_two_nap() {
+    [[ -n ${_two_nap_fd:-} ]] || exec {_two_nap_fd}<> <(:)
+    read -r -t "$1" -u "$_two_nap_fd" _
+    return 0
+}
+
+# _two_wait_end FILE SECS: wait until FILE exists and ends in "# end"; its text before that
+# line in _two_text.
+_two_wait_end() {
+    local deadline=$((SECONDS + $2)) text
+    while :; do
+        if [[ -e $1 ]]; then
+            IFS= read -r -d '' text <"$1"
+            if [[ $text == *$'# end\n' ]]; then
+                _two_text=${text%$'# end\n'}
+                return 0
+            fi
+        fi
+        ((SECONDS < deadline)) || return 1
+        _two_nap 0.1
+    done
+}
+
+# _two_request KIND SECS BASE CMD...: queue a request for B's agent.
+_two_request() {
+    local kind=$1 secs=$2 base=$3 text args file
+    shift 3
+    _two_seq=$((_two_seq + 1))
+    mkdir -p "$CHAN/queue" "$B_RESULTS" 2>/dev/null || [[ -d $CHAN/queue ]]
+    printf -v file '%s/queue/%s-%04d-%s.req' "$CHAN" "${CASE_NAME:-none}" "$_two_seq" "$BASHPID"
+    printf -v args ' %q' "$@"
+    printf -v text 'kind=%q\nsecs=%q\nbase=%q\ncmd=(%s )\n# end\n' "$kind" "$secs" "$base" "$args"
+    printf '%s' "$text" >"$file"
+}
+
+on_b() { # on_b CMD...: run CMD on guest B; its output here, its status returned
+    local base
+    # B_CMD_PREFIX: the runner's own requests after a case are named apart from the case's.
+    printf -v base '%s/%s-%04d' "$B_RESULTS" "${B_CMD_PREFIX:-b}" $((_two_seq + 1))
+    ((BASH_SUBSHELL == 0)) || base+=.sub$BASHPID
+    _two_request fg "$CHECK_TIMEOUT" "$base" "$@"
+    if ! _two_wait_end "$base.rc" $((CHECK_TIMEOUT + 20)); then
+        echo "on_b: guest B reported no status for '$*' within $((CHECK_TIMEOUT + 20))s (its agent's log: $CHAN/agent-b.log)" >&2
+        return 124
+    fi
+    local rc=${_two_text%%$'\n'*} out=
+    [[ -s $base.stdout ]] && IFS= read -r -d '' out <"$base.stdout"
+    printf '%s' "$out"
+    out=
+    [[ -s $base.stderr ]] && IFS= read -r -d '' out <"$base.stderr"
+    printf '%s' "$out" >&2
+    return "$rc"
+}
+
+bg_b() { # bg_b NAME CMD... -> B_PID (the command's pid on B)
+    local name=$1
+    shift
+    rm -f "$B_RESULTS/$name".{out,err,pid,rc}
+    _two_request bg 0 "$B_RESULTS/$name" "$@"
+    _lib_show "$@"
+    B_PID=
+    if _two_wait_end "$B_RESULTS/$name.pid" 30; then
+        B_PID=${_two_text%%$'\n'*}
+        printf '  bg B  %s: %s (pid %s on B)\n' "$name" "$_lib_shown" "$B_PID"
+    else
+        printf '  bg B  %s: %s: guest B did not start it within 30s\n' "$name" "$_lib_shown"
+        return 1
+    fi
+}
+
+wait_b() { # wait_b NAME SECS: B's background command's status, or 124 after killing it
+    if _two_wait_end "$B_RESULTS/$1.rc" "$2"; then
+        return "${_two_text%%$'\n'*}"
+    fi
+    echo "B's $1 still running after ${2}s; killed" >&2
+    [[ -s $B_RESULTS/$1.pid ]] && on_b two_kill_session "$(<"$B_RESULTS/$1.pid")" >/dev/null 2>&1
+    return 124
+}
+
+# On B: stop a background command's whole session (it may have children: fabric's pair tests).
+two_kill_session() { # two_kill_session PID
+    local pid=${1%%$'\n'*}
+    kill -CONT -- "-$pid" 2>/dev/null
+    kill -KILL -- "-$pid" 2>/dev/null
+    return 0
+}
+
+# On B, after each case (guest A asks for it): whatever the case started in the background
+# and left running is killed.
+two_reset() { # two_reset DIR
+    local f pid
+    for f in "$1"/*.pid; do
+        [[ -e $f && ! -e ${f%.pid}.rc ]] || continue
+        IFS= read -r pid <"$f"
+        two_kill_session "$pid"
+    done
+    return 0
+}
+
+# The default state of a two-VM guest: the rxe device rx$TWO_ROLE on eth0, port ACTIVE;
+# eth0 up at MTU 1500 with exactly $TWO_V4/24 and $TWO_V6/64 (no DAD); GID index 0 the fe80
+# link-local GID, the IPv4-mapped and the fd78:: GIDs present; no other RDMA device or link.
+two_net_is_default() {
+    _net_differs() {
+        echo "network not in its default state: $*" >&2
+        return 1
+    }
+    local value devs=(/sys/class/infiniband/*) port=/sys/class/infiniband/$TWO_DEV/ports/1
+    [[ ${devs[*]} == "/sys/class/infiniband/$TWO_DEV" ]] ||
+        _net_differs "RDMA devices are ${devs[*]##*/}, not $TWO_DEV" || return
+    read -r value <"$port/state" && [[ $value == *ACTIVE ]] ||
+        _net_differs "$TWO_DEV port 1 is $value" || return
+    read -r value <"$port/gid_attrs/ndevs/0" && [[ $value == eth0 ]] ||
+        _net_differs "$TWO_DEV GID 0 is on '$value', not eth0" || return
+    read -r value </sys/class/net/eth0/mtu && ((value == 1500)) ||
+        _net_differs "eth0 MTU $value" || return
+    local links=() baseline=() link
+    for link in /sys/class/net/*; do [[ -L $link ]] && links+=("$link"); done
+    [[ -r /run/rdmactl-vm/baseline-links ]] && mapfile -t baseline </run/rdmactl-vm/baseline-links
+    ((${#links[@]} == ${#baseline[@]})) ||
+        _net_differs "links are ${links[*]##*/}; before setup: ${baseline[*]}" || return
+    local dev family addr found=0
+    while read -r _ dev family addr _; do
+        case "$dev $family $addr" in
+        "eth0 inet $TWO_V4/24" | "eth0 inet6 $TWO_V6/64") found=$((found + 1)) ;;
+        *) _net_differs "extra address $addr on $dev" || return ;;
+        esac
+    done < <(ip -o addr show scope global)
+    ((found == 2)) || _net_differs "eth0 lacks $TWO_V4/24 or $TWO_V6/64"
+}
+
+# Wait until this guest's port is ACTIVE with its three GIDs and no address is tentative.
+two_wait_gids() { # two_wait_gids [SECS]
+    local deadline=$((SECONDS + ${1:-20})) p=/sys/class/infiniband/$TWO_DEV/ports/1
+    local g0 state gid v4=0 v6=0 i
+    ipv4_gid "$TWO_V4"
+    local want4=$_gid want6
+    # fd78::1 as sysfs writes it.
+    printf -v want6 'fd78:0000:0000:0000:0000:0000:0000:%04x' "${TWO_V6##*:}"
+    while :; do
+        g0= state= v4=0 v6=0
+        { read -r g0 <"$p/gids/0" && read -r state <"$p/state"; } 2>/dev/null
+        for i in 1 2 3 4 5; do
+            gid=
+            read -r gid <"$p/gids/$i" 2>/dev/null
+            [[ $gid == "$want4" ]] && v4=1
+            [[ $gid == "$want6" ]] && v6=1
+        done
+        if [[ $g0 == fe80:* && $state == *ACTIVE ]] && ((v4 && v6)); then
+            local addr idx plen scope flags name tentative=0
+            while read -r addr idx plen scope flags name; do
+                (((16#$flags & 0x40) == 0)) || tentative=1
+            done </proc/net/if_inet6
+            ((tentative)) || return 0
+        fi
+        if ((SECONDS >= deadline)); then
+            echo "$TWO_DEV GIDs not settled after ${1:-20}s: gid0=${g0:-?} state=${state:-?} ipv4 GID $v4 ipv6 GID $v6" >&2
+            return 1
+        fi
+        _two_nap 0.1
+    done
+}
+
+# Put the two-VM guest's default state back (see two_net_is_default), in one `ip -batch`.
+restore_two_net() {
+    NET_STEPS=
+    _net_step_start=$EPOCHREALTIME
+    local path dev batch=() baseline=()
+    for path in /sys/class/infiniband/*; do
+        dev=${path##*/}
+        [[ ! -e $path || $dev == "$TWO_DEV" ]] || rdma link delete "$dev"
+    done
+    [[ -r /run/rdmactl-vm/baseline-links ]] && mapfile -t baseline </run/rdmactl-vm/baseline-links
+    for path in /sys/class/net/*; do
+        dev=${path##*/}
+        [[ -L $path ]] || continue
+        [[ " ${baseline[*]} " == *" $dev "* ]] || batch+=("link delete $dev")
+    done
+    local have=" " family addr
+    while read -r _ dev family addr _; do
+        if [[ $dev == eth0 && ($addr == "$TWO_V4/24" || $addr == "$TWO_V6/64") ]]; then
+            have+="$addr "
+        else
+            batch+=("addr del $addr dev $dev")
+        fi
+    done < <(ip -o addr show scope global)
+    batch+=("link set dev eth0 mtu 1500 up" "link set dev lo up")
+    [[ $have == *" $TWO_V4/24 "* ]] || batch+=("addr add $TWO_V4/24 dev eth0")
+    [[ $have == *" $TWO_V6/64 "* ]] || batch+=("addr add $TWO_V6/64 dev eth0 nodad")
+    batch+=("neigh flush dev eth0")
+    printf '%s\n' "${batch[@]}" | ip -force -batch - ||
+        echo "restore_two_net: some of these ip commands failed: ${batch[*]}" >&2
+    _net_step eth0
+    if [[ ! -e /sys/class/infiniband/$TWO_DEV ]]; then
+        rdma link add "$TWO_DEV" type rxe netdev eth0 || return 1
+    fi
+    _net_step rxe
+    two_wait_gids 30 || return 1
+    _net_step wait-gids
+}
