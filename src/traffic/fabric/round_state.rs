@@ -48,7 +48,8 @@ pub(super) struct RoundState {
     pub(super) number: u32,
     pub(super) pending: BTreeSet<(u32, u32)>,
     pub(super) slots: BTreeMap<(u32, u32), PairSlot>,
-    pub(super) ready: Vec<(u32, u32)>,
+    /// Servers that listen, and on which port.
+    pub(super) ready: Vec<((u32, u32), u16)>,
     pub(super) connected: BTreeSet<(u32, u32)>,
 }
 
@@ -66,6 +67,19 @@ impl RoundState {
             slot.not_run.get_or_insert_with(|| why.to_string());
             slot.client
                 .get_or_insert_with(|| PairEnd::problem(why, 0.0));
+        }
+    }
+
+    /// A signal stopped the run: every pair still pending or waiting is not run, whatever
+    /// one end already said (its partner's test was cut short by the same signal).
+    pub(super) fn interrupt(&mut self, waiting: impl Iterator<Item = (u32, u32)>, why: &str) {
+        for p in self.pending.clone().into_iter().chain(waiting) {
+            if let Some(slot) = self.slots.get_mut(&p) {
+                slot.server = None;
+                slot.client = None;
+                slot.not_run = Some(why.to_string());
+            }
+            self.pending.remove(&p);
         }
     }
 
