@@ -137,4 +137,27 @@ mod tests {
         assert!(r.pending.is_empty());
         assert_eq!(r.slots[&(2, 3)].merged().unwrap(), PairEnd::default());
     }
+
+    /// A signal stops the round: what one end of a running pair said no longer counts
+    /// (its partner was cut short by the same signal), and the waiting pairs are not run.
+    #[test]
+    fn an_interrupted_round_leaves_its_unfinished_pairs_not_run() {
+        let mut r = RoundState {
+            number: 1,
+            pending: BTreeSet::from([(0, 1), (2, 3)]),
+            slots: [(0, 1), (2, 3), (4, 5)]
+                .into_iter()
+                .map(|p| (p, PairSlot::default()))
+                .collect(),
+            ready: Vec::new(),
+            connected: BTreeSet::from([(0, 1)]),
+        };
+        r.slots.get_mut(&(0, 1)).unwrap().server = Some(PairEnd::problem("peer gone", 1.0));
+        let why = "not run: the run was interrupted by SIGINT on rank 0";
+        r.interrupt([(4, 5)].into_iter(), why);
+        assert!(r.pending.is_empty());
+        for p in [(0, 1), (2, 3), (4, 5)] {
+            assert_eq!(r.slots[&p].merged(), Err(why.to_string()), "{p:?}");
+        }
+    }
 }

@@ -86,6 +86,25 @@ expect_out "two runs: run B says port 19000 is held by another fabric run, and w
     cat "$RESULTS/run-b-0.out"
 for f in run-a-0 run-a-1 run-b-0 run-b-1; do no_false_words "two runs ($f)" "$RESULTS/$f.out"; done
 
+# Both runs started at once: whichever pair server loses the race for 19000 (its bind
+# fails after the probe found the port free) takes the next port; both pass.
+launch race-a 18706 2 300 fab0 fab1
+RA=("${PIDS[@]}")
+launch race-b 18707 2 300 fab2 fab3
+RB=("${PIDS[@]}")
+for run in RA RB; do
+    declare -n ranks=$run
+    rc=0
+    wait_pid_timeout "${ranks[0]}" 150 || rc=$?
+    wait_pid_timeout "${ranks[1]}" 20 >/dev/null 2>&1
+    check "two runs at once: $run passes (exit $rc)" test "$rc" = 0
+    unset -n ranks
+done
+for f in race-a-0 race-b-0; do
+    expect_out "two runs at once: $f's verdict is clean" '^verdict: clean: 1 pairs of 2 endpoints good' cat "$RESULTS/$f.out"
+    no_false_words "two runs at once ($f)" "$RESULTS/$f.out"
+done
+
 # --- case 14: rank 2 of four stopped (SIGSTOP) once the pair tests run, --parallel 1
 launch hung 18703 $N 2000 fab0 fab1 fab2 fab3
 H=("${PIDS[@]}")
