@@ -118,3 +118,121 @@ fn scale(n: u32) {
             .unwrap_or_default()
     );
 }
+
+/// One simulated rank as its own process, so a test can stop or signal it.
+fn rank(n: u32, r: u32, rendezvous: &str) -> std::process::Child {
+    let bin = std::env::var("RDMACTL_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_rdmactl").into());
+    Command::new(bin)
+        .args([
+            "fabric",
+            "--simulate",
+            "--size",
+            &n.to_string(),
+            "--token",
+            "fault-test",
+        ])
+        .args([
+            "--rank",
+            &r.to_string(),
+            "--rendezvous",
+            rendezvous,
+            "--join-timeout",
+            "60",
+        ])
+        .env_remove("SLURM_PROCID")
+        .env_remove("OMPI_COMM_WORLD_RANK")
+        .env_remove("PMIX_RANK")
+        .env_remove("PMI_RANK")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start a rank")
+}
+
+fn signal(child: &std::process::Child, sig: &str) {
+    let ok = Command::new("kill")
+        .args([sig, &child.id().to_string()])
+        .status()
+        .expect("run kill")
+        .success();
+    assert!(ok, "kill {sig} {}", child.id());
+}
+
+fn output(child: std::process::Child) -> (Option<i32>, String) {
+    let out = child.wait_with_output().unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.code(), text)
+}
+
+/// Issue 26 case 14: a rank stopped (SIGSTOP) after it joined keeps its connection open
+/// and says nothing. Rank 0 names it hung after the one deadline (15 s), runs the other
+/// pairs, blames no link, and the stopped rank, once resumed, is told the run is over.
+#[test]
+fn a_stopped_rank_is_named_hung_and_no_link_is_blamed() {
+    let rendezvous = format!("127.0.0.1:{}", free_port());
+    let start = Instant::now();
+    let r0 = rank(4, 0, &rendezvous);
+    let r2 = rank(4, 2, &rendezvous);
+    // Joining takes milliseconds; the others come once rank 2 is in and stopped.
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    signal(&r2, "-STOP");
+    let r1 = rank(4, 1, &rendezvous);
+    let r3 = rank(4, 3, &rendezvous);
+    let (code, text) = output(r0);
+    let took = start.elapsed();
+    signal(&r2, "-CONT");
+    assert_eq!(code, Some(1), "{text}");
+    assert!(took.as_secs() < 60, "rank 0 took {took:?}\n{text}");
+    assert!(text.contains("fabric-rank-hung"), "{text}");
+    assert!(
+        text.contains("rank 2 (") && text.contains("is hung"),
+        "{text}"
+    );
+    // Simulated pair tests answer at once: a server end may have reported before its
+    // partner stopped. Every pair with rank 2 is not run or good, none failed.
+    assert!(text.contains(" of 6 pairs not run"), "{text}");
+    assert!(!text.contains("pairs bad"), "{text}");
+    for false_cause in ["link", "killed", "left the run"] {
+        assert!(!text.contains(false_cause), "{false_cause}:\n{text}");
+    }
+    for r in [r1, r3] {
+        let (code, text) = output(r);
+        assert_eq!(code, Some(1), "{text}");
+    }
+    // Resumed, the hung rank reads rank 0's Done and exits with the run's status.
+    let (code, text) = output(r2);
+    assert_eq!(code, Some(1), "{text}");
+}
+
+/// The Ctrl-C contract: SIGINT on rank 0, or on another rank, stops the run; rank 0
+/// prints what it has with the pairs not run marked, and every rank exits 130.
+#[test]
+fn sigint_on_any_rank_stops_the_run_with_a_report_and_exit_130() {
+    for (caught_on, sig, code) in [(0, "-INT", 130), (1, "-INT", 130), (1, "-TERM", 143)] {
+        let rendezvous = format!("127.0.0.1:{}", free_port());
+        // Ranks 2 and 3 never start: the run waits in its join phase until the signal.
+        let r0 = rank(4, 0, &rendezvous);
+        let r1 = rank(4, 1, &rendezvous);
+        std::thread::sleep(std::time::Duration::from_secs(2));
+        signal(if caught_on == 0 { &r0 } else { &r1 }, sig);
+        let (c0, text) = output(r0);
+        let (c1, text1) = output(r1);
+        let name = if sig == "-INT" { "SIGINT" } else { "SIGTERM" };
+        assert_eq!(c0, Some(code), "{text}");
+        assert_eq!(c1, Some(code), "{text1}");
+        assert!(
+            text.contains(&format!(
+                "verdict: interrupted by {name} on rank {caught_on} after 0 of 1 pairs"
+            )),
+            "{text}"
+        );
+        assert!(text.contains("1 of 1 pairs not run"), "{text}");
+        for false_cause in ["link", "killed"] {
+            assert!(!text.contains(false_cause), "{false_cause}:\n{text}");
+        }
+    }
+}

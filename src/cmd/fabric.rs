@@ -166,6 +166,11 @@ fn printer(ctx: &Ctx, args: &FabricArgs) -> PrintReport {
             crate::render::fabric::text(report, ctx.style)
         };
         output::print(&text)?;
-        Ok(if report.ok { 0 } else { 1 })
+        // A signal's status (128 + it) after the report, as pingpong and selftest exit.
+        Ok(match report.run.signal {
+            Some(signal) => 128u8.saturating_add(signal.clamp(0, 127) as u8),
+            None if report.ok => crate::exit::OK,
+            None => crate::exit::FAILED,
+        })
     })
 }

@@ -10,8 +10,8 @@ use super::doctor::{arp_flux_line, ARP_FLUX_FIX};
 use crate::model::codes::{self, Code};
 use crate::model::fabric::child::{ChildEvidence, ChildFailure};
 use crate::model::fabric::{
-    ArpFluxGroup, Drift, DriftValue, PairEnd, PairState, PairVerdict, Pattern, PerfBaseline,
-    RankInfo, Suspect, SuspectExplanation, SuspectKind, Thresholds,
+    ArpFluxGroup, Departure, Drift, DriftValue, GoneRank, PairEnd, PairState, PairVerdict, Pattern,
+    PerfBaseline, RankInfo, Suspect, SuspectExplanation, SuspectKind, Thresholds,
 };
 
 // ---------------------------------------------------------------------------------------
@@ -406,7 +406,7 @@ pub fn judge_pair(p: &PairInput, base: &PerfBaseline, t: &Thresholds) -> PairVer
 pub fn attribute(
     size: u32,
     joined: &BTreeSet<u32>,
-    gone: &BTreeMap<u32, String>,
+    gone: &BTreeMap<u32, GoneRank>,
     ranks: &[RankInfo],
     verdicts: &[PairVerdict],
 ) -> Vec<Suspect> {
@@ -421,13 +421,17 @@ pub fn attribute(
                 reason: format!("rank {r} never joined the run"),
                 pairs: Vec::new(),
             });
-        } else if let Some(why) = gone.get(&r) {
+        } else if let Some(g) = gone.get(&r) {
             out.push(Suspect {
                 kind: SuspectKind::Rank,
-                code: codes::FABRIC_RANK_LEFT,
+                // A hung rank's pairs are its own: no link is blamed for them (below).
+                code: match g.how {
+                    Departure::Left => codes::FABRIC_RANK_LEFT,
+                    Departure::Hung => codes::FABRIC_RANK_HUNG,
+                },
                 rank: Some(r),
                 peer_rank: None,
-                reason: why.clone(),
+                reason: g.why.clone(),
                 pairs: pairs_of(verdicts, r, |v| {
                     v.state == PairState::NotRun || v.state.is_bad()
                 }),
@@ -730,6 +734,10 @@ pub fn explain_suspect(
         SuspectKind::Rank if s.code == codes::FABRIC_NO_PORT => (
             s.reason.clone(),
             "bring the port up (`rdmactl ports` on that host), or give the endpoint with -d".to_string(),
+        ),
+        SuspectKind::Rank if s.code == codes::FABRIC_RANK_HUNG => (
+            format!("{}; its remaining pairs were not run", s.reason),
+            "on that host, `ps -o pid,stat,wchan:32,cmd -C rdmactl`: stat T is a stopped process (`kill -CONT` it, or find who sent SIGSTOP: a debugger, a job suspend), D is one stuck in the kernel (`cat /proc/PID/stack`, `dmesg`); then run again".to_string(),
         ),
         SuspectKind::Rank => (
             format!("{}; its remaining pairs were not tested", s.reason),
@@ -1100,7 +1108,13 @@ mod tests {
         }
         let (_, v) = verdicts_of(&pairs, &t);
         let joined: BTreeSet<u32> = (0..4).collect();
-        let gone = BTreeMap::from([(1, "rank 1 (h) left the run in round 2".to_string())]);
+        let gone = BTreeMap::from([(
+            1,
+            GoneRank {
+                how: Departure::Left,
+                why: "rank 1 (h) left the run in round 2".to_string(),
+            },
+        )]);
         let ranks: Vec<RankInfo> = (0..5).map(|r| info(r, "h")).collect();
         let s = attribute(5, &joined, &gone, &ranks[..4], &v);
         assert_eq!(s.len(), 2, "{s:?}");
@@ -1112,6 +1126,63 @@ mod tests {
             (s[1].code.as_str(), s[1].rank),
             ("fabric-rank-missing", Some(4))
         );
+    }
+
+    /// Issue 26 case 14: rank 2 of four SIGSTOPped under --parallel 1. The pair it was in
+    /// when it stopped failed on its partner's side; its later pairs never ran. It is the
+    /// one suspect, named hung; no link and no partner is blamed.
+    #[test]
+    fn a_hung_rank_is_named_hung_and_no_link_is_blamed_for_its_pairs() {
+        let t = Thresholds::default();
+        let mut pairs = fabric(4, &[], 0.0);
+        for p in pairs.iter_mut().filter(|p| p.a == 2 || p.b == 2) {
+            p.end = Err("rank 2 (h2 rxe2/1) is hung in round 1: its control connection is open but it sent nothing for 15 s".into());
+        }
+        let first = pairs.iter_mut().find(|p| (p.a, p.b) == (0, 2)).unwrap();
+        first.end = Ok(PairEnd {
+            ok: false,
+            problem: Some(
+                "the pair test on h0 rxe0/1 did not finish within --deadline 30 s and was stopped"
+                    .into(),
+            ),
+            ..PairEnd::default()
+        });
+        let (base, v) = verdicts_of(&pairs, &t);
+        let joined: BTreeSet<u32> = (0..4).collect();
+        let why = "rank 2 (h2 rxe2/1) is hung in round 1: its control connection is open but it sent nothing for 15 s (every rank sends every 2 s, during pair tests too): the process is alive but stopped or stuck";
+        let gone = BTreeMap::from([(
+            2,
+            GoneRank {
+                how: Departure::Hung,
+                why: why.into(),
+            },
+        )]);
+        let ranks: Vec<RankInfo> = (0..4).map(|r| info(r, &format!("h{r}"))).collect();
+        let s = attribute(4, &joined, &gone, &ranks, &v);
+        assert_eq!(s.len(), 1, "{s:?}");
+        assert_eq!(
+            (s[0].kind, s[0].code.as_str(), s[0].rank),
+            (SuspectKind::Rank, "fabric-rank-hung", Some(2))
+        );
+        assert!(s
+            .iter()
+            .all(|s| s.kind != SuspectKind::Link && s.peer_rank.is_none()));
+        let infos: BTreeMap<u32, RankInfo> = ranks.iter().map(|r| (r.rank, r.clone())).collect();
+        let x = explain_suspect(&s[0], &infos, &v, &BTreeMap::new(), &[], &base);
+        let all = format!("{} {} {}", x.summary, x.evidence.join(" "), x.fix);
+        assert!(x.summary.contains("is hung"), "{}", x.summary);
+        assert!(
+            x.summary.contains("its remaining pairs were not run"),
+            "{}",
+            x.summary
+        );
+        assert!(x.fix.contains("kill -CONT"), "{}", x.fix);
+        for false_cause in ["link", "killed", "namespace"] {
+            assert!(!all.contains(false_cause), "{false_cause}: {all}");
+        }
+        // The same pairs with the rank merely silent and not declared: the old blame.
+        let s = attribute(4, &joined, &BTreeMap::new(), &ranks, &v);
+        assert!(s.iter().any(|s| s.kind == SuspectKind::Link), "{s:?}");
     }
 
     #[test]

@@ -307,6 +307,33 @@ pub struct PairVerdict {
     pub bandwidth_ratio: Option<f64>,
 }
 
+/// How a rank that joined stopped taking part.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Departure {
+    /// Its control connection ended: the process died or its host went away.
+    Left,
+    /// Its control connection stayed open but it sent nothing for a whole deadline: the
+    /// process is alive and stopped (SIGSTOP, a debugger) or stuck.
+    Hung,
+}
+
+/// A rank that stopped taking part, and the sentence that says when and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GoneRank {
+    pub how: Departure,
+    pub why: String,
+}
+
+impl GoneRank {
+    /// `left` or `hung`, as a rank row's status says it.
+    pub fn status(&self) -> &'static str {
+        match self.how {
+            Departure::Left => "left",
+            Departure::Hung => "hung",
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum SuspectKind {
@@ -373,13 +400,17 @@ pub struct RunFacts {
     pub thresholds: Thresholds,
     /// Rounded to milliseconds.
     pub seconds: f64,
+    /// SIGINT (2) or SIGTERM (15) stopped the run, on `signal_rank`; else null.
+    pub signal: Option<i32>,
+    pub signal_rank: Option<u32>,
 }
 
 #[derive(Debug, Serialize)]
 pub struct RankRow {
     #[serde(flatten)]
     pub info: ReportedRank,
-    /// `joined`, `missing` (never joined) or `left` (its connection ended mid-run).
+    /// `joined`, `missing` (never joined), `left` (its connection ended mid-run) or `hung`
+    /// (its connection open, silent for a deadline).
     pub status: &'static str,
 }
 

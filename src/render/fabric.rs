@@ -454,12 +454,15 @@ pub fn svg(r: &FabricReport) -> String {
 }
 
 /// The one-line verdict the text output ends with and `-j` carries as `verdict`.
+/// The one-line verdict; `signal` is (the signal, the rank that caught it) when one
+/// stopped the run.
 pub fn verdict_line(
     suspects: &[SuspectRow],
     drift: &[Drift],
     pairs: &[PairRow],
     baseline: &PerfBaseline,
     ranks: &[RankRow],
+    signal: Option<(i32, u32)>,
 ) -> String {
     let bad = pairs
         .iter()
@@ -476,13 +479,17 @@ pub fn verdict_line(
         (None, Some(m)) => format!("baseline {m:.0} Mbit/s"),
         (None, None) => "no baseline".into(),
     };
-    if suspects.is_empty() && drift.is_empty() && bad == 0 && not_run == 0 {
+    if suspects.is_empty() && drift.is_empty() && bad == 0 && not_run == 0 && signal.is_none() {
         return format!(
             "clean: {} pairs of {joined} endpoints good ({base})",
             pairs.len()
         );
     }
     let mut parts = Vec::new();
+    if let Some(line) = signal.map(interrupted_text) {
+        let ran = pairs.len() - not_run;
+        parts.push(format!("{line} after {ran} of {} pairs", pairs.len()));
+    }
     if !suspects.is_empty() {
         let named: Vec<String> = suspects
             .iter()
@@ -495,11 +502,14 @@ pub fn verdict_line(
                     _ => "the fabric".into(),
                 };
                 match s.peer_rank {
-                    Some(p) => format!(
-                        "{who} ↔ {} (rank {p}): {}",
-                        s.peer_host.clone().unwrap_or_default(),
-                        s.kind_word()
-                    ),
+                    Some(p) => {
+                        let peer = match (&s.peer_host, &s.peer_device) {
+                            (Some(h), Some(d)) if !d.is_empty() => format!("{h} {d}"),
+                            (Some(h), _) => h.clone(),
+                            _ => String::new(),
+                        };
+                        format!("{who} ↔ {peer} (rank {p}): {}", s.kind_word())
+                    }
                     None => format!("{who}: {}", s.reason),
                 }
             })
@@ -533,6 +543,56 @@ pub fn verdict_line(
         ));
     }
     format!("{} ({base})", parts.join("; "))
+}
+
+/// What stopped a run: `interrupted by SIGINT on rank 0`.
+pub fn interrupted_text((signal, rank): (i32, u32)) -> String {
+    format!(
+        "interrupted by {} on rank {rank}",
+        crate::model::failure::signal_name(signal)
+    )
+}
+
+/// A pair server that moved off its pair port, on stderr: which port was held, by whom.
+pub fn port_moved_line(
+    me: &crate::model::fabric::RankInfo,
+    taken: &[(u16, Option<(u32, String)>)],
+    port: u16,
+) -> String {
+    format!(
+        "rdmactl: rank {} ({}): {}; this pair test listens on TCP port {port} instead\n",
+        me.rank,
+        me.label(),
+        held_text(taken)
+    )
+}
+
+/// Why a pair server found no port at all.
+pub fn no_free_port(
+    me: &crate::model::fabric::RankInfo,
+    taken: &[(u16, Option<(u32, String)>)],
+) -> String {
+    format!(
+        "no free TCP port for the pair server on {}: {}; give another --port-base",
+        me.label(),
+        held_text(taken)
+    )
+}
+
+fn held_text(taken: &[(u16, Option<(u32, String)>)]) -> String {
+    taken
+        .iter()
+        .map(|(port, holder)| match holder {
+            Some((pid, name)) if name == "rdmactl" => format!(
+                "TCP port {port} is held by rdmactl (pid {pid}): another fabric run on this host"
+            ),
+            Some((pid, name)) => format!("TCP port {port} is held by {name} (pid {pid})"),
+            None => {
+                format!("TCP port {port} is held by a process /proc does not show (another user's)")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 /// Back to the start of the terminal line and clear it: progress lines overwrite each other.
@@ -600,6 +660,8 @@ mod tests {
                 deadline: 30.0,
                 thresholds: Thresholds::default(),
                 seconds: 4.2,
+                signal: None,
+                signal_rank: None,
             },
             ranks,
             drift: vec![],
@@ -673,6 +735,55 @@ mod tests {
             },
         );
         assert!(coloured.contains("\u{1b}["));
+    }
+
+    /// Issue 26 case 13: the verdict names both ends of a pair with their devices.
+    #[test]
+    fn the_verdict_names_both_ends_devices_and_an_interruption() {
+        let mut r = report();
+        r.suspects[0].kind = SuspectKind::Pair;
+        r.suspects[0].rank = Some(0);
+        r.suspects[0].host = Some("fabvm".into());
+        r.suspects[0].device = Some("fab0".into());
+        r.suspects[0].peer_rank = Some(1);
+        r.suspects[0].peer_host = Some("fabvm".into());
+        r.suspects[0].peer_device = Some("fab1".into());
+        let v = verdict_line(&r.suspects, &[], &r.pairs, &r.baseline, &r.ranks, None);
+        assert!(
+            v.starts_with("1 suspect(s): fabvm fab0 (rank 0) ↔ fabvm fab1 (rank 1): one of the two, or the link"),
+            "{v}"
+        );
+        let mut pairs = r.pairs;
+        pairs[2].state = PairState::NotRun;
+        pairs[2].ok = false;
+        let v = verdict_line(&[], &[], &pairs, &r.baseline, &r.ranks, Some((2, 0)));
+        assert!(
+            v.starts_with("interrupted by SIGINT on rank 0 after 2 of 3 pairs; 1 of 3 pairs bad; 1 of 3 pairs not run"),
+            "{v}"
+        );
+        let v = verdict_line(&[], &[], &pairs[..1], &r.baseline, &r.ranks, Some((15, 3)));
+        assert!(
+            v.starts_with("interrupted by SIGTERM on rank 3 after 1 of 1 pairs"),
+            "{v}"
+        );
+        assert!(!v.starts_with("clean"), "{v}");
+    }
+
+    #[test]
+    fn a_moved_pair_port_names_who_holds_it() {
+        let me = RankInfo {
+            rank: 1,
+            host: "fabvm".into(),
+            device: "fab1".into(),
+            port: 1,
+            ..RankInfo::default()
+        };
+        let line = port_moved_line(&me, &[(19001, Some((4242, "rdmactl".into())))], 19005);
+        assert_eq!(
+            line,
+            "rdmactl: rank 1 (fabvm fab1/1): TCP port 19001 is held by rdmactl (pid 4242): another fabric run on this host; this pair test listens on TCP port 19005 instead\n"
+        );
+        assert!(no_free_port(&me, &[(19001, None)]).contains("another user's"));
     }
 
     #[test]

@@ -14,6 +14,11 @@ use crate::model::fabric::{PairEnd, RankInfo};
 pub const MAGIC: [u8; 4] = *b"RDFB";
 /// A rank's report with a failure explanation and counters is a few KiB.
 pub const MAX_BODY: usize = 1 << 20;
+/// How often a rank says it is alive.
+pub const HEARTBEAT: Duration = Duration::from_secs(2);
+/// A rank silent this long, its connection open, is hung: a stalled emulator or a busy
+/// host delays a heartbeat by a second or two, never by seven of them.
+pub const HUNG_AFTER: Duration = Duration::from_secs(15);
 
 /// What a rank sends rank 0.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -24,8 +29,20 @@ pub enum ToLeader {
         size: u32,
         info: Box<RankInfo>,
     },
-    /// The server end of a pair listens: its partner may connect.
-    Ready { round: u32, a: u32, b: u32 },
+    /// The server end of a pair listens on `port` (its pair port, or the next free one when
+    /// another process, such as another fabric run on this host, holds that): its partner
+    /// may connect there.
+    Ready {
+        round: u32,
+        a: u32,
+        b: u32,
+        port: u16,
+    },
+    /// Sent every `HEARTBEAT`, during pair tests too: a rank whose connection stays open
+    /// but that sends nothing for `HUNG_AFTER` is hung, not gone.
+    Alive,
+    /// This rank caught SIGINT (2) or SIGTERM (15): rank 0 stops the run and reports.
+    Interrupted { signal: i32 },
     Result {
         round: u32,
         a: u32,
@@ -59,6 +76,12 @@ pub enum ToRank {
         host: String,
         port: u16,
         test: PairTest,
+    },
+    /// Stop the pair test (a, b) of `round` now: its partner is hung or gone.
+    Stop {
+        round: u32,
+        a: u32,
+        b: u32,
     },
     /// The run is over; `exit` is its status, so every rank exits alike under srun.
     Done {
@@ -279,6 +302,14 @@ mod tests {
                 round: 1,
                 a: 0,
                 b: 3,
+                port: 19000,
+            }),
+            encode(&ToLeader::Alive),
+            encode(&ToLeader::Interrupted { signal: 2 }),
+            encode(&ToRank::Stop {
+                round: 1,
+                a: 0,
+                b: 3,
             }),
             encode(&ToLeader::Result {
                 round: 1,
@@ -414,6 +445,7 @@ mod tests {
                 round: 7,
                 a: 0,
                 b: 1,
+                port: 19000,
             },
             Duration::from_secs(5),
         )

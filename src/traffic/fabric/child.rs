@@ -69,12 +69,27 @@ impl ChildRun {
         matches!(self.child.try_wait(), Ok(Some(_)))
     }
 
-    pub fn finish(mut self, start: Instant, deadline: Duration, me: &RankInfo) -> PairEnd {
+    /// The child's report, or its stop at the deadline; None when `cut` said to stop it
+    /// (rank 0 gave up on the pair, or a signal stops the run): then nothing it says counts.
+    pub fn finish(
+        mut self,
+        start: Instant,
+        deadline: Duration,
+        me: &RankInfo,
+        cut: &dyn Fn() -> bool,
+    ) -> Option<PairEnd> {
         let mut killed = false;
         loop {
             match self.child.try_wait() {
                 Ok(Some(_)) => break,
-                Ok(None) if start.elapsed() >= deadline || crate::interrupt::caught().is_some() => {
+                Ok(None) if cut() => {
+                    let _ = self.child.kill();
+                    let _ = self.child.wait();
+                    let _ = self.stdout.take().map(|h| h.join());
+                    let _ = self.stderr.take().map(|h| h.join());
+                    return None;
+                }
+                Ok(None) if start.elapsed() >= deadline => {
                     let _ = self.child.kill();
                     let _ = self.child.wait();
                     killed = true;
@@ -96,15 +111,15 @@ impl ChildRun {
             .unwrap_or_default();
         let seconds = start.elapsed().as_secs_f64();
         if killed {
-            return PairEnd::problem(
+            return Some(PairEnd::problem(
                 format!(
                     "the pair test on {} did not finish within --deadline {:.0} s and was stopped",
                     me.label(),
                     deadline.as_secs_f64()
                 ),
                 seconds,
-            );
+            ));
         }
-        super::pair_end::end_of_report(&out, &err, seconds)
+        Some(super::pair_end::end_of_report(&out, &err, seconds))
     }
 }

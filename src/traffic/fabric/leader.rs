@@ -8,8 +8,8 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use crate::error::Result;
-use crate::model::fabric::{FabricReport, Pattern, RankInfo, Thresholds};
-use crate::wire::rendezvous::{ControlChannel, PairTest, ToLeader, ToRank};
+use crate::model::fabric::{Departure, FabricReport, GoneRank, Pattern, RankInfo, Thresholds};
+use crate::wire::rendezvous::{ControlChannel, PairTest, ToLeader, ToRank, HUNG_AFTER};
 
 use super::accept::{accept_loop, LeaderEvent};
 use super::round_state::RoundState;
@@ -35,7 +35,11 @@ pub(super) struct Leader {
     pub(super) events: mpsc::Receiver<LeaderEvent>,
     pub(super) conns: BTreeMap<u32, (u64, ControlChannel)>,
     pub(super) infos: BTreeMap<u32, RankInfo>,
-    pub(super) gone: BTreeMap<u32, String>,
+    pub(super) gone: BTreeMap<u32, GoneRank>,
+    /// When each rank last said anything: a silent rank with an open connection is hung.
+    pub(super) last_heard: BTreeMap<u32, Instant>,
+    /// The signal that stopped the run and the rank that caught it.
+    pub(super) interrupted: Option<(i32, u32)>,
     pub(super) round_now: u32,
     pub(super) started: Instant,
     pub(super) pairs_done: usize,
@@ -58,6 +62,8 @@ pub fn lead(listener: TcpListener, cfg: LeaderConfig, print: PrintReport) -> Res
         conns: BTreeMap::new(),
         infos: BTreeMap::new(),
         gone: BTreeMap::new(),
+        last_heard: BTreeMap::new(),
+        interrupted: None,
         round_now: 0,
         started: Instant::now(),
         pairs_done: 0,
@@ -85,7 +91,7 @@ impl Leader {
                 .cfg
                 .join_deadline
                 .saturating_duration_since(Instant::now());
-            if left.is_zero() || crate::interrupt::caught().is_some() {
+            if left.is_zero() || self.interruption().is_some() {
                 break;
             }
             if self.cfg.progress {
@@ -94,14 +100,96 @@ impl Leader {
                     self.cfg.size,
                 ));
             }
-            match self
-                .events
-                .recv_timeout(left.min(Duration::from_millis(500)))
-            {
-                Ok(ev) => self.handle(ev, None),
-                Err(mpsc::RecvTimeoutError::Timeout) => {}
-                Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            if !self.next_events(left.min(Duration::from_millis(500)), None) {
+                break;
             }
+            self.watch_hung(None);
+        }
+    }
+
+    /// Waits up to `wait` for an event, then takes every one already queued, so that what
+    /// `watch_hung` reads is as fresh as the ranks sent it. False when no connection
+    /// thread is left.
+    pub(super) fn next_events(
+        &mut self,
+        wait: Duration,
+        mut round: Option<&mut RoundState>,
+    ) -> bool {
+        match self.events.recv_timeout(wait) {
+            Ok(ev) => self.handle(ev, round.as_deref_mut()),
+            Err(mpsc::RecvTimeoutError::Timeout) => return true,
+            Err(mpsc::RecvTimeoutError::Disconnected) => return false,
+        }
+        while let Ok(ev) = self.events.try_recv() {
+            self.handle(ev, round.as_deref_mut());
+        }
+        true
+    }
+
+    /// The signal that stops the run: caught here (rank 0), or told by another rank.
+    pub(super) fn interruption(&mut self) -> Option<(i32, u32)> {
+        if self.interrupted.is_none() {
+            self.interrupted = crate::interrupt::caught().map(|s| (s, 0));
+        }
+        self.interrupted
+    }
+
+    /// Ranks whose connection is open but that said nothing for `HUNG_AFTER` (every rank
+    /// says it is alive every `HEARTBEAT`): hung, declared gone after that one deadline.
+    /// Their partners are told to stop the pair tests they share; their pairs are not run.
+    pub(super) fn watch_hung(&mut self, mut round: Option<&mut RoundState>) {
+        let hung: Vec<(u32, Duration)> = self
+            .conns
+            .keys()
+            .filter(|r| !self.gone.contains_key(r))
+            .filter_map(|r| {
+                let silent = self.last_heard.get(r)?.elapsed();
+                (silent >= HUNG_AFTER).then_some((*r, silent))
+            })
+            .collect();
+        for (rank, silent) in hung {
+            let host = self.infos.get(&rank).map(|i| i.label()).unwrap_or_default();
+            let why = format!(
+                "rank {rank} ({host}) is hung {}: its control connection is open but it sent nothing for {:.0} s (every rank sends every {:.0} s, during pair tests too): the process is alive but stopped or stuck",
+                self.when(),
+                silent.as_secs_f64(),
+                crate::wire::rendezvous::HEARTBEAT.as_secs_f64()
+            );
+            self.gone.insert(
+                rank,
+                GoneRank {
+                    how: Departure::Hung,
+                    why: why.clone(),
+                },
+            );
+            if let Some(r) = round.as_deref_mut() {
+                for (a, b) in r.pending.clone() {
+                    let partner = match (a == rank, b == rank) {
+                        (true, _) => b,
+                        (_, true) => a,
+                        _ => continue,
+                    };
+                    if let Some((_, ch)) = self.conns.get_mut(&partner) {
+                        let _ = ch.send(
+                            &ToRank::Stop {
+                                round: r.number,
+                                a,
+                                b,
+                            },
+                            SEND,
+                        );
+                    }
+                }
+                r.rank_gone(rank, &why);
+            }
+        }
+    }
+
+    fn when(&self) -> String {
+        if self.round_now == 0 {
+            "before the pair tests".to_string()
+        } else {
+            format!("in round {}", self.round_now)
         }
     }
 
@@ -133,6 +221,7 @@ impl Leader {
                 if ch.send(&ToRank::Welcome, SEND).is_ok() {
                     self.infos.insert(rank, *info);
                     self.conns.insert(rank, (id, ch));
+                    self.last_heard.insert(rank, Instant::now());
                 }
             }
             LeaderEvent::Gone(id, rank, why) => {
@@ -140,30 +229,42 @@ impl Leader {
                     return;
                 }
                 self.conns.remove(&rank);
+                // A hung rank that dies later stays named as hung: that is what the run saw.
+                if self.gone.contains_key(&rank) {
+                    return;
+                }
                 let host = self.infos.get(&rank).map(|i| i.label()).unwrap_or_default();
-                let when = if self.round_now == 0 {
-                    "before the pair tests".to_string()
-                } else {
-                    format!("in round {}", self.round_now)
-                };
+                let why = format!("rank {rank} ({host}) left the run {}: {why}", self.when());
+                if let Some(r) = round {
+                    r.rank_gone(rank, &why);
+                }
                 self.gone.insert(
                     rank,
-                    format!("rank {rank} ({host}) left the run {when}: {why}"),
+                    GoneRank {
+                        how: Departure::Left,
+                        why,
+                    },
                 );
-                if let Some(r) = round {
-                    r.rank_gone(rank, &self.gone[&rank]);
-                }
             }
             LeaderEvent::Msg(id, rank, msg) => {
                 if self.conns.get(&rank).map(|c| c.0) != Some(id) {
                     return;
                 }
+                self.last_heard.insert(rank, Instant::now());
+                if let ToLeader::Interrupted { signal } = msg {
+                    self.interrupted.get_or_insert((signal, rank));
+                    return;
+                }
+                // A rank declared hung that wakes up takes no further part.
+                if self.gone.contains_key(&rank) {
+                    return;
+                }
                 let Some(r) = round else { return };
                 match msg {
-                    ToLeader::Join { .. } => {}
-                    ToLeader::Ready { round, a, b } => {
+                    ToLeader::Join { .. } | ToLeader::Alive | ToLeader::Interrupted { .. } => {}
+                    ToLeader::Ready { round, a, b, port } => {
                         if round == r.number && r.pending.contains(&(a, b)) && rank == a {
-                            r.ready.push((a, b));
+                            r.ready.push(((a, b), port));
                         }
                     }
                     ToLeader::Result {
@@ -175,7 +276,8 @@ impl Leader {
                     } => {
                         // Only the pair's own ends report on it.
                         let from_end = (client && rank == b) || (!client && rank == a);
-                        if round == r.number && from_end {
+                        // A pair given up on (a hung partner, a signal) stays not run.
+                        if round == r.number && from_end && r.pending.contains(&(a, b)) {
                             if let Some(slot) = r.slots.get_mut(&(a, b)) {
                                 if client {
                                     slot.client = Some(*end);

@@ -9,6 +9,7 @@ pub mod agent;
 mod child;
 pub mod leader;
 mod pair_end;
+mod pair_port;
 pub mod rank_info;
 mod report;
 mod round;

@@ -89,11 +89,7 @@ impl Leader {
             .map(|r| match self.infos.get(&r) {
                 Some(info) => RankRow {
                     info: info.clone().reported(rules::arp_flux_text(&info.arp_flux)),
-                    status: if self.gone.contains_key(&r) {
-                        "left"
-                    } else {
-                        "joined"
-                    },
+                    status: self.gone.get(&r).map_or("joined", |g| g.status()),
                 },
                 None => RankRow {
                     info: RankInfo {
@@ -104,9 +100,18 @@ impl Leader {
                 },
             })
             .collect();
-        let ok = suspect_rows.is_empty() && drift.is_empty() && pairs.iter().all(|p| p.ok);
-        let verdict =
-            crate::render::fabric::verdict_line(&suspect_rows, &drift, &pairs, &baseline, &ranks);
+        let ok = suspect_rows.is_empty()
+            && drift.is_empty()
+            && pairs.iter().all(|p| p.ok)
+            && self.interrupted.is_none();
+        let verdict = crate::render::fabric::verdict_line(
+            &suspect_rows,
+            &drift,
+            &pairs,
+            &baseline,
+            &ranks,
+            self.interrupted,
+        );
         FabricReport {
             run: RunFacts {
                 launcher: self.cfg.launcher,
@@ -125,6 +130,8 @@ impl Leader {
                 deadline: self.cfg.test.deadline,
                 thresholds: t,
                 seconds: (self.started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0,
+                signal: self.interrupted.map(|(s, _)| s),
+                signal_rank: self.interrupted.map(|(_, r)| r),
             },
             ranks,
             drift,

@@ -3,7 +3,6 @@
 //! pair and at most `--parallel` pairs at once.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use crate::diagnose::fabric::{self as rules, PairInput};
@@ -47,8 +46,8 @@ impl Leader {
                     break;
                 };
                 for r in [a, b] {
-                    if let Some(why) = self.gone.get(&r) {
-                        state.rank_gone(r, why);
+                    if let Some(g) = self.gone.get(&r) {
+                        state.rank_gone(r, &g.why);
                     }
                 }
                 if !state.pending.contains(&(a, b)) {
@@ -74,6 +73,15 @@ impl Leader {
             if state.pending.is_empty() {
                 break;
             }
+            if let Some(signal) = self.interruption() {
+                // Whatever is still running was cut short: not run, not failed.
+                let why = format!(
+                    "not run: the run was {}",
+                    crate::render::fabric::interrupted_text(signal)
+                );
+                state.interrupt(waiting.iter().copied(), &why);
+                break;
+            }
             for (p, at) in &started {
                 if state.pending.contains(p) && at.elapsed() >= per_pair {
                     state.fail_pair(
@@ -82,17 +90,16 @@ impl Leader {
                     );
                 }
             }
-            match self.events.recv_timeout(Duration::from_millis(200)) {
-                Ok(ev) => self.handle(ev, Some(&mut state)),
-                Err(mpsc::RecvTimeoutError::Timeout) => {}
-                Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            if !self.next_events(Duration::from_millis(200), Some(&mut state)) {
+                break;
             }
-            for (a, b) in std::mem::take(&mut state.ready) {
+            self.watch_hung(Some(&mut state));
+            for ((a, b), port) in std::mem::take(&mut state.ready) {
                 if !state.connected.insert((a, b)) {
                     continue;
                 }
-                let (host, port) = match self.infos.get(&a) {
-                    Some(i) => (i.tcp_host.clone(), i.pair_port),
+                let host = match self.infos.get(&a) {
+                    Some(i) => i.tcp_host.clone(),
                     None => continue,
                 };
                 let sent = self.conns.get_mut(&b).map(|(_, ch)| {
@@ -149,10 +156,15 @@ impl Leader {
             ends: BTreeMap::new(),
         };
         for (k, round) in rounds.iter().enumerate() {
-            if crate::interrupt::caught().is_some() {
+            if let Some(signal) = self.interruption() {
+                let why = format!(
+                    "not run: the run was {}",
+                    crate::render::fabric::interrupted_text(signal)
+                );
                 for p in round {
-                    results.ends.entry(*p).or_default().not_run =
-                        Some("the run was interrupted".into());
+                    let slot = results.ends.entry(*p).or_default();
+                    slot.round = k as u32 + 1;
+                    slot.not_run = Some(why.clone());
                 }
                 continue;
             }
@@ -168,6 +180,7 @@ impl Leader {
             .iter()
             .filter(|v| v.state.is_bad() && v.state != PairState::NotRun)
             .filter(|v| !self.gone.contains_key(&v.a) && !self.gone.contains_key(&v.b))
+            .filter(|_| self.interrupted.is_none())
             .map(|v| (v.a, v.b))
             .collect();
         let first_states: BTreeMap<(u32, u32), PairState> =
@@ -176,7 +189,7 @@ impl Leader {
         let base_round = rounds.len() as u32;
         let mut retested = BTreeSet::new();
         for (k, round) in retest.iter().enumerate() {
-            if crate::interrupt::caught().is_some() {
+            if self.interruption().is_some() {
                 break;
             }
             let mut again = Results {

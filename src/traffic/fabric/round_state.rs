@@ -48,7 +48,8 @@ pub(super) struct RoundState {
     pub(super) number: u32,
     pub(super) pending: BTreeSet<(u32, u32)>,
     pub(super) slots: BTreeMap<(u32, u32), PairSlot>,
-    pub(super) ready: Vec<(u32, u32)>,
+    /// Servers that listen, and on which port.
+    pub(super) ready: Vec<((u32, u32), u16)>,
     pub(super) connected: BTreeSet<(u32, u32)>,
 }
 
@@ -66,6 +67,19 @@ impl RoundState {
             slot.not_run.get_or_insert_with(|| why.to_string());
             slot.client
                 .get_or_insert_with(|| PairEnd::problem(why, 0.0));
+        }
+    }
+
+    /// A signal stopped the run: every pair still pending or waiting is not run, whatever
+    /// one end already said (its partner's test was cut short by the same signal).
+    pub(super) fn interrupt(&mut self, waiting: impl Iterator<Item = (u32, u32)>, why: &str) {
+        for p in self.pending.clone().into_iter().chain(waiting) {
+            if let Some(slot) = self.slots.get_mut(&p) {
+                slot.server = None;
+                slot.client = None;
+                slot.not_run = Some(why.to_string());
+            }
+            self.pending.remove(&p);
         }
     }
 
@@ -122,5 +136,28 @@ mod tests {
         r.rank_gone(3, "rank 3 left");
         assert!(r.pending.is_empty());
         assert_eq!(r.slots[&(2, 3)].merged().unwrap(), PairEnd::default());
+    }
+
+    /// A signal stops the round: what one end of a running pair said no longer counts
+    /// (its partner was cut short by the same signal), and the waiting pairs are not run.
+    #[test]
+    fn an_interrupted_round_leaves_its_unfinished_pairs_not_run() {
+        let mut r = RoundState {
+            number: 1,
+            pending: BTreeSet::from([(0, 1), (2, 3)]),
+            slots: [(0, 1), (2, 3), (4, 5)]
+                .into_iter()
+                .map(|p| (p, PairSlot::default()))
+                .collect(),
+            ready: Vec::new(),
+            connected: BTreeSet::from([(0, 1)]),
+        };
+        r.slots.get_mut(&(0, 1)).unwrap().server = Some(PairEnd::problem("peer gone", 1.0));
+        let why = "not run: the run was interrupted by SIGINT on rank 0";
+        r.interrupt([(4, 5)].into_iter(), why);
+        assert!(r.pending.is_empty());
+        for p in [(0, 1), (2, 3), (4, 5)] {
+            assert_eq!(r.slots[&p].merged(), Err(why.to_string()), "{p:?}");
+        }
     }
 }
