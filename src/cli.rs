@@ -20,7 +20,7 @@ pub const EXIT_CODES: &[(u8, &str)] = &[
     (5, "an operating-system or verbs call failed unexpectedly"),
     (
         130,
-        "pingpong or selftest stopped by SIGINT (Ctrl-C) after printing what it measured; 143 for SIGTERM",
+        "pingpong, selftest or fabric stopped by SIGINT (Ctrl-C) after printing what it measured; 143 for SIGTERM",
     ),
 ];
 
