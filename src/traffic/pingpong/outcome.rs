@@ -71,11 +71,10 @@ pub(super) fn finish(
             recv_posted_before_rtr: plan_sends.then_some(true),
         };
         // The peer's counters came with its notice: both ends' deltas, judged together.
-        if let (Cause::PeerReported { notice }, Some(run)) = (&f.cause, report.counters.take()) {
-            report.counters = match &notice.counters {
-                Some(peer) => crate::traffic::counters::with_peer(run, peer),
-                None => Some(run),
-            };
+        if let Cause::PeerReported { notice } = &f.cause {
+            if let (Some(peer), Some(run)) = (&notice.counters, report.counters.take()) {
+                report.counters = crate::traffic::counters::with_peer(run, peer);
+            }
         }
         let x = failure::explain_failure(&ctx.sysfs, &known, &f);
         let from_peer = matches!(f.cause, Cause::PeerClosed | Cause::PeerReported { .. });
