@@ -225,7 +225,7 @@ complete -c rdmactl -n "__fish_rdmactl_using_subcommand fabric" -l timeout -d 'G
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand fabric" -l join-timeout -d 'Rank 0 waits this long for every rank to join' -r
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand fabric" -l latency-factor -d 'A pair is slow above this many times the baseline latency' -r
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand fabric" -l bandwidth-fraction -d 'A pair\'s bandwidth is low below this fraction of the baseline' -r
-complete -c rdmactl -n "__fish_rdmactl_using_subcommand fabric" -l resend-limit -d 'A pair is lossy above this many retransmissions per thousand messages (port counters)' -r
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand fabric" -l resend-limit -d 'A pair is lossy above this many packets resent per thousand sent (both ends\' port counters)' -r
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand fabric" -l expect-usec -d 'Expected latency (µs per iteration): the baseline where the fabric gives none (two endpoints)' -r
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand fabric" -l expect-mbit -d 'Expected WRITE bandwidth (Mbit/s), as --expect-usec' -r
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand fabric" -l parallel -d 'Test at most N pairs of a round at once (default: all): for endpoints that share CPUs (a VM, oversubscribed hosts), where concurrent busy-polling tests slow each other' -r

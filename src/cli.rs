@@ -589,7 +589,8 @@ pub struct FabricArgs {
     /// A pair's bandwidth is low below this fraction of the baseline
     #[arg(long, value_name = "F", default_value_t = 0.8)]
     pub bandwidth_fraction: f64,
-    /// A pair is lossy above this many retransmissions per thousand messages (port counters)
+    /// A pair is lossy above this many packets resent per thousand sent (both ends' port
+    /// counters)
     #[arg(long, value_name = "N", default_value_t = 10.0)]
     pub resend_limit: f64,
     /// Expected latency (µs per iteration): the baseline where the fabric gives none (two

@@ -51,7 +51,7 @@ pub fn run(ctx: &Ctx, args: &CountersArgs) -> Result<u8> {
             .into_iter()
             .map(|d| {
                 // The interval's own messages are unknown here: no per-thousand figure.
-                let found = judge(&d, None, 0);
+                let found = judge(&d, None, None);
                 (d, found)
             })
             .collect();
@@ -116,7 +116,7 @@ mod tests {
             d[0].get("symbol_error").unwrap().change,
             Change::Saturated { at_least: 535 }
         );
-        let codes: Vec<String> = judge(&d[0], None, 0)
+        let codes: Vec<String> = judge(&d[0], None, None)
             .into_iter()
             .map(|f| f.code.to_string())
             .collect();

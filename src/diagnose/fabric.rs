@@ -247,7 +247,8 @@ pub struct PairInput {
     pub a: u32,
     pub b: u32,
     pub end: Result<PairEnd, String>,
-    /// Retransmissions per thousand messages over the pair's test, from both ends' counters.
+    /// Packets resent per thousand sent over the pair's test, from both ends' counters
+    /// (`diagnose::counters::Resent`).
     pub resends_per_mille: Option<f64>,
 }
 
@@ -390,7 +391,7 @@ pub fn judge_pair(p: &PairInput, base: &PerfBaseline, t: &Thresholds) -> PairVer
         if r > t.resends_per_mille {
             worst(
                 PairState::Lossy,
-                format!("{r:.1} retransmissions per thousand messages (counters)"),
+                format!("{r:.1} packets resent per thousand sent (counters)"),
                 &mut v,
             );
         }
@@ -1096,7 +1097,7 @@ mod tests {
         lossy[0].resends_per_mille = Some(340.0);
         let (_, v) = verdicts_of(&lossy, &t);
         assert_eq!(v[0].state, PairState::Lossy);
-        assert!(v[0].why[0].contains("340.0 retransmissions"));
+        assert!(v[0].why[0].contains("340.0 packets resent per thousand sent"));
     }
 
     #[test]

@@ -404,14 +404,14 @@ const PMA: &[(&str, Width, Unit, Group, &str)] = &[
 const HW: &[(&str, Group, Unit, &str)] = &[
     // Loss and retransmission, responder side.
     ("duplicate_request", Group::Loss, Unit::Packets, "responder: requests received again (the requester retransmitted: an ACK or the request was lost)"),
-    ("out_of_seq_request", Group::Loss, Unit::Packets, "responder (rxe): requests with a PSN ahead of the expected one: packets lost on the way in"),
+    ("out_of_seq_request", Group::Loss, Unit::Events, "responder (rxe): gaps in the requests' PSNs (counted once per gap, which is NAKed): packets lost on the way in"),
     ("out_of_sequence", Group::Loss, Unit::Packets, "responder (mlx5): packets with a PSN ahead of the expected one: packets lost on the way in"),
     // Requester side.
     ("rcvd_seq_err", Group::Loss, Unit::Events, "requester (rxe): NAK sequence errors received: the responder saw a gap and asked for a resend"),
     ("packet_seq_err", Group::Loss, Unit::Events, "requester (mlx5): NAK sequence errors received: the responder saw a gap and asked for a resend"),
     ("implied_nak_seq_err", Group::Loss, Unit::Events, "requester (mlx5): a read or atomic response skipped a PSN: earlier responses were lost"),
     ("local_ack_timeout_err", Group::Loss, Unit::Events, "requester (mlx5): no ACK within the QP's timeout: the request or its ACK was lost, resent"),
-    ("completer_retry_err", Group::Loss, Unit::Events, "requester (rxe): retransmissions started by the completer (ACK timeout or NAK)"),
+    ("completer_retry_err", Group::Loss, Unit::Events, "requester (rxe): resends started (after an ACK timeout or a sequence NAK; the NAKs are also in rcvd_seq_err)"),
     ("retry_exceeded_err", Group::Loss, Unit::Events, "requester (rxe): retry count exhausted: a QP gave up (IBV_WC_RETRY_EXC_ERR)"),
     ("req_transport_retries_exceeded", Group::Loss, Unit::Events, "requester (mlx5): retry count exhausted: a QP gave up (IBV_WC_RETRY_EXC_ERR)"),
     ("roce_adp_retrans", Group::Loss, Unit::Events, "mlx5 adaptive retransmissions (resends sooner than the QP timeout)"),
@@ -421,13 +421,13 @@ const HW: &[(&str, Group, Unit, &str)] = &[
     ("roce_slow_restart_trans", Group::Loss, Unit::Events, "transitions into slow-restart state (mlx5)"),
     // Receiver not ready.
     ("rcvd_rnr_err", Group::Rnr, Unit::Events, "requester (rxe): RNR NAKs received: the peer had no receive posted"),
-    ("send_rnr_err", Group::Rnr, Unit::Events, "responder (rxe): RNR NAKs sent: a send arrived before a receive was posted here"),
+    ("send_rnr_err", Group::Rnr, Unit::Events, "responder (rxe): RNR NAKs sent: a SEND arrived before a receive was posted here, or a READ response could not be built or sent"),
     ("retry_rnr_exceeded_err", Group::Rnr, Unit::Events, "requester (rxe): RNR retry count exhausted (IBV_WC_RNR_RETRY_EXC_ERR)"),
     ("rnr_nak_retry_err", Group::Rnr, Unit::Events, "requester (mlx5): RNR retry count exhausted (IBV_WC_RNR_RETRY_EXC_ERR)"),
     ("req_rnr_retries_exceeded", Group::Rnr, Unit::Events, "requester (mlx5): RNR retry count exhausted"),
     ("out_of_buffer", Group::Rnr, Unit::Packets, "responder (mlx5): packets dropped for lack of a posted receive (shared receive queue empty)"),
     // Errors.
-    ("send_err", Group::Errors, Unit::Events, "rxe: errors sending a packet through the netdev"),
+    ("send_err", Group::Errors, Unit::Events, "rxe: packets the netdev refused to send (larger than its MTU, netdev down or no route, a queue drop)"),
     ("link_downed", Group::Link, Unit::Events, "rxe: the netdev under the device went down"),
     ("req_cqe_error", Group::Errors, Unit::Events, "requester completions with an error status"),
     ("resp_cqe_error", Group::Errors, Unit::Events, "responder completions with an error status"),
@@ -698,6 +698,17 @@ mod tests {
     }
 }
 
+/// What moved over a run, as far as the counter rules need to know it: a counter that means
+/// "a receive was late" only means it when SENDs ran, and rxe counts RNR NAKs for READ
+/// responses it could not send too.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct TrafficMix {
+    /// SEND messages over the run, both directions together (0: no SEND ran).
+    pub sends: u64,
+    /// Whether RDMA READs ran.
+    pub reads: bool,
+}
+
 /// A port's counter changes as one end sends them to the other after a ping-pong: names
 /// and amounts only (the meanings are rebuilt from the names on arrival).
 #[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
@@ -709,6 +720,10 @@ pub struct WireDelta {
     pub seconds: f64,
     pub counters: Vec<WireCount>,
 }
+
+// `seconds` is a measured interval, never NaN, so equality is an equivalence: a notice that
+// carries the counters (`PeerNotice`) can stay `Eq`.
+impl Eq for WireDelta {}
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct WireCount {

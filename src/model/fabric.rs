@@ -193,7 +193,8 @@ pub struct PairEnd {
     pub failure: Option<Verbatim<ChildFailure>>,
     /// `pingpong -j`'s `counters` object, unchanged.
     pub counters: Option<Verbatim<ChildCounters>>,
-    /// Retransmissions per thousand messages, from both ends' counters.
+    /// Packets resent per thousand sent, from both ends' counters (the ratio of
+    /// `counters-retransmission`).
     pub resends_per_mille: Option<f64>,
     /// What went wrong around the test itself: killed at the deadline, no JSON.
     pub problem: Option<String>,

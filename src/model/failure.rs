@@ -243,6 +243,10 @@ pub struct PeerNotice {
     pub summary: String,
     pub evidence: Vec<String>,
     pub fix: String,
+    /// The notifying end's port counters over the run until it failed, so the other end
+    /// prints both ends' deltas; absent from older rdmactl and when they were not read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counters: Option<crate::model::counter::WireDelta>,
 }
 
 /// The name of a signal a run is stopped by.

@@ -214,6 +214,13 @@ pub struct RunCounters {
     pub scope: &'static str,
     pub local: Option<crate::model::counter::WireDelta>,
     pub peer: Option<crate::model::counter::WireDelta>,
+    /// Packets resent per thousand sent over the ends read (docs/failures.md,
+    /// `counters-retransmission`); None when no packet was counted as sent.
+    #[serde(serialize_with = "crate::model::rounding::ser_opt_3dp")]
+    pub resent_per_mille: Option<f64>,
+    /// What ran, kept to judge again when the peer's counters arrive with its notice.
+    #[serde(skip)]
+    pub mix: crate::model::counter::TrafficMix,
     #[serde(serialize_with = "crate::model::diagnostic::json::findings")]
     pub findings: Vec<crate::model::diagnostic::Diagnostic>,
 }

@@ -250,6 +250,16 @@ pub fn counters(c: &RunCounters, style: Style) -> String {
             }
         ));
     }
+    if let Some(r) = c.resent_per_mille {
+        let ends = if c.peer.is_some() {
+            "both ends"
+        } else {
+            "this end"
+        };
+        out.push_str(&format!(
+            "  resent: {r:.2} per thousand packets sent ({ends})\n"
+        ));
+    }
     if !c.findings.is_empty() {
         out.push_str(&crate::render::diagnostic::lines(
             &c.findings,

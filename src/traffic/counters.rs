@@ -3,6 +3,7 @@
 use std::path::Path;
 
 use crate::gather::sysfs::SysfsRoot;
+use crate::model::counter::TrafficMix;
 use crate::model::results::RunCounters;
 
 /// One port's counters, read before a run's traffic and again after it.
@@ -41,24 +42,39 @@ impl CounterWatch {
     }
 }
 
-/// The counters block of a run's report: what moved on each end's port, judged by the
-/// counter rules against the `messages` the run sent. None when neither end could read.
+/// The counters block of a run's report (a failed one too): what moved on each end's port,
+/// judged by the counter rules knowing what ran (`mix`). None when neither end could read.
 pub fn judge(
     local: Option<crate::model::counter::PortDelta>,
     peer: Option<crate::model::counter::PortDelta>,
-    messages: u64,
+    mix: TrafficMix,
 ) -> Option<RunCounters> {
     let findings = match &local {
-        Some(l) => crate::diagnose::counters::judge(l, peer.as_ref(), messages),
+        Some(l) => crate::diagnose::counters::judge(l, peer.as_ref(), Some(mix)),
         None => Vec::new(),
     };
     if local.is_none() && peer.is_none() {
         return None;
     }
+    let local = local.as_ref().map(crate::model::counter::WireDelta::of);
+    let peer = peer.as_ref().map(crate::model::counter::WireDelta::of);
     Some(RunCounters {
         scope: "port",
-        local: local.as_ref().map(crate::model::counter::WireDelta::of),
-        peer: peer.as_ref().map(crate::model::counter::WireDelta::of),
+        resent_per_mille: local
+            .as_ref()
+            .and_then(|l| crate::diagnose::counters::resent_per_mille(l, peer.as_ref())),
+        local,
+        peer,
+        mix,
         findings,
     })
+}
+
+/// A failed run's counters judged again with the peer's, which came with its notice.
+pub fn with_peer(run: RunCounters, peer: &crate::model::counter::WireDelta) -> Option<RunCounters> {
+    let local = run
+        .local
+        .as_ref()
+        .map(crate::model::counter::WireDelta::to_delta);
+    judge(local, Some(peer.to_delta()), run.mix)
 }

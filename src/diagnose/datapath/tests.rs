@@ -882,6 +882,7 @@ fn own_port_down_outranks_the_peers_notice() {
         summary: "RoCE port rxe0/1 is not ACTIVE".into(),
         evidence: vec![],
         fix: "ip link set veth0 up".into(),
+        counters: None,
     };
     let failure = Failure::new(
         Step::Poll,

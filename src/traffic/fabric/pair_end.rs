@@ -20,15 +20,10 @@ pub fn end_of_report(stdout: &[u8], stderr: &[u8], seconds: f64) -> PairEnd {
     };
     let report = ChildReport::read(&json);
     let finite = |v: Option<f64>| v.filter(|v| v.is_finite());
-    let ops = report.ops.ran().count() as u64;
-    let iters = report.ops.ran().next().and_then(|o| o.iters).unwrap_or(0);
+    // The counters rules' one ratio: resent packets per thousand sent, over both ends.
     let resends_per_mille = report.counters.as_ref().and_then(|c| {
-        let deltas: Vec<&WireDelta> = c.local.iter().chain(c.peer.iter()).collect();
-        let messages = iters * ops.max(1);
-        (!deltas.is_empty() && messages > 0).then(|| {
-            let resends = crate::diagnose::counters::resends(&deltas);
-            round3(resends as f64 * 1000.0 / messages as f64)
-        })
+        let local: &WireDelta = c.local.as_ref()?;
+        crate::diagnose::counters::resent_per_mille(local, c.peer.as_ref()).map(round3)
     });
     PairEnd {
         ok: report.ok,
@@ -52,7 +47,8 @@ mod tests {
         let out = br#"{"ok": true, "ops": {"send": {"iters": 500, "usec_per_iter": 310.5, "mbit_per_sec": 105.0},
             "write": {"iters": 500, "usec_per_iter": 50.0, "mbit_per_sec": 880.25}},
             "counters": {"scope": "port", "local": {"device": "rxe0", "port": 1, "flavor": "rxe", "has_counters_dir": false, "seconds": 1.0,
-               "counters": [{"name": "rcvd_seq_err", "source": "hw_counters", "at_least": 30, "exact": true}]},
+               "counters": [{"name": "completer_retry_err", "source": "hw_counters", "at_least": 30, "exact": true},
+                            {"name": "sent_pkts", "source": "hw_counters", "at_least": 1000, "exact": true}]},
                "peer": null, "findings": []}, "failure": null}"#;
         let end = end_of_report(out, b"", 1.5);
         assert!(end.ok);
@@ -60,7 +56,7 @@ mod tests {
         assert_eq!(end.mbit_per_sec, Some(880.25));
         assert!(end.failure.is_none());
         let _ = end.counters.as_ref().unwrap();
-        // 30 retransmissions over 500 iterations of two operations.
+        // 30 resends over 1000 packets sent (this end alone: the peer sent none).
         assert_eq!(end.resends_per_mille, Some(30.0));
         let failed = end_of_report(
             br#"{"ok": false, "ops": {}, "failure": {"message": "IBV_WC_RETRY_EXC_ERR", "explanation": {"code": "retry-exceeded"}}}"#,

@@ -347,6 +347,7 @@ mod tests {
             summary: "the run was stopped by SIGINT".into(),
             evidence: Vec::new(),
             fix: String::new(),
+            counters: None,
         }
     }
 

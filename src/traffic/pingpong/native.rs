@@ -55,6 +55,51 @@ pub(super) fn native_run(
     // of milliseconds under emulation, and an end still reading when the first SEND lands
     // would add that to the other end's measured time.
     let watch = crate::traffic::counters::CounterWatch::start(sysfs, side.ctx.name(), side.port);
+    let traffic = traffic(plan, side, report, conn, r, length, is_client);
+    // A failed run keeps this end's counters too (they go to the peer with the notice):
+    // what moved before the failure is often what explains it.
+    let mix = traffic_mix(plan, report);
+    if let Err(f) = traffic {
+        report.counters = crate::traffic::counters::judge(watch.stop(), None, mix);
+        return Err(f);
+    }
+    // Both ends send their counters, then read the other's: no end waits on the other.
+    let local = watch.stop();
+    conn.send_counters(
+        local
+            .as_ref()
+            .map(crate::model::counter::WireDelta::of)
+            .as_ref(),
+    )?;
+    let peer = conn.read_counters().map(|w| w.to_delta());
+    report.counters = crate::traffic::counters::judge(local, peer, mix);
+    Ok(())
+}
+
+/// What ran, for the counter rules: SENDs in both directions (each end measured its own
+/// round trips), and whether READs ran.
+fn traffic_mix(plan: &Plan, report: &PingpongReport) -> crate::model::counter::TrafficMix {
+    crate::model::counter::TrafficMix {
+        sends: report
+            .ops
+            .iter()
+            .find(|(n, _)| *n == "send")
+            .map_or(0, |(_, r)| 2 * r.iters),
+        reads: plan.ops.read,
+    }
+}
+
+/// The measured part of the run, between the sync that starts it and the one that ends it.
+#[allow(clippy::too_many_arguments)]
+fn traffic(
+    plan: &Plan,
+    side: &mut Side,
+    report: &mut PingpongReport,
+    conn: &mut Conn,
+    r: &Endpoint,
+    length: Length,
+    is_client: bool,
+) -> std::result::Result<(), Failure> {
     conn.sync(1)?;
 
     let passive = length.passive_wait(plan.timeout);
@@ -88,22 +133,6 @@ pub(super) fn native_run(
         }
     }
     conn.sync_for(99, passive)?;
-    // Both ends send their counters, then read the other's: no end waits on the other.
-    let local = watch.stop();
-    conn.send_counters(
-        local
-            .as_ref()
-            .map(crate::model::counter::WireDelta::of)
-            .as_ref(),
-    )?;
-    let peer = conn.read_counters().map(|w| w.to_delta());
-    // Each end measured its own turns; the peer's turns were as long (or as many).
-    let iters = report.ops.iter().map(|(_, r)| r.iters).max().unwrap_or(0);
-    let ops = [plan.ops.send, plan.ops.write, plan.ops.read]
-        .iter()
-        .filter(|o| **o)
-        .count() as u64;
-    report.counters = crate::traffic::counters::judge(local, peer, iters * ops);
     Ok(())
 }
 

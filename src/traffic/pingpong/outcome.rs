@@ -70,6 +70,12 @@ pub(super) fn finish(
             // open_side posts them before RTR when the run sends; WRITE and READ need none.
             recv_posted_before_rtr: plan_sends.then_some(true),
         };
+        // The peer's counters came with its notice: both ends' deltas, judged together.
+        if let Cause::PeerReported { notice } = &f.cause {
+            if let (Some(peer), Some(run)) = (&notice.counters, report.counters.take()) {
+                report.counters = crate::traffic::counters::with_peer(run, peer);
+            }
+        }
         let x = failure::explain_failure(&ctx.sysfs, &known, &f);
         let from_peer = matches!(f.cause, Cause::PeerClosed | Cause::PeerReported { .. });
         if let (Some(mut conn), false, "native") = (conn, from_peer, report.exchange) {
@@ -85,6 +91,7 @@ pub(super) fn finish(
                     .map(|e| e.text.clone())
                     .collect(),
                 fix: x.explanation.fix_text().to_string(),
+                counters: report.counters.as_ref().and_then(|c| c.local.clone()),
             });
         }
         report.failure = Some(x);

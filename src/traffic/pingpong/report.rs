@@ -240,7 +240,10 @@ mod tests {
                     .to_delta(),
                 ),
                 None,
-                1000,
+                crate::model::counter::TrafficMix {
+                    sends: 6,
+                    reads: false,
+                },
             ),
             ok: false,
             failure: Some(FailureReport::new(

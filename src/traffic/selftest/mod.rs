@@ -127,11 +127,13 @@ pub fn run(ctx: &Ctx, args: &SelftestArgs) -> Result<SelftestReport> {
     let mut deltas = watches
         .iter()
         .map(crate::traffic::counters::CounterWatch::stop);
-    let mut counters = crate::traffic::counters::judge(
-        deltas.next().flatten(),
-        deltas.next().flatten(),
-        t.messages,
-    );
+    // selftest's steps are mostly SENDs, and one of them READs.
+    let mix = crate::model::counter::TrafficMix {
+        sends: t.messages,
+        reads: true,
+    };
+    let mut counters =
+        crate::traffic::counters::judge(deltas.next().flatten(), deltas.next().flatten(), mix);
     if t.flushed {
         // The flush step holds a SEND outstanding with RNR NAKs on purpose (its line says
         // so): they are not a receiver that falls behind.

@@ -231,8 +231,15 @@ pub(crate) fn client(
         let result = run_op(&mut ep, *op, iters, args.lat, &mut peer_image)?;
         report.ops.insert(op.name(), result);
     }
-    report.counters =
-        crate::traffic::counters::judge(watch.stop(), None, u64::from(iters) * ops.len() as u64);
+    let mix = crate::model::counter::TrafficMix {
+        sends: report
+            .ops
+            .iter()
+            .find(|(n, _)| *n == "send")
+            .map_or(0, |(_, r)| 2 * r.iters),
+        reads: report.ops.iter().any(|(n, _)| n == "read"),
+    };
+    report.counters = crate::traffic::counters::judge(watch.stop(), None, mix);
     ep.disconnect()?;
     Ok(())
 }
