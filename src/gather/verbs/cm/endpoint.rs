@@ -426,6 +426,12 @@ impl CmEndpoint {
         }
     }
 
+    /// A completion already in the CQ, if any: no wait and no look at the CM channel. For
+    /// the last words of a peer whose disconnect was seen first.
+    pub fn try_completion(&mut self) -> Result<Option<Completion>, Failure> {
+        self.poll_once()
+    }
+
     /// Busy-poll the CQ for the next completion, for latency measurements: qp.rs's
     /// [`Cq::wait`], which reads no clock while completions keep coming. The CM channel is
     /// looked at every `CM_CHECK` without a completion and every `CM_CHECK_EVERY`

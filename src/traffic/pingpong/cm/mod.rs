@@ -14,7 +14,7 @@ use crate::diagnose::cm::CmStall;
 use crate::error::{Error, Result};
 use crate::exit;
 use crate::gather::verbs::cm::{self, CmEndpoint, CmOp, ConnectOptions, Listener, StepDone};
-use crate::model::failure::{Cause, Failure};
+use crate::model::failure::{Cause, Failure, Step};
 use crate::output;
 use crate::render;
 
@@ -260,6 +260,14 @@ pub(crate) fn client(
         ep.disconnect()?;
         return Ok(());
     };
+    // The server's word may still be in the CQ behind a disconnect seen first.
+    let f = match (&f.cause, notice::last_word(&mut ep)) {
+        (Cause::CmEvent { .. }, Some(notice::InBand::Interrupted { signal })) => {
+            let notice = Box::new(notice::interrupted_notice("server", signal));
+            ep.err(Step::CmTransfer, Cause::PeerReported { notice })
+        }
+        _ => f,
+    };
     match f.cause {
         Cause::Interrupted { signal } => {
             notice::tell(&mut ep, notice::InBand::Interrupted { signal });
@@ -348,9 +356,13 @@ pub(crate) fn server(
                 Cause::CmEvent { .. } | Cause::Timeout { .. } | Cause::WcStatus { .. }
             ) =>
         {
+            let here = notice::port_seen(&ep);
+            if !matches!(f.cause, Cause::CmEvent { .. }) {
+                serve::linger(&mut ep, &listener, &mut served);
+            }
             let stall = CmStall {
                 role: "server",
-                here: notice::port_seen(&ep),
+                here,
                 peer: served.client_port.take(),
                 peer_answered: None,
             };

@@ -113,6 +113,20 @@ pub(crate) fn heard(
     Ok(Some(notice))
 }
 
+/// A notice the peer sent just before its disconnect, still in the CQ when the disconnect
+/// was seen first (the CM channel is looked at before the CQ now and then).
+pub(crate) fn last_word(ep: &mut CmEndpoint) -> Option<InBand> {
+    // The flushed receives that follow a disconnect end the look (an error completion).
+    while let Ok(Some(c)) = ep.try_completion() {
+        if c.is_recv && c.byte_len as usize == LEN {
+            if let Some(n) = InBand::decode(&ep.region(Region::Recv)[..LEN]) {
+                return Some(n);
+            }
+        }
+    }
+    None
+}
+
 /// The peer's signal in the words this end would use for its own.
 pub(crate) fn interrupted_notice(role: &'static str, signal: i32) -> PeerNotice {
     let f = Failure::new(

@@ -16,6 +16,8 @@ pub(crate) struct Served {
     pub(crate) finished: bool,
     /// The client's port, as it said in a probe when its run stalled.
     pub(crate) client_port: Option<crate::diagnose::cm::PortSeen>,
+    /// The client probed: it knows what this end saw.
+    pub(crate) probed: bool,
     /// The client runs in this process (selftest --cm) and reports its own failures and
     /// signals: its disconnect ends the serving, whatever came before it. Otherwise a
     /// caught SIGINT/SIGTERM stops the serving and is told to the client.
@@ -81,6 +83,14 @@ pub(crate) fn serve(
                 return Ok(())
             }
             Wake::Disconnected => {
+                match notice::last_word(ep) {
+                    Some(notice::InBand::Done) => return Ok(()),
+                    Some(notice::InBand::Interrupted { signal }) => {
+                        let notice = Box::new(notice::interrupted_notice("client", signal));
+                        return Err(ep.err(Step::CmTransfer, Cause::PeerReported { notice }));
+                    }
+                    None => {}
+                }
                 let mut f = ep.err(
                     Step::CmTransfer,
                     Cause::cm_event(EventKind::Disconnected, 0),
@@ -139,6 +149,24 @@ pub(crate) fn serve(
     }
 }
 
+/// After this end's own failure mid-run (a work completion in error, a timeout), the
+/// server stays until the client notices (its own timeout) and asks what this end saw, so
+/// both ends name the cause: the client's probe is answered, and its disconnect, or the
+/// client's timeout and the probe's wait, end the stay.
+pub(crate) fn linger(ep: &mut CmEndpoint, listener: &Listener, served: &mut Served) {
+    let deadline = std::time::Instant::now() + ep.timeout() + super::notice::PROBE_WAIT;
+    while std::time::Instant::now() < deadline && !served.probed {
+        if turn_away_others(ep, listener, served).is_err() {
+            return;
+        }
+        // The QP is in error now: its flushed work requests come back as failures, which
+        // say nothing new.
+        if let Ok(Wake::Disconnected) = ep.wait(Duration::from_millis(200), "the client's probe") {
+            return;
+        }
+    }
+}
+
 /// Rejects every client waiting behind the one being served, naming that one; answers a
 /// probe of the client being served with this end's port now, and keeps what the client
 /// said of its own.
@@ -151,6 +179,7 @@ pub(super) fn turn_away_others(
     while let Some(request) = listener.next_request()? {
         if let Some(text) = cm::probe_text(&request.private_data) {
             served.client_port = notice::decode_port(&text);
+            served.probed = true;
             let answer = notice::port_seen(ep).map_or("?".to_string(), |p| notice::encode_port(&p));
             request.reject(&answer);
             continue;
