@@ -161,8 +161,17 @@ pub(crate) fn linger(ep: &mut CmEndpoint, listener: &Listener, served: &mut Serv
         }
         // The QP is in error now: its flushed work requests come back as failures, which
         // say nothing new.
-        if let Ok(Wake::Disconnected) = ep.wait(Duration::from_millis(200), "the client's probe") {
-            return;
+        match ep.wait(Duration::from_millis(200), "the client's probe") {
+            Ok(Wake::Disconnected)
+            | Err(Failure {
+                cause:
+                    Cause::CmEvent {
+                        event: EventKind::Disconnected,
+                        ..
+                    },
+                ..
+            }) => return,
+            _ => {}
         }
     }
 }
