@@ -47,6 +47,16 @@ mtu_cut() {
   expect_no_out "MTU cut on $dev: the server prints no bare ok" '^ok$' cat "$RESULTS/$name-srv.out"
 }
 
+# ---- a good run first: the client's end-of-run message, then its disconnect, is a finished
+# run, and the server says ok and exits 0.
+bg_start good-srv $R pingpong --cm -d rxe0 --bind 192.168.77.1 -p 18800 --timeout 5
+spid=$BG_PID
+check "good run: the server listens" wait_line "$RESULTS/good-srv.err" '^listening on' 15 $spid
+expect_rc 0 "good run: the client exits 0" timeout 60 $R pingpong --cm 192.168.77.1 -p 18800 -d rxe1 -n 200 --timeout 5
+wait_pid_timeout $spid 20; src=$?
+check "good run: the server exits 0 (got $src)" test "$src" = 0
+expect_out "good run: the server says ok" '^ok$' cat "$RESULTS/good-srv.out"
+
 # ---- issue 26 case 1 under --cm: the client's netdev (veth1) cut mid-run, then the server's.
 mtu_cut cutcli 18801 veth1 "this end's port" "the client's port"
 mtu_cut cutsrv 18802 veth0 "the server's port" "this end's port"
