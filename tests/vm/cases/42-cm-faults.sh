@@ -107,7 +107,7 @@ check "SIGTERM client: exit 143 (got $crc)" test "$crc" = 143
 # ---- selftest --cm stopped by SIGINT: 130, the signal named in the step it stopped (or,
 # past the last step, in the verdict), never "all steps passed" or a bare FAILED.
 landed=0
-for delay in 0.2 0.5 0.9 1.4; do
+for delay in 0.05 0.1 0.15 0.2 0.3; do
   bg_start "st-$delay" $R selftest --cm -d rxe0 -d rxe1
   pid=$BG_PID
   sleep "$delay"
@@ -130,7 +130,7 @@ for delay in 0.2 0.5 0.9 1.4; do
       '^  FAIL .*interrupted by SIGINT' cat "$out"
   fi
 done
-echo "selftest --cm: SIGINT landed in $landed of 4 runs"
+echo "selftest --cm: SIGINT landed in $landed of 5 runs"
 
 # ---- same-host IPv6: a server on rxe0's IPv6 address, a client from rxe1's.
 ip addr add fd77::1/64 dev veth0 nodad
