@@ -120,7 +120,7 @@ pub fn explain_stall(err: &Failure, facts: &Facts, stall: &CmStall) -> Diagnosti
         Some(why(
             codes::MTU_CUT_MIDRUN,
             format!(
-                "{whose} {} has active MTU {mtu} now, below the QP's path MTU {}: its netdev's MTU was lowered during the run, and every packet larger than that is refused (rxe counts them in send_err); a connected QP keeps the path MTU it was given",
+                "{whose} {} has active MTU {mtu} now, below the QP's path MTU {}: its netdev's MTU was lowered during the run, and every packet larger than that is refused on the way out (rxe counts them in send_err) or dropped on the way in; a connected QP keeps the path MTU it was given",
                 seen.port, seen.path_mtu
             ),
             format!(
