@@ -27,6 +27,146 @@ pub fn explain(err: &Failure, facts: &Facts) -> Diagnostic {
     x
 }
 
+/// One end's port re-read when its run stalled, against what its QP was connected with.
+/// Minimal on purpose: the TCP exchange's stall facts say the same for its path, and the
+/// two are to become one type.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct PortSeen {
+    /// `rxe1/1`.
+    pub port: String,
+    /// ACTIVE, DOWN, ...
+    pub state: String,
+    /// Bytes, now.
+    pub active_mtu: Option<u32>,
+    /// Bytes, set when the QP connected.
+    pub path_mtu: u32,
+    pub gid_index: u8,
+    /// The QP's source GID is still in its slot.
+    pub gid_in_table: bool,
+}
+
+impl PortSeen {
+    fn mtu_cut(&self) -> Option<u32> {
+        self.active_mtu.filter(|m| *m < self.path_mtu)
+    }
+
+    fn line(&self) -> String {
+        format!(
+            "{} now: {}, active MTU {}, the QP's path MTU {}, GID index {} {}",
+            self.port,
+            self.state,
+            self.active_mtu
+                .map_or("unknown".to_string(), |m| m.to_string()),
+            self.path_mtu,
+            self.gid_index,
+            if self.gid_in_table {
+                "still in the table"
+            } else {
+                "empty now"
+            }
+        )
+    }
+}
+
+/// What a `--cm` end knows when its run stalled: its own port now and, when the peer
+/// answered a probe (or probed this end), the peer's.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct CmStall {
+    /// "client" or "server": this end.
+    pub role: &'static str,
+    pub here: Option<PortSeen>,
+    pub peer: Option<PortSeen>,
+    /// Whether the peer answered this end's probe; None: not asked (a server cannot ask).
+    pub peer_answered: Option<bool>,
+}
+
+impl CmStall {
+    fn peer_role(&self) -> &'static str {
+        if self.role == "server" {
+            "client"
+        } else {
+            "server"
+        }
+    }
+
+    fn evidence(&self) -> Vec<Seen> {
+        let mut out = Vec::new();
+        if let Some(here) = &self.here {
+            out.push(Seen::new(Source::Local, here.line()));
+        }
+        let peer = self.peer_role();
+        if let Some(there) = &self.peer {
+            out.push(Seen::new(
+                Source::PeerNotice,
+                format!("the {peer} said: {}", there.line()),
+            ));
+        }
+        if self.peer_answered == Some(false) {
+            out.push(Seen::new(
+                Source::Host,
+                format!("the {peer} did not answer a probe (a CM connect request of its own)"),
+            ));
+        }
+        out
+    }
+}
+
+/// A stalled `--cm` run explained from what both ends re-read: an MTU cut below the QP's
+/// path MTU on either end names itself; otherwise the CM rule stands, with what was ruled
+/// out in its seen lines.
+pub fn explain_stall(err: &Failure, facts: &Facts, stall: &CmStall) -> Diagnostic {
+    let cut = |seen: &PortSeen, whose: String| {
+        let mtu = seen.mtu_cut()?;
+        Some(why(
+            codes::MTU_CUT_MIDRUN,
+            format!(
+                "{whose} {} has active MTU {mtu} now, below the QP's path MTU {}: its netdev's MTU was lowered during the run, and every packet larger than that is refused on the way out (rxe counts them in send_err) or dropped on the way in; a connected QP keeps the path MTU it was given",
+                seen.port, seen.path_mtu
+            ),
+            format!(
+                "put the MTU of {}'s netdev back (ip link set DEV mtu 1500; the active MTU follows it), then rerun: a connected QP cannot change its path MTU",
+                seen.port
+            ),
+        ))
+    };
+    let mut x = stall
+        .here
+        .as_ref()
+        .and_then(|h| cut(h, "this end's port".into()))
+        .or_else(|| {
+            stall
+                .peer
+                .as_ref()
+                .and_then(|p| cut(p, format!("the {}'s port", stall.peer_role())))
+        })
+        .unwrap_or_else(|| ruled_out(explain(err, facts), stall));
+    x.evidence.extend(stall.evidence());
+    x
+}
+
+/// No cut: the CM rule's words, and for a transfer timeout what the ports rule out.
+fn ruled_out(mut x: Diagnostic, stall: &CmStall) -> Diagnostic {
+    if x.code != codes::CM_TRANSFER_TIMEOUT {
+        return x;
+    }
+    let fine = |p: &Option<PortSeen>| {
+        p.as_ref()
+            .is_some_and(|p| p.state == "ACTIVE" && p.mtu_cut().is_none() && p.gid_in_table)
+    };
+    let peer = stall.peer_role();
+    x.message = match (fine(&stall.here), fine(&stall.peer), stall.peer_answered) {
+        (true, true, _) => format!(
+            "no completion arrived in time, yet both ports are ACTIVE, at the QP's path MTU and with their GIDs, and the {peer}'s process answered a probe: the packets are lost on the way, or the {peer} stopped posting work"
+        ),
+        (true, _, Some(false)) => format!(
+            "no completion arrived in time and the {peer} did not answer a probe: its process is stopped or hung, or its host is unreachable; this end's port is ACTIVE, at the QP's path MTU and with its GID"
+        ),
+        (true, _, _) => "no completion arrived in time; this end's port is ACTIVE, at the QP's path MTU and with its GID, so the cause is on the way or at the peer".into(),
+        _ => return x,
+    };
+    x
+}
+
 fn rule(err: &Failure, facts: &Facts) -> Diagnostic {
     let addr: Option<SocketAddr> = err
         .context
@@ -51,6 +191,19 @@ fn rule(err: &Failure, facts: &Facts) -> Diagnostic {
             format!("{dev}, the netdev of this side's address, is down: the kernel has no way to reach {peer} through it"),
             format!("bring it up (`ip link set {dev} up`); if it stays down, check the cable and the switch port (for veth, the peer end); rdmactl ports shows the port state"),
         );
+    }
+    let unanswered = matches!(
+        err.cause,
+        Cause::Timeout { .. }
+            | Cause::CmEvent {
+                event: EventKind::Unreachable,
+                ..
+            }
+    );
+    if let (Step::CmConnect, true) = (err.step, unanswered) {
+        if let Some(x) = same_host_ipv6(err, facts) {
+            return x;
+        }
     }
     match (&err.cause, err.step) {
         (Cause::LibraryMissing { .. }, _) => why(
@@ -197,6 +350,40 @@ fn rule(err: &Failure, facts: &Facts) -> Diagnostic {
             "check dmesg and rdmactl doctor",
         ),
     }
+}
+
+/// A connect request from one rxe device to an IPv6 address of another device of this
+/// host goes unanswered: rxe carries no RoCE v2 traffic over IPv6 between two devices of
+/// one kernel (measured on Linux 6.1). The server is there; the request never reaches it.
+fn same_host_ipv6(err: &Failure, facts: &Facts) -> Option<Diagnostic> {
+    let route = facts.route.as_ref()?;
+    let peer = route.peer.filter(|p| p.is_ipv6())?;
+    let owner = route.peer_local_netdev.as_deref()?;
+    let source = facts.netdev.as_ref()?;
+    let soft_roce = err.context.device.starts_with("rxe");
+    if !route.peer_is_local || !soft_roce || owner == source.name {
+        return None;
+    }
+    let mut x = why(
+        codes::SAME_HOST_IPV6,
+        format!(
+            "same-host IPv6: rxe carries no RoCE v2 traffic over IPv6 between two devices of one kernel ({} to {owner}), so the connection request never reaches the server; IPv4 between them works, and so does IPv6 from a device to itself",
+            source.name
+        ),
+        "test IPv6 between two hosts (or VMs), or connect to the server's IPv4 address for a same-host test; `rdmactl selftest --cm -d DEV` checks one device by itself",
+    );
+    x.evidence.push(Seen::new(
+        Source::Route,
+        format!(
+            "{peer} is an address of this host (on {owner}); this end's address is on {}",
+            source.name
+        ),
+    ));
+    x.evidence.push(Seen::new(
+        Source::Host,
+        format!("{} is Soft-RoCE (rxe)", err.context.device),
+    ));
+    Some(x)
 }
 
 /// The peer's CM rejected the request: the IB CM reject reason (or the kernel's errno for
@@ -982,6 +1169,220 @@ mod tests {
             err(Step::CmResolveAddr, unreach, None).code(),
             "cm-no-route"
         );
+    }
+
+    fn port(name: &str, active_mtu: u32) -> PortSeen {
+        PortSeen {
+            port: name.into(),
+            state: "ACTIVE".into(),
+            active_mtu: Some(active_mtu),
+            path_mtu: 1024,
+            gid_index: 1,
+            gid_in_table: true,
+        }
+    }
+
+    fn no_false_cause(text: &str) {
+        for false_word in ["killed", "link went down", "namespace"] {
+            assert!(!text.contains(false_word), "{false_word:?} in {text}");
+        }
+    }
+
+    fn stall_text(x: &Diagnostic) -> String {
+        let seen: Vec<&str> = x.evidence.iter().map(|s| s.text.as_str()).collect();
+        format!("{}\n{}\n{}", x.message, seen.join("\n"), x.fix_text())
+    }
+
+    /// Issue 26, case 1 under --cm: the netdev MTU cut below the QP's path MTU mid-run is
+    /// named on the end whose port it is, from its own port, and on the other end from
+    /// what that end said in the probe; never "the peer stopped answering".
+    #[test]
+    fn an_mtu_cut_midrun_is_named_on_both_ends() {
+        let timeout = Cause::Timeout {
+            waited_ms: 5000,
+            waiting_for: Some("echo of a SEND"),
+        };
+        let client = err(Step::CmTransfer, timeout.clone(), None);
+        // The cut on the client's own port.
+        let stall = CmStall {
+            role: "client",
+            here: Some(port("rxe1/1", 512)),
+            peer: Some(port("rxe0/1", 1024)),
+            peer_answered: Some(true),
+        };
+        let x = explain_stall(&client.f, &client.facts, &stall);
+        let text = stall_text(&x);
+        assert_eq!(x.code, codes::MTU_CUT_MIDRUN);
+        assert!(
+            text.contains(
+                "this end's port rxe1/1 has active MTU 512 now, below the QP's path MTU 1024"
+            ),
+            "{text}"
+        );
+        assert!(text.contains("rxe1/1 now: ACTIVE, active MTU 512, the QP's path MTU 1024, GID index 1 still in the table"), "{text}");
+        assert!(
+            text.contains("the server said: rxe0/1 now: ACTIVE, active MTU 1024"),
+            "{text}"
+        );
+        no_false_cause(&text);
+
+        // The server hears of it from the client's probe, then sees the client leave.
+        let server = err(
+            Step::CmTransfer,
+            Cause::cm_event(EventKind::Disconnected, 0),
+            None,
+        );
+        let heard = CmStall {
+            role: "server",
+            here: Some(port("rxe0/1", 1024)),
+            peer: Some(port("rxe1/1", 512)),
+            peer_answered: None,
+        };
+        let x = explain_stall(&server.f, &server.facts, &heard);
+        let text = stall_text(&x);
+        assert_eq!(x.code, codes::MTU_CUT_MIDRUN);
+        assert!(
+            text.contains(
+                "the client's port rxe1/1 has active MTU 512 now, below the QP's path MTU 1024"
+            ),
+            "{text}"
+        );
+        no_false_cause(&text);
+
+        // The cut on the server's port: the client learns it from the probe's answer.
+        let answered = CmStall {
+            role: "client",
+            here: Some(port("rxe1/1", 1024)),
+            peer: Some(port("rxe0/1", 512)),
+            peer_answered: Some(true),
+        };
+        let x = explain_stall(&client.f, &client.facts, &answered);
+        let text = stall_text(&x);
+        assert_eq!(x.code, codes::MTU_CUT_MIDRUN);
+        assert!(
+            text.contains(
+                "the server's port rxe0/1 has active MTU 512 now, below the QP's path MTU 1024"
+            ),
+            "{text}"
+        );
+        no_false_cause(&text);
+    }
+
+    /// Without a cut, a stalled transfer says what both ports rule out and whether the
+    /// peer's process answered, instead of guessing death.
+    #[test]
+    fn a_stall_without_a_cut_says_what_was_ruled_out() {
+        let e = err(
+            Step::CmTransfer,
+            Cause::Timeout {
+                waited_ms: 5000,
+                waiting_for: Some("echo of a SEND"),
+            },
+            None,
+        );
+        let both_fine = CmStall {
+            role: "client",
+            here: Some(port("rxe1/1", 1024)),
+            peer: Some(port("rxe0/1", 1024)),
+            peer_answered: Some(true),
+        };
+        let x = explain_stall(&e.f, &e.facts, &both_fine);
+        assert_eq!(x.code, codes::CM_TRANSFER_TIMEOUT);
+        let text = stall_text(&x);
+        assert!(text.contains("both ports are ACTIVE, at the QP's path MTU and with their GIDs, and the server's process answered a probe"), "{text}");
+        no_false_cause(&text);
+        let silent = CmStall {
+            peer: None,
+            peer_answered: Some(false),
+            ..both_fine
+        };
+        let x = explain_stall(&e.f, &e.facts, &silent);
+        let text = stall_text(&x);
+        assert!(text.contains("the server did not answer a probe: its process is stopped or hung, or its host is unreachable"), "{text}");
+        assert!(
+            text.contains("the server did not answer a probe (a CM connect request of its own)"),
+            "{text}"
+        );
+        no_false_cause(&text);
+    }
+
+    /// A server whose client left before its end-of-run message says so, with its own
+    /// port's line: it does not print ok.
+    #[test]
+    fn a_client_that_left_early_is_a_failure_with_the_servers_port() {
+        let mut e = err(
+            Step::CmTransfer,
+            Cause::cm_event(EventKind::Disconnected, 0),
+            None,
+        );
+        e.f.context.note =
+            Some("after 812 messages answered, before the client's end-of-run message".into());
+        let stall = CmStall {
+            role: "server",
+            here: Some(port("rxe0/1", 1024)),
+            ..CmStall::default()
+        };
+        let x = explain_stall(&e.f, &e.facts, &stall);
+        assert_eq!(x.code, codes::CM_PEER_DISCONNECTED);
+        let text = stall_text(&x);
+        assert!(
+            text.contains("rxe0/1 now: ACTIVE, active MTU 1024"),
+            "{text}"
+        );
+        assert!(
+            e.summary()
+                .contains("before the client's end-of-run message"),
+            "{}",
+            e.summary()
+        );
+        no_false_cause(&text);
+        assert_eq!(FailureReport::new(&e.f, x).exit_code(), crate::exit::FAILED);
+    }
+
+    /// Same-host IPv6 under --cm: the request from rxe1 to an IPv6 address of veth0 is not
+    /// answered because rxe carries no IPv6 between two devices of one kernel, not because
+    /// no server is there.
+    #[test]
+    fn same_host_ipv6_is_named_under_cm() {
+        for cause in [
+            Cause::Timeout {
+                waited_ms: 5000,
+                waiting_for: Some("answer to the connection request"),
+            },
+            Cause::cm_event(EventKind::Unreachable, -libc::ETIMEDOUT),
+        ] {
+            let mut e = err(Step::CmConnect, cause, Some(LinkLayer::Ethernet));
+            e.f.context.peer_addr = Some("[fd77::1]:18515".into());
+            e.facts.cm_source = Some("fd77::2".parse().unwrap());
+            e.facts.netdev = Some(NetdevFacts {
+                name: "veth1".into(),
+                exists: true,
+                up: true,
+                ..NetdevFacts::default()
+            });
+            e.facts.route = Some(crate::model::facts::RouteFacts {
+                peer: Some("fd77::1".parse().unwrap()),
+                peer_is_local: true,
+                peer_local_netdev: Some("veth0".into()),
+                ..Default::default()
+            });
+            let x = e.x();
+            assert_eq!(x.code, codes::SAME_HOST_IPV6);
+            let text = stall_text(&x);
+            assert!(text.contains("rxe carries no RoCE v2 traffic over IPv6 between two devices of one kernel (veth1 to veth0)"), "{text}");
+            assert!(
+                text.contains(
+                    "fd77::1 is an address of this host (on veth0); this end's address is on veth1"
+                ),
+                "{text}"
+            );
+            assert!(!text.contains("did not answer"), "{text}");
+            assert!(!text.contains("no server there"), "{text}");
+            no_false_cause(&text);
+            // IPv4 on one host is not this rule's, and neither is another host.
+            e.facts.route.as_mut().unwrap().peer = Some("192.168.77.1".parse().unwrap());
+            assert_ne!(e.x().code, codes::SAME_HOST_IPV6);
+        }
     }
 
     /// An rdmactl server's own reject keeps the event and its reason, not a "version" guess.

@@ -15,7 +15,7 @@ use crate::model::failure::{Cause, Failure, Step};
 use crate::model::results::{CmSelftestReport, CmStepLine};
 use crate::traffic::pingpong::cm::{
     explain_cm, fill_pattern, first_device, pattern, plain_report, port_address, run_op, serve,
-    timeout_of,
+    timeout_of, Served,
 };
 
 /// The steps of both sides, in the order they finished.
@@ -204,10 +204,13 @@ pub(crate) fn run_selftest(
             .accept(timeout, timeout, &mut log, &mut fill_pattern)
             .and_then(|mut ep| {
                 let t = Instant::now();
-                let mut echoed = 0;
-                serve(&mut ep, &listener, &mut echoed)?;
+                let mut served = Served {
+                    own_client: true,
+                    ..Served::default()
+                };
+                serve(&mut ep, &listener, &mut served)?;
                 ep.disconnect()?;
-                let detail = format!("DISCONNECTED; {echoed} SENDs echoed");
+                let detail = format!("DISCONNECTED; {} SENDs echoed", served.echoed);
                 server_steps.ok("server", "disconnect", detail, t.elapsed());
                 Ok(())
             });
@@ -249,7 +252,22 @@ pub(crate) fn run_selftest(
         (CmOp::Read, "rdma read"),
     ] {
         let t = Instant::now();
-        match run_op(&mut ep, op, 1, false, &mut peer_image) {
+        // A signal caught during the connection or the step before is named here, in the
+        // step it stopped, not only in the verdict after the last one.
+        if let Some(signal) = crate::interrupt::caught() {
+            let e = ep.err(Step::CmTransfer, Cause::Interrupted { signal });
+            steps.failed("client", name, plain_report(&e), Duration::ZERO);
+            first_failure = Some(e);
+            break;
+        }
+        match run_op(
+            &mut ep,
+            op,
+            1,
+            false,
+            &mut peer_image,
+            &mut Default::default(),
+        ) {
             Ok(r) => {
                 let verified = r.verified.unwrap_or_default();
                 steps.ok("client", name, verified, t.elapsed());

@@ -37,7 +37,15 @@ expect_no_out "killed server: no timeout is blamed" 'did not answer|no completio
 check "killed client: the pair is connected and running" start_pair killcli 18702
 kill -KILL $cpid
 wait_pid_timeout $spid 30; src=$?
-check "killed client: the server exits 0 after the client's disconnect" test "$src" = 0
+# A client gone before its end-of-run message did not finish its run: the server says so
+# and fails (issue 26: never ok after its client failed).
+check "killed client: the server exits 1 after the client's early disconnect (got $src)" test "$src" = 1
+expect_out "killed client: the server says the client left before its end of run" \
+  'RDMA_CM_EVENT_DISCONNECTED.*before the client.s end-of-run message' one_line "$RESULTS/killcli-srv.err"
+expect_out "killed client: the server shows its own port as it is now" \
+  'seen: +rxe0/1 now: ACTIVE, active MTU [0-9]+, the QP.s path MTU [0-9]+, GID index [0-9]+ still in the table' \
+  cat "$RESULTS/killcli-srv.err"
+expect_no_out "killed client: no bare ok" '^ok$' cat "$RESULTS/killcli-srv.out"
 expect_out "killed client: the server says how many messages it answered" \
   '^served an rdmactl client: [1-9][0-9]* messages answered' \
   cat "$RESULTS/killcli-srv.out"
@@ -65,8 +73,8 @@ check "busy server: nothing on stderr with -j" test ! -s "$RESULTS/busy-second.e
 check "busy server: the first client is still running" kill -0 $cpid
 kill -KILL $cpid
 wait_pid_timeout $spid 30; src=$?
-check "busy server: the server exits 0 after its client, and said whom it turned away" \
-  sh -c "test $src = 0 && grep -q '^rdmactl: turned 192\.168\.77\.2:[0-9]* away: busy serving' '$RESULTS/busy-srv.err'"
+check "busy server: the server exits 1 after its killed client, and said whom it turned away" \
+  sh -c "test $src = 1 && grep -q '^rdmactl: turned 192\.168\.77\.2:[0-9]* away: busy serving' '$RESULTS/busy-srv.err'"
 
 # ---- the client's device is removed mid-run. rxe cannot detach a process from its device,
 # so `rdma link delete` waits until the process lets go: rdmactl must notice the CM's
@@ -80,9 +88,9 @@ expect_out "removed client device: DEVICE_REMOVAL named and explained" \
   'RDMA_CM_EVENT_DEVICE_REMOVAL.*the RDMA device was removed under the connection' \
   one_line "$RESULTS/rmcli-cli.err"
 wait_pid_timeout $spid 30; src=$?
-# The client's kernel tears its connection down on the way out, so the server sees a plain
-# disconnect.
-check "removed client device: the server exits 0" test "$src" = 0
+# The client's kernel tears its connection down on the way out, so the server sees a
+# disconnect before the client's end of run.
+check "removed client device: the server exits 1 (got $src)" test "$src" = 1
 expect_out "removed client device: the server reports what it served" \
   '^served an rdmactl client: [1-9][0-9]* messages answered' \
   cat "$RESULTS/rmcli-srv.out"

@@ -7,7 +7,7 @@ use rdma_mummy_sys as sys;
 
 use super::channel::{expect_event, Channel};
 use super::endpoint::{log_step, CmEndpoint, Region, StepLog, INITIATOR_DEPTH, QUEUE_DEPTH};
-use super::private_data::{RemoteBuffer, PRIVATE_DATA_MAGIC};
+use super::private_data::{encode_probe, RemoteBuffer, PRIVATE_DATA_MAGIC};
 use super::resolve::{resolve_on, Resolution};
 use crate::gather::verbs::last_errno;
 use crate::model::failure::{Cause, EventKind, Failure, Step, QP_PARAMS};
@@ -44,6 +44,43 @@ pub fn connect(
     opts: &ConnectOptions,
     log: StepLog,
 ) -> Result<(CmEndpoint, Resolution), Failure> {
+    connect_with(peer, opts, log, None)
+}
+
+/// Asks an rdmactl server, in a connect request of its own, what it sees of the run this
+/// client has with it, saying `text` (what this client sees); the server's answer comes
+/// back in its reject. CM messages are small and need no working QP, so this works where
+/// the run's own packets are lost. None: the server did not answer within `opts.timeout`.
+pub fn probe(
+    peer: SocketAddr,
+    opts: &ConnectOptions,
+    text: &str,
+) -> Result<Option<String>, Failure> {
+    let ask = encode_probe(text);
+    match connect_with(peer, opts, &mut |_| {}, Some(&ask)) {
+        Err(Failure {
+            cause: Cause::ServerRejected { server_reason, .. },
+            ..
+        }) => Ok(Some(server_reason)),
+        Err(Failure {
+            cause: Cause::Timeout { .. },
+            ..
+        }) => Ok(None),
+        Err(e) => Err(e),
+        // An rdmactl that does not know probes took it for a client: leave at once.
+        Ok((ep, _)) => {
+            let _ = ep.disconnect();
+            Ok(None)
+        }
+    }
+}
+
+fn connect_with(
+    peer: SocketAddr,
+    opts: &ConnectOptions,
+    log: StepLog,
+    probe: Option<&[u8]>,
+) -> Result<(CmEndpoint, Resolution), Failure> {
     let mut t = Instant::now();
     let channel = Channel::open(Some(peer))?;
     let id = channel.create_id(Some(peer))?;
@@ -77,7 +114,7 @@ pub fn connect(
         ep.post_recv()?;
     }
     let ours = ep.local_buffer(Region::Rdma).encode();
-    let mut param = conn_param(&ours);
+    let mut param = conn_param(probe.unwrap_or(&ours));
     // SAFETY: param and its private data live across the call.
     if unsafe { sys::rdma_connect(ep.id.ptr(), &mut param) } != 0 {
         return Err(ep.err(Step::CmConnect, Cause::call("rdma_connect", last_errno())));

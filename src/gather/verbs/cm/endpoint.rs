@@ -92,6 +92,18 @@ pub struct Completion {
     pub is_recv: bool,
 }
 
+/// This end's port and the QP's GID slot as they are now: re-read when a completion does
+/// not come, against what the QP was connected with (`ConnInfo`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PortNow {
+    /// `ibv_port_state`: 4 is ACTIVE.
+    pub state: u8,
+    /// Bytes; None when the provider answers outside the enum.
+    pub active_mtu: Option<u32>,
+    /// What the QP's source GID slot holds now; None when the slot cannot be read (emptied).
+    pub gid: Option<Gid>,
+}
+
 /// What woke a waiting endpoint.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Wake {
@@ -109,6 +121,10 @@ pub(super) const INITIATOR_DEPTH: u8 = 1;
 
 /// rping's largest ping (-S), so a stock client fits in what the server registers.
 pub(super) const FOREIGN_BUFFER_LEN: u32 = 65536;
+
+/// The least each area holds, whatever `-s`: room for the short messages both ends send
+/// each other besides the measured ones (the end of a run, a caught signal).
+pub(super) const MIN_AREA_LEN: u32 = 64;
 
 /// The most a client may ask the server to register (three areas of this each).
 pub const MAX_BUFFER_LEN: u32 = 256 << 20;
@@ -170,7 +186,7 @@ impl CmEndpoint {
     ) -> Result<CmEndpoint, Failure> {
         let device = id.device_name().unwrap_or_else(|| "?".into());
         let port = id.port_num();
-        let len = len.max(1) as usize;
+        let len = len.max(MIN_AREA_LEN) as usize;
         let fail = |f: Failure| {
             let mut e = cm_err(Step::CmCreateQp, Some(peer), cm_cause(f));
             e.context.device = device.clone();
@@ -297,6 +313,22 @@ impl CmEndpoint {
         }
     }
 
+    /// This end's port and the QP's GID slot now, from the kernel (not a cached copy).
+    pub fn port_now(&self) -> Option<PortNow> {
+        let (verbs, port) = (self.id.verbs(), self.info.port);
+        // SAFETY: the id's context is open for as long as the id lives.
+        unsafe {
+            let attrs = query::port_attrs(verbs, port).ok()?;
+            Some(PortNow {
+                state: attrs.state as u8,
+                active_mtu: attrs.active_mtu_bytes(),
+                gid: query::gid(verbs, port, u32::from(self.info.sgid_index))
+                    .ok()
+                    .filter(|g| !g.is_zero()),
+            })
+        }
+    }
+
     /// A failure of this connection: names its peer and device.
     pub fn err(&self, step: Step, cause: Cause) -> Failure {
         let mut e = cm_err(step, Some(self.info.peer), cause);
@@ -394,6 +426,12 @@ impl CmEndpoint {
         }
     }
 
+    /// A completion already in the CQ, if any: no wait and no look at the CM channel. For
+    /// the last words of a peer whose disconnect was seen first.
+    pub fn try_completion(&mut self) -> Result<Option<Completion>, Failure> {
+        self.poll_once()
+    }
+
     /// Busy-poll the CQ for the next completion, for latency measurements: qp.rs's
     /// [`Cq::wait`], which reads no clock while completions keep coming. The CM channel is
     /// looked at every `CM_CHECK` without a completion and every `CM_CHECK_EVERY`
@@ -419,6 +457,11 @@ impl CmEndpoint {
             waited += slice;
             let wake = self.cm_event_now()?;
             self.no_disconnect(wake)?;
+            // A caught Ctrl-C ends a wait that sees no completion (the loops ask between
+            // completions); caught only once a command asked for it.
+            if let Some(signal) = crate::interrupt::caught() {
+                return Err(self.err(Step::CmTransfer, Cause::Interrupted { signal }));
+            }
             if waited >= self.timeout {
                 return Err(self.err(
                     Step::CmTransfer,

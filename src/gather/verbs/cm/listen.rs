@@ -12,10 +12,28 @@ use super::connect::conn_param;
 use super::endpoint::{
     log_step, CmEndpoint, Region, StepLog, FOREIGN_BUFFER_LEN, MAX_BUFFER_LEN, QUEUE_DEPTH,
 };
-use super::private_data::{RemoteBuffer, PRIVATE_DATA_MAGIC};
+use super::private_data::{probe_text, RemoteBuffer, PRIVATE_DATA_MAGIC};
 use super::sockaddr::{from_sockaddr, to_sockaddr};
 use crate::gather::verbs::last_errno;
 use crate::model::failure::{show_addr, Cause, EventKind, Failure, Step};
+
+/// A connect request the listener holds while it serves another client: a second client,
+/// or a probe from the client being served.
+pub struct PendingRequest {
+    id: Id,
+    pub peer: Option<SocketAddr>,
+    /// What the request carried: a client's buffer, a probe, or a stock tool's bytes.
+    pub private_data: Vec<u8>,
+}
+
+impl PendingRequest {
+    /// Turns it away, with `text` in rdmactl's reject message.
+    pub fn reject(self, text: &str) {
+        let msg = encode_reject(text);
+        // SAFETY: msg lives across the call; the id is live (destroyed when self drops).
+        unsafe { sys::rdma_reject(self.id.ptr(), msg.as_ptr() as *const _, msg.len() as u8) };
+    }
+}
 
 /// Server side: a bound, listening cm_id.
 pub struct Listener {
@@ -64,9 +82,9 @@ impl Listener {
         self.id.device_name()
     }
 
-    /// Rejects a connect request that is already waiting, if any, saying `reason` in the
-    /// reject; returns who was turned away. Does not wait.
-    pub fn turn_away(&self, reason: &str) -> Result<Option<SocketAddr>, Failure> {
+    /// A connect request that is already waiting, if any; does not wait. The caller
+    /// answers it with [`PendingRequest::reject`] (one connection at a time is served).
+    pub fn next_request(&self) -> Result<Option<PendingRequest>, Failure> {
         let event = self.channel.next_event(Instant::now()).map_err(|errno| {
             cm_err(
                 Step::CmListen,
@@ -84,10 +102,11 @@ impl Listener {
         let id = Id { raw };
         // SAFETY: route.addr of the request's id holds the client's address.
         let peer = unsafe { from_sockaddr(&(*id.ptr()).route.addr.dst_addr_union.dst_addr) };
-        let msg = encode_reject(reason);
-        // SAFETY: msg lives across the call; the id is live.
-        unsafe { sys::rdma_reject(id.ptr(), msg.as_ptr() as *const _, msg.len() as u8) };
-        Ok(peer)
+        Ok(Some(PendingRequest {
+            id,
+            peer,
+            private_data: event.private_data,
+        }))
     }
 
     /// Wait up to `wait` for a connect request, then accept it on an endpoint of its own
@@ -101,14 +120,29 @@ impl Listener {
         prepare: &mut dyn FnMut(&mut [u8]),
     ) -> Result<CmEndpoint, Failure> {
         let mut t = Instant::now();
-        let request = expect_event(
-            &self.channel,
-            EventKind::ConnectRequest,
-            "connection request",
-            Step::CmAccept,
-            None,
-            wait,
-        )?;
+        let deadline = t + wait;
+        let request = loop {
+            let request = expect_event(
+                &self.channel,
+                EventKind::ConnectRequest,
+                "connection request",
+                Step::CmAccept,
+                None,
+                deadline.saturating_duration_since(Instant::now()),
+            )?;
+            // A probe from a client whose earlier run stalled: nothing runs here now.
+            if probe_text(&request.private_data).is_none() {
+                break request;
+            }
+            if let Some(raw) = NonNull::new(request.id) {
+                PendingRequest {
+                    id: Id { raw },
+                    peer: None,
+                    private_data: Vec::new(),
+                }
+                .reject("no run");
+            }
+        };
         // SAFETY: the request carries a new id that we now own.
         let id = Id {
             raw: NonNull::new(request.id).ok_or_else(|| {

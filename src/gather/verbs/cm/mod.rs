@@ -20,12 +20,12 @@ use std::net::SocketAddr;
 
 use crate::model::failure::{show_addr, Cause, Failure, Step};
 
-pub use connect::{connect, ConnectOptions};
+pub use connect::{connect, probe, ConnectOptions};
 pub use endpoint::{
     CmEndpoint, CmOp, Completion, ConnInfo, Region, StepDone, Wake, MAX_BUFFER_LEN,
 };
 pub use listen::Listener;
-pub use private_data::RemoteBuffer;
+pub use private_data::{probe_text, RemoteBuffer};
 pub use resolve::{kernel_gid_choice, kernel_gid_choice_scoped, Resolution};
 
 /// A CM failure before the id is bound to a device: only the peer is known.

@@ -22,6 +22,33 @@ pub const PRIVATE_DATA_VERSION: u8 = 1;
 
 pub const PRIVATE_DATA_LEN: usize = 24;
 
+/// The flags byte (offset 5) of a probe: a client whose run stalled asks the server what it
+/// sees, saying what it sees itself, in a connect request of its own; the server answers in
+/// the reject. Both go as CM messages (small MADs), which get through where the stalled
+/// QP's packets do not (a netdev MTU cut below the path MTU), and need no working QP.
+pub const PROBE_FLAG: u8 = b'?';
+
+/// The most text a probe carries: a REQ's 56 bytes of private data after the prefix.
+pub const PROBE_TEXT_LEN: usize = 50;
+
+/// A probe's private data: magic, version, the flag, then the text.
+pub fn encode_probe(text: &str) -> Vec<u8> {
+    let mut out = PRIVATE_DATA_MAGIC.to_vec();
+    out.push(PRIVATE_DATA_VERSION);
+    out.push(PROBE_FLAG);
+    out.extend(text.bytes().take(PROBE_TEXT_LEN));
+    out
+}
+
+/// The text of a probe; None for any other private data (a client's buffer, a stock tool's).
+pub fn probe_text(data: &[u8]) -> Option<String> {
+    if data.len() < 6 || data[0..4] != PRIVATE_DATA_MAGIC || data[5] != PROBE_FLAG {
+        return None;
+    }
+    let text = String::from_utf8_lossy(&data[6..]);
+    Some(text.trim_end_matches('\0').to_string())
+}
+
 impl RemoteBuffer {
     pub fn encode(&self) -> [u8; PRIVATE_DATA_LEN] {
         let mut out = [0u8; PRIVATE_DATA_LEN];
@@ -91,6 +118,21 @@ mod tests {
             let got = RemoteBuffer::decode(data).unwrap_err();
             assert!(got.contains(want), "{got}");
         }
+        // A probe is not a buffer, and a buffer is not a probe.
+        let probe = encode_probe("st=4 mtu=512 path=1024 gid=1");
+        assert!(probe.len() <= 56);
+        assert_eq!(
+            probe_text(&probe).as_deref(),
+            Some("st=4 mtu=512 path=1024 gid=1")
+        );
+        let mut padded_probe = probe.clone();
+        padded_probe.resize(56, 0);
+        assert_eq!(
+            probe_text(&padded_probe).as_deref(),
+            Some("st=4 mtu=512 path=1024 gid=1")
+        );
+        assert_eq!(probe_text(&wire), None);
+        assert_eq!(probe_text(&[0u8; 24]), None);
         let mut v2 = wire;
         v2[4] = 2;
         assert!(RemoteBuffer::decode(&v2).unwrap_err().contains("version 2"));

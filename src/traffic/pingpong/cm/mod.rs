@@ -10,14 +10,17 @@ use std::time::Duration;
 
 use crate::cli::{Op, PingpongArgs};
 use crate::ctx::Ctx;
+use crate::diagnose::cm::CmStall;
 use crate::error::{Error, Result};
 use crate::exit;
-use crate::gather::verbs::cm::{self, CmOp, ConnectOptions, Listener, StepDone};
+use crate::gather::verbs::cm::{self, CmEndpoint, CmOp, ConnectOptions, Listener, StepDone};
+use crate::model::failure::{Cause, Failure, Step};
 use crate::output;
 use crate::render;
 
 mod address;
 mod explain;
+mod notice;
 mod report;
 mod serve;
 mod transfer;
@@ -26,7 +29,7 @@ pub(crate) use address::{first_device, port_address};
 use explain::with_net_evidence;
 pub(crate) use explain::{explain_cm, plain_report};
 pub use report::{CmPingpongReport, CmShow};
-pub(crate) use serve::serve;
+pub(crate) use serve::{serve, Served};
 pub(crate) use transfer::run_op;
 
 /// How long a server waits for its first client: long enough to walk to the other host,
@@ -160,7 +163,10 @@ pub(crate) fn finish(
 ) -> Result<u8> {
     let failure = match outcome {
         Ok(()) => None,
-        Err(Error::Explained(r)) if r.exit_code() == exit::FAILED => Some(*r),
+        // A run a signal stopped (130, 143) shows its report too, with what it measured.
+        Err(Error::Explained(r)) if r.exit_code() == exit::FAILED || r.exit_code() > 128 => {
+            Some(*r)
+        }
         Err(Error::Failure(f)) if !f.is_missing_stack() => Some(explain_cm(*f, None, &ctx.sysfs)),
         Err(other) => return Err(other),
     };
@@ -227,10 +233,26 @@ pub(crate) fn client(
         &ep.info.device,
         u32::from(ep.info.port),
     );
+    // From here on a first Ctrl-C stops the run with what it measured, and tells the server.
+    crate::interrupt::catch();
+    let mut failed = None;
     for op in ops {
-        let result = run_op(&mut ep, *op, iters, args.lat, &mut peer_image)?;
-        report.ops.insert(op.name(), result);
+        match run_op(
+            &mut ep,
+            *op,
+            iters,
+            args.lat,
+            &mut peer_image,
+            &mut report.ops,
+        ) {
+            Ok(result) => report.ops.insert(op.name(), result),
+            Err(f) => {
+                failed = Some(f);
+                break;
+            }
+        }
     }
+    // The counters of a failed run too: that is where they help most.
     let mix = crate::model::counter::TrafficMix {
         sends: report
             .ops
@@ -240,8 +262,53 @@ pub(crate) fn client(
         reads: report.ops.iter().any(|(n, _)| n == "read"),
     };
     report.counters = crate::traffic::counters::judge(watch.stop(), None, mix);
-    ep.disconnect()?;
-    Ok(())
+    let Some(f) = failed else {
+        notice::tell(&mut ep, notice::InBand::Done);
+        ep.disconnect()?;
+        return Ok(());
+    };
+    // The server's word may still be in the CQ behind a disconnect seen first.
+    let f = match (&f.cause, notice::last_word(&mut ep)) {
+        (Cause::CmEvent { .. }, Some(notice::InBand::Interrupted { signal })) => {
+            let notice = Box::new(notice::interrupted_notice("server", signal));
+            ep.err(Step::CmTransfer, Cause::PeerReported { notice })
+        }
+        _ => f,
+    };
+    match f.cause {
+        Cause::Interrupted { signal } => {
+            notice::tell(&mut ep, notice::InBand::Interrupted { signal });
+            Err(f.into())
+        }
+        // A completion that did not come, or came with an error (rxe's retries ran out):
+        // what changed is looked for on both ends.
+        Cause::Timeout { .. } | Cause::WcStatus { .. } => Err(stalled(&ep, f, peer, src)),
+        _ => Err(f.into()),
+    }
+}
+
+/// A transfer that timed out: this end's port re-read, and the server asked for its own
+/// in a probe (which also tells it ours), so the explanation rests on both.
+fn stalled(ep: &CmEndpoint, f: Failure, peer: SocketAddr, src: Option<IpAddr>) -> Error {
+    let here = notice::port_seen(ep);
+    let text = here.as_ref().map_or("?".to_string(), notice::encode_port);
+    let opts = ConnectOptions {
+        src,
+        len: 1,
+        timeout: notice::PROBE_WAIT,
+    };
+    let answer = cm::probe(peer, &opts, &text).ok().flatten();
+    let stall = CmStall {
+        role: "client",
+        here,
+        peer: answer.as_deref().and_then(notice::decode_port),
+        peer_answered: Some(answer.is_some()),
+    };
+    let facts = crate::model::facts::Facts {
+        cm_source: src,
+        ..Default::default()
+    };
+    Error::Explained(Box::new(notice::explain_stalled(&f, &stall, &facts)))
 }
 
 pub(crate) fn server(
@@ -277,12 +344,45 @@ pub(crate) fn server(
     )?;
     report.connected(&ep.info);
     report.stock_client = Some(ep.foreign);
-    let mut echoed = 0;
-    let served = serve(&mut ep, &listener, &mut echoed);
-    report.echoed = Some(echoed);
-    served?;
-    ep.disconnect()?;
-    Ok(())
+    // From here on a first Ctrl-C stops serving and tells the client; before, one Ctrl-C
+    // ends a server that waits.
+    crate::interrupt::catch();
+    let mut served = Served::default();
+    let outcome = serve(&mut ep, &listener, &mut served);
+    report.echoed = Some(served.echoed);
+    match outcome {
+        Ok(()) => {
+            ep.disconnect()?;
+            Ok(())
+        }
+        // The client went away before its end of run, or stopped answering: what this
+        // end's port looks like now, and what the client said of its own in a probe.
+        Err(f)
+            if matches!(
+                f.cause,
+                Cause::CmEvent { .. } | Cause::Timeout { .. } | Cause::WcStatus { .. }
+            ) =>
+        {
+            let here = notice::port_seen(&ep);
+            if !matches!(f.cause, Cause::CmEvent { .. }) {
+                serve::linger(&mut ep, &listener, &mut served);
+            }
+            let stall = CmStall {
+                role: "server",
+                here,
+                peer: served.client_port.take(),
+                peer_answered: None,
+            };
+            let facts = crate::model::facts::Facts {
+                cm_source: src,
+                ..Default::default()
+            };
+            Err(Error::Explained(Box::new(notice::explain_stalled(
+                &f, &stall, &facts,
+            ))))
+        }
+        Err(f) => Err(f.into()),
+    }
 }
 
 #[cfg(test)]

@@ -3,12 +3,31 @@
 
 use std::time::Duration;
 
-use super::SERVER_WAIT;
+use super::{notice, SERVER_WAIT};
 use crate::gather::verbs::cm::{self, CmEndpoint, CmOp, Listener, Region, Wake};
 use crate::model::failure::{Cause, EventKind, Failure, Step};
 
+/// What the server learned while it served one client.
+#[derive(Debug, Default)]
+pub(crate) struct Served {
+    /// Messages answered.
+    pub(crate) echoed: u64,
+    /// The client said it ran every operation: its disconnect ends a finished run.
+    pub(crate) finished: bool,
+    /// The client's port, as it said in a probe when its run stalled.
+    pub(crate) client_port: Option<crate::diagnose::cm::PortSeen>,
+    /// The client probed: it knows what this end saw.
+    pub(crate) probed: bool,
+    /// The client runs in this process (selftest --cm) and reports its own failures and
+    /// signals: its disconnect ends the serving, whatever came before it. Otherwise a
+    /// caught SIGINT/SIGTERM stops the serving and is told to the client.
+    pub(crate) own_client: bool,
+}
+
 /// Echo every SEND until the client disconnects. The client's READs and WRITEs need no
-/// help from this side, only the buffer advertised in the accept.
+/// help from this side, only the buffer advertised in the accept. An rdmactl client's
+/// disconnect ends a good run only after its end-of-run message; before it, the client
+/// went away (its failure, a probe, or a signal it told of says why).
 ///
 /// A stock client gets its own protocol: rping sends a 16-byte {addr, rkey, len} (all
 /// big-endian); the server READs the "ping", answers with a 16-byte go-ahead, gets the
@@ -16,18 +35,29 @@ use crate::model::failure::{Cause, EventKind, Failure, Step};
 /// rdma_client sends 16 zero bytes and waits for 16 bytes back, which the echo covers.
 ///
 /// A second client meanwhile is turned away with a reject that says so, instead of waiting
-/// out its timeout: the listener is looked at every `LOOK_AROUND` without a message (a
-/// client's WRITEs and READs give this side no completion) and every 1024 messages.
+/// out its timeout, and a probe from the client is answered: the listener is looked at
+/// every `LOOK_AROUND` without a message (a client's WRITEs and READs give this side no
+/// completion) and every 256 messages (a syscall that returns at once: a fraction of a
+/// per cent of 256 round trips, and a second client waits well under a second even when
+/// the run crawls, as under emulation with other work on the host).
 pub(crate) fn serve(
     ep: &mut CmEndpoint,
     listener: &Listener,
-    served: &mut u64,
+    served: &mut Served,
 ) -> std::result::Result<(), Failure> {
     const LOOK_AROUND: Duration = Duration::from_secs(1);
     let waiting_for = "SEND or disconnect from the client";
     let mut rping_read_next = true;
     let mut idle = Duration::ZERO;
     loop {
+        if !served.own_client {
+            if let Some(signal) = crate::interrupt::caught() {
+                notice::tell(ep, notice::InBand::Interrupted { signal });
+                let mut f = ep.err(Step::CmTransfer, Cause::Interrupted { signal });
+                f.context.note = Some(format!("after {} messages answered", served.echoed));
+                return Err(f);
+            }
+        }
         let wake = match ep.wait(LOOK_AROUND, waiting_for) {
             Err(Failure {
                 cause: Cause::Timeout { .. },
@@ -41,18 +71,45 @@ pub(crate) fn serve(
                     };
                     return Err(ep.err(Step::CmTransfer, cause));
                 }
-                turn_away_others(ep, listener)?;
+                turn_away_others(ep, listener, served)?;
                 continue;
             }
             other => other?,
         };
         idle = Duration::ZERO;
-        if *served % 1024 == 1023 {
-            turn_away_others(ep, listener)?;
+        if served.echoed % 256 == 255 {
+            turn_away_others(ep, listener, served)?;
         }
         match wake {
-            Wake::Disconnected => return Ok(()),
+            Wake::Disconnected if ep.foreign || served.finished || served.own_client => {
+                return Ok(())
+            }
+            Wake::Disconnected => {
+                match notice::last_word(ep) {
+                    Some(notice::InBand::Done) => return Ok(()),
+                    Some(notice::InBand::Interrupted { signal }) => {
+                        let notice = Box::new(notice::interrupted_notice("client", signal));
+                        return Err(ep.err(Step::CmTransfer, Cause::PeerReported { notice }));
+                    }
+                    None => {}
+                }
+                let mut f = ep.err(
+                    Step::CmTransfer,
+                    Cause::cm_event(EventKind::Disconnected, 0),
+                );
+                f.context.note = Some(format!(
+                    "after {} messages answered, before the client's end-of-run message",
+                    served.echoed
+                ));
+                return Err(f);
+            }
             Wake::Completion(c) if c.is_recv => {
+                if !ep.foreign {
+                    if let Some(n) = notice::heard(ep, &c, "client")? {
+                        served.finished |= n == notice::InBand::Done;
+                        continue;
+                    }
+                }
                 let n = c.byte_len as usize;
                 // The client sends its next message only after our answer, so the
                 // receive area stays as it is until then.
@@ -87,21 +144,62 @@ pub(crate) fn serve(
                         ep.post(CmOp::Send, n, WR_SEND)?;
                     }
                 }
-                *served += 1;
+                served.echoed += 1;
             }
             Wake::Completion(_) => {}
         }
     }
 }
 
-/// Rejects every client waiting behind the one being served, naming that one.
+/// After this end's own failure mid-run (a work completion in error, a timeout), the
+/// server stays until the client notices (its own timeout) and asks what this end saw, so
+/// both ends name the cause: the client's probe is answered, and its disconnect, or the
+/// client's timeout and the probe's wait, end the stay.
+pub(crate) fn linger(ep: &mut CmEndpoint, listener: &Listener, served: &mut Served) {
+    let deadline = std::time::Instant::now() + ep.timeout() + super::notice::PROBE_WAIT;
+    while std::time::Instant::now() < deadline && !served.probed {
+        if turn_away_others(ep, listener, served).is_err() {
+            return;
+        }
+        // The QP is in error now: its flushed work requests come back as failures, which
+        // say nothing new.
+        match ep.wait(Duration::from_millis(200), "the client's probe") {
+            Ok(Wake::Disconnected)
+            | Err(Failure {
+                cause:
+                    Cause::CmEvent {
+                        event: EventKind::Disconnected,
+                        ..
+                    },
+                ..
+            }) => return,
+            _ => {}
+        }
+    }
+}
+
+/// Rejects every client waiting behind the one being served, naming that one; answers a
+/// probe of the client being served with this end's port now, and keeps what the client
+/// said of its own.
 pub(super) fn turn_away_others(
     ep: &CmEndpoint,
     listener: &Listener,
+    served: &mut Served,
 ) -> std::result::Result<(), Failure> {
     let reason = format!("busy serving {}", ep.info.peer);
-    while let Some(other) = listener.turn_away(&reason)? {
-        crate::output::note(&crate::render::pingpong::turned_away(other, &reason));
+    while let Some(request) = listener.next_request()? {
+        if let Some(text) = cm::probe_text(&request.private_data) {
+            served.client_port = notice::decode_port(&text);
+            served.probed = true;
+            let answer = notice::port_seen(ep).map_or("?".to_string(), |p| notice::encode_port(&p));
+            request.reject(&answer);
+            continue;
+        }
+        let other = request.peer;
+        request.reject(&reason);
+        if let Some(other) = other {
+            crate::output::note(&crate::render::pingpong::turned_away(other, &reason));
+        }
     }
     Ok(())
 }

@@ -1,25 +1,30 @@
 //! The client's measured operations over a CM connection, and the check of the data
 //! they moved.
 
+use super::notice::heard;
 use super::{first_difference, pattern};
 use crate::gather::verbs::cm::{CmEndpoint, CmOp, Completion, Region};
 use crate::gather::verbs::qp::ticks;
 use crate::model::failure::{Cause, Failure, Step};
-use crate::model::results::OpResult;
+use crate::model::results::{OpResult, OpResults};
 use crate::traffic::meter::Meter;
-use crate::traffic::pingpong::loops::{windowed_loop, SendQueue};
+use crate::traffic::pingpong::loops::{keep_partial, windowed_loop, SendQueue};
 
 /// `iters` times `op`; SEND (and WRITE and READ with `lat`) one at a time, each sample post
 /// to completion (for SEND, to both our completion and the echo: a round trip, as
 /// ibv_rc_pingpong counts it); WRITE and READ otherwise with a window in flight, for
 /// bandwidth. Then the data is checked: the echo, what a WRITE left in the peer's buffer
 /// (read back), or what a READ brought.
+///
+/// A run a signal stopped (here, or at the server, which said so) leaves what it measured
+/// in `partial` under the op's name, so a Ctrl-C still prints the figures.
 pub(crate) fn run_op(
     ep: &mut CmEndpoint,
     op: CmOp,
     iters: u32,
     lat: bool,
     peer_image: &mut [u8],
+    partial: &mut OpResults,
 ) -> std::result::Result<OpResult, Failure> {
     let len = peer_image.len();
     // WRITE sends the inverted pattern, so a WRITE that did nothing cannot pass the check.
@@ -42,9 +47,9 @@ pub(crate) fn run_op(
     let waiting_for = awaited(op);
     // TSC ticks per sample, as the TCP exchange measures (no clock read per iteration).
     let mut meter = Meter::start(op.name(), Some(u64::from(iters)), None, None, window);
-    let mut result = if op == CmOp::Send {
-        ping_pong(ep, len, iters, &mut meter, waiting_for)?;
-        meter.finish(u64::from(iters), 2 * len as u64 * u64::from(iters))
+    let measured = if op == CmOp::Send {
+        ping_pong(ep, len, iters, &mut meter, waiting_for)
+            .map(|()| meter.finish(u64::from(iters), 2 * len as u64 * u64::from(iters)))
     } else {
         let mut queue = CmQueue {
             ep: &mut *ep,
@@ -52,8 +57,9 @@ pub(crate) fn run_op(
             len,
             waiting_for,
         };
-        windowed_loop(&mut queue, &mut meter, window, len as u64)?
+        windowed_loop(&mut queue, &mut meter, window, len as u64)
     };
+    let mut result = keep_partial(partial, op.name(), &meter, measured)?;
     if iters == 0 {
         return Ok(result);
     }
@@ -99,13 +105,29 @@ pub(super) fn ping_pong(
     meter: &mut Meter,
     waiting_for: &'static str,
 ) -> std::result::Result<(), Failure> {
+    let stopped = |meter: &mut Meter, i: u32, f: Failure| {
+        meter.stopped_at(u64::from(i), 2 * len as u64 * u64::from(i));
+        f
+    };
     for i in 0..iters {
+        // Asked every iteration (an atomic load): the next completion is always there in
+        // time, so the poll's own look between slices would never see a Ctrl-C.
+        if let Some(signal) = crate::interrupt::caught() {
+            let f = ep.err(Step::CmTransfer, Cause::Interrupted { signal });
+            return Err(stopped(meter, i, f));
+        }
         let t0 = ticks();
         ep.post(CmOp::Send, len, u64::from(i))?;
         // The echo can complete before our own send completion is polled.
         let (mut sent, mut echoed) = (false, false);
         while !(sent && echoed) {
-            let c = ep.poll(waiting_for)?;
+            let c = ep.poll(waiting_for).map_err(|f| stopped(meter, i, f))?;
+            if heard(ep, &c, "server")
+                .map_err(|f| stopped(meter, i, f))?
+                .is_some()
+            {
+                continue;
+            }
             if c.is_recv {
                 echoed = true;
                 ep.post_recv()?;
@@ -148,6 +170,9 @@ impl SendQueue for CmQueue<'_> {
     }
 
     fn completed(&mut self, c: &Completion) -> Result<Option<u64>, Failure> {
+        if heard(self.ep, c, "server")?.is_some() {
+            return Ok(None);
+        }
         if c.is_recv {
             // Nothing is sent to us meanwhile; keep the receive queue as it was.
             self.ep.post_recv()?;
