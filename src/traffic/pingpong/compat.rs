@@ -51,16 +51,32 @@ pub(super) fn stock_server(
     let mtu = compat_mtu(plan, side)?;
     report.path_mtu = Some(mtu);
     connect_rc(side, &dest, mtu, plan.qos)?;
-    let watch =
-        crate::traffic::counters::CounterWatch::start(&ctx.sysfs, side.ctx.name(), side.port);
+    watch_stall(ctx, plan, side, mtu);
     let mut meter = counted_meter("send", plan, 1);
     let r = pingpong_loop(side, true, &mut meter, false, plan, None);
     let r = keep_partial(&mut report.ops, "send", &meter, r)?;
     let iters = r.iters;
     report.ops.insert("send", r);
     // A stock peer sends no counters: this end's alone.
-    report.counters = crate::traffic::counters::judge(watch.stop(), None, iters);
+    let local = side
+        .stall
+        .counters
+        .as_ref()
+        .and_then(crate::traffic::counters::CounterWatch::stop);
+    report.counters = crate::traffic::counters::judge(local, None, iters);
     Ok(())
+}
+
+/// A stock peer's exchange carries neither -n nor -s: what a stall look needs to say so.
+fn watch_stall(ctx: &Ctx, plan: &Plan, side: &mut Side, mtu: u32) {
+    side.stall.counters = Some(crate::traffic::counters::CounterWatch::start(
+        &ctx.sysfs,
+        side.ctx.name(),
+        side.port,
+    ));
+    side.stall.path_mtu = Some(mtu);
+    side.stall.iterations = plan.length.iters.map(u64::from);
+    side.stall.peer_knows_iterations = false;
 }
 
 pub(super) fn rc_endpoint(d: &RcDest) -> Endpoint {
@@ -124,6 +140,7 @@ pub(super) fn connect_rc(
 }
 
 pub(super) fn serve_rc_pingpong(
+    ctx: &Ctx,
     plan: &Plan,
     side: &mut Side,
     report: &mut PingpongReport,
@@ -143,6 +160,7 @@ pub(super) fn serve_rc_pingpong(
         gid: local.gid,
     })?;
     conn.read_done()?;
+    watch_stall(ctx, plan, side, mtu);
     let mut meter = counted_meter("send", plan, 1);
     let r = pingpong_loop(side, false, &mut meter, false, plan, None);
     let r = keep_partial(&mut report.ops, "send", &meter, r)?;

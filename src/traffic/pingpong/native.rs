@@ -54,7 +54,13 @@ pub(super) fn native_run(
     // Counters are read before the sync that starts the traffic: a sysfs read takes tens
     // of milliseconds under emulation, and an end still reading when the first SEND lands
     // would add that to the other end's measured time.
-    let watch = crate::traffic::counters::CounterWatch::start(sysfs, side.ctx.name(), side.port);
+    side.stall.counters = Some(crate::traffic::counters::CounterWatch::start(
+        sysfs,
+        side.ctx.name(),
+        side.port,
+    ));
+    side.stall.path_mtu = Some(mtu);
+    side.stall.iterations = length.iters.map(u64::from);
     conn.sync(1)?;
 
     let passive = length.passive_wait(plan.timeout);
@@ -89,7 +95,11 @@ pub(super) fn native_run(
     }
     conn.sync_for(99, passive)?;
     // Both ends send their counters, then read the other's: no end waits on the other.
-    let local = watch.stop();
+    let local = side
+        .stall
+        .counters
+        .as_ref()
+        .and_then(crate::traffic::counters::CounterWatch::stop);
     conn.send_counters(
         local
             .as_ref()
@@ -164,6 +174,7 @@ pub(super) fn rdma_initiator(
         window,
     );
     let bytes_each = u64::from(side.size);
+    side.stall.begin();
     let mut queue = QpQueue {
         side: &mut *side,
         op,

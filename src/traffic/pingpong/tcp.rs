@@ -40,7 +40,17 @@ pub fn run(ctx: &Ctx, args: &PingpongArgs, show: &mut Show) -> Result<u8> {
             Ok(l) => Some(l),
             Err(f) => {
                 let report = new_report(args, &plan, &device);
-                return finish(ctx, show, report, Some(f), peer, None, plan.ops.send, None);
+                return finish(
+                    ctx,
+                    show,
+                    report,
+                    Some(f),
+                    peer,
+                    None,
+                    plan.ops.send,
+                    None,
+                    None,
+                );
             }
         },
     };
@@ -76,7 +86,17 @@ pub(super) fn serve_persistently(
             }
             Err(f) => {
                 let report = new_report(args, plan, device);
-                return finish(ctx, show, report, Some(f), None, None, plan.ops.send, None);
+                return finish(
+                    ctx,
+                    show,
+                    report,
+                    Some(f),
+                    None,
+                    None,
+                    plan.ops.send,
+                    None,
+                    None,
+                );
             }
         };
         match one_run(ctx, show, args, plan, device, Role::Accepted(conn)) {
@@ -108,13 +128,24 @@ pub(super) fn one_run(
         Ok(side) => side,
         Err(Setup::Error(e)) => return Err(e),
         Err(Setup::Failure(f)) => {
-            return finish(ctx, show, report, Some(f), peer, None, plan.ops.send, None)
+            return finish(
+                ctx,
+                show,
+                report,
+                Some(f),
+                peer,
+                None,
+                plan.ops.send,
+                None,
+                None,
+            )
         }
     };
     report.local = Some(side.endpoint());
     let mut conn = None;
     let outcome = drive(ctx, args, plan, &mut side, &mut report, role, &mut conn);
     let gid_table_len = Some(side.port_info.gid_tbl_len);
+    let stall = side.stall.found.take();
     finish(
         ctx,
         show,
@@ -124,6 +155,7 @@ pub(super) fn one_run(
         gid_table_len,
         plan.ops.send,
         conn,
+        stall.as_ref(),
     )
 }
 
@@ -232,7 +264,7 @@ pub(super) fn drive(
     match hello {
         Hello::RcPingpong(dest) => {
             report.exchange = "rc_pingpong";
-            serve_rc_pingpong(plan, side, report, conn, dest)
+            serve_rc_pingpong(ctx, plan, side, report, conn, dest)
         }
         // An rdmactl client: take up its offer, learn its parameters, take those this
         // server was not given, and tell it what this end will run.
