@@ -75,7 +75,8 @@ fn watch_stall(ctx: &Ctx, plan: &Plan, side: &mut Side, mtu: u32) {
         side.port,
     ));
     side.stall.path_mtu = Some(mtu);
-    side.stall.iterations = plan.length.iters.map(u64::from);
+    // As `counted_meter` counts: ibv_rc_pingpong's default when -n is not given.
+    side.stall.iterations = Some(u64::from(plan.length.iters.unwrap_or(1000)));
     side.stall.peer_knows_iterations = false;
 }
 

@@ -133,7 +133,9 @@ pub(super) fn wait(
     plan: &Plan,
     conn: &mut Option<&mut Conn>,
 ) -> std::result::Result<usize, Failure> {
+    use super::stall::{Flow, SECOND_LOOK};
     let started = std::time::Instant::now();
+    let mut timeout = plan.timeout;
     loop {
         let stall = &mut side.stall;
         let mut watch = || {
@@ -141,23 +143,27 @@ pub(super) fn wait(
             stopped(conn)
         };
         let res = if plan.events {
-            side.cq.wait_sleeping(wc, plan.timeout, &mut watch)
+            side.cq.wait_sleeping(wc, timeout, &mut watch)
         } else {
-            side.cq.wait_watching(wc, plan.timeout, &mut watch)
+            side.cq.wait_watching(wc, timeout, &mut watch)
         };
         let f = match res {
             Ok(n) => return Ok(n),
             Err(f) => f,
         };
         let probed = conn.as_ref().is_some_and(|c| c.was_probed());
-        let timed_out = matches!(f.cause, Cause::Timeout { .. });
-        if timed_out
-            && !probed
-            && side
-                .stall
-                .still_moving(started.elapsed(), plan.timeout, side.size)
-        {
-            continue;
+        if matches!(f.cause, Cause::Timeout { .. }) && !probed {
+            match side.stall.flow(started.elapsed(), plan.timeout, side.size) {
+                Flow::FirstLook => {
+                    timeout = SECOND_LOOK.min(plan.timeout);
+                    continue;
+                }
+                Flow::Moving => {
+                    timeout = plan.timeout;
+                    continue;
+                }
+                Flow::Still => {}
+            }
         }
         let end = super::stall::StalledEnd {
             ctx: &side.ctx,

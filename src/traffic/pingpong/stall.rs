@@ -125,6 +125,8 @@ impl StallWatch {
     pub(super) fn completion(&mut self, now: u64) {
         self.ran(now);
         self.last_completion_tick = now;
+        // The next wait's looks compare with each other, not with an earlier message.
+        self.packets_seen = None;
     }
 
     fn ticks_to(&self, t: u64) -> Duration {
@@ -141,30 +143,29 @@ impl StallWatch {
         self.ticks_to(ticks().saturating_sub(self.last_completion_tick))
     }
 
-    /// A wait of `timeout` ran out (`waited` so far in all): are packets still arriving in
-    /// both directions? Then the wait goes on, and what one message needs is measured.
-    pub(super) fn still_moving(&mut self, waited: Duration, timeout: Duration, size: u32) -> bool {
+    /// A wait ran out (`waited` so far in all): are packets still arriving and leaving
+    /// since the last look? Then one large message is still on its way, the wait goes on,
+    /// and what one message needs at that rate is measured.
+    pub(super) fn flow(&mut self, waited: Duration, timeout: Duration, size: u32) -> Flow {
         let Some(delta) = self.counters.as_ref().and_then(CounterWatch::stop) else {
-            return false;
+            return Flow::Still;
         };
         let count = |names: &[&str]| names.iter().map(|n| delta.at_least(n)).sum::<u64>();
         let (rcvd, sent) = (count(RCVD_PACKETS), count(SENT_PACKETS));
         let now = Instant::now();
-        let before = self.packets_seen.replace((rcvd, sent, now));
-        let Some((r0, s0, at)) = before else {
-            // The first look has nothing to compare with: look again after one more wait.
-            return waited < timeout * MOVING_WAIT_LIMIT;
+        let Some((r0, s0, at)) = self.packets_seen.replace((rcvd, sent, now)) else {
+            return Flow::FirstLook;
         };
         let (dr, ds) = (rcvd.saturating_sub(r0), sent.saturating_sub(s0));
-        if dr == 0 || ds == 0 {
-            return false;
+        if dr == 0 || ds == 0 || waited >= timeout * MOVING_WAIT_LIMIT {
+            return Flow::Still;
         }
         let secs = now.duration_since(at).as_secs_f64();
         if let (Some(mtu), true) = (self.path_mtu, secs > 0.0) {
             let bytes_per_s = dr.max(ds) as f64 * f64::from(mtu) / secs;
             self.message_needs = Some(Duration::from_secs_f64(f64::from(size) / bytes_per_s));
         }
-        waited < timeout * MOVING_WAIT_LIMIT
+        Flow::Moving
     }
 
     /// What this end re-reads now, on `end`'s device and port.
@@ -218,6 +219,20 @@ impl StallWatch {
         }
     }
 }
+
+/// Whether packets flow while a wait runs out.
+pub(super) enum Flow {
+    /// Nothing to compare with yet: look again after a short wait.
+    FirstLook,
+    /// Packets came and went since the last look: a message is still on its way.
+    Moving,
+    /// Nothing moved (or no counter tells): a stall.
+    Still,
+}
+
+/// A short wait between the first two looks at the counters, so a stall is not reported a
+/// whole --timeout later than it was seen.
+pub(super) const SECOND_LOOK: Duration = Duration::from_secs(1);
 
 /// The device end a stall look re-reads: the open device, its port, the QP's GID and the
 /// message size.
