@@ -409,8 +409,12 @@ pub enum OobLink {
     /// A stock ibv_rc_pingpong exchange closes it before the traffic.
     #[default]
     None,
-    /// Open; bytes this end sent that the peer's kernel has not acknowledged (TCP_INFO).
-    Open { unacked: Option<u32> },
+    /// Open; segments this end sent that the peer's kernel has not acknowledged, and
+    /// milliseconds since its last ACK came (TCP_INFO), read after the probe's wait.
+    Open {
+        unacked: Option<u32>,
+        last_ack_ms: Option<u32>,
+    },
     /// The peer closed it.
     Closed,
 }
@@ -425,4 +429,21 @@ pub struct Stall {
     /// How long this end waited for the peer's answer (None: no probe was sent).
     pub probe_waited_ms: Option<u64>,
     pub link: OobLink,
+}
+
+impl Stall {
+    /// The peer's kernel acknowledged the probe: nothing unacknowledged, and an ACK came
+    /// after the probe was sent.
+    pub fn probe_acked_by_kernel(&self) -> bool {
+        match (self.link, self.probe_waited_ms) {
+            (
+                OobLink::Open {
+                    unacked: Some(0),
+                    last_ack_ms: Some(ack),
+                },
+                Some(waited),
+            ) => u64::from(ack) <= waited,
+            _ => false,
+        }
+    }
 }

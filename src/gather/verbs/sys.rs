@@ -41,10 +41,20 @@ pub fn interface_name(index: u32) -> Option<String> {
     Some(name.to_string_lossy().into_owned())
 }
 
-/// Bytes sent on TCP socket `fd` that the peer's kernel has not acknowledged yet
-/// (`TCP_INFO`'s `tcpi_unacked`, in segments): 0 a moment after a write means the peer host's
-/// kernel is alive and reading its network, whatever its process does. Err carries the errno.
-pub fn tcp_unacked(fd: std::os::fd::RawFd) -> Result<u32, i32> {
+/// What `TCP_INFO` says of the acknowledgements on a socket.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TcpAcks {
+    /// Segments sent that the peer's kernel has not acknowledged (`tcpi_unacked`).
+    pub unacked: u32,
+    /// Milliseconds since the last ACK came (`tcpi_last_ack_recv`).
+    pub last_ack_ms: u32,
+}
+
+/// The acknowledgements on TCP socket `fd`: nothing unacknowledged and an ACK received just
+/// after a write means the peer host's kernel is alive and reading its network, whatever
+/// its process does (a segment that never left is not "unacknowledged", so the time of
+/// the last ACK is needed too). Err carries the errno.
+pub fn tcp_acks(fd: std::os::fd::RawFd) -> Result<TcpAcks, i32> {
     // SAFETY: all-zero is a valid tcp_info (plain integers).
     let mut info: libc::tcp_info = unsafe { std::mem::zeroed() };
     let mut len = std::mem::size_of::<libc::tcp_info>() as libc::socklen_t;
@@ -63,7 +73,10 @@ pub fn tcp_unacked(fd: std::os::fd::RawFd) -> Result<u32, i32> {
             .raw_os_error()
             .unwrap_or(libc::EIO));
     }
-    Ok(info.tcpi_unacked)
+    Ok(TcpAcks {
+        unacked: info.tcpi_unacked,
+        last_ack_ms: info.tcpi_last_ack_recv,
+    })
 }
 
 #[cfg(test)]
@@ -84,7 +97,7 @@ mod tests {
 
     /// A connected loopback socket whose write was read: nothing left unacknowledged.
     #[test]
-    fn tcp_unacked_reads_zero_once_the_peer_kernel_acknowledged() {
+    fn tcp_acks_say_the_peer_kernel_acknowledged() {
         use std::io::{Read, Write};
         use std::os::fd::AsRawFd;
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -94,7 +107,9 @@ mod tests {
         let mut got = [0u8; 5];
         server.read_exact(&mut got).unwrap();
         std::thread::sleep(std::time::Duration::from_millis(50));
-        assert_eq!(tcp_unacked(client.as_raw_fd()), Ok(0));
-        assert_eq!(tcp_unacked(-1), Err(libc::EBADF));
+        let acks = tcp_acks(client.as_raw_fd()).unwrap();
+        assert_eq!(acks.unacked, 0);
+        assert!(acks.last_ack_ms < 1000, "{acks:?}");
+        assert_eq!(tcp_acks(-1), Err(libc::EBADF));
     }
 }

@@ -174,7 +174,7 @@ impl StallWatch {
         let gid_now = match end.gid {
             Some((index, gid, _)) => match end.ctx.query_gid(end.port, *index) {
                 Ok((now, _)) if now == *gid => GidNow::Same,
-                Ok((now, _)) => GidNow::Changed(now.to_string()),
+                Ok((now, _)) => GidNow::Changed(now.ipv6().to_string()),
                 Err(f) if f.cause == Cause::errno(libc::ENODATA) => GidNow::Gone,
                 Err(_) => GidNow::Unknown,
             },
@@ -203,7 +203,7 @@ impl StallWatch {
             active_mtu: port.as_ref().map(|p| p.active_mtu),
             path_mtu: self.path_mtu,
             gid_index: end.gid.map(|g| g.0),
-            gid: end.gid.map(|g| g.1.to_string()),
+            gid: end.gid.map(|g| g.1.ipv6().to_string()),
             gid_now,
             counters,
             own_requests_acked: Some(self.completed >= self.posted),
@@ -275,8 +275,11 @@ pub(super) fn look(
             let started = Instant::now();
             let answer = c.probe(&stall.local, PROBE_WAIT);
             stall.probe_waited_ms = Some(started.elapsed().as_millis() as u64);
-            let unacked = crate::gather::verbs::sys::tcp_unacked(c.raw_fd()).ok();
-            stall.link = OobLink::Open { unacked };
+            let acks = crate::gather::verbs::sys::tcp_acks(c.raw_fd()).ok();
+            stall.link = OobLink::Open {
+                unacked: acks.map(|a| a.unacked),
+                last_ack_ms: acks.map(|a| a.last_ack_ms),
+            };
             match answer {
                 ProbeAnswer::Answered(peer) => stall.peer = Some(*peer),
                 ProbeAnswer::Silent => {}

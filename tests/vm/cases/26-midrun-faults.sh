@@ -15,11 +15,11 @@ FALSE='killed|link went down|namespace'
 # Returns once the client has run a few seconds, so what the caller breaks next breaks a
 # running transfer.
 start_pair() {
-    local name=$1 port=$2
+    local name=$1 port=$2 tcp_to=${3:-$SERVER_IP}
     bg_start "$name-srv" $R -j pingpong -d rxe1 -g 1 -p "$port"
     spid=$BG_PID
     wait_listen "$port" 15 || return 1
-    bg_start "$name-cli" $R -j pingpong -d rxe0 -g 1 -n 100000000 --op send -p "$port" "$SERVER_IP"
+    bg_start "$name-cli" $R -j pingpong -d rxe0 -g 1 -n 100000000 --op send -p "$port" "$tcp_to"
     cpid=$BG_PID
     sleep 3
     kill -0 "$cpid" && kill -0 "$spid"
@@ -45,19 +45,24 @@ wait_pid_timeout "$spid" 40; src=$?
 check "mtu cut: both ends exit 1 (client $crc, server $src)" test "$crc$src" = 11
 says mtu srv "mtu cut" mtu-cut-midrun "rxe1/1 \\(the server\\): its active MTU 512 is below the QP's path MTU 1024"
 says mtu cli "mtu cut" mtu-cut-midrun "rxe1/1 \\(the server\\): its active MTU 512 is below the QP's path MTU 1024"
-check "mtu cut: the server's send_err rose (its evidence says so)" \
-    grep -q 'send_err +[1-9]' "$RESULTS/mtu-srv.out"
+# Debian 12's rxe counts the refused packets in completer_retry_err, not send_err: the
+# evidence is the port's MTU itself.
+check "mtu cut: the server's evidence names its active MTU now" \
+    grep -q "active MTU 512 now, below the QP's path MTU 1024" "$RESULTS/mtu-srv.out"
 restore_net
 check "mtu cut: the network is back" wait_gids 20
 
-# --- 2. the server's source GID removed mid-run (its address moved to .3)
-check "gid removed: the pair is running" start_pair gid 19602
+# --- 2. the server's source GID removed mid-run (its address moved to .3). On one host the
+# TCP connection to .2 dies with the address (its segments are no longer delivered), so
+# the out-of-band connection here goes to the client's own .1, where the server listens
+# too, as on a cluster whose out-of-band network is not the RoCE one.
+check "gid removed: the pair is running" start_pair gid 19602 192.168.77.1
 ip addr del 192.168.77.2/24 dev veth1
 ip addr add 192.168.77.3/24 dev veth1
 wait_pid_timeout "$cpid" 40; crc=$?
 wait_pid_timeout "$spid" 40; src=$?
 check "gid removed: both ends exit 1 (client $crc, server $src)" test "$crc$src" = 11
-says gid srv "gid removed" gid-removed-midrun "GID index 1 \\(::ffff:192\\.168\\.77\\.2\\) of rxe1/1 \\(the server\\) left the GID table"
+says gid srv "gid removed" gid-removed-midrun "GID index 1 \\(::ffff:192\\.168\\.77\\.2\\) of rxe1/1 \\((this end|the server)\\) left the GID table"
 says gid cli "gid removed" gid-removed-midrun "left the GID table"
 restore_net
 check "gid removed: the network is back" wait_gids 20
