@@ -344,9 +344,18 @@ fn not_decided(b: Builder, stall: &Stall, seconds: f64, mut seen: Vec<Seen>) -> 
                 "the peer's process is gone: it closed the out-of-band connection while this end waited (killed, or crashed)".into(),
             ))
         }
-        OobLink::Open { .. } if stall.peer.is_none() && !stall.probe_acked_by_kernel() => {
+        OobLink::Open {
+            unacked,
+            last_ack_ms,
+        } if stall.peer.is_none() && !stall.probe_acked_by_kernel() => {
+            let tcp = match (unacked, last_ack_ms) {
+                (Some(n), Some(ms)) => {
+                    format!(" (TCP_INFO: {n} segments unacknowledged, the last ACK {ms} ms ago)")
+                }
+                _ => String::new(),
+            };
             unknown.push(format!(
-                "why the peer's host did not acknowledge the stall probe within {} s: the host, or the network between the two hosts' addresses, is down or overloaded",
+                "why the peer's host did not acknowledge the stall probe within {} s{tcp}: the host, or the network between the two hosts' addresses, is down or overloaded",
                 stall.probe_waited_ms.map(secs).unwrap_or_default()
             ))
         }
