@@ -442,7 +442,8 @@ impl Stall {
                     last_ack_ms: Some(ack),
                 },
                 Some(waited),
-            ) => u64::from(ack) <= waited,
+            // The kernel keeps the ACK's time in jiffies (up to 10 ms each): a little slack.
+            ) => u64::from(ack) <= waited + 20,
             _ => false,
         }
     }

@@ -274,8 +274,9 @@ pub(super) fn look(
         Some(c) => {
             let started = Instant::now();
             let answer = c.probe(&stall.local, PROBE_WAIT);
-            stall.probe_waited_ms = Some(started.elapsed().as_millis() as u64);
+            // Read before the wait is measured: an ACK's age is never more than the wait.
             let acks = crate::gather::verbs::sys::tcp_acks(c.raw_fd()).ok();
+            stall.probe_waited_ms = Some(started.elapsed().as_millis() as u64);
             stall.link = OobLink::Open {
                 unacked: acks.map(|a| a.unacked),
                 last_ack_ms: acks.map(|a| a.last_ack_ms),
