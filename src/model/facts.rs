@@ -435,6 +435,7 @@ impl Stall {
     /// The peer's kernel acknowledged the probe: nothing unacknowledged, and an ACK came
     /// after the probe was sent.
     pub fn probe_acked_by_kernel(&self) -> bool {
+        // The kernel keeps the ACK's time in jiffies (up to 10 ms each): a little slack.
         match (self.link, self.probe_waited_ms) {
             (
                 OobLink::Open {
@@ -442,7 +443,6 @@ impl Stall {
                     last_ack_ms: Some(ack),
                 },
                 Some(waited),
-            // The kernel keeps the ACK's time in jiffies (up to 10 ms each): a little slack.
             ) => u64::from(ack) <= waited + 20,
             _ => false,
         }
