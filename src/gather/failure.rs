@@ -12,7 +12,9 @@ use crate::gather::net;
 use crate::gather::procfs;
 use crate::gather::sysfs::SysfsRoot;
 use crate::model::device::{GidEntry, LinkLayer};
-use crate::model::facts::{DeviceNodeFacts, EndFacts, Facts, MemlockFacts, NetFacts, QpFacts};
+use crate::model::facts::{
+    DeviceNodeFacts, EndFacts, Facts, MemlockFacts, NetFacts, QpFacts, Stall,
+};
 use crate::model::failure::{Endpoint, Failure, Step};
 
 /// What the caller knows when a step fails; the rest is read here.
@@ -34,6 +36,8 @@ pub struct Known<'a> {
     pub gid_table_len: Option<u32>,
     /// Receives were posted before the QP reached RTR (None: the run had not got there).
     pub recv_posted_before_rtr: Option<bool>,
+    /// What both ends re-read when a completion did not come mid-run.
+    pub stall: Option<&'a Stall>,
 }
 
 /// The peer address in a failure's context ("192.168.77.1:18515", "[::ffff:1.2.3.4]:5").
@@ -232,6 +236,7 @@ pub fn facts(sysfs: &Path, known: &Known, failure: &Failure) -> Facts {
         },
         evidence: Vec::new(),
         in_initial_netns: live.then(procfs::in_initial_netns).flatten(),
+        stall: known.stall.cloned(),
     }
 }
 

@@ -224,6 +224,8 @@ pub struct Facts {
     /// `/proc/1/ns/net`), where rxe (kernel 6.1) has its devices; None: not read (not root,
     /// or a captured tree). A rule names a namespace only on `Some(false)`.
     pub in_initial_netns: Option<bool>,
+    /// What both ends re-read when a completion did not come mid-run.
+    pub stall: Option<Stall>,
 }
 
 /// The answer to `ip route get DST [oif DEV]`.
@@ -333,4 +335,125 @@ pub struct Resolution {
     /// default, RoCE v2; `default_roce_mode_set` says which.
     pub default_roce_mode: Option<GidType>,
     pub default_roce_mode_set: bool,
+}
+
+/// What one end re-read when a completion did not come mid-run: what can have changed since
+/// the QP was connected. Each end gathers its own and sends them to the other in a stall
+/// probe, so both name the same cause.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StallFacts {
+    /// "client" or "server".
+    pub role: String,
+    pub device: String,
+    pub port: u32,
+    /// The port's netdev (RoCE), to name in a fix.
+    pub netdev: Option<String>,
+    /// The port state now, from ibv_query_port (4 is ACTIVE).
+    pub port_state: Option<u32>,
+    /// The port's active MTU now, and the path MTU the QP was given at RTR.
+    pub active_mtu: Option<u32>,
+    pub path_mtu: Option<u32>,
+    /// The QP's source GID index and the GID it held when the QP was connected.
+    pub gid_index: Option<u32>,
+    pub gid: Option<String>,
+    /// What that slot holds now.
+    pub gid_now: GidNow,
+    /// Port counters that rose since the run started, by name (send_err, retries, NAKs):
+    /// only the error and retry counters a stall is decided by.
+    pub counters: Vec<(String, u64)>,
+    /// Every SEND/WRITE/READ this end posted had completed (the peer's HCA acknowledged
+    /// it): the peer's device is alive, whatever its process does.
+    pub own_requests_acked: Option<bool>,
+    /// Requests of this end that completed, and messages it received.
+    pub completed: u64,
+    pub received: u64,
+    /// This end's -n, and whether the exchange told the peer (a stock ibv_rc_pingpong's
+    /// does not carry it).
+    pub iterations: Option<u64>,
+    pub peer_knows_iterations: bool,
+    /// Since the last completion of this end.
+    pub since_last_completion_ms: u64,
+    /// The longest this process did not run while it waited (its own clock jumped between
+    /// two polls of a busy loop): it was stopped, not its peer.
+    pub stopped_ms: u64,
+    /// The message size and --timeout, and what one message needs at the rate the port
+    /// moved while this end waited (None: nothing moved, or no counter to tell).
+    pub message_bytes: u32,
+    pub timeout_ms: u64,
+    pub message_needs_ms: Option<u64>,
+}
+
+impl StallFacts {
+    /// `rxe1/1`.
+    pub fn name(&self) -> String {
+        format!("{}/{}", self.device, self.port)
+    }
+
+    pub fn counter(&self, name: &str) -> u64 {
+        self.counters
+            .iter()
+            .find(|(n, _)| n == name)
+            .map_or(0, |(_, v)| *v)
+    }
+}
+
+/// The QP's source GID slot, read again.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GidNow {
+    /// Not read (no GID index: no GRH).
+    #[default]
+    Unknown,
+    Same,
+    /// The slot holds another GID now.
+    Changed(String),
+    /// The slot is empty.
+    Gone,
+}
+
+/// The out-of-band TCP connection when the stall was found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+pub enum OobLink {
+    /// A stock ibv_rc_pingpong exchange closes it before the traffic.
+    #[default]
+    None,
+    /// Open; segments this end sent that the peer's kernel has not acknowledged, and
+    /// milliseconds since its last ACK came (TCP_INFO), read after the probe's wait.
+    Open {
+        unacked: Option<u32>,
+        last_ack_ms: Option<u32>,
+    },
+    /// The peer closed it.
+    Closed,
+}
+
+/// A stall as both ends saw it: this end's facts, the peer's answer to the probe, and the
+/// out-of-band connection.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+pub struct Stall {
+    pub local: StallFacts,
+    /// The peer's facts; None when it did not answer.
+    pub peer: Option<StallFacts>,
+    /// How long this end waited for the peer's answer (None: no probe was sent).
+    pub probe_waited_ms: Option<u64>,
+    pub link: OobLink,
+}
+
+impl Stall {
+    /// The peer's kernel acknowledged the probe: nothing unacknowledged, and an ACK came
+    /// after the probe was sent.
+    pub fn probe_acked_by_kernel(&self) -> bool {
+        // The kernel keeps the ACK's time in jiffies (up to 10 ms each): a little slack.
+        match (self.link, self.probe_waited_ms) {
+            (
+                OobLink::Open {
+                    unacked: Some(0),
+                    last_ack_ms: Some(ack),
+                },
+                Some(waited),
+            ) => u64::from(ack) <= waited + 20,
+            _ => false,
+        }
+    }
 }

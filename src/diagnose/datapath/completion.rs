@@ -17,6 +17,11 @@ use super::{generic, peer_ip, Builder, Rule};
 
 pub(super) fn completion(b: Builder, status: u32) -> Diagnostic {
     let ctx = b.ctx;
+    // A QP whose source GID left the table mid-run fails whatever the status (rxe says
+    // IBV_WC_LOC_QP_OP_ERR): the table read now against the GID it was connected with.
+    if let Some((summary, seen, fix)) = super::stall::gid_left(ctx) {
+        return b.done(codes::GID_REMOVED_MIDRUN, summary, seen, fix, true);
+    }
     let qp = ctx.qp.clone().unwrap_or_default();
     let request = Request::of(&b.failure.cause);
     match status {
@@ -310,8 +315,13 @@ fn send_larger_than_receive(ctx: &Facts, request: Option<Request>, end: Request)
     ))
 }
 
-/// nothing completed before the deadline.
+/// nothing completed before the deadline. A run that looked at the stall (pingpong's TCP
+/// exchange) is judged on what it re-read; otherwise nothing tells why, and the text says
+/// so instead of guessing the peer's death.
 pub(super) fn poll_timeout(b: Builder, seconds: f64) -> Diagnostic {
+    if let Some(stall) = b.ctx.stall.as_ref() {
+        return super::stall::stalled(b, stall, seconds);
+    }
     let qp = b.ctx.qp.clone().unwrap_or_default();
     let mut ev = vec![Seen::new(
         Source::Failure,
@@ -331,8 +341,7 @@ pub(super) fn poll_timeout(b: Builder, seconds: f64) -> Diagnostic {
     }
     b.done(
         codes::NO_COMPLETION,
-        "the peer stopped responding: it died, its QP went to error, or the path dropped packets"
-            .into(),
+        format!("no completion within {seconds} s, and nothing was re-read to tell why: the peer stopped sending, its QP went to the error state, or the path drops packets"),
         ev,
         "check the peer process and the path (rdmactl check --peer IP on both ends)".into(),
         true,

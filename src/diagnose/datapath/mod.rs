@@ -17,6 +17,7 @@ mod resources;
 mod route;
 mod rtr;
 mod setup;
+mod stall;
 mod stopped;
 #[cfg(test)]
 pub(crate) mod tests;
@@ -41,6 +42,7 @@ use rtr::rtr_errno;
 use setup::{
     init_einval, inline_over, inline_too_large, pkey_past_table, qp_caps, queue_full, rts_einval,
 };
+pub use stall::message_over_max;
 use stopped::{interrupted, peer_gone, peer_reported};
 use verify::{data_mismatch, semantics_broken};
 
@@ -171,22 +173,30 @@ pub fn explain(failure: &Failure, ctx: &Facts) -> Diagnostic {
     };
     // Said by the user or by the peer: no local rule applies, except that a port of this
     // end that is down explains this end first (the peer only saw its consequence).
-    match &failure.cause {
-        Cause::Interrupted { signal } => return interrupted(failure, *signal),
-        Cause::PeerReported { notice } => {
-            if let Some((code, summary, mut evidence, fix)) = port_not_active(ctx) {
-                evidence.push(Seen::new(
-                    Source::PeerNotice,
-                    format!("the {} said: {}", notice.role, notice.message),
-                ));
-                return Diagnostic {
-                    evidence,
-                    ..Diagnostic::explanation(code, summary, fix)
-                };
-            }
-            return peer_reported(notice);
+    if let Cause::Interrupted { signal } = &failure.cause {
+        return interrupted(failure, *signal);
+    }
+    // A process that was itself stopped mid-run names that first: what the peer then
+    // did or said (it gave up, and calls this end hung) follows from it.
+    if let Some(x) = ctx
+        .stall
+        .as_ref()
+        .and_then(|s| stall::stopped_here(failure, s))
+    {
+        return x;
+    }
+    if let Cause::PeerReported { notice } = &failure.cause {
+        if let Some((code, summary, mut evidence, fix)) = port_not_active(ctx) {
+            evidence.push(Seen::new(
+                Source::PeerNotice,
+                format!("the {} said: {}", notice.role, notice.message),
+            ));
+            return Diagnostic {
+                evidence,
+                ..Diagnostic::explanation(code, summary, fix)
+            };
         }
-        _ => {}
+        return peer_reported(notice);
     }
     // A port that is not up explains every later step, whatever the errno.
     if step_needs_active_port(step) {

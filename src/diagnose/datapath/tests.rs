@@ -788,7 +788,9 @@ pub(crate) fn gathered(facts: &Facts, failure: &Failure, seen: &Seen) -> bool {
     match seen.from {
         Source::Failure => true,
         Source::Local => facts.local.link_layer.is_some() || !facts.local.device.is_empty(),
-        Source::Peer => facts.peer.is_some(),
+        Source::Peer => {
+            facts.peer.is_some() || facts.stall.as_ref().is_some_and(|s| s.peer.is_some())
+        }
         Source::Netdev => facts.netdev.is_some(),
         Source::Route => facts.route.is_some(),
         Source::Memlock => {

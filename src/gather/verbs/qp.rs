@@ -66,6 +66,9 @@ pub struct QpPortAttrs {
     pub active_mtu: u32,
     pub max_mtu: u32,
     pub gid_tbl_len: u32,
+    /// The largest message the port takes, in bytes (rxe reports 8 MiB and does not
+    /// enforce it).
+    pub max_msg_sz: u32,
 }
 
 impl QpPortAttrs {
@@ -167,6 +170,7 @@ impl Context {
             active_mtu: mtu_from_enum(attr.active_mtu),
             max_mtu: mtu_from_enum(attr.max_mtu),
             gid_tbl_len: attr.gid_tbl_len.max(0) as u32,
+            max_msg_sz: attr.max_msg_sz,
         })
     }
 

@@ -51,19 +51,26 @@ pub(super) fn stock_server(
     let mtu = compat_mtu(plan, side)?;
     report.path_mtu = Some(mtu);
     connect_rc(side, &dest, mtu, plan.qos)?;
-    let watch =
-        crate::traffic::counters::CounterWatch::start(&ctx.sysfs, side.ctx.name(), side.port);
+    watch_stall(ctx, plan, side, mtu);
     let mut meter = counted_meter("send", plan, 1);
     let r = pingpong_loop(side, true, &mut meter, false, plan, None);
     // A stock peer sends no counters: this end's alone, on a failed run too.
     let r = keep_partial(&mut report.ops, "send", &meter, r).inspect_err(|_| {
         let sends = report.ops.iter().map(|(_, r)| 2 * r.iters).sum();
-        report.counters = crate::traffic::counters::judge(watch.stop(), None, send_mix(sends));
+        report.counters = crate::traffic::counters::judge(side_delta(side), None, send_mix(sends));
     })?;
     let sends = 2 * r.iters;
     report.ops.insert("send", r);
-    report.counters = crate::traffic::counters::judge(watch.stop(), None, send_mix(sends));
+    report.counters = crate::traffic::counters::judge(side_delta(side), None, send_mix(sends));
     Ok(())
+}
+
+/// This end's counter changes since the stall watch started them.
+fn side_delta(side: &Side) -> Option<crate::model::counter::PortDelta> {
+    side.stall
+        .counters
+        .as_ref()
+        .and_then(crate::traffic::counters::CounterWatch::stop)
 }
 
 /// ibv_rc_pingpong's exchange runs SENDs only.
@@ -72,6 +79,19 @@ fn send_mix(sends: u64) -> crate::model::counter::TrafficMix {
         sends,
         reads: false,
     }
+}
+
+/// A stock peer's exchange carries neither -n nor -s: what a stall look needs to say so.
+fn watch_stall(ctx: &Ctx, plan: &Plan, side: &mut Side, mtu: u32) {
+    side.stall.counters = Some(crate::traffic::counters::CounterWatch::start(
+        &ctx.sysfs,
+        side.ctx.name(),
+        side.port,
+    ));
+    side.stall.path_mtu = Some(mtu);
+    // As `counted_meter` counts: ibv_rc_pingpong's default when -n is not given.
+    side.stall.iterations = Some(u64::from(plan.length.iters.unwrap_or(1000)));
+    side.stall.peer_knows_iterations = false;
 }
 
 pub(super) fn rc_endpoint(d: &RcDest) -> Endpoint {
@@ -135,6 +155,7 @@ pub(super) fn connect_rc(
 }
 
 pub(super) fn serve_rc_pingpong(
+    ctx: &Ctx,
     plan: &Plan,
     side: &mut Side,
     report: &mut PingpongReport,
@@ -154,6 +175,7 @@ pub(super) fn serve_rc_pingpong(
         gid: local.gid,
     })?;
     conn.read_done()?;
+    watch_stall(ctx, plan, side, mtu);
     let mut meter = counted_meter("send", plan, 1);
     let r = pingpong_loop(side, false, &mut meter, false, plan, None);
     let r = keep_partial(&mut report.ops, "send", &meter, r)?;

@@ -35,9 +35,11 @@ pub(super) fn pingpong_loop(
     let (mut rcnt, mut scnt) = (0u64, 0u64);
     let mut pending = WRID_RECV;
     let mut last_send: Option<u64> = None;
+    side.stall.begin();
     if is_client {
         last_send = Some(ticks());
         side.qp.post_send(&side.mr, send, WRID_SEND)?;
+        side.stall.posted += 1;
         pending |= WRID_SEND;
     }
     let progress = |scnt: u64, rcnt: u64, total: Option<u64>| match total {
@@ -74,9 +76,13 @@ pub(super) fn pingpong_loop(
                 ));
             }
             match w.wr_id {
-                WRID_SEND => scnt += 1,
+                WRID_SEND => {
+                    scnt += 1;
+                    side.stall.completed += 1;
+                }
                 WRID_RECV => {
                     rcnt += 1;
+                    side.stall.received += 1;
                     if marked_end && !is_client && side.mr.byte(target) == LAST_MESSAGE {
                         total = Some(rcnt);
                     }
@@ -87,11 +93,14 @@ pub(super) fn pingpong_loop(
             pending &= !w.wr_id;
             if pending == 0 && total.map_or(true, |t| scnt < t) {
                 let now = ticks();
+                // The round trip's one clock read tells the stall look this process ran.
+                side.stall.completion(now);
                 if meter.done(scnt) && marked_end && is_client && total.is_none() {
                     side.mr.fill(0, 1, LAST_MESSAGE);
                     total = Some(scnt + 1);
                 }
                 side.qp.post_send(&side.mr, send, WRID_SEND)?;
+                side.stall.posted += 1;
                 pending = WRID_RECV | WRID_SEND;
                 if let Some(at) = last_send {
                     meter.record(now.saturating_sub(at));
@@ -115,24 +124,65 @@ pub(super) fn pingpong_loop(
     Ok(meter.finish(scnt, bytes(scnt)))
 }
 
-/// The next completions: busy-polled, or asleep on the completion channel with -e.
+/// The next completions: busy-polled, or asleep on the completion channel with -e. A wait
+/// that runs out while packets still arrive goes on (one large message can take longer
+/// than --timeout); one that does not is a stall, looked at before it is reported.
 pub(super) fn wait(
     side: &mut Side,
     wc: &mut [Wc],
     plan: &Plan,
     conn: &mut Option<&mut Conn>,
 ) -> std::result::Result<usize, Failure> {
-    if plan.events {
-        side.cq
-            .wait_sleeping(wc, plan.timeout, &mut || stopped(conn))
-    } else {
-        side.cq
-            .wait_watching(wc, plan.timeout, &mut || stopped(conn))
+    use super::stall::{Flow, SECOND_LOOK};
+    let started = std::time::Instant::now();
+    let mut timeout = plan.timeout;
+    loop {
+        let stall = &mut side.stall;
+        let mut watch = || {
+            stall.ran(ticks());
+            stopped(conn)
+        };
+        let res = if plan.events {
+            side.cq.wait_sleeping(wc, timeout, &mut watch)
+        } else {
+            side.cq.wait_watching(wc, timeout, &mut watch)
+        };
+        let f = match res {
+            Ok(n) => return Ok(n),
+            Err(f) => f,
+        };
+        let probed = conn.as_ref().is_some_and(|c| c.was_probed());
+        if matches!(f.cause, Cause::Timeout { .. }) && !probed {
+            match side.stall.flow(started.elapsed(), plan.timeout, side.size) {
+                Flow::FirstLook => {
+                    timeout = SECOND_LOOK.min(plan.timeout);
+                    continue;
+                }
+                Flow::Moving => {
+                    timeout = plan.timeout;
+                    continue;
+                }
+                Flow::Still => {}
+            }
+        }
+        let end = super::stall::StalledEnd {
+            ctx: &side.ctx,
+            port: side.port,
+            gid: side.gid.as_ref(),
+            size: side.size,
+        };
+        return Err(super::stall::look(
+            &mut side.stall,
+            &end,
+            plan.timeout,
+            conn,
+            f,
+        ));
     }
 }
 
 /// Asked while a loop waits for completions: a caught SIGINT/SIGTERM, or a peer that
-/// closed the out-of-band connection or sent its failure, ends the wait now.
+/// closed the out-of-band connection, sent its failure or probed a stall, ends the wait now.
 pub(super) fn stopped(conn: &mut Option<&mut Conn>) -> Option<Failure> {
     if let Some(f) = crate::traffic::interrupted_wait() {
         return Some(f);
@@ -185,9 +235,6 @@ pub(super) fn with_progress(mut f: Failure, side: &Side, progress: String) -> Fa
 fn progress_note(cause: &Cause, progress: String) -> Option<String> {
     match cause {
         Cause::PeerReported { .. } => None,
-        Cause::Timeout { .. } => Some(format!(
-            "{progress}: the peer stopped answering (killed, or its link went down)"
-        )),
         _ => Some(progress),
     }
 }
@@ -300,17 +347,22 @@ impl SendQueue for QpQueue<'_> {
     }
 
     fn post(&mut self, wr_id: u64) -> Result<(), Failure> {
-        self.side.qp.post_send(&self.side.mr, self.op, wr_id)
+        self.side.qp.post_send(&self.side.mr, self.op, wr_id)?;
+        self.side.stall.posted += 1;
+        Ok(())
     }
 
     fn wait(&mut self, into: &mut [Wc]) -> Result<usize, Failure> {
-        wait(self.side, into, self.plan, &mut self.conn)
+        let n = wait(self.side, into, self.plan, &mut self.conn)?;
+        self.side.stall.completion(ticks());
+        Ok(n)
     }
 
     fn completed(&mut self, w: &Wc) -> Result<Option<u64>, Failure> {
         if !w.ok() {
             return Err(self.side.fail(Step::Completion, w.cause()));
         }
+        self.side.stall.completed += 1;
         Ok(Some(w.wr_id))
     }
 

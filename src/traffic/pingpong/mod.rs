@@ -16,7 +16,7 @@
 //! `plan` is what a run will do, `side` the device end it opens, `tcp` the session (client,
 //! server, `--persist`), `follow` a server taking its client's parameters, `native` and
 //! `compat` the two exchanges' runs, `loops` the measured loops (the windowed one shared
-//! with `cm`), `outcome` the explained end of a run, `report` what it reports.
+//! with `cm`), `stall` the look a wait takes when its completion does not come, `outcome` the explained end of a run, `report` what it reports.
 
 pub mod cm;
 mod compat;
@@ -27,6 +27,7 @@ mod outcome;
 mod plan;
 mod report;
 mod side;
+mod stall;
 mod tcp;
 
 pub use report::PingpongReport;

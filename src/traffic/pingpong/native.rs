@@ -54,17 +54,27 @@ pub(super) fn native_run(
     // Counters are read before the sync that starts the traffic: a sysfs read takes tens
     // of milliseconds under emulation, and an end still reading when the first SEND lands
     // would add that to the other end's measured time.
-    let watch = crate::traffic::counters::CounterWatch::start(sysfs, side.ctx.name(), side.port);
+    side.stall.counters = Some(crate::traffic::counters::CounterWatch::start(
+        sysfs,
+        side.ctx.name(),
+        side.port,
+    ));
+    side.stall.path_mtu = Some(mtu);
+    side.stall.iterations = length.iters.map(u64::from);
     let traffic = traffic(plan, side, report, conn, r, length, is_client);
     // A failed run keeps this end's counters too (they go to the peer with the notice):
     // what moved before the failure is often what explains it.
     let mix = traffic_mix(plan, report);
+    let local = side
+        .stall
+        .counters
+        .as_ref()
+        .and_then(crate::traffic::counters::CounterWatch::stop);
     if let Err(f) = traffic {
-        report.counters = crate::traffic::counters::judge(watch.stop(), None, mix);
+        report.counters = crate::traffic::counters::judge(local, None, mix);
         return Err(f);
     }
     // Both ends send their counters, then read the other's: no end waits on the other.
-    let local = watch.stop();
     conn.send_counters(
         local
             .as_ref()
@@ -193,6 +203,7 @@ pub(super) fn rdma_initiator(
         window,
     );
     let bytes_each = u64::from(side.size);
+    side.stall.begin();
     let mut queue = QpQueue {
         side: &mut *side,
         op,

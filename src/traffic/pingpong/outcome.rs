@@ -6,6 +6,7 @@ use std::net::IpAddr;
 use super::report::{PingpongReport, Show};
 use crate::ctx::Ctx;
 use crate::error::{Error, Result};
+use crate::model::facts::Stall;
 use crate::model::failure::{Cause, Failure, PeerNotice, Step};
 use crate::traffic::failure::{self, Known};
 use crate::wire::exchange::Conn;
@@ -23,6 +24,7 @@ pub(super) fn finish(
     gid_table_len: Option<u32>,
     plan_sends: bool,
     conn: Option<Conn>,
+    stall: Option<&Stall>,
 ) -> Result<u8> {
     report.ok = failure.is_none();
     report.single = report.ops.single();
@@ -69,6 +71,7 @@ pub(super) fn finish(
             gid_table_len,
             // open_side posts them before RTR when the run sends; WRITE and READ need none.
             recv_posted_before_rtr: plan_sends.then_some(true),
+            stall,
         };
         // The peer's counters came with its notice: both ends' deltas, judged together.
         if let Cause::PeerReported { notice } = &f.cause {

@@ -5,6 +5,7 @@ use std::rc::Rc;
 
 use super::plan::{random_psn, Plan, RX_DEPTH, WINDOW, WRID_RECV};
 use super::report::PingpongReport;
+use super::stall::StallWatch;
 use crate::cli::PingpongArgs;
 use crate::ctx::Ctx;
 use crate::diagnose::setup::{setup_verdict, SetupVerdict};
@@ -31,6 +32,8 @@ pub(super) struct Side {
     /// Receives posted on the QP so far, set up and by the SEND ping-pong, which keeps
     /// count to repost in batches (never past `max_recv_wr`).
     pub(super) recvs_posted: u64,
+    /// What a stalled wait re-reads and compares against.
+    pub(super) stall: StallWatch,
 }
 
 impl Side {
@@ -147,6 +150,17 @@ pub(super) fn open_side(
             },
         )));
     }
+    // rxe reports a max_msg_sz it does not enforce; hardware refuses a larger message.
+    if let Some(warning) = crate::diagnose::datapath::message_over_max(
+        vctx.name(),
+        port,
+        plan.size,
+        port_info.max_msg_sz,
+    ) {
+        if !ctx.json {
+            crate::output::note(&warning);
+        }
+    }
     let mut gid_index = plan.gid_index;
     if plan.auto && args.server.is_some() {
         let choice = failure::choose_gid(&ctx.sysfs, vctx.name(), port, peer)?;
@@ -233,6 +247,14 @@ pub(super) fn open_side(
         max_rd_atomic,
         size: plan.size,
         recvs_posted: 0,
+        stall: StallWatch::new(
+            &ctx.sysfs,
+            if args.server.is_some() {
+                "client"
+            } else {
+                "server"
+            },
+        ),
     };
     // Receives go up before RTR, so the peer's first SEND always finds one.
     if plan.ops.send {

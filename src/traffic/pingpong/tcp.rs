@@ -41,7 +41,17 @@ pub fn run(ctx: &Ctx, args: &PingpongArgs, show: &mut Show) -> Result<u8> {
             Ok(l) => Some(l),
             Err(f) => {
                 let report = new_report(args, &plan, &device);
-                return finish(ctx, show, report, Some(f), peer, None, plan.ops.send, None);
+                return finish(
+                    ctx,
+                    show,
+                    report,
+                    Some(f),
+                    peer,
+                    None,
+                    plan.ops.send,
+                    None,
+                    None,
+                );
             }
         },
     };
@@ -77,7 +87,17 @@ pub(super) fn serve_persistently(
             }
             Err(f) => {
                 let report = new_report(args, plan, device);
-                return finish(ctx, show, report, Some(f), None, None, plan.ops.send, None);
+                return finish(
+                    ctx,
+                    show,
+                    report,
+                    Some(f),
+                    None,
+                    None,
+                    plan.ops.send,
+                    None,
+                    None,
+                );
             }
         };
         match one_run(ctx, show, args, plan, device, Role::Accepted(conn)) {
@@ -109,13 +129,24 @@ pub(super) fn one_run(
         Ok(side) => side,
         Err(Setup::Error(e)) => return Err(e),
         Err(Setup::Failure(f)) => {
-            return finish(ctx, show, report, Some(f), peer, None, plan.ops.send, None)
+            return finish(
+                ctx,
+                show,
+                report,
+                Some(f),
+                peer,
+                None,
+                plan.ops.send,
+                None,
+                None,
+            )
         }
     };
     report.local = Some(side.endpoint());
     let mut conn = None;
     let outcome = drive(ctx, args, plan, &mut side, &mut report, role, &mut conn);
     let gid_table_len = Some(side.port_info.gid_tbl_len);
+    let stall = side.stall.found.take();
     finish(
         ctx,
         show,
@@ -125,6 +156,7 @@ pub(super) fn one_run(
         gid_table_len,
         plan.ops.send,
         conn,
+        stall.as_ref(),
     )
 }
 
@@ -233,7 +265,7 @@ pub(super) fn drive(
     match hello {
         Hello::RcPingpong(dest) => {
             report.exchange = "rc_pingpong";
-            serve_rc_pingpong(plan, side, report, conn, dest)
+            serve_rc_pingpong(ctx, plan, side, report, conn, dest)
         }
         // An rdmactl client: take up its offer, learn its parameters, take those this
         // server was not given, and tell it what this end will run.

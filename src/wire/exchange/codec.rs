@@ -30,6 +30,13 @@ pub(super) const FRAME_MAX_LEN: usize = 64 * 1024;
 /// Each end's port counter changes over the run, sent after the last sync.
 pub(super) const COUNTERS_MAGIC: [u8; 4] = *b"RDMC";
 
+/// A stall probe: an end whose completion did not come sends what it re-read (JSON
+/// `StallFacts`), and a live peer answers with its own from its wait loop.
+pub(super) const PROBE_MAGIC: [u8; 4] = *b"RDMP";
+
+/// A probe's facts are a few hundred bytes; more is not a probe.
+pub(super) const PROBE_MAX_LEN: usize = 8 * 1024;
+
 /// A JSON frame: the magic, the length (4 bytes, big-endian), the JSON. A body over the
 /// limit is not sent at all: cut short it would not parse.
 pub(super) fn json_frame(magic: [u8; 4], json: serde_json::Result<Vec<u8>>) -> Option<Vec<u8>> {

@@ -5,15 +5,31 @@ use std::time::{Duration, Instant};
 use super::codec::{
     encode_native, encode_rc_pingpong, encode_rdmactl_offer, garbage, json_frame, native_header,
     parse_hello, quote, Hello, NativeMsg, RcDest, COUNTERS_MAGIC, FRAME_MAX_LEN, NOTICE_MAGIC,
-    RC_PINGPONG_DONE, RC_PINGPONG_LEN, SYNC_MAGIC,
+    PROBE_MAGIC, PROBE_MAX_LEN, RC_PINGPONG_DONE, RC_PINGPONG_LEN, SYNC_MAGIC,
 };
 use crate::model::counter::WireDelta;
+use crate::model::facts::StallFacts;
 use crate::model::failure::{Cause, Failure, FailureContext, PeerNotice, Step};
 
 pub struct Conn {
     stream: TcpStream,
     pub peer: SocketAddr,
     timeout: Duration,
+    /// The peer's stall probe, read by `peer_stopped` before this end sent its own.
+    peer_probe: Option<Box<StallFacts>>,
+}
+
+/// What came back for a stall probe.
+#[derive(Debug)]
+pub enum ProbeAnswer {
+    /// The peer's own facts: its process is alive and waiting too.
+    Answered(Box<StallFacts>),
+    /// Nothing within the wait, and the connection still open.
+    Silent,
+    /// The peer closed the connection.
+    Closed,
+    /// The peer said why it stopped instead (or sent something that is not an answer).
+    Failed(Failure),
 }
 
 fn oob_failure(step: Step, cause: Cause, peer: Option<String>) -> Failure {
@@ -75,6 +91,7 @@ pub fn connect(host: &str, port: u16, timeout: Duration) -> Result<Conn, Failure
                     stream,
                     peer: addr,
                     timeout,
+                    peer_probe: None,
                 });
             }
             Err(e) => last = io_cause(&e, start.elapsed()),
@@ -119,6 +136,7 @@ pub fn accept_one(listener: &TcpListener, timeout: Duration) -> Result<Conn, Fai
         stream,
         peer,
         timeout,
+        peer_probe: None,
     })
 }
 
@@ -149,6 +167,7 @@ pub fn accept_watching(listener: &TcpListener, timeout: Duration) -> Result<Opti
         stream,
         peer,
         timeout,
+        peer_probe: None,
     }))
 }
 
@@ -368,8 +387,123 @@ impl Conn {
                 }
                 Some(self.read_notice(&[], deadline))
             }
+            Ok(4) if head == PROBE_MAGIC => {
+                // The peer found a stall: keep its facts for this end's own look, which
+                // answers it. The wait ends as a stall here too.
+                let deadline = Instant::now() + Duration::from_secs(1);
+                match self.read_probe(deadline) {
+                    Ok(facts) => {
+                        self.peer_probe = Some(Box::new(facts));
+                        Some(self.fail(Cause::Timeout {
+                            waited_ms: 0,
+                            waiting_for: None,
+                        }))
+                    }
+                    Err(f) => Some(f),
+                }
+            }
             Err(e) if e.kind() == ErrorKind::ConnectionReset => Some(self.fail(Cause::PeerClosed)),
             _ => None,
+        }
+    }
+
+    /// The peer's stall probe arrived while this end waited (it found the stall first).
+    pub fn was_probed(&self) -> bool {
+        self.peer_probe.is_some()
+    }
+
+    /// The socket, for TCP_INFO (is the peer's kernel acknowledging?).
+    pub fn raw_fd(&self) -> std::os::fd::RawFd {
+        std::os::fd::AsRawFd::as_raw_fd(&self.stream)
+    }
+
+    /// A whole probe frame (magic included) before `deadline`, strictly parsed.
+    fn read_probe(&mut self, deadline: Instant) -> Result<StallFacts, Failure> {
+        let mut head = [0u8; 8];
+        self.read_full(&mut head, deadline).map_err(|(_, f)| f)?;
+        if head[..4] != PROBE_MAGIC {
+            return Err(self.fail(Cause::Invalid {
+                what: format!("expected a stall probe, got {}", quote(&head[..4])),
+            }));
+        }
+        self.probe_body(&head[4..], deadline)
+    }
+
+    fn probe_body(&mut self, len_head: &[u8], deadline: Instant) -> Result<StallFacts, Failure> {
+        let len = u32::from_be_bytes(len_head.try_into().unwrap_or([0xff; 4])) as usize;
+        if len > PROBE_MAX_LEN {
+            return Err(self.fail(Cause::Invalid {
+                what: format!(
+                    "the peer's stall probe claims {len} bytes (at most {PROBE_MAX_LEN})"
+                ),
+            }));
+        }
+        let mut body = vec![0u8; len];
+        self.read_full(&mut body, deadline).map_err(|(_, f)| f)?;
+        serde_json::from_slice::<StallFacts>(&body).map_err(|e| {
+            self.fail(Cause::Invalid {
+                what: format!("the peer's stall probe does not parse: {e}"),
+            })
+        })
+    }
+
+    /// A stall: sends this end's facts and waits up to `wait` for the peer's (at once when
+    /// its probe came first). A live rdmactl peer answers from its wait loop; syncs and
+    /// counters on the way are passed over.
+    pub fn probe(&mut self, mine: &StallFacts, wait: Duration) -> ProbeAnswer {
+        let frame = json_frame(PROBE_MAGIC, serde_json::to_vec(mine)).unwrap_or_default();
+        let _ = self.stream.set_write_timeout(Some(Duration::from_secs(1)));
+        let sent = self.stream.write_all(&frame);
+        if let Some(facts) = self.peer_probe.take() {
+            return ProbeAnswer::Answered(facts);
+        }
+        if let Err(e) = sent {
+            if matches!(io_cause(&e, Duration::ZERO), Cause::PeerClosed) {
+                return ProbeAnswer::Closed;
+            }
+        }
+        let deadline = Instant::now() + wait;
+        loop {
+            let mut head = [0u8; 4];
+            match self.read_full(&mut head, deadline) {
+                Ok(()) => {}
+                Err((_, f)) => {
+                    return match f.cause {
+                        Cause::PeerClosed => ProbeAnswer::Closed,
+                        Cause::Timeout { .. } => ProbeAnswer::Silent,
+                        _ => ProbeAnswer::Failed(f),
+                    }
+                }
+            }
+            let mut len = [0u8; 4];
+            let step = match head {
+                PROBE_MAGIC => self
+                    .read_full(&mut len, deadline)
+                    .map_err(|(_, f)| f)
+                    .and_then(|()| self.probe_body(&len, deadline))
+                    .map(|facts| Some(ProbeAnswer::Answered(Box::new(facts)))),
+                NOTICE_MAGIC => Ok(Some(ProbeAnswer::Failed(self.read_notice(&[], deadline)))),
+                SYNC_MAGIC => self
+                    .read_full(&mut len[..1], deadline)
+                    .map(|()| None)
+                    .map_err(|(_, f)| f),
+                COUNTERS_MAGIC => self
+                    .read_frame_body(&[], deadline, "counters")
+                    .map(|_| None),
+                _ => Err(self.fail(Cause::Invalid {
+                    what: format!(
+                        "out of step with the peer: expected a stall probe, got {}",
+                        quote(&head)
+                    ),
+                })),
+            };
+            match step {
+                Ok(Some(answer)) => return answer,
+                Ok(None) => continue,
+                Err(f) if f.cause == Cause::PeerClosed => return ProbeAnswer::Closed,
+                Err(f) if matches!(f.cause, Cause::Timeout { .. }) => return ProbeAnswer::Silent,
+                Err(f) => return ProbeAnswer::Failed(f),
+            }
         }
     }
 
@@ -461,6 +595,77 @@ mod tests {
         let err = conn.read_hello().unwrap_err();
         assert!(matches!(err.cause, Cause::Timeout { .. }), "{err}");
         client.join().unwrap();
+    }
+
+    fn pair() -> (Conn, Conn) {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let client = connect("127.0.0.1", port, Duration::from_secs(2)).unwrap();
+        let server = accept_one(&listener, Duration::from_secs(2)).unwrap();
+        (client, server)
+    }
+
+    fn facts(role: &str) -> StallFacts {
+        StallFacts {
+            role: role.into(),
+            device: "rxe0".into(),
+            port: 1,
+            ..StallFacts::default()
+        }
+    }
+
+    /// A stalled end's probe ends the peer's wait; the peer's own look answers it.
+    #[test]
+    fn a_probe_is_answered_from_the_peers_wait() {
+        let (mut client, mut server) = pair();
+        let peer = std::thread::spawn(move || {
+            let stopped = loop {
+                if let Some(f) = server.peer_stopped() {
+                    break f;
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            };
+            assert!(matches!(stopped.cause, Cause::Timeout { .. }), "{stopped}");
+            assert!(server.was_probed());
+            match server.probe(&facts("server"), Duration::from_secs(2)) {
+                ProbeAnswer::Answered(f) => assert_eq!(f.role, "client"),
+                other => panic!("{other:?}"),
+            }
+        });
+        match client.probe(&facts("client"), Duration::from_secs(2)) {
+            ProbeAnswer::Answered(f) => assert_eq!(f.role, "server"),
+            other => panic!("{other:?}"),
+        }
+        peer.join().unwrap();
+    }
+
+    /// A peer that reads nothing: silence within the wait, then a close.
+    #[test]
+    fn a_silent_or_closed_peer_is_told_apart() {
+        let (mut client, server) = pair();
+        let start = Instant::now();
+        assert!(matches!(
+            client.probe(&facts("client"), Duration::from_millis(200)),
+            ProbeAnswer::Silent
+        ));
+        assert!(start.elapsed() < Duration::from_secs(1));
+        drop(server);
+        assert!(matches!(
+            client.probe(&facts("client"), Duration::from_millis(500)),
+            ProbeAnswer::Closed
+        ));
+    }
+
+    /// A probe frame claiming more than a probe holds is refused before it is read.
+    #[test]
+    fn an_oversized_probe_is_refused() {
+        let (mut client, mut server) = pair();
+        let mut frame = PROBE_MAGIC.to_vec();
+        frame.extend_from_slice(&(1u32 << 20).to_be_bytes());
+        client.write_all(&frame).unwrap();
+        std::thread::sleep(Duration::from_millis(50));
+        let f = server.peer_stopped().expect("the probe is seen");
+        assert!(f.to_string().contains("claims 1048576 bytes"), "{f}");
     }
 
     #[test]

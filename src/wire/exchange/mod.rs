@@ -9,6 +9,9 @@
 //!
 //! A server tells the two apart by the first byte: native starts with `R`, which is never a
 //! hex digit. Every read and write has a deadline.
+//!
+//! Mid-run, an end whose completion does not come sends a stall probe (`RDMP`, length,
+//! JSON facts, at most 8 KiB) and a live peer answers with its own (`Conn::probe`).
 
 mod codec;
 mod compare;
@@ -16,4 +19,4 @@ mod conn;
 
 pub use codec::{Hello, NativeMsg, RcDest, RC_PINGPONG_DONE};
 pub use compare::{compare, path_mtu};
-pub use conn::{accept_one, accept_watching, connect, listen, Conn};
+pub use conn::{accept_one, accept_watching, connect, listen, Conn, ProbeAnswer};

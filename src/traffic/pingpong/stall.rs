@@ -1,0 +1,298 @@
+//! A wait whose completion does not come: re-read what can have changed since the QP was
+//! connected (port state and MTU, the QP's GID, the port counters, the out-of-band
+//! connection, this process's own clock), trade the facts with the peer over the TCP
+//! exchange, and keep them for the rules. A wait during which packets still arrive is not
+//! a stall: it goes on.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use crate::gather::verbs::qp::{ticks, Context};
+use crate::model::counter::PortDelta;
+use crate::model::device::GidType;
+use crate::model::facts::{GidNow, OobLink, Stall, StallFacts};
+use crate::model::failure::{Cause, Failure};
+use crate::model::gid::Gid;
+use crate::model::results::ns_per_tick;
+use crate::traffic::counters::CounterWatch;
+use crate::wire::exchange::{Conn, ProbeAnswer};
+
+/// How long a stalled end waits for the peer's answer to its probe.
+const PROBE_WAIT: Duration = Duration::from_secs(2);
+
+/// A gap this long between two polls of a busy loop means this process did not run: it was
+/// stopped (SIGSTOP, Ctrl-Z, a debugger, a paused VM), not starved for a time slice.
+pub(super) const STOPPED_GAP: Duration = Duration::from_secs(2);
+
+/// While packets still arrive a wait goes on, up to this many times --timeout.
+const MOVING_WAIT_LIMIT: u32 = 20;
+
+/// The error and retry counters a stall is decided by (rxe's and hardware's names).
+const STALL_COUNTERS: &[&str] = &[
+    "send_err",
+    "retry_exceeded_err",
+    "retry_rnr_exceeded_err",
+    "completer_retry_err",
+    "rcvd_seq_err",
+    "rcvd_rnr_err",
+    "send_rnr_err",
+    "out_of_seq_request",
+    "duplicate_request",
+    "local_ack_timeout_err",
+    "packet_seq_err",
+    "implied_nak_seq_err",
+    "req_transport_retries_exceeded",
+    "rnr_nak_retry_err",
+    "port_xmit_discards",
+    "link_downed",
+];
+
+/// Packets in, and out, by the names rxe and hardware give them.
+const RCVD_PACKETS: &[&str] = &["rcvd_pkts", "port_rcv_packets"];
+const SENT_PACKETS: &[&str] = &["sent_pkts", "port_xmit_packets"];
+
+/// What a run keeps to look at a stall: the counters read at its start, this process's
+/// clock, and how far the loops got.
+pub(super) struct StallWatch {
+    sysfs: PathBuf,
+    /// Read before the traffic; the run's counters block is its delta too.
+    pub(super) counters: Option<CounterWatch>,
+    pub(super) role: &'static str,
+    pub(super) path_mtu: Option<u32>,
+    pub(super) iterations: Option<u64>,
+    pub(super) peer_knows_iterations: bool,
+    start: Instant,
+    start_tick: u64,
+    last_tick: u64,
+    last_completion_tick: u64,
+    largest_gap_ticks: u64,
+    /// Requests posted and completed, messages received, in the current loop.
+    pub(super) posted: u64,
+    pub(super) completed: u64,
+    pub(super) received: u64,
+    /// Packets counted at the last look while waiting, and when.
+    packets_seen: Option<(u64, u64, Instant)>,
+    message_needs: Option<Duration>,
+    /// What the look found, for the rules.
+    pub(super) found: Option<Stall>,
+}
+
+impl StallWatch {
+    pub(super) fn new(sysfs: &Path, role: &'static str) -> StallWatch {
+        StallWatch {
+            sysfs: sysfs.to_path_buf(),
+            counters: None,
+            role,
+            path_mtu: None,
+            iterations: None,
+            peer_knows_iterations: true,
+            start: Instant::now(),
+            start_tick: ticks(),
+            last_tick: 0,
+            last_completion_tick: 0,
+            largest_gap_ticks: 0,
+            posted: 0,
+            completed: 0,
+            received: 0,
+            packets_seen: None,
+            message_needs: None,
+            found: None,
+        }
+    }
+
+    /// A loop starts: time spent between loops (syncs, the peer's turn) is no gap.
+    pub(super) fn begin(&mut self) {
+        let now = ticks();
+        self.last_tick = now;
+        self.last_completion_tick = now;
+        self.posted = 0;
+        self.completed = 0;
+        self.received = 0;
+        self.packets_seen = None;
+    }
+
+    /// This process ran at tick `now` (a poll of its wait, or a completion).
+    pub(super) fn ran(&mut self, now: u64) {
+        if self.last_tick != 0 {
+            self.largest_gap_ticks = self
+                .largest_gap_ticks
+                .max(now.saturating_sub(self.last_tick));
+        }
+        self.last_tick = now;
+    }
+
+    /// A completion came at tick `now`.
+    pub(super) fn completion(&mut self, now: u64) {
+        self.ran(now);
+        self.last_completion_tick = now;
+        // The next wait's looks compare with each other, not with an earlier message.
+        self.packets_seen = None;
+    }
+
+    fn ticks_to(&self, t: u64) -> Duration {
+        let scale = ns_per_tick(self.start_tick, ticks(), self.start.elapsed());
+        Duration::from_nanos((t as f64 * scale) as u64)
+    }
+
+    /// The longest this process did not run while it waited.
+    pub(super) fn stopped_for(&self) -> Duration {
+        self.ticks_to(self.largest_gap_ticks)
+    }
+
+    fn since_last_completion(&self) -> Duration {
+        self.ticks_to(ticks().saturating_sub(self.last_completion_tick))
+    }
+
+    /// A wait ran out (`waited` so far in all): are packets still arriving and leaving
+    /// since the last look? Then one large message is still on its way, the wait goes on,
+    /// and what one message needs at that rate is measured.
+    pub(super) fn flow(&mut self, waited: Duration, timeout: Duration, size: u32) -> Flow {
+        let Some(delta) = self.counters.as_ref().and_then(CounterWatch::stop) else {
+            return Flow::Still;
+        };
+        let count = |names: &[&str]| names.iter().map(|n| delta.at_least(n)).sum::<u64>();
+        let (rcvd, sent) = (count(RCVD_PACKETS), count(SENT_PACKETS));
+        let now = Instant::now();
+        let Some((r0, s0, at)) = self.packets_seen.replace((rcvd, sent, now)) else {
+            return Flow::FirstLook;
+        };
+        let (dr, ds) = (rcvd.saturating_sub(r0), sent.saturating_sub(s0));
+        if dr == 0 || ds == 0 || waited >= timeout * MOVING_WAIT_LIMIT {
+            return Flow::Still;
+        }
+        let secs = now.duration_since(at).as_secs_f64();
+        if let (Some(mtu), true) = (self.path_mtu, secs > 0.0) {
+            let bytes_per_s = dr.max(ds) as f64 * f64::from(mtu) / secs;
+            self.message_needs = Some(Duration::from_secs_f64(f64::from(size) / bytes_per_s));
+        }
+        Flow::Moving
+    }
+
+    /// What this end re-reads now, on `end`'s device and port.
+    fn facts(&self, end: &StalledEnd, timeout: Duration) -> StallFacts {
+        let port = end.ctx.query_port(end.port).ok();
+        let gid_now = match end.gid {
+            Some((index, gid, _)) => match end.ctx.query_gid(end.port, *index) {
+                Ok((now, _)) if now == *gid => GidNow::Same,
+                Ok((now, _)) => GidNow::Changed(now.ipv6().to_string()),
+                Err(f) if f.cause == Cause::errno(libc::ENODATA) => GidNow::Gone,
+                Err(_) => GidNow::Unknown,
+            },
+            None => GidNow::Unknown,
+        };
+        let delta: Option<PortDelta> = self.counters.as_ref().and_then(CounterWatch::stop);
+        let counters = delta
+            .iter()
+            .flat_map(|d| {
+                STALL_COUNTERS
+                    .iter()
+                    .map(|n| (n.to_string(), d.at_least(n)))
+                    .filter(|(_, v)| *v > 0)
+            })
+            .collect();
+        let netdev = crate::gather::sysfs::SysfsRoot::new(&self.sysfs)
+            .port(end.ctx.name(), end.port)
+            .ok()
+            .and_then(|p| p.netdev.map(|n| n.name));
+        StallFacts {
+            role: self.role.to_string(),
+            device: end.ctx.name().to_string(),
+            port: end.port,
+            netdev,
+            port_state: port.as_ref().map(|p| p.state),
+            active_mtu: port.as_ref().map(|p| p.active_mtu),
+            path_mtu: self.path_mtu,
+            gid_index: end.gid.map(|g| g.0),
+            gid: end.gid.map(|g| g.1.ipv6().to_string()),
+            gid_now,
+            counters,
+            own_requests_acked: Some(self.completed >= self.posted),
+            completed: self.completed,
+            received: self.received,
+            iterations: self.iterations,
+            peer_knows_iterations: self.peer_knows_iterations,
+            since_last_completion_ms: self.since_last_completion().as_millis() as u64,
+            stopped_ms: self.stopped_for().as_millis() as u64,
+            message_bytes: end.size,
+            timeout_ms: timeout.as_millis() as u64,
+            message_needs_ms: self.message_needs.map(|d| d.as_millis() as u64),
+        }
+    }
+}
+
+/// Whether packets flow while a wait runs out.
+pub(super) enum Flow {
+    /// Nothing to compare with yet: look again after a short wait.
+    FirstLook,
+    /// Packets came and went since the last look: a message is still on its way.
+    Moving,
+    /// Nothing moved (or no counter tells): a stall.
+    Still,
+}
+
+/// A short wait between the first two looks at the counters, so a stall is not reported a
+/// whole --timeout later than it was seen.
+pub(super) const SECOND_LOOK: Duration = Duration::from_secs(1);
+
+/// The device end a stall look re-reads: the open device, its port, the QP's GID and the
+/// message size.
+pub(super) struct StalledEnd<'a> {
+    pub(super) ctx: &'a Context,
+    pub(super) port: u32,
+    pub(super) gid: Option<&'a (u32, Gid, Option<GidType>)>,
+    pub(super) size: u32,
+}
+
+/// A wait ended in `f`: when it is a stall (no completion in time, the peer's probe, or
+/// anything after this process was itself stopped), look, trade facts with the peer, and
+/// keep them in `watch.found`. The failure returned is `f`, or the peer's notice that
+/// came instead of its answer.
+pub(super) fn look(
+    watch: &mut StallWatch,
+    end: &StalledEnd,
+    timeout: Duration,
+    conn: &mut Option<&mut Conn>,
+    mut f: Failure,
+) -> Failure {
+    let stopped_here = watch.stopped_for() >= STOPPED_GAP;
+    let timed_out = matches!(f.cause, Cause::Timeout { .. });
+    if matches!(f.cause, Cause::Interrupted { .. }) || !(timed_out || stopped_here) {
+        return f;
+    }
+    let local = watch.facts(end, timeout);
+    if let Cause::Timeout { waited_ms, .. } = &mut f.cause {
+        // The peer's probe ended this wait: it waited as long as since the last completion.
+        *waited_ms = (*waited_ms).max(local.since_last_completion_ms);
+    }
+    let mut stall = Stall {
+        local,
+        ..Stall::default()
+    };
+    match conn.as_deref_mut() {
+        None => stall.link = OobLink::None,
+        Some(_) if f.cause == Cause::PeerClosed => stall.link = OobLink::Closed,
+        Some(c) => {
+            let started = Instant::now();
+            let answer = c.probe(&stall.local, PROBE_WAIT);
+            // Read before the wait is measured: an ACK's age is never more than the wait.
+            let acks = crate::gather::verbs::sys::tcp_acks(c.raw_fd()).ok();
+            stall.probe_waited_ms = Some(started.elapsed().as_millis() as u64);
+            stall.link = OobLink::Open {
+                unacked: acks.map(|a| a.unacked),
+                last_ack_ms: acks.map(|a| a.last_ack_ms),
+            };
+            match answer {
+                ProbeAnswer::Answered(peer) => stall.peer = Some(*peer),
+                ProbeAnswer::Silent => {}
+                ProbeAnswer::Closed => stall.link = OobLink::Closed,
+                ProbeAnswer::Failed(notice) => {
+                    if matches!(notice.cause, Cause::PeerReported { .. }) {
+                        f = notice;
+                    }
+                }
+            }
+        }
+    }
+    watch.found = Some(stall);
+    f
+}
