@@ -120,7 +120,7 @@ pub fn explain_stall(err: &Failure, facts: &Facts, stall: &CmStall) -> Diagnosti
         Some(why(
             codes::MTU_CUT_MIDRUN,
             format!(
-                "{whose} {} has active MTU {mtu} now, below the QP's path MTU {}: its netdev's MTU was lowered during the run, and every packet larger than that is refused on the way out (rxe counts them in send_err) or dropped on the way in; a connected QP keeps the path MTU it was given",
+                "{whose} {} has active MTU {mtu} now, below the QP's path MTU {}: its netdev's MTU was lowered during the run, and every packet larger than that is refused on the way out (some kernels count them in send_err) or dropped on the way in; a connected QP keeps the path MTU it was given",
                 seen.port, seen.path_mtu
             ),
             format!(
@@ -129,10 +129,39 @@ pub fn explain_stall(err: &Failure, facts: &Facts, stall: &CmStall) -> Diagnosti
             ),
         ))
     };
+    // The source GID gone from its slot: the address behind it was removed, and the QP
+    // cannot move to another GID.
+    let gone = |seen: &PortSeen, whose: String| {
+        (!seen.gid_in_table).then(|| {
+            why(
+                codes::GID_REMOVED_MIDRUN,
+                format!(
+                    "{whose} {}: GID index {} left the GID table during the run (the address behind it was removed from its netdev), and a connected QP cannot change its source GID, so its packets are no longer sent",
+                    seen.port, seen.gid_index
+                ),
+                format!(
+                    "put the address back on {}'s netdev, or rerun with a GID index that holds an address now (rdmactl gids {})",
+                    seen.port, seen.port
+                ),
+            )
+        })
+    };
     let mut x = stall
         .here
         .as_ref()
         .and_then(|h| cut(h, "this end's port".into()))
+        .or_else(|| {
+            stall
+                .here
+                .as_ref()
+                .and_then(|h| gone(h, "this end's port".into()))
+        })
+        .or_else(|| {
+            stall
+                .peer
+                .as_ref()
+                .and_then(|p| gone(p, format!("the {}'s port", stall.peer_role())))
+        })
         .or_else(|| {
             stall
                 .peer
@@ -1191,6 +1220,43 @@ mod tests {
     fn stall_text(x: &Diagnostic) -> String {
         let seen: Vec<&str> = x.evidence.iter().map(|s| s.text.as_str()).collect();
         format!("{}\n{}\n{}", x.message, seen.join("\n"), x.fix_text())
+    }
+
+    /// Issue 26, case 2 under --cm: the source GID removed mid-run on either end is named
+    /// from that end's port, on both ends, before any guess at the peer.
+    #[test]
+    fn a_gid_removed_midrun_is_named_on_both_ends() {
+        let timeout = Cause::Timeout {
+            waited_ms: 5000,
+            waiting_for: Some("echo of a SEND"),
+        };
+        let client = err(Step::CmTransfer, timeout, None);
+        let mut gone = port("rxe0/1", 1024);
+        gone.gid_in_table = false;
+        for (here, peer, whose) in [
+            (gone.clone(), port("rxe1/1", 1024), "this end's port rxe0/1"),
+            (
+                port("rxe1/1", 1024),
+                gone.clone(),
+                "the server's port rxe0/1",
+            ),
+        ] {
+            let stall = CmStall {
+                role: "client",
+                here: Some(here),
+                peer: Some(peer),
+                peer_answered: Some(true),
+            };
+            let x = explain_stall(&client.f, &client.facts, &stall);
+            let text = stall_text(&x);
+            assert_eq!(x.code, codes::GID_REMOVED_MIDRUN, "{text}");
+            assert!(
+                text.contains(&format!("{whose}: GID index 1 left the GID table")),
+                "{text}"
+            );
+            assert!(!text.contains("stopped answering"), "{text}");
+            no_false_cause(&text);
+        }
     }
 
     /// Issue 26, case 1 under --cm: the netdev MTU cut below the QP's path MTU mid-run is
