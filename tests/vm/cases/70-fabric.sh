@@ -182,8 +182,9 @@ expect_rc 1 "loss: exit 1" mpirun --oversubscribe -np $N --bind-to none \
 cp "$LAST_STDOUT" "$RESULTS/loss.json"
 check "loss: fab1 is the lossy endpoint" \
     jqf 'any(.suspects[]; .code == "fabric-endpoint-lossy" and .rank == 1 and .device == "fab1")' "$RESULTS/loss.json"
-check "loss: its explanation is the counters' (packets lost and resent)" \
-    jqf 'any(.suspects[]; .rank == 1 and (.explanation.summary | test("packets were lost and resent")))' "$RESULTS/loss.json"
+check "loss: its explanation is the counters', with the direction (from fab1)" \
+    jqf 'any(.suspects[]; .rank == 1 and (.explanation.summary | test("packets from fab1 to fab[023] are being lost")))
+         and all(.suspects[]; (.explanation.summary // "") | test("packets from fab[023] to fab1") | not)' "$RESULTS/loss.json"
 check "loss: no other endpoint is blamed" \
     jqf '[.suspects[] | select(.kind == "endpoint") | .rank] == [1]' "$RESULTS/loss.json"
 tc qdisc del dev e1 root
