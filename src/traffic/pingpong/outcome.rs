@@ -79,7 +79,7 @@ pub(super) fn finish(
                 report.counters = crate::traffic::counters::with_peer(run, peer);
             }
         }
-        let x = failure::explain_failure(&ctx.sysfs, &known, &f);
+        let mut x = failure::explain_failure(&ctx.sysfs, &known, &f);
         let from_peer = matches!(f.cause, Cause::PeerClosed | Cause::PeerReported { .. });
         if let (Some(mut conn), false, "native") = (conn, from_peer, report.exchange) {
             conn.send_notice(&PeerNotice {
@@ -96,6 +96,19 @@ pub(super) fn finish(
                 fix: x.explanation.fix_text().to_string(),
                 counters: report.counters.as_ref().and_then(|c| c.local.clone()),
             });
+            // The peer may have failed at the same moment: its counters complete both
+            // ends' picture (the direction of a loss), and its words say it is alive.
+            if let Some(notice) = conn.late_notice(std::time::Duration::from_secs(1)) {
+                if let (Some(peer), Some(run)) = (&notice.counters, report.counters.take()) {
+                    report.counters = crate::traffic::counters::with_peer(run, peer);
+                }
+                x.explanation
+                    .evidence
+                    .push(crate::model::diagnostic::Seen::new(
+                        crate::model::diagnostic::Source::PeerNotice,
+                        format!("the {} failed too: {}", notice.role, notice.message),
+                    ));
+            }
         }
         report.failure = Some(x);
     }

@@ -407,6 +407,22 @@ impl Conn {
         }
     }
 
+    /// After this end failed on its own: the peer's own failure notice, when it comes
+    /// within `wait` (both ends often fail at once, e.g. on retries that ran out, and each
+    /// notice then arrives after its reader stopped looking). None: closed, silent, or
+    /// anything else.
+    pub fn late_notice(&mut self, wait: Duration) -> Option<PeerNotice> {
+        let deadline = Instant::now() + wait;
+        while Instant::now() < deadline {
+            match self.peer_stopped().map(|f| f.cause) {
+                Some(Cause::PeerReported { notice }) => return Some(*notice),
+                Some(Cause::PeerClosed) => return None,
+                _ => std::thread::sleep(Duration::from_millis(20)),
+            }
+        }
+        None
+    }
+
     /// The peer's stall probe arrived while this end waited (it found the stall first).
     pub fn was_probed(&self) -> bool {
         self.peer_probe.is_some()
