@@ -186,6 +186,18 @@ pub fn explain(failure: &Failure, ctx: &Facts) -> Diagnostic {
         return x;
     }
     if let Cause::PeerReported { notice } = &failure.cause {
+        // This end's GID left the table: the peer's failure (its retries ran out) is the
+        // consequence, whichever end noticed first.
+        if let Some((summary, mut evidence, fix)) = stall::gid_left(ctx) {
+            evidence.push(Seen::new(
+                Source::PeerNotice,
+                format!("the {} said: {}", notice.role, notice.message),
+            ));
+            return Diagnostic {
+                evidence,
+                ..Diagnostic::explanation(codes::GID_REMOVED_MIDRUN, summary, fix)
+            };
+        }
         if let Some((code, summary, mut evidence, fix)) = port_not_active(ctx) {
             evidence.push(Seen::new(
                 Source::PeerNotice,
@@ -288,4 +300,12 @@ fn generic(b: Builder) -> Diagnostic {
         "rerun with rdmactl check --peer IP on both ends to compare".into(),
         true,
     )
+}
+
+/// Whether a peer's explanation, arriving after this end explained its own failure, says
+/// more: this end's words only name what it saw (no ACK, no completion), the peer named a
+/// cause of its own.
+pub fn peer_says_more(own: &Code, peer: &Code) -> bool {
+    let guesses = [codes::RETRY_EXCEEDED, codes::NO_COMPLETION];
+    guesses.contains(own) && !guesses.contains(peer)
 }

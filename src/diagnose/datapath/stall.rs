@@ -568,6 +568,58 @@ mod tests {
         assert!(!text.contains("namespace"), "{text}");
     }
 
+    /// Case 2 when the peer failed first: its retries ran out (a consequence) and its
+    /// notice arrived before this end's own completion failed. The GID that left this end's
+    /// table is named, with the peer's words as evidence, not relayed as "it died"; and a
+    /// peer's notice that names a cause of its own replaces this end's bare guess.
+    #[test]
+    fn a_peer_notice_does_not_hide_this_ends_gid_that_left_the_table() {
+        let mut ctx = rxe_ctx(Some(1), "::ffff:192.168.77.2");
+        ctx.local.gid = Some(Gid::parse("::ffff:192.168.77.9").unwrap());
+        let notice = PeerNotice {
+            role: "client".into(),
+            message: "work completion failed: SEND: IBV_WC_RETRY_EXC_ERR".into(),
+            code: codes::RETRY_EXCEEDED,
+            summary: "the peer never acknowledged: it died, ...".into(),
+            evidence: Vec::new(),
+            fix: String::new(),
+            counters: None,
+        };
+        let failure = Failure::new(
+            Step::Poll,
+            Cause::PeerReported {
+                notice: Box::new(notice),
+            },
+            FailureContext::default(),
+        );
+        let x = super::super::explain(&failure, &ctx);
+        let text = format!("{} {}", x.message, x.fix_text());
+        assert_eq!(x.code, codes::GID_REMOVED_MIDRUN, "{text}");
+        assert!(text.contains("left the GID table"), "{text}");
+        assert!(
+            !text.contains("died") && !text.contains("namespace"),
+            "{text}"
+        );
+        assert!(x
+            .evidence
+            .iter()
+            .any(|e| e.text.contains("the client said: work completion failed")));
+        use super::super::peer_says_more;
+        assert!(peer_says_more(
+            &codes::RETRY_EXCEEDED,
+            &codes::GID_REMOVED_MIDRUN
+        ));
+        assert!(peer_says_more(&codes::NO_COMPLETION, &codes::PEER_HUNG));
+        assert!(!peer_says_more(
+            &codes::GID_REMOVED_MIDRUN,
+            &codes::RETRY_EXCEEDED
+        ));
+        assert!(!peer_says_more(
+            &codes::RETRY_EXCEEDED,
+            &codes::NO_COMPLETION
+        ));
+    }
+
     /// Case 6: no answer, the connection open, the peer's kernel acknowledged the probe.
     #[test]
     fn a_silent_peer_whose_kernel_answers_is_hung() {

@@ -80,7 +80,13 @@ pub(super) fn finish(
             }
         }
         let mut x = failure::explain_failure(&ctx.sysfs, &known, &f);
-        let from_peer = matches!(f.cause, Cause::PeerClosed | Cause::PeerReported { .. });
+        // A peer's notice answered here only when this end found a cause of its own (its GID
+        // gone, its port down): the peer, which failed first, then learns it too.
+        let from_peer = match &f.cause {
+            Cause::PeerClosed => true,
+            Cause::PeerReported { notice } => notice.code == x.explanation.code,
+            _ => false,
+        };
         if let (Some(mut conn), false, "native") = (conn, from_peer, report.exchange) {
             conn.send_notice(&PeerNotice {
                 role: report.role.to_string(),
@@ -98,16 +104,28 @@ pub(super) fn finish(
             });
             // The peer may have failed at the same moment: its counters complete both
             // ends' picture (the direction of a loss), and its words say it is alive.
-            if let Some(notice) = conn.late_notice(std::time::Duration::from_secs(1)) {
+            if let Some(notice) = conn.late_notice(std::time::Duration::from_secs(2)) {
                 if let (Some(peer), Some(run)) = (&notice.counters, report.counters.take()) {
                     report.counters = crate::traffic::counters::with_peer(run, peer);
                 }
-                x.explanation
-                    .evidence
-                    .push(crate::model::diagnostic::Seen::new(
-                        crate::model::diagnostic::Source::PeerNotice,
-                        format!("the {} failed too: {}", notice.role, notice.message),
-                    ));
+                if crate::diagnose::datapath::peer_says_more(&x.explanation.code, &notice.code) {
+                    // What this end saw stays in the message; the cause is the peer's.
+                    let relayed = Failure {
+                        cause: Cause::PeerReported {
+                            notice: Box::new(notice),
+                        },
+                        ..f.clone()
+                    };
+                    x.explanation =
+                        failure::explain_failure(&ctx.sysfs, &known, &relayed).explanation;
+                } else {
+                    x.explanation
+                        .evidence
+                        .push(crate::model::diagnostic::Seen::new(
+                            crate::model::diagnostic::Source::PeerNotice,
+                            format!("the {} failed too: {}", notice.role, notice.message),
+                        ));
+                }
             }
         }
         report.failure = Some(x);
