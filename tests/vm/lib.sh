@@ -430,6 +430,36 @@ wait_gids() { # wait_gids [SECS]
     done
 }
 
+# Four Soft-RoCE endpoints fab0..fab3 for fabric cases: veths e0..e3 at 10.77.0.10..13/24,
+# their peers p0..p3 joined by the bridge br0, with accept_local (one kernel) and
+# arp_ignore=1/arp_announce=2 (each netdev answers ARP only for its own address).
+# restore_net removes them. Checks that every IPv4 GID appeared.
+fabric_endpoints() {
+    local i
+    sysctl -qw net.ipv4.conf.all.accept_local=1 net.ipv4.conf.all.rp_filter=0 \
+        net.ipv4.conf.all.arp_ignore=1 net.ipv4.conf.all.arp_announce=2
+    ip link add br0 type bridge
+    ip link set br0 up
+    for i in 0 1 2 3; do
+        ip link add "e$i" type veth peer name "p$i"
+        ip link set "p$i" master br0
+        ip link set "p$i" up
+        ip addr add "10.77.0.1$i/24" dev "e$i"
+        ip link set "e$i" up
+        sysctl -qw "net.ipv4.conf.e$i.accept_local=1" "net.ipv4.conf.e$i.rp_filter=0" \
+            "net.ipv4.conf.e$i.arp_ignore=1" "net.ipv4.conf.e$i.arp_announce=2"
+        rdma link add "fab$i" type rxe netdev "e$i"
+    done
+    gids_ready() {
+        local i
+        for i in 0 1 2 3; do
+            grep -q "0a4d:000$(printf %x $((10 + i)))" "/sys/class/infiniband/fab$i/ports/1/gids/1" 2>/dev/null || return 1
+        done
+    }
+    for _ in $(seq 1 60); do gids_ready && break; sleep 0.5; done
+    check "four endpoints fab0..fab3 have their IPv4 GIDs" gids_ready
+}
+
 # Put back the state guest.sh creates: veth0 192.168.77.1/24 <-> veth1 192.168.77.2/24, rxe0 on
 # veth0 and rxe1 on veth1, accept_local=1 and rp_filter=0 (two rxe devices in one kernel: without
 # accept_local veth1 drops veth0's ARP requests, whose sender address is local, and RTR times

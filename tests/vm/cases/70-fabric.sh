@@ -13,28 +13,7 @@ BASE_IP=10.77.0
 CHECK_TIMEOUT=300
 # Open MPI needs a host name it can parse; the guest boots with none.
 [[ $(hostname) == "(none)" || -z $(hostname) ]] && hostname vm
-sysctl -qw net.ipv4.conf.all.accept_local=1 net.ipv4.conf.all.rp_filter=0 \
-    net.ipv4.conf.all.arp_ignore=1 net.ipv4.conf.all.arp_announce=2
-ip link add br0 type bridge
-ip link set br0 up
-for i in 0 1 2 3; do
-    ip link add "e$i" type veth peer name "p$i"
-    ip link set "p$i" master br0
-    ip link set "p$i" up
-    ip addr add "$BASE_IP.1$i/24" dev "e$i"
-    ip link set "e$i" up
-    sysctl -qw "net.ipv4.conf.e$i.accept_local=1" "net.ipv4.conf.e$i.rp_filter=0" \
-        "net.ipv4.conf.e$i.arp_ignore=1" "net.ipv4.conf.e$i.arp_announce=2"
-    rdma link add "fab$i" type rxe netdev "e$i"
-done
-gids_ready() {
-    local i
-    for i in 0 1 2 3; do
-        grep -q "0a4d:000$(printf %x $((10 + i)))" "/sys/class/infiniband/fab$i/ports/1/gids/1" 2>/dev/null || return 1
-    done
-}
-for _ in $(seq 1 60); do gids_ready && break; sleep 0.5; done
-check "four endpoints fab0..fab3 have their IPv4 GIDs" gids_ready
+fabric_endpoints
 
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # Short pair tests keep TCG runs to seconds; the devices are named, one per local rank.

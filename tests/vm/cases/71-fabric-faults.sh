@@ -11,31 +11,9 @@
 #   not run, and every rank exits 130 (143).
 
 N=4
-BASE_IP=10.77.0
 CHECK_TIMEOUT=200
 [[ $(hostname) == "(none)" || -z $(hostname) ]] && hostname vm
-sysctl -qw net.ipv4.conf.all.accept_local=1 net.ipv4.conf.all.rp_filter=0 \
-    net.ipv4.conf.all.arp_ignore=1 net.ipv4.conf.all.arp_announce=2
-ip link add br0 type bridge
-ip link set br0 up
-for i in 0 1 2 3; do
-    ip link add "e$i" type veth peer name "p$i"
-    ip link set "p$i" master br0
-    ip link set "p$i" up
-    ip addr add "$BASE_IP.1$i/24" dev "e$i"
-    ip link set "e$i" up
-    sysctl -qw "net.ipv4.conf.e$i.accept_local=1" "net.ipv4.conf.e$i.rp_filter=0" \
-        "net.ipv4.conf.e$i.arp_ignore=1" "net.ipv4.conf.e$i.arp_announce=2"
-    rdma link add "fab$i" type rxe netdev "e$i"
-done
-gids_ready() {
-    local i
-    for i in 0 1 2 3; do
-        grep -q "0a4d:000$(printf %x $((10 + i)))" "/sys/class/infiniband/fab$i/ports/1/gids/1" 2>/dev/null || return 1
-    done
-}
-for _ in $(seq 1 60); do gids_ready && break; sleep 0.5; done
-check "four endpoints fab0..fab3 have their IPv4 GIDs" gids_ready
+fabric_endpoints
 
 TEST=(--deadline 60 --parallel 1 --latency-factor 3 --bandwidth-fraction 0.25 --resend-limit 60)
 # launch NAME RV SIZE ITERS DEV... : one process per rank (--rank r, the r-th -d), outputs in
