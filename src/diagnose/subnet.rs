@@ -686,6 +686,8 @@ mod tests {
             max_width: width,
             speed,
             max_speed: speed,
+            supported_width: width,
+            supported_speed: speed,
             mtu_cap: 4096,
             active_mtu: 4096,
             vl_cap: 8,
@@ -767,6 +769,8 @@ mod tests {
             }],
             unanswered: vec![],
             mads: MadStats::default(),
+            mads_by_node: vec![],
+            counters_skipped: vec![],
             elapsed_ms: 1,
             interval_s: None,
         }

@@ -255,6 +255,8 @@ pub fn walk<T: MadTransport>(t: &mut T, opts: &WalkOptions) -> io::Result<Subnet
         sms,
         unanswered,
         mads: stats,
+        mads_by_node: Vec::new(),
+        counters_skipped: Vec::new(),
         elapsed_ms: started.elapsed().as_millis() as u64,
         interval_s: None,
     })
@@ -739,6 +741,8 @@ fn subnet_port(num: u8, pi: &SmpPortInfo) -> SubnetPort {
         max_width: pi.max_width_lanes(),
         speed: pi.speed(),
         max_speed: pi.max_speed(),
+        supported_width: pi.supported_width_lanes(),
+        supported_speed: pi.supported_speed(),
         mtu_cap: mad::mtu_bytes(pi.mtu_cap),
         active_mtu: mad::mtu_bytes(pi.neighbor_mtu),
         vl_cap: mad::data_vls(pi.vl_cap),

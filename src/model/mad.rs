@@ -309,6 +309,24 @@ impl SmpPortInfo {
     pub fn max_width_lanes(&self) -> u8 {
         lanes_max(self.width_supported & self.width_enabled)
     }
+
+    /// The fastest speed the port's hardware supports, whatever is enabled: with
+    /// `max_speed`, tells an older HCA from a LinkSpeedEnabled restriction.
+    pub fn supported_speed(&self) -> Speed {
+        let ext = self.speed_ext_supported & 0x0f;
+        if self.has_ext_speeds() && ext != 0 {
+            Speed::from_ext(1 << (7 - ext.leading_zeros()))
+        } else if self.speed_supported != 0 {
+            Speed::from_base(1 << (7 - self.speed_supported.leading_zeros()))
+        } else {
+            Speed::Unknown
+        }
+    }
+
+    /// The widest width the port's hardware supports, whatever is enabled, in lanes.
+    pub fn supported_width_lanes(&self) -> u8 {
+        lanes_max(self.width_supported)
+    }
 }
 
 /// Port states (SmpPortInfo.PortState).

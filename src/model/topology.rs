@@ -28,7 +28,12 @@ pub struct SubnetPort {
     pub width: u8,
     pub max_width: u8,
     pub speed: Speed,
+    /// The best both enabled and supported: what the port may train at.
     pub max_speed: Speed,
+    /// What the hardware supports, whatever is enabled: an older HCA when this is low, a
+    /// LinkWidthEnabled/LinkSpeedEnabled restriction when `max_*` is below it.
+    pub supported_width: u8,
+    pub supported_speed: Speed,
     pub mtu_cap: u32,
     /// The MTU the two ends agreed (NeighborMTU).
     pub active_mtu: u32,
@@ -150,7 +155,18 @@ pub struct MadStats {
     pub unanswered: u64,
     /// Answers with a nonzero MAD status.
     pub errors: u64,
+    /// Requests that needed at least one resend (`resent` counts every resend).
+    pub retried: u64,
     pub in_flight_max: usize,
+}
+
+/// The MADs of one node: how many requests were for it and how many of them had to be
+/// resent (a request to a node also crosses every switch on its route).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct NodeMads {
+    pub guid: u64,
+    pub requests: u64,
+    pub retried: u64,
 }
 
 /// The subnet as one walk found it.
@@ -166,6 +182,11 @@ pub struct Subnet {
     pub sms: Vec<SmSeen>,
     pub unanswered: Vec<Unanswered>,
     pub mads: MadStats,
+    /// Per node, the requests for it that had to be resent: where MADs are lost.
+    pub mads_by_node: Vec<NodeMads>,
+    /// Link ends whose PMA counters were not asked for: LID-routed requests cannot reach a
+    /// port that is not ACTIVE or has no LID, so none was sent.
+    pub counters_skipped: Vec<End>,
     pub elapsed_ms: u64,
     /// Seconds between the two counter readings of `--interval`.
     pub interval_s: Option<f64>,
