@@ -248,6 +248,14 @@ pub fn sm(s: &Subnet) -> Vec<Diagnostic> {
         .count();
     let subject = "sm".to_string();
     let others = |mut f: Diagnostic| {
+        for u in s.unanswered.iter().filter(|u| u.what.starts_with("SMInfo")) {
+            f = f.evidence(format!(
+                "SMInfo got no answer from {} ({}), whose port still says it runs an SM: that \
+                 SM is not running",
+                node_at(s, &u.route).unwrap_or_else(|| u.route.clone()),
+                u.route
+            ));
+        }
         for other in &s.sms {
             f = f.evidence(format!(
                 "SM {} at LID {} is {}, priority {}",
@@ -403,16 +411,37 @@ fn not_active(s: &Subnet) -> Vec<Diagnostic> {
             let mut f = Diagnostic::finding(Severity::Fail, codes::SUBNET_LINK_NOT_ACTIVE, message);
             for (end, p) in [(l.a, a), (l.b, b)] {
                 f = f.evidence(format!(
-                    "{}: {} ({}), LID {}",
+                    "{}: {} ({}){}",
                     s.end_name(end),
                     p.state,
                     p.phys_state,
-                    p.lid
+                    lid_text(s, end, p)
                 ));
             }
             with_subject(f.fix(fix), s.link_name(&l))
         })
         .collect()
+}
+
+/// The node a directed route leads to, by its name: "switch \"Switch1\"".
+fn node_at(s: &Subnet, route: &str) -> Option<String> {
+    let n = s.nodes.iter().find(|n| {
+        let text: String = n.route.iter().map(|p| format!(",{p}")).collect();
+        format!("DR path 0{text}") == route
+    })?;
+    Some(match (n.is_switch(), n.description.is_empty()) {
+        (_, true) => guid_text(n.guid),
+        (true, false) => format!("switch \"{}\"", n.description),
+        (false, false) => format!("\"{}\"", n.description),
+    })
+}
+
+/// ", LID 12" for a CA's port; a switch's external ports have no LID of their own.
+fn lid_text(s: &Subnet, end: End, p: &SubnetPort) -> String {
+    match s.node(end.guid) {
+        Some(n) if n.is_switch() => String::new(),
+        _ => format!(", LID {}", p.lid),
+    }
 }
 
 /// What a nonzero MAD status says (IBA 13.4.7): the node answered and refused.
@@ -471,10 +500,11 @@ fn unanswered(s: &Subnet) -> Vec<Diagnostic> {
             "walk".into(),
         ));
     }
+    // An SM's silence is `sm`'s evidence, not a request to resend.
     let (refused, lost): (Vec<_>, Vec<_>) = s
         .unanswered
         .iter()
-        .filter(|u| u.what != "NodeInfo")
+        .filter(|u| u.what != "NodeInfo" && !u.what.starts_with("SMInfo"))
         .partition(|u| status_of(&u.what).is_some());
     if !lost.is_empty() {
         let port_infos = lost
@@ -1135,7 +1165,7 @@ fn counters_unavailable(s: &Subnet) -> Vec<Diagnostic> {
     for e in s.counters_skipped.iter().take(10) {
         let state = s
             .port(*e)
-            .map(|p| format!("{}, LID {}", p.state, p.lid))
+            .map(|p| format!("{}{}", p.state, lid_text(s, *e, p)))
             .unwrap_or_else(|| "not read".into());
         f = f.evidence(format!("{}: {state}", s.end_name(*e)));
     }
