@@ -128,40 +128,33 @@ enum Miss {
 
 /// The resend timer's floor: below it, a busy host's scheduling (not the fabric) delays
 /// answers, and an early resend would be reported as loss on a healthy fabric.
-const MIN_TIMER: Duration = Duration::from_millis(25);
+const MIN_TIMER: Duration = Duration::from_millis(50);
 
-/// The resend timer, from the answer times measured so far (RFC 6298's estimator, with
-/// Karn's rule: only answers to a request sent once are measured). Before the first
-/// answer it is the whole --timeout.
+/// The resend timer. A first send waits the whole --timeout: the transports that matter
+/// report a lost send themselves (ibsim at once, the kernel when that timeout passes), and
+/// a shorter timer on a loaded host resends MADs that were never lost, which the report
+/// would call loss on a healthy fabric (measured: 17 to 108 spurious resends of 7,689 on
+/// a 474-node ibsim fabric with a timer from the answer times). A request already lost
+/// once is on a lossy path: its resends wait twice the slowest answer measured yet (Karn's
+/// rule: only answers to requests sent once), at least `MIN_TIMER`, doubling per resend.
 #[derive(Default)]
 struct Clock {
-    /// Smoothed answer time and its mean deviation, in seconds.
-    srtt: Option<f64>,
-    rttvar: f64,
+    slowest: Option<Duration>,
 }
 
 impl Clock {
     fn sample(&mut self, took: Duration) {
-        let r = took.as_secs_f64();
-        match self.srtt {
-            None => {
-                self.srtt = Some(r);
-                self.rttvar = r / 2.0;
-            }
-            Some(s) => {
-                self.rttvar = 0.75 * self.rttvar + 0.25 * (s - r).abs();
-                self.srtt = Some(0.875 * s + 0.125 * r);
-            }
-        }
+        self.slowest = Some(self.slowest.map_or(took, |s| s.max(took)));
     }
 
-    /// How long send number `sends` (1 = the first) waits: doubling per resend, never
-    /// more than `cap` (--timeout).
+    /// How long send number `sends` (1 = the first) waits, never more than `cap`
+    /// (--timeout).
     fn timer(&self, sends: u32, cap: Duration) -> Duration {
-        let Some(s) = self.srtt else { return cap };
-        let base = Duration::from_secs_f64(s + 4.0 * self.rttvar).max(MIN_TIMER);
-        base.saturating_mul(1 << sends.saturating_sub(1).min(16))
-            .min(cap)
+        let (Some(slowest), true) = (self.slowest, sends >= 2) else {
+            return cap;
+        };
+        let base = slowest.saturating_mul(2).max(MIN_TIMER);
+        base.saturating_mul(1 << (sends - 2).min(16)).min(cap)
     }
 }
 
