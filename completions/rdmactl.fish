@@ -244,8 +244,8 @@ complete -c rdmactl -n "__fish_rdmactl_using_subcommand subnet" -l sysfs -d 'Rea
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand subnet" -s d -l ib-dev -d 'The device to walk from (default: the first InfiniBand port with a umad device)' -r
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand subnet" -s i -l ib-port -d 'The port to walk from' -r
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand subnet" -l in-flight -d 'MADs outstanding at once (ibnetdiscover\'s -o; it keeps 2)' -r
-complete -c rdmactl -n "__fish_rdmactl_using_subcommand subnet" -l timeout -d 'How long one MAD waits for its answer, in milliseconds (opensm\'s transaction timeout)' -r
-complete -c rdmactl -n "__fish_rdmactl_using_subcommand subnet" -l retries -d 'Resends of an unanswered MAD before its node is reported unanswered: many and quick, so a switch that drops a third of its MADs is still walked whole, while a dead node costs (N+1) timeouts once' -r
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand subnet" -l timeout -d 'The longest one MAD waits before it is sent again, in milliseconds (opensm\'s transaction timeout); resends start sooner, from the measured answer time, and back off up to it. Also how long a node may answer nothing before it, and what lies behind it, is reported unanswered' -r
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand subnet" -l retries -d 'Resends of an unanswered MAD before it is reported unanswered: many and quick (a MAD the fabric gives back is resent at once), so a switch that drops a third of its MADs is still walked whole; a dead node costs about one --timeout whatever N is' -r
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand subnet" -l interval -d 'Read the PMA counters a second time after SECS seconds and judge what they did in between (errors per second) instead of their totals' -r
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand subnet" -l baseline -d 'Compare with a previous `subnet -j` output or an ibnetdiscover topology file' -r -F
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand subnet" -l topology -d 'Write the subnet in ibnetdiscover\'s topology format to FILE' -r -F

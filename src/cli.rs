@@ -734,13 +734,15 @@ pub struct SubnetArgs {
     /// MADs outstanding at once (ibnetdiscover's -o; it keeps 2)
     #[arg(long, value_name = "N", default_value_t = 32, value_parser = clap::value_parser!(u32).range(1..=256))]
     pub in_flight: u32,
-    /// How long one MAD waits for its answer, in milliseconds (opensm's transaction
-    /// timeout)
+    /// The longest one MAD waits before it is sent again, in milliseconds (opensm's
+    /// transaction timeout); resends start sooner, from the measured answer time, and back
+    /// off up to it. Also how long a node may answer nothing before it, and what lies
+    /// behind it, is reported unanswered
     #[arg(long, value_name = "MS", default_value_t = 200, value_parser = clap::value_parser!(u64).range(1..=60_000))]
     pub timeout: u64,
-    /// Resends of an unanswered MAD before its node is reported unanswered: many and quick,
-    /// so a switch that drops a third of its MADs is still walked whole, while a dead node
-    /// costs (N+1) timeouts once
+    /// Resends of an unanswered MAD before it is reported unanswered: many and quick (a MAD
+    /// the fabric gives back is resent at once), so a switch that drops a third of its MADs
+    /// is still walked whole; a dead node costs about one --timeout whatever N is
     #[arg(long, value_name = "N", default_value_t = 15, value_parser = clap::value_parser!(u32).range(0..=50))]
     pub retries: u32,
     /// Skip the PMA PortCounters of the link ends

@@ -917,7 +917,7 @@ fn a_474_node_fat_tree_is_walked_exactly_as_ibnetdiscover_sees_it() {
     assert_eq!(got_links, want_links);
     assert_eq!(got_lids, want_lids);
     assert_eq!(code, 0, "a clean fabric: {:#?}", j["findings"]);
-    assert_eq!(codes(&j), ["subnet-sm"]);
+    assert_eq!(codes(&j), ["subnet-sm"], "{}", j["mads"]);
 }
 
 /// Discovery time on the largest topology, rdmactl against ibnetdiscover, in one run (for
@@ -1336,4 +1336,284 @@ fn with_no_sm_the_init_links_are_named_and_no_counter_request_is_sent() {
         );
     }
     assert!(!j["findings"].to_string().contains("switch with errors"));
+}
+
+// ---- the walk: PMA routing, no SM, loss and dead regions (issue 27)
+
+/// A switch's header line and a CA's, in ibnetdiscover's format as ibsim reads it.
+fn switch_header(guid: u64, ports: u8, desc: &str) -> String {
+    format!("switchguid=0x{guid:x}\nSwitch\t{ports} \"S-{guid:016x}\"\t# \"{desc}\" enhanced port 0 lid 0 lmc 0\n")
+}
+
+fn ca_header(guid: u64, ports: u8, desc: &str) -> String {
+    format!("caguid=0x{guid:x}\nCa\t{ports} \"H-{guid:016x}\"\t# \"{desc}\"\n")
+}
+
+/// Two switches joined by two cables; `hosts` dual-port HCAs with port 1 on switch A and
+/// port 2 on switch B; one single-port HCA first (the local port umad2sim picks).
+fn dual_port_hcas(hosts: u8) -> String {
+    let (a, b) = (0x7000u64, 0x7001u64);
+    let host = |h: u8| 0x20_0000u64 + u64::from(h) * 4;
+    let local = 0x30_0000u64;
+    let mut out = String::new();
+    for (me, other, name) in [(a, b, "swA"), (b, a, "swB")] {
+        out.push_str(&switch_header(me, 8, name));
+        for p in [1u8, 2] {
+            out.push_str(&format!("[{p}]\t\"S-{other:016x}\"[{p}]\t# lid 0 4xEDR\n"));
+        }
+        for h in 0..hosts {
+            let port = if me == a { 1 } else { 2 };
+            out.push_str(&format!(
+                "[{}]\t\"H-{:016x}\"[{port}]\t# lid 0 4xEDR\n",
+                h + 3,
+                host(h)
+            ));
+        }
+        if me == a {
+            out.push_str(&format!("[8]\t\"H-{local:016x}\"[1]\t# lid 0 4xEDR\n"));
+        }
+        out.push('\n');
+    }
+    // The local HCA first among the CAs: ibsim's default port is its first CA's.
+    out.push_str(&ca_header(local, 1, "local HCA-1"));
+    out.push_str(&format!("[1]\t\"S-{a:016x}\"[8]\t# lid 0 4xEDR\n\n"));
+    for h in 0..hosts {
+        out.push_str(&ca_header(host(h), 2, &format!("dual{h} HCA-1")));
+        out.push_str(&format!("[1]\t\"S-{a:016x}\"[{}]\t# lid 0 4xEDR\n", h + 3));
+        out.push_str(&format!(
+            "[2]\t\"S-{b:016x}\"[{}]\t# lid 0 4xEDR\n\n",
+            h + 3
+        ));
+    }
+    out
+}
+
+/// A `rows` × `cols` torus of switches (port 1 east, 2 west, 3 south, 4 north, wrapping
+/// round, so every row and column is a loop) with one host on port 5 of each. Every port
+/// has a LID from the file, as a subnet whose SM has gone keeps them: with no SM running
+/// the ports stay INIT.
+fn torus(rows: usize, cols: usize) -> String {
+    let sw = |r: usize, c: usize| 0x8000u64 + (r * cols + c) as u64;
+    let host = |r: usize, c: usize| 0x40_0000u64 + ((r * cols + c) as u64) * 4;
+    let sw_lid = |r: usize, c: usize| 1 + r * cols + c;
+    let mut out = String::new();
+    // The hosts first: the first CA is the local port.
+    for r in 0..rows {
+        for c in 0..cols {
+            out.push_str(&ca_header(host(r, c), 1, &format!("t{r}{c} HCA-1")));
+            out.push_str(&format!(
+                "[1]\t\"S-{:016x}\"[5]\t# lid {} lmc 0 \"torus{r}{c}\" lid {} 4xEDR\n\n",
+                sw(r, c),
+                100 + sw_lid(r, c),
+                sw_lid(r, c)
+            ));
+        }
+    }
+    for r in 0..rows {
+        for c in 0..cols {
+            let header = switch_header(sw(r, c), 8, &format!("torus{r}{c}"));
+            out.push_str(&header.replace("lid 0", &format!("lid {}", sw_lid(r, c))));
+            let neighbours = [
+                (1, sw(r, (c + 1) % cols), 2),
+                (2, sw(r, (c + cols - 1) % cols), 1),
+                (3, sw((r + 1) % rows, c), 4),
+                (4, sw((r + rows - 1) % rows, c), 3),
+            ];
+            for (p, peer, q) in neighbours {
+                out.push_str(&format!("[{p}]\t\"S-{peer:016x}\"[{q}]\t# lid 0 4xEDR\n"));
+            }
+            out.push_str(&format!(
+                "[5]\t\"H-{:016x}\"[1]\t# lid 0 4xEDR\n\n",
+                host(r, c)
+            ));
+        }
+    }
+    out
+}
+
+/// A program's wall time in this simulator, and its output.
+fn timed(sim: &Sim, program: &Path, args: &[&str]) -> (Duration, Output) {
+    let start = Instant::now();
+    let out = sim.run(program, args);
+    (start.elapsed(), out)
+}
+
+fn ibnetdiscover_links(sim: &Sim) -> (Duration, BTreeMap<LinkKey, String>) {
+    let (took, out) = timed(sim, &tool("ibnetdiscover"), &[]);
+    let (links, _) = ibnetdiscover_facts(&String::from_utf8_lossy(&out.stdout));
+    (took, links)
+}
+
+/// `rdmactl subnet -j ARGS`, timed.
+fn timed_subnet(sim: &Sim, args: &[&str]) -> (Duration, Value) {
+    let start = Instant::now();
+    let (j, _) = sim.subnet(args);
+    (start.elapsed(), j)
+}
+
+fn node_guids(j: &Value) -> BTreeSet<u64> {
+    j["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| hex(n["guid"].as_str().unwrap()))
+        .collect()
+}
+
+/// The default --timeout, in the bounds below.
+const DEFAULT_TIMEOUT: Duration = Duration::from_millis(200);
+/// What a loaded two-core CI machine may add to one tool's run against the other's: two
+/// process starts under LD_PRELOAD, ibsim sharing the cores, debug build.
+const SLACK: Duration = Duration::from_millis(1500);
+
+#[test]
+fn a_dual_port_hcas_second_port_is_read_at_its_own_lid_as_perfquery_reads_it() {
+    require_sim();
+    let mut sim = Sim::start(&dual_port_hcas(2));
+    sim.start_sm();
+    let (j, _) = sim.subnet(&[]);
+    assert!(
+        findings(&j, "subnet-attribute-unanswered").is_empty(),
+        "{:#?}",
+        j["findings"]
+    );
+    assert_eq!(j["mads"]["unanswered"], 0, "{:#?}", j["unanswered"]);
+    let (links, lids) = rdmactl_facts(&j);
+    let mut checked = 0;
+    for l in j["links"].as_array().unwrap() {
+        for side in ["a", "b"] {
+            let guid = hex(l[side]["guid"].as_str().unwrap());
+            let port = l[side]["port"].as_u64().unwrap() as u8;
+            let Some(lid) = lids.get(&(guid, port)).filter(|_| guid >= 0x20_0000) else {
+                continue;
+            };
+            if guid >= 0x30_0000 {
+                continue; // the local HCA: single-port
+            }
+            let theirs = perfquery_args(&sim, &["-x", &lid.to_string(), &port.to_string()]);
+            // The extended counters are there (unicast ones exist only in them) and equal
+            // perfquery's, read after: its own request and answer, and opensm's sweeps,
+            // may have added a few packets since.
+            for (ours, name) in [
+                ("port_xmit_data", "PortXmitData"),
+                ("port_rcv_data", "PortRcvData"),
+                ("port_xmit_packets", "PortXmitPkts"),
+                ("port_rcv_packets", "PortRcvPkts"),
+                ("unicast_xmit_packets", "PortUnicastXmitPkts"),
+                ("unicast_rcv_packets", "PortUnicastRcvPkts"),
+            ] {
+                let mine = l["counters"][side][ours]
+                    .as_u64()
+                    .unwrap_or_else(|| panic!("{ours} of {guid:#x} port {port}: {l}"));
+                let slack = if name.ends_with("Data") { 8 * 72 } else { 8 };
+                assert!(
+                    mine <= theirs[name] && theirs[name] - mine <= slack,
+                    "{ours} of {guid:#x} port {port} (LID {lid}): {mine} against perfquery's {}",
+                    theirs[name]
+                );
+            }
+            checked += 1;
+        }
+    }
+    assert_eq!(checked, 4, "both ports of both dual-port HCAs: {links:?}");
+}
+
+#[test]
+fn a_torus_without_a_subnet_manager_is_walked_whole_and_no_pma_request_is_sent() {
+    require_sim();
+    let sim = Sim::start(&torus(3, 3));
+    let (theirs_took, want) = ibnetdiscover_links(&sim);
+    assert_eq!(want.len(), 9 * 2 + 9, "ibnetdiscover's view of the torus");
+    let (took, j) = timed_subnet(&sim, &[]);
+    let (got, _) = rdmactl_facts(&j);
+    assert_eq!(got, want);
+    assert_eq!(j["summary"]["nodes"], 18);
+    // No SM: no LIDs, so no LID-routed request could arrive and none was sent.
+    assert_eq!(j["mads"]["unanswered"], 0, "{:#?}", j["unanswered"]);
+    assert_eq!(j["mads"]["resent"], 0);
+    assert!(findings(&j, "subnet-attribute-unanswered").is_empty());
+    assert_eq!(findings(&j, "subnet-no-sm").len(), 1);
+    // Nothing is lost, so nothing waits: the bound is ibnetdiscover's time and the slack.
+    println!("torus, no SM: rdmactl {took:?}, ibnetdiscover {theirs_took:?}");
+    assert!(
+        took <= theirs_took + SLACK,
+        "rdmactl {took:?} against ibnetdiscover's {theirs_took:?}"
+    );
+}
+
+#[test]
+fn a_dead_switch_costs_about_one_timeout_and_a_lossy_one_loses_nothing() {
+    require_sim();
+    // 2 spines, 4 leaves of 3 hosts; the local host is on leaf0.
+    let mut sim = Sim::start(&fat_tree(2, 4, 3, |_, _| None));
+    sim.start_sm();
+    let (_, want) = ibnetdiscover_links(&sim);
+    let (clean, _) = sim.subnet(&[]);
+    let all_nodes = node_guids(&clean);
+    assert_eq!(all_nodes.len(), 6 + 12);
+    assert_eq!(rdmactl_facts(&clean).0, want);
+
+    // leaf2 drops everything: it and its hosts are not reached. Bound: ibnetdiscover's
+    // time, one --timeout (a silent node is given up after one), and the slack.
+    let leaf2 = 0x6002u64;
+    sim.console(&format!("Error \"S-{leaf2:016x}\" 100"));
+    let (theirs_took, _) = ibnetdiscover_links(&sim);
+    let (took, j) = timed_subnet(&sim, &[]);
+    println!("dead leaf: rdmactl {took:?}, ibnetdiscover {theirs_took:?}");
+    assert!(
+        took <= theirs_took + DEFAULT_TIMEOUT + SLACK,
+        "rdmactl {took:?} against ibnetdiscover's {theirs_took:?}"
+    );
+    let found = node_guids(&j);
+    let behind: BTreeSet<u64> = (0..3u64).map(|h| 0x10_0000 + (2 * 64 + h) * 4).collect();
+    let expected: BTreeSet<u64> = all_nodes
+        .iter()
+        .copied()
+        .filter(|g| *g != leaf2 && !behind.contains(g))
+        .collect();
+    assert_eq!(found, expected, "every other node is found");
+    let f = findings(&j, "subnet-node-unanswered");
+    assert_eq!(f.len(), 1, "{:#?}", j["findings"]);
+    assert!(f[0]["evidence"].to_string().contains("spine"), "{}", f[0]);
+
+    // leaf3 drops 45% of what enters its ports: every node and link is still found.
+    sim.console(&format!("Error \"S-{leaf2:016x}\" 0"));
+    sim.console(&format!("Error \"S-{:016x}\" 45", 0x6003));
+    let (theirs_took, _) = ibnetdiscover_links(&sim);
+    let (took, j) = timed_subnet(&sim, &["--no-counters"]);
+    println!("45% loss on a leaf: rdmactl {took:?}, ibnetdiscover {theirs_took:?}");
+    assert!(
+        took <= theirs_took + DEFAULT_TIMEOUT + SLACK,
+        "rdmactl {took:?} against ibnetdiscover's {theirs_took:?}"
+    );
+    assert_eq!(node_guids(&j), all_nodes, "{:#?}", j["unanswered"]);
+    assert_eq!(rdmactl_facts(&j).0, want, "{:#?}", j["unanswered"]);
+    assert!(j["mads"]["resent"].as_u64().unwrap() > 0);
+    assert!(j["mads"]["retried"].as_u64().unwrap() > 0);
+}
+
+#[test]
+fn many_runs_with_no_retries_and_a_1_ms_timeout_never_hang_nor_crash() {
+    require_sim();
+    let mut sim = Sim::start(&dual_port_hcas(2));
+    sim.start_sm();
+    for run in 0..12 {
+        // A hard limit: a hang at exit is a failure, not a stuck test.
+        let out = sim
+            .command_with({
+                let mut c = Command::new("timeout");
+                c.args(["-k", "2", "20"]).arg(env!("CARGO_BIN_EXE_rdmactl"));
+                c
+            })
+            .args(["subnet", "--retries", "0", "--timeout", "1"])
+            .output()
+            .unwrap();
+        let code = out.status.code();
+        assert!(
+            matches!(code, Some(0) | Some(1)),
+            "run {run}: exit {:?} (124: hung; none: a signal); stderr: {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
 }

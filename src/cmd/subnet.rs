@@ -36,7 +36,7 @@ pub fn run(ctx: &Ctx, args: &SubnetArgs) -> Result<u8> {
         timeout: Duration::from_millis(args.timeout),
         counters: !args.no_counters,
     };
-    let mut dev = umad::Umad::open(port.index, opts.timeout).map_err(|e| {
+    let mut dev = umad::Umad::open(port.index).map_err(|e| {
         Error::Failed(format!(
             "{} port {}: {} ({}): {}{}",
             port.device,

@@ -5,15 +5,16 @@
 //! is recorded and the walk goes on. A gatherer: it speaks through any `MadTransport` (the
 //! umad device, or a test's fake fabric) and returns a `topology::Subnet`.
 
-use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 use std::io;
 use std::time::{Duration, Instant};
 
 use crate::model::mad::{
-    self as mad, DrPath, Header, MadNodeType, MadTransport, NodeInfo, SmpPortInfo, MAD_SIZE,
+    self as mad, DrPath, Header, MadNodeType, MadTransport, NodeInfo, Received, SmpPortInfo,
+    MAD_SIZE,
 };
 use crate::model::topology::{
-    CounterValues, End, Link, MadStats, Node, SmSeen, Subnet, SubnetPort, Unanswered,
+    CounterValues, End, Link, MadStats, Node, NodeMads, SmSeen, Subnet, SubnetPort, Unanswered,
 };
 
 /// The walk's settings; `subnet`'s flags hold the defaults.
@@ -23,7 +24,8 @@ pub struct WalkOptions {
     pub in_flight: usize,
     /// Resends of an unanswered MAD before it is given up.
     pub retries: u32,
-    /// How long one send waits for its answer.
+    /// The longest one send waits for its answer, and how long a node may stay silent
+    /// while its requests are out before it is given up.
     pub timeout: Duration,
     /// Read PMA PmaCounters on both ends of every link.
     pub counters: bool,
@@ -66,6 +68,10 @@ impl Asked {
 struct Job {
     want: Asked,
     route: DrPath,
+    /// The directed route of the node the request is for (a PMA request's too, though it
+    /// goes by LID): a node silent for a --timeout is given up with every request whose
+    /// key starts with its route, the ones for nodes behind it.
+    key: Vec<u8>,
     class: u8,
     method: u8,
     attr: u16,
@@ -78,11 +84,26 @@ impl Job {
         Job {
             want,
             route: DrPath::Directed(route.to_vec()),
+            key: route.to_vec(),
             class: mad::CLASS_SMP_DR,
             method: mad::METHOD_GET,
             attr,
             attr_mod,
             data: Vec::new(),
+        }
+    }
+
+    /// The node whose MAD count this request adds to: the node it is for, or for the
+    /// NodeInfo of a node not known yet, the switch it was sent out of.
+    fn counted_for(&self) -> Option<u64> {
+        match &self.want {
+            Asked::NodeInfo { from } => from.map(|f| f.guid),
+            Asked::NodeDesc(g)
+            | Asked::SmpPortInfo(g, _)
+            | Asked::SwitchInfo(g)
+            | Asked::SmInfo(g)
+            | Asked::PmaClass(g) => Some(*g),
+            Asked::Counters(e) | Asked::CountersExt(e) | Asked::Clear(e) => Some(e.guid),
         }
     }
 }
@@ -91,32 +112,134 @@ struct Pending {
     job: Job,
     mad: [u8; MAD_SIZE],
     sends: u32,
+    /// Sends of this TID neither answered nor given back by the transport.
+    out: u32,
+    first_sent: Instant,
     deadline: Instant,
 }
 
 /// Why a request has no answer.
 enum Miss {
-    /// No answer after every resend.
+    /// No answer after every resend, or its node was given up.
     Lost,
     /// An answer with this MAD status.
     Status(u16),
 }
 
-/// Keeps up to `in_flight` requests outstanding, resends on timeout, and hands each answer
-/// (or loss) to `on`, which may queue more requests.
+/// The resend timer's floor: below it, a busy host's scheduling (not the fabric) delays
+/// answers, and an early resend would be reported as loss on a healthy fabric.
+const MIN_TIMER: Duration = Duration::from_millis(50);
+
+/// The resend timer. A first send waits the whole --timeout: the transports that matter
+/// report a lost send themselves (ibsim at once, the kernel when that timeout passes), and
+/// a shorter timer on a loaded host resends MADs that were never lost, which the report
+/// would call loss on a healthy fabric (measured: 17 to 108 spurious resends of 7,689 on
+/// a 474-node ibsim fabric with a timer from the answer times). A request already lost
+/// once is on a lossy path: its resends wait twice the slowest answer measured yet (Karn's
+/// rule: only answers to requests sent once), at least `MIN_TIMER`, doubling per resend.
+#[derive(Default)]
+struct Clock {
+    slowest: Option<Duration>,
+}
+
+impl Clock {
+    fn sample(&mut self, took: Duration) {
+        self.slowest = Some(self.slowest.map_or(took, |s| s.max(took)));
+    }
+
+    /// How long send number `sends` (1 = the first) waits, never more than `cap`
+    /// (--timeout).
+    fn timer(&self, sends: u32, cap: Duration) -> Duration {
+        let (Some(slowest), true) = (self.slowest, sends >= 2) else {
+            return cap;
+        };
+        let base = slowest.saturating_mul(2).max(MIN_TIMER);
+        base.saturating_mul(1 << (sends - 2).min(16)).min(cap)
+    }
+}
+
+/// What the pumps of one command share: the counts, per node too, and the answer clock.
+#[derive(Default)]
+struct Tally {
+    stats: MadStats,
+    /// guid → (requests, retried).
+    by_node: BTreeMap<u64, (u64, u64)>,
+    clock: Clock,
+}
+
+impl Tally {
+    fn from_subnet(s: &Subnet) -> Tally {
+        Tally {
+            stats: s.mads.clone(),
+            by_node: s
+                .mads_by_node
+                .iter()
+                .map(|n| (n.guid, (n.requests, n.retried)))
+                .collect(),
+            clock: Clock::default(),
+        }
+    }
+
+    fn node_mads(&self) -> Vec<NodeMads> {
+        self.by_node
+            .iter()
+            .map(|(guid, (requests, retried))| NodeMads {
+                guid: *guid,
+                requests: *requests,
+                retried: *retried,
+            })
+            .collect()
+    }
+
+    /// A request done, answered or not: counted as retried when it took more than one send.
+    fn done(&mut self, p: &Pending) {
+        if p.sends > 1 {
+            self.stats.retried += 1;
+            if let Some(g) = p.job.counted_for() {
+                self.by_node.entry(g).or_default().1 += 1;
+            }
+        }
+    }
+}
+
+/// Keeps up to `in_flight` requests outstanding and hands each answer (or loss) to `on`,
+/// which may queue more requests. A send the transport gives back is resent at once; a
+/// send without news is resent when its timer (from the measured answer times, doubling
+/// per resend, at most --timeout) runs out, up to --retries times. A request whose node
+/// has answered nothing for a --timeout while it was out (and through at least one
+/// resend) is given up with every request for that node and behind it, so a dead region
+/// costs about one --timeout, not one per MAD.
 fn pump<T: MadTransport>(
     t: &mut T,
     opts: &WalkOptions,
     tid: &mut u32,
-    stats: &mut MadStats,
+    tally: &mut Tally,
     mut jobs: VecDeque<Job>,
     mut on: impl FnMut(&Job, Result<Vec<u8>, Miss>, &mut VecDeque<Job>),
 ) -> io::Result<()> {
     let mut pending: HashMap<u32, Pending> = HashMap::new();
     let in_flight = opts.in_flight.max(1);
+    // When each node last proved alive, by (PMA or not, its directed route). An SMP's
+    // answer proves the node and every switch on its directed route; a PMA's (LID-routed,
+    // perhaps another way) only that node's PMA, whose silence says nothing of the SMPs.
+    let mut heard: HashMap<(bool, Vec<u8>), Instant> = HashMap::new();
+    // Given up, by (PMA or not, route): later requests for them are not sent, nor, for
+    // SMPs, those behind them.
+    let mut dead: Vec<(bool, Vec<u8>)> = Vec::new();
+    let gone = |dead: &[(bool, Vec<u8>)], job: &Job| {
+        let pma = job.class == mad::CLASS_PERF;
+        dead.iter().any(|(p, route)| {
+            *p == pma && (job.key == *route || (!pma && job.key.starts_with(route)))
+        })
+    };
     loop {
         while pending.len() < in_flight {
             let Some(job) = jobs.pop_front() else { break };
+            if gone(&dead, &job) {
+                tally.stats.unanswered += 1;
+                on(&job, Err(Miss::Lost), &mut jobs);
+                continue;
+            }
             *tid = tid.wrapping_add(1).max(1);
             let Some(m) = mad::encode_request(
                 job.class,
@@ -128,41 +251,73 @@ fn pump<T: MadTransport>(
                 &job.data,
             ) else {
                 // A route past 63 hops: the walk never builds one, but a loss is the truth.
-                stats.unanswered += 1;
+                tally.stats.unanswered += 1;
                 on(&job, Err(Miss::Lost), &mut jobs);
                 continue;
             };
-            t.send(&m, &job.route)?;
-            stats.requests += 1;
+            let timer = tally.clock.timer(1, opts.timeout);
+            t.send(&m, &job.route, timer)?;
+            tally.stats.requests += 1;
+            if let Some(g) = job.counted_for() {
+                tally.by_node.entry(g).or_default().0 += 1;
+            }
+            let now = Instant::now();
             pending.insert(
                 *tid,
                 Pending {
                     job,
                     mad: m,
                     sends: 1,
-                    deadline: Instant::now() + opts.timeout,
+                    out: 1,
+                    first_sent: now,
+                    deadline: now + timer,
                 },
             );
-            stats.in_flight_max = stats.in_flight_max.max(pending.len());
+            tally.stats.in_flight_max = tally.stats.in_flight_max.max(pending.len());
         }
         if pending.is_empty() {
             return Ok(());
         }
         let now = Instant::now();
         let first = pending.values().map(|p| p.deadline).min().unwrap_or(now);
-        if let Some(reply) = t.recv(first.saturating_duration_since(now))? {
-            // The transport owns the upper 32 TID bits (the kernel's agent id). An answer
-            // to nothing pending (a late duplicate) is dropped.
-            let answered =
-                Header::decode(&reply).and_then(|h| Some((pending.remove(&(h.tid as u32))?, h)));
-            if let Some((p, h)) = answered {
-                if h.method != mad::METHOD_GET_RESP || h.status_code() != 0 {
-                    stats.errors += 1;
-                    on(&p.job, Err(Miss::Status(h.status_code())), &mut jobs);
-                } else {
-                    on(&p.job, Ok(reply), &mut jobs);
+        match t.recv(first.saturating_duration_since(now))? {
+            Some(Received::Mad(reply)) => {
+                // The transport owns the upper 32 TID bits (the kernel's agent id). An
+                // answer to nothing pending (a late duplicate) is dropped.
+                let answered = Header::decode(&reply)
+                    .and_then(|h| Some((pending.remove(&(h.tid as u32))?, h)));
+                if let Some((p, h)) = answered {
+                    let now = Instant::now();
+                    if p.sends == 1 {
+                        tally.clock.sample(now - p.first_sent);
+                    }
+                    if p.job.class == mad::CLASS_PERF {
+                        heard.insert((true, p.job.key.clone()), now);
+                    } else {
+                        for n in 0..=p.job.key.len() {
+                            heard.insert((false, p.job.key[..n].to_vec()), now);
+                        }
+                    }
+                    tally.done(&p);
+                    if h.method != mad::METHOD_GET_RESP || h.status_code() != 0 {
+                        tally.stats.errors += 1;
+                        on(&p.job, Err(Miss::Status(h.status_code())), &mut jobs);
+                    } else {
+                        on(&p.job, Ok(reply), &mut jobs);
+                    }
                 }
             }
+            Some(Received::Returned { tid, .. }) => {
+                // Every send of this TID came back undelivered: lost for sure, so it is
+                // due now rather than when its timer runs out.
+                if let Some(p) = pending.get_mut(&tid) {
+                    p.out = p.out.saturating_sub(1);
+                    if p.out == 0 {
+                        p.deadline = Instant::now();
+                    }
+                }
+            }
+            None => {}
         }
         // Checked after every answer too: a steady stream of answers must not hold back
         // the resends of the ones that were lost.
@@ -172,20 +327,61 @@ fn pump<T: MadTransport>(
             .filter(|(_, p)| p.deadline <= now)
             .map(|(k, _)| *k)
             .collect();
+        let mut give_up: Vec<(bool, Vec<u8>)> = Vec::new();
         for key in expired {
             let Some(p) = pending.get_mut(&key) else {
                 continue;
             };
-            if p.sends <= opts.retries {
+            let domain = (p.job.class == mad::CLASS_PERF, p.job.key.clone());
+            let silent_for = heard
+                .get(&domain)
+                .map_or(now - p.first_sent, |h| now.saturating_duration_since(*h))
+                .min(now - p.first_sent);
+            // A resend must have gone unanswered too: with a timer as long as --timeout
+            // (before the first answer is measured, or with a short --timeout) the first
+            // loss alone would otherwise give a lossy node up unretried.
+            if silent_for >= opts.timeout && p.sends >= 2 {
+                give_up.push(domain);
+            } else if p.sends <= opts.retries {
                 // The same TID: a late answer to an earlier send is just as good.
-                t.send(&p.mad, &p.job.route)?;
+                let timer = tally.clock.timer(p.sends + 1, opts.timeout);
+                t.send(&p.mad, &p.job.route, timer)?;
                 p.sends += 1;
-                p.deadline = now + opts.timeout;
-                stats.resent += 1;
+                p.out += 1;
+                // Woken at the node's --timeout too, to give it up on time.
+                let give_up_at = p.first_sent + opts.timeout;
+                p.deadline = if give_up_at > now {
+                    (now + timer).min(give_up_at)
+                } else {
+                    now + timer
+                };
+                tally.stats.resent += 1;
             } else if let Some(p) = pending.remove(&key) {
-                stats.unanswered += 1;
+                tally.done(&p);
+                tally.stats.unanswered += 1;
                 on(&p.job, Err(Miss::Lost), &mut jobs);
             }
+        }
+        for domain in give_up {
+            if dead.contains(&domain) {
+                continue;
+            }
+            dead.push(domain);
+            let mut lost: Vec<u32> = pending
+                .iter()
+                .filter(|(_, p)| gone(&dead, &p.job))
+                .map(|(k, _)| *k)
+                .collect();
+            lost.sort_unstable();
+            for key in lost {
+                if let Some(p) = pending.remove(&key) {
+                    tally.done(&p);
+                    tally.stats.unanswered += 1;
+                    on(&p.job, Err(Miss::Lost), &mut jobs);
+                }
+            }
+            // Queued ones are skipped as they come up (`gone` above): answers handled
+            // meanwhile may still queue requests behind this route.
         }
     }
 }
@@ -195,7 +391,7 @@ fn pump<T: MadTransport>(
 pub fn walk<T: MadTransport>(t: &mut T, opts: &WalkOptions) -> io::Result<Subnet> {
     let started = Instant::now();
     let mut tid = 0u32;
-    let mut stats = MadStats::default();
+    let mut tally = Tally::default();
     let mut found = Found::default();
 
     let first = VecDeque::from([Job::smp(
@@ -204,7 +400,7 @@ pub fn walk<T: MadTransport>(t: &mut T, opts: &WalkOptions) -> io::Result<Subnet
         mad::ATTR_NODE_INFO,
         0,
     )]);
-    pump(t, opts, &mut tid, &mut stats, first, |job, answer, jobs| {
+    pump(t, opts, &mut tid, &mut tally, first, |job, answer, jobs| {
         found.on_smp_reply(job, answer, jobs)
     })?;
     found.apply_port0_masks();
@@ -213,9 +409,9 @@ pub fn walk<T: MadTransport>(t: &mut T, opts: &WalkOptions) -> io::Result<Subnet
         io::Error::new(
             io::ErrorKind::TimedOut,
             format!(
-                "the local port did not answer NodeInfo after {} sends of {} ms",
-                opts.retries + 1,
-                opts.timeout.as_millis()
+                "the local port did not answer NodeInfo within {} ms ({} sends at most)",
+                opts.timeout.as_millis(),
+                opts.retries + 1
             ),
         )
     })?;
@@ -223,12 +419,20 @@ pub fn walk<T: MadTransport>(t: &mut T, opts: &WalkOptions) -> io::Result<Subnet
     let local_port = local_node.and_then(|n| n.port(local.port).or_else(|| n.port(0)));
     let local_sm_lid = local_port.map(|p| p.sm_lid).unwrap_or(0);
 
-    let second = second_pass(&found.nodes, &found.links, local_sm_lid, opts.counters);
+    let reach = Reach::new(&found.nodes, &found.links, local);
+    let (second, skipped) = second_pass(
+        &found.nodes,
+        &found.links,
+        &reach,
+        local_sm_lid,
+        opts.counters,
+    );
+    found.reach = Some(reach);
     pump(
         t,
         opts,
         &mut tid,
-        &mut stats,
+        &mut tally,
         second,
         |job, answer, jobs| found.on_second_reply(job, answer, jobs),
     )?;
@@ -254,9 +458,9 @@ pub fn walk<T: MadTransport>(t: &mut T, opts: &WalkOptions) -> io::Result<Subnet
         links: links.into_iter().collect(),
         sms,
         unanswered,
-        mads: stats,
-        mads_by_node: Vec::new(),
-        counters_skipped: Vec::new(),
+        mads_by_node: tally.node_mads(),
+        mads: tally.stats,
+        counters_skipped: skipped,
         elapsed_ms: started.elapsed().as_millis() as u64,
         interval_s: None,
     })
@@ -277,6 +481,8 @@ struct Found {
     sms: Vec<SmSeen>,
     /// PortCountersExtended as read, merged into the ports' counters after the second pass.
     extended: Vec<(End, Vec<(&'static str, u64)>)>,
+    /// Which link ends PMA requests reach, once the first pass is done.
+    reach: Option<Reach>,
 }
 
 impl Found {
@@ -526,13 +732,15 @@ impl Found {
                     mad::class_port_info_capmask(data).is_some_and(|m| m & mad::PM_EXT_WIDTH != 0);
                 if has_ext {
                     for end in self.links.iter().flat_map(|l| [l.a, l.b]) {
-                        if end.guid == *guid {
-                            jobs.push_back(pma_job(
-                                Asked::CountersExt(end),
-                                job.route.clone(),
-                                mad::ATTR_PORT_COUNTERS_EXT,
-                                end.port,
-                            ));
+                        // Each end by its own LID: a CA's port 2 answers on port 2's LID,
+                        // not on the one its ClassPortInfo was asked by.
+                        let job = self
+                            .reach
+                            .as_ref()
+                            .and_then(|r| r.pma_job(&self.nodes, end, Asked::CountersExt(end)));
+                        if let (true, Some(mut job)) = (end.guid == *guid, job) {
+                            job.attr = mad::ATTR_PORT_COUNTERS_EXT;
+                            jobs.push_back(job);
                         }
                     }
                 }
@@ -566,15 +774,17 @@ impl Found {
     }
 }
 
-/// The second pass's requests. SMInfo: from the node holding the local port's SM LID, and
-/// from every node with a port that says it is an SM. With `counters`, PmaCounters of
-/// both ends of every link and the PMA's ClassPortInfo of each node once.
+/// The second pass's requests, and the link ends whose counters cannot be asked for.
+/// SMInfo: from the node holding the local port's SM LID, and from every node with a port
+/// that says it is an SM. With `counters`, PmaCounters of both ends of every link the PMA
+/// can reach and the PMA's ClassPortInfo of each such node once.
 fn second_pass(
     nodes: &[Node],
     links: &BTreeSet<Link>,
+    reach: &Reach,
     local_sm_lid: u16,
     counters: bool,
-) -> VecDeque<Job> {
+) -> (VecDeque<Job>, Vec<End>) {
     let mut sm_nodes: Vec<u64> = Vec::new();
     for n in nodes {
         let holds_sm_lid =
@@ -589,66 +799,169 @@ fn second_pass(
             second.push_back(Job::smp(Asked::SmInfo(*g), &n.route, mad::ATTR_SM_INFO, 0));
         }
     }
+    let mut skipped = Vec::new();
     if counters {
         let mut asked: Vec<u64> = Vec::new();
         for end in links.iter().flat_map(|l| [l.a, l.b]) {
-            if let Some(mut job) = counters_job(nodes, end, false) {
-                second.push_back(pma_job(
-                    Asked::Counters(end),
-                    job.route.clone(),
-                    mad::ATTR_PORT_COUNTERS,
-                    end.port,
-                ));
-                if !asked.contains(&end.guid) {
-                    asked.push(end.guid);
-                    job.want = Asked::PmaClass(end.guid);
-                    job.attr = mad::ATTR_CLASS_PORT_INFO;
-                    job.data = Vec::new();
-                    second.push_back(job);
+            let Some(job) = counters_job(nodes, reach, end, false) else {
+                skipped.push(end);
+                continue;
+            };
+            second.push_back(job);
+            if !asked.contains(&end.guid) {
+                asked.push(end.guid);
+                if let Some(mut class) = reach.pma_job(nodes, end, Asked::PmaClass(end.guid)) {
+                    class.attr = mad::ATTR_CLASS_PORT_INFO;
+                    class.data = Vec::new();
+                    second.push_back(class);
                 }
             }
         }
     }
-    second
+    (second, skipped)
 }
 
-/// A PMA request for one link end, LID-routed (the PMA is a GSI class: no directed
-/// routes). None when the end's node has no LID yet (no SM has assigned one).
-fn counters_job(nodes: &[Node], end: End, clear: bool) -> Option<Job> {
-    let node = nodes.iter().find(|n| n.guid == end.guid)?;
-    let lid = if node.is_switch() {
-        node.lid
-    } else {
-        node.port(end.port)?.lid
-    };
-    if lid == 0 {
-        return None;
+/// Which link ends LID-routed (PMA) requests from the local port can reach. No SM, a port
+/// in INIT or a link not ACTIVE on both ends leaves a port without a LID or a route: a
+/// request to it could only time out, so none is sent.
+struct Reach {
+    /// Switches reached from the local port over links ACTIVE on both ends.
+    switches: HashSet<u64>,
+    local: End,
+    local_active: bool,
+    /// Each link end's peer.
+    peer: HashMap<End, End>,
+}
+
+impl Reach {
+    fn new(nodes: &[Node], links: &BTreeSet<Link>, local: End) -> Reach {
+        let active = |e: End| {
+            nodes
+                .iter()
+                .find(|n| n.guid == e.guid)
+                .and_then(|n| n.port(e.port))
+                .is_some_and(|p| p.state == "ACTIVE")
+        };
+        let mut peer = HashMap::new();
+        for l in links {
+            peer.insert(l.a, l.b);
+            peer.insert(l.b, l.a);
+        }
+        let is_switch = |g: u64| nodes.iter().any(|n| n.guid == g && n.is_switch());
+        let local_active = active(local);
+        let mut switches = HashSet::new();
+        let mut todo: Vec<u64> = Vec::new();
+        if is_switch(local.guid) {
+            todo.push(local.guid);
+        } else if local_active {
+            if let Some(&p) = peer.get(&local) {
+                if active(p) && is_switch(p.guid) {
+                    todo.push(p.guid);
+                }
+            }
+        }
+        while let Some(g) = todo.pop() {
+            if !switches.insert(g) {
+                continue;
+            }
+            for l in links {
+                for (mine, theirs) in [(l.a, l.b), (l.b, l.a)] {
+                    if mine.guid == g
+                        && active(mine)
+                        && active(theirs)
+                        && is_switch(theirs.guid)
+                        && !switches.contains(&theirs.guid)
+                    {
+                        todo.push(theirs.guid);
+                    }
+                }
+            }
+        }
+        Reach {
+            switches,
+            local,
+            local_active,
+            peer,
+        }
     }
-    Some(Job {
-        want: if clear {
-            Asked::Clear(end)
+
+    /// The LID a PMA request for `end` goes to: a switch's (its port 0's), a CA port's
+    /// own. None when the request could not arrive.
+    fn lid(&self, nodes: &[Node], end: End) -> Option<u16> {
+        let node = nodes.iter().find(|n| n.guid == end.guid)?;
+        if node.is_switch() {
+            return (self.switches.contains(&node.guid) && node.lid != 0).then_some(node.lid);
+        }
+        let port = node.port(end.port)?;
+        if port.lid == 0 || port.state != "ACTIVE" {
+            return None;
+        }
+        let arrives = if end == self.local {
+            self.local_active
         } else {
-            Asked::Counters(end)
-        },
-        route: DrPath::Lid(lid),
-        class: mad::CLASS_PERF,
-        method: if clear {
-            mad::METHOD_SET
-        } else {
-            mad::METHOD_GET
-        },
-        attr: mad::ATTR_PORT_COUNTERS,
-        attr_mod: 0,
-        data: if clear {
-            mad::port_counters_clear(end.port).to_vec()
-        } else {
-            mad::port_counters_select(end.port).to_vec()
-        },
-    })
+            // A CA port is reached through the switch it is cabled to (or is the local
+            // port's direct peer); a CA forwards nothing.
+            self.peer.get(&end).is_some_and(|p| {
+                let via = nodes.iter().find(|n| n.guid == p.guid);
+                let up = via
+                    .and_then(|n| n.port(p.port))
+                    .is_some_and(|x| x.state == "ACTIVE");
+                up && (self.switches.contains(&p.guid) || (*p == self.local && self.local_active))
+            })
+        };
+        arrives.then_some(port.lid)
+    }
+
+    /// A PMA Get of PmaCounters for one link end, to that end's own LID (the PMA is a GSI
+    /// class: no directed routes); the caller changes `want` and `attr` for the others.
+    fn pma_job(&self, nodes: &[Node], end: End, want: Asked) -> Option<Job> {
+        let lid = self.lid(nodes, end)?;
+        let key = nodes
+            .iter()
+            .find(|n| n.guid == end.guid)
+            .map(|n| n.route.clone())
+            .unwrap_or_default();
+        Some(Job {
+            want,
+            route: DrPath::Lid(lid),
+            key,
+            class: mad::CLASS_PERF,
+            method: mad::METHOD_GET,
+            attr: mad::ATTR_PORT_COUNTERS,
+            attr_mod: 0,
+            data: mad::port_counters_select(end.port).to_vec(),
+        })
+    }
+}
+
+/// A PMA PmaCounters Get (or, with `clear`, Set to zero) for one link end. None when the
+/// PMA cannot be reached there (see `Reach`).
+fn counters_job(nodes: &[Node], reach: &Reach, end: End, clear: bool) -> Option<Job> {
+    let mut job = reach.pma_job(nodes, end, Asked::Counters(end))?;
+    if clear {
+        job.want = Asked::Clear(end);
+        job.method = mad::METHOD_SET;
+        job.data = mad::port_counters_clear(end.port).to_vec();
+    }
+    Some(job)
+}
+
+/// The link ends of a subnet already walked, each with its PMA job or None where it
+/// cannot be reached.
+fn counters_jobs(subnet: &Subnet, clear: bool) -> VecDeque<Job> {
+    let links: BTreeSet<Link> = subnet.links.iter().copied().collect();
+    let reach = Reach::new(&subnet.nodes, &links, subnet.local);
+    subnet
+        .links
+        .iter()
+        .flat_map(|l| [l.a, l.b])
+        .filter_map(|e| counters_job(&subnet.nodes, &reach, e, clear))
+        .collect()
 }
 
 /// Reads PmaCounters of every link end again after `interval`: the first reading moves to
-/// `counters_before`, so the rules judge what changed in between.
+/// `counters_before`, so the rules judge what changed in between. The ends the PMA cannot
+/// reach are skipped as in the walk.
 pub fn reread_counters<T: MadTransport>(
     t: &mut T,
     opts: &WalkOptions,
@@ -656,29 +969,20 @@ pub fn reread_counters<T: MadTransport>(
     interval: Duration,
 ) -> io::Result<()> {
     std::thread::sleep(interval);
-    let jobs: VecDeque<Job> = subnet
-        .links
-        .iter()
-        .flat_map(|l| [l.a, l.b])
-        .filter_map(|e| counters_job(&subnet.nodes, e, false))
-        .collect();
+    let jobs = counters_jobs(subnet, false);
     let mut tid = 0x2000_0000u32;
     let mut readings: Vec<(End, CounterValues)> = Vec::new();
-    pump(
-        t,
-        opts,
-        &mut tid,
-        &mut subnet.mads,
-        jobs,
-        |job, answer, _| {
-            let (Asked::Counters(end), Ok(reply)) = (&job.want, answer) else {
-                return;
-            };
-            if let Some(c) = mad::data(&reply).and_then(mad::PmaCounters::decode) {
-                readings.push((*end, c.values));
-            }
-        },
-    )?;
+    let mut tally = Tally::from_subnet(subnet);
+    pump(t, opts, &mut tid, &mut tally, jobs, |job, answer, _| {
+        let (Asked::Counters(end), Ok(reply)) = (&job.want, answer) else {
+            return;
+        };
+        if let Some(c) = mad::data(&reply).and_then(mad::PmaCounters::decode) {
+            readings.push((*end, c.values));
+        }
+    })?;
+    subnet.mads_by_node = tally.node_mads();
+    subnet.mads = tally.stats;
     for (end, values) in readings {
         let port = subnet
             .nodes
@@ -694,36 +998,19 @@ pub fn reread_counters<T: MadTransport>(
     Ok(())
 }
 
-/// A PMA Get of `attr` for one port, to the route (LID) the port's node answers on.
-fn pma_job(want: Asked, route: DrPath, attr: u16, port: u8) -> Job {
-    Job {
-        want,
-        route,
-        class: mad::CLASS_PERF,
-        method: mad::METHOD_GET,
-        attr,
-        attr_mod: 0,
-        data: mad::port_counters_select(port).to_vec(),
-    }
-}
-
-/// Clears PmaCounters on every end of every link (a PMA Set; only on
-/// `--reset-counters`). Returns the ends that did not confirm.
+/// Clears PmaCounters on every end of every link the PMA can reach (a PMA Set; only on
+/// `--reset-counters`). Returns the ends that were asked and did not confirm; the ones
+/// not asked are the walk's `counters_skipped`.
 pub fn clear_counters<T: MadTransport>(
     t: &mut T,
     opts: &WalkOptions,
     subnet: &Subnet,
 ) -> io::Result<Vec<End>> {
-    let jobs: VecDeque<Job> = subnet
-        .links
-        .iter()
-        .flat_map(|l| [l.a, l.b])
-        .filter_map(|e| counters_job(&subnet.nodes, e, true))
-        .collect();
+    let jobs = counters_jobs(subnet, true);
     let mut failed = Vec::new();
     let mut tid = 0x4000_0000u32;
-    let mut stats = MadStats::default();
-    pump(t, opts, &mut tid, &mut stats, jobs, |job, answer, _| {
+    let mut tally = Tally::default();
+    pump(t, opts, &mut tid, &mut tally, jobs, |job, answer, _| {
         if let (Asked::Clear(e), Err(_)) = (&job.want, answer) {
             failed.push(*e);
         }
@@ -769,12 +1056,29 @@ mod tests {
         drop_every: u64,
         sent: u64,
         dropped_once: HashSet<u64>,
-        queue: VecDeque<Vec<u8>>,
+        /// Lost sends come back with a status (as ibsim and the kernel do), not silently.
+        returns: bool,
+        queue: VecDeque<Received>,
+        /// Every send: its TID and where it went.
+        log: Vec<(u32, DrPath)>,
+        /// Linked ports that stay INIT (no SM brought them up).
+        init: HashSet<(usize, u8)>,
+        /// Every LID 0: no SM has run.
+        no_lids: bool,
     }
 
     impl Fake {
         fn guid(node: usize) -> u64 {
             0x1000 + node as u64
+        }
+
+        /// A switch answers on one LID; a CA port has its own.
+        fn lid(&self, node: usize, port: u8) -> u16 {
+            match (self.no_lids, self.kinds[node]) {
+                (true, _) => 0,
+                (false, 2) => node as u16 + 1,
+                (false, _) => (node as u16 + 1) * 16 + u16::from(port),
+            }
         }
 
         fn resolve(&self, path: &[u8]) -> Option<(usize, u8)> {
@@ -787,22 +1091,53 @@ mod tests {
     }
 
     impl MadTransport for Fake {
-        fn send(&mut self, m: &[u8; MAD_SIZE], to: &DrPath) -> io::Result<()> {
+        fn send(&mut self, m: &[u8; MAD_SIZE], to: &DrPath, _: Duration) -> io::Result<()> {
             self.sent += 1;
             let tid = u64::from_be_bytes(m[8..16].try_into().unwrap());
+            self.log.push((tid as u32, to.clone()));
+            let lost = Received::Returned {
+                tid: tid as u32,
+                status: 110,
+            };
             if self.drop_every > 0
                 && self.sent % self.drop_every == 0
                 && self.dropped_once.insert(tid)
             {
+                if self.returns {
+                    self.queue.push_back(lost);
+                }
                 return Ok(());
             }
-            let DrPath::Directed(path) = to else {
-                return Ok(()); // no PMA in this fabric: counters go unanswered
+            let path = match to {
+                DrPath::Directed(path) => path,
+                DrPath::Lid(lid) => {
+                    // The PMA answers ClassPortInfo (with the extended counters) at any
+                    // LID it owns; the counters themselves go unanswered.
+                    let owned = (0..self.kinds.len())
+                        .any(|n| (0..=self.ports[n]).any(|p| self.lid(n, p) == *lid));
+                    let attr = u16::from_be_bytes([m[16], m[17]]);
+                    if owned && attr == mad::ATTR_CLASS_PORT_INFO {
+                        let mut r = m.to_vec();
+                        r[3] = mad::METHOD_GET_RESP;
+                        r[66..68].copy_from_slice(&mad::PM_EXT_WIDTH.to_be_bytes());
+                        self.queue.push_back(Received::Mad(r));
+                    }
+                    return Ok(());
+                }
             };
             let Some((node, entry)) = self.resolve(path) else {
                 return Ok(());
             };
-            if self.dead.contains(&node) {
+            // A dead node's requests vanish, and so do those routed through it.
+            let mut hops = (0usize, 1u8);
+            let through_dead = path.iter().any(|hop| {
+                hops = self.links[&(hops.0, *hop)];
+                self.dead.contains(&hops.0)
+            });
+            if self.dead.contains(&node) || through_dead {
+                if self.returns {
+                    self.queue.push_back(lost);
+                }
                 return Ok(());
             }
             let mut r = m.to_vec();
@@ -824,23 +1159,35 @@ mod tests {
                 }
                 mad::ATTR_PORT_INFO => {
                     let linked = self.links.contains_key(&(node, attr_mod)) || attr_mod == 0;
-                    d[16..18].copy_from_slice(&(node as u16 + 1).to_be_bytes());
+                    let state = if self.init.contains(&(node, attr_mod)) {
+                        2
+                    } else if linked {
+                        4
+                    } else {
+                        1
+                    };
+                    d[16..18].copy_from_slice(&self.lid(node, attr_mod).to_be_bytes());
                     d[18..20].copy_from_slice(&1u16.to_be_bytes());
                     d[29] = 3;
                     d[30] = 3;
                     d[31] = 2;
-                    d[32] = (1 << 4) | if linked { 4 } else { 1 };
+                    d[32] = (1 << 4) | state;
                     d[33] = if linked { 5 << 4 } else { 2 << 4 };
                     d[35] = (1 << 4) | 1;
                 }
                 _ => {}
             }
-            self.queue.push_back(r);
+            self.queue.push_back(Received::Mad(r));
             Ok(())
         }
 
-        fn recv(&mut self, _timeout: Duration) -> io::Result<Option<Vec<u8>>> {
-            Ok(self.queue.pop_front())
+        fn recv(&mut self, timeout: Duration) -> io::Result<Option<Received>> {
+            let got = self.queue.pop_front();
+            if got.is_none() {
+                // Nothing will come: the engine's clock must still move.
+                std::thread::sleep(timeout);
+            }
+            Ok(got)
         }
     }
 
@@ -866,7 +1213,11 @@ mod tests {
             drop_every,
             sent: 0,
             dropped_once: HashSet::new(),
+            returns: false,
             queue: VecDeque::new(),
+            log: Vec::new(),
+            init: HashSet::new(),
+            no_lids: false,
         }
     }
 
@@ -952,8 +1303,197 @@ mod tests {
         let err = walk(&mut f, &opts()).unwrap_err();
         assert!(
             err.to_string()
-                .contains("did not answer NodeInfo after 3 sends"),
+                .contains("did not answer NodeInfo within 1 ms (3 sends at most)"),
             "{err}"
         );
+    }
+
+    fn end(node: usize, port: u8) -> End {
+        End {
+            guid: Fake::guid(node),
+            port,
+        }
+    }
+
+    /// Every LID-routed send's destination.
+    fn lid_sends(f: &Fake) -> Vec<DrPath> {
+        f.log
+            .iter()
+            .filter(|(_, to)| matches!(to, DrPath::Lid(_)))
+            .map(|(_, to)| to.clone())
+            .collect()
+    }
+
+    /// A dual-port CA (node 6) cabled to switch 1 port 3 and switch 2 port 4.
+    fn with_dual_port_ca(mut f: Fake) -> Fake {
+        f.kinds.push(1);
+        f.ports.push(2);
+        for (a, b) in [((6, 1), (1, 3)), ((6, 2), (2, 4))] {
+            f.links.insert(a, b);
+            f.links.insert(b, a);
+        }
+        f
+    }
+
+    #[test]
+    fn each_link_end_is_asked_for_its_counters_at_its_own_lid() {
+        let mut f = with_dual_port_ca(fabric(0));
+        let s = walk(&mut f, &opts()).unwrap();
+        assert!(s.counters_skipped.is_empty(), "{:?}", s.counters_skipped);
+        let sent = lid_sends(&f);
+        // Port 2 of node 6 has LID 7*16+2; port 1, 7*16+1: both asked, each at its own.
+        for lid in [7 * 16 + 1, 7 * 16 + 2] {
+            assert!(sent.contains(&DrPath::Lid(lid)), "LID {lid}: {sent:?}");
+        }
+        // The extended counters too: the unanswered list names each end's own LID.
+        for port in [1u8, 2] {
+            let ext: Vec<&Unanswered> = s
+                .unanswered
+                .iter()
+                .filter(|u| u.what == format!("PortCountersExtended port {port}"))
+                .filter(|u| u.route == format!("LID {}", 7 * 16 + u16::from(port)))
+                .collect();
+            assert!(!ext.is_empty(), "port {port}: {:#?}", s.unanswered);
+        }
+        assert!(
+            !s.unanswered
+                .iter()
+                .any(|u| u.what == "PortCountersExtended port 2" && u.route == "LID 113"),
+            "port 2 asked over port 1's LID"
+        );
+    }
+
+    #[test]
+    fn without_lids_or_with_init_ports_no_pma_request_is_sent_and_the_ends_are_listed() {
+        let mut f = fabric(0);
+        f.no_lids = true;
+        let s = walk(&mut f, &opts()).unwrap();
+        assert!(f
+            .log
+            .iter()
+            .all(|(_, to)| matches!(to, DrPath::Directed(_))));
+        assert_eq!(s.counters_skipped.len(), 2 * s.links.len());
+        assert_eq!(
+            s.mads.unanswered, 1,
+            "only the dead node: {:#?}",
+            s.unanswered
+        );
+
+        // Switch 2's port 1 and CA 3's port stay INIT: CA 3's end is skipped (the switch's
+        // end is not: its PMA answers on the switch's LID whatever that port's state).
+        let mut f = fabric(0);
+        f.init.insert((2, 1));
+        f.init.insert((3, 1));
+        let s = walk(&mut f, &opts()).unwrap();
+        assert_eq!(
+            s.counters_skipped,
+            vec![end(3, 1)],
+            "{:?}",
+            s.counters_skipped
+        );
+        assert!(!lid_sends(&f).contains(&DrPath::Lid(4 * 16 + 1)));
+
+        // The local port in INIT: nothing LID-routed can leave it.
+        let mut f = fabric(0);
+        f.init.insert((0, 1));
+        let s = walk(&mut f, &opts()).unwrap();
+        assert_eq!(s.counters_skipped.len(), 2 * s.links.len());
+        assert!(f
+            .log
+            .iter()
+            .all(|(_, to)| matches!(to, DrPath::Directed(_))));
+    }
+
+    #[test]
+    fn a_returned_send_is_resent_at_once_not_when_its_timer_runs_out() {
+        let clean = walk(&mut fabric(0), &opts()).unwrap();
+        let mut f = fabric(3);
+        f.returns = true;
+        f.dead.clear();
+        // A timer this long would make each silent loss cost 10 s.
+        let slow = WalkOptions {
+            timeout: Duration::from_secs(10),
+            counters: false,
+            ..opts()
+        };
+        let started = Instant::now();
+        let s = walk(&mut f, &slow).unwrap();
+        assert!(
+            started.elapsed() < Duration::from_secs(2),
+            "{:?}",
+            started.elapsed()
+        );
+        assert!(s.mads.resent > 0);
+        assert_eq!(s.mads.unanswered, 0, "{:#?}", s.unanswered);
+        assert_eq!(s.nodes.len(), clean.nodes.len() + 1, "node 5 is alive here");
+        // Each lost send was dropped once: every retried request took exactly one resend.
+        assert_eq!(s.mads.retried, s.mads.resent);
+        let per_node: u64 = s.mads_by_node.iter().map(|n| n.requests).sum();
+        assert_eq!(per_node, s.mads.requests - 1, "all but the local NodeInfo");
+        let retried: u64 = s.mads_by_node.iter().map(|n| n.retried).sum();
+        assert_eq!(retried, s.mads.retried);
+    }
+
+    #[test]
+    fn a_dead_switch_is_given_up_after_one_timeout_with_everything_behind_it() {
+        // Switch 2 dies after the first pass: its requests and its CAs' are all silent.
+        let mut f = fabric(0);
+        let alive = walk(&mut f, &opts()).unwrap();
+        f.dead.insert(2);
+        let mut jobs = VecDeque::new();
+        for n in &alive.nodes {
+            jobs.push_back(Job::smp(
+                Asked::NodeDesc(n.guid),
+                &n.route,
+                mad::ATTR_NODE_DESC,
+                0,
+            ));
+        }
+        let o = WalkOptions {
+            in_flight: 1,
+            retries: 15,
+            timeout: Duration::from_millis(100),
+            counters: false,
+        };
+        let mut tally = Tally::default();
+        // A measured answer time, as the walk would have: the timer is the floor.
+        tally.clock.sample(Duration::from_micros(50));
+        let mut lost = Vec::new();
+        let started = Instant::now();
+        let log_before = f.log.len();
+        pump(&mut f, &o, &mut 0, &mut tally, jobs, |job, answer, _| {
+            if answer.is_err() {
+                lost.push(job.key.clone());
+            }
+        })
+        .unwrap();
+        let took = started.elapsed();
+        // Switch 2 (route 1,2) and CAs 3 and 4 behind it: 16 sends of 100 ms each before,
+        // one after another. Now about one --timeout (and one timer) in all.
+        lost.sort();
+        assert_eq!(lost, vec![vec![1, 2], vec![1, 2, 1], vec![1, 2, 2]]);
+        assert!(took < Duration::from_millis(400), "{took:?}");
+        assert_eq!(tally.stats.unanswered, 3);
+        // The CAs behind it were never sent to: they were queued behind the dead switch.
+        let behind = f.log[log_before..]
+            .iter()
+            .filter(|(_, to)| matches!(to, DrPath::Directed(p) if p.len() == 3))
+            .count();
+        assert_eq!(behind, 0);
+    }
+
+    #[test]
+    fn a_node_that_loses_many_sends_but_answers_is_not_given_up() {
+        // Every second send is lost silently: the nodes keep answering, so the walk keeps
+        // resending within --retries even past one --timeout of a single request.
+        let clean = walk(&mut fabric(0), &opts()).unwrap();
+        let o = WalkOptions {
+            timeout: Duration::from_millis(30),
+            counters: false,
+            ..opts()
+        };
+        let s = walk(&mut fabric(2), &o).unwrap();
+        assert_eq!(s.links, clean.links);
+        assert!(s.mads.resent > 0);
     }
 }

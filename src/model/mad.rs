@@ -57,12 +57,25 @@ impl std::fmt::Display for DrPath {
     }
 }
 
+/// What a transport hands back: an answer, or one of our own sends returned undelivered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Received {
+    /// A MAD that arrived (an answer, by its TID).
+    Mad(Vec<u8>),
+    /// A send given back with a nonzero status (the kernel's ETIMEDOUT once the send's
+    /// timeout passed; ibsim's at once for a MAD it dropped): that send is lost for sure.
+    /// `tid` is the lower 32 bits the engine chose.
+    Returned { tid: u32, status: u32 },
+}
+
 /// How MADs leave and arrive: the umad device, or a test's fake fabric.
 pub trait MadTransport {
     /// Sends one 256-byte MAD; the transport fills in its own transaction-ID bits if it must.
-    fn send(&mut self, mad: &[u8; MAD_SIZE], to: &DrPath) -> io::Result<()>;
-    /// The next MAD that arrived within `timeout`, or None.
-    fn recv(&mut self, timeout: Duration) -> io::Result<Option<Vec<u8>>>;
+    /// `timeout` is how long this send waits: a transport that reports undelivered sends
+    /// (the umad device) gives it back after that long at most.
+    fn send(&mut self, mad: &[u8; MAD_SIZE], to: &DrPath, timeout: Duration) -> io::Result<()>;
+    /// The next MAD or returned send within `timeout`, or None.
+    fn recv(&mut self, timeout: Duration) -> io::Result<Option<Received>>;
 }
 
 fn be16(b: &[u8], at: usize) -> Option<u16> {

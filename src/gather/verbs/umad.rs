@@ -7,9 +7,9 @@
 use std::ffi::CString;
 use std::io;
 use std::path::PathBuf;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use crate::model::mad::{self as mad, DrPath, MadTransport, MAD_SIZE};
+use crate::model::mad::{self as mad, DrPath, MadTransport, Received, MAD_SIZE};
 
 const UMAD_SYSFS: &str = "/sys/class/infiniband_mad";
 const IB_SYSFS: &str = "/sys/class/infiniband";
@@ -108,13 +108,19 @@ pub struct Umad {
     fd: libc::c_int,
     smp_agent: u32,
     perf_agent: u32,
-    timeout_ms: u32,
+    /// Sends not yet answered or given back: each send comes back exactly once, as an
+    /// answer or with a status, from the kernel and from umad2sim alike.
+    outstanding: u64,
+    /// When the last of them is due back at the latest (its send plus its timeout).
+    due_by: Option<Instant>,
 }
 
+/// How long past a send's own timeout Drop still waits for it to come back.
+const DRAIN_SLACK: Duration = Duration::from_millis(250);
+
 impl Umad {
-    /// Opens `/dev/infiniband/umad<index>` and registers the two agents. `timeout` goes in
-    /// each send's header so the kernel keeps the request and matches its response.
-    pub fn open(index: u32, timeout: Duration) -> Result<Umad, OpenError> {
+    /// Opens `/dev/infiniband/umad<index>` and registers the two agents.
+    pub fn open(index: u32) -> Result<Umad, OpenError> {
         let path = format!("{UMAD_DEV_DIR}/umad{index}");
         let fail = |step, source| OpenError {
             path: PathBuf::from(&path),
@@ -131,7 +137,8 @@ impl Umad {
             fd,
             smp_agent: 0,
             perf_agent: 0,
-            timeout_ms: timeout.as_millis().clamp(1, u32::MAX as u128) as u32,
+            outstanding: 0,
+            due_by: None,
         };
         umad.smp_agent = umad
             .register(0, mad::CLASS_SMP_DR)
@@ -160,18 +167,31 @@ impl Umad {
 
 impl Drop for Umad {
     fn drop(&mut self) {
+        // Sends still out are waited for before the close: umad2sim's receiver thread
+        // crashes or hangs when an answer arrives for a device already closed (the kernel
+        // would just drop it). Each comes back within its own timeout, so this is bounded.
+        while self.outstanding > 0 {
+            let Some(due) = self.due_by else { break };
+            let left = (due + DRAIN_SLACK).saturating_duration_since(Instant::now());
+            if left.is_zero() || !matches!(self.recv(left), Ok(Some(_))) {
+                break;
+            }
+        }
         // SAFETY: our own fd, closed once.
         unsafe { libc::close(self.fd) };
     }
 }
 
 impl MadTransport for Umad {
-    fn send(&mut self, m: &[u8; MAD_SIZE], to: &DrPath) -> io::Result<()> {
+    fn send(&mut self, m: &[u8; MAD_SIZE], to: &DrPath, timeout: Duration) -> io::Result<()> {
         let mut buf = [0u8; HDR_SIZE + MAD_SIZE];
         let smp = m[1] == mad::CLASS_SMP_DR || m[1] == mad::CLASS_SMP_LID;
         let agent = if smp { self.smp_agent } else { self.perf_agent };
         buf[0..4].copy_from_slice(&agent.to_ne_bytes());
-        buf[8..12].copy_from_slice(&self.timeout_ms.to_ne_bytes());
+        // The kernel holds the send this long to match its answer, then gives it back with
+        // ETIMEDOUT: the engine's resend timer, so that status is news when it comes.
+        let timeout_ms = timeout.as_millis().clamp(1, u32::MAX as u128) as u32;
+        buf[8..12].copy_from_slice(&timeout_ms.to_ne_bytes());
         // struct ib_mad_addr at 20: qpn, qkey (big-endian), lid (big-endian), sl, ...
         let (qpn, qkey, lid) = match to {
             DrPath::Directed(_) => (0u32, 0u32, mad::PERMISSIVE_LID),
@@ -187,13 +207,16 @@ impl MadTransport for Umad {
         if n < 0 {
             return Err(io::Error::last_os_error());
         }
+        self.outstanding += 1;
+        let due = Instant::now() + Duration::from_millis(u64::from(timeout_ms));
+        self.due_by = Some(self.due_by.map_or(due, |d| d.max(due)));
         Ok(())
     }
 
-    fn recv(&mut self, timeout: Duration) -> io::Result<Option<Vec<u8>>> {
-        let deadline = std::time::Instant::now() + timeout;
+    fn recv(&mut self, timeout: Duration) -> io::Result<Option<Received>> {
+        let deadline = Instant::now() + timeout;
         loop {
-            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            let left = deadline.saturating_duration_since(Instant::now());
             let mut pfd = libc::pollfd {
                 fd: self.fd,
                 events: libc::POLLIN,
@@ -222,17 +245,29 @@ impl MadTransport for Umad {
                 }
                 continue;
             }
-            let n = n as usize;
+            let n = (n as usize).min(buf.len());
             let status = u32::from_ne_bytes(buf[4..8].try_into().unwrap_or([0; 4]));
-            // A nonzero status is the kernel's own timeout (or send error) of a request:
-            // the engine retries on its own clock, so it is dropped here.
-            if status != 0 || n <= HDR_SIZE {
-                if std::time::Instant::now() >= deadline {
-                    return Ok(None);
+            let m = &buf[HDR_SIZE.min(n)..n];
+            if status != 0 {
+                // One of our sends given back (the kernel's timeout or a send error;
+                // umad2sim's EAGAIN for a short read carries no MAD and is skipped): its
+                // MAD is the request, whose TID's low 32 bits are the engine's.
+                if let Some(h) = mad::Header::decode(m) {
+                    self.outstanding = self.outstanding.saturating_sub(1);
+                    return Ok(Some(Received::Returned {
+                        tid: h.tid as u32,
+                        status,
+                    }));
                 }
-                continue;
+            } else if !m.is_empty() {
+                if m.get(3).is_some_and(|method| method & 0x80 != 0) {
+                    self.outstanding = self.outstanding.saturating_sub(1);
+                }
+                return Ok(Some(Received::Mad(m.to_vec())));
             }
-            return Ok(Some(buf[HDR_SIZE..n].to_vec()));
+            if Instant::now() >= deadline {
+                return Ok(None);
+            }
         }
     }
 }
