@@ -494,8 +494,9 @@ fn unanswered(s: &Subnet) -> Vec<Diagnostic> {
         }
         out.push(with_subject(
             f.fix(
-                "check the node is powered and its port is up; a node that drops MADs (a busy \
-                 or faulty switch) answers with more --retries or a longer --timeout",
+                "check the node is powered and its port is up (the walk gives up on a node, and \
+                 what lies behind it, after about one --timeout of silence); a busy node that \
+                 drops most of its MADs may answer with a longer --timeout",
             ),
             "walk".into(),
         ));
