@@ -448,7 +448,7 @@ Switch	8 "S-0000000000200000"		# "Switch1" base port 0 lid 1 lmc 0
                      [1]\t\"H-0000000000100000\"[1]\n\n\
                      Hca\t1 \"H-0000000000100000\"\n[1]\t\"S-0000000000200000\"[1]\n";
         let b = parse_ibnetdiscover(ibsim).unwrap();
-        assert_eq!(b.nodes[&0x100000].0, false);
+        assert!(!b.nodes[&0x100000].0, "an Hca is not a switch");
         assert_eq!(b.links.len(), 1);
     }
 
