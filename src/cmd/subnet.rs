@@ -71,7 +71,11 @@ pub fn run(ctx: &Ctx, args: &SubnetArgs) -> Result<u8> {
         crate::output::write_file(path, "--topology", &render::ibnetdiscover(&subnet))?;
     }
     if args.hosts || args.switches {
-        crate::output::print(&render::node_list(&subnet, args.switches))?;
+        // No line at all when there is no such node, as ibhosts prints none.
+        let list = render::node_list(&subnet, args.switches);
+        if !list.is_empty() {
+            crate::output::print(&list)?;
+        }
         return Ok(exit::OK);
     }
     let findings = diagnose::subnet::judge(&subnet, baseline.as_ref());

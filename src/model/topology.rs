@@ -338,6 +338,14 @@ pub fn parse_ibnetdiscover(text: &str) -> Result<TopologyBaseline, TopologyParse
             if !out.links.contains(&link) {
                 out.links.push(link);
             }
+            // A CA's header has no LID; its port lines start their comment with their own
+            // (`# lid 4 lmc 0 "peer" lid 3 4xSDR`), and a CA's LID is its first port's.
+            if let Some((false, _, lid @ 0)) = out.nodes.get_mut(&me) {
+                let mut words = line.split_once('#').map_or("", |c| c.1).split_whitespace();
+                if words.next() == Some("lid") {
+                    *lid = words.next().and_then(|l| l.parse().ok()).unwrap_or(0);
+                }
+            }
         } else if line.is_empty() {
             current = None;
         } else if !(line.starts_with('#')
@@ -407,7 +415,8 @@ Switch	8 "S-0000000000200000"		# "Switch1" base port 0 lid 1 lmc 0
         let b = parse_ibnetdiscover(SAMPLE).unwrap();
         assert_eq!(b.nodes.len(), 3);
         assert_eq!(b.nodes[&0x200001], (true, "Switch2".to_string(), 3));
-        assert_eq!(b.nodes[&0x100003], (false, "Hca2".to_string(), 0));
+        // A CA's LID is on its port line, as ibnetdiscover writes it.
+        assert_eq!(b.nodes[&0x100003], (false, "Hca2".to_string(), 4));
         assert_eq!(b.links.len(), 2, "each link is listed from both ends once");
         assert!(b.links.contains(&Link::new(
             End {

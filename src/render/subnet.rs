@@ -178,21 +178,32 @@ pub fn text(s: &Subnet, device: &str, port: u32, f: &[Diagnostic], style: Style)
     out
 }
 
-/// ibhosts / ibswitches: one line per node.
+/// ibhosts / ibswitches: one line per node, in their exact format, since scripts parse
+/// them: ibswitches prints ibnetdiscover's switch header as
+/// `Switch\t: 0x<guid> ports N "desc" base port 0 lid L lmc 0` and ibhosts its CA header as
+/// `Ca\t: 0x<guid> ports N "desc"` (both are awk over ibnetdiscover in infiniband-diags).
+/// ibhosts lists CAs only, no routers. The LMC is 0: the walk does not keep port 0's LMC,
+/// and a base port 0 has none.
 pub fn node_list(s: &Subnet, switches: bool) -> String {
     let mut out = String::new();
     for n in &s.nodes {
-        if n.is_switch() != switches || n.node_type == MadNodeType::Other {
-            continue;
+        match (switches, n.node_type) {
+            (true, MadNodeType::Switch) => out.push_str(&format!(
+                "Switch\t: {} ports {} \"{}\" {} port 0 lid {} lmc 0\n",
+                guid_text(n.guid),
+                n.num_ports,
+                n.description,
+                if n.enhanced_port0 { "enhanced" } else { "base" },
+                n.lid
+            )),
+            (false, MadNodeType::Ca) => out.push_str(&format!(
+                "Ca\t: {} ports {} \"{}\"\n",
+                guid_text(n.guid),
+                n.num_ports,
+                n.description
+            )),
+            _ => {}
         }
-        let kind = if switches { "Switch" } else { "Ca" };
-        out.push_str(&format!(
-            "{kind}\t: {} ports {} \"{}\" lid {}\n",
-            guid_text(n.guid),
-            n.num_ports,
-            n.description,
-            n.lid
-        ));
     }
     out
 }
