@@ -172,6 +172,11 @@ pub fn text(s: &Subnet, device: &str, port: u32, f: &[Diagnostic], style: Style)
         "walked in {} ms: {} MADs, up to {} in flight, {} resent, {} unanswered\n\n",
         s.elapsed_ms, s.mads.requests, s.mads.in_flight_max, s.mads.resent, s.mads.unanswered
     ));
+    // The summary wraps to the width as the findings do, continued two spaces in.
+    let mut out: String = out
+        .lines()
+        .map(|l| findings::wrapped(l, style.width, 2))
+        .collect();
     out.push_str(&findings::lines(f, style, Evidence::Problems));
     out.push_str(&findings::tally(f));
     out.push('\n');
