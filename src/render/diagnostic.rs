@@ -132,7 +132,11 @@ pub fn wrapped(text: &str, width: Option<usize>, hang: usize) -> String {
         return format!("{text}\n");
     };
     let hang = " ".repeat(hang);
-    let options = textwrap::Options::new(width).subsequent_indent(&hang);
+    // Never at a hyphen: a flag (`--reset-counters`) or a code split there could not be
+    // copied back whole.
+    let options = textwrap::Options::new(width)
+        .subsequent_indent(&hang)
+        .word_splitter(textwrap::WordSplitter::NoHyphenation);
     let mut out = String::new();
     for line in textwrap::wrap(text, options) {
         out.push_str(line.trim_end());
