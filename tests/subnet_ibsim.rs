@@ -1254,3 +1254,47 @@ fn the_svg_draws_every_link_of_a_torus_and_of_parallel_cables() {
         }
     }
 }
+
+/// A link down since the baseline shows both ends' port states in the text report, with a
+/// `subnet -j` baseline and with ibnetdiscover's. A switch-to-switch link and the second
+/// port of a two-port HCA (still reached through its first) are unlinked. The HCA's own
+/// end reads "not read": the walk reads a CA's PortInfo only on the port it reached the CA
+/// by (as libibnetdisc does), so only the switch end of that link has a state to show.
+#[test]
+fn a_link_down_since_the_baseline_shows_the_port_states_in_the_text() {
+    require_sim();
+    let mut sim = Sim::start(&example("net.2sw2path4hca2port"));
+    sim.start_sm();
+    let (before, _) = sim.subnet(&["--no-counters"]);
+    let json = sim.dir.path().join("baseline.json");
+    std::fs::write(&json, before.to_string()).unwrap();
+    let topo = sim.dir.path().join("baseline.topo");
+    std::fs::write(&topo, sim.run(&tool("ibnetdiscover"), &[]).stdout).unwrap();
+    sim.console("Unlink \"Switch1\"[5]");
+    sim.console("Unlink \"Hca1\"[2]");
+    for baseline in [&json, &topo] {
+        let out = rdmactl_in(
+            &sim,
+            &[
+                "subnet",
+                "--no-counters",
+                "--baseline",
+                baseline.to_str().unwrap(),
+            ],
+        );
+        assert_eq!(out.status.code(), Some(1));
+        let text = String::from_utf8(out.stdout).unwrap();
+        let downs = text.matches("subnet-link-down").count();
+        assert_eq!(downs, 2, "{baseline:?}:\n{text}");
+        for end in [
+            "\"Switch1\" port 5 is DOWN (POLLING)",
+            "\"Switch2\" port 5 is DOWN (POLLING)",
+            "\"Switch1\" port 2 is DOWN (POLLING)",
+        ] {
+            assert!(
+                text.contains(&format!("evidence: {end}")),
+                "{baseline:?}: {end}\n{text}"
+            );
+        }
+    }
+}
