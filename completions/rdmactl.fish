@@ -249,11 +249,11 @@ complete -c rdmactl -n "__fish_rdmactl_using_subcommand subnet" -l retries -d 'R
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand subnet" -l interval -d 'Read the PMA counters a second time after SECS seconds and judge what they did in between (errors per second) instead of their totals' -r
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand subnet" -l baseline -d 'Compare with a previous `subnet -j` output or an ibnetdiscover topology file' -r -F
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand subnet" -l topology -d 'Write the subnet in ibnetdiscover\'s topology format to FILE' -r -F
-complete -c rdmactl -n "__fish_rdmactl_using_subcommand subnet" -l svg -d 'Draw the topology to FILE as SVG, links and nodes with a warning or failure in red' -r -F
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand subnet" -l svg -d 'Draw the topology to FILE as SVG, tiered from the hosts up, each link and node coloured by its worst finding (fail red, warn orange, info blue)' -r -F
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand subnet" -s j -l json -d 'Print JSON instead of a table'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand subnet" -l no-counters -d 'Skip the PMA PortCounters of the link ends'
-complete -c rdmactl -n "__fish_rdmactl_using_subcommand subnet" -l hosts -d 'List the channel adapters (hosts), as ibhosts does, instead of the report'
-complete -c rdmactl -n "__fish_rdmactl_using_subcommand subnet" -l switches -d 'List the switches, as ibswitches does, instead of the report'
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand subnet" -l hosts -d 'List the channel adapters (hosts) in ibhosts\' format instead of the report'
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand subnet" -l switches -d 'List the switches in ibswitches\' format instead of the report'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand subnet" -l reset-counters -d 'After the report, clear the PMA counters of every link end (a PMA Set; nothing is ever set without this flag)'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand subnet" -s h -l help -d 'Print help'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand subnet" -s V -l version -d 'Print version'

@@ -758,13 +758,14 @@ pub struct SubnetArgs {
     /// Write the subnet in ibnetdiscover's topology format to FILE
     #[arg(long, value_name = "FILE")]
     pub topology: Option<PathBuf>,
-    /// Draw the topology to FILE as SVG, links and nodes with a warning or failure in red
+    /// Draw the topology to FILE as SVG, tiered from the hosts up, each link and node coloured
+    /// by its worst finding (fail red, warn orange, info blue)
     #[arg(long, value_name = "FILE")]
     pub svg: Option<PathBuf>,
-    /// List the channel adapters (hosts), as ibhosts does, instead of the report
+    /// List the channel adapters (hosts) in ibhosts' format instead of the report
     #[arg(long, conflicts_with = "switches")]
     pub hosts: bool,
-    /// List the switches, as ibswitches does, instead of the report
+    /// List the switches in ibswitches' format instead of the report
     #[arg(long)]
     pub switches: bool,
     /// After the report, clear the PMA counters of every link end (a PMA Set; nothing is

@@ -55,6 +55,15 @@ pub enum Error {
         source: std::io::Error,
     },
 
+    /// A file the user named for output (`--topology`, `--svg`) could not be written. The OS
+    /// error is a plain field, not the error's source, so it is printed once.
+    #[error("cannot write {} ({flag}): {error}; {}", .path.display(), write_fix(.error))]
+    Write {
+        path: PathBuf,
+        flag: &'static str,
+        error: std::io::Error,
+    },
+
     /// The command already printed its findings; this only sets the exit code.
     #[error("{0}")]
     Failed(String),
@@ -92,13 +101,31 @@ impl Error {
             Error::NoRdma { .. } | Error::NoDevices { .. } => exit::NO_RDMA,
             Error::Usage(_) => exit::USAGE,
             Error::Failed(_) => exit::FAILED,
-            Error::Io { .. } => exit::SYSTEM,
+            Error::Io { .. } | Error::Write { .. } => exit::SYSTEM,
             Error::Verbs(e) => e.exit_code(),
             Error::Failure(f) if f.is_missing_stack() => exit::NO_RDMA,
             Error::Failure(_) => exit::FAILED,
             Error::Explained(r) => r.exit_code(),
             Error::Reported(code) => *code,
         }
+    }
+}
+
+/// The next step after a failed write, by what the OS said.
+fn write_fix(error: &std::io::Error) -> &'static str {
+    match error.kind() {
+        std::io::ErrorKind::NotFound => {
+            "create its directory first, or give a path in one that exists"
+        }
+        std::io::ErrorKind::PermissionDenied => {
+            "give a path in a directory you may write to, or run as its owner"
+        }
+        std::io::ErrorKind::IsADirectory => "give a file name, not a directory",
+        std::io::ErrorKind::ReadOnlyFilesystem => "give a path on a writable file system",
+        std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded => {
+            "free space there, or give a path on another file system"
+        }
+        _ => "give another path",
     }
 }
 

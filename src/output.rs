@@ -79,6 +79,20 @@ pub fn print(text: &str) -> crate::error::Result<()> {
     })
 }
 
+/// Writes a file the user named for an output (`--topology`, `--svg`), whole; a failure
+/// names the path and the flag.
+pub fn write_file(
+    path: &std::path::Path,
+    flag: &'static str,
+    text: &str,
+) -> crate::error::Result<()> {
+    std::fs::write(path, text).map_err(|error| crate::error::Error::Write {
+        path: path.to_path_buf(),
+        flag,
+        error,
+    })
+}
+
 pub fn json<T: serde::Serialize>(value: &T) -> String {
     // Serialising our own plain data types cannot fail.
     serde_json::to_string_pretty(value).expect("model types serialise")
@@ -127,6 +141,32 @@ mod tests {
             false
         ));
         assert!(!wants_color(ColorChoice::Never, None, None, true));
+    }
+
+    /// A failed write says "cannot write", the path, the OS error once, and the next step.
+    #[test]
+    fn a_failed_write_names_the_path_its_error_once_and_what_to_do() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("no-such-dir").join("subnet.svg");
+        let err = write_file(&path, "--svg", "<svg/>").unwrap_err();
+        assert_eq!(err.exit_code(), crate::exit::SYSTEM);
+        // As main prints it: the error and its chain of sources.
+        let shown = format!("{:#}", anyhow::Error::from(err));
+        assert_eq!(
+            shown,
+            format!(
+                "cannot write {} (--svg): No such file or directory (os error 2); create its \
+                 directory first, or give a path in one that exists",
+                path.display()
+            )
+        );
+        // A directory where a file should be.
+        let err = write_file(dir.path(), "--topology", "")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("(--topology): Is a directory"), "{err}");
+        assert!(err.ends_with("give a file name, not a directory"), "{err}");
+        assert_eq!(err.matches("os error").count(), 1, "{err}");
     }
 
     #[test]

@@ -842,22 +842,31 @@ fn a_fat_tree_with_planted_faults_each_found_and_explained() {
         .starts_with("switch \"leaf0\" port 1 ↔"));
     assert!(errors[0]["fix"].as_str().unwrap().contains("cable"));
 
-    // --svg draws every node and link, the two degraded links in red with their finding.
+    // --svg draws every node and link (each link its own path), the links with findings,
+    // and only they, in their finding's colour with the finding in their tooltip.
     let svg = sim.dir.path().join("subnet.svg");
     sim.subnet(&["--svg", svg.to_str().unwrap()]);
     let svg = std::fs::read_to_string(&svg).unwrap();
     assert!(svg.starts_with("<svg ") && svg.ends_with("</svg>\n"));
     assert_eq!(svg.matches("<rect ").count(), 10);
     assert_eq!(svg.matches("<circle ").count(), 48);
-    assert_eq!(svg.matches("<line ").count(), 72);
-    let red: Vec<&str> = svg
+    assert_eq!(svg.matches("<path ").count(), 72);
+    let coloured: Vec<&str> = svg
         .lines()
-        .filter(|l| l.starts_with("<line ") && l.contains("#d00000"))
+        .filter(|l| l.starts_with("<path ") && !l.contains(GREY))
         .collect();
-    assert_eq!(red.len(), 1, "{red:#?}");
-    assert!(red
-        .iter()
-        .any(|l| l.contains("SymbolErrorCounter over threshold")));
+    // The two capability links in the info colour and the link with symbol errors in the
+    // warning colour, each with its finding in its tooltip.
+    assert_eq!(coloured.len(), 3, "{coloured:#?}");
+    for f in capability.iter().chain(&errors) {
+        let colour = severity_colour(f["severity"].as_str().unwrap());
+        let drawn: Vec<&&str> = coloured
+            .iter()
+            .filter(|l| l.contains(&xml_text(f["message"].as_str().unwrap())))
+            .collect();
+        assert_eq!(drawn.len(), 1, "{f}: {coloured:#?}");
+        assert!(drawn[0].contains(colour), "{f}: {}", drawn[0]);
+    }
 
     // A host unlinked since the baseline (the -j above, and ibnetdiscover's file).
     let baseline_json = sim.dir.path().join("baseline.json");
@@ -1615,5 +1624,354 @@ fn many_runs_with_no_retries_and_a_1_ms_timeout_never_hang_nor_crash() {
             out.status,
             String::from_utf8_lossy(&out.stderr)
         );
+    }
+}
+
+// ---- outputs: lists, baseline input, width, SVG (issue 27)
+
+/// The SVG's colours (src/render/subnet.rs): a link with no finding, and by severity.
+const GREY: &str = "#7a8a99";
+fn severity_colour(severity: &str) -> &'static str {
+    match severity {
+        "fail" => "#d00000",
+        "warn" => "#e08a00",
+        "info" => "#2a7fd4",
+        other => panic!("no colour for {other}"),
+    }
+}
+
+/// Text as the SVG escapes it.
+fn xml_text(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+fn rdmactl_in(sim: &Sim, args: &[&str]) -> Output {
+    sim.run(Path::new(env!("CARGO_BIN_EXE_rdmactl")), args)
+}
+
+/// --hosts and --switches print exactly what ibhosts and ibswitches print on the same
+/// fabric, base and enhanced port 0 alike. Compared as sorted lines: both tools list nodes
+/// in the order their NodeInfo answers came back with several MADs in flight (libibnetdisc
+/// prepends each node it finds to its type's list), so the order is the walk's timing, not
+/// a property of the fabric a script could rely on.
+#[test]
+fn hosts_and_switches_lists_equal_ibhosts_and_ibswitches() {
+    require_sim();
+    for (name, topology) in [
+        ("net.2sw2path4hca", example("net.2sw2path4hca")),
+        ("fat tree", fat_tree(2, 3, 4, |_, _| None)),
+    ] {
+        let mut sim = Sim::start(&topology);
+        sim.start_sm();
+        for (flag, reference) in [("--hosts", "ibhosts"), ("--switches", "ibswitches")] {
+            let sorted = |out: Output| -> Vec<String> {
+                assert!(out.status.success(), "{name} {flag}: {out:?}");
+                let mut lines: Vec<String> = String::from_utf8(out.stdout)
+                    .unwrap()
+                    .lines()
+                    .map(str::to_string)
+                    .collect();
+                lines.sort();
+                lines
+            };
+            let ours = sorted(rdmactl_in(&sim, &["subnet", flag]));
+            let theirs = sorted(sim.run(&tool(reference), &[]));
+            assert!(!theirs.is_empty(), "{name}: {reference} listed nothing");
+            assert_eq!(ours, theirs, "{name} {flag}");
+        }
+    }
+}
+
+/// What is neither `subnet -j` nor ibnetdiscover output is refused before the walk, exit 2,
+/// naming the file and the line; an empty file too. Real ibnetdiscover output still reads.
+#[test]
+fn a_baseline_that_is_no_topology_is_refused_with_its_line() {
+    require_sim();
+    let mut sim = Sim::start(&example("net.2sw2path4hca"));
+    sim.start_sm();
+    let dir = sim.dir.path();
+    let cases: [(&str, &[u8], &str); 5] = [
+        ("empty", b"", "the file is empty"),
+        (
+            "prose",
+            b"Fabric notes\nall cables checked\n",
+            "line 1: neither",
+        ),
+        ("garbage", b"\x00\x01\xfe\xff\n", "line 1: not text"),
+        ("truncated.json", b"{\n  \"nodes\": [\n", "line 2: not JSON"),
+        (
+            "other.json",
+            b"{\"devices\": []}",
+            "JSON without the \"nodes\" and \"links\"",
+        ),
+    ];
+    for (file, content, why) in cases {
+        let path = dir.join(file);
+        std::fs::write(&path, content).unwrap();
+        let out = rdmactl_in(&sim, &["subnet", "--baseline", path.to_str().unwrap()]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{file}: {stderr}");
+        assert!(out.stdout.is_empty(), "{file}: no report");
+        assert!(
+            stderr.contains(&format!("--baseline {}: {why}", path.display())),
+            "{file}: {stderr}"
+        );
+        assert!(stderr.contains("`ibnetdiscover`"), "{file}: {stderr}");
+    }
+    let reference = dir.join("ibnetdiscover.out");
+    std::fs::write(&reference, sim.run(&tool("ibnetdiscover"), &[]).stdout).unwrap();
+    let (j, code) = sim.subnet(&["--no-counters", "--baseline", reference.to_str().unwrap()]);
+    assert_eq!(code, 0, "{:#?}", j["findings"]);
+    assert_eq!(codes(&j), ["subnet-sm"], "nothing added, missing or moved");
+}
+
+/// A failed --topology or --svg write says "cannot write", the path, the OS error once and
+/// what to do; exit 5 (an operating-system call failed).
+#[test]
+fn a_failed_write_says_cannot_write_once() {
+    require_sim();
+    let mut sim = Sim::start(&example("net.1"));
+    sim.start_sm();
+    for flag in ["--topology", "--svg"] {
+        let path = sim.dir.path().join("no-such-dir").join("out");
+        let out = rdmactl_in(
+            &sim,
+            &["subnet", "--no-counters", flag, path.to_str().unwrap()],
+        );
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(5), "{stderr}");
+        let line = stderr
+            .lines()
+            .find(|l| l.starts_with("rdmactl: "))
+            .unwrap_or_else(|| panic!("{stderr}"));
+        assert_eq!(
+            line,
+            format!(
+                "rdmactl: cannot write {} ({flag}): No such file or directory (os error 2); \
+                 create its directory first, or give a path in one that exists",
+                path.display()
+            )
+        );
+    }
+}
+
+/// A 64-character node description in a finding's subject: with COLUMNS every line of the
+/// text report fits, no word of it lost; without, lines are whole; -j is never cut.
+#[test]
+fn the_text_report_fits_columns_with_a_long_node_description() {
+    require_sim();
+    let long = "node042 mlx5_0 HCA-1 rack 17 row 4 building B east datacenter";
+    let topology = example("net.2sw2path4hca").replace("\"Hca3\"", &format!("\"{long}\""));
+    let mut sim = Sim::start(&topology);
+    sim.start_sm();
+    sim.console("PerformanceSet \"Switch1\"[2] PortCounters.SymbolErrorCounter=77");
+    let text = |columns: Option<&str>| {
+        let mut c = sim.command(Path::new(env!("CARGO_BIN_EXE_rdmactl")));
+        c.arg("subnet").env_remove("COLUMNS");
+        if let Some(w) = columns {
+            c.env("COLUMNS", w);
+        }
+        let out = c.output().unwrap();
+        assert_eq!(out.status.code(), Some(1));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let whole = text(None);
+    let widest = whole.lines().map(|l| l.chars().count()).max().unwrap();
+    assert!(widest > 120, "the long subject widens a line: {whole}");
+    assert!(whole.contains(long), "{whole}");
+    for width in [80usize, 100] {
+        let narrow = text(Some(&width.to_string()));
+        for line in narrow.lines() {
+            assert!(line.chars().count() <= width, "{width}: {line:?}\n{narrow}");
+        }
+        let words = |t: &str| -> BTreeSet<String> {
+            t.split_whitespace()
+                .filter(|w| !w.contains("ms") && w.parse::<u64>().is_err())
+                .map(str::to_string)
+                .collect()
+        };
+        // The same words (timings aside), only wrapped.
+        let (a, b) = (words(&whole), words(&narrow));
+        let lost: Vec<&String> = a.difference(&b).collect();
+        assert!(lost.is_empty(), "{width}: {lost:?}\n{narrow}");
+    }
+    let (j, _) = sim.subnet(&[]);
+    assert!(j["nodes"].to_string().contains(long));
+}
+
+/// A 3×3 torus of switches, one host each: every switch is a leaf, so the ring links lie
+/// within one tier.
+fn ring_torus() -> String {
+    let sw = |r: usize, c: usize| format!("S-{:016x}", 0x7000 + r * 3 + c);
+    let host = |r: usize, c: usize| format!("H-{:016x}", 0x30_0000 + (r * 3 + c) * 4);
+    let mut out = String::new();
+    for r in 0..3 {
+        for c in 0..3 {
+            out.push_str(&format!(
+                "switchguid=0x{:x}\nSwitch\t8 \"{}\"\t# \"torus{r}{c}\" enhanced port 0 lid 0 lmc 0\n",
+                0x7000 + r * 3 + c,
+                sw(r, c)
+            ));
+            for (port, peer, peer_port) in [
+                (1, sw(r, (c + 1) % 3), 2),
+                (2, sw(r, (c + 2) % 3), 1),
+                (3, sw((r + 1) % 3, c), 4),
+                (4, sw((r + 2) % 3, c), 3),
+            ] {
+                out.push_str(&format!("[{port}]\t\"{peer}\"[{peer_port}]\n"));
+            }
+            out.push_str(&format!("[5]\t\"{}\"[1]\n\n", host(r, c)));
+        }
+    }
+    for r in 0..3 {
+        for c in 0..3 {
+            out.push_str(&format!(
+                "caguid=0x{:x}\nCa\t1 \"{}\"\t# \"h{r}{c} HCA-1\"\n[1]\t\"{}\"[5]\n\n",
+                0x30_0000 + (r * 3 + c) * 4,
+                host(r, c),
+                sw(r, c)
+            ));
+        }
+    }
+    out
+}
+
+/// The numbers of an SVG path's `d`.
+fn path_numbers(line: &str) -> Vec<f64> {
+    line.split("d=\"")
+        .nth(1)
+        .unwrap()
+        .split('"')
+        .next()
+        .unwrap()
+        .split_whitespace()
+        .filter_map(|w| w.parse().ok())
+        .collect()
+}
+
+/// --svg on a torus and on a fat tree with two cables between one leaf and one spine: one
+/// path per link, parallel ones included, no two alike, within the width bound; the ring's
+/// links bow out of their row, so its loops show.
+#[test]
+fn the_svg_draws_every_link_of_a_torus_and_of_parallel_cables() {
+    require_sim();
+    let leaf0 = format!("S-{:016x}", 0x6000);
+    let spine0 = format!("S-{:016x}", 0x5000);
+    // fat_tree(2, 3, 2): spine0's free port is 4, leaf0's is 5; cable them too.
+    let parallel = fat_tree(2, 3, 2, |_, _| None)
+        .replace(
+            "[1]\t\"S-0000000000006000\"[3]\t# \"leaf0\" lid 0 4xEDR\n",
+            &format!(
+                "[1]\t\"{leaf0}\"[3]\t# \"leaf0\" lid 0 4xEDR\n[4]\t\"{leaf0}\"[5]\t# \"leaf0\" lid 0 4xEDR\n"
+            ),
+        )
+        .replace(
+            "[3]\t\"S-0000000000005000\"[1]\t# \"spine0\" lid 0 4xEDR\n",
+            &format!(
+                "[3]\t\"{spine0}\"[1]\t# \"spine0\" lid 0 4xEDR\n[5]\t\"{spine0}\"[4]\t# \"spine0\" lid 0 4xEDR\n"
+            ),
+        );
+    for (name, topology, links) in [
+        ("torus", ring_torus(), 18 + 9),
+        ("parallel", parallel, 6 + 6 + 1),
+    ] {
+        let mut sim = Sim::start(&topology);
+        sim.start_sm();
+        let path = sim.dir.path().join("subnet.svg");
+        let (j, _) = sim.subnet(&["--no-counters", "--svg", path.to_str().unwrap()]);
+        assert_eq!(j["summary"]["links"], links, "{name}");
+        let reference = sim.run(&tool("ibnetdiscover"), &[]);
+        let (theirs, _) = ibnetdiscover_facts(&String::from_utf8_lossy(&reference.stdout));
+        assert_eq!(theirs.len(), links, "{name}: ibnetdiscover's count");
+        let svg = std::fs::read_to_string(&path).unwrap();
+        let drawn: Vec<&str> = svg.lines().filter(|l| l.starts_with("<path ")).collect();
+        assert_eq!(drawn.len(), links, "{name}: one path per link");
+        let ds: BTreeSet<String> = drawn
+            .iter()
+            .map(|l| format!("{:?}", path_numbers(l)))
+            .collect();
+        assert_eq!(ds.len(), links, "{name}: no two link paths alike");
+        let size: Vec<f64> = svg
+            .lines()
+            .next()
+            .unwrap()
+            .split('"')
+            .filter_map(|w| w.parse().ok())
+            .collect();
+        assert!(size[0] <= 3200.0 && size[1] <= 3200.0, "{name}: {size:?}");
+        // Switch-to-switch paths: bent off the straight line in the torus (one tier).
+        let bend = |v: &[f64]| {
+            let (ax, ay, cx, cy, bx, by) = (v[0], v[1], v[2], v[3], v[4], v[5]);
+            ((bx - ax) * (cy - ay) - (by - ay) * (cx - ax)).abs() / (bx - ax).hypot(by - ay)
+        };
+        let between_switches: Vec<&&str> = drawn
+            .iter()
+            .filter(|l| l.matches("switch &quot;").count() == 2)
+            .collect();
+        if name == "torus" {
+            assert_eq!(between_switches.len(), 18);
+            for l in &between_switches {
+                assert!(bend(&path_numbers(l)) > 10.0, "{l}");
+            }
+        } else {
+            let cables: Vec<&&&str> = between_switches
+                .iter()
+                .filter(|l| l.contains("&quot;leaf0&quot;") && l.contains("&quot;spine0&quot;"))
+                .collect();
+            assert_eq!(cables.len(), 2, "{cables:#?}");
+            assert!(cables
+                .iter()
+                .any(|l| l.contains("&quot;leaf0&quot; port 5")));
+            assert!(cables
+                .iter()
+                .any(|l| l.contains("&quot;leaf0&quot; port 3")));
+        }
+    }
+}
+
+/// A link down since the baseline shows both ends' port states in the text report, with a
+/// `subnet -j` baseline and with ibnetdiscover's. A switch-to-switch link and the second
+/// port of a two-port HCA (still reached through its first) are unlinked. The HCA's own
+/// end reads "not read": the walk reads a CA's PortInfo only on the port it reached the CA
+/// by (as libibnetdisc does), so only the switch end of that link has a state to show.
+#[test]
+fn a_link_down_since_the_baseline_shows_the_port_states_in_the_text() {
+    require_sim();
+    let mut sim = Sim::start(&example("net.2sw2path4hca2port"));
+    sim.start_sm();
+    let (before, _) = sim.subnet(&["--no-counters"]);
+    let json = sim.dir.path().join("baseline.json");
+    std::fs::write(&json, before.to_string()).unwrap();
+    let topo = sim.dir.path().join("baseline.topo");
+    std::fs::write(&topo, sim.run(&tool("ibnetdiscover"), &[]).stdout).unwrap();
+    sim.console("Unlink \"Switch1\"[5]");
+    sim.console("Unlink \"Hca1\"[2]");
+    for baseline in [&json, &topo] {
+        let out = rdmactl_in(
+            &sim,
+            &[
+                "subnet",
+                "--no-counters",
+                "--baseline",
+                baseline.to_str().unwrap(),
+            ],
+        );
+        assert_eq!(out.status.code(), Some(1));
+        let text = String::from_utf8(out.stdout).unwrap();
+        let downs = text.matches("subnet-link-down").count();
+        assert_eq!(downs, 2, "{baseline:?}:\n{text}");
+        for end in [
+            "\"Switch1\" port 5 is DOWN (POLLING)",
+            "\"Switch2\" port 5 is DOWN (POLLING)",
+            "\"Switch1\" port 2 is DOWN (POLLING)",
+        ] {
+            assert!(
+                text.contains(&format!("evidence: {end}")),
+                "{baseline:?}: {end}\n{text}"
+            );
+        }
     }
 }

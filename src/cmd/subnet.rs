@@ -68,21 +68,19 @@ pub fn run(ctx: &Ctx, args: &SubnetArgs) -> Result<u8> {
             })?;
     }
     if let Some(path) = &args.topology {
-        std::fs::write(path, render::ibnetdiscover(&subnet)).map_err(|source| Error::Io {
-            path: path.clone(),
-            source,
-        })?;
+        crate::output::write_file(path, "--topology", &render::ibnetdiscover(&subnet))?;
     }
     if args.hosts || args.switches {
-        crate::output::print(&render::node_list(&subnet, args.switches))?;
+        // No line at all when there is no such node, as ibhosts prints none.
+        let list = render::node_list(&subnet, args.switches);
+        if !list.is_empty() {
+            crate::output::print(&list)?;
+        }
         return Ok(exit::OK);
     }
     let findings = diagnose::subnet::judge(&subnet, baseline.as_ref());
     if let Some(path) = &args.svg {
-        std::fs::write(path, render::svg(&subnet, &findings)).map_err(|source| Error::Io {
-            path: path.clone(),
-            source,
-        })?;
+        crate::output::write_file(path, "--svg", &render::svg(&subnet, &findings))?;
     }
     let text = if ctx.json {
         crate::output::json(&render::report(&subnet, &port.device, port.port, &findings))

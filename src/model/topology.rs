@@ -230,22 +230,79 @@ pub struct TopologyBaseline {
     pub links: Vec<Link>,
 }
 
-/// Parses ibnetdiscover output (and ibsim's topology files that use its GUID ids). Node
-/// headers are `Switch N "S-<guid>" # "desc" ... lid L`, `Ca N "H-<guid>" # "desc"`; port
-/// lines `[p] "X-<guid>"[q] ... # lid L`. Lines it does not know are skipped; a node id
-/// that is not a GUID is an error naming the line.
-pub fn parse_ibnetdiscover(text: &str) -> Result<TopologyBaseline, String> {
+/// Why a topology file was refused: the line (1-based) and its text, and what was wrong.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TopologyParseError {
+    pub line: usize,
+    pub text: String,
+    pub why: String,
+}
+
+impl std::fmt::Display for TopologyParseError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "line {}: {}: {}",
+            self.line,
+            self.why,
+            shorten(&self.text)
+        )
+    }
+}
+
+/// A line quoted in an error: whole up to 60 characters (an ibnetdiscover port line fits),
+/// else its start and `…`; a binary file's line could be any length.
+pub fn shorten(text: &str) -> String {
+    const MAX: usize = 60;
+    let text = text.trim_end();
+    if text.chars().count() <= MAX {
+        format!("{text:?}")
+    } else {
+        let kept: String = text.chars().take(MAX - 1).collect();
+        format!("{:?}", format!("{kept}…"))
+    }
+}
+
+/// The `key=0x...` lines ibnetdiscover writes above each node header.
+const ID_KEYS: [&str; 6] = [
+    "vendid=",
+    "devid=",
+    "sysimgguid=",
+    "switchguid=",
+    "caguid=",
+    "rtguid=",
+];
+
+/// Parses ibnetdiscover output (and ibsim's topology files that use its GUID ids, whose CA
+/// headers say `Hca`). Node headers are `Switch N "S-<guid>" # "desc" ... lid L`,
+/// `Ca N "H-<guid>" # "desc"`, `Rt N "R-<guid>" ...`; port lines `[p] "X-<guid>"[q] ... #
+/// lid L`; comments, blank lines, the `vendid=`/`devid=`/`sysimgguid=`/`switchguid=`/
+/// `caguid=`/`rtguid=` lines and `ibwarn:` lines (stderr captured with it) are skipped.
+/// Any other line refuses the whole file, naming it: a file that is not a topology (prose,
+/// another tool's output) would otherwise read as an empty subnet, every node "added". A
+/// file with no node at all is refused too.
+pub fn parse_ibnetdiscover(text: &str) -> Result<TopologyBaseline, TopologyParseError> {
     let mut out = TopologyBaseline::default();
     let mut current: Option<u64> = None;
     for (no, raw) in text.lines().enumerate() {
         let line = raw.trim();
-        let lineno = no + 1;
-        let is_switch = line.starts_with("Switch");
-        if is_switch || line.starts_with("Ca") || line.starts_with("Rt") {
-            let id = quoted(line, 0).ok_or(format!("line {lineno}: no quoted node id"))?;
-            let guid = id_guid(&id).ok_or(format!(
-                "line {lineno}: node id {id:?} is not S-<guid> or H-<guid>"
-            ))?;
+        let refuse = |why: String| TopologyParseError {
+            line: no + 1,
+            text: raw.to_string(),
+            why,
+        };
+        let header = ["Switch", "Ca", "Hca", "Rt"].into_iter().find(|h| {
+            line.strip_prefix(h)
+                .is_some_and(|r| r.starts_with([' ', '\t']))
+        });
+        if let Some(kind) = header {
+            let id = quoted(line, 0)
+                .ok_or_else(|| refuse("a node header without a quoted node id".into()))?;
+            let guid = id_guid(&id).ok_or_else(|| {
+                refuse(format!(
+                    "node id {id:?} is not S-<guid>, H-<guid> or R-<guid>"
+                ))
+            })?;
             let comment = line.split_once('#').map(|c| c.1).unwrap_or("");
             let desc = quoted(comment, 0).unwrap_or_default();
             let lid = comment
@@ -254,21 +311,23 @@ pub fn parse_ibnetdiscover(text: &str) -> Result<TopologyBaseline, String> {
                 .nth(1)
                 .and_then(|l| l.parse().ok())
                 .unwrap_or(0);
-            out.nodes.insert(guid, (is_switch, desc, lid));
+            out.nodes.insert(guid, (kind == "Switch", desc, lid));
             current = Some(guid);
         } else if line.starts_with('[') {
-            let Some(me) = current else { continue };
-            let Some(port) = bracket_num(line) else {
-                continue;
+            let Some(me) = current else {
+                return Err(refuse(
+                    "a port line before any Switch, Ca or Rt header".into(),
+                ));
             };
-            let Some(id) = quoted(line, 0) else { continue };
-            let Some(peer) = id_guid(&id) else {
-                return Err(format!("line {lineno}: peer id {id:?} is not a GUID id"));
-            };
+            let port =
+                bracket_num(line).ok_or_else(|| refuse("a port line without [port]".into()))?;
+            let id = quoted(line, 0)
+                .ok_or_else(|| refuse("a port line without its peer's quoted id".into()))?;
+            let peer =
+                id_guid(&id).ok_or_else(|| refuse(format!("peer id {id:?} is not a GUID id")))?;
             let after = &line[line.find(&id).map(|i| i + id.len() + 1).unwrap_or(0)..];
-            let Some(peer_port) = bracket_num(after) else {
-                continue;
-            };
+            let peer_port = bracket_num(after)
+                .ok_or_else(|| refuse("a port line without the peer's [port]".into()))?;
             let link = Link::new(
                 End { guid: me, port },
                 End {
@@ -279,9 +338,33 @@ pub fn parse_ibnetdiscover(text: &str) -> Result<TopologyBaseline, String> {
             if !out.links.contains(&link) {
                 out.links.push(link);
             }
+            // A CA's header has no LID; its port lines start their comment with their own
+            // (`# lid 4 lmc 0 "peer" lid 3 4xSDR`), and a CA's LID is its first port's.
+            if let Some((false, _, lid @ 0)) = out.nodes.get_mut(&me) {
+                let mut words = line.split_once('#').map_or("", |c| c.1).split_whitespace();
+                if words.next() == Some("lid") {
+                    *lid = words.next().and_then(|l| l.parse().ok()).unwrap_or(0);
+                }
+            }
         } else if line.is_empty() {
             current = None;
+        } else if !(line.starts_with('#')
+            || line.starts_with("ibwarn:")
+            || ID_KEYS.iter().any(|k| line.starts_with(k)))
+        {
+            return Err(refuse(
+                "neither ibnetdiscover's topology nor ibsim's (expected a Switch/Ca/Rt header, \
+                 a [port] line, a key=value line or a # comment)"
+                    .into(),
+            ));
         }
+    }
+    if out.nodes.is_empty() {
+        return Err(TopologyParseError {
+            line: text.lines().count(),
+            text: text.lines().last().unwrap_or("").to_string(),
+            why: "no Switch, Ca or Rt header in the whole file (the last line follows)".into(),
+        });
     }
     out.links.sort();
     Ok(out)
@@ -332,7 +415,8 @@ Switch	8 "S-0000000000200000"		# "Switch1" base port 0 lid 1 lmc 0
         let b = parse_ibnetdiscover(SAMPLE).unwrap();
         assert_eq!(b.nodes.len(), 3);
         assert_eq!(b.nodes[&0x200001], (true, "Switch2".to_string(), 3));
-        assert_eq!(b.nodes[&0x100003], (false, "Hca2".to_string(), 0));
+        // A CA's LID is on its port line, as ibnetdiscover writes it.
+        assert_eq!(b.nodes[&0x100003], (false, "Hca2".to_string(), 4));
         assert_eq!(b.links.len(), 2, "each link is listed from both ends once");
         assert!(b.links.contains(&Link::new(
             End {
@@ -349,7 +433,56 @@ Switch	8 "S-0000000000200000"		# "Switch1" base port 0 lid 1 lmc 0
     #[test]
     fn a_node_id_that_is_not_a_guid_is_an_error_with_its_line() {
         let err = parse_ibnetdiscover("Switch 8 \"Switch1\"\n[1] \"Hca1\"[1]\n").unwrap_err();
-        assert!(err.contains("line 1"), "{err}");
+        assert_eq!((err.line, err.text.as_str()), (1, "Switch 8 \"Switch1\""));
+        assert!(
+            err.to_string().starts_with("line 1: node id \"Switch1\""),
+            "{err}"
+        );
+    }
+
+    /// Real ibnetdiscover output, its key=value lines, comments and all; and an ibsim
+    /// topology file with GUID ids, whose CAs are `Hca`.
+    #[test]
+    fn ibnetdiscover_and_ibsim_files_with_guid_ids_are_read() {
+        let real = format!(
+            "#\n# Topology file: generated on Mon Jan  1 00:00:00 2024\n#\n# Initiated from node \
+             0000000000200000 port 0000000000200000\n\nvendid=0x2c9\ndevid=0xb924\n\
+             sysimgguid=0x200000\n{SAMPLE}"
+        );
+        assert_eq!(
+            parse_ibnetdiscover(&real).unwrap(),
+            parse_ibnetdiscover(SAMPLE).unwrap()
+        );
+        let ibsim = "Switch\t8 \"S-0000000000200000\"\t# \"sw\" enhanced port 0 lid 0 lmc 0\n\
+                     [1]\t\"H-0000000000100000\"[1]\n\n\
+                     Hca\t1 \"H-0000000000100000\"\n[1]\t\"S-0000000000200000\"[1]\n";
+        let b = parse_ibnetdiscover(ibsim).unwrap();
+        assert!(!b.nodes[&0x100000].0, "an Hca is not a switch");
+        assert_eq!(b.links.len(), 1);
+    }
+
+    /// What is not a topology is refused with its line, never read as an empty subnet.
+    #[test]
+    fn prose_garbage_and_empty_text_are_refused_with_the_line() {
+        let prose = "Dear admin,\nhere is the fabric as of Monday.\n";
+        let err = parse_ibnetdiscover(prose).unwrap_err();
+        assert_eq!(err.line, 1);
+        assert!(err.to_string().contains("\"Dear admin,\""), "{err}");
+        // A good record, then a line of something else.
+        let err = parse_ibnetdiscover(&format!("{SAMPLE}\nrandom words here\n")).unwrap_err();
+        assert_eq!(err.line, SAMPLE.lines().count() + 2, "{err}");
+        // A port line with no header above it, as the JSON of `ports -j` starts.
+        let err = parse_ibnetdiscover("[\n  {\"device\": \"rxe0\"}\n]\n").unwrap_err();
+        assert_eq!(err.line, 1);
+        assert!(err.why.contains("before any Switch"), "{err}");
+        // Only comments: no node at all.
+        let err = parse_ibnetdiscover("# nothing\n#\n").unwrap_err();
+        assert!(err.why.contains("no Switch, Ca or Rt header"), "{err}");
+        // A long line is quoted shortened.
+        let long = "x".repeat(500);
+        let err = parse_ibnetdiscover(&long).unwrap_err();
+        assert!(err.to_string().chars().count() < 200, "{err}");
+        assert!(err.to_string().ends_with("…\""), "{err}");
     }
 
     #[test]

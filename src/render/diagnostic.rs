@@ -44,6 +44,15 @@ pub fn lines(diagnostics: &[Diagnostic], style: Style, evidence: Evidence) -> St
 }
 
 /// The finding lines at `indent`; related diagnostics go beneath their cause, indented.
+///
+/// With a width (COLUMNS, or the terminal's) every line fits it, so one long subject (a
+/// 64-character node description in a link's name) cannot widen every line. When the
+/// widest subject leaves the message too little room beside it, the message moves to its
+/// own line under the finding line (as the evidence does) and the subject gets the rest of
+/// the line, wrapping under itself where even that is too narrow: a link's subject names
+/// both ends, and a `+` cut as a table cuts a cell would lose the far one. The message,
+/// evidence and fix are prose and wrap at words under where they start, so no word is lost.
+/// Without a width (a pipe) every line is whole.
 fn block(
     out: &mut String,
     diagnostics: &[Diagnostic],
@@ -51,29 +60,89 @@ fn block(
     evidence: Evidence,
     indent: &str,
 ) {
+    /// The least room a message keeps beside the subject before it moves beneath.
+    const MESSAGE_MIN: usize = 30;
     let code_width = diagnostics.iter().map(|d| d.code.len()).max().unwrap_or(0);
     let labels: Vec<String> = diagnostics.iter().map(Diagnostic::label).collect();
-    let subject_width = labels.iter().map(String::len).max().unwrap_or(0);
+    let subject_width = labels.iter().map(|l| l.chars().count()).max().unwrap_or(0);
+    // Severity (4) and the gaps before the code and the subject.
+    let before_subject = indent.chars().count() + 4 + 2 + code_width + 2;
+    let below = format!("{indent}        ");
+    let stacked = style
+        .width
+        .is_some_and(|limit| before_subject + subject_width + 2 + MESSAGE_MIN > limit);
     for (d, label) in diagnostics.iter().zip(&labels) {
-        out.push_str(indent);
-        out.push_str(&severity_label(d.severity, style));
-        out.push_str(&format!("  {:<code_width$}", d.code.as_str()));
-        if subject_width > 0 {
-            out.push_str(&format!("  {label:<subject_width$}"));
+        let mut head = format!(
+            "{indent}{}  {:<code_width$}",
+            severity_label(d.severity, style),
+            d.code.as_str()
+        );
+        if stacked {
+            if subject_width > 0 {
+                head.push_str(&format!("  {label}"));
+            }
+            out.push_str(&wrapped(head.trim_end(), style.width, before_subject));
+            out.push_str(&wrapped(
+                &format!("{below}{}", d.message),
+                style.width,
+                below.len(),
+            ));
+        } else {
+            if subject_width > 0 {
+                head.push_str(&format!("  {label:<subject_width$}"));
+            }
+            head.push_str("  ");
+            let at = before_subject
+                + if subject_width > 0 {
+                    subject_width + 2
+                } else {
+                    0
+                };
+            let message = wrapped(&format!("{}{}", " ".repeat(at), d.message), style.width, at);
+            out.push_str(&head);
+            out.push_str(message.trim_start());
         }
-        out.push_str(&format!("  {}\n", d.message));
+        let detail = |label: &str, text: &str| {
+            let first = format!("{below}{label}: ");
+            wrapped(
+                &format!("{first}{text}"),
+                style.width,
+                first.chars().count(),
+            )
+        };
         if evidence == Evidence::All || d.severity != Severity::Ok {
             for line in &d.evidence {
-                out.push_str(&format!("{indent}        evidence: {line}\n"));
+                out.push_str(&detail("evidence", &line.to_string()));
             }
         }
         if let Some(fix) = d.fix.as_deref().filter(|f| !f.is_empty()) {
-            out.push_str(&format!("{indent}        fix: {fix}\n"));
+            out.push_str(&detail("fix", fix));
         }
         if !d.related.is_empty() {
             block(out, &d.related, style, evidence, &format!("{indent}      "));
         }
     }
+}
+
+/// `text` (its own leading spaces included) as lines of at most `width` characters, the
+/// lines after the first indented by `hang`; whole on one line without a width, or where
+/// the width leaves the hang no room. Ends with a newline.
+pub fn wrapped(text: &str, width: Option<usize>, hang: usize) -> String {
+    let Some(width) = width.filter(|w| *w >= hang + 20) else {
+        return format!("{text}\n");
+    };
+    let hang = " ".repeat(hang);
+    // Never at a hyphen: a flag (`--reset-counters`) or a code split there could not be
+    // copied back whole.
+    let options = textwrap::Options::new(width)
+        .subsequent_indent(&hang)
+        .word_splitter(textwrap::WordSplitter::NoHyphenation);
+    let mut out = String::new();
+    for line in textwrap::wrap(text, options) {
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
 }
 
 /// `5 ok, 1 warning(s), 0 failure(s)` (informational findings counted only when present).
