@@ -606,11 +606,11 @@ fn a_moved_cable_and_a_changed_lid_since_the_baseline_are_named() {
     assert_eq!(moved.len(), 1, "{:#?}", j["findings"]);
     let evidence = moved[0]["evidence"].to_string();
     assert!(
-        evidence.contains("then: \\\"Hca1\\\" port 1 ↔ \\\"Switch1\\\" port 1"),
+        evidence.contains("then: \\\"Hca1\\\" port 1 ↔ switch \\\"Switch1\\\" port 1"),
         "{evidence}"
     );
     assert!(
-        evidence.contains("now: \\\"Hca1\\\" port 1 ↔ \\\"Switch1\\\" port 4"),
+        evidence.contains("now: \\\"Hca1\\\" port 1 ↔ switch \\\"Switch1\\\" port 4"),
         "{evidence}"
     );
     let lid = findings(&j, "subnet-lid-changed");
@@ -1964,9 +1964,9 @@ fn a_link_down_since_the_baseline_shows_the_port_states_in_the_text() {
         let downs = text.matches("subnet-link-down").count();
         assert_eq!(downs, 2, "{baseline:?}:\n{text}");
         for end in [
-            "\"Switch1\" port 5 is DOWN (POLLING)",
-            "\"Switch2\" port 5 is DOWN (POLLING)",
-            "\"Switch1\" port 2 is DOWN (POLLING)",
+            "switch \"Switch1\" port 5 is DOWN (POLLING)",
+            "switch \"Switch2\" port 5 is DOWN (POLLING)",
+            "switch \"Switch1\" port 2 is DOWN (POLLING)",
         ] {
             assert!(
                 text.contains(&format!("evidence: {end}")),

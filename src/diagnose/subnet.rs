@@ -1293,7 +1293,22 @@ pub fn compare(s: &Subnet, b: &TopologyBaseline) -> Vec<Diagnostic> {
             _ => guid_text(guid),
         }
     };
-    let end_text = |e: End| format!("{} port {}", name(e.guid), e.port);
+    // Ends read as `Subnet::end_name` writes them ("switch \"leaf1\" port 4"), so a link
+    // has one name in every finding and the SVG; a node that is gone is a switch or not as
+    // the baseline says.
+    let is_switch = |guid: u64| match (s.node(guid), b.nodes.get(&guid)) {
+        (Some(n), _) => n.is_switch(),
+        (None, Some((sw, _, _))) => *sw,
+        _ => false,
+    };
+    let end_text = |e: End| {
+        format!(
+            "{}{} port {}",
+            if is_switch(e.guid) { "switch " } else { "" },
+            name(e.guid),
+            e.port
+        )
+    };
     for (guid, (is_switch, _, lid)) in &b.nodes {
         match s.node(*guid) {
             None => {
