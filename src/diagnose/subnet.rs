@@ -1098,22 +1098,26 @@ fn upstream(
 ) -> (Vec<String>, String) {
     let mut evidence = Vec::new();
     let mut origins: Vec<&Reading> = Vec::new();
+    // Whether an origin is on the sending node itself (its inbound ports), or only found
+    // elsewhere in the walk, where the path is not known to pass.
+    let mut on_sender = true;
     for r in group {
         let sender = if r.end == link.a { link.b } else { link.a };
         // Errors on the sending node's other ports: the links that feed it.
-        let mut near: Vec<&Reading> = physical
+        let near: Vec<&Reading> = physical
             .iter()
             .filter(|p| p.end.guid == sender.guid && p.end != sender)
             .collect();
-        // Errors on the far side of those links count too (the receiver of a feeding link
-        // counts them, on this node or its peer).
-        if near.is_empty() {
-            near = physical
+        let found: Vec<&Reading> = if near.is_empty() {
+            on_sender = false;
+            physical
                 .iter()
                 .filter(|p| p.end.guid != r.end.guid)
-                .collect();
-        }
-        for p in near {
+                .collect()
+        } else {
+            near
+        };
+        for p in found {
             if !origins
                 .iter()
                 .any(|o| o.end == p.end && o.rule.counter == p.rule.counter)
@@ -1136,17 +1140,25 @@ fn upstream(
                 .into(),
         );
     }
+    let label = if on_sender {
+        "upstream"
+    } else {
+        "not on the sending node's ports; elsewhere in the walk"
+    };
     for o in origins.iter().take(5) {
-        evidence.push(format!("upstream: {}", reading_line(s, o)));
+        evidence.push(format!("{label}: {}", reading_line(s, o)));
     }
-    let first = origins[0].end;
-    (
-        evidence,
+    let first = s.end_name(origins[0].end);
+    let fix = if on_sender {
+        format!("repair the link at {first} (its own link-errors finding); this link needs nothing")
+    } else {
         format!(
-            "repair the link at {} (its own link-errors finding); this link needs nothing",
-            s.end_name(first)
-        ),
-    )
+            "follow the packets' path upstream from the sending node (the forwarding tables \
+             say which ports feed it); the nearest physical errors found are at {first}, \
+             which may or may not be on that path; this link needs nothing"
+        )
+    };
+    (evidence, fix)
 }
 
 /// Link ends whose counters were not asked for, and why.
@@ -2062,8 +2074,21 @@ mod tests {
         let up = of(&f, "subnet-link-errors");
         assert_eq!(up.len(), 1);
         assert!(up[0].label().starts_with("switch \"leaf1\" port 1 ↔"));
-        // Nothing upstream read: said so, no guess.
+        // Errors only on a port that does not feed the sending node: named, not claimed.
         s.nodes[0].ports[1].counters = None;
+        s.nodes[1].ports[1].counters = Some(vec![("symbol_error", 500, 16)]);
+        let f = judge(&s, None);
+        let r = of(&f, "subnet-remote-physical-errors");
+        assert!(r[0].evidence.iter().any(|e| e.text.starts_with(
+            "not on the sending node's ports; elsewhere in the walk: switch \"spine1\" port 1"
+        )));
+        assert!(r[0].fix_text().contains("may or may not be on that path"));
+        assert!(!r[0]
+            .evidence
+            .iter()
+            .any(|e| e.text.starts_with("upstream:")));
+        // Nothing upstream read: said so, no guess.
+        s.nodes[1].ports[1].counters = None;
         let f = judge(&s, None);
         let r = of(&f, "subnet-remote-physical-errors");
         assert!(r[0].evidence.iter().any(|e| e
