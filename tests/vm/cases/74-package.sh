@@ -1,0 +1,56 @@
+# The packages (issue 28): scripts/package's .deb installed with dpkg -i in the guest, then
+# the installed rdmactl, its man page and its bash completion used from the installed
+# paths; the .rpm's file list read with rpm -qpl. The guest's root is the host's, read-only
+# over 9p, so /usr, /etc and dpkg's state get tmpfs overlays for the install: dpkg itself
+# runs unchanged. tests/vm/run builds both packages when this case is picked.
+# vm-timeout: 240
+
+deb=$(ls "$SHARE"/pkg/rdmactl_*.deb 2>/dev/null | head -1)
+rpm=$(ls "$SHARE"/pkg/rdmactl-*.rpm 2>/dev/null | head -1)
+check "tests/vm/run put a .deb on the share" test -s "$deb"
+check "and an .rpm" test -s "$rpm"
+
+# --- the .rpm's contents
+for path in /usr/bin/rdmactl /usr/share/man/man1/rdmactl.1 /usr/share/man/man1/rdmactl-doctor.1 \
+    /usr/share/bash-completion/completions/rdmactl /usr/share/zsh/site-functions/_rdmactl \
+    /usr/share/fish/vendor_completions.d/rdmactl.fish /usr/share/doc/rdmactl/failures.md; do
+    expect_out "the rpm holds $path" "^${path}(\\.gz)?\$" rpm -qpl "$rpm"
+done
+expect_out "the rpm says what it is" '^Name *: rdmactl' rpm -qpi "$rpm"
+
+# --- dpkg -i onto overlays of the read-only root
+overlays=()
+mount_overlay() { # DIR: a tmpfs upper layer over DIR
+    local d=$1 o=/tmp/overlay$1
+    mkdir -p "$o/up" "$o/work"
+    mount -t overlay overlay -o "lowerdir=$d,upperdir=$o/up,workdir=$o/work" "$d" && overlays+=("$d")
+}
+modprobe overlay 2>/dev/null
+for d in /usr /etc /var/lib /var/cache /var/log; do
+    check "an overlay over $d" mount_overlay "$d"
+done
+expect_out "the .deb's control names its recommends" '^ Recommends: libibverbs1' dpkg-deb -I "$deb"
+check "dpkg -i installs the .deb" dpkg -i "$deb"
+expect_out "dpkg says it is installed" '^Status: install ok installed' dpkg -s rdmactl
+expect_out "dpkg -L lists the binary" '^/usr/bin/rdmactl$' dpkg -L rdmactl
+expect_out "dpkg -L lists the gzipped man page" '^/usr/share/man/man1/rdmactl\.1\.gz$' dpkg -L rdmactl
+check "the installed binary is the one on PATH" test "$(command -v rdmactl)" = /usr/bin/rdmactl
+expect_rc 0 "the installed rdmactl runs doctor on the healthy host" /usr/bin/rdmactl doctor
+expect_out "the installed rdmactl lists rxe0" '^rxe0 ' /usr/bin/rdmactl devices
+expect_out "man rdmactl reads the installed page" 'RDMA' env MANPAGER=cat man rdmactl
+expect_out "man rdmactl-doctor reads the installed page" 'rdmactl doctor' env MANPAGER=cat man rdmactl-doctor
+# bash-completion loads the installed completion on demand, as an interactive shell does.
+complete_words() { # words...: what the installed completion offers for the last word
+    bash -c '
+        source /usr/share/bash-completion/bash_completion
+        _comp_load rdmactl 2>/dev/null || _completion_loader rdmactl
+        COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); COMP_LINE="$*"; COMP_POINT=${#COMP_LINE}
+        $(complete -p rdmactl | sed "s/.*-F \([^ ]*\).*/\1/") rdmactl "${@: -1}" "${@: -2:1}"
+        printf "%s\n" "${COMPREPLY[@]}"' complete "$@"
+}
+expect_out "bash completion from the installed file offers subcommands" '^doctor$' complete_words rdmactl do
+expect_out "and the devices of this host" '^rxe0$' complete_words rdmactl ports rx
+check "dpkg -r removes it" dpkg -r rdmactl
+check "the binary is gone" test ! -e /usr/bin/rdmactl
+
+for ((i = ${#overlays[@]} - 1; i >= 0; i--)); do umount -l "${overlays[$i]}"; done
