@@ -11,13 +11,13 @@ use crate::error::{Error, Result};
 const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 
 /// A listening endpoint, bound (so a port 0 has its real number) but not yet serving.
-pub struct Endpoint {
+pub struct MetricsEndpoint {
     server: tiny_http::Server,
 }
 
-impl Endpoint {
+impl MetricsEndpoint {
     /// Binds `addr` (`HOST:PORT`, `[V6]:PORT`; `:PORT` is every IPv4 address).
-    pub fn bind(addr: &str) -> Result<Endpoint> {
+    pub fn bind(addr: &str) -> Result<MetricsEndpoint> {
         let addr = match addr.strip_prefix(':') {
             Some(port) => format!("0.0.0.0:{port}"),
             None => addr.to_string(),
@@ -28,7 +28,7 @@ impl Endpoint {
                  who holds it) or an address of this host"
             ))
         })?;
-        Ok(Endpoint { server })
+        Ok(MetricsEndpoint { server })
     }
 
     /// The address actually bound.

@@ -30,7 +30,7 @@ pub fn run(ctx: &Ctx, args: &ExporterArgs) -> Result<u8> {
         write_atomic(dir, &render::exposition(&facts, &findings))?;
         return Ok(exit::OK);
     }
-    let endpoint = crate::serve::Endpoint::bind(&args.listen)?;
+    let endpoint = crate::serve::MetricsEndpoint::bind(&args.listen)?;
     let shown = endpoint
         .local_addr()
         .map_or_else(|| args.listen.clone(), |a| a.to_string());

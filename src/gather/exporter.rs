@@ -95,3 +95,50 @@ fn merge(into: &mut Option<DoctorFacts>, one: DoctorFacts) {
         (Some(_), None) => {}
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fs;
+    use std::path::Path;
+
+    fn write(root: &Path, rel: &str, text: &str) {
+        let p = root.join(rel);
+        fs::create_dir_all(p.parent().unwrap()).unwrap();
+        fs::write(p, text).unwrap();
+    }
+
+    /// A counters/ file that reads "N/A (no PMA)" among ones with numbers is skipped and
+    /// counted, not a scrape error; a file that cannot be read at all is one, of its
+    /// device alone.
+    #[test]
+    fn no_pma_files_are_counted_and_unreadable_ones_are_errors() {
+        let t = tempfile::tempdir().unwrap();
+        for dev in ["mlx5_0", "mlx5_1"] {
+            let p = format!("class/infiniband/{dev}/ports/1");
+            write(t.path(), &format!("{p}/state"), "4: ACTIVE\n");
+            write(t.path(), &format!("{p}/counters/symbol_error"), "0\n");
+            write(
+                t.path(),
+                &format!("{p}/counters/port_xmit_wait"),
+                "N/A (no PMA)\n",
+            );
+        }
+        fs::create_dir_all(
+            t.path()
+                .join("class/infiniband/mlx5_1/ports/1/counters/link_downed"),
+        )
+        .unwrap();
+        let ctx = Ctx {
+            sysfs: t.path().to_path_buf(),
+            ..Ctx::fixture("no-devices")
+        };
+        let facts = scrape(&ctx).unwrap();
+        let good = &facts.devices["mlx5_0"];
+        assert!(good.errors.is_empty(), "{:?}", good.errors);
+        assert_eq!(good.no_pma.get(&1), Some(&1));
+        let bad = &facts.devices["mlx5_1"];
+        assert_eq!(bad.errors.len(), 1, "{:?}", bad.errors);
+        assert!(bad.errors[0].contains("link_downed"), "{:?}", bad.errors);
+    }
+}

@@ -393,7 +393,7 @@ fn counter_family(c: &Counter) -> (String, SeriesKind, String) {
     let meaning = c.meaning.map_or_else(
         || {
             format!(
-                "{}/{}: a counter rdmactl has no meaning for",
+                "{}/{}: a driver statistic rdmactl has no meaning for",
                 c.source.dir(),
                 c.name
             )
