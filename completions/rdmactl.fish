@@ -44,6 +44,7 @@ complete -c rdmactl -n "__fish_rdmactl_needs_command" -f -a "doctor" -d 'Check t
 complete -c rdmactl -n "__fish_rdmactl_needs_command" -f -a "counters" -d 'Port counters (counters/ and hw_counters/) grouped by what they indicate; --interval for wrap-aware deltas and rates'
 complete -c rdmactl -n "__fish_rdmactl_needs_command" -f -a "fabric" -d 'All-pairs RC test over many hosts, one process per endpoint started by srun, mpirun or pdsh: configuration drift, a latency/bandwidth matrix, and the endpoint or link to blame, explained'
 complete -c rdmactl -n "__fish_rdmactl_needs_command" -f -a "subnet" -d 'InfiniBand subnet discovery and diagnosis from this host (MADs): nodes, links, subnet manager, degraded links, error counters, changes since a baseline'
+complete -c rdmactl -n "__fish_rdmactl_needs_command" -f -a "exporter" -d 'Prometheus exporter: every port\'s state, configuration and counters, and doctor\'s findings as series; serves /metrics, or writes one file for node_exporter\'s textfile collector'
 complete -c rdmactl -n "__fish_rdmactl_needs_command" -f -a "explain" -d 'Print what a diagnostic code means: when it fires, the cause, what it shows as evidence and the fix (the catalogue of docs/failures.md); with no code, list them all'
 complete -c rdmactl -n "__fish_rdmactl_needs_command" -f -a "generate" -d 'Write man pages and shell completions (for packagers)'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand devices" -l color -d 'When to colour the output (`auto`: a terminal, unless NO_COLOR is set or TERM=dumb)' -r -f -a "auto\t''
@@ -257,6 +258,15 @@ complete -c rdmactl -n "__fish_rdmactl_using_subcommand subnet" -l switches -d '
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand subnet" -l reset-counters -d 'After the report, clear the PMA counters of every link end (a PMA Set; nothing is ever set without this flag)'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand subnet" -s h -l help -d 'Print help'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand subnet" -s V -l version -d 'Print version'
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand exporter" -l color -d 'When to colour the output (`auto`: a terminal, unless NO_COLOR is set or TERM=dumb)' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand exporter" -l sysfs -d 'Read sysfs from DIR instead of /sys (a captured tree); verbs queries are skipped. pingpong and selftest refuse it: they run on this host\'s devices' -r -F
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand exporter" -l listen -d 'Serve /metrics on ADDR (HOST:PORT, [V6]:PORT, or :PORT for every IPv4 address)' -r
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand exporter" -l textfile -d 'Write DIR/rdmactl.prom once (a temporary file renamed over it) and exit, for node_exporter\'s textfile collector (--collector.textfile.directory)' -r -F
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand exporter" -s j -l json -d 'Print JSON instead of a table'
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand exporter" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand exporter" -s V -l version -d 'Print version'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand explain" -l color -d 'When to colour the output (`auto`: a terminal, unless NO_COLOR is set or TERM=dumb)' -r -f -a "auto\t''
 always\t''
 never\t''"

@@ -127,6 +127,11 @@ pub enum Command {
     /// InfiniBand subnet discovery and diagnosis from this host (MADs): nodes, links, subnet
     /// manager, degraded links, error counters, changes since a baseline
     Subnet(SubnetArgs),
+    /// Prometheus exporter: every port's state, configuration and counters, and doctor's
+    /// findings as series; serves /metrics, or writes one file for node_exporter's textfile
+    /// collector
+    #[command(after_long_help = EXPORTER_HELP)]
+    Exporter(ExporterArgs),
     /// Print what a diagnostic code means: when it fires, the cause, what it shows as
     /// evidence and the fix (the catalogue of docs/failures.md); with no code, list them all
     Explain(ExplainArgs),
@@ -641,6 +646,31 @@ pub struct DoctorArgs {
     /// Only this device
     #[arg(short = 'd', long = "ib-dev", value_name = "DEV")]
     pub device: Option<String>,
+}
+
+const EXPORTER_HELP: &str = "\
+Series: rdmactl_port_info, rdmactl_port_state, rate, width, MTUs, LID, GID counts, every \
+counter of counters/ and hw_counters/ (rdmactl_pma_*, rdmactl_hw_*), \
+rdmactl_finding{code,severity,device,port} from doctor's rules (rdmactl explain CODE), \
+rdmactl_scrape_error{device}. docs/exporter.md lists them all.
+
+Examples:
+  rdmactl exporter                          serve http://0.0.0.0:10078/metrics
+  rdmactl exporter --listen 127.0.0.1:9999
+  rdmactl exporter --textfile /var/lib/prometheus/node-exporter   (cron: writes rdmactl.prom)";
+
+#[derive(Debug, Args)]
+pub struct ExporterArgs {
+    /// Serve /metrics on ADDR (HOST:PORT, [V6]:PORT, or :PORT for every IPv4 address)
+    // The default port: Prometheus' list of exporter ports filled 9100-9999 by 2023 and
+    // later exporters took ports above 10000; 10078 is not registered there
+    // (docs/exporter.md says so), so a host that runs something on it gives --listen.
+    #[arg(long, value_name = "ADDR", default_value = ":10078")]
+    pub listen: String,
+    /// Write DIR/rdmactl.prom once (a temporary file renamed over it) and exit, for
+    /// node_exporter's textfile collector (--collector.textfile.directory)
+    #[arg(long, value_name = "DIR", conflicts_with = "listen")]
+    pub textfile: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

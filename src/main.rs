@@ -13,6 +13,7 @@ mod interrupt;
 mod model;
 mod output;
 mod render;
+mod serve;
 mod traffic;
 mod wire;
 

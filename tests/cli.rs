@@ -25,6 +25,8 @@ const TREES: &[&str] = &[
     "unreadable",
     "rxe-counters",
     "siw-ens3",
+    "bnxt-re-hw-only",
+    "sriov-vf-no-pma",
 ];
 
 const MATRIX: &[&[&str]] = &[

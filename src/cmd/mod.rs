@@ -6,6 +6,7 @@ pub mod counters;
 pub mod devices;
 pub mod doctor;
 pub mod explain;
+pub mod exporter;
 pub mod fabric;
 pub mod gid;
 pub mod gids;

@@ -7,6 +7,7 @@ pub mod devinfo;
 pub mod discover;
 pub mod doctor;
 pub mod endpoint;
+pub mod exporter;
 pub mod failure;
 pub mod inventory;
 pub mod net;

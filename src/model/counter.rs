@@ -178,6 +178,13 @@ impl Counter {
         self.saturates && self.value == self.max()
     }
 
+    /// A driver statistic that is a level, not a count (a gauge to Prometheus): bnxt_re's
+    /// and irdma's `active_*` resources in use and their `watermark_*` highs.
+    pub fn is_level(&self) -> bool {
+        self.source == CounterSource::HwCounters
+            && (self.name.starts_with("active_") || self.name.starts_with("watermark_"))
+    }
+
     /// The value in bytes for a 4-octet-word counter.
     pub fn bytes(&self) -> Option<u64> {
         (self.unit == Unit::Words).then(|| self.value.saturating_mul(4))

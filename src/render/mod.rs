@@ -7,6 +7,8 @@ pub mod counters;
 pub mod devinfo;
 pub mod diagnostic;
 pub mod doctor;
+pub mod exporter;
+pub mod exposition;
 pub mod fabric;
 pub mod gid;
 pub mod gid_choice;

@@ -124,7 +124,7 @@ fn read_port_counters(
 
 /// What kernels before 5.14 print in every `counters/` file of a device without a PMA
 /// (rxe, siw): the directory is there, the counters are not.
-const NO_PMA: &str = "N/A (no PMA)";
+pub const NO_PMA: &str = "N/A (no PMA)";
 
 /// (name, value) of every counter file in `dir`, by name; None when `dir` does not exist,
 /// or when every file in it reads "N/A (no PMA)" (the kernel's own word that the port has

@@ -7,6 +7,7 @@
 //! errors. All parsing lives in `parse`, so this file is only about which files to read.
 
 mod counters;
+pub use counters::NO_PMA;
 pub mod parse;
 mod tables;
 
@@ -232,6 +233,21 @@ impl SysfsRoot {
                 available: ports.iter().map(u32::to_string).collect(),
             })
         }
+    }
+
+    /// Every port's `state` (one small read per port, nothing else), for the exporter's
+    /// poller that counts state changes between scrapes; None where it cannot be read.
+    pub fn port_states(&self) -> Vec<(String, u32, Option<crate::model::device::PortState>)> {
+        let mut out = Vec::new();
+        let mut buf = String::with_capacity(32);
+        for name in self.device_names().unwrap_or_default() {
+            for port in self.list_ports(&name) {
+                let path = self.port_dir(&name, port).join("state");
+                let state = read_small(&path, &mut buf).ok().map(parse::port_state);
+                out.push((name.clone(), port, state));
+            }
+        }
+        out
     }
 
     fn list_ports(&self, device: &str) -> Vec<u32> {

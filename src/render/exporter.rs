@@ -1,0 +1,475 @@
+//! `rdmactl exporter`: one scrape's facts and doctor's findings as Prometheus series.
+//! Names follow the Prometheus conventions: `rdmactl_` prefix, base units (bytes, bytes
+//! per second), `_total` on counters, `device` and `port` labels. docs/exporter.md lists
+//! every series and the alerts they are meant for.
+
+use std::collections::BTreeMap;
+
+use crate::model::counter::{Counter, CounterSource, Unit};
+use crate::model::device::{Device, LinkLayer, PhysState, Port, PortState};
+use crate::model::diagnostic::{Diagnostic, Severity, Subject};
+use crate::model::exporter::ScrapeFacts;
+use crate::model::gid::GidKind;
+use crate::render::exposition::{metric_name_part, write, SampleValue, SeriesFamily, SeriesKind};
+
+use SampleValue::{Float, Int, Signed};
+use SeriesKind::{Counter as C, Gauge as G};
+
+type Labels = Vec<(&'static str, String)>;
+
+/// The whole exposition of one scrape: device and port state, configuration, every
+/// counter, doctor's findings (`findings`, from the same facts) and per-device errors.
+pub fn exposition(facts: &ScrapeFacts, findings: &[Diagnostic]) -> String {
+    let mut families = Vec::new();
+    families.extend(device_families(facts));
+    families.extend(port_families(facts));
+    families.extend(host_families(facts));
+    families.extend(counter_families(facts));
+    families.extend(finding_families(findings));
+    write(&families)
+}
+
+/// How long the scrape took: only the HTTP endpoint says it, so a textfile (and the golden
+/// files) stay the same from run to run.
+pub fn scrape_duration(seconds: f64) -> String {
+    let mut f = SeriesFamily::new(
+        "rdmactl_scrape_duration_seconds",
+        G,
+        "Time this scrape took to read sysfs, run doctor's rules and render",
+    );
+    f.push(vec![], Float((seconds * 1e6).round() / 1e6));
+    write(&[f])
+}
+
+fn dev(d: &str) -> Labels {
+    vec![("device", d.to_string())]
+}
+
+fn port_labels(p: &Port) -> Labels {
+    vec![("device", p.device.clone()), ("port", p.number.to_string())]
+}
+
+fn device_families(facts: &ScrapeFacts) -> Vec<SeriesFamily> {
+    let mut info = SeriesFamily::new(
+        "rdmactl_device_info",
+        G,
+        "RDMA device (class/infiniband) with its node type, driver, firmware and GUID as labels; always 1",
+    );
+    for d in &facts.doctor.devices {
+        info.push(device_info_labels(d), Int(1));
+    }
+    let mut error = SeriesFamily::new(
+        "rdmactl_scrape_error",
+        G,
+        "1 when something of this device could not be read this scrape (its other series may be missing or partial; `rdmactl doctor -d DEVICE` names the files), else 0",
+    );
+    let mut skipped = SeriesFamily::new(
+        "rdmactl_port_pma_files_skipped",
+        G,
+        "Counter files of this port that read \"N/A (no PMA)\" among ones that hold numbers: skipped, not exported",
+    );
+    for (name, scrape) in &facts.devices {
+        error.push(dev(name), Int(u64::from(!scrape.errors.is_empty())));
+        for (port, n) in &scrape.no_pma {
+            skipped.push(
+                vec![("device", name.clone()), ("port", port.to_string())],
+                Int(*n),
+            );
+        }
+    }
+    vec![info, error, skipped]
+}
+
+fn device_info_labels(d: &Device) -> Labels {
+    let mut l = dev(&d.name);
+    let opt = |v: &Option<String>| v.clone().unwrap_or_default();
+    l.push((
+        "node_type",
+        d.node_type
+            .as_ref()
+            .map(|t| t.name().to_string())
+            .unwrap_or_default(),
+    ));
+    l.push(("driver", opt(&d.driver)));
+    l.push(("fw_ver", opt(&d.fw_ver)));
+    l.push((
+        "node_guid",
+        d.node_guid.map(|g| g.to_string()).unwrap_or_default(),
+    ));
+    l.push(("hca_type", opt(&d.hca_type)));
+    l.push(("board_id", opt(&d.board_id)));
+    l
+}
+
+/// The kernel's number for a port state (`ports/N/state`), as `ibstat` shows it.
+fn state_number(s: &PortState) -> Option<u64> {
+    Some(match s {
+        PortState::Nop => 0,
+        PortState::Down => 1,
+        PortState::Init => 2,
+        PortState::Armed => 3,
+        PortState::Active => 4,
+        PortState::ActiveDefer => 5,
+        PortState::Other(_) => return None,
+    })
+}
+
+/// The IBTA number for a physical port state (`ports/N/phys_state`).
+fn phys_number(s: &PhysState) -> Option<u64> {
+    Some(match s {
+        PhysState::Sleep => 1,
+        PhysState::Polling => 2,
+        PhysState::Disabled => 3,
+        PhysState::PortConfigurationTraining => 4,
+        PhysState::LinkUp => 5,
+        PhysState::LinkErrorRecovery => 6,
+        PhysState::PhyTest => 7,
+        PhysState::Other(_) => return None,
+    })
+}
+
+fn port_families(facts: &ScrapeFacts) -> Vec<SeriesFamily> {
+    let mut info = SeriesFamily::new(
+        "rdmactl_port_info",
+        G,
+        "RDMA port with its state, physical state, link layer, rate, width, speed and netdev as labels; always 1",
+    );
+    let mut state = SeriesFamily::new(
+        "rdmactl_port_state",
+        G,
+        "Port state (ports/N/state): 1 DOWN, 2 INIT, 3 ARMED, 4 ACTIVE, 5 ACTIVE_DEFER",
+    );
+    let mut phys = SeriesFamily::new(
+        "rdmactl_port_physical_state",
+        G,
+        "Physical port state (ports/N/phys_state): 1 Sleep, 2 Polling, 3 Disabled, 4 PortConfigurationTraining, 5 LinkUp, 6 LinkErrorRecovery, 7 PhyTest",
+    );
+    let mut rate = SeriesFamily::new(
+        "rdmactl_port_rate_bytes_per_second",
+        G,
+        "Port data rate (ports/N/rate) in bytes per second",
+    );
+    let mut width = SeriesFamily::new(
+        "rdmactl_port_width_lanes",
+        G,
+        "Active link width in lanes (the 4 of 4X): fewer than the cable has is a degraded link",
+    );
+    let mut active_mtu = SeriesFamily::new(
+        "rdmactl_port_active_mtu_bytes",
+        G,
+        "Active RDMA MTU in bytes (ibv_query_port; absent when libibverbs did not answer)",
+    );
+    let mut max_mtu = SeriesFamily::new(
+        "rdmactl_port_max_mtu_bytes",
+        G,
+        "Largest RDMA MTU the port supports in bytes (ibv_query_port)",
+    );
+    let mut netdev_mtu = SeriesFamily::new(
+        "rdmactl_port_netdev_mtu_bytes",
+        G,
+        "MTU of the port's netdev in bytes (class/net/NETDEV/mtu): RoCE's RDMA MTU follows it",
+    );
+    let mut netdev_up = SeriesFamily::new(
+        "rdmactl_port_netdev_up",
+        G,
+        "1 when the port's netdev is operationally up (class/net/NETDEV/operstate), else 0",
+    );
+    let mut lid = SeriesFamily::new(
+        "rdmactl_port_lid",
+        G,
+        "InfiniBand port LID (ports/N/lid); 0 or 65535 means the subnet manager has not assigned one",
+    );
+    let mut sm_lid = SeriesFamily::new(
+        "rdmactl_port_sm_lid",
+        G,
+        "LID of the subnet manager this InfiniBand port answers to (ports/N/sm_lid)",
+    );
+    let mut gids = SeriesFamily::new(
+        "rdmactl_port_gids",
+        G,
+        "Populated GID table entries by type (IB, RoCE v1, RoCE v2): a missing RoCE v2 entry breaks routed RoCE",
+    );
+    let mut table = SeriesFamily::new(
+        "rdmactl_port_gid_table_size",
+        G,
+        "Slots in the port's GID table (ports/N/gids)",
+    );
+    let mut v4 = SeriesFamily::new(
+        "rdmactl_port_roce_v2_ipv4_gid_index",
+        G,
+        "Lowest GID index of a RoCE v2 entry with an IPv4 address (what NCCL_IB_GID_INDEX and perftest -x pick); -1 when the Ethernet port has none",
+    );
+    let mut changes = SeriesFamily::new(
+        "rdmactl_port_state_changes_total",
+        C,
+        "Port state changes seen since the exporter started, by polling ports/N/state every second",
+    );
+    // An iWARP port has no RoCE GIDs to pick from: no GID index series for it.
+    let ports = facts.doctor.devices.iter().flat_map(|d| {
+        let iwarp = d.node_type.as_ref().is_some_and(|t| t.is_iwarp());
+        d.ports.iter().map(move |p| (p, iwarp))
+    });
+    for ((p, iwarp), extras) in ports.zip(&facts.doctor.ports) {
+        let l = port_labels(p);
+        let mut il = l.clone();
+        let name = |v: Option<&str>| v.unwrap_or_default().to_string();
+        il.push(("state", name(p.state.as_ref().map(PortState::name))));
+        il.push((
+            "physical_state",
+            name(p.phys_state.as_ref().map(PhysState::name)),
+        ));
+        il.push((
+            "link_layer",
+            p.link_layer
+                .as_ref()
+                .map(|x| x.to_string())
+                .unwrap_or_default(),
+        ));
+        il.push(("rate", name(p.rate.as_ref().map(|r| r.text.as_str()))));
+        il.push((
+            "width",
+            name(p.rate.as_ref().and_then(|r| r.width.as_deref())),
+        ));
+        il.push((
+            "speed",
+            name(p.rate.as_ref().and_then(|r| r.speed.as_deref())),
+        ));
+        il.push(("netdev", name(p.netdev.as_ref().map(|n| n.name.as_str()))));
+        info.push(il, Int(1));
+        if let Some(n) = p.state.as_ref().and_then(state_number) {
+            state.push(l.clone(), Int(n));
+        }
+        if let Some(n) = p.phys_state.as_ref().and_then(phys_number) {
+            phys.push(l.clone(), Int(n));
+        }
+        if let Some(r) = &p.rate {
+            if let Some(gbps) = r.gbps {
+                rate.push(l.clone(), Float((gbps * 1e9 / 8.0).round()));
+            }
+            if let Some(lanes) = r
+                .width
+                .as_deref()
+                .and_then(|w| w.trim_end_matches('X').parse::<u64>().ok())
+            {
+                width.push(l.clone(), Int(lanes));
+            }
+        }
+        if let Some(m) = p.active_mtu {
+            active_mtu.push(l.clone(), Int(u64::from(m)));
+        }
+        if let Some(m) = p.max_mtu {
+            max_mtu.push(l.clone(), Int(u64::from(m)));
+        }
+        if let Some(nd) = &p.netdev {
+            let mut nl = l.clone();
+            nl.push(("netdev", nd.name.clone()));
+            if let Some(m) = nd.mtu {
+                netdev_mtu.push(nl.clone(), Int(u64::from(m)));
+            }
+            if let Some(s) = &nd.operstate {
+                netdev_up.push(nl, Int(u64::from(s == "up")));
+            }
+        }
+        let ib = p.link_layer == Some(LinkLayer::InfiniBand);
+        if ib {
+            if let Some(v) = p.lid {
+                lid.push(l.clone(), Int(u64::from(v)));
+            }
+            if let Some(v) = p.sm_lid {
+                sm_lid.push(l.clone(), Int(u64::from(v)));
+            }
+        }
+        let mut by_type: BTreeMap<String, u64> = BTreeMap::new();
+        for g in &p.gids {
+            let t = g
+                .gid_type
+                .as_ref()
+                .map_or("unknown".to_string(), |t| t.to_string());
+            *by_type.entry(t).or_insert(0) += 1;
+        }
+        for (t, n) in by_type {
+            let mut gl = l.clone();
+            gl.push(("type", t));
+            gids.push(gl, Int(n));
+        }
+        if extras.gid_table_len > 0 {
+            table.push(l.clone(), Int(extras.gid_table_len as u64));
+        }
+        if p.link_layer == Some(LinkLayer::Ethernet) && !iwarp {
+            let index = p
+                .gids
+                .iter()
+                .find(|g| {
+                    g.gid_type == Some(crate::model::device::GidType::RoceV2)
+                        && g.gid.kind() == GidKind::Ipv4Mapped
+                })
+                .map_or(-1, |g| i64::from(g.index));
+            v4.push(l.clone(), Signed(index));
+        }
+        if let Some(seen) = &facts.state_changes {
+            let n = seen
+                .get(&(p.device.clone(), p.number))
+                .copied()
+                .unwrap_or(0);
+            changes.push(l, Int(n));
+        }
+    }
+    vec![
+        info, state, phys, rate, width, active_mtu, max_mtu, netdev_mtu, netdev_up, lid, sm_lid,
+        gids, table, v4, changes,
+    ]
+}
+
+/// What only a live host answers (a captured tree is another host's): the limits.
+fn host_families(facts: &ScrapeFacts) -> Vec<SeriesFamily> {
+    let mut memlock = SeriesFamily::new(
+        "rdmactl_memlock_limit_bytes",
+        G,
+        "Soft RLIMIT_MEMLOCK of the exporter process (+Inf: unlimited); services and jobs started the same way get the same: RDMA registration fails past it",
+    );
+    let mut cap = SeriesFamily::new(
+        "rdmactl_cap_ipc_lock",
+        G,
+        "1 when the exporter process holds CAP_IPC_LOCK (no memlock limit applies), else 0",
+    );
+    if let Some(host) = &facts.doctor.host {
+        if let Some(limit) = host.memlock_soft {
+            memlock.push(vec![], limit.map_or(Float(f64::INFINITY), Int));
+        }
+        if let Some(c) = host.cap_ipc_lock {
+            cap.push(vec![], Int(u64::from(c)));
+        }
+    }
+    vec![memlock, cap]
+}
+
+/// Every counter of `counters/` and `hw_counters/`, one family per name, with its meaning
+/// as HELP. PMA data counters count 4-byte words: exported in bytes.
+fn counter_families(facts: &ScrapeFacts) -> Vec<SeriesFamily> {
+    let mut presence = [
+        SeriesFamily::new(
+            "rdmactl_port_has_pma",
+            G,
+            "1 when the port has IB PMA counters (ports/N/counters/ with numbers), else 0: Soft-RoCE, siw, bnxt_re and irdma ports have none",
+        ),
+        SeriesFamily::new(
+            "rdmactl_port_has_hw_stats",
+            G,
+            "1 when the port has driver counters (ports/N/hw_counters/), else 0",
+        ),
+    ];
+    let mut families: Vec<SeriesFamily> = Vec::new();
+    let mut index: BTreeMap<String, usize> = BTreeMap::new();
+    for pc in facts
+        .doctor
+        .ports
+        .iter()
+        .filter_map(|x| x.counters.as_ref())
+    {
+        let l = vec![("device", pc.device.clone()), ("port", pc.port.to_string())];
+        presence[0].push(l.clone(), Int(u64::from(pc.has_counters_dir)));
+        presence[1].push(l.clone(), Int(u64::from(pc.has_hw_counters_dir)));
+        for c in &pc.counters {
+            let (name, kind, help) = counter_family(c);
+            let i = *index.entry(name.clone()).or_insert_with(|| {
+                families.push(SeriesFamily::new(name, kind, help));
+                families.len() - 1
+            });
+            families[i].push(l.clone(), Int(c.bytes().unwrap_or(c.value)));
+        }
+    }
+    let mut out = presence.to_vec();
+    out.extend(families);
+    out
+}
+
+/// A counter's family: name, TYPE and HELP.
+fn counter_family(c: &Counter) -> (String, SeriesKind, String) {
+    let prefix = match c.source {
+        CounterSource::Counters => "rdmactl_pma_",
+        CounterSource::HwCounters => "rdmactl_hw_",
+    };
+    let mut name = format!("{prefix}{}", metric_name_part(&c.name));
+    let meaning = c.meaning.map_or_else(
+        || {
+            format!(
+                "{}/{}: a driver statistic rdmactl has no meaning for",
+                c.source.dir(),
+                c.name
+            )
+        },
+        |m| format!("{}/{}: {m}", c.source.dir(), c.name),
+    );
+    if c.is_level() {
+        return (name, G, meaning);
+    }
+    let mut help = meaning;
+    if c.unit == Unit::Words {
+        // The meaning already says the words are shown as bytes.
+        name.push_str("_bytes");
+    }
+    if c.saturates {
+        help.push_str(&format!("; stops at 2^{}-1 until reset", c.width));
+    }
+    if !name.ends_with("_total") {
+        name.push_str("_total");
+    }
+    (name, C, help)
+}
+
+fn finding_families(findings: &[Diagnostic]) -> Vec<SeriesFamily> {
+    let mut each = SeriesFamily::new(
+        "rdmactl_finding",
+        G,
+        "A problem `rdmactl doctor` finds (info, warn or fail), by code: `rdmactl explain CODE` says the cause and the fix; the value is how many findings share the labels",
+    );
+    let mut tally = SeriesFamily::new(
+        "rdmactl_findings",
+        G,
+        "Findings of `rdmactl doctor` by severity (ok ones included)",
+    );
+    let mut grouped: BTreeMap<Labels, u64> = BTreeMap::new();
+    let mut by_severity: BTreeMap<Severity, u64> =
+        [Severity::Ok, Severity::Info, Severity::Warn, Severity::Fail]
+            .into_iter()
+            .map(|s| (s, 0))
+            .collect();
+    for d in findings {
+        *by_severity.entry(d.severity).or_insert(0) += 1;
+        if d.severity == Severity::Ok {
+            continue;
+        }
+        let mut l: Labels = vec![
+            ("code", d.code.to_string()),
+            ("severity", severity_name(d.severity).to_string()),
+        ];
+        match &d.subject {
+            Some(Subject::Device(dv)) => l.push(("device", dv.clone())),
+            Some(Subject::Port(dv, p)) | Some(Subject::GidIndex(dv, p, _)) => {
+                l.push(("device", dv.clone()));
+                l.push(("port", p.to_string()));
+            }
+            Some(Subject::Host) | None => {}
+            Some(other) => l.push(("subject", other.label())),
+        }
+        *grouped.entry(l).or_insert(0) += 1;
+    }
+    // By code, then subject: the same order every scrape, whatever order the rules ran in.
+    for (l, n) in grouped {
+        each.push(l, Int(n));
+    }
+    for (s, n) in by_severity {
+        tally.push(vec![("severity", severity_name(s).to_string())], Int(n));
+    }
+    vec![each, tally]
+}
+
+/// Lower case, as a label value is matched in an alert rule.
+fn severity_name(s: Severity) -> &'static str {
+    match s {
+        Severity::Ok => "ok",
+        Severity::Info => "info",
+        Severity::Warn => "warn",
+        Severity::Fail => "fail",
+    }
+}

@@ -1,0 +1,355 @@
+//! `rdmactl exporter` on the fixture trees: the textfile matches tests/golden/exporter/
+//! (`UPDATE_GOLDEN=1 cargo test --test exporter` rewrites them) and passes `promtool check
+//! metrics` (Debian's `prometheus` package, installed by scripts/setup: a missing promtool
+//! fails, never skips); `--listen` serves the same series over HTTP on 127.0.0.1 and counts
+//! a port state change made to a copied tree while it runs.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const FIXTURES: &str = "tests/fixtures/sysfs";
+
+/// Every tree with devices, the two the exporter exists for (a driver with no counters/,
+/// a VF whose counters/ read "N/A (no PMA)"), and one with none.
+const TREES: &[&str] = &[
+    "rxe-veth-basic",
+    "rxe-veth-vlan-ipv6-down",
+    "procfs-testdata",
+    "mlx5-roce-vlan",
+    "ib-hca",
+    "ibsim",
+    "pod-gid-holes",
+    "ipv6-only",
+    "port-down",
+    "unreadable",
+    "rxe-counters",
+    "siw-ens3",
+    "bnxt-re-hw-only",
+    "sriov-vf-no-pma",
+    "no-devices",
+];
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn rdmactl() -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_rdmactl"));
+    cmd.current_dir(root()).env_remove("NO_COLOR");
+    for (key, _) in std::env::vars_os() {
+        if key.to_string_lossy().starts_with("RDMACTL_") {
+            cmd.env_remove(key);
+        }
+    }
+    cmd
+}
+
+/// `rdmactl --sysfs TREE exporter --textfile DIR` → the file's text.
+fn textfile(sysfs: &Path) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let out = rdmactl()
+        .arg("--sysfs")
+        .arg(sysfs)
+        .args(["exporter", "--textfile"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.stdout.is_empty() && out.stderr.is_empty(), "{out:?}");
+    // Only the renamed file is left: no temporary one beside it.
+    let names: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(names, ["rdmactl.prom"]);
+    std::fs::read_to_string(dir.path().join("rdmactl.prom")).unwrap()
+}
+
+fn golden(name: &str, actual: &str) {
+    let path = root().join("tests/golden/exporter").join(name);
+    if std::env::var_os("UPDATE_GOLDEN").is_some_and(|v| v == "1") {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, actual).unwrap();
+        return;
+    }
+    let want = std::fs::read_to_string(&path).unwrap_or_else(|e| {
+        panic!(
+            "{}: {e}; run UPDATE_GOLDEN=1 cargo test --test exporter",
+            path.display()
+        )
+    });
+    if want != actual {
+        let first = want.lines().zip(actual.lines()).position(|(a, b)| a != b);
+        panic!(
+            "{} differs (first differing line: {first:?})\n--- got ---\n{actual}",
+            path.display()
+        );
+    }
+}
+
+/// `promtool check metrics` (format and naming lint) on `text`; its complaints, if any.
+fn promtool(text: &str) -> String {
+    let mut child = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| {
+            panic!("promtool: {e}; install Debian's prometheus package (scripts/setup does)")
+        });
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    if out.status.success() {
+        String::new()
+    } else {
+        said
+    }
+}
+
+#[test]
+fn every_tree_matches_its_golden_and_passes_promtool() {
+    for tree in TREES {
+        let text = textfile(&root().join(FIXTURES).join(tree));
+        assert_eq!(promtool(&text), "", "{tree}:\n{text}");
+        golden(&format!("{tree}.prom"), &text);
+    }
+}
+
+/// What node_exporter's infiniband collector cannot do: a port without counters/ and one
+/// whose counters/ read "N/A (no PMA)" still export their state and driver counters, and
+/// nothing on the other ports is lost.
+#[test]
+fn ports_without_pma_counters_keep_every_other_series() {
+    let bnxt = textfile(&root().join(FIXTURES).join("bnxt-re-hw-only"));
+    for line in [
+        "rdmactl_port_has_pma{device=\"bnxt_re0\",port=\"1\"} 0",
+        "rdmactl_port_state{device=\"bnxt_re0\",port=\"1\"} 4",
+        "rdmactl_scrape_error{device=\"bnxt_re0\"} 0",
+        "rdmactl_hw_rx_bytes_total{device=\"bnxt_re0\",port=\"1\"} 412004501760",
+        // A level, not a count: a gauge without _total.
+        "# TYPE rdmactl_hw_active_qps gauge",
+        "rdmactl_port_roce_v2_ipv4_gid_index{device=\"bnxt_re0\",port=\"1\"} 3",
+    ] {
+        assert!(bnxt.lines().any(|l| l == line), "{line}\n{bnxt}");
+    }
+    let vf = textfile(&root().join(FIXTURES).join("sriov-vf-no-pma"));
+    for line in [
+        "rdmactl_port_has_pma{device=\"mlx5_2\",port=\"1\"} 0",
+        "rdmactl_scrape_error{device=\"mlx5_2\"} 0",
+        "rdmactl_hw_rx_read_requests_total{device=\"mlx5_2\",port=\"1\"} 1200",
+        // The PF's PMA data counter, in bytes (4 × the 4-byte words sysfs shows).
+        "rdmactl_pma_port_rcv_data_bytes_total{device=\"mlx5_0\",port=\"1\"} 20049324",
+    ] {
+        assert!(vf.lines().any(|l| l == line), "{line}\n{vf}");
+    }
+    assert!(!vf.contains("N/A"), "{vf}");
+    assert!(
+        !vf.contains("rdmactl_pma_symbol_error_total{device=\"mlx5_2\""),
+        "{vf}"
+    );
+}
+
+/// One unreadable device is its own `rdmactl_scrape_error`, and doctor's finding on it is
+/// a series an alert can link to `rdmactl explain`.
+#[test]
+fn an_unreadable_device_is_a_scrape_error_and_a_finding() {
+    let text = textfile(&root().join(FIXTURES).join("unreadable"));
+    assert!(
+        text.contains("rdmactl_scrape_error{device=\"irdma0\"} 1\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "rdmactl_finding{code=\"port-state\",severity=\"fail\",device=\"irdma0\",port=\"1\"} 1\n"
+        ),
+        "{text}"
+    );
+    let explain = rdmactl().args(["explain", "port-state"]).output().unwrap();
+    assert_eq!(explain.status.code(), Some(0));
+}
+
+#[test]
+fn a_textfile_directory_that_does_not_exist_is_a_write_error() {
+    let out = rdmactl()
+        .arg("--sysfs")
+        .arg(root().join(FIXTURES).join("rxe-counters"))
+        .args(["exporter", "--textfile", "/nonexistent/rdmactl-textfile"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("cannot write /nonexistent/rdmactl-textfile/.rdmactl.prom.")
+            && stderr.contains("(--textfile)"),
+        "{stderr}"
+    );
+}
+
+/// A running `rdmactl exporter --listen 127.0.0.1:0`, killed on drop.
+struct Exporter {
+    child: Child,
+    addr: SocketAddr,
+}
+
+impl Exporter {
+    fn start(sysfs: &Path) -> Exporter {
+        let mut child = rdmactl()
+            .arg("--sysfs")
+            .arg(sysfs)
+            .args(["exporter", "--listen", "127.0.0.1:0"])
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // The first stderr line names the port the kernel gave.
+        let mut line = String::new();
+        BufReader::new(child.stderr.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let addr = line
+            .trim()
+            .strip_prefix("rdmactl exporter: serving http://")
+            .and_then(|s| s.strip_suffix("/metrics"))
+            .unwrap_or_else(|| panic!("no address in {line:?}"))
+            .parse()
+            .unwrap();
+        Exporter { child, addr }
+    }
+
+    /// GET `path` over HTTP/1.0 (the server closes after answering): (status line,
+    /// headers, body).
+    fn get(&self, path: &str) -> (String, String, String) {
+        let mut s = TcpStream::connect_timeout(&self.addr, Duration::from_secs(5)).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        write!(s, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").unwrap();
+        let mut reply = String::new();
+        s.read_to_string(&mut reply).unwrap();
+        let (head, body) = reply.split_once("\r\n\r\n").expect("headers end");
+        let (status, headers) = head.split_once("\r\n").unwrap_or((head, ""));
+        (status.to_string(), headers.to_lowercase(), body.to_string())
+    }
+}
+
+impl Drop for Exporter {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let target = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_tree(&e.path(), &target);
+        } else {
+            std::fs::copy(e.path(), &target).unwrap();
+        }
+    }
+}
+
+#[test]
+fn listen_serves_metrics_over_http_and_counts_state_changes() {
+    let tmp = tempfile::tempdir().unwrap();
+    copy_tree(&root().join(FIXTURES).join("rxe-counters"), tmp.path());
+    let exporter = Exporter::start(tmp.path());
+
+    let (status, headers, body) = exporter.get("/metrics");
+    assert_eq!(status.split_whitespace().nth(1), Some("200"), "{status}");
+    assert!(
+        headers.contains("content-type: text/plain; version=0.0.4"),
+        "{headers}"
+    );
+    assert_eq!(promtool(&body), "", "{body}");
+    assert!(
+        body.contains("rdmactl_port_state{device=\"rxe0\",port=\"1\"} 4\n"),
+        "{body}"
+    );
+    assert!(
+        body.contains("rdmactl_port_state_changes_total{device=\"rxe0\",port=\"1\"} 0\n"),
+        "{body}"
+    );
+    assert!(
+        body.contains("\nrdmactl_scrape_duration_seconds "),
+        "{body}"
+    );
+    // The file's series and the endpoint's are the same, but for the two only a running
+    // exporter knows.
+    let file = textfile(tmp.path());
+    let served: String = body
+        .lines()
+        .filter(|l| !l.contains("state_changes") && !l.contains("scrape_duration"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert_eq!(served, file);
+
+    // The port goes down behind the exporter's back; the poller sees it within a second.
+    let state = tmp.path().join("class/infiniband/rxe0/ports/1/state");
+    std::fs::write(&state, "1: DOWN\n").unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let down = loop {
+        let (_, _, body) = exporter.get("/metrics");
+        if body.contains("rdmactl_port_state_changes_total{device=\"rxe0\",port=\"1\"} 1\n") {
+            break body;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no state change counted:\n{body}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert!(
+        down.contains(
+            "rdmactl_finding{code=\"port-state\",severity=\"fail\",device=\"rxe0\",port=\"1\"} 1\n"
+        ),
+        "{down}"
+    );
+    std::fs::write(&state, "4: ACTIVE\n").unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    let (_, _, up) = exporter.get("/metrics");
+    assert!(
+        up.contains("rdmactl_port_state_changes_total{device=\"rxe0\",port=\"1\"} 2\n"),
+        "{up}"
+    );
+
+    let (status, _, _) = exporter.get("/nothing-here");
+    assert_eq!(status.split_whitespace().nth(1), Some("404"), "{status}");
+}
+
+#[test]
+fn a_port_taken_is_refused_with_the_address() {
+    let holder = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = holder.local_addr().unwrap().to_string();
+    let out = rdmactl()
+        .arg("--sysfs")
+        .arg(root().join(FIXTURES).join("rxe-counters"))
+        .args(["exporter", "--listen", &addr])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(&format!("--listen {addr}: cannot listen there")),
+        "{stderr}"
+    );
+}
