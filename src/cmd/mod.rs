@@ -13,3 +13,4 @@ pub mod pingpong;
 pub mod ports;
 pub mod selftest;
 pub mod subnet;
+pub mod wait;
