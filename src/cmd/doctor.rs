@@ -54,6 +54,10 @@ fn judge(ctx: &Ctx, args: &DoctorArgs) -> Result<u8> {
         let json = crate::model::expect::is_json(&path.display().to_string(), "");
         let text = crate::render::expect::manifest(&manifest, json);
         crate::output::write_file(path, "--save-expect", &text)?;
+        crate::output::note(&crate::render::expect::saved(
+            &path.display().to_string(),
+            &manifest,
+        ));
     }
     let report = DoctorReport::from(findings);
     // No RDMA device is exit 4, as every other command says it (the findings say why).

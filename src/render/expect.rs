@@ -18,6 +18,30 @@ pub fn manifest(manifest: &Manifest, json: bool) -> String {
     )
 }
 
+/// The stderr line after `--save-expect`: what was written and what to do with it.
+pub fn saved(path: &str, manifest: &Manifest) -> String {
+    let ports: usize = manifest.device.iter().map(|d| d.ports.len()).sum();
+    let mut out = format!(
+        "rdmactl: wrote {path}: {} device(s), {ports} port(s); check the other hosts with `rdmactl doctor --expect {path}`\n",
+        manifest.device.len()
+    );
+    // A manifest is the good host's picture: a port saved in another state than ACTIVE
+    // would make every host with that port up fail, so it is said now, not found later.
+    for d in &manifest.device {
+        for p in &d.ports {
+            if let (Some(n), Some(state)) = (p.port, &p.state) {
+                if state != "ACTIVE" {
+                    out.push_str(&format!(
+                        "rdmactl: note: {}/{n} is {state}, and the manifest now expects that; edit its `state` if this host is not the good one\n",
+                        d.name
+                    ));
+                }
+            }
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
