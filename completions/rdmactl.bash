@@ -64,6 +64,9 @@ _rdmactl() {
             rdmactl,subnet)
                 cmd="rdmactl__subcmd__subnet"
                 ;;
+            rdmactl,wait)
+                cmd="rdmactl__subcmd__wait"
+                ;;
             rdmactl__subcmd__gid,decode)
                 cmd="rdmactl__subcmd__gid__subcmd__decode"
                 ;;
@@ -77,7 +80,7 @@ _rdmactl() {
 
     case "${cmd}" in
         rdmactl)
-            opts="-j -h -V --json --color --sysfs --help --version devices ls ports link gids gid check pingpong selftest doctor counters fabric subnet exporter explain generate"
+            opts="-j -h -V --json --color --sysfs --help --version devices ls ports link gids gid check pingpong selftest doctor wait counters fabric subnet exporter explain generate"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -225,7 +228,7 @@ _rdmactl() {
             return 0
             ;;
         rdmactl__subcmd__doctor)
-            opts="-j -d -h -V --json --color --sysfs --ib-dev --help --version"
+            opts="-j -d -h -V --json --color --sysfs --ib-dev --expect --save-expect --format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -245,6 +248,18 @@ _rdmactl() {
                     ;;
                 -d)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --expect)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --save-expect)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --format)
+                    COMPREPLY=($(compgen -W "text nagios nhc junit" -- "${cur}"))
                     return 0
                     ;;
                 *)
@@ -860,6 +875,32 @@ _rdmactl() {
                     return 0
                     ;;
                 --svg)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        rdmactl__subcmd__wait)
+            opts="-j -h -V --json --color --sysfs --timeout --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --sysfs)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -40,7 +40,8 @@ complete -c rdmactl -n "__fish_rdmactl_needs_command" -f -a "gid" -d 'Convert be
 complete -c rdmactl -n "__fish_rdmactl_needs_command" -f -a "check" -d 'Is this GID index usable, and does it route to the peer?'
 complete -c rdmactl -n "__fish_rdmactl_needs_command" -f -a "pingpong" -d 'RC ping-pong between two hosts, interoperable with ibv_rc_pingpong'
 complete -c rdmactl -n "__fish_rdmactl_needs_command" -f -a "selftest" -d 'Loopback test inside one process, one line per verbs step'
-complete -c rdmactl -n "__fish_rdmactl_needs_command" -f -a "doctor" -d 'Check that this host\'s RDMA stack is sane'
+complete -c rdmactl -n "__fish_rdmactl_needs_command" -f -a "doctor" -d 'Check that this host\'s RDMA stack is sane; --expect FILE against a manifest of what it should have, --format nagios|nhc|junit for health-check frameworks'
+complete -c rdmactl -n "__fish_rdmactl_needs_command" -f -a "wait" -d 'Wait until ports are ACTIVE (boot ordering); on timeout exit 1 saying why each is not'
 complete -c rdmactl -n "__fish_rdmactl_needs_command" -f -a "counters" -d 'Port counters (counters/ and hw_counters/) grouped by what they indicate; --interval for wrap-aware deltas and rates'
 complete -c rdmactl -n "__fish_rdmactl_needs_command" -f -a "fabric" -d 'All-pairs RC test over many hosts, one process per endpoint started by srun, mpirun or pdsh: configuration drift, a latency/bandwidth matrix, and the endpoint or link to blame, explained'
 complete -c rdmactl -n "__fish_rdmactl_needs_command" -f -a "subnet" -d 'InfiniBand subnet discovery and diagnosis from this host (MADs): nodes, links, subnet manager, degraded links, error counters, changes since a baseline'
@@ -190,9 +191,23 @@ always\t''
 never\t''"
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand doctor" -l sysfs -d 'Read sysfs from DIR instead of /sys (a captured tree); verbs queries are skipped. pingpong and selftest refuse it: they run on this host\'s devices' -r -F
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand doctor" -s d -l ib-dev -d 'Only this device' -r
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand doctor" -l expect -d 'Also judge the host against FILE, a manifest (TOML, or JSON by extension or content) of the devices, ports, rates, MTUs, firmware, GIDs, memlock and modules it should have (docs/health-checks.md)' -r -F
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand doctor" -l save-expect -d 'Write this host as a manifest for --expect to FILE (JSON when it ends in .json, else TOML), then report as usual' -r -F
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand doctor" -l format -d 'How to report: text, or for health-check frameworks nagios (a status line with perfdata; exit 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN), nhc (nothing when healthy, else one line "rdmactl: CODE SUBJECT" and exit 1) or junit (XML, one testcase per check)' -r -f -a "text\t'The findings for a person (or -j for JSON)'
+nagios\t'Nagios/Icinga plugin output'
+nhc\t'LBNL NHC and Slurm drain reasons'
+junit\t'JUnit XML for CI'"
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand doctor" -s j -l json -d 'Print JSON instead of a table'
-complete -c rdmactl -n "__fish_rdmactl_using_subcommand doctor" -s h -l help -d 'Print help'
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand doctor" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand doctor" -s V -l version -d 'Print version'
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand wait" -l color -d 'When to colour the output (`auto`: a terminal, unless NO_COLOR is set or TERM=dumb)' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand wait" -l sysfs -d 'Read sysfs from DIR instead of /sys (a captured tree); verbs queries are skipped. pingpong and selftest refuse it: they run on this host\'s devices' -r -F
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand wait" -l timeout -d 'Give up after SECS seconds (fractions allowed; 0 checks once)' -r
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand wait" -s j -l json -d 'Print JSON instead of a table'
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand wait" -s h -l help -d 'Print help'
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand wait" -s V -l version -d 'Print version'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand counters" -l color -d 'When to colour the output (`auto`: a terminal, unless NO_COLOR is set or TERM=dumb)' -r -f -a "auto\t''
 always\t''
 never\t''"

@@ -25,6 +25,7 @@ pub fn run(cli: Cli, sysfs_from_env: bool) -> anyhow::Result<u8> {
         Command::Pingpong(args) => cmd::pingpong::run(&ctx, &args)?,
         Command::Selftest(args) => cmd::selftest::run(&ctx, &args)?,
         Command::Doctor(args) => cmd::doctor::run(&ctx, &args)?,
+        Command::Wait(args) => cmd::wait::run(&ctx, &args)?,
         Command::Counters(args) => cmd::counters::run(&ctx, &args)?,
         Command::Fabric(args) => cmd::fabric::run(&ctx, &args)?,
         Command::Subnet(args) => cmd::subnet::run(&ctx, &args)?,

@@ -115,8 +115,11 @@ pub enum Command {
     Pingpong(PingpongArgs),
     /// Loopback test inside one process, one line per verbs step
     Selftest(SelftestArgs),
-    /// Check that this host's RDMA stack is sane
+    /// Check that this host's RDMA stack is sane; --expect FILE against a manifest of what
+    /// it should have, --format nagios|nhc|junit for health-check frameworks
     Doctor(DoctorArgs),
+    /// Wait until ports are ACTIVE (boot ordering); on timeout exit 1 saying why each is not
+    Wait(WaitArgs),
     /// Port counters (counters/ and hw_counters/) grouped by what they indicate;
     /// --interval for wrap-aware deltas and rates
     Counters(CountersArgs),
@@ -646,6 +649,53 @@ pub struct DoctorArgs {
     /// Only this device
     #[arg(short = 'd', long = "ib-dev", value_name = "DEV")]
     pub device: Option<String>,
+    /// Also judge the host against FILE, a manifest (TOML, or JSON by extension or
+    /// content) of the devices, ports, rates, MTUs, firmware, GIDs, memlock and modules it
+    /// should have (docs/health-checks.md)
+    #[arg(long, value_name = "FILE", conflicts_with = "save_expect")]
+    pub expect: Option<PathBuf>,
+    /// Write this host as a manifest for --expect to FILE (JSON when it ends in .json, else
+    /// TOML), then report as usual
+    #[arg(long, value_name = "FILE")]
+    pub save_expect: Option<PathBuf>,
+    /// How to report: text, or for health-check frameworks nagios (a status line with
+    /// perfdata; exit 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN), nhc (nothing when healthy,
+    /// else one line "rdmactl: CODE SUBJECT" and exit 1) or junit (XML, one testcase per
+    /// check)
+    #[arg(long, value_enum, default_value_t = HealthFormat::Text, value_name = "FORMAT")]
+    pub format: HealthFormat,
+}
+
+/// `doctor --format`: who reads the report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum HealthFormat {
+    /// The findings for a person (or -j for JSON)
+    Text,
+    /// Nagios/Icinga plugin output
+    Nagios,
+    /// LBNL NHC and Slurm drain reasons
+    Nhc,
+    /// JUnit XML for CI
+    Junit,
+}
+
+#[derive(Debug, Args)]
+pub struct WaitArgs {
+    /// The ports to wait for: DEV (all its ports) or DEV/PORT; none: every port of every
+    /// device (and at least one device)
+    #[arg(value_name = "DEV[/PORT]")]
+    pub targets: Vec<DevPort>,
+    /// Give up after SECS seconds (fractions allowed; 0 checks once)
+    #[arg(long, value_name = "SECS", default_value_t = 120.0, value_parser = parse_timeout)]
+    pub timeout: f64,
+}
+
+/// `wait --timeout`: seconds, 0 or more.
+fn parse_timeout(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(secs) if secs.is_finite() && secs >= 0.0 => Ok(secs),
+        _ => Err(format!("'{s}' is not a number of seconds (0 or more)")),
+    }
 }
 
 const EXPORTER_HELP: &str = "\

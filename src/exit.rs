@@ -12,3 +12,12 @@ pub const NOT_FOUND: u8 = 3;
 pub const NO_RDMA: u8 = 4;
 /// An operating-system or verbs call failed unexpectedly.
 pub const SYSTEM: u8 = 5;
+
+/// `doctor --format nagios`: the Nagios plugin guidelines' four states, which Icinga,
+/// Naemon and Sensu read the same way.
+pub mod nagios {
+    pub const OK: u8 = 0;
+    pub const WARNING: u8 = 1;
+    pub const CRITICAL: u8 = 2;
+    pub const UNKNOWN: u8 = 3;
+}

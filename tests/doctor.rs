@@ -198,3 +198,194 @@ fn rxe_loaded_without_a_device_says_add_one() {
         ))
         .stdout(predicate::str::contains("module/rdma_rxe exists"));
 }
+
+fn rdmactl_on(tree: &str, args: &[&str]) -> assert_cmd::assert::Assert {
+    Command::cargo_bin("rdmactl")
+        .unwrap()
+        .env_remove("NO_COLOR")
+        .env_remove("RDMACTL_SYSFS")
+        .arg("--sysfs")
+        .arg(format!(
+            "{}/tests/fixtures/sysfs/{tree}",
+            env!("CARGO_MANIFEST_DIR")
+        ))
+        .args(args)
+        .assert()
+}
+
+/// `--save-expect` on a good host writes a manifest the same host meets; an edited one that
+/// wants what the host cannot have fails with the expectation's code, expected against found.
+#[test]
+fn a_saved_manifest_passes_and_an_edited_one_fails_with_its_code() {
+    let dir = tempfile::tempdir().unwrap();
+    let saved = dir.path().join("expect.toml");
+    let saved_s = saved.to_str().unwrap();
+    rdmactl_on("rxe-veth-basic", &["doctor", "--save-expect", saved_s])
+        .success()
+        .stderr(format!(
+            "rdmactl: wrote {saved_s}: 2 device(s), 2 port(s); check the other hosts with `rdmactl doctor --expect {saved_s}`\n"
+        ));
+    // A host with a DOWN port is not a good picture: said as it is saved.
+    let down = dir.path().join("down.toml");
+    rdmactl_on(
+        "port-down",
+        &["doctor", "--save-expect", down.to_str().unwrap()],
+    )
+    .code(1)
+    .stderr(predicate::str::contains(
+        "rdmactl: note: mlx5_0/1 is DOWN, and the manifest now expects that;",
+    ));
+    let text = std::fs::read_to_string(&saved).unwrap();
+    assert!(text.contains("ipv4_gid_index = 1"), "{text}");
+    rdmactl_on("rxe-veth-basic", &["doctor", "--expect", saved_s])
+        .success()
+        .stdout(predicate::str::contains(
+            "ok    expect-port-rate   rxe0/1  rate 10 Gb/sec (1X FDR10), at least 10 Gb/s as expected",
+        ))
+        .stdout(predicate::str::contains("0 failure(s)"));
+
+    let edited = dir.path().join("edited.toml");
+    std::fs::write(
+        &edited,
+        text.replace("min_rate_gbps = 10.0", "min_rate_gbps = 100"),
+    )
+    .unwrap();
+    rdmactl_on(
+        "rxe-veth-basic",
+        &["doctor", "--expect", edited.to_str().unwrap()],
+    )
+    .code(1)
+    .stdout(predicate::str::contains(
+        "FAIL  expect-port-rate   rxe0/1  rate 10 Gb/sec (1X FDR10), expected at least 100 Gb/s",
+    ))
+    .stdout(predicate::str::contains(
+        "evidence: expected: min_rate_gbps = 100",
+    ))
+    .stdout(predicate::str::contains("2 failure(s)"));
+    rdmactl_on(
+        "rxe-veth-basic",
+        &[
+            "doctor",
+            "--expect",
+            edited.to_str().unwrap(),
+            "--format",
+            "nhc",
+        ],
+    )
+    .code(1)
+    .stdout("rdmactl: expect-port-rate rxe0/1 (+1 more)\n");
+
+    // The same manifest as JSON reads the same.
+    let json = dir.path().join("expect.json");
+    rdmactl_on(
+        "rxe-veth-basic",
+        &["doctor", "--save-expect", json.to_str().unwrap()],
+    )
+    .success();
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(v["device"][1]["port"][0]["netdev_mtu"], 1500, "{v}");
+    rdmactl_on(
+        "rxe-veth-basic",
+        &["doctor", "--expect", json.to_str().unwrap()],
+    )
+    .success()
+    .stdout(predicate::str::contains("ok    expect-ipv4-gid    rxe1/1"));
+}
+
+#[test]
+fn an_unknown_manifest_key_is_refused_with_its_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.toml");
+    std::fs::write(
+        &bad,
+        "devices = 2\n[[device]]\nname = \"rxe0\"\nfirmwre = \"1\"\n",
+    )
+    .unwrap();
+    let bad = bad.to_str().unwrap();
+    rdmactl_on("rxe-veth-basic", &["doctor", "--expect", bad])
+        .code(2)
+        .stderr(predicate::str::contains("line 4: unknown field `firmwre`"));
+    rdmactl_on(
+        "rxe-veth-basic",
+        &["doctor", "--expect", bad, "--format", "nagios"],
+    )
+    .code(3)
+    .stdout(predicate::str::starts_with("RDMACTL UNKNOWN - --expect "))
+    .stdout(predicate::str::contains("line 4: unknown field `firmwre`"));
+    // A broken check must not pass as healthy under NHC or Slurm.
+    rdmactl_on(
+        "rxe-veth-basic",
+        &["doctor", "--expect", bad, "--format", "nhc"],
+    )
+    .code(1)
+    .stdout("rdmactl: check failed to run; see rdmactl doctor\n");
+}
+
+#[test]
+fn health_check_formats_on_a_down_port() {
+    rdmactl_on("rxe-veth-vlan-ipv6-down", &["doctor", "--format", "nagios"])
+        .code(2)
+        .stdout(predicate::str::starts_with(
+            "RDMACTL CRITICAL - port-state rxe0/1: port is DOWN: a RoCE port follows its netdev, so veth0 has no link (+1 more) | ports_active=0;;;0;2 ports=2;;;0 failures=2;;;0",
+        ))
+        .stdout(predicate::str::contains(
+            "\nFAIL port-state rxe1/1: port is DOWN: a RoCE port follows its netdev, so veth1 has no link\n",
+        ));
+    rdmactl_on("rxe-veth-basic", &["doctor", "--format", "nagios"])
+        .code(0)
+        .stdout(predicate::str::starts_with(
+            "RDMACTL OK - 2 of 2 port(s) ACTIVE, 9 check(s) passed | ports_active=2;;;0;2",
+        ));
+    rdmactl_on("rxe-veth-vlan-ipv6-down", &["doctor", "--format", "nhc"])
+        .code(1)
+        .stdout("rdmactl: port-state rxe0/1 (+1 more)\n");
+    rdmactl_on("rxe-veth-basic", &["doctor", "--format", "nhc"])
+        .code(0)
+        .stdout("");
+    let out = rdmactl_on("rxe-veth-vlan-ipv6-down", &["doctor", "--format", "junit"]).code(1);
+    let xml = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    assert!(xml.starts_with("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"rdmactl\" tests=\"5\" failures=\"2\""), "{xml}");
+    assert_eq!(xml.matches("<testcase ").count(), 5, "{xml}");
+    assert!(xml.contains("<failure type=\"port-state\" message=\"port is DOWN: a RoCE port follows its netdev, so veth1 has no link\">evidence: state DOWN, physical state DISABLED\nevidence: class/net/veth1/operstate down\nfix: bring the interface up: `ip link set veth1 up`\n</failure>"), "{xml}");
+    rdmactl_on("rxe-veth-basic", &["-j", "doctor", "--format", "junit"])
+        .code(2)
+        .stderr(predicate::str::contains("-j and --format junit: give one"));
+}
+
+#[test]
+fn wait_returns_at_once_on_active_ports_and_times_out_with_the_reason() {
+    let start = std::time::Instant::now();
+    rdmactl_on("rxe-veth-basic", &["wait", "--timeout", "5"])
+        .success()
+        .stdout(predicate::str::starts_with(
+            "2 port(s) ACTIVE after 0.0 s: rxe0/1, rxe1/1",
+        ));
+    assert!(start.elapsed().as_secs_f64() < 4.0, "{:?}", start.elapsed());
+
+    let start = std::time::Instant::now();
+    rdmactl_on("rxe-veth-vlan-ipv6-down", &["wait", "rxe1/1", "--timeout", "0.3"])
+        .code(1)
+        .stdout(predicate::str::is_match(r"^gave up after 0\.\d s: 1 of 1 port\(s\) not ACTIVE\n").unwrap())
+        .stdout(predicate::str::contains(
+            "FAIL  port-state  rxe1/1  port is DOWN: a RoCE port follows its netdev, so veth1 has no link",
+        ))
+        .stdout(predicate::str::contains("evidence: class/net/veth1/operstate down"))
+        .stdout(predicate::str::contains("fix: bring the interface up: `ip link set veth1 up`"))
+        // Only the port asked about.
+        .stdout(predicate::str::contains("rxe0/1").not());
+    let took = start.elapsed().as_secs_f64();
+    assert!(took >= 0.3, "{took}");
+
+    rdmactl_on(
+        "rxe-veth-basic",
+        &["-j", "wait", "mlx5_0", "--timeout", "0"],
+    )
+    .code(1)
+    .stdout(predicate::str::contains(
+        "\"code\": \"wait-device-missing\"",
+    ))
+    .stdout(predicate::str::contains(
+        "\"missing\": [\n    \"mlx5_0\"\n  ]",
+    ));
+}

@@ -78,6 +78,8 @@ fn every_command_on_every_tree_has_its_documented_shape() {
         expect(with(&["gids", "--all"]), "[@gid_row]", &mut errors);
         expect(with(&["devices", "-v"]), "[@devinfo_sysfs]", &mut errors);
         expect(with(&["doctor"]), "@doctor", &mut errors);
+        // A DOWN port makes wait time out: 0.05 s keeps every tree quick.
+        expect(with(&["wait", "--timeout", "0.05"]), "@wait", &mut errors);
         expect(with(&["counters"]), "[@counters_port]", &mut errors);
         expect(
             with(&["counters", "--interval", "0.01", "--count", "1"]),
@@ -137,6 +139,7 @@ fn every_command_on_every_tree_has_its_documented_shape() {
         "@gid_row",
         "@devinfo_sysfs",
         "@doctor",
+        "@wait",
         "@check",
         "@gid_decode",
         "@gid_encode",

@@ -1,33 +1,97 @@
 //! `rdmactl doctor`: gather the host's facts (sysfs, /dev/infiniband, libibverbs,
 //! providers, limits, namespaces) with `gather::doctor`, let `diagnose::doctor`'s rules
-//! judge them, print with `render::doctor`.
+//! judge them (and `diagnose::expect` against `--expect`'s manifest), print with
+//! `render::doctor`, or `render::health` for `--format nagios|nhc|junit`.
 
-use crate::cli::DoctorArgs;
+use crate::cli::{DoctorArgs, HealthFormat};
 use crate::ctx::Ctx;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::exit;
 use crate::model::diagnostic::Severity;
 use crate::render::doctor::{self as render, DoctorReport};
+use crate::render::health;
 
 pub fn run(ctx: &Ctx, args: &DoctorArgs) -> Result<u8> {
+    if ctx.json && args.format != HealthFormat::Text {
+        return Err(Error::Usage(format!(
+            "-j and --format {}: give one",
+            format!("{:?}", args.format).to_lowercase()
+        )));
+    }
+    match (judge(ctx, args), args.format) {
+        (Ok(done), _) => Ok(done),
+        // A check that could not run is UNKNOWN to Nagios, and a failure to NHC and Slurm:
+        // a node whose check is broken must not pass as healthy.
+        (Err(e), HealthFormat::Nagios) => {
+            crate::output::print(&health::nagios_unknown(&e.to_string()))?;
+            Ok(exit::nagios::UNKNOWN)
+        }
+        (Err(e), HealthFormat::Nhc) => {
+            crate::output::note(&format!("rdmactl: {e}\n"));
+            crate::output::print(health::NOT_RUN)?;
+            Ok(exit::FAILED)
+        }
+        (Err(e), _) => Err(e),
+    }
+}
+
+fn judge(ctx: &Ctx, args: &DoctorArgs) -> Result<u8> {
+    let manifest = args
+        .expect
+        .as_deref()
+        .map(crate::gather::expect::read)
+        .transpose()?;
     let facts = crate::gather::doctor::gather(ctx, args.device.as_deref())?;
-    let report = DoctorReport::from(crate::diagnose::doctor::findings(&facts));
-    let text = if ctx.json {
-        crate::output::json(&report)
-    } else {
-        render::text(&report, ctx.style)
-    };
-    crate::output::print(&text)?;
+    let mut findings = crate::diagnose::doctor::findings(&facts);
+    if let Some(manifest) = &manifest {
+        let modules = crate::gather::expect::modules(ctx, &manifest.modules);
+        crate::diagnose::expect::judge(&facts, &modules, manifest, &mut findings);
+    }
+    if let Some(path) = &args.save_expect {
+        let modules =
+            crate::gather::expect::modules(ctx, &crate::diagnose::expect::known_modules());
+        let manifest = crate::diagnose::expect::manifest_of(&facts, &modules);
+        let json = crate::model::expect::is_json(&path.display().to_string(), "");
+        let text = crate::render::expect::manifest(&manifest, json);
+        crate::output::write_file(path, "--save-expect", &text)?;
+        crate::output::note(&crate::render::expect::saved(
+            &path.display().to_string(),
+            &manifest,
+        ));
+    }
+    let report = DoctorReport::from(findings);
     // No RDMA device is exit 4, as every other command says it (the findings say why).
     let no_devices = report
         .findings
         .iter()
         .any(|f| f.code == "kernel" && f.severity == Severity::Fail);
-    Ok(if no_devices {
+    let code = if no_devices {
         exit::NO_RDMA
     } else if report.fail > 0 {
         exit::FAILED
     } else {
         exit::OK
-    })
+    };
+    let (text, code) = match args.format {
+        HealthFormat::Text if ctx.json => (crate::output::json(&report), code),
+        HealthFormat::Text => (render::text(&report, ctx.style), code),
+        HealthFormat::Nagios => (
+            health::nagios(&report, &facts),
+            health::nagios_state(&report).1,
+        ),
+        // NHC drains on any non-zero status: no device is a failure like any other.
+        HealthFormat::Nhc => (
+            health::nhc(&report),
+            if report.fail > 0 {
+                exit::FAILED
+            } else {
+                exit::OK
+            },
+        ),
+        HealthFormat::Junit => (health::junit(&report), code),
+    };
+    if !text.is_empty() {
+        crate::output::print(&text)?;
+    }
+    Ok(code)
 }

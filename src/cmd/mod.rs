@@ -14,3 +14,4 @@ pub mod pingpong;
 pub mod ports;
 pub mod selftest;
 pub mod subnet;
+pub mod wait;

@@ -8,6 +8,7 @@ pub mod counters;
 pub mod datapath;
 pub mod doctor;
 pub mod env;
+pub mod expect;
 pub mod fabric;
 pub mod gid_auto;
 pub mod gidselect;
@@ -29,3 +30,4 @@ pub fn explain(failure: &Failure, facts: &Facts) -> Diagnostic {
     }
 }
 pub mod subnet;
+pub mod wait;

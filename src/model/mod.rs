@@ -9,6 +9,7 @@ pub mod devinfo;
 pub mod diagnostic;
 pub mod doctor;
 pub mod errno;
+pub mod expect;
 pub mod exporter;
 pub mod fabric;
 pub mod facts;

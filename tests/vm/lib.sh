@@ -783,3 +783,55 @@ restore_two_net() {
     two_wait_gids 30 || return 1
     _net_step wait-gids
 }
+
+# start_slurm [CONF-LINE...]: a one-node Slurm (slurmctld, slurmd and munged started here;
+# the node is `localhost`, partition `vm`), with extra slurm.conf lines; returns once the
+# node is idle. SLURM_CONF is exported; the logs are in /tmp/slurm.
+start_slurm() {
+    local d=/tmp/slurm line
+    mkdir -p "$d/state" "$d/spool" /tmp/munge
+    chmod 700 /tmp/munge
+    dd if=/dev/urandom of=/tmp/munge/munge.key bs=1024 count=1 status=none
+    chmod 400 /tmp/munge/munge.key
+    munged --force --key-file /tmp/munge/munge.key --socket /tmp/munge/munge.socket \
+        --pid-file /tmp/munge/munged.pid --log-file /tmp/munge/munged.log \
+        --seed-file /tmp/munge/seed >"$RESULTS/munged.out" 2>&1 || return 1
+    cat >"$d/slurm.conf" <<EOF
+ClusterName=vm
+SlurmctldHost=localhost
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+CredType=cred/munge
+AuthInfo=socket=/tmp/munge/munge.socket
+StateSaveLocation=$d/state
+SlurmdSpoolDir=$d/spool
+SlurmctldPidFile=$d/slurmctld.pid
+SlurmdPidFile=$d/slurmd.pid
+SlurmctldLogFile=$d/slurmctld.log
+SlurmdLogFile=$d/slurmd.log
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+JobAcctGatherType=jobacct_gather/none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+MpiDefault=none
+ReturnToService=2
+NodeName=localhost CPUs=$(nproc) State=UNKNOWN
+PartitionName=vm Nodes=localhost Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE
+EOF
+    for line in "$@"; do printf '%s\n' "$line" >>"$d/slurm.conf"; done
+    # slurmd needs a cgroup v2 tree and, with no systemd in the guest, makes its own.
+    mountpoint -q /sys/fs/cgroup || mount -t cgroup2 none /sys/fs/cgroup || return 1
+    mkdir -p /sys/fs/cgroup/system.slice
+    printf 'CgroupPlugin=cgroup/v2\nIgnoreSystemd=yes\n' >"$d/cgroup.conf"
+    export SLURM_CONF=$d/slurm.conf
+    slurmctld -f "$SLURM_CONF" >"$RESULTS/slurmctld.out" 2>&1 || return 1
+    slurmd -f "$SLURM_CONF" -N localhost >"$RESULTS/slurmd.out" 2>&1 || return 1
+    local _
+    for _ in $(seq 1 60); do
+        sinfo -h -o %T 2>/dev/null | grep -qE '^(idle|mixed)' && return 0
+        sleep 1
+    done
+    return 1
+}

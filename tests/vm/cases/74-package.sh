@@ -14,7 +14,8 @@ check "and an .rpm" test -s "$rpm"
 for path in /usr/bin/rdmactl /usr/share/man/man1/rdmactl.1 /usr/share/man/man1/rdmactl-doctor.1 \
     /usr/share/bash-completion/completions/rdmactl /usr/share/zsh/site-functions/_rdmactl \
     /usr/share/fish/vendor_completions.d/rdmactl.fish /usr/share/doc/rdmactl/failures.md \
-    /usr/lib/systemd/system/rdmactl-exporter.service; do
+    /usr/lib/systemd/system/rdmactl-exporter.service /usr/lib/systemd/system/rdmactl-wait.service \
+    /usr/libexec/rdmactl/rdmactl-healthcheck /etc/nhc/scripts/rdmactl.nhc; do
     expect_out "the rpm holds $path" "^${path}(\\.gz)?\$" rpm -qpl "$rpm"
 done
 expect_out "the rpm says what it is" '^Name *: rdmactl' rpm -qpi "$rpm"
@@ -39,6 +40,8 @@ expect_out "dpkg says it is installed" '^Status: install ok installed' dpkg -s r
 expect_out "dpkg -L lists the binary" '^/usr/bin/rdmactl$' dpkg -L rdmactl
 expect_out "dpkg -L lists the gzipped man page" '^/usr/share/man/man1/rdmactl\.1\.gz$' dpkg -L rdmactl
 expect_out "dpkg -L lists the exporter's unit" '^/usr/lib/systemd/system/rdmactl-exporter\.service$' dpkg -L rdmactl
+check "the Slurm health check is installed executable" test -x /usr/libexec/rdmactl/rdmactl-healthcheck
+expect_out "the NHC check is a conffile" '^/etc/nhc/scripts/rdmactl\.nhc' dpkg-query -W -f='${Conffiles}\n' rdmactl
 check "the installed binary is the one on PATH" test "$(command -v rdmactl)" = /usr/bin/rdmactl
 expect_rc 0 "the installed rdmactl runs doctor on the healthy host" /usr/bin/rdmactl doctor
 expect_out "the installed rdmactl lists rxe0" '^rxe0 ' /usr/bin/rdmactl devices

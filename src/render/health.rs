@@ -1,0 +1,285 @@
+//! `doctor --format nagios|nhc|junit`: the report as health-check frameworks read it.
+//! Nagios: one status line with perfdata, then the problems as long output. NHC (and the
+//! Slurm script): one short drain reason. JUnit: one testcase per finding.
+
+use crate::model::device::PortState;
+use crate::model::diagnostic::{Diagnostic, Severity};
+use crate::model::doctor::DoctorFacts;
+use crate::render::doctor::DoctorReport;
+
+/// A drain reason stays within this many characters: `sinfo -R` shows 20 columns of it by
+/// default and node lists show it on one line, so the code and the subject come first and
+/// the rest of the message stays in `rdmactl doctor`'s own report.
+pub const REASON_MAX: usize = 60;
+
+/// The NHC reason when doctor could not run at all (the error itself goes to stderr: it
+/// names a file and a line, too long for a drain reason).
+pub const NOT_RUN: &str = "rdmactl: check failed to run; see rdmactl doctor";
+
+/// `rdmactl: port-state rxe0/1`, and `(+N more)` when other checks failed too; None when
+/// nothing failed. The same words on every run of the same fault, so the Slurm script can
+/// tell its own drain from an admin's and does not re-drain for a changed figure.
+pub fn reason(findings: &[Diagnostic]) -> Option<String> {
+    let failed: Vec<&Diagnostic> = findings
+        .iter()
+        .filter(|f| f.severity == Severity::Fail)
+        .collect();
+    let first = failed.first()?;
+    let more = match failed.len() - 1 {
+        0 => String::new(),
+        n => format!(" (+{n} more)"),
+    };
+    let label = first.label();
+    let mut line = format!("rdmactl: {}", first.code.as_str());
+    if !label.is_empty() {
+        line.push(' ');
+        line.push_str(&label);
+    }
+    // One line, plain ASCII: a drain reason is passed on a command line and printed in
+    // fixed-width lists.
+    line.retain(|c| c.is_ascii_graphic() || c == ' ');
+    let room = REASON_MAX - more.len();
+    if line.len() > room {
+        line.truncate(room - 3);
+        line.push_str("...");
+    }
+    Some(line + &more)
+}
+
+/// `nhc`: nothing when no check failed (warnings do not drain a node), else the reason.
+pub fn nhc(report: &DoctorReport) -> String {
+    reason(&report.findings).unwrap_or_default()
+}
+
+/// The Nagios state of a report: CRITICAL when a check failed, WARNING when one warned.
+pub fn nagios_state(report: &DoctorReport) -> (&'static str, u8) {
+    use crate::exit::nagios;
+    if report.fail > 0 {
+        ("CRITICAL", nagios::CRITICAL)
+    } else if report.warn > 0 {
+        ("WARNING", nagios::WARNING)
+    } else {
+        ("OK", nagios::OK)
+    }
+}
+
+/// Nagios plugin output: `RDMACTL STATE - summary | perfdata`, then one line per problem
+/// (the long output Nagios shows under the status).
+pub fn nagios(report: &DoctorReport, facts: &DoctorFacts) -> String {
+    let (state, _) = nagios_state(report);
+    let ports: Vec<_> = facts.devices.iter().flat_map(|d| &d.ports).collect();
+    let active = ports
+        .iter()
+        .filter(|p| p.state == Some(PortState::Active))
+        .count();
+    let problems: Vec<&Diagnostic> = report
+        .findings
+        .iter()
+        .filter(|f| f.severity >= Severity::Warn)
+        .collect();
+    let summary = match problems.first() {
+        None => format!(
+            "{active} of {} port(s) ACTIVE, {} check(s) passed",
+            ports.len(),
+            report.ok
+        ),
+        Some(first) => {
+            let more = match problems.len() - 1 {
+                0 => String::new(),
+                n => format!(" (+{n} more)"),
+            };
+            format!("{}{more}", one_problem(first))
+        }
+    };
+    let perf = format!(
+        "ports_active={active};;;0;{total} ports={total};;;0 failures={};;;0 warnings={};;;0 ok={};;;0",
+        report.fail,
+        report.warn,
+        report.ok,
+        total = ports.len()
+    );
+    let mut out = format!("RDMACTL {state} - {} | {perf}\n", nagios_text(&summary));
+    for p in &problems {
+        out.push_str(&nagios_text(&format!(
+            "{} {}",
+            p.severity.label(),
+            one_problem(p)
+        )));
+        out.push('\n');
+    }
+    out
+}
+
+/// `UNKNOWN`: the check itself could not run (a manifest that does not parse).
+pub fn nagios_unknown(why: &str) -> String {
+    format!("RDMACTL UNKNOWN - {}\n", nagios_text(why))
+}
+
+fn one_problem(f: &Diagnostic) -> String {
+    let label = f.label();
+    if label.is_empty() {
+        format!("{}: {}", f.code.as_str(), f.message)
+    } else {
+        format!("{} {label}: {}", f.code.as_str(), f.message)
+    }
+}
+
+/// `|` starts the perfdata in Nagios output, so it cannot appear in the text; one line.
+fn nagios_text(s: &str) -> String {
+    s.replace('|', "/").replace('\n', " ")
+}
+
+/// JUnit XML: one testsuite, one testcase per finding; a failed finding is a `<failure>`
+/// with its message and the evidence and fix as text; a warning passes with a
+/// `<system-out>` (JUnit has no warning state, and a CI gate on warnings would fail
+/// hosts that work).
+pub fn junit(report: &DoctorReport) -> String {
+    let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    let tests = report.findings.len();
+    out.push_str(&format!(
+        "<testsuites name=\"rdmactl\" tests=\"{tests}\" failures=\"{}\" errors=\"0\">\n",
+        report.fail
+    ));
+    out.push_str(&format!(
+        "  <testsuite name=\"rdmactl doctor\" tests=\"{tests}\" failures=\"{}\" errors=\"0\" skipped=\"0\">\n",
+        report.fail
+    ));
+    for f in &report.findings {
+        let label = f.label();
+        let name = if label.is_empty() {
+            f.code.to_string()
+        } else {
+            format!("{} {label}", f.code.as_str())
+        };
+        out.push_str(&format!(
+            "    <testcase classname=\"rdmactl.doctor.{}\" name=\"{}\">",
+            xml(f.code.as_str()),
+            xml(&name)
+        ));
+        let mut body = String::new();
+        for e in &f.evidence {
+            body.push_str(&format!("evidence: {}\n", e.text));
+        }
+        if let Some(fix) = &f.fix {
+            body.push_str(&format!("fix: {fix}\n"));
+        }
+        match f.severity {
+            Severity::Fail => out.push_str(&format!(
+                "\n      <failure type=\"{}\" message=\"{}\">{}</failure>\n    ",
+                xml(f.code.as_str()),
+                xml(&f.message),
+                xml(&body)
+            )),
+            Severity::Warn | Severity::Info => out.push_str(&format!(
+                "\n      <system-out>{}: {}\n{}</system-out>\n    ",
+                f.severity.label(),
+                xml(&f.message),
+                xml(&body)
+            )),
+            Severity::Ok => {}
+        }
+        out.push_str("</testcase>\n");
+    }
+    out.push_str("  </testsuite>\n</testsuites>\n");
+    out
+}
+
+/// Text as XML character data or an attribute value: the five markup characters escaped,
+/// and the control characters XML 1.0 forbids (all below 0x20 but tab, newline and
+/// carriage return) dropped, since no escape can carry them.
+fn xml(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&apos;"),
+            '\t' | '\n' | '\r' => out.push(c),
+            c if (c as u32) < 0x20 || c == '\u{fffe}' || c == '\u{ffff}' => {}
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::codes;
+    use crate::model::diagnostic::Subject;
+
+    fn fail(code: crate::model::codes::Code, subject: Subject, message: &str) -> Diagnostic {
+        Diagnostic::finding(Severity::Fail, code, message).about(subject)
+    }
+
+    #[test]
+    fn the_reason_is_one_short_line_with_the_code_and_subject() {
+        let ok = Diagnostic::finding(Severity::Ok, codes::KERNEL, "fine").about(Subject::Host);
+        assert_eq!(reason(std::slice::from_ref(&ok)), None);
+        let down = fail(
+            codes::PORT_STATE,
+            Subject::Port("mlx5_2".into(), 1),
+            "port is DOWN: a RoCE port follows its netdev,\nso x has no link",
+        );
+        assert_eq!(
+            reason(&[ok.clone(), down.clone()]).unwrap(),
+            "rdmactl: port-state mlx5_2/1"
+        );
+        let mem = fail(codes::EXPECT_MEMLOCK, Subject::Host, "memlock 64 KiB");
+        assert_eq!(
+            reason(&[down, mem.clone(), mem]).unwrap(),
+            "rdmactl: port-state mlx5_2/1 (+2 more)"
+        );
+        let long = fail(
+            codes::EXPECT_DEVICE,
+            Subject::Other("a-very-long-device-name-that-goes-on-and-on/12".into()),
+            "m",
+        );
+        let r = reason(&[long.clone(), long]).unwrap();
+        assert!(r.len() <= REASON_MAX && r.ends_with("... (+1 more)"), "{r}");
+        assert!(!r.contains('\n'));
+    }
+
+    #[test]
+    fn junit_escapes_markup_and_drops_what_xml_cannot_hold() {
+        assert_eq!(
+            xml("a<b & \"c\" 'd'>\u{1}\te"),
+            "a&lt;b &amp; &quot;c&quot; &apos;d&apos;&gt;\te"
+        );
+        let report = DoctorReport::from(vec![
+            fail(
+                codes::MTU,
+                Subject::Port("rxe0".into(), 1),
+                "MTU <1500> & \"more\"",
+            )
+            .evidence("mtu 1500")
+            .fix("ip link set eth0 mtu 9000"),
+            Diagnostic::finding(Severity::Ok, codes::KERNEL, "ok").about(Subject::Host),
+        ]);
+        let x = junit(&report);
+        assert!(x.contains("tests=\"2\" failures=\"1\""), "{x}");
+        assert!(x.contains("<failure type=\"mtu\" message=\"MTU &lt;1500&gt; &amp; &quot;more&quot;\">evidence: mtu 1500\nfix: ip link set eth0 mtu 9000\n</failure>"), "{x}");
+        assert!(
+            x.contains(
+                "<testcase classname=\"rdmactl.doctor.kernel\" name=\"kernel host\"></testcase>"
+            ),
+            "{x}"
+        );
+    }
+
+    #[test]
+    fn nagios_text_keeps_the_perfdata_separator_its_own() {
+        let report = DoctorReport::from(vec![fail(
+            codes::NETDEV,
+            Subject::Port("rxe0".into(), 1),
+            "a | b",
+        )]);
+        let out = nagios(&report, &DoctorFacts::default());
+        let first = out.lines().next().unwrap();
+        assert_eq!(first.matches('|').count(), 1, "{out}");
+        assert!(first.starts_with("RDMACTL CRITICAL - netdev rxe0/1: a / b | ports_active=0;;;0;0 ports=0;;;0 failures=1;;;0"), "{out}");
+        assert_eq!(nagios_state(&report).1, 2);
+    }
+}
