@@ -11,6 +11,7 @@ pub mod env;
 pub mod expect;
 pub mod fabric;
 pub mod gid_auto;
+pub mod gpu_path;
 pub mod gidselect;
 pub mod kernel_choice;
 pub mod pin;
