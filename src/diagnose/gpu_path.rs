@@ -8,7 +8,7 @@ use std::fmt;
 
 use crate::model::codes;
 use crate::model::diagnostic::{Diagnostic, Severity, Subject};
-use crate::model::pci::{Acs, HcaPath, Link, PciFacts, PciFunction, PciPath, EXT_START};
+use crate::model::pci::{Acs, HcaPath, PciFacts, PciFunction, PciPath, PcieLink, EXT_START};
 
 /// How far a GPU is from an HCA, best first, as NCCL and `nvidia-smi topo -m` name it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -102,16 +102,12 @@ struct LinkEnds<'a> {
 fn links(path: &PciPath) -> Vec<LinkEnds<'_>> {
     let chain: Vec<&PciFunction> = path.bridges.iter().chain([&path.function]).collect();
     (1..chain.len())
-        .filter(|&i| {
-            match chain[i]
-                .config
-                .as_ref()
-                .and_then(|c| c.port_type)
-            {
+        .filter(
+            |&i| match chain[i].config.as_ref().and_then(|c| c.port_type) {
                 Some(t) => t.is_upstream_end(),
                 None => i % 2 == 1,
-            }
-        })
+            },
+        )
         .map(|i| LinkEnds {
             below: chain[i],
             above: chain[i - 1],
@@ -119,20 +115,20 @@ fn links(path: &PciPath) -> Vec<LinkEnds<'_>> {
         .collect()
 }
 
-fn current(f: &PciFunction) -> Option<Link> {
+fn current(f: &PciFunction) -> Option<PcieLink> {
     f.current_link
         .or_else(|| f.config.as_ref().and_then(|c| c.link_status))
 }
 
-fn maximum(f: &PciFunction) -> Option<Link> {
+fn maximum(f: &PciFunction) -> Option<PcieLink> {
     f.max_link
         .or_else(|| f.config.as_ref().and_then(|c| c.link_capabilities))
 }
 
 /// The most both ends allow: the lower speed and the narrower width.
-fn capable(a: Option<Link>, b: Option<Link>) -> Option<Link> {
+fn capable(a: Option<PcieLink>, b: Option<PcieLink>) -> Option<PcieLink> {
     match (a, b) {
-        (Some(a), Some(b)) => Some(Link {
+        (Some(a), Some(b)) => Some(PcieLink {
             speed: match (a.speed, b.speed) {
                 (Some(x), Some(y)) => Some(x.min(y)),
                 (x, y) => x.or(y),
@@ -143,7 +139,7 @@ fn capable(a: Option<Link>, b: Option<Link>) -> Option<Link> {
     }
 }
 
-fn downtrained(now: Link, most: Link) -> bool {
+fn downtrained(now: PcieLink, most: PcieLink) -> bool {
     let slower = matches!((now.speed, most.speed), (Some(n), Some(m)) if n < m);
     slower || now.width < most.width
 }
@@ -194,12 +190,18 @@ fn link_finding(hca: &HcaPath) -> Diagnostic {
         return Diagnostic::finding(
             Severity::Ok,
             codes::PCIE_LINK,
-            format!("{} runs at {now}, the most its links allow", f.bdf),
+            format!(
+                "{} ({}) runs at {now}, the most its links allow",
+                hca.name, f.bdf
+            ),
         )
         .about(subject);
     };
     let message = if first.bdf == f.bdf {
-        format!("{} runs at {now} of {most}: reseat, or check the slot", hca.name)
+        format!(
+            "{} runs at {now} of {most}: reseat, or check the slot",
+            hca.name
+        )
     } else {
         format!(
             "the link of {} above {} runs at {now} of {most}: every byte of {} crosses it",
@@ -222,8 +224,9 @@ fn best_hca<'a>(hcas: &'a [HcaPath], gpu: &PciPath) -> Option<(&'a HcaPath, Path
     hcas.iter()
         .map(|h| (h, classify(&h.path, gpu)))
         .min_by_key(|(h, class)| {
-            let bw = current(&h.path.function)
-                .map_or(0, |l| l.speed.and_then(|s| s.tenths_gts()).unwrap_or(0) * u32::from(l.width));
+            let bw = current(&h.path.function).map_or(0, |l| {
+                l.speed.and_then(|s| s.tenths_gts()).unwrap_or(0) * u32::from(l.width)
+            });
             (*class, std::cmp::Reverse(bw), h.name.clone())
         })
 }
@@ -233,7 +236,9 @@ fn gpu_subject(gpu: &PciPath) -> Subject {
 }
 
 fn numa(f: &PciFunction) -> String {
-    let node = f.numa_node.map_or("NUMA node -".to_string(), |n| format!("NUMA node {n}"));
+    let node = f
+        .numa_node
+        .map_or("NUMA node -".to_string(), |n| format!("NUMA node {n}"));
     match &f.local_cpulist {
         Some(cpus) => format!("{node}, cpus {cpus}"),
         None => node,
@@ -325,7 +330,10 @@ fn acs_finding(gpu: &PciPath, hca: &HcaPath) -> Diagnostic {
                         if on.is_empty() {
                             "all off".to_string()
                         } else {
-                            on.iter().map(|n| format!("{n}+")).collect::<Vec<_>>().join(" ")
+                            on.iter()
+                                .map(|n| format!("{n}+"))
+                                .collect::<Vec<_>>()
+                                .join(" ")
                         }
                     ));
                     if control.redirects_p2p() {
@@ -528,7 +536,14 @@ fn gpudirect_findings(pci: &PciFacts) -> Vec<Diagnostic> {
         _ => Diagnostic::finding(
             Severity::Ok,
             codes::GPUDIRECT,
-            format!("{module} is loaded{}", if registered == Some(true) { " and registered" } else { "" }),
+            format!(
+                "{module} is loaded{}",
+                if registered == Some(true) {
+                    " and registered"
+                } else {
+                    ""
+                }
+            ),
         )
         .about(Subject::Host)
         .evidence(modules.clone())
@@ -566,7 +581,7 @@ fn gpudirect_findings(pci: &PciFacts) -> Vec<Diagnostic> {
                     ),
                 )
                 .about(Subject::Host)
-                .evidence(format!("{path}"))
+                .evidence(path.clone())
                 .evidence(modules)
                 .fix("upgrade NCCL past 2.22.3, which also looks for nvidia_peermem"),
             );
@@ -598,11 +613,27 @@ mod tests {
 
     #[test]
     fn path_classes_follow_the_tree() {
-        let hca = path("pci0000:00", &["0000:00:01.0", "0000:01:00.0", "0000:02:08.0"], "0000:03:00.0", Some(0));
-        let same_switch = path("pci0000:00", &["0000:00:01.0", "0000:01:00.0", "0000:02:10.0"], "0000:04:00.0", Some(0));
+        let hca = path(
+            "pci0000:00",
+            &["0000:00:01.0", "0000:01:00.0", "0000:02:08.0"],
+            "0000:03:00.0",
+            Some(0),
+        );
+        let same_switch = path(
+            "pci0000:00",
+            &["0000:00:01.0", "0000:01:00.0", "0000:02:10.0"],
+            "0000:04:00.0",
+            Some(0),
+        );
         let nested = path(
             "pci0000:00",
-            &["0000:00:01.0", "0000:01:00.0", "0000:02:10.0", "0000:05:00.0", "0000:06:00.0"],
+            &[
+                "0000:00:01.0",
+                "0000:01:00.0",
+                "0000:02:10.0",
+                "0000:05:00.0",
+                "0000:06:00.0",
+            ],
             "0000:07:00.0",
             Some(0),
         );
@@ -617,8 +648,8 @@ mod tests {
         assert_eq!(classify(&other_node, &hca), PathClass::Sys);
     }
 
-    fn link(gen: u8, width: u8) -> Option<Link> {
-        Some(Link {
+    fn link(gen: u8, width: u8) -> Option<PcieLink> {
+        Some(PcieLink {
             speed: Some(LinkSpeed(gen)),
             width,
         })
@@ -649,11 +680,21 @@ mod tests {
 
     #[test]
     fn acs_redirect_is_a_warning_with_setpci() {
-        let mut gpu = path("pci0000:00", &["0000:00:01.0", "0000:01:00.0", "0000:02:10.0"], "0000:04:00.0", Some(0));
+        let mut gpu = path(
+            "pci0000:00",
+            &["0000:00:01.0", "0000:01:00.0", "0000:02:10.0"],
+            "0000:04:00.0",
+            Some(0),
+        );
         let hca = HcaPath {
             name: "mlx5_0".into(),
             port: 1,
-            path: path("pci0000:00", &["0000:00:01.0", "0000:01:00.0", "0000:02:08.0"], "0000:03:00.0", Some(0)),
+            path: path(
+                "pci0000:00",
+                &["0000:00:01.0", "0000:01:00.0", "0000:02:08.0"],
+                "0000:03:00.0",
+                Some(0),
+            ),
         };
         let acs = |control| ConfigFacts {
             len: 4096,
@@ -672,7 +713,9 @@ mod tests {
         let d = acs_finding(&gpu, &hca);
         assert_eq!(d.severity, Severity::Warn);
         assert!(d.message.contains("0000:02:10.0"), "{}", d.message);
-        assert!(d.fix_text().contains("setpci -s 0000:02:10.0 ECAP_ACS+6.w=0000"));
+        assert!(d
+            .fix_text()
+            .contains("setpci -s 0000:02:10.0 ECAP_ACS+6.w=0000"));
         // Short config (no root) on the HCA's side: said, never guessed.
         gpu.bridges[2].config = Some(acs(0));
         let mut hca = hca;
@@ -694,5 +737,79 @@ mod tests {
         assert_eq!(kernel_version("6.1.0-18-amd64"), Some((6, 1)));
         assert_eq!(kernel_version("5.4.0"), Some((5, 4)));
         assert!(kernel_version("5.4.0").unwrap() < DMABUF_KERNEL);
+    }
+}
+
+#[cfg(test)]
+mod gpudirect_tests {
+    use super::*;
+    use crate::model::pci::GpuDirect;
+
+    fn facts(g: GpuDirect) -> PciFacts {
+        PciFacts {
+            gpudirect: g,
+            ..PciFacts::default()
+        }
+    }
+
+    fn judged(g: GpuDirect) -> Vec<(Severity, String)> {
+        gpudirect_findings(&facts(g))
+            .into_iter()
+            .map(|d| (d.severity, d.message))
+            .collect()
+    }
+
+    #[test]
+    fn no_module_is_dmabuf_on_new_kernels_and_a_failure_on_old_ones() {
+        let new = judged(GpuDirect {
+            kernel: Some("6.8.0-45-generic".into()),
+            ..GpuDirect::default()
+        });
+        assert_eq!(new.len(), 1);
+        assert_eq!(new[0].0, Severity::Warn);
+        assert!(new[0]
+            .1
+            .contains("only through DMA-BUF (kernel 6.8.0-45-generic"));
+        let old = judged(GpuDirect {
+            kernel: Some("5.4.0-150-generic".into()),
+            ..GpuDirect::default()
+        });
+        assert_eq!(old[0].0, Severity::Fail);
+        assert!(old[0].1.starts_with("nvidia_peermem is not loaded"));
+    }
+
+    #[test]
+    fn an_old_nccl_with_the_new_module_name_is_a_warning() {
+        let base = GpuDirect {
+            peer_modules: vec!["nvidia_peermem".into()],
+            memory_peers: None,
+            modules_load: Some(vec!["/etc/modules-load.d/nvidia-peermem.conf".into()]),
+            nccl: Some((
+                (2, 18, 1),
+                "/usr/lib/x86_64-linux-gnu/libnccl.so.2.18.1".into(),
+            )),
+            ..GpuDirect::default()
+        };
+        let found = judged(base.clone());
+        assert_eq!(found[0], (Severity::Ok, "nvidia_peermem is loaded".into()));
+        assert_eq!(found.len(), 2, "{found:?}");
+        assert_eq!(found[1].0, Severity::Warn);
+        assert!(found[1].1.starts_with("NCCL 2.18.1 looks for nv_peer_mem"));
+        // 2.23 and later look for both names: nothing to say.
+        let newer = judged(GpuDirect {
+            nccl: Some(((2, 23, 4), "libnccl.so.2.23.4".into())),
+            ..base.clone()
+        });
+        assert_eq!(newer.len(), 1, "{newer:?}");
+        // Loaded now, but nothing loads it at boot.
+        let fragile = judged(GpuDirect {
+            modules_load: Some(Vec::new()),
+            nccl: None,
+            ..base
+        });
+        assert_eq!(fragile.len(), 2);
+        assert!(fragile[1]
+            .1
+            .contains("after a reboot GPUDirect RDMA is off"));
     }
 }

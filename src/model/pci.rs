@@ -40,8 +40,9 @@ impl LinkSpeed {
     /// sysfs's `current_link_speed`/`max_link_speed`: "8.0 GT/s PCIe" (kernel ≥ 5.x) or
     /// "8 GT/s" (older); None for "Unknown" or anything else.
     pub fn from_sysfs(text: &str) -> Option<LinkSpeed> {
-        let number = text.trim().split_whitespace().next()?;
-        let unit = text.trim().split_whitespace().nth(1)?;
+        let mut words = text.split_whitespace();
+        let number = words.next()?;
+        let unit = words.next()?;
         if unit != "GT/s" {
             return None;
         }
@@ -65,12 +66,12 @@ impl fmt::Display for LinkSpeed {
 
 /// One side of a link: its speed and width (lanes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Link {
+pub struct PcieLink {
     pub speed: Option<LinkSpeed>,
     pub width: u8,
 }
 
-impl fmt::Display for Link {
+impl fmt::Display for PcieLink {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.speed {
             Some(s) => write!(f, "{s} x{}", self.width),
@@ -79,11 +80,11 @@ impl fmt::Display for Link {
     }
 }
 
-impl Link {
+impl PcieLink {
     /// From a Link Capabilities or Link Status register: speed in bits 3:0, width in 9:4.
-    pub fn from_register(value: u32) -> Link {
+    pub fn from_register(value: u32) -> PcieLink {
         let code = (value & 0xf) as u8;
-        Link {
+        PcieLink {
             speed: (code != 0).then_some(LinkSpeed(code)),
             width: ((value >> 4) & 0x3f) as u8,
         }
@@ -274,9 +275,7 @@ impl<'a> ConfigSpace<'a> {
 
     fn pcie_cap(&self) -> Option<usize> {
         let (caps, _) = self.capabilities();
-        caps.iter()
-            .find(|c| c.id == CAP_ID_PCIE)
-            .map(|c| c.offset)
+        caps.iter().find(|c| c.id == CAP_ID_PCIE).map(|c| c.offset)
     }
 
     pub fn port_type(&self) -> Option<PortType> {
@@ -286,16 +285,16 @@ impl<'a> ConfigSpace<'a> {
     }
 
     /// Link Capabilities (PCIe capability + 0x0c): the most the function supports.
-    pub fn link_capabilities(&self) -> Option<Link> {
+    pub fn link_capabilities(&self) -> Option<PcieLink> {
         let at = self.pcie_cap()?;
-        self.u32_at(at + 0x0c).map(Link::from_register)
+        self.u32_at(at + 0x0c).map(PcieLink::from_register)
     }
 
     /// Link Status (PCIe capability + 0x12): what the link trained to.
-    pub fn link_status(&self) -> Option<Link> {
+    pub fn link_status(&self) -> Option<PcieLink> {
         let at = self.pcie_cap()?;
         self.u16_at(at + 0x12)
-            .map(|v| Link::from_register(u32::from(v)))
+            .map(|v| PcieLink::from_register(u32::from(v)))
     }
 
     pub fn acs(&self) -> Acs {
@@ -340,8 +339,8 @@ pub struct ConfigFacts {
     /// The list pointed past what could be read.
     pub caps_truncated: bool,
     pub port_type: Option<PortType>,
-    pub link_capabilities: Option<Link>,
-    pub link_status: Option<Link>,
+    pub link_capabilities: Option<PcieLink>,
+    pub link_status: Option<PcieLink>,
     pub acs: Acs,
 }
 
@@ -358,9 +357,9 @@ pub struct PciFunction {
     pub numa_node: Option<u32>,
     pub local_cpulist: Option<String>,
     /// sysfs `current_link_speed`/`current_link_width`.
-    pub current_link: Option<Link>,
+    pub current_link: Option<PcieLink>,
     /// sysfs `max_link_speed`/`max_link_width`.
-    pub max_link: Option<Link>,
+    pub max_link: Option<PcieLink>,
     /// The decoded `config` file; None when it could not be read at all.
     pub config: Option<ConfigFacts>,
     /// `iommu_group`'s number and its `type` (identity, DMA, DMA-FQ, unmanaged, blocked).
@@ -468,7 +467,11 @@ mod tests {
         assert_eq!(sta.to_string(), "8 GT/s x8");
         assert_eq!(cfg.port_type(), Some(PortType::Endpoint));
         assert_eq!(
-            cfg.capabilities().0.iter().map(|c| c.id).collect::<Vec<_>>(),
+            cfg.capabilities()
+                .0
+                .iter()
+                .map(|c| c.id)
+                .collect::<Vec<_>>(),
             [0x01, 0x10, 0x11]
         );
         assert_eq!(LinkSpeed(1).to_string(), "2.5 GT/s");

@@ -44,7 +44,10 @@ fn decoder_matches_lspci_on_this_host() {
         .flatten()
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .collect();
-    assert!(!functions.is_empty(), "no PCI function in /sys/bus/pci/devices");
+    assert!(
+        !functions.is_empty(),
+        "no PCI function in /sys/bus/pci/devices"
+    );
     let (mut caps, mut ext, mut links, mut acs, mut denied) = (0, 0, 0, 0, 0);
     for bdf in &functions {
         let out = Command::new("lspci")
@@ -57,7 +60,10 @@ fn decoder_matches_lspci_on_this_host() {
         let cfg = ConfigSpace::new(&bytes);
         let (ours, truncated) = cfg.capabilities();
         if text.contains("Capabilities: <access denied>") {
-            assert!(truncated, "{bdf}: lspci was denied, the decoder read {ours:?}");
+            assert!(
+                truncated,
+                "{bdf}: lspci was denied, the decoder read {ours:?}"
+            );
             denied += 1;
             continue;
         }
@@ -75,9 +81,7 @@ fn decoder_matches_lspci_on_this_host() {
                     ver.parse::<u8>().unwrap(),
                     name.to_string(),
                 )),
-                None => {
-                    theirs_std.push((usize::from_str_radix(at, 16).unwrap(), name.to_string()))
-                }
+                None => theirs_std.push((usize::from_str_radix(at, 16).unwrap(), name.to_string())),
             }
         }
         assert_eq!(
@@ -87,7 +91,11 @@ fn decoder_matches_lspci_on_this_host() {
         );
         for (cap, (_, name)) in ours.iter().zip(&theirs_std) {
             if let Some((_, want)) = CAP_NAMES.iter().find(|(id, _)| *id == cap.id) {
-                assert!(name.starts_with(want), "{bdf}: ID {:#04x} is {name}", cap.id);
+                assert!(
+                    name.starts_with(want),
+                    "{bdf}: ID {:#04x} is {name}",
+                    cap.id
+                );
             }
             caps += 1;
         }
@@ -102,11 +110,19 @@ fn decoder_matches_lspci_on_this_host() {
         );
         for (cap, (_, _, name)) in our_ext.iter().zip(&theirs_ext) {
             if let Some((_, want)) = EXT_NAMES.iter().find(|(id, _)| *id == cap.id) {
-                assert!(name.starts_with(want), "{bdf}: ID {:#06x} is {name}", cap.id);
+                assert!(
+                    name.starts_with(want),
+                    "{bdf}: ID {:#06x} is {name}",
+                    cap.id
+                );
             }
             ext += 1;
         }
-        let line_of = |key: &str| text.lines().find(|l| l.trim().starts_with(key)).map(str::to_string);
+        let line_of = |key: &str| {
+            text.lines()
+                .find(|l| l.trim().starts_with(key))
+                .map(str::to_string)
+        };
         for (key, ours) in [
             ("LnkCap:", cfg.link_capabilities()),
             ("LnkSta:", cfg.link_status()),

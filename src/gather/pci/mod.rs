@@ -12,7 +12,7 @@ use crate::gather::procfs;
 use crate::gather::sysfs::SysfsRoot;
 use crate::model::device::Device;
 use crate::model::pci::{
-    ConfigSpace, GpuDirect, HcaPath, Link, LinkSpeed, PciFacts, PciFunction, PciPath,
+    ConfigSpace, GpuDirect, HcaPath, LinkSpeed, PciFacts, PciFunction, PciPath, PcieLink,
 };
 
 /// The peer-memory modules: NVIDIA's current name and the old Mellanox one NCCL ≤ 2.22.3
@@ -67,7 +67,9 @@ pub fn pci_path(link: &Path) -> Option<PciPath> {
         .components()
         .map(|c| c.as_os_str().to_string_lossy().into_owned())
         .collect();
-    let host = parts.iter().rposition(|p| p.starts_with("pci") && p.contains(':'))?;
+    let host = parts
+        .iter()
+        .rposition(|p| p.starts_with("pci") && p.contains(':'))?;
     let bdfs = &parts[host + 1..];
     if bdfs.is_empty() || !bdfs.iter().all(|p| is_bdf(p)) {
         return None;
@@ -109,7 +111,7 @@ fn function(dir: &Path, bdf: &str) -> PciFunction {
     };
     let link = |speed: &str, width: &str| {
         let width: u8 = attr(width)?.parse().ok()?;
-        Some(Link {
+        Some(PcieLink {
             speed: attr(speed).and_then(|s| LinkSpeed::from_sysfs(&s)),
             width,
         })
