@@ -47,10 +47,25 @@ pub fn gather(sysfs: &SysfsRoot, devices: &[Device], live: bool) -> PciFacts {
     if hcas.is_empty() {
         return PciFacts::default();
     }
-    let gpus = list(&root.join("bus/pci/devices"))
+    // Class and vendor first: a host has hundreds of functions and a handful of GPUs, and
+    // only a GPU's path (every bridge's attributes and config space) is worth reading.
+    let bus = root.join("bus/pci/devices");
+    let gpus = list(&bus)
         .into_iter()
-        .filter_map(|name| pci_path(&root.join("bus/pci/devices").join(name)))
-        .filter(|p| p.function.is_gpu())
+        .filter(|name| {
+            let hex = |attr: &str| {
+                fs::read_to_string(bus.join(name).join(attr))
+                    .ok()
+                    .and_then(|s| u32::from_str_radix(s.trim().trim_start_matches("0x"), 16).ok())
+            };
+            PciFunction {
+                class: hex("class"),
+                vendor: hex("vendor").and_then(|v| u16::try_from(v).ok()),
+                ..PciFunction::default()
+            }
+            .is_gpu()
+        })
+        .filter_map(|name| pci_path(&bus.join(name)))
         .collect();
     PciFacts {
         hcas,
