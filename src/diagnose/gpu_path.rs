@@ -100,6 +100,14 @@ struct LinkEnds<'a> {
 /// a switch's upstream port, from the PCIe capability when config space was readable; else
 /// by position, as root port, upstream, downstream, … alternate) with the one above it.
 fn links(path: &PciPath) -> Vec<LinkEnds<'_>> {
+    // A function right on the host bridge (a VM's passed-through HCA on bus 0) has no
+    // port above it in sysfs: its own registers are all there is to judge.
+    if path.bridges.is_empty() {
+        return vec![LinkEnds {
+            below: &path.function,
+            above: &path.function,
+        }];
+    }
     let chain: Vec<&PciFunction> = path.bridges.iter().chain([&path.function]).collect();
     (1..chain.len())
         .filter(
@@ -160,15 +168,20 @@ fn link_finding(hca: &HcaPath) -> Diagnostic {
         if now.width == 0 || most.width == 0 {
             continue;
         }
-        evidence.push(format!(
-            "{} (below {}): runs at {now}; {} can do {}, {} can do {}",
-            link.below.bdf,
-            link.above.bdf,
-            link.below.bdf,
-            maximum(link.below).map_or("?".into(), |l| l.to_string()),
-            link.above.bdf,
-            maximum(link.above).map_or("?".into(), |l| l.to_string()),
-        ));
+        let can = |f: &PciFunction| maximum(f).map_or("?".into(), |l| l.to_string());
+        evidence.push(if std::ptr::eq(link.below, link.above) {
+            format!("{}: runs at {now}; it can do {most}", link.below.bdf)
+        } else {
+            format!(
+                "{} (below {}): runs at {now}; {} can do {}, {} can do {}",
+                link.below.bdf,
+                link.above.bdf,
+                link.below.bdf,
+                can(link.below),
+                link.above.bdf,
+                can(link.above),
+            )
+        });
         if downtrained(now, most) {
             slow.push((link.below, now, most));
         }
@@ -676,6 +689,23 @@ mod tests {
         let d = link_finding(&hca);
         assert_eq!(d.severity, Severity::Ok, "{d:?}");
         assert!(d.message.contains("8 GT/s x8"), "{}", d.message);
+    }
+
+    #[test]
+    fn a_function_on_the_host_bridge_is_judged_by_its_own_registers() {
+        let mut hca = HcaPath {
+            name: "mlx5_0".into(),
+            port: 1,
+            path: path("pci0000:00", &[], "0000:00:05.0", None),
+        };
+        hca.path.function.max_link = link(4, 16);
+        hca.path.function.current_link = link(4, 8);
+        let d = link_finding(&hca);
+        assert_eq!(d.severity, Severity::Warn);
+        assert_eq!(
+            d.evidence,
+            ["0000:00:05.0: runs at 16 GT/s x8; it can do 16 GT/s x16"]
+        );
     }
 
     #[test]
