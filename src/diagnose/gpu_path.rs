@@ -491,11 +491,13 @@ fn gpudirect_findings(pci: &PciFacts) -> Vec<Diagnostic> {
     };
     let mut found = Vec::new();
     let Some(module) = g.peer_modules.first() else {
+        // DMA-BUF needs a kernel that has it (5.12) built with it (when its config is
+        // readable); else nothing is left for GPUDirect RDMA.
         let dmabuf = g
             .kernel
             .as_deref()
             .and_then(kernel_version)
-            .filter(|v| *v >= DMABUF_KERNEL);
+            .filter(|v| *v >= DMABUF_KERNEL && g.dmabuf_config != Some(false));
         let d = match (dmabuf, &g.kernel) {
             (Some(_), Some(kernel)) => Diagnostic::finding(
                 Severity::Warn,
@@ -522,6 +524,12 @@ fn gpudirect_findings(pci: &PciFacts) -> Vec<Diagnostic> {
             );
         if let Some(kernel) = &g.kernel {
             d = d.evidence(format!("kernel {kernel}"));
+        }
+        if let (Some(kernel), Some(on)) = (&g.kernel, g.dmabuf_config) {
+            d = d.evidence(format!(
+                "/boot/config-{kernel}: CONFIG_DMA_SHARED_BUFFER {}",
+                if on { "set" } else { "not set" }
+            ));
         }
         found.push(d);
         return found;
@@ -806,6 +814,17 @@ mod gpudirect_tests {
         });
         assert_eq!(old[0].0, Severity::Fail);
         assert!(old[0].1.starts_with("nvidia_peermem is not loaded"));
+        // A new kernel built without DMA-BUF has nothing left either.
+        let without = gpudirect_findings(&facts(GpuDirect {
+            kernel: Some("6.1.0-18-amd64".into()),
+            dmabuf_config: Some(false),
+            ..GpuDirect::default()
+        }));
+        assert_eq!(without[0].severity, Severity::Fail);
+        assert!(without[0]
+            .evidence
+            .iter()
+            .any(|e| e == "/boot/config-6.1.0-18-amd64: CONFIG_DMA_SHARED_BUFFER not set"));
     }
 
     #[test]

@@ -415,6 +415,9 @@ pub struct GpuDirect {
     pub modules_load: Option<Vec<String>>,
     /// The running kernel's release; None for a captured tree.
     pub kernel: Option<String>,
+    /// Whether /boot/config-RELEASE sets CONFIG_DMA_SHARED_BUFFER (DMA-BUF, which RDMA's
+    /// dmabuf memory registration needs); None when that file is not readable.
+    pub dmabuf_config: Option<bool>,
     /// A libnccl.so.2.X.Y found in the standard library directories: (version, path).
     pub nccl: Option<((u32, u32, u32), String)>,
 }

@@ -183,8 +183,20 @@ fn gpudirect(root: &Path, live: bool) -> GpuDirect {
         memory_peers: peers_dir.is_dir().then(|| list(&peers_dir)),
         modules_load: live.then(modules_load),
         kernel: live.then(procfs::kernel_release).flatten(),
+        dmabuf_config: if live { dmabuf_config() } else { None },
         nccl: if live { nccl() } else { None },
     }
+}
+
+/// Whether the running kernel's build configuration enables DMA-BUF.
+fn dmabuf_config() -> Option<bool> {
+    let release = procfs::kernel_release()?;
+    let config = fs::read_to_string(format!("/boot/config-{release}")).ok()?;
+    Some(
+        config
+            .lines()
+            .any(|l| l == "CONFIG_DMA_SHARED_BUFFER=y" || l == "CONFIG_DMA_SHARED_BUFFER=m"),
+    )
 }
 
 /// The modules-load.d files that load a peer-memory module at boot.
