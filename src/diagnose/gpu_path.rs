@@ -434,7 +434,34 @@ fn iommu_finding(pci: &PciFacts) -> Diagnostic {
             }
         }
     }
-    let d = if translated.is_empty() {
+    // Kernels before 5.11 have no group `type`: with an IOMMU on, the command line says
+    // which mode the kernel chose (translated, unless passthrough was asked for).
+    let typed = functions.iter().any(|(_, f)| f.iommu_type.is_some());
+    let passthrough = |c: &str| {
+        c.split_whitespace()
+            .any(|w| w == "iommu=pt" || w == "iommu.passthrough=1")
+    };
+    let d = if !typed && !pci.gpudirect.iommus.is_empty() {
+        match pci.gpudirect.cmdline.as_deref() {
+            Some(c) if passthrough(c) => Diagnostic::finding(
+                Severity::Ok,
+                codes::IOMMU,
+                "the IOMMU passes DMA through (the kernel command line asks for it)",
+            ),
+            Some(_) => Diagnostic::finding(
+                Severity::Warn,
+                codes::IOMMU,
+                "the IOMMU is on and the kernel command line does not ask for passthrough: \
+                 DMA of the HCAs and GPUs is translated",
+            )
+            .fix("boot with `iommu=pt`"),
+            None => Diagnostic::finding(
+                Severity::Info,
+                codes::IOMMU,
+                "the IOMMU is on; its mode is not readable here (no iommu_group/type)",
+            ),
+        }
+    } else if translated.is_empty() {
         Diagnostic::finding(
             Severity::Ok,
             codes::IOMMU,
@@ -775,6 +802,42 @@ mod tests {
         assert_eq!(kernel_version("6.1.0-18-amd64"), Some((6, 1)));
         assert_eq!(kernel_version("5.4.0"), Some((5, 4)));
         assert!(kernel_version("5.4.0").unwrap() < DMABUF_KERNEL);
+    }
+}
+
+#[cfg(test)]
+mod iommu_tests {
+    use super::*;
+    use crate::model::pci::GpuDirect;
+
+    /// An IOMMU whose groups have no `type` (kernels before 5.11): the command line decides.
+    fn untyped(cmdline: Option<&str>) -> Diagnostic {
+        iommu_finding(&PciFacts {
+            gpudirect: GpuDirect {
+                iommus: vec!["dmar0".into()],
+                cmdline: cmdline.map(String::from),
+                ..GpuDirect::default()
+            },
+            ..PciFacts::default()
+        })
+    }
+
+    #[test]
+    fn without_group_types_the_command_line_decides() {
+        let on = untyped(Some("BOOT_IMAGE=/vmlinuz root=/dev/sda1 intel_iommu=on"));
+        assert_eq!(on.severity, Severity::Warn);
+        assert!(on.message.contains("does not ask for passthrough"));
+        assert!(on
+            .evidence
+            .iter()
+            .any(|e| e.ends_with("intel_iommu=on") && e.starts_with("/proc/cmdline:")));
+        assert_eq!(
+            untyped(Some("intel_iommu=on iommu=pt")).severity,
+            Severity::Ok
+        );
+        // `iommu=ptx` is not passthrough.
+        assert_eq!(untyped(Some("iommu=ptx")).severity, Severity::Warn);
+        assert_eq!(untyped(None).severity, Severity::Info);
     }
 }
 
