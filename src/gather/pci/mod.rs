@@ -103,16 +103,22 @@ pub fn pci_path(link: &Path) -> Option<PciPath> {
     })
 }
 
-/// `0000:41:00.0`: domain, bus, device, function in hex.
+/// `0000:41:00.0`: domain, bus, device, function in hex. The domain has four digits, or
+/// more behind Intel VMD (`10000:e1:00.0`).
 fn is_bdf(name: &str) -> bool {
-    let b = name.as_bytes();
-    b.len() == 12
-        && b[4] == b':'
-        && b[7] == b':'
-        && b[10] == b'.'
-        && name
-            .char_indices()
-            .all(|(i, c)| matches!(i, 4 | 7 | 10) || c.is_ascii_hexdigit())
+    let hex = |s: &str, len: std::ops::RangeInclusive<usize>| {
+        len.contains(&s.len()) && s.chars().all(|c| c.is_ascii_hexdigit())
+    };
+    let mut parts = name.split(':');
+    let (Some(domain), Some(bus), Some(devfn), None) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
+    else {
+        return false;
+    };
+    let Some((dev, func)) = devfn.split_once('.') else {
+        return false;
+    };
+    hex(domain, 4..=8) && hex(bus, 2..=2) && hex(dev, 2..=2) && hex(func, 1..=1)
 }
 
 fn function(dir: &Path, bdf: &str) -> PciFunction {
@@ -254,7 +260,9 @@ mod tests {
     #[test]
     fn bdf_names_and_nccl_versions() {
         assert!(is_bdf("0000:41:00.0"));
-        assert!(!is_bdf("10000:41:00.0"));
+        assert!(is_bdf("10000:e1:00.0"), "behind VMD");
+        assert!(!is_bdf("0000:41:00"));
+        assert!(!is_bdf("0000:41:00.0.1"));
         assert!(!is_bdf("pci0000:00"));
         assert!(!is_bdf("0000:41:00.g"));
         assert_eq!(nccl_version("libnccl.so.2.21.5"), Some((2, 21, 5)));
