@@ -389,3 +389,140 @@ fn wait_returns_at_once_on_active_ports_and_times_out_with_the_reason() {
         "\"missing\": [\n    \"mlx5_0\"\n  ]",
     ));
 }
+
+/// The GPU path (tests/fixtures/make-gpu-path.py): a PCIe switch with ACS redirecting
+/// between mlx5_0 and a GPU, mlx5_1 trained at 8 GT/s x8, a GPU on another root complex of
+/// mlx5_1's NUMA node, the IOMMU translating, nvidia_peermem loaded but not registered.
+#[test]
+fn gpu_path_problems_are_each_named_with_their_fix() {
+    doctor("gpu-path-acs")
+        .code(1)
+        .stdout(predicate::str::contains(
+            "ok    pcie-link   mlx5_0            mlx5_0 (0000:03:00.0) runs at 16 GT/s x16, the most its links allow",
+        ))
+        .stdout(predicate::str::contains(
+            "warn  pcie-link   mlx5_1            mlx5_1 runs at 8 GT/s x8 of 16 GT/s x16: reseat, or check the slot",
+        ))
+        .stdout(predicate::str::contains(
+            "evidence: 0000:81:00.0 (below 0000:80:01.0): runs at 8 GT/s x8; 0000:81:00.0 can do 16 GT/s x16, 0000:80:01.0 can do 16 GT/s x16",
+        ))
+        .stdout(predicate::str::contains(
+            "ok    gpu-path    gpu 0000:04:00.0  closest HCA mlx5_0, PIX (one PCIe switch): NCCL_IB_HCA=mlx5_0 UCX_NET_DEVICES=mlx5_0:1",
+        ))
+        .stdout(predicate::str::contains(
+            "warn  pcie-acs    gpu 0000:04:00.0  ACS redirects peer-to-peer traffic on 0000:02:10.0, 0000:02:08.0 between mlx5_0 and GPU 0000:04:00.0",
+        ))
+        .stdout(predicate::str::contains(
+            "evidence: 0000:02:08.0: ACS at 0x148, ACSCtl 0x001d (SrcValid+ ReqRedir+ CmpltRedir+ UpstreamFwd+)",
+        ))
+        .stdout(predicate::str::contains("`setpci -s 0000:02:08.0 ECAP_ACS+6.w=0000`"))
+        // The switch's upstream port and the root port are not on the P2P path.
+        .stdout(predicate::str::contains("0000:01:00.0: ACS").not())
+        .stdout(predicate::str::contains("0000:00:01.0: ACS").not())
+        .stdout(predicate::str::contains(
+            "warn  gpu-path    gpu 0000:c1:00.0  closest HCA mlx5_1, NODE (another root complex of the same NUMA node)",
+        ))
+        .stdout(predicate::str::contains(
+            "evidence: mlx5_0 0000:03:00.0 (NUMA node 0, cpus 0-31): SYS (across NUMA nodes)",
+        ))
+        .stdout(predicate::str::contains(
+            "warn  iommu       host              the IOMMU translates DMA of mlx5_0, mlx5_1, GPU 0000:04:00.0, GPU 0000:c1:00.0",
+        ))
+        .stdout(predicate::str::contains("evidence: mlx5_0: iommu_group 4, type DMA-FQ"))
+        .stdout(predicate::str::contains("boot with `iommu=pt`"))
+        .stdout(predicate::str::contains(
+            "FAIL  gpudirect   host              nvidia_peermem is loaded but not registered in kernel/mm/memory_peers: GPUDirect RDMA is off",
+        ))
+        .stdout(predicate::str::contains("evidence: kernel/mm/memory_peers: empty"))
+        // The ACS path is only judged where the GPU's best path is within PCIe.
+        .stdout(predicate::str::contains("pcie-acs    gpu 0000:c1:00.0").not())
+        .stdout(predicate::str::contains("7 ok, 4 warning(s), 1 failure(s)"));
+}
+
+#[test]
+fn gpu_path_fixed_host_passes() {
+    doctor("gpu-path-ok")
+        .success()
+        .stdout(predicate::str::contains(
+            "ok    pcie-link   mlx5_1            mlx5_1 (0000:81:00.0) runs at 16 GT/s x16, the most its links allow",
+        ))
+        .stdout(predicate::str::contains(
+            "ok    pcie-acs    gpu 0000:04:00.0  no ACS redirect on the bridges between mlx5_0 and GPU 0000:04:00.0",
+        ))
+        .stdout(predicate::str::contains("ok    iommu       host              no IOMMU translates DMA"))
+        .stdout(predicate::str::contains(
+            "ok    gpudirect   host              nvidia_peermem is loaded and registered",
+        ))
+        // The GPU on the other root complex stays a warning: the fix is hardware.
+        .stdout(predicate::str::contains("warn  gpu-path    gpu 0000:c1:00.0"))
+        .stdout(predicate::str::contains("warn  pcie-").not())
+        .stdout(predicate::str::contains("11 ok, 1 warning(s), 0 failure(s)"));
+}
+
+#[test]
+fn gpu_path_without_root_says_so_and_never_guesses_acs() {
+    doctor("gpu-path-noroot")
+        .code(1)
+        .stdout(predicate::str::contains(
+            "info  pcie-acs    gpu 0000:04:00.0  ACS of 0000:02:10.0, 0000:02:08.0 not readable without root: run as root",
+        ))
+        .stdout(predicate::str::contains(
+            "evidence: 0000:02:08.0: config read as 64 bytes, the extended capabilities start at 0x100",
+        ))
+        .stdout(predicate::str::contains("ACSCtl").not())
+        .stdout(predicate::str::contains("no ACS redirect").not())
+        // sysfs still gives the link without root.
+        .stdout(predicate::str::contains(
+            "ok    pcie-link   mlx5_0            mlx5_0 (0000:03:00.0) runs at 16 GT/s x16",
+        ))
+        .stdout(predicate::str::contains(
+            "FAIL  gpudirect   host              nvidia_peermem is not loaded: GPUDirect RDMA is off",
+        ))
+        .stdout(predicate::str::contains(
+            "evidence: kernel/mm/memory_peers: absent (a kernel without the peer-memory API)",
+        ));
+}
+
+#[test]
+fn gpu_path_findings_in_json() {
+    let out = rdmactl_on("gpu-path-acs", &["-j", "doctor"]).code(1);
+    let v: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    let findings = v["findings"].as_array().unwrap();
+    let of = |code: &str| -> Vec<&serde_json::Value> {
+        findings.iter().filter(|f| f["code"] == code).collect()
+    };
+    let acs = of("pcie-acs");
+    assert_eq!(acs.len(), 1, "{acs:#?}");
+    assert_eq!(acs[0]["severity"], "warn");
+    assert_eq!(acs[0]["subject"], "gpu 0000:04:00.0");
+    assert!(acs[0]["fix"]
+        .as_str()
+        .unwrap()
+        .contains("setpci -s 0000:02:10.0 ECAP_ACS+6.w=0000"));
+    let links = of("pcie-link");
+    assert_eq!(
+        links
+            .iter()
+            .map(|f| (
+                f["device"].as_str().unwrap(),
+                f["severity"].as_str().unwrap()
+            ))
+            .collect::<Vec<_>>(),
+        [("mlx5_0", "ok"), ("mlx5_1", "warn")]
+    );
+    assert_eq!(of("gpu-path").len(), 2);
+    assert_eq!(of("iommu")[0]["severity"], "warn");
+    assert_eq!(of("gpudirect")[0]["severity"], "fail");
+}
+
+/// A tree whose devices are not PCI functions (software devices, trees captured without
+/// `devices/`) gets no GPU-path finding at all.
+#[test]
+fn no_pci_function_no_gpu_path_findings() {
+    for tree in ["rxe-veth-basic", "ib-hca"] {
+        doctor(tree)
+            .stdout(predicate::str::contains("pcie-").not())
+            .stdout(predicate::str::contains("gpu-path").not())
+            .stdout(predicate::str::contains("gpudirect").not());
+    }
+}

@@ -23,6 +23,7 @@ const TREES: &[&str] = &[
     "port-down",
     "unreadable",
     "rxe-counters",
+    "gpu-path-acs",
 ];
 
 fn root() -> PathBuf {

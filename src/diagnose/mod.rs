@@ -12,6 +12,7 @@ pub mod expect;
 pub mod fabric;
 pub mod gid_auto;
 pub mod gidselect;
+pub mod gpu_path;
 pub mod kernel_choice;
 pub mod pin;
 pub mod setup;

@@ -66,6 +66,7 @@ pub fn gather(ctx: &Ctx, only: Option<&str>) -> Result<DoctorFacts> {
         })
         .collect();
     facts.host = (!ctx.captured).then(|| host_facts(&devices));
+    facts.pci = crate::gather::pci::gather(&sysfs, &devices, !ctx.captured);
     facts.devices = devices;
     Ok(facts)
 }

@@ -12,6 +12,7 @@ pub mod exporter;
 pub mod failure;
 pub mod inventory;
 pub mod net;
+pub mod pci;
 pub mod placement;
 pub mod procfs;
 pub mod sysfs;

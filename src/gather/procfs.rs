@@ -67,6 +67,13 @@ pub fn kernel_release() -> Option<String> {
         .map(|s| s.trim().to_string())
 }
 
+/// The kernel command line (`/proc/cmdline`), trimmed; None when unreadable.
+pub fn cmdline() -> Option<String> {
+    std::fs::read_to_string(proc_root().join("cmdline"))
+        .ok()
+        .map(|s| s.trim().to_string())
+}
+
 /// The processes (pid, name) holding a TCP listener on `port` in this host's /proc.
 pub fn port_holders(port: u16) -> Vec<(u32, String)> {
     tcp_port_holders(proc_root(), port)

@@ -27,6 +27,9 @@ pub struct DoctorFacts {
     /// This host's /dev, libraries, limits and network; None for a captured tree, which is
     /// another host's.
     pub host: Option<HostFacts>,
+    /// The PCI side of the devices judged: links, the path to each GPU, ACS, IOMMU,
+    /// GPUDirect RDMA; empty when no device is a PCI function.
+    pub pci: crate::model::pci::PciFacts,
 }
 
 /// What doctor reads about a port beyond the device model.

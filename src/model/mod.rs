@@ -16,6 +16,7 @@ pub mod facts;
 pub mod failure;
 pub mod gid;
 pub mod mad;
+pub mod pci;
 pub mod results;
 pub mod rounding;
 pub mod topology;

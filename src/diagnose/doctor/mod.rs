@@ -76,6 +76,8 @@ pub fn findings(facts: &DoctorFacts) -> Vec<Diagnostic> {
         findings.extend(same_subnet_findings(&host.roce_netdevs));
         findings.extend(arp_flux_findings(&host.roce_netdevs));
     }
+    // The PCI side: links, the GPU paths, ACS, IOMMU, GPUDirect RDMA.
+    findings.extend(crate::diagnose::gpu_path::findings(&facts.pci));
     findings
 }
 
