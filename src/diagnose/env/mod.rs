@@ -12,6 +12,7 @@ mod gid_index;
 mod lists;
 mod nccl_gid;
 mod numbers;
+mod ucx_gid;
 #[cfg(test)]
 mod tests;
 

@@ -117,7 +117,11 @@ fn gid_index_variables_toward_a_peer() {
                 "a leading 0 is octal",
             ),
             (&[("NCCL_IB_GID_INDEX", "")], Severity::Info, "empty"),
-            (&[("UCX_IB_GID_INDEX", "auto")], Severity::Ok, "choose"),
+            (
+                &[("UCX_IB_GID_INDEX", "auto")],
+                Severity::Ok,
+                "UCX under auto will use GID index 1 (RoCE v2, ::ffff:192.168.77.1 on veth0), as rdmactl would",
+            ),
             (
                 &[("UCX_IB_GID_INDEX", "0")],
                 Severity::Fail,
@@ -374,4 +378,63 @@ fn device_and_interface_lists() {
         ],
     );
     assert!(run_on(&rxe0(), LinkLayer::Ethernet, None, &[]).is_empty());
+}
+
+/// The VM's case: rxe0 holds 192.168.77.1 (index 1) and 10.93.0.1 (index 2) on veth0, the
+/// peer is 10.93.0.2. UCX under auto takes index 1 whatever the peer, so auto is judged as
+/// an explicit index 1 is: a warning that it is not on the peer's subnet.
+#[test]
+fn ucx_auto_is_judged_as_the_index_ucx_will_use() {
+    let mut table = rxe0();
+    table.push(entry(
+        2,
+        "::ffff:10.93.0.1",
+        Some(GidType::RoceV2),
+        Some("veth0"),
+    ));
+    let want = Want {
+        peer: Some("10.93.0.2".parse().unwrap()),
+        route_netdev: Some("veth0".into()),
+        peer_on_link: Some(true),
+        subnet_addresses: vec!["10.93.0.1".parse().unwrap()],
+        ..Want::default()
+    };
+    let link_layer = LinkLayer::Ethernet;
+    let auto = select_gid(&table, &link_layer, &want);
+    assert_eq!(auto.chosen, Some(2));
+    let devices = vec!["rxe0".to_string()];
+    let ports = vec![("rxe0".to_string(), 1)];
+    let target = EnvTarget {
+        device: "rxe0",
+        port: 1,
+        link_layer: &link_layer,
+        table: &table,
+        table_len: 3,
+        auto: &auto,
+        want: &want,
+        devices: &devices,
+        ports: &ports,
+        netdevs: &[],
+    };
+    let judge = |value: &str| {
+        let findings = validate_env(
+            |k| (k == "UCX_IB_GID_INDEX").then(|| value.to_string()),
+            &target,
+        );
+        assert_eq!(findings.len(), 1);
+        findings.into_iter().next().unwrap()
+    };
+    let explicit = judge("1");
+    let auto = judge("auto");
+    assert_eq!(explicit.severity, Severity::Warn, "{explicit:?}");
+    assert_eq!(auto.severity, explicit.severity, "{auto:?}");
+    assert_eq!(
+        auto.message,
+        "UCX under auto will use GID index 1 (RoCE v2, ::ffff:192.168.77.1 on veth0), which is not on the peer's subnet"
+    );
+    assert_eq!(auto.fix, explicit.fix);
+    assert_eq!(auto.fix.as_deref(), Some("set UCX_IB_GID_INDEX=2: use GID index 2 (RoCE v2, ::ffff:10.93.0.1 on veth0)"));
+    let seen: Vec<&str> = auto.evidence.iter().map(|s| s.text.as_str()).collect();
+    assert!(seen.iter().any(|s| s.contains("uct_ib_device_select_gid")), "{seen:?}");
+    assert!(seen.iter().any(|s| s.contains("not on the peer's subnet")), "{seen:?}");
 }
