@@ -10,11 +10,21 @@ use crate::output::Style;
 
 pub fn run(cli: Cli, sysfs_from_env: bool) -> anyhow::Result<u8> {
     refuse_sysfs(&cli, sysfs_from_env)?;
+    // A captured /proc beside the live /sys would judge one host's limits against another's
+    // devices: --procfs describes the host --sysfs does.
+    if let (Some(dir), None) = (&cli.global.procfs, &cli.global.sysfs) {
+        return Err(Error::Usage(format!(
+            "--procfs {}: give the same host's captured sysfs with --sysfs (a sosreport's sys/)",
+            dir.display()
+        ))
+        .into());
+    }
     let ctx = Ctx {
         json: cli.global.json,
         style: Style::resolve(cli.global.color),
         captured: cli.global.sysfs.is_some(),
         sysfs: cli.global.sysfs.unwrap_or_else(|| PathBuf::from("/sys")),
+        procfs: cli.global.procfs,
     };
     let code = match cli.command {
         Command::Devices(args) => cmd::devices::run(&ctx, &args)?,

@@ -8,10 +8,12 @@ use crate::model::codes::{self, Code};
 use crate::model::device::{Device, Port};
 use crate::model::diagnostic::{Diagnostic, Severity, Subject};
 
+mod capture;
 mod host;
 mod netdevs;
 mod ports;
 
+pub use capture::*;
 pub use host::*;
 pub use netdevs::*;
 pub use ports::*;
@@ -41,6 +43,9 @@ pub fn findings(facts: &DoctorFacts) -> Vec<Diagnostic> {
     )];
     if let Some(host) = &facts.host {
         findings.extend(host_findings(devices, host));
+    }
+    if let Some(capture) = &facts.capture {
+        findings.extend(capture_findings(capture));
     }
     let no_net = HostNet::default();
     let net = facts.host.as_ref().map_or(&no_net, |h| &h.net);
@@ -151,6 +156,7 @@ mod tests {
                 .join("tests/fixtures/sysfs")
                 .join(name),
             captured: true,
+            procfs: None,
         };
         crate::gather::doctor::gather(&ctx, None).unwrap()
     }

@@ -132,9 +132,6 @@ pub(super) fn check_ucx_gid_index(value: &str, target: &EnvTarget) -> Diagnostic
     const NAME: &str = "UCX_IB_GID_INDEX";
     let code = code_of(NAME);
     let shown = format!("{NAME}={value}");
-    if value.eq_ignore_ascii_case("auto") && target.ethernet() {
-        return super::ucx_gid::check_ucx_auto(&shown, target);
-    }
     if value.eq_ignore_ascii_case("auto") {
         let mut f = Diagnostic::finding(
             Severity::Ok,

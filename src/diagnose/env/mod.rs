@@ -12,9 +12,9 @@ mod gid_index;
 mod lists;
 mod nccl_gid;
 mod numbers;
-mod ucx_gid;
 #[cfg(test)]
 mod tests;
+mod ucx_gid;
 
 use crate::diagnose::gidselect::{Selection, Want};
 use crate::model::codes::{self, Code};
@@ -88,6 +88,10 @@ pub fn validate_env(
             }
             "NCCL_SOCKET_IFNAME" => check_socket_ifname(&value, target),
             "UCX_NET_DEVICES" => check_ucx_net_devices(&value, target),
+            // On RoCE, auto is judged as the index UCX's own rule will take.
+            "UCX_IB_GID_INDEX" if value.eq_ignore_ascii_case("auto") && target.ethernet() => {
+                ucx_gid::check_ucx_auto(&format!("UCX_IB_GID_INDEX={value}"), target)
+            }
             "UCX_IB_GID_INDEX" => check_ucx_gid_index(&value, target),
             _ => unreachable!("every listed variable has a check"),
         });

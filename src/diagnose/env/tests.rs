@@ -433,8 +433,17 @@ fn ucx_auto_is_judged_as_the_index_ucx_will_use() {
         "UCX under auto will use GID index 1 (RoCE v2, ::ffff:192.168.77.1 on veth0), which is not on the peer's subnet"
     );
     assert_eq!(auto.fix, explicit.fix);
-    assert_eq!(auto.fix.as_deref(), Some("set UCX_IB_GID_INDEX=2: use GID index 2 (RoCE v2, ::ffff:10.93.0.1 on veth0)"));
+    assert_eq!(
+        auto.fix.as_deref(),
+        Some("set UCX_IB_GID_INDEX=2: use GID index 2 (RoCE v2, ::ffff:10.93.0.1 on veth0)")
+    );
     let seen: Vec<&str> = auto.evidence.iter().map(|s| s.text.as_str()).collect();
-    assert!(seen.iter().any(|s| s.contains("uct_ib_device_select_gid")), "{seen:?}");
-    assert!(seen.iter().any(|s| s.contains("not on the peer's subnet")), "{seen:?}");
+    assert!(
+        seen.iter().any(|s| s.contains("uct_ib_device_select_gid")),
+        "{seen:?}"
+    );
+    assert!(
+        seen.iter().any(|s| s.contains("not on the peer's subnet")),
+        "{seen:?}"
+    );
 }

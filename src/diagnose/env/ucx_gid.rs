@@ -53,7 +53,12 @@ pub(super) fn ucx_auto_index(table: &[GidEntry]) -> UcxAuto {
         entries.push((e.index, ver, ucx_ipv4(e)));
     }
     entries.sort_by_key(|(i, _, _)| *i);
-    let passes = [(Ver::V2, true), (Ver::V2, false), (Ver::V1, true), (Ver::V1, false)];
+    let passes = [
+        (Ver::V2, true),
+        (Ver::V2, false),
+        (Ver::V1, true),
+        (Ver::V1, false),
+    ];
     passes
         .iter()
         .find_map(|(ver, v4)| {
@@ -215,7 +220,12 @@ mod tests {
             }
         );
         // A type text UCX does not know stops it.
-        let t = vec![entry(0, "::ffff:10.0.0.5", Some(Other("RoCE v3".into())), None)];
+        let t = vec![entry(
+            0,
+            "::ffff:10.0.0.5",
+            Some(Other("RoCE v3".into())),
+            None,
+        )];
         assert_eq!(
             index(&t),
             UcxAuto::Refused {
