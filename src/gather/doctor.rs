@@ -147,14 +147,11 @@ fn no_device_hint(ctx: &Ctx, sysfs: &SysfsRoot) -> NoDeviceHint {
         Some(format!("{} exists", module.display()))
     } else if !ctx.captured && crate::gather::procfs::module_loaded("rdma_rxe") {
         Some("/proc/modules lists rdma_rxe".to_string())
-    } else if let Some(root) = ctx
-        .procfs
-        .as_deref()
-        .filter(|r| procfs::module_loaded_in(r, "rdma_rxe"))
-    {
-        Some(format!("{} lists rdma_rxe", root.join("modules").display()))
     } else {
-        None
+        ctx.procfs
+            .as_deref()
+            .filter(|r| procfs::module_loaded_in(r, "rdma_rxe"))
+            .map(|root| format!("{} lists rdma_rxe", root.join("modules").display()))
     };
     let netdev = sysfs.netdev_names().into_iter().find(|n| {
         n != "lo"
