@@ -487,3 +487,35 @@ fn procfs_without_sysfs_is_refused() {
             "--procfs /tmp/sos/proc: give the same host's captured sysfs with --sysfs",
         ));
 }
+
+/// `--expect`'s modules on a capture: without `module/` or --procfs the capture cannot tell;
+/// with --procfs its captured `modules` answers.
+#[test]
+fn expected_modules_are_read_from_the_captured_proc() {
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = dir.path().join("expect.toml");
+    std::fs::write(&manifest, "modules = [\"rdma_rxe\", \"mlx5_ib\"]\n").unwrap();
+    let manifest = manifest.display().to_string();
+    let without = rdmactl_on("rxe-veth-basic", &["doctor", "--expect", &manifest]);
+    let text = String::from_utf8(without.get_output().stdout.clone()).unwrap();
+    assert!(text.contains("not in the captured tree"), "{text}");
+    let procfs = fixture("procfs", "sos-user");
+    let with = rdmactl_on(
+        "rxe-veth-basic",
+        &["--procfs", &procfs, "doctor", "--expect", &manifest],
+    )
+    .code(1);
+    let text = String::from_utf8(with.get_output().stdout.clone()).unwrap();
+    assert!(
+        text.contains(&format!("{procfs}/modules")),
+        "the source names the captured file: {text}"
+    );
+    let line = |module: &str| {
+        text.lines()
+            .find(|l| l.contains("expect-module") && l.contains(module))
+            .unwrap_or_else(|| panic!("no expect-module line for {module}: {text}"))
+            .to_string()
+    };
+    assert!(line("rdma_rxe").starts_with("ok "), "{text}");
+    assert!(line("mlx5_ib").starts_with("FAIL "), "{text}");
+}
