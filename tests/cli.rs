@@ -1028,6 +1028,17 @@ fn check_env_reads_the_variables_as_nccl_and_ucx_do() {
         out.contains("ok    env-ucx-ib-gid-index  UCX under auto will use GID index 1 (RoCE v2, ::ffff:192.168.77.1 on veth0), as rdmactl would"),
         "{out}"
     );
+    // Unset in a UCX job (UCX_NET_DEVICES set) is UCX's default, auto, judged the same.
+    let (code, out) = env_check(
+        &[("UCX_NET_DEVICES", "rxe0:1")],
+        &["--peer", "192.168.77.2"],
+    );
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("ok    env-ucx-ib-gid-index  UCX under auto will use GID index 1 (RoCE v2, ::ffff:192.168.77.1 on veth0), as rdmactl would"),
+        "{out}"
+    );
+    assert!(out.contains("UCX_IB_GID_INDEX unset (auto)"), "{out}");
     // Each variable alone is checked: none leaves the "none is set" line.
     for var in [
         ("NCCL_IB_ROCE_VERSION_NUM", "2"),

@@ -96,6 +96,18 @@ pub fn validate_env(
             _ => unreachable!("every listed variable has a check"),
         });
     }
+    // A UCX job (UCX_NET_DEVICES set) that leaves UCX_IB_GID_INDEX unset gets UCX's default,
+    // auto: the index UCX will take is judged as if it were set. Without any UCX variable
+    // the job may not use UCX at all, so nothing is said.
+    if target.ethernet()
+        && lookup("UCX_IB_GID_INDEX").is_none()
+        && lookup("UCX_NET_DEVICES").is_some()
+    {
+        findings.push(ucx_gid::check_ucx_auto(
+            "UCX_IB_GID_INDEX unset (auto)",
+            target,
+        ));
+    }
     findings
 }
 

@@ -58,7 +58,13 @@ fn check_cases(
 ) {
     for (vars, severity, text) in cases {
         let findings = run_on(table, link_layer.clone(), peer, vars);
-        assert_eq!(findings.len(), vars.len(), "{vars:?}");
+        // UCX_NET_DEVICES without UCX_IB_GID_INDEX on RoCE adds UCX's auto choice.
+        let unset_auto = usize::from(
+            link_layer == LinkLayer::Ethernet
+                && vars.iter().any(|(k, _)| *k == "UCX_NET_DEVICES")
+                && !vars.iter().any(|(k, _)| *k == "UCX_IB_GID_INDEX"),
+        );
+        assert_eq!(findings.len(), vars.len() + unset_auto, "{vars:?}");
         // The finding of the last variable given.
         let code = code_of(vars.last().unwrap().0);
         let f = findings.iter().find(|f| f.code == code).unwrap();
@@ -437,6 +443,17 @@ fn ucx_auto_is_judged_as_the_index_ucx_will_use() {
         auto.fix.as_deref(),
         Some("set UCX_IB_GID_INDEX=2: use GID index 2 (RoCE v2, ::ffff:10.93.0.1 on veth0)")
     );
+    // Unset is UCX's default, auto: judged the same in a UCX job (UCX_NET_DEVICES set).
+    let unset = validate_env(
+        |k| (k == "UCX_NET_DEVICES").then(|| "rxe0:1".to_string()),
+        &target,
+    );
+    assert_eq!(unset.len(), 2, "{unset:?}");
+    assert_eq!(unset[1].message, auto.message);
+    assert_eq!(unset[1].severity, Severity::Warn);
+    assert_eq!(unset[1].evidence[0].text, "UCX_IB_GID_INDEX unset (auto)");
+    // Without any UCX variable nothing is said of UCX.
+    assert!(validate_env(|_| None, &target).is_empty());
     let seen: Vec<&str> = auto.evidence.iter().map(|s| s.text.as_str()).collect();
     assert!(
         seen.iter().any(|s| s.contains("uct_ib_device_select_gid")),

@@ -77,6 +77,9 @@ expect_out "auto is judged as index 1 is: not on the peer's subnet" \
 expect_out "the same warning as an explicit UCX_IB_GID_INDEX=1" \
     "^warn +env-ucx-ib-gid-index +UCX_IB_GID_INDEX=1 selects GID index 1" \
     env UCX_IB_GID_INDEX=1 "$RDMACTL" check -d rxe0 --peer 10.93.0.2 --env
+expect_out "unset in a UCX job (UCX_NET_DEVICES set) is auto, judged the same" \
+    "^warn +env-ucx-ib-gid-index +UCX under auto will use GID index 1 \\(RoCE v2, ::ffff:192\\.168\\.77\\.1 on veth0\\), which is not on the peer's subnet" \
+    env -u UCX_IB_GID_INDEX UCX_NET_DEVICES=rxe0:1 "$RDMACTL" check -d rxe0 --peer 10.93.0.2 --env
 expect_out "the fix names the GID on the peer's subnet" \
     "fix: +set UCX_IB_GID_INDEX=[0-9]+: use GID index [0-9]+ \\(RoCE v2, ::ffff:10\\.93\\.0\\.1 on veth0\\)" \
     cat "$RESULTS/predict-rxe0.out"
