@@ -19,6 +19,14 @@ pub fn run(cli: Cli, sysfs_from_env: bool) -> anyhow::Result<u8> {
         ))
         .into());
     }
+    // A mistyped capture path must not read as a capture without limits.
+    if let Some(dir) = cli.global.procfs.as_ref().filter(|d| !d.is_dir()) {
+        return Err(Error::Usage(format!(
+            "--procfs {}: not a directory (a captured /proc, such as a sosreport's proc/)",
+            dir.display()
+        ))
+        .into());
+    }
     let ctx = Ctx {
         json: cli.global.json,
         style: Style::resolve(cli.global.color),

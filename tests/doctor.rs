@@ -486,6 +486,14 @@ fn procfs_without_sysfs_is_refused() {
         .stderr(predicate::str::contains(
             "--procfs /tmp/sos/proc: give the same host's captured sysfs with --sysfs",
         ));
+    rdmactl_on(
+        "rxe-veth-basic",
+        &["--procfs", "/nonexistent/proc", "doctor"],
+    )
+    .code(2)
+    .stderr(predicate::str::contains(
+        "--procfs /nonexistent/proc: not a directory",
+    ));
 }
 
 /// `--expect`'s modules on a capture: without `module/` or --procfs the capture cannot tell;
