@@ -80,7 +80,7 @@ _rdmactl() {
 
     case "${cmd}" in
         rdmactl)
-            opts="-j -h -V --json --color --sysfs --help --version devices ls ports link gids gid check pingpong selftest doctor wait counters fabric subnet exporter explain generate"
+            opts="-j -h -V --json --color --sysfs --procfs --help --version devices ls ports link gids gid check pingpong selftest doctor wait counters fabric subnet exporter explain generate"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -94,6 +94,10 @@ _rdmactl() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --procfs)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -102,7 +106,7 @@ _rdmactl() {
             return 0
             ;;
         rdmactl__subcmd__check)
-            opts="-j -d -i -g -h -V --json --color --sysfs --ib-dev --ib-port --gid-index --peer --env --help --version"
+            opts="-j -d -i -g -h -V --json --color --sysfs --procfs --ib-dev --ib-port --gid-index --peer --env --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -113,6 +117,10 @@ _rdmactl() {
                     return 0
                     ;;
                 --sysfs)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --procfs)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -152,7 +160,7 @@ _rdmactl() {
             return 0
             ;;
         rdmactl__subcmd__counters)
-            opts="-j -d -i -a -h -V --json --color --sysfs --ib-dev --ib-port --all --interval --count --help --version"
+            opts="-j -d -i -a -h -V --json --color --sysfs --procfs --ib-dev --ib-port --all --interval --count --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -163,6 +171,10 @@ _rdmactl() {
                     return 0
                     ;;
                 --sysfs)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --procfs)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -198,7 +210,7 @@ _rdmactl() {
             return 0
             ;;
         rdmactl__subcmd__devices)
-            opts="-j -d -v -h -V --json --color --sysfs --ib-dev --verbose --help --version"
+            opts="-j -d -v -h -V --json --color --sysfs --procfs --ib-dev --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -209,6 +221,10 @@ _rdmactl() {
                     return 0
                     ;;
                 --sysfs)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --procfs)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -228,7 +244,7 @@ _rdmactl() {
             return 0
             ;;
         rdmactl__subcmd__doctor)
-            opts="-j -d -h -V --json --color --sysfs --ib-dev --expect --save-expect --format --help --version"
+            opts="-j -d -h -V --json --color --sysfs --procfs --ib-dev --expect --save-expect --format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -239,6 +255,10 @@ _rdmactl() {
                     return 0
                     ;;
                 --sysfs)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --procfs)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -270,7 +290,7 @@ _rdmactl() {
             return 0
             ;;
         rdmactl__subcmd__explain)
-            opts="-j -h -V --json --color --sysfs --help --version"
+            opts="-j -h -V --json --color --sysfs --procfs --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -284,6 +304,10 @@ _rdmactl() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --procfs)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -292,7 +316,7 @@ _rdmactl() {
             return 0
             ;;
         rdmactl__subcmd__exporter)
-            opts="-j -h -V --json --color --sysfs --listen --textfile --help --version"
+            opts="-j -h -V --json --color --sysfs --procfs --listen --textfile --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -303,6 +327,10 @@ _rdmactl() {
                     return 0
                     ;;
                 --sysfs)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --procfs)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -322,7 +350,7 @@ _rdmactl() {
             return 0
             ;;
         rdmactl__subcmd__fabric)
-            opts="-j -d -i -g -s -n -h -V --json --color --sysfs --ib-dev --ib-port --gid-index --gid-idx --rank --size --local-rank --rendezvous --rendezvous-dir --token --pattern --size-bytes --iters --deadline --timeout --join-timeout --latency-factor --bandwidth-fraction --resend-limit --expect-usec --expect-mbit --parallel --port-base --csv --svg --simulate --simulate-ranks --help --version"
+            opts="-j -d -i -g -s -n -h -V --json --color --sysfs --procfs --ib-dev --ib-port --gid-index --gid-idx --rank --size --local-rank --rendezvous --rendezvous-dir --token --pattern --size-bytes --iters --deadline --timeout --join-timeout --latency-factor --bandwidth-fraction --resend-limit --expect-usec --expect-mbit --parallel --port-base --csv --svg --simulate --simulate-ranks --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -333,6 +361,10 @@ _rdmactl() {
                     return 0
                     ;;
                 --sysfs)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --procfs)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -468,7 +500,7 @@ _rdmactl() {
             return 0
             ;;
         rdmactl__subcmd__generate)
-            opts="-j -h -V --json --color --sysfs --help --version"
+            opts="-j -h -V --json --color --sysfs --procfs --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -479,6 +511,10 @@ _rdmactl() {
                     return 0
                     ;;
                 --sysfs)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --procfs)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -490,7 +526,7 @@ _rdmactl() {
             return 0
             ;;
         rdmactl__subcmd__gid)
-            opts="-j -h -V --json --color --sysfs --help --version decode encode"
+            opts="-j -h -V --json --color --sysfs --procfs --help --version decode encode"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -501,6 +537,10 @@ _rdmactl() {
                     return 0
                     ;;
                 --sysfs)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --procfs)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -512,7 +552,7 @@ _rdmactl() {
             return 0
             ;;
         rdmactl__subcmd__gid__subcmd__decode)
-            opts="-j -h -V --json --color --sysfs --help --version"
+            opts="-j -h -V --json --color --sysfs --procfs --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -523,6 +563,10 @@ _rdmactl() {
                     return 0
                     ;;
                 --sysfs)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --procfs)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -534,7 +578,7 @@ _rdmactl() {
             return 0
             ;;
         rdmactl__subcmd__gid__subcmd__encode)
-            opts="-j -h -V --json --color --sysfs --help --version"
+            opts="-j -h -V --json --color --sysfs --procfs --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -548,6 +592,10 @@ _rdmactl() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --procfs)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -556,7 +604,7 @@ _rdmactl() {
             return 0
             ;;
         rdmactl__subcmd__gids)
-            opts="-j -d -i -a -h -V --json --color --sysfs --ib-dev --ib-port --ip --all --help --version"
+            opts="-j -d -i -a -h -V --json --color --sysfs --procfs --ib-dev --ib-port --ip --all --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -567,6 +615,10 @@ _rdmactl() {
                     return 0
                     ;;
                 --sysfs)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --procfs)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -594,7 +646,7 @@ _rdmactl() {
             return 0
             ;;
         rdmactl__subcmd__pingpong)
-            opts="-j -d -i -g -p -s -n -e -l -m -h -V --json --color --sysfs --ib-dev --ib-port --gid-index --gid-idx --port --size --iters --duration --interval --lat --events --sl --tclass --pkey-index --mtu --op --timeout --bind --compat --cm --persist --help --version"
+            opts="-j -d -i -g -p -s -n -e -l -m -h -V --json --color --sysfs --procfs --ib-dev --ib-port --gid-index --gid-idx --port --size --iters --duration --interval --lat --events --sl --tclass --pkey-index --mtu --op --timeout --bind --compat --cm --persist --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -605,6 +657,10 @@ _rdmactl() {
                     return 0
                     ;;
                 --sysfs)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --procfs)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -716,7 +772,7 @@ _rdmactl() {
             return 0
             ;;
         rdmactl__subcmd__ports)
-            opts="-j -d -i -v -h -V --json --color --sysfs --ib-dev --ib-port --verbose --help --version"
+            opts="-j -d -i -v -h -V --json --color --sysfs --procfs --ib-dev --ib-port --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -727,6 +783,10 @@ _rdmactl() {
                     return 0
                     ;;
                 --sysfs)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --procfs)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -754,7 +814,7 @@ _rdmactl() {
             return 0
             ;;
         rdmactl__subcmd__selftest)
-            opts="-j -d -i -g -s -h -V --json --color --sysfs --ib-dev --ib-port --gid-index --gid-idx --size --timeout --cm --steps --help --version"
+            opts="-j -d -i -g -s -h -V --json --color --sysfs --procfs --ib-dev --ib-port --gid-index --gid-idx --size --timeout --cm --steps --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -765,6 +825,10 @@ _rdmactl() {
                     return 0
                     ;;
                 --sysfs)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --procfs)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -820,7 +884,7 @@ _rdmactl() {
             return 0
             ;;
         rdmactl__subcmd__subnet)
-            opts="-j -d -i -h -V --json --color --sysfs --ib-dev --ib-port --in-flight --timeout --retries --no-counters --interval --baseline --topology --svg --hosts --switches --reset-counters --help --version"
+            opts="-j -d -i -h -V --json --color --sysfs --procfs --ib-dev --ib-port --in-flight --timeout --retries --no-counters --interval --baseline --topology --svg --hosts --switches --reset-counters --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -831,6 +895,10 @@ _rdmactl() {
                     return 0
                     ;;
                 --sysfs)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --procfs)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -886,7 +954,7 @@ _rdmactl() {
             return 0
             ;;
         rdmactl__subcmd__wait)
-            opts="-j -h -V --json --color --sysfs --timeout --help --version"
+            opts="-j -h -V --json --color --sysfs --procfs --timeout --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -897,6 +965,10 @@ _rdmactl() {
                     return 0
                     ;;
                 --sysfs)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --procfs)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

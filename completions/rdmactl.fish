@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_rdmactl_global_optspecs
-    string join \n j/json color= sysfs= h/help V/version
+    string join \n j/json color= sysfs= procfs= h/help V/version
 end
 
 function __fish_rdmactl_needs_command
@@ -28,6 +28,7 @@ complete -c rdmactl -n "__fish_rdmactl_needs_command" -l color -d 'When to colou
 always\t''
 never\t''"
 complete -c rdmactl -n "__fish_rdmactl_needs_command" -l sysfs -d 'Read sysfs from DIR instead of /sys (a captured tree); verbs queries are skipped. pingpong and selftest refuse it: they run on this host\'s devices' -r -F
+complete -c rdmactl -n "__fish_rdmactl_needs_command" -l procfs -d 'With --sysfs: the same host\'s captured /proc (a sosreport\'s proc/), so doctor judges its memlock limit and loaded modules too; live /proc is never mixed with a capture' -r -F
 complete -c rdmactl -n "__fish_rdmactl_needs_command" -s j -l json -d 'Print JSON instead of a table'
 complete -c rdmactl -n "__fish_rdmactl_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c rdmactl -n "__fish_rdmactl_needs_command" -s V -l version -d 'Print version'
@@ -52,6 +53,7 @@ complete -c rdmactl -n "__fish_rdmactl_using_subcommand devices" -l color -d 'Wh
 always\t''
 never\t''"
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand devices" -l sysfs -d 'Read sysfs from DIR instead of /sys (a captured tree); verbs queries are skipped. pingpong and selftest refuse it: they run on this host\'s devices' -r -F
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand devices" -l procfs -d 'With --sysfs: the same host\'s captured /proc (a sosreport\'s proc/), so doctor judges its memlock limit and loaded modules too; live /proc is never mixed with a capture' -r -F
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand devices" -s d -l ib-dev -d 'Only this device' -r
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand devices" -s j -l json -d 'Print JSON instead of a table'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand devices" -s v -l verbose -d 'Every attribute, as `ibv_devinfo -v` prints it'
@@ -61,6 +63,7 @@ complete -c rdmactl -n "__fish_rdmactl_using_subcommand ls" -l color -d 'When to
 always\t''
 never\t''"
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand ls" -l sysfs -d 'Read sysfs from DIR instead of /sys (a captured tree); verbs queries are skipped. pingpong and selftest refuse it: they run on this host\'s devices' -r -F
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand ls" -l procfs -d 'With --sysfs: the same host\'s captured /proc (a sosreport\'s proc/), so doctor judges its memlock limit and loaded modules too; live /proc is never mixed with a capture' -r -F
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand ls" -s d -l ib-dev -d 'Only this device' -r
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand ls" -s j -l json -d 'Print JSON instead of a table'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand ls" -s v -l verbose -d 'Every attribute, as `ibv_devinfo -v` prints it'
@@ -70,6 +73,7 @@ complete -c rdmactl -n "__fish_rdmactl_using_subcommand ports" -l color -d 'When
 always\t''
 never\t''"
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand ports" -l sysfs -d 'Read sysfs from DIR instead of /sys (a captured tree); verbs queries are skipped. pingpong and selftest refuse it: they run on this host\'s devices' -r -F
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand ports" -l procfs -d 'With --sysfs: the same host\'s captured /proc (a sosreport\'s proc/), so doctor judges its memlock limit and loaded modules too; live /proc is never mixed with a capture' -r -F
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand ports" -s d -l ib-dev -d 'Only this device (same as the positional DEV)' -r
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand ports" -s i -l ib-port -d 'Only this port' -r
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand ports" -s j -l json -d 'Print JSON instead of a table'
@@ -80,6 +84,7 @@ complete -c rdmactl -n "__fish_rdmactl_using_subcommand link" -l color -d 'When 
 always\t''
 never\t''"
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand link" -l sysfs -d 'Read sysfs from DIR instead of /sys (a captured tree); verbs queries are skipped. pingpong and selftest refuse it: they run on this host\'s devices' -r -F
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand link" -l procfs -d 'With --sysfs: the same host\'s captured /proc (a sosreport\'s proc/), so doctor judges its memlock limit and loaded modules too; live /proc is never mixed with a capture' -r -F
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand link" -s d -l ib-dev -d 'Only this device (same as the positional DEV)' -r
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand link" -s i -l ib-port -d 'Only this port' -r
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand link" -s j -l json -d 'Print JSON instead of a table'
@@ -90,6 +95,7 @@ complete -c rdmactl -n "__fish_rdmactl_using_subcommand gids" -l color -d 'When 
 always\t''
 never\t''"
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand gids" -l sysfs -d 'Read sysfs from DIR instead of /sys (a captured tree); verbs queries are skipped. pingpong and selftest refuse it: they run on this host\'s devices' -r -F
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand gids" -l procfs -d 'With --sysfs: the same host\'s captured /proc (a sosreport\'s proc/), so doctor judges its memlock limit and loaded modules too; live /proc is never mixed with a capture' -r -F
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand gids" -s d -l ib-dev -d 'Only this device (same as the positional DEV)' -r
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand gids" -s i -l ib-port -d 'Only this port' -r
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand gids" -s j -l json -d 'Print JSON instead of a table'
@@ -101,6 +107,7 @@ complete -c rdmactl -n "__fish_rdmactl_using_subcommand gid; and not __fish_seen
 always\t''
 never\t''"
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand gid; and not __fish_seen_subcommand_from decode encode" -l sysfs -d 'Read sysfs from DIR instead of /sys (a captured tree); verbs queries are skipped. pingpong and selftest refuse it: they run on this host\'s devices' -r -F
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand gid; and not __fish_seen_subcommand_from decode encode" -l procfs -d 'With --sysfs: the same host\'s captured /proc (a sosreport\'s proc/), so doctor judges its memlock limit and loaded modules too; live /proc is never mixed with a capture' -r -F
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand gid; and not __fish_seen_subcommand_from decode encode" -s j -l json -d 'Print JSON instead of a table'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand gid; and not __fish_seen_subcommand_from decode encode" -s h -l help -d 'Print help'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand gid; and not __fish_seen_subcommand_from decode encode" -s V -l version -d 'Print version'
@@ -110,6 +117,7 @@ complete -c rdmactl -n "__fish_rdmactl_using_subcommand gid; and __fish_seen_sub
 always\t''
 never\t''"
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand gid; and __fish_seen_subcommand_from decode" -l sysfs -d 'Read sysfs from DIR instead of /sys (a captured tree); verbs queries are skipped. pingpong and selftest refuse it: they run on this host\'s devices' -r -F
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand gid; and __fish_seen_subcommand_from decode" -l procfs -d 'With --sysfs: the same host\'s captured /proc (a sosreport\'s proc/), so doctor judges its memlock limit and loaded modules too; live /proc is never mixed with a capture' -r -F
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand gid; and __fish_seen_subcommand_from decode" -s j -l json -d 'Print JSON instead of a table'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand gid; and __fish_seen_subcommand_from decode" -s h -l help -d 'Print help'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand gid; and __fish_seen_subcommand_from decode" -s V -l version -d 'Print version'
@@ -117,6 +125,7 @@ complete -c rdmactl -n "__fish_rdmactl_using_subcommand gid; and __fish_seen_sub
 always\t''
 never\t''"
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand gid; and __fish_seen_subcommand_from encode" -l sysfs -d 'Read sysfs from DIR instead of /sys (a captured tree); verbs queries are skipped. pingpong and selftest refuse it: they run on this host\'s devices' -r -F
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand gid; and __fish_seen_subcommand_from encode" -l procfs -d 'With --sysfs: the same host\'s captured /proc (a sosreport\'s proc/), so doctor judges its memlock limit and loaded modules too; live /proc is never mixed with a capture' -r -F
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand gid; and __fish_seen_subcommand_from encode" -s j -l json -d 'Print JSON instead of a table'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand gid; and __fish_seen_subcommand_from encode" -s h -l help -d 'Print help'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand gid; and __fish_seen_subcommand_from encode" -s V -l version -d 'Print version'
@@ -124,6 +133,7 @@ complete -c rdmactl -n "__fish_rdmactl_using_subcommand check" -l color -d 'When
 always\t''
 never\t''"
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand check" -l sysfs -d 'Read sysfs from DIR instead of /sys (a captured tree); verbs queries are skipped. pingpong and selftest refuse it: they run on this host\'s devices' -r -F
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand check" -l procfs -d 'With --sysfs: the same host\'s captured /proc (a sosreport\'s proc/), so doctor judges its memlock limit and loaded modules too; live /proc is never mixed with a capture' -r -F
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand check" -s d -l ib-dev -d 'Device (default: the only one, or the first)' -r
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand check" -s i -l ib-port -d 'Port' -r
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand check" -s g -l gid-index -d 'GID index to check, or auto (-1 means auto too, as NCCL_IB_GID_INDEX=-1)' -r
@@ -136,6 +146,7 @@ complete -c rdmactl -n "__fish_rdmactl_using_subcommand pingpong" -l color -d 'W
 always\t''
 never\t''"
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand pingpong" -l sysfs -d 'Read sysfs from DIR instead of /sys (a captured tree); verbs queries are skipped. pingpong and selftest refuse it: they run on this host\'s devices' -r -F
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand pingpong" -l procfs -d 'With --sysfs: the same host\'s captured /proc (a sosreport\'s proc/), so doctor judges its memlock limit and loaded modules too; live /proc is never mixed with a capture' -r -F
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand pingpong" -s d -l ib-dev -d 'Device (default: the first one)' -r
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand pingpong" -s i -l ib-port -d 'Port of the device' -r
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand pingpong" -s g -l gid-idx -l gid-index -d 'GID index, or auto (-1 means auto too)' -r
@@ -166,6 +177,7 @@ complete -c rdmactl -n "__fish_rdmactl_using_subcommand selftest" -l color -d 'W
 always\t''
 never\t''"
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand selftest" -l sysfs -d 'Read sysfs from DIR instead of /sys (a captured tree); verbs queries are skipped. pingpong and selftest refuse it: they run on this host\'s devices' -r -F
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand selftest" -l procfs -d 'With --sysfs: the same host\'s captured /proc (a sosreport\'s proc/), so doctor judges its memlock limit and loaded modules too; live /proc is never mixed with a capture' -r -F
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand selftest" -s d -l ib-dev -d 'Device; give two to test between them' -r
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand selftest" -s i -l ib-port -d 'Port' -r
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand selftest" -s g -l gid-idx -l gid-index -d 'GID index, or auto (-1 means auto too)' -r
@@ -190,6 +202,7 @@ complete -c rdmactl -n "__fish_rdmactl_using_subcommand doctor" -l color -d 'Whe
 always\t''
 never\t''"
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand doctor" -l sysfs -d 'Read sysfs from DIR instead of /sys (a captured tree); verbs queries are skipped. pingpong and selftest refuse it: they run on this host\'s devices' -r -F
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand doctor" -l procfs -d 'With --sysfs: the same host\'s captured /proc (a sosreport\'s proc/), so doctor judges its memlock limit and loaded modules too; live /proc is never mixed with a capture' -r -F
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand doctor" -s d -l ib-dev -d 'Only this device' -r
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand doctor" -l expect -d 'Also judge the host against FILE, a manifest (TOML, or JSON by extension or content) of the devices, ports, rates, MTUs, firmware, GIDs, memlock and modules it should have (docs/health-checks.md)' -r -F
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand doctor" -l save-expect -d 'Write this host as a manifest for --expect to FILE (JSON when it ends in .json, else TOML), then report as usual' -r -F
@@ -204,6 +217,7 @@ complete -c rdmactl -n "__fish_rdmactl_using_subcommand wait" -l color -d 'When 
 always\t''
 never\t''"
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand wait" -l sysfs -d 'Read sysfs from DIR instead of /sys (a captured tree); verbs queries are skipped. pingpong and selftest refuse it: they run on this host\'s devices' -r -F
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand wait" -l procfs -d 'With --sysfs: the same host\'s captured /proc (a sosreport\'s proc/), so doctor judges its memlock limit and loaded modules too; live /proc is never mixed with a capture' -r -F
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand wait" -l timeout -d 'Give up after SECS seconds (fractions allowed; 0 checks once)' -r
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand wait" -s j -l json -d 'Print JSON instead of a table'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand wait" -s h -l help -d 'Print help'
@@ -212,6 +226,7 @@ complete -c rdmactl -n "__fish_rdmactl_using_subcommand counters" -l color -d 'W
 always\t''
 never\t''"
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand counters" -l sysfs -d 'Read sysfs from DIR instead of /sys (a captured tree); verbs queries are skipped. pingpong and selftest refuse it: they run on this host\'s devices' -r -F
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand counters" -l procfs -d 'With --sysfs: the same host\'s captured /proc (a sosreport\'s proc/), so doctor judges its memlock limit and loaded modules too; live /proc is never mixed with a capture' -r -F
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand counters" -s d -l ib-dev -d 'Only this device (same as the positional DEV)' -r
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand counters" -s i -l ib-port -d 'Only this port' -r
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand counters" -l interval -d 'Re-read every SECS seconds (fractions allowed) and print each interval\'s deltas and rates; with -j one JSON object per sample, one per line' -r
@@ -224,6 +239,7 @@ complete -c rdmactl -n "__fish_rdmactl_using_subcommand fabric" -l color -d 'Whe
 always\t''
 never\t''"
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand fabric" -l sysfs -d 'Read sysfs from DIR instead of /sys (a captured tree); verbs queries are skipped. pingpong and selftest refuse it: they run on this host\'s devices' -r -F
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand fabric" -l procfs -d 'With --sysfs: the same host\'s captured /proc (a sosreport\'s proc/), so doctor judges its memlock limit and loaded modules too; live /proc is never mixed with a capture' -r -F
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand fabric" -s d -l ib-dev -d 'Device of this endpoint; give several (one per local rank: the n-th process on a host takes the n-th). Default: the n-th ACTIVE port of the host' -r
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand fabric" -s i -l ib-port -d 'Port of the device(s) given without one' -r
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand fabric" -s g -l gid-idx -l gid-index -d 'GID index for every pair test, or auto (-1 means auto too)' -r
@@ -257,6 +273,7 @@ complete -c rdmactl -n "__fish_rdmactl_using_subcommand subnet" -l color -d 'Whe
 always\t''
 never\t''"
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand subnet" -l sysfs -d 'Read sysfs from DIR instead of /sys (a captured tree); verbs queries are skipped. pingpong and selftest refuse it: they run on this host\'s devices' -r -F
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand subnet" -l procfs -d 'With --sysfs: the same host\'s captured /proc (a sosreport\'s proc/), so doctor judges its memlock limit and loaded modules too; live /proc is never mixed with a capture' -r -F
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand subnet" -s d -l ib-dev -d 'The device to walk from (default: the first InfiniBand port with a umad device)' -r
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand subnet" -s i -l ib-port -d 'The port to walk from' -r
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand subnet" -l in-flight -d 'MADs outstanding at once (ibnetdiscover\'s -o; it keeps 2)' -r
@@ -277,6 +294,7 @@ complete -c rdmactl -n "__fish_rdmactl_using_subcommand exporter" -l color -d 'W
 always\t''
 never\t''"
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand exporter" -l sysfs -d 'Read sysfs from DIR instead of /sys (a captured tree); verbs queries are skipped. pingpong and selftest refuse it: they run on this host\'s devices' -r -F
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand exporter" -l procfs -d 'With --sysfs: the same host\'s captured /proc (a sosreport\'s proc/), so doctor judges its memlock limit and loaded modules too; live /proc is never mixed with a capture' -r -F
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand exporter" -l listen -d 'Serve /metrics on ADDR (HOST:PORT, [V6]:PORT, or :PORT for every IPv4 address)' -r
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand exporter" -l textfile -d 'Write DIR/rdmactl.prom once (a temporary file renamed over it) and exit, for node_exporter\'s textfile collector (--collector.textfile.directory)' -r -F
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand exporter" -s j -l json -d 'Print JSON instead of a table'
@@ -286,6 +304,7 @@ complete -c rdmactl -n "__fish_rdmactl_using_subcommand explain" -l color -d 'Wh
 always\t''
 never\t''"
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand explain" -l sysfs -d 'Read sysfs from DIR instead of /sys (a captured tree); verbs queries are skipped. pingpong and selftest refuse it: they run on this host\'s devices' -r -F
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand explain" -l procfs -d 'With --sysfs: the same host\'s captured /proc (a sosreport\'s proc/), so doctor judges its memlock limit and loaded modules too; live /proc is never mixed with a capture' -r -F
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand explain" -s j -l json -d 'Print JSON instead of a table'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand explain" -s h -l help -d 'Print help'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand explain" -s V -l version -d 'Print version'
@@ -293,6 +312,7 @@ complete -c rdmactl -n "__fish_rdmactl_using_subcommand generate" -l color -d 'W
 always\t''
 never\t''"
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand generate" -l sysfs -d 'Read sysfs from DIR instead of /sys (a captured tree); verbs queries are skipped. pingpong and selftest refuse it: they run on this host\'s devices' -r -F
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand generate" -l procfs -d 'With --sysfs: the same host\'s captured /proc (a sosreport\'s proc/), so doctor judges its memlock limit and loaded modules too; live /proc is never mixed with a capture' -r -F
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand generate" -s j -l json -d 'Print JSON instead of a table'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand generate" -s h -l help -d 'Print help'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand generate" -s V -l version -d 'Print version'

@@ -10,11 +10,29 @@ use crate::output::Style;
 
 pub fn run(cli: Cli, sysfs_from_env: bool) -> anyhow::Result<u8> {
     refuse_sysfs(&cli, sysfs_from_env)?;
+    // A captured /proc beside the live /sys would judge one host's limits against another's
+    // devices: --procfs describes the host --sysfs does.
+    if let (Some(dir), None) = (&cli.global.procfs, &cli.global.sysfs) {
+        return Err(Error::Usage(format!(
+            "--procfs {}: give the same host's captured sysfs with --sysfs (a sosreport's sys/)",
+            dir.display()
+        ))
+        .into());
+    }
+    // A mistyped capture path must not read as a capture without limits.
+    if let Some(dir) = cli.global.procfs.as_ref().filter(|d| !d.is_dir()) {
+        return Err(Error::Usage(format!(
+            "--procfs {}: not a directory (a captured /proc, such as a sosreport's proc/)",
+            dir.display()
+        ))
+        .into());
+    }
     let ctx = Ctx {
         json: cli.global.json,
         style: Style::resolve(cli.global.color),
         captured: cli.global.sysfs.is_some(),
         sysfs: cli.global.sysfs.unwrap_or_else(|| PathBuf::from("/sys")),
+        procfs: cli.global.procfs,
     };
     let code = match cli.command {
         Command::Devices(args) => cmd::devices::run(&ctx, &args)?,

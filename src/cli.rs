@@ -30,6 +30,10 @@ pub const ENVIRONMENT: &[(&str, &str)] = &[
         "RDMACTL_SYSFS",
         "read sysfs from this directory instead of /sys (as --sysfs)",
     ),
+    (
+        "RDMACTL_PROCFS",
+        "read the captured host's /proc from this directory (as --procfs)",
+    ),
     ("NO_COLOR", "set and not empty: no colour in --color auto"),
     ("TERM", "dumb: no colour in --color auto"),
     (
@@ -83,6 +87,11 @@ pub struct GlobalArgs {
     /// pingpong and selftest refuse it: they run on this host's devices
     #[arg(long, env = "RDMACTL_SYSFS", global = true, value_name = "DIR")]
     pub sysfs: Option<PathBuf>,
+
+    /// With --sysfs: the same host's captured /proc (a sosreport's proc/), so doctor judges
+    /// its memlock limit and loaded modules too; live /proc is never mixed with a capture
+    #[arg(long, env = "RDMACTL_PROCFS", global = true, value_name = "DIR")]
+    pub procfs: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

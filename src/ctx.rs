@@ -13,6 +13,9 @@ pub struct Ctx {
     pub sysfs: PathBuf,
     /// True when `--sysfs` was given: the tree is not this host's, so skip verbs.
     pub captured: bool,
+    /// `--procfs`: the captured host's /proc (only with `--sysfs`); None reads no /proc for
+    /// a captured tree, and the live /proc on this host.
+    pub procfs: Option<PathBuf>,
 }
 
 #[cfg(test)]
@@ -26,6 +29,7 @@ impl Ctx {
                 .join("tests/fixtures/sysfs")
                 .join(name),
             captured: true,
+            procfs: None,
         }
     }
 }

@@ -1020,6 +1020,25 @@ fn check_env_reads_the_variables_as_nccl_and_ucx_do() {
     let (code, out) = env_check(&[("UCX_NET_DEVICES", "mlx5_0:1")], &[]);
     assert_eq!(code, 1, "{out}");
     assert!(out.contains("not on this host: mlx5_0:1"), "{out}");
+    // UCX_IB_GID_INDEX=auto is judged as the index UCX's own rule takes (the first RoCE v2
+    // IPv4 GID), here the one rdmactl picks too.
+    let (code, out) = env_check(&[("UCX_IB_GID_INDEX", "auto")], &["--peer", "192.168.77.2"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("ok    env-ucx-ib-gid-index  UCX under auto will use GID index 1 (RoCE v2, ::ffff:192.168.77.1 on veth0), as rdmactl would"),
+        "{out}"
+    );
+    // Unset in a UCX job (UCX_NET_DEVICES set) is UCX's default, auto, judged the same.
+    let (code, out) = env_check(
+        &[("UCX_NET_DEVICES", "rxe0:1")],
+        &["--peer", "192.168.77.2"],
+    );
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("ok    env-ucx-ib-gid-index  UCX under auto will use GID index 1 (RoCE v2, ::ffff:192.168.77.1 on veth0), as rdmactl would"),
+        "{out}"
+    );
+    assert!(out.contains("UCX_IB_GID_INDEX unset (auto)"), "{out}");
     // Each variable alone is checked: none leaves the "none is set" line.
     for var in [
         ("NCCL_IB_ROCE_VERSION_NUM", "2"),

@@ -1,5 +1,6 @@
 //! `rdmactl doctor` on captured trees. With --sysfs the host checks (/dev, libibverbs,
-//! memlock) are skipped, so these outputs depend only on the fixture.
+//! memlock) are skipped and named as skipped, so these outputs depend only on the fixture;
+//! --procfs adds the captured /proc (tests/fixtures/procfs/).
 
 use assert_cmd::Command;
 use predicates::prelude::*;
@@ -9,6 +10,7 @@ fn doctor(tree: &str) -> assert_cmd::assert::Assert {
         .unwrap()
         .env_remove("NO_COLOR")
         .env_remove("RDMACTL_SYSFS")
+        .env_remove("RDMACTL_PROCFS")
         .arg("--sysfs")
         .arg(format!(
             "{}/tests/fixtures/sysfs/{tree}",
@@ -41,7 +43,7 @@ fn down_veth_is_named_with_its_fix() {
         .stdout(predicate::str::contains("fix: bring the interface up: `ip link set veth1 up`"))
         .stdout(predicate::str::contains("evidence: class/net/veth0/operstate lowerlayerdown"))
         .stdout(predicate::str::contains("FAIL  netdev").not())
-        .stdout(predicate::str::contains("3 ok, 0 warning(s), 2 failure(s)"));
+        .stdout(predicate::str::contains("3 ok, 1 info, 0 warning(s), 2 failure(s)"));
 }
 
 #[test]
@@ -92,6 +94,7 @@ fn json_counts_match_findings() {
     let out = Command::cargo_bin("rdmactl")
         .unwrap()
         .env_remove("RDMACTL_SYSFS")
+        .env_remove("RDMACTL_PROCFS")
         .args(["-j", "--sysfs"])
         .arg(format!(
             "{}/tests/fixtures/sysfs/port-down",
@@ -132,6 +135,7 @@ fn unknown_device_names_the_real_ones() {
     Command::cargo_bin("rdmactl")
         .unwrap()
         .env_remove("RDMACTL_SYSFS")
+        .env_remove("RDMACTL_PROCFS")
         .arg("--sysfs")
         .arg(format!(
             "{}/tests/fixtures/sysfs/rxe-veth-basic",
@@ -204,6 +208,7 @@ fn rdmactl_on(tree: &str, args: &[&str]) -> assert_cmd::assert::Assert {
         .unwrap()
         .env_remove("NO_COLOR")
         .env_remove("RDMACTL_SYSFS")
+        .env_remove("RDMACTL_PROCFS")
         .arg("--sysfs")
         .arg(format!(
             "{}/tests/fixtures/sysfs/{tree}",
@@ -345,8 +350,13 @@ fn health_check_formats_on_a_down_port() {
         .stdout("");
     let out = rdmactl_on("rxe-veth-vlan-ipv6-down", &["doctor", "--format", "junit"]).code(1);
     let xml = String::from_utf8(out.get_output().stdout.clone()).unwrap();
-    assert!(xml.starts_with("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"rdmactl\" tests=\"5\" failures=\"2\""), "{xml}");
-    assert_eq!(xml.matches("<testcase ").count(), 5, "{xml}");
+    assert!(xml.starts_with("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"rdmactl\" tests=\"6\" failures=\"2\""), "{xml}");
+    // The capture's line of checks not run is a passed test case that says so.
+    assert_eq!(xml.matches("<testcase ").count(), 6, "{xml}");
+    assert!(
+        xml.contains("<testcase classname=\"rdmactl.doctor.capture\" name=\"capture host\">"),
+        "{xml}"
+    );
     assert!(xml.contains("<failure type=\"port-state\" message=\"port is DOWN: a RoCE port follows its netdev, so veth1 has no link\">evidence: state DOWN, physical state DISABLED\nevidence: class/net/veth1/operstate down\nfix: bring the interface up: `ip link set veth1 up`\n</failure>"), "{xml}");
     rdmactl_on("rxe-veth-basic", &["-j", "doctor", "--format", "junit"])
         .code(2)
@@ -436,7 +446,7 @@ fn gpu_path_problems_are_each_named_with_their_fix() {
         .stdout(predicate::str::contains("evidence: kernel/mm/memory_peers: empty"))
         // The ACS path is only judged where the GPU's best path is within PCIe.
         .stdout(predicate::str::contains("pcie-acs    gpu 0000:c1:00.0").not())
-        .stdout(predicate::str::contains("7 ok, 4 warning(s), 1 failure(s)"));
+        .stdout(predicate::str::contains("7 ok, 1 info, 4 warning(s), 1 failure(s)"));
 }
 
 #[test]
@@ -456,13 +466,16 @@ fn gpu_path_fixed_host_passes() {
         // The GPU on the other root complex stays a warning: the fix is hardware.
         .stdout(predicate::str::contains("warn  gpu-path    gpu 0000:c1:00.0"))
         .stdout(predicate::str::contains("warn  pcie-").not())
-        .stdout(predicate::str::contains("11 ok, 1 warning(s), 0 failure(s)"));
+        .stdout(predicate::str::contains("11 ok, 1 info, 1 warning(s), 0 failure(s)"));
 }
 
 #[test]
 fn gpu_path_without_root_says_so_and_never_guesses_acs() {
     doctor("gpu-path-noroot")
         .code(1)
+        .stdout(predicate::str::contains(
+            "PCI config space past 64 bytes (captured without root: link registers, ACS)",
+        ))
         .stdout(predicate::str::contains(
             "info  pcie-acs    gpu 0000:04:00.0  ACS of 0000:02:10.0, 0000:02:08.0 not readable without root: run as root",
         ))
@@ -525,4 +538,132 @@ fn no_pci_function_no_gpu_path_findings() {
             .stdout(predicate::str::contains("gpu-path").not())
             .stdout(predicate::str::contains("gpudirect").not());
     }
+}
+
+fn fixture(kind: &str, name: &str) -> String {
+    format!(
+        "{}/tests/fixtures/{kind}/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    )
+}
+
+/// A capture says, in one info line, which checks it cannot support; without --procfs the
+/// memlock limit is among them, not passed.
+#[test]
+fn a_capture_names_the_checks_it_cannot_support() {
+    doctor("rxe-veth-basic")
+        .success()
+        .stdout(predicate::str::contains(
+            "info  capture     host    captured host: not checked: /dev/infiniband nodes, libibverbs and its providers, verbs queries (active MTU), IP addresses and ARP sysctls (same subnet, ARP flux), network namespace, memlock limit and loaded modules (no --procfs)",
+        ))
+        .stdout(predicate::str::contains("memlock     host").not());
+}
+
+/// `--sysfs sos/sys --procfs sos/proc doctor`: the captured limit is judged (Debian's 8 MiB
+/// for a user without CAP_IPC_LOCK is small), and the capture line no longer lists it. The
+/// environment variable works as the flag does.
+#[test]
+fn procfs_judges_the_captured_memlock_limit() {
+    let procfs = fixture("procfs", "sos-user");
+    for by_env in [false, true] {
+        let mut cmd = Command::cargo_bin("rdmactl").unwrap();
+        cmd.env_remove("NO_COLOR")
+            .env_remove("RDMACTL_PROCFS")
+            .env("RDMACTL_SYSFS", fixture("sysfs", "rxe-veth-basic"));
+        if by_env {
+            cmd.env("RDMACTL_PROCFS", &procfs);
+        } else {
+            cmd.args(["--procfs", &procfs]);
+        }
+        let out = cmd.arg("doctor").assert().success();
+        let text = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+        assert!(
+            text.contains(
+                "warn  memlock     host    locked-memory limit 8 MiB holds rdmactl's default runs"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains(&format!(
+                "{procfs}/self/limits and self/status: the process that took the capture"
+            )),
+            "{text}"
+        );
+        assert!(
+            text.contains("RLIMIT_MEMLOCK soft limit 8 MiB; CAP_IPC_LOCK not held"),
+            "{text}"
+        );
+        assert!(
+            text.contains("captured host: not checked: /dev/infiniband nodes, libibverbs and its providers, verbs queries (active MTU), IP addresses and ARP sysctls (same subnet, ARP flux), network namespace\n"),
+            "{text}"
+        );
+    }
+}
+
+/// The captured /proc/modules answers whether rdma_rxe is loaded when sysfs has no
+/// module/ directory: the fix is `rdma link add`, not modprobe.
+#[test]
+fn procfs_modules_say_rxe_is_loaded() {
+    rdmactl_on(
+        "no-devices",
+        &["--procfs", &fixture("procfs", "sos-user"), "doctor"],
+    )
+    .code(4)
+    .stdout(predicate::str::contains("modprobe").not())
+    .stdout(predicate::str::contains("sos-user/modules lists rdma_rxe"));
+}
+
+/// --procfs describes the host --sysfs does: alone it would mix a capture with this host.
+#[test]
+fn procfs_without_sysfs_is_refused() {
+    Command::cargo_bin("rdmactl")
+        .unwrap()
+        .env_remove("RDMACTL_SYSFS")
+        .env_remove("RDMACTL_PROCFS")
+        .args(["--procfs", "/tmp/sos/proc", "doctor"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "--procfs /tmp/sos/proc: give the same host's captured sysfs with --sysfs",
+        ));
+    rdmactl_on(
+        "rxe-veth-basic",
+        &["--procfs", "/nonexistent/proc", "doctor"],
+    )
+    .code(2)
+    .stderr(predicate::str::contains(
+        "--procfs /nonexistent/proc: not a directory",
+    ));
+}
+
+/// `--expect`'s modules on a capture: without `module/` or --procfs the capture cannot tell;
+/// with --procfs its captured `modules` answers.
+#[test]
+fn expected_modules_are_read_from_the_captured_proc() {
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = dir.path().join("expect.toml");
+    std::fs::write(&manifest, "modules = [\"rdma_rxe\", \"mlx5_ib\"]\n").unwrap();
+    let manifest = manifest.display().to_string();
+    let without = rdmactl_on("rxe-veth-basic", &["doctor", "--expect", &manifest]);
+    let text = String::from_utf8(without.get_output().stdout.clone()).unwrap();
+    assert!(text.contains("not in the captured tree"), "{text}");
+    let procfs = fixture("procfs", "sos-user");
+    let with = rdmactl_on(
+        "rxe-veth-basic",
+        &["--procfs", &procfs, "doctor", "--expect", &manifest],
+    )
+    .code(1);
+    let text = String::from_utf8(with.get_output().stdout.clone()).unwrap();
+    assert!(
+        text.contains(&format!("{procfs}/modules")),
+        "the source names the captured file: {text}"
+    );
+    let line = |module: &str| {
+        text.lines()
+            .find(|l| l.contains("expect-module") && l.contains(module))
+            .unwrap_or_else(|| panic!("no expect-module line for {module}: {text}"))
+            .to_string()
+    };
+    assert!(line("rdma_rxe").starts_with("ok "), "{text}");
+    assert!(line("mlx5_ib").starts_with("FAIL "), "{text}");
 }

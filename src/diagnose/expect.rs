@@ -528,6 +528,7 @@ mod tests {
                 .join("tests/fixtures/sysfs")
                 .join(name),
             captured: true,
+            procfs: None,
         };
         crate::gather::doctor::gather(&ctx, None).unwrap()
     }

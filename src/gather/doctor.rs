@@ -13,8 +13,8 @@ use crate::gather::sysfs::SysfsRoot;
 use crate::gather::verbs;
 use crate::model::device::Device;
 use crate::model::doctor::{
-    provider_for, DoctorFacts, HostFacts, HostNet, NoDeviceHint, NodeAccess, PortExtras,
-    ProviderFiles,
+    provider_for, CaptureFacts, DoctorFacts, HostFacts, HostNet, NoDeviceHint, NodeAccess,
+    PortExtras, ProviderFiles,
 };
 
 const PROVIDER_DIRS: &[&str] = &[
@@ -31,6 +31,7 @@ pub fn gather(ctx: &Ctx, only: Option<&str>) -> Result<DoctorFacts> {
     let sysfs = SysfsRoot::new(&ctx.sysfs);
     let mut facts = DoctorFacts {
         class_dir: ctx.sysfs.join("class/infiniband").display().to_string(),
+        capture: ctx.captured.then(|| capture_facts(ctx)),
         ..DoctorFacts::default()
     };
     let mut devices = match sysfs.clone().netdev_only().devices() {
@@ -69,6 +70,23 @@ pub fn gather(ctx: &Ctx, only: Option<&str>) -> Result<DoctorFacts> {
     facts.pci = crate::gather::pci::gather(&sysfs, &devices, !ctx.captured);
     facts.devices = devices;
     Ok(facts)
+}
+
+/// A captured host's /proc, where `--procfs` names one: the `self/` of the process that
+/// took the capture (its limits are what a job started the same way would get).
+fn capture_facts(ctx: &Ctx) -> CaptureFacts {
+    let mut capture = CaptureFacts {
+        sysfs: ctx.sysfs.display().to_string(),
+        ..CaptureFacts::default()
+    };
+    if let Some(root) = &ctx.procfs {
+        let limits = procfs::lock_limits_in(root);
+        capture.procfs = Some(root.display().to_string());
+        capture.memlock_soft = limits.memlock_soft;
+        capture.cap_ipc_lock = limits.cap_ipc_lock;
+        capture.root = procfs::effective_root_in(root);
+    }
+    capture
 }
 
 /// What only this host answers: /dev, libibverbs and its providers, limits, network.
@@ -131,7 +149,10 @@ fn no_device_hint(ctx: &Ctx, sysfs: &SysfsRoot) -> NoDeviceHint {
     } else if !ctx.captured && crate::gather::procfs::module_loaded("rdma_rxe") {
         Some("/proc/modules lists rdma_rxe".to_string())
     } else {
-        None
+        ctx.procfs
+            .as_deref()
+            .filter(|r| procfs::module_loaded_in(r, "rdma_rxe"))
+            .map(|root| format!("{} lists rdma_rxe", root.join("modules").display()))
     };
     let netdev = sysfs.netdev_names().into_iter().find(|n| {
         n != "lo"

@@ -25,10 +25,16 @@ pub fn read(path: &Path) -> Result<Manifest> {
 
 /// Which of `names` are loaded. A live host's /sys/module lists every loaded module (and
 /// built-in ones with parameters); /proc/modules is asked too, as doctor does. A captured
-/// tree without `module/` cannot tell.
+/// tree answers from its `module/` and, with `--procfs`, its captured `modules`; with
+/// neither it cannot tell.
 pub fn modules(ctx: &Ctx, names: &[String]) -> ModulesSeen {
     let dir = ctx.sysfs.join("module");
-    if ctx.captured && !dir.is_dir() {
+    let proc_modules = match (&ctx.procfs, ctx.captured) {
+        (Some(root), _) => Some(root.clone()),
+        (None, false) => Some(std::path::PathBuf::from(crate::gather::procfs::PROC)),
+        (None, true) => None,
+    };
+    if ctx.captured && !dir.is_dir() && proc_modules.is_none() {
         return ModulesSeen {
             loaded: None,
             source: format!("{} (not in the captured tree)", dir.display()),
@@ -38,16 +44,17 @@ pub fn modules(ctx: &Ctx, names: &[String]) -> ModulesSeen {
         .iter()
         .filter(|n| {
             dir.join(n.as_str()).is_dir()
-                || (!ctx.captured && crate::gather::procfs::module_loaded(n))
+                || proc_modules
+                    .as_deref()
+                    .is_some_and(|root| crate::gather::procfs::module_loaded_in(root, n))
         })
         .cloned()
         .collect();
     ModulesSeen {
         loaded: Some(loaded),
-        source: if ctx.captured {
-            dir.display().to_string()
-        } else {
-            format!("{} and /proc/modules", dir.display())
+        source: match &proc_modules {
+            Some(root) => format!("{} and {}", dir.display(), root.join("modules").display()),
+            None => dir.display().to_string(),
         },
     }
 }

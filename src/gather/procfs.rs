@@ -1,6 +1,8 @@
 //! Everything read from /proc, read once and parsed here: the memlock limit and
 //! CAP_IPC_LOCK of this process, MemAvailable, the loaded modules, the network namespace,
-//! the ARP sysctls of a netdev, and the processes holding a TCP port.
+//! the ARP sysctls of a netdev, and the processes holding a TCP port. The `_in` readers
+//! take the root, so `--procfs` reads a captured host's /proc (a sosreport's proc/) as
+//! this host's is read.
 
 use std::path::Path;
 
@@ -24,12 +26,35 @@ pub struct LockLimits {
 
 /// Read this process's locked-memory limit and CAP_IPC_LOCK.
 pub fn lock_limits() -> LockLimits {
-    let limits = std::fs::read_to_string(proc_root().join("self/limits")).unwrap_or_default();
-    let status = std::fs::read_to_string(proc_root().join("self/status")).unwrap_or_default();
+    lock_limits_in(proc_root())
+}
+
+/// The locked-memory limit and CAP_IPC_LOCK of `self/` under `root`: in a capture, the
+/// process that took it.
+pub fn lock_limits_in(root: &Path) -> LockLimits {
+    let limits = std::fs::read_to_string(root.join("self/limits")).unwrap_or_default();
+    let status = std::fs::read_to_string(root.join("self/status")).unwrap_or_default();
     LockLimits {
         memlock_soft: parse_memlock_soft_limit(&limits),
         cap_ipc_lock: parse_has_cap_ipc_lock(&status),
     }
+}
+
+/// Whether `self/status` under `root` gives effective UID 0; None when it does not say.
+pub fn effective_root_in(root: &Path) -> Option<bool> {
+    let status = std::fs::read_to_string(root.join("self/status")).ok()?;
+    parse_effective_uid(&status).map(|uid| uid == 0)
+}
+
+/// The effective UID, the second field of `Uid:` (real, effective, saved, filesystem).
+pub fn parse_effective_uid(status: &str) -> Option<u32> {
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Uid:"))?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
 }
 
 /// `MemAvailable` of this host, in bytes; None when /proc/meminfo does not say.
@@ -40,8 +65,13 @@ pub fn mem_available() -> Option<u64> {
 
 /// Whether /proc/modules lists `module`; false when it cannot be read.
 pub fn module_loaded(module: &str) -> bool {
+    module_loaded_in(proc_root(), module)
+}
+
+/// Whether `modules` under `root` lists `module`; false when it cannot be read.
+pub fn module_loaded_in(root: &Path, module: &str) -> bool {
     let line_start = format!("{module} ");
-    std::fs::read_to_string(proc_root().join("modules"))
+    std::fs::read_to_string(root.join("modules"))
         .is_ok_and(|m| m.lines().any(|l| l.starts_with(&line_start)))
 }
 
@@ -261,6 +291,19 @@ Max locked memory         16384                16384                bytes     \n
         assert_eq!(parse_memlock_soft_limit(&unlimited), Some(None));
         assert_eq!(parse_memlock_soft_limit("Max cpu time unlimited"), None);
         assert_eq!(parse_memlock_soft_limit("Max locked memory  lots"), None);
+    }
+
+    #[test]
+    fn effective_uid_is_the_second_field() {
+        assert_eq!(
+            parse_effective_uid("Name:\tx\nUid:\t1000\t0\t0\t0\n"),
+            Some(0)
+        );
+        assert_eq!(
+            parse_effective_uid("Uid:\t0\t1000\t1000\t1000\n"),
+            Some(1000)
+        );
+        assert_eq!(parse_effective_uid("Gid:\t0\t0\t0\t0\n"), None);
     }
 
     #[test]

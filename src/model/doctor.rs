@@ -30,6 +30,25 @@ pub struct DoctorFacts {
     /// The PCI side of the devices judged: links, the path to each GPU, ACS, IOMMU,
     /// GPUDirect RDMA; empty when no device is a PCI function.
     pub pci: crate::model::pci::PciFacts,
+    /// What a captured tree's host gave (`--sysfs`, `--procfs`); None on a live host.
+    pub capture: Option<CaptureFacts>,
+}
+
+/// What doctor read of a captured host beyond its sysfs: the captured /proc when
+/// `--procfs` names one. Its /dev, libraries, verbs answers and network are not captured.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CaptureFacts {
+    /// `--sysfs`'s directory, as given.
+    pub sysfs: String,
+    /// `--procfs`'s directory, as given; None when only sysfs was captured.
+    pub procfs: Option<String>,
+    /// From the captured `self/limits`: the capturing process's soft `Max locked memory`
+    /// (None when the capture has no such line, Some(None) unlimited).
+    pub memlock_soft: Option<Option<u64>>,
+    /// From the captured `self/status`: whether CapEff holds CAP_IPC_LOCK.
+    pub cap_ipc_lock: Option<bool>,
+    /// From the captured `self/status`: whether the effective UID was 0.
+    pub root: Option<bool>,
 }
 
 /// What doctor reads about a port beyond the device model.

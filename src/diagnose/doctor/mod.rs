@@ -8,10 +8,12 @@ use crate::model::codes::{self, Code};
 use crate::model::device::{Device, Port};
 use crate::model::diagnostic::{Diagnostic, Severity, Subject};
 
+mod capture;
 mod host;
 mod netdevs;
 mod ports;
 
+pub use capture::*;
 pub use host::*;
 pub use netdevs::*;
 pub use ports::*;
@@ -41,6 +43,9 @@ pub fn findings(facts: &DoctorFacts) -> Vec<Diagnostic> {
     )];
     if let Some(host) = &facts.host {
         findings.extend(host_findings(devices, host));
+    }
+    if let Some(capture) = &facts.capture {
+        findings.extend(capture_findings(capture, pci_config_short(&facts.pci)));
     }
     let no_net = HostNet::default();
     let net = facts.host.as_ref().map_or(&no_net, |h| &h.net);
@@ -138,6 +143,16 @@ fn short_list(items: &[String], keep: usize) -> String {
     )
 }
 
+/// Whether a PCI function on an HCA's or GPU's path has a config space cut at 64 bytes (read
+/// or captured without root): its link registers and ACS are then not known.
+fn pci_config_short(pci: &crate::model::pci::PciFacts) -> bool {
+    let paths = pci.hcas.iter().map(|h| &h.path).chain(&pci.gpus);
+    paths
+        .flat_map(|p| p.bridges.iter().chain(std::iter::once(&p.function)))
+        .filter_map(|f| f.config.as_ref())
+        .any(|c| c.caps_truncated || c.len <= 64)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -153,6 +168,7 @@ mod tests {
                 .join("tests/fixtures/sysfs")
                 .join(name),
             captured: true,
+            procfs: None,
         };
         crate::gather::doctor::gather(&ctx, None).unwrap()
     }

@@ -14,6 +14,7 @@ mod nccl_gid;
 mod numbers;
 #[cfg(test)]
 mod tests;
+mod ucx_gid;
 
 use crate::diagnose::gidselect::{Selection, Want};
 use crate::model::codes::{self, Code};
@@ -87,9 +88,25 @@ pub fn validate_env(
             }
             "NCCL_SOCKET_IFNAME" => check_socket_ifname(&value, target),
             "UCX_NET_DEVICES" => check_ucx_net_devices(&value, target),
+            // On RoCE, auto is judged as the index UCX's own rule will take.
+            "UCX_IB_GID_INDEX" if value.eq_ignore_ascii_case("auto") && target.ethernet() => {
+                ucx_gid::check_ucx_auto(&format!("UCX_IB_GID_INDEX={value}"), target)
+            }
             "UCX_IB_GID_INDEX" => check_ucx_gid_index(&value, target),
             _ => unreachable!("every listed variable has a check"),
         });
+    }
+    // A UCX job (UCX_NET_DEVICES set) that leaves UCX_IB_GID_INDEX unset gets UCX's default,
+    // auto: the index UCX will take is judged as if it were set. Without any UCX variable
+    // the job may not use UCX at all, so nothing is said.
+    if target.ethernet()
+        && lookup("UCX_IB_GID_INDEX").is_none()
+        && lookup("UCX_NET_DEVICES").is_some()
+    {
+        findings.push(ucx_gid::check_ucx_auto(
+            "UCX_IB_GID_INDEX unset (auto)",
+            target,
+        ));
     }
     findings
 }

@@ -1,5 +1,10 @@
 //! NCCL_IB_GID_INDEX and NCCL's own choice (NCCL_IB_ROCE_VERSION_NUM, NCCL_IB_ADDR_FAMILY,
-//! NCCL_IB_ADDR_RANGE), as NCCL's `ncclIbRoceGetGidIndex` makes it.
+//! NCCL_IB_ADDR_RANGE), as NCCL's `ncclIbGetGidIndex` makes it. The version boundary, read
+//! in NCCL's tags: up to 2.20 NCCL_IB_GID_INDEX defaulted to 0 and NCCL used that fixed
+//! index; 2.21.5 made the default -1 and added `ncclIbGetGidIndex` with
+//! `ncclUpdateGidIndex` (src/transport/net_ib.cc; src/transport/net_ib/connect.cc in later
+//! releases), which chooses by address family, range and RoCE version when the index is
+//! negative.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
@@ -148,7 +153,7 @@ fn nccl_version(t: Option<&GidType>) -> i64 {
     }
 }
 
-/// The index NCCL's `ncclIbRoceGetGidIndex` takes: start at 0, walk every slot of the
+/// The index NCCL's `ncclIbGetGidIndex` (2.21+) takes: start at 0, walk every slot of the
 /// table, and move to a candidate that is of the wanted family (and in the range) when the
 /// current one is not, or that is valid and of the wanted RoCE version when the current
 /// one is not.
@@ -399,7 +404,7 @@ mod tests {
     use super::*;
     use crate::diagnose::gidselect::tests::{entry, mlx5, rxe0};
 
-    /// NCCL's own choice (ncclIbRoceGetGidIndex) on the tables NCCL users have.
+    /// NCCL's own choice (ncclIbGetGidIndex) on the tables NCCL users have.
     #[test]
     fn nccl_chooses_as_nccl_does() {
         let vars = |family, range: Option<&str>, version| NcclGidVars {

@@ -58,7 +58,13 @@ fn check_cases(
 ) {
     for (vars, severity, text) in cases {
         let findings = run_on(table, link_layer.clone(), peer, vars);
-        assert_eq!(findings.len(), vars.len(), "{vars:?}");
+        // UCX_NET_DEVICES without UCX_IB_GID_INDEX on RoCE adds UCX's auto choice.
+        let unset_auto = usize::from(
+            link_layer == LinkLayer::Ethernet
+                && vars.iter().any(|(k, _)| *k == "UCX_NET_DEVICES")
+                && !vars.iter().any(|(k, _)| *k == "UCX_IB_GID_INDEX"),
+        );
+        assert_eq!(findings.len(), vars.len() + unset_auto, "{vars:?}");
         // The finding of the last variable given.
         let code = code_of(vars.last().unwrap().0);
         let f = findings.iter().find(|f| f.code == code).unwrap();
@@ -117,7 +123,11 @@ fn gid_index_variables_toward_a_peer() {
                 "a leading 0 is octal",
             ),
             (&[("NCCL_IB_GID_INDEX", "")], Severity::Info, "empty"),
-            (&[("UCX_IB_GID_INDEX", "auto")], Severity::Ok, "choose"),
+            (
+                &[("UCX_IB_GID_INDEX", "auto")],
+                Severity::Ok,
+                "UCX under auto will use GID index 1 (RoCE v2, ::ffff:192.168.77.1 on veth0), as rdmactl would",
+            ),
             (
                 &[("UCX_IB_GID_INDEX", "0")],
                 Severity::Fail,
@@ -374,4 +384,83 @@ fn device_and_interface_lists() {
         ],
     );
     assert!(run_on(&rxe0(), LinkLayer::Ethernet, None, &[]).is_empty());
+}
+
+/// The VM's case: rxe0 holds 192.168.77.1 (index 1) and 10.93.0.1 (index 2) on veth0, the
+/// peer is 10.93.0.2. UCX under auto takes index 1 whatever the peer, so auto is judged as
+/// an explicit index 1 is: a warning that it is not on the peer's subnet.
+#[test]
+fn ucx_auto_is_judged_as_the_index_ucx_will_use() {
+    let mut table = rxe0();
+    table.push(entry(
+        2,
+        "::ffff:10.93.0.1",
+        Some(GidType::RoceV2),
+        Some("veth0"),
+    ));
+    let want = Want {
+        peer: Some("10.93.0.2".parse().unwrap()),
+        route_netdev: Some("veth0".into()),
+        peer_on_link: Some(true),
+        subnet_addresses: vec!["10.93.0.1".parse().unwrap()],
+        ..Want::default()
+    };
+    let link_layer = LinkLayer::Ethernet;
+    let auto = select_gid(&table, &link_layer, &want);
+    assert_eq!(auto.chosen, Some(2));
+    let devices = vec!["rxe0".to_string()];
+    let ports = vec![("rxe0".to_string(), 1)];
+    let target = EnvTarget {
+        device: "rxe0",
+        port: 1,
+        link_layer: &link_layer,
+        table: &table,
+        table_len: 3,
+        auto: &auto,
+        want: &want,
+        devices: &devices,
+        ports: &ports,
+        netdevs: &[],
+    };
+    let judge = |value: &str| {
+        let findings = validate_env(
+            |k| (k == "UCX_IB_GID_INDEX").then(|| value.to_string()),
+            &target,
+        );
+        assert_eq!(findings.len(), 1);
+        findings.into_iter().next().unwrap()
+    };
+    let explicit = judge("1");
+    let auto = judge("auto");
+    assert_eq!(explicit.severity, Severity::Warn, "{explicit:?}");
+    assert_eq!(auto.severity, explicit.severity, "{auto:?}");
+    assert_eq!(
+        auto.message,
+        "UCX under auto will use GID index 1 (RoCE v2, ::ffff:192.168.77.1 on veth0), which is not on the peer's subnet"
+    );
+    assert_eq!(auto.fix, explicit.fix);
+    assert_eq!(
+        auto.fix.as_deref(),
+        Some("set UCX_IB_GID_INDEX=2: use GID index 2 (RoCE v2, ::ffff:10.93.0.1 on veth0)")
+    );
+    // Unset is UCX's default, auto: judged the same in a UCX job (UCX_NET_DEVICES set).
+    let unset = validate_env(
+        |k| (k == "UCX_NET_DEVICES").then(|| "rxe0:1".to_string()),
+        &target,
+    );
+    assert_eq!(unset.len(), 2, "{unset:?}");
+    assert_eq!(unset[1].message, auto.message);
+    assert_eq!(unset[1].severity, Severity::Warn);
+    assert_eq!(unset[1].evidence[0].text, "UCX_IB_GID_INDEX unset (auto)");
+    // Without any UCX variable nothing is said of UCX.
+    assert!(validate_env(|_| None, &target).is_empty());
+    let seen: Vec<&str> = auto.evidence.iter().map(|s| s.text.as_str()).collect();
+    assert!(
+        seen.iter().any(|s| s.contains("uct_ib_device_select_gid")),
+        "{seen:?}"
+    );
+    assert!(
+        seen.iter().any(|s| s.contains("not on the peer's subnet")),
+        "{seen:?}"
+    );
 }
