@@ -36,6 +36,13 @@ node_is() {
 
 xml_ok() { python3 -c 'import sys, xml.dom.minidom as m; m.parse(sys.argv[1])' "$1"; }
 
+# Fresh rxe devices: the suite's earlier cases leave error counters (resends, RNR) that
+# doctor rightly warns about; a host that is healthy here starts from zero counters.
+rdma link delete rxe0 && rdma link delete rxe1
+check "fresh rxe0 and rxe1" restore_net
+check "rxe0/1 ACTIVE again" active rxe0/ports/1 yes 20
+check "rxe1/1 ACTIVE again" active rxe1/ports/1 yes 20
+
 # --- the manifest: saved on this host it passes; edited to want 400 Gb/s it fails
 expect_rc 0 "--save-expect on the live host: exit 0" "$RDMACTL" doctor --save-expect "$RESULTS/expect.toml"
 expect_out "the saved manifest has rxe0's IPv4 GID at index 1 and its active MTU from verbs" \

@@ -41,7 +41,7 @@ expect_out "dpkg -L lists the binary" '^/usr/bin/rdmactl$' dpkg -L rdmactl
 expect_out "dpkg -L lists the gzipped man page" '^/usr/share/man/man1/rdmactl\.1\.gz$' dpkg -L rdmactl
 expect_out "dpkg -L lists the exporter's unit" '^/usr/lib/systemd/system/rdmactl-exporter\.service$' dpkg -L rdmactl
 check "the Slurm health check is installed executable" test -x /usr/libexec/rdmactl/rdmactl-healthcheck
-expect_out "the NHC check is a conffile" '^/etc/nhc/scripts/rdmactl\.nhc' dpkg-query -W -f='${Conffiles}\n' rdmactl
+expect_out "the NHC check is a conffile" '^ ?/etc/nhc/scripts/rdmactl\.nhc ' dpkg-query -W -f='${Conffiles}\n' rdmactl
 check "the installed binary is the one on PATH" test "$(command -v rdmactl)" = /usr/bin/rdmactl
 expect_rc 0 "the installed rdmactl runs doctor on the healthy host" /usr/bin/rdmactl doctor
 expect_out "the installed rdmactl lists rxe0" '^rxe0 ' /usr/bin/rdmactl devices
