@@ -66,6 +66,8 @@ pub fn gather(ctx: &Ctx, only: Option<&str>) -> Result<DoctorFacts> {
         })
         .collect();
     facts.host = (!ctx.captured).then(|| host_facts(&devices));
+    facts.container =
+        (!ctx.captured).then(|| crate::gather::container::gather(&ctx.sysfs, &facts.listed));
     facts.devices = devices;
     Ok(facts)
 }

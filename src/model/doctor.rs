@@ -27,6 +27,9 @@ pub struct DoctorFacts {
     /// This host's /dev, libraries, limits and network; None for a captured tree, which is
     /// another host's.
     pub host: Option<HostFacts>,
+    /// The container or pod this process may run in (`model::container`); None for a
+    /// captured tree.
+    pub container: Option<crate::model::container::ContainerFacts>,
 }
 
 /// What doctor reads about a port beyond the device model.

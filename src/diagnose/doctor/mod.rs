@@ -8,10 +8,12 @@ use crate::model::codes::{self, Code};
 use crate::model::device::{Device, Port};
 use crate::model::diagnostic::{Diagnostic, Severity, Subject};
 
+mod container;
 mod host;
 mod netdevs;
 mod ports;
 
+pub use container::container_findings;
 pub use host::*;
 pub use netdevs::*;
 pub use ports::*;
@@ -75,6 +77,9 @@ pub fn findings(facts: &DoctorFacts) -> Vec<Diagnostic> {
     if let Some(host) = &facts.host {
         findings.extend(same_subnet_findings(&host.roce_netdevs));
         findings.extend(arp_flux_findings(&host.roce_netdevs));
+    }
+    if let Some(container) = &facts.container {
+        findings.extend(container_findings(facts, container));
     }
     findings
 }
