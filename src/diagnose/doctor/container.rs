@@ -153,8 +153,14 @@ pub fn nodes_finding(nodes: &[DevNode], markers: &[Marker]) -> Option<Diagnostic
     if bad.iter().any(|n| n.kind == NodeKind::Umad) {
         effects.push("ibstat and `rdmactl subnet` cannot send MADs (jobs do not need umad)".into());
     }
-    let severity = if needed.is_empty() {
+    // A host that never loaded rdma_ucm still runs verbs jobs: only a warning there. In a
+    // container the node was simply not passed in.
+    let severity = if needed.iter().any(|n| n.kind == NodeKind::Uverbs) {
+        Severity::Fail
+    } else if needed.is_empty() {
         Severity::Info
+    } else if markers.is_empty() {
+        Severity::Warn
     } else {
         Severity::Fail
     };
@@ -780,6 +786,26 @@ mod tests {
         let umad_only = nodes_finding(&nodes[..2], &[Marker::DockerEnv]).unwrap();
         assert_eq!(umad_only.severity, Severity::Info);
         assert!(text(&umad_only).contains("jobs do not need umad"));
+        // On a host, rdma_cm alone missing is a warning: verbs jobs still run.
+        let cm_only = [
+            nodes[0].clone(),
+            node(
+                "/dev/infiniband/rdma_cm",
+                None,
+                NodeKind::RdmaCm,
+                NodeState::Missing,
+            ),
+        ];
+        assert_eq!(
+            nodes_finding(&cm_only, &[]).unwrap().severity,
+            Severity::Warn
+        );
+        assert_eq!(
+            nodes_finding(&cm_only, &[Marker::DockerEnv])
+                .unwrap()
+                .severity,
+            Severity::Fail
+        );
         let ok = nodes_finding(&nodes[..1], &[]).unwrap();
         assert_eq!(ok.severity, Severity::Ok);
         assert!(nodes_finding(&[], &[]).is_none());

@@ -7,6 +7,7 @@ use crate::error::Error;
 use crate::model::codes::{self, Code};
 use crate::model::device::{Device, Port};
 use crate::model::diagnostic::{Diagnostic, Severity, Subject};
+use crate::model::doctor::NodeAccess;
 
 mod container;
 mod host;
@@ -94,7 +95,17 @@ fn host_findings(devices: &[Device], host: &HostFacts) -> Vec<Diagnostic> {
     findings.push(library_finding(host.library.clone()));
     match &host.verbs_devices {
         Some(Ok(names)) => {
-            for (device, files) in devices.iter().zip(&host.provider_files) {
+            for ((device, files), access) in devices
+                .iter()
+                .zip(&host.provider_files)
+                .zip(&host.node_access)
+            {
+                // libibverbs skips a device whose uverbs node it cannot open: the uverbs
+                // finding names that cause, and blaming the provider would be wrong.
+                let unusable = !matches!(access, NodeAccess::Usable { .. });
+                if unusable && !names.contains(&device.name) {
+                    continue;
+                }
                 findings.push(provider_finding(device, names, files));
             }
         }
@@ -144,7 +155,7 @@ fn short_list(items: &[String], keep: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::doctor::{NodeAccess, ProviderFiles};
+    use crate::model::doctor::ProviderFiles;
 
     /// doctor's facts from a captured tree: the devices, ports and GID tables are read,
     /// the host (this machine's /dev, libraries, limits) is not.
@@ -250,6 +261,31 @@ mod tests {
         let found = findings(&facts);
         assert_eq!(verdict_of(&found, "libibverbs"), Some(Severity::Fail));
         assert_eq!(verdict_of(&found, "provider"), None);
+    }
+
+    /// A uverbs node not passed into a container: libibverbs skips the device, and the
+    /// uverbs finding says why; the provider is not blamed for it.
+    #[test]
+    fn a_missing_node_is_not_a_provider_failure() {
+        let mut facts = captured("rxe-veth-basic");
+        let mut host = live_host(facts.devices.len());
+        let second = facts.devices[1].name.clone();
+        host.node_access[1] = NodeAccess::Missing {
+            path: "/dev/infiniband/uverbs1".into(),
+        };
+        host.verbs_devices = Some(Ok(vec![facts.devices[0].name.clone()]));
+        facts.host = Some(host);
+        let found = findings(&facts);
+        let about = |code: &str| {
+            found
+                .iter()
+                .filter(|f| f.code == code && f.message.contains(&second))
+                .count()
+        };
+        assert!(found
+            .iter()
+            .any(|f| f.code == "uverbs" && f.severity == Severity::Fail));
+        assert_eq!(about("provider"), 0, "{found:#?}");
     }
 
     fn verdict_of(findings: &[Diagnostic], check: &str) -> Option<Severity> {
