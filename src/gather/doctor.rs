@@ -38,6 +38,9 @@ pub fn gather(ctx: &Ctx, only: Option<&str>) -> Result<DoctorFacts> {
         Err(Error::NoRdma { path }) => {
             facts.no_device_hint = no_device_hint(ctx, &sysfs);
             facts.no_rdma = Some(path);
+            // A namespace in exclusive mode may see no device at all: say why.
+            facts.container =
+                (!ctx.captured).then(|| crate::gather::container::gather(&ctx.sysfs, &[]));
             return Ok(facts);
         }
         Err(e) => return Err(e),

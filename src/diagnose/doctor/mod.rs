@@ -30,11 +30,19 @@ const PLANNED_REGISTRATION: u64 = 64 << 10;
 pub fn findings(facts: &DoctorFacts) -> Vec<Diagnostic> {
     if let Some(path) = &facts.no_rdma {
         let e = Error::NoRdma { path: path.clone() };
-        return vec![kernel_finding(
+        let mut found = vec![kernel_finding(
             &facts.class_dir,
             Err(&e),
             &facts.no_device_hint,
         )];
+        // Only exclusive mode explains a namespace without devices; otherwise the kernel
+        // finding is the whole story.
+        if let Some(container) = facts.container.as_ref().filter(|c| {
+            matches!(&c.rdma_ns, Some(Ok(ns)) if ns.mode == Some(crate::model::container::NetnsMode::Exclusive))
+        }) {
+            found.extend(container_findings(facts, container));
+        }
+        return found;
     }
     let devices = &facts.devices;
     let mut findings = vec![kernel_finding(
