@@ -620,14 +620,10 @@ pub fn env_findings(facts: &DoctorFacts, c: &ContainerFacts) -> Vec<Diagnostic> 
     env::validate_env(lookup, &target)
         .into_iter()
         .map(|f| {
+            // Each env-* code is the variable's name in kebab case (`env::code_of`).
             let name = env::VARIABLES
                 .iter()
-                .find(|v| {
-                    f.message.contains(*v)
-                        || f.code
-                            .as_str()
-                            .ends_with(&v.to_lowercase().replace('_', "-"))
-                })
+                .find(|v| f.code.as_str() == format!("env-{}", v.to_lowercase().replace('_', "-")))
                 .copied();
             match name {
                 Some(n) if !c.env.iter().any(|(k, _)| k == n) && from_conf(n).is_some() => {
@@ -912,6 +908,80 @@ mod tests {
         );
         assert!(!f.message.contains("sets NCCL_IB_HCA"), "{t}");
         assert!(nccl_conf_finding(&ContainerFacts::default()).is_none());
+    }
+
+    /// An image's NCCL_IB_HCA judged by `check --env`'s rule against a real capture: the
+    /// file's value fails and says where it came from; the environment's wins over it.
+    #[test]
+    fn env_rules_see_what_a_job_would() {
+        let facts =
+            crate::gather::doctor::gather(&crate::ctx::Ctx::fixture("rxe-veth-basic"), None)
+                .unwrap();
+        let mut c = ContainerFacts {
+            nccl_conf: Some(NcclConf {
+                path: "/etc/nccl.conf".into(),
+                settings: vec![("NCCL_IB_HCA".into(), "mlx5_3".into())],
+            }),
+            ..ContainerFacts::default()
+        };
+        let found = env_findings(&facts, &c);
+        assert_eq!(found.len(), 1, "{found:#?}");
+        assert_eq!(
+            (found[0].code.as_str(), found[0].severity),
+            ("env-nccl-ib-hca", Severity::Fail)
+        );
+        let t = text(&found[0]);
+        assert!(
+            t.contains("mlx5_3") && t.contains("NCCL_IB_HCA comes from /etc/nccl.conf"),
+            "{t}"
+        );
+        c.env = vec![("NCCL_IB_HCA".into(), "rxe0".into())];
+        let found = env_findings(&facts, &c);
+        assert_eq!(found[0].severity, Severity::Ok, "{found:#?}");
+        assert!(
+            !text(&found[0]).contains("comes from"),
+            "{}",
+            text(&found[0])
+        );
+        // Nothing set anywhere: no env finding at all.
+        assert!(env_findings(&facts, &ContainerFacts::default()).is_empty());
+    }
+
+    /// A pod whose netdev is not the one the GIDs belong to (a macvlan, a VF): no usable GID.
+    #[test]
+    fn namespace_gids_against_the_netdevs_here() {
+        let facts =
+            crate::gather::doctor::gather(&crate::ctx::Ctx::fixture("rxe-veth-basic"), None)
+                .unwrap();
+        let c = ContainerFacts {
+            markers: vec![Marker::DockerEnv],
+            ..ContainerFacts::default()
+        };
+        let mut h = host(Some(None), Some(false));
+        h.net.visible_netdevs = Some(vec!["lo".into(), "eth0".into()]);
+        let found = namespace_gid_findings(&facts, &h, &c);
+        let rxe0 = found
+            .iter()
+            .find(|f| f.message.contains("rxe0/1"))
+            .expect("rxe0's port is judged");
+        assert_eq!(rxe0.severity, Severity::Fail);
+        let t = text(rxe0);
+        assert!(
+            t.contains("no usable GID here") && t.contains("belongs to veth0"),
+            "{t}"
+        );
+        assert!(t.contains("this network namespace has lo, eth0"), "{t}");
+        h.net.visible_netdevs = Some(vec!["lo".into(), "veth0".into()]);
+        let found = namespace_gid_findings(&facts, &h, &c);
+        let rxe0 = found.iter().find(|f| f.message.contains("rxe0/1")).unwrap();
+        assert_eq!(rxe0.severity, Severity::Ok);
+        assert!(rxe0.message.contains("on veth0"), "{}", rxe0.message);
+        // On a host in the initial namespace the rule stays quiet.
+        let bare = ContainerFacts {
+            in_init_netns: Some(true),
+            ..ContainerFacts::default()
+        };
+        assert!(namespace_gid_findings(&facts, &h, &bare).is_empty());
     }
 
     #[test]
