@@ -399,14 +399,7 @@ pub fn namespace_gid_findings(
             .gids
             .iter()
             .filter(|g| g.netdev.as_ref().is_some_and(|n| visible.contains(n)))
-            .map(|g| {
-                format!(
-                    "{} ({} on {})",
-                    g.index,
-                    g.gid,
-                    g.netdev.as_deref().unwrap_or("?")
-                )
-            })
+            .map(gidselect::describe)
             .collect();
         let mut owners: Vec<String> = port.gids.iter().filter_map(|g| g.netdev.clone()).collect();
         owners.sort();
