@@ -212,14 +212,15 @@ pub fn nodes_finding(nodes: &[DevNode], markers: &[Marker]) -> Option<Diagnostic
 }
 
 /// Why a job needs far more than rdmactl's tests: NCCL's proxy registers per peer and per
-/// channel one buffer per protocol (Simple NCCL_BUFFSIZE 4 MiB, LL128 about 4.5 MiB, LL
-/// 256 KiB); a ring and a tree over 8 to 32 channels is tens to hundreds of those. They are
+/// channel one buffer per protocol (Simple NCCL_BUFFSIZE 4 MiB, LL128 120*640*8*8 bytes, about
+/// 4.7 MiB, LL 8*512*8*16 bytes, 512 KiB): about 9 MiB a connection, and a ring (2) and a
+/// tree (up to 3 more) over 16 to 32 channels make 30 to 160 connections. They are
 /// charged to RLIMIT_MEMLOCK when they sit in host memory (no GPUDirect RDMA), and UCX's
 /// registration cache pins each user buffer as it is first sent. An honest figure is
-/// "several hundred MiB to a few GiB per process", not a number.
+/// "several hundred MiB to over a GiB per process", not one number.
 fn job_pins() -> String {
     format!(
-        "an NCCL job registers per peer and channel a buffer per protocol (Simple: NCCL_BUFFSIZE, 4 MiB by default; LL128 about 4.5 MiB; LL 256 KiB), so a ring and a tree over 8 to 32 channels pin several hundred MiB to a few GiB of host memory without GPUDirect RDMA; UCX pins each buffer it sends (its registration cache); rdmactl's own tests pin {} by default",
+        "an NCCL job registers per peer and channel a buffer per protocol (Simple: NCCL_BUFFSIZE, 4 MiB by default; LL128 about 4.7 MiB; LL 512 KiB), about 9 MiB a connection; a ring and a tree over 16 to 32 channels make 30 to 160 connections, several hundred MiB to over a GiB of host memory when the buffers are not in GPU memory (no GPUDirect RDMA); UCX pins each buffer it sends (its registration cache); rdmactl's own tests pin {} by default",
         human_bytes(RDMACTL_PINS)
     )
 }
