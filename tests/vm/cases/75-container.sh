@@ -71,7 +71,9 @@ ctr() { # ctr NAME VAR=VALUE... -- rdmactl args: output in $RESULTS/NAME.out, st
 # A saved output read back in the case's shell: under TCG a `cat` costs seconds.
 show() {
     local l
-    while IFS= read -r l || [[ -n $l ]]; do printf '%s\n' "$l"; done <"$RESULTS/$1.out"
+    local f=$RESULTS/$1.out
+    [[ $1 == *-err ]] && f=$RESULTS/${1%-err}.err
+    while IFS= read -r l || [[ -n $l ]]; do printf '%s\n' "$l"; done <"$f"
 }
 saw() { expect_out "$1" "$2" show "$3"; }
 never() { expect_no_out "$1" "$2" show "$3"; }
@@ -119,10 +121,19 @@ saw "8 MiB memlock: evidence reads CapEff" 'evidence: CapEff lacks CAP_IPC_LOCK 
 saw "8 MiB memlock: the fix is --ulimit memlock=-1 or IPC_LOCK" 'fix: run the container with .--ulimit memlock=-1:-1.' memlock
 saw "8 MiB memlock: what a job pins is stated" 'NCCL_BUFFSIZE, 4 MiB by default' memlock
 never "8 MiB memlock: the nodes are fine" '^FAIL +device-nodes' memlock
+# The finding is true: a real 16 MiB registration there fails (ibv_rc_pingpong registers its
+# buffer before it waits for a client).
+ctr memlock-reg "CTR_NODES=$ALL_NODES" CTR_MEMLOCK=8388608 -- ibv_rc_pingpong -d rxe0 -g 1 -s 16777216
+saw "8 MiB memlock: ibv_reg_mr of 16 MiB really fails" "Couldn't register MR" memlock-reg-err
 # The same limit with IPC_LOCK added: registration is not charged.
 expect_rc 0 "8 MiB with IPC_LOCK: doctor passes" ctr memlock-cap "CTR_NODES=$ALL_NODES" CTR_MEMLOCK=8388608 CTR_IPC_LOCK=1 -- "$RDMACTL" doctor
 saw "8 MiB with IPC_LOCK: ok, and why" '^ok +job-memlock +host +CAP_IPC_LOCK is held' memlock-cap
 never "8 MiB with IPC_LOCK: no ENOMEM claimed" 'ENOMEM' memlock-cap
+# With the capability the same registration succeeds (the server then waits for a client
+# until the timeout ends it).
+ctr memlock-cap-reg "CTR_NODES=$ALL_NODES" CTR_MEMLOCK=8388608 CTR_IPC_LOCK=1 -- timeout 4 ibv_rc_pingpong -d rxe0 -g 1 -s 16777216
+never "8 MiB with IPC_LOCK: the 16 MiB registration succeeds" "Couldn't register MR" memlock-cap-reg-err
+saw "8 MiB with IPC_LOCK: the server got as far as waiting" 'local address' memlock-cap-reg
 
 # An image's stale /etc/nccl.conf naming another host's HCA, then the environment winning.
 if ctr conf "CTR_NODES=$ALL_NODES" "CTR_NCCL_CONF=NCCL_IB_HCA=mlx5_3" -- "$RDMACTL" doctor; [[ $(<"$RESULTS/conf.out") == *"nccl-conf"* ]]; then
