@@ -667,3 +667,31 @@ fn expected_modules_are_read_from_the_captured_proc() {
     assert!(line("rdma_rxe").starts_with("ok "), "{text}");
     assert!(line("mlx5_ib").starts_with("FAIL "), "{text}");
 }
+
+/// A captured tree is another host's: where this process runs (a container, its /dev, its
+/// /etc/nccl.conf, its NCCL variables) says nothing about it, so no container finding is
+/// made, even with a variable set that a container finding would judge.
+#[test]
+fn a_captured_tree_gets_no_container_findings() {
+    Command::cargo_bin("rdmactl")
+        .unwrap()
+        .env_remove("RDMACTL_SYSFS")
+        .env("NCCL_IB_HCA", "mlx5_9")
+        .env("KUBERNETES_SERVICE_HOST", "10.0.0.1")
+        .arg("--sysfs")
+        .arg(format!(
+            "{}/tests/fixtures/sysfs/rxe-veth-basic",
+            env!("CARGO_MANIFEST_DIR")
+        ))
+        .arg("doctor")
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("ok    kernel"))
+        .stdout(
+            predicate::str::is_match(
+                "(?m)^\\S+ +(container|device-nodes|job-memlock|rdma-netns|namespace-gids|cma|sys-read-only|nccl-conf|env-nccl-ib-hca) ",
+            )
+            .unwrap()
+            .not(),
+        );
+}

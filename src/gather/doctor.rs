@@ -39,6 +39,9 @@ pub fn gather(ctx: &Ctx, only: Option<&str>) -> Result<DoctorFacts> {
         Err(Error::NoRdma { path }) => {
             facts.no_device_hint = no_device_hint(ctx, &sysfs);
             facts.no_rdma = Some(path);
+            // A namespace in exclusive mode may see no device at all: say why.
+            facts.container =
+                (!ctx.captured).then(|| crate::gather::container::gather(&ctx.sysfs, &[]));
             return Ok(facts);
         }
         Err(e) => return Err(e),
@@ -68,6 +71,8 @@ pub fn gather(ctx: &Ctx, only: Option<&str>) -> Result<DoctorFacts> {
         .collect();
     facts.host = (!ctx.captured).then(|| host_facts(&devices));
     facts.pci = crate::gather::pci::gather(&sysfs, &devices, !ctx.captured);
+    facts.container =
+        (!ctx.captured).then(|| crate::gather::container::gather(&ctx.sysfs, &facts.listed));
     facts.devices = devices;
     Ok(facts)
 }

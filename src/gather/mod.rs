@@ -3,6 +3,7 @@
 
 pub mod baseline;
 pub mod check;
+pub mod container;
 pub mod devinfo;
 pub mod discover;
 pub mod doctor;

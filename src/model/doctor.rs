@@ -30,6 +30,9 @@ pub struct DoctorFacts {
     /// The PCI side of the devices judged: links, the path to each GPU, ACS, IOMMU,
     /// GPUDirect RDMA; empty when no device is a PCI function.
     pub pci: crate::model::pci::PciFacts,
+    /// The container or pod this process may run in (`model::container`); None for a
+    /// captured tree.
+    pub container: Option<crate::model::container::ContainerFacts>,
     /// What a captured tree's host gave (`--sysfs`, `--procfs`); None on a live host.
     pub capture: Option<CaptureFacts>,
 }

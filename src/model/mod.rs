@@ -3,6 +3,7 @@
 
 pub mod catalogue;
 pub mod codes;
+pub mod container;
 pub mod counter;
 pub mod device;
 pub mod devinfo;

@@ -7,13 +7,16 @@ use crate::error::Error;
 use crate::model::codes::{self, Code};
 use crate::model::device::{Device, Port};
 use crate::model::diagnostic::{Diagnostic, Severity, Subject};
+use crate::model::doctor::NodeAccess;
 
 mod capture;
+mod container;
 mod host;
 mod netdevs;
 mod ports;
 
 pub use capture::*;
+pub use container::container_findings;
 pub use host::*;
 pub use netdevs::*;
 pub use ports::*;
@@ -29,11 +32,19 @@ const PLANNED_REGISTRATION: u64 = 64 << 10;
 pub fn findings(facts: &DoctorFacts) -> Vec<Diagnostic> {
     if let Some(path) = &facts.no_rdma {
         let e = Error::NoRdma { path: path.clone() };
-        return vec![kernel_finding(
+        let mut found = vec![kernel_finding(
             &facts.class_dir,
             Err(&e),
             &facts.no_device_hint,
         )];
+        // Only exclusive mode explains a namespace without devices; otherwise the kernel
+        // finding is the whole story.
+        if let Some(container) = facts.container.as_ref().filter(|c| {
+            matches!(&c.rdma_ns, Some(Ok(ns)) if ns.mode == Some(crate::model::container::NetnsMode::Exclusive))
+        }) {
+            found.extend(container_findings(facts, container));
+        }
+        return found;
     }
     let devices = &facts.devices;
     let mut findings = vec![kernel_finding(
@@ -83,6 +94,9 @@ pub fn findings(facts: &DoctorFacts) -> Vec<Diagnostic> {
     }
     // The PCI side: links, the GPU paths, ACS, IOMMU, GPUDirect RDMA.
     findings.extend(crate::diagnose::gpu_path::findings(&facts.pci));
+    if let Some(container) = &facts.container {
+        findings.extend(container_findings(facts, container));
+    }
     findings
 }
 
@@ -96,7 +110,17 @@ fn host_findings(devices: &[Device], host: &HostFacts) -> Vec<Diagnostic> {
     findings.push(library_finding(host.library.clone()));
     match &host.verbs_devices {
         Some(Ok(names)) => {
-            for (device, files) in devices.iter().zip(&host.provider_files) {
+            for ((device, files), access) in devices
+                .iter()
+                .zip(&host.provider_files)
+                .zip(&host.node_access)
+            {
+                // libibverbs skips a device whose uverbs node it cannot open: the uverbs
+                // finding names that cause, and blaming the provider would be wrong.
+                let unusable = !matches!(access, NodeAccess::Usable { .. });
+                if unusable && !names.contains(&device.name) {
+                    continue;
+                }
                 findings.push(provider_finding(device, names, files));
             }
         }
@@ -156,7 +180,7 @@ fn pci_config_short(pci: &crate::model::pci::PciFacts) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::doctor::{NodeAccess, ProviderFiles};
+    use crate::model::doctor::ProviderFiles;
 
     /// doctor's facts from a captured tree: the devices, ports and GID tables are read,
     /// the host (this machine's /dev, libraries, limits) is not.
@@ -263,6 +287,31 @@ mod tests {
         let found = findings(&facts);
         assert_eq!(verdict_of(&found, "libibverbs"), Some(Severity::Fail));
         assert_eq!(verdict_of(&found, "provider"), None);
+    }
+
+    /// A uverbs node not passed into a container: libibverbs skips the device, and the
+    /// uverbs finding says why; the provider is not blamed for it.
+    #[test]
+    fn a_missing_node_is_not_a_provider_failure() {
+        let mut facts = captured("rxe-veth-basic");
+        let mut host = live_host(facts.devices.len());
+        let second = facts.devices[1].name.clone();
+        host.node_access[1] = NodeAccess::Missing {
+            path: "/dev/infiniband/uverbs1".into(),
+        };
+        host.verbs_devices = Some(Ok(vec![facts.devices[0].name.clone()]));
+        facts.host = Some(host);
+        let found = findings(&facts);
+        let about = |code: &str| {
+            found
+                .iter()
+                .filter(|f| f.code == code && f.message.contains(&second))
+                .count()
+        };
+        assert!(found
+            .iter()
+            .any(|f| f.code == "uverbs" && f.severity == Severity::Fail));
+        assert_eq!(about("provider"), 0, "{found:#?}");
     }
 
     fn verdict_of(findings: &[Diagnostic], check: &str) -> Option<Severity> {
