@@ -49,6 +49,19 @@ exec "${cmd[@]}"
 EOF
 chmod +x "$CTR"
 
+# Fresh rxe devices: earlier cases take veth0 down and leave link_downed and resend counters
+# that doctor rightly warns about; the healthy container here starts from zero counters.
+rdma link delete rxe0 && rdma link delete rxe1
+check "fresh rxe0 and rxe1" restore_net
+for _port in rxe0 rxe1; do
+    for ((_i = 0; _i < 100; _i++)); do
+        [[ $(</sys/class/infiniband/$_port/ports/1/state) == *ACTIVE ]] && break
+        sleep 0.2
+    done
+done
+check "rxe0/1 and rxe1/1 ACTIVE again" bash -c '[[ $(</sys/class/infiniband/rxe0/ports/1/state) == *ACTIVE &&
+    $(</sys/class/infiniband/rxe1/ports/1/state) == *ACTIVE ]]'
+
 # Every node this host has, and rxe1's uverbs node, from sysfs.
 ALL_NODES=
 for n in /dev/infiniband/*; do ALL_NODES+="${n##*/} "; done
