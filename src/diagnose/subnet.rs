@@ -458,12 +458,6 @@ fn mad_status_meaning(status: u16) -> &'static str {
     }
 }
 
-/// `... (MAD status 0x001c)` → 0x001c.
-fn status_of(what: &str) -> Option<u16> {
-    let hex = what.split("(MAD status 0x").nth(1)?.split(')').next()?;
-    u16::from_str_radix(hex, 16).ok()
-}
-
 /// Nodes and attributes that never answered (or answered with an error status), and the
 /// MADs it took.
 fn unanswered(s: &Subnet) -> Vec<Diagnostic> {
@@ -506,7 +500,7 @@ fn unanswered(s: &Subnet) -> Vec<Diagnostic> {
         .unanswered
         .iter()
         .filter(|u| u.what != "NodeInfo" && !u.what.starts_with("SMInfo"))
-        .partition(|u| status_of(&u.what).is_some());
+        .partition(|u| u.status.is_some());
     if !lost.is_empty() {
         let port_infos = lost
             .iter()
@@ -545,9 +539,7 @@ fn unanswered(s: &Subnet) -> Vec<Diagnostic> {
             ),
         );
         for u in refused.iter().take(10) {
-            let meaning = status_of(&u.what)
-                .map(mad_status_meaning)
-                .unwrap_or_default();
+            let meaning = u.status.map(mad_status_meaning).unwrap_or_default();
             f = f.evidence(format!("{} over {}: {meaning}", u.what, u.route));
         }
         out.push(with_subject(
@@ -2192,6 +2184,7 @@ mod tests {
         s.unanswered.push(crate::model::topology::Unanswered {
             route: "LID 63".into(),
             what: "PortCountersExtended port 2 (MAD status 0x001c)".into(),
+            status: Some(0x001c),
             via: None,
             from: None,
         });

@@ -492,14 +492,19 @@ impl Found {
             Asked::NodeInfo { from: Some(f) } => Some(*f),
             _ => None,
         };
+        let status = match miss {
+            Miss::Lost => None,
+            Miss::Status(s) => Some(s),
+        };
         self.unanswered.push(Unanswered {
             route: job.route.to_string(),
-            what: match miss {
-                Miss::Lost => job.want.what(),
-                Miss::Status(s) => format!("{} (MAD status {s:#06x})", job.want.what()),
+            what: match status {
+                None => job.want.what(),
+                Some(s) => format!("{} (MAD status {s:#06x})", job.want.what()),
             },
             via: from.map(|f| format!("{:#018x} port {}", f.guid, f.port)),
             from,
+            status,
         });
     }
 

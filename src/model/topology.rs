@@ -144,6 +144,9 @@ pub struct Unanswered {
     /// The same port, for naming it.
     #[serde(skip)]
     pub from: Option<End>,
+    /// The MAD status of an answer that refused the request; None when none came.
+    #[serde(skip)]
+    pub status: Option<u16>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
