@@ -16,6 +16,7 @@ pub mod net;
 pub mod pci;
 pub mod placement;
 pub mod procfs;
+pub mod qos;
 pub mod sysfs;
 pub mod verbs;
 pub mod wait;

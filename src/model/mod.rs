@@ -18,6 +18,7 @@ pub mod failure;
 pub mod gid;
 pub mod mad;
 pub mod pci;
+pub mod qos;
 pub mod results;
 pub mod rounding;
 pub mod topology;

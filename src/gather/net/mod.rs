@@ -14,6 +14,7 @@ mod facts;
 #[cfg(test)]
 mod live_tests;
 mod query;
+pub mod dcb;
 pub mod rdma;
 mod reply;
 mod request;
