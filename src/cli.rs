@@ -139,6 +139,10 @@ pub enum Command {
     /// InfiniBand subnet discovery and diagnosis from this host (MADs): nodes, links, subnet
     /// manager, degraded links, error counters, changes since a baseline
     Subnet(SubnetArgs),
+    /// Is RoCE lossless as configured: each traffic class in use (--tclass, NCCL_IB_TC,
+    /// UCX_IB_TRAFFIC_CLASS, rdma_cm's default) followed through DSCP → priority → PFC → ETS →
+    /// ECN → CNP on each RoCE port; --interval for the pause, ECN and RNR counters of a run
+    Qos(QosArgs),
     /// Prometheus exporter: every port's state, configuration and counters, and doctor's
     /// findings as series; serves /metrics, or writes one file for node_exporter's textfile
     /// collector
@@ -747,6 +751,20 @@ pub struct CountersArgs {
     /// With --interval: stop after N samples (default: until interrupted)
     #[arg(long, value_name = "N", requires = "interval", value_parser = clap::value_parser!(u64).range(1..))]
     pub count: Option<u64>,
+}
+
+#[derive(Debug, Args)]
+pub struct QosArgs {
+    #[command(flatten)]
+    pub select: PortSelection,
+    /// Judge this traffic class too, as a job sets it (perftest --tclass, NCCL_IB_TC):
+    /// decimal (106), hex (0x6a) or a DSCP name (AF31)
+    #[arg(long, value_name = "TCLASS", value_parser = parse_tclass)]
+    pub tclass: Option<u8>,
+    /// Read the pause, ECN and RNR counters twice, SECS apart (run the job meanwhile), and
+    /// judge what moved
+    #[arg(long, value_name = "SECS", value_parser = parse_interval)]
+    pub interval: Option<f64>,
 }
 
 /// `--interval`: a positive number of seconds, at least 10 ms (a shorter one only measures

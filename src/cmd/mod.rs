@@ -12,6 +12,7 @@ pub mod gid;
 pub mod gids;
 pub mod pingpong;
 pub mod ports;
+pub mod qos;
 pub mod selftest;
 pub mod subnet;
 pub mod wait;

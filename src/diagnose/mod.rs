@@ -15,6 +15,7 @@ pub mod gidselect;
 pub mod gpu_path;
 pub mod kernel_choice;
 pub mod pin;
+pub mod qos;
 pub mod setup;
 
 use crate::model::diagnostic::Diagnostic;

@@ -322,3 +322,29 @@ pub struct QosSample {
 /// IP header 20, UDP 8, BTH 12, RETH 16 (the largest extended header a full-MTU packet
 /// carries) and ICRC 4. The Ethernet header is outside the MTU.
 pub const ROCE_V2_OVERHEAD_IPV4: u32 = 20 + 8 + 12 + 16 + 4;
+
+/// One traffic class followed through a port's configuration: what `qos` shows per port and
+/// what its rules judge. A link that was not seen is None, with `unknown` saying why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Chain {
+    pub tclass: u8,
+    pub dscp: u8,
+    pub ecn: u8,
+    /// Who sets it (several sources with one value are listed once each).
+    pub sources: Vec<TclassSource>,
+    pub trust: Option<Trust>,
+    pub trust_source: Option<TrustSource>,
+    /// The priority the NIC gives these packets; None when the evidence does not decide it.
+    pub priority: Option<u8>,
+    /// PFC on that priority.
+    pub pfc: Option<bool>,
+    /// The ETS traffic class of that priority, its transmission algorithm and share.
+    pub ets_tc: Option<u8>,
+    pub ets_tsa: Option<u8>,
+    pub ets_share: Option<u8>,
+    /// MLNX_OFED's ECN notification and reaction points on that priority.
+    pub ecn_np: Option<bool>,
+    pub ecn_rp: Option<bool>,
+    /// What could not be decided or read, in words.
+    pub unknown: Vec<String>,
+}

@@ -16,6 +16,7 @@ pub mod gid_choice;
 pub mod health;
 pub mod inventory;
 pub mod pingpong;
+pub mod qos;
 pub mod selftest;
 pub mod subnet;
 pub mod table;
