@@ -42,6 +42,8 @@ const MATRIX: &[&[&str]] = &[
     &["counters"],
     &["counters", "--all"],
     &["counters", "-j"],
+    &["qos"],
+    &["qos", "-j"],
 ];
 
 fn root() -> PathBuf {

@@ -87,6 +87,13 @@ fn every_command_on_every_tree_has_its_documented_shape() {
             "@counters_sample",
             &mut errors,
         );
+        expect(with(&["qos"]), "@qos_report", &mut errors);
+        expect(with(&["qos", "--tclass", "106"]), "@qos_report", &mut errors);
+        expect(
+            with(&["qos", "--interval", "0.01"]),
+            "@qos_interval",
+            &mut errors,
+        );
         let names: Vec<String> = std::fs::read_dir(root().join(&dir).join("class/infiniband"))
             .map(|d| {
                 d.flatten()

@@ -446,7 +446,39 @@ fn rnr(ends: &[RunEnd], mix: Option<TrafficMix>, subject: &Subject) -> Option<Di
     if let Some(note) = read_note {
         f = f.evidence(note);
     }
+    for line in rnr_not_congestion(ends) {
+        f = f.evidence(line);
+    }
     Some(f.fix(fix))
+}
+
+/// The receiver's empty-queue drops (`out_of_buffer`) matching the sender's exhausted RNR
+/// retries (`rnr_nak_retry_err`) tie the two ends' counts to one cause; with no ECN mark,
+/// CNP or transmit wait on either end, congestion is ruled out (sonic-buildimage #21891).
+fn rnr_not_congestion(ends: &[RunEnd]) -> Vec<String> {
+    let mut out = Vec::new();
+    for receiver in ends {
+        for sender in ends {
+            let drops = receiver.delta.at_least("out_of_buffer");
+            if (std::ptr::eq(receiver, sender) && ends.len() > 1) || drops == 0 {
+                continue;
+            }
+            if drops == sender.delta.at_least("rnr_nak_retry_err") {
+                out.push(format!(
+                    "{}'s out_of_buffer +{drops} equals {}'s rnr_nak_retry_err +{drops}: each SEND that found no receive posted was NAKed until the sender gave up",
+                    receiver.who, sender.who
+                ));
+            }
+        }
+    }
+    let congestion: u64 = ends.iter().map(|e| e.sum(CONGESTION)).sum();
+    let seen = ends
+        .iter()
+        .any(|e| CONGESTION.iter().any(|n| e.delta.get(n).is_some()));
+    if seen && congestion == 0 {
+        out.push("not congestion: no ECN mark, CNP or transmit wait moved on either end (an empty receive queue, which PFC and ECN settings do not change)".to_string());
+    }
+    out
 }
 
 /// rxe's `send_err`: the IP layer or the netdev refused a packet rxe handed it
@@ -513,7 +545,7 @@ fn congestion(ends: &[RunEnd], subject: &Subject) -> Option<Diagnostic> {
         f = f.evidence(line);
     }
     f = f.evidence(
-        "not covered: PFC pause frames (the netdev's ethtool statistics are not read); check `ethtool -S NETDEV | grep -i pause` on both ends",
+        "not covered: PFC pause frames (the netdev's ethtool statistics); `rdmactl qos --interval SECS` counts them per priority while a job runs",
     );
     Some(f.fix(
         "expected under load on a shared fabric; if throughput suffers, find the hot switch queue (its ECN marking and PFC counters) and check that DCQCN is enabled on both NICs",
@@ -1088,6 +1120,45 @@ mod tests {
             .any(|e| e.contains("larger than the netdev's MTU")));
         let fix = f[0].fix.as_deref().unwrap();
         assert!(fix.contains("ip link show") && fix.contains("tc -s qdisc"));
+    }
+
+    /// sonic-buildimage #21891: the receiver's out_of_buffer equals the sender's
+    /// rnr_nak_retry_err, and no ECN mark or CNP moved: an empty receive queue.
+    #[test]
+    fn rnr_matching_the_peers_empty_queue_is_not_congestion() {
+        let sender = run(
+            "mlx5_0",
+            Flavor::Mlx5,
+            &[
+                ("rnr_nak_retry_err", HW, 1543),
+                ("np_ecn_marked_roce_packets", HW, 0),
+                ("np_cnp_sent", HW, 0),
+            ],
+        );
+        let receiver = run(
+            "mlx5_1",
+            Flavor::Mlx5,
+            &[
+                ("out_of_buffer", HW, 1543),
+                ("np_ecn_marked_roce_packets", HW, 0),
+                ("np_cnp_sent", HW, 0),
+            ],
+        );
+        let f = judge(&sender, Some(&receiver), SENDS);
+        assert_eq!(codes(&f), ["counters-rnr"], "{f:#?}");
+        let all = f[0].evidence.join("\n");
+        assert!(all.contains("out_of_buffer +1543 equals this end mlx5_0/1's rnr_nak_retry_err +1543"), "{all}");
+        assert!(all.contains("not congestion"), "{all}");
+        assert!(!f[0].message.contains("congest"), "{}", f[0].message);
+        // With CNPs moving, congestion is not ruled out.
+        let receiver = run(
+            "mlx5_1",
+            Flavor::Mlx5,
+            &[("out_of_buffer", HW, 1543), ("np_cnp_sent", HW, 40)],
+        );
+        let f = judge(&sender, Some(&receiver), SENDS);
+        let rnr = f.iter().find(|d| d.code.as_str() == "counters-rnr").unwrap();
+        assert!(!rnr.evidence.join("\n").contains("not congestion"));
     }
 
     #[test]

@@ -35,6 +35,8 @@ pub struct DoctorFacts {
     pub container: Option<crate::model::container::ContainerFacts>,
     /// What a captured tree's host gave (`--sysfs`, `--procfs`); None on a live host.
     pub capture: Option<CaptureFacts>,
+    /// The RoCE ports' QoS chain (`qos`), with the job's variables from the environment.
+    pub qos: crate::model::qos::QosFacts,
 }
 
 /// What doctor read of a captured host beyond its sysfs: the captured /proc when

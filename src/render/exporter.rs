@@ -25,6 +25,7 @@ pub fn exposition(facts: &ScrapeFacts, findings: &[Diagnostic]) -> String {
     families.extend(port_families(facts));
     families.extend(host_families(facts));
     families.extend(counter_families(facts));
+    families.extend(qos_families(facts));
     families.extend(finding_families(findings));
     write(&families)
 }
@@ -341,6 +342,117 @@ fn host_families(facts: &ScrapeFacts) -> Vec<SeriesFamily> {
         }
     }
     vec![memlock, cap]
+}
+
+/// The RoCE QoS configuration `qos` reads, as gauges a fleet compares across nodes (a node
+/// whose PFC or trust differs from its rack's), and the per-priority pause frames.
+fn qos_families(facts: &ScrapeFacts) -> Vec<SeriesFamily> {
+    use crate::model::qos::{CmDefaultSource, Probe};
+    let mut dcb = SeriesFamily::new(
+        "rdmactl_qos_dcb_readable",
+        G,
+        "1 when the RoCE port's netdev exposes DCB (PFC, ETS, APP table) to this host, else 0 (a virtual NIC: the chain is configured elsewhere)",
+    );
+    let mut pfc = SeriesFamily::new(
+        "rdmactl_qos_pfc_enabled",
+        G,
+        "1 when PFC is enabled on this priority of the RoCE port's netdev, else 0",
+    );
+    let mut trust = SeriesFamily::new(
+        "rdmactl_qos_trust_dscp",
+        G,
+        "1 when the NIC picks a packet's priority from its DSCP, 0 when from the VLAN PCP",
+    );
+    let mut tos = SeriesFamily::new(
+        "rdmactl_qos_default_roce_tos",
+        G,
+        "rdma_cm's default traffic class (IP TOS byte) for applications that set none (configfs default_roce_tos; 0 without a configfs group)",
+    );
+    let mut ecn = SeriesFamily::new(
+        "rdmactl_qos_ecn_enabled",
+        G,
+        "1 when ECN (DCQCN) is enabled on this priority at this point (np: sends CNPs, rp: slows down on them), from MLNX_OFED's ecn/ files",
+    );
+    let mut pause = SeriesFamily::new(
+        "rdmactl_qos_pause_frames_total",
+        C,
+        "PFC pause frames per priority: direction rx (the link partner paused us: look along the network) or tx (we paused it: look at this host's receive path)",
+    );
+    let mut global = SeriesFamily::new(
+        "rdmactl_qos_global_pause_enabled",
+        G,
+        "1 when 802.3x global pause is on in this direction (it conflicts with PFC), else 0",
+    );
+    for p in &facts.doctor.qos.ports {
+        let base = || -> Labels {
+            vec![
+                ("device", p.device.clone()),
+                ("port", p.port.to_string()),
+                ("netdev", p.netdev.clone().unwrap_or_default()),
+            ]
+        };
+        dcb.push(base(), Int(u64::from(p.dcb.read().is_some())));
+        if let Some(d) = p.dcb.read() {
+            if let Some(f) = &d.pfc {
+                for prio in 0..8u8 {
+                    let mut l = base();
+                    l.push(("priority", prio.to_string()));
+                    pfc.push(l, Int(u64::from(f.enabled(prio))));
+                }
+            }
+        }
+        let chains = crate::diagnose::qos::chains(&facts.doctor.qos, p);
+        if let Some(t) = chains.first().and_then(|c| c.trust) {
+            trust.push(
+                base(),
+                Int(u64::from(t == crate::model::qos::Trust::Dscp)),
+            );
+        }
+        if let Some(cm) = p.cm_default.read() {
+            let mut l = base();
+            l.push((
+                "source",
+                match cm.source {
+                    CmDefaultSource::Configfs(_) => "configfs".to_string(),
+                    CmDefaultSource::KernelDefault => "kernel_default".to_string(),
+                },
+            ));
+            tos.push(l, Int(u64::from(cm.tos)));
+        }
+        for (point, values) in [("np", &p.vendor.ecn_np), ("rp", &p.vendor.ecn_rp)] {
+            for (prio, v) in values.iter().enumerate() {
+                if let Some(on) = v {
+                    let mut l = base();
+                    l.push(("point", point.to_string()));
+                    l.push(("priority", prio.to_string()));
+                    ecn.push(l, Int(u64::from(*on)));
+                }
+            }
+        }
+        let counted = p.ethtool.read().is_some_and(|e| {
+            e.stats
+                .iter()
+                .any(|(n, _)| n.starts_with("rx_prio") && n.ends_with("_pause"))
+        }) || p.dcb.read().is_some_and(|d| d.pfc.is_some());
+        if counted {
+            for (prio, (rx, tx)) in crate::diagnose::qos::pauses(p).iter().enumerate() {
+                for (dir, v) in [("rx", rx), ("tx", tx)] {
+                    let mut l = base();
+                    l.push(("priority", prio.to_string()));
+                    l.push(("direction", dir.to_string()));
+                    pause.push(l, Int(*v));
+                }
+            }
+        }
+        if let Some(Probe::Read(pp)) = p.ethtool.read().map(|e| &e.pause) {
+            for (dir, on) in [("rx", pp.rx), ("tx", pp.tx)] {
+                let mut l = base();
+                l.push(("direction", dir.to_string()));
+                global.push(l, Int(u64::from(on)));
+            }
+        }
+    }
+    vec![dcb, pfc, trust, tos, ecn, pause, global]
 }
 
 /// Every counter of `counters/` and `hw_counters/`, one family per name, with its meaning

@@ -97,6 +97,13 @@ pub fn findings(facts: &DoctorFacts) -> Vec<Diagnostic> {
     if let Some(container) = &facts.container {
         findings.extend(container_findings(facts, container));
     }
+    // The QoS chain: only what is wrong; `rdmactl qos` shows the whole chain, and what a
+    // host does not expose (a virtual NIC's DCB) is qos's to say, not a doctor warning.
+    findings.extend(
+        crate::diagnose::qos::findings(&facts.qos)
+            .into_iter()
+            .filter(|f| f.severity >= Severity::Warn),
+    );
     findings
 }
 
