@@ -119,6 +119,11 @@ struct EthtoolPause {
     tx_pause: u32,
 }
 
+// The uapi sizes, checked where the build is: a wrong layout fails to compile.
+const _: () = assert!(std::mem::size_of::<SsetInfo>() == 24);
+const _: () = assert!(std::mem::size_of::<EthtoolPause>() == 16);
+const _: () = assert!(std::mem::size_of::<IfreqData>() == libc::IFNAMSIZ + 24);
+
 /// One ethtool command on `ifname`: `buf` is the command's structure, its first u32 the
 /// command. Err carries the errno (ENODEV: no such netdev here; EOPNOTSUPP: the driver
 /// does not implement it).
