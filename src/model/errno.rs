@@ -17,6 +17,7 @@ pub fn errno_name(errno: i32) -> &'static str {
         libc::EBUSY => "EBUSY",
         libc::EEXIST => "EEXIST",
         libc::ENODEV => "ENODEV",
+        libc::EISDIR => "EISDIR",
         libc::EINVAL => "EINVAL",
         libc::ENOSPC => "ENOSPC",
         libc::EPIPE => "EPIPE",
