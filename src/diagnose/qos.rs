@@ -244,8 +244,9 @@ fn not_exposed(port: &QosPort) -> Option<Diagnostic> {
         (
             Severity::Info,
             format!(
-                "the lossless configuration (PFC, ETS, DSCP mapping) is not manageable from this host: {} exposes no DCB, so it is not checked",
-                netdev_name(port)
+                "the lossless configuration of {} (PFC, ETS, DSCP mapping) is not checked: {}",
+                netdev_name(port),
+                port.dcb.why_not().unwrap_or("not read")
             ),
         )
     } else {
@@ -261,7 +262,7 @@ fn not_exposed(port: &QosPort) -> Option<Diagnostic> {
         f = f.evidence(format!("not checked: {line}"));
     }
     let fix = if dcb_missing {
-        "check the chain where it is configured: on the physical NIC behind this virtual one (the hypervisor or the host of the VF's PF: `dcb pfc show dev NETDEV`, `dcb app show dev NETDEV`, `mlnx_qos -i NETDEV`), and on the switch port; a VF or a Soft-RoCE netdev inherits what they set"
+        "check the chain where it is configured: for a virtual NIC on the physical NIC behind it (the hypervisor, or the host of the VF's PF: `dcb pfc show dev NETDEV`, `dcb app show dev NETDEV`, `mlnx_qos -i NETDEV`) and on the switch port, as a VF or a Soft-RoCE netdev inherits what they set; for a captured tree, run `rdmactl qos` on the live host"
     } else {
         "run as root for the parts refused with a permission error; for the rest, read the NIC's own tool (`mlnx_qos -i NETDEV`, the vendor's congestion settings)"
     };
@@ -1108,7 +1109,7 @@ mod tests {
         let f = findings(&facts(p));
         assert_eq!(codes_of(&f), ["qos-not-manageable"], "{f:#?}");
         assert_eq!(f[0].severity, Severity::Info);
-        assert!(f[0].message.contains("not manageable from this host"));
+        assert!(f[0].message.contains("is not checked: veth0 has no DCB support"), "{}", f[0].message);
         assert!(f.iter().all(|d| d.severity != Severity::Ok));
         let chains = chains(&facts(good()), &good());
         assert_eq!(chains.len(), 1);

@@ -254,24 +254,6 @@ pub enum TclassSource {
     CmDefault,
 }
 
-/// The traffic class a job will use, and who sets it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct TrafficClass {
-    /// The IP TOS byte a RoCE v2 packet carries: DSCP in the upper six bits, ECN below.
-    pub tclass: u8,
-    pub source: TclassSource,
-}
-
-impl TrafficClass {
-    pub fn dscp(&self) -> u8 {
-        self.tclass >> 2
-    }
-
-    pub fn ecn(&self) -> u8 {
-        self.tclass & 3
-    }
-}
-
 /// The job's QoS variables as the libraries read them: `NCCL_IB_TC`, `NCCL_IB_SL`,
 /// `UCX_IB_TRAFFIC_CLASS`, each with the text given and the value it parses to (None: the
 /// library would not accept it).
@@ -308,14 +290,6 @@ pub struct QosFacts {
     pub tclass_flag: Option<u8>,
     /// The job's variables (this process's environment, or `--env`'s).
     pub env: JobQosEnv,
-}
-
-/// The counters of a port over an interval (`qos --interval`): before and after.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct QosSample {
-    pub seconds: f64,
-    pub before: Vec<QosPort>,
-    pub after: Vec<QosPort>,
 }
 
 /// What the netdev MTU must hold beyond the RDMA MTU for a RoCE v2 packet over IPv4: the
