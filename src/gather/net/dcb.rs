@@ -89,6 +89,8 @@ pub enum IeeeAttribute {
 }
 
 /// What a buffer of replies to `RTM_GETDCB` says.
+// One is made per netdev read and none is stored in bulk, so the size is no cost.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Reply {
     Config(DcbConfig),
@@ -531,15 +533,15 @@ pub fn decode(buf: &[u8]) -> Result<Reply, DecodeError> {
         let msg = NetlinkMessage::<DcbMessage>::deserialize(rest)
             .map_err(|e| DecodeError::from(format!("message at byte {at}: {e}")))?;
         match msg.payload {
-            NetlinkPayload::Error(e) => match e.code {
-                Some(code) => {
+            // An ack (code 0) says nothing; an errno is the answer.
+            NetlinkPayload::Error(e) => {
+                if let Some(code) = e.code {
                     return Ok(Reply::Errno {
                         errno: code.get().saturating_abs(),
                         ifname: echoed_ifname(&e.header),
-                    })
+                    });
                 }
-                None => {} // an ack
-            },
+            }
             NetlinkPayload::Done(_) => break,
             NetlinkPayload::InnerMessage(m) => {
                 replies += 1;
