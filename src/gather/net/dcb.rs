@@ -547,8 +547,10 @@ pub fn decode(buf: &[u8]) -> Result<Reply, DecodeError> {
                 replies += 1;
                 merge(&mut config, m);
             }
-            NetlinkPayload::Noop | NetlinkPayload::Overrun(_) => {}
-            _ => {}
+            NetlinkPayload::Overrun(_) => {
+                return Err(format!("NLMSG_OVERRUN at byte {at}: the reply lost data").into())
+            }
+            _ => {} // NLMSG_NOOP
         }
         at += (msg.header.length as usize).div_ceil(4) * 4;
     }
@@ -815,6 +817,23 @@ mod tests {
             why.contains("PFC, ETS and the APP table cannot be read"),
             "{why}"
         );
+    }
+
+    /// The live path on this host: `lo` has no dcbnl_ops, and an absent netdev is ENODEV.
+    #[test]
+    fn the_kernel_answers_lo_with_eopnotsupp_and_a_missing_netdev_with_enodev() {
+        let Probe::NotExposed(why) = read("lo") else {
+            panic!("lo read as having DCB: {:?}", read("lo"))
+        };
+        assert!(why.starts_with("lo has no DCB support"), "{why}");
+        let Probe::NotExposed(why) = read("rdmactl-none0") else {
+            panic!("a missing netdev was not NotExposed")
+        };
+        assert!(why.contains("ENODEV"), "{why}");
+        assert!(matches!(
+            read("a-name-too-long-for-ifnamsiz"),
+            Probe::NotExposed(_)
+        ));
     }
 
     #[test]
