@@ -58,6 +58,9 @@ _rdmactl() {
             rdmactl,ports)
                 cmd="rdmactl__subcmd__ports"
                 ;;
+            rdmactl,qos)
+                cmd="rdmactl__subcmd__qos"
+                ;;
             rdmactl,selftest)
                 cmd="rdmactl__subcmd__selftest"
                 ;;
@@ -80,7 +83,7 @@ _rdmactl() {
 
     case "${cmd}" in
         rdmactl)
-            opts="-j -h -V --json --color --sysfs --procfs --help --version devices ls ports link gids gid check pingpong selftest doctor wait counters fabric subnet exporter explain generate"
+            opts="-j -h -V --json --color --sysfs --procfs --help --version devices ls ports link gids gid check pingpong selftest doctor wait counters fabric subnet qos exporter explain generate"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -803,6 +806,56 @@ _rdmactl() {
                     return 0
                     ;;
                 -i)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        rdmactl__subcmd__qos)
+            opts="-j -d -i -h -V --json --color --sysfs --procfs --ib-dev --ib-port --tclass --interval --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --sysfs)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --procfs)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ib-dev)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -d)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ib-port)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -i)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tclass)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --interval)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

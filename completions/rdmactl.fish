@@ -46,6 +46,7 @@ complete -c rdmactl -n "__fish_rdmactl_needs_command" -f -a "wait" -d 'Wait unti
 complete -c rdmactl -n "__fish_rdmactl_needs_command" -f -a "counters" -d 'Port counters (counters/ and hw_counters/) grouped by what they indicate; --interval for wrap-aware deltas and rates'
 complete -c rdmactl -n "__fish_rdmactl_needs_command" -f -a "fabric" -d 'All-pairs RC test over many hosts, one process per endpoint started by srun, mpirun or pdsh: configuration drift, a latency/bandwidth matrix, and the endpoint or link to blame, explained'
 complete -c rdmactl -n "__fish_rdmactl_needs_command" -f -a "subnet" -d 'InfiniBand subnet discovery and diagnosis from this host (MADs): nodes, links, subnet manager, degraded links, error counters, changes since a baseline'
+complete -c rdmactl -n "__fish_rdmactl_needs_command" -f -a "qos" -d 'Is RoCE lossless as configured: each traffic class in use (--tclass, NCCL_IB_TC, UCX_IB_TRAFFIC_CLASS, rdma_cm\'s default) followed through DSCP → priority → PFC → ETS → ECN → CNP on each RoCE port; --interval for the pause, ECN and RNR counters of a run'
 complete -c rdmactl -n "__fish_rdmactl_needs_command" -f -a "exporter" -d 'Prometheus exporter: every port\'s state, configuration and counters, and doctor\'s findings as series; serves /metrics, or writes one file for node_exporter\'s textfile collector'
 complete -c rdmactl -n "__fish_rdmactl_needs_command" -f -a "explain" -d 'Print what a diagnostic code means: when it fires, the cause, what it shows as evidence and the fix (the catalogue of docs/failures.md); with no code, list them all'
 complete -c rdmactl -n "__fish_rdmactl_needs_command" -f -a "generate" -d 'Write man pages and shell completions (for packagers)'
@@ -290,6 +291,18 @@ complete -c rdmactl -n "__fish_rdmactl_using_subcommand subnet" -l switches -d '
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand subnet" -l reset-counters -d 'After the report, clear the PMA counters of every link end (a PMA Set; nothing is ever set without this flag)'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand subnet" -s h -l help -d 'Print help'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand subnet" -s V -l version -d 'Print version'
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand qos" -l color -d 'When to colour the output (`auto`: a terminal, unless NO_COLOR is set or TERM=dumb)' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand qos" -l sysfs -d 'Read sysfs from DIR instead of /sys (a captured tree); verbs queries are skipped. pingpong and selftest refuse it: they run on this host\'s devices' -r -F
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand qos" -l procfs -d 'With --sysfs: the same host\'s captured /proc (a sosreport\'s proc/), so doctor judges its memlock limit and loaded modules too; live /proc is never mixed with a capture' -r -F
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand qos" -s d -l ib-dev -d 'Only this device (same as the positional DEV)' -r
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand qos" -s i -l ib-port -d 'Only this port' -r
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand qos" -l tclass -d 'Judge this traffic class too, as a job sets it (perftest --tclass, NCCL_IB_TC): decimal (106), hex (0x6a) or a DSCP name (AF31)' -r
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand qos" -l interval -d 'Read the pause, ECN and RNR counters twice, SECS apart (run the job meanwhile), and judge what moved' -r
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand qos" -s j -l json -d 'Print JSON instead of a table'
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand qos" -s h -l help -d 'Print help'
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand qos" -s V -l version -d 'Print version'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand exporter" -l color -d 'When to colour the output (`auto`: a terminal, unless NO_COLOR is set or TERM=dumb)' -r -f -a "auto\t''
 always\t''
 never\t''"

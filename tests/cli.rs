@@ -43,7 +43,6 @@ const MATRIX: &[&[&str]] = &[
     &["counters", "--all"],
     &["counters", "-j"],
     &["qos"],
-    &["qos", "-j"],
 ];
 
 fn root() -> PathBuf {

@@ -30,6 +30,9 @@ const TREES: &[&str] = &[
     "bnxt-re-hw-only",
     "sriov-vf-no-pma",
     "no-devices",
+    "qos-good",
+    "qos-pfc-wrong-priority",
+    "qos-pause-storm",
 ];
 
 fn root() -> PathBuf {

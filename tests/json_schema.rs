@@ -24,6 +24,9 @@ const TREES: &[&str] = &[
     "unreadable",
     "rxe-counters",
     "gpu-path-acs",
+    "qos-good",
+    "qos-pfc-wrong-priority",
+    "qos-pause-storm",
 ];
 
 fn root() -> PathBuf {
@@ -88,7 +91,11 @@ fn every_command_on_every_tree_has_its_documented_shape() {
             &mut errors,
         );
         expect(with(&["qos"]), "@qos_report", &mut errors);
-        expect(with(&["qos", "--tclass", "106"]), "@qos_report", &mut errors);
+        expect(
+            with(&["qos", "--tclass", "106"]),
+            "@qos_report",
+            &mut errors,
+        );
         expect(
             with(&["qos", "--interval", "0.01"]),
             "@qos_interval",

@@ -1147,7 +1147,10 @@ mod tests {
         let f = judge(&sender, Some(&receiver), SENDS);
         assert_eq!(codes(&f), ["counters-rnr"], "{f:#?}");
         let all = f[0].evidence.join("\n");
-        assert!(all.contains("out_of_buffer +1543 equals this end mlx5_0/1's rnr_nak_retry_err +1543"), "{all}");
+        assert!(
+            all.contains("out_of_buffer +1543 equals this end mlx5_0/1's rnr_nak_retry_err +1543"),
+            "{all}"
+        );
         assert!(all.contains("not congestion"), "{all}");
         assert!(!f[0].message.contains("congest"), "{}", f[0].message);
         // With CNPs moving, congestion is not ruled out.
@@ -1157,7 +1160,10 @@ mod tests {
             &[("out_of_buffer", HW, 1543), ("np_cnp_sent", HW, 40)],
         );
         let f = judge(&sender, Some(&receiver), SENDS);
-        let rnr = f.iter().find(|d| d.code.as_str() == "counters-rnr").unwrap();
+        let rnr = f
+            .iter()
+            .find(|d| d.code.as_str() == "counters-rnr")
+            .unwrap();
         assert!(!rnr.evidence.join("\n").contains("not congestion"));
     }
 

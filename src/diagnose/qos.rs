@@ -256,8 +256,8 @@ fn not_exposed(port: &QosPort) -> Option<Diagnostic> {
                 .to_string(),
         )
     };
-    let mut f = Diagnostic::finding(severity, codes::QOS_NOT_MANAGEABLE, message)
-        .about(port_subject(port));
+    let mut f =
+        Diagnostic::finding(severity, codes::QOS_NOT_MANAGEABLE, message).about(port_subject(port));
     for line in missing {
         f = f.evidence(format!("not checked: {line}"));
     }
@@ -524,10 +524,7 @@ fn pfc_off(port: &QosPort, chains: &[Chain]) -> Option<Diagnostic> {
     };
     let mut f = Diagnostic::finding(severity, codes::QOS_PFC_OFF, message)
         .about(port_subject(port))
-        .evidence(format!(
-            "pfc_en 0x00 (pfc_cap {} priorities)",
-            pfc.pfc_cap
-        ));
+        .evidence(format!("pfc_en 0x00 (pfc_cap {} priorities)", pfc.pfc_cap));
     for c in chains {
         f = f.evidence(chain_label(c));
     }
@@ -577,7 +574,10 @@ fn cnp_priority(port: &QosPort) -> Option<Diagnostic> {
     let mut f = Diagnostic::finding(
         Severity::Warn,
         codes::QOS_CNP_PRIORITY,
-        format!("congestion notifications (CNPs) of {nd} do not travel where they should: {}", problems.join("; ")),
+        format!(
+            "congestion notifications (CNPs) of {nd} do not travel where they should: {}",
+            problems.join("; ")
+        ),
     )
     .about(port_subject(port))
     .evidence(format!(
@@ -736,7 +736,12 @@ fn totals(port: &QosPort, chains: &[Chain]) -> Vec<Diagnostic> {
 
 /// The interval view: the chains of the port (for the priority the traffic should use) and
 /// what its counters did in the interval.
-pub fn interval_findings(facts: &QosFacts, before: &QosPort, after: &QosPort, seconds: f64) -> Vec<Diagnostic> {
+pub fn interval_findings(
+    facts: &QosFacts,
+    before: &QosPort,
+    after: &QosPort,
+    seconds: f64,
+) -> Vec<Diagnostic> {
     let chains = chains(facts, after);
     counter_findings(
         &Span {
@@ -783,7 +788,8 @@ pub fn counter_findings(span: &Span, chains: &[Chain]) -> Vec<Diagnostic> {
         }
     }
     if !storm_lines.is_empty() {
-        let ours = storm_warn > 0 || storm_err > 0 || storm_lines.iter().any(|l| l.starts_with("tx_"));
+        let ours =
+            storm_warn > 0 || storm_err > 0 || storm_lines.iter().any(|l| l.starts_with("tx_"));
         let mut f = Diagnostic::finding(
             if storm_err > 0 || span.seconds.is_some() { Severity::Fail } else { Severity::Warn },
             codes::QOS_PAUSE_STORM,
@@ -994,7 +1000,14 @@ mod tests {
         assert_eq!(codes_of(&f), ["qos-chain"], "{f:#?}");
         assert_eq!(f[0].severity, Severity::Ok);
         let m = &f[0].message;
-        for part in ["traffic class 106", "DSCP 26", "priority 3", "PFC on", "ETS tc 3 40%", "ECN NP and RP on"] {
+        for part in [
+            "traffic class 106",
+            "DSCP 26",
+            "priority 3",
+            "PFC on",
+            "ETS tc 3 40%",
+            "ECN NP and RP on",
+        ] {
             assert!(m.contains(part), "{part}: {m}");
         }
     }
@@ -1013,7 +1026,10 @@ mod tests {
         assert!(t.contains("prio-pfc 3:on"), "{t}");
         // DSCP 34 → priority 4 (PFC on), the job's ECN bits (2) kept: 34 << 2 | 2 = 138.
         assert!(t.contains("traffic class 138"), "{t}");
-        assert!(!t.contains("ECN (DCQCN) is off") && !t.contains("cable"), "{t}");
+        assert!(
+            !t.contains("ECN (DCQCN) is off") && !t.contains("cable"),
+            "{t}"
+        );
     }
 
     #[test]
@@ -1035,12 +1051,20 @@ mod tests {
         p.vendor.ecn_np[3] = Some(false);
         let f = findings(&facts(p.clone()));
         assert_eq!(codes_of(&f), ["qos-ecn-off"], "{f:#?}");
-        assert!(f[0].message.contains("notification point off"), "{}", f[0].message);
+        assert!(
+            f[0].message.contains("notification point off"),
+            "{}",
+            f[0].message
+        );
         assert!(!f[0].message.contains("reaction point off"));
         p.vendor.ecn_np[3] = Some(true);
         p.vendor.ecn_rp[3] = Some(false);
         let f = findings(&facts(p));
-        assert!(f[0].message.contains("reaction point off"), "{}", f[0].message);
+        assert!(
+            f[0].message.contains("reaction point off"),
+            "{}",
+            f[0].message
+        );
         assert!(!f[0].message.contains("notification point off"));
     }
 
@@ -1051,7 +1075,9 @@ mod tests {
         let f = findings(&facts(p));
         assert_eq!(codes_of(&f), ["qos-ets-zero"], "{f:#?}");
         // The good port's tc 7 has 0% but is strict: no finding for the CNPs or anyone.
-        assert!(findings(&facts(good())).iter().all(|d| d.code.as_str() != "qos-ets-zero"));
+        assert!(findings(&facts(good()))
+            .iter()
+            .all(|d| d.code.as_str() != "qos-ets-zero"));
     }
 
     #[test]
@@ -1060,7 +1086,9 @@ mod tests {
         p.vendor.cnp_802p_prio = Some(5);
         let f = findings(&facts(p));
         assert_eq!(codes_of(&f), ["qos-chain", "qos-cnp-priority"], "{f:#?}");
-        assert!(f[1].message.contains("maps to priority 6, but are sent on 802.1p priority 5"));
+        assert!(f[1]
+            .message
+            .contains("maps to priority 6, but are sent on 802.1p priority 5"));
     }
 
     #[test]
@@ -1076,7 +1104,9 @@ mod tests {
         });
         let f = findings(&facts(p));
         assert_eq!(codes_of(&f), ["qos-chain", "qos-global-pause"], "{f:#?}");
-        assert!(f[1].fix_text().contains("ethtool -A ens1f0np0 rx off tx off"));
+        assert!(f[1]
+            .fix_text()
+            .contains("ethtool -A ens1f0np0 rx off tx off"));
     }
 
     #[test]
@@ -1085,7 +1115,11 @@ mod tests {
         p.netdev_mtu = Some(4096);
         let f = findings(&facts(p));
         assert_eq!(codes_of(&f), ["qos-chain", "qos-mtu"], "{f:#?}");
-        assert!(f[1].message.contains("needs at least 4156"), "{}", f[1].message);
+        assert!(
+            f[1].message.contains("needs at least 4156"),
+            "{}",
+            f[1].message
+        );
     }
 
     #[test]
@@ -1098,7 +1132,13 @@ mod tests {
         p.vendor.ecn_np = [None; 8];
         p.vendor.ecn_rp = [None; 8];
         let f = findings(&facts(p));
-        assert_eq!(f.iter().find(|d| d.code.as_str() == "qos-pfc-off").unwrap().severity, Severity::Warn);
+        assert_eq!(
+            f.iter()
+                .find(|d| d.code.as_str() == "qos-pfc-off")
+                .unwrap()
+                .severity,
+            Severity::Warn
+        );
     }
 
     #[test]
@@ -1109,7 +1149,12 @@ mod tests {
         let f = findings(&facts(p));
         assert_eq!(codes_of(&f), ["qos-not-manageable"], "{f:#?}");
         assert_eq!(f[0].severity, Severity::Info);
-        assert!(f[0].message.contains("is not checked: veth0 has no DCB support"), "{}", f[0].message);
+        assert!(
+            f[0].message
+                .contains("is not checked: veth0 has no DCB support"),
+            "{}",
+            f[0].message
+        );
         assert!(f.iter().all(|d| d.severity != Severity::Ok));
         let chains = chains(&facts(good()), &good());
         assert_eq!(chains.len(), 1);
@@ -1131,7 +1176,10 @@ mod tests {
         // DSCP 24 is unmapped in the good port's table.
         let f = findings(&fx);
         assert_eq!(codes_of(&f), ["qos-chain", "qos-dscp-unmapped"], "{f:#?}");
-        assert!(f[1].evidence.iter().any(|e| e.text.contains("from NCCL_IB_TC")));
+        assert!(f[1]
+            .evidence
+            .iter()
+            .any(|e| e.text.contains("from NCCL_IB_TC")));
     }
 
     #[test]
@@ -1140,9 +1188,17 @@ mod tests {
         dcb_mut(&mut p).trust = Some(vec![APP_SEL_PCP]);
         let c = chains(&facts(p.clone()), &p);
         assert_eq!(c[0].priority, None);
-        assert!(c[0].unknown[0].contains("VLAN tag's PCP"), "{:?}", c[0].unknown);
+        assert!(
+            c[0].unknown[0].contains("VLAN tag's PCP"),
+            "{:?}",
+            c[0].unknown
+        );
         let f = findings(&facts(p));
-        assert!(f.iter().all(|d| d.severity != Severity::Ok && d.code.as_str() != "qos-pfc-priority"), "{f:#?}");
+        assert!(
+            f.iter()
+                .all(|d| d.severity != Severity::Ok && d.code.as_str() != "qos-pfc-priority"),
+            "{f:#?}"
+        );
     }
 
     fn with_counters(mut p: QosPort, hw: &[(&str, u64)], eth: &[(&str, u64)]) -> QosPort {
@@ -1168,12 +1224,19 @@ mod tests {
             &[],
         );
         let f = findings(&facts(p));
-        assert_eq!(codes_of(&f), ["qos-chain", "qos-rnr-not-congestion"], "{f:#?}");
+        assert_eq!(
+            codes_of(&f),
+            ["qos-chain", "qos-rnr-not-congestion"],
+            "{f:#?}"
+        );
         let t = all_text(&f[1]);
         assert!(t.contains("not congestion"), "{t}");
         assert!(t.contains("equals rnr_nak_retry_err (1543)"), "{t}");
         assert!(t.contains("post receives"), "{t}");
-        assert!(!t.contains("enable PFC") && !t.contains("DCQCN is off"), "{t}");
+        assert!(
+            !t.contains("enable PFC") && !t.contains("DCQCN is off"),
+            "{t}"
+        );
     }
 
     #[test]
@@ -1194,19 +1257,35 @@ mod tests {
         let p = with_counters(
             good(),
             &[],
-            &[("tx_pause_storm_warning_events", 2), ("tx_pause_storm_error_events", 1), ("tx_prio3_pause", 9_000_000)],
+            &[
+                ("tx_pause_storm_warning_events", 2),
+                ("tx_pause_storm_error_events", 1),
+                ("tx_prio3_pause", 9_000_000),
+            ],
         );
         let f = findings(&facts(p));
         assert_eq!(codes_of(&f), ["qos-chain", "qos-pause-storm"], "{f:#?}");
         assert_eq!(f[1].severity, Severity::Fail);
-        assert!(f[1].message.contains("pause storm from ens1f0np0"), "{}", f[1].message);
+        assert!(
+            f[1].message.contains("pause storm from ens1f0np0"),
+            "{}",
+            f[1].message
+        );
         assert!(!f[1].message.contains("toward"));
     }
 
     #[test]
     fn pauses_on_another_priority_over_an_interval_point_at_the_mapping() {
-        let before = with_counters(good(), &[], &[("rx_prio0_pause", 10), ("rx_prio3_pause", 5)]);
-        let after = with_counters(good(), &[], &[("rx_prio0_pause", 9010), ("rx_prio3_pause", 5)]);
+        let before = with_counters(
+            good(),
+            &[],
+            &[("rx_prio0_pause", 10), ("rx_prio3_pause", 5)],
+        );
+        let after = with_counters(
+            good(),
+            &[],
+            &[("rx_prio0_pause", 9010), ("rx_prio3_pause", 5)],
+        );
         let f = interval_findings(&facts(good()), &before, &after, 2.0);
         assert_eq!(codes_of(&f), ["qos-pause-other-priority"], "{f:#?}");
         let t = all_text(&f[0]);
@@ -1215,10 +1294,21 @@ mod tests {
         assert!(t.contains("in the last 2.0 s"), "{t}");
         // A priority paused most of the interval is a storm.
         let before = with_counters(good(), &[], &[("rx_prio3_pause_duration", 0)]);
-        let after = with_counters(good(), &[], &[("rx_prio3_pause_duration", 1_500_000), ("rx_prio3_pause", 100)]);
+        let after = with_counters(
+            good(),
+            &[],
+            &[
+                ("rx_prio3_pause_duration", 1_500_000),
+                ("rx_prio3_pause", 100),
+            ],
+        );
         let f = interval_findings(&facts(good()), &before, &after, 2.0);
         assert_eq!(codes_of(&f), ["qos-pause-storm"], "{f:#?}");
-        assert!(f[0].message.contains("toward ens1f0np0"), "{}", f[0].message);
+        assert!(
+            f[0].message.contains("toward ens1f0np0"),
+            "{}",
+            f[0].message
+        );
     }
 
     #[test]

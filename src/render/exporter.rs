@@ -403,10 +403,7 @@ fn qos_families(facts: &ScrapeFacts) -> Vec<SeriesFamily> {
         }
         let chains = crate::diagnose::qos::chains(&facts.doctor.qos, p);
         if let Some(t) = chains.first().and_then(|c| c.trust) {
-            trust.push(
-                base(),
-                Int(u64::from(t == crate::model::qos::Trust::Dscp)),
-            );
+            trust.push(base(), Int(u64::from(t == crate::model::qos::Trust::Dscp)));
         }
         if let Some(cm) = p.cm_default.read() {
             let mut l = base();

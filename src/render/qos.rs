@@ -212,15 +212,15 @@ fn dcb_rows(out: &mut String, d: &DcbConfig) {
     }
     if let Some(t) = &d.trust {
         let names: Vec<String> = t.iter().map(|s| selector_name(*s)).collect();
-        row(out, "trust", format!("{} (DCB trust table)", names.join(" ")));
+        row(
+            out,
+            "trust",
+            format!("{} (DCB trust table)", names.join(" ")),
+        );
     }
     match &d.pfc {
         Some(pfc) => {
-            let prios: Vec<String> = pfc
-                .enabled_priorities()
-                .iter()
-                .map(u8::to_string)
-                .collect();
+            let prios: Vec<String> = pfc.enabled_priorities().iter().map(u8::to_string).collect();
             row(
                 out,
                 "PFC",

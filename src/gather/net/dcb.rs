@@ -92,7 +92,7 @@ pub enum IeeeAttribute {
 // One is made per netdev read and none is stored in bulk, so the size is no cost.
 #[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Reply {
+pub enum DcbReply {
     Config(DcbConfig),
     /// The kernel refused: its errno (positive), and the netdev named in the request it
     /// echoes back, when it does.
@@ -524,7 +524,7 @@ fn merge(config: &mut DcbConfig, msg: DcbMessage) {
 /// Decode what `recv` gave (or a capture of it): one or more netlink messages. Any
 /// truncated or malformed message, attribute or structure is an error for the whole
 /// buffer: a partial configuration would read as "PFC off" where it was only cut.
-pub fn decode(buf: &[u8]) -> Result<Reply, DecodeError> {
+pub fn decode(buf: &[u8]) -> Result<DcbReply, DecodeError> {
     let mut config = DcbConfig::default();
     let mut replies = 0;
     let mut at = 0;
@@ -536,7 +536,7 @@ pub fn decode(buf: &[u8]) -> Result<Reply, DecodeError> {
             // An ack (code 0) says nothing; an errno is the answer.
             NetlinkPayload::Error(e) => {
                 if let Some(code) = e.code {
-                    return Ok(Reply::Errno {
+                    return Ok(DcbReply::Errno {
                         errno: code.get().saturating_abs(),
                         ifname: echoed_ifname(&e.header),
                     });
@@ -557,7 +557,7 @@ pub fn decode(buf: &[u8]) -> Result<Reply, DecodeError> {
     if replies == 0 {
         return Err(format!("{} bytes without an RTM_GETDCB reply", buf.len()).into());
     }
-    Ok(Reply::Config(config))
+    Ok(DcbReply::Config(config))
 }
 
 /// What the kernel's errno means for the netdev's DCB, in the words a user reads.
@@ -608,12 +608,12 @@ pub fn read(ifname: &str) -> Probe<DcbConfig> {
                 "RTM_GETDCB DCB_CMD_IEEE_GET on {ifname}: malformed reply: {e}"
             ))
         }
-        Ok(Ok(Reply::Errno { errno, .. })) => return errno_probe(ifname, errno),
-        Ok(Ok(Reply::Config(c))) => c,
+        Ok(Ok(DcbReply::Errno { errno, .. })) => return errno_probe(ifname, errno),
+        Ok(Ok(DcbReply::Config(c))) => c,
     };
     // IEEE_GET carries DCBX whenever the driver has getdcbx; GDCBX is asked only in case.
     if config.dcbx.is_none() {
-        if let Ok(Ok(Reply::Config(c))) = query(DCB_CMD_GDCBX, ifname).map(|b| decode(&b)) {
+        if let Ok(Ok(DcbReply::Config(c))) = query(DCB_CMD_GDCBX, ifname).map(|b| decode(&b)) {
             config.dcbx = c.dcbx;
         }
     }
@@ -629,8 +629,8 @@ pub fn read_capture(path: &Path) -> Option<Probe<DcbConfig>> {
         Ok(b) => b,
     };
     Some(match decode(&bytes) {
-        Ok(Reply::Config(c)) => Probe::Read(c),
-        Ok(Reply::Errno { errno, ifname }) => {
+        Ok(DcbReply::Config(c)) => Probe::Read(c),
+        Ok(DcbReply::Errno { errno, ifname }) => {
             let netdev = ifname.unwrap_or_else(|| format!("the netdev of {}", path.display()));
             errno_probe(&netdev, errno)
         }
@@ -656,7 +656,7 @@ mod tests {
 
     fn config(buf: &[u8]) -> DcbConfig {
         match decode(buf) {
-            Ok(Reply::Config(c)) => c,
+            Ok(DcbReply::Config(c)) => c,
             other => panic!("not a configuration: {other:?}"),
         }
     }
@@ -800,7 +800,7 @@ mod tests {
     fn eopnotsupp_means_no_dcb_on_the_netdev() {
         assert_eq!(
             decode(&fixture("eopnotsupp.nl")).unwrap(),
-            Reply::Errno {
+            DcbReply::Errno {
                 errno: 95,
                 ifname: Some("eth0".into())
             }
@@ -1081,7 +1081,7 @@ mod tests {
                     }
                 }
             }
-            if let Ok(Reply::Config(c)) = decode(&buf) {
+            if let Ok(DcbReply::Config(c)) = decode(&buf) {
                 decoded += 1;
                 let _ = (c.has_dscp_entries(), c.pfc.map(|p| p.enabled_priorities()));
             }

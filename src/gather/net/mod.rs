@@ -10,11 +10,11 @@
 
 // Parts of this API serve pingpong and selftest, which call it once the phases merge.
 
+pub mod dcb;
 mod facts;
 #[cfg(test)]
 mod live_tests;
 mod query;
-pub mod dcb;
 pub mod rdma;
 mod reply;
 mod request;
