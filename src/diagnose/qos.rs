@@ -330,7 +330,7 @@ fn chain_findings(port: &QosPort, c: &Chain) -> Vec<Diagnostic> {
                 .evidence(format!("APP table DSCP entries: {}", dscp_entries(d)))
                 .evidence(format!("PFC enabled on: {}", list_or_none(&pfc_prios)))
                 .fix(format!(
-                    "map it: `dcb app add dev {nd} dscp-prio {}:{target}` (or `mlnx_qos -i {nd} --dscp2prio set,{},{target}`), or use a traffic class whose DSCP is mapped{}",
+                    "map it: `dcb app add dev {nd} dscp-prio {}:{target}` (or `mlnx_qos -i {nd} --dscp2prio set,{},{target}`){}",
                     c.dscp,
                     c.dscp,
                     mapped_tclass_hint(d, c)
@@ -361,7 +361,7 @@ fn chain_findings(port: &QosPort, c: &Chain) -> Vec<Diagnostic> {
             .evidence(format!("DSCP {} → priority {p} (APP table)", c.dscp))
             .evidence(format!("PFC enabled on: {}", list_or_none(&pfc_prios)))
             .fix(format!(
-                "either enable PFC on priority {p} on the NIC and the switch (`dcb pfc set dev {nd} prio-pfc {p}:on`), or send on the lossless priority: map DSCP {} to priority {} (`dcb app add dev {nd} dscp-prio {}:{}`){}",
+                "enable PFC on priority {p} on the NIC and the switch (`dcb pfc set dev {nd} prio-pfc {p}:on`); or move the traffic to the lossless priority: map DSCP {} to priority {} (`dcb app add dev {nd} dscp-prio {}:{}`){}",
                 c.dscp,
                 pfc_prios[0],
                 c.dscp,
@@ -485,7 +485,7 @@ fn mapped_tclass_hint(d: &DcbConfig, c: &Chain) -> String {
         .map(|a| {
             let tclass = ((a.protocol as u8) << 2) | c.ecn;
             format!(
-                ", e.g. traffic class {tclass} (DSCP {} → priority {}, PFC on): NCCL_IB_TC={tclass}, UCX_IB_TRAFFIC_CLASS={tclass}, `--tclass {tclass}`",
+                "; or use traffic class {tclass} (DSCP {} → priority {}, PFC on), already mapped: NCCL_IB_TC={tclass}, UCX_IB_TRAFFIC_CLASS={tclass} or `--tclass {tclass}`",
                 a.protocol, a.priority
             )
         })
