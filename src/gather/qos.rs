@@ -90,7 +90,7 @@ fn read_port(ctx: &Ctx, sysfs: &SysfsRoot, device: &str, port: &Port) -> QosPort
         netdev,
         active_mtu: port.active_mtu,
         dcb,
-        cm_default: read_cm_default(&ctx.sysfs, device, port.number),
+        cm_default: read_cm_default(&ctx.sysfs, device, port.number, !ctx.captured),
         vendor,
         ethtool,
         hw_counters: read_hw_counters(sysfs, device, port.number),
@@ -130,10 +130,40 @@ fn io_error_text(e: &io::Error) -> String {
 }
 
 /// rdma_cm's defaults for the port: configfs `rdma_cm/DEV/ports/N/` (cma_configfs.c), a
-/// group that exists only once someone ran `mkdir rdma_cm/DEV`. No group, no rdma_cm
-/// directory, or no configfs mounted at all: nothing was set, and the kernel's default
-/// TOS 0 applies (the CM sets no traffic class).
-fn read_cm_default(sysfs: &Path, device: &str, port: u32) -> Probe<CmDefault> {
+/// group that exists only once someone ran `mkdir rdma_cm/DEV`. Removing the group keeps
+/// the value it set, so on a live host a missing group is created for the read and removed
+/// again (as root; otherwise the value is unknown). No rdma_cm directory (the module not
+/// loaded, or configfs not mounted) and a captured tree without the group: the kernel's
+/// default, TOS 0.
+fn read_cm_default(sysfs: &Path, device: &str, port: u32, live: bool) -> Probe<CmDefault> {
+    let cm_root = sysfs.join("kernel/config/rdma_cm");
+    let group = cm_root.join(device);
+    if live && cm_root.is_dir() && !group.exists() {
+        return match std::fs::create_dir(&group) {
+            Ok(()) => {
+                let read = read_cm_group(sysfs, device, port);
+                // Nothing else refers to a group made a moment ago: removing it restores
+                // the state before the read (the value lives on in the kernel either way).
+                let _ = std::fs::remove_dir(&group);
+                match read {
+                    Probe::Read(mut cm) => {
+                        cm.source = CmDefaultSource::ConfigfsProbed(group.display().to_string());
+                        Probe::Read(cm)
+                    }
+                    other => other,
+                }
+            }
+            Err(e) => Probe::NotExposed(format!(
+                "{} does not exist, and creating it to read the value failed ({}): it is 0 unless set earlier (removing the group keeps its value); run as root",
+                group.display(),
+                io_error_text(&e)
+            )),
+        };
+    }
+    read_cm_group(sysfs, device, port)
+}
+
+fn read_cm_group(sysfs: &Path, device: &str, port: u32) -> Probe<CmDefault> {
     let dir = sysfs
         .join("kernel/config/rdma_cm")
         .join(device)
@@ -602,15 +632,21 @@ mod tests {
         });
         // No configfs mounted: kernel/config is an empty directory.
         std::fs::create_dir_all(t.path().join("kernel/config")).unwrap();
-        assert_eq!(read_cm_default(t.path(), "mlx5_0", 1), kernel_default);
+        assert_eq!(
+            read_cm_default(t.path(), "mlx5_0", 1, false),
+            kernel_default
+        );
         // rdma_cm's group made for another device only.
         let dir = "kernel/config/rdma_cm/mlx5_1/ports/1";
         write(t.path(), &format!("{dir}/default_roce_tos"), "96\n");
-        assert_eq!(read_cm_default(t.path(), "mlx5_0", 1), kernel_default);
-        let cm = read_cm_default(t.path(), "mlx5_1", 1);
+        assert_eq!(
+            read_cm_default(t.path(), "mlx5_0", 1, false),
+            kernel_default
+        );
+        let cm = read_cm_default(t.path(), "mlx5_1", 1, false);
         assert_eq!(cm.read().map(|c| (c.tos, c.mode.clone())), Some((96, None)));
         write(t.path(), &format!("{dir}/default_roce_tos"), "300\n");
-        let why = read_cm_default(t.path(), "mlx5_1", 1);
+        let why = read_cm_default(t.path(), "mlx5_1", 1, false);
         assert!(
             matches!(&why, Probe::Failed(w) if w.contains("\"300\"")),
             "{why:?}"
@@ -618,7 +654,7 @@ mod tests {
         // A directory where the file belongs: EISDIR, with the path.
         std::fs::remove_file(t.path().join(dir).join("default_roce_tos")).unwrap();
         std::fs::create_dir(t.path().join(dir).join("default_roce_tos")).unwrap();
-        let why = read_cm_default(t.path(), "mlx5_1", 1);
+        let why = read_cm_default(t.path(), "mlx5_1", 1, false);
         assert!(
             matches!(&why, Probe::Failed(w) if w.contains("default_roce_tos: EISDIR")),
             "{why:?}"

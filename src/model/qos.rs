@@ -183,6 +183,8 @@ pub struct CmDefault {
 pub enum CmDefaultSource {
     /// Read from the device's configfs group (its path).
     Configfs(String),
+    /// Read through a group rdmactl created for the read and removed again (its path).
+    ConfigfsProbed(String),
     /// No configfs group for the device (none was created with `mkdir`, or configfs is not
     /// mounted): the kernel's default, TOS 0, applies.
     KernelDefault,

@@ -410,7 +410,9 @@ fn qos_families(facts: &ScrapeFacts) -> Vec<SeriesFamily> {
             l.push((
                 "source",
                 match cm.source {
-                    CmDefaultSource::Configfs(_) => "configfs".to_string(),
+                    CmDefaultSource::Configfs(_) | CmDefaultSource::ConfigfsProbed(_) => {
+                        "configfs".to_string()
+                    }
                     CmDefaultSource::KernelDefault => "kernel_default".to_string(),
                 },
             ));

@@ -175,6 +175,9 @@ fn cm_text(p: &Probe<crate::model::qos::CmDefault>) -> String {
                 .unwrap_or_default();
             let from = match &cm.source {
                 CmDefaultSource::Configfs(path) => format!(" ({path})"),
+                CmDefaultSource::ConfigfsProbed(path) => {
+                    format!(" ({path}, created for the read and removed)")
+                }
                 CmDefaultSource::KernelDefault => {
                     " (the kernel's default: no configfs group for the device)".to_string()
                 }
