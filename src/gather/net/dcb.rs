@@ -566,7 +566,8 @@ pub fn errno_probe(netdev: &str, errno: i32) -> Probe<DcbConfig> {
         EOPNOTSUPP => Probe::NotExposed(format!(
             "{netdev} has no DCB support in its driver (the kernel answered RTM_GETDCB with \
              EOPNOTSUPP): a virtual NIC, a driver without DCB, or a kernel built without \
-             CONFIG_DCB; PFC, ETS and the APP table cannot be read from this host"
+             CONFIG_DCB: not manageable from this host (PFC, ETS and the APP table cannot be read \
+             here)"
         )),
         ENODEV => Probe::NotExposed(format!(
             "{netdev}: no such network interface in this network namespace (the kernel \
