@@ -18,8 +18,15 @@ use crate::render::qos::{self as render, IntervalPort, IntervalReport, PausePair
 
 pub fn run(ctx: &Ctx, args: &QosArgs) -> Result<u8> {
     let (device, port) = target(&args.select)?;
-    let devices = SysfsRoot::new(&ctx.sysfs).select(device.as_deref(), port)?;
-    let facts = crate::gather::qos::gather(ctx, &devices, args.tclass);
+    // The active MTU (the MTU rule) comes from libibverbs; no GID tables are needed.
+    let devices = crate::gather::inventory::inventory_with_verbs(
+        ctx,
+        device.as_deref(),
+        false,
+        false,
+        || SysfsRoot::new(&ctx.sysfs).select(device.as_deref(), port),
+    )?;
+    let facts = crate::gather::qos::gather(ctx, &devices, args.tclass, true);
     let Some(secs) = args.interval else {
         let findings = rules::findings(&facts);
         let code = exit_code(&findings);
@@ -49,7 +56,7 @@ pub fn run(ctx: &Ctx, args: &QosArgs) -> Result<u8> {
         std::thread::sleep(left.min(Duration::from_millis(100)));
     }
     let seconds = start.elapsed().as_secs_f64();
-    let after = crate::gather::qos::ports(ctx, &devices);
+    let after = crate::gather::qos::ports(ctx, &devices, false);
     let mut findings = Vec::new();
     let mut ports = Vec::new();
     for (b, a) in facts.ports.iter().zip(&after) {

@@ -73,7 +73,7 @@ pub fn gather(ctx: &Ctx, only: Option<&str>) -> Result<DoctorFacts> {
     facts.pci = crate::gather::pci::gather(&sysfs, &devices, !ctx.captured);
     facts.container =
         (!ctx.captured).then(|| crate::gather::container::gather(&ctx.sysfs, &facts.listed));
-    facts.qos = crate::gather::qos::gather(ctx, &devices, None);
+    facts.qos = crate::gather::qos::gather(ctx, &devices, None, false);
     facts.devices = devices;
     Ok(facts)
 }

@@ -57,18 +57,26 @@ const CONGESTION_COUNTERS: &[&str] = &[
     "port_xmit_discards",
 ];
 
-/// Every RoCE port of `devices`, read.
-pub fn ports(ctx: &Ctx, devices: &[Device]) -> Vec<QosPort> {
+/// Every RoCE port of `devices`, read. `make_cm_group`: on a live host, read rdma_cm's
+/// default through a configfs group made for the read where none exists (`qos` does; doctor
+/// and the exporter, which run unasked and often, leave configfs alone).
+pub fn ports(ctx: &Ctx, devices: &[Device], make_cm_group: bool) -> Vec<QosPort> {
     let sysfs = SysfsRoot::new(&ctx.sysfs);
     devices
         .iter()
         .flat_map(|d| d.ports.iter().map(move |p| (d, p)))
         .filter(|(_, p)| p.link_layer == Some(LinkLayer::Ethernet))
-        .map(|(d, p)| read_port(ctx, &sysfs, &d.name, p))
+        .map(|(d, p)| read_port(ctx, &sysfs, &d.name, p, make_cm_group))
         .collect()
 }
 
-fn read_port(ctx: &Ctx, sysfs: &SysfsRoot, device: &str, port: &Port) -> QosPort {
+fn read_port(
+    ctx: &Ctx,
+    sysfs: &SysfsRoot,
+    device: &str,
+    port: &Port,
+    make_cm_group: bool,
+) -> QosPort {
     let netdev = port.netdev.as_ref().map(|n| n.name.clone());
     let no_netdev = || format!("{device} port {} has no netdev", port.number);
     let (dcb, vendor, ethtool) = match &netdev {
@@ -90,7 +98,12 @@ fn read_port(ctx: &Ctx, sysfs: &SysfsRoot, device: &str, port: &Port) -> QosPort
         netdev,
         active_mtu: port.active_mtu,
         dcb,
-        cm_default: read_cm_default(&ctx.sysfs, device, port.number, !ctx.captured),
+        cm_default: read_cm_default(
+            &ctx.sysfs,
+            device,
+            port.number,
+            (!ctx.captured).then_some(make_cm_group),
+        ),
         vendor,
         ethtool,
         hw_counters: read_hw_counters(sysfs, device, port.number),
@@ -132,13 +145,19 @@ fn io_error_text(e: &io::Error) -> String {
 /// rdma_cm's defaults for the port: configfs `rdma_cm/DEV/ports/N/` (cma_configfs.c), a
 /// group that exists only once someone ran `mkdir rdma_cm/DEV`. Removing the group keeps
 /// the value it set, so on a live host a missing group is created for the read and removed
-/// again (as root; otherwise the value is unknown). No rdma_cm directory (the module not
-/// loaded, or configfs not mounted) and a captured tree without the group: the kernel's
-/// default, TOS 0.
-fn read_cm_default(sysfs: &Path, device: &str, port: u32, live: bool) -> Probe<CmDefault> {
+/// again when `live` is `Some(true)` (as root; otherwise the value is unknown). No rdma_cm
+/// directory (the module not loaded, or configfs not mounted) and a captured tree without
+/// the group: the kernel's default, TOS 0.
+fn read_cm_default(sysfs: &Path, device: &str, port: u32, live: Option<bool>) -> Probe<CmDefault> {
     let cm_root = sysfs.join("kernel/config/rdma_cm");
     let group = cm_root.join(device);
-    if live && cm_root.is_dir() && !group.exists() {
+    if live.is_some() && cm_root.is_dir() && !group.exists() {
+        if live == Some(false) {
+            return Probe::NotExposed(format!(
+                "no configfs group {}: the value is 0 unless a group set it and was removed (removing keeps it); `rdmactl qos` reads it through a group made for the read",
+                group.display()
+            ));
+        }
         return match std::fs::create_dir(&group) {
             Ok(()) => {
                 let read = read_cm_group(sysfs, device, port);
@@ -444,9 +463,14 @@ pub fn ucx_u8(text: &str) -> Option<u8> {
 }
 
 /// `qos`'s facts: the ports, `--tclass` and the job's variables.
-pub fn gather(ctx: &Ctx, devices: &[Device], tclass_flag: Option<u8>) -> QosFacts {
+pub fn gather(
+    ctx: &Ctx,
+    devices: &[Device],
+    tclass_flag: Option<u8>,
+    make_cm_group: bool,
+) -> QosFacts {
     QosFacts {
-        ports: ports(ctx, devices),
+        ports: ports(ctx, devices, make_cm_group),
         tclass_flag,
         env: job_env(&|name| std::env::var(name).ok()),
     }
@@ -460,7 +484,7 @@ mod tests {
     fn fixture_port(tree: &str) -> QosPort {
         let ctx = Ctx::fixture(tree);
         let devices = SysfsRoot::new(&ctx.sysfs).devices().unwrap();
-        let mut ports = ports(&ctx, &devices);
+        let mut ports = ports(&ctx, &devices, false);
         assert_eq!(ports.len(), 1, "{tree}");
         ports.remove(0)
     }
@@ -604,7 +628,7 @@ mod tests {
         // rxe's names, from its own tree.
         let ctx = Ctx::fixture("rxe-counters");
         let devices = SysfsRoot::new(&ctx.sysfs).devices().unwrap();
-        let rxe = ports(&ctx, &devices);
+        let rxe = ports(&ctx, &devices, false);
         let names: Vec<&str> = rxe[0].hw_counters.iter().map(|(n, _)| n.as_str()).collect();
         for want in [
             "rcvd_rnr_err",
@@ -632,21 +656,15 @@ mod tests {
         });
         // No configfs mounted: kernel/config is an empty directory.
         std::fs::create_dir_all(t.path().join("kernel/config")).unwrap();
-        assert_eq!(
-            read_cm_default(t.path(), "mlx5_0", 1, false),
-            kernel_default
-        );
+        assert_eq!(read_cm_default(t.path(), "mlx5_0", 1, None), kernel_default);
         // rdma_cm's group made for another device only.
         let dir = "kernel/config/rdma_cm/mlx5_1/ports/1";
         write(t.path(), &format!("{dir}/default_roce_tos"), "96\n");
-        assert_eq!(
-            read_cm_default(t.path(), "mlx5_0", 1, false),
-            kernel_default
-        );
-        let cm = read_cm_default(t.path(), "mlx5_1", 1, false);
+        assert_eq!(read_cm_default(t.path(), "mlx5_0", 1, None), kernel_default);
+        let cm = read_cm_default(t.path(), "mlx5_1", 1, None);
         assert_eq!(cm.read().map(|c| (c.tos, c.mode.clone())), Some((96, None)));
         write(t.path(), &format!("{dir}/default_roce_tos"), "300\n");
-        let why = read_cm_default(t.path(), "mlx5_1", 1, false);
+        let why = read_cm_default(t.path(), "mlx5_1", 1, None);
         assert!(
             matches!(&why, Probe::Failed(w) if w.contains("\"300\"")),
             "{why:?}"
@@ -654,7 +672,7 @@ mod tests {
         // A directory where the file belongs: EISDIR, with the path.
         std::fs::remove_file(t.path().join(dir).join("default_roce_tos")).unwrap();
         std::fs::create_dir(t.path().join(dir).join("default_roce_tos")).unwrap();
-        let why = read_cm_default(t.path(), "mlx5_1", 1, false);
+        let why = read_cm_default(t.path(), "mlx5_1", 1, None);
         assert!(
             matches!(&why, Probe::Failed(w) if w.contains("default_roce_tos: EISDIR")),
             "{why:?}"

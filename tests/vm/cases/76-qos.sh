@@ -318,7 +318,7 @@ qos_default() {
     check "qos removed the group it made" test ! -e "$GROUP"
     check "qos -j, no configfs group: the chain from cm_default is tclass 0, DSCP 0" \
         jqf 'any(.ports[]; .device == "rxe0" and .port == 1
-            and any(.chains[]?; .tclass == 0 and .dscp == 0 and .source == "cm_default"))' "$RESULTS/qos-default.json"
+            and any(.chains[]?; .tclass == 0 and .dscp == 0 and any(.sources[]; . == "cm_default")))' "$RESULTS/qos-default.json"
 }
 # After a bare rmdir the group is gone but the kernel still applies 96 (2d): qos must not
 # claim the kernel's default 0 as read, which is what the wire disproves. It may read the
