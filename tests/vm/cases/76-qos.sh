@@ -255,6 +255,13 @@ qos_96() {
         jqf 'any(.ports[]; .device == "rxe0" and .port == 1
             and any(.chains[]?; .tclass == 72 and .dscp == 18 and any(.sources[]; . == "flag")))' "$RESULTS/qos-flag.json"
 
+    # The interval view on a veth: pause counts for 8 priorities (none counted), no finding.
+    expect_rc 0 "qos rxe0/1 --interval 0.5 -j: exit 0" "$R" qos rxe0/1 --interval 0.5 -j
+    cp "$LAST_STDOUT" "$RESULTS/qos-interval.json"
+    check "qos --interval -j: rxe0/1 with 8 priorities of pause counts, no finding" \
+        jqf '.ports[0].device == "rxe0" and (.ports[0].pauses | length) == 8 and (.findings | length) == 0' \
+        "$RESULTS/qos-interval.json"
+
     # Every port of the plain VM: exit 0, nothing to warn about.
     expect_rc 0 "qos (every port): exit 0" "$R" qos
     cp "$LAST_OUT" "$RESULTS/qos-all.txt"
