@@ -103,7 +103,8 @@ fn chain(port: &QosPort, tclass: u8, source: TclassSource) -> Chain {
         }
         None => c.unknown.push(match &port.dcb {
             Probe::Read(_) => "the trust mode: the driver reports neither a DCB trust table nor qos/trust, and the APP table holds DSCP entries (DSCP trust on mlx5, unknown elsewhere)".to_string(),
-            other => format!("the trust mode and priority: {}", other.why_not().unwrap_or("not read")),
+            Probe::NotExposed(_) => "the trust mode and priority: DCB is not exposed (qos-not-manageable)".to_string(),
+            Probe::Failed(_) => "the trust mode and priority: DCB could not be read (qos-not-manageable)".to_string(),
         }),
     }
     match (c.trust, dcb) {
@@ -244,9 +245,8 @@ fn not_exposed(port: &QosPort) -> Option<Diagnostic> {
         (
             Severity::Info,
             format!(
-                "the lossless configuration of {} (PFC, ETS, DSCP mapping) is not checked: {}",
+                "the lossless configuration of {} (PFC, ETS, DSCP mapping) is not checked: its DCB configuration was not read",
                 netdev_name(port),
-                port.dcb.why_not().unwrap_or("not read")
             ),
         )
     } else {
@@ -1151,10 +1151,14 @@ mod tests {
         assert_eq!(f[0].severity, Severity::Info);
         assert!(
             f[0].message
-                .contains("is not checked: veth0 has no DCB support"),
+                .contains("is not checked: its DCB configuration was not read"),
             "{}",
             f[0].message
         );
+        assert!(f[0]
+            .evidence
+            .iter()
+            .any(|e| e.text.contains("veth0 has no DCB support")));
         assert!(f.iter().all(|d| d.severity != Severity::Ok));
         let chains = chains(&facts(good()), &good());
         assert_eq!(chains.len(), 1);

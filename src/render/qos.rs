@@ -85,7 +85,9 @@ fn port_text(out: &mut String, view: &PortView) {
     row(out, "rdma_cm", cm_text(&p.cm_default));
     match &p.dcb {
         Probe::Read(d) => dcb_rows(out, d),
-        other => row(out, "DCB", not_read(other)),
+        // The why is the qos-not-manageable finding's evidence: said once, there.
+        Probe::NotExposed(_) => row(out, "DCB", "not exposed (qos-not-manageable below)"),
+        Probe::Failed(_) => row(out, "DCB", "not read (qos-not-manageable below)"),
     }
     if let Some(t) = &p.vendor.trust {
         row(out, "qos/trust", t);
@@ -135,7 +137,8 @@ fn port_text(out: &mut String, view: &PortView) {
                 },
             );
         }
-        other => row(out, "ethtool", not_read(other)),
+        Probe::NotExposed(_) => row(out, "ethtool", "not exposed (qos-not-manageable below)"),
+        Probe::Failed(_) => row(out, "ethtool", "not read (qos-not-manageable below)"),
     }
     for c in &view.chains {
         row(out, "chain", chain_text(c));
