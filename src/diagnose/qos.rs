@@ -754,6 +754,26 @@ pub fn interval_findings(
     )
 }
 
+/// What a pingpong run's port did besides its own counters: pause storms, pauses on a
+/// priority its traffic class does not map to, ECN marks without CNPs (the RNR rule is the
+/// run's own `counters-rnr`, which sees both ends).
+pub fn run_findings(
+    tclass: Option<u8>,
+    before: &QosPort,
+    after: &QosPort,
+    seconds: f64,
+) -> Vec<Diagnostic> {
+    let facts = QosFacts {
+        ports: Vec::new(),
+        tclass_flag: tclass,
+        env: Default::default(),
+    };
+    interval_findings(&facts, before, after, seconds)
+        .into_iter()
+        .filter(|f| f.code != codes::QOS_RNR_NOT_CONGESTION)
+        .collect()
+}
+
 /// Counter rules: pause storms, pauses on a priority the traffic should not use, ECN marks
 /// without CNPs, and RNR NAKs that are an empty receive queue rather than congestion.
 pub fn counter_findings(span: &Span, chains: &[Chain]) -> Vec<Diagnostic> {
@@ -1313,6 +1333,20 @@ mod tests {
             "{}",
             f[0].message
         );
+    }
+
+    #[test]
+    fn a_run_s_pauses_on_another_priority_are_judged_with_its_traffic_class() {
+        // The run used traffic class 0x68 (DSCP 26 → priority 3); the pauses were on 0.
+        let mut before = with_counters(good(), &[("out_of_buffer", 0)], &[("rx_prio0_pause", 0)]);
+        before.cm_default = Probe::NotExposed("no group".into());
+        let mut after = with_counters(good(), &[("out_of_buffer", 9)], &[("rx_prio0_pause", 700)]);
+        after.cm_default = Probe::NotExposed("no group".into());
+        let f = run_findings(Some(0x68), &before, &after, 1.0);
+        assert_eq!(codes_of(&f), ["qos-pause-other-priority"], "{f:#?}");
+        assert!(all_text(&f[0]).contains("traffic class 104 (DSCP 26, ECN 0) from --tclass"));
+        // Without a traffic class (rdma_cm's default unknown) no priority is known: silent.
+        assert!(run_findings(None, &before, &after, 1.0).is_empty());
     }
 
     #[test]

@@ -6,12 +6,14 @@ use crate::gather::sysfs::SysfsRoot;
 use crate::model::counter::TrafficMix;
 use crate::model::results::RunCounters;
 
-/// One port's counters, read before a run's traffic and again after it.
+/// One port's counters, read before a run's traffic and again after it; on a RoCE port
+/// also its netdev's per-priority pause and ECN counts (`qos`'s reads, without configfs).
 pub struct CounterWatch {
     sysfs: std::path::PathBuf,
     device: String,
     port: u32,
     before: Option<(std::time::Instant, crate::model::counter::PortCounters)>,
+    qos: Option<(std::time::Instant, crate::model::qos::QosPort)>,
 }
 
 impl CounterWatch {
@@ -21,12 +23,25 @@ impl CounterWatch {
             .port_counters(device, port)
             .ok()
             .map(|c| (std::time::Instant::now(), c));
+        let qos = qos_port(sysfs, device, port).map(|p| (std::time::Instant::now(), p));
         CounterWatch {
             sysfs: sysfs.to_path_buf(),
             device: device.to_string(),
             port,
             before,
+            qos,
         }
+    }
+
+    /// The run's QoS findings (pauses, ECN) with the traffic class it used, if known.
+    pub fn qos_findings(&self, tclass: Option<u8>) -> Vec<crate::model::diagnostic::Diagnostic> {
+        let Some((at, before)) = &self.qos else {
+            return Vec::new();
+        };
+        let Some(after) = qos_port(&self.sysfs, &self.device, self.port) else {
+            return Vec::new();
+        };
+        crate::diagnose::qos::run_findings(tclass, before, &after, at.elapsed().as_secs_f64())
     }
 
     pub fn stop(&self) -> Option<crate::model::counter::PortDelta> {
@@ -39,6 +54,35 @@ impl CounterWatch {
             &after,
             at.elapsed().as_secs_f64(),
         ))
+    }
+}
+
+/// A live RoCE port as `qos` reads it, for a run: no configfs group is made.
+fn qos_port(sysfs: &Path, device: &str, port: u32) -> Option<crate::model::qos::QosPort> {
+    let ctx = crate::ctx::Ctx {
+        json: false,
+        style: crate::output::Style {
+            color: false,
+            width: None,
+        },
+        sysfs: sysfs.to_path_buf(),
+        captured: false,
+        procfs: None,
+    };
+    let device = SysfsRoot::new(sysfs).device(device).ok()?;
+    crate::gather::qos::ports(&ctx, &[device], false)
+        .into_iter()
+        .find(|p| p.port == port)
+}
+
+/// Adds a watched run's QoS findings to its counters block.
+pub fn add_qos(
+    counters: &mut Option<RunCounters>,
+    watch: Option<&CounterWatch>,
+    tclass: Option<u8>,
+) {
+    if let (Some(c), Some(w)) = (counters.as_mut(), watch) {
+        c.findings.extend(w.qos_findings(tclass));
     }
 }
 

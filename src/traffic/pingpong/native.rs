@@ -83,6 +83,11 @@ pub(super) fn native_run(
     )?;
     let peer = conn.read_counters().map(|w| w.to_delta());
     report.counters = crate::traffic::counters::judge(local, peer, mix);
+    crate::traffic::counters::add_qos(
+        &mut report.counters,
+        side.stall.counters.as_ref(),
+        Some(plan.qos.traffic_class),
+    );
     Ok(())
 }
 

@@ -262,6 +262,8 @@ pub(crate) fn client(
         reads: report.ops.iter().any(|(n, _)| n == "read"),
     };
     report.counters = crate::traffic::counters::judge(watch.stop(), None, mix);
+    // rdma_cm's default traffic class is not read here (that takes a configfs group).
+    crate::traffic::counters::add_qos(&mut report.counters, Some(&watch), None);
     let Some(f) = failed else {
         notice::tell(&mut ep, notice::InBand::Done);
         ep.disconnect()?;
