@@ -262,6 +262,10 @@ fn read_ethtool(ctx: &Ctx, netdev: &str) -> Probe<EthtoolFacts> {
     if ctx.captured {
         return read_ethtool_capture(ctx, netdev);
     }
+    read_ethtool_live(netdev)
+}
+
+fn read_ethtool_live(netdev: &str) -> Probe<EthtoolFacts> {
     let stats = match sys::ethtool_stats(netdev) {
         Ok(stats) => stats,
         Err(libc::EOPNOTSUPP) => {
@@ -386,6 +390,34 @@ fn read_hw_counters(sysfs: &SysfsRoot, device: &str, port: u32) -> Vec<(String, 
         .filter(|c| CONGESTION_COUNTERS.contains(&c.name.as_str()))
         .map(|c| (c.name.clone(), c.value))
         .collect()
+}
+
+/// A live RoCE port for a run's counter watch: only its netdev's DCB (the per-priority PFC
+/// counts) and ethtool statistics, the two reads that cost little. The watch reads the
+/// port's own counters itself; configfs and the vendor files are not read. None for a port
+/// that is not RoCE or has no netdev.
+pub fn run_port(sysfs: &Path, device: &str, port: u32) -> Option<QosPort> {
+    let p = SysfsRoot::new(sysfs)
+        .netdev_only()
+        .link_layer_only()
+        .port(device, port)
+        .ok()?;
+    if p.link_layer != Some(LinkLayer::Ethernet) {
+        return None;
+    }
+    let netdev = p.netdev?.name;
+    Some(QosPort {
+        device: device.to_string(),
+        port,
+        netdev_mtu: None,
+        active_mtu: None,
+        dcb: dcb::read(&netdev),
+        cm_default: Probe::NotExposed("not read for a run".to_string()),
+        vendor: VendorQos::default(),
+        ethtool: read_ethtool_live(&netdev),
+        hw_counters: Vec::new(),
+        netdev: Some(netdev),
+    })
 }
 
 /// The job's QoS variables, as `lookup` (the environment) gives them.

@@ -6,8 +6,8 @@ use crate::gather::sysfs::SysfsRoot;
 use crate::model::counter::TrafficMix;
 use crate::model::results::RunCounters;
 
-/// One port's counters, read before a run's traffic and again after it; on a RoCE port
-/// also its netdev's per-priority pause and ECN counts (`qos`'s reads, without configfs).
+/// One port's counters, read before a run's traffic and again after it; `with_qos`, on a
+/// RoCE port, also its netdev's per-priority pause counts.
 pub struct CounterWatch {
     sysfs: std::path::PathBuf,
     device: String,
@@ -23,14 +23,21 @@ impl CounterWatch {
             .port_counters(device, port)
             .ok()
             .map(|c| (std::time::Instant::now(), c));
-        let qos = qos_port(sysfs, device, port).map(|p| (std::time::Instant::now(), p));
         CounterWatch {
             sysfs: sysfs.to_path_buf(),
             device: device.to_string(),
             port,
             before,
-            qos,
+            qos: None,
         }
+    }
+
+    /// Also watch the netdev's per-priority pauses (a ping-pong between hosts; a loopback
+    /// selftest crosses no switch).
+    pub fn with_qos(mut self) -> CounterWatch {
+        self.qos = crate::gather::qos::run_port(&self.sysfs, &self.device, self.port)
+            .map(|p| (std::time::Instant::now(), p));
+        self
     }
 
     /// The run's QoS findings (pauses, ECN) with the traffic class it used, if known.
@@ -38,7 +45,7 @@ impl CounterWatch {
         let Some((at, before)) = &self.qos else {
             return Vec::new();
         };
-        let Some(after) = qos_port(&self.sysfs, &self.device, self.port) else {
+        let Some(after) = crate::gather::qos::run_port(&self.sysfs, &self.device, self.port) else {
             return Vec::new();
         };
         crate::diagnose::qos::run_findings(tclass, before, &after, at.elapsed().as_secs_f64())
@@ -55,24 +62,6 @@ impl CounterWatch {
             at.elapsed().as_secs_f64(),
         ))
     }
-}
-
-/// A live RoCE port as `qos` reads it, for a run: no configfs group is made.
-fn qos_port(sysfs: &Path, device: &str, port: u32) -> Option<crate::model::qos::QosPort> {
-    let ctx = crate::ctx::Ctx {
-        json: false,
-        style: crate::output::Style {
-            color: false,
-            width: None,
-        },
-        sysfs: sysfs.to_path_buf(),
-        captured: false,
-        procfs: None,
-    };
-    let device = SysfsRoot::new(sysfs).device(device).ok()?;
-    crate::gather::qos::ports(&ctx, &[device], false)
-        .into_iter()
-        .find(|p| p.port == port)
 }
 
 /// Adds a watched run's QoS findings to its counters block.

@@ -54,11 +54,9 @@ pub(super) fn native_run(
     // Counters are read before the sync that starts the traffic: a sysfs read takes tens
     // of milliseconds under emulation, and an end still reading when the first SEND lands
     // would add that to the other end's measured time.
-    side.stall.counters = Some(crate::traffic::counters::CounterWatch::start(
-        sysfs,
-        side.ctx.name(),
-        side.port,
-    ));
+    side.stall.counters = Some(
+        crate::traffic::counters::CounterWatch::start(sysfs, side.ctx.name(), side.port).with_qos(),
+    );
     side.stall.path_mtu = Some(mtu);
     side.stall.iterations = length.iters.map(u64::from);
     let traffic = traffic(plan, side, report, conn, r, length, is_client);

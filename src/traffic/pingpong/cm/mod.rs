@@ -232,7 +232,8 @@ pub(crate) fn client(
         sysfs,
         &ep.info.device,
         u32::from(ep.info.port),
-    );
+    )
+    .with_qos();
     // From here on a first Ctrl-C stops the run with what it measured, and tells the server.
     crate::interrupt::catch();
     let mut failed = None;
