@@ -53,16 +53,14 @@ pub fn chains(facts: &QosFacts, port: &QosPort) -> Vec<Chain> {
 fn trust(port: &QosPort) -> Option<(Trust, TrustSource)> {
     let dcb = port.dcb.read();
     if let Some(table) = dcb.and_then(|d| d.trust.as_ref()).filter(|t| !t.is_empty()) {
-        // The first trusted selector that applies to an untagged IP packet decides.
-        let first = table
-            .iter()
-            .find(|s| **s == APP_SEL_DSCP || **s == APP_SEL_PCP);
-        let mode = if first == Some(&APP_SEL_DSCP) {
-            Trust::Dscp
-        } else {
-            Trust::Pcp
+        // The first trusted selector a packet carries decides. PCP before DSCP decides only
+        // for VLAN-tagged frames, and whether RoCE is tagged here is not known: undecided.
+        let at = |sel| table.iter().position(|s| *s == sel);
+        return match (at(APP_SEL_DSCP), at(APP_SEL_PCP)) {
+            (Some(d), Some(p)) if p < d => None,
+            (Some(_), _) => Some((Trust::Dscp, TrustSource::DcbTrustTable)),
+            (None, _) => Some((Trust::Pcp, TrustSource::DcbTrustTable)),
         };
-        return Some((mode, TrustSource::DcbTrustTable));
     }
     match port.vendor.trust.as_deref() {
         Some("dscp") => return Some((Trust::Dscp, TrustSource::VendorSysfs)),
@@ -102,6 +100,7 @@ fn chain(port: &QosPort, tclass: u8, source: TclassSource) -> Chain {
             c.trust_source = Some(from);
         }
         None => c.unknown.push(match &port.dcb {
+            Probe::Read(d) if d.trust.as_ref().is_some_and(|t| !t.is_empty()) => "the trust mode: the trust table puts PCP before DSCP, so VLAN-tagged frames take their PCP and untagged ones their DSCP, and whether RoCE is tagged here is not known".to_string(),
             Probe::Read(_) => "the trust mode: the driver reports neither a DCB trust table nor qos/trust, and the APP table holds DSCP entries (DSCP trust on mlx5, unknown elsewhere)".to_string(),
             Probe::NotExposed(_) => "the trust mode and priority: DCB is not exposed (qos-not-manageable)".to_string(),
             Probe::Failed(_) => "the trust mode and priority: DCB could not be read (qos-not-manageable)".to_string(),
@@ -1347,6 +1346,26 @@ mod tests {
         assert!(all_text(&f[0]).contains("traffic class 104 (DSCP 26, ECN 0) from --tclass"));
         // Without a traffic class (rdma_cm's default unknown) no priority is known: silent.
         assert!(run_findings(None, &before, &after, 1.0).is_empty());
+    }
+
+    #[test]
+    fn a_trust_order_of_pcp_then_dscp_leaves_the_priority_undecided() {
+        let mut p = good();
+        dcb_mut(&mut p).trust = Some(vec![APP_SEL_PCP, APP_SEL_DSCP]);
+        p.vendor.trust = None;
+        let c = chains(&facts(p.clone()), &p);
+        assert_eq!((c[0].trust, c[0].priority), (None, None));
+        assert!(
+            c[0].unknown[0].contains("PCP before DSCP"),
+            "{:?}",
+            c[0].unknown
+        );
+        let f = findings(&facts(p));
+        assert!(
+            f.iter()
+                .all(|d| d.severity != Severity::Ok && d.code.as_str() != "qos-pfc-priority"),
+            "{f:#?}"
+        );
     }
 
     #[test]
