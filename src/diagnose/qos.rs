@@ -6,6 +6,7 @@
 //! evidence and the command that mends it. What was not exposed is said, never passed as ok.
 //! The counter rules read totals since the counters were cleared, or an interval's deltas.
 
+use crate::diagnose::env::numbers;
 use crate::model::codes;
 use crate::model::diagnostic::{Diagnostic, Severity, Subject};
 use crate::model::qos::{
@@ -20,18 +21,32 @@ pub fn traffic_classes(facts: &QosFacts, port: &QosPort) -> Vec<(u8, TclassSourc
     if let Some(t) = facts.tclass_flag {
         out.push((t, TclassSource::Flag));
     }
-    for (name, _, value) in &facts.env.vars {
-        if name == "NCCL_IB_SL" {
-            continue;
-        }
-        if let Some(v) = value {
-            out.push((*v, TclassSource::Env(name.clone())));
+    for (name, text) in &facts.env.vars {
+        if let Some(v) = job_tclass(name, text) {
+            out.push((v, TclassSource::Env(name.clone())));
         }
     }
     if let Some(cm) = port.cm_default.read() {
         out.push((cm.tos, TclassSource::CmDefault));
     }
     out
+}
+
+/// A job variable's traffic class as its library reads it; None for one it would refuse
+/// (no digits, past a byte) and for `NCCL_IB_SL`, a service level. NCCL: `strtoll(s, NULL,
+/// 0)` (`0x` hex, leading-0 octal, what follows ignored). UCX: `sscanf("%lu")`, and `auto`
+/// is 106 on RoCE v2 (`UCT_IB_DEFAULT_ROCEV2_DSCP`, the only kind of port `qos` reads).
+pub fn job_tclass(name: &str, text: &str) -> Option<u8> {
+    match name {
+        "NCCL_IB_TC" => numbers::c_strtoll(text)
+            .filter(|n| n.digits)
+            .and_then(|n| u8::try_from(n.value).ok()),
+        "UCX_IB_TRAFFIC_CLASS" if text.eq_ignore_ascii_case("auto") => Some(106),
+        "UCX_IB_TRAFFIC_CLASS" => {
+            numbers::c_sscanf_lu(text).and_then(|(v, _)| u8::try_from(v).ok())
+        }
+        _ => None,
+    }
 }
 
 /// Each traffic class in use on the port, followed through its configuration.
@@ -1188,8 +1203,8 @@ mod tests {
         let mut fx = facts(good());
         fx.tclass_flag = Some(106);
         fx.env.vars = vec![
-            ("NCCL_IB_TC".into(), "96".into(), Some(96)),
-            ("NCCL_IB_SL".into(), "3".into(), Some(3)),
+            ("NCCL_IB_TC".into(), "96".into()),
+            ("NCCL_IB_SL".into(), "3".into()),
         ];
         let c = chains(&fx, &fx.ports[0]);
         assert_eq!(c.len(), 2, "{c:#?}");
@@ -1366,6 +1381,51 @@ mod tests {
                 .all(|d| d.severity != Severity::Ok && d.code.as_str() != "qos-pfc-priority"),
             "{f:#?}"
         );
+    }
+
+    #[test]
+    fn nccl_numbers() {
+        for (text, want) in [
+            ("106", Some(106)),
+            (" 106", Some(106)),
+            ("0x6A", Some(106)),
+            ("0152", Some(106)),
+            ("106abc", Some(106)),
+            ("+7", Some(7)),
+            ("0", Some(0)),
+            ("0x", Some(0)),
+            ("-0", Some(0)),
+            ("08", Some(0)),
+            ("255", Some(255)),
+            ("256", None),
+            ("-1", None),
+            ("", None),
+            ("abc", None),
+            ("-", None),
+            ("99999999999999999999999", None),
+        ] {
+            assert_eq!(job_tclass("NCCL_IB_TC", text), want, "{text:?}");
+        }
+        assert_eq!(job_tclass("NCCL_IB_SL", "3"), None, "a service level");
+    }
+
+    #[test]
+    fn ucx_numbers() {
+        for (text, want) in [
+            ("106", Some(106)),
+            ("AUTO", Some(106)),
+            (" 96", Some(96)),
+            ("96 trailing", Some(96)),
+            ("0x6a", Some(0)),
+            ("-0", Some(0)),
+            ("-1", None),
+            ("256", None),
+            ("inf", None),
+            ("", None),
+            ("99999999999999999999999", None),
+        ] {
+            assert_eq!(job_tclass("UCX_IB_TRAFFIC_CLASS", text), want, "{text:?}");
+        }
     }
 
     #[test]

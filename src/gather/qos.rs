@@ -420,78 +420,13 @@ pub fn run_port(sysfs: &Path, device: &str, port: u32) -> Option<QosPort> {
     })
 }
 
-/// The job's QoS variables, as `lookup` (the environment) gives them.
+/// The job's QoS variables that are set, as `lookup` (the environment) gives them.
 pub fn job_env(lookup: &dyn Fn(&str) -> Option<String>) -> JobQosEnv {
-    let vars = [
-        ("NCCL_IB_TC", nccl_u8 as fn(&str) -> Option<u8>),
-        ("NCCL_IB_SL", nccl_u8),
-        ("UCX_IB_TRAFFIC_CLASS", ucx_u8),
-    ]
-    .into_iter()
-    .filter_map(|(name, parse)| {
-        let text = lookup(name)?;
-        let value = parse(&text);
-        Some((name.to_string(), text, value))
-    })
-    .collect();
+    let vars = ["NCCL_IB_TC", "NCCL_IB_SL", "UCX_IB_TRAFFIC_CLASS"]
+        .into_iter()
+        .filter_map(|name| Some((name.to_string(), lookup(name)?)))
+        .collect();
     JobQosEnv { vars }
-}
-
-/// NCCL's `ncclLoadParam`: `strtoll(s, &end, 0)` (white space, sign, `0x` hex, leading-0
-/// octal; what follows the number ignored). An empty value is unset, and a value with no
-/// digits is refused by current NCCL (older ones read it as 0): None for both, as for a
-/// value outside a u8.
-pub fn nccl_u8(text: &str) -> Option<u8> {
-    let t = text.trim_start_matches([' ', '\t', '\n', '\x0b', '\x0c', '\r']);
-    let (negative, t) = match t.as_bytes().first() {
-        Some(b'-') => (true, &t[1..]),
-        Some(b'+') => (false, &t[1..]),
-        _ => (false, t),
-    };
-    let hex = t
-        .strip_prefix("0x")
-        .or_else(|| t.strip_prefix("0X"))
-        .filter(|r| r.starts_with(|c: char| c.is_ascii_hexdigit()));
-    let (radix, body) = match hex {
-        Some(r) => (16, r),
-        None if t.starts_with('0') => (8, t),
-        None => (10, t),
-    };
-    let len = body
-        .find(|c: char| !c.is_digit(radix))
-        .unwrap_or(body.len());
-    if len == 0 {
-        return None;
-    }
-    // Past i64 strtoll says ERANGE and NCCL keeps its default; either way not a u8.
-    let value = i64::from_str_radix(&body[..len], radix).ok()?;
-    u8::try_from(if negative { -value } else { value }).ok()
-}
-
-/// UCX's `ucs_config_sscanf_ulunits`: "auto" (any case) is 106 on RoCE v2
-/// (`UCT_IB_DEFAULT_ROCEV2_DSCP`, the only kind of port `qos` reads); otherwise
-/// `sscanf("%lu")`: white space, a sign, decimal digits, the rest ignored, a negative
-/// number wrapping to a huge one. None for no digits ("inf" included) or past a u8.
-pub fn ucx_u8(text: &str) -> Option<u8> {
-    if text.eq_ignore_ascii_case("auto") {
-        return Some(106);
-    }
-    let t = text.trim_start();
-    let (negative, t) = match t.as_bytes().first() {
-        Some(b'-') => (true, &t[1..]),
-        Some(b'+') => (false, &t[1..]),
-        _ => (false, t),
-    };
-    let len = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
-    if len == 0 {
-        return None;
-    }
-    let value = t[..len].parse::<u64>().ok()?;
-    // -0 is 0; any other negative wraps past u8.
-    if negative && value != 0 {
-        return None;
-    }
-    u8::try_from(value).ok()
 }
 
 /// `qos`'s facts: the ports, `--tclass` and the job's variables.
@@ -824,7 +759,7 @@ mod tests {
     }
 
     #[test]
-    fn job_variables_as_the_libraries_read_them() {
+    fn job_variables_as_the_environment_gives_them() {
         let env = |pairs: &'static [(&'static str, &'static str)]| {
             job_env(&move |name| {
                 pairs
@@ -843,58 +778,10 @@ mod tests {
                 ("OTHER", "1"),
             ]),
             [
-                ("NCCL_IB_TC".to_string(), "0x6a".to_string(), Some(106)),
-                ("NCCL_IB_SL".to_string(), "3".to_string(), Some(3)),
-                (
-                    "UCX_IB_TRAFFIC_CLASS".to_string(),
-                    "auto".to_string(),
-                    Some(106)
-                ),
+                ("NCCL_IB_TC".to_string(), "0x6a".to_string()),
+                ("NCCL_IB_SL".to_string(), "3".to_string()),
+                ("UCX_IB_TRAFFIC_CLASS".to_string(), "auto".to_string()),
             ]
         );
-    }
-
-    #[test]
-    fn nccl_numbers() {
-        for (text, want) in [
-            ("106", Some(106)),
-            (" 106", Some(106)),
-            ("0x6A", Some(106)),
-            ("0152", Some(106)),
-            ("106abc", Some(106)),
-            ("+7", Some(7)),
-            ("0", Some(0)),
-            ("0x", Some(0)),
-            ("-0", Some(0)),
-            ("08", Some(0)),
-            ("255", Some(255)),
-            ("256", None),
-            ("-1", None),
-            ("", None),
-            ("abc", None),
-            ("-", None),
-            ("99999999999999999999999", None),
-        ] {
-            assert_eq!(nccl_u8(text), want, "{text:?}");
-        }
-    }
-
-    #[test]
-    fn ucx_numbers() {
-        for (text, want) in [
-            ("106", Some(106)),
-            ("AUTO", Some(106)),
-            (" 96", Some(96)),
-            ("96 trailing", Some(96)),
-            ("0x6a", Some(0)),
-            ("-0", Some(0)),
-            ("-1", None),
-            ("256", None),
-            ("inf", None),
-            ("", None),
-            ("99999999999999999999999", None),
-        ] {
-            assert_eq!(ucx_u8(text), want, "{text:?}");
-        }
     }
 }

@@ -226,16 +226,10 @@ pub struct PauseParam {
 
 /// The netdev's driver statistics (`ethtool -S`, `ETHTOOL_GSTATS`) by name, and its global
 /// pause setting.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct EthtoolFacts {
     pub stats: Vec<(String, u64)>,
     pub pause: Probe<PauseParam>,
-}
-
-impl Default for Probe<PauseParam> {
-    fn default() -> Self {
-        Probe::NotExposed("not read".to_string())
-    }
 }
 
 impl EthtoolFacts {
@@ -256,12 +250,12 @@ pub enum TclassSource {
     CmDefault,
 }
 
-/// The job's QoS variables as the libraries read them: `NCCL_IB_TC`, `NCCL_IB_SL`,
-/// `UCX_IB_TRAFFIC_CLASS`, each with the text given and the value it parses to (None: the
-/// library would not accept it).
+/// The job's QoS variables as the environment gives them: `NCCL_IB_TC`, `NCCL_IB_SL`,
+/// `UCX_IB_TRAFFIC_CLASS`, each set one as (name, text); `diagnose::qos` reads the text as
+/// the library does.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct JobQosEnv {
-    pub vars: Vec<(String, String, Option<u8>)>,
+    pub vars: Vec<(String, String)>,
 }
 
 /// One RoCE port's chain, as read.

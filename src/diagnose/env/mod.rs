@@ -11,7 +11,7 @@
 mod gid_index;
 mod lists;
 mod nccl_gid;
-mod numbers;
+pub mod numbers;
 #[cfg(test)]
 mod tests;
 mod ucx_gid;
