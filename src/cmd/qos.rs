@@ -26,7 +26,7 @@ pub fn run(ctx: &Ctx, args: &QosArgs) -> Result<u8> {
         false,
         || SysfsRoot::new(&ctx.sysfs).select(device.as_deref(), port),
     )?;
-    let facts = crate::gather::qos::gather(ctx, &devices, args.tclass, true);
+    let facts = crate::gather::qos::gather(ctx, &devices, args.tclass, true, &[]);
     let Some(secs) = args.interval else {
         let findings = rules::findings(&facts);
         let code = exit_code(&findings);
@@ -56,7 +56,7 @@ pub fn run(ctx: &Ctx, args: &QosArgs) -> Result<u8> {
         std::thread::sleep(left.min(Duration::from_millis(100)));
     }
     let seconds = start.elapsed().as_secs_f64();
-    let after = crate::gather::qos::ports(ctx, &devices, false);
+    let after = crate::gather::qos::ports(ctx, &devices, false, &[]);
     let mut findings = Vec::new();
     let mut ports = Vec::new();
     for (b, a) in facts.ports.iter().zip(&after) {

@@ -73,7 +73,12 @@ pub fn gather(ctx: &Ctx, only: Option<&str>) -> Result<DoctorFacts> {
     facts.pci = crate::gather::pci::gather(&sysfs, &devices, !ctx.captured);
     facts.container =
         (!ctx.captured).then(|| crate::gather::container::gather(&ctx.sysfs, &facts.listed));
-    facts.qos = crate::gather::qos::gather(ctx, &devices, None, false);
+    let known: Vec<_> = facts
+        .ports
+        .iter()
+        .filter_map(|e| e.counters.as_ref())
+        .collect();
+    facts.qos = crate::gather::qos::gather(ctx, &devices, None, false, &known);
     facts.devices = devices;
     Ok(facts)
 }

@@ -13,6 +13,7 @@ use crate::ctx::Ctx;
 use crate::gather::net::dcb;
 use crate::gather::sysfs::SysfsRoot;
 use crate::gather::verbs::sys;
+use crate::model::counter::PortCounters;
 use crate::model::device::{Device, LinkLayer, Port};
 use crate::model::errno::errno_text;
 use crate::model::qos::{
@@ -60,13 +61,32 @@ const CONGESTION_COUNTERS: &[&str] = &[
 /// Every RoCE port of `devices`, read. `make_cm_group`: on a live host, read rdma_cm's
 /// default through a configfs group made for the read where none exists (`qos` does; doctor
 /// and the exporter, which run unasked and often, leave configfs alone).
-pub fn ports(ctx: &Ctx, devices: &[Device], make_cm_group: bool) -> Vec<QosPort> {
+/// `known`: ports' counters the caller already read (doctor's), not read again.
+pub fn ports(
+    ctx: &Ctx,
+    devices: &[Device],
+    make_cm_group: bool,
+    known: &[&PortCounters],
+) -> Vec<QosPort> {
     let sysfs = SysfsRoot::new(&ctx.sysfs);
     devices
         .iter()
         .flat_map(|d| d.ports.iter().map(move |p| (d, p)))
         .filter(|(_, p)| p.link_layer == Some(LinkLayer::Ethernet))
-        .map(|(d, p)| read_port(ctx, &sysfs, &d.name, p, make_cm_group))
+        .map(|(d, p)| {
+            let mut port = read_port(ctx, &sysfs, &d.name, p, make_cm_group);
+            let counters = match known
+                .iter()
+                .find(|c| c.device == d.name && c.port == p.number)
+            {
+                Some(c) => Some((*c).clone()),
+                None => sysfs.port_counters(&d.name, p.number).ok(),
+            };
+            port.hw_counters = counters
+                .map(|c| congestion_counters(&c))
+                .unwrap_or_default();
+            port
+        })
         .collect()
 }
 
@@ -106,7 +126,7 @@ fn read_port(
         ),
         vendor,
         ethtool,
-        hw_counters: read_hw_counters(sysfs, device, port.number),
+        hw_counters: Vec::new(),
     }
 }
 
@@ -380,10 +400,7 @@ pub fn parse_ethtool_pause(text: &str) -> Option<PauseParam> {
 
 /// The port's congestion counters, through the one `counters/` and `hw_counters/` reader;
 /// none when the port cannot be read (the inventory says why).
-fn read_hw_counters(sysfs: &SysfsRoot, device: &str, port: u32) -> Vec<(String, u64)> {
-    let Ok(counters) = sysfs.port_counters(device, port) else {
-        return Vec::new();
-    };
+fn congestion_counters(counters: &PortCounters) -> Vec<(String, u64)> {
     counters
         .counters
         .iter()
@@ -435,9 +452,10 @@ pub fn gather(
     devices: &[Device],
     tclass_flag: Option<u8>,
     make_cm_group: bool,
+    known: &[&PortCounters],
 ) -> QosFacts {
     QosFacts {
-        ports: ports(ctx, devices, make_cm_group),
+        ports: ports(ctx, devices, make_cm_group, known),
         tclass_flag,
         env: job_env(&|name| std::env::var(name).ok()),
     }
@@ -451,7 +469,7 @@ mod tests {
     fn fixture_port(tree: &str) -> QosPort {
         let ctx = Ctx::fixture(tree);
         let devices = SysfsRoot::new(&ctx.sysfs).devices().unwrap();
-        let mut ports = ports(&ctx, &devices, false);
+        let mut ports = ports(&ctx, &devices, false, &[]);
         assert_eq!(ports.len(), 1, "{tree}");
         ports.remove(0)
     }
@@ -595,7 +613,7 @@ mod tests {
         // rxe's names, from its own tree.
         let ctx = Ctx::fixture("rxe-counters");
         let devices = SysfsRoot::new(&ctx.sysfs).devices().unwrap();
-        let rxe = ports(&ctx, &devices, false);
+        let rxe = ports(&ctx, &devices, false, &[]);
         let names: Vec<&str> = rxe[0].hw_counters.iter().map(|(n, _)| n.as_str()).collect();
         for want in [
             "rcvd_rnr_err",
