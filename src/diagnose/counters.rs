@@ -472,11 +472,17 @@ fn rnr_not_congestion(ends: &[RunEnd]) -> Vec<String> {
         }
     }
     let congestion: u64 = ends.iter().map(|e| e.sum(CONGESTION)).sum();
-    let seen = ends
+    let mut read: Vec<&str> = CONGESTION
         .iter()
-        .any(|e| CONGESTION.iter().any(|n| e.delta.get(n).is_some()));
-    if seen && congestion == 0 {
-        out.push("not congestion: no ECN mark, CNP or transmit wait moved on either end (an empty receive queue, which PFC and ECN settings do not change)".to_string());
+        .copied()
+        .filter(|n| ends.iter().any(|e| e.delta.get(n).is_some()))
+        .collect();
+    read.dedup();
+    if !read.is_empty() && congestion == 0 {
+        out.push(format!(
+            "not congestion: none of the congestion counters read moved on either end ({}); an empty receive queue is not changed by PFC or ECN settings",
+            read.join(", ")
+        ));
     }
     out
 }

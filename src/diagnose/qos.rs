@@ -65,7 +65,7 @@ pub fn chains(facts: &QosFacts, port: &QosPort) -> Vec<Chain> {
 /// The trust mode in force and where it was read: DCB's trust table first (what the
 /// driver applies), then MLNX_OFED's `qos/trust`; with DCB read and neither, PCP (the
 /// kernel's default).
-fn trust(port: &QosPort) -> Option<(Trust, TrustSource)> {
+pub fn trust(port: &QosPort) -> Option<(Trust, TrustSource)> {
     let dcb = port.dcb.read();
     if let Some(table) = dcb.and_then(|d| d.trust.as_ref()).filter(|t| !t.is_empty()) {
         // The first trusted selector a packet carries decides. PCP before DSCP decides only
@@ -275,12 +275,13 @@ fn not_exposed(port: &QosPort) -> Option<Diagnostic> {
     for line in missing {
         f = f.evidence(format!("not checked: {line}"));
     }
+    // A virtual NIC's chain is on the physical NIC behind it: the commands name that one.
     let fix = if dcb_missing {
-        "check the chain where it is configured: for a virtual NIC on the physical NIC behind it (the hypervisor, or the host of the VF's PF: `dcb pfc show dev NETDEV`, `dcb app show dev NETDEV`, `mlnx_qos -i NETDEV`) and on the switch port, as a VF or a Soft-RoCE netdev inherits what they set; for a captured tree, run `rdmactl qos` on the live host"
+        "check the chain where it is configured: for a virtual NIC on the physical NIC behind it (on the hypervisor, or the host of the VF's PF: `dcb pfc show dev PF_NETDEV`, `dcb app show dev PF_NETDEV`, `mlnx_qos -i PF_NETDEV`) and on the switch port, as a VF or a Soft-RoCE netdev inherits what they set; for a captured tree, run `rdmactl qos` on the live host".to_string()
     } else {
-        "run as root for the parts refused with a permission error; for the rest, read the NIC's own tool (`mlnx_qos -i NETDEV`, the vendor's congestion settings)"
+        format!("run as root for the parts refused with a permission error; for the rest, read the NIC's own tool (`mlnx_qos -i {}`, the vendor's congestion settings)", netdev_name(port))
     };
-    Some(f.fix(fix.replace("NETDEV", netdev_name(port))))
+    Some(f.fix(fix))
 }
 
 /// DCBX managed by the firmware or an LLDP agent: host-side changes are overwritten.
@@ -662,6 +663,16 @@ fn eth(port: &QosPort, name: &str) -> Option<u64> {
     port.ethtool.read().and_then(|e| e.stat(name))
 }
 
+/// Whether the port counts pause frames per priority: ethtool's `rx_prioN_pause`, or DCB's
+/// PFC counts. Without either, `pauses` is all zeros and says nothing.
+pub fn pauses_counted(port: &QosPort) -> bool {
+    port.ethtool.read().is_some_and(|e| {
+        e.stats
+            .iter()
+            .any(|(n, _)| n.starts_with("rx_prio") && n.ends_with("_pause"))
+    }) || port.dcb.read().is_some_and(|d| d.pfc.is_some())
+}
+
 /// Pause frames per priority, received (`rx`: the peer paused us) and sent (`tx`: we paused
 /// the peer), from ethtool's `rx_prioN_pause` or DCB's PFC indications and requests.
 pub fn pauses(port: &QosPort) -> [(u64, u64); 8] {
@@ -695,6 +706,8 @@ pub struct Span<'a> {
 pub struct CounterView {
     pub values: Vec<(String, u64)>,
     pub pauses: [(u64, u64); 8],
+    /// Whether the port counts pause frames per priority at all (`pauses_counted`).
+    pub pauses_counted: bool,
 }
 
 impl CounterView {
@@ -703,6 +716,10 @@ impl CounterView {
             .iter()
             .find(|(n, _)| n == name)
             .map_or(0, |(_, v)| *v)
+    }
+
+    fn has(&self, name: &str) -> bool {
+        self.values.iter().any(|(n, _)| n == name)
     }
 
     /// A port's totals.
@@ -714,6 +731,7 @@ impl CounterView {
         CounterView {
             values,
             pauses: pauses(port),
+            pauses_counted: pauses_counted(port),
         }
     }
 
@@ -732,7 +750,11 @@ impl CounterView {
                 a.pauses[p].1.saturating_sub(b.pauses[p].1),
             );
         }
-        CounterView { values, pauses }
+        CounterView {
+            values,
+            pauses,
+            pauses_counted: a.pauses_counted && b.pauses_counted,
+        }
     }
 }
 
@@ -768,9 +790,9 @@ pub fn interval_findings(
     )
 }
 
-/// What a pingpong run's port did besides its own counters: pause storms, pauses on a
-/// priority its traffic class does not map to, ECN marks without CNPs (the RNR rule is the
-/// run's own `counters-rnr`, which sees both ends).
+/// What a pingpong run's netdev did: pause storms and pauses on a priority its traffic
+/// class does not map to (`gather::qos::run_port` reads only DCB and ethtool; the RNR and
+/// ECN rules are the run's own counter rules, which see both ends).
 pub fn run_findings(
     tclass: Option<u8>,
     before: &QosPort,
@@ -822,12 +844,12 @@ pub fn counter_findings(span: &Span, chains: &[Chain]) -> Vec<Diagnostic> {
         }
     }
     if !storm_lines.is_empty() {
-        let ours =
+        let from_here =
             storm_warn > 0 || storm_err > 0 || storm_lines.iter().any(|l| l.starts_with("tx_"));
         let mut f = Diagnostic::finding(
             if storm_err > 0 || span.seconds.is_some() { Severity::Fail } else { Severity::Warn },
             codes::QOS_PAUSE_STORM,
-            if ours {
+            if from_here {
                 format!("pause storm from {nd}: it kept sending PFC pause frames {when}, stalling its link partner (a stuck receive path on this host: a hung driver, PCIe back-pressure or a full receive buffer)")
             } else {
                 format!("pause storm toward {nd}: the link partner paused it most of the time {when} (congestion or a stuck device further on the network path)")
@@ -837,8 +859,8 @@ pub fn counter_findings(span: &Span, chains: &[Chain]) -> Vec<Diagnostic> {
         for l in storm_lines {
             f = f.evidence(l);
         }
-        out.push(f.fix(if ours {
-            format!("find why this host cannot drain its receive queues (`ethtool -S {nd} | grep -e discard -e buf`, the PCIe link in `rdmactl doctor`, a hung process); the NIC's storm watchdog (`ethtool --set-tunable {nd} pfc-prevention-tout`) limits the damage meanwhile")
+        out.push(f.fix(if from_here {
+            format!("find why this host cannot drain its receive queues (`ethtool -S {nd} | grep -e discard -e buf`, the PCIe link in `rdmactl doctor`, a hung process); the NIC's storm watchdog (`ethtool --set-tunable {nd} pfc-prevention-tout MSECS`) limits the damage meanwhile")
         } else {
             "follow the pauses upstream: the switch port's PFC counters show which port keeps its queue full".to_string()
         }));
@@ -909,25 +931,44 @@ pub fn counter_findings(span: &Span, chains: &[Chain]) -> Vec<Diagnostic> {
     let oob = c.get("out_of_buffer");
     let rnr_retry = c.get("rnr_nak_retry_err");
     if oob > 0 || rnr_retry > 0 {
-        let pause_total: u64 = c.pauses.iter().map(|(r, t)| r + t).sum();
-        let congestion = marked + cnp_sent + c.get("rp_cnp_handled") + pause_total;
-        let mut f = Diagnostic::finding(
-            Severity::Warn,
-            codes::QOS_RNR_NOT_CONGESTION,
-            if congestion == 0 {
-                format!("receiver not ready, not congestion: {when} the receive queue was empty when SENDs arrived (out_of_buffer), and nothing shows congestion")
+        // Congestion is ruled out only by the signals this port counts.
+        let mut read = Vec::new();
+        let mut moved = 0;
+        for name in [
+            "np_ecn_marked_roce_packets",
+            "np_cnp_sent",
+            "rp_cnp_handled",
+        ] {
+            if c.has(name) {
+                read.push(format!("{name} +{}", c.get(name)));
+                moved += c.get(name);
+            }
+        }
+        if c.pauses_counted {
+            let pause_total: u64 = c.pauses.iter().map(|(r, t)| r + t).sum();
+            read.push(format!("pause frames +{pause_total}"));
+            moved += pause_total;
+        }
+        // ECN marks arriving and pause frames are what congestion toward this receiver
+        // shows; the CNP counters only add to them.
+        let all_read = c.has("np_ecn_marked_roce_packets") && c.pauses_counted;
+        let message = if moved > 0 {
+            format!("receiver not ready {when}: the receive queue was empty when SENDs arrived (out_of_buffer); congestion signals moved too, so both may play a part")
+        } else if all_read {
+            format!("receiver not ready, not congestion: {when} the receive queue was empty when SENDs arrived (out_of_buffer), and nothing shows congestion")
+        } else {
+            format!("receiver not ready {when}: the receive queue was empty when SENDs arrived (out_of_buffer); no congestion signal this port counts moved, but not every one is counted here")
+        };
+        let mut f = Diagnostic::finding(Severity::Warn, codes::QOS_RNR_NOT_CONGESTION, message)
+            .about(subject.clone())
+            .evidence(format!("out_of_buffer +{oob} (receives that found no posted buffer), rnr_nak_retry_err +{rnr_retry} (sends that ran out of RNR retries)"))
+            .evidence(if read.is_empty() {
+                "congestion: no ECN, CNP or per-priority pause counter on this port".to_string()
             } else {
-                format!("receiver not ready {when}: the receive queue was empty when SENDs arrived (out_of_buffer); congestion signals moved too, so both may play a part")
-            },
-        )
-        .about(subject.clone())
-        .evidence(format!("out_of_buffer +{oob} (receives that found no posted buffer), rnr_nak_retry_err +{rnr_retry} (sends that ran out of RNR retries)"))
-        .evidence(format!(
-            "congestion: np_ecn_marked_roce_packets +{marked}, np_cnp_sent +{cnp_sent}, rp_cnp_handled +{}, pause frames +{pause_total}",
-            c.get("rp_cnp_handled")
-        ));
+                format!("congestion: {}", read.join(", "))
+            });
         if oob > 0 && oob == rnr_retry {
-            f = f.evidence(format!("out_of_buffer equals rnr_nak_retry_err ({oob}): each SEND that found the receive queue empty was NAKed until the sender ran out of RNR retries"));
+            f = f.evidence(format!("out_of_buffer equals rnr_nak_retry_err ({oob}) on this port: one cause fits both, though the tie is between a receiver's out_of_buffer and its peer's rnr_nak_retry_err (compare the peer's)"));
         }
         out.push(f.fix("post receives before the peer sends and keep the receive queue deeper than the sends in flight (the application's receive depth, an SRQ's limit); PFC and ECN settings do not change this"));
     }

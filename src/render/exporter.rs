@@ -401,8 +401,7 @@ fn qos_families(facts: &ScrapeFacts) -> Vec<SeriesFamily> {
                 }
             }
         }
-        let chains = crate::diagnose::qos::chains(&facts.doctor.qos, p);
-        if let Some(t) = chains.first().and_then(|c| c.trust) {
+        if let Some((t, _)) = crate::diagnose::qos::trust(p) {
             trust.push(base(), Int(u64::from(t == crate::model::qos::Trust::Dscp)));
         }
         if let Some(cm) = p.cm_default.read() {
@@ -428,12 +427,7 @@ fn qos_families(facts: &ScrapeFacts) -> Vec<SeriesFamily> {
                 }
             }
         }
-        let counted = p.ethtool.read().is_some_and(|e| {
-            e.stats
-                .iter()
-                .any(|(n, _)| n.starts_with("rx_prio") && n.ends_with("_pause"))
-        }) || p.dcb.read().is_some_and(|d| d.pfc.is_some());
-        if counted {
+        if crate::diagnose::qos::pauses_counted(p) {
             for (prio, (rx, tx)) in crate::diagnose::qos::pauses(p).iter().enumerate() {
                 for (dir, v) in [("rx", rx), ("tx", tx)] {
                     let mut l = base();

@@ -6,9 +6,9 @@ use serde::Serialize;
 
 use crate::model::diagnostic::{Diagnostic, Severity};
 use crate::model::qos::{
-    Chain, CmDefaultSource, DcbConfig, Probe, QosPort, Trust, TrustSource, APP_SEL_DSCP,
-    APP_SEL_ETHERTYPE, APP_SEL_PCP, DCBX_HOST, DCBX_LLD_MANAGED, DCBX_STATIC, DCBX_VER_CEE,
-    DCBX_VER_IEEE, TSA_ETS, TSA_STRICT,
+    Chain, CmDefaultSource, DcbConfig, Probe, QosPort, Trust, APP_SEL_DSCP, APP_SEL_ETHERTYPE,
+    APP_SEL_PCP, DCBX_HOST, DCBX_LLD_MANAGED, DCBX_STATIC, DCBX_VER_CEE, DCBX_VER_IEEE, TSA_ETS,
+    TSA_STRICT,
 };
 use crate::output::Style;
 use crate::render::diagnostic::{self as render, Evidence};
@@ -329,11 +329,10 @@ fn ecn_text(p: &QosPort) -> String {
 
 fn chain_text(c: &Chain) -> String {
     let mut s = crate::diagnose::qos::chain_label(c);
-    let trust = match (c.trust, c.trust_source) {
-        (Some(Trust::Dscp), Some(TrustSource::Default)) => "dscp",
-        (Some(Trust::Dscp), _) => "dscp",
-        (Some(Trust::Pcp), _) => "pcp",
-        (None, _) => "?",
+    let trust = match c.trust {
+        Some(Trust::Dscp) => "dscp",
+        Some(Trust::Pcp) => "pcp",
+        None => "?",
     };
     s.push_str(&format!(": trust {trust}"));
     if let Some(p) = c.priority {
