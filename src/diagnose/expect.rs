@@ -521,16 +521,7 @@ mod tests {
     use crate::model::expect::parse;
 
     fn captured(name: &str) -> DoctorFacts {
-        let ctx = crate::ctx::Ctx {
-            json: false,
-            style: crate::output::Style::plain(),
-            sysfs: std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-                .join("tests/fixtures/sysfs")
-                .join(name),
-            captured: true,
-            procfs: None,
-        };
-        crate::gather::doctor::gather(&ctx, None).unwrap()
+        crate::gather::doctor::gather(&crate::ctx::Ctx::fixture(name), None).unwrap()
     }
 
     fn judged(tree: &str, manifest: &str) -> Vec<Diagnostic> {

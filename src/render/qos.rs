@@ -4,7 +4,7 @@
 
 use serde::Serialize;
 
-use crate::model::diagnostic::{Diagnostic, Severity};
+use crate::model::diagnostic::Diagnostic;
 use crate::model::qos::{
     Chain, CmDefaultSource, DcbConfig, Probe, QosPort, Trust, APP_SEL_DSCP, APP_SEL_ETHERTYPE,
     APP_SEL_PCP, DCBX_HOST, DCBX_LLD_MANAGED, DCBX_STATIC, DCBX_VER_CEE, DCBX_VER_IEEE, TSA_ETS,
@@ -12,6 +12,7 @@ use crate::model::qos::{
 };
 use crate::output::Style;
 use crate::render::diagnostic::{self as render, Evidence};
+use crate::render::doctor::DoctorReport;
 
 /// One port with its chains, as `-j` writes it.
 #[derive(Debug, Serialize)]
@@ -24,24 +25,16 @@ pub struct PortView<'a> {
 #[derive(Debug, Serialize)]
 pub struct QosReport<'a> {
     pub ports: Vec<PortView<'a>>,
-    #[serde(serialize_with = "crate::model::diagnostic::json::findings")]
-    pub findings: Vec<Diagnostic>,
-    pub ok: usize,
-    pub info: usize,
-    pub warn: usize,
-    pub fail: usize,
+    /// The findings and their tally, as doctor's JSON has them.
+    #[serde(flatten)]
+    pub judged: DoctorReport,
 }
 
 impl<'a> QosReport<'a> {
     pub fn new(ports: Vec<PortView<'a>>, findings: Vec<Diagnostic>) -> QosReport<'a> {
-        let count = |v| findings.iter().filter(|f| f.severity == v).count();
         QosReport {
             ports,
-            ok: count(Severity::Ok),
-            info: count(Severity::Info),
-            warn: count(Severity::Warn),
-            fail: count(Severity::Fail),
-            findings,
+            judged: DoctorReport::from(findings),
         }
     }
 }
@@ -59,8 +52,12 @@ pub fn text(report: &QosReport, style: Style) -> String {
         port_text(&mut out, view);
         out.push('\n');
     }
-    out.push_str(&render::lines(&report.findings, style, Evidence::Problems));
-    out.push_str(&render::tally(&report.findings));
+    out.push_str(&render::lines(
+        &report.judged.findings,
+        style,
+        Evidence::Problems,
+    ));
+    out.push_str(&render::tally(&report.judged.findings));
     out
 }
 

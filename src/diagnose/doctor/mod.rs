@@ -192,16 +192,7 @@ mod tests {
     /// doctor's facts from a captured tree: the devices, ports and GID tables are read,
     /// the host (this machine's /dev, libraries, limits) is not.
     fn captured(name: &str) -> DoctorFacts {
-        let ctx = crate::ctx::Ctx {
-            json: false,
-            style: crate::output::Style::plain(),
-            sysfs: std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-                .join("tests/fixtures/sysfs")
-                .join(name),
-            captured: true,
-            procfs: None,
-        };
-        crate::gather::doctor::gather(&ctx, None).unwrap()
+        crate::gather::doctor::gather(&crate::ctx::Ctx::fixture(name), None).unwrap()
     }
 
     fn live_host(devices: usize) -> HostFacts {

@@ -580,13 +580,8 @@ pub fn errno_probe(netdev: &str, errno: i32) -> Probe<DcbConfig> {
 
 /// One request and the bytes of its reply.
 fn query(cmd: u8, ifname: &str) -> Result<Vec<u8>, String> {
-    use netlink_sys::{protocols::NETLINK_ROUTE, Socket, SocketAddr};
     let fail = |what: &str, e: std::io::Error| format!("rtnetlink socket: {what}: {e}");
-    let mut socket = Socket::new(NETLINK_ROUTE).map_err(|e| fail("socket", e))?;
-    socket.bind_auto().map_err(|e| fail("bind", e))?;
-    socket
-        .connect(&SocketAddr::new(0, 0))
-        .map_err(|e| fail("connect", e))?;
+    let socket = super::kernel_socket(netlink_sys::protocols::NETLINK_ROUTE, "rtnetlink")?;
     socket
         .send(&request_bytes(cmd, ifname, 1), 0)
         .map_err(|e| fail("send", e))?;

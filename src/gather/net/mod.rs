@@ -29,6 +29,18 @@ pub use query::{address_owner, addresses, netdev, netdevs};
 #[cfg(test)]
 pub use query::route_get;
 
+/// A netlink socket of `protocol` bound and connected to the kernel, for one request and
+/// its replies; an error names the socket (`family`), the call and the OS error.
+fn kernel_socket(protocol: isize, family: &str) -> Result<netlink_sys::Socket, String> {
+    let fail = |what: &str, e: std::io::Error| format!("{family} socket: {what}: {e}");
+    let mut socket = netlink_sys::Socket::new(protocol).map_err(|e| fail("socket", e))?;
+    socket.bind_auto().map_err(|e| fail("bind", e))?;
+    socket
+        .connect(&netlink_sys::SocketAddr::new(0, 0))
+        .map_err(|e| fail("connect", e))?;
+    Ok(socket)
+}
+
 /// Why a netlink query could not be answered.
 #[derive(Debug, thiserror::Error)]
 pub enum NetError {

@@ -150,13 +150,8 @@ pub fn device_names(replies: &[Reply]) -> Vec<String> {
 
 /// One request and every reply to it, over a fresh NETLINK_RDMA socket.
 fn query(op: u16, dump: bool) -> Result<Result<Vec<Reply>, i32>, String> {
-    use netlink_sys::{protocols::NETLINK_RDMA, Socket, SocketAddr};
     let fail = |what: &str, e: std::io::Error| format!("RDMA netlink socket: {what}: {e}");
-    let mut socket = Socket::new(NETLINK_RDMA).map_err(|e| fail("socket", e))?;
-    socket.bind_auto().map_err(|e| fail("bind", e))?;
-    socket
-        .connect(&SocketAddr::new(0, 0))
-        .map_err(|e| fail("connect", e))?;
+    let socket = super::kernel_socket(netlink_sys::protocols::NETLINK_RDMA, "RDMA netlink")?;
     socket
         .send(&request(op, dump, 1), 0)
         .map_err(|e| fail("send", e))?;
