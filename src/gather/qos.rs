@@ -253,6 +253,14 @@ fn read_vendor(net_dir: &Path) -> VendorQos {
         Some(1) => Some(true),
         _ => None,
     };
+    // Upstream drivers have no ecn/ directory: one look instead of eighteen failed opens
+    // on every doctor run and scrape.
+    if !net_dir.join("ecn").is_dir() {
+        return VendorQos {
+            trust: text("qos/trust").and_then(|t| parse_trust(&t)),
+            ..VendorQos::default()
+        };
+    }
     VendorQos {
         trust: text("qos/trust").and_then(|t| parse_trust(&t)),
         ecn_np: std::array::from_fn(|p| flag(&format!("ecn/roce_np/enable/{p}"))),
