@@ -58,7 +58,7 @@ complete -c rdmactl -n "__fish_rdmactl_using_subcommand devices" -l procfs -d 'W
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand devices" -s d -l ib-dev -d 'Only this device' -r
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand devices" -s j -l json -d 'Print JSON instead of a table'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand devices" -s v -l verbose -d 'Every attribute, as `ibv_devinfo -v` prints it'
-complete -c rdmactl -n "__fish_rdmactl_using_subcommand devices" -s h -l help -d 'Print help'
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand devices" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand devices" -s V -l version -d 'Print version'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand ls" -l color -d 'When to colour the output (`auto`: a terminal, unless NO_COLOR is set or TERM=dumb)' -r -f -a "auto\t''
 always\t''
@@ -68,7 +68,7 @@ complete -c rdmactl -n "__fish_rdmactl_using_subcommand ls" -l procfs -d 'With -
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand ls" -s d -l ib-dev -d 'Only this device' -r
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand ls" -s j -l json -d 'Print JSON instead of a table'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand ls" -s v -l verbose -d 'Every attribute, as `ibv_devinfo -v` prints it'
-complete -c rdmactl -n "__fish_rdmactl_using_subcommand ls" -s h -l help -d 'Print help'
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand ls" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand ls" -s V -l version -d 'Print version'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand ports" -l color -d 'When to colour the output (`auto`: a terminal, unless NO_COLOR is set or TERM=dumb)' -r -f -a "auto\t''
 always\t''
@@ -79,7 +79,7 @@ complete -c rdmactl -n "__fish_rdmactl_using_subcommand ports" -s d -l ib-dev -d
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand ports" -s i -l ib-port -d 'Only this port' -r
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand ports" -s j -l json -d 'Print JSON instead of a table'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand ports" -s v -l verbose -d 'Also each port\'s P_Key table (the populated slots)'
-complete -c rdmactl -n "__fish_rdmactl_using_subcommand ports" -s h -l help -d 'Print help'
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand ports" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand ports" -s V -l version -d 'Print version'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand link" -l color -d 'When to colour the output (`auto`: a terminal, unless NO_COLOR is set or TERM=dumb)' -r -f -a "auto\t''
 always\t''
@@ -90,7 +90,7 @@ complete -c rdmactl -n "__fish_rdmactl_using_subcommand link" -s d -l ib-dev -d 
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand link" -s i -l ib-port -d 'Only this port' -r
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand link" -s j -l json -d 'Print JSON instead of a table'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand link" -s v -l verbose -d 'Also each port\'s P_Key table (the populated slots)'
-complete -c rdmactl -n "__fish_rdmactl_using_subcommand link" -s h -l help -d 'Print help'
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand link" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand link" -s V -l version -d 'Print version'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand gids" -l color -d 'When to colour the output (`auto`: a terminal, unless NO_COLOR is set or TERM=dumb)' -r -f -a "auto\t''
 always\t''
@@ -102,7 +102,7 @@ complete -c rdmactl -n "__fish_rdmactl_using_subcommand gids" -s i -l ib-port -d
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand gids" -s j -l json -d 'Print JSON instead of a table'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand gids" -l ip -d 'Show the IP address each GID encodes'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand gids" -s a -l all -d 'Include empty (all-zero) slots'
-complete -c rdmactl -n "__fish_rdmactl_using_subcommand gids" -s h -l help -d 'Print help'
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand gids" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand gids" -s V -l version -d 'Print version'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand gid; and not __fish_seen_subcommand_from decode encode" -l color -d 'When to colour the output (`auto`: a terminal, unless NO_COLOR is set or TERM=dumb)' -r -f -a "auto\t''
 always\t''
@@ -110,7 +110,7 @@ never\t''"
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand gid; and not __fish_seen_subcommand_from decode encode" -l sysfs -d 'Read sysfs from DIR instead of /sys (a captured tree); verbs queries are skipped. pingpong and selftest refuse it: they run on this host\'s devices' -r -F
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand gid; and not __fish_seen_subcommand_from decode encode" -l procfs -d 'With --sysfs: the same host\'s captured /proc (a sosreport\'s proc/), so doctor judges its memlock limit and loaded modules too; live /proc is never mixed with a capture' -r -F
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand gid; and not __fish_seen_subcommand_from decode encode" -s j -l json -d 'Print JSON instead of a table'
-complete -c rdmactl -n "__fish_rdmactl_using_subcommand gid; and not __fish_seen_subcommand_from decode encode" -s h -l help -d 'Print help'
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand gid; and not __fish_seen_subcommand_from decode encode" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand gid; and not __fish_seen_subcommand_from decode encode" -s V -l version -d 'Print version'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand gid; and not __fish_seen_subcommand_from decode encode" -f -a "decode" -d 'Decode GIDs: sysfs, IPv6, colon-byte or 32-hex-digit wire form'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand gid; and not __fish_seen_subcommand_from decode encode" -f -a "encode" -d 'The GID a RoCE v2 port gets for an IP address (ADDR or ADDR/LEN, as `ip addr` prints it)'
@@ -141,7 +141,7 @@ complete -c rdmactl -n "__fish_rdmactl_using_subcommand check" -s g -l gid-index
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand check" -l peer -d 'The peer\'s IP address or host name, to check routing and neighbours toward it' -r
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand check" -s j -l json -d 'Print JSON instead of a table'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand check" -l env -d 'Check, as the libraries read them, the NCCL and UCX variables that pick the device, port and GID: NCCL_IB_HCA, NCCL_IB_GID_INDEX, NCCL_IB_ROCE_VERSION_NUM, NCCL_IB_ADDR_FAMILY, NCCL_IB_ADDR_RANGE, NCCL_SOCKET_IFNAME, UCX_NET_DEVICES, UCX_IB_GID_INDEX'
-complete -c rdmactl -n "__fish_rdmactl_using_subcommand check" -s h -l help -d 'Print help'
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand check" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand check" -s V -l version -d 'Print version'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand pingpong" -l color -d 'When to colour the output (`auto`: a terminal, unless NO_COLOR is set or TERM=dumb)' -r -f -a "auto\t''
 always\t''
@@ -221,7 +221,7 @@ complete -c rdmactl -n "__fish_rdmactl_using_subcommand wait" -l sysfs -d 'Read 
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand wait" -l procfs -d 'With --sysfs: the same host\'s captured /proc (a sosreport\'s proc/), so doctor judges its memlock limit and loaded modules too; live /proc is never mixed with a capture' -r -F
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand wait" -l timeout -d 'Give up after SECS seconds (fractions allowed; 0 checks once)' -r
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand wait" -s j -l json -d 'Print JSON instead of a table'
-complete -c rdmactl -n "__fish_rdmactl_using_subcommand wait" -s h -l help -d 'Print help'
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand wait" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand wait" -s V -l version -d 'Print version'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand counters" -l color -d 'When to colour the output (`auto`: a terminal, unless NO_COLOR is set or TERM=dumb)' -r -f -a "auto\t''
 always\t''
@@ -234,7 +234,7 @@ complete -c rdmactl -n "__fish_rdmactl_using_subcommand counters" -l interval -d
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand counters" -l count -d 'With --interval: stop after N samples (default: until interrupted)' -r
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand counters" -s j -l json -d 'Print JSON instead of a table'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand counters" -s a -l all -d 'Every counter, zero and undescribed ones included (default: the non-zero counters that matter for diagnosis)'
-complete -c rdmactl -n "__fish_rdmactl_using_subcommand counters" -s h -l help -d 'Print help'
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand counters" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand counters" -s V -l version -d 'Print version'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand fabric" -l color -d 'When to colour the output (`auto`: a terminal, unless NO_COLOR is set or TERM=dumb)' -r -f -a "auto\t''
 always\t''
@@ -289,7 +289,7 @@ complete -c rdmactl -n "__fish_rdmactl_using_subcommand subnet" -l no-counters -
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand subnet" -l hosts -d 'List the channel adapters (hosts) in ibhosts\' format instead of the report'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand subnet" -l switches -d 'List the switches in ibswitches\' format instead of the report'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand subnet" -l reset-counters -d 'After the report, clear the PMA counters of every link end (a PMA Set; nothing is ever set without this flag)'
-complete -c rdmactl -n "__fish_rdmactl_using_subcommand subnet" -s h -l help -d 'Print help'
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand subnet" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand subnet" -s V -l version -d 'Print version'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand qos" -l color -d 'When to colour the output (`auto`: a terminal, unless NO_COLOR is set or TERM=dumb)' -r -f -a "auto\t''
 always\t''
@@ -301,7 +301,7 @@ complete -c rdmactl -n "__fish_rdmactl_using_subcommand qos" -s i -l ib-port -d 
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand qos" -l tclass -d 'Judge this traffic class too, as a job sets it (perftest --tclass, NCCL_IB_TC): decimal (106), hex (0x6a) or a DSCP name (AF31)' -r
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand qos" -l interval -d 'Read the pause, ECN and RNR counters twice, SECS apart (run the job meanwhile), and judge what moved' -r
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand qos" -s j -l json -d 'Print JSON instead of a table'
-complete -c rdmactl -n "__fish_rdmactl_using_subcommand qos" -s h -l help -d 'Print help'
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand qos" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand qos" -s V -l version -d 'Print version'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand exporter" -l color -d 'When to colour the output (`auto`: a terminal, unless NO_COLOR is set or TERM=dumb)' -r -f -a "auto\t''
 always\t''
@@ -319,7 +319,7 @@ never\t''"
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand explain" -l sysfs -d 'Read sysfs from DIR instead of /sys (a captured tree); verbs queries are skipped. pingpong and selftest refuse it: they run on this host\'s devices' -r -F
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand explain" -l procfs -d 'With --sysfs: the same host\'s captured /proc (a sosreport\'s proc/), so doctor judges its memlock limit and loaded modules too; live /proc is never mixed with a capture' -r -F
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand explain" -s j -l json -d 'Print JSON instead of a table'
-complete -c rdmactl -n "__fish_rdmactl_using_subcommand explain" -s h -l help -d 'Print help'
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand explain" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand explain" -s V -l version -d 'Print version'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand generate" -l color -d 'When to colour the output (`auto`: a terminal, unless NO_COLOR is set or TERM=dumb)' -r -f -a "auto\t''
 always\t''

@@ -108,29 +108,36 @@ pub enum ColorChoice {
 #[command(defer = true)]
 pub enum Command {
     /// List RDMA devices (like ibv_devinfo; -v for every attribute)
-    #[command(visible_alias = "ls")]
+    #[command(visible_alias = "ls", after_long_help = DEVICES_EXAMPLES)]
     Devices(DevicesArgs),
     /// Show port state, rate, LID, the RDMA MTUs (active, max) and the netdev with its MTU
-    #[command(visible_alias = "link")]
+    #[command(visible_alias = "link", after_long_help = PORTS_EXAMPLES)]
     Ports(PortsArgs),
     /// Show GID tables with RoCE type, netdev and decoded IP address
+    #[command(after_long_help = GIDS_EXAMPLES)]
     Gids(GidsArgs),
     /// Convert between GIDs and IP addresses, offline
-    #[command(subcommand, disable_help_subcommand = true)]
+    #[command(subcommand, disable_help_subcommand = true, after_long_help = GID_EXAMPLES)]
     Gid(GidCommand),
     /// Is this GID index usable, and does it route to the peer?
+    #[command(after_long_help = CHECK_EXAMPLES)]
     Check(CheckArgs),
     /// RC ping-pong between two hosts, interoperable with ibv_rc_pingpong
+    #[command(after_long_help = PINGPONG_EXAMPLES)]
     Pingpong(PingpongArgs),
     /// Loopback test inside one process, one line per verbs step
+    #[command(after_long_help = SELFTEST_EXAMPLES)]
     Selftest(SelftestArgs),
     /// Check that this host's RDMA stack is sane; --expect FILE against a manifest of what
     /// it should have, --format nagios|nhc|junit for health-check frameworks
+    #[command(after_long_help = DOCTOR_EXAMPLES)]
     Doctor(DoctorArgs),
     /// Wait until ports are ACTIVE (boot ordering); on timeout exit 1 saying why each is not
+    #[command(after_long_help = WAIT_EXAMPLES)]
     Wait(WaitArgs),
     /// Port counters (counters/ and hw_counters/) grouped by what they indicate;
     /// --interval for wrap-aware deltas and rates
+    #[command(after_long_help = COUNTERS_EXAMPLES)]
     Counters(CountersArgs),
     /// All-pairs RC test over many hosts, one process per endpoint started by srun, mpirun
     /// or pdsh: configuration drift, a latency/bandwidth matrix, and the endpoint or link
@@ -138,10 +145,12 @@ pub enum Command {
     Fabric(FabricArgs),
     /// InfiniBand subnet discovery and diagnosis from this host (MADs): nodes, links, subnet
     /// manager, degraded links, error counters, changes since a baseline
+    #[command(after_long_help = SUBNET_EXAMPLES)]
     Subnet(SubnetArgs),
     /// Is RoCE lossless as configured: each traffic class in use (--tclass, NCCL_IB_TC,
     /// UCX_IB_TRAFFIC_CLASS, rdma_cm's default) followed through DSCP → priority → PFC → ETS →
     /// ECN → CNP on each RoCE port; --interval for the pause, ECN and RNR counters of a run
+    #[command(after_long_help = QOS_EXAMPLES)]
     Qos(QosArgs),
     /// Prometheus exporter: every port's state, configuration and counters, and doctor's
     /// findings as series; serves /metrics, or writes one file for node_exporter's textfile
@@ -150,6 +159,7 @@ pub enum Command {
     Exporter(ExporterArgs),
     /// Print what a diagnostic code means: when it fires, the cause, what it shows as
     /// evidence and the fix (the catalogue of docs/failures.md); with no code, list them all
+    #[command(after_long_help = EXPLAIN_EXAMPLES)]
     Explain(ExplainArgs),
     /// Write man pages and shell completions (for packagers)
     #[command(hide = true)]
@@ -711,6 +721,88 @@ fn parse_timeout(s: &str) -> Result<f64, String> {
     }
 }
 
+// Each command's long help (--help, the man page) ends with a few examples: the common
+// case first, then the flags people look for.
+const DEVICES_EXAMPLES: &str = "\
+Examples:
+  rdmactl devices                   one line per device (ibv_devices with state and netdev)
+  rdmactl devices -d mlx5_0 -v      every ibv_devinfo -v field of one device
+  rdmactl -j devices                JSON (docs/json.md)";
+
+const PORTS_EXAMPLES: &str = "\
+Examples:
+  rdmactl ports                     every port: state, rate, LID, MTUs, netdev
+  rdmactl ports mlx5_0/1 -v         one port, with its P_Key table";
+
+const GIDS_EXAMPLES: &str = "\
+Examples:
+  rdmactl gids                      every GID table (show_gids)
+  rdmactl gids rxe0/1 --ip          one port's GIDs as IP addresses";
+
+const GID_EXAMPLES: &str = "\
+Examples:
+  rdmactl gid decode fe80::1a2b:3cff:fe4d:5e6f 0000:0000:0000:0000:0000:ffff:c0a8:4d01
+  rdmactl gid encode 192.168.77.1   the IPv4-mapped GID of an address";
+
+const CHECK_EXAMPLES: &str = "\
+Examples:
+  rdmactl check -d mlx5_0 -g 3 --peer 10.0.0.2     is index 3 usable toward that host?
+  rdmactl check -d mlx5_0 -g auto --peer 10.0.0.2  which index fits, and why
+  rdmactl check --env --peer 10.0.0.2              the GID NCCL_IB_GID_INDEX or UCX would use
+--peer names the peer's address; the GID the peer will use is its own -g, which check
+cannot see.";
+
+const PINGPONG_EXAMPLES: &str = "\
+Examples:
+  rdmactl pingpong -d rxe0 -g 1                    server: waits on TCP port 18515
+  rdmactl pingpong -d rxe1 -g 1 192.168.77.1       client: the server's address
+  rdmactl pingpong -g auto server.example          each end chooses its GID
+  rdmactl pingpong -d rxe1 -g 1 localhost          both ends on one host
+  rdmactl pingpong -g 1 fe80::1%eth0               a link-local TCP address, with its zone
+  rdmactl pingpong --op write -s 65536 -n 1000 HOST   RDMA WRITE bandwidth (native peer)
+  rdmactl pingpong --cm 10.0.0.1                   through rdma_cm, as rping
+The address carries only the TCP exchange (as ibv_rc_pingpong's); the RoCE path is the two
+GIDs'. A stock ibv_rc_pingpong works on either end.";
+
+const SELFTEST_EXAMPLES: &str = "\
+Examples:
+  rdmactl selftest                    the first device to itself, step by step
+  rdmactl selftest -d rxe0 -d rxe1    two devices of this host
+  rdmactl selftest --cm -d rxe0       through rdma_cm";
+
+const DOCTOR_EXAMPLES: &str = "\
+Examples:
+  rdmactl doctor                          this host's stack, in the order to debug it
+  rdmactl doctor --save-expect host.toml  write a manifest of what this host has
+  rdmactl doctor --expect host.toml --format nagios   a health check against it";
+
+const WAIT_EXAMPLES: &str = "\
+Examples:
+  rdmactl wait --timeout 120          until every port is ACTIVE (boot ordering)
+  rdmactl wait mlx5_0/1 mlx5_1/1      only those ports";
+
+const COUNTERS_EXAMPLES: &str = "\
+Examples:
+  rdmactl counters mlx5_0/1               a snapshot grouped by meaning
+  rdmactl counters --interval 1 --count 10   deltas and rates, ten one-second samples";
+
+const SUBNET_EXAMPLES: &str = "\
+Examples:
+  rdmactl subnet                      walk the subnet from the first InfiniBand port
+  rdmactl subnet --baseline last.json   changes since a saved `rdmactl -j subnet`
+  rdmactl subnet --hosts              ibhosts' list";
+
+const QOS_EXAMPLES: &str = "\
+Examples:
+  rdmactl qos                         every RoCE port's chain, for the traffic classes in use
+  rdmactl qos mlx5_0/1 --tclass 106   follow one traffic class
+  rdmactl qos --interval 10           the pause, ECN and RNR counters over 10 s";
+
+const EXPLAIN_EXAMPLES: &str = "\
+Examples:
+  rdmactl explain                     every code, one line each
+  rdmactl explain gid-family          one code: cause, evidence, fix";
+
 const EXPORTER_HELP: &str = "\
 Series: rdmactl_port_info, rdmactl_port_state, rate, width, MTUs, LID, GID counts, every \
 counter of counters/ and hw_counters/ (rdmactl_pma_*, rdmactl_hw_*), \
@@ -898,6 +990,40 @@ pub struct GenerateArgs {
 
 #[cfg(test)]
 mod tests {
+    /// Every example in a command's long help is a command line clap accepts.
+    #[test]
+    fn every_help_example_parses() {
+        let mut seen = 0;
+        for text in [
+            DEVICES_EXAMPLES,
+            PORTS_EXAMPLES,
+            GIDS_EXAMPLES,
+            GID_EXAMPLES,
+            CHECK_EXAMPLES,
+            PINGPONG_EXAMPLES,
+            SELFTEST_EXAMPLES,
+            DOCTOR_EXAMPLES,
+            WAIT_EXAMPLES,
+            COUNTERS_EXAMPLES,
+            SUBNET_EXAMPLES,
+            QOS_EXAMPLES,
+            EXPLAIN_EXAMPLES,
+            EXPORTER_HELP,
+        ] {
+            for line in text.lines().filter(|l| l.starts_with("  rdmactl ")) {
+                // The command, then at least two spaces and what it does.
+                let command = line.trim_start().split("   ").next().unwrap();
+                let command = command.split("  ").next().unwrap();
+                let argv: Vec<&str> = command.split_whitespace().collect();
+                if let Err(e) = Cli::try_parse_from(&argv) {
+                    panic!("{command:?} does not parse: {e}");
+                }
+                seen += 1;
+            }
+        }
+        assert!(seen >= 30, "{seen} examples");
+    }
+
     use super::*;
     use clap::CommandFactory;
 

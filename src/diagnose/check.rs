@@ -6,6 +6,7 @@ use std::net::IpAddr;
 use crate::diagnose::gidselect::{
     self, describe, is_link_local, type_name, Family, Selection, Verdict, Want,
 };
+use crate::diagnose::same_host;
 use crate::model::codes::{self, Code};
 use crate::model::device::{GidEntry, GidType, LinkLayer};
 use crate::model::diagnostic::{Diagnostic, Severity};
@@ -80,7 +81,13 @@ pub fn evaluate(
 
     out.push(gid_type_finding(entry, index, net, &with_better));
     if let Some(peer) = peer {
-        out.push(family_finding(entry, index, peer, &with_better));
+        out.push(family_finding(
+            entry,
+            index,
+            peer,
+            net.route.as_ref(),
+            &with_better,
+        ));
     }
     out.push(netdev_finding(entry, index, net, &with_better));
 
@@ -233,37 +240,60 @@ fn gid_type_finding(
     }
 }
 
-/// Both GIDs of a connection must be the same family.
+/// Both GIDs of a connection must be the same family. `--peer` names the peer's address,
+/// not the GID it will use: a link-local GID against an IPv4 address works when the peer
+/// uses its link-local GID too, on the same L2 segment (measured on rxe, with rdmactl and
+/// ibv_rc_pingpong, `-g 0` on both ends). Only what the address decides is said to fail.
 fn family_finding(
     entry: &GidEntry,
     index: u32,
     peer: IpAddr,
+    route: Option<&RouteFacts>,
     with_better: &dyn Fn(String) -> String,
 ) -> Diagnostic {
     let gid_family = Family::of_gid(&entry.gid);
     let peer_family = Family::of(peer);
-    if gid_family != peer_family {
-        Diagnostic::finding(
-            Severity::Fail,
-            codes::GID_FAMILY,
-            format!(
-                "index {index} is {}{} but the peer {peer} is {}: both GIDs of a connection must be the same family (RTR fails with EINVAL)",
-                if is_link_local(&entry.gid) { "link-local " } else { "" },
-                gid_family.name(),
-                peer_family.name()
-            ),
-        )
-        .fix(with_better(String::new()))
-    } else {
-        Diagnostic::finding(
+    if gid_family == peer_family {
+        return Diagnostic::finding(
             Severity::Ok,
             codes::GID_FAMILY,
             format!(
                 "index {index} and the peer {peer} are both {}",
                 gid_family.name()
             ),
-        )
+        );
     }
+    let unknown_peer_gid = "check cannot see which GID the peer will use: --peer gives its address, and the GID is the peer's own -g";
+    if is_link_local(&entry.gid) {
+        // Off-link, the link-local rule says why it cannot work; this line does not say it twice.
+        let on_link = route.and_then(RouteFacts::on_link) != Some(false);
+        return Diagnostic::finding(
+            if on_link { Severity::Warn } else { Severity::Info },
+            codes::GID_FAMILY,
+            format!(
+                "index {index} is link-local {} and the peer's address {peer} is {}: this works only against a peer that also uses its link-local GID{}; against the peer's {} GID RTR fails with EINVAL (both GIDs of a connection must be one family)",
+                gid_family.name(),
+                peer_family.name(),
+                if on_link { ", on this L2 segment" } else { "" },
+                peer_family.name(),
+            ),
+        )
+        .evidence(unknown_peer_gid)
+        .fix(with_better(
+            "use the same family on both ends: a link-local GID on both (one L2 segment only), or the routable GID on both".into(),
+        ));
+    }
+    Diagnostic::finding(
+        Severity::Fail,
+        codes::GID_FAMILY,
+        format!(
+            "index {index} is {} but the peer's address {peer} is {}: against the peer's GID of that address RTR fails with EINVAL (both GIDs of a connection must be one family)",
+            gid_family.name(),
+            peer_family.name()
+        ),
+    )
+    .evidence(unknown_peer_gid)
+    .fix(with_better(String::new()))
 }
 
 /// The GID's netdev: present in this namespace and up.
@@ -383,16 +413,20 @@ fn route_findings(
             out.push(same_host_ipv6(port, &owner, &gid_dev, peer));
             return out;
         }
-        let drops = route.accept_local == Some(false) || route.rp_filter == Some(1);
-        let mut f = if drops {
+        let seen = same_host::SameHostSysctls {
+            accept_local: route.accept_local,
+            rp_filter: route.rp_filter,
+        };
+        let mut f = if seen.drops() {
             Diagnostic::finding(
                 Severity::Fail,
                 codes::ARP_SAME_HOST,
-                format!("{owner} will drop the ARP request from {gid_dev} (its sender address is local): RTR fails with ETIMEDOUT"),
+                format!(
+                    "{owner} will drop the ARP request from {gid_dev} (its sender address is local): {}",
+                    same_host::CONSEQUENCE
+                ),
             )
-            .fix(format!(
-                "sysctl -w net.ipv4.conf.all.accept_local=1 net.ipv4.conf.{gid_dev}.accept_local=1 net.ipv4.conf.{owner}.accept_local=1, with rp_filter 0 or 2"
-            ))
+            .fix(same_host::fix(&[gid_dev.as_str(), owner.as_str()], seen))
         } else if route.accept_local.is_none() {
             Diagnostic::finding(
                 Severity::Warn,
@@ -689,9 +723,12 @@ pub(crate) mod tests {
                 peer: Some("192.168.77.2"),
                 net: vm_net(true),
                 code: "gid-family",
-                severity: Severity::Fail,
+                severity: Severity::Warn,
                 says: &[
                     "link-local IPv6",
+                    "works only against a peer that also uses its link-local GID, on this L2 segment",
+                    "against the peer's IPv4 GID RTR fails with EINVAL",
+                    "check cannot see which GID the peer will use",
                     "use GID index 1 (RoCE v2, ::ffff:192.168.77.1 on veth0)",
                 ],
             },
@@ -791,6 +828,46 @@ pub(crate) mod tests {
                 );
             }
         }
+    }
+
+    /// `-g 0` on both ends of one L2 segment works (measured), so the link-local index
+    /// toward an on-link IPv4 address is a warning that says on what it depends, never a
+    /// failure; behind a router it fails once, for the router, not again for the family.
+    #[test]
+    fn a_link_local_index_toward_an_ipv4_address_fails_only_behind_a_router() {
+        let findings = run_checks(
+            "rxe-veth-basic",
+            "rxe0",
+            0,
+            Some("192.168.77.2"),
+            vm_net(true),
+        );
+        for f in &findings {
+            assert!(f.severity < Severity::Fail, "{}", text(f));
+            assert!(
+                !text(f).contains("but the peer 192.168.77.2 is IPv4"),
+                "{}",
+                text(f)
+            );
+        }
+        let routed = NetFacts {
+            route: Some(RouteFacts {
+                peer: Some("10.9.9.9".parse().unwrap()),
+                route_netdev: Some("veth0".into()),
+                gateway: Some("192.168.77.254".parse().unwrap()),
+                ..RouteFacts::default()
+            }),
+            ..NetFacts::default()
+        };
+        let findings = run_checks("rxe-veth-basic", "rxe0", 0, Some("10.9.9.9"), routed);
+        let fails: Vec<&Diagnostic> = findings
+            .iter()
+            .filter(|f| f.severity == Severity::Fail)
+            .collect();
+        assert_eq!(fails.len(), 1, "{findings:#?}");
+        assert_eq!(fails[0].code, "link-local");
+        assert!(text(fails[0]).contains("behind a router"));
+        assert_eq!(find(&findings, "gid-family").severity, Severity::Info);
     }
 
     #[test]

@@ -6,6 +6,7 @@
 use std::net::SocketAddr;
 
 use crate::diagnose::datapath;
+use crate::diagnose::same_host;
 use crate::model::codes::{self, Code};
 use crate::model::diagnostic::{Diagnostic, Seen, Source};
 use crate::model::facts::Facts;
@@ -552,7 +553,16 @@ fn no_neighbour(peer: &str, facts: &Facts) -> Diagnostic {
         (None, true) => why(
             codes::CM_NO_NEIGHBOUR,
             format!("no ARP reply from {peer}, an address of this host on another netdev: it drops ARP requests whose sender address is local"),
-            "set net.ipv4.conf.all.accept_local=1 (and on both netdevs), with rp_filter 0 or 2",
+            same_host::fix(
+                &[route.and_then(|r| r.route_netdev.as_deref()), route.and_then(|r| r.peer_local_netdev.as_deref())]
+                    .into_iter()
+                    .flatten()
+                    .collect::<Vec<_>>(),
+                same_host::SameHostSysctls {
+                    accept_local: route.and_then(|r| r.accept_local),
+                    rp_filter: route.and_then(|r| r.rp_filter),
+                },
+            ),
         ),
         (None, false) => why(
             codes::CM_NO_NEIGHBOUR,

@@ -307,6 +307,18 @@ pub fn compare(res: &Resolution, checked: &Checked, source: Option<IpAddr>) -> D
         given.and_then(|e| e.gid_type.as_ref()),
         Some(GidType::RoceV1 | GidType::Ib)
     );
+    // A link-local index is not what a CM peer uses, but it works against a peer that uses
+    // its link-local GID too, on one L2 segment (`-g 0` on both ends, measured): a
+    // difference of convention, not a failure. Behind a router `check`'s link-local rule
+    // says why it fails.
+    if given.is_some_and(|e| is_link_local(&e.gid)) {
+        return with_evidence(
+            Diagnostic::finding(Severity::Warn, CODE, format!("{headline}; {you}: {what}"))
+                .fix(format!(
+                    "use -g {kernel_index} to match what CM-based tools use; keep -g {index} only if the peer uses its link-local GID too"
+                )),
+        );
+    }
     with_evidence(
         Diagnostic::finding(Severity::Fail, CODE, format!("{headline}; {you}: {what}")).fix(
             format!(
@@ -390,8 +402,12 @@ mod tests {
                 "link-local given",
                 resolution("rxe0", Some(1)),
                 checked(Some(0), false),
-                Severity::Fail,
-                &["you gave -g 0: index 0 is link-local (fe80::1)", "use -g 1"],
+                Severity::Warn,
+                &[
+                    "you gave -g 0: index 0 is link-local (fe80::1)",
+                    "use -g 1 to match what CM-based tools use",
+                    "keep -g 0 only if the peer uses its link-local GID too",
+                ],
             ),
             (
                 "v1 twin",

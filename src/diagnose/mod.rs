@@ -16,6 +16,7 @@ pub mod gpu_path;
 pub mod kernel_choice;
 pub mod pin;
 pub mod qos;
+pub mod same_host;
 pub mod setup;
 
 use crate::model::diagnostic::Diagnostic;

@@ -95,6 +95,36 @@ pub fn resolve_peer(host: &str, port: u16) -> crate::error::Result<IpAddr> {
         })
 }
 
+/// The address a ping-pong client connects its TCP exchange to: `host` resolved as
+/// `resolve_peer` does, with a link-local address's zone (`fe80::1%veth1`, or `%3`) kept as
+/// the scope id the connect needs. This address carries only the exchange: the RoCE path is
+/// the two GIDs', so loopback (`localhost`) is fine here, as it is for ibv_rc_pingpong.
+pub fn tcp_peer(host: &str, port: u16) -> crate::error::Result<SocketAddr> {
+    let ip = resolve_peer(host, port)?;
+    let (_, scope) = split_scope(host);
+    let (IpAddr::V6(v6), Some(scope)) = (ip, scope) else {
+        return Ok(SocketAddr::new(ip, port));
+    };
+    let links = net::netdevs().unwrap_or_default();
+    let index = scope
+        .parse::<u32>()
+        .ok()
+        .filter(|i| links.is_empty() || links.iter().any(|l| l.index == *i))
+        .or_else(|| links.iter().find(|l| l.name == scope).map(|l| l.index));
+    match index {
+        Some(index) => Ok(SocketAddr::V6(std::net::SocketAddrV6::new(
+            v6, port, 0, index,
+        ))),
+        None => {
+            let names: Vec<&str> = links.iter().map(|l| l.name.as_str()).collect();
+            Err(crate::error::Error::Usage(format!(
+                "'{host}': no interface '{scope}' in this network namespace for the scope (interfaces: {})",
+                if names.is_empty() { "none read".to_string() } else { names.join(", ") }
+            )))
+        }
+    }
+}
+
 /// `ADDR%IFNAME`, as `ping fe80::1%eth0` takes a link-local peer: the address, and the
 /// interface its scope names. Only an IPv6 address takes a scope.
 pub fn split_scope(host: &str) -> (&str, Option<&str>) {
@@ -153,6 +183,7 @@ pub fn facts(sysfs: &Path, known: &Known, failure: &Failure) -> Facts {
             local.gid = Some(l.gid);
             local.gid_type = l.gid_type.clone();
         }
+        local.segment = l.segment;
     }
     if local.link_layer.is_none() {
         local.link_layer = c.link_layer.clone();
@@ -181,6 +212,7 @@ pub fn facts(sysfs: &Path, known: &Known, failure: &Failure) -> Facts {
             gid_index: if known.compat { None } else { r.gid_index },
             gid: Some(r.gid),
             gid_type: r.gid_type.clone(),
+            segment: r.segment,
             ..EndFacts::default()
         }
     });
@@ -255,6 +287,23 @@ pub fn device_node_facts(sysfs: &Path, device: &str) -> Option<DeviceNodeFacts> 
     })
 }
 
+/// The segment of GID `index` of `device`/`port` (its netdev's VLAN and the prefix of its
+/// address there), which rdmactl's exchange carries so the ends can compare them. None on
+/// InfiniBand, for a GID with no netdev, or a captured tree.
+pub fn gid_segment(
+    sysfs: &Path,
+    device: &str,
+    port: u32,
+    index: u32,
+) -> Option<crate::model::failure::Segment> {
+    if sysfs != Path::new("/sys") {
+        return None;
+    }
+    let p = SysfsRoot::new(sysfs).port(device, port).ok()?;
+    let entry = p.gids.iter().find(|e| e.index == index)?;
+    net::segment(entry.netdev.as_deref()?, entry.gid.ip())
+}
+
 /// RLIMIT_MEMLOCK and CAP_IPC_LOCK of this process, and what a run of `needed` bytes pins.
 pub fn memlock_facts(needed: u64) -> MemlockFacts {
     let limits = procfs::lock_limits();
@@ -284,11 +333,21 @@ pub fn auto_gid_facts(
 
 /// Addresses no RC connection can have as its far end, refused with why: loopback (no RDMA
 /// device carries it), unspecified, multicast, and broadcast (the limited one, or a
-/// directed broadcast of one of this host's subnets).
+/// directed broadcast of one of this host's subnets). For `check --peer` and `--cm`, where
+/// the address is the RDMA peer's.
 pub fn refuse_special_peer(peer: IpAddr) -> crate::error::Result<()> {
-    let why = if peer.is_loopback() {
-        Some("a loopback address: no RDMA port carries it; give the peer's address on the RDMA network (on one host: the other port's address)")
-    } else if peer.is_unspecified() {
+    if peer.is_loopback() {
+        return Err(crate::error::Error::Usage(format!(
+            "peer {peer} is a loopback address: no RDMA port carries it; give the peer's address on the RDMA network (on one host: the other port's address)"
+        )));
+    }
+    refuse_special_tcp_peer(peer)
+}
+
+/// The addresses a TCP exchange cannot reach one peer at. Loopback can: the exchange runs
+/// over it and the QPs over the GIDs, as with `ibv_rc_pingpong localhost`.
+pub fn refuse_special_tcp_peer(peer: IpAddr) -> crate::error::Result<()> {
+    let why = if peer.is_unspecified() {
         Some("the unspecified address: it names no host")
     } else if peer.is_multicast() {
         Some("a multicast address: an RC connection needs one unicast peer")
@@ -376,6 +435,36 @@ mod tests {
             assert_eq!(e.exit_code(), crate::exit::USAGE, "{peer}");
         }
         assert!(refuse_special_peer("192.0.2.7".parse().unwrap()).is_ok());
+        // The TCP exchange runs over loopback as ibv_rc_pingpong's does; the rest stay refused.
+        assert!(refuse_special_tcp_peer("127.0.0.1".parse().unwrap()).is_ok());
+        assert!(refuse_special_tcp_peer("::1".parse().unwrap()).is_ok());
+        assert!(refuse_special_tcp_peer("224.0.0.1".parse().unwrap()).is_err());
+    }
+
+    /// A link-local address keeps its zone as the scope id the connect needs: by name on
+    /// `lo` (every host has it), by number, and an unknown name says what exists.
+    #[test]
+    fn a_tcp_peer_keeps_its_zone() {
+        let Ok(SocketAddr::V6(by_name)) = tcp_peer("fe80::1%lo", 18515) else {
+            panic!("fe80::1%lo did not resolve to an IPv6 socket address");
+        };
+        assert_eq!(by_name.port(), 18515);
+        assert_ne!(by_name.scope_id(), 0, "{by_name}");
+        let Ok(SocketAddr::V6(by_number)) = tcp_peer(&format!("fe80::1%{}", by_name.scope_id()), 1)
+        else {
+            panic!("a numeric zone did not resolve");
+        };
+        assert_eq!(by_number.scope_id(), by_name.scope_id());
+        let e = tcp_peer("fe80::1%no-such-if0", 1).unwrap_err().to_string();
+        assert!(
+            e.contains("no interface 'no-such-if0'") && e.contains("lo"),
+            "{e}"
+        );
+        assert_eq!(
+            tcp_peer("localhost", 7).unwrap().ip().to_canonical(),
+            "127.0.0.1".parse::<IpAddr>().unwrap()
+        );
+        assert_eq!(tcp_peer("192.0.2.7", 7).unwrap().to_string(), "192.0.2.7:7");
     }
 
     #[test]

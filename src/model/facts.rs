@@ -36,6 +36,8 @@ pub struct EndFacts {
     pub gid_table: Vec<GidEntry>,
     /// `gid_tbl_len` from query_port.
     pub gid_table_len: Option<u32>,
+    /// The GID's VLAN and prefix (this end's, and the peer's when its exchange sent it).
+    pub segment: Option<crate::model::failure::Segment>,
 }
 
 impl EndFacts {

@@ -582,6 +582,29 @@ pub struct Endpoint {
     pub rkey: u32,
     pub addr: u64,
     pub len: u32,
+    /// The L2 segment and subnet of the GID's netdev (rdmactl's native exchange only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub segment: Option<Segment>,
+}
+
+/// Where an endpoint's GID sits on the network: its netdev's 802.1Q VLAN and the prefix of
+/// its address there. Two GIDs in different VLANs of one L2 never reach each other, which
+/// the GIDs alone do not show.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Segment {
+    /// The VLAN ID of the GID's netdev; None: untagged.
+    pub vlan: Option<u16>,
+    /// The prefix length of the GID's address on that netdev; None: the address was not
+    /// found there (a link-local GID's, or one removed).
+    pub prefix_len: Option<u8>,
+}
+
+impl Segment {
+    /// "VLAN 10" or "untagged".
+    pub fn vlan_text(&self) -> String {
+        self.vlan
+            .map_or_else(|| "untagged".to_string(), |v| format!("VLAN {v}"))
+    }
 }
 
 /// Which operations a run does; sent so both ends agree before any traffic.

@@ -177,6 +177,31 @@ pub fn is_link_local(gid: &Gid) -> bool {
     }
 }
 
+/// Does `addr/prefix_len` contain `ip`? Host routes (/32, /128) hold only themselves.
+pub fn prefix_holds(addr: IpAddr, prefix_len: u8, ip: IpAddr) -> bool {
+    match (addr, ip) {
+        (IpAddr::V4(a), IpAddr::V4(b)) => {
+            let bits = u32::from(prefix_len.min(32));
+            let mask = if bits == 0 {
+                0
+            } else {
+                u32::MAX << (32 - bits)
+            };
+            u32::from(a) & mask == u32::from(b) & mask
+        }
+        (IpAddr::V6(a), IpAddr::V6(b)) => {
+            let bits = u32::from(prefix_len.min(128));
+            let mask = if bits == 0 {
+                0
+            } else {
+                u128::MAX << (128 - bits)
+            };
+            u128::from(a) & mask == u128::from(b) & mask
+        }
+        _ => false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -10,7 +10,7 @@ use crate::model::errno::{
 use crate::model::facts::Facts;
 use crate::model::failure::Cause;
 
-use super::gid::gid_mismatch;
+use super::gid::{gid_mismatch, vlan_mismatch};
 use super::mtu::mtu_mismatch;
 use super::route::{same_host_drop, same_host_ipv6};
 use super::{generic, peer_ip, Builder, Rule};
@@ -38,6 +38,15 @@ pub(super) fn completion(b: Builder, status: u32) -> Diagnostic {
                         true,
                     );
                 }
+            }
+            if let Some((summary, vev)) = vlan_mismatch(ctx) {
+                return b.done(
+                    codes::RETRY_EXCEEDED_VLAN,
+                    format!("the peer never acknowledged: {summary}"),
+                    vev,
+                    "use GIDs whose netdevs are on the same VLAN at both ends (`rdmactl gids` shows each GID's netdev), or route between the two VLANs".into(),
+                    true,
+                );
             }
             if let Some((path, min)) = mtu_mismatch(ctx) {
                 ev.push(Seen::new(Source::Qp, format!("path MTU {path}, smaller active MTU of the two ports {min}")));

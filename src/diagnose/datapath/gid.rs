@@ -5,7 +5,8 @@ use crate::diagnose::gidselect::{describe, is_link_local, type_name, Family};
 use crate::model::codes;
 use crate::model::device::GidType;
 use crate::model::diagnostic::{Diagnostic, Seen, Source};
-use crate::model::facts::EndFacts;
+use crate::model::facts::{EndFacts, Facts};
+use crate::model::failure::Segment;
 use crate::model::gid::Gid;
 
 use super::{generic, Builder};
@@ -165,4 +166,73 @@ pub(super) fn gid_slot(b: Builder, errno: i32) -> Diagnostic {
         return empty_slot(b);
     }
     generic(b)
+}
+
+/// The two GIDs' segments, when both ends sent them: in different VLANs with no router on
+/// the way to the peer, frames tagged for one VLAN never reach the other, whatever the GIDs
+/// say. The summary names both VLANs ("10 here, untagged there"), the evidence each end's
+/// address and prefix and whether the other's address is in that subnet.
+pub(super) fn vlan_mismatch(ctx: &Facts) -> Option<(String, Vec<Seen>)> {
+    let peer = ctx.peer.as_ref()?;
+    let (ls, ps) = (ctx.local.segment?, peer.segment?);
+    let (lg, pg) = (ctx.local.gid_now()?, peer.gid_now()?);
+    if ls.vlan == ps.vlan || lg.is_zero() || pg.is_zero() {
+        return None;
+    }
+    // Across a router each end may sit in its own VLAN.
+    if ctx.route.as_ref().is_some_and(|r| r.gateway.is_some()) {
+        return None;
+    }
+    let (lip, pip) = (lg.ip(), pg.ip());
+    let subnet = |ip: std::net::IpAddr, seg: Segment| {
+        seg.prefix_len
+            .map(|len| format!("{ip}/{len}"))
+            .unwrap_or_else(|| ip.to_string())
+    };
+    let here = ctx
+        .local
+        .netdev_now()
+        .map(|d| format!(" on {d}"))
+        .unwrap_or_default();
+    let mut evidence = vec![
+        Seen::new(
+            Source::Local,
+            format!(
+                "this end's GID {}{here}: {}",
+                subnet(lip, ls),
+                ls.vlan_text()
+            ),
+        ),
+        Seen::new(
+            Source::Peer,
+            format!(
+                "the peer's GID {}: {} (from its exchange)",
+                subnet(pip, ps),
+                ps.vlan_text()
+            ),
+        ),
+    ];
+    let holds = |ip: std::net::IpAddr, seg: Segment, other: std::net::IpAddr| {
+        seg.prefix_len
+            .map(|len| crate::model::gid::prefix_holds(ip, len, other))
+    };
+    match (holds(lip, ls, pip), holds(pip, ps, lip)) {
+        (Some(false), Some(false)) => evidence.push(Seen::new(
+            Source::Local,
+            format!("{pip} is not in this end's subnet, nor {lip} in the peer's: only a router joins them"),
+        )),
+        (Some(true), _) | (_, Some(true)) => evidence.push(Seen::new(
+            Source::Local,
+            "the addresses share a subnet across two VLANs: neighbour resolution crosses no VLAN".to_string(),
+        )),
+        _ => {}
+    }
+    Some((
+        format!(
+            "different VLAN ({} here, {} there): frames tagged for one VLAN never reach a port on the other, and no router on the way joins them",
+            ls.vlan.map_or_else(|| "untagged".to_string(), |v| v.to_string()),
+            ps.vlan.map_or_else(|| "untagged".to_string(), |v| v.to_string()),
+        ),
+        evidence,
+    ))
 }

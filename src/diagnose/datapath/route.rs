@@ -2,6 +2,7 @@
 //! each other's packets.
 
 use crate::diagnose::gidselect::is_link_local;
+use crate::diagnose::same_host::{self, SameHostSysctls};
 use crate::model::codes;
 use crate::model::diagnostic::{Diagnostic, Seen, Source};
 use crate::model::errno::errno_name;
@@ -26,8 +27,11 @@ pub(super) fn same_host_drop(
         .peer_local_netdev
         .clone()
         .unwrap_or_else(|| "the peer's netdev".into());
-    let drops = route.accept_local == Some(false) || route.rp_filter == Some(1);
-    if !drops && route.accept_local.is_some() {
+    let seen = SameHostSysctls {
+        accept_local: route.accept_local,
+        rp_filter: route.rp_filter,
+    };
+    if !seen.drops() && route.accept_local.is_some() {
         return None;
     }
     let mut ev = vec![Seen::new(
@@ -51,7 +55,7 @@ pub(super) fn same_host_drop(
             format!("rp_filter (max of all, {owner}) = {r}"),
         ));
     }
-    let fix = format!("sysctl -w net.ipv4.conf.all.accept_local=1 net.ipv4.conf.{dev_name}.accept_local=1 net.ipv4.conf.{owner}.accept_local=1, with rp_filter 0 or 2");
+    let fix = same_host::fix(&[dev_name, owner.as_str()], seen);
     Some((owner, ev, fix))
 }
 

@@ -7,7 +7,7 @@ use crate::model::errno::{
 };
 use crate::model::facts::{DeviceNodeFacts, MemlockFacts, NetdevFacts, QpFacts};
 use crate::model::facts::{EndFacts, Facts, RouteFacts};
-use crate::model::failure::{Cause, Failure, Step};
+use crate::model::failure::{Cause, Failure, Segment, Step};
 use crate::model::gid::Gid;
 
 pub(super) fn rxe_local(index: Option<u32>) -> EndFacts {
@@ -26,6 +26,7 @@ pub(super) fn rxe_local(index: Option<u32>) -> EndFacts {
         port_netdev: None,
         gid_table: rxe0(),
         gid_table_len: Some(1024),
+        segment: None,
     }
 }
 
@@ -141,6 +142,48 @@ struct Case {
 
 fn errno(e: i32) -> Cause {
     Cause::errno(e)
+}
+
+/// rxe0's index 1 on a VLAN 10 netdev against a peer's untagged GID, both /24.
+fn vlan_ctx() -> Facts {
+    let mut ctx = rxe_ctx(Some(1), "::ffff:192.168.77.2");
+    ctx.local.segment = Some(Segment {
+        vlan: Some(10),
+        prefix_len: Some(24),
+    });
+    if let Some(p) = ctx.peer.as_mut() {
+        p.segment = Some(Segment {
+            vlan: None,
+            prefix_len: Some(24),
+        });
+    }
+    ctx
+}
+
+/// The VLAN cause, and only it: not the generic list of guesses, and not at all when a
+/// router is on the way or the VLANs agree.
+#[test]
+fn a_vlan_mismatch_is_said_and_only_where_it_decides() {
+    let failure = Failure::new(Step::Poll, wc(WC_RETRY_EXC_ERR), Default::default());
+    let exp = explain(&failure, &vlan_ctx());
+    let t = text(&exp);
+    assert!(!t.contains("it died"), "{t}");
+    assert!(!t.contains("switch filtering"), "{t}");
+    let mut routed = vlan_ctx();
+    if let Some(r) = routed.route.as_mut() {
+        r.gateway = Some("192.168.77.254".parse().unwrap());
+    }
+    assert_ne!(explain(&failure, &routed).code, "retry-exceeded-vlan");
+    let mut same = vlan_ctx();
+    if let Some(p) = same.peer.as_mut() {
+        p.segment = same.local.segment;
+    }
+    assert_ne!(explain(&failure, &same).code, "retry-exceeded-vlan");
+    let mut unknown = vlan_ctx();
+    if let Some(p) = unknown.peer.as_mut() {
+        p.segment = None;
+    }
+    assert_ne!(explain(&failure, &unknown).code, "retry-exceeded-vlan");
 }
 
 fn wc(status: u32) -> Cause {
@@ -605,6 +648,20 @@ fn cases() -> Vec<Case> {
             ctx: flux,
             code: "retry-exceeded-arp-flux",
             says: &["ARP flux", "veth0 arp_ignore 0", "arp_ignore=1", "another port's MAC"],
+            suggested: Some(1),
+        },
+        Case {
+            name: "RETRY_EXC_ERR, a VLAN GID against an untagged one",
+            step: Step::Poll,
+            failure: wc(WC_RETRY_EXC_ERR),
+            ctx: vlan_ctx(),
+            code: "retry-exceeded-vlan",
+            says: &[
+                "different VLAN (10 here, untagged there)",
+                "this end's GID 192.168.77.1/24 on veth0: VLAN 10",
+                "the peer's GID 192.168.77.2/24: untagged",
+                "share a subnet across two VLANs",
+            ],
             suggested: Some(1),
         },
         Case {

@@ -4,6 +4,7 @@
 
 use super::finding;
 use super::ports::roce_mtu_for_netdev;
+use crate::diagnose::same_host;
 use crate::model::codes;
 use crate::model::diagnostic::{Diagnostic, Severity, Subject};
 use crate::model::facts::{ArpFluxGroup, ArpFluxNetdev, RoceNetdev};
@@ -166,8 +167,9 @@ pub fn same_subnet_findings(netdevs: &[RoceNetdev]) -> Vec<Diagnostic> {
                     Subject::Host,
                     Severity::Warn,
                     format!(
-                        "{pair} share {subnet} on this host: a ping-pong between them fails at RTR (ETIMEDOUT), because {} drops ARP requests whose sender address is local",
-                        refusing.iter().map(|n| n.netdev.as_str()).collect::<Vec<_>>().join(" and ")
+                        "{pair} share {subnet} on this host: {} drops ARP requests whose sender address is local, so a ping-pong between them fails ({})",
+                        refusing.iter().map(|n| n.netdev.as_str()).collect::<Vec<_>>().join(" and "),
+                        same_host::CONSEQUENCE
                     ),
                 );
                 for n in [a, b] {
@@ -181,9 +183,17 @@ pub fn same_subnet_findings(netdevs: &[RoceNetdev]) -> Vec<Diagnostic> {
                         n.rp_filter.map_or("unknown".into(), |v| v.to_string())
                     ));
                 }
+                // One command for both netdevs: what either one shows wrong is changed on both.
+                let seen = same_host::SameHostSysctls {
+                    accept_local: [a, b]
+                        .iter()
+                        .map(|n| n.accept_local)
+                        .try_fold(true, |all, v| v.map(|v| all && v)),
+                    rp_filter: [a, b].iter().filter_map(|n| n.rp_filter).max(),
+                };
                 f = f.fix(format!(
-                    "for tests between them: sysctl -w net.ipv4.conf.all.accept_local=1 net.ipv4.conf.{}.accept_local=1 net.ipv4.conf.{}.accept_local=1, with rp_filter 0 or 2",
-                    a.netdev, b.netdev
+                    "for tests between them: {}",
+                    same_host::fix(&[a.netdev.as_str(), b.netdev.as_str()], seen)
                 ));
                 out.push(f);
             }

@@ -31,6 +31,22 @@ pub fn netdev_facts(name: &str) -> Result<NetdevFacts, NetError> {
 /// the peer is an address of this host (and the ARP sysctls of the netdev that owns it), and
 /// the neighbour state on the GID's netdev. The second value is the route through that netdev
 /// when the peer is local.
+/// Where the address `ip` sits on `netdev`: the netdev's VLAN (None: untagged) and the
+/// address's prefix there. None when the netdev is not in this namespace or netlink fails.
+pub fn segment(netdev: &str, ip: IpAddr) -> Option<crate::model::failure::Segment> {
+    let link = self::netdev(netdev).ok()??;
+    let prefix_len = addresses().ok().and_then(|addrs| {
+        addrs
+            .iter()
+            .find(|a| a.ifindex == link.index && a.address.to_canonical() == ip.to_canonical())
+            .map(|a| a.prefix_len)
+    });
+    Some(crate::model::failure::Segment {
+        vlan: link.vlan,
+        prefix_len,
+    })
+}
+
 pub fn route_facts(
     peer: IpAddr,
     gid_netdev: Option<&str>,
@@ -124,30 +140,7 @@ fn subnet_addresses(peer: IpAddr) -> Result<Vec<IpAddr>, NetError> {
         .collect())
 }
 
-/// Does `addr/prefix_len` contain `ip`? Host routes (/32, /128) hold only themselves.
-pub fn prefix_holds(addr: IpAddr, prefix_len: u8, ip: IpAddr) -> bool {
-    match (addr, ip) {
-        (IpAddr::V4(a), IpAddr::V4(b)) => {
-            let bits = u32::from(prefix_len.min(32));
-            let mask = if bits == 0 {
-                0
-            } else {
-                u32::MAX << (32 - bits)
-            };
-            u32::from(a) & mask == u32::from(b) & mask
-        }
-        (IpAddr::V6(a), IpAddr::V6(b)) => {
-            let bits = u32::from(prefix_len.min(128));
-            let mask = if bits == 0 {
-                0
-            } else {
-                u128::MAX << (128 - bits)
-            };
-            u128::from(a) & mask == u128::from(b) & mask
-        }
-        _ => false,
-    }
-}
+pub use crate::model::gid::prefix_holds;
 
 /// A route lookup where "no route" is an answer, not an error.
 pub fn route_get_soft(peer: IpAddr, oif: Option<&str>) -> Result<Option<Route>, NetError> {

@@ -23,7 +23,7 @@ use std::net::IpAddr;
 
 use serde::Serialize;
 
-pub use facts::{netdev_facts, route_facts, route_get_soft};
+pub use facts::{netdev_facts, route_facts, route_get_soft, segment};
 pub use query::{address_owner, addresses, netdev, netdevs};
 // check's tests compare a live route with it.
 #[cfg(test)]
@@ -67,6 +67,8 @@ pub struct NetdevLink {
     pub mtu: Option<u32>,
     /// IFLA_LINK: a veth's peer, a VLAN's parent (`veth0@veth1` in `ip link`).
     pub link: Option<u32>,
+    /// The 802.1Q VLAN ID of a VLAN netdev; None for any other.
+    pub vlan: Option<u16>,
 }
 
 impl NetdevLink {
@@ -109,6 +111,7 @@ mod tests {
             admin_up,
             mtu: None,
             link: None,
+            vlan: None,
         };
         assert!(dev(true, "up").is_up());
         assert!(dev(true, "unknown").is_up());

@@ -5,7 +5,9 @@ use std::net::IpAddr;
 
 use netlink_packet_core::{NetlinkMessage, NetlinkPayload};
 use netlink_packet_route::address::{AddressAttribute, AddressMessage};
-use netlink_packet_route::link::{LinkAttribute, LinkFlags, LinkMessage, State};
+use netlink_packet_route::link::{
+    InfoData, InfoVlan, LinkAttribute, LinkFlags, LinkInfo, LinkMessage, State,
+};
 use netlink_packet_route::neighbour::{
     NeighbourAddress, NeighbourAttribute, NeighbourMessage, NeighbourState,
 };
@@ -112,9 +114,21 @@ pub fn parse_link(msg: &LinkMessage) -> Option<NetdevLink> {
     let mut mtu = None;
     let mut operstate = "unknown".to_string();
     let mut link = None;
+    let mut vlan = None;
     for attr in &msg.attributes {
         match attr {
             LinkAttribute::IfName(n) => name = Some(n.clone()),
+            // An 802.1Q netdev (`ip link add ... type vlan id N`) carries its ID here.
+            LinkAttribute::LinkInfo(infos) => {
+                for info in infos {
+                    if let LinkInfo::Data(InfoData::Vlan(data)) = info {
+                        vlan = data.iter().find_map(|d| match d {
+                            InfoVlan::Id(id) => Some(*id),
+                            _ => None,
+                        });
+                    }
+                }
+            }
             LinkAttribute::Link(i) => link = Some(*i),
             LinkAttribute::Mtu(m) => mtu = Some(*m),
             LinkAttribute::OperState(s) => operstate = oper_state_text(*s),
@@ -128,6 +142,7 @@ pub fn parse_link(msg: &LinkMessage) -> Option<NetdevLink> {
         admin_up: msg.header.flags.contains(LinkFlags::Up),
         mtu,
         link,
+        vlan,
     })
 }
 

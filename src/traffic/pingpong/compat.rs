@@ -107,6 +107,7 @@ pub(super) fn rc_endpoint(d: &RcDest) -> Endpoint {
         rkey: 0,
         addr: 0,
         len: 0,
+        segment: None,
     }
 }
 

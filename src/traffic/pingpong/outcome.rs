@@ -52,18 +52,14 @@ pub(super) fn finish(
             gid_index: report.gid_index,
             local: report.local.as_ref(),
             remote: report.remote.as_ref(),
-            // A server learns its client's address from the client's GID: on one host the
-            // TCP source address is the server's own.
-            peer: peer
-                .or_else(|| {
-                    report
-                        .remote
-                        .as_ref()
-                        .map(|r| r.gid)
-                        .filter(|g| !g.is_zero() && !crate::model::gid::is_link_local(g))
-                        .map(|g| g.ip())
-                })
-                .or_else(|| report.peer.as_deref().and_then(failure::peer_ip_of)),
+            // On RoCE the peer is where its GID leads, once the exchange gave it: the TCP
+            // address only carried the exchange (localhost, a link-local address, or on one
+            // host the server's own address as the client's source). Before that, the
+            // address given is all there is; on InfiniBand the GID holds no address.
+            peer: roce_peer(&report)
+                .or(peer)
+                .or_else(|| report.peer.as_deref().and_then(failure::peer_ip_of))
+                .filter(|ip| !ip.is_loopback()),
             compat: report.exchange == "rc_pingpong",
             registered_bytes: 2 * u64::from(report.size),
             requested_mtu: report.requested_mtu,
@@ -152,4 +148,19 @@ pub(super) fn finish(
             }
         }
     }
+}
+
+/// The peer's RoCE address: the IP its GID holds, when this port is Ethernet and the
+/// exchange gave a GID.
+fn roce_peer(report: &PingpongReport) -> Option<IpAddr> {
+    let ethernet = report
+        .local
+        .as_ref()
+        .is_some_and(|l| l.link_layer == crate::model::device::LinkLayer::Ethernet);
+    report
+        .remote
+        .as_ref()
+        .map(|r| r.gid)
+        .filter(|g| ethernet && !g.is_zero())
+        .map(|g| g.ip())
 }

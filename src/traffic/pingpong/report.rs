@@ -147,6 +147,7 @@ mod tests {
             rkey: 7,
             addr: 0x5555_0000,
             len: 4096,
+            segment: None,
         }
     }
 

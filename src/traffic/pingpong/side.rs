@@ -12,7 +12,7 @@ use crate::diagnose::setup::{setup_verdict, SetupVerdict};
 use crate::error::Error;
 use crate::gather::verbs::qp::{Context, Cq, Mr, Pd, Qp, QpCaps, QpPortAttrs};
 use crate::model::device::{GidType, LinkLayer};
-use crate::model::failure::{Cause, Endpoint, Failure, FailureContext, Step};
+use crate::model::failure::{Cause, Endpoint, Failure, FailureContext, Segment, Step};
 use crate::model::gid::Gid;
 use crate::traffic::failure::{self, GidChoice};
 
@@ -26,6 +26,8 @@ pub(super) struct Side {
     pub(super) port: u32,
     pub(super) port_info: QpPortAttrs,
     pub(super) gid: Option<(u32, Gid, Option<GidType>)>,
+    /// The GID's VLAN and prefix, sent in the native exchange.
+    pub(super) segment: Option<Segment>,
     pub(super) psn: u32,
     pub(super) max_rd_atomic: u8,
     pub(super) size: u32,
@@ -50,6 +52,7 @@ impl Side {
             rkey: self.mr.rkey(),
             addr: self.mr.addr() + u64::from(self.size),
             len: self.size,
+            segment: self.segment,
         }
     }
 
@@ -208,7 +211,7 @@ pub(super) fn open_side(
     let max_rd_atomic = rd_atom.min(init_rd_atom).clamp(1, 16) as u8;
     let pinned = 2 * u64::from(plan.size);
     if let Some(cause) =
-        failure::pin_check(pinned, format!("2 × the {}-byte message size", plan.size))
+        failure::pin_check(pinned, format!("2 × the {}-byte message size: one buffer this end sends from and one the peer's SENDs, WRITEs and READs use, so that neither overwrites the other (ibv_rc_pingpong uses one buffer for both: its -s needs half)", plan.size))
     {
         let mut f = Failure::new(Step::Mr, cause, FailureContext::default());
         f.context.device = vctx.name().to_string();
@@ -242,6 +245,8 @@ pub(super) fn open_side(
         ctx: vctx,
         port,
         port_info,
+        segment: gid_index
+            .and_then(|i| crate::gather::failure::gid_segment(&ctx.sysfs, device, port, i)),
         gid,
         psn: random_psn(),
         max_rd_atomic,
@@ -304,6 +309,7 @@ pub(super) fn choose_for_client(
     };
     let (g, t) = side.ctx.query_gid(side.port, i)?;
     side.gid = Some((i, g, t));
+    side.segment = crate::gather::failure::gid_segment(&ctx.sysfs, side.ctx.name(), side.port, i);
     announce(ctx, &choice);
     report.gid_index = Some(i);
     report.gid_selection = Some(choice);

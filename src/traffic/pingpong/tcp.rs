@@ -1,7 +1,5 @@
 //! The TCP-exchange session: a client, a server for one run, or a `--persist` server.
 
-use std::net::IpAddr;
-
 use super::compat::{serve_rc_pingpong, stock_server};
 use super::follow::follow_client;
 use super::native::native_run;
@@ -26,9 +24,9 @@ pub fn run(ctx: &Ctx, args: &PingpongArgs, show: &mut Show) -> Result<u8> {
     // name, the device and port, and (server) the TCP port.
     let peer = match args.server.as_deref() {
         Some(host) => {
-            let ip = failure::resolve_peer(host, args.tcp_port)?;
-            failure::refuse_special_peer(ip)?;
-            Some(ip)
+            let addr = failure::tcp_peer(host, args.tcp_port)?;
+            failure::refuse_special_tcp_peer(addr.ip())?;
+            Some(addr)
         }
         None => None,
     };
@@ -46,7 +44,7 @@ pub fn run(ctx: &Ctx, args: &PingpongArgs, show: &mut Show) -> Result<u8> {
                     show,
                     report,
                     Some(f),
-                    peer,
+                    None,
                     None,
                     plan.ops.send,
                     None,
@@ -58,7 +56,7 @@ pub fn run(ctx: &Ctx, args: &PingpongArgs, show: &mut Show) -> Result<u8> {
     match (listener, peer) {
         (Some(l), _) if args.persist => serve_persistently(ctx, show, args, &plan, &device, &l),
         (Some(l), _) => one_run(ctx, show, args, &plan, &device, Role::Server(&l)),
-        (None, Some(ip)) => one_run(ctx, show, args, &plan, &device, Role::Client(ip)),
+        (None, Some(addr)) => one_run(ctx, show, args, &plan, &device, Role::Client(addr)),
         (None, None) => unreachable!("a run without a peer listens"),
     }
 }
@@ -121,8 +119,10 @@ pub(super) fn one_run(
     role: Role,
 ) -> Result<u8> {
     let mut report = new_report(args, plan, device);
+    // The exchange's address, not the RoCE peer's: a loopback one says nothing about where
+    // the GIDs lead, so neither `-g auto` nor the explanation starts from it.
     let peer = match role {
-        Role::Client(ip) => Some(ip),
+        Role::Client(addr) => Some(addr.ip().to_canonical()).filter(|ip| !ip.is_loopback()),
         Role::Server(_) | Role::Accepted(_) => None,
     };
     let mut side = match open_side(ctx, args, plan, device, peer, &mut report) {
@@ -163,7 +163,7 @@ pub(super) fn one_run(
 /// A client knows its server's address; a server has bound its port before opening the
 /// device, so a busy port is found before anything else is done.
 pub(super) enum Role<'a> {
-    Client(IpAddr),
+    Client(std::net::SocketAddr),
     Server(&'a std::net::TcpListener),
     /// A `--persist` server's next client, already accepted.
     Accepted(Conn),
@@ -188,7 +188,7 @@ pub(super) fn drive(
 ) -> std::result::Result<(), Failure> {
     let is_client = matches!(role, Role::Client(_));
     let conn = conn_slot.insert(match role {
-        Role::Client(ip) => oob::connect(&ip.to_string(), args.tcp_port, plan.timeout)?,
+        Role::Client(addr) => oob::connect_addr(addr, plan.timeout)?,
         Role::Server(listener) => {
             output::note(&render::pingpong::waiting(
                 &listening_on(args, listener),

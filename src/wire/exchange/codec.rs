@@ -1,14 +1,22 @@
 use crate::model::device::{GidType, LinkLayer};
-use crate::model::failure::{Endpoint, Ops};
+use crate::model::failure::{Endpoint, Ops, Segment};
 use crate::model::gid::Gid;
 
 pub const NATIVE_MAGIC: [u8; 4] = *b"RDMX";
 
-/// Version 2 added the run's length (`--duration`), `--lat` and the server's "I follow".
-pub const NATIVE_VERSION: u8 = 2;
+/// Version 2 added the run's length (`--duration`), `--lat` and the server's "I follow";
+/// version 3 the GID's segment (its netdev's VLAN and its address's prefix length), so the
+/// ends can say "different VLAN" where the GIDs alone cannot.
+pub const NATIVE_VERSION: u8 = 3;
 
-/// Payload length of version 2.
-pub const NATIVE_LEN: usize = 68;
+/// Payload length of version 3.
+pub const NATIVE_LEN: usize = 71;
+
+/// The VLAN field when the segment is unknown (0 is untagged, 1..=4094 a VLAN ID).
+const SEGMENT_UNKNOWN: u16 = 0xffff;
+
+/// The prefix field when the GID's address was not found on its netdev.
+const PREFIX_UNKNOWN: u8 = 0xff;
 
 /// Larger announced lengths are refused before reading them.
 pub const NATIVE_MAX_LEN: usize = 1024;
@@ -163,6 +171,15 @@ pub fn encode_native(msg: &NativeMsg) -> Vec<u8> {
     out.extend_from_slice(&e.rkey.to_be_bytes());
     out.extend_from_slice(&e.addr.to_be_bytes());
     out.extend_from_slice(&e.len.to_be_bytes());
+    let (vlan, prefix) = match e.segment {
+        Some(seg) => (
+            seg.vlan.unwrap_or(0),
+            seg.prefix_len.unwrap_or(PREFIX_UNKNOWN),
+        ),
+        None => (SEGMENT_UNKNOWN, PREFIX_UNKNOWN),
+    };
+    out.extend_from_slice(&vlan.to_be_bytes());
+    out.push(prefix);
     out.push(msg.ops.bits());
     out.extend_from_slice(&msg.size.to_be_bytes());
     out.extend_from_slice(&msg.iters.to_be_bytes());
@@ -203,7 +220,7 @@ pub fn native_header(header: &[u8]) -> Result<usize, ParseError> {
     }
     if len != NATIVE_LEN {
         return Err(perr(format!(
-            "version 2 payload must be {NATIVE_LEN} bytes, the peer announced {len}"
+            "version {NATIVE_VERSION} payload must be {NATIVE_LEN} bytes, the peer announced {len}"
         )));
     }
     Ok(len)
@@ -250,6 +267,8 @@ pub fn decode_native_payload(payload: &[u8]) -> Result<NativeMsg, ParseError> {
     let rkey = c.u32();
     let addr = c.u64();
     let len = c.u32();
+    let vlan = c.u16();
+    let prefix = c.u8();
     let ops = c.u8();
     let size = c.u32();
     let iters = c.u32();
@@ -299,6 +318,16 @@ pub fn decode_native_payload(payload: &[u8]) -> Result<NativeMsg, ParseError> {
             "buffer of {len} bytes is smaller than the message size {size}"
         )));
     }
+    if vlan > 4094 && vlan != SEGMENT_UNKNOWN {
+        return Err(perr(format!("VLAN ID {vlan} is not 0 (untagged) to 4094")));
+    }
+    if prefix > 128 && prefix != PREFIX_UNKNOWN {
+        return Err(perr(format!("prefix length {prefix} is over 128")));
+    }
+    let segment = (vlan != SEGMENT_UNKNOWN).then_some(Segment {
+        vlan: (vlan != 0).then_some(vlan),
+        prefix_len: (prefix != PREFIX_UNKNOWN).then_some(prefix),
+    });
     let endpoint = Endpoint {
         lid,
         qpn,
@@ -311,6 +340,7 @@ pub fn decode_native_payload(payload: &[u8]) -> Result<NativeMsg, ParseError> {
         rkey,
         addr,
         len,
+        segment,
     };
     Ok(NativeMsg {
         endpoint,
@@ -462,6 +492,10 @@ pub(crate) mod tests {
                 rkey: 0x1234,
                 addr: 0x7f00_0000_1000,
                 len: 8192,
+                segment: Some(Segment {
+                    vlan: Some(10),
+                    prefix_len: Some(24),
+                }),
             },
             ops: Ops {
                 send: true,
@@ -490,6 +524,33 @@ pub(crate) mod tests {
             ..sample()
         };
         assert_eq!(parse_hello(&encode_native(&soak)), Ok(Hello::Native(soak)));
+        // The segment: untagged, unknown prefix, and not known at all each come back as sent.
+        for segment in [
+            Some(Segment {
+                vlan: None,
+                prefix_len: Some(24),
+            }),
+            Some(Segment {
+                vlan: Some(4094),
+                prefix_len: None,
+            }),
+            None,
+        ] {
+            let mut m = sample();
+            m.endpoint.segment = segment;
+            assert_eq!(parse_hello(&encode_native(&m)), Ok(Hello::Native(m)));
+        }
+        // A VLAN ID past 4094 (other than "unknown") or a prefix past 128 is refused.
+        let at = 8 + 2 + 4 + 4 + 16 + 4 + 2 + 4 + 4 + 8 + 4;
+        let mut vlan = encode_native(&sample());
+        vlan[at..at + 2].copy_from_slice(&4095u16.to_be_bytes());
+        assert!(parse_hello(&vlan).unwrap_err().0.contains("VLAN ID 4095"));
+        let mut prefix = encode_native(&sample());
+        prefix[at + 2] = 129;
+        assert!(parse_hello(&prefix)
+            .unwrap_err()
+            .0
+            .contains("prefix length 129"));
     }
 
     #[test]

@@ -1,5 +1,5 @@
 use std::io::{ErrorKind, Read, Write};
-use std::net::{IpAddr, Ipv6Addr, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
+use std::net::{IpAddr, Ipv6Addr, SocketAddr, TcpListener, TcpStream};
 use std::time::{Duration, Instant};
 
 use super::codec::{
@@ -56,24 +56,16 @@ fn io_cause(e: &std::io::Error, waited: Duration) -> Cause {
     }
 }
 
-/// Resolves and connects with a deadline over all resolved addresses.
-pub fn connect(host: &str, port: u16, timeout: Duration) -> Result<Conn, Failure> {
-    let shown = format!("{host}:{port}");
-    let addrs: Vec<SocketAddr> = (host, port)
-        .to_socket_addrs()
-        .map_err(|e| {
-            oob_failure(
-                Step::Connect,
-                Cause::Invalid {
-                    what: format!("cannot resolve '{host}': {e}"),
-                },
-                Some(shown.clone()),
-            )
-        })?
-        .collect();
+/// Connects to one address already resolved (a link-local one with its scope id), with a
+/// deadline.
+pub fn connect_addr(addr: SocketAddr, timeout: Duration) -> Result<Conn, Failure> {
+    connect_any(vec![addr], addr.to_string(), timeout)
+}
+
+fn connect_any(addrs: Vec<SocketAddr>, shown: String, timeout: Duration) -> Result<Conn, Failure> {
     let start = Instant::now();
     let mut last = Cause::Invalid {
-        what: format!("'{host}' resolved to no address"),
+        what: format!("'{shown}' resolved to no address"),
     };
     for addr in addrs {
         let left = timeout.saturating_sub(start.elapsed());
@@ -616,7 +608,11 @@ mod tests {
     fn pair() -> (Conn, Conn) {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
-        let client = connect("127.0.0.1", port, Duration::from_secs(2)).unwrap();
+        let client = connect_addr(
+            SocketAddr::from(([127, 0, 0, 1], port)),
+            Duration::from_secs(2),
+        )
+        .unwrap();
         let server = accept_one(&listener, Duration::from_secs(2)).unwrap();
         (client, server)
     }
@@ -690,9 +686,12 @@ mod tests {
             let l = TcpListener::bind("127.0.0.1:0").unwrap();
             l.local_addr().unwrap().port()
         };
-        let err = connect("127.0.0.1", port, Duration::from_secs(2))
-            .err()
-            .expect("nothing listens");
+        let err = connect_addr(
+            SocketAddr::from(([127, 0, 0, 1], port)),
+            Duration::from_secs(2),
+        )
+        .err()
+        .expect("nothing listens");
         assert_eq!(err.step, Step::Connect);
         assert_eq!(err.cause, Cause::errno(libc::ECONNREFUSED));
     }

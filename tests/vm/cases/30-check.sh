@@ -17,17 +17,37 @@ expect_out "the route check used the live kernel route" \
 expect_rc 0 "the other direction passes too" \
     "$RDMACTL" check -d rxe1 -g 1 --peer 192.168.77.1
 
-# The link-local index toward an IPv4 peer fails, says why, and names index 1.
-expect_rc 1 "check -g 0 toward an IPv4 peer fails" \
+# The link-local index toward an IPv4 address: --peer names the peer's address, not the
+# GID it will use, and `-g 0` on both ends of one L2 segment works (below, with the stock
+# tool). So a warning that says on what it depends and names index 1; no failure.
+expect_rc 0 "check -g 0 toward an on-link IPv4 address: a warning, not a failure" \
     "$RDMACTL" check -d rxe0 -g 0 --peer 192.168.77.2
-expect_out "-g 0 is explained as link-local against IPv4" \
-    'FAIL +gid-family +index 0 is link-local IPv6 but the peer 192\.168\.77\.2 is IPv4' \
+expect_out "-g 0: works only against a peer on its link-local GID" \
+    'warn +gid-family +index 0 is link-local IPv6 and the peer.s address 192\.168\.77\.2 is IPv4: this works only against a peer that also uses its link-local GID, on this L2 segment' \
+    one_line "$LAST_OUT"
+expect_out "-g 0: says what check cannot know" 'check cannot see which GID the peer will use' \
     cat "$LAST_OUT"
-expect_out "-g 0 names index 1" "fix: +use $IDX1" \
+expect_out "-g 0 names index 1" "fix: .*use $IDX1" \
     cat "$LAST_OUT"
-expect_out "-g 0: the kernel's CM would use index 1, and check fails on it" \
-    '^FAIL +kernel-choice +the kernel would use rxe0/1 GID index 1 .*you gave -g 0: index 0 is link-local' \
+expect_no_out "-g 0: no failure claimed (the false 'both GIDs must be the same family' FAIL)" \
+    '^FAIL' cat "$LAST_OUT"
+expect_out "-g 0: the kernel's CM would use index 1: a warning that keeps -g 0 for a link-local peer" \
+    '^warn +kernel-choice +the kernel would use rxe0/1 GID index 1 .*you gave -g 0: index 0 is link-local' \
     cat "$LAST_OUT"
+# The reference: link-local GIDs on both ends of one L2 segment carry a ping-pong, for the
+# stock tool and for rdmactl, whatever the TCP address's family.
+if command -v ibv_rc_pingpong >/dev/null; then
+    bg_server ll-stock ibv_rc_pingpong -d rxe0 -g 0 -p 19091 -n 20
+    wait_listen 19091 15
+    expect_rc 0 "stock: -g 0 on both ends over an IPv4 TCP address works" \
+        ibv_rc_pingpong -d rxe1 -g 0 -p 19091 -n 20 192.168.77.1
+    wait_pid_timeout "$BG_PID" 15 >/dev/null
+fi
+bg_server ll-rdmactl "$RDMACTL" pingpong -d rxe0 -g 0 -p 19092 -n 20
+wait_listen 19092 15
+expect_rc 0 "rdmactl: -g 0 on both ends over an IPv4 TCP address works" \
+    "$RDMACTL" pingpong -d rxe1 -g 0 -p 19092 -n 20 192.168.77.1
+wait_pid_timeout "$BG_PID" 15 >/dev/null
 
 # An empty slot: a GID index that does not exist exits 3, as pingpong -g 7 does.
 expect_rc 3 "check -g 7 exits 3 (no such GID)" "$RDMACTL" check -d rxe0 -g 7

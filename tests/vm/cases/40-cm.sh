@@ -39,16 +39,17 @@ expect_out "check --peer 192.168.77.2 -d rxe0: the kernel uses rxe0/1 GID index 
 expect_out "check --peer 192.168.77.2 -d rxe0: the evidence names the sgid" \
   'evidence: rdma_resolve_addr \+ rdma_resolve_route toward 192\.168\.77\.2 from 192\.168\.77\.1: rxe0/1, sgid 0000:0000:0000:0000:0000:ffff:c0a8:4d01' \
   cat "$LAST_OUT"
-expect_out "check --peer 192.168.77.2 -d rxe0 -g 0: fails, index 0 is link-local" \
-  '^FAIL +kernel-choice +the kernel would use rxe0/1 GID index 1 .*; you gave -g 0: index 0 is link-local' \
+expect_out "check --peer 192.168.77.2 -d rxe0 -g 0: warns, index 0 is link-local" \
+  '^warn +kernel-choice +the kernel would use rxe0/1 GID index 1 .*; you gave -g 0: index 0 is link-local' \
   $R check --peer 192.168.77.2 -d rxe0 -g 0
-expect_out "check --peer 192.168.77.2 -d rxe0 -g 0: the fix is -g 1" 'fix: +use -g 1 ' \
-  cat "$LAST_OUT"
+expect_out "check --peer 192.168.77.2 -d rxe0 -g 0: the fix is -g 1, or -g 0 on both ends" \
+  'fix: +use -g 1 to match what CM-based tools use; keep -g 0 only if the peer uses its link-local GID too' \
+  one_line "$LAST_OUT"
 expect_out "check --peer 192.168.77.2 -d rxe0 -g 1: agrees" '^ok +kernel-choice .*: the same index you gave \(-g 1\)' \
   $R check --peer 192.168.77.2 -d rxe0 -g 1
 $R -j check --peer 192.168.77.2 -d rxe0 -g 0 > "$RESULTS/check-json.txt"
-check "check --peer -j: kernel_choice.kernel.device rxe0, gid_index 1, agrees false; a kernel-choice failure" \
-  jqf '.kernel_choice.kernel.device == "rxe0" and .kernel_choice.kernel.gid_index == 1 and .kernel_choice.kernel.netdev == "veth0" and .kernel_choice.agrees == false and .kernel_choice.source == "192.168.77.1" and any(.findings[]; .code == "kernel-choice" and .severity == "fail")' "$RESULTS/check-json.txt"
+check "check --peer -j: kernel_choice.kernel.device rxe0, gid_index 1, agrees false; a kernel-choice warning" \
+  jqf '.kernel_choice.kernel.device == "rxe0" and .kernel_choice.kernel.gid_index == 1 and .kernel_choice.kernel.netdev == "veth0" and .kernel_choice.agrees == false and .kernel_choice.source == "192.168.77.1" and any(.findings[]; .code == "kernel-choice" and .severity == "warn")' "$RESULTS/check-json.txt"
 # From rxe1 the same question resolves on rxe1 (source 192.168.77.2).
 expect_out "check --peer 192.168.77.1 -d rxe1: the kernel uses rxe1/1 GID index 1" \
   '^ok +kernel-choice +the kernel would use rxe1/1 GID index 1 .* toward 192\.168\.77\.1 from 192\.168\.77\.2' \
