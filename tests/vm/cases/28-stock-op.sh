@@ -118,3 +118,32 @@ check "the first client's run was not disturbed: exits 0 (got $?)" test $? -eq 0
 wait_pid_timeout "$srv" 30
 check "the busy server exits 0 after the first client's run (got $?)" test $? -eq 0
 expect_out "the first client measured WRITE" '^write +[0-9]+ iters in' cat "$RESULTS/first-client.out"
+
+# --- the same with --persist: busy while it serves one client, free again afterwards
+next_port
+bg_start persist-server "$RDMACTL" pingpong -d rxe0 -g 1 -p "$port" --persist
+srv=$BG_PID
+check "--persist server listens" wait_listen "$port" 15
+bg_start persist-first "$RDMACTL" pingpong -d rxe1 -g 1 -p "$port" --duration 10 --op write "$SERVER_IP"
+first=$BG_PID
+check "--persist: the server took the first client" wait_line "$RESULTS/persist-server.err" 'following the client' 20 "$srv"
+start=$SECONDS
+expect_rc 1 "--persist, second rdmactl client: exits 1" \
+    timeout 30 "$RDMACTL" pingpong -d rxe1 -g 1 -p "$port" --timeout 5 "$SERVER_IP"
+took=$((SECONDS - start))
+cp "$LAST_OUT" "$RESULTS/persist-second.all"
+check "--persist, second rdmactl client: told within --timeout (took $took s)" test "$took" -le "$LIMIT"
+expect_out "--persist, second rdmactl client: the server is busy with a client from its address" \
+    'why: +the server found the cause: the server is busy with a client from 192\.168\.77\.[12]:[0-9]+' \
+    cat "$RESULTS/persist-second.all"
+expect_no_out "--persist, second rdmactl client: no false cause" \
+    'stuck or gone|not rdmactl|no answer|panicked' cat "$RESULTS/persist-second.all"
+wait_pid_timeout "$first" 60
+check "--persist: the first client's run was not disturbed: exits 0 (got $?)" test $? -eq 0
+expect_rc 0 "--persist: once free, the next client is served" \
+    timeout 30 "$RDMACTL" pingpong -d rxe1 -g 1 -p "$port" -n 20 --timeout 5 "$SERVER_IP"
+kill -INT "$srv"
+wait_pid_timeout "$srv" 15
+check "--persist: the server ends on SIGINT between clients (got $?)" test $? -eq 130
+expect_no_out "--persist: the server explained no failure (the busy answer is not one of its runs)" \
+    'why:|panicked' cat "$RESULTS/persist-server.err"
