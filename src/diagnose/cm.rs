@@ -369,7 +369,8 @@ fn rule(err: &Failure, facts: &Facts) -> Diagnostic {
             | Cause::Mismatch { .. }
             | Cause::WouldPin { .. }
             | Cause::Interrupted { .. }
-            | Cause::PeerReported { .. },
+            | Cause::PeerReported { .. }
+            | Cause::StockPeerSendOnly { .. },
             _,
         ) => {
             datapath::explain(err, facts)

@@ -223,6 +223,10 @@ pub enum Cause {
     Interrupted { signal: i32 },
     /// The peer found the cause on its side and said so over the out-of-band connection.
     PeerReported { notice: Box<PeerNotice> },
+    /// Refused at the exchange: the peer speaks ibv_rc_pingpong's exchange (a stock tool,
+    /// which does SEND only) and this end was asked for `ops` (bits as `Ops::bits`), which
+    /// include WRITE or READ. `peer` is the peer's role, "client" or "server".
+    StockPeerSendOnly { ops: u8, peer: &'static str },
     /// Every work request completed, yet the bytes differ from what was sent.
     Corrupted {
         op: &'static str,
@@ -418,6 +422,11 @@ impl fmt::Display for Cause {
             Cause::PeerReported { notice } => {
                 write!(f, "the {} failed: {}", notice.role, notice.message)
             }
+            Cause::StockPeerSendOnly { ops, peer } => write!(
+                f,
+                "--op {}: the {peer} speaks ibv_rc_pingpong's exchange (a stock ibv_rc_pingpong), which does SEND only",
+                ops_name(*ops)
+            ),
             Cause::Corrupted { op, offset, len } => {
                 write!(
                     f,

@@ -138,6 +138,17 @@ pub(super) fn oob_exchange(b: Builder, cause: &Cause) -> Diagnostic {
     }
 }
 
+/// What a server running one client's test tells another rdmactl client that connects
+/// (`client`: the address of the one it serves): the second client reads it as its
+/// server's notice, so it names the true cause at once instead of waiting for an answer.
+pub fn server_busy(client: &str) -> Diagnostic {
+    Diagnostic::explanation(
+        codes::SERVER_BUSY,
+        format!("the server is busy with a client from {client}: it runs one client's test at a time"),
+        "wait for that run to end and run this client again, or start a second server on another -p",
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use crate::diagnose::datapath::explain;
@@ -178,5 +189,18 @@ mod tests {
             x.evidence.iter().any(|e| e.contains("/proc/4242/fd")),
             "{x:?}"
         );
+    }
+
+    /// The notice a busy server sends its extra clients names the client it serves.
+    #[test]
+    fn a_busy_server_names_its_client() {
+        let x = super::server_busy("192.168.77.2:41000");
+        assert_eq!(x.code, "server-busy");
+        assert!(
+            x.message
+                .starts_with("the server is busy with a client from 192.168.77.2:41000"),
+            "{x:?}"
+        );
+        assert!(x.fix_text().contains("another -p"), "{x:?}");
     }
 }

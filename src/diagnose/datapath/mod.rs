@@ -33,9 +33,10 @@ use crate::model::facts::{EndFacts, Facts};
 use crate::model::failure::{Cause, Failure, PinLimit, Step};
 
 use completion::{completion, poll_timeout};
+pub use exchange::server_busy;
 use exchange::{oob_connect, oob_exchange, port_in_use};
 use gid::{gid_slot, local_gid_words};
-use peers::compare;
+use peers::{compare, stock_send_only};
 use port::port_not_active;
 use resources::{device_access, device_gone, memlock, memory_short};
 use rtr::rtr_errno;
@@ -269,6 +270,7 @@ pub fn explain(failure: &Failure, ctx: &Facts) -> Diagnostic {
         (Step::Exchange, cause) => oob_exchange(b, cause),
         (Step::Verify, _) => data_mismatch(b),
         (Step::Semantics, _) => semantics_broken(failure),
+        (_, Cause::StockPeerSendOnly { ops, peer }) => stock_send_only(*ops, peer),
         (Step::Compare, _) => compare(b),
         _ => generic(b),
     }

@@ -225,6 +225,46 @@ impl ZeroGid for Option<Gid> {
     }
 }
 
+/// The peer is a stock ibv_rc_pingpong and this end was asked for WRITE or READ: its
+/// exchange carries no operation, buffer address or rkey, and it does SEND only. The run
+/// was refused at the handshake (see `compat.rs` for why not a fall back to SEND), and the
+/// connection closed, which is what makes the stock tool exit.
+pub(super) fn stock_send_only(ops: u8, peer: &str) -> Diagnostic {
+    let op = crate::model::failure::ops_name(ops);
+    let summary = format!(
+        "the {peer} is a stock ibv_rc_pingpong, which only does SEND; --op {op} needs an rdmactl {peer}"
+    );
+    let (left, fix) = if peer == "client" {
+        (
+            "this end closed the connection before answering, which makes the stock client exit (it prints \"Couldn't read/write remote address\")",
+            format!(
+                "start the client as `rdmactl pingpong --op {op} SERVER`, or measure SEND against ibv_rc_pingpong: start this server with --op send or without --op"
+            ),
+        )
+    } else {
+        (
+            "this end closed the connection before sending \"done\", which makes the stock server exit (it prints \"Couldn't send/recv local address\")",
+            format!(
+                "start the server as `rdmactl pingpong` (without --op it takes the client's --op {op}), or measure SEND against ibv_rc_pingpong: --op send or no --op"
+            ),
+        )
+    };
+    let evidence = vec![
+        Seen::new(
+            Source::Peer,
+            format!(
+                "the {peer} answered in ibv_rc_pingpong's exchange (LID:QPN:PSN:GID), which carries no operation, buffer address or rkey"
+            ),
+        ),
+        Seen::new(Source::Local, format!("--op {op} asked here")),
+        Seen::new(Source::Failure, left),
+    ];
+    Diagnostic {
+        evidence,
+        ..Diagnostic::explanation(codes::STOCK_PEER_SEND_ONLY, summary, fix)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -318,5 +358,60 @@ mod tests {
                 .any(|f| f.code == "mtu-differs" && f.message.contains("1024")),
             "{f:?}"
         );
+    }
+
+    /// Issue 36: a stock ibv_rc_pingpong peer and --op write: the peer's role and the op
+    /// in one line, the close that ends the stock tool, and a fix that fits the role.
+    #[test]
+    fn a_stock_peer_asked_for_write_is_named_with_its_role() {
+        use crate::diagnose::datapath::explain;
+        use crate::diagnose::datapath::tests::rxe_ctx;
+        use crate::model::failure::{Failure, Step};
+        let facts = rxe_ctx(Some(1), "::ffff:192.168.77.2");
+        let failure = |ops, peer| {
+            Failure::new(
+                Step::Compare,
+                Cause::StockPeerSendOnly { ops, peer },
+                Default::default(),
+            )
+        };
+        let x = explain(&failure(2, "client"), &facts);
+        assert_eq!(x.code, "stock-peer-send-only");
+        assert_eq!(
+            x.message,
+            "the client is a stock ibv_rc_pingpong, which only does SEND; --op write needs an rdmactl client"
+        );
+        assert!(
+            x.evidence
+                .iter()
+                .any(|e| e.contains("--op write asked here")),
+            "{x:?}"
+        );
+        assert!(
+            x.evidence
+                .iter()
+                .any(|e| e.contains("makes the stock client exit")),
+            "{x:?}"
+        );
+        assert!(
+            x.fix_text().contains("rdmactl pingpong --op write SERVER"),
+            "{x:?}"
+        );
+        assert_eq!(x.suggested_gid_index, None);
+        let x = explain(&failure(7, "server"), &facts);
+        assert!(
+            x.message
+                .starts_with("the server is a stock ibv_rc_pingpong")
+                && x.message.ends_with("--op all needs an rdmactl server"),
+            "{x:?}"
+        );
+        assert!(
+            x.evidence
+                .iter()
+                .any(|e| e.contains("before sending \"done\"")),
+            "{x:?}"
+        );
+        // Never a guess about the GID or a timeout: nothing was connected.
+        assert!(x.evidence.iter().all(|e| !e.contains("GID index")), "{x:?}");
     }
 }

@@ -22,18 +22,9 @@ pub(super) fn stock_server(
     conn: &mut Conn,
     dest: RcDest,
 ) -> std::result::Result<(), Failure> {
+    report.remote = Some(rc_endpoint(&dest));
+    refuse_for_stock(args, plan, side, "server")?;
     if args.compat.is_none() {
-        if let Some(op) = args.op.filter(|op| *op != Op::Send && *op != Op::All) {
-            return Err(side.fail(
-                Step::Compare,
-                Cause::Invalid {
-                    what: format!(
-                        "--op {}: the server is a stock ibv_rc_pingpong, which does SEND only; use --op send",
-                        format!("{op:?}").to_lowercase()
-                    ),
-                },
-            ));
-        }
         let Some(iters) = plan.length.iters.filter(|_| !plan.length.lat) else {
             return Err(side.fail(
                 Step::Compare,
@@ -47,7 +38,6 @@ pub(super) fn stock_server(
         }
     }
     conn.write_all(oob::RC_PINGPONG_DONE)?;
-    report.remote = Some(rc_endpoint(&dest));
     let mtu = compat_mtu(plan, side)?;
     report.path_mtu = Some(mtu);
     connect_rc(side, &dest, mtu, plan.qos)?;
@@ -63,6 +53,33 @@ pub(super) fn stock_server(
     report.ops.insert("send", r);
     report.counters = crate::traffic::counters::judge(side_delta(side), None, send_mix(sends));
     Ok(())
+}
+
+/// A stock ibv_rc_pingpong peer (`peer`: its role) does SEND/RECV only, and its exchange
+/// carries no operation, buffer address or rkey. When this end was given an --op with
+/// WRITE or READ in it (`write`, `read`, `all`), the run is refused here, at the handshake,
+/// rather than run as SEND: whoever typed `--op write` wants WRITE figures, and a SEND
+/// figure printed in their place (or under a note) is a figure of something else, which
+/// is how perftest behaves too (ib_write_bw never reports a SEND). Without --op (or with
+/// --op send, or --compat) the stock peer's SEND ping-pong runs, as it always did. The
+/// caller then closes the TCP connection without a word: a stock tool cannot read
+/// rdmactl's notice, and the close is what makes it exit instead of waiting forever.
+pub(super) fn refuse_for_stock(
+    args: &PingpongArgs,
+    plan: &Plan,
+    side: &Side,
+    peer: &'static str,
+) -> std::result::Result<(), Failure> {
+    match refused_ops(args, plan) {
+        Some(ops) => Err(side.fail(Step::Compare, Cause::StockPeerSendOnly { ops, peer })),
+        None => Ok(()),
+    }
+}
+
+/// The operations (`Ops::bits`) asked for that a stock peer cannot do, if any.
+fn refused_ops(args: &PingpongArgs, plan: &Plan) -> Option<u8> {
+    let asked = args.compat.is_none() && args.op.is_some_and(|op| op != Op::Send);
+    (asked && (plan.ops.write || plan.ops.read)).then(|| plan.ops.bits())
 }
 
 /// This end's counter changes since the stall watch started them.
@@ -157,6 +174,7 @@ pub(super) fn connect_rc(
 
 pub(super) fn serve_rc_pingpong(
     ctx: &Ctx,
+    args: &PingpongArgs,
     plan: &Plan,
     side: &mut Side,
     report: &mut PingpongReport,
@@ -164,6 +182,9 @@ pub(super) fn serve_rc_pingpong(
     dest: RcDest,
 ) -> std::result::Result<(), Failure> {
     report.remote = Some(rc_endpoint(&dest));
+    // Before RTR and before this end's answer: the stock client is still reading it, and
+    // the close that follows the refusal makes it exit at once.
+    refuse_for_stock(args, plan, side, "client")?;
     let mtu = compat_mtu(plan, side)?;
     report.path_mtu = Some(mtu);
     // ibv_rc_pingpong's server connects its QP before answering: the client sends right after.
@@ -182,4 +203,33 @@ pub(super) fn serve_rc_pingpong(
     let r = keep_partial(&mut report.ops, "send", &meter, r)?;
     report.ops.insert("send", r);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::refused_ops;
+
+    fn refused(argv: &[&str]) -> Option<u8> {
+        use clap::Parser;
+        let mut all = vec!["rdmactl", "pingpong", "-g", "1"];
+        all.extend_from_slice(argv);
+        let crate::cli::Command::Pingpong(args) = crate::cli::Cli::parse_from(all).command else {
+            panic!("not pingpong");
+        };
+        let plan = super::super::plan::plan(&args).unwrap();
+        refused_ops(&args, &plan)
+    }
+
+    /// Issue 36: what a stock peer cannot do is refused, on either end; no --op, --op send
+    /// and --compat run its SEND ping-pong as before.
+    #[test]
+    fn only_an_op_with_write_or_read_is_refused() {
+        assert_eq!(refused(&["--op", "write"]), Some(2));
+        assert_eq!(refused(&["--op", "read", "10.0.0.1"]), Some(4));
+        assert_eq!(refused(&["--op", "all"]), Some(7));
+        assert_eq!(refused(&[]), None);
+        assert_eq!(refused(&["10.0.0.1"]), None);
+        assert_eq!(refused(&["--op", "send"]), None);
+        assert_eq!(refused(&["--compat", "rc_pingpong"]), None);
+    }
 }

@@ -18,6 +18,7 @@
 //! `compat` the two exchanges' runs, `loops` the measured loops (the windowed one shared
 //! with `cm`), `stall` the look a wait takes when its completion does not come, `outcome` the explained end of a run, `report` what it reports.
 
+mod busy;
 pub mod cm;
 mod compat;
 mod follow;

@@ -50,6 +50,12 @@ const STALL_COUNTERS: &[&str] = &[
 /// Packets in, and out, by the names rxe and hardware give them.
 const RCVD_PACKETS: &[&str] = &["rcvd_pkts", "port_rcv_packets"];
 const SENT_PACKETS: &[&str] = &["sent_pkts", "port_xmit_packets"];
+/// RNR NAKs sent (a SEND came and no receive was posted here) and received (the peer had
+/// none), as rxe counts them. A SEND answered with one placed no byte and is sent again,
+/// forever with rnr_retry 7 (ibv_rc_pingpong's): the packets flow, yet no message is on
+/// its way. Counting them as flow once kept a server that had posted no receive waiting
+/// past --timeout for as long as the stock client resent (issue 36).
+const RNR_NAKS: &[&str] = &["send_rnr_err", "rcvd_rnr_err"];
 
 /// What a run keeps to look at a stall: the counters read at its start, this process's
 /// clock, and how far the loops got.
@@ -71,7 +77,7 @@ pub(super) struct StallWatch {
     pub(super) completed: u64,
     pub(super) received: u64,
     /// Packets counted at the last look while waiting, and when.
-    packets_seen: Option<(u64, u64, Instant)>,
+    packets_seen: Option<(Packets, Instant)>,
     message_needs: Option<Duration>,
     /// What the look found, for the rules.
     pub(super) found: Option<Stall>,
@@ -151,15 +157,22 @@ impl StallWatch {
             return Flow::Still;
         };
         let count = |names: &[&str]| names.iter().map(|n| delta.at_least(n)).sum::<u64>();
-        let (rcvd, sent) = (count(RCVD_PACKETS), count(SENT_PACKETS));
+        let seen = Packets {
+            rcvd: count(RCVD_PACKETS),
+            sent: count(SENT_PACKETS),
+            rnr_naks: count(RNR_NAKS),
+        };
         let now = Instant::now();
-        let Some((r0, s0, at)) = self.packets_seen.replace((rcvd, sent, now)) else {
+        let Some((before, at)) = self.packets_seen.replace((seen, now)) else {
             return Flow::FirstLook;
         };
-        let (dr, ds) = (rcvd.saturating_sub(r0), sent.saturating_sub(s0));
-        if dr == 0 || ds == 0 || waited >= timeout * MOVING_WAIT_LIMIT {
+        if !seen.moved_since(&before) || waited >= timeout * MOVING_WAIT_LIMIT {
             return Flow::Still;
         }
+        let (dr, ds) = (
+            seen.rcvd.saturating_sub(before.rcvd),
+            seen.sent.saturating_sub(before.sent),
+        );
         let secs = now.duration_since(at).as_secs_f64();
         if let (Some(mtu), true) = (self.path_mtu, secs > 0.0) {
             let bytes_per_s = dr.max(ds) as f64 * f64::from(mtu) / secs;
@@ -217,6 +230,22 @@ impl StallWatch {
             timeout_ms: timeout.as_millis() as u64,
             message_needs_ms: self.message_needs.map(|d| d.as_millis() as u64),
         }
+    }
+}
+
+/// The counters one look at a waiting end's port reads.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Packets {
+    rcvd: u64,
+    sent: u64,
+    rnr_naks: u64,
+}
+
+impl Packets {
+    /// A message is on its way: packets came in and went out since `before`, and none of
+    /// them was an RNR NAK (the resends an RNR NAK answers carry nothing that completes).
+    fn moved_since(&self, before: &Packets) -> bool {
+        self.rcvd > before.rcvd && self.sent > before.sent && self.rnr_naks == before.rnr_naks
     }
 }
 
@@ -295,4 +324,38 @@ pub(super) fn look(
     }
     watch.found = Some(stall);
     f
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Packets;
+
+    fn at(rcvd: u64, sent: u64, rnr_naks: u64) -> Packets {
+        Packets {
+            rcvd,
+            sent,
+            rnr_naks,
+        }
+    }
+
+    /// A large message on its way: packets both ways, no RNR NAK. The wait goes on.
+    #[test]
+    fn data_both_ways_is_a_message_on_its_way() {
+        assert!(at(900, 450, 0).moved_since(&at(100, 50, 0)));
+    }
+
+    /// Issue 36: a stock client's SENDs into a QP with no receive posted, each answered
+    /// with an RNR NAK and sent again forever: packets both ways, yet a stall.
+    #[test]
+    fn rnr_naks_both_ways_are_no_message_on_its_way() {
+        assert!(!at(900, 900, 800).moved_since(&at(100, 100, 0)));
+    }
+
+    /// Nothing in, or nothing out: a stall, as before.
+    #[test]
+    fn one_way_or_no_traffic_is_a_stall() {
+        assert!(!at(100, 900, 0).moved_since(&at(100, 50, 0)));
+        assert!(!at(900, 50, 0).moved_since(&at(100, 50, 0)));
+        assert!(!at(100, 50, 0).moved_since(&at(100, 50, 0)));
+    }
 }

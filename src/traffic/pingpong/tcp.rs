@@ -1,5 +1,6 @@
 //! The TCP-exchange session: a client, a server for one run, or a `--persist` server.
 
+use super::busy::answer_while_busy;
 use super::compat::{serve_rc_pingpong, stock_server};
 use super::follow::follow_client;
 use super::native::native_run;
@@ -98,6 +99,7 @@ pub(super) fn serve_persistently(
                 );
             }
         };
+        let _busy = answer_while_busy(listener, conn.peer);
         match one_run(ctx, show, args, plan, device, Role::Accepted(conn)) {
             Ok(_) | Err(Error::Reported(_)) => {}
             Err(Error::Explained(x)) => output::note(&render::pingpong::client_failed(&x)),
@@ -187,6 +189,8 @@ pub(super) fn drive(
     conn_slot: &mut Option<Conn>,
 ) -> std::result::Result<(), Failure> {
     let is_client = matches!(role, Role::Client(_));
+    // Other clients are answered that this server is busy until this run ends.
+    let mut _busy = None;
     let conn = conn_slot.insert(match role {
         Role::Client(addr) => oob::connect_addr(addr, plan.timeout)?,
         Role::Server(listener) => {
@@ -195,7 +199,9 @@ pub(super) fn drive(
                 false,
             ));
             // One client per run: the listener closes when the run ends.
-            oob::accept_one(listener, plan.timeout)?
+            let conn = oob::accept_one(listener, plan.timeout)?;
+            _busy = answer_while_busy(listener, conn.peer);
+            conn
         }
         Role::Accepted(conn) => conn,
     });
@@ -219,7 +225,7 @@ pub(super) fn drive(
         let reply = conn.read_hello().map_err(|mut f| {
             if f.cause == Cause::PeerClosed {
                 f.context.note = Some(
-                    "the server closed the connection without answering (a stock ibv_rc_pingpong does when its RTR fails)".into(),
+                    "the server closed the connection without answering (a stock ibv_rc_pingpong does when its RTR fails, an rdmactl server busy with another client does to an ibv_rc_pingpong-format client)".into(),
                 );
             }
             f
@@ -265,7 +271,7 @@ pub(super) fn drive(
     match hello {
         Hello::RcPingpong(dest) => {
             report.exchange = "rc_pingpong";
-            serve_rc_pingpong(ctx, plan, side, report, conn, dest)
+            serve_rc_pingpong(ctx, args, plan, side, report, conn, dest)
         }
         // An rdmactl client: take up its offer, learn its parameters, take those this
         // server was not given, and tell it what this end will run.

@@ -163,6 +163,77 @@ pub fn accept_watching(listener: &TcpListener, timeout: Duration) -> Result<Opti
     }))
 }
 
+/// How long a busy server waits for an extra client's first message before it closes the
+/// connection anyway (an rdmactl client sends it right after its connect).
+const BUSY_HELLO_WAIT: Duration = Duration::from_secs(2);
+
+/// While a server runs one client's test, its listener stays open and every other client
+/// that connects is answered at once, by a thread, and closed: an rdmactl client (its first
+/// message is rdmactl's offer or native message) gets `notice`, which it reads as its
+/// server's failure notice and prints; a stock ibv_rc_pingpong client only sees the close
+/// (it could not read a notice, and would take one for a garbled address), which makes it
+/// exit. Without this the second client waited out its --timeout on the listen backlog
+/// and could only guess why. Dropping it stops the thread and leaves the listener as it was.
+pub struct BusyAnswer {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl BusyAnswer {
+    /// None when the listener cannot be shared with a thread (the run goes on without).
+    pub fn start(listener: &TcpListener, notice: PeerNotice) -> Option<BusyAnswer> {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let listener = listener.try_clone().ok()?;
+        listener.set_nonblocking(true).ok()?;
+        let stop = std::sync::Arc::new(AtomicBool::new(false));
+        let stopping = std::sync::Arc::clone(&stop);
+        let thread = std::thread::Builder::new()
+            .name("busy-answer".into())
+            .spawn(move || {
+                while !stopping.load(Ordering::Relaxed) {
+                    match listener.accept() {
+                        Ok((stream, peer)) => answer_busy(stream, peer, &notice),
+                        // Nobody waiting (or an error such as EMFILE, which passes): look
+                        // again soon, and for the stop.
+                        Err(_) => std::thread::sleep(Duration::from_millis(50)),
+                    }
+                }
+                let _ = listener.set_nonblocking(false);
+            })
+            .ok()?;
+        Some(BusyAnswer {
+            stop,
+            thread: Some(thread),
+        })
+    }
+}
+
+impl Drop for BusyAnswer {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// One extra client: its first message says whether it can read a notice.
+fn answer_busy(stream: TcpStream, peer: SocketAddr, notice: &PeerNotice) {
+    if stream.set_nonblocking(false).is_err() {
+        return;
+    }
+    let _ = stream.set_nodelay(true);
+    let mut conn = Conn {
+        stream,
+        peer,
+        timeout: BUSY_HELLO_WAIT,
+        peer_probe: None,
+    };
+    if let Ok(Hello::Native(_) | Hello::RdmactlOffer(_)) = conn.read_hello() {
+        conn.send_notice(notice);
+    }
+}
+
 impl Conn {
     fn fail(&self, cause: Cause) -> Failure {
         oob_failure(Step::Exchange, cause, Some(self.peer.to_string()))
@@ -694,5 +765,60 @@ mod tests {
         .expect("nothing listens");
         assert_eq!(err.step, Step::Connect);
         assert_eq!(err.cause, Cause::errno(libc::ECONNREFUSED));
+    }
+
+    fn busy_notice() -> PeerNotice {
+        PeerNotice {
+            role: "server".into(),
+            message: "busy with a client from 192.168.77.2:41000".into(),
+            code: crate::model::codes::SERVER_BUSY.clone(),
+            summary: "the server is busy with a client from 192.168.77.2:41000".into(),
+            evidence: Vec::new(),
+            fix: String::new(),
+            counters: None,
+        }
+    }
+
+    /// While a run goes on, a second rdmactl client gets the busy notice at once (not its
+    /// --timeout on the backlog); a client in ibv_rc_pingpong's format only the close.
+    #[test]
+    fn a_busy_server_answers_other_clients() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let busy = BusyAnswer::start(&listener, busy_notice()).expect("started");
+        let dest = RcDest {
+            lid: 0,
+            qpn: 0x11,
+            psn: 0x22,
+            gid: crate::model::gid::Gid::ZERO,
+        };
+        let started = Instant::now();
+        let mut rdmactl = connect_addr(
+            SocketAddr::from(([127, 0, 0, 1], port)),
+            Duration::from_secs(5),
+        )
+        .unwrap();
+        rdmactl.send_offer(&dest).unwrap();
+        let f = rdmactl.read_hello().unwrap_err();
+        let Cause::PeerReported { notice } = f.cause else {
+            panic!("{f:?}");
+        };
+        assert_eq!(notice.code, "server-busy");
+        assert!(started.elapsed() < Duration::from_secs(2));
+        let mut stock = connect_addr(
+            SocketAddr::from(([127, 0, 0, 1], port)),
+            Duration::from_secs(5),
+        )
+        .unwrap();
+        stock.send_rc(&dest).unwrap();
+        assert_eq!(stock.read_hello().unwrap_err().cause, Cause::PeerClosed);
+        drop(busy);
+        // Back to blocking accepts for the next run.
+        let _c = connect_addr(
+            SocketAddr::from(([127, 0, 0, 1], port)),
+            Duration::from_secs(2),
+        )
+        .unwrap();
+        accept_one(&listener, Duration::from_secs(2)).unwrap();
     }
 }

@@ -19,4 +19,4 @@ mod conn;
 
 pub use codec::{Hello, NativeMsg, RcDest, RC_PINGPONG_DONE};
 pub use compare::{compare, path_mtu};
-pub use conn::{accept_one, accept_watching, connect_addr, listen, Conn, ProbeAnswer};
+pub use conn::{accept_one, accept_watching, connect_addr, listen, BusyAnswer, Conn, ProbeAnswer};

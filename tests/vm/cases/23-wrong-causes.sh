@@ -31,7 +31,7 @@ if command -v ibv_rc_pingpong >/dev/null; then
     expect_rc 1 "stock server, --op write: refused" \
         "$RDMACTL" pingpong -d rxe1 -g 1 -p "$port" -n 20 --op write "$SERVER_IP"
     expect_out "stock server, --op write: says the server does SEND only" \
-        'stock ibv_rc_pingpong, which does SEND only; use --op send' cat "$LAST_OUT"
+        'the server is a stock ibv_rc_pingpong, which only does SEND; --op write needs an rdmactl server' cat "$LAST_OUT"
     wait_pid_timeout "$srv" 15 >/dev/null 2>&1
 else
     skip_here "ibv_rc_pingpong is not installed"
