@@ -214,6 +214,10 @@ pub struct RunCounters {
     pub scope: &'static str,
     pub local: Option<crate::model::counter::WireDelta>,
     pub peer: Option<crate::model::counter::WireDelta>,
+    /// Both ends ran on this one port (a same-host run without -d on either end): `local`
+    /// holds the whole run's packets once, and the peer's copy of them is left out.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub shared_port: bool,
     /// Packets resent per thousand sent over the ends read (docs/failures.md,
     /// `counters-retransmission`); None when no packet was counted as sent.
     #[serde(serialize_with = "crate::model::rounding::ser_opt_3dp")]

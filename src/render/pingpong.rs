@@ -225,6 +225,11 @@ fn latency(l: &Latency) -> String {
 pub fn counters(c: &RunCounters, style: Style) -> String {
     let ends = [("this end", &c.local), ("peer", &c.peer)];
     let mut out = String::from("counters (per port, so other traffic on the port counts too):\n");
+    if c.shared_port {
+        out.push_str(
+            "  both ends ran on this port: its counters are the whole run, counted once\n",
+        );
+    }
     for (who, d) in ends {
         let Some(d) = d else { continue };
         let moved: Vec<String> = d

@@ -92,6 +92,7 @@ pub fn judge(
     let local = local.as_ref().map(crate::model::counter::WireDelta::of);
     let peer = peer.as_ref().map(crate::model::counter::WireDelta::of);
     Some(RunCounters {
+        shared_port: false,
         scope: "port",
         resent_per_mille: local
             .as_ref()
@@ -101,6 +102,24 @@ pub fn judge(
         mix,
         findings,
     })
+}
+
+/// A run whose two ends shared one port: that port's counters, judged once (the peer's
+/// are the same packets counted again).
+pub fn judge_shared(
+    local: Option<crate::model::counter::PortDelta>,
+    mix: TrafficMix,
+) -> Option<RunCounters> {
+    let mut run = judge(local, None, mix)?;
+    run.shared_port = true;
+    for f in &mut run.findings {
+        f.evidence
+            .retain(|e| !e.text.starts_with("direction: unknown from one end"));
+        f.evidence.push(crate::model::diagnostic::Seen::gathered(
+            "both ends ran on this port: its counters hold both directions of the run, counted once, so which way a packet was lost is not known",
+        ));
+    }
+    Some(run)
 }
 
 /// A failed run's counters judged again with the peer's, which came with its notice.

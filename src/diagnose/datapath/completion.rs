@@ -41,10 +41,10 @@ pub(super) fn completion(b: Builder, status: u32) -> Diagnostic {
             }
             if let Some((summary, vev)) = vlan_mismatch(ctx) {
                 return b.done(
-                    codes::RETRY_EXCEEDED_VLAN,
+                    codes::VLAN_MISMATCH,
                     format!("the peer never acknowledged: {summary}"),
                     vev,
-                    "use GIDs whose netdevs are on the same VLAN at both ends (`rdmactl gids` shows each GID's netdev), or route between the two VLANs".into(),
+                    super::gid::VLAN_FIX.into(),
                     true,
                 );
             }

@@ -168,6 +168,9 @@ pub(super) fn gid_slot(b: Builder, errno: i32) -> Diagnostic {
     generic(b)
 }
 
+/// What to change when the two GIDs are a VLAN apart.
+pub(super) const VLAN_FIX: &str = "use GIDs whose netdevs are on the same VLAN at both ends (`rdmactl gids` shows each GID's netdev), or route between the two VLANs";
+
 /// The two GIDs' segments, when both ends sent them: in different VLANs with no router on
 /// the way to the peer, frames tagged for one VLAN never reach the other, whatever the GIDs
 /// say. The summary names both VLANs ("10 here, untagged there"), the evidence each end's

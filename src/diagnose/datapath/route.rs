@@ -164,6 +164,17 @@ pub(super) fn rtr_unreachable(b: Builder, errno: i32) -> Diagnostic {
             false,
         );
     }
+    // Both ends said where their GIDs sit: a VLAN apart, the ARP request never crosses.
+    if let Some((summary, vev)) = super::gid::vlan_mismatch(ctx) {
+        ev.extend(vev);
+        return b.done(
+            codes::VLAN_MISMATCH,
+            format!("the peer's MAC never resolves: {summary}"),
+            ev,
+            super::gid::VLAN_FIX.into(),
+            true,
+        );
+    }
     match route.neighbour_state.as_deref() {
         Some(s @ ("FAILED" | "INCOMPLETE")) => {
             let hop = route

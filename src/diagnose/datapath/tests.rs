@@ -173,17 +173,17 @@ fn a_vlan_mismatch_is_said_and_only_where_it_decides() {
     if let Some(r) = routed.route.as_mut() {
         r.gateway = Some("192.168.77.254".parse().unwrap());
     }
-    assert_ne!(explain(&failure, &routed).code, "retry-exceeded-vlan");
+    assert_ne!(explain(&failure, &routed).code, "vlan-mismatch");
     let mut same = vlan_ctx();
     if let Some(p) = same.peer.as_mut() {
         p.segment = same.local.segment;
     }
-    assert_ne!(explain(&failure, &same).code, "retry-exceeded-vlan");
+    assert_ne!(explain(&failure, &same).code, "vlan-mismatch");
     let mut unknown = vlan_ctx();
     if let Some(p) = unknown.peer.as_mut() {
         p.segment = None;
     }
-    assert_ne!(explain(&failure, &unknown).code, "retry-exceeded-vlan");
+    assert_ne!(explain(&failure, &unknown).code, "vlan-mismatch");
 }
 
 fn wc(status: u32) -> Cause {
@@ -655,12 +655,30 @@ fn cases() -> Vec<Case> {
             step: Step::Poll,
             failure: wc(WC_RETRY_EXC_ERR),
             ctx: vlan_ctx(),
-            code: "retry-exceeded-vlan",
+            code: "vlan-mismatch",
             says: &[
                 "different VLAN (10 here, untagged there)",
                 "this end's GID 192.168.77.1/24 on veth0: VLAN 10",
                 "the peer's GID 192.168.77.2/24: untagged",
                 "share a subnet across two VLANs",
+            ],
+            suggested: Some(1),
+        },
+        Case {
+            name: "RTR ETIMEDOUT, a VLAN GID against an untagged one",
+            step: Step::Rtr,
+            failure: Cause::errno(libc::ETIMEDOUT),
+            ctx: {
+                let mut c = vlan_ctx();
+                if let Some(r) = c.route.as_mut() {
+                    r.neighbour_state = Some("INCOMPLETE".into());
+                }
+                c
+            },
+            code: "vlan-mismatch",
+            says: &[
+                "the peer's MAC never resolves: different VLAN (10 here, untagged there)",
+                "the peer's GID 192.168.77.2/24: untagged",
             ],
             suggested: Some(1),
         },

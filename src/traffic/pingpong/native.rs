@@ -80,7 +80,14 @@ pub(super) fn native_run(
             .as_ref(),
     )?;
     let peer = conn.read_counters().map(|w| w.to_delta());
-    report.counters = crate::traffic::counters::judge(local, peer, mix);
+    // Both ends on one port (`-g 1` with no -d on both ends of a same-host run): the
+    // peer's GID is in this port's own table, and its counters are this port's again.
+    let shared = side.shares_port_with(&report.remote);
+    report.counters = if shared {
+        crate::traffic::counters::judge_shared(local, mix)
+    } else {
+        crate::traffic::counters::judge(local, peer, mix)
+    };
     crate::traffic::counters::add_qos(
         &mut report.counters,
         side.stall.counters.as_ref(),

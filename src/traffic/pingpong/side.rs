@@ -56,6 +56,19 @@ impl Side {
         }
     }
 
+    /// The peer's GID is one of this port's own: both ends run on this port.
+    pub(super) fn shares_port_with(&self, remote: &Option<Endpoint>) -> bool {
+        let Some(r) = remote.as_ref().filter(|r| !r.gid.is_zero()) else {
+            return false;
+        };
+        let name = self.ctx.name();
+        let tables = crate::gather::sysfs::SysfsRoot::new(&self.stall.sysfs)
+            .port(name, self.port)
+            .map(|p| p.gids)
+            .unwrap_or_default();
+        Some(r.gid) == self.gid.as_ref().map(|g| g.1) || tables.iter().any(|e| e.gid == r.gid)
+    }
+
     pub(super) fn target(&self) -> usize {
         self.size as usize
     }

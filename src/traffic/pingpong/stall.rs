@@ -60,7 +60,7 @@ const RNR_NAKS: &[&str] = &["send_rnr_err", "rcvd_rnr_err"];
 /// What a run keeps to look at a stall: the counters read at its start, this process's
 /// clock, and how far the loops got.
 pub(super) struct StallWatch {
-    sysfs: PathBuf,
+    pub(super) sysfs: PathBuf,
     /// Read before the traffic; the run's counters block is its delta too.
     pub(super) counters: Option<CounterWatch>,
     pub(super) role: &'static str,

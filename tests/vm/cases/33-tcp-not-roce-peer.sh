@@ -51,11 +51,13 @@ expect_rc 2 "check --peer 127.0.0.1: still refused (its address is the RDMA peer
 wait_gids
 ll0=$(ip -6 -o addr show dev veth0 scope link | awk '{print $4}' | cut -d/ -f1 | head -n1)
 check "veth0 has a link-local address ($ll0)" test -n "$ll0"
+# The reference: the stock client resolves the zone (getaddrinfo) and reaches a server that
+# listens on IPv6 (a stock server listens on IPv4 only, so rdmactl's serves here).
 if command -v ibv_rc_pingpong >/dev/null; then
     next_port
-    bg_server zone-stock ibv_rc_pingpong -d rxe0 -g 1 -p "$port" -n 20
+    bg_server zone-stock "$RDMACTL" pingpong -d rxe0 -g 1 -p "$port" -n 20
     wait_listen "$port" 15
-    expect_rc 0 "zone, stock on both ends: $ll0%veth1 works (the reference)" \
+    expect_rc 0 "zone, a stock client: $ll0%veth1 works (the reference)" \
         ibv_rc_pingpong -d rxe1 -g 1 -p "$port" -n 20 "$ll0%veth1"
     wait_pid_timeout "$BG_PID" 15 >/dev/null
 fi
@@ -91,6 +93,18 @@ expect_out "families: the server's fix names its IPv4 GID, index 1" \
 expect_no_out "families: the server does not suggest the index it already uses (0)" \
     'use GID index 0' cat "$RESULTS/fam-server.out" "$RESULTS/fam-server.err"
 
+# --- no -d on either end: both run on rxe0, whose counters are the run's, counted once
+next_port
+bg_server shared-server "$RDMACTL" pingpong -g 1 -p "$port" -n 50
+wait_listen "$port" 15
+"$RDMACTL" -j pingpong -g 1 -p "$port" -n 50 "$SERVER_IP" >"$RESULTS/shared.json" 2>"$RESULTS/shared.err"
+check "shared port: the run succeeds" jqf '.ok' "$RESULTS/shared.json"
+check "shared port: said, and the port's counters are not counted twice (no peer copy)" \
+    jqf '.counters.shared_port == true and .counters.peer == null and .counters.local.device == "rxe0"' "$RESULTS/shared.json"
+wait_pid_timeout "$BG_PID" 15 >/dev/null
+expect_out "shared port: the server's text says so" 'both ends ran on this port' \
+    cat "$RESULTS/shared-server.out"
+
 # --- rp_filter=1 on the peer's netdev, accept_local already 1: the fix changes rp_filter
 sysctl -qw net.ipv4.conf.veth1.rp_filter=1
 expect_rc 1 "rp_filter=1: check fails on the same-host ARP" \
@@ -105,4 +119,57 @@ expect_out "rp_filter=1: the consequence names both outcomes of a dropped ARP" \
 expect_out "rp_filter=1: doctor gives the same command" \
     'sysctl -w .*rp_filter=2' "$RDMACTL" doctor
 sysctl -qw net.ipv4.conf.veth1.rp_filter=0
+
+# --- rp_filter=1 on the server's netdev during a run: the client's packets never reach
+# rxe0. Both ends say which way they were lost (the server's own counters stood still:
+# 0 received, not unknown), and the fix changes rp_filter.
+sysctl -qw net.ipv4.conf.veth0.rp_filter=1
+next_port
+bg_start rp-server "$RDMACTL" pingpong -d rxe0 -g 1 -p "$port" -n 50 --timeout 10
+srv=$BG_PID
+wait_listen "$port" 15
+expect_rc 1 "rp_filter run: the client fails" \
+    "$RDMACTL" pingpong -d rxe1 -g 1 -p "$port" -n 50 --timeout 10 "$SERVER_IP"
+expect_out "rp_filter run: the client names veth0 dropping the packets" \
+    'why: +same-host test: veth0 drops the RoCE packets from veth1' cat "$LAST_OUT"
+expect_out "rp_filter run: the client's fix sets rp_filter" \
+    'fix: +sysctl -w .*net\.ipv4\.conf\.veth0\.rp_filter=2' cat "$LAST_OUT"
+expect_no_out "rp_filter run: the client's fix leaves accept_local (already 1)" 'accept_local=1' cat "$LAST_OUT"
+wait_pid_timeout "$srv" 30 >/dev/null
+expect_out "rp_filter run: the server names the direction from both ends' counts" \
+    'packets from rxe1 to rxe0 are being lost' cat "$RESULTS/rp-server.out"
+expect_out "rp_filter run: the server's evidence is the counts" \
+    'rxe1 sent [0-9]+ packets and rxe0 received 0' cat "$RESULTS/rp-server.out"
+expect_no_out "rp_filter run: the server does not say the counts match" \
+    'counts of the two ends match|no packet count to compare' cat "$RESULTS/rp-server.out"
+sysctl -qw net.ipv4.conf.veth0.rp_filter=0
+
+# --- a VLAN GID on one end, an untagged one on the other: the exchange carries each GID's
+# VLAN and prefix, and both ends say "different VLAN" instead of a list of guesses.
+ip link add link veth0 name veth0.10 type vlan id 10
+ip addr add 10.10.0.1/24 dev veth0.10
+ip link set veth0.10 up
+sysctl -qw net.ipv4.conf.veth0/10.accept_local=1 net.ipv4.conf.veth0/10.rp_filter=0
+wait_gids 15
+vi=$("$RDMACTL" -j gids -d rxe0 | jq -r '.[] | select(.gid | endswith("0a0a:0001")) | .index' | head -n1)
+check "VLAN: rxe0 has a GID for 10.10.0.1 on veth0.10 (index '$vi')" test -n "$vi"
+next_port
+bg_start vlan-server "$RDMACTL" pingpong -d rxe0 -g "$vi" -p "$port" -n 20 --timeout 10
+srv=$BG_PID
+wait_listen "$port" 15
+"$RDMACTL" -j pingpong -d rxe1 -g 1 -p "$port" -n 20 --timeout 10 "$SERVER_IP" \
+    >"$RESULTS/vlan-client.json" 2>"$RESULTS/vlan-client.err"
+check "VLAN: the exchange carried both segments (VLAN 10 /24 there, untagged /24 here)" \
+    jqf '.ok == false and .remote.segment.vlan == 10 and .remote.segment.prefix_len == 24
+         and .local.segment.vlan == null and .local.segment.prefix_len == 24' "$RESULTS/vlan-client.json"
+check "VLAN: the client's explanation is the VLAN" \
+    jqf '.failure.explanation.code == "vlan-mismatch"' "$RESULTS/vlan-client.json"
+wait_pid_timeout "$srv" 30 >/dev/null
+expect_out "VLAN: the server says different VLAN (10 here, untagged there)" \
+    'different VLAN \(10 here, untagged there\)' cat "$RESULTS/vlan-server.err"
+expect_out "VLAN: the server shows the peer's segment" \
+    "the peer's GID 192\.168\.77\.2/24: untagged" cat "$RESULTS/vlan-server.err"
+expect_no_out "VLAN: no list of guesses on the server (down, another segment, a firewall)" \
+    'the peer is down, on another segment or VLAN, or a firewall' cat "$RESULTS/vlan-server.err"
+ip link del veth0.10
 restore_net
