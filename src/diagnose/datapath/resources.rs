@@ -1,7 +1,9 @@
 //! Memory and device access: memlock, pinned memory, the device files, a device that is gone.
 
+use crate::diagnose::device_node;
 use crate::model::codes;
 use crate::model::diagnostic::{Diagnostic, Seen, Source};
+use crate::model::errno::errno_name;
 use crate::model::failure::Cause;
 
 use super::{generic, Builder};
@@ -74,34 +76,35 @@ pub(super) fn memory_short(b: Builder) -> Diagnostic {
     )
 }
 
+/// The uverbs node refused the open (or the registration): what its mode and owner say
+/// against this process's ids, worded by the one device-node rule.
 pub(super) fn device_access(b: Builder) -> Diagnostic {
+    let errno = match &b.failure.cause {
+        Cause::Errno { errno, .. } => Some(*errno),
+        _ => None,
+    };
     let node = b.ctx.device_node.clone().unwrap_or_default();
+    if let Some(r) = device_node::refusal(&node, errno) {
+        let seen = r
+            .evidence
+            .into_iter()
+            .map(|e| Seen::new(Source::DeviceNode, e))
+            .collect();
+        return b.done(codes::DEVICE_ACCESS, r.message, seen, r.fix, false);
+    }
+    // The node was not looked at (a captured tree, the peer's report): say only what the
+    // errno says, and how to look.
     let path = if node.path.is_empty() {
-        "/dev/infiniband/uverbsN".to_string()
+        "the device's /dev/infiniband/uverbsN node".to_string()
     } else {
         node.path.clone()
     };
-    let mut ev = Vec::new();
-    if !node.path.is_empty() {
-        ev.push(Seen::new(
-            Source::DeviceNode,
-            format!(
-                "{path}: {}",
-                if !node.exists {
-                    "missing"
-                } else if node.accessible {
-                    "accessible"
-                } else {
-                    "access denied"
-                }
-            ),
-        ));
-    }
+    let errno = errno.map(errno_name).unwrap_or("an error");
     b.done(
         codes::DEVICE_ACCESS,
-        format!("{path} cannot be opened read-write: the kernel creates it 0666, so a container's device cgroup or a udev rule is blocking it"),
-        ev,
-        format!("pass the device into the container (--device={path}, or the RDMA device plugin), or fix the udev rule"),
+        format!("{path} cannot be opened read-write ({errno}); its mode and owner were not read here, so what refused it is not known"),
+        vec![],
+        format!("compare `ls -l /dev/infiniband` with `id` for the user that runs it; the kernel creates uverbs nodes 0666"),
         false,
     )
 }
