@@ -145,16 +145,6 @@ pub fn kernel_gid_choice(
     }
 }
 
-/// The /dev/infiniband nodes librdmacm opens to answer for `device`: rdma_cm, then the
-/// device's uverbs node, as this process finds them (mode, owner, its own open).
-pub fn cm_nodes(sysfs: &Path, device: &str) -> Vec<crate::model::facts::DeviceNodeFacts> {
-    std::iter::once(crate::gather::devnode::node_facts(Path::new(
-        "/dev/infiniband/rdma_cm",
-    )))
-    .chain(crate::gather::devnode::uverbs_node(sysfs, device))
-    .collect()
-}
-
 /// What `--env` judges the variables against: the host's devices, every (device, port),
 /// and every netdev with its operstate, from the same sysfs root (so a captured tree is
 /// judged as its host).

@@ -17,6 +17,13 @@ pub fn uverbs_node(sysfs: &Path, device: &str) -> Option<DeviceNodeFacts> {
     Some(node_facts(&Path::new("/dev/infiniband").join(node)))
 }
 
+/// The nodes librdmacm opens to answer for `device`: rdma_cm, then the device's uverbs node.
+pub fn cm_nodes(sysfs: &Path, device: &str) -> Vec<DeviceNodeFacts> {
+    std::iter::once(node_facts(Path::new("/dev/infiniband/rdma_cm")))
+        .chain(uverbs_node(sysfs, device))
+        .collect()
+}
+
 /// One node: whether it exists, its stat, this process's open of it, who this process is,
 /// and the container markers around it.
 pub fn node_facts(path: &Path) -> DeviceNodeFacts {
