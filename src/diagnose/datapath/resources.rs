@@ -104,7 +104,7 @@ pub(super) fn device_access(b: Builder) -> Diagnostic {
         codes::DEVICE_ACCESS,
         format!("{path} cannot be opened read-write ({errno}); its mode and owner were not read here, so what refused it is not known"),
         vec![],
-        format!("compare `ls -l /dev/infiniband` with `id` for the user that runs it; the kernel creates uverbs nodes 0666"),
+        "compare `ls -l /dev/infiniband` with `id` for the user that runs it; the kernel creates uverbs nodes 0666".into(),
         false,
     )
 }
