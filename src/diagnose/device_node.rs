@@ -336,6 +336,62 @@ mod tests {
         );
     }
 
+    /// check's kernel choice with the CM failing (EPERM, as librdmacm passes on a node it
+    /// could not open) and rxe0's node refusing this process: the node is the finding, and
+    /// nothing blames the route.
+    #[test]
+    fn check_names_the_node_not_the_route() {
+        use crate::diagnose::kernel_choice::{judge, Checked};
+        use crate::model::diagnostic::Severity;
+        use crate::model::failure::{Cause, Failure, Step};
+        let checked = Checked {
+            device: "rxe0",
+            port: 1,
+            index: Some(1),
+            auto: false,
+            gids: &[],
+            port_netdev: Some("veth0"),
+        };
+        let cm = DeviceNodeFacts {
+            path: "/dev/infiniband/rdma_cm".into(),
+            exists: true,
+            accessible: true,
+            ..DeviceNodeFacts::default()
+        };
+        let uverbs = node(0, (0, "root"), (0, "root"), Some(libc::EACCES));
+        let peer = "192.168.77.2".parse().unwrap();
+        let failed = || {
+            Err(Failure::toward(
+                Step::CmResolveAddr,
+                Cause::call("rdma_resolve_addr", libc::EPERM),
+                Some("192.168.77.2:0".into()),
+            ))
+        };
+        let (f, choice) = judge(peer, &checked, None, None, &[cm, uverbs], |_, _| failed());
+        assert_eq!(f.severity, Severity::Fail);
+        assert!(choice.kernel.is_none());
+        let text = format!(
+            "{} | {} | {}",
+            f.message,
+            f.evidence.join(" | "),
+            f.fix.clone().unwrap_or_default()
+        );
+        for want in [
+            "/dev/infiniband/uverbs0 is mode 0000 owner root:root",
+            "uid 1000 (alice)",
+            "EACCES",
+            "chmod 0666 /dev/infiniband/uverbs0",
+        ] {
+            assert!(text.contains(want), "missing {want:?} in {text}");
+        }
+        for never in ["route", "cannot resolve", "cgroup"] {
+            assert!(!text.contains(never), "{never:?} in {text}");
+        }
+        // With every node open to this process the CM's own failure is judged as before.
+        let (f, _) = judge(peer, &checked, None, None, &[], |_, _| failed());
+        assert!(f.message.contains("cannot resolve a path"), "{}", f.message);
+    }
+
     /// Nothing to say about a node that opened or does not exist; unknown ids say unknown.
     #[test]
     fn no_refusal_without_a_failed_open() {

@@ -268,6 +268,14 @@ mod tests {
         assert!(at("kernel") < at("uverbs") && at("uverbs") < at("libibverbs"));
         assert!(at("libibverbs") < at("provider") && at("provider") < at("memlock"));
         assert_eq!(verdict_of(&found, "uverbs"), Some(Severity::Fail));
+        // libibverbs lists a device whose node refuses the open: the uverbs finding says the
+        // open fails, never that the device is skipped.
+        let uverbs = found.iter().find(|f| f.code.as_str() == "uverbs").unwrap();
+        assert!(
+            uverbs.message.contains("EACCES") && !uverbs.message.contains("skips"),
+            "{}",
+            uverbs.message
+        );
         assert_eq!(verdict_of(&found, "memlock"), Some(Severity::Ok));
 
         // ibv_get_device_list failing: said once, and no provider is judged.
