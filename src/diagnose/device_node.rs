@@ -137,9 +137,11 @@ pub fn refusal(node: &DeviceNodeFacts, errno: Option<i32>) -> Option<Refusal> {
         "open({path}, O_RDWR) failed with {}",
         errno_text(errno)
     ));
-    evidence.extend(node.container.iter().map(describe_marker));
+    // A container matters only where the mode does not explain the refusal.
+    let containers = node.container.iter().map(describe_marker);
     let name = errno_name(errno);
     let (Some(stat), Some(ids)) = (&node.stat, &node.process) else {
+        evidence.extend(containers);
         let unknown = match (&node.stat, &node.process) {
             (None, _) => "its mode and owner could not be read",
             _ => "this process's ids could not be read",
@@ -189,6 +191,7 @@ pub fn refusal(node: &DeviceNodeFacts, errno: Option<i32>) -> Option<Refusal> {
     }
     // The mode lets this process in, so the refusal came from elsewhere: say what can refuse
     // a permitted open, the container's device cgroup first when a container was seen.
+    evidence.extend(containers);
     let (others, fix) = if node.container.is_empty() {
         (
             "a device cgroup (a systemd unit's DevicePolicy=/DeviceAllow=), a POSIX ACL or an LSM (SELinux, AppArmor); no container marker was seen".to_string(),
@@ -257,7 +260,11 @@ mod tests {
     /// changes the mode; no route, no cgroup, no container.
     #[test]
     fn mode_0000_names_the_mode_owner_user_and_eacces() {
-        let r = refusal(&node(0, (0, "root"), (0, "root"), Some(libc::EACCES)), None).unwrap();
+        // Inside a container too: the mode explains the refusal, so the container is not
+        // mentioned.
+        let mut n = node(0, (0, "root"), (0, "root"), Some(libc::EACCES));
+        n.container = vec![Marker::DockerEnv];
+        let r = refusal(&n, None).unwrap();
         let text = all(&r);
         for want in [
             "/dev/infiniband/uverbs0 is mode 0000 owner root:root",
@@ -273,7 +280,7 @@ mod tests {
             "{}",
             r.fix
         );
-        for never in ["route", "cgroup", "container", "usermod"] {
+        for never in ["route", "cgroup", "container", "Docker", "usermod"] {
             assert!(!text.contains(never), "{never:?} in {text}");
         }
     }
