@@ -399,6 +399,40 @@ mod tests {
         assert!(f.message.contains("cannot resolve a path"), "{}", f.message);
     }
 
+    /// pingpong --cm: address resolution ends in ADDR_ERROR with EPERM because librdmacm
+    /// could not open the source's uverbs node; the node is explained, not the route.
+    #[test]
+    fn a_cm_failure_names_the_refused_node_not_the_route() {
+        use crate::model::facts::Facts;
+        use crate::model::failure::{Cause, EventKind, Failure, Step};
+        let failure = Failure::toward(
+            Step::CmResolveAddr,
+            Cause::cm_event(EventKind::AddrError, -libc::EPERM),
+            Some("192.168.77.2:18515".into()),
+        );
+        let facts = Facts {
+            device_node: Some(node(0, (0, "root"), (0, "root"), Some(libc::EACCES))),
+            evidence: vec!["ip route get 192.168.77.2: local (an address of this host)".into()],
+            ..Facts::default()
+        };
+        let x = crate::diagnose::explain(&failure, &facts);
+        assert_eq!(x.code.as_str(), "device-access");
+        assert!(
+            x.message
+                .contains("/dev/infiniband/uverbs0 is mode 0000 owner root:root"),
+            "{}",
+            x.message
+        );
+        let words = format!("{} {}", x.message, x.fix.clone().unwrap_or_default());
+        assert!(
+            !words.contains("route") && !words.contains("cgroup"),
+            "{words}"
+        );
+        // Without a refused node the CM rules judge it as before.
+        let plain = crate::diagnose::explain(&failure, &Facts::default());
+        assert_ne!(plain.code.as_str(), "device-access");
+    }
+
     /// Nothing to say about a node that opened or does not exist; unknown ids say unknown.
     #[test]
     fn no_refusal_without_a_failed_open() {

@@ -24,6 +24,31 @@ pub fn cm_nodes(sysfs: &Path, device: &str) -> Vec<DeviceNodeFacts> {
         .collect()
 }
 
+/// The nodes librdmacm opens for a CM id bound to `source`: rdma_cm, then the uverbs node of
+/// each device with a GID of that address (none when there is no source: the kernel picks
+/// the device, and which one is not known here).
+pub fn cm_nodes_for_source(sysfs: &Path, source: Option<std::net::IpAddr>) -> Vec<DeviceNodeFacts> {
+    let root = SysfsRoot::new(sysfs);
+    let gid = source.map(crate::model::gid::Gid::from_ip);
+    let devices: Vec<String> = root
+        .device_names()
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|d| {
+            gid.is_some_and(|gid| {
+                root.port_numbers(d)
+                    .unwrap_or_default()
+                    .into_iter()
+                    .filter_map(|p| root.port(d, p).ok())
+                    .any(|port| port.gids.iter().any(|e| e.gid == gid))
+            })
+        })
+        .collect();
+    std::iter::once(node_facts(Path::new("/dev/infiniband/rdma_cm")))
+        .chain(devices.iter().filter_map(|d| uverbs_node(sysfs, d)))
+        .collect()
+}
+
 /// One node: whether it exists, its stat, this process's open of it, who this process is,
 /// and the container markers around it.
 pub fn node_facts(path: &Path) -> DeviceNodeFacts {

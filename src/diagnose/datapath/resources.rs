@@ -1,9 +1,10 @@
 //! Memory and device access: memlock, pinned memory, the device files, a device that is gone.
 
 use crate::diagnose::device_node;
-use crate::model::codes;
+use crate::model::codes::{self, Code};
 use crate::model::diagnostic::{Diagnostic, Seen, Source};
 use crate::model::errno::errno_name;
+use crate::model::facts::DeviceNodeFacts;
 use crate::model::failure::Cause;
 
 use super::{generic, Builder};
@@ -76,6 +77,22 @@ pub(super) fn memory_short(b: Builder) -> Diagnostic {
     )
 }
 
+/// `device-access` for a node that refused this process, worded by the device-node rule:
+/// the open here (or the registration) and a CM that could not answer (librdmacm opens the
+/// node on the way) both say it from this one place.
+pub(crate) fn node_refused(
+    node: &DeviceNodeFacts,
+    errno: Option<i32>,
+) -> Option<(Code, String, Vec<Seen>, String)> {
+    let r = device_node::refusal(node, errno)?;
+    let seen = r
+        .evidence
+        .into_iter()
+        .map(|e| Seen::new(Source::DeviceNode, e))
+        .collect();
+    Some((codes::DEVICE_ACCESS, r.message, seen, r.fix))
+}
+
 /// The uverbs node refused the open (or the registration): what its mode and owner say
 /// against this process's ids, worded by the one device-node rule.
 pub(super) fn device_access(b: Builder) -> Diagnostic {
@@ -84,13 +101,8 @@ pub(super) fn device_access(b: Builder) -> Diagnostic {
         _ => None,
     };
     let node = b.ctx.device_node.clone().unwrap_or_default();
-    if let Some(r) = device_node::refusal(&node, errno) {
-        let seen = r
-            .evidence
-            .into_iter()
-            .map(|e| Seen::new(Source::DeviceNode, e))
-            .collect();
-        return b.done(codes::DEVICE_ACCESS, r.message, seen, r.fix, false);
+    if let Some((code, summary, seen, fix)) = node_refused(&node, errno) {
+        return b.done(code, summary, seen, fix, false);
     }
     // The node was not looked at (a captured tree, the peer's report): say only what the
     // errno says, and how to look.

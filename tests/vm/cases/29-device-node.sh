@@ -1,9 +1,11 @@
 # vm-timeout: 300
 # A device node this user may not open (issue 36, item 7): rxe0's uverbs node chmod 000,
-# then check, doctor, pingpong and selftest run as nobody. Each names the node's mode and
-# owner, the user it runs as, and EACCES; none blames the route, none says libibverbs skips
-# the device (it lists it), and none guesses a container's cgroup or a udev rule on a host
-# with no container. Then rdma_cm chmod 000 for check's kernel-choice path. The modes are
+# then check, doctor, pingpong (and pingpong --cm, where the CM passes the refusal on as
+# EPERM) and selftest run as nobody. Each names the node's mode and owner, the user it runs
+# as, and EACCES; none blames the route, none says libibverbs skips the device (it lists
+# it), and none guesses a container's cgroup or a udev rule where the mode explains the
+# refusal (the guest's root has a /.dockerenv: doctor's own container finding says so).
+# Then rdma_cm chmod 000 for check's kernel-choice path. The modes are
 # put back at the end.
 
 node=
@@ -65,6 +67,22 @@ expect_out "pingpong: seen the open's errno" \
     "seen: +open\\($qnode, O_RDWR\\) failed with EACCES" cat "$RESULTS/pingpong.txt"
 expect_out "pingpong: the fix changes the mode" "fix: +\`chmod 0666 $qnode\`" cat "$RESULTS/pingpong.txt"
 expect_no_out "pingpong: no cgroup, container or udev guess" "$GUESS" cat "$RESULTS/pingpong.txt"
+kill "$srv" 2>/dev/null
+wait_pid_timeout "$srv" 10 >/dev/null 2>&1
+
+# --- pingpong --cm: librdmacm opens the node on the way and the CM passes EPERM on
+# (RDMA_CM_EVENT_ADDR_ERROR): the node is named, not the route
+port=18530
+bg_server cmserver "$RDMACTL" pingpong --cm -d rxe1 -p "$port" -n 5
+srv=$BG_PID
+check "pingpong --cm server listens" wait_line "$RESULTS/cmserver.out" 'listening on' 15 "$srv"
+expect_rc 1 "pingpong --cm client as nobody fails" \
+    as_nobody "$RDMACTL" pingpong --cm -d rxe0 -p "$port" -n 5 192.168.77.2
+cp "$LAST_OUT" "$RESULTS/pingpong-cm.txt"
+expect_out "pingpong --cm: why names mode, owner, user and EACCES" \
+    "why: +$NODE0 .*open read-write fails with EACCES" cat "$RESULTS/pingpong-cm.txt"
+expect_no_out "pingpong --cm: no route blamed" 'could not map|fix: .*ip route get' cat "$RESULTS/pingpong-cm.txt"
+expect_no_out "pingpong --cm: no cgroup, container or udev guess" "$GUESS" cat "$RESULTS/pingpong-cm.txt"
 kill "$srv" 2>/dev/null
 wait_pid_timeout "$srv" 10 >/dev/null 2>&1
 
