@@ -169,7 +169,7 @@ pub fn uverbs_finding(device: &str, access: &NodeAccess) -> Diagnostic {
             .fix(r.fix)
         }
         NodeAccess::Usable { path } => finding(check.clone(), subject(), Severity::Ok, format!("{path} is readable and writable"))
-            .evidence(format!("access({path}, R_OK|W_OK) = 0")),
+            .evidence(format!("open({path}, O_RDWR) succeeded")),
     }
 }
 
