@@ -165,6 +165,7 @@ fn ask_kernel(
         checked,
         first_net.route.as_ref(),
         facts::scope_ifindex(scope),
+        &crate::gather::devnode::cm_nodes(&ctx.sysfs, checked.device),
         |scoped, source| facts::kernel_gid_choice(peer, scoped, source),
     );
     (finding, Some(choice))

@@ -214,6 +214,17 @@ fn rule(err: &Failure, facts: &Facts) -> Diagnostic {
         err.step,
         Step::CmResolveAddr | Step::CmResolveRoute | Step::CmConnect
     );
+    // A node librdmacm opens on the way (rdma_cm, the source's device's uverbs node) refused
+    // this process: the CM passes that on as its own errno (ADDR_ERROR with EPERM), and the
+    // route is not the cause.
+    if let (Some(node), true) = (&facts.device_node, finding_the_peer) {
+        if let Some((code, summary, evidence, fix)) = datapath::node_refused(node, None) {
+            return Diagnostic {
+                evidence,
+                ..Diagnostic::explanation(code, summary, fix)
+            };
+        }
+    }
     let source_netdev_down = facts.netdev.as_ref().filter(|n| !n.up).map(|n| &n.name);
     if let (Some(dev), true) = (source_netdev_down, finding_the_peer) {
         return why(

@@ -9,11 +9,12 @@ use std::net::{IpAddr, Ipv6Addr};
 
 use serde::Serialize;
 
+use crate::diagnose::device_node;
 use crate::diagnose::gidselect::{describe, is_link_local, Family};
 use crate::model::codes::{self, Code};
 use crate::model::device::{GidEntry, GidType};
 use crate::model::diagnostic::{Diagnostic, Seen, Severity};
-use crate::model::facts::Resolution;
+use crate::model::facts::{DeviceNodeFacts, Resolution};
 use crate::model::failure::Failure;
 
 /// What `check -j` reports under `kernel_choice`.
@@ -87,12 +88,15 @@ pub fn source_for(
 /// Ask the kernel through `ask` (live host only; the caller skips captured trees), unless
 /// the route or a missing scope already answers, and judge its answer. `ask` gets the
 /// link-local peer with its interface index when scoped, and the CM source address.
-/// Returns the finding and the JSON record.
+/// `nodes` are the /dev/infiniband nodes librdmacm opens on the way (rdma_cm, the checked
+/// device's uverbs node) as this process found them. Returns the finding and the JSON
+/// record.
 pub fn judge(
     peer: IpAddr,
     checked: &Checked,
     route: Option<&crate::model::facts::RouteFacts>,
     scope_ifindex: Option<u32>,
+    nodes: &[DeviceNodeFacts],
     ask: impl FnOnce(Option<(Ipv6Addr, u32)>, Option<IpAddr>) -> Result<Resolution, Failure>,
 ) -> (Diagnostic, KernelChoice) {
     let mut choice = KernelChoice {
@@ -125,7 +129,26 @@ pub fn judge(
         );
         return (f, choice);
     }
-    let finding = match ask(scoped, choice.source) {
+    let answer = ask(scoped, choice.source);
+    // A node the CM needs refuses this process: that is what stopped the answer, not the
+    // route (the CM passes the open's failure on under its own errno).
+    if let (Err(e), Some(r)) = (&answer, device_node::first_refusal(nodes)) {
+        let mut step = e.clone();
+        step.context.peer_addr = None;
+        let f = r.evidence.into_iter().fold(
+            Diagnostic::finding(
+                Severity::Fail,
+                CODE,
+                format!(
+                    "the kernel's GID choice could not be asked ({step}): {}",
+                    r.message
+                ),
+            ),
+            |f, e| f.evidence(e),
+        );
+        return (f.fix(r.fix), choice);
+    }
+    let finding = match answer {
         Ok(res) => {
             let f = compare(&res, checked, choice.source);
             choice.agrees = checked.index.zip(res.gid_index).map(|(a, b)| a == b);

@@ -6,6 +6,7 @@ pub mod check;
 pub mod cm;
 pub mod counters;
 pub mod datapath;
+pub mod device_node;
 pub mod doctor;
 pub mod env;
 pub mod expect;

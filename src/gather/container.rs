@@ -38,19 +38,7 @@ pub fn gather_at(
 ) -> ContainerFacts {
     let proc = root.join("proc");
     let cgroup = std::fs::read_to_string(proc.join("self/cgroup")).unwrap_or_default();
-    let mut markers = Vec::new();
-    if root.join(".dockerenv").exists() {
-        markers.push(Marker::DockerEnv);
-    }
-    if let Ok(text) = std::fs::read_to_string(root.join("run/.containerenv")) {
-        markers.push(Marker::ContainerEnv {
-            engine: container_engine(&text),
-        });
-    }
-    markers.extend(cgroup_marker(&cgroup));
-    if env.iter().any(|(k, _)| k == "KUBERNETES_SERVICE_HOST") {
-        markers.push(Marker::KubernetesEnv);
-    }
+    let markers = markers_at(root, &cgroup, env);
     let looked_at = vec![
         format!("{} absent", root.join(".dockerenv").display()),
         format!("{} absent", root.join("run/.containerenv").display()),
@@ -89,6 +77,33 @@ pub fn gather_at(
         env,
         netdevs: Vec::new(),
     }
+}
+
+/// The signs of a container under `root`: doctor's and the device-node rule's evidence.
+pub fn markers_at(root: &Path, cgroup: &str, env: &[(String, String)]) -> Vec<Marker> {
+    let mut markers = Vec::new();
+    if root.join(".dockerenv").exists() {
+        markers.push(Marker::DockerEnv);
+    }
+    if let Ok(text) = std::fs::read_to_string(root.join("run/.containerenv")) {
+        markers.push(Marker::ContainerEnv {
+            engine: container_engine(&text),
+        });
+    }
+    markers.extend(cgroup_marker(cgroup));
+    if env.iter().any(|(k, _)| k == "KUBERNETES_SERVICE_HOST") {
+        markers.push(Marker::KubernetesEnv);
+    }
+    markers
+}
+
+/// This process's container markers (root `/`, its own cgroup and environment).
+pub fn markers() -> Vec<Marker> {
+    let cgroup = std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
+    let kube: Vec<(String, String)> = std::env::var("KUBERNETES_SERVICE_HOST")
+        .map(|v| vec![("KUBERNETES_SERVICE_HOST".to_string(), v)])
+        .unwrap_or_default();
+    markers_at(Path::new("/"), &cgroup, &kube)
 }
 
 /// `engine="podman-4.3.1"` in /run/.containerenv (Podman writes it; CRI-O leaves it empty).

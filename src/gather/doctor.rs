@@ -183,9 +183,11 @@ fn node_access(device: &Device) -> NodeAccess {
     if !path.exists() {
         return NodeAccess::Missing { path: shown };
     }
-    match verbs::sys::access_read_write(&path) {
-        Ok(()) => NodeAccess::Usable { path: shown },
-        Err(errno) => NodeAccess::Denied { path: shown, errno },
+    let node = crate::gather::devnode::node_facts(&path);
+    if node.accessible {
+        NodeAccess::Usable { path: shown }
+    } else {
+        NodeAccess::Denied(Box::new(node))
     }
 }
 

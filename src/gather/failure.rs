@@ -272,19 +272,10 @@ pub fn facts(sysfs: &Path, known: &Known, failure: &Failure) -> Facts {
     }
 }
 
-/// `device`'s uverbs node under /dev/infiniband: whether it exists and this process may
-/// open it read-write. None when sysfs maps no node to the device.
+/// `device`'s uverbs node under /dev/infiniband as this process finds it (mode, owner, its
+/// own open, who it runs as). None when sysfs maps no node to the device.
 pub fn device_node_facts(sysfs: &Path, device: &str) -> Option<DeviceNodeFacts> {
-    let node = SysfsRoot::new(sysfs).uverbs_map().remove(device)?;
-    let path = Path::new("/dev/infiniband").join(node);
-    let exists = path.exists();
-    Some(DeviceNodeFacts {
-        path: path.display().to_string(),
-        exists,
-        accessible: exists && crate::gather::verbs::sys::access_read_write(&path).is_ok(),
-        driver: None,
-        provider: None,
-    })
+    crate::gather::devnode::uverbs_node(sysfs, device)
 }
 
 /// The segment of GID `index` of `device`/`port` (its netdev's VLAN and the prefix of its

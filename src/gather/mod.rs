@@ -5,6 +5,7 @@ pub mod baseline;
 pub mod check;
 pub mod container;
 pub mod devinfo;
+pub mod devnode;
 pub mod discover;
 pub mod doctor;
 pub mod endpoint;

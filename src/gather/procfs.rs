@@ -57,6 +57,26 @@ pub fn parse_effective_uid(status: &str) -> Option<u32> {
         .ok()
 }
 
+/// This process's effective uid and gid and its supplementary groups, from
+/// /proc/self/status: what the kernel checks a file's mode against.
+pub fn process_ids() -> Option<(u32, u32, Vec<u32>)> {
+    parse_process_ids(&std::fs::read_to_string(proc_root().join("self/status")).ok()?)
+}
+
+/// `Uid:`'s and `Gid:`'s second fields (effective) and `Groups:`'s list (empty when the
+/// process has none; a kernel always writes the line).
+pub fn parse_process_ids(status: &str) -> Option<(u32, u32, Vec<u32>)> {
+    let field = |key: &str| -> Option<&str> { status.lines().find_map(|l| l.strip_prefix(key)) };
+    let effective =
+        |key: &str| -> Option<u32> { field(key)?.split_whitespace().nth(1)?.parse().ok() };
+    let groups = field("Groups:")?
+        .split_whitespace()
+        .map(str::parse)
+        .collect::<Result<Vec<u32>, _>>()
+        .ok()?;
+    Some((effective("Uid:")?, effective("Gid:")?, groups))
+}
+
 /// `MemAvailable` of this host, in bytes; None when /proc/meminfo does not say.
 pub fn mem_available() -> Option<u64> {
     let meminfo = std::fs::read_to_string(proc_root().join("meminfo")).unwrap_or_default();
@@ -304,6 +324,16 @@ Max locked memory         16384                16384                bytes     \n
             Some(1000)
         );
         assert_eq!(parse_effective_uid("Gid:\t0\t0\t0\t0\n"), None);
+    }
+
+    #[test]
+    fn process_ids_are_the_effective_ones_and_the_groups() {
+        let status =
+            "Name:\tx\nUid:\t0\t1000\t1000\t1000\nGid:\t0\t100\t100\t100\nGroups:\t27 100 \n";
+        assert_eq!(parse_process_ids(status), Some((1000, 100, vec![27, 100])));
+        let none = "Uid:\t1000\t1000\t1000\t1000\nGid:\t1000\t1000\t1000\t1000\nGroups:\t\n";
+        assert_eq!(parse_process_ids(none), Some((1000, 1000, vec![])));
+        assert_eq!(parse_process_ids("Uid:\t0\t0\t0\t0\n"), None);
     }
 
     #[test]

@@ -105,10 +105,9 @@ pub enum NodeAccess {
     Missing {
         path: String,
     },
-    Denied {
-        path: String,
-        errno: i32,
-    },
+    /// It exists and this process's read-write open failed: the node as it was found (its
+    /// mode and owner, this process's ids, the errno).
+    Denied(Box<crate::model::facts::DeviceNodeFacts>),
     Usable {
         path: String,
     },

@@ -188,7 +188,9 @@ pub struct QpFacts {
     pub pkey_table_len: Option<u32>,
 }
 
-/// The uverbs node of the device.
+/// A `/dev/infiniband` node (the device's uverbs node, or rdma_cm) as this process found it:
+/// what the kernel checks an open against (the node's mode and owner, this process's ids)
+/// and what the open answered, so a rule can say which of them refused it.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
 pub struct DeviceNodeFacts {
     pub path: String,
@@ -198,6 +200,41 @@ pub struct DeviceNodeFacts {
     pub driver: Option<String>,
     /// The provider library libibverbs needs, e.g. libmlx5-rdmav34.so.
     pub provider: Option<String>,
+    /// stat(2) of the node; None when it was not read (missing, or not looked at).
+    pub stat: Option<NodeStat>,
+    /// The errno of this process's own open of the node, read-write; None when it opened
+    /// or was not tried.
+    pub open_errno: Option<i32>,
+    /// Who this process is; None when /proc/self/status did not say.
+    pub process: Option<ProcessIds>,
+    /// Signs of a container around this process (empty: none seen, or not looked for).
+    #[serde(skip)]
+    pub container: Vec<crate::model::container::Marker>,
+}
+
+/// A node's permission bits and owner, as stat(2) gives them, with the names
+/// /etc/passwd and /etc/group give the ids (None when they list none).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+pub struct NodeStat {
+    /// `st_mode & 0o7777`.
+    pub mode: u32,
+    pub uid: u32,
+    pub gid: u32,
+    pub owner: Option<String>,
+    pub group: Option<String>,
+}
+
+/// The ids the kernel checks a file's mode against: effective uid and gid, and the
+/// supplementary groups (/proc/self/status `Uid:`, `Gid:`, `Groups:`), with names where
+/// /etc/passwd and /etc/group have them.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+pub struct ProcessIds {
+    pub uid: u32,
+    pub gid: u32,
+    pub groups: Vec<u32>,
+    pub user: Option<String>,
+    /// Names of `gid` and `groups`, where /etc/group has them.
+    pub group_names: Vec<(u32, String)>,
 }
 
 /// Everything gathered about a failed run, for the rules: both ends, the netdev and the route

@@ -38,6 +38,7 @@ use exchange::{oob_connect, oob_exchange, port_in_use};
 use gid::{gid_slot, local_gid_words};
 use peers::{compare, stock_send_only};
 use port::port_not_active;
+pub(crate) use resources::node_refused;
 use resources::{device_access, device_gone, memlock, memory_short};
 use rtr::rtr_errno;
 use setup::{

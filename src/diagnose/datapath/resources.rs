@@ -1,7 +1,10 @@
 //! Memory and device access: memlock, pinned memory, the device files, a device that is gone.
 
-use crate::model::codes;
+use crate::diagnose::device_node;
+use crate::model::codes::{self, Code};
 use crate::model::diagnostic::{Diagnostic, Seen, Source};
+use crate::model::errno::errno_name;
+use crate::model::facts::DeviceNodeFacts;
 use crate::model::failure::Cause;
 
 use super::{generic, Builder};
@@ -74,34 +77,46 @@ pub(super) fn memory_short(b: Builder) -> Diagnostic {
     )
 }
 
+/// `device-access` for a node that refused this process, worded by the device-node rule:
+/// the open here (or the registration) and a CM that could not answer (librdmacm opens the
+/// node on the way) both say it from this one place.
+pub(crate) fn node_refused(
+    node: &DeviceNodeFacts,
+    errno: Option<i32>,
+) -> Option<(Code, String, Vec<Seen>, String)> {
+    let r = device_node::refusal(node, errno)?;
+    let seen = r
+        .evidence
+        .into_iter()
+        .map(|e| Seen::new(Source::DeviceNode, e))
+        .collect();
+    Some((codes::DEVICE_ACCESS, r.message, seen, r.fix))
+}
+
+/// The uverbs node refused the open (or the registration): what its mode and owner say
+/// against this process's ids, worded by the one device-node rule.
 pub(super) fn device_access(b: Builder) -> Diagnostic {
+    let errno = match &b.failure.cause {
+        Cause::Errno { errno, .. } => Some(*errno),
+        _ => None,
+    };
     let node = b.ctx.device_node.clone().unwrap_or_default();
+    if let Some((code, summary, seen, fix)) = node_refused(&node, errno) {
+        return b.done(code, summary, seen, fix, false);
+    }
+    // The node was not looked at (a captured tree, the peer's report): say only what the
+    // errno says, and how to look.
     let path = if node.path.is_empty() {
-        "/dev/infiniband/uverbsN".to_string()
+        "the device's /dev/infiniband/uverbsN node".to_string()
     } else {
         node.path.clone()
     };
-    let mut ev = Vec::new();
-    if !node.path.is_empty() {
-        ev.push(Seen::new(
-            Source::DeviceNode,
-            format!(
-                "{path}: {}",
-                if !node.exists {
-                    "missing"
-                } else if node.accessible {
-                    "accessible"
-                } else {
-                    "access denied"
-                }
-            ),
-        ));
-    }
+    let errno = errno.map(errno_name).unwrap_or("an error");
     b.done(
         codes::DEVICE_ACCESS,
-        format!("{path} cannot be opened read-write: the kernel creates it 0666, so a container's device cgroup or a udev rule is blocking it"),
-        ev,
-        format!("pass the device into the container (--device={path}, or the RDMA device plugin), or fix the udev rule"),
+        format!("{path} cannot be opened read-write ({errno}); its mode and owner were not read here, so what refused it is not known"),
+        vec![],
+        "compare `ls -l /dev/infiniband` with `id` for the user that runs it; the kernel creates uverbs nodes 0666".into(),
         false,
     )
 }

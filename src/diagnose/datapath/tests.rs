@@ -5,7 +5,9 @@ use crate::model::diagnostic::{Diagnostic, Seen, Source};
 use crate::model::errno::{
     WC_LOC_LEN_ERR, WC_LOC_QP_OP_ERR, WC_RETRY_EXC_ERR, WC_RNR_RETRY_EXC_ERR,
 };
-use crate::model::facts::{DeviceNodeFacts, MemlockFacts, NetdevFacts, QpFacts};
+use crate::model::facts::{
+    DeviceNodeFacts, MemlockFacts, NetdevFacts, NodeStat, ProcessIds, QpFacts,
+};
 use crate::model::facts::{EndFacts, Facts, RouteFacts};
 use crate::model::failure::{Cause, Failure, Segment, Step};
 use crate::model::gid::Gid;
@@ -328,6 +330,21 @@ fn cases() -> Vec<Case> {
         path: "/dev/infiniband/uverbs0".into(),
         exists: true,
         accessible: false,
+        stat: Some(NodeStat {
+            mode: 0,
+            uid: 0,
+            gid: 0,
+            owner: Some("root".into()),
+            group: Some("root".into()),
+        }),
+        open_errno: Some(libc::EACCES),
+        process: Some(ProcessIds {
+            uid: 65534,
+            gid: 65534,
+            groups: vec![],
+            user: Some("nobody".into()),
+            group_names: vec![(65534, "nogroup".into())],
+        }),
         ..DeviceNodeFacts::default()
     });
 
@@ -738,7 +755,12 @@ fn cases() -> Vec<Case> {
             failure: errno(libc::EACCES),
             ctx: eacces,
             code: "device-access",
-            says: &["/dev/infiniband/uverbs0", "cgroup"],
+            says: &[
+                "/dev/infiniband/uverbs0 is mode 0000 owner root:root",
+                "uid 65534 (nobody), gid 65534 (nogroup), groups none",
+                "EACCES",
+                "chmod 0666 /dev/infiniband/uverbs0",
+            ],
             suggested: None,
         },
         Case {

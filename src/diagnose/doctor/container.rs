@@ -5,6 +5,7 @@
 //! /etc/nccl.conf, and the NCCL/UCX variables as `check --env` reads them.
 
 use super::{finding, short_list};
+use crate::diagnose::device_node::describe_marker;
 use crate::diagnose::doctor::host::human_bytes;
 use crate::diagnose::env::{self, EnvTarget};
 use crate::diagnose::gidselect::{self, Want};
@@ -47,20 +48,6 @@ pub fn container_findings(facts: &DoctorFacts, c: &ContainerFacts) -> Vec<Diagno
     found
 }
 
-fn describe(marker: &Marker) -> String {
-    match marker {
-        Marker::DockerEnv => "/.dockerenv exists (Docker)".into(),
-        Marker::ContainerEnv { engine: Some(e) } => {
-            format!("/run/.containerenv exists (engine {e})")
-        }
-        Marker::ContainerEnv { engine: None } => {
-            "/run/.containerenv exists (Podman or CRI-O)".into()
-        }
-        Marker::Cgroup { runtime, path } => format!("cgroup path {path} ({runtime})"),
-        Marker::KubernetesEnv => "KUBERNETES_SERVICE_HOST is set (a Kubernetes pod)".into(),
-    }
-}
-
 /// Where doctor runs, with the marker that says so, or what was looked at.
 pub fn where_finding(c: &ContainerFacts) -> Diagnostic {
     if c.markers.is_empty() {
@@ -83,7 +70,9 @@ pub fn where_finding(c: &ContainerFacts) -> Diagnostic {
         Severity::Info,
         format!("running in {kind}: the checks below judge what it was given"),
     );
-    c.markers.iter().fold(f, |f, m| f.evidence(describe(m)))
+    c.markers
+        .iter()
+        .fold(f, |f, m| f.evidence(describe_marker(m)))
 }
 
 fn node_line(n: &DevNode) -> String {
@@ -131,9 +120,21 @@ pub fn nodes_finding(nodes: &[DevNode], markers: &[Marker]) -> Option<Diagnostic
             ),
         )));
     }
+    // A uverbs node that exists and refuses this process is the uverbs finding's: it sets
+    // the node's mode and owner against this process's ids. Said here too, it would be a
+    // second verdict on one cause (and libibverbs does list such a device: it only stats
+    // the node).
+    let bad: Vec<&DevNode> = bad
+        .into_iter()
+        .filter(|n| !(n.kind == NodeKind::Uverbs && matches!(n.state, NodeState::Denied(_))))
+        .collect();
+    if bad.is_empty() {
+        return None;
+    }
     let needed: Vec<&&DevNode> = bad.iter().filter(|n| n.kind != NodeKind::Umad).collect();
     let names: Vec<String> = bad.iter().map(|n| n.path.clone()).collect();
     let mut effects = Vec::new();
+    // libibverbs stats each device's node and leaves out a device whose node is missing.
     let skipped: Vec<String> = needed
         .iter()
         .filter(|n| n.kind == NodeKind::Uverbs)
@@ -741,6 +742,36 @@ mod tests {
         // On a host the fix is udev, not --device.
         let bare = nodes_finding(&nodes, &[]).unwrap();
         assert!(!text(&bare).contains("--device"), "{}", text(&bare));
+    }
+
+    /// A uverbs node that exists and refuses this process is the uverbs finding's alone:
+    /// no second verdict here, and never "libibverbs skips" (it lists such a device).
+    #[test]
+    fn a_denied_uverbs_node_is_left_to_the_uverbs_finding() {
+        let denied = node(
+            "/dev/infiniband/uverbs0",
+            Some("rxe0"),
+            NodeKind::Uverbs,
+            NodeState::Denied(libc::EACCES),
+        );
+        let cm = node(
+            "/dev/infiniband/rdma_cm",
+            None,
+            NodeKind::RdmaCm,
+            NodeState::Usable,
+        );
+        assert!(nodes_finding(&[denied.clone(), cm.clone()], &[]).is_none());
+        let umad = node(
+            "/dev/infiniband/umad0",
+            Some("rxe0"),
+            NodeKind::Umad,
+            NodeState::Denied(libc::EACCES),
+        );
+        let f = nodes_finding(&[denied, umad, cm], &[]).unwrap();
+        assert_eq!(f.severity, Severity::Info);
+        let t = text(&f);
+        assert!(!t.contains("libibverbs skips"), "{t}");
+        assert!(t.contains("/dev/infiniband/umad0"), "{t}");
     }
 
     #[test]

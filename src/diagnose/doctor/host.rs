@@ -2,6 +2,7 @@
 //! and its providers, the locked-memory limit.
 
 use super::finding;
+use crate::diagnose::device_node;
 use crate::error::Error;
 use crate::model::codes;
 use crate::model::device::Device;
@@ -153,11 +154,22 @@ pub fn uverbs_finding(device: &str, access: &NodeAccess) -> Diagnostic {
         NodeAccess::Missing { path } => finding(check.clone(), subject(), Severity::Fail, format!("{path} does not exist: libibverbs silently skips the device"))
             .evidence(format!("sysfs maps {device} to {path}, which is not in /dev"))
             .fix("in a container, pass the device in (--device=/dev/infiniband/...); on a host, check udev (rdma-core's 90-rdma-*.rules)"),
-        NodeAccess::Denied { path, errno } => finding(check.clone(), subject(), Severity::Fail, format!("{path} is not accessible: libibverbs silently skips the device"))
-            .evidence(format!("access({path}, R_OK|W_OK) failed with {}", crate::model::errno::errno_text(*errno)))
-            .fix("the kernel creates uverbs nodes 0666: check the container's device cgroup and udev rules, or run as a user that may open it"),
+        // libibverbs lists a device whose node exists (it only stats it); the open is what
+        // fails, so the provider finding's "libibverbs sees" stands beside this one.
+        NodeAccess::Denied(node) => {
+            let r = device_node::refusal(node, None).unwrap_or_else(|| device_node::Refusal {
+                message: format!("{} cannot be opened read-write", node.path),
+                evidence: Vec::new(),
+                fix: format!("compare `ls -l {}` with `id`", node.path),
+            });
+            r.evidence.into_iter().fold(
+                finding(check.clone(), subject(), Severity::Fail, format!("{}: libibverbs lists {device}, but no program run as this user can open it", r.message)),
+                |f, e| f.evidence(e),
+            )
+            .fix(r.fix)
+        }
         NodeAccess::Usable { path } => finding(check.clone(), subject(), Severity::Ok, format!("{path} is readable and writable"))
-            .evidence(format!("access({path}, R_OK|W_OK) = 0")),
+            .evidence(format!("open({path}, O_RDWR) succeeded")),
     }
 }
 

@@ -188,6 +188,7 @@ fn pci_config_short(pci: &crate::model::pci::PciFacts) -> bool {
 mod tests {
     use super::*;
     use crate::model::doctor::ProviderFiles;
+    use crate::model::facts::DeviceNodeFacts;
 
     /// doctor's facts from a captured tree: the devices, ports and GID tables are read,
     /// the host (this machine's /dev, libraries, limits) is not.
@@ -254,10 +255,12 @@ mod tests {
         let mut facts = captured("rxe-veth-basic");
         let n = facts.devices.len();
         let mut host = live_host(n);
-        host.node_access[0] = NodeAccess::Denied {
+        host.node_access[0] = NodeAccess::Denied(Box::new(DeviceNodeFacts {
             path: "/dev/infiniband/uverbs0".into(),
-            errno: 13, // EACCES
-        };
+            exists: true,
+            open_errno: Some(libc::EACCES),
+            ..DeviceNodeFacts::default()
+        }));
         facts.host = Some(host.clone());
         let found = findings(&facts);
         let codes: Vec<&str> = found.iter().map(|f| f.code.as_str()).collect();
@@ -265,6 +268,14 @@ mod tests {
         assert!(at("kernel") < at("uverbs") && at("uverbs") < at("libibverbs"));
         assert!(at("libibverbs") < at("provider") && at("provider") < at("memlock"));
         assert_eq!(verdict_of(&found, "uverbs"), Some(Severity::Fail));
+        // libibverbs lists a device whose node refuses the open: the uverbs finding says the
+        // open fails, never that the device is skipped.
+        let uverbs = found.iter().find(|f| f.code.as_str() == "uverbs").unwrap();
+        assert!(
+            uverbs.message.contains("EACCES") && !uverbs.message.contains("skips"),
+            "{}",
+            uverbs.message
+        );
         assert_eq!(verdict_of(&found, "memlock"), Some(Severity::Ok));
 
         // ibv_get_device_list failing: said once, and no provider is judged.

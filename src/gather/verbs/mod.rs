@@ -162,8 +162,9 @@ impl fmt::Display for VerbsError {
                 match *errno {
                     libc::EACCES | libc::EPERM => write!(
                         f,
-                        ". /dev/infiniband/uverbs* is not accessible to this user: check its \
-                         permissions, udev rules, or pass the device into the container"
+                        ". Its uverbs node in /dev/infiniband is not accessible to this user: \
+                         `rdmactl doctor -d {device}` sets the node's mode and owner against \
+                         this user's ids"
                     ),
                     libc::ENOENT | libc::ENODEV | libc::ENXIO => write!(
                         f,

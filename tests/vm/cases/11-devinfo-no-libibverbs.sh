@@ -76,15 +76,15 @@ if [[ -c $node ]] && command -v setpriv >/dev/null; then
     # the node's own name, not one bare "open device failed (rxe0): EACCES" (issue 26).
     expect_rc 1 "$node 0600, as nobody: pingpong -d rxe0 fails with 1" \
         asnobody "$RDMACTL" pingpong -d rxe0 -g 1 -p 18999 192.168.77.2
-    expect_out "pingpong: the open failure is explained with the node's name" \
-        "why: +$node cannot be opened read-write" cat "$LAST_OUT"
-    expect_out "pingpong: ... and what was seen there" "seen: +$node: access denied" cat "$LAST_OUT"
+    expect_out "pingpong: the open failure is explained with the node's mode and owner" \
+        "why: +$node is mode 0600 owner root:root; this process runs as uid 65534 \\(nobody\\)" cat "$LAST_OUT"
+    expect_out "pingpong: ... and what was seen there" "seen: +stat $node: mode 0600" cat "$LAST_OUT"
     expect_no_out "pingpong: no placeholder node name" 'uverbsN' cat "$LAST_OUT"
     expect_rc 1 "$node 0600, as nobody: selftest -d rxe0 fails with 1" \
         asnobody "$RDMACTL" selftest -d rxe0 -g 1
     expect_out "selftest: the open line says what failed" \
         '^  FAIL +[0-9.]+ ms  open +open device failed \(rxe0.*EACCES' cat "$LAST_OUT"
-    expect_out "selftest: the explanation names the node" "$node cannot be opened read-write" cat "$LAST_OUT"
+    expect_out "selftest: the explanation names the node and its mode" "$node is mode 0600 owner root:root" cat "$LAST_OUT"
     expect_no_out "selftest: no placeholder node name" 'uverbsN' cat "$LAST_OUT"
     chmod "$mode" "$node"
 else

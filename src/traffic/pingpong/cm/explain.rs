@@ -53,6 +53,11 @@ pub(super) fn cm_facts(err: &mut Failure, src: Option<IpAddr>, sysfs: &Path) -> 
     if !finding_the_peer || peer_answered {
         return facts;
     }
+    // librdmacm opens rdma_cm and the source's device's uverbs node on the way: one that
+    // refuses this process is what failed, whatever errno the CM passed on.
+    facts.device_node = crate::gather::devnode::cm_nodes_for_source(sysfs, src)
+        .into_iter()
+        .find(|n| n.exists && n.open_errno.is_some());
     // Netlink errors only cost the evidence; the CM's own failure still stands.
     if let Some(src) = src {
         match net::address_owner(src) {
