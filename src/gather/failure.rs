@@ -150,9 +150,15 @@ pub fn facts(sysfs: &Path, known: &Known, failure: &Failure) -> Facts {
     let gid_index = c.gid_index.or(known.gid_index);
     let local_ep = c.local.as_ref().or(known.local);
     let remote_ep = c.remote.as_ref().or(known.remote);
+    // A loopback exchange address (`pingpong localhost`) says nothing about the RoCE path.
     let peer = known
         .peer
-        .or_else(|| c.peer_addr.as_deref().and_then(peer_ip_of))
+        .or_else(|| {
+            c.peer_addr
+                .as_deref()
+                .and_then(peer_ip_of)
+                .filter(|ip| !ip.is_loopback())
+        })
         .or_else(|| {
             remote_ep
                 .map(|r| r.gid)

@@ -224,7 +224,7 @@ pub(super) fn open_side(
     let max_rd_atomic = rd_atom.min(init_rd_atom).clamp(1, 16) as u8;
     let pinned = 2 * u64::from(plan.size);
     if let Some(cause) =
-        failure::pin_check(pinned, format!("2 × the {}-byte message size: one buffer this end sends from and one the peer's SENDs, WRITEs and READs use, so that neither overwrites the other (ibv_rc_pingpong uses one buffer for both: its -s needs half)", plan.size))
+        failure::pin_check(pinned, format!("2 × the {}-byte message size: a buffer to send from and one for the peer's SENDs, WRITEs and READs, where ibv_rc_pingpong shares one", plan.size))
     {
         let mut f = Failure::new(Step::Mr, cause, FailureContext::default());
         f.context.device = vctx.name().to_string();

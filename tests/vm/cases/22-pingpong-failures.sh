@@ -167,7 +167,7 @@ as_nobody() { (ulimit -S -l 16 && exec setpriv --reuid=65534 --regid=65534 --cle
 expect_rc 1 "memlock: pingpong as nobody exits 1" \
     as_nobody "$RDMACTL" pingpong -d rxe1 -g 1 -s 65536 -p 18999 "$SERVER_IP"
 expect_out "memlock: refused before registering, with the numbers" \
-    'rdmactl: register MR failed \(rxe1/1.*not attempted: the run would pin 131072 bytes \(2 × the 65536-byte message size\), above the locked-memory limit of 16384 bytes' cat "$LAST_OUT"
+    'rdmactl: register MR failed \(rxe1/1.*not attempted: the run would pin 131072 bytes \(2 × the 65536-byte message size: a buffer to send from and one for the peer.s SENDs, WRITEs and READs, where ibv_rc_pingpong shares one\), above the locked-memory limit of 16384 bytes' cat "$LAST_OUT"
 expect_out "memlock: explained with the limit" \
     'why: +the locked-memory limit \(16 KiB\) is smaller than what register MR needs to pin' cat "$LAST_OUT"
 expect_out "memlock: the fix is limits.conf" "fix: +raise memlock: '\\* - memlock unlimited' in /etc/security/limits.conf" cat "$LAST_OUT"
