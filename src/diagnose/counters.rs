@@ -60,6 +60,9 @@ struct RunEnd<'a> {
     delta: &'a PortDelta,
     who: String,
     loss: EndLoss,
+    /// This end's port is the peer's too (a same-host run on one port): its counters hold
+    /// both ends' packets, and the peer's copy was left out.
+    shared_port: bool,
 }
 
 impl RunEnd<'_> {
@@ -247,16 +250,33 @@ pub fn judge(
     peer: Option<&PortDelta>,
     mix: Option<TrafficMix>,
 ) -> Vec<Diagnostic> {
+    judge_ends(local, peer, mix, false)
+}
+
+/// `judge` for a run whose two ends shared this one port: its counters are judged once,
+/// and the direction says why it cannot be told apart.
+pub fn judge_shared_port(local: &PortDelta, mix: Option<TrafficMix>) -> Vec<Diagnostic> {
+    judge_ends(local, None, mix, true)
+}
+
+fn judge_ends(
+    local: &PortDelta,
+    peer: Option<&PortDelta>,
+    mix: Option<TrafficMix>,
+    shared_port: bool,
+) -> Vec<Diagnostic> {
     let mut ends = vec![RunEnd {
         delta: local,
         who: format!("this end {}", local.label()),
         loss: EndLoss::of(local),
+        shared_port,
     }];
     if let Some(p) = peer {
         ends.push(RunEnd {
             delta: p,
             who: format!("the peer {}", p.label()),
             loss: EndLoss::of(p),
+            shared_port: false,
         });
     }
     let subject = Subject::Port(local.device.clone(), local.port);
@@ -337,6 +357,7 @@ fn direction(ends: &[RunEnd]) -> (Option<String>, String) {
             Some(format!("packets from {them} to {me} are being lost")),
             format!("direction: {me} saw gaps in the peer's packets"),
         ),
+        _ if ends[0].shared_port => (None, "direction: unknown: both ends ran on this port, whose counters hold both directions of the run, counted once".to_string()),
         _ => (None, "direction: unknown from one end's counters (the peer sent none: a stock peer, rdma_cm, or a failed run)".to_string()),
     }
 }
@@ -980,6 +1001,30 @@ mod tests {
                 assert!(!all.contains(false_words), "{false_words}: {all}");
             }
         }
+    }
+
+    /// Both ends on one port: its counters are judged once, and the direction says why it
+    /// is not known, not that the peer sent none.
+    #[test]
+    fn a_shared_port_is_judged_once_and_says_why_the_direction_is_unknown() {
+        let port = run(
+            "rxe0",
+            Flavor::Rxe,
+            &[
+                ("completer_retry_err", HW, 40),
+                ("duplicate_request", HW, 40),
+                ("sent_pkts", HW, 3000),
+                ("rcvd_pkts", HW, 3000),
+            ],
+        );
+        let f = judge_shared_port(&port, SENDS);
+        let f = f
+            .iter()
+            .find(|f| f.code == "counters-retransmission")
+            .unwrap();
+        let all = format!("{} {:?}", f.message, f.evidence);
+        assert!(all.contains("both ends ran on this port"), "{all}");
+        assert!(!all.contains("the peer sent none"), "{all}");
     }
 
     #[test]

@@ -296,8 +296,7 @@ pub fn gid_segment(
     if sysfs != Path::new("/sys") {
         return None;
     }
-    let p = SysfsRoot::new(sysfs).port(device, port).ok()?;
-    let entry = p.gids.iter().find(|e| e.index == index)?;
+    let entry = SysfsRoot::new(sysfs).gid(device, port, index).ok()?;
     net::segment(entry.netdev.as_deref()?, entry.gid.ip())
 }
 

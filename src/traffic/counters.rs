@@ -86,6 +86,30 @@ pub fn judge(
         Some(l) => crate::diagnose::counters::judge(l, peer.as_ref(), Some(mix)),
         None => Vec::new(),
     };
+    block(local, peer, mix, findings)
+}
+
+/// A run whose two ends shared one port: that port's counters, judged once (the peer's
+/// are the same packets counted again).
+pub fn judge_shared(
+    local: Option<crate::model::counter::PortDelta>,
+    mix: TrafficMix,
+) -> Option<RunCounters> {
+    let findings = local
+        .as_ref()
+        .map(|l| crate::diagnose::counters::judge_shared_port(l, Some(mix)))
+        .unwrap_or_default();
+    let mut run = block(local, None, mix, findings)?;
+    run.shared_port = true;
+    Some(run)
+}
+
+fn block(
+    local: Option<crate::model::counter::PortDelta>,
+    peer: Option<crate::model::counter::PortDelta>,
+    mix: TrafficMix,
+    findings: Vec<crate::model::diagnostic::Diagnostic>,
+) -> Option<RunCounters> {
     if local.is_none() && peer.is_none() {
         return None;
     }
@@ -102,24 +126,6 @@ pub fn judge(
         mix,
         findings,
     })
-}
-
-/// A run whose two ends shared one port: that port's counters, judged once (the peer's
-/// are the same packets counted again).
-pub fn judge_shared(
-    local: Option<crate::model::counter::PortDelta>,
-    mix: TrafficMix,
-) -> Option<RunCounters> {
-    let mut run = judge(local, None, mix)?;
-    run.shared_port = true;
-    for f in &mut run.findings {
-        f.evidence
-            .retain(|e| !e.text.starts_with("direction: unknown from one end"));
-        f.evidence.push(crate::model::diagnostic::Seen::gathered(
-            "both ends ran on this port: its counters hold both directions of the run, counted once, so which way a packet was lost is not known",
-        ));
-    }
-    Some(run)
 }
 
 /// A failed run's counters judged again with the peer's, which came with its notice.

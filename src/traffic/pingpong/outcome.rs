@@ -56,13 +56,10 @@ pub(super) fn finish(
             // address only carried the exchange (localhost, a link-local address, or on one
             // host the server's own address as the client's source). Before that, the
             // address given is all there is; on InfiniBand the GID holds no address.
-            peer: match roce_peer(&report) {
-                Some(RocePeer::Address(ip)) => Some(ip),
-                Some(RocePeer::LinkLocal) => None,
-                None => peer
-                    .or_else(|| report.peer.as_deref().and_then(failure::peer_ip_of))
-                    .filter(|ip| !ip.is_loopback()),
-            },
+            peer: roce_peer(&report)
+                .or(peer)
+                .or_else(|| report.peer.as_deref().and_then(failure::peer_ip_of))
+                .filter(|ip| !ip.is_loopback()),
             compat: report.exchange == "rc_pingpong",
             registered_bytes: 2 * u64::from(report.size),
             requested_mtu: report.requested_mtu,
@@ -153,28 +150,19 @@ pub(super) fn finish(
     }
 }
 
-/// Where the peer's GID leads, when this port is Ethernet and the exchange gave a GID.
-enum RocePeer {
-    Address(IpAddr),
-    /// A link-local GID: reached only on one link, so no route or GID choice starts from
-    /// it (the rules then rank GIDs as perftest does, and a mismatch asks the peer to use
-    /// a GID like this end's rather than this end a link-local one).
-    LinkLocal,
-}
-
-fn roce_peer(report: &PingpongReport) -> Option<RocePeer> {
+/// The IP the peer's GID holds, when this port is Ethernet and the exchange gave a GID. A
+/// link-local GID is reached only on its own link, so no route or GID choice starts from
+/// it: the exchange's address stands in, and a family mismatch asks the peer to use a GID
+/// like this end's rather than this end a link-local one.
+fn roce_peer(report: &PingpongReport) -> Option<IpAddr> {
     let ethernet = report
         .local
         .as_ref()
         .is_some_and(|l| l.link_layer == crate::model::device::LinkLayer::Ethernet);
-    let gid = report
+    report
         .remote
         .as_ref()
         .map(|r| r.gid)
-        .filter(|g| ethernet && !g.is_zero())?;
-    Some(if crate::model::gid::is_link_local(&gid) {
-        RocePeer::LinkLocal
-    } else {
-        RocePeer::Address(gid.ip())
-    })
+        .filter(|g| ethernet && !g.is_zero() && !crate::model::gid::is_link_local(g))
+        .map(|g| g.ip())
 }

@@ -61,12 +61,11 @@ impl Side {
         let Some(r) = remote.as_ref().filter(|r| !r.gid.is_zero()) else {
             return false;
         };
-        let name = self.ctx.name();
-        let tables = crate::gather::sysfs::SysfsRoot::new(&self.stall.sysfs)
-            .port(name, self.port)
-            .map(|p| p.gids)
-            .unwrap_or_default();
-        Some(r.gid) == self.gid.as_ref().map(|g| g.1) || tables.iter().any(|e| e.gid == r.gid)
+        // The same GID needs no read; another index of this port needs its table only.
+        Some(r.gid) == self.gid.as_ref().map(|g| g.1)
+            || crate::gather::sysfs::SysfsRoot::new(&self.stall.sysfs)
+                .gid_table(self.ctx.name(), self.port, false)
+                .is_ok_and(|table| table.iter().any(|e| e.gid == r.gid))
     }
 
     pub(super) fn target(&self) -> usize {
