@@ -53,13 +53,14 @@ pub fn cm_nodes_for_source(sysfs: &Path, source: Option<std::net::IpAddr>) -> Ve
 /// and the container markers around it.
 pub fn node_facts(path: &Path) -> DeviceNodeFacts {
     let meta = std::fs::metadata(path).ok();
-    let (passwd, group) = name_files();
+    let who = this_process();
+    let (passwd, group) = (&who.passwd, &who.group);
     let stat = meta.as_ref().map(|m| NodeStat {
         mode: m.mode() & 0o7777,
         uid: m.uid(),
         gid: m.gid(),
-        owner: name_of(&passwd, m.uid()),
-        group: name_of(&group, m.gid()),
+        owner: name_of(passwd, m.uid()),
+        group: name_of(group, m.gid()),
     });
     // The open itself, not access(2): access checks the real ids and skips the device
     // cgroup, which refuses only at open. Opening a uverbs or rdma_cm node and closing it
@@ -80,14 +81,33 @@ pub fn node_facts(path: &Path) -> DeviceNodeFacts {
         provider: None,
         stat,
         open_errno,
-        process: process_ids(&passwd, &group),
-        container: crate::gather::container::markers(),
+        process: who.ids.clone(),
+        container: who.container.clone(),
     }
 }
 
-fn name_files() -> (String, String) {
-    let read = |p: &str| std::fs::read_to_string(p).unwrap_or_default();
-    (read("/etc/passwd"), read("/etc/group"))
+/// Who this process is and where it runs: the same for every node it looks at, so read
+/// once per process (doctor and each exporter scrape look at one node per device).
+struct ThisProcess {
+    passwd: String,
+    group: String,
+    ids: Option<ProcessIds>,
+    container: Vec<crate::model::container::Marker>,
+}
+
+fn this_process() -> &'static ThisProcess {
+    static WHO: std::sync::OnceLock<ThisProcess> = std::sync::OnceLock::new();
+    WHO.get_or_init(|| {
+        let read = |p: &str| std::fs::read_to_string(p).unwrap_or_default();
+        let (passwd, group) = (read("/etc/passwd"), read("/etc/group"));
+        let ids = process_ids(&passwd, &group);
+        ThisProcess {
+            passwd,
+            group,
+            ids,
+            container: crate::gather::container::markers(),
+        }
+    })
 }
 
 fn process_ids(passwd: &str, group: &str) -> Option<ProcessIds> {
