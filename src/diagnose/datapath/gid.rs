@@ -182,8 +182,9 @@ pub(super) fn vlan_mismatch(ctx: &Facts) -> Option<(String, Vec<Seen>)> {
     if ls.vlan == ps.vlan || lg.is_zero() || pg.is_zero() {
         return None;
     }
-    // Across a router each end may sit in its own VLAN.
-    if ctx.route.as_ref().is_some_and(|r| r.gateway.is_some()) {
+    // Across a router each end may sit in its own VLAN: only a route read in this run,
+    // with no gateway on it, rules the router out.
+    if !ctx.route.as_ref().is_some_and(|r| !r.no_route && r.gateway.is_none()) {
         return None;
     }
     let (lip, pip) = (lg.ip(), pg.ip());

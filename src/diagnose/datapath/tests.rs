@@ -186,6 +186,10 @@ fn a_vlan_mismatch_is_said_and_only_where_it_decides() {
         p.segment = None;
     }
     assert_ne!(explain(&failure, &unknown).code, "vlan-mismatch");
+    // No route read: a router on the way is not ruled out.
+    let mut no_route = vlan_ctx();
+    no_route.route = None;
+    assert_ne!(explain(&failure, &no_route).code, "vlan-mismatch");
 }
 
 fn wc(status: u32) -> Cause {
