@@ -184,7 +184,11 @@ pub(super) fn vlan_mismatch(ctx: &Facts) -> Option<(String, Vec<Seen>)> {
     }
     // Across a router each end may sit in its own VLAN: only a route read in this run,
     // with no gateway on it, rules the router out.
-    if !ctx.route.as_ref().is_some_and(|r| !r.no_route && r.gateway.is_none()) {
+    if !ctx
+        .route
+        .as_ref()
+        .is_some_and(|r| !r.no_route && r.gateway.is_none())
+    {
         return None;
     }
     let (lip, pip) = (lg.ip(), pg.ip());
