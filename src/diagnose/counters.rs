@@ -437,6 +437,26 @@ fn retransmission(ends: &[RunEnd], subject: &Subject) -> Option<Diagnostic> {
     ))
 }
 
+/// A failed run whose explanation names where its packets went (a firewall rule, a VLAN,
+/// an MTU): the loss its counters show is that failure's, and their list of places to look
+/// would only repeat guesses. A guess of a failure (no ACK, no completion) leaves it be.
+pub fn defer_to_failure(findings: &mut [Diagnostic], failure_code: &crate::model::codes::Code) {
+    let guesses = [
+        codes::RETRY_EXCEEDED,
+        codes::NO_COMPLETION,
+        codes::UNEXPLAINED,
+    ];
+    if guesses.contains(failure_code) {
+        return;
+    }
+    for f in findings
+        .iter_mut()
+        .filter(|f| f.code == codes::COUNTERS_RETRANSMISSION && f.severity == Severity::Warn)
+    {
+        f.fix = Some(format!("the loss is the run's failure ({failure_code}): its explanation says where the packets are dropped"));
+    }
+}
+
 fn rnr(ends: &[RunEnd], mix: Option<TrafficMix>, subject: &Subject) -> Option<Diagnostic> {
     let evidence: Vec<String> = ends.iter().flat_map(|e| e.lines(RNR)).collect();
     if evidence.is_empty() {
@@ -1409,5 +1429,27 @@ mod tests {
         );
         assert_eq!(doctor_finding(&pc).unwrap().severity, Severity::Ok);
         assert!(doctor_finding(&snap("x", Flavor::Other, &[])).is_none());
+    }
+
+    /// A failure with a named cause takes the counters' list of places to look away; a
+    /// failure that is itself a guess leaves it.
+    #[test]
+    fn a_named_failure_cause_replaces_the_loss_guesses() {
+        let warn = || {
+            vec![Diagnostic::finding(
+                Severity::Warn,
+                codes::COUNTERS_RETRANSMISSION,
+                "packets from rxe1 to rxe0 are being lost",
+            )
+            .fix("find where packets are dropped: (1) a lossy link")]
+        };
+        let mut f = warn();
+        defer_to_failure(&mut f, &codes::FIREWALL);
+        assert_eq!(f[0].fix_text(), "the loss is the run's failure (firewall): its explanation says where the packets are dropped");
+        let mut f = warn();
+        defer_to_failure(&mut f, &codes::RETRY_EXCEEDED);
+        assert!(f[0]
+            .fix_text()
+            .starts_with("find where packets are dropped"));
     }
 }

@@ -11,6 +11,7 @@ pub mod doctor;
 pub mod env;
 pub mod expect;
 pub mod fabric;
+pub mod firewall;
 pub mod gid_auto;
 pub mod gidselect;
 pub mod gpu_path;

@@ -79,6 +79,33 @@ pub fn netdev_from_sysfs(sysfs: &Path, name: &str) -> NetdevFacts {
     }
 }
 
+/// The firewall on a Soft-RoCE port's RoCE v2 paths with GID `entry` toward `peer` (any
+/// peer without one); None on a captured tree, for another device, or a GID with no netdev.
+pub fn firewall(
+    ctx: &Ctx,
+    device: &str,
+    port: u32,
+    entry: &GidEntry,
+    peer: Option<IpAddr>,
+    net: &NetFacts,
+) -> Option<crate::model::netfilter::FirewallFacts> {
+    if ctx.captured || !crate::gather::inventory::is_soft_roce(&ctx.sysfs, device) {
+        return None;
+    }
+    let peer_netdev = net
+        .route
+        .as_ref()
+        .filter(|r| r.peer_is_local)
+        .and_then(|r| r.peer_local_netdev.as_deref());
+    net::netfilter::roce_firewall(net::netfilter::roce_paths(
+        &format!("{device}/{port}"),
+        entry.netdev.as_deref()?,
+        entry.gid.ip(),
+        peer,
+        peer_netdev,
+    ))
+}
+
 /// The netdev of `entry` and the route toward `peer` (live, or from the captured tree).
 #[cfg(test)]
 pub fn net_facts(ctx: &Ctx, entry: Option<&GidEntry>, peer: Option<IpAddr>) -> NetFacts {

@@ -67,8 +67,12 @@ pub fn gather(ctx: &Ctx, only: Option<&str>) -> Result<DoctorFacts> {
         .map(|port| PortExtras {
             gid_table_len: sysfs.gid_table_len(&port.device, port.number).unwrap_or(0),
             counters: sysfs.port_counters(&port.device, port.number).ok(),
+            firewall: None,
         })
         .collect();
+    if !ctx.captured {
+        firewall_facts(ctx, &devices, &mut facts.ports);
+    }
     facts.host = (!ctx.captured).then(|| host_facts(&devices));
     facts.pci = crate::gather::pci::gather(&sysfs, &devices, !ctx.captured);
     facts.container =
@@ -81,6 +85,54 @@ pub fn gather(ctx: &Ctx, only: Option<&str>) -> Result<DoctorFacts> {
     facts.qos = crate::gather::qos::gather(ctx, &devices, None, false, &known);
     facts.devices = devices;
     Ok(facts)
+}
+
+/// Each Soft-RoCE port's RoCE v2 through this host's firewall, arriving on its netdev and
+/// leaving it, from its IPv4 GID's address (else a routable IPv6 one, else its link-local
+/// one) to any peer. The firewall is read once, and only when such a port exists.
+fn firewall_facts(ctx: &Ctx, devices: &[Device], extras: &mut [PortExtras]) {
+    let ports = devices.iter().flat_map(|d| &d.ports);
+    let mut firewall = None;
+    for (port, extra) in ports.zip(extras.iter_mut()) {
+        if !crate::gather::inventory::is_soft_roce(&ctx.sysfs, &port.device) {
+            continue;
+        }
+        let rank = |e: &&crate::model::device::GidEntry| {
+            if e.gid.ip().is_ipv4()
+                || matches!(e.gid.ip(), std::net::IpAddr::V6(v6) if v6.to_ipv4_mapped().is_some())
+            {
+                0
+            } else if crate::model::gid::is_link_local(&e.gid) {
+                2
+            } else {
+                1
+            }
+        };
+        let Some(entry) = port
+            .gids
+            .iter()
+            .filter(|e| e.netdev.is_some() && !e.gid.is_zero())
+            .min_by_key(rank)
+        else {
+            continue;
+        };
+        let paths = crate::gather::net::netfilter::roce_paths(
+            &format!("{}/{}", port.device, port.number),
+            entry.netdev.as_deref().unwrap_or_default(),
+            entry.gid.ip(),
+            None,
+            None,
+        );
+        if paths.is_empty() {
+            continue;
+        }
+        let firewall = firewall.get_or_insert_with(crate::gather::net::netfilter::firewall);
+        extra.firewall = Some(crate::model::netfilter::FirewallFacts {
+            firewall: firewall.clone(),
+            paths,
+            host: None,
+        });
+    }
 }
 
 /// A captured host's /proc, where `--procfs` names one: the `self/` of the process that

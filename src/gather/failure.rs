@@ -234,7 +234,42 @@ pub fn facts(sysfs: &Path, known: &Known, failure: &Failure) -> Facts {
             .map(|(facts, _)| facts),
         _ => None,
     };
+    // Unanswered packets on Soft-RoCE: this host's firewall sees them (rxe's RoCE v2 is
+    // UDP through the IP stack). In a same-host test the peer's netdev is this host's too.
+    let unanswered = matches!(failure.step, Step::Poll | Step::Completion)
+        || matches!(
+            failure.cause,
+            crate::model::failure::Cause::PeerReported { .. }
+        );
+    let firewall = match (&local.netdev, local.gid_now()) {
+        (Some(dev), Some(gid))
+            if live
+                && unanswered
+                && local.is_ethernet()
+                && crate::gather::inventory::is_soft_roce(sysfs, device) =>
+        {
+            let peer_netdev = route
+                .as_ref()
+                .filter(|r| r.peer_is_local)
+                .and_then(|r| r.peer_local_netdev.clone());
+            let remote = peer_ep
+                .as_ref()
+                .and_then(|p| p.gid)
+                .filter(|g| !g.is_zero())
+                .map(|g| g.ip())
+                .or(peer);
+            net::netfilter::roce_firewall(net::netfilter::roce_paths(
+                &local.name(),
+                dev,
+                gid.ip(),
+                remote,
+                peer_netdev.as_deref(),
+            ))
+        }
+        _ => None,
+    };
     Facts {
+        firewall,
         local,
         peer: peer_ep,
         requested_mtu: known.requested_mtu,

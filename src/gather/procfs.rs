@@ -95,6 +95,26 @@ pub fn module_loaded_in(root: &Path, module: &str) -> bool {
         .is_ok_and(|m| m.lines().any(|l| l.starts_with(&line_start)))
 }
 
+/// The tables iptables-legacy has loaded in this network namespace
+/// (`net/ip_tables_names`, `net/ip6_tables_names`); None when ip_tables (ip6_tables) is not
+/// loaded. Asking the kernel for a table by name would load its module: only the listed
+/// ones are read.
+pub fn legacy_iptables_tables(v6: bool) -> Option<Vec<String>> {
+    let file = if v6 {
+        "net/ip6_tables_names"
+    } else {
+        "net/ip_tables_names"
+    };
+    let text = std::fs::read_to_string(proc_root().join(file)).ok()?;
+    Some(
+        text.lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .map(String::from)
+            .collect(),
+    )
+}
+
 /// rxe (kernel 6.1) works only in the initial network namespace. Reading /proc/1/ns/net
 /// needs privilege; without it the answer is unknown and the check is skipped.
 pub fn in_initial_netns() -> Option<bool> {

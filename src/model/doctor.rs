@@ -63,6 +63,8 @@ pub struct PortExtras {
     pub gid_table_len: usize,
     /// The counters since the last reset; None when unreadable.
     pub counters: Option<PortCounters>,
+    /// A Soft-RoCE port's RoCE v2 paths through this host's firewall (live only).
+    pub firewall: Option<crate::model::netfilter::FirewallFacts>,
 }
 
 /// What doctor reads about the host it runs on.

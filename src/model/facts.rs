@@ -265,6 +265,9 @@ pub struct Facts {
     pub in_initial_netns: Option<bool>,
     /// What both ends re-read when a completion did not come mid-run.
     pub stall: Option<Stall>,
+    /// A Soft-RoCE port's paths through this host's firewall, read when the run's packets
+    /// went unanswered.
+    pub firewall: Option<crate::model::netfilter::FirewallFacts>,
 }
 
 /// The answer to `ip route get DST [oif DEV]`.

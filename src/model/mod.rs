@@ -17,6 +17,7 @@ pub mod facts;
 pub mod failure;
 pub mod gid;
 pub mod mad;
+pub mod netfilter;
 pub mod pci;
 pub mod qos;
 pub mod results;

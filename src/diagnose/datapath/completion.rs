@@ -58,6 +58,9 @@ pub(super) fn completion(b: Builder, status: u32) -> Diagnostic {
                     false,
                 );
             }
+            if let Some(x) = firewall_drop(&b) {
+                return x;
+            }
             let route = ctx.route.clone().unwrap_or_default();
             // Linux 6.1 resolves a local peer's MAC without ARP, so RTR passes and the
             // packets themselves are dropped: their source address is local too.
@@ -96,9 +99,18 @@ pub(super) fn completion(b: Builder, status: u32) -> Diagnostic {
                 ev.push(Seen::new(Source::Qp, format!("retry_cnt {r}")));
             }
             let counters = format!("`rdma statistic show link {}` before and after a run shows whether packets were retransmitted or dropped", ctx.local.name());
+            // What this host's firewall was seen to pass is ruled out; on Soft-RoCE the
+            // peer host's firewall is one more place packets are dropped.
+            let firewall = ctx.firewall.as_ref();
+            ev.extend(firewall.and_then(crate::diagnose::firewall::ruled_out));
+            let places = if qp.soft_roce {
+                "wrong GID or route, switch filtering, RoCE v1 across L3, a host firewall dropping UDP 4791"
+            } else {
+                "wrong GID or route, switch filtering, RoCE v1 across L3"
+            };
             b.done(
                 codes::RETRY_EXCEEDED,
-                "the peer never acknowledged: it died, its QP is gone, or packets are dropped on the way (wrong GID or route, switch filtering, RoCE v1 across L3)".into(),
+                format!("the peer never acknowledged: it died, its QP is gone, or packets are dropped on the way ({places})"),
                 ev,
                 format!("check that the peer process is alive; use the same GID type on both ends and RoCE v2 across subnets; {counters}"),
                 true,
@@ -328,6 +340,9 @@ fn send_larger_than_receive(ctx: &Facts, request: Option<Request>, end: Request)
 /// exchange) is judged on what it re-read; otherwise nothing tells why, and the text says
 /// so instead of guessing the peer's death.
 pub(super) fn poll_timeout(b: Builder, seconds: f64) -> Diagnostic {
+    if let Some(x) = firewall_drop(&b) {
+        return x;
+    }
     if let Some(stall) = b.ctx.stall.as_ref() {
         return super::stall::stalled(b, stall, seconds);
     }
@@ -355,6 +370,14 @@ pub(super) fn poll_timeout(b: Builder, seconds: f64) -> Diagnostic {
         "check the peer process and the path (rdmactl check --peer IP on both ends)".into(),
         true,
     )
+}
+
+/// This host's firewall drops the run's RoCE v2: the cause, with the rule and its counter.
+fn firewall_drop(b: &Builder) -> Option<Diagnostic> {
+    b.ctx
+        .firewall
+        .as_ref()
+        .and_then(crate::diagnose::firewall::explanation)
 }
 
 #[cfg(test)]

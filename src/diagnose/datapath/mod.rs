@@ -210,6 +210,27 @@ pub fn explain(failure: &Failure, ctx: &Facts) -> Diagnostic {
                 ..Diagnostic::explanation(code, summary, fix)
             };
         }
+        // The peer's packets went unanswered and this host's firewall drops them: the
+        // peer saw only the consequence.
+        let unanswered = [
+            codes::RETRY_EXCEEDED,
+            codes::NO_COMPLETION,
+            codes::RXE_INFINITE_RETRY,
+            codes::FIREWALL,
+        ];
+        if unanswered.contains(&notice.code) {
+            if let Some(mut x) = ctx
+                .firewall
+                .as_ref()
+                .and_then(crate::diagnose::firewall::explanation)
+            {
+                x.evidence.push(Seen::new(
+                    Source::PeerNotice,
+                    format!("the {} said: {}", notice.role, notice.message),
+                ));
+                return x;
+            }
+        }
         return peer_reported(notice);
     }
     // A port that is not up explains every later step, whatever the errno.

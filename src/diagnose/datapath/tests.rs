@@ -906,6 +906,7 @@ pub(crate) fn gathered(facts: &Facts, failure: &Failure, seen: &Seen) -> bool {
         Source::DeviceNode => facts.device_node.is_some(),
         Source::Host => {
             facts.evidence.contains(&seen.text)
+                || facts.firewall.is_some()
                 || !facts.port_holders.is_empty()
                 || facts.cm_source.is_some()
                 || facts.in_initial_netns.is_some()
@@ -1045,5 +1046,164 @@ fn wc_names_and_texts() {
     assert_eq!(
         Cause::errno(libc::ETIMEDOUT).to_string(),
         "ETIMEDOUT (110: Connection timed out)"
+    );
+}
+
+/// rxe1's packets to rxe0 of this host, and a rule on rxe0's netdev (veth1 here: the
+/// route's peer netdev) that drops them, or one that accepts them.
+fn firewall_facts(
+    verdict: crate::model::netfilter::Action,
+) -> crate::model::netfilter::FirewallFacts {
+    use crate::model::netfilter::*;
+    let rule = NfRule {
+        position: 1,
+        handle: Some(2),
+        exprs: vec![
+            Expr::Load {
+                dreg: 1,
+                field: Field::Payload {
+                    base: Base::Transport,
+                    offset: 2,
+                    len: 2,
+                },
+            },
+            Expr::Cmp {
+                sreg: 1,
+                op: CmpOp::Eq,
+                data: 4791u16.to_be_bytes().to_vec(),
+            },
+            Expr::RuleCounter(RuleCounter {
+                packets: 28,
+                bytes: 29904,
+            }),
+            Expr::Verdict(verdict),
+        ],
+    };
+    let path = |dev: &str, peer_netdev: bool, arriving: bool| RocePath {
+        port: "rxe0/1".into(),
+        netdev: Iface {
+            index: 3,
+            name: dev.into(),
+        },
+        arriving,
+        local: if peer_netdev {
+            "192.168.77.2"
+        } else {
+            "192.168.77.1"
+        }
+        .parse()
+        .unwrap(),
+        remote: Some(
+            if peer_netdev {
+                "192.168.77.1"
+            } else {
+                "192.168.77.2"
+            }
+            .parse()
+            .unwrap(),
+        ),
+        peer_netdev,
+    };
+    FirewallFacts {
+        firewall: Firewall {
+            chains: vec![NfChain {
+                backend: Backend::Nftables,
+                family: NfFamily::Ip,
+                table: "filter".into(),
+                name: "INPUT".into(),
+                base: Some(BaseHook {
+                    hook: Hook::Input,
+                    priority: 0,
+                }),
+                policy: Some(Action::Accept),
+                policy_counter: None,
+                rules: vec![rule],
+            }],
+            read: vec!["nftables (netlink)".into()],
+            unread: vec![],
+        },
+        paths: vec![
+            path("veth0", false, true),
+            path("veth0", false, false),
+            path("veth1", true, true),
+        ],
+        host: Some("vm".into()),
+    }
+}
+
+/// A firewall that drops the run's RoCE v2 is the cause at both ends: the end whose QP
+/// gave up, and the end the peer's notice reached; a peer's other cause stays its own.
+#[test]
+fn a_firewall_drop_is_the_cause_on_both_ends() {
+    use crate::model::netfilter::Action;
+    let mut facts = rxe_ctx(Some(1), "::ffff:192.168.77.2");
+    facts.qp = Some(QpFacts {
+        soft_roce: true,
+        retry_cnt: Some(6),
+        ..QpFacts::default()
+    });
+    facts.firewall = Some(firewall_facts(Action::Drop));
+    let false_causes = [
+        "switch filtering",
+        "RoCE v1",
+        "peer process is alive",
+        "died",
+    ];
+    let retry = Failure::new(Step::Completion, wc(WC_RETRY_EXC_ERR), Default::default());
+    let x = explain(&retry, &facts);
+    let words = text(&x);
+    assert_eq!(x.code, "firewall", "{words}");
+    assert!(words.contains("the firewall of host vm drops the RoCE v2 packets (UDP 4791) arriving on veth0 from 192.168.77.2, so none is acknowledged: rule 1 of chain INPUT in table ip filter (nftables, handle 2)"), "{words}");
+    assert!(
+        words.contains("its counter: 28 packets, 29904 bytes"),
+        "{words}"
+    );
+    for f in false_causes {
+        assert!(!words.contains(f), "{f:?} in {words}");
+    }
+    let notice = |code: &'static str| crate::model::failure::PeerNotice {
+        role: "client".into(),
+        message: "work completion failed (rxe1/1): IBV_WC_RETRY_EXC_ERR".into(),
+        code: code.into(),
+        summary: "the peer never acknowledged".into(),
+        evidence: vec![],
+        fix: "check that the peer process is alive".into(),
+        counters: None,
+    };
+    let reported = |code: &'static str| {
+        Failure::new(
+            Step::Poll,
+            Cause::PeerReported {
+                notice: Box::new(notice(code)),
+            },
+            Default::default(),
+        )
+    };
+    let x = explain(&reported("retry-exceeded"), &facts);
+    let words = text(&x);
+    assert_eq!(x.code, "firewall", "{words}");
+    assert!(
+        words.contains("the client said: work completion failed"),
+        "{words}"
+    );
+    for f in false_causes {
+        assert!(!words.contains(f), "{f:?} in {words}");
+    }
+    // The peer's own cause (its memory could not be pinned) is not this host's firewall.
+    let x = explain(&reported("memlock"), &facts);
+    assert_eq!(x.code, "memlock");
+    // A firewall read that passes everything is ruled out by name; the list of places
+    // packets are dropped names a host firewall on Soft-RoCE.
+    facts.firewall = Some(firewall_facts(Action::Accept));
+    let x = explain(&retry, &facts);
+    let words = text(&x);
+    assert_eq!(x.code, "retry-exceeded", "{words}");
+    assert!(
+        words.contains("a host firewall dropping UDP 4791"),
+        "{words}"
+    );
+    assert!(
+        words.contains("this host's firewall passes RoCE v2 arriving on veth0 from 192.168.77.2"),
+        "{words}"
     );
 }

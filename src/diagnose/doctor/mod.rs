@@ -87,6 +87,15 @@ pub fn findings(facts: &DoctorFacts) -> Vec<Diagnostic> {
             findings.extend(crate::diagnose::counters::doctor_finding(counters));
         }
     }
+    // A Soft-RoCE port's RoCE v2 through this host's firewall.
+    for (port, extras) in ports.iter().zip(&facts.ports) {
+        if let Some(fw) = &extras.firewall {
+            findings.push(crate::diagnose::firewall::finding(
+                Some(Subject::Port(port.device.clone(), port.number)),
+                fw,
+            ));
+        }
+    }
     findings.extend(duplicate_gid_findings(&ports));
     if let Some(host) = &facts.host {
         findings.extend(same_subnet_findings(&host.roce_netdevs));

@@ -12,8 +12,10 @@
 
 pub mod dcb;
 mod facts;
+mod iptables;
 #[cfg(test)]
 mod live_tests;
+pub mod netfilter;
 mod query;
 pub mod rdma;
 mod reply;

@@ -40,6 +40,9 @@ pub fn request(op: u16, dump: bool, seq: u32) -> Vec<u8> {
 #[derive(Debug, PartialEq, Eq)]
 pub struct Reply {
     pub msg_type: u16,
+    /// The family's fixed header before the attributes (nfnetlink's `nfgenmsg`); empty for
+    /// the RDMA netlink, which has none.
+    pub fixed: Vec<u8>,
     pub attrs: Vec<(u16, Vec<u8>)>,
 }
 
@@ -54,6 +57,11 @@ pub enum Parsed {
 /// Split a buffer into netlink messages; a truncated message or attribute ends the walk
 /// with an error, never a panic.
 pub fn parse(buf: &[u8]) -> Result<Parsed, String> {
+    parse_with_header(buf, 0)
+}
+
+/// `parse` for a netlink family whose messages carry `fixed` bytes before the attributes.
+pub(super) fn parse_with_header(buf: &[u8], fixed: usize) -> Result<Parsed, String> {
     let mut replies = Vec::new();
     let mut at = 0;
     while at + HEADER <= buf.len() {
@@ -87,10 +95,16 @@ pub fn parse(buf: &[u8]) -> Result<Parsed, String> {
                 }
                 return Ok(Parsed::Errno(-errno));
             }
-            _ => replies.push(Reply {
-                msg_type,
-                attrs: attributes(body)?,
-            }),
+            _ => {
+                let head = body.get(..fixed).ok_or_else(|| {
+                    format!("message of {len} bytes without its {fixed}-byte header")
+                })?;
+                replies.push(Reply {
+                    msg_type,
+                    fixed: head.to_vec(),
+                    attrs: attributes(&body[fixed..])?,
+                })
+            }
         }
         at += (len + 3) & !3;
     }
@@ -100,7 +114,7 @@ pub fn parse(buf: &[u8]) -> Result<Parsed, String> {
     })
 }
 
-fn attributes(mut body: &[u8]) -> Result<Vec<(u16, Vec<u8>)>, String> {
+pub(super) fn attributes(mut body: &[u8]) -> Result<Vec<(u16, Vec<u8>)>, String> {
     let mut attrs = Vec::new();
     while body.len() >= 4 {
         let len = u16::from_ne_bytes([body[0], body[1]]) as usize;
@@ -245,6 +259,7 @@ mod tests {
         // A reply of another command carries no mode.
         assert_eq!(
             netns_mode(&[Reply {
+                fixed: vec![],
                 msg_type: 0x1401,
                 attrs: vec![(66, vec![1])]
             }]),

@@ -22,6 +22,68 @@ pub fn access_read_write(path: &Path) -> Result<(), i32> {
     }
 }
 
+/// iptables-legacy's table `table` as ip_tables (or ip6_tables) hands it out: the
+/// `ipt_getinfo` reply (84 bytes) and the `ipt_get_entries` reply (the name, the size and
+/// the entries from byte 40), both through getsockopt on a raw socket, as iptables-save
+/// reads them. Needs CAP_NET_ADMIN (EPERM without); ENOENT when the table is not loaded.
+pub fn iptables_legacy_table(table: &str, v6: bool) -> Result<(Vec<u8>, Vec<u8>), i32> {
+    const SO_GET_INFO: libc::c_int = 64;
+    const SO_GET_ENTRIES: libc::c_int = 65;
+    const INFO_LEN: usize = 84;
+    const ENTRIES_AT: usize = 40;
+    if table.is_empty() || table.len() >= 32 {
+        return Err(libc::EINVAL);
+    }
+    let (domain, level) = if v6 {
+        (libc::AF_INET6, libc::IPPROTO_IPV6)
+    } else {
+        (libc::AF_INET, libc::IPPROTO_IP)
+    };
+    // SAFETY: socket() has no memory preconditions; a valid descriptor is owned below.
+    let fd = unsafe {
+        libc::socket(
+            domain,
+            libc::SOCK_RAW | libc::SOCK_CLOEXEC,
+            libc::IPPROTO_RAW,
+        )
+    };
+    if fd < 0 {
+        return Err(last_errno());
+    }
+    // SAFETY: fd is a fresh descriptor nothing else owns; OwnedFd closes it.
+    let socket = unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) };
+    let get = |opt: libc::c_int, buf: &mut Vec<u8>| -> Result<(), i32> {
+        let mut len = buf.len() as libc::socklen_t;
+        // SAFETY: buf is len bytes long and writable; the kernel writes at most len bytes
+        // and reads the table name from its start.
+        let ret = unsafe {
+            libc::getsockopt(
+                socket.as_raw_fd(),
+                level,
+                opt,
+                buf.as_mut_ptr().cast(),
+                &mut len,
+            )
+        };
+        if ret == 0 {
+            Ok(())
+        } else {
+            Err(last_errno())
+        }
+    };
+    let mut info = vec![0u8; INFO_LEN];
+    info[..table.len()].copy_from_slice(table.as_bytes());
+    get(SO_GET_INFO, &mut info)?;
+    let size = u32::from_ne_bytes(info[80..84].try_into().unwrap_or([0; 4])) as usize;
+    // The table may grow between the two calls: the kernel then answers EAGAIN, and the
+    // caller says the table was not read.
+    let mut entries = vec![0u8; ENTRIES_AT + size];
+    entries[..table.len()].copy_from_slice(table.as_bytes());
+    entries[32..36].copy_from_slice(&(size as u32).to_ne_bytes());
+    get(SO_GET_ENTRIES, &mut entries)?;
+    Ok((info, entries))
+}
+
 /// The effective user id: root bypasses RLIMIT_MEMLOCK only through CAP_IPC_LOCK, but the
 /// evidence line still says who ran the check.
 pub fn effective_uid() -> u32 {

@@ -124,6 +124,9 @@ pub(super) fn finish(
                 }
             }
         }
+        if let Some(c) = report.counters.as_mut() {
+            crate::diagnose::counters::defer_to_failure(&mut c.findings, &x.explanation.code);
+        }
         report.failure = Some(x);
     }
     show(&report)?;
