@@ -70,7 +70,7 @@ pub fn gather(ctx: &Ctx, only: Option<&str>) -> Result<DoctorFacts> {
             counters: sysfs.port_counters(&port.device, port.number).ok(),
         })
         .collect();
-    facts.host = (!ctx.captured).then(|| host_facts(&devices));
+    facts.host = (!ctx.captured).then(|| host_facts(&ctx.sysfs, &devices));
     facts.pci = crate::gather::pci::gather(&sysfs, &devices, !ctx.captured);
     facts.container =
         (!ctx.captured).then(|| crate::gather::container::gather(&ctx.sysfs, &facts.listed));
@@ -102,8 +102,8 @@ fn capture_facts(ctx: &Ctx) -> CaptureFacts {
 }
 
 /// What only this host answers: /dev, libibverbs and its providers, limits, network.
-fn host_facts(devices: &[Device]) -> HostFacts {
-    let node_access = devices.iter().map(node_access).collect();
+fn host_facts(sysfs_root: &Path, devices: &[Device]) -> HostFacts {
+    let node_access = devices.iter().map(|d| node_access(sysfs_root, d)).collect();
     let library = verbs::library_status().map_err(|e| e.to_string());
     let verbs_devices = library
         .is_ok()
@@ -251,9 +251,12 @@ fn net_functions(bus: &Path) -> Vec<crate::model::doctor::NetFunction> {
         .collect()
 }
 
-fn node_access(device: &Device) -> NodeAccess {
+fn node_access(sysfs_root: &Path, device: &Device) -> NodeAccess {
     let Some(node) = &device.uverbs else {
-        return NodeAccess::NoMapping;
+        return match crate::gather::removal::pending(sysfs_root, &device.name) {
+            Some(r) => NodeAccess::Removing(Box::new(r)),
+            None => NodeAccess::NoMapping,
+        };
     };
     let path = Path::new("/dev/infiniband").join(node);
     let shown = path.display().to_string();

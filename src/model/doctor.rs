@@ -187,6 +187,8 @@ pub fn modules_for(f: &NetFunction) -> Vec<&'static RdmaModule> {
 pub enum NodeAccess {
     /// `class/infiniband_verbs/*/ibdev` names no node for the device.
     NoMapping,
+    /// No node because the kernel is removing the device while a process holds it.
+    Removing(Box<crate::model::device::DeviceRemoval>),
     Missing {
         path: String,
     },

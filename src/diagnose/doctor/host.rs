@@ -400,6 +400,7 @@ pub fn uverbs_finding(device: &str, access: &NodeAccess) -> Diagnostic {
         NodeAccess::NoMapping => finding(check.clone(), subject(), Severity::Fail, "no user-space verbs node: the device cannot be used from applications")
             .evidence(format!("no class/infiniband_verbs/uverbsN has ibdev {device}"))
             .fix("load ib_uverbs (modprobe ib_uverbs)"),
+        NodeAccess::Removing(r) => crate::diagnose::removal::finding(r),
         NodeAccess::Missing { path } => finding(check.clone(), subject(), Severity::Fail, format!("{path} does not exist: libibverbs silently skips the device"))
             .evidence(format!("sysfs maps {device} to {path}, which is not in /dev"))
             .fix("in a container, pass the device in (--device=/dev/infiniband/...); on a host, check udev (rdma-core's 90-rdma-*.rules)"),
