@@ -30,18 +30,19 @@ pub enum Error {
         hint: String,
     },
 
+    /// `main` words it with the modules loaded and the NICs present (doctor's rule); this
+    /// text is what other reports embed.
     #[error(
-        "no RDMA devices: {} does not exist, so no RDMA driver is loaded. \
-         Load your NIC's driver (mlx5_ib, irdma, bnxt_re, ...), or for Soft-RoCE: \
-         modprobe rdma_rxe; rdma link add rxe0 type rxe netdev <if>",
+        "no RDMA devices: {} does not exist, so the RDMA core is not loaded; `rdmactl \
+         doctor` names the RDMA modules loaded and the NICs present",
         .path.display()
     )]
     NoRdma { path: PathBuf },
 
+    /// As `NoRdma`, worded in `main`.
     #[error(
-        "no RDMA devices: {} is empty, so the RDMA core is loaded but no driver registered a \
-         device. Load your NIC's RDMA driver (mlx5_ib, irdma, bnxt_re, ...), or for Soft-RoCE: \
-         rdma link add rxe0 type rxe netdev <if>",
+        "no RDMA devices: {} is empty, so no driver registered a device; `rdmactl doctor` \
+         names the RDMA modules loaded and the NICs present",
         .path.display()
     )]
     NoDevices { path: PathBuf },

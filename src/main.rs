@@ -52,6 +52,14 @@ fn main() -> ExitCode {
                     );
                     eprint!("rdmactl: {}", explained(&report));
                 }
+                // No device: what is loaded and what is plugged in decide the words, as
+                // doctor's kernel finding words them.
+                Some(error::Error::NoDevices { path }) => {
+                    eprint!("rdmactl: {}", no_devices(path, true))
+                }
+                Some(error::Error::NoRdma { path }) => {
+                    eprint!("rdmactl: {}", no_devices(path, false))
+                }
                 // Failed means the findings are already on stdout; repeat only the summary.
                 _ => eprintln!("rdmactl: {err:#}"),
             }
@@ -67,6 +75,26 @@ fn explained(report: &model::diagnostic::FailureReport) -> String {
         report.message,
         render::diagnostic::body(&report.explanation, "")
     )
+}
+
+/// "no RDMA devices" with the RDMA modules loaded and the NICs present under the same
+/// sysfs root (`PATH` is its `class/infiniband`), worded by doctor's rule.
+fn no_devices(class_dir: &std::path::Path, core_loaded: bool) -> String {
+    let root = class_dir
+        .parent()
+        .and_then(std::path::Path::parent)
+        .unwrap_or(std::path::Path::new("/sys"));
+    let captured = root != std::path::Path::new("/sys");
+    let hint = gather::doctor::no_device_hint_at(root, captured, None);
+    let d = diagnose::doctor::no_devices_explanation(
+        &class_dir.display().to_string(),
+        core_loaded,
+        &hint,
+    );
+    // The message is the summary line; the body's own "why" would repeat it.
+    let body = render::diagnostic::body(&d, "");
+    let rest: String = body.lines().skip(1).map(|l| format!("{l}\n")).collect();
+    format!("{}\n{rest}", d.message)
 }
 
 fn is_broken_pipe(err: &anyhow::Error) -> bool {

@@ -86,7 +86,17 @@ pub fn run(ctx: &Ctx, args: &CheckArgs) -> Result<u8> {
         None => vec![rules::no_gid_fits(&device, args.port, peer, &port)],
     };
     let mut kernel_choice = None;
-    if let Some(peer) = peer {
+    if let (Some(_), Some(r)) = (peer, &port.removal) {
+        // The CM would answer ENODEV for a device the core unregistered: its words would
+        // blame the route.
+        checks.push(kernel_choice::skipped(
+            Severity::Info,
+            format!(
+                "not asked: {} is being removed (device-removing above)",
+                r.device
+            ),
+        ));
+    } else if let Some(peer) = peer {
         let checked = Checked {
             device: &device,
             port: args.port,

@@ -27,6 +27,7 @@ pub fn run(ctx: &Ctx, args: &DevicesArgs) -> Result<u8> {
             },
         )?;
         output::note(&inventory::unreadable_warnings(&devices));
+        output::note(&crate::diagnose::removal::notes(&devices));
         inventory::devices_table(&devices, ctx.style)
     };
     output::print(&text)?;

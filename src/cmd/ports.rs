@@ -43,6 +43,7 @@ pub fn run(ctx: &Ctx, args: &PortsArgs) -> Result<u8> {
     } else {
         crate::output::note(&inventory::unreadable_warnings(&devices));
         crate::output::note(&inventory::unknown_mtu_notes(&devices));
+        crate::output::note(&crate::diagnose::removal::notes(&devices));
         if !ctx.captured {
             let hidden = crate::gather::inventory::netdevs_outside_namespace(&ctx.sysfs, &ports);
             crate::output::note(&inventory::hidden_netdevs_note(&hidden));

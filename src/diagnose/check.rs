@@ -47,7 +47,13 @@ pub fn evaluate(
         }
     };
 
-    let mut out = port_state(port);
+    // A device being removed cannot be used whatever its GIDs say: that first.
+    let mut out: Vec<Diagnostic> = port
+        .removal
+        .iter()
+        .map(|r| crate::diagnose::removal::finding(r))
+        .collect();
+    out.extend(port_state(port));
     let entry = match slot(port, index, &with_better) {
         Ok(entry) => entry,
         Err(finding) => {
@@ -922,6 +928,7 @@ pub(crate) mod tests {
             gid_table_len: 16,
             active_mtu: None,
             active_mtu_source: "not read: a made-up port".into(),
+            removal: None,
         };
         let gids = port.gids().to_vec();
         let first = net_facts(&ctx, None, Some(peer));

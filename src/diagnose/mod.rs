@@ -18,6 +18,7 @@ pub mod gpu_path;
 pub mod kernel_choice;
 pub mod pin;
 pub mod qos;
+pub mod removal;
 pub mod same_host;
 pub mod setup;
 

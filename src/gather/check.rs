@@ -26,6 +26,7 @@ pub fn load_port_facts(ctx: &Ctx, device: &str, port: u32) -> Result<PortFacts> 
     let sysfs = SysfsRoot::new(&ctx.sysfs);
     let model = sysfs.port(device, port)?;
     let gid_table_len = sysfs.gid_table_len(device, port)? as u32;
+    let mut removal = None;
     let (active_mtu, active_mtu_source) = if ctx.captured {
         (
             None,
@@ -34,7 +35,17 @@ pub fn load_port_facts(ctx: &Ctx, device: &str, port: u32) -> Result<PortFacts> 
     } else {
         match active_mtu_live(device, port) {
             Ok(mtu) => (Some(mtu), "ibv_query_port".to_string()),
-            Err(why) => (None, format!("not read: {why}")),
+            // A device verbs cannot open while sysfs lists it may be on its way out.
+            Err(why) => match crate::gather::removal::pending(&ctx.sysfs, device) {
+                Some(r) => {
+                    removal = Some(Box::new(r));
+                    (
+                        None,
+                        format!("not read: libibverbs no longer lists {device}"),
+                    )
+                }
+                None => (None, format!("not read: {why}")),
+            },
         }
     };
     Ok(PortFacts {
@@ -46,6 +57,7 @@ pub fn load_port_facts(ctx: &Ctx, device: &str, port: u32) -> Result<PortFacts> 
         gid_table_len,
         active_mtu,
         active_mtu_source,
+        removal,
     })
 }
 

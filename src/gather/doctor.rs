@@ -37,7 +37,8 @@ pub fn gather(ctx: &Ctx, only: Option<&str>) -> Result<DoctorFacts> {
     let mut devices = match sysfs.clone().netdev_only().devices() {
         Ok(d) => d,
         Err(Error::NoRdma { path }) => {
-            facts.no_device_hint = no_device_hint(ctx, &sysfs);
+            facts.no_device_hint =
+                no_device_hint_at(&ctx.sysfs, ctx.captured, ctx.procfs.as_deref());
             facts.no_rdma = Some(path);
             // A namespace in exclusive mode may see no device at all: say why.
             facts.container =
@@ -47,7 +48,7 @@ pub fn gather(ctx: &Ctx, only: Option<&str>) -> Result<DoctorFacts> {
         Err(e) => return Err(e),
     };
     if devices.is_empty() {
-        facts.no_device_hint = no_device_hint(ctx, &sysfs);
+        facts.no_device_hint = no_device_hint_at(&ctx.sysfs, ctx.captured, ctx.procfs.as_deref());
     }
     facts.listed = devices.clone();
     if let Some(name) = only {
@@ -73,7 +74,7 @@ pub fn gather(ctx: &Ctx, only: Option<&str>) -> Result<DoctorFacts> {
     if !ctx.captured {
         firewall_facts(ctx, &devices, &mut facts.ports);
     }
-    facts.host = (!ctx.captured).then(|| host_facts(&devices));
+    facts.host = (!ctx.captured).then(|| host_facts(&ctx.sysfs, &devices));
     facts.pci = crate::gather::pci::gather(&sysfs, &devices, !ctx.captured);
     facts.container =
         (!ctx.captured).then(|| crate::gather::container::gather(&ctx.sysfs, &facts.listed));
@@ -153,8 +154,8 @@ fn capture_facts(ctx: &Ctx) -> CaptureFacts {
 }
 
 /// What only this host answers: /dev, libibverbs and its providers, limits, network.
-fn host_facts(devices: &[Device]) -> HostFacts {
-    let node_access = devices.iter().map(node_access).collect();
+fn host_facts(sysfs_root: &Path, devices: &[Device]) -> HostFacts {
+    let node_access = devices.iter().map(|d| node_access(sysfs_root, d)).collect();
     let library = verbs::library_status().map_err(|e| e.to_string());
     let verbs_devices = library
         .is_ok()
@@ -203,17 +204,19 @@ fn host_facts(devices: &[Device]) -> HostFacts {
     }
 }
 
-/// Whether rdma_rxe is loaded (its `module/rdma_rxe` under the sysfs root, so a captured
-/// tree answers for its host; on a live host /proc/modules too), and an up netdev to name.
-fn no_device_hint(ctx: &Ctx, sysfs: &SysfsRoot) -> NoDeviceHint {
-    let module = ctx.sysfs.join("module/rdma_rxe");
+/// What the "no device" rule judges, read under a sysfs root so a captured tree answers
+/// for its host: rdma_rxe (`module/rdma_rxe`; on a live host, not `captured`, /proc/modules
+/// too; `procfs` is a captured host's /proc), an up netdev to name in `rdma link add`, the
+/// RDMA modules loaded (`module/`) and the PCI network functions (`bus/pci/devices`).
+pub fn no_device_hint_at(root: &Path, captured: bool, procfs: Option<&Path>) -> NoDeviceHint {
+    let sysfs = SysfsRoot::new(root);
+    let module = root.join("module/rdma_rxe");
     let rxe_loaded = if module.is_dir() {
         Some(format!("{} exists", module.display()))
-    } else if !ctx.captured && crate::gather::procfs::module_loaded("rdma_rxe") {
+    } else if !captured && crate::gather::procfs::module_loaded("rdma_rxe") {
         Some("/proc/modules lists rdma_rxe".to_string())
     } else {
-        ctx.procfs
-            .as_deref()
+        procfs
             .filter(|r| procfs::module_loaded_in(r, "rdma_rxe"))
             .map(|root| format!("{} lists rdma_rxe", root.join("modules").display()))
     };
@@ -223,12 +226,89 @@ fn no_device_hint(ctx: &Ctx, sysfs: &SysfsRoot) -> NoDeviceHint {
                 .netdev(n)
                 .is_some_and(|d| d.operstate.as_deref() == Some("up"))
     });
-    NoDeviceHint { rxe_loaded, netdev }
+    let module_dir = root.join("module");
+    let rdma_modules = module_dir.is_dir().then(|| {
+        crate::model::doctor::RDMA_MODULES
+            .iter()
+            .filter(|m| module_dir.join(m.module).is_dir())
+            .map(|m| m.module.to_string())
+            .collect()
+    });
+    let pci_dir = root.join("bus/pci/devices");
+    NoDeviceHint {
+        rxe_loaded,
+        netdev,
+        rdma_modules,
+        net_functions: pci_dir.is_dir().then(|| net_functions(&pci_dir)),
+        module_dir: module_dir.display().to_string(),
+        pci_dir: pci_dir.display().to_string(),
+    }
 }
 
-fn node_access(device: &Device) -> NodeAccess {
+/// The functions of class 02 (network) and 0c06 (InfiniBand) under `bus/pci/devices`, with
+/// their bound driver and netdevs (virtio-net keeps its netdev one level down, under
+/// `virtioN/net`).
+fn net_functions(bus: &Path) -> Vec<crate::model::doctor::NetFunction> {
+    let mut names: Vec<String> = std::fs::read_dir(bus)
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| !n.starts_with('.'))
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    let hex = |dir: &Path, attr: &str| {
+        std::fs::read_to_string(dir.join(attr))
+            .ok()
+            .and_then(|s| u32::from_str_radix(s.trim().trim_start_matches("0x"), 16).ok())
+    };
+    let entries = |dir: &Path| -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(dir)
+            .map(|d| {
+                d.flatten()
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .filter(|n| !n.starts_with('.'))
+                    .collect()
+            })
+            .unwrap_or_default();
+        v.sort();
+        v
+    };
+    names
+        .into_iter()
+        .filter_map(|bdf| {
+            let dir = bus.join(&bdf);
+            let class = hex(&dir, "class")?;
+            if class >> 16 != 0x02 && class >> 8 != 0x0c06 {
+                return None;
+            }
+            let mut netdevs = entries(&dir.join("net"));
+            for child in entries(&dir).iter().filter(|c| c.starts_with("virtio")) {
+                netdevs.extend(entries(&dir.join(child).join("net")));
+            }
+            Some(crate::model::doctor::NetFunction {
+                class,
+                vendor: u16::try_from(hex(&dir, "vendor")?).ok()?,
+                device: hex(&dir, "device")
+                    .and_then(|d| u16::try_from(d).ok())
+                    .unwrap_or(0),
+                driver: std::fs::read_link(dir.join("driver"))
+                    .ok()
+                    .and_then(|l| l.file_name().map(|n| n.to_string_lossy().into_owned())),
+                netdevs,
+                bdf,
+            })
+        })
+        .collect()
+}
+
+fn node_access(sysfs_root: &Path, device: &Device) -> NodeAccess {
     let Some(node) = &device.uverbs else {
-        return NodeAccess::NoMapping;
+        return match crate::gather::removal::pending(sysfs_root, &device.name) {
+            Some(r) => NodeAccess::Removing(Box::new(r)),
+            None => NodeAccess::NoMapping,
+        };
     };
     let path = Path::new("/dev/infiniband").join(node);
     let shown = path.display().to_string();

@@ -119,7 +119,7 @@ pub fn inventory_with_verbs(
         )
     };
     let mut devices = devices?;
-    let from_verbs = apply_verbs(&mut devices, opened, firmware, gid_tables);
+    let from_verbs = apply_verbs(&ctx.sysfs, &mut devices, opened, firmware, gid_tables);
     if gid_tables {
         add_sysfs_gids(ctx, &mut devices, &from_verbs)?;
     }
@@ -184,12 +184,19 @@ fn add_verbs(
         [one] => Some(one.name.clone()),
         _ => None,
     };
-    apply_verbs(devices, open_verbs(only.as_deref()), firmware, gid_tables)
+    apply_verbs(
+        &ctx.sysfs,
+        devices,
+        open_verbs(only.as_deref()),
+        firmware,
+        gid_tables,
+    )
 }
 
 /// Adds the opened devices' answers to the sysfs inventory; returns the ports whose GID
 /// table verbs filled in (with `gid_tables`).
 fn apply_verbs(
+    sysfs: &Path,
     devices: &mut [Device],
     verbs_opened: VerbsOpened,
     firmware: bool,
@@ -208,6 +215,17 @@ fn apply_verbs(
     let listed: Vec<String> = opened.iter().map(|(n, _)| n.clone()).collect();
     for d in devices.iter_mut() {
         let dev = match opened.iter().position(|(n, _)| *n == d.name) {
+            // Without a uverbs node, the kernel may be removing it: not a provider's fault.
+            None if d.uverbs.is_none() => match crate::gather::removal::pending(sysfs, &d.name) {
+                Some(r) => {
+                    d.removal = Some(Box::new(r));
+                    Err(format!(
+                        "libibverbs no longer lists {}: the kernel is removing it",
+                        d.name
+                    ))
+                }
+                None => Err(not_listed(d, &listed)),
+            },
             None => Err(not_listed(d, &listed)),
             Some(i) => opened.remove(i).1.map_err(|e| e.to_string()),
         };

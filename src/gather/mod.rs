@@ -18,6 +18,7 @@ pub mod pci;
 pub mod placement;
 pub mod procfs;
 pub mod qos;
+pub mod removal;
 pub mod sysfs;
 pub mod verbs;
 pub mod wait;

@@ -281,11 +281,41 @@ pub fn tcp_port_holders(proc_root: &Path, port: u16) -> Vec<(u32, String)> {
         return Vec::new();
     }
     let wanted: Vec<String> = inodes.iter().map(|i| format!("socket:[{i}]")).collect();
-    let mut holders = Vec::new();
+    fd_holders(proc_root, |link| wanted.iter().any(|w| w == link), None)
+        .holders
+        .into_iter()
+        .map(|h| (h.pid, h.comm))
+        .collect()
+}
+
+/// What one walk over /proc/*/fd found: the processes with an fd whose link `matches`,
+/// each once (with its first matching link), and how far the walk got.
+#[derive(Debug, Default)]
+pub struct FdHolders {
+    pub holders: Vec<crate::model::device::NodeHolder>,
+    pub scan: crate::model::device::HolderScan,
+}
+
+/// The processes holding an fd whose link text `matches` (`socket:[123]`,
+/// `/dev/infiniband/uverbs1 (deleted)`), as `ls -l /proc/*/fd` shows them. With a
+/// `deadline`, the walk stops there (a host with many processes and fds must not hold a
+/// command up) and says so.
+pub fn fd_holders(
+    proc_root: &Path,
+    matches: impl Fn(&str) -> bool,
+    deadline: Option<std::time::Duration>,
+) -> FdHolders {
+    let started = std::time::Instant::now();
+    let mut out = FdHolders::default();
+    out.scan.limit_ms = deadline.map_or(0, |d| d.as_millis() as u64);
     let Ok(procs) = std::fs::read_dir(proc_root) else {
-        return holders;
+        return out;
     };
     for entry in procs.flatten() {
+        if deadline.is_some_and(|d| started.elapsed() > d) {
+            out.scan.timed_out = true;
+            break;
+        }
         let Some(pid) = entry
             .file_name()
             .to_str()
@@ -294,22 +324,36 @@ pub fn tcp_port_holders(proc_root: &Path, port: u16) -> Vec<(u32, String)> {
             continue;
         };
         let Ok(fds) = std::fs::read_dir(entry.path().join("fd")) else {
+            out.scan.unreadable += 1;
             continue;
         };
-        let holds = fds.flatten().any(|fd| {
-            std::fs::read_link(fd.path())
-                .ok()
-                .and_then(|l| l.to_str().map(|l| wanted.iter().any(|w| w == l)))
-                .unwrap_or(false)
+        out.scan.processes += 1;
+        let found = fds.flatten().find_map(|fd| {
+            let link = std::fs::read_link(fd.path()).ok()?;
+            let link = link.to_str()?;
+            matches(link).then(|| format!("{} -> {link}", fd.path().display()))
         });
-        if holds {
-            let name = std::fs::read_to_string(entry.path().join("comm"))
+        if let Some(link) = found {
+            let comm = std::fs::read_to_string(entry.path().join("comm"))
                 .map(|c| c.trim().to_string())
                 .unwrap_or_else(|_| "?".into());
-            holders.push((pid, name));
+            let cmdline = std::fs::read(entry.path().join("cmdline"))
+                .map(|b| {
+                    String::from_utf8_lossy(&b)
+                        .trim_end_matches('\0')
+                        .replace('\0', " ")
+                })
+                .unwrap_or_default();
+            out.holders.push(crate::model::device::NodeHolder {
+                pid,
+                comm,
+                cmdline,
+                link,
+            });
         }
     }
-    holders
+    out.holders.sort_by_key(|h| h.pid);
+    out
 }
 
 #[cfg(test)]

@@ -398,6 +398,10 @@ pub struct Device {
     pub verbs: VerbsStatus,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub read_problems: Vec<ReadProblem>,
+    /// The kernel is removing the device (libibverbs no longer lists it, sysfs does); set
+    /// where verbs were asked. The inventory's notes word it.
+    #[serde(skip)]
+    pub removal: Option<Box<DeviceRemoval>>,
 }
 
 impl Device {
@@ -411,4 +415,54 @@ impl Device {
         }
         out
     }
+}
+
+/// A device sysfs still lists while the kernel removes it (`rdma link delete`, a driver
+/// unbind or module unload): the core has unregistered it, uverbs has deleted its node and
+/// waits, in `ib_uverbs_remove_one`, until every process that opened the node closes it.
+/// Measured on 6.1: `rdma dev` and `rdma res` drop the device at once, so the holders come
+/// from /proc (their fd links to the deleted node).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeviceRemoval {
+    pub device: String,
+    /// `class/infiniband/DEV`, which is still there.
+    pub sysfs_path: String,
+    /// Where ib_uverbs was seen loaded (`module/ib_uverbs`).
+    pub uverbs_module: String,
+    /// `class/infiniband_verbs`, where no entry names the device any more.
+    pub uverbs_class: String,
+    /// The devices the RDMA netlink dump lists (the device is not among them); Err says
+    /// why the kernel was not asked or did not answer.
+    pub netlink: Result<Vec<String>, String>,
+    /// The processes holding a deleted uverbs node.
+    pub holders: Vec<NodeHolder>,
+    /// How the holders were looked for.
+    pub scan: HolderScan,
+    /// Other devices being removed at the same time: a deleted node does not say which
+    /// device it was, so with more than one the holders are not attributed.
+    pub also_removing: Vec<String>,
+}
+
+/// A process holding a uverbs node open, as its fd link shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeHolder {
+    pub pid: u32,
+    pub comm: String,
+    /// `/proc/PID/cmdline` with spaces for NULs; empty when unreadable.
+    pub cmdline: String,
+    /// `/proc/PID/fd/N -> TARGET`.
+    pub link: String,
+}
+
+/// The bounded walk over /proc/*/fd that found the holders.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HolderScan {
+    /// Processes whose fd directory was read.
+    pub processes: usize,
+    /// Processes whose fd directory could not be read (another user's, without privilege).
+    pub unreadable: usize,
+    /// The walk stopped at its deadline before the end of /proc.
+    pub timed_out: bool,
+    /// The deadline, in milliseconds.
+    pub limit_ms: u64,
 }

@@ -89,7 +89,9 @@ pub struct HostFacts {
     pub roce_netdevs: Vec<RoceNetdev>,
 }
 
-/// What the fix for "no device" builds on, gathered where the devices are listed.
+/// What the fix for "no device" builds on, gathered where the devices are listed: which
+/// RDMA modules are loaded and which network functions exist, so the fix names a module
+/// only where a NIC of its vendor is there without it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct NoDeviceHint {
     /// Where rdma_rxe was seen loaded (`module/rdma_rxe` under the sysfs root, or
@@ -97,6 +99,89 @@ pub struct NoDeviceHint {
     pub rxe_loaded: Option<String>,
     /// A netdev that is up (not lo), to name in `rdma link add`; else `<if>`.
     pub netdev: Option<String>,
+    /// The modules of `RDMA_MODULES` seen under `module/` of the sysfs root, in the table's
+    /// order; None when the tree has no `module/` (a capture without it: unknown).
+    pub rdma_modules: Option<Vec<String>>,
+    /// The PCI network and InfiniBand functions of `bus/pci/devices`; None when the tree
+    /// has no `bus/pci/devices` (unknown, not "none").
+    pub net_functions: Option<Vec<NetFunction>>,
+    /// Where the two above were read, as the evidence names them.
+    pub module_dir: String,
+    pub pci_dir: String,
+}
+
+/// A PCI function of class 02 (network: Ethernet 0200, InfiniBand 0207, ...) or 0c06
+/// (InfiniBand controllers of old), the kind that can carry RDMA.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NetFunction {
+    pub bdf: String,
+    pub class: u32,
+    pub vendor: u16,
+    pub device: u16,
+    /// The bound driver (`driver` link); None when unbound.
+    pub driver: Option<String>,
+    /// The netdevs it carries (`net/` below it, or below a virtio child).
+    pub netdevs: Vec<String>,
+}
+
+/// One RDMA provider kernel module: the PCI vendors whose functions it drives and the
+/// net (or PCI) drivers those functions are bound to when it applies. Software devices
+/// (rdma_rxe, siw) have no vendor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RdmaModule {
+    pub module: &'static str,
+    pub vendors: &'static [u16],
+    pub pci_drivers: &'static [&'static str],
+    pub vendor_name: &'static str,
+}
+
+const fn m(
+    module: &'static str,
+    vendors: &'static [u16],
+    pci_drivers: &'static [&'static str],
+    vendor_name: &'static str,
+) -> RdmaModule {
+    RdmaModule {
+        module,
+        vendors,
+        pci_drivers,
+        vendor_name,
+    }
+}
+
+/// Which RDMA module drives which vendor's functions: the one table (doctor's "no
+/// device" rule and the device-list error both read it). From each driver's
+/// `pci_device_id` table or auxiliary bus parent in the kernel (drivers/infiniband/hw/*).
+pub const RDMA_MODULES: &[RdmaModule] = &[
+    m("mlx5_ib", &[0x15b3], &["mlx5_core"], "Mellanox/NVIDIA"),
+    m("mlx4_ib", &[0x15b3], &["mlx4_core"], "Mellanox/NVIDIA"),
+    m("irdma", &[0x8086], &["ice", "i40e"], "Intel"),
+    m("bnxt_re", &[0x14e4], &["bnxt_en"], "Broadcom"),
+    m("efa", &[0x1d0f], &["efa"], "Amazon"),
+    m("hns_roce_hw_v2", &[0x19e5], &["hns3"], "Huawei"),
+    m("qedr", &[0x1077], &["qede"], "QLogic/Marvell"),
+    m("erdma", &[0x1ded], &["erdma"], "Alibaba"),
+    m("mana_ib", &[0x1414], &["mana"], "Microsoft"),
+    m("ionic_rdma", &[0x1dd8], &["ionic"], "AMD Pensando"),
+    m("iw_cxgb4", &[0x1425], &["cxgb4"], "Chelsio"),
+    m("vmw_pvrdma", &[0x15ad], &["vmw_pvrdma"], "VMware"),
+    m("ocrdma", &[0x10df], &["be2net"], "Emulex"),
+    m("hfi1", &[0x8086], &["hfi1"], "Intel Omni-Path"),
+    m("rdma_rxe", &[], &[], "software (Soft-RoCE)"),
+    m("siw", &[], &[], "software (Soft-iWARP)"),
+];
+
+/// The table's entries that could drive `f`: its vendor, and its bound driver where one
+/// is bound (an Intel function bound to igb is no irdma NIC).
+pub fn modules_for(f: &NetFunction) -> Vec<&'static RdmaModule> {
+    RDMA_MODULES
+        .iter()
+        .filter(|m| m.vendors.contains(&f.vendor))
+        .filter(|m| match f.driver.as_deref() {
+            Some(d) => m.pci_drivers.contains(&d) || d == m.module,
+            None => true,
+        })
+        .collect()
 }
 
 /// What doctor learned about one device's `/dev/infiniband/uverbsN` node.
@@ -104,6 +189,8 @@ pub struct NoDeviceHint {
 pub enum NodeAccess {
     /// `class/infiniband_verbs/*/ibdev` names no node for the device.
     NoMapping,
+    /// No node because the kernel is removing the device while a process holds it.
+    Removing(Box<crate::model::device::DeviceRemoval>),
     Missing {
         path: String,
     },

@@ -303,6 +303,8 @@ pub struct PortFacts {
     pub active_mtu: Option<u32>,
     /// Where `active_mtu` came from, or why there is none.
     pub active_mtu_source: String,
+    /// The kernel is removing the device (verbs could not open it while sysfs lists it).
+    pub removal: Option<Box<crate::model::device::DeviceRemoval>>,
 }
 
 impl PortFacts {

@@ -18,6 +18,25 @@ use crate::model::failure::{Cause, Failure};
 pub use crate::diagnose::gid_auto::GidChoice;
 pub use crate::gather::failure::{peer_ip_of, Known};
 
+/// A device libibverbs does not list (open failed with ENODEV) that sysfs still lists
+/// because the kernel is removing it: that, explained (who holds it; exit 1 as for any
+/// device that cannot be used). None when it is not being removed: the caller's
+/// not-found or no-RDMA error stands.
+pub fn removing_device(sysfs: &Path, name: &str) -> Option<crate::error::Error> {
+    let r = crate::gather::removal::pending(sysfs, name)?;
+    let failure = Failure::new(
+        crate::model::failure::Step::Open,
+        Cause::errno(libc::ENODEV),
+        crate::model::failure::FailureContext {
+            device: name.to_string(),
+            ..Default::default()
+        },
+    );
+    Some(crate::error::Error::Explained(Box::new(
+        FailureReport::new(&failure, diagnose::removal::explanation(&r)),
+    )))
+}
+
 /// Gather the facts about `failure` and run the rules: the report pingpong and selftest
 /// print (text on stderr, `failure` in `-j`).
 pub fn explain_failure(sysfs: &Path, known: &Known, failure: &Failure) -> FailureReport {

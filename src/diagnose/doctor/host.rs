@@ -7,7 +7,10 @@ use crate::error::Error;
 use crate::model::codes;
 use crate::model::device::Device;
 use crate::model::diagnostic::{Diagnostic, Seen, Severity, Subject};
-use crate::model::doctor::{provider_for, NoDeviceHint, NodeAccess, ProviderFiles};
+use crate::model::doctor::{
+    modules_for, provider_for, NetFunction, NoDeviceHint, NodeAccess, ProviderFiles, RdmaModule,
+    RDMA_MODULES,
+};
 
 /// The largest whole-page message size that fits `bytes`, as a -s value.
 fn largest_size(bytes: u64) -> u64 {
@@ -85,13 +88,218 @@ pub fn memlock_finding(
     }
 }
 
-impl NoDeviceHint {
-    fn fix(&self) -> String {
-        let netdev = self.netdev.as_deref().unwrap_or("<if>");
-        match &self.rxe_loaded {
-            Some(_) => format!("rdma_rxe is loaded: create a Soft-RoCE device on an up netdev, `rdma link add rxe0 type rxe netdev {netdev}`; or load the NIC's RDMA driver (mlx5_ib, irdma, bnxt_re, ...)"),
-            None => format!("load the NIC's RDMA driver (mlx5_ib, irdma, bnxt_re, ...), or for Soft-RoCE: modprobe rdma_rxe; rdma link add rxe0 type rxe netdev {netdev}"),
-        }
+/// Why no RDMA device is registered, from what is loaded and what is plugged in: the one
+/// wording of doctor's kernel finding and of the "no RDMA devices" error.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NoDeviceCause {
+    pub message: String,
+    pub evidence: Vec<String>,
+    pub fix: String,
+}
+
+fn function_label(f: &NetFunction) -> String {
+    let mut s = format!("{} {:04x}:{:04x}", f.bdf, f.vendor, f.device);
+    s.push_str(&format!(
+        " {}",
+        f.driver.as_deref().unwrap_or("(no driver)")
+    ));
+    if !f.netdevs.is_empty() {
+        s.push_str(&format!(" {}", f.netdevs.join(",")));
+    }
+    s
+}
+
+fn soft_roce(hint: &NoDeviceHint) -> String {
+    let netdev = hint.netdev.as_deref().unwrap_or("<if>");
+    match &hint.rxe_loaded {
+        Some(_) => format!(
+            "for Soft-RoCE on {netdev} (rdma_rxe is loaded): `rdma link add rxe0 type rxe netdev {netdev}`"
+        ),
+        None => format!(
+            "for Soft-RoCE on {netdev}: `modprobe rdma_rxe; rdma link add rxe0 type rxe netdev {netdev}`"
+        ),
+    }
+}
+
+/// The verdict, in the order the evidence decides it: a NIC whose RDMA module is not
+/// loaded (name that module); a NIC whose module is loaded but registered nothing (its
+/// probe failed: dmesg); no RDMA-capable function at all (no RDMA NIC: Soft-RoCE or
+/// another host), naming loaded modules that have nothing to drive; and, where the tree
+/// has no `bus/pci/devices`, what is unknown.
+pub fn no_device_cause(hint: &NoDeviceHint) -> NoDeviceCause {
+    let mut evidence = Vec::new();
+    let loaded: Vec<&str> = hint
+        .rdma_modules
+        .iter()
+        .flatten()
+        .map(String::as_str)
+        .collect();
+    match &hint.rdma_modules {
+        Some(m) if m.is_empty() => evidence.push(format!(
+            "no RDMA provider module under {} (of {})",
+            hint.module_dir,
+            RDMA_MODULES
+                .iter()
+                .map(|m| m.module)
+                .collect::<Vec<_>>()
+                .join(", ")
+        )),
+        Some(m) => evidence.push(format!(
+            "RDMA provider modules loaded ({}): {}",
+            hint.module_dir,
+            m.join(", ")
+        )),
+        None => evidence.push(format!(
+            "{} is not there: which RDMA modules are loaded is unknown",
+            hint.module_dir
+        )),
+    }
+    if let Some(seen) = &hint.rxe_loaded {
+        evidence.push(format!(
+            "rdma_rxe is loaded ({seen}) but no rxe device was added"
+        ));
+    }
+    let Some(functions) = &hint.net_functions else {
+        evidence.push(format!(
+            "{} is not there: which NICs this host has is unknown",
+            hint.pci_dir
+        ));
+        return NoDeviceCause {
+            message: "which NIC should carry RDMA here is unknown (no PCI functions were read)"
+                .to_string(),
+            evidence,
+            fix: format!(
+                "find the NIC (`lspci -nn | grep -iE 'ethernet|infiniband'`) and load the RDMA module of its vendor ({}); or {}",
+                {
+                    // One module per vendor: the first of the table's for it.
+                    let mut seen: Vec<u16> = Vec::new();
+                    RDMA_MODULES
+                        .iter()
+                        .filter(|m| m.vendors.first().is_some_and(|v| {
+                            let new = !seen.contains(v);
+                            seen.push(*v);
+                            new
+                        }))
+                        .take(4)
+                        .map(|m| format!("{} for {} {:04x}", m.module, m.vendor_name, m.vendors[0]))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                },
+                soft_roce(hint)
+            ),
+        };
+    };
+    evidence.push(if functions.is_empty() {
+        format!(
+            "no PCI network or InfiniBand function under {}",
+            hint.pci_dir
+        )
+    } else {
+        format!(
+            "PCI network functions ({}): {}",
+            hint.pci_dir,
+            functions
+                .iter()
+                .map(function_label)
+                .collect::<Vec<_>>()
+                .join("; ")
+        )
+    });
+    // A NIC whose RDMA module is not loaded: the module to load is known.
+    let missing: Vec<(&NetFunction, &RdmaModule)> = functions
+        .iter()
+        .filter_map(|f| {
+            let mods = modules_for(f);
+            (!mods.iter().any(|m| loaded.contains(&m.module)))
+                .then(|| mods.first().map(|m| (f, *m)))
+                .flatten()
+        })
+        .collect();
+    if !missing.is_empty() {
+        let mut modules: Vec<&str> = missing.iter().map(|(_, m)| m.module).collect();
+        modules.dedup();
+        return NoDeviceCause {
+            message: missing
+                .iter()
+                .map(|(f, m)| format!(
+                    "{} ({} NIC) is here but {} is not loaded",
+                    function_label(f),
+                    m.vendor_name,
+                    m.module
+                ))
+                .collect::<Vec<_>>()
+                .join("; "),
+            evidence,
+            fix: format!(
+                "`modprobe {}`, then `rdmactl devices`; if no device appears, `dmesg | grep -i {}` says why the probe failed",
+                modules.join(" "),
+                modules[0]
+            ),
+        };
+    }
+    // A NIC whose module is loaded and yet registered nothing: its probe failed.
+    let driven: Vec<(&NetFunction, &RdmaModule)> = functions
+        .iter()
+        .filter_map(|f| {
+            modules_for(f)
+                .into_iter()
+                .find(|m| loaded.contains(&m.module))
+                .map(|m| (f, m))
+        })
+        .collect();
+    if let Some((f, m)) = driven.first() {
+        return NoDeviceCause {
+            message: format!(
+                "{} is loaded and {} ({} NIC) is here, yet no RDMA device was registered: the driver's probe of it failed or RDMA is disabled on it",
+                m.module,
+                function_label(f),
+                m.vendor_name
+            ),
+            evidence,
+            fix: format!(
+                "`dmesg | grep -iE '{}|{}'` for the probe's error (firmware, RoCE disabled, a failed reset); reloading the module (`modprobe -r {} && modprobe {}`) retries the probe",
+                m.module,
+                f.bdf,
+                m.module,
+                m.module
+            ),
+        };
+    }
+    // No function any hardware RDMA module drives: no RDMA NIC here.
+    let idle: Vec<String> = RDMA_MODULES
+        .iter()
+        .filter(|m| !m.vendors.is_empty() && loaded.contains(&m.module))
+        .map(|m| {
+            let vendors: Vec<String> = m.vendors.iter().map(|v| format!("{v:04x}")).collect();
+            format!(
+                "{} is loaded but no PCI function of vendor {} ({}) exists",
+                m.module,
+                vendors.join("/"),
+                m.vendor_name
+            )
+        })
+        .collect();
+    let nics = if functions.is_empty() {
+        "no PCI network function at all".to_string()
+    } else {
+        format!(
+            "network functions: {}",
+            functions
+                .iter()
+                .map(function_label)
+                .collect::<Vec<_>>()
+                .join("; ")
+        )
+    };
+    let no_nic = format!("this host has no RDMA NIC ({nics})");
+    NoDeviceCause {
+        message: if idle.is_empty() {
+            no_nic
+        } else {
+            format!("{}: {no_nic}", idle.join("; "))
+        },
+        evidence,
+        fix: format!("{}; or run on a host with an RDMA NIC", soft_roce(hint)),
     }
 }
 
@@ -101,21 +309,30 @@ pub fn kernel_finding(
     devices: Result<&[Device], &Error>,
     hint: &NoDeviceHint,
 ) -> Diagnostic {
-    let rxe = |f: Diagnostic| match &hint.rxe_loaded {
-        Some(seen) => f.evidence(format!(
-            "rdma_rxe is loaded ({seen}) but no rxe device was added"
-        )),
-        None => f,
+    let with_cause = |f: Diagnostic, cause: NoDeviceCause| {
+        cause
+            .evidence
+            .into_iter()
+            .fold(f, |f, e| f.evidence(e))
+            .fix(cause.fix)
     };
     match devices {
-        Ok([]) => rxe(finding(
-            codes::KERNEL,
-            Subject::Host,
-            Severity::Fail,
-            "the RDMA core is loaded but no device is registered",
-        )
-        .evidence(format!("{sysfs_dir} is empty")))
-        .fix(hint.fix()),
+        Ok([]) => {
+            let cause = no_device_cause(hint);
+            with_cause(
+                finding(
+                    codes::KERNEL,
+                    Subject::Host,
+                    Severity::Fail,
+                    format!(
+                        "the RDMA core is loaded but no device is registered: {}",
+                        cause.message
+                    ),
+                )
+                .evidence(format!("{sysfs_dir} is empty")),
+                cause,
+            )
+        }
         Ok(devs) => {
             let names: Vec<&str> = devs.iter().map(|d| d.name.as_str()).collect();
             finding(
@@ -126,14 +343,22 @@ pub fn kernel_finding(
             )
             .evidence(format!("{sysfs_dir} lists {}", names.join(", ")))
         }
-        Err(Error::NoRdma { path }) => rxe(finding(
-            codes::KERNEL,
-            Subject::Host,
-            Severity::Fail,
-            "no RDMA support in the kernel: no driver is loaded",
-        )
-        .evidence(format!("{} does not exist", path.display())))
-        .fix(hint.fix()),
+        Err(Error::NoRdma { path }) => {
+            let cause = no_device_cause(hint);
+            with_cause(
+                finding(
+                    codes::KERNEL,
+                    Subject::Host,
+                    Severity::Fail,
+                    format!(
+                        "no RDMA support in the kernel (ib_core is not loaded): {}",
+                        cause.message
+                    ),
+                )
+                .evidence(format!("{} does not exist", path.display())),
+                cause,
+            )
+        }
         Err(other) => finding(
             codes::KERNEL,
             Subject::Host,
@@ -144,6 +369,30 @@ pub fn kernel_finding(
     }
 }
 
+/// The "no RDMA devices" error of every command that lists devices, worded by the same
+/// rule as doctor's kernel finding. `core_loaded`: `class/infiniband` exists (empty);
+/// else it does not (ib_core is not loaded).
+pub fn no_devices_explanation(
+    class_dir: &str,
+    core_loaded: bool,
+    hint: &NoDeviceHint,
+) -> Diagnostic {
+    let cause = no_device_cause(hint);
+    let what = if core_loaded {
+        format!("{class_dir} is empty, so no driver registered a device")
+    } else {
+        format!("{class_dir} does not exist, so the RDMA core (ib_core) is not loaded")
+    };
+    cause.evidence.into_iter().fold(
+        Diagnostic::explanation(
+            codes::KERNEL,
+            format!("no RDMA devices: {what}: {}", cause.message),
+            cause.fix,
+        ),
+        |d, e| d.evidence(e),
+    )
+}
+
 pub fn uverbs_finding(device: &str, access: &NodeAccess) -> Diagnostic {
     let check = codes::UVERBS;
     let subject = || Subject::Device(device.to_string());
@@ -151,6 +400,7 @@ pub fn uverbs_finding(device: &str, access: &NodeAccess) -> Diagnostic {
         NodeAccess::NoMapping => finding(check.clone(), subject(), Severity::Fail, "no user-space verbs node: the device cannot be used from applications")
             .evidence(format!("no class/infiniband_verbs/uverbsN has ibdev {device}"))
             .fix("load ib_uverbs (modprobe ib_uverbs)"),
+        NodeAccess::Removing(r) => crate::diagnose::removal::finding(r),
         NodeAccess::Missing { path } => finding(check.clone(), subject(), Severity::Fail, format!("{path} does not exist: libibverbs silently skips the device"))
             .evidence(format!("sysfs maps {device} to {path}, which is not in /dev"))
             .fix("in a container, pass the device in (--device=/dev/infiniband/...); on a host, check udev (rdma-core's 90-rdma-*.rules)"),
@@ -264,6 +514,7 @@ mod tests {
         let hint = NoDeviceHint {
             rxe_loaded: Some("/proc/modules lists rdma_rxe".into()),
             netdev: Some("eth0".into()),
+            ..NoDeviceHint::default()
         };
         let f = kernel_finding("/sys/class/infiniband", Ok(none), &hint);
         let fix = f.fix.as_deref().unwrap();
@@ -276,6 +527,113 @@ mod tests {
             .evidence
             .iter()
             .any(|e| e.contains("rdma_rxe is loaded (/proc/modules lists rdma_rxe)")));
+    }
+
+    fn function(
+        bdf: &str,
+        class: u32,
+        vendor: u16,
+        device: u16,
+        driver: &str,
+        net: &[&str],
+    ) -> NetFunction {
+        NetFunction {
+            bdf: bdf.into(),
+            class,
+            vendor,
+            device,
+            driver: Some(driver.into()),
+            netdevs: net.iter().map(|n| n.to_string()).collect(),
+        }
+    }
+
+    /// The H100 host (Firecracker, kernel 6.18): ib_core, mlx5_core and mlx5_ib loaded, no
+    /// Mellanox function, one virtio-net. The true cause is "no RDMA NIC", never "load
+    /// mlx5_ib".
+    fn h100() -> NoDeviceHint {
+        NoDeviceHint {
+            rxe_loaded: None,
+            netdev: Some("eth0".into()),
+            rdma_modules: Some(vec!["mlx5_ib".into()]),
+            net_functions: Some(vec![function(
+                "0000:00:03.0",
+                0x020000,
+                0x1af4,
+                0x1041,
+                "virtio-pci",
+                &["eth0"],
+            )]),
+            module_dir: "/sys/module".into(),
+            pci_dir: "/sys/bus/pci/devices".into(),
+        }
+    }
+
+    #[test]
+    fn a_loaded_mlx5_ib_without_a_mellanox_function_is_no_rdma_nic() {
+        let none: &[Device] = &[];
+        let f = kernel_finding("/sys/class/infiniband", Ok(none), &h100());
+        let text = format!("{} {:?} {}", f.message, f.evidence, f.fix_text());
+        assert!(
+            f.message.contains("mlx5_ib is loaded but no PCI function of vendor 15b3 (Mellanox/NVIDIA) exists: this host has no RDMA NIC (network functions: 0000:00:03.0 1af4:1041 virtio-pci eth0)"),
+            "{text}"
+        );
+        assert!(
+            text.contains("RDMA provider modules loaded (/sys/module): mlx5_ib"),
+            "{text}"
+        );
+        assert!(f.fix_text().contains("for Soft-RoCE on eth0: `modprobe rdma_rxe; rdma link add rxe0 type rxe netdev eth0`"), "{text}");
+        for wrong in [
+            "load the NIC's RDMA driver",
+            "modprobe mlx5_ib",
+            "(mlx5_ib, irdma",
+        ] {
+            assert!(!text.contains(wrong), "{wrong:?} in {text}");
+        }
+        let e = no_devices_explanation("/sys/class/infiniband", true, &h100());
+        assert!(e.message.starts_with("no RDMA devices: /sys/class/infiniband is empty, so no driver registered a device: mlx5_ib is loaded but no PCI function of vendor 15b3"), "{}", e.message);
+    }
+
+    /// A NIC whose RDMA module is not loaded: that module, and only it, is named.
+    #[test]
+    fn a_nic_without_its_rdma_module_names_that_module() {
+        let mut hint = h100();
+        hint.rdma_modules = Some(Vec::new());
+        hint.net_functions = Some(vec![function(
+            "0000:3b:00.0",
+            0x020000,
+            0x15b3,
+            0x1017,
+            "mlx5_core",
+            &["ens1f0"],
+        )]);
+        let c = no_device_cause(&hint);
+        assert!(c.message.contains("0000:3b:00.0 15b3:1017 mlx5_core ens1f0 (Mellanox/NVIDIA NIC) is here but mlx5_ib is not loaded"), "{c:?}");
+        assert!(c.fix.starts_with("`modprobe mlx5_ib`"), "{c:?}");
+        assert!(
+            !c.fix.contains("irdma") && !c.fix.contains("bnxt_re"),
+            "{c:?}"
+        );
+        // Loaded, yet nothing registered: the probe, not the module.
+        hint.rdma_modules = Some(vec!["mlx5_ib".into()]);
+        let c = no_device_cause(&hint);
+        assert!(
+            c.message.contains("mlx5_ib is loaded and 0000:3b:00.0"),
+            "{c:?}"
+        );
+        assert!(!c.fix.contains("`modprobe mlx5_ib`"), "{c:?}");
+        // An Intel function on igb is no irdma NIC.
+        hint.rdma_modules = Some(Vec::new());
+        hint.net_functions = Some(vec![function(
+            "0000:00:19.0",
+            0x020000,
+            0x8086,
+            0x15b8,
+            "e1000e",
+            &["eno1"],
+        )]);
+        let c = no_device_cause(&hint);
+        assert!(c.message.contains("this host has no RDMA NIC"), "{c:?}");
+        assert!(!c.fix.contains("irdma"), "{c:?}");
     }
 
     #[test]

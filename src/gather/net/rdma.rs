@@ -188,6 +188,28 @@ fn query(op: u16, dump: bool) -> Result<Result<Vec<Reply>, i32>, String> {
     }
 }
 
+/// The devices the kernel's RDMA device dump lists (`rdma dev`), asked in a thread of its
+/// own so that a kernel busy removing a device cannot hold the caller past `limit` (the
+/// request runs in the sender's context: a handler that blocks blocks `send`).
+pub fn device_names_within(limit: std::time::Duration) -> Result<Vec<String>, String> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(query(RDMA_NLDEV_CMD_GET, true));
+    });
+    match rx.recv_timeout(limit) {
+        Ok(answer) => answer?.map(|r| device_names(&r)).map_err(|errno| {
+            format!(
+                "the kernel answered the RDMA device dump with {}",
+                crate::model::errno::errno_text(errno)
+            )
+        }),
+        Err(_) => Err(format!(
+            "the RDMA netlink device dump did not answer within {} ms",
+            limit.as_millis()
+        )),
+    }
+}
+
 /// The subsystem's mode and the devices this network namespace sees. A kernel without
 /// SYS_GET (before 5.2) answers EOPNOTSUPP or EINVAL: the mode is then unknown.
 pub fn rdma_namespace() -> Result<RdmaNamespace, String> {

@@ -299,6 +299,7 @@ impl SysfsRoot {
             ports,
             verbs: VerbsStatus::not_asked(),
             read_problems: problems,
+            removal: None,
         })
     }
 

@@ -125,9 +125,14 @@ pub(super) fn setup_error(f: Failure, avail: Vec<String>) -> Error {
 /// A device that would not open: a missing device or stack is an error naming what
 /// exists; one that refused (EACCES on its uverbs node, ...) is a failed step, explained
 /// as selftest and doctor explain it, not one bare line.
-fn open_refused(f: Failure, avail: Vec<String>) -> Setup {
+fn open_refused(sysfs: &std::path::Path, f: Failure, avail: Vec<String>) -> Setup {
     match setup_verdict(&f, !avail.is_empty()) {
         SetupVerdict::Other => Setup::Failure(f),
+        // sysfs may still list it: a device being removed is named as such.
+        SetupVerdict::NoSuchDevice | SetupVerdict::NoRdma => Setup::Error(
+            crate::traffic::failure::removing_device(sysfs, &f.context.device)
+                .unwrap_or_else(|| setup_error(f, avail)),
+        ),
         _ => Setup::Error(setup_error(f, avail)),
     }
 }
@@ -142,7 +147,8 @@ pub(super) fn open_side(
     peer: Option<IpAddr>,
     report: &mut PingpongReport,
 ) -> std::result::Result<Side, Setup> {
-    let vctx = Context::open(Some(device)).map_err(|(f, avail)| open_refused(f, avail))?;
+    let vctx =
+        Context::open(Some(device)).map_err(|(f, avail)| open_refused(&ctx.sysfs, f, avail))?;
     report.device = vctx.name().to_string();
     let port = args.port;
     let port_info = vctx
@@ -351,11 +357,19 @@ mod tests {
     fn a_refused_open_is_explained_a_missing_device_listed() {
         let avail = vec!["rxe0".to_string()];
         assert!(matches!(
-            open_refused(open_failed(libc::EACCES), avail.clone()),
+            open_refused(
+                std::path::Path::new("/nonexistent"),
+                open_failed(libc::EACCES),
+                avail.clone()
+            ),
             Setup::Failure(_)
         ));
         assert!(matches!(
-            open_refused(open_failed(libc::ENODEV), avail),
+            open_refused(
+                std::path::Path::new("/nonexistent"),
+                open_failed(libc::ENODEV),
+                avail
+            ),
             Setup::Error(Error::NoSuchDevice { .. })
         ));
     }

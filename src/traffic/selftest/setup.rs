@@ -129,15 +129,17 @@ impl Tester {
                 Ok(c) => c,
                 Err((f, avail)) => {
                     if matches!(f.cause, Cause::Errno { errno, .. } if errno == libc::ENODEV) {
-                        t.open_error = Some(if avail.is_empty() {
-                            Error::NoRdma {
+                        let removing =
+                            crate::traffic::failure::removing_device(&t.sysfs, &f.context.device);
+                        t.open_error = Some(match removing {
+                            Some(e) => e,
+                            None if avail.is_empty() => Error::NoRdma {
                                 path: "/sys/class/infiniband".into(),
-                            }
-                        } else {
-                            Error::NoSuchDevice {
+                            },
+                            None => Error::NoSuchDevice {
                                 name: f.context.device.clone(),
                                 available: avail,
-                            }
+                            },
                         });
                     }
                     return Err(f);

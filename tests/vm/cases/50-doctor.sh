@@ -61,8 +61,13 @@ expect_rc 0 "healthy again after restore_net" "$RDMACTL" doctor
 rdma link delete rxe1
 rdma link delete rxe0
 expect_rc 4 "no device: doctor exits 4" "$RDMACTL" doctor
-expect_out "no device, rdma_rxe loaded: the fix adds a device and does not modprobe" \
-    'fix: rdma_rxe is loaded: create a Soft-RoCE device on an up netdev, `rdma link add rxe0 type rxe netdev [a-z]' \
+# The VM has no network function on its PCI bus (-nic none) and rdma_rxe is loaded: no RDMA
+# NIC, and the fix adds a Soft-RoCE device without naming a module to load.
+expect_out "no device, rdma_rxe loaded: no RDMA NIC, the fix adds a device" \
+    'fix: for Soft-RoCE on [a-z0-9]+ \(rdma_rxe is loaded\): `rdma link add rxe0 type rxe netdev [a-z]' \
     "$RDMACTL" doctor
+expect_out "no device: the cause is the PCI bus" \
+    'no device is registered: this host has no RDMA NIC \(no PCI network function at all\)' cat "$LAST_STDOUT"
+expect_no_out "no device: no module named to load" 'modprobe|load the NIC' cat "$LAST_STDOUT"
 restore_net
 check "both devices are back" wait_gids 20
