@@ -236,11 +236,11 @@ pub fn facts(sysfs: &Path, known: &Known, failure: &Failure) -> Facts {
     };
     // Unanswered packets on Soft-RoCE: this host's firewall sees them (rxe's RoCE v2 is
     // UDP through the IP stack). In a same-host test the peer's netdev is this host's too.
-    let unanswered = matches!(failure.step, Step::Poll | Step::Completion)
-        || matches!(
-            failure.cause,
-            crate::model::failure::Cause::PeerReported { .. }
-        );
+    let unanswered = match &failure.cause {
+        crate::model::failure::Cause::PeerReported { notice } => notice.packets_unanswered(),
+        crate::model::failure::Cause::Interrupted { .. } => false,
+        _ => matches!(failure.step, Step::Poll | Step::Completion),
+    };
     let firewall = match (&local.netdev, local.gid_now()) {
         (Some(dev), Some(gid))
             if live

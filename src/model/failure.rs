@@ -253,6 +253,21 @@ pub struct PeerNotice {
     pub counters: Option<crate::model::counter::WireDelta>,
 }
 
+impl PeerNotice {
+    /// The peer's packets went unanswered (its retries ran out, no completion came, or it
+    /// found a firewall dropping them): what this end's side of the path may explain.
+    pub fn packets_unanswered(&self) -> bool {
+        use crate::model::codes;
+        [
+            codes::RETRY_EXCEEDED,
+            codes::NO_COMPLETION,
+            codes::RXE_INFINITE_RETRY,
+            codes::FIREWALL,
+        ]
+        .contains(&self.code)
+    }
+}
+
 /// The name of a signal a run is stopped by.
 pub fn signal_name(signal: i32) -> &'static str {
     match signal {

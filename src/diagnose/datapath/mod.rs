@@ -212,13 +212,7 @@ pub fn explain(failure: &Failure, ctx: &Facts) -> Diagnostic {
         }
         // The peer's packets went unanswered and this host's firewall drops them: the
         // peer saw only the consequence.
-        let unanswered = [
-            codes::RETRY_EXCEEDED,
-            codes::NO_COMPLETION,
-            codes::RXE_INFINITE_RETRY,
-            codes::FIREWALL,
-        ];
-        if unanswered.contains(&notice.code) {
+        if notice.packets_unanswered() {
             if let Some(mut x) = ctx
                 .firewall
                 .as_ref()

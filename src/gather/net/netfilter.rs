@@ -435,9 +435,37 @@ fn nftables() -> Result<Vec<NfChain>, String> {
     Ok(chains)
 }
 
+/// Whether nf_tables is in this kernel: loaded as a module, or built in. Asking nfnetlink
+/// for a subsystem that is not there makes the kernel load its module (request_module),
+/// which a diagnostic must not do; with no nf_tables no nftables rule can exist.
+fn nf_tables_present() -> bool {
+    if crate::gather::procfs::module_loaded("nf_tables")
+        || std::path::Path::new("/sys/module/nf_tables").exists()
+    {
+        return true;
+    }
+    let config = crate::gather::procfs::kernel_release()
+        .and_then(|r| std::fs::read_to_string(format!("/boot/config-{r}")).ok());
+    config.is_some_and(|c| c.lines().any(|l| l == "CONFIG_NF_TABLES=y"))
+}
+
 /// Everything this process can read of the firewall in its network namespace.
 pub fn firewall() -> Firewall {
     let mut fw = Firewall::default();
+    if !nf_tables_present() {
+        fw.read
+            .push("nftables (nf_tables is not loaded: no rule there)".into());
+    } else {
+        read_nftables(&mut fw);
+    }
+    let (legacy, read, unread) = super::iptables::legacy_tables();
+    fw.chains.extend(legacy);
+    fw.read.extend(read);
+    fw.unread.extend(unread);
+    fw
+}
+
+fn read_nftables(fw: &mut Firewall) {
     match nftables() {
         Ok(chains) => {
             fw.read.push("nftables (netlink)".into());
@@ -445,11 +473,6 @@ pub fn firewall() -> Firewall {
         }
         Err(e) => fw.unread.push(format!("nftables: {e}")),
     }
-    let (legacy, read, unread) = super::iptables::legacy_tables();
-    fw.chains.extend(legacy);
-    fw.read.extend(read);
-    fw.unread.extend(unread);
-    fw
 }
 
 /// One Soft-RoCE port's RoCE v2 through this host: arriving on `netdev` and leaving
