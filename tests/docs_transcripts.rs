@@ -37,6 +37,8 @@ fn root() -> PathBuf {
 
 /// A command line and the output under it, as written.
 struct Step {
+    /// `FILE:LINE` of the `$ ` line.
+    at: String,
     command: String,
     expected: Vec<String>,
 }
@@ -53,8 +55,6 @@ enum Source {
 }
 
 struct Transcript {
-    /// `FILE:LINE` of the opening fence.
-    at: String,
     source: Source,
     steps: Vec<Step>,
 }
@@ -112,8 +112,7 @@ fn parse_marker(line: &str, at: &str) -> Result<Source, String> {
     })
 }
 
-fn transcripts(file: &str) -> Result<Vec<Transcript>, Vec<String>> {
-    let text = std::fs::read_to_string(root().join(file)).unwrap();
+fn transcripts(file: &str, text: &str) -> Result<Vec<Transcript>, Vec<String>> {
     let lines: Vec<&str> = text.lines().collect();
     let (mut out, mut errors) = (Vec::new(), Vec::new());
     let mut i = 0;
@@ -135,15 +134,16 @@ fn transcripts(file: &str) -> Result<Vec<Transcript>, Vec<String>> {
             if info.trim() == "sh" {
                 let steps: Vec<Step> = body
                     .iter()
-                    .filter(|l| l.starts_with("rdmactl "))
-                    .map(|l| Step {
+                    .enumerate()
+                    .filter(|(_, l)| l.starts_with("rdmactl "))
+                    .map(|(n, l)| Step {
+                        at: format!("{file}:{}", open + n + 2),
                         command: l.to_string(),
                         expected: Vec::new(),
                     })
                     .collect();
                 if !steps.is_empty() {
                     out.push(Transcript {
-                        at,
                         source: Source::Sh,
                         steps,
                     });
@@ -168,9 +168,10 @@ fn transcripts(file: &str) -> Result<Vec<Transcript>, Vec<String>> {
             }
         };
         let mut steps: Vec<Step> = Vec::new();
-        for line in body {
+        for (n, line) in body.into_iter().enumerate() {
             if let Some(command) = line.strip_prefix("$ ") {
                 steps.push(Step {
+                    at: format!("{file}:{}", open + n + 2),
                     command: command.to_string(),
                     expected: Vec::new(),
                 });
@@ -185,7 +186,7 @@ fn transcripts(file: &str) -> Result<Vec<Transcript>, Vec<String>> {
                 step.expected.pop();
             }
         }
-        out.push(Transcript { at, source, steps });
+        out.push(Transcript { source, steps });
     }
     if errors.is_empty() {
         Ok(out)
@@ -198,7 +199,8 @@ fn all_transcripts() -> Vec<Transcript> {
     let mut all = Vec::new();
     let mut errors = Vec::new();
     for file in DOCUMENTS {
-        match transcripts(file) {
+        let text = std::fs::read_to_string(root().join(file)).unwrap();
+        match transcripts(file, &text) {
             Ok(t) => all.extend(t),
             Err(e) => errors.extend(e),
         }
@@ -287,7 +289,7 @@ fn run_offline(t: &Transcript, step: &Step) -> Result<(), String> {
          --- end ---\n\
          If the new output is right, paste it into the block (keep a `...` line where the \
          transcript leaves lines out) and run `cargo test --test docs_transcripts` again.",
-        t.at,
+        step.at,
         step.command,
         step.expected.join("\n"),
         actual.join("\n")
@@ -390,7 +392,7 @@ fn check_vm(t: &Transcript, catalogue: &BTreeSet<String>) -> Vec<String> {
                     if !catalogue.contains(code) {
                         errors.push(format!(
                             "{}: `rdmactl explain {code}`: no such code in docs/failures.md",
-                            t.at
+                            step.at
                         ));
                     }
                 }
@@ -405,21 +407,21 @@ fn check_vm(t: &Transcript, catalogue: &BTreeSet<String>) -> Vec<String> {
                 errors.push(format!(
                     "{}: `rdmactl {}` no longer parses with this CLI:\n{}\
                      Update the command and its output from the VM (scripts/demo, tests/vm/run).",
-                    t.at,
+                    step.at,
                     args.join(" "),
                     String::from_utf8_lossy(&out.stderr)
                 ));
             }
         }
         if !ran {
-            errors.push(format!("{}: `$ {}` runs no rdmactl", t.at, step.command));
+            errors.push(format!("{}: `$ {}` runs no rdmactl", step.at, step.command));
         }
         for code in codes_shown(&step.expected) {
             if !catalogue.contains(&code) {
                 errors.push(format!(
                     "{}: the output shows the code `{code}`, which docs/failures.md does not \
                      list: it was renamed or removed; update the transcript",
-                    t.at
+                    step.at
                 ));
             }
         }
@@ -464,15 +466,31 @@ fn vm_transcripts_parse_and_show_only_catalogued_codes() {
 #[test]
 fn the_vm_check_catches_a_bad_flag_and_an_unknown_code() {
     let t = Transcript {
-        at: "planted".into(),
         source: Source::Vm,
         steps: vec![Step {
+            at: "planted:2".into(),
             command: "rdmactl pingpong --no-such-flag 192.0.2.1".into(),
             expected: vec!["FAIL  no-such-code  rxe0/1  planted".into()],
         }],
     };
     let errors = check_vm(&t, &catalogue());
     assert_eq!(errors.len(), 2, "{errors:?}");
+}
+
+#[test]
+fn a_transcript_needs_a_console_fence_and_a_marker() {
+    let unmarked = "text\n\n```console\n$ rdmactl devices\nDEVICE\n```\n";
+    let plain = "<!-- transcript: vm -->\n```\n$ rdmactl devices\n```\n";
+    let unknown = "<!-- transcript: live -->\n```console\n$ rdmactl devices\n```\n";
+    for text in [unmarked, plain, unknown] {
+        assert!(transcripts("planted", text).is_err(), "{text}");
+    }
+    let good =
+        "<!-- transcript: offline -->\n```console\n$ rdmactl gid encode 10.0.0.1\nIP\n\n$ x\n```\n";
+    let found = transcripts("planted", good).unwrap();
+    assert_eq!(found[0].steps.len(), 2);
+    assert_eq!(found[0].steps[0].expected, ["IP"]);
+    assert_eq!(found[0].steps[1].at, "planted:6");
 }
 
 #[test]
