@@ -240,15 +240,9 @@ fn hermetic(program: &Path) -> Command {
     cmd
 }
 
-fn run_offline(t: &Transcript, step: &Step) -> Result<(), String> {
-    let Source::Offline {
-        sysfs,
-        procfs,
-        links,
-    } = &t.source
-    else {
-        unreachable!()
-    };
+/// The folder an offline transcript's lines run in, one after another (a line may read
+/// what the one before wrote).
+fn folder(links: &[(String, String)]) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     std::os::unix::fs::symlink(root().join("tests"), dir.path().join("tests")).unwrap();
     for (name, target) in links {
@@ -256,13 +250,20 @@ fn run_offline(t: &Transcript, step: &Step) -> Result<(), String> {
         std::fs::create_dir_all(link.parent().unwrap()).unwrap();
         std::os::unix::fs::symlink(root().join(target), link).unwrap();
     }
+    dir
+}
+
+fn run_offline(t: &Transcript, step: &Step, dir: &Path) -> Result<(), String> {
+    let Source::Offline { sysfs, procfs, .. } = &t.source else {
+        unreachable!()
+    };
     let path = format!(
         "{}:{}",
         bin().parent().unwrap().display(),
         std::env::var("PATH").unwrap_or_default()
     );
     let mut cmd = hermetic(Path::new("sh"));
-    cmd.current_dir(dir.path())
+    cmd.current_dir(dir)
         .env("PATH", path)
         .arg("-c")
         .arg(format!("exec 2>&1\n{}", step.command));
@@ -434,12 +435,13 @@ fn offline_transcripts_print_what_they_show() {
     let mut errors = Vec::new();
     let mut count = 0;
     for t in all_transcripts() {
-        if matches!(t.source, Source::Vm | Source::Sh) {
+        let Source::Offline { links, .. } = &t.source else {
             continue;
-        }
+        };
+        let dir = folder(links);
         for step in &t.steps {
             count += 1;
-            if let Err(e) = run_offline(&t, step) {
+            if let Err(e) = run_offline(&t, step, dir.path()) {
                 errors.push(e);
             }
         }
