@@ -177,8 +177,8 @@ pub fn facts(sysfs: &Path, known: &Known, failure: &Failure) -> Facts {
     if let Ok(p) = SysfsRoot::new(sysfs).port(device, port_no) {
         port_netdev = p.netdev.as_ref().map(|n| n.name.clone());
         local.link_layer = p.link_layer.clone();
-        local.port_state = p.state.as_ref().map(|s| s.name().to_string());
-        local.phys_state = p.phys_state.as_ref().map(|s| s.name().to_string());
+        local.port_state = p.state.clone();
+        local.phys_state = p.phys_state.clone();
         local.lid = p.lid.and_then(|l| u16::try_from(l).ok());
         local.gid_table = p.gids.clone();
     }

@@ -131,6 +131,52 @@ impl PortState {
             PortState::Other(s) => s,
         }
     }
+
+    /// The IBTA number: sysfs `ports/N/state`'s "4:", `ibv_port_state`, and
+    /// SmpPortInfo.PortState all count the same way. None for a number this build does
+    /// not name.
+    pub fn from_number(n: u32) -> Option<PortState> {
+        Some(match n {
+            0 => PortState::Nop,
+            1 => PortState::Down,
+            2 => PortState::Init,
+            3 => PortState::Armed,
+            4 => PortState::Active,
+            5 => PortState::ActiveDefer,
+            _ => return None,
+        })
+    }
+
+    /// sysfs `ports/N/state` ("4: ACTIVE"): the number decides, as the label differs
+    /// between drivers and kernels; text without a known number is kept as `Other`.
+    pub fn from_sysfs(text: &str) -> PortState {
+        text.split_once(':')
+            .and_then(|(n, _)| n.trim().parse().ok())
+            .and_then(PortState::from_number)
+            .unwrap_or_else(|| PortState::Other(text.trim().to_string()))
+    }
+
+    /// A name as [`PortState::name`] writes it, read back (a peer's notice, a manifest);
+    /// any other text is kept as `Other`.
+    pub fn from_name(text: &str) -> PortState {
+        let text = text.trim();
+        [
+            PortState::Nop,
+            PortState::Down,
+            PortState::Init,
+            PortState::Armed,
+            PortState::Active,
+            PortState::ActiveDefer,
+        ]
+        .into_iter()
+        .find(|s| s.name().eq_ignore_ascii_case(text))
+        .unwrap_or_else(|| PortState::Other(text.to_string()))
+    }
+
+    /// ACTIVE: the port can carry traffic.
+    pub fn is_active(&self) -> bool {
+        *self == PortState::Active
+    }
 }
 
 /// `ports/N/phys_state`: "5: LinkUp". Names as iproute2 `rdma link` prints them, except
@@ -160,6 +206,100 @@ impl PhysState {
             PhysState::Other(s) => s,
         }
     }
+
+    /// The IBTA number: sysfs `ports/N/phys_state`'s "5:", ibv_port_attr's `phys_state`
+    /// and SmpPortInfo.PortPhysicalState. None for a number this build does not name.
+    pub fn from_number(n: u32) -> Option<PhysState> {
+        Some(match n {
+            1 => PhysState::Sleep,
+            2 => PhysState::Polling,
+            3 => PhysState::Disabled,
+            4 => PhysState::PortConfigurationTraining,
+            5 => PhysState::LinkUp,
+            6 => PhysState::LinkErrorRecovery,
+            7 => PhysState::PhyTest,
+            _ => return None,
+        })
+    }
+}
+
+/// A netdev's operational state, RFC 2863's ifOperStatus as the kernel keeps it: sysfs
+/// `class/net/NETDEV/operstate` spells it, rtnetlink's IFLA_OPERSTATE numbers it
+/// (`IF_OPER_*`); both are read into this one type.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OperState {
+    /// The driver does not report carrier (loopback, many virtual links): with IFF_UP
+    /// set such a link carries traffic, and iproute2 shows it as UNKNOWN.
+    Unknown,
+    NotPresent,
+    Down,
+    /// No carrier: the cable, the switch port, a veth's peer or a VLAN's parent is down.
+    LowerLayerDown,
+    Testing,
+    Dormant,
+    Up,
+    /// The kernel's text, for a value this build does not know.
+    Other(String),
+}
+
+impl OperState {
+    pub fn name(&self) -> &str {
+        match self {
+            OperState::Unknown => "unknown",
+            OperState::NotPresent => "notpresent",
+            OperState::Down => "down",
+            OperState::LowerLayerDown => "lowerlayerdown",
+            OperState::Testing => "testing",
+            OperState::Dormant => "dormant",
+            OperState::Up => "up",
+            OperState::Other(s) => s,
+        }
+    }
+
+    /// sysfs `operstate`'s text (any case: iproute2 prints it upper-case).
+    pub fn parse(text: &str) -> OperState {
+        let text = text.trim();
+        [
+            OperState::Unknown,
+            OperState::NotPresent,
+            OperState::Down,
+            OperState::LowerLayerDown,
+            OperState::Testing,
+            OperState::Dormant,
+            OperState::Up,
+        ]
+        .into_iter()
+        .find(|s| s.name().eq_ignore_ascii_case(text))
+        .unwrap_or_else(|| OperState::Other(text.to_string()))
+    }
+
+    /// The uapi's `IF_OPER_*` number (IFLA_OPERSTATE).
+    pub fn from_number(n: u8) -> OperState {
+        match n {
+            0 => OperState::Unknown,
+            1 => OperState::NotPresent,
+            2 => OperState::Down,
+            3 => OperState::LowerLayerDown,
+            4 => OperState::Testing,
+            5 => OperState::Dormant,
+            6 => OperState::Up,
+            n => OperState::Other(n.to_string()),
+        }
+    }
+
+    /// Administratively up but without carrier: fixed at the other end of the link.
+    pub fn no_carrier(&self) -> bool {
+        matches!(self, OperState::LowerLayerDown | OperState::Dormant)
+    }
+}
+
+/// Whether a netdev carries traffic: the one rule every command asks. `up` does, and so
+/// does `unknown` (a driver without carrier reporting) unless IFF_UP is known to be
+/// clear; anything else does not. `admin_up` is IFF_UP when it was read (sysfs `flags`,
+/// the rtnetlink header), None when not (a captured tree without `flags`: the kernel
+/// reports `down` for a netdev without IFF_UP, so `unknown` alone still means up).
+pub fn carries_traffic(operstate: &OperState, admin_up: Option<bool>) -> bool {
+    admin_up != Some(false) && matches!(operstate, OperState::Up | OperState::Unknown)
 }
 
 macro_rules! serialize_by_name {
@@ -176,7 +316,7 @@ macro_rules! serialize_by_name {
         }
     )*};
 }
-serialize_by_name!(PortState, PhysState);
+serialize_by_name!(PortState, PhysState, OperState);
 
 /// `ports/N/rate`: "100 Gb/sec (4X EDR)".
 #[derive(Debug, Clone, PartialEq)]
@@ -257,10 +397,22 @@ pub struct Netdev {
     #[serde(rename = "netdev")]
     pub name: String,
     /// "up", "down", "lowerlayerdown", ...
-    pub operstate: Option<String>,
+    pub operstate: Option<OperState>,
+    /// IFF_UP from `flags`; None when the file is missing (older captured trees).
+    #[serde(skip)]
+    pub admin_up: Option<bool>,
     pub mtu: Option<u32>,
     /// The link-layer (MAC) address.
     pub address: Option<String>,
+}
+
+impl Netdev {
+    /// [`carries_traffic`] for this netdev; false when its operstate was not read.
+    pub fn carries_traffic(&self) -> bool {
+        self.operstate
+            .as_ref()
+            .is_some_and(|o| carries_traffic(o, self.admin_up))
+    }
 }
 
 /// Where a port's netdev was found, so a reader can judge how sure the mapping is.

@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
 use crate::model::device::{
-    Device, LinkLayer, Netdev, NetdevSource, Port, ReadProblem, VerbsStatus,
+    Device, LinkLayer, Netdev, NetdevSource, OperState, Port, ReadProblem, VerbsStatus,
 };
 
 #[derive(Debug, Clone)]
@@ -191,7 +191,8 @@ impl SysfsRoot {
         let mut attr = |f: &str| read_attr(&dir.join(f), problems);
         Some(Netdev {
             name: name.to_string(),
-            operstate: attr("operstate"),
+            operstate: attr("operstate").map(|t| OperState::parse(&t)),
+            admin_up: attr("flags").as_deref().and_then(parse::admin_up),
             mtu: attr("mtu").as_deref().and_then(parse::dec_u32),
             address: attr("address"),
         })
@@ -367,6 +368,7 @@ impl SysfsRoot {
             self.read_netdev(&n, &mut problems).unwrap_or(Netdev {
                 name: n,
                 operstate: None,
+                admin_up: None,
                 mtu: None,
                 address: None,
             })
