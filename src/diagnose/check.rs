@@ -354,7 +354,7 @@ pub fn populated(port: &PortFacts) -> String {
 /// A same-host IPv6 peer: no ARP (NDP instead), and on rxe, two devices of one kernel
 /// carry no RoCE traffic over IPv6 at all (measured; a device to itself works).
 fn same_host_ipv6(port: &PortFacts, owner: &str, gid_dev: &str, peer: IpAddr) -> Diagnostic {
-    let soft_roce = port.sysfs.device.starts_with("rxe");
+    let soft_roce = port.sysfs.soft_roce;
     if soft_roce && owner != gid_dev {
         Diagnostic::finding(
             Severity::Fail,

@@ -290,7 +290,7 @@ pub fn facts(sysfs: &Path, known: &Known, failure: &Failure) -> Facts {
                 .filter(|&len| len > 0),
             peer_stock_exchange: known.compat,
             path_mtu: c.path_mtu,
-            soft_roce: device.starts_with("rxe"),
+            soft_roce: crate::gather::inventory::is_soft_roce(sysfs, device),
             ..QpFacts::default()
         }),
         // A device that would not open (or register memory): its uverbs node, so the

@@ -318,6 +318,18 @@ macro_rules! serialize_by_name {
 }
 serialize_by_name!(PortState, PhysState, OperState);
 
+/// Whether an RDMA device is Soft-RoCE (rxe), whose RoCE v2 goes through this host's IP
+/// stack: the one rule, on what sysfs shows of `class/infiniband/NAME`. A device bound to
+/// a driver (`device/driver`) is hardware; rxe has no parent device and names its netdev
+/// in `parent` (siw has neither); rxe keeps `node_desc` "rxe" when renamed (`rdma dev set
+/// rxe0 name roce7`); the name is the last resort, for a tree that recorded none of these.
+pub fn is_soft_roce(name: &str, driver_link: bool, parent: bool, node_desc: Option<&str>) -> bool {
+    if driver_link {
+        return false;
+    }
+    parent || node_desc.map(str::trim) == Some("rxe") || name.starts_with("rxe")
+}
+
 /// `ports/N/rate`: "100 Gb/sec (4X EDR)".
 #[derive(Debug, Clone, PartialEq)]
 pub struct Rate {
@@ -504,6 +516,9 @@ pub struct Port {
     pub verbs: VerbsStatus,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub read_problems: Vec<ReadProblem>,
+    /// The port's device is Soft-RoCE ([`is_soft_roce`]).
+    #[serde(skip)]
+    pub soft_roce: bool,
 }
 
 fn ser_rate_text<S: Serializer>(rate: &Option<Rate>, s: S) -> Result<S::Ok, S::Error> {
@@ -617,4 +632,98 @@ pub struct HolderScan {
     pub timed_out: bool,
     /// The deadline, in milliseconds.
     pub limit_ms: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_operstate_spelling_parses_and_prints_back() {
+        for (text, n, want) in [
+            ("unknown", 0, OperState::Unknown),
+            ("notpresent", 1, OperState::NotPresent),
+            ("down", 2, OperState::Down),
+            ("lowerlayerdown", 3, OperState::LowerLayerDown),
+            ("testing", 4, OperState::Testing),
+            ("dormant", 5, OperState::Dormant),
+            ("up", 6, OperState::Up),
+        ] {
+            assert_eq!(OperState::parse(text), want, "{text}");
+            assert_eq!(
+                OperState::parse(&format!("{}\n", text.to_uppercase())),
+                want
+            );
+            assert_eq!(OperState::from_number(n), want, "{n}");
+            assert_eq!(want.name(), text);
+        }
+        assert_eq!(OperState::parse("weird"), OperState::Other("weird".into()));
+        assert_eq!(OperState::from_number(9), OperState::Other("9".into()));
+    }
+
+    #[test]
+    fn carries_traffic_truth_table() {
+        use OperState::*;
+        for (oper, admin, want) in [
+            (Up, Some(true), true),
+            (Up, None, true),
+            (Up, Some(false), false),
+            (Unknown, Some(true), true),
+            (Unknown, None, true),
+            (Unknown, Some(false), false),
+            (Down, Some(true), false),
+            (Down, None, false),
+            (LowerLayerDown, Some(true), false),
+            (Dormant, Some(true), false),
+            (Testing, Some(true), false),
+            (NotPresent, Some(true), false),
+            (Other("x".into()), Some(true), false),
+        ] {
+            assert_eq!(carries_traffic(&oper, admin), want, "{oper:?} {admin:?}");
+        }
+    }
+
+    #[test]
+    fn port_states_by_number_name_and_sysfs_text() {
+        for (n, name) in [
+            (0, "NOP"),
+            (1, "DOWN"),
+            (2, "INIT"),
+            (3, "ARMED"),
+            (4, "ACTIVE"),
+            (5, "ACTIVE_DEFER"),
+        ] {
+            let s = PortState::from_number(n).unwrap();
+            assert_eq!(s.name(), name);
+            assert_eq!(PortState::from_name(name), s);
+            assert_eq!(PortState::from_sysfs(&format!("{n}: {name}\n")), s);
+        }
+        assert!(PortState::from_sysfs("4: ACTIVE").is_active());
+        assert!(!PortState::from_sysfs("1: DOWN").is_active());
+        assert_eq!(PortState::from_number(9), None);
+        assert_eq!(PortState::from_sysfs("odd"), PortState::Other("odd".into()));
+        assert_eq!(PhysState::from_number(5), Some(PhysState::LinkUp));
+        assert_eq!(PhysState::from_number(0), None);
+    }
+
+    #[test]
+    fn soft_roce_is_decided_once() {
+        // A renamed rxe device: no driver link, node_desc still "rxe".
+        assert!(is_soft_roce("roce7", false, false, Some("rxe\n")));
+        // A live rxe device shows `parent`.
+        assert!(is_soft_roce("roce7", false, true, None));
+        // A tree that recorded neither: the name.
+        assert!(is_soft_roce("rxe0", false, false, None));
+        // Hardware: a driver link, whatever the name.
+        assert!(!is_soft_roce("mlx5_0", true, false, Some("host mlx5_0")));
+        assert!(!is_soft_roce("rxe_named_mlx", true, false, None));
+        assert!(!is_soft_roce("mlx5_1", false, false, Some("node mlx5_1")));
+        // siw: no driver link, no parent, its own node_desc.
+        assert!(!is_soft_roce(
+            "siw0",
+            false,
+            false,
+            Some("Software iWARP stack")
+        ));
+    }
 }

@@ -457,7 +457,7 @@ pub fn duplicate_gid_findings(ports: &[&Port]) -> Vec<Diagnostic> {
 fn netns_finding(port: &Port, host: &HostNet, subject: Subject) -> Option<Diagnostic> {
     // Only when the rxe's netdev is in this (non-initial) namespace was it created here.
     let here = port.netdev.as_ref().is_some_and(|n| !host.hides(&n.name));
-    (port.device.starts_with("rxe") && host.in_init_netns == Some(false) && here).then(|| {
+    (port.soft_roce && host.in_init_netns == Some(false) && here).then(|| {
         finding(codes::NETNS, subject, Severity::Fail, "rxe outside the initial network namespace: QPs fail with \"local QP operation error\"")
             .evidence("/proc/self/ns/net differs from /proc/1/ns/net")
             .fix("create and use rxe devices in the host's network namespace (kernel 6.1 rxe is init_net only)")
@@ -516,6 +516,7 @@ mod tests {
             }],
             active_mtu: None,
             max_mtu: None,
+            soft_roce: true,
             verbs: crate::model::device::VerbsStatus::not_asked(),
             read_problems: vec![],
         }

@@ -18,8 +18,20 @@ use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
 use crate::model::device::{
-    Device, LinkLayer, Netdev, NetdevSource, OperState, Port, ReadProblem, VerbsStatus,
+    is_soft_roce, Device, LinkLayer, Netdev, NetdevSource, OperState, Port, ReadProblem,
+    VerbsStatus,
 };
+
+/// [`is_soft_roce`] on `class/infiniband/NAME`'s driver link, `parent` and `node_desc`.
+pub fn soft_roce_in(device_dir: &Path, name: &str) -> bool {
+    let node_desc = fs::read_to_string(device_dir.join("node_desc")).ok();
+    is_soft_roce(
+        name,
+        device_dir.join("device/driver").exists(),
+        device_dir.join("parent").exists(),
+        node_desc.as_deref(),
+    )
+}
 
 #[derive(Debug, Clone)]
 pub struct SysfsRoot {
@@ -393,6 +405,7 @@ impl SysfsRoot {
             max_mtu: None,
             verbs: VerbsStatus::not_asked(),
             read_problems: problems,
+            soft_roce: soft_roce_in(device_dir, device),
         }
     }
 }
