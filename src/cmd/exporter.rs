@@ -50,10 +50,12 @@ pub fn run(ctx: &Ctx, args: &ExporterArgs) -> Result<u8> {
     endpoint.serve(|| {
         let start = Instant::now();
         let mut facts = gather::scrape(ctx)?;
-        let states = facts.doctor.devices.iter().flat_map(|d| &d.ports).map(|p| {
-            let state = p.state.as_ref().map(|s| s.name().to_string());
-            (p.device.clone(), p.number, state)
-        });
+        let states = facts
+            .doctor
+            .devices
+            .iter()
+            .flat_map(|d| &d.ports)
+            .map(|p| (p.device.clone(), p.number, p.state.clone()));
         let mut w = lock(&watch);
         w.observe(states.collect::<Vec<_>>());
         facts.state_changes = Some(w.changes());

@@ -119,7 +119,7 @@ fn pick_port(ctx: &Ctx, args: &SubnetArgs) -> Result<UmadPort> {
     let Some(first) = wanted
         .iter()
         .filter(|p| is_ib(p))
-        .find(|p| p.state.as_deref().map_or(true, |s| s.contains("ACTIVE")))
+        .find(|p| p.state.as_ref().map_or(true, |s| s.is_active()))
         .or_else(|| wanted.iter().find(|p| is_ib(p)))
     else {
         if let Some(eth) = wanted.first() {

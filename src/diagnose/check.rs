@@ -8,7 +8,7 @@ use crate::diagnose::gidselect::{
 };
 use crate::diagnose::same_host;
 use crate::model::codes::{self, Code};
-use crate::model::device::{GidEntry, GidType, LinkLayer};
+use crate::model::device::{GidEntry, GidType, LinkLayer, PortState};
 use crate::model::diagnostic::{Diagnostic, Severity};
 use crate::model::facts::{NetFacts, PortFacts, RoceNetdev, Route, RouteFacts};
 
@@ -131,7 +131,8 @@ fn port_state(port: &PortFacts) -> Vec<Diagnostic> {
         .state
         .as_ref()
         .map_or("unknown".to_string(), |s| s.name().to_string());
-    let mut f = if state == "ACTIVE" {
+    let active = port.sysfs.state.as_ref().is_some_and(PortState::is_active);
+    let mut f = if active {
         Diagnostic::finding(Severity::Ok, codes::PORT_STATE, format!("{name} is ACTIVE"))
     } else {
         let fix = if port.link_layer == LinkLayer::InfiniBand {
@@ -320,9 +321,9 @@ fn netdev_finding(
         )
         .evidence(format!("gid_attrs/ndevs/{index} = {dev}"))
         .fix(with_better("run where the netdev lives, or use a GID whose netdev is here".into())),
-        (Some(dev), Some(n)) if !n.up => Diagnostic::finding(Severity::Fail, codes::NETDEV, format!("{dev} is not up (operstate {})", n.operstate.clone().unwrap_or_else(|| "?".into())))
+        (Some(dev), Some(n)) if !n.up => Diagnostic::finding(Severity::Fail, codes::NETDEV, format!("{dev} is not up (operstate {})", n.operstate.as_ref().map_or("?", |o| o.name())))
             .fix(format!("ip link set {dev} up, and check its link")),
-        (Some(dev), Some(n)) => Diagnostic::finding(Severity::Ok, codes::NETDEV, format!("{dev} is present and up (operstate {})", n.operstate.clone().unwrap_or_default()))
+        (Some(dev), Some(n)) => Diagnostic::finding(Severity::Ok, codes::NETDEV, format!("{dev} is present and up (operstate {})", n.operstate.as_ref().map_or("", |o| o.name())))
             .evidence(format!("looked up in {}", net.netdev_source)),
     }
 }
@@ -353,7 +354,7 @@ pub fn populated(port: &PortFacts) -> String {
 /// A same-host IPv6 peer: no ARP (NDP instead), and on rxe, two devices of one kernel
 /// carry no RoCE traffic over IPv6 at all (measured; a device to itself works).
 fn same_host_ipv6(port: &PortFacts, owner: &str, gid_dev: &str, peer: IpAddr) -> Diagnostic {
-    let soft_roce = port.sysfs.device.starts_with("rxe");
+    let soft_roce = port.sysfs.soft_roce;
     if soft_roce && owner != gid_dev {
         Diagnostic::finding(
             Severity::Fail,

@@ -8,6 +8,7 @@ use std::net::SocketAddr;
 use crate::diagnose::datapath;
 use crate::diagnose::same_host;
 use crate::model::codes::{self, Code};
+use crate::model::device::PortState;
 use crate::model::diagnostic::{Diagnostic, Seen, Source};
 use crate::model::facts::Facts;
 use crate::model::failure::{Cause, EventKind, Failure, Step};
@@ -31,12 +32,11 @@ pub fn explain(err: &Failure, facts: &Facts) -> Diagnostic {
 /// One end's port re-read when its run stalled, against what its QP was connected with.
 /// Minimal on purpose: the TCP exchange's stall facts say the same for its path, and the
 /// two are to become one type.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PortSeen {
     /// `rxe1/1`.
     pub port: String,
-    /// ACTIVE, DOWN, ...
-    pub state: String,
+    pub state: PortState,
     /// Bytes, now.
     pub active_mtu: Option<u32>,
     /// Bytes, set when the QP connected.
@@ -181,7 +181,7 @@ fn ruled_out(mut x: Diagnostic, stall: &CmStall) -> Diagnostic {
     }
     let fine = |p: &Option<PortSeen>| {
         p.as_ref()
-            .is_some_and(|p| p.state == "ACTIVE" && p.mtu_cut().is_none() && p.gid_in_table)
+            .is_some_and(|p| p.state.is_active() && p.mtu_cut().is_none() && p.gid_in_table)
     };
     let peer = stall.peer_role();
     x.message = match (fine(&stall.here), fine(&stall.peer), stall.peer_answered) {
@@ -1225,7 +1225,7 @@ mod tests {
     fn port(name: &str, active_mtu: u32) -> PortSeen {
         PortSeen {
             port: name.into(),
-            state: "ACTIVE".into(),
+            state: PortState::Active,
             active_mtu: Some(active_mtu),
             path_mtu: 1024,
             gid_index: 1,

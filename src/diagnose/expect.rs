@@ -213,7 +213,12 @@ fn port_findings(
         });
     }
     if let Some(ws) = &want.state {
-        if state.eq_ignore_ascii_case(ws) {
+        let expected = PortState::from_name(ws);
+        if port
+            .state
+            .as_ref()
+            .map_or(ws.eq_ignore_ascii_case(state), |s| *s == expected)
+        {
             out.push(
                 at(
                     codes::EXPECT_PORT_STATE,

@@ -78,9 +78,9 @@ fn active_mtu_live(device: &str, port: u32) -> std::result::Result<u32, String> 
 pub fn netdev_from_sysfs(sysfs: &Path, name: &str) -> NetdevFacts {
     match SysfsRoot::new(sysfs).netdev(name) {
         Some(n) => NetdevFacts {
+            up: n.carries_traffic(),
             name: n.name,
             exists: true,
-            up: matches!(n.operstate.as_deref(), Some("up") | Some("unknown")),
             operstate: n.operstate,
             mtu: n.mtu,
         },
@@ -190,7 +190,7 @@ pub fn kernel_gid_choice(
 pub struct EnvHost {
     pub devices: Vec<String>,
     pub ports: Vec<(String, u32)>,
-    pub netdevs: Vec<(String, Option<String>)>,
+    pub netdevs: Vec<(String, Option<crate::model::device::OperState>)>,
 }
 
 pub fn env_host(sysfs: &Path) -> Result<EnvHost> {

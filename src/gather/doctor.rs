@@ -220,12 +220,10 @@ pub fn no_device_hint_at(root: &Path, captured: bool, procfs: Option<&Path>) -> 
             .filter(|r| procfs::module_loaded_in(r, "rdma_rxe"))
             .map(|root| format!("{} lists rdma_rxe", root.join("modules").display()))
     };
-    let netdev = sysfs.netdev_names().into_iter().find(|n| {
-        n != "lo"
-            && sysfs
-                .netdev(n)
-                .is_some_and(|d| d.operstate.as_deref() == Some("up"))
-    });
+    let netdev = sysfs
+        .netdev_names()
+        .into_iter()
+        .find(|n| n != "lo" && sysfs.netdev(n).is_some_and(|d| d.carries_traffic()));
     let module_dir = root.join("module");
     let rdma_modules = module_dir.is_dir().then(|| {
         crate::model::doctor::RDMA_MODULES

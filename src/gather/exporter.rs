@@ -68,12 +68,8 @@ pub fn scrape(ctx: &Ctx) -> Result<ScrapeFacts> {
 }
 
 /// Every port's state, by name: what the poller compares between looks.
-pub fn port_states(ctx: &Ctx) -> Vec<(String, u32, Option<String>)> {
-    SysfsRoot::new(&ctx.sysfs)
-        .port_states()
-        .into_iter()
-        .map(|(device, port, state)| (device, port, state.map(|s| s.name().to_string())))
-        .collect()
+pub fn port_states(ctx: &Ctx) -> Vec<(String, u32, Option<crate::model::device::PortState>)> {
+    SysfsRoot::new(&ctx.sysfs).port_states()
 }
 
 /// Adds one device's doctor facts to those of the devices read before it.

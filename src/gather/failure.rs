@@ -177,8 +177,8 @@ pub fn facts(sysfs: &Path, known: &Known, failure: &Failure) -> Facts {
     if let Ok(p) = SysfsRoot::new(sysfs).port(device, port_no) {
         port_netdev = p.netdev.as_ref().map(|n| n.name.clone());
         local.link_layer = p.link_layer.clone();
-        local.port_state = p.state.as_ref().map(|s| s.name().to_string());
-        local.phys_state = p.phys_state.as_ref().map(|s| s.name().to_string());
+        local.port_state = p.state.clone();
+        local.phys_state = p.phys_state.clone();
         local.lid = p.lid.and_then(|l| u16::try_from(l).ok());
         local.gid_table = p.gids.clone();
     }
@@ -290,7 +290,7 @@ pub fn facts(sysfs: &Path, known: &Known, failure: &Failure) -> Facts {
                 .filter(|&len| len > 0),
             peer_stock_exchange: known.compat,
             path_mtu: c.path_mtu,
-            soft_roce: device.starts_with("rxe"),
+            soft_roce: crate::gather::inventory::is_soft_roce(sysfs, device),
             ..QpFacts::default()
         }),
         // A device that would not open (or register memory): its uverbs node, so the

@@ -31,11 +31,9 @@ pub fn device_port(sysfs_root: &Path, device: Option<&str>, port: u32) -> Result
 }
 
 /// `device`'s node type from sysfs (`node_type`: CA, RNIC, ...); None when unreadable.
-/// A Soft-RoCE (rxe) device, whose RoCE v2 goes through this host's IP stack: it has no
-/// parent PCI device and names its netdev in `parent` (siw has neither).
+/// A Soft-RoCE (rxe) device, by `model::device::is_soft_roce` on its sysfs directory.
 pub fn is_soft_roce(sysfs_root: &Path, device: &str) -> bool {
-    let dir = sysfs_root.join("class/infiniband").join(device);
-    dir.join("parent").exists() && !dir.join("device/driver").exists()
+    crate::gather::sysfs::soft_roce_in(&sysfs_root.join("class/infiniband").join(device), device)
 }
 
 pub fn node_type(sysfs_root: &Path, device: &str) -> Option<crate::model::device::NodeType> {

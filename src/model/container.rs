@@ -105,7 +105,7 @@ pub struct ContainerFacts {
     pub env: Vec<(String, String)>,
     /// Every netdev `class/net` shows here with its operstate: what NCCL_SOCKET_IFNAME and
     /// UCX_NET_DEVICES are judged against.
-    pub netdevs: Vec<(String, Option<String>)>,
+    pub netdevs: Vec<(String, Option<crate::model::device::OperState>)>,
 }
 
 /// A NCCL configuration file as NCCL reads it.

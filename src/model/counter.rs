@@ -107,15 +107,13 @@ pub enum Flavor {
 }
 
 impl Flavor {
-    /// From the parent device's driver, else the device name; rxe has no parent device, so
-    /// its hw_counters' own names (`rcvd_seq_err` is rxe's alone) settle a renamed one.
-    pub fn of(device: &str, driver: Option<&str>, hw_names: &[String]) -> Flavor {
+    /// From the parent device's driver, else the device name; Soft-RoCE as
+    /// `model::device::is_soft_roce` decided it (`soft_roce`), or by its hw_counters' own
+    /// names (`rcvd_seq_err` is rxe's alone).
+    pub fn of(device: &str, driver: Option<&str>, soft_roce: bool, hw_names: &[String]) -> Flavor {
         if driver.is_some_and(|d| d.contains("mlx5")) || device.starts_with("mlx5") {
             Flavor::Mlx5
-        } else if driver.is_some_and(|d| d.contains("rxe"))
-            || device.starts_with("rxe")
-            || hw_names.iter().any(|n| n == "rcvd_seq_err")
-        {
+        } else if soft_roce || hw_names.iter().any(|n| n == "rcvd_seq_err") {
             Flavor::Rxe
         } else {
             Flavor::Other
@@ -670,14 +668,20 @@ mod tests {
 
     #[test]
     fn flavor_from_driver_name_or_counters() {
-        assert_eq!(Flavor::of("mlx5_0", None, &[]), Flavor::Mlx5);
-        assert_eq!(Flavor::of("roce0", Some("mlx5_core"), &[]), Flavor::Mlx5);
-        assert_eq!(Flavor::of("rxe0", None, &[]), Flavor::Rxe);
+        assert_eq!(Flavor::of("mlx5_0", None, false, &[]), Flavor::Mlx5);
         assert_eq!(
-            Flavor::of("eth0_rdma", None, &["rcvd_seq_err".to_string()]),
+            Flavor::of("roce0", Some("mlx5_core"), false, &[]),
+            Flavor::Mlx5
+        );
+        assert_eq!(Flavor::of("rxe0", None, true, &[]), Flavor::Rxe);
+        assert_eq!(
+            Flavor::of("eth0_rdma", None, false, &["rcvd_seq_err".to_string()]),
             Flavor::Rxe
         );
-        assert_eq!(Flavor::of("hfi1_0", Some("hfi1"), &[]), Flavor::Other);
+        assert_eq!(
+            Flavor::of("hfi1_0", Some("hfi1"), false, &[]),
+            Flavor::Other
+        );
     }
 
     #[test]

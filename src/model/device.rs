@@ -131,6 +131,52 @@ impl PortState {
             PortState::Other(s) => s,
         }
     }
+
+    /// The IBTA number: sysfs `ports/N/state`'s "4:", `ibv_port_state`, and
+    /// SmpPortInfo.PortState all count the same way. None for a number this build does
+    /// not name.
+    pub fn from_number(n: u32) -> Option<PortState> {
+        Some(match n {
+            0 => PortState::Nop,
+            1 => PortState::Down,
+            2 => PortState::Init,
+            3 => PortState::Armed,
+            4 => PortState::Active,
+            5 => PortState::ActiveDefer,
+            _ => return None,
+        })
+    }
+
+    /// sysfs `ports/N/state` ("4: ACTIVE"): the number decides, as the label differs
+    /// between drivers and kernels; text without a known number is kept as `Other`.
+    pub fn from_sysfs(text: &str) -> PortState {
+        text.split_once(':')
+            .and_then(|(n, _)| n.trim().parse().ok())
+            .and_then(PortState::from_number)
+            .unwrap_or_else(|| PortState::Other(text.trim().to_string()))
+    }
+
+    /// A name as [`PortState::name`] writes it, read back (a peer's notice, a manifest);
+    /// any other text is kept as `Other`.
+    pub fn from_name(text: &str) -> PortState {
+        let text = text.trim();
+        [
+            PortState::Nop,
+            PortState::Down,
+            PortState::Init,
+            PortState::Armed,
+            PortState::Active,
+            PortState::ActiveDefer,
+        ]
+        .into_iter()
+        .find(|s| s.name().eq_ignore_ascii_case(text))
+        .unwrap_or_else(|| PortState::Other(text.to_string()))
+    }
+
+    /// ACTIVE: the port can carry traffic.
+    pub fn is_active(&self) -> bool {
+        *self == PortState::Active
+    }
 }
 
 /// `ports/N/phys_state`: "5: LinkUp". Names as iproute2 `rdma link` prints them, except
@@ -160,6 +206,100 @@ impl PhysState {
             PhysState::Other(s) => s,
         }
     }
+
+    /// The IBTA number: sysfs `ports/N/phys_state`'s "5:", ibv_port_attr's `phys_state`
+    /// and SmpPortInfo.PortPhysicalState. None for a number this build does not name.
+    pub fn from_number(n: u32) -> Option<PhysState> {
+        Some(match n {
+            1 => PhysState::Sleep,
+            2 => PhysState::Polling,
+            3 => PhysState::Disabled,
+            4 => PhysState::PortConfigurationTraining,
+            5 => PhysState::LinkUp,
+            6 => PhysState::LinkErrorRecovery,
+            7 => PhysState::PhyTest,
+            _ => return None,
+        })
+    }
+}
+
+/// A netdev's operational state, RFC 2863's ifOperStatus as the kernel keeps it: sysfs
+/// `class/net/NETDEV/operstate` spells it, rtnetlink's IFLA_OPERSTATE numbers it
+/// (`IF_OPER_*`); both are read into this one type.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OperState {
+    /// The driver does not report carrier (loopback, many virtual links): with IFF_UP
+    /// set such a link carries traffic, and iproute2 shows it as UNKNOWN.
+    Unknown,
+    NotPresent,
+    Down,
+    /// No carrier: the cable, the switch port, a veth's peer or a VLAN's parent is down.
+    LowerLayerDown,
+    Testing,
+    Dormant,
+    Up,
+    /// The kernel's text, for a value this build does not know.
+    Other(String),
+}
+
+impl OperState {
+    pub fn name(&self) -> &str {
+        match self {
+            OperState::Unknown => "unknown",
+            OperState::NotPresent => "notpresent",
+            OperState::Down => "down",
+            OperState::LowerLayerDown => "lowerlayerdown",
+            OperState::Testing => "testing",
+            OperState::Dormant => "dormant",
+            OperState::Up => "up",
+            OperState::Other(s) => s,
+        }
+    }
+
+    /// sysfs `operstate`'s text (any case: iproute2 prints it upper-case).
+    pub fn parse(text: &str) -> OperState {
+        let text = text.trim();
+        [
+            OperState::Unknown,
+            OperState::NotPresent,
+            OperState::Down,
+            OperState::LowerLayerDown,
+            OperState::Testing,
+            OperState::Dormant,
+            OperState::Up,
+        ]
+        .into_iter()
+        .find(|s| s.name().eq_ignore_ascii_case(text))
+        .unwrap_or_else(|| OperState::Other(text.to_string()))
+    }
+
+    /// The uapi's `IF_OPER_*` number (IFLA_OPERSTATE).
+    pub fn from_number(n: u8) -> OperState {
+        match n {
+            0 => OperState::Unknown,
+            1 => OperState::NotPresent,
+            2 => OperState::Down,
+            3 => OperState::LowerLayerDown,
+            4 => OperState::Testing,
+            5 => OperState::Dormant,
+            6 => OperState::Up,
+            n => OperState::Other(n.to_string()),
+        }
+    }
+
+    /// Administratively up but without carrier: fixed at the other end of the link.
+    pub fn no_carrier(&self) -> bool {
+        matches!(self, OperState::LowerLayerDown | OperState::Dormant)
+    }
+}
+
+/// Whether a netdev carries traffic: the one rule every command asks. `up` does, and so
+/// does `unknown` (a driver without carrier reporting) unless IFF_UP is known to be
+/// clear; anything else does not. `admin_up` is IFF_UP when it was read (sysfs `flags`,
+/// the rtnetlink header), None when not (a captured tree without `flags`: the kernel
+/// reports `down` for a netdev without IFF_UP, so `unknown` alone still means up).
+pub fn carries_traffic(operstate: &OperState, admin_up: Option<bool>) -> bool {
+    admin_up != Some(false) && matches!(operstate, OperState::Up | OperState::Unknown)
 }
 
 macro_rules! serialize_by_name {
@@ -176,7 +316,19 @@ macro_rules! serialize_by_name {
         }
     )*};
 }
-serialize_by_name!(PortState, PhysState);
+serialize_by_name!(PortState, PhysState, OperState);
+
+/// Whether an RDMA device is Soft-RoCE (rxe), whose RoCE v2 goes through this host's IP
+/// stack: the one rule, on what sysfs shows of `class/infiniband/NAME`. A device bound to
+/// a driver (`device/driver`) is hardware; rxe has no parent device and names its netdev
+/// in `parent` (siw has neither); rxe keeps `node_desc` "rxe" when renamed (`rdma dev set
+/// rxe0 name roce7`); the name is the last resort, for a tree that recorded none of these.
+pub fn is_soft_roce(name: &str, driver_link: bool, parent: bool, node_desc: Option<&str>) -> bool {
+    if driver_link {
+        return false;
+    }
+    parent || node_desc.map(str::trim) == Some("rxe") || name.starts_with("rxe")
+}
 
 /// `ports/N/rate`: "100 Gb/sec (4X EDR)".
 #[derive(Debug, Clone, PartialEq)]
@@ -257,10 +409,22 @@ pub struct Netdev {
     #[serde(rename = "netdev")]
     pub name: String,
     /// "up", "down", "lowerlayerdown", ...
-    pub operstate: Option<String>,
+    pub operstate: Option<OperState>,
+    /// IFF_UP from `flags`; None when the file is missing (older captured trees).
+    #[serde(skip)]
+    pub admin_up: Option<bool>,
     pub mtu: Option<u32>,
     /// The link-layer (MAC) address.
     pub address: Option<String>,
+}
+
+impl Netdev {
+    /// [`carries_traffic`] for this netdev; false when its operstate was not read.
+    pub fn carries_traffic(&self) -> bool {
+        self.operstate
+            .as_ref()
+            .is_some_and(|o| carries_traffic(o, self.admin_up))
+    }
 }
 
 /// Where a port's netdev was found, so a reader can judge how sure the mapping is.
@@ -352,6 +516,9 @@ pub struct Port {
     pub verbs: VerbsStatus,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub read_problems: Vec<ReadProblem>,
+    /// The port's device is Soft-RoCE ([`is_soft_roce`]).
+    #[serde(skip)]
+    pub soft_roce: bool,
 }
 
 fn ser_rate_text<S: Serializer>(rate: &Option<Rate>, s: S) -> Result<S::Ok, S::Error> {
@@ -465,4 +632,98 @@ pub struct HolderScan {
     pub timed_out: bool,
     /// The deadline, in milliseconds.
     pub limit_ms: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_operstate_spelling_parses_and_prints_back() {
+        for (text, n, want) in [
+            ("unknown", 0, OperState::Unknown),
+            ("notpresent", 1, OperState::NotPresent),
+            ("down", 2, OperState::Down),
+            ("lowerlayerdown", 3, OperState::LowerLayerDown),
+            ("testing", 4, OperState::Testing),
+            ("dormant", 5, OperState::Dormant),
+            ("up", 6, OperState::Up),
+        ] {
+            assert_eq!(OperState::parse(text), want, "{text}");
+            assert_eq!(
+                OperState::parse(&format!("{}\n", text.to_uppercase())),
+                want
+            );
+            assert_eq!(OperState::from_number(n), want, "{n}");
+            assert_eq!(want.name(), text);
+        }
+        assert_eq!(OperState::parse("weird"), OperState::Other("weird".into()));
+        assert_eq!(OperState::from_number(9), OperState::Other("9".into()));
+    }
+
+    #[test]
+    fn carries_traffic_truth_table() {
+        use OperState::*;
+        for (oper, admin, want) in [
+            (Up, Some(true), true),
+            (Up, None, true),
+            (Up, Some(false), false),
+            (Unknown, Some(true), true),
+            (Unknown, None, true),
+            (Unknown, Some(false), false),
+            (Down, Some(true), false),
+            (Down, None, false),
+            (LowerLayerDown, Some(true), false),
+            (Dormant, Some(true), false),
+            (Testing, Some(true), false),
+            (NotPresent, Some(true), false),
+            (Other("x".into()), Some(true), false),
+        ] {
+            assert_eq!(carries_traffic(&oper, admin), want, "{oper:?} {admin:?}");
+        }
+    }
+
+    #[test]
+    fn port_states_by_number_name_and_sysfs_text() {
+        for (n, name) in [
+            (0, "NOP"),
+            (1, "DOWN"),
+            (2, "INIT"),
+            (3, "ARMED"),
+            (4, "ACTIVE"),
+            (5, "ACTIVE_DEFER"),
+        ] {
+            let s = PortState::from_number(n).unwrap();
+            assert_eq!(s.name(), name);
+            assert_eq!(PortState::from_name(name), s);
+            assert_eq!(PortState::from_sysfs(&format!("{n}: {name}\n")), s);
+        }
+        assert!(PortState::from_sysfs("4: ACTIVE").is_active());
+        assert!(!PortState::from_sysfs("1: DOWN").is_active());
+        assert_eq!(PortState::from_number(9), None);
+        assert_eq!(PortState::from_sysfs("odd"), PortState::Other("odd".into()));
+        assert_eq!(PhysState::from_number(5), Some(PhysState::LinkUp));
+        assert_eq!(PhysState::from_number(0), None);
+    }
+
+    #[test]
+    fn soft_roce_is_decided_once() {
+        // A renamed rxe device: no driver link, node_desc still "rxe".
+        assert!(is_soft_roce("roce7", false, false, Some("rxe\n")));
+        // A live rxe device shows `parent`.
+        assert!(is_soft_roce("roce7", false, true, None));
+        // A tree that recorded neither: the name.
+        assert!(is_soft_roce("rxe0", false, false, None));
+        // Hardware: a driver link, whatever the name.
+        assert!(!is_soft_roce("mlx5_0", true, false, Some("host mlx5_0")));
+        assert!(!is_soft_roce("rxe_named_mlx", true, false, None));
+        assert!(!is_soft_roce("mlx5_1", false, false, Some("node mlx5_1")));
+        // siw: no driver link, no parent, its own node_desc.
+        assert!(!is_soft_roce(
+            "siw0",
+            false,
+            false,
+            Some("Software iWARP stack")
+        ));
+    }
 }

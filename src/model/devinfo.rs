@@ -149,7 +149,7 @@ pub struct PortSysfs {
     pub netdev: Option<String>,
     pub netdev_source: Option<NetdevSource>,
     pub netdev_mtu: Option<u32>,
-    pub netdev_operstate: Option<String>,
+    pub netdev_operstate: Option<crate::model::device::OperState>,
     /// Every netdev the populated GID table refers to.
     pub gid_netdevs: Vec<String>,
     /// The populated slots of the port's P_Key table (`ports/N/pkeys/`).

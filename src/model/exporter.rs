@@ -5,6 +5,7 @@
 
 use std::collections::BTreeMap;
 
+use crate::model::device::PortState;
 use crate::model::doctor::DoctorFacts;
 
 /// Everything one scrape exports.
@@ -34,7 +35,7 @@ pub struct DeviceScrape {
 /// device and comes back is two changes.
 #[derive(Debug, Clone, Default)]
 pub struct StateWatch {
-    last: BTreeMap<(String, u32), Option<String>>,
+    last: BTreeMap<(String, u32), Option<PortState>>,
     changes: BTreeMap<(String, u32), u64>,
 }
 
@@ -42,7 +43,7 @@ impl StateWatch {
     /// One look at every port: (device, port, state name). A port seen for the first time
     /// starts at zero changes; ports not in `states` keep their count and are compared as
     /// unreadable the next time they appear.
-    pub fn observe(&mut self, states: impl IntoIterator<Item = (String, u32, Option<String>)>) {
+    pub fn observe(&mut self, states: impl IntoIterator<Item = (String, u32, Option<PortState>)>) {
         let mut seen = Vec::new();
         for (device, port, state) in states {
             let key = (device, port);
@@ -75,11 +76,11 @@ impl StateWatch {
 mod tests {
     use super::*;
 
-    fn look(w: &mut StateWatch, states: &[(&str, u32, Option<&str>)]) {
+    fn look(w: &mut StateWatch, states: &[(&str, u32, Option<PortState>)]) {
         w.observe(
             states
                 .iter()
-                .map(|(d, p, s)| (d.to_string(), *p, s.map(str::to_string))),
+                .map(|(d, p, s)| (d.to_string(), *p, s.clone())),
         );
     }
 
@@ -88,34 +89,52 @@ mod tests {
         let mut w = StateWatch::default();
         look(
             &mut w,
-            &[("rxe0", 1, Some("ACTIVE")), ("rxe1", 1, Some("ACTIVE"))],
+            &[
+                ("rxe0", 1, Some(PortState::Active)),
+                ("rxe1", 1, Some(PortState::Active)),
+            ],
         );
         look(
             &mut w,
-            &[("rxe0", 1, Some("ACTIVE")), ("rxe1", 1, Some("ACTIVE"))],
+            &[
+                ("rxe0", 1, Some(PortState::Active)),
+                ("rxe1", 1, Some(PortState::Active)),
+            ],
         );
         assert_eq!(w.changes()[&("rxe0".to_string(), 1)], 0);
         look(
             &mut w,
-            &[("rxe0", 1, Some("DOWN")), ("rxe1", 1, Some("ACTIVE"))],
+            &[
+                ("rxe0", 1, Some(PortState::Down)),
+                ("rxe1", 1, Some(PortState::Active)),
+            ],
         );
         look(
             &mut w,
-            &[("rxe0", 1, Some("DOWN")), ("rxe1", 1, Some("ACTIVE"))],
+            &[
+                ("rxe0", 1, Some(PortState::Down)),
+                ("rxe1", 1, Some(PortState::Active)),
+            ],
         );
         look(
             &mut w,
-            &[("rxe0", 1, Some("ACTIVE")), ("rxe1", 1, Some("ACTIVE"))],
+            &[
+                ("rxe0", 1, Some(PortState::Active)),
+                ("rxe1", 1, Some(PortState::Active)),
+            ],
         );
         assert_eq!(w.changes()[&("rxe0".to_string(), 1)], 2);
         assert_eq!(w.changes()[&("rxe1".to_string(), 1)], 0);
         // rxe1 removed, then added back: gone is one change, back another.
-        look(&mut w, &[("rxe0", 1, Some("ACTIVE"))]);
-        look(&mut w, &[("rxe0", 1, Some("ACTIVE"))]);
+        look(&mut w, &[("rxe0", 1, Some(PortState::Active))]);
+        look(&mut w, &[("rxe0", 1, Some(PortState::Active))]);
         assert_eq!(w.changes()[&("rxe1".to_string(), 1)], 1);
         look(
             &mut w,
-            &[("rxe0", 1, Some("ACTIVE")), ("rxe1", 1, Some("ACTIVE"))],
+            &[
+                ("rxe0", 1, Some(PortState::Active)),
+                ("rxe1", 1, Some(PortState::Active)),
+            ],
         );
         assert_eq!(w.changes()[&("rxe1".to_string(), 1)], 2);
     }

@@ -5,7 +5,7 @@ use std::net::IpAddr;
 
 use serde::{Deserialize, Serialize};
 
-use crate::model::device::{GidEntry, GidType, LinkLayer, Port};
+use crate::model::device::{GidEntry, GidType, LinkLayer, OperState, PhysState, Port, PortState};
 use crate::model::gid::Gid;
 
 /// What is known of one end of a connection: its port (sysfs), what it sent in the
@@ -16,10 +16,8 @@ pub struct EndFacts {
     pub device: String,
     pub port: u32,
     pub link_layer: Option<LinkLayer>,
-    /// Port state as sysfs spells it after the number: ACTIVE, INIT, DOWN, ...
-    pub port_state: Option<String>,
-    /// LinkUp, Polling, Disabled, ...
-    pub phys_state: Option<String>,
+    pub port_state: Option<PortState>,
+    pub phys_state: Option<PhysState>,
     pub lid: Option<u16>,
     /// Bytes: 256 .. 4096.
     pub active_mtu: Option<u32>,
@@ -85,8 +83,9 @@ pub struct NetdevFacts {
     pub name: String,
     /// False: the netdev is gone, or lives in another network namespace (a pod).
     pub exists: bool,
+    /// `model::device::carries_traffic`'s answer.
     pub up: bool,
-    pub operstate: Option<String>,
+    pub operstate: Option<OperState>,
     pub mtu: Option<u32>,
 }
 

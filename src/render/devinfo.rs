@@ -326,7 +326,7 @@ fn render_port_sysfs(w: &mut String, s: &PortSysfs) {
     if let Some(netdev) = &s.netdev {
         let mut details = Vec::new();
         if let Some(state) = &s.netdev_operstate {
-            details.push(state.clone());
+            details.push(state.to_string());
         }
         if let Some(mtu) = s.netdev_mtu {
             details.push(format!("mtu {mtu}"));

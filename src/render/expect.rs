@@ -1,6 +1,7 @@
 //! `doctor --save-expect FILE`: the manifest as TOML (with a header saying what it is) or
 //! as JSON, as `--expect` reads it back.
 
+use crate::model::device::PortState;
 use crate::model::expect::Manifest;
 
 /// The manifest in the file's format: JSON for `.json`, else TOML.
@@ -30,7 +31,7 @@ pub fn saved(path: &str, manifest: &Manifest) -> String {
     for d in &manifest.device {
         for p in &d.ports {
             if let (Some(n), Some(state)) = (p.port, &p.state) {
-                if state != "ACTIVE" {
+                if !PortState::from_name(state).is_active() {
                     out.push_str(&format!(
                         "rdmactl: note: {}/{n} is {state}, and the manifest now expects that; edit its `state` if this host is not the good one\n",
                         d.name

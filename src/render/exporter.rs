@@ -173,7 +173,7 @@ fn port_families(facts: &ScrapeFacts) -> Vec<SeriesFamily> {
     let mut netdev_up = SeriesFamily::new(
         "rdmactl_port_netdev_up",
         G,
-        "1 when the port's netdev is operationally up (class/net/NETDEV/operstate), else 0",
+        "1 when the port's netdev carries traffic (class/net/NETDEV/operstate up, or unknown with IFF_UP), else 0",
     );
     let mut lid = SeriesFamily::new(
         "rdmactl_port_lid",
@@ -267,8 +267,8 @@ fn port_families(facts: &ScrapeFacts) -> Vec<SeriesFamily> {
             if let Some(m) = nd.mtu {
                 netdev_mtu.push(nl.clone(), Int(u64::from(m)));
             }
-            if let Some(s) = &nd.operstate {
-                netdev_up.push(nl, Int(u64::from(s == "up")));
+            if nd.operstate.is_some() {
+                netdev_up.push(nl, Int(u64::from(nd.carries_traffic())));
             }
         }
         let ib = p.link_layer == Some(LinkLayer::InfiniBand);

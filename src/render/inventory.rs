@@ -2,7 +2,9 @@
 
 use serde::Serialize;
 
-use crate::model::device::{Device, GidEntry, LinkLayer, PhysState, PkeyEntry, Port, PortState};
+use crate::model::device::{
+    Device, GidEntry, LinkLayer, Netdev, OperState, PhysState, PkeyEntry, Port, PortState,
+};
 use crate::model::gid::{Gid, GidKind};
 use crate::output::{json, Style};
 use crate::render::table::{or_dash, render, Cell, Tone};
@@ -25,12 +27,16 @@ pub fn phys_tone(state: Option<&PhysState>) -> Tone {
     }
 }
 
-pub fn operstate_tone(operstate: Option<&str>) -> Tone {
-    match operstate {
-        Some("up") => Tone::Good,
-        Some("down" | "lowerlayerdown" | "notpresent") => Tone::Bad,
-        Some("dormant" | "testing") => Tone::Warn,
-        _ => Tone::Plain,
+/// Green where the netdev carries traffic (`model::device::carries_traffic`).
+fn operstate_tone(netdev: Option<&Netdev>) -> Tone {
+    let Some(n) = netdev else {
+        return Tone::Plain;
+    };
+    match &n.operstate {
+        None | Some(OperState::Other(_)) => Tone::Plain,
+        Some(_) if n.carries_traffic() => Tone::Good,
+        Some(OperState::Dormant | OperState::Testing) => Tone::Warn,
+        Some(_) => Tone::Bad,
     }
 }
 
@@ -126,7 +132,7 @@ pub struct PortJson<'a> {
     pub link_width: Option<&'a str>,
     pub link_speed: Option<&'a str>,
     pub netdev_mtu: Option<u32>,
-    pub netdev_operstate: Option<&'a str>,
+    pub netdev_operstate: Option<&'a OperState>,
     pub netdev_address: Option<&'a str>,
     /// `ports -v` only: the populated P_Key slots.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -142,7 +148,7 @@ impl<'a> PortJson<'a> {
             link_width: port.rate.as_ref().and_then(|r| r.width.as_deref()),
             link_speed: port.rate.as_ref().and_then(|r| r.speed.as_deref()),
             netdev_mtu: nd.and_then(|n| n.mtu),
-            netdev_operstate: nd.and_then(|n| n.operstate.as_deref()),
+            netdev_operstate: nd.and_then(|n| n.operstate.as_ref()),
             netdev_address: nd.and_then(|n| n.address.as_deref()),
             pkeys: None,
         }
@@ -196,7 +202,7 @@ fn ports_table_with(ports: &[&Port], pkeys: Option<&[Vec<PkeyEntry>]>, style: St
             let ib = p.link_layer.as_ref() != Some(&LinkLayer::Ethernet);
             let lid = |v: Option<u32>| if ib { or_dash(v) } else { "-".to_string() };
             let nd = p.netdev.as_ref();
-            let operstate = nd.and_then(|n| n.operstate.as_deref());
+            let operstate = nd.and_then(|n| n.operstate.as_ref());
             let mut row = vec![
                 Cell::from(port_name(p)),
                 Cell::new(or_dash(p.state.as_ref()), state_tone(p.state.as_ref())),
@@ -213,7 +219,7 @@ fn ports_table_with(ports: &[&Port], pkeys: Option<&[Vec<PkeyEntry>]>, style: St
                 Cell::from(mtu_or_unknown(p.max_mtu)),
                 Cell::from(or_dash(nd.map(|n| &n.name))),
                 Cell::from(or_dash(nd.and_then(|n| n.mtu))),
-                Cell::new(or_dash(operstate), operstate_tone(operstate)),
+                Cell::new(or_dash(operstate), operstate_tone(nd)),
             ];
             if let Some(pkeys) = pkeys {
                 row.push(Cell::from(show_pkeys(&pkeys[i])));

@@ -158,7 +158,7 @@ pub fn compare_peers(local: &EndFacts, peer: &EndFacts) -> Vec<Diagnostic> {
                 .evidence(format!(
                     "{who} LID 0x{:04x}, state {}",
                     ep.lid.unwrap_or(0),
-                    ep.port_state.clone().unwrap_or_else(|| "?".into())
+                    ep.port_state.as_ref().map_or("?", |s| s.name())
                 ))
                 .fix("start a subnet manager (opensm) or fix the link"),
             );
@@ -270,7 +270,7 @@ mod tests {
     use super::*;
     use crate::diagnose::datapath::tests::{ib_ctx, rxe_local, rxe_peer};
     use crate::diagnose::gidselect::tests::mlx5;
-    use crate::model::device::GidType;
+    use crate::model::device::{GidType, PhysState, PortState};
 
     #[test]
     fn compare_peers_table() {
@@ -318,8 +318,8 @@ mod tests {
             ),
             (
                 "IB LID 0",
-                ib_ctx(0, "INIT", "LinkUp").local,
-                ib_ctx(0, "INIT", "LinkUp").peer.unwrap(),
+                ib_ctx(0, PortState::Init, PhysState::LinkUp).local,
+                ib_ctx(0, PortState::Init, PhysState::LinkUp).peer.unwrap(),
                 "ib-lid-zero",
                 "subnet manager",
             ),

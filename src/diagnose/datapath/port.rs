@@ -1,6 +1,7 @@
 //! A port that is not ACTIVE explains every later step.
 
 use crate::model::codes;
+use crate::model::device::{OperState, PhysState};
 use crate::model::diagnostic::{Seen, Source};
 use crate::model::facts::Facts;
 
@@ -9,7 +10,7 @@ use super::Rule;
 /// InfiniBand without an SM (LID 0, INIT/POLLING), or any port not ACTIVE.
 pub(super) fn port_not_active(ctx: &Facts) -> Option<Rule> {
     let local = &ctx.local;
-    let state = local.port_state.as_deref();
+    let state = local.port_state.as_ref();
     let mut evidence = Vec::new();
     if let Some(s) = state {
         evidence.push(Seen::new(
@@ -25,7 +26,7 @@ pub(super) fn port_not_active(ctx: &Facts) -> Option<Rule> {
     }
     if local.is_infiniband() {
         let lid_bad = matches!(local.lid, Some(0) | Some(0xffff));
-        let not_active = state.is_some_and(|s| s != "ACTIVE");
+        let not_active = state.is_some_and(|s| !s.is_active());
         if lid_bad || not_active {
             if let Some(lid) = local.lid {
                 evidence.push(Seen::new(
@@ -35,8 +36,8 @@ pub(super) fn port_not_active(ctx: &Facts) -> Option<Rule> {
             }
             let polling = local
                 .phys_state
-                .as_deref()
-                .is_some_and(|p| p.eq_ignore_ascii_case("polling"));
+                .as_ref()
+                .is_some_and(|p| *p == PhysState::Polling);
             let fix = if polling {
                 "the link is not trained (phys_state Polling): check the cable and the switch port"
                     .to_string()
@@ -79,11 +80,11 @@ pub(super) fn port_not_active(ctx: &Facts) -> Option<Rule> {
             format!(
                 "netdev {} is down (operstate {})",
                 n.name,
-                n.operstate.as_deref().unwrap_or("unknown")
+                n.operstate.as_ref().map_or("unknown", OperState::name)
             ),
         ));
     }
-    let port_down = state.is_some_and(|s| s != "ACTIVE");
+    let port_down = state.is_some_and(|s| !s.is_active());
     if !port_down && netdev_down.is_none() {
         return None;
     }
@@ -93,8 +94,8 @@ pub(super) fn port_not_active(ctx: &Facts) -> Option<Rule> {
     let no_carrier = ctx
         .netdev
         .as_ref()
-        .and_then(|n| n.operstate.as_deref())
-        .is_some_and(|o| o == "lowerlayerdown" || o == "dormant");
+        .and_then(|n| n.operstate.as_ref())
+        .is_some_and(OperState::no_carrier);
     let what = if no_carrier {
         "has no carrier (its link partner is down)"
     } else {

@@ -218,7 +218,7 @@ fn gid_netdev_missing(b: Builder) -> Diagnostic {
             format!("the GID's netdev {d} does not exist here: it was removed, or it lives in another network namespace (a container or pod)")
         }
         (Some(d), Some(n)) if !n.up => {
-            ev.push(Seen::new(Source::Netdev, format!("{d} operstate {}", n.operstate.clone().unwrap_or_else(|| "down".into()))));
+            ev.push(Seen::new(Source::Netdev, format!("{d} operstate {}", n.operstate.as_ref().map_or("down", |o| o.name()))));
             format!("the GID's netdev {d} is down")
         }
         (Some(d), _) => format!("the kernel found no usable netdev for the GID (gid_attrs/ndevs: {d})"),

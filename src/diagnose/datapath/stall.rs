@@ -5,6 +5,7 @@
 //! and what is unknown; it never guesses the peer's death.
 
 use crate::model::codes;
+use crate::model::device::PortState;
 use crate::model::diagnostic::{Diagnostic, Seen, Source};
 use crate::model::facts::{Facts, GidNow, OobLink, Stall, StallFacts};
 use crate::model::failure::{Cause, Failure};
@@ -16,6 +17,7 @@ use super::Builder;
 const STOPPED_MS: u64 = 2000;
 
 /// Port state ACTIVE, as ibv_query_port numbers it.
+/// `ibv_port_state`'s number for ACTIVE, as the stall probe carries it.
 const PORT_ACTIVE: u32 = 4;
 
 fn secs(ms: u64) -> String {
@@ -220,7 +222,7 @@ pub(super) fn stalled(b: Builder, stall: &Stall, seconds: f64) -> Diagnostic {
             "{}: {}, active MTU {}, path MTU {}",
             who(e),
             match e.port_state {
-                Some(PORT_ACTIVE) => "ACTIVE".to_string(),
+                Some(PORT_ACTIVE) => PortState::Active.to_string(),
                 Some(s) => format!("state {s}, not ACTIVE"),
                 None => "state unknown".to_string(),
             },

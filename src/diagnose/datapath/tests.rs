@@ -1,6 +1,6 @@
 use super::explain;
 use crate::diagnose::gidselect::tests::{entry, mlx5, rxe0};
-use crate::model::device::{GidType, LinkLayer};
+use crate::model::device::{GidType, LinkLayer, OperState, PhysState, PortState};
 use crate::model::diagnostic::{Diagnostic, Seen, Source};
 use crate::model::errno::{
     WC_LOC_LEN_ERR, WC_LOC_QP_OP_ERR, WC_RETRY_EXC_ERR, WC_RNR_RETRY_EXC_ERR,
@@ -17,8 +17,8 @@ pub(super) fn rxe_local(index: Option<u32>) -> EndFacts {
         device: "rxe0".into(),
         port: 1,
         link_layer: Some(LinkLayer::Ethernet),
-        port_state: Some("ACTIVE".into()),
-        phys_state: Some("LinkUp".into()),
+        port_state: Some(PortState::Active),
+        phys_state: Some(PhysState::LinkUp),
         lid: Some(0),
         active_mtu: Some(1024),
         gid_index: index,
@@ -37,7 +37,7 @@ pub(super) fn rxe_peer(gid: &str) -> EndFacts {
         device: "rxe1".into(),
         port: 1,
         link_layer: Some(LinkLayer::Ethernet),
-        port_state: Some("ACTIVE".into()),
+        port_state: Some(PortState::Active),
         lid: Some(0),
         active_mtu: Some(1024),
         gid_index: Some(1),
@@ -69,21 +69,21 @@ pub(super) fn rxe_ctx(index: Option<u32>, peer_gid: &str) -> Facts {
             name: "veth0".into(),
             exists: true,
             up: true,
-            operstate: Some("up".into()),
+            operstate: Some(OperState::Up),
             mtu: Some(1500),
         }),
         ..Facts::default()
     }
 }
 
-pub(super) fn ib_ctx(lid: u16, state: &str, phys: &str) -> Facts {
+pub(super) fn ib_ctx(lid: u16, state: PortState, phys: PhysState) -> Facts {
     Facts {
         local: EndFacts {
             device: "mlx5_0".into(),
             port: 1,
             link_layer: Some(LinkLayer::InfiniBand),
-            port_state: Some(state.into()),
-            phys_state: Some(phys.into()),
+            port_state: Some(state),
+            phys_state: Some(phys),
             lid: Some(lid),
             active_mtu: Some(4096),
             gid_index: None,
@@ -106,7 +106,7 @@ fn mlx5_ctx(index: u32, peer_gid: &str, peer_type: GidType) -> Facts {
             device: "mlx5_0".into(),
             port: 1,
             link_layer: Some(LinkLayer::Ethernet),
-            port_state: Some("ACTIVE".into()),
+            port_state: Some(PortState::Active),
             active_mtu: Some(4096),
             gid_index: Some(index),
             gid_table: mlx5(),
@@ -227,14 +227,14 @@ fn cases() -> Vec<Case> {
         name: "veth0".into(),
         exists: true,
         up: false,
-        operstate: Some("down".into()),
+        operstate: Some(OperState::Down),
         mtu: Some(1500),
     });
 
     // The netdev went down under traffic; the port's state in sysfs still says ACTIVE.
     let mut down_under_traffic = down.clone();
     down_under_traffic.local.port_netdev = Some("veth0".into());
-    down_under_traffic.local.port_state = Some("ACTIVE".into());
+    down_under_traffic.local.port_state = Some(PortState::Active);
 
     let mut no_accept_local = rxe_ctx(Some(1), "::ffff:192.168.77.2");
     no_accept_local.route = Some(vm_route(false));
@@ -353,8 +353,8 @@ fn cases() -> Vec<Case> {
     });
 
     let mut roce_down = rxe_ctx(Some(1), "::ffff:192.168.77.2");
-    roce_down.local.port_state = Some("DOWN".into());
-    roce_down.local.phys_state = Some("Disabled".into());
+    roce_down.local.port_state = Some(PortState::Down);
+    roce_down.local.phys_state = Some(PhysState::Disabled);
 
     let mut vlan_gone = mlx5_ctx(7, "::ffff:10.0.0.6", GidType::RoceV2);
     vlan_gone.netdev = Some(NetdevFacts {
@@ -580,7 +580,7 @@ fn cases() -> Vec<Case> {
             name: "InfiniBand LID 0, no SM",
             step: Step::Rtr,
             failure: errno(libc::EINVAL),
-            ctx: ib_ctx(0, "INIT", "LinkUp"),
+            ctx: ib_ctx(0, PortState::Init, PhysState::LinkUp),
             code: "ib-port-not-active",
             says: &["opensm", "LID 0x0000", "GID index 0"],
             suggested: Some(0),
@@ -589,7 +589,7 @@ fn cases() -> Vec<Case> {
             name: "InfiniBand port polling",
             step: Step::QueryPort,
             failure: errno(libc::EINVAL),
-            ctx: ib_ctx(0, "DOWN", "Polling"),
+            ctx: ib_ctx(0, PortState::Down, PhysState::Polling),
             code: "ib-port-not-active",
             says: &["cable"],
             suggested: None,
@@ -996,13 +996,13 @@ fn own_port_down_outranks_the_peers_notice() {
         Default::default(),
     );
     let mut facts = rxe_ctx(Some(1), "::ffff:192.168.77.2");
-    facts.local.port_state = Some("DOWN".into());
+    facts.local.port_state = Some(PortState::Down);
     facts.local.port_netdev = Some("veth0".into());
     facts.netdev = Some(NetdevFacts {
         name: "veth0".into(),
         exists: true,
         up: false,
-        operstate: Some("down".into()),
+        operstate: Some(OperState::Down),
         mtu: None,
     });
     let x = explain(&failure, &facts);
@@ -1020,7 +1020,7 @@ fn own_port_down_outranks_the_peers_notice() {
         "{x:?}"
     );
     // No carrier: the fix is at the other end of the link.
-    facts.netdev.as_mut().unwrap().operstate = Some("lowerlayerdown".into());
+    facts.netdev.as_mut().unwrap().operstate = Some(OperState::LowerLayerDown);
     let x = explain(&failure, &facts);
     assert!(
         x.message

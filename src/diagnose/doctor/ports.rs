@@ -3,7 +3,9 @@
 
 use super::{finding, short_list};
 use crate::model::codes;
-use crate::model::device::{LinkLayer, PhysState, Port, PortState};
+use crate::model::device::{
+    carries_traffic, LinkLayer, Netdev, OperState, PhysState, Port, PortState,
+};
 use crate::model::diagnostic::{Diagnostic, Severity, Subject};
 use crate::model::doctor::HostNet;
 
@@ -92,7 +94,7 @@ pub fn port_findings(port: &Port, active_mtu: Option<u32>, host: &HostNet) -> Ve
                 ));
             }
         }
-        if let Some(oper) = port.netdev.as_ref().and_then(|n| n.operstate.as_deref()) {
+        if let Some(oper) = port.netdev.as_ref().and_then(|n| n.operstate.as_ref()) {
             let nd = &port
                 .netdev
                 .as_ref()
@@ -137,12 +139,11 @@ pub fn port_findings(port: &Port, active_mtu: Option<u32>, host: &HostNet) -> Ve
         out.extend(gid_findings(port, &subject));
         return out;
     }
-    let oper = netdev.operstate.as_deref().unwrap_or("unknown");
     let addresses = host
         .addresses
         .as_ref()
         .map(|all| all.get(nd).cloned().unwrap_or_default());
-    out.push(netdev_state(nd, oper, addresses, &subject));
+    out.push(netdev_state(netdev, addresses, &subject));
     out.extend(gid_findings(port, &subject));
     if let (Some(mtu), true) = (netdev.mtu, active) {
         let why_unknown = "unknown (no verbs)";
@@ -185,10 +186,7 @@ pub fn iwarp_port_findings(port: &Port) -> Vec<Diagnostic> {
         .evidence(format!("state {state}"))
         // One root cause, one failure: the netdev's state is this failure's evidence.
         .evidence(
-            match (
-                nd,
-                port.netdev.as_ref().and_then(|n| n.operstate.as_deref()),
-            ) {
+            match (nd, port.netdev.as_ref().and_then(|n| n.operstate.as_ref())) {
                 (Some(nd), Some(oper)) => format!("class/net/{nd}/operstate {oper}"),
                 _ => "no netdev found for the port".to_string(),
             },
@@ -199,8 +197,7 @@ pub fn iwarp_port_findings(port: &Port) -> Vec<Diagnostic> {
         ))
     });
     if let (Some(netdev), true) = (&port.netdev, active) {
-        let oper = netdev.operstate.as_deref().unwrap_or("unknown");
-        let up = oper == "up" || oper == "unknown";
+        let (oper, up) = traffic(netdev);
         out.push(
             if up {
                 finding(
@@ -255,8 +252,8 @@ fn state_finding(
     } else if ethernet {
         let netdev = port.netdev.as_ref();
         let name = netdev.map_or("its netdev".to_string(), |n| n.name.clone());
-        let fix = match netdev.and_then(|n| n.operstate.as_deref()) {
-            Some("down") => format!("bring the interface up: `ip link set {name} up`"),
+        let fix = match netdev.and_then(|n| n.operstate.as_ref()) {
+            Some(OperState::Down) => format!("bring the interface up: `ip link set {name} up`"),
             _ => format!("{name} has no carrier: check the cable and the switch port (for veth, the peer end)"),
         };
         finding(
@@ -298,14 +295,19 @@ fn lid_finding(port: &Port, subject: Subject, active: bool) -> Option<Diagnostic
     })
 }
 
+/// The netdev's operstate as doctor words it (a missing file reads as `unknown`, as
+/// iproute2 would show it) and whether it carries traffic, by the one rule.
+fn traffic(netdev: &Netdev) -> (OperState, bool) {
+    let oper = netdev.operstate.clone().unwrap_or(OperState::Unknown);
+    let up = carries_traffic(&oper, netdev.admin_up);
+    (oper, up)
+}
+
 /// The RoCE port's netdev: up with an address, or why not.
-fn netdev_state(
-    nd: &str,
-    oper: &str,
-    addresses: Option<Vec<String>>,
-    subject: &Subject,
-) -> Diagnostic {
-    if oper == "up" || oper == "unknown" {
+fn netdev_state(netdev: &Netdev, addresses: Option<Vec<String>>, subject: &Subject) -> Diagnostic {
+    let nd = &netdev.name;
+    let (oper, up) = traffic(netdev);
+    if up {
         match addresses {
             None => finding(codes::NETDEV, subject.clone(), Severity::Ok, format!("netdev {nd} is {oper}"))
                 .evidence(format!("class/net/{nd}/operstate {oper}")),
@@ -316,7 +318,7 @@ fn netdev_state(
             Some(a) => finding(codes::NETDEV, subject.clone(), Severity::Ok, format!("netdev {nd} is {oper}, addresses {}", short_list(&a, 6)))
                 .evidence(format!("class/net/{nd}/operstate {oper}")),
         }
-    } else if oper == "lowerlayerdown" || oper == "dormant" {
+    } else if oper.no_carrier() {
         finding(codes::NETDEV, subject.clone(), Severity::Fail, format!("netdev {nd} is administratively up but has no carrier ({oper})"))
             .evidence(format!("class/net/{nd}/operstate {oper}"))
             .fix("check the cable, the switch port, or the lower device (for veth: the peer end; for a VLAN: its parent)")
@@ -455,7 +457,7 @@ pub fn duplicate_gid_findings(ports: &[&Port]) -> Vec<Diagnostic> {
 fn netns_finding(port: &Port, host: &HostNet, subject: Subject) -> Option<Diagnostic> {
     // Only when the rxe's netdev is in this (non-initial) namespace was it created here.
     let here = port.netdev.as_ref().is_some_and(|n| !host.hides(&n.name));
-    (port.device.starts_with("rxe") && host.in_init_netns == Some(false) && here).then(|| {
+    (port.soft_roce && host.in_init_netns == Some(false) && here).then(|| {
         finding(codes::NETNS, subject, Severity::Fail, "rxe outside the initial network namespace: QPs fail with \"local QP operation error\"")
             .evidence("/proc/self/ns/net differs from /proc/1/ns/net")
             .fix("create and use rxe devices in the host's network namespace (kernel 6.1 rxe is init_net only)")
@@ -499,7 +501,8 @@ mod tests {
             cap_mask: None,
             netdev: Some(Netdev {
                 name: "veth0".into(),
-                operstate: Some(operstate.into()),
+                operstate: Some(OperState::parse(operstate)),
+                admin_up: None,
                 mtu: Some(mtu),
                 address: None,
             }),
@@ -513,6 +516,7 @@ mod tests {
             }],
             active_mtu: None,
             max_mtu: None,
+            soft_roce: true,
             verbs: crate::model::device::VerbsStatus::not_asked(),
             read_problems: vec![],
         }

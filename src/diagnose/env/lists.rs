@@ -4,6 +4,7 @@
 use super::numbers::c_atoi;
 use super::{code_of, EnvTarget};
 use crate::model::codes;
+use crate::model::device::{carries_traffic, OperState};
 use crate::model::diagnostic::{Diagnostic, Seen, Severity};
 
 /// An NCCL interface list (`NCCL_IB_HCA`, `NCCL_SOCKET_IFNAME`):
@@ -215,7 +216,7 @@ pub(super) fn check_socket_ifname(value: &str, target: &EnvTarget) -> Diagnostic
             format!("{NAME}='{value}' names no interface: NCCL picks one itself"),
         );
     }
-    let chosen: Vec<&(String, Option<String>)> = target
+    let chosen: Vec<&(String, Option<OperState>)> = target
         .netdevs
         .iter()
         .filter(|(n, _)| filter.selects_name(n))
@@ -228,12 +229,10 @@ pub(super) fn check_socket_ifname(value: &str, target: &EnvTarget) -> Diagnostic
             format!("{shown} matches no netdev here: NCCL finds no interface for its bootstrap and socket traffic, and fails to start"),
         )
         .fix(format!("name one of: {}", names.join(", ")))
-    } else if chosen.iter().all(|(_, state)| {
-        matches!(
-            state.as_deref(),
-            Some("down" | "lowerlayerdown" | "notpresent")
-        )
-    }) {
+    } else if chosen
+        .iter()
+        .all(|(_, state)| state.as_ref().is_some_and(|s| !carries_traffic(s, None)))
+    {
         Diagnostic::finding(
             Severity::Warn,
             code.clone(),

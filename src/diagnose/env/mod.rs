@@ -18,7 +18,7 @@ mod ucx_gid;
 
 use crate::diagnose::gidselect::{Selection, Want};
 use crate::model::codes::{self, Code};
-use crate::model::device::{GidEntry, LinkLayer};
+use crate::model::device::{GidEntry, LinkLayer, OperState};
 use crate::model::diagnostic::Diagnostic;
 
 use gid_index::check_ucx_gid_index;
@@ -57,7 +57,7 @@ pub struct EnvTarget<'a> {
     pub ports: &'a [(String, u32)],
     /// Every netdev (`class/net`) with its operstate: NCCL_SOCKET_IFNAME, and
     /// UCX_NET_DEVICES' TCP entries.
-    pub netdevs: &'a [(String, Option<String>)],
+    pub netdevs: &'a [(String, Option<OperState>)],
 }
 
 impl EnvTarget<'_> {

@@ -1,7 +1,7 @@
 use super::*;
 use crate::diagnose::gidselect::select_gid;
 use crate::diagnose::gidselect::tests::{entry, rxe0};
-use crate::model::device::GidType;
+use crate::model::device::{GidType, OperState};
 use crate::model::diagnostic::Severity;
 
 type Vars = &'static [(&'static str, &'static str)];
@@ -23,10 +23,10 @@ fn run_on(
     let devices = vec!["rxe0".to_string(), "rxe1".to_string()];
     let ports = vec![("rxe0".to_string(), 1), ("rxe1".to_string(), 1)];
     let netdevs = vec![
-        ("eth0".to_string(), Some("up".to_string())),
-        ("lo".to_string(), Some("unknown".to_string())),
-        ("veth0".to_string(), Some("up".to_string())),
-        ("veth1".to_string(), Some("down".to_string())),
+        ("eth0".to_string(), Some(OperState::Up)),
+        ("lo".to_string(), Some(OperState::Unknown)),
+        ("veth0".to_string(), Some(OperState::Up)),
+        ("veth1".to_string(), Some(OperState::Down)),
     ];
     let target = EnvTarget {
         device: "rxe0",

@@ -113,7 +113,7 @@ fn links_and_addresses_match_ip() {
         assert_eq!(dev.mtu.map(u64::from), link["mtu"].as_u64(), "{name}");
         assert_eq!(
             dev.operstate,
-            link["operstate"].as_str().unwrap().to_lowercase(),
+            OperState::parse(link["operstate"].as_str().unwrap()),
             "{name}"
         );
         for a in link["addr_info"].as_array().unwrap() {

@@ -25,6 +25,8 @@ use std::net::IpAddr;
 
 use serde::Serialize;
 
+use crate::model::device::{carries_traffic, OperState};
+
 pub use facts::{netdev_facts, route_facts, route_get_soft, segment};
 pub use query::{address_owner, addresses, netdev, netdevs};
 // check's tests compare a live route with it.
@@ -63,7 +65,7 @@ pub struct NetdevLink {
     pub index: u32,
     pub name: String,
     /// `up`, `down`, `lowerlayerdown`, `unknown` (loopback and some virtual links), ...
-    pub operstate: String,
+    pub operstate: OperState,
     /// IFF_UP: the administrator set it up.
     pub admin_up: bool,
     pub mtu: Option<u32>,
@@ -76,7 +78,7 @@ pub struct NetdevLink {
 impl NetdevLink {
     /// Usable for traffic: administratively up and not reported down by its driver.
     pub fn is_up(&self) -> bool {
-        self.admin_up && matches!(self.operstate.as_str(), "up" | "unknown")
+        carries_traffic(&self.operstate, Some(self.admin_up))
     }
 }
 
@@ -109,7 +111,7 @@ mod tests {
         let dev = |admin_up, op: &str| NetdevLink {
             index: 1,
             name: "x".into(),
-            operstate: op.into(),
+            operstate: OperState::parse(op),
             admin_up,
             mtu: None,
             link: None,

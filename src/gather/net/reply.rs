@@ -15,6 +15,7 @@ use netlink_packet_route::route::{RouteAddress, RouteAttribute, RouteMessage, Ro
 use netlink_packet_route::RouteNetlinkMessage;
 
 use super::{IfAddr, Neighbour, NetError, NetdevLink};
+use crate::model::device::OperState;
 use crate::model::facts::Route;
 
 /// Split a buffer of concatenated netlink messages. Stops at NLMSG_DONE; a NLMSG_ERROR with
@@ -112,7 +113,7 @@ pub fn parse_route(msg: &RouteMessage, destination: IpAddr) -> Route {
 pub fn parse_link(msg: &LinkMessage) -> Option<NetdevLink> {
     let mut name = None;
     let mut mtu = None;
-    let mut operstate = "unknown".to_string();
+    let mut operstate = OperState::Unknown;
     let mut link = None;
     let mut vlan = None;
     for attr in &msg.attributes {
@@ -131,7 +132,7 @@ pub fn parse_link(msg: &LinkMessage) -> Option<NetdevLink> {
             }
             LinkAttribute::Link(i) => link = Some(*i),
             LinkAttribute::Mtu(m) => mtu = Some(*m),
-            LinkAttribute::OperState(s) => operstate = oper_state_text(*s),
+            LinkAttribute::OperState(s) => operstate = oper_state(*s),
             _ => {}
         }
     }
@@ -146,18 +147,9 @@ pub fn parse_link(msg: &LinkMessage) -> Option<NetdevLink> {
     })
 }
 
-/// The spelling of /sys/class/net/*/operstate.
-fn oper_state_text(state: State) -> String {
-    match state {
-        State::Unknown => "unknown".into(),
-        State::NotPresent => "notpresent".into(),
-        State::Down => "down".into(),
-        State::LowerLayerDown => "lowerlayerdown".into(),
-        State::Testing => "testing".into(),
-        State::Dormant => "dormant".into(),
-        State::Up => "up".into(),
-        other => format!("{other:?}").to_lowercase(),
-    }
+/// IFLA_OPERSTATE into the type sysfs `operstate` is read into.
+fn oper_state(state: State) -> OperState {
+    OperState::from_number(u8::from(state))
 }
 
 pub fn parse_address(msg: &AddressMessage) -> Option<IfAddr> {

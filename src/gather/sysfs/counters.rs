@@ -26,9 +26,11 @@ impl SysfsRoot {
     fn read_counters(&self, device: &str, port: u32) -> PortCounters {
         let mut problems = Vec::new();
         let driver = read_driver(&self.device_dir(device), &mut problems);
+        let soft_roce = super::soft_roce_in(&self.device_dir(device), device);
         read_port_counters(
             &self.port_dir(device, port),
             device,
+            soft_roce,
             port,
             driver.as_deref(),
             problems,
@@ -81,6 +83,7 @@ impl SysfsRoot {
 fn read_port_counters(
     port_dir: &Path,
     device: &str,
+    soft_roce: bool,
     port: u32,
     driver: Option<&str>,
     mut problems: Vec<ReadProblem>,
@@ -88,7 +91,7 @@ fn read_port_counters(
     let pma = read_dir_values(&port_dir.join("counters"), &mut problems);
     let hw = read_dir_values(&port_dir.join("hw_counters"), &mut problems);
     let hw_names: Vec<String> = hw.iter().flatten().map(|(n, _)| n.clone()).collect();
-    let flavor = Flavor::of(device, driver, &hw_names);
+    let flavor = Flavor::of(device, driver, soft_roce, &hw_names);
     // The kernel shows the 64-bit PortCountersExtended data counters when the HCA has
     // them; the unicast/multicast files come only with that set, and a value past 32 bits
     // can only come from it. Otherwise the 32-bit PortCounters set is assumed, so a

@@ -18,8 +18,20 @@ use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
 use crate::model::device::{
-    Device, LinkLayer, Netdev, NetdevSource, Port, ReadProblem, VerbsStatus,
+    is_soft_roce, Device, LinkLayer, Netdev, NetdevSource, OperState, Port, ReadProblem,
+    VerbsStatus,
 };
+
+/// [`is_soft_roce`] on `class/infiniband/NAME`'s driver link, `parent` and `node_desc`.
+pub fn soft_roce_in(device_dir: &Path, name: &str) -> bool {
+    let node_desc = fs::read_to_string(device_dir.join("node_desc")).ok();
+    is_soft_roce(
+        name,
+        device_dir.join("device/driver").exists(),
+        device_dir.join("parent").exists(),
+        node_desc.as_deref(),
+    )
+}
 
 #[derive(Debug, Clone)]
 pub struct SysfsRoot {
@@ -191,7 +203,8 @@ impl SysfsRoot {
         let mut attr = |f: &str| read_attr(&dir.join(f), problems);
         Some(Netdev {
             name: name.to_string(),
-            operstate: attr("operstate"),
+            operstate: attr("operstate").map(|t| OperState::parse(&t)),
+            admin_up: attr("flags").as_deref().and_then(parse::admin_up),
             mtu: attr("mtu").as_deref().and_then(parse::dec_u32),
             address: attr("address"),
         })
@@ -367,6 +380,7 @@ impl SysfsRoot {
             self.read_netdev(&n, &mut problems).unwrap_or(Netdev {
                 name: n,
                 operstate: None,
+                admin_up: None,
                 mtu: None,
                 address: None,
             })
@@ -391,6 +405,7 @@ impl SysfsRoot {
             max_mtu: None,
             verbs: VerbsStatus::not_asked(),
             read_problems: problems,
+            soft_roce: soft_roce_in(device_dir, device),
         }
     }
 }

@@ -19,29 +19,20 @@ pub fn numbered(text: &str) -> (Option<u32>, &str) {
 
 /// `ports/N/state`; the number decides (the label differs between drivers and kernels).
 pub fn port_state(text: &str) -> PortState {
-    match numbered(text).0 {
-        Some(0) => PortState::Nop,
-        Some(1) => PortState::Down,
-        Some(2) => PortState::Init,
-        Some(3) => PortState::Armed,
-        Some(4) => PortState::Active,
-        Some(5) => PortState::ActiveDefer,
-        _ => PortState::Other(text.trim().to_string()),
-    }
+    PortState::from_sysfs(text)
 }
 
 /// `ports/N/phys_state`: "5: LinkUp", "2: Polling", "3: Disabled".
 pub fn phys_state(text: &str) -> PhysState {
-    match numbered(text).0 {
-        Some(1) => PhysState::Sleep,
-        Some(2) => PhysState::Polling,
-        Some(3) => PhysState::Disabled,
-        Some(4) => PhysState::PortConfigurationTraining,
-        Some(5) => PhysState::LinkUp,
-        Some(6) => PhysState::LinkErrorRecovery,
-        Some(7) => PhysState::PhyTest,
-        _ => PhysState::Other(text.trim().to_string()),
-    }
+    numbered(text)
+        .0
+        .and_then(PhysState::from_number)
+        .unwrap_or_else(|| PhysState::Other(text.trim().to_string()))
+}
+
+/// `class/net/NETDEV/flags` ("0x1003") → IFF_UP.
+pub fn admin_up(text: &str) -> Option<bool> {
+    hex_u32(text).map(|f| f & 0x1 != 0)
 }
 
 /// `node_type`: "1: CA". Numbers are the kernel's `enum rdma_node_type`.

@@ -155,11 +155,16 @@ fn provider_dir() -> Option<PathBuf> {
 /// a `parent` attribute.
 fn provider_for(device_dir: &std::path::Path) -> Option<&'static str> {
     let Ok(driver) = std::fs::read_link(device_dir.join("device/driver")) else {
-        return Some(if device_dir.join("parent").exists() {
-            "rxe"
-        } else {
-            "siw"
-        });
+        let name = device_dir.file_name()?.to_str()?;
+        let node_desc = std::fs::read_to_string(device_dir.join("node_desc")).ok();
+        let parent = device_dir.join("parent").exists();
+        return Some(
+            if crate::model::device::is_soft_roce(name, false, parent, node_desc.as_deref()) {
+                "rxe"
+            } else {
+                "siw"
+            },
+        );
     };
     Some(match driver.file_name()?.to_str()? {
         "mlx5_core" => "mlx5",

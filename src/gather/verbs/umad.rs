@@ -31,7 +31,7 @@ pub struct UmadPort {
     /// `InfiniBand`, `Ethernet`; None when sysfs has no link_layer file (umad2sim writes none).
     pub link_layer: Option<String>,
     /// `4: ACTIVE` as sysfs writes it.
-    pub state: Option<String>,
+    pub state: Option<crate::model::device::PortState>,
 }
 
 /// Reads a small sysfs file through libc's `open`, so umad2sim can redirect it.
@@ -86,7 +86,8 @@ pub fn umad_ports() -> io::Result<Vec<UmadPort>> {
         ports.push(UmadPort {
             index,
             link_layer: read_small(&format!("{port_dir}/link_layer")),
-            state: read_small(&format!("{port_dir}/state")),
+            state: read_small(&format!("{port_dir}/state"))
+                .map(|t| crate::model::device::PortState::from_sysfs(&t)),
             device,
             port,
         });

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use crate::diagnose::cm::PortSeen;
 use crate::gather::verbs::cm::{CmEndpoint, CmOp, Completion, Region, Wake};
+use crate::model::device::PortState;
 use crate::model::diagnostic::FailureReport;
 use crate::model::facts::Facts;
 use crate::model::failure::{Cause, Failure, FailureContext, PeerNotice, Step};
@@ -152,7 +153,8 @@ pub(crate) fn port_seen(ep: &CmEndpoint) -> Option<PortSeen> {
     let info = &ep.info;
     Some(PortSeen {
         port: format!("{}/{}", info.device, info.port),
-        state: crate::model::mad::port_state_name(now.state).to_string(),
+        state: PortState::from_number(u32::from(now.state))
+            .unwrap_or_else(|| PortState::Other(now.state.to_string())),
         active_mtu: now.active_mtu,
         path_mtu: info.path_mtu,
         gid_index: info.sgid_index,
@@ -186,7 +188,7 @@ pub(crate) fn encode_port(p: &PortSeen) -> String {
 
 pub(crate) fn decode_port(text: &str) -> Option<PortSeen> {
     let mut words = text.split_whitespace();
-    let state = words.next()?.to_string();
+    let state = PortState::from_name(words.next()?);
     let active_mtu = words.next()?.parse().ok();
     let path_mtu = words.next()?.parse().ok()?;
     let gid = words.next()?;
@@ -229,7 +231,7 @@ mod tests {
     fn a_port_fits_a_reject_and_reads_back() {
         let p = PortSeen {
             port: "rxe1/1".into(),
-            state: "ACTIVE".into(),
+            state: PortState::Active,
             active_mtu: Some(512),
             path_mtu: 1024,
             gid_index: 1,
