@@ -444,9 +444,10 @@ fn nf_tables_present() -> bool {
     {
         return true;
     }
-    let config = crate::gather::procfs::kernel_release()
-        .and_then(|r| std::fs::read_to_string(format!("/boot/config-{r}")).ok());
-    config.is_some_and(|c| c.lines().any(|l| l == "CONFIG_NF_TABLES=y"))
+    // Built in: the kernel's own list of what it holds without a module file.
+    let builtin = crate::gather::procfs::kernel_release()
+        .and_then(|r| std::fs::read_to_string(format!("/lib/modules/{r}/modules.builtin")).ok());
+    builtin.is_some_and(|b| b.lines().any(|l| l.ends_with("/nf_tables.ko")))
 }
 
 /// Everything this process can read of the firewall in its network namespace.
