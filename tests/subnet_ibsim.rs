@@ -3,7 +3,9 @@
 //! the reference tools' MADs to it. Each test starts its own ibsim on its own abstract
 //! socket name (IBSIM_SOCKNAME) in a temp dir, and `Sim`'s Drop kills ibsim and opensm even
 //! when an assertion fails. The packages are part of the test setup (scripts/setup installs
-//! them): without them each test fails and names what is missing, never passes unrun.
+//! them), so every test is ignored by a plain `cargo test` and scripts/test runs them with
+//! `--include-ignored`: without the packages each test fails and names what is missing,
+//! never passes unrun.
 
 mod schema;
 
@@ -397,6 +399,7 @@ const PERFQUERY_NAMES: &[(&str, &str)] = &[
 ];
 
 #[test]
+#[ignore = "needs ibsim-utils, opensm, infiniband-diags (ibsim, opensm, ibnetdiscover, perfquery); scripts/test runs it"]
 fn the_walk_matches_ibnetdiscover_and_the_counters_match_perfquery() {
     require_sim();
     let mut sim = Sim::start(&example("net.2sw2path4hca"));
@@ -531,6 +534,7 @@ fn the_walk_matches_ibnetdiscover_and_the_counters_match_perfquery() {
 }
 
 #[test]
+#[ignore = "needs ibsim-utils, opensm, infiniband-diags (ibsim, opensm, ibnetdiscover, perfquery); scripts/test runs it"]
 fn every_example_topology_of_ibsim_is_walked_as_ibnetdiscover_sees_it() {
     require_sim();
     for name in ["net", "net.1", "net.2sw2path", "net.2sw2path4hca2port"] {
@@ -561,6 +565,7 @@ fn every_example_topology_of_ibsim_is_walked_as_ibnetdiscover_sees_it() {
 }
 
 #[test]
+#[ignore = "needs ibsim-utils, opensm, infiniband-diags (ibsim, opensm, ibnetdiscover, perfquery); scripts/test runs it"]
 fn with_an_interval_the_counters_that_grew_are_judged_not_their_totals() {
     require_sim();
     let mut sim = Sim::start(&example("net.1"));
@@ -589,6 +594,7 @@ fn with_an_interval_the_counters_that_grew_are_judged_not_their_totals() {
 }
 
 #[test]
+#[ignore = "needs ibsim-utils, opensm, infiniband-diags (ibsim, opensm, ibnetdiscover, perfquery); scripts/test runs it"]
 fn a_moved_cable_and_a_changed_lid_since_the_baseline_are_named() {
     require_sim();
     let mut sim = Sim::start(&example("net.2sw2path4hca"));
@@ -622,6 +628,7 @@ fn a_moved_cable_and_a_changed_lid_since_the_baseline_are_named() {
 }
 
 #[test]
+#[ignore = "needs ibsim-utils, opensm, infiniband-diags (ibsim, opensm, ibnetdiscover, perfquery); scripts/test runs it"]
 fn without_a_subnet_manager_the_walk_says_so_and_how_to_fix_it() {
     require_sim();
     let sim = Sim::start(&example("net.2sw2path4hca"));
@@ -639,6 +646,7 @@ fn without_a_subnet_manager_the_walk_says_so_and_how_to_fix_it() {
 }
 
 #[test]
+#[ignore = "needs ibsim-utils, opensm, infiniband-diags (ibsim, opensm, ibnetdiscover, perfquery); scripts/test runs it"]
 fn dropped_mads_are_resent_and_the_walk_finds_every_link_every_time() {
     require_sim();
     let mut sim = Sim::start(&example("net.1"));
@@ -667,6 +675,7 @@ fn dropped_mads_are_resent_and_the_walk_finds_every_link_every_time() {
 }
 
 #[test]
+#[ignore = "needs ibsim-utils, opensm, infiniband-diags (ibsim, opensm, ibnetdiscover, perfquery); scripts/test runs it"]
 fn a_node_that_never_answers_is_reported_and_the_walk_goes_on() {
     require_sim();
     let mut sim = Sim::start(&example("net.2sw2path4hca"));
@@ -763,6 +772,7 @@ fn fat_tree(
 }
 
 #[test]
+#[ignore = "needs ibsim-utils, opensm, infiniband-diags (ibsim, opensm, ibnetdiscover, perfquery); scripts/test runs it"]
 fn a_fat_tree_with_planted_faults_each_found_and_explained() {
     require_sim();
     // leaf2 ↔ spine1 enabled only up to DDR and node0305's HCA only up to 1X (ibsim sets
@@ -916,6 +926,7 @@ fn large_fat_tree() -> String {
 }
 
 #[test]
+#[ignore = "needs ibsim-utils, opensm, infiniband-diags (ibsim, opensm, ibnetdiscover, perfquery); scripts/test runs it"]
 fn a_474_node_fat_tree_is_walked_exactly_as_ibnetdiscover_sees_it() {
     require_sim();
     let mut sim = Sim::start(&large_fat_tree());
@@ -988,6 +999,7 @@ fn text_of(f: &Value) -> String {
 }
 
 #[test]
+#[ignore = "needs ibsim-utils, opensm, infiniband-diags (ibsim, opensm, ibnetdiscover, perfquery); scripts/test runs it"]
 fn every_error_and_congestion_counter_gets_its_own_cause_and_fix() {
     require_sim();
     let mut sim = Sim::start(&fat_tree(2, 2, 4, |_, _| None));
@@ -1134,6 +1146,7 @@ fn mixed_generations(slow_parallel: bool) -> String {
 }
 
 #[test]
+#[ignore = "needs ibsim-utils, opensm, infiniband-diags (ibsim, opensm, ibnetdiscover, perfquery); scripts/test runs it"]
 fn a_healthy_subnet_of_mixed_generations_with_a_dual_port_hca_exits_0() {
     require_sim();
     let mut sim = Sim::start(&mixed_generations(false));
@@ -1187,6 +1200,7 @@ fn a_healthy_subnet_of_mixed_generations_with_a_dual_port_hca_exits_0() {
 }
 
 #[test]
+#[ignore = "needs ibsim-utils, opensm, infiniband-diags (ibsim, opensm, ibnetdiscover, perfquery); scripts/test runs it"]
 fn a_slower_parallel_link_is_named_with_the_end_that_holds_it_back() {
     require_sim();
     let mut sim = Sim::start(&mixed_generations(true));
@@ -1234,6 +1248,7 @@ fn lid_of(j: &Value, desc: &str) -> u64 {
 }
 
 #[test]
+#[ignore = "needs ibsim-utils, opensm, infiniband-diags (ibsim, opensm, ibnetdiscover, perfquery); scripts/test runs it"]
 fn links_in_init_or_armed_are_named_with_both_ends_and_the_sm_s_part() {
     require_sim();
     let mut sim = Sim::start(&example("net.2sw2path4hca"));
@@ -1290,6 +1305,7 @@ fn links_in_init_or_armed_are_named_with_both_ends_and_the_sm_s_part() {
 }
 
 #[test]
+#[ignore = "needs ibsim-utils, opensm, infiniband-diags (ibsim, opensm, ibnetdiscover, perfquery); scripts/test runs it"]
 fn an_sm_that_died_leaves_ports_active_and_is_told_apart_from_no_sm() {
     require_sim();
     let mut sim = Sim::start(&example("net.2sw2path4hca"));
@@ -1325,6 +1341,7 @@ fn an_sm_that_died_leaves_ports_active_and_is_told_apart_from_no_sm() {
 }
 
 #[test]
+#[ignore = "needs ibsim-utils, opensm, infiniband-diags (ibsim, opensm, ibnetdiscover, perfquery); scripts/test runs it"]
 fn with_no_sm_the_init_links_are_named_and_no_counter_request_is_sent() {
     require_sim();
     let sim = Sim::start(&example("net.2sw2path4hca"));
@@ -1479,6 +1496,7 @@ const DEFAULT_TIMEOUT: Duration = Duration::from_millis(200);
 const SLACK: Duration = Duration::from_millis(1500);
 
 #[test]
+#[ignore = "needs ibsim-utils, opensm, infiniband-diags (ibsim, opensm, ibnetdiscover, perfquery); scripts/test runs it"]
 fn a_dual_port_hcas_second_port_is_read_at_its_own_lid_as_perfquery_reads_it() {
     require_sim();
     let mut sim = Sim::start(&dual_port_hcas(2));
@@ -1531,6 +1549,7 @@ fn a_dual_port_hcas_second_port_is_read_at_its_own_lid_as_perfquery_reads_it() {
 }
 
 #[test]
+#[ignore = "needs ibsim-utils, opensm, infiniband-diags (ibsim, opensm, ibnetdiscover, perfquery); scripts/test runs it"]
 fn a_torus_without_a_subnet_manager_is_walked_whole_and_no_pma_request_is_sent() {
     require_sim();
     let sim = Sim::start(&torus(3, 3));
@@ -1554,6 +1573,7 @@ fn a_torus_without_a_subnet_manager_is_walked_whole_and_no_pma_request_is_sent()
 }
 
 #[test]
+#[ignore = "needs ibsim-utils, opensm, infiniband-diags (ibsim, opensm, ibnetdiscover, perfquery); scripts/test runs it"]
 fn a_dead_switch_costs_about_one_timeout_and_a_lossy_one_loses_nothing() {
     require_sim();
     // 2 spines, 4 leaves of 3 hosts; the local host is on leaf0.
@@ -1605,6 +1625,7 @@ fn a_dead_switch_costs_about_one_timeout_and_a_lossy_one_loses_nothing() {
 }
 
 #[test]
+#[ignore = "needs ibsim-utils, opensm, infiniband-diags (ibsim, opensm, ibnetdiscover, perfquery); scripts/test runs it"]
 fn many_runs_with_no_retries_and_a_1_ms_timeout_never_hang_nor_crash() {
     require_sim();
     let mut sim = Sim::start(&dual_port_hcas(2));
@@ -1661,6 +1682,7 @@ fn rdmactl_in(sim: &Sim, args: &[&str]) -> Output {
 /// prepends each node it finds to its type's list), so the order is the walk's timing, not
 /// a property of the fabric a script could rely on.
 #[test]
+#[ignore = "needs ibsim-utils, opensm, infiniband-diags (ibsim, opensm, ibnetdiscover, perfquery); scripts/test runs it"]
 fn hosts_and_switches_lists_equal_ibhosts_and_ibswitches() {
     require_sim();
     for (name, topology) in [
@@ -1691,6 +1713,7 @@ fn hosts_and_switches_lists_equal_ibhosts_and_ibswitches() {
 /// What is neither `subnet -j` nor ibnetdiscover output is refused before the walk, exit 2,
 /// naming the file and the line; an empty file too. Real ibnetdiscover output still reads.
 #[test]
+#[ignore = "needs ibsim-utils, opensm, infiniband-diags (ibsim, opensm, ibnetdiscover, perfquery); scripts/test runs it"]
 fn a_baseline_that_is_no_topology_is_refused_with_its_line() {
     require_sim();
     let mut sim = Sim::start(&example("net.2sw2path4hca"));
@@ -1734,6 +1757,7 @@ fn a_baseline_that_is_no_topology_is_refused_with_its_line() {
 /// A failed --topology or --svg write says "cannot write", the path, the OS error once and
 /// what to do; exit 5 (an operating-system call failed).
 #[test]
+#[ignore = "needs ibsim-utils, opensm, infiniband-diags (ibsim, opensm, ibnetdiscover, perfquery); scripts/test runs it"]
 fn a_failed_write_says_cannot_write_once() {
     require_sim();
     let mut sim = Sim::start(&example("net.1"));
@@ -1764,6 +1788,7 @@ fn a_failed_write_says_cannot_write_once() {
 /// A 64-character node description in a finding's subject: with COLUMNS every line of the
 /// text report fits, no word of it lost; without, lines are whole; -j is never cut.
 #[test]
+#[ignore = "needs ibsim-utils, opensm, infiniband-diags (ibsim, opensm, ibnetdiscover, perfquery); scripts/test runs it"]
 fn the_text_report_fits_columns_with_a_long_node_description() {
     require_sim();
     let long = "node042 mlx5_0 HCA-1 rack 17 row 4 building B east datacenter";
@@ -1859,6 +1884,7 @@ fn path_numbers(line: &str) -> Vec<f64> {
 /// path per link, parallel ones included, no two alike, within the width bound; the ring's
 /// links bow out of their row, so its loops show.
 #[test]
+#[ignore = "needs ibsim-utils, opensm, infiniband-diags (ibsim, opensm, ibnetdiscover, perfquery); scripts/test runs it"]
 fn the_svg_draws_every_link_of_a_torus_and_of_parallel_cables() {
     require_sim();
     let leaf0 = format!("S-{:016x}", 0x6000);
@@ -1941,6 +1967,7 @@ fn the_svg_draws_every_link_of_a_torus_and_of_parallel_cables() {
 /// end reads "not read": the walk reads a CA's PortInfo only on the port it reached the CA
 /// by (as libibnetdisc does), so only the switch end of that link has a state to show.
 #[test]
+#[ignore = "needs ibsim-utils, opensm, infiniband-diags (ibsim, opensm, ibnetdiscover, perfquery); scripts/test runs it"]
 fn a_link_down_since_the_baseline_shows_the_port_states_in_the_text() {
     require_sim();
     let mut sim = Sim::start(&example("net.2sw2path4hca2port"));
