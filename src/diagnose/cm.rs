@@ -402,7 +402,8 @@ fn same_host_ipv6(err: &Failure, facts: &Facts) -> Option<Diagnostic> {
     let peer = route.peer.filter(|p| p.is_ipv6())?;
     let owner = route.peer_local_netdev.as_deref()?;
     let source = facts.netdev.as_ref()?;
-    let soft_roce = err.context.device.starts_with("rxe");
+    // Decided once, by `model::device::is_soft_roce` when the facts were gathered.
+    let soft_roce = facts.qp.as_ref().is_some_and(|q| q.soft_roce);
     if !route.peer_is_local || !soft_roce || owner == source.name {
         return None;
     }
@@ -644,7 +645,7 @@ mod tests {
     use crate::model::device::LinkLayer;
     use crate::model::diagnostic::FailureReport;
     use crate::model::errno::reject_reason_name;
-    use crate::model::facts::NetdevFacts;
+    use crate::model::facts::{NetdevFacts, QpFacts};
     use crate::model::failure::FailureContext;
 
     /// A CM failure with the facts a caller gathered, and what the rules make of it.
@@ -1427,9 +1428,10 @@ mod tests {
         assert_eq!(FailureReport::new(&e.f, x).exit_code(), crate::exit::FAILED);
     }
 
-    /// Same-host IPv6 under --cm: the request from rxe1 to an IPv6 address of veth0 is not
-    /// answered because rxe carries no IPv6 between two devices of one kernel, not because
-    /// no server is there.
+    /// Same-host IPv6 under --cm: the request from a Soft-RoCE device to an IPv6 address of
+    /// veth0 is not answered because rxe carries no IPv6 between two devices of one kernel,
+    /// not because no server is there. The gathered fact decides Soft-RoCE, not the name:
+    /// a renamed rxe device (`rdma dev set rxe1 name roce7`) is one.
     #[test]
     fn same_host_ipv6_is_named_under_cm() {
         for cause in [
@@ -1440,6 +1442,11 @@ mod tests {
             Cause::cm_event(EventKind::Unreachable, -libc::ETIMEDOUT),
         ] {
             let mut e = err(Step::CmConnect, cause, Some(LinkLayer::Ethernet));
+            e.f.context.device = "roce7".into();
+            e.facts.qp = Some(QpFacts {
+                soft_roce: true,
+                ..QpFacts::default()
+            });
             e.f.context.peer_addr = Some("[fd77::1]:18515".into());
             e.facts.cm_source = Some("fd77::2".parse().unwrap());
             e.facts.netdev = Some(NetdevFacts {
@@ -1467,6 +1474,11 @@ mod tests {
             assert!(!text.contains("did not answer"), "{text}");
             assert!(!text.contains("no server there"), "{text}");
             no_false_cause(&text);
+            // Hardware is not this rule's, whatever its name.
+            e.f.context.device = "rxe1".into();
+            e.facts.qp.as_mut().unwrap().soft_roce = false;
+            assert_ne!(e.x().code, codes::SAME_HOST_IPV6);
+            e.facts.qp.as_mut().unwrap().soft_roce = true;
             // IPv4 on one host is not this rule's, and neither is another host.
             e.facts.route.as_mut().unwrap().peer = Some("192.168.77.1".parse().unwrap());
             assert_ne!(e.x().code, codes::SAME_HOST_IPV6);

@@ -9,6 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use crate::model::codes::{self, Code};
 use crate::model::counter::{Counter, CounterSource, Flavor};
+use crate::model::device::{PhysState, PortState};
 use crate::model::diagnostic::{Diagnostic, Severity, Subject};
 use crate::model::mad::Speed;
 use crate::model::topology::{guid_text, End, Link, Subnet, SubnetPort, TopologyBaseline};
@@ -205,7 +206,7 @@ pub fn judge(subnet: &Subnet, baseline: Option<&TopologyBaseline>) -> Vec<Diagno
 }
 
 fn is_up(p: &SubnetPort) -> bool {
-    p.phys_state == "LINK_UP"
+    p.is_link_up()
 }
 
 /// Links physically up with an end that is not ACTIVE, with both ends' states.
@@ -214,7 +215,7 @@ fn idle_links(s: &Subnet) -> Vec<(Link, &SubnetPort, &SubnetPort)> {
         .iter()
         .filter_map(|l| {
             let (a, b) = (s.port(l.a)?, s.port(l.b)?);
-            (is_up(a) && is_up(b) && (a.state != "ACTIVE" || b.state != "ACTIVE"))
+            (is_up(a) && is_up(b) && (!a.state.is_active() || !b.state.is_active()))
                 .then_some((*l, a, b))
         })
         .collect()
@@ -224,9 +225,9 @@ fn ends_states(s: &Subnet, l: &Link, a: &SubnetPort, b: &SubnetPort) -> String {
     format!(
         "{} is {}, {} is {}",
         s.end_name(l.a),
-        a.state,
+        a.state_name(),
         s.end_name(l.b),
-        b.state
+        b.state_name()
     )
 }
 
@@ -238,13 +239,13 @@ pub fn sm(s: &Subnet) -> Vec<Diagnostic> {
         .nodes
         .iter()
         .flat_map(|n| &n.ports)
-        .filter(|p| p.state == "INIT" && is_up(p))
+        .filter(|p| p.state == PortState::Init && is_up(p))
         .count();
     let active_ports: usize = s
         .nodes
         .iter()
         .flat_map(|n| &n.ports)
-        .filter(|p| p.port != 0 && p.state == "ACTIVE")
+        .filter(|p| p.port != 0 && p.state.is_active())
         .count();
     let subject = "sm".to_string();
     let others = |mut f: Diagnostic| {
@@ -390,7 +391,7 @@ fn not_active(s: &Subnet) -> Vec<Diagnostic> {
     idle_links(s)
         .into_iter()
         .map(|(l, a, b)| {
-            let armed = a.state == "ARMED" || b.state == "ARMED";
+            let armed = a.state == PortState::Armed || b.state == PortState::Armed;
             let (message, fix) = if armed {
                 (
                     "link up but not passing data: the SM set it ARMED and never ACTIVE, an SM \
@@ -413,8 +414,8 @@ fn not_active(s: &Subnet) -> Vec<Diagnostic> {
                 f = f.evidence(format!(
                     "{}: {} ({}){}",
                     s.end_name(end),
-                    p.state,
-                    p.phys_state,
+                    p.state_name(),
+                    p.phys_state_name(),
                     lid_text(s, end, p)
                 ));
             }
@@ -1068,8 +1069,8 @@ fn counters(s: &Subnet) -> Vec<Diagnostic> {
                     f = f.evidence(format!("on the same link, {}", reading_line(s, r)));
                 }
                 for end in [link.a, link.b] {
-                    if let Some(p) = s.port(end).filter(|p| p.state != "ACTIVE") {
-                        f = f.evidence(format!("{} is {}", s.end_name(end), p.state));
+                    if let Some(p) = s.port(end).filter(|p| !p.state.is_active()) {
+                        f = f.evidence(format!("{} is {}", s.end_name(end), p.state_name()));
                     }
                 }
             }
@@ -1170,7 +1171,7 @@ fn counters_unavailable(s: &Subnet) -> Vec<Diagnostic> {
     for e in s.counters_skipped.iter().take(10) {
         let state = s
             .port(*e)
-            .map(|p| format!("{}{}", p.state, lid_text(s, *e, p)))
+            .map(|p| format!("{}{}", p.state_name(), lid_text(s, *e, p)))
             .unwrap_or_else(|| "not read".into());
         f = f.evidence(format!("{}: {state}", s.end_name(*e)));
     }
@@ -1191,7 +1192,7 @@ fn mismatches(s: &Subnet) -> Vec<Diagnostic> {
         let (Some(a), Some(b)) = (s.port(link.a), s.port(link.b)) else {
             continue;
         };
-        if !is_up(a) || !is_up(b) || a.state != "ACTIVE" || b.state != "ACTIVE" {
+        if !is_up(a) || !is_up(b) || !a.state.is_active() || !b.state.is_active() {
             continue;
         }
         let both_mtu = a.mtu_cap.min(b.mtu_cap);
@@ -1337,7 +1338,7 @@ pub fn compare(s: &Subnet, b: &TopologyBaseline) -> Vec<Diagnostic> {
                     let peer = if l.a.guid == *guid { l.b } else { l.a };
                     let state = s
                         .port(peer)
-                        .map(|p| format!("{} ({})", p.state, p.phys_state))
+                        .map(|p| format!("{} ({})", p.state_name(), p.phys_state_name()))
                         .unwrap_or_else(|| "not reached".into());
                     f = f.evidence(format!("its peer {} is {state}", end_text(peer)));
                 }
@@ -1417,12 +1418,12 @@ pub fn compare(s: &Subnet, b: &TopologyBaseline) -> Vec<Diagnostic> {
             let state = s
                 .port(e)
                 .map(|p| {
-                    let hint = if p.phys_state == "POLLING" {
+                    let hint = if p.phys_state == PhysState::Polling {
                         ": no signal from the other end"
                     } else {
                         ""
                     };
-                    format!("{} ({}){hint}", p.state, p.phys_state)
+                    format!("{} ({}){hint}", p.state_name(), p.phys_state_name())
                 })
                 .unwrap_or_else(|| "not read".into());
             f = f.evidence(format!("{} is {state}", end_text(e)));
@@ -1488,8 +1489,8 @@ mod tests {
         SubnetPort {
             port: num,
             lid: 0,
-            state: "ACTIVE",
-            phys_state: "LINK_UP",
+            state: PortState::Active,
+            phys_state: PhysState::LinkUp,
             width,
             max_width: width,
             speed,
@@ -1565,7 +1566,7 @@ mod tests {
             local: end(0x100, 1),
             local_lid: 10,
             local_sm_lid: 1,
-            local_state: "ACTIVE",
+            local_state: Some(PortState::Active),
             nodes,
             links,
             sms: vec![SmSeen {
@@ -1747,7 +1748,7 @@ mod tests {
         let mut s = fabric();
         s.sms.clear();
         s.local_sm_lid = 0;
-        s.nodes[2].ports[0].state = "INIT";
+        s.nodes[2].ports[0].state = PortState::Init;
         let f = judge(&s, None);
         assert_eq!(f[0].code, "subnet-no-sm");
         assert_eq!(f[0].severity, Severity::Fail);
@@ -2127,7 +2128,7 @@ mod tests {
     #[test]
     fn a_link_in_init_or_armed_under_a_master_sm_is_named_with_both_ends() {
         let mut s = fabric();
-        s.nodes[3].ports[0].state = "ARMED";
+        s.nodes[3].ports[0].state = PortState::Armed;
         let f = judge(&s, None);
         let n = of(&f, "subnet-link-not-active");
         assert_eq!(n.len(), 1, "{f:#?}");
@@ -2141,7 +2142,7 @@ mod tests {
             .evidence
             .iter()
             .any(|e| e.text.starts_with("switch \"leaf1\" port 6: ACTIVE")));
-        s.nodes[3].ports[0].state = "INIT";
+        s.nodes[3].ports[0].state = PortState::Init;
         let f = judge(&s, None);
         let n = of(&f, "subnet-link-not-active");
         assert!(n[0].message.contains("still INIT") && !n[0].message.contains("ARMED"));
@@ -2229,7 +2230,7 @@ mod tests {
     fn skipped_counters_are_said_with_why() {
         let mut s = fabric();
         s.counters_skipped = vec![end(0x100, 1)];
-        s.nodes[2].ports[0].state = "INIT";
+        s.nodes[2].ports[0].state = PortState::Init;
         s.nodes[2].ports[0].lid = 0;
         let f = judge(&s, None);
         let c = of(&f, "subnet-counters-unavailable");

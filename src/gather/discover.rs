@@ -453,7 +453,7 @@ pub fn walk<T: MadTransport>(t: &mut T, opts: &WalkOptions) -> io::Result<Subnet
         local,
         local_lid: local_port.map(|p| p.lid).unwrap_or(0),
         local_sm_lid,
-        local_state: local_port.map(|p| p.state).unwrap_or("UNKNOWN"),
+        local_state: local_port.map(|p| p.state.clone()),
         nodes,
         links: links.into_iter().collect(),
         sms,
@@ -634,13 +634,13 @@ impl Found {
             self.switch_ports.push((g, p, pi.clone()));
         }
         let port = subnet_port(p, &pi);
+        let up = port.is_link_up();
         if node.lid == 0 && (p == 0 || !node.is_switch()) {
             node.lid = pi.lid;
         }
         node.ports.retain(|x| x.port != p);
         node.ports.push(port);
         node.ports.sort_by_key(|x| x.port);
-        let up = pi.phys_state == mad::PHYS_LINK_UP;
         let walk_on = if node.is_switch() {
             // A switch's physical ports lead on, except the one we came in by.
             p >= 1 && (route.is_empty() || self.entry_port.get(&g) != Some(&p))
@@ -845,7 +845,7 @@ impl Reach {
                 .iter()
                 .find(|n| n.guid == e.guid)
                 .and_then(|n| n.port(e.port))
-                .is_some_and(|p| p.state == "ACTIVE")
+                .is_some_and(|p| p.state.is_active())
         };
         let mut peer = HashMap::new();
         for l in links {
@@ -898,7 +898,7 @@ impl Reach {
             return (self.switches.contains(&node.guid) && node.lid != 0).then_some(node.lid);
         }
         let port = node.port(end.port)?;
-        if port.lid == 0 || port.state != "ACTIVE" {
+        if port.lid == 0 || !port.state.is_active() {
             return None;
         }
         let arrives = if end == self.local {
@@ -910,7 +910,7 @@ impl Reach {
                 let via = nodes.iter().find(|n| n.guid == p.guid);
                 let up = via
                     .and_then(|n| n.port(p.port))
-                    .is_some_and(|x| x.state == "ACTIVE");
+                    .is_some_and(|x| x.state.is_active());
                 up && (self.switches.contains(&p.guid) || (*p == self.local && self.local_active))
             })
         };
@@ -1027,8 +1027,8 @@ fn subnet_port(num: u8, pi: &SmpPortInfo) -> SubnetPort {
     SubnetPort {
         port: num,
         lid: pi.lid,
-        state: mad::port_state_name(pi.state),
-        phys_state: mad::phys_state_name(pi.phys_state),
+        state: pi.port_state(),
+        phys_state: pi.phys_port_state(),
         width: mad::width_lanes(pi.width_active),
         max_width: pi.max_width_lanes(),
         speed: pi.speed(),

@@ -222,7 +222,9 @@ pub struct HostNet {
 }
 
 /// The libibverbs provider that serves a device, from the kernel driver bound to its
-/// parent (PCI) device, or, for software devices without one, from the device name.
+/// parent (PCI) device, or, for software devices without one: rxe when
+/// [`is_soft_roce`](crate::model::device::is_soft_roce) says so (the one rule: a renamed rxe
+/// keeps node_desc "rxe"), else siw by its node_desc, else the device name.
 /// The provider name is what `/etc/libibverbs.d/<name>.driver` and
 /// `lib<name>-rdmav*.so` use.
 pub fn provider_for(
@@ -254,7 +256,6 @@ pub fn provider_for(
         ("erdma", "erdma"),
     ];
     const BY_NAME_PREFIX: &[(&str, &str)] = &[
-        ("rxe", "rxe"),
         ("siw", "siw"),
         ("mlx5_", "mlx5"),
         ("mlx4_", "mlx4"),
@@ -272,15 +273,20 @@ pub fn provider_for(
         ("mana_", "mana"),
         ("erdma_", "erdma"),
     ];
-    // Software devices have no driver link; rxe keeps node_desc "rxe" when renamed
-    // (`rdma dev set rxe0 name roce7`), so it outranks the name.
-    const BY_NODE_DESC: &[(&str, &str)] = &[("rxe", "rxe"), ("siw", "siw")];
+    // Software devices have no driver link. Whether one is rxe is the one rule's (a
+    // `parent` attribute is not known here); siw keeps node_desc "siw" when renamed, so it
+    // outranks the name.
+    let soft_roce =
+        || crate::model::device::is_soft_roce(device, kernel_driver.is_some(), false, node_desc);
     kernel_driver
         .and_then(|d| BY_DRIVER.iter().find(|(k, _)| *k == d))
-        .or_else(|| {
-            let desc = node_desc?.trim();
-            BY_NODE_DESC.iter().find(|(p, _)| desc == *p)
-        })
-        .or_else(|| BY_NAME_PREFIX.iter().find(|(p, _)| device.starts_with(p)))
         .map(|(_, provider)| *provider)
+        .or_else(|| soft_roce().then_some("rxe"))
+        .or_else(|| (node_desc.map(str::trim) == Some("siw")).then_some("siw"))
+        .or_else(|| {
+            BY_NAME_PREFIX
+                .iter()
+                .find(|(p, _)| device.starts_with(p))
+                .map(|(_, provider)| *provider)
+        })
 }

@@ -6,6 +6,8 @@
 use std::io;
 use std::time::Duration;
 
+use crate::model::device::{PhysState, PortState};
+
 /// Every MAD is 256 bytes.
 pub const MAD_SIZE: usize = 256;
 
@@ -265,6 +267,19 @@ pub const CAP_IS_SM: u32 = 1 << 1;
 pub const CAP_EXT_SPEEDS: u32 = 1 << 14;
 
 impl SmpPortInfo {
+    /// PortState: the IBTA numbering [`PortState`] shares; a number it does not name is
+    /// kept as `Other`.
+    pub fn port_state(&self) -> PortState {
+        PortState::from_number(self.state.into())
+            .unwrap_or_else(|| PortState::Other(self.state.to_string()))
+    }
+
+    /// PortPhysicalState, as [`PhysState`]; a number it does not name is kept as `Other`.
+    pub fn phys_port_state(&self) -> PhysState {
+        PhysState::from_number(self.phys_state.into())
+            .unwrap_or_else(|| PhysState::Other(self.phys_state.to_string()))
+    }
+
     pub fn decode(d: &[u8]) -> Option<SmpPortInfo> {
         let b = |i: usize| d.get(i).copied();
         Some(SmpPortInfo {
@@ -342,33 +357,36 @@ impl SmpPortInfo {
     }
 }
 
-/// Port states (SmpPortInfo.PortState).
-pub fn port_state_name(v: u8) -> &'static str {
-    match v {
-        0 => "NOP",
-        1 => "DOWN",
-        2 => "INIT",
-        3 => "ARMED",
-        4 => "ACTIVE",
-        _ => "UNKNOWN",
+/// The name `subnet` prints for a port state, as infiniband-diags' tables spell
+/// SmpPortInfo.PortState: NOP to ACTIVE as [`PortState::name`]; anything else (ACTIVE_DEFER
+/// included, which these tables do not name) is UNKNOWN.
+pub fn port_state_name(s: &PortState) -> &str {
+    match s {
+        PortState::ActiveDefer | PortState::Other(_) => "UNKNOWN",
+        s => s.name(),
     }
 }
 
-/// Physical port states (SmpPortInfo.PortPhysicalState).
-pub fn phys_state_name(v: u8) -> &'static str {
-    match v {
-        1 => "SLEEP",
-        2 => "POLLING",
-        3 => "DISABLED",
-        4 => "TRAINING",
-        5 => "LINK_UP",
-        6 => "LINK_ERROR_RECOVERY",
-        7 => "PHY_TEST",
-        _ => "NOP",
+/// The name `subnet` prints for a physical port state (SmpPortInfo.PortPhysicalState):
+/// [`PhysState::name`] except TRAINING for PortConfigurationTraining, and NOP for a number
+/// without a name (0 is "no state change").
+pub fn phys_state_name(s: &PhysState) -> &str {
+    match s {
+        PhysState::PortConfigurationTraining => "TRAINING",
+        PhysState::Other(_) => "NOP",
+        s => s.name(),
     }
 }
 
-pub const PHYS_LINK_UP: u8 = 5;
+/// Serializes a port state by [`port_state_name`].
+pub fn ser_port_state<S: serde::Serializer>(s: &PortState, ser: S) -> Result<S::Ok, S::Error> {
+    ser.serialize_str(port_state_name(s))
+}
+
+/// Serializes a physical port state by [`phys_state_name`].
+pub fn ser_phys_state<S: serde::Serializer>(s: &PhysState, ser: S) -> Result<S::Ok, S::Error> {
+    ser.serialize_str(phys_state_name(s))
+}
 
 /// Link width in lanes from one LinkWidthActive code.
 pub fn width_lanes(code: u8) -> u8 {
@@ -631,6 +649,33 @@ mod tests {
         m
     }
 
+    /// Typing the states keeps the names `subnet` has always printed for every 4-bit value.
+    #[test]
+    fn state_names_are_the_subnet_tables() {
+        let states = ["NOP", "DOWN", "INIT", "ARMED", "ACTIVE"];
+        let phys = [
+            "NOP",
+            "SLEEP",
+            "POLLING",
+            "DISABLED",
+            "TRAINING",
+            "LINK_UP",
+            "LINK_ERROR_RECOVERY",
+            "PHY_TEST",
+        ];
+        for v in 0u8..16 {
+            let p = SmpPortInfo {
+                state: v,
+                phys_state: v,
+                ..SmpPortInfo::decode(&[0; 64]).unwrap()
+            };
+            let want = states.get(usize::from(v)).copied().unwrap_or("UNKNOWN");
+            assert_eq!(port_state_name(&p.port_state()), want, "{v}");
+            let want = phys.get(usize::from(v)).copied().unwrap_or("NOP");
+            assert_eq!(phys_state_name(&p.phys_port_state()), want, "{v}");
+        }
+    }
+
     #[test]
     fn a_directed_route_get_is_laid_out_as_iba_table_151() {
         let m = encode_request(
@@ -748,8 +793,8 @@ mod tests {
         d[63] = 0x03;
         let p = SmpPortInfo::decode(&d).unwrap();
         assert_eq!((p.lid, p.sm_lid, p.local_port, p.lmc), (7, 1, 3, 2));
-        assert_eq!(port_state_name(p.state), "ACTIVE");
-        assert_eq!(phys_state_name(p.phys_state), "LINK_UP");
+        assert_eq!(p.port_state(), PortState::Active);
+        assert_eq!(p.phys_port_state(), PhysState::LinkUp);
         assert_eq!(width_lanes(p.width_active), 4);
         assert_eq!(p.max_width_lanes(), 4);
         assert_eq!(p.speed(), Speed::Edr, "the extended field wins");
@@ -862,7 +907,10 @@ mod tests {
                 if let Some(p) = SmpPortInfo::decode(slice) {
                     let _ = (p.speed(), p.max_speed(), p.max_width_lanes());
                     let _ = (mtu_bytes(p.mtu_cap), data_vls(p.vl_cap));
-                    let _ = (port_state_name(p.state), phys_state_name(p.phys_state));
+                    let _ = (
+                        port_state_name(&p.port_state()),
+                        phys_state_name(&p.phys_port_state()),
+                    );
                 }
                 let _ = SwitchInfo::decode(slice);
                 let _ = SmInfo::decode(slice).map(|s| sm_state_name(s.state));

@@ -8,7 +8,8 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::model::mad::{MadNodeType, Speed};
+use crate::model::device::{PhysState, PortState};
+use crate::model::mad::{self, MadNodeType, Speed};
 
 /// GUIDs print as ibnetdiscover prints them: 0x and 16 hex digits.
 pub fn guid_text(guid: u64) -> String {
@@ -22,8 +23,12 @@ pub type CounterValues = Vec<(&'static str, u64, u8)>;
 pub struct SubnetPort {
     pub port: u8,
     pub lid: u16,
-    pub state: &'static str,
-    pub phys_state: &'static str,
+    /// Printed by [`mad::port_state_name`], as the subnet tools name it.
+    #[serde(serialize_with = "mad::ser_port_state")]
+    pub state: PortState,
+    /// Printed by [`mad::phys_state_name`] (TRAINING, not PORT_CONFIGURATION_TRAINING).
+    #[serde(serialize_with = "mad::ser_phys_state")]
+    pub phys_state: PhysState,
     /// Lanes active (1, 2, 4, 8, 12), 0 when the port is down.
     pub width: u8,
     pub max_width: u8,
@@ -78,6 +83,21 @@ pub struct Node {
 
 fn ser_guid<S: serde::Serializer>(g: &u64, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_str(&guid_text(*g))
+}
+
+impl SubnetPort {
+    /// The state as `subnet` prints it ([`mad::port_state_name`]).
+    pub fn state_name(&self) -> &str {
+        mad::port_state_name(&self.state)
+    }
+    /// The physical state as `subnet` prints it ([`mad::phys_state_name`]).
+    pub fn phys_state_name(&self) -> &str {
+        mad::phys_state_name(&self.phys_state)
+    }
+    /// LinkUp: the cable carries a signal both ways.
+    pub fn is_link_up(&self) -> bool {
+        self.phys_state == PhysState::LinkUp
+    }
 }
 
 impl Node {
@@ -179,7 +199,8 @@ pub struct Subnet {
     pub local: End,
     pub local_lid: u16,
     pub local_sm_lid: u16,
-    pub local_state: &'static str,
+    /// The local port's state; None when the walk did not read it.
+    pub local_state: Option<PortState>,
     pub nodes: Vec<Node>,
     pub links: Vec<Link>,
     pub sms: Vec<SmSeen>,

@@ -14,13 +14,13 @@ use crate::output::Style;
 use crate::render::diagnostic::{self as findings, Evidence};
 
 #[derive(Debug, Serialize)]
-pub struct LocalJson {
+pub struct LocalJson<'a> {
     pub device: String,
     pub port: u32,
     pub guid: String,
     pub lid: u16,
     pub sm_lid: u16,
-    pub state: &'static str,
+    pub state: &'a str,
 }
 
 #[derive(Debug, Serialize)]
@@ -43,12 +43,12 @@ pub struct EndJson {
 }
 
 #[derive(Debug, Serialize)]
-pub struct LinkJson {
+pub struct LinkJson<'a> {
     pub a: EndJson,
     pub b: EndJson,
     pub width: String,
     pub speed: Speed,
-    pub state: &'static str,
+    pub state: &'a str,
     /// PMA PmaCounters of each end by name; null when not read (no LID, or not answered).
     pub counters: CountersJson,
 }
@@ -61,10 +61,10 @@ pub struct CountersJson {
 
 #[derive(Debug, Serialize)]
 pub struct SubnetReport<'a> {
-    pub local: LocalJson,
+    pub local: LocalJson<'a>,
     pub summary: SummaryJson,
     pub nodes: &'a [Node],
-    pub links: Vec<LinkJson>,
+    pub links: Vec<LinkJson<'a>>,
     pub sm: &'a [SmSeen],
     pub unanswered: &'a [Unanswered],
     pub mads: &'a MadStats,
@@ -78,6 +78,13 @@ pub struct SubnetReport<'a> {
 
 fn count(s: &Subnet, t: MadNodeType) -> usize {
     s.nodes.iter().filter(|n| n.node_type == t).count()
+}
+
+/// The local port's state as `subnet` prints it; UNKNOWN when the walk did not read it.
+fn local_state(s: &Subnet) -> &str {
+    s.local_state
+        .as_ref()
+        .map_or("UNKNOWN", crate::model::mad::port_state_name)
 }
 
 fn counters_map(p: Option<&SubnetPort>) -> Option<BTreeMap<&'static str, u64>> {
@@ -112,7 +119,7 @@ pub fn report<'a>(
                     .map(|p| format!("{}X", p.width))
                     .unwrap_or_else(|| "?".into()),
                 speed: pa.map(|p| p.speed).unwrap_or(Speed::Unknown),
-                state: pa.map(|p| p.state).unwrap_or("UNKNOWN"),
+                state: pa.map_or("UNKNOWN", SubnetPort::state_name),
                 counters: CountersJson {
                     a: counters_map(pa),
                     b: counters_map(pb),
@@ -127,7 +134,7 @@ pub fn report<'a>(
             guid: guid_text(s.local.guid),
             lid: s.local_lid,
             sm_lid: s.local_sm_lid,
-            state: s.local_state,
+            state: local_state(s),
         },
         summary: SummaryJson {
             nodes: s.nodes.len(),
@@ -158,7 +165,7 @@ pub fn text(s: &Subnet, device: &str, port: u32, f: &[Diagnostic], style: Style)
          CAs{}), {} links\n",
         s.local_lid,
         s.local_sm_lid,
-        s.local_state,
+        local_state(s),
         s.nodes.len(),
         count(s, MadNodeType::Switch),
         count(s, MadNodeType::Ca),
@@ -750,7 +757,7 @@ mod tests {
             },
             local_lid: 1,
             local_sm_lid: 1,
-            local_state: "ACTIVE",
+            local_state: Some(crate::model::device::PortState::Active),
             nodes,
             links,
             sms: vec![],

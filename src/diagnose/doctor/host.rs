@@ -649,9 +649,12 @@ mod tests {
         for (driver, dev, want) in cases {
             assert_eq!(provider_for(driver, None, dev), want, "{driver:?} {dev}");
         }
-        // A renamed rxe device: its node_desc still says rxe.
+        // A renamed rxe device: its node_desc still says rxe (`is_soft_roce`'s rule), and
+        // so does a renamed siw device's.
         assert_eq!(provider_for(None, Some("rxe"), "roce7"), Some("rxe"));
-        {}
+        assert_eq!(provider_for(None, Some("siw\n"), "iw7"), Some("siw"));
+        // A device bound to a driver is hardware, whatever its name says.
+        assert_eq!(provider_for(Some("newnic"), Some("rxe"), "rxe0"), None);
     }
 
     #[test]

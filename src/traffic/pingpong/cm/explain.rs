@@ -11,7 +11,7 @@ use crate::gather::net;
 use crate::gather::sysfs::SysfsRoot;
 use crate::model::device::LinkLayer;
 use crate::model::diagnostic::FailureReport;
-use crate::model::facts::{Facts, NetdevFacts};
+use crate::model::facts::{Facts, NetdevFacts, QpFacts};
 use crate::model::failure::{Cause, EventKind, Failure, Step};
 
 /// Explains a CM failure where it happened, with the network facts of this side.
@@ -35,6 +35,12 @@ pub fn explain_cm(mut failure: Failure, src: Option<IpAddr>, sysfs: &Path) -> Fa
 pub(super) fn cm_facts(err: &mut Failure, src: Option<IpAddr>, sysfs: &Path) -> Facts {
     let mut facts = Facts {
         cm_source: src,
+        // No QP attributes yet, but the rules ask whether the device is Soft-RoCE: the
+        // one rule decides it here, from sysfs, as for a data-path failure.
+        qp: (!err.context.device.is_empty()).then(|| QpFacts {
+            soft_roce: crate::gather::inventory::is_soft_roce(sysfs, &err.context.device),
+            ..QpFacts::default()
+        }),
         ..Facts::default()
     };
     let finding_the_peer = matches!(
