@@ -76,9 +76,7 @@ pub fn run(ctx: &Ctx, args: &CheckArgs) -> Result<u8> {
             if let (Some(peer), Some(scope), Some(entry)) = (peer, scope, entry) {
                 found.push(rules::scope_finding(entry, peer, scope, &port));
             }
-            if let Some(fw) =
-                entry.and_then(|e| facts::firewall(ctx, &device, args.port, e, peer, &net))
-            {
+            if let Some(fw) = entry.and_then(|e| facts::firewall(ctx, &port, e, peer, &net)) {
                 found.push(crate::diagnose::firewall::finding(None, &fw));
             }
             found

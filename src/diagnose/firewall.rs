@@ -120,9 +120,21 @@ fn hit_lines(path: &RocePath, hit: &Hit) -> Vec<String> {
             "its counter: {} packets, {} bytes since it was loaded",
             c.packets, c.bytes
         ),
-        None => "it has no counter (nft counts only with `counter`)".to_string(),
+        None if hit.rule.is_some() => {
+            "it has no counter (nft counts only with `counter`)".to_string()
+        }
+        None => "the chain keeps no counter of what its policy took".to_string(),
     });
     lines
+}
+
+/// The seen lines of the drops (or possible drops): each hit with its counter, why netfilter
+/// sees RoCE at all, and what was read.
+fn hits_evidence(hits: &[(&RocePath, Hit)], facts: &FirewallFacts) -> Vec<String> {
+    hits.iter()
+        .flat_map(|(p, h)| hit_lines(p, h))
+        .chain([WHY_NETFILTER.to_string(), read_line(facts)])
+        .collect()
 }
 
 fn read_line(facts: &FirewallFacts) -> String {
@@ -235,16 +247,10 @@ pub fn finding(subject: Option<Subject>, facts: &FirewallFacts) -> Diagnostic {
                 place(hit)
             ),
         );
-        for (p, h) in &j.dropped {
-            for line in hit_lines(p, h) {
-                d = d.evidence(line);
-            }
+        for line in hits_evidence(&j.dropped, facts) {
+            d = d.evidence(line);
         }
-        return about(
-            d.evidence(WHY_NETFILTER)
-                .evidence(read_line(facts))
-                .fix(fix(&j.dropped)),
-        );
+        return about(d.fix(fix(&j.dropped)));
     }
     if let Some((path, hit)) = j.maybe.first() {
         let rule = hit
@@ -261,19 +267,13 @@ pub fn finding(subject: Option<Subject>, facts: &FirewallFacts) -> Diagnostic {
                 place(hit)
             ),
         );
-        for (p, h) in &j.maybe {
-            for line in hit_lines(p, h) {
-                d = d.evidence(line);
-            }
+        for line in hits_evidence(&j.maybe, facts) {
+            d = d.evidence(line);
         }
-        return about(
-            d.evidence(WHY_NETFILTER)
-                .evidence(read_line(facts))
-                .fix(format!(
-                    "see whether its counter grows during a run; {}",
-                    fix(&j.maybe)
-                )),
-        );
+        return about(d.fix(format!(
+            "see whether its counter grows during a run; {}",
+            fix(&j.maybe)
+        )));
     }
     let ways: Vec<String> = facts.paths.iter().map(way).collect();
     if !facts.firewall.unread.is_empty() {
@@ -314,11 +314,8 @@ pub fn explanation(facts: &FirewallFacts) -> Option<Diagnostic> {
         || "this host's firewall".to_string(),
         |h| format!("the firewall of host {h}"),
     );
-    let evidence = j
-        .dropped
-        .iter()
-        .flat_map(|(p, h)| hit_lines(p, h))
-        .chain([WHY_NETFILTER.to_string(), read_line(facts)])
+    let evidence = hits_evidence(&j.dropped, facts)
+        .into_iter()
         .map(|l| Seen::new(Source::Host, l))
         .collect();
     Some(Diagnostic {

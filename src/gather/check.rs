@@ -95,13 +95,12 @@ pub fn netdev_from_sysfs(sysfs: &Path, name: &str) -> NetdevFacts {
 /// peer without one); None on a captured tree, for another device, or a GID with no netdev.
 pub fn firewall(
     ctx: &Ctx,
-    device: &str,
-    port: u32,
+    port: &PortFacts,
     entry: &GidEntry,
     peer: Option<IpAddr>,
     net: &NetFacts,
 ) -> Option<crate::model::netfilter::FirewallFacts> {
-    if ctx.captured || !crate::gather::inventory::is_soft_roce(&ctx.sysfs, device) {
+    if ctx.captured || !port.sysfs.soft_roce {
         return None;
     }
     let peer_netdev = net
@@ -110,7 +109,7 @@ pub fn firewall(
         .filter(|r| r.peer_is_local)
         .and_then(|r| r.peer_local_netdev.as_deref());
     net::netfilter::roce_firewall(net::netfilter::roce_paths(
-        &format!("{device}/{port}"),
+        &port.name(),
         entry.netdev.as_deref()?,
         entry.gid.ip(),
         peer,

@@ -72,7 +72,7 @@ pub fn gather(ctx: &Ctx, only: Option<&str>) -> Result<DoctorFacts> {
         })
         .collect();
     if !ctx.captured {
-        firewall_facts(ctx, &devices, &mut facts.ports);
+        firewall_facts(&devices, &mut facts.ports);
     }
     facts.host = (!ctx.captured).then(|| host_facts(&ctx.sysfs, &devices));
     facts.pci = crate::gather::pci::gather(&sysfs, &devices, !ctx.captured);
@@ -91,11 +91,11 @@ pub fn gather(ctx: &Ctx, only: Option<&str>) -> Result<DoctorFacts> {
 /// Each Soft-RoCE port's RoCE v2 through this host's firewall, arriving on its netdev and
 /// leaving it, from its IPv4 GID's address (else a routable IPv6 one, else its link-local
 /// one) to any peer. The firewall is read once, and only when such a port exists.
-fn firewall_facts(ctx: &Ctx, devices: &[Device], extras: &mut [PortExtras]) {
+fn firewall_facts(devices: &[Device], extras: &mut [PortExtras]) {
     let ports = devices.iter().flat_map(|d| &d.ports);
     let mut firewall = None;
     for (port, extra) in ports.zip(extras.iter_mut()) {
-        if !crate::gather::inventory::is_soft_roce(&ctx.sysfs, &port.device) {
+        if !port.soft_roce {
             continue;
         }
         let rank = |e: &&crate::model::device::GidEntry| {
@@ -247,32 +247,13 @@ pub fn no_device_hint_at(root: &Path, captured: bool, procfs: Option<&Path>) -> 
 /// their bound driver and netdevs (virtio-net keeps its netdev one level down, under
 /// `virtioN/net`).
 fn net_functions(bus: &Path) -> Vec<crate::model::doctor::NetFunction> {
-    let mut names: Vec<String> = std::fs::read_dir(bus)
-        .map(|d| {
-            d.flatten()
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .filter(|n| !n.starts_with('.'))
-                .collect()
-        })
-        .unwrap_or_default();
-    names.sort();
+    use crate::gather::pci::list as entries;
     let hex = |dir: &Path, attr: &str| {
         std::fs::read_to_string(dir.join(attr))
             .ok()
-            .and_then(|s| u32::from_str_radix(s.trim().trim_start_matches("0x"), 16).ok())
+            .and_then(|s| crate::gather::sysfs::parse::hex_u32(&s))
     };
-    let entries = |dir: &Path| -> Vec<String> {
-        let mut v: Vec<String> = std::fs::read_dir(dir)
-            .map(|d| {
-                d.flatten()
-                    .map(|e| e.file_name().to_string_lossy().into_owned())
-                    .filter(|n| !n.starts_with('.'))
-                    .collect()
-            })
-            .unwrap_or_default();
-        v.sort();
-        v
-    };
+    let names = entries(bus);
     names
         .into_iter()
         .filter_map(|bdf| {

@@ -174,8 +174,11 @@ pub fn facts(sysfs: &Path, known: &Known, failure: &Failure) -> Facts {
         ..EndFacts::default()
     };
     let mut port_netdev = None;
+    // Read with the port; asked on its own only when the port could not be read.
+    let mut soft_roce = None;
     if let Ok(p) = SysfsRoot::new(sysfs).port(device, port_no) {
         port_netdev = p.netdev.as_ref().map(|n| n.name.clone());
+        soft_roce = Some(p.soft_roce);
         local.link_layer = p.link_layer.clone();
         local.port_state = p.state.clone();
         local.phys_state = p.phys_state.clone();
@@ -205,6 +208,8 @@ pub fn facts(sysfs: &Path, known: &Known, failure: &Failure) -> Facts {
         })
         .or(port_netdev.clone());
     local.port_netdev = port_netdev;
+    let soft_roce =
+        soft_roce.unwrap_or_else(|| crate::gather::inventory::is_soft_roce(sysfs, device));
 
     let peer_ep = remote_ep.map(|r| {
         let unknown = matches!(r.link_layer, LinkLayer::Other(_));
@@ -242,12 +247,7 @@ pub fn facts(sysfs: &Path, known: &Known, failure: &Failure) -> Facts {
         _ => matches!(failure.step, Step::Poll | Step::Completion),
     };
     let firewall = match (&local.netdev, local.gid_now()) {
-        (Some(dev), Some(gid))
-            if live
-                && unanswered
-                && local.is_ethernet()
-                && crate::gather::inventory::is_soft_roce(sysfs, device) =>
-        {
+        (Some(dev), Some(gid)) if live && unanswered && local.is_ethernet() && soft_roce => {
             let peer_netdev = route
                 .as_ref()
                 .filter(|r| r.peer_is_local)
@@ -290,7 +290,7 @@ pub fn facts(sysfs: &Path, known: &Known, failure: &Failure) -> Facts {
                 .filter(|&len| len > 0),
             peer_stock_exchange: known.compat,
             path_mtu: c.path_mtu,
-            soft_roce: crate::gather::inventory::is_soft_roce(sysfs, device),
+            soft_roce,
             ..QpFacts::default()
         }),
         // A device that would not open (or register memory): its uverbs node, so the

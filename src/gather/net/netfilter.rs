@@ -73,16 +73,9 @@ pub fn request(op: u16, family: u8, strings: &[(u16, &str)], seq: u32) -> Vec<u8
             attrs.push(0);
         }
     }
-    let len = 16 + NFGENMSG + attrs.len();
-    let mut msg = Vec::with_capacity(len);
-    msg.extend_from_slice(&(len as u32).to_ne_bytes());
-    msg.extend_from_slice(&msg_type(op).to_ne_bytes());
-    msg.extend_from_slice(&(NLM_F_REQUEST | NLM_F_DUMP).to_ne_bytes());
-    msg.extend_from_slice(&seq.to_ne_bytes());
-    msg.extend_from_slice(&0u32.to_ne_bytes());
-    msg.extend_from_slice(&[family, 0, 0, 0]);
-    msg.extend_from_slice(&attrs);
-    msg
+    let mut body = vec![family, 0, 0, 0];
+    body.extend_from_slice(&attrs);
+    super::rdma::message(msg_type(op), NLM_F_REQUEST | NLM_F_DUMP, seq, &body)
 }
 
 fn attr(attrs: &[(u16, Vec<u8>)], kind: u16) -> Option<&[u8]> {

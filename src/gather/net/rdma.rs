@@ -27,12 +27,20 @@ fn nldev_type(op: u16) -> u16 {
 /// A bare nldev request: the netlink header and no attribute (neither command needs one).
 pub fn request(op: u16, dump: bool, seq: u32) -> Vec<u8> {
     let flags = NLM_F_REQUEST | if dump { NLM_F_DUMP } else { 0 };
-    let mut msg = Vec::with_capacity(HEADER);
-    msg.extend_from_slice(&(HEADER as u32).to_ne_bytes());
-    msg.extend_from_slice(&nldev_type(op).to_ne_bytes());
+    message(nldev_type(op), flags, seq, &[])
+}
+
+/// A netlink message to the kernel: the header (length, type, flags, sequence, port 0)
+/// and `body`, whatever the family puts there (NETLINK_NETFILTER: `nfgenmsg` and attributes).
+pub(super) fn message(msg_type: u16, flags: u16, seq: u32, body: &[u8]) -> Vec<u8> {
+    let len = HEADER + body.len();
+    let mut msg = Vec::with_capacity(len);
+    msg.extend_from_slice(&(len as u32).to_ne_bytes());
+    msg.extend_from_slice(&msg_type.to_ne_bytes());
     msg.extend_from_slice(&flags.to_ne_bytes());
     msg.extend_from_slice(&seq.to_ne_bytes());
     msg.extend_from_slice(&0u32.to_ne_bytes());
+    msg.extend_from_slice(body);
     msg
 }
 

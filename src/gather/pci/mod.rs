@@ -162,7 +162,7 @@ fn function(dir: &Path, bdf: &str) -> PciFunction {
 
 /// A directory's entries, sorted. Dot-files are skipped: sysfs has none, and a captured
 /// tree keeps an empty directory (which git cannot store) with a `.keep` file.
-fn list(dir: &Path) -> Vec<String> {
+pub(crate) fn list(dir: &Path) -> Vec<String> {
     let mut names: Vec<String> = fs::read_dir(dir)
         .map(|d| {
             d.flatten()
