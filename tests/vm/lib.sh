@@ -286,6 +286,20 @@ wait_listen() { # wait_listen PORT [SECS]: something listens on TCP PORT
     return 1
 }
 
+wait_catching_int() { # wait_catching_int PID [SECS]: until PID catches SIGINT (SigCgt bit 2)
+    # A command started with & in a non-interactive shell inherits SIGINT as ignored, so a
+    # kill -INT that lands before the program installs its own handler is lost. Wait for
+    # the handler, then time the signal from there.
+    local pid=$1 deadline=$((SECONDS + ${2:-10})) mask
+    while ((SECONDS < deadline)); do
+        mask=$(awk '/^SigCgt:/ {print $2}' "/proc/$pid/status" 2>/dev/null) || return 1
+        [[ -n $mask ]] || return 1
+        (((16#$mask >> 1) & 1)) && return 0
+        sleep 0.005
+    done
+    return 1
+}
+
 wait_pid_timeout() { # wait_pid_timeout PID SECS: the PID's exit status, or 124 after killing it
     local pid=$1 deadline=$((SECONDS + $2))
     while kill -0 "$pid" 2>/dev/null; do

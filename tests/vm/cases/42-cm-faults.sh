@@ -110,6 +110,8 @@ landed=0
 for delay in 0.05 0.1 0.15 0.2 0.3; do
   bg_start "st-$delay" $R selftest --cm -d rxe0 -d rxe1
   pid=$BG_PID
+  # The delay counts from the handler: a SIGINT before it is ignored (see wait_catching_int).
+  wait_catching_int "$pid" 10
   sleep "$delay"
   if ! kill -INT "$pid" 2>/dev/null; then
     wait "$pid"
