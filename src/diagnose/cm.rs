@@ -6,11 +6,11 @@
 use std::net::SocketAddr;
 
 use crate::diagnose::datapath;
+use crate::diagnose::midrun;
 use crate::diagnose::same_host;
 use crate::model::codes::{self, Code};
-use crate::model::device::PortState;
 use crate::model::diagnostic::{Diagnostic, Seen, Source};
-use crate::model::facts::Facts;
+use crate::model::facts::{Facts, StallFacts};
 use crate::model::failure::{Cause, EventKind, Failure, Step};
 
 fn why(code: Code, why: impl Into<String>, fix: impl Into<String>) -> Diagnostic {
@@ -29,61 +29,20 @@ pub fn explain(err: &Failure, facts: &Facts) -> Diagnostic {
     x
 }
 
-/// One end's port re-read when its run stalled, against what its QP was connected with.
-/// Minimal on purpose: the TCP exchange's stall facts say the same for its path, and the
-/// two are to become one type.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PortSeen {
-    /// `rxe1/1`.
-    pub port: String,
-    pub state: PortState,
-    /// Bytes, now.
-    pub active_mtu: Option<u32>,
-    /// Bytes, set when the QP connected.
-    pub path_mtu: u32,
-    pub gid_index: u8,
-    /// The QP's source GID is still in its slot.
-    pub gid_in_table: bool,
-}
-
-impl PortSeen {
-    fn mtu_cut(&self) -> Option<u32> {
-        self.active_mtu.filter(|m| *m < self.path_mtu)
-    }
-
-    fn line(&self) -> String {
-        format!(
-            "{} now: {}, active MTU {}, the QP's path MTU {}, GID index {} {}",
-            self.port,
-            self.state,
-            self.active_mtu
-                .map_or("unknown".to_string(), |m| m.to_string()),
-            self.path_mtu,
-            self.gid_index,
-            if self.gid_in_table {
-                "still in the table"
-            } else {
-                "empty now"
-            }
-        )
-    }
-}
-
 /// What a `--cm` end knows when its run stalled: its own port now and, when the peer
-/// answered a probe (or probed this end), the peer's.
+/// answered a probe (or probed this end), the peer's: the port part of the stall facts the
+/// TCP exchange trades, judged by the same rule (`diagnose::midrun`).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct CmStall {
-    /// "client" or "server": this end.
-    pub role: &'static str,
-    pub here: Option<PortSeen>,
-    pub peer: Option<PortSeen>,
+    pub here: StallFacts,
+    pub peer: Option<StallFacts>,
     /// Whether the peer answered this end's probe; None: not asked (a server cannot ask).
     pub peer_answered: Option<bool>,
 }
 
 impl CmStall {
     fn peer_role(&self) -> &'static str {
-        if self.role == "server" {
+        if self.here.role == "server" {
             "client"
         } else {
             "server"
@@ -91,15 +50,12 @@ impl CmStall {
     }
 
     fn evidence(&self) -> Vec<Seen> {
-        let mut out = Vec::new();
-        if let Some(here) = &self.here {
-            out.push(Seen::new(Source::Local, here.line()));
-        }
+        let mut out = vec![Seen::new(Source::Local, midrun::port_line(&self.here))];
         let peer = self.peer_role();
         if let Some(there) = &self.peer {
             out.push(Seen::new(
                 Source::PeerNotice,
-                format!("the {peer} said: {}", there.line()),
+                format!("the {peer} said: {}", midrun::port_line(there)),
             ));
         }
         if self.peer_answered == Some(false) {
@@ -112,79 +68,31 @@ impl CmStall {
     }
 }
 
-/// A stalled `--cm` run explained from what both ends re-read: an MTU cut below the QP's
-/// path MTU on either end names itself; otherwise the CM rule stands, with what was ruled
-/// out in its seen lines.
+/// A stalled `--cm` run explained from what both ends re-read: a port changed under the QP
+/// on either end names itself (the rule the TCP exchange uses); otherwise the CM rule
+/// stands, with what was ruled out in its seen lines.
 pub fn explain_stall(err: &Failure, facts: &Facts, stall: &CmStall) -> Diagnostic {
-    let cut = |seen: &PortSeen, whose: String| {
-        let mtu = seen.mtu_cut()?;
-        Some(why(
-            codes::MTU_CUT_MIDRUN,
-            format!(
-                "{whose} {} has active MTU {mtu} now, below the QP's path MTU {}: its netdev's MTU was lowered during the run, and every packet larger than that is refused on the way out (some kernels count them in send_err) or dropped on the way in; a connected QP keeps the path MTU it was given",
-                seen.port, seen.path_mtu
-            ),
-            format!(
-                "put the MTU of {}'s netdev back (ip link set DEV mtu 1500; the active MTU follows it), then rerun: a connected QP cannot change its path MTU",
-                seen.port
-            ),
-        ))
+    let ends = std::iter::once((&stall.here, Source::Local))
+        .chain(stall.peer.iter().map(|p| (p, Source::PeerNotice)))
+        .collect::<Vec<_>>();
+    // --cm takes no -m: the CM sets the path MTU from the route.
+    let mut x = match midrun::port_changed(&ends, false) {
+        Some(c) => Diagnostic::explanation(c.code, c.summary, c.fix),
+        None => ruled_out(explain(err, facts), stall),
     };
-    // The source GID gone from its slot: the address behind it was removed, and the QP
-    // cannot move to another GID.
-    let gone = |seen: &PortSeen, whose: String| {
-        (!seen.gid_in_table).then(|| {
-            why(
-                codes::GID_REMOVED_MIDRUN,
-                format!(
-                    "{whose} {}: GID index {} left the GID table during the run (the address behind it was removed from its netdev), and a connected QP cannot change its source GID, so its packets are no longer sent",
-                    seen.port, seen.gid_index
-                ),
-                format!(
-                    "put the address back on {}'s netdev, or rerun with a GID index that holds an address now (rdmactl gids {})",
-                    seen.port, seen.port
-                ),
-            )
-        })
-    };
-    let mut x = stall
-        .here
-        .as_ref()
-        .and_then(|h| cut(h, "this end's port".into()))
-        .or_else(|| {
-            stall
-                .here
-                .as_ref()
-                .and_then(|h| gone(h, "this end's port".into()))
-        })
-        .or_else(|| {
-            stall
-                .peer
-                .as_ref()
-                .and_then(|p| gone(p, format!("the {}'s port", stall.peer_role())))
-        })
-        .or_else(|| {
-            stall
-                .peer
-                .as_ref()
-                .and_then(|p| cut(p, format!("the {}'s port", stall.peer_role())))
-        })
-        .unwrap_or_else(|| ruled_out(explain(err, facts), stall));
     x.evidence.extend(stall.evidence());
     x
 }
 
-/// No cut: the CM rule's words, and for a transfer timeout what the ports rule out.
+/// No change under the QP: the CM rule's words, and for a transfer timeout what the ports
+/// rule out.
 fn ruled_out(mut x: Diagnostic, stall: &CmStall) -> Diagnostic {
     if x.code != codes::CM_TRANSFER_TIMEOUT {
         return x;
     }
-    let fine = |p: &Option<PortSeen>| {
-        p.as_ref()
-            .is_some_and(|p| p.state.is_active() && p.mtu_cut().is_none() && p.gid_in_table)
-    };
+    let fine = |p: Option<&StallFacts>| p.is_some_and(|p| p.now.unchanged_for(p.path_mtu));
     let peer = stall.peer_role();
-    x.message = match (fine(&stall.here), fine(&stall.peer), stall.peer_answered) {
+    x.message = match (fine(Some(&stall.here)), fine(stall.peer.as_ref()), stall.peer_answered) {
         (true, true, _) => format!(
             "no completion arrived in time, yet both ports are ACTIVE, at the QP's path MTU and with their GIDs, and the {peer}'s process answered a probe: the packets are lost on the way, or the {peer} stopped posting work"
         ),
@@ -369,11 +277,8 @@ fn rule(err: &Failure, facts: &Facts) -> Diagnostic {
             "the peer is not an rdmactl --cm peer of a compatible version (its private data has another layout)",
             "run the same rdmactl version on both ends",
         ),
-        (Cause::Corrupted { .. }, _) => why(
-            codes::DATA_MISMATCH,
-            "every work request completed successfully, yet the bytes differ: memory corruption on either host, a buggy provider, or a peer that changed its buffer meanwhile",
-            "rerun; if it repeats, run rdmactl selftest on each host to find the side that corrupts",
-        ),
+        // The data-path rule: the same check on the same bytes.
+        (Cause::Corrupted { .. }, _) => datapath::explain(err, facts),
         // The TCP exchange's causes never reach a CM stage; the data-path rules take them.
         (
             Cause::PeerClosed
@@ -642,7 +547,7 @@ fn bad_address(err: &Failure, peer: &str, facts: &Facts) -> Diagnostic {
 mod tests {
     use super::*;
     use crate::diagnose::datapath::tests::gathered;
-    use crate::model::device::LinkLayer;
+    use crate::model::device::{LinkLayer, PortState};
     use crate::model::diagnostic::FailureReport;
     use crate::model::errno::reject_reason_name;
     use crate::model::facts::{NetdevFacts, QpFacts};
@@ -1223,14 +1128,20 @@ mod tests {
         );
     }
 
-    fn port(name: &str, active_mtu: u32) -> PortSeen {
-        PortSeen {
-            port: name.into(),
-            state: PortState::Active,
-            active_mtu: Some(active_mtu),
-            path_mtu: 1024,
-            gid_index: 1,
-            gid_in_table: true,
+    fn port(role: &str, name: &str, active_mtu: u32) -> StallFacts {
+        let (device, port) = name.split_once('/').unwrap();
+        StallFacts {
+            role: role.into(),
+            device: device.into(),
+            port: port.parse().unwrap(),
+            now: crate::model::facts::PortNow {
+                port_state: Some(PortState::Active),
+                active_mtu: Some(active_mtu),
+                gid_now: crate::model::facts::GidNow::Same,
+            },
+            path_mtu: Some(1024),
+            gid_index: Some(1),
+            ..StallFacts::default()
         }
     }
 
@@ -1254,29 +1165,31 @@ mod tests {
             waiting_for: Some("echo of a SEND"),
         };
         let client = err(Step::CmTransfer, timeout, None);
-        let mut gone = port("rxe0/1", 1024);
-        gone.gid_in_table = false;
+        let mut gone_here = port("client", "rxe1/1", 1024);
+        gone_here.now.gid_now = crate::model::facts::GidNow::Gone;
+        let mut gone_there = port("server", "rxe0/1", 1024);
+        gone_there.now.gid_now = crate::model::facts::GidNow::Gone;
         for (here, peer, whose) in [
-            (gone.clone(), port("rxe1/1", 1024), "this end's port rxe0/1"),
             (
-                port("rxe1/1", 1024),
-                gone.clone(),
-                "the server's port rxe0/1",
+                gone_here,
+                port("server", "rxe0/1", 1024),
+                "of rxe1/1 (the client) left the GID table",
+            ),
+            (
+                port("client", "rxe1/1", 1024),
+                gone_there,
+                "of rxe0/1 (the server) left the GID table",
             ),
         ] {
             let stall = CmStall {
-                role: "client",
-                here: Some(here),
+                here,
                 peer: Some(peer),
                 peer_answered: Some(true),
             };
             let x = explain_stall(&client.f, &client.facts, &stall);
             let text = stall_text(&x);
             assert_eq!(x.code, codes::GID_REMOVED_MIDRUN, "{text}");
-            assert!(
-                text.contains(&format!("{whose}: GID index 1 left the GID table")),
-                "{text}"
-            );
+            assert!(text.contains(&format!("GID index 1 {whose}")), "{text}");
             assert!(!text.contains("stopped answering"), "{text}");
             no_false_cause(&text);
         }
@@ -1294,9 +1207,8 @@ mod tests {
         let client = err(Step::CmTransfer, timeout.clone(), None);
         // The cut on the client's own port.
         let stall = CmStall {
-            role: "client",
-            here: Some(port("rxe1/1", 512)),
-            peer: Some(port("rxe0/1", 1024)),
+            here: port("client", "rxe1/1", 512),
+            peer: Some(port("server", "rxe0/1", 1024)),
             peer_answered: Some(true),
         };
         let x = explain_stall(&client.f, &client.facts, &stall);
@@ -1304,15 +1216,18 @@ mod tests {
         assert_eq!(x.code, codes::MTU_CUT_MIDRUN);
         assert!(
             text.contains(
-                "this end's port rxe1/1 has active MTU 512 now, below the QP's path MTU 1024"
+                "rxe1/1 (the client): its active MTU 512 is below the QP's path MTU 1024"
             ),
             "{text}"
         );
-        assert!(text.contains("rxe1/1 now: ACTIVE, active MTU 512, the QP's path MTU 1024, GID index 1 still in the table"), "{text}");
+        assert!(text.contains("rxe1/1 (the client): ACTIVE, active MTU 512, the QP's path MTU 1024, GID index 1 still in the table"), "{text}");
         assert!(
-            text.contains("the server said: rxe0/1 now: ACTIVE, active MTU 1024"),
+            text.contains("the server said: rxe0/1 (the server): ACTIVE, active MTU 1024"),
             "{text}"
         );
+        // --cm takes the path MTU from the route: no -m to offer.
+        assert!(!x.fix_text().contains("-m "), "{}", x.fix_text());
+        assert!(x.fix_text().contains("its MTU back"), "{}", x.fix_text());
         no_false_cause(&text);
 
         // The server hears of it from the client's probe, then sees the client leave.
@@ -1322,9 +1237,8 @@ mod tests {
             None,
         );
         let heard = CmStall {
-            role: "server",
-            here: Some(port("rxe0/1", 1024)),
-            peer: Some(port("rxe1/1", 512)),
+            here: port("server", "rxe0/1", 1024),
+            peer: Some(port("client", "rxe1/1", 512)),
             peer_answered: None,
         };
         let x = explain_stall(&server.f, &server.facts, &heard);
@@ -1332,7 +1246,7 @@ mod tests {
         assert_eq!(x.code, codes::MTU_CUT_MIDRUN);
         assert!(
             text.contains(
-                "the client's port rxe1/1 has active MTU 512 now, below the QP's path MTU 1024"
+                "rxe1/1 (the client): its active MTU 512 is below the QP's path MTU 1024"
             ),
             "{text}"
         );
@@ -1340,9 +1254,8 @@ mod tests {
 
         // The cut on the server's port: the client learns it from the probe's answer.
         let answered = CmStall {
-            role: "client",
-            here: Some(port("rxe1/1", 1024)),
-            peer: Some(port("rxe0/1", 512)),
+            here: port("client", "rxe1/1", 1024),
+            peer: Some(port("server", "rxe0/1", 512)),
             peer_answered: Some(true),
         };
         let x = explain_stall(&client.f, &client.facts, &answered);
@@ -1350,7 +1263,7 @@ mod tests {
         assert_eq!(x.code, codes::MTU_CUT_MIDRUN);
         assert!(
             text.contains(
-                "the server's port rxe0/1 has active MTU 512 now, below the QP's path MTU 1024"
+                "rxe0/1 (the server): its active MTU 512 is below the QP's path MTU 1024"
             ),
             "{text}"
         );
@@ -1370,9 +1283,8 @@ mod tests {
             None,
         );
         let both_fine = CmStall {
-            role: "client",
-            here: Some(port("rxe1/1", 1024)),
-            peer: Some(port("rxe0/1", 1024)),
+            here: port("client", "rxe1/1", 1024),
+            peer: Some(port("server", "rxe0/1", 1024)),
             peer_answered: Some(true),
         };
         let x = explain_stall(&e.f, &e.facts, &both_fine);
@@ -1407,15 +1319,14 @@ mod tests {
         e.f.context.note =
             Some("after 812 messages answered, before the client's end-of-run message".into());
         let stall = CmStall {
-            role: "server",
-            here: Some(port("rxe0/1", 1024)),
+            here: port("server", "rxe0/1", 1024),
             ..CmStall::default()
         };
         let x = explain_stall(&e.f, &e.facts, &stall);
         assert_eq!(x.code, codes::CM_PEER_DISCONNECTED);
         let text = stall_text(&x);
         assert!(
-            text.contains("rxe0/1 now: ACTIVE, active MTU 1024"),
+            text.contains("rxe0/1 (the server): ACTIVE, active MTU 1024"),
             "{text}"
         );
         assert!(

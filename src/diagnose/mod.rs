@@ -16,6 +16,7 @@ pub mod gid_auto;
 pub mod gidselect;
 pub mod gpu_path;
 pub mod kernel_choice;
+pub mod midrun;
 pub mod pin;
 pub mod qos;
 pub mod removal;

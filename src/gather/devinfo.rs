@@ -6,7 +6,7 @@ use crate::ctx::Ctx;
 use crate::error::Result;
 use crate::gather::sysfs::SysfsRoot;
 use crate::gather::verbs::{self, DeviceAttrs, OpenDevice, PortAttrs, VerbsError, VerbsGid};
-use crate::model::device::{Device, Port, ReadProblem};
+use crate::model::device::{Device, Port, PortState, ReadProblem};
 use crate::model::devinfo::*;
 
 /// One device as verbs answered: the attributes decoded as ibv_devinfo decodes them;
@@ -214,7 +214,7 @@ pub fn from_sysfs(d: &Device, reason: String) -> SysfsDevInfo {
             .ports
             .iter()
             .map(|p| {
-                let state_raw = p.state.as_ref().and_then(port_state_raw);
+                let state_raw = p.state.as_ref().and_then(PortState::number);
                 let phys_raw = p.phys_state.as_ref().and_then(phys_state_raw);
                 let width = p.rate.as_ref().and_then(|r| r.width.as_deref());
                 let width_raw = width.and_then(width_raw);

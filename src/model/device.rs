@@ -147,6 +147,11 @@ impl PortState {
         })
     }
 
+    /// The IBTA number back ([`PortState::from_number`]'s inverse); None for `Other`.
+    pub fn number(&self) -> Option<u32> {
+        (0..=5).find(|n| PortState::from_number(*n).as_ref() == Some(self))
+    }
+
     /// sysfs `ports/N/state` ("4: ACTIVE"): the number decides, as the label differs
     /// between drivers and kernels; text without a known number is kept as `Other`.
     pub fn from_sysfs(text: &str) -> PortState {

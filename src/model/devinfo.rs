@@ -19,7 +19,7 @@
 use serde::Serialize;
 
 use crate::model::device::{
-    GidType, NetdevSource, NodeType, PhysState, PkeyEntry, Port, PortState, ReadProblem,
+    GidType, NetdevSource, NodeType, PhysState, PkeyEntry, Port, ReadProblem,
 };
 use crate::model::gid::Gid;
 
@@ -397,18 +397,6 @@ pub fn transport_of(node_type: &NodeType) -> Option<i32> {
         NodeType::UsnicUdp => Some(3),
         NodeType::Unspecified => Some(4),
         NodeType::Other(_) => None,
-    }
-}
-
-pub fn port_state_raw(s: &PortState) -> Option<u32> {
-    match s {
-        PortState::Nop => Some(0),
-        PortState::Down => Some(1),
-        PortState::Init => Some(2),
-        PortState::Armed => Some(3),
-        PortState::Active => Some(4),
-        PortState::ActiveDefer => Some(5),
-        PortState::Other(_) => None,
     }
 }
 

@@ -380,11 +380,60 @@ pub struct Resolution {
     pub default_roce_mode_set: bool,
 }
 
+/// One port as re-read mid-run, against what its QP was connected with: the state, the
+/// active MTU and the QP's source GID slot. Both exchanges (TCP and `--cm`) read it with
+/// one function (`gather::verbs`), and the mid-run rules (`diagnose::midrun`) judge it.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct PortNow {
+    /// The port state now, from ibv_query_port; on the wire as its IBTA number (4 is
+    /// ACTIVE), as earlier versions sent it.
+    #[serde(with = "port_state_number")]
+    pub port_state: Option<PortState>,
+    /// Bytes, now.
+    pub active_mtu: Option<u32>,
+    /// What the QP's source GID slot holds now.
+    pub gid_now: GidNow,
+}
+
+impl PortNow {
+    /// The port moves traffic as far as its state, MTU and GID can tell: ACTIVE, at or above
+    /// the QP's path MTU, and its source GID still in place.
+    pub fn unchanged_for(&self, path_mtu: Option<u32>) -> bool {
+        self.port_state.as_ref().is_some_and(PortState::is_active)
+            && !matches!((self.active_mtu, path_mtu), (Some(a), Some(p)) if a < p)
+            && matches!(self.gid_now, GidNow::Same | GidNow::Unknown)
+    }
+}
+
+/// A port state as its IBTA number (a kernel value this build does not name is kept as
+/// its number text, and read back the same way).
+mod port_state_number {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    use crate::model::device::PortState;
+
+    pub fn serialize<S: Serializer>(s: &Option<PortState>, ser: S) -> Result<S::Ok, S::Error> {
+        let number = s.as_ref().and_then(|s| match s {
+            PortState::Other(text) => text.trim().parse::<u32>().ok(),
+            known => known.number(),
+        });
+        match number {
+            Some(n) => ser.serialize_some(&n),
+            None => ser.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(de: D) -> Result<Option<PortState>, D::Error> {
+        let n: Option<u32> = Option::deserialize(de)?;
+        Ok(n.map(|n| PortState::from_number(n).unwrap_or_else(|| PortState::Other(n.to_string()))))
+    }
+}
+
 /// What one end re-read when a completion did not come mid-run: what can have changed since
 /// the QP was connected. Each end gathers its own and sends them to the other in a stall
-/// probe, so both name the same cause.
+/// probe, so both name the same cause. A `--cm` end fills the port's part only (its probe
+/// fits a CM reject).
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct StallFacts {
     /// "client" or "server".
     pub role: String,
@@ -392,16 +441,14 @@ pub struct StallFacts {
     pub port: u32,
     /// The port's netdev (RoCE), to name in a fix.
     pub netdev: Option<String>,
-    /// The port state now, from ibv_query_port (4 is ACTIVE).
-    pub port_state: Option<u32>,
-    /// The port's active MTU now, and the path MTU the QP was given at RTR.
-    pub active_mtu: Option<u32>,
+    /// The port now: state, active MTU, the QP's GID slot.
+    #[serde(flatten)]
+    pub now: PortNow,
+    /// The path MTU the QP was given at RTR.
     pub path_mtu: Option<u32>,
     /// The QP's source GID index and the GID it held when the QP was connected.
     pub gid_index: Option<u32>,
     pub gid: Option<String>,
-    /// What that slot holds now.
-    pub gid_now: GidNow,
     /// Port counters that rose since the run started, by name (send_err, retries, NAKs):
     /// only the error and retry counters a stall is decided by.
     pub counters: Vec<(String, u64)>,
@@ -428,8 +475,11 @@ pub struct StallFacts {
 }
 
 impl StallFacts {
-    /// `rxe1/1`.
+    /// `rxe1/1`; "its port" when the peer's probe had no room for the name.
     pub fn name(&self) -> String {
+        if self.device.is_empty() {
+            return "its port".into();
+        }
         format!("{}/{}", self.device, self.port)
     }
 

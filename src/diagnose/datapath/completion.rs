@@ -19,8 +19,8 @@ pub(super) fn completion(b: Builder, status: u32) -> Diagnostic {
     let ctx = b.ctx;
     // A QP whose source GID left the table mid-run fails whatever the status (rxe says
     // IBV_WC_LOC_QP_OP_ERR): the table read now against the GID it was connected with.
-    if let Some((summary, seen, fix)) = super::stall::gid_left(ctx) {
-        return b.done(codes::GID_REMOVED_MIDRUN, summary, seen, fix, true);
+    if let Some(c) = crate::diagnose::midrun::gid_left(ctx) {
+        return b.done(c.code, c.summary, c.seen, c.fix, true);
     }
     let qp = ctx.qp.clone().unwrap_or_default();
     let request = Request::of(&b.failure.cause);

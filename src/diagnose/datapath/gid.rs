@@ -9,7 +9,7 @@ use crate::model::facts::{EndFacts, Facts};
 use crate::model::failure::Segment;
 use crate::model::gid::Gid;
 
-use super::{generic, Builder};
+use super::{generic, Builder, Rule};
 
 pub(super) fn local_gid_words(ep: &EndFacts) -> String {
     match (ep.gid_index, ep.gid_now()) {
@@ -134,33 +134,34 @@ pub(super) fn empty_slot(b: Builder) -> Diagnostic {
     )
 }
 
+/// The GID index is past the end of the port's table: the one rule, at the GID lookup and
+/// at RTR.
+pub(super) fn past_the_table(local: &EndFacts) -> Option<Rule> {
+    let (i, len) = (local.gid_index?, local.gid_table_len?);
+    if i < len {
+        return None;
+    }
+    Some((
+        codes::GID_INDEX_OUT_OF_RANGE,
+        format!(
+            "GID index {i} is past the end of {}'s GID table ({len} entries)",
+            local.name()
+        ),
+        vec![
+            Seen::new(Source::Local, format!("gid_tbl_len {len}")),
+            Seen::new(Source::Local, table_summary(local)),
+        ],
+        format!("pick an index below {len}"),
+    ))
+}
+
 /// When the GID is looked up before the QP: an empty slot or an index past the table.
 pub(super) fn gid_slot(b: Builder, errno: i32) -> Diagnostic {
     let local = &b.ctx.local;
-    let past_end = match (local.gid_index, local.gid_table_len) {
-        (Some(i), Some(len)) => i >= len,
-        _ => false,
-    };
-    if errno == libc::EINVAL && past_end {
-        let (i, len) = (
-            local.gid_index.unwrap_or(0),
-            local.gid_table_len.unwrap_or(0),
-        );
-        let summary = format!(
-            "GID index {i} is past the end of {}'s GID table ({len} entries)",
-            local.name()
-        );
-        let ev = vec![
-            Seen::new(Source::Local, format!("gid_tbl_len {len}")),
-            Seen::new(Source::Local, table_summary(local)),
-        ];
-        return b.done(
-            codes::GID_INDEX_OUT_OF_RANGE,
-            summary,
-            ev,
-            format!("pick an index below {len}"),
-            true,
-        );
+    if errno == libc::EINVAL {
+        if let Some((code, summary, ev, fix)) = past_the_table(local) {
+            return b.done(code, summary, ev, fix, true);
+        }
     }
     if errno == libc::ENODATA || errno == libc::EINVAL {
         return empty_slot(b);

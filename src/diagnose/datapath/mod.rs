@@ -190,14 +190,14 @@ pub fn explain(failure: &Failure, ctx: &Facts) -> Diagnostic {
     if let Cause::PeerReported { notice } = &failure.cause {
         // This end's GID left the table: the peer's failure (its retries ran out) is the
         // consequence, whichever end noticed first.
-        if let Some((summary, mut evidence, fix)) = stall::gid_left(ctx) {
-            evidence.push(Seen::new(
+        if let Some(mut c) = crate::diagnose::midrun::gid_left(ctx) {
+            c.seen.push(Seen::new(
                 Source::PeerNotice,
                 format!("the {} said: {}", notice.role, notice.message),
             ));
             return Diagnostic {
-                evidence,
-                ..Diagnostic::explanation(codes::GID_REMOVED_MIDRUN, summary, fix)
+                evidence: c.seen,
+                ..Diagnostic::explanation(c.code, c.summary, c.fix)
             };
         }
         if let Some((code, summary, mut evidence, fix)) = port_not_active(ctx) {
@@ -284,7 +284,8 @@ pub fn explain(failure: &Failure, ctx: &Facts) -> Diagnostic {
         }
         (Step::Connect, cause) => oob_connect(b, cause),
         (Step::Exchange, cause) => oob_exchange(b, cause),
-        (Step::Verify, _) => data_mismatch(b),
+        // A check after the run (Verify) or a `--cm` transfer's own check of each message.
+        (Step::Verify, _) | (_, Cause::Corrupted { .. }) => data_mismatch(b),
         (Step::Semantics, _) => semantics_broken(failure),
         (_, Cause::StockPeerSendOnly { ops, peer }) => stock_send_only(*ops, peer),
         (Step::Compare, _) => compare(b),

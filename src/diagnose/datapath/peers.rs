@@ -9,7 +9,7 @@ use crate::model::failure::{Cause, Mismatch};
 use crate::model::gid::Gid;
 
 use super::gid::{gid_mismatch, local_gid_words, table_summary};
-use super::{generic, Builder};
+use super::{generic, Builder, Rule};
 
 /// The two ends' parameters, compared before the QP (the native exchange sends GID type,
 /// link layer and MTU; the compat one only the GID).
@@ -134,18 +134,15 @@ pub fn compare_peers(local: &EndFacts, peer: &EndFacts) -> Vec<Diagnostic> {
         }
     };
 
-    if let (Some(l), Some(p)) = (&local.link_layer, &peer.link_layer) {
-        if l != p {
-            out.push(
-                Diagnostic::finding(
-                    Severity::Fail,
-                    codes::LINK_LAYER_MISMATCH,
-                    format!("local port is {l:?} and the peer's is {p:?}"),
-                )
-                .fix("connect ports of the same fabric: InfiniBand to InfiniBand, RoCE to RoCE"),
-            );
-            return out;
-        }
+    let as_finding = |(code, summary, seen, fix): Rule, fix_here: bool| {
+        let fix = if fix_here { name_fix(&fix) } else { fix };
+        let mut f = Diagnostic::finding(Severity::Fail, code, summary).fix(fix);
+        f.evidence = seen.into_iter().map(|e| Seen::gathered(e.text)).collect();
+        f
+    };
+    if let Some(rule) = link_layers_differ(local, peer) {
+        out.push(as_finding(rule, false));
+        return out;
     }
     for (who, ep) in [("local", local), ("peer", peer)] {
         if ep.is_infiniband() && matches!(ep.lid, Some(0) | Some(0xffff)) {
@@ -166,23 +163,8 @@ pub fn compare_peers(local: &EndFacts, peer: &EndFacts) -> Vec<Diagnostic> {
     }
     let ethernet = local.is_ethernet() || peer.is_ethernet();
     if ethernet {
-        for (who, ep) in [("local", local), ("peer", peer)] {
-            if ep.gid_now().is_none_or_zero() {
-                out.push(
-                    Diagnostic::finding(
-                        Severity::Fail,
-                        codes::ROCE_NO_GRH,
-                        format!("the {who} side has no GID: RoCE needs one on both ends"),
-                    )
-                    .evidence(format!(
-                        "{who} GID {}",
-                        ep.gid_now()
-                            .map(|g| g.to_string())
-                            .unwrap_or_else(|| "none".into())
-                    ))
-                    .fix(name_fix("give a GID index on both sides (-g N or -g auto)")),
-                );
-            }
+        if let Some(rule) = without_grh(local, Some(peer)) {
+            out.push(as_finding(rule, true));
         }
         if let Some((summary, ev)) = gid_mismatch(local, peer) {
             let code = if summary.starts_with("RoCE version") {
@@ -213,6 +195,63 @@ pub fn compare_peers(local: &EndFacts, peer: &EndFacts) -> Vec<Diagnostic> {
         }
     }
     out
+}
+
+/// One end InfiniBand, the other Ethernet: the one rule, before the QP (the native
+/// exchange's compare) and at RTR.
+pub(super) fn link_layers_differ(local: &EndFacts, peer: &EndFacts) -> Option<Rule> {
+    let (l, p) = (local.link_layer.as_ref()?, peer.link_layer.as_ref()?);
+    if l == p {
+        return None;
+    }
+    Some((
+        codes::LINK_LAYER_MISMATCH,
+        format!("this end's port is {l} and the peer's {p}: ports of different link layers cannot be connected directly"),
+        vec![
+            Seen::new(Source::Local, format!("local {} {l}", local.name())),
+            Seen::new(Source::Peer, format!("peer {} {p}", peer.name())),
+        ],
+        "connect ports of the same fabric: InfiniBand to InfiniBand, RoCE to RoCE".into(),
+    ))
+}
+
+/// RoCE without a GRH on one end or both: no GID index here, or a zero GID from the peer
+/// (a stock ibv_rc_pingpong without -g). The one rule, before the QP and at RTR.
+pub(super) fn without_grh(local: &EndFacts, peer: Option<&EndFacts>) -> Option<Rule> {
+    if !(local.is_ethernet() || peer.is_some_and(EndFacts::is_ethernet)) {
+        return None;
+    }
+    // An index whose GID could not be read is another rule's (past the table, empty slot).
+    let here = local.gid_index.is_none() || local.gid_now().is_some_and(|g| g.is_zero());
+    let there = peer.is_some_and(|p| p.gid_now().is_none_or_zero());
+    let sides = match (here, there) {
+        (false, false) => return None,
+        (true, false) => "this end has no GID",
+        (false, true) => "the peer has no GID",
+        (true, true) => "neither end has a GID",
+    };
+    let mut seen = vec![Seen::new(
+        Source::Local,
+        format!("{} link layer Ethernet (RoCE)", local.name()),
+    )];
+    if here {
+        seen.push(Seen::new(
+            Source::Local,
+            "no GID index was given, so the address vector has no GRH (is_global=0)",
+        ));
+    }
+    if there {
+        seen.push(Seen::new(
+            Source::Peer,
+            "the peer sent GID :: (ibv_rc_pingpong without -g sends zero and leaves is_global unset)",
+        ));
+    }
+    Some((
+        codes::ROCE_NO_GRH,
+        format!("{sides}: RoCE has no LIDs, so every packet needs a GRH with a source GID on both ends, and the kernel (rdma_check_ah_attr) rejects an address vector without one"),
+        seen,
+        "give a GID index on both sides (-g N, or -g auto)".into(),
+    ))
 }
 
 trait ZeroGid {

@@ -1,12 +1,13 @@
 //! The QP's move to RTR refused: which attribute the kernel rejected, and why.
 
 use crate::model::codes;
-use crate::model::device::LinkLayer;
 use crate::model::diagnostic::{Diagnostic, Seen, Source};
-use crate::model::facts::EndFacts;
 
-use super::gid::{empty_slot, gid_family_word, gid_mismatch, local_gid_words, table_summary};
+use super::gid::{
+    empty_slot, gid_family_word, gid_mismatch, local_gid_words, past_the_table, table_summary,
+};
 use super::mtu::mtu_min;
+use super::peers::{link_layers_differ, without_grh};
 use super::route::rtr_unreachable;
 use super::{generic, Builder};
 
@@ -54,48 +55,12 @@ fn rtr_einval(b: Builder) -> Diagnostic {
     let local = &ctx.local;
     let peer = ctx.peer.as_ref();
     // RoCE without a GRH.
-    let peer_gid_zero = peer
-        .and_then(EndFacts::gid_now)
-        .is_some_and(|g| g.is_zero());
-    if local.is_ethernet() && (local.gid_index.is_none() || peer_gid_zero) {
-        let mut ev = vec![Seen::new(
-            Source::Local,
-            format!("{} link layer Ethernet (RoCE)", local.name()),
-        )];
-        if local.gid_index.is_none() {
-            ev.push(Seen::new(
-                Source::Local,
-                "no GID index was given, so the address vector has no GRH (is_global=0)",
-            ));
-        }
-        if peer_gid_zero {
-            ev.push(Seen::new(Source::Peer, "the peer sent GID :: (ibv_rc_pingpong without -g sends zero and leaves is_global unset)"));
-        }
-        return b.done(
-            codes::ROCE_NO_GRH,
-            "RoCE has no LIDs: every packet needs a GRH with a source GID index, and the kernel (rdma_check_ah_attr) rejects an address vector without one".into(),
-            ev,
-            "give a GID index on both sides (-g N, or -g auto)".into(),
-            true,
-        );
+    if let Some((code, summary, ev, fix)) = without_grh(local, peer) {
+        return b.done(code, summary, ev, fix, true);
     }
     // index past the table.
-    if let (Some(i), Some(len)) = (local.gid_index, local.gid_table_len) {
-        if i >= len {
-            return b.done(
-                codes::GID_INDEX_OUT_OF_RANGE,
-                format!(
-                    "GID index {i} is past the end of {}'s GID table ({len} entries)",
-                    local.name()
-                ),
-                vec![
-                    Seen::new(Source::Local, format!("gid_tbl_len {len}")),
-                    Seen::new(Source::Local, table_summary(local)),
-                ],
-                format!("pick an index below {len}"),
-                true,
-            );
-        }
+    if let Some((code, summary, ev, fix)) = past_the_table(local) {
+        return b.done(code, summary, ev, fix, true);
     }
     // Mixed families or types.
     if let Some(peer) = peer {
@@ -109,52 +74,9 @@ fn rtr_einval(b: Builder) -> Diagnostic {
                 true,
             );
         }
-        if peer.is_infiniband() && local.is_infiniband() && peer.lid == Some(0) {
-            return b.done(
-                codes::IB_PEER_LID_ZERO,
-                "the peer's LID is 0: the destination has no InfiniBand address".into(),
-                vec![Seen::new(
-                    Source::Peer,
-                    format!("peer {} LID 0", peer.name()),
-                )],
-                "start a subnet manager on the peer's fabric".into(),
-                false,
-            );
-        }
-        if local.link_layer.is_some()
-            && peer.link_layer.is_some()
-            && local.link_layer != peer.link_layer
-        {
-            return b.done(
-                codes::LINK_LAYER_MISMATCH,
-                "one end is InfiniBand and the other Ethernet: they cannot be connected directly"
-                    .into(),
-                vec![
-                    Seen::new(
-                        Source::Local,
-                        format!(
-                            "local {} {:?}",
-                            local.name(),
-                            local
-                                .link_layer
-                                .clone()
-                                .unwrap_or(LinkLayer::Other(String::new()))
-                        ),
-                    ),
-                    Seen::new(
-                        Source::Peer,
-                        format!(
-                            "peer {} {:?}",
-                            peer.name(),
-                            peer.link_layer
-                                .clone()
-                                .unwrap_or(LinkLayer::Other(String::new()))
-                        ),
-                    ),
-                ],
-                "run both ends on the same kind of fabric".into(),
-                false,
-            );
+        // A peer's LID 0 is port_not_active's (a step that needs the port never gets here).
+        if let Some((code, summary, ev, fix)) = link_layers_differ(local, peer) {
+            return b.done(code, summary, ev, fix, false);
         }
     }
     // Path MTU above the port's.

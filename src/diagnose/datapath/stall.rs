@@ -7,47 +7,23 @@
 use crate::model::codes;
 use crate::model::device::PortState;
 use crate::model::diagnostic::{Diagnostic, Seen, Source};
-use crate::model::facts::{Facts, GidNow, OobLink, Stall, StallFacts};
+use crate::model::facts::{OobLink, Stall, StallFacts};
 use crate::model::failure::{Cause, Failure};
-use crate::model::gid::Gid;
 
 use super::Builder;
+use crate::diagnose::midrun::{self, counter_lines, who};
 
 /// A gap this long between two polls of this process's busy loop means it was stopped.
 const STOPPED_MS: u64 = 2000;
 
-/// Port state ACTIVE, as ibv_query_port numbers it.
-/// `ibv_port_state`'s number for ACTIVE, as the stall probe carries it.
-const PORT_ACTIVE: u32 = 4;
-
 fn secs(ms: u64) -> String {
     format!("{:.1}", ms as f64 / 1000.0)
-}
-
-/// `rxe1/1 (the server)`.
-fn who(e: &StallFacts) -> String {
-    format!("{} (the {})", e.name(), e.role)
 }
 
 /// Both ends' facts, each with the source its seen lines name.
 fn ends(stall: &Stall) -> impl Iterator<Item = (&StallFacts, Source)> {
     std::iter::once((&stall.local, Source::Local))
         .chain(stall.peer.iter().map(|p| (p, Source::Peer)))
-}
-
-fn counter_lines(e: &StallFacts, from: Source) -> Vec<Seen> {
-    if e.counters.is_empty() {
-        return Vec::new();
-    }
-    let moved: Vec<String> = e
-        .counters
-        .iter()
-        .map(|(name, by)| format!("{name} +{by}"))
-        .collect();
-    vec![Seen::new(
-        from,
-        format!("{} since the run started: {}", who(e), moved.join(", ")),
-    )]
 }
 
 /// This process did not run for seconds while it waited: whatever the peer then did or
@@ -85,151 +61,14 @@ pub(super) fn stopped_here(failure: &Failure, stall: &Stall) -> Option<Diagnosti
     Some(x)
 }
 
-/// One end's port now has an active MTU below the path MTU its QP was connected with.
-fn mtu_cut(e: &StallFacts, from: Source) -> Option<(String, Vec<Seen>, String)> {
-    let (active, path) = (e.active_mtu?, e.path_mtu?);
-    if active >= path {
-        return None;
-    }
-    let netdev = e.netdev.clone().unwrap_or_else(|| "its netdev".into());
-    let refused = match e.counter("send_err") {
-        0 => String::new(),
-        n => format!(" (send_err +{n})"),
-    };
-    let summary = format!(
-        "{}: its active MTU {active} is below the QP's path MTU {path}: {netdev}'s MTU was lowered during the run, and the device refuses to send packets larger than the netdev carries{refused}; a connected QP keeps its path MTU, so nothing gets through",
-        who(e)
-    );
-    let mut seen = vec![Seen::new(
-        from,
-        format!(
-            "{}: active MTU {active} now, below the QP's path MTU {path}",
-            who(e)
-        ),
-    )];
-    seen.extend(counter_lines(e, from));
-    let fix = format!(
-        "give {netdev} its MTU back on the {}'s host (ip link set {netdev} mtu 1500), or rerun with -m {active} or less",
-        e.role
-    );
-    Some((summary, seen, fix))
-}
-
-/// The address behind a GID as `ip addr` spells it, when the GID carries one.
-fn address_of(gid: &str) -> Option<String> {
-    let g = Gid::parse(gid).ok()?;
-    Some(match g.ipv4() {
-        Some(v4) => v4.to_string(),
-        None => g.ipv6().to_string(),
-    })
-}
-
-/// One end's source GID slot holds another GID now, or none.
-fn gid_gone(e: &StallFacts, from: Source) -> Option<(String, Vec<Seen>, String)> {
-    let (index, gid) = (e.gid_index?, e.gid.as_deref()?);
-    let now = match &e.gid_now {
-        GidNow::Changed(now) => format!("it now holds {now}"),
-        GidNow::Gone => "the slot is empty now".to_string(),
-        GidNow::Same | GidNow::Unknown => return None,
-    };
-    Some(left_the_table(
-        &who(e),
-        index,
-        gid,
-        &now,
-        e.netdev.as_deref(),
-        &e.device,
-        from,
-    ))
-}
-
-fn left_the_table(
-    who: &str,
-    index: u32,
-    gid: &str,
-    now: &str,
-    netdev: Option<&str>,
-    device: &str,
-    from: Source,
-) -> (String, Vec<Seen>, String) {
-    let netdev = netdev.unwrap_or("its netdev");
-    let summary = format!(
-        "GID index {index} ({gid}) of {who} left the GID table during the run ({now}): its address was removed from {netdev}, and a connected QP cannot change its source GID, so its packets are no longer sent"
-    );
-    let seen = vec![Seen::new(
-        from,
-        format!("{who}: GID index {index} held {gid} when the QP was connected; {now}"),
-    )];
-    let back = match address_of(gid) {
-        Some(addr) => {
-            format!("put {addr} back on {netdev} (ip addr add {addr}/PREFIX dev {netdev})")
-        }
-        None => format!("put the address back on {netdev}"),
-    };
-    let fix = format!(
-        "{back}, or rerun with the GID index that holds an address now (rdmactl gids {device})"
-    );
-    (summary, seen, fix)
-}
-
-/// The QP's GID (from set-up) is no longer at its index of the table read now: the check
-/// at the top of a failed completion (rxe reports IBV_WC_LOC_QP_OP_ERR for it).
-pub(super) fn gid_left(ctx: &Facts) -> Option<(String, Vec<Seen>, String)> {
-    if let Some(stall) = &ctx.stall {
-        if let Some(found) = gid_gone(&stall.local, Source::Local) {
-            return Some(found);
-        }
-    }
-    let local = &ctx.local;
-    let (index, gid) = (local.gid_index?, local.gid?);
-    if local.gid_table.is_empty() {
-        return None;
-    }
-    let now = match local.gid_table.iter().find(|e| e.index == index) {
-        Some(e) if e.gid == gid => return None,
-        Some(e) => format!("it now holds {}", e.gid.ipv6()),
-        None => "the slot is empty now".to_string(),
-    };
-    Some(left_the_table(
-        &format!("{} (this end)", local.name()),
-        index,
-        &gid.ipv6().to_string(),
-        &now,
-        local.netdev.as_deref().or(local.port_netdev.as_deref()),
-        &local.device,
-        Source::Local,
-    ))
-}
-
 /// What a stall's facts show, in the order that decides: a port whose MTU or GID changed
 /// under its QP, a peer that is hung, a stock peer that stopped at its own -n, and
 /// otherwise what was ruled out.
 pub(super) fn stalled(b: Builder, stall: &Stall, seconds: f64) -> Diagnostic {
-    for (e, from) in ends(stall) {
-        if let Some((summary, seen, fix)) = mtu_cut(e, from) {
-            return b.done(codes::MTU_CUT_MIDRUN, summary, seen, fix, false);
-        }
-    }
-    for (e, from) in ends(stall) {
-        if let Some((summary, seen, fix)) = gid_gone(e, from) {
-            let here = from == Source::Local;
-            return b.done(codes::GID_REMOVED_MIDRUN, summary, seen, fix, here);
-        }
+    if let Some(c) = midrun::port_changed(&ends(stall).collect::<Vec<_>>(), true) {
+        return b.done(c.code, c.summary, c.seen, c.fix, c.here);
     }
     let local = &stall.local;
-    let state_line = |e: &StallFacts| {
-        format!(
-            "{}: {}, active MTU {}, path MTU {}",
-            who(e),
-            match e.port_state {
-                Some(PORT_ACTIVE) => PortState::Active.to_string(),
-                Some(s) => format!("state {s}, not ACTIVE"),
-                None => "state unknown".to_string(),
-            },
-            e.active_mtu.map_or("unknown".into(), |m| m.to_string()),
-            e.path_mtu.map_or("unknown".into(), |m| m.to_string()),
-        )
-    };
     let acked_line = |e: &StallFacts| {
         match e.own_requests_acked {
         Some(true) => Some(format!(
@@ -249,7 +88,7 @@ pub(super) fn stalled(b: Builder, stall: &Stall, seconds: f64) -> Diagnostic {
         None => None,
     }
     };
-    let mut seen = vec![Seen::new(Source::Local, state_line(local))];
+    let mut seen = vec![Seen::new(Source::Local, midrun::port_line(local))];
     seen.extend(acked_line(local).map(|l| Seen::new(Source::Local, l)));
     seen.extend(counter_lines(local, Source::Local));
     let waited = stall.probe_waited_ms.map(secs).unwrap_or_default();
@@ -317,8 +156,8 @@ fn not_decided(b: Builder, stall: &Stall, seconds: f64, mut seen: Vec<Seen>) -> 
     let mut unknown = Vec::new();
     let mut lead = None;
     for (e, _) in ends(stall) {
-        match e.port_state {
-            Some(PORT_ACTIVE) => ruled_out.push(format!(
+        match &e.now.port_state {
+            Some(PortState::Active) => ruled_out.push(format!(
                 "{} is ACTIVE with its MTU and GID unchanged",
                 who(e)
             )),
@@ -412,7 +251,9 @@ pub fn message_over_max(device: &str, port: u32, size: u32, max: u32) -> Option<
 mod tests {
     use super::*;
     use crate::diagnose::datapath::tests::{gathered, rxe_ctx};
+    use crate::model::facts::{GidNow, PortNow};
     use crate::model::failure::{FailureContext, PeerNotice, Step};
+    use crate::model::gid::Gid;
 
     fn facts(role: &str, device: &str) -> StallFacts {
         StallFacts {
@@ -420,8 +261,11 @@ mod tests {
             device: device.into(),
             port: 1,
             netdev: Some(if device == "rxe0" { "veth0" } else { "veth1" }.into()),
-            port_state: Some(PORT_ACTIVE),
-            active_mtu: Some(1024),
+            now: PortNow {
+                port_state: Some(PortState::Active),
+                active_mtu: Some(1024),
+                gid_now: GidNow::Same,
+            },
             path_mtu: Some(1024),
             gid_index: Some(1),
             gid: Some(
@@ -432,7 +276,6 @@ mod tests {
                 }
                 .into(),
             ),
-            gid_now: GidNow::Same,
             own_requests_acked: Some(true),
             completed: 25_000,
             received: 25_000,
@@ -485,7 +328,7 @@ mod tests {
     #[test]
     fn an_mtu_cut_on_the_peer_is_named_from_its_probe() {
         let mut server = facts("server", "rxe1");
-        server.active_mtu = Some(512);
+        server.now.active_mtu = Some(512);
         server.counters = vec![("send_err".into(), 165_931)];
         let stall = Stall {
             local: facts("client", "rxe0"),
@@ -525,7 +368,7 @@ mod tests {
     #[test]
     fn a_gid_that_left_the_table_is_named() {
         let mut server = facts("server", "rxe1");
-        server.gid_now = GidNow::Changed("::ffff:192.168.77.3".into());
+        server.now.gid_now = GidNow::Changed("::ffff:192.168.77.3".into());
         let stall = Stall {
             local: facts("client", "rxe0"),
             peer: Some(server),

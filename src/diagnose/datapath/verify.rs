@@ -7,8 +7,8 @@ use crate::model::failure::Failure;
 
 use super::Builder;
 
-/// Every work request completed, yet the bytes that arrived are not the ones sent: the same
-/// code as the connection manager's check.
+/// Every work request completed, yet the bytes that arrived are not the ones sent: on
+/// either exchange (`diagnose::cm` defers here).
 pub(super) fn data_mismatch(b: Builder) -> Diagnostic {
     let seen = format!("{}", b.failure.cause);
     b.done(

@@ -18,6 +18,7 @@ use super::VerbsError;
 use crate::model::failure::{Cause, Failure, FailureContext, QpParams, Step, QP_PARAMS};
 
 use crate::model::device::{GidType, LinkLayer};
+use crate::model::facts::PortNow;
 use crate::model::gid::Gid;
 
 mod semantics;
@@ -172,6 +173,16 @@ impl Context {
             gid_tbl_len: attr.gid_tbl_len.max(0) as u32,
             max_msg_sz: attr.max_msg_sz,
         })
+    }
+
+    /// The port now, against the QP's source GID (index, GID): the read a stalled run
+    /// makes on either exchange (`query::port_now`).
+    pub fn port_now(&self, port: u32, sgid: Option<(u32, Gid)>) -> PortNow {
+        let Ok(port_u8) = u8::try_from(port) else {
+            return PortNow::default();
+        };
+        // SAFETY: the context is open for as long as self lives.
+        unsafe { query::port_now(self.raw, port_u8, sgid) }
     }
 
     /// The GID at `index` and its type. An empty slot is ENODATA (as the kernel says).

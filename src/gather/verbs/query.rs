@@ -25,7 +25,8 @@ use sideway::ibverbs::device::{
 use sideway::ibverbs::device_context::DeviceContext;
 
 use super::{errno_of, VerbsError};
-use crate::model::device::GidType;
+use crate::model::device::{GidType, PortState};
+use crate::model::facts::{GidNow, PortNow};
 use crate::model::gid::Gid;
 
 const LIBIBVERBS: &str = "libibverbs.so.1";
@@ -480,6 +481,37 @@ pub(super) unsafe fn gid(ctx: *mut ibv_context, port: u8, index: u32) -> Result<
     }
     // SAFETY: every bit pattern of the union is a valid [u8; 16].
     Ok(Gid(unsafe { gid.raw }))
+}
+
+/// A port re-read mid-run against what its QP was connected with (`sgid`: the QP's source
+/// GID index and GID): the one read both exchanges make when a completion does not come.
+/// An empty slot reads as the zero GID or ENODATA, depending on the libibverbs version.
+/// Safety: `ctx` is an open context.
+pub(super) unsafe fn port_now(
+    ctx: *mut ibv_context,
+    port: u8,
+    sgid: Option<(u32, Gid)>,
+) -> PortNow {
+    // SAFETY: the caller's promise.
+    let attrs = unsafe { port_attrs(ctx, port) }.ok();
+    let gid_now = match sgid {
+        // SAFETY: the caller's promise.
+        Some((index, then)) => match unsafe { gid(ctx, port, index) } {
+            Ok(now) if now.is_zero() => GidNow::Gone,
+            Ok(now) if now == then => GidNow::Same,
+            Ok(now) => GidNow::Changed(now.ipv6().to_string()),
+            Err(libc::ENODATA) => GidNow::Gone,
+            Err(_) => GidNow::Unknown,
+        },
+        None => GidNow::Unknown,
+    };
+    PortNow {
+        port_state: attrs.as_ref().map(|a| {
+            PortState::from_number(a.state).unwrap_or_else(|| PortState::Other(a.state.to_string()))
+        }),
+        active_mtu: attrs.as_ref().and_then(PortAttrs::active_mtu_bytes),
+        gid_now,
+    }
 }
 
 /// The GID's type as libibverbs reads it from sysfs (`gid_attrs/types/N`), refined by

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use crate::gather::verbs::qp::{ticks, Context};
 use crate::model::counter::PortDelta;
 use crate::model::device::GidType;
-use crate::model::facts::{GidNow, OobLink, Stall, StallFacts};
+use crate::model::facts::{OobLink, Stall, StallFacts};
 use crate::model::failure::{Cause, Failure};
 use crate::model::gid::Gid;
 use crate::model::results::ns_per_tick;
@@ -183,16 +183,7 @@ impl StallWatch {
 
     /// What this end re-reads now, on `end`'s device and port.
     fn facts(&self, end: &StalledEnd, timeout: Duration) -> StallFacts {
-        let port = end.ctx.query_port(end.port).ok();
-        let gid_now = match end.gid {
-            Some((index, gid, _)) => match end.ctx.query_gid(end.port, *index) {
-                Ok((now, _)) if now == *gid => GidNow::Same,
-                Ok((now, _)) => GidNow::Changed(now.ipv6().to_string()),
-                Err(f) if f.cause == Cause::errno(libc::ENODATA) => GidNow::Gone,
-                Err(_) => GidNow::Unknown,
-            },
-            None => GidNow::Unknown,
-        };
+        let now = end.ctx.port_now(end.port, end.gid.map(|g| (g.0, g.1)));
         let delta: Option<PortDelta> = self.counters.as_ref().and_then(CounterWatch::stop);
         let counters = delta
             .iter()
@@ -212,12 +203,10 @@ impl StallWatch {
             device: end.ctx.name().to_string(),
             port: end.port,
             netdev,
-            port_state: port.as_ref().map(|p| p.state),
-            active_mtu: port.as_ref().map(|p| p.active_mtu),
+            now,
             path_mtu: self.path_mtu,
             gid_index: end.gid.map(|g| g.0),
             gid: end.gid.map(|g| g.1.ipv6().to_string()),
-            gid_now,
             counters,
             own_requests_acked: Some(self.completed >= self.posted),
             completed: self.completed,

@@ -43,7 +43,7 @@ check "killed client: the server exits 1 after the client's early disconnect (go
 expect_out "killed client: the server says the client left before its end of run" \
   'RDMA_CM_EVENT_DISCONNECTED.*before the client.s end-of-run message' one_line "$RESULTS/killcli-srv.err"
 expect_out "killed client: the server shows its own port as it is now" \
-  'seen: +rxe0/1 now: ACTIVE, active MTU [0-9]+, the QP.s path MTU [0-9]+, GID index [0-9]+ still in the table' \
+  'seen: +rxe0/1 \(the server\): ACTIVE, active MTU [0-9]+, the QP.s path MTU [0-9]+, GID index [0-9]+ still in the table' \
   cat "$RESULTS/killcli-srv.err"
 expect_no_out "killed client: no bare ok" '^ok$' cat "$RESULTS/killcli-srv.out"
 expect_out "killed client: the server says how many messages it answered" \

@@ -24,9 +24,10 @@ start_pair() {
   sleep 1
 }
 
-# Both ends of an MTU cut: NAME, the netdev cut, and whose port it is on.
+# Both ends of an MTU cut: NAME, the netdev cut, and whose port it is on (as both ends
+# name it, in the words of the TCP exchange's rule: one rule for both).
 mtu_cut() {
-  local name=$1 port=$2 dev=$3 whose_cli=$4 whose_srv=$5
+  local name=$1 port=$2 dev=$3 whose=$4
   check "MTU cut on $dev: the pair is connected and running" start_pair "$name" "$port"
   ip link set "$dev" mtu 700
   wait_pid_timeout $cpid 40; crc=$?
@@ -35,13 +36,15 @@ mtu_cut() {
   check "MTU cut on $dev: the client exits 1 (got $crc)" test "$crc" = 1
   check "MTU cut on $dev: the server exits 1, not 0 (got $src)" test "$src" = 1
   expect_out "MTU cut on $dev: the client names the cut, below the QP's path MTU" \
-    "$whose_cli rxe[01]/1 has active MTU [0-9]+ now, below the QP's path MTU 1024" \
+    "$whose: its active MTU [0-9]+ is below the QP's path MTU 1024" \
     one_line "$RESULTS/$name-cli.err"
   expect_out "MTU cut on $dev: the server names the cut, below the QP's path MTU" \
-    "$whose_srv rxe[01]/1 has active MTU [0-9]+ now, below the QP's path MTU 1024" \
+    "$whose: its active MTU [0-9]+ is below the QP's path MTU 1024" \
     one_line "$RESULTS/$name-srv.err"
+  expect_no_out "MTU cut on $dev: no -m in the fix (--cm takes the path MTU from the route)" \
+    'rerun with -m' cat "$RESULTS/$name-cli.err" "$RESULTS/$name-srv.err"
   expect_out "MTU cut on $dev: the client shows the ports it re-read" \
-    'seen: +rxe1/1 now: ACTIVE, active MTU [0-9]+, the QP.s path MTU 1024' cat "$RESULTS/$name-cli.err"
+    'seen: +rxe1/1 \(the client\): ACTIVE, active MTU [0-9]+, the QP.s path MTU 1024' cat "$RESULTS/$name-cli.err"
   expect_no_out "MTU cut on $dev: the client names no false cause" "$FALSE_CAUSES" cat "$RESULTS/$name-cli.err"
   expect_no_out "MTU cut on $dev: the server names no false cause" "$FALSE_CAUSES" cat "$RESULTS/$name-srv.err"
   expect_no_out "MTU cut on $dev: the server prints no bare ok" '^ok$' cat "$RESULTS/$name-srv.out"
@@ -58,8 +61,8 @@ check "good run: the server exits 0 (got $src)" test "$src" = 0
 expect_out "good run: the server says ok" '^ok$' cat "$RESULTS/good-srv.out"
 
 # ---- issue 26 case 1 under --cm: the client's netdev (veth1) cut mid-run, then the server's.
-mtu_cut cutcli 18801 veth1 "this end's port" "the client's port"
-mtu_cut cutsrv 18802 veth0 "the server's port" "this end's port"
+mtu_cut cutcli 18801 veth1 'rxe1/1 \(the client\)'
+mtu_cut cutsrv 18802 veth0 'rxe0/1 \(the server\)'
 restore_net
 
 # ---- Ctrl-C on the client: exit 130, its figures printed, the server told (exit 1).

@@ -12,6 +12,7 @@ use super::private_data::RemoteBuffer;
 use crate::gather::verbs::qp::{Access, Context, Cq, Mr, Pd, Qp, QpCaps, SendOp, Wc};
 use crate::gather::verbs::{last_errno, query};
 use crate::model::device::GidType;
+use crate::model::facts::PortNow;
 use crate::model::failure::{Cause, EventKind, Failure, Step, QP_PARAMS};
 use crate::model::gid::Gid;
 
@@ -90,18 +91,6 @@ pub struct Completion {
     pub wr_id: u64,
     pub byte_len: u32,
     pub is_recv: bool,
-}
-
-/// This end's port and the QP's GID slot as they are now: re-read when a completion does
-/// not come, against what the QP was connected with (`ConnInfo`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PortNow {
-    /// `ibv_port_state`: 4 is ACTIVE.
-    pub state: u8,
-    /// Bytes; None when the provider answers outside the enum.
-    pub active_mtu: Option<u32>,
-    /// What the QP's source GID slot holds now; None when the slot cannot be read (emptied).
-    pub gid: Option<Gid>,
 }
 
 /// What woke a waiting endpoint.
@@ -314,19 +303,10 @@ impl CmEndpoint {
     }
 
     /// This end's port and the QP's GID slot now, from the kernel (not a cached copy).
-    pub fn port_now(&self) -> Option<PortNow> {
-        let (verbs, port) = (self.id.verbs(), self.info.port);
+    pub fn port_now(&self) -> PortNow {
+        let sgid = self.info.sgid.map(|g| (u32::from(self.info.sgid_index), g));
         // SAFETY: the id's context is open for as long as the id lives.
-        unsafe {
-            let attrs = query::port_attrs(verbs, port).ok()?;
-            Some(PortNow {
-                state: attrs.state as u8,
-                active_mtu: attrs.active_mtu_bytes(),
-                gid: query::gid(verbs, port, u32::from(self.info.sgid_index))
-                    .ok()
-                    .filter(|g| !g.is_zero()),
-            })
-        }
+        unsafe { query::port_now(self.id.verbs(), self.info.port, sgid) }
     }
 
     /// A failure of this connection: names its peer and device.

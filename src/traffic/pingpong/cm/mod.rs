@@ -147,7 +147,8 @@ pub fn run(ctx: &Ctx, args: &PingpongArgs, show: &mut CmShow) -> Result<u8> {
         }
         None => {
             let mut report = CmPingpongReport::new("server", args);
-            let outcome = source().and_then(|src| server(args, src, timeout, &mut report));
+            let outcome =
+                source().and_then(|src| server(&ctx.sysfs, args, src, timeout, &mut report));
             finish(ctx, show, report, outcome)
         }
     }
@@ -285,16 +286,22 @@ pub(crate) fn client(
         }
         // A completion that did not come, or came with an error (rxe's retries ran out):
         // what changed is looked for on both ends.
-        Cause::Timeout { .. } | Cause::WcStatus { .. } => Err(stalled(&ep, f, peer, src)),
+        Cause::Timeout { .. } | Cause::WcStatus { .. } => Err(stalled(&ep, f, peer, src, sysfs)),
         _ => Err(f.into()),
     }
 }
 
 /// A transfer that timed out: this end's port re-read, and the server asked for its own
 /// in a probe (which also tells it ours), so the explanation rests on both.
-fn stalled(ep: &CmEndpoint, f: Failure, peer: SocketAddr, src: Option<IpAddr>) -> Error {
-    let here = notice::port_seen(ep);
-    let text = here.as_ref().map_or("?".to_string(), notice::encode_port);
+fn stalled(
+    ep: &CmEndpoint,
+    f: Failure,
+    peer: SocketAddr,
+    src: Option<IpAddr>,
+    sysfs: &Path,
+) -> Error {
+    let here = notice::port_seen(ep, "client", Some(sysfs));
+    let text = notice::encode_port(&here);
     let opts = ConnectOptions {
         src,
         len: 1,
@@ -302,9 +309,10 @@ fn stalled(ep: &CmEndpoint, f: Failure, peer: SocketAddr, src: Option<IpAddr>) -
     };
     let answer = cm::probe(peer, &opts, &text).ok().flatten();
     let stall = CmStall {
-        role: "client",
         here,
-        peer: answer.as_deref().and_then(notice::decode_port),
+        peer: answer
+            .as_deref()
+            .and_then(|a| notice::decode_port(a, "server")),
         peer_answered: Some(answer.is_some()),
     };
     let facts = crate::model::facts::Facts {
@@ -315,6 +323,7 @@ fn stalled(ep: &CmEndpoint, f: Failure, peer: SocketAddr, src: Option<IpAddr>) -
 }
 
 pub(crate) fn server(
+    sysfs: &Path,
     args: &PingpongArgs,
     src: Option<IpAddr>,
     timeout: Duration,
@@ -366,12 +375,11 @@ pub(crate) fn server(
                 Cause::CmEvent { .. } | Cause::Timeout { .. } | Cause::WcStatus { .. }
             ) =>
         {
-            let here = notice::port_seen(&ep);
+            let here = notice::port_seen(&ep, "server", Some(sysfs));
             if !matches!(f.cause, Cause::CmEvent { .. }) {
                 serve::linger(&mut ep, &listener, &mut served);
             }
             let stall = CmStall {
-                role: "server",
                 here,
                 peer: served.client_port.take(),
                 peer_answered: None,

@@ -6,19 +6,14 @@
 //! answers in the reject. CM messages are small and need no working QP, so the probe gets
 //! through where the run's packets do not (a netdev MTU cut below the path MTU).
 
+use std::path::Path;
 use std::time::{Duration, Instant};
 
-use crate::diagnose::cm::PortSeen;
 use crate::gather::verbs::cm::{CmEndpoint, CmOp, Completion, Region, Wake};
-use crate::model::device::PortState;
 use crate::model::diagnostic::FailureReport;
-use crate::model::facts::Facts;
+use crate::model::facts::{Facts, StallFacts};
 use crate::model::failure::{Cause, Failure, FailureContext, PeerNotice, Step};
-
-/// An in-band message: magic, version, kind, signal, padding.
-const MAGIC: [u8; 4] = *b"RDCN";
-const VERSION: u8 = 1;
-const LEN: usize = 8;
+pub(crate) use crate::wire::cm::{decode_port, encode_port, InBand, LEN};
 
 /// The work request id of a notice's SEND, apart from the measured ones.
 const WR_NOTICE: u64 = u64::MAX - 1;
@@ -27,45 +22,6 @@ const WR_NOTICE: u64 = u64::MAX - 1;
 /// server looks at its listener once a second while no message comes).
 pub(super) const NOTICE_WAIT: Duration = Duration::from_secs(1);
 pub(super) const PROBE_WAIT: Duration = Duration::from_secs(3);
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum InBand {
-    /// The client ran every operation; its disconnect that follows ends a good run.
-    Done,
-    /// A SIGINT or SIGTERM stopped the sender.
-    Interrupted { signal: i32 },
-}
-
-impl InBand {
-    fn encode(self) -> [u8; LEN] {
-        let mut out = [0u8; LEN];
-        out[0..4].copy_from_slice(&MAGIC);
-        out[4] = VERSION;
-        match self {
-            InBand::Done => out[5] = b'D',
-            InBand::Interrupted { signal } => {
-                out[5] = b'I';
-                out[6] = signal.clamp(0, 255) as u8;
-            }
-        }
-        out
-    }
-
-    /// A received message as a notice; None for a measured message (its bytes are the
-    /// test pattern, which never starts with the magic).
-    fn decode(msg: &[u8]) -> Option<InBand> {
-        if msg.len() != LEN || msg[0..4] != MAGIC || msg[4] != VERSION {
-            return None;
-        }
-        match msg[5] {
-            b'D' => Some(InBand::Done),
-            b'I' => Some(InBand::Interrupted {
-                signal: i32::from(msg[6]),
-            }),
-            _ => None,
-        }
-    }
-}
 
 /// Sends `notice` and waits (briefly) until the peer's HCA acknowledged it. Best effort: a
 /// QP that cannot send any more leaves the peer to find out from the disconnect.
@@ -147,60 +103,29 @@ pub(crate) fn interrupted_notice(role: &'static str, signal: i32) -> PeerNotice 
     }
 }
 
-/// This end's port and the QP's GID slot now, against what the QP was connected with.
-pub(crate) fn port_seen(ep: &CmEndpoint) -> Option<PortSeen> {
-    let now = ep.port_now()?;
+/// This end's port now, against what the QP was connected with: the read the TCP
+/// exchange makes too (`model::facts::PortNow`), as the port part of its stall facts.
+/// `sysfs` names the port's netdev for a fix; a probe's answer has no room for it.
+pub(crate) fn port_seen(ep: &CmEndpoint, role: &str, sysfs: Option<&Path>) -> StallFacts {
     let info = &ep.info;
-    Some(PortSeen {
-        port: format!("{}/{}", info.device, info.port),
-        state: PortState::from_number(u32::from(now.state))
-            .unwrap_or_else(|| PortState::Other(now.state.to_string())),
-        active_mtu: now.active_mtu,
-        path_mtu: info.path_mtu,
-        gid_index: info.sgid_index,
-        gid_in_table: match (now.gid, info.sgid) {
-            (Some(now), Some(then)) => now == then,
-            (now, None) => now.is_some(),
-            (None, Some(_)) => false,
-        },
-    })
-}
-
-/// A port as a probe or its answer carries it: `ACTIVE 512 1024 1+ rxe1/1` (state, active
-/// MTU or `?`, path MTU, GID index with `+` still in the table or `-` gone, the port).
-/// 40 bytes at most fit a reject: the port name goes first when space runs out.
-pub(crate) fn encode_port(p: &PortSeen) -> String {
-    let head = format!(
-        "{} {} {} {}{}",
-        p.state,
-        p.active_mtu.map_or("?".to_string(), |m| m.to_string()),
-        p.path_mtu,
-        p.gid_index,
-        if p.gid_in_table { '+' } else { '-' }
-    );
-    let full = format!("{head} {}", p.port);
-    if full.len() <= 40 {
-        full
-    } else {
-        head
+    let netdev = sysfs.and_then(|root| {
+        crate::gather::sysfs::SysfsRoot::new(root)
+            .port(&info.device, u32::from(info.port))
+            .ok()?
+            .netdev
+            .map(|n| n.name)
+    });
+    StallFacts {
+        role: role.to_string(),
+        device: info.device.clone(),
+        port: u32::from(info.port),
+        netdev,
+        now: ep.port_now(),
+        path_mtu: Some(info.path_mtu),
+        gid_index: Some(u32::from(info.sgid_index)),
+        gid: info.sgid.map(|g| g.ipv6().to_string()),
+        ..StallFacts::default()
     }
-}
-
-pub(crate) fn decode_port(text: &str) -> Option<PortSeen> {
-    let mut words = text.split_whitespace();
-    let state = PortState::from_name(words.next()?);
-    let active_mtu = words.next()?.parse().ok();
-    let path_mtu = words.next()?.parse().ok()?;
-    let gid = words.next()?;
-    let (index, mark) = gid.split_at(gid.len().checked_sub(1)?);
-    Some(PortSeen {
-        state,
-        active_mtu,
-        path_mtu,
-        gid_index: index.parse().ok()?,
-        gid_in_table: mark == "+",
-        port: words.next().unwrap_or("its port").to_string(),
-    })
 }
 
 /// A stalled run explained with both ports: this end's, and the peer's as it said.
@@ -215,46 +140,6 @@ pub(crate) fn explain_stalled(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn in_band_notices_round_trip_and_never_match_the_pattern() {
-        for n in [InBand::Done, InBand::Interrupted { signal: 15 }] {
-            assert_eq!(InBand::decode(&n.encode()), Some(n));
-        }
-        // A measured message of the notice's length carries the test pattern.
-        let pattern: Vec<u8> = (0..LEN).map(super::super::pattern).collect();
-        assert_eq!(InBand::decode(&pattern), None);
-        assert_eq!(InBand::decode(&InBand::Done.encode()[..7]), None);
-    }
-
-    #[test]
-    fn a_port_fits_a_reject_and_reads_back() {
-        let p = PortSeen {
-            port: "rxe1/1".into(),
-            state: PortState::Active,
-            active_mtu: Some(512),
-            path_mtu: 1024,
-            gid_index: 1,
-            gid_in_table: true,
-        };
-        let text = encode_port(&p);
-        assert_eq!(text, "ACTIVE 512 1024 1+ rxe1/1");
-        assert_eq!(decode_port(&text), Some(p.clone()));
-        // A long device name is left out rather than cut.
-        let long = PortSeen {
-            port: "mlx5_bond_0_with_a_very_long_name/1".into(),
-            gid_in_table: false,
-            active_mtu: None,
-            ..p
-        };
-        let text = encode_port(&long);
-        assert_eq!(text, "ACTIVE ? 1024 1-");
-        let back = decode_port(&text).unwrap();
-        assert_eq!(back.active_mtu, None);
-        assert!(!back.gid_in_table);
-        assert_eq!(back.port, "its port");
-        assert_eq!(decode_port("no run"), None);
-    }
 
     /// The peer's signal is told in the words of the `interrupted` rule.
     #[test]

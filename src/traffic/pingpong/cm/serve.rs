@@ -15,7 +15,7 @@ pub(crate) struct Served {
     /// The client said it ran every operation: its disconnect ends a finished run.
     pub(crate) finished: bool,
     /// The client's port, as it said in a probe when its run stalled.
-    pub(crate) client_port: Option<crate::diagnose::cm::PortSeen>,
+    pub(crate) client_port: Option<crate::model::facts::StallFacts>,
     /// The client probed: it knows what this end saw.
     pub(crate) probed: bool,
     /// The client runs in this process (selftest --cm) and reports its own failures and
@@ -189,9 +189,9 @@ pub(super) fn turn_away_others(
     let reason = format!("busy serving {}", ep.info.peer);
     while let Some(request) = listener.next_request()? {
         if let Some(text) = cm::probe_text(&request.private_data) {
-            served.client_port = notice::decode_port(&text);
+            served.client_port = notice::decode_port(&text, "client");
             served.probed = true;
-            let answer = notice::port_seen(ep).map_or("?".to_string(), |p| notice::encode_port(&p));
+            let answer = notice::encode_port(&notice::port_seen(ep, "server", None));
             request.reject(&answer);
             continue;
         }
