@@ -459,7 +459,7 @@ pub fn defer_to_failure(findings: &mut [Diagnostic], failure_code: &crate::model
 
 fn rnr(ends: &[RunEnd], mix: Option<TrafficMix>, subject: &Subject) -> Option<Diagnostic> {
     let evidence: Vec<String> = ends.iter().flat_map(|e| e.lines(RNR)).collect();
-    if evidence.is_empty() {
+    if evidence.is_empty() || mix.is_some_and(|m| m.rnr_on_purpose) {
         return None;
     }
     let naks: u64 = ends.iter().map(|e| e.sum(RNR)).sum();
@@ -802,6 +802,7 @@ mod tests {
     const SENDS: Option<TrafficMix> = Some(TrafficMix {
         sends: 2000,
         reads: false,
+        rnr_on_purpose: false,
     });
 
     #[test]
@@ -1053,6 +1054,7 @@ mod tests {
         let mix = Some(TrafficMix {
             sends: 2000,
             reads: false,
+            rnr_on_purpose: false,
         });
         for (local, peer) in [(&rxe1, &rxe0), (&rxe0, &rxe1)] {
             let f = judge(local, Some(peer), mix);
@@ -1241,6 +1243,28 @@ mod tests {
         assert!(f[0].fix.as_deref().unwrap().contains("post receives"));
     }
 
+    /// selftest's flush step holds a SEND on RNR NAKs on purpose: they are no finding, while
+    /// the same counts from a run that did not ask for them are.
+    #[test]
+    fn rnr_naks_a_run_asked_for_are_no_finding() {
+        let end = run(
+            "rxe0",
+            Flavor::Rxe,
+            &[("rcvd_rnr_err", HW, 3), ("send_rnr_err", HW, 3)],
+        );
+        let asked = TrafficMix {
+            sends: 40,
+            reads: true,
+            rnr_on_purpose: true,
+        };
+        assert!(!codes(&judge(&end, None, Some(asked))).contains(&"counters-rnr"));
+        let not_asked = TrafficMix {
+            rnr_on_purpose: false,
+            ..asked
+        };
+        assert!(codes(&judge(&end, None, Some(not_asked))).contains(&"counters-rnr"));
+    }
+
     #[test]
     fn rnr_without_sends_is_not_a_late_receive() {
         // A READ-only run whose responder's netdev refused its READ responses: rxe answers
@@ -1254,6 +1278,7 @@ mod tests {
         let mix = Some(TrafficMix {
             sends: 0,
             reads: true,
+            rnr_on_purpose: false,
         });
         let f = judge(&reader, Some(&responder), mix);
         assert_eq!(codes(&f), ["counters-rnr", "counters-send-errors"]);

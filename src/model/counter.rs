@@ -718,6 +718,9 @@ pub struct TrafficMix {
     pub sends: u64,
     /// Whether RDMA READs ran.
     pub reads: bool,
+    /// The run held a SEND on RNR NAKs on purpose (selftest's flush step): RNR NAKs are
+    /// not a receiver falling behind.
+    pub rnr_on_purpose: bool,
 }
 
 /// A port's counter changes as one end sends them to the other after a ping-pong: names

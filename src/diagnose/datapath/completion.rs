@@ -39,14 +39,10 @@ pub(super) fn completion(b: Builder, status: u32) -> Diagnostic {
                     );
                 }
             }
-            if let Some((summary, vev)) = vlan_mismatch(ctx) {
-                return b.done(
-                    codes::VLAN_MISMATCH,
-                    format!("the peer never acknowledged: {summary}"),
-                    vev,
-                    super::gid::VLAN_FIX.into(),
-                    true,
-                );
+            if let Some((code, summary, vev, fix)) =
+                vlan_mismatch(ctx, "the peer never acknowledged")
+            {
+                return b.done(code, summary, vev, fix, true);
             }
             if let Some((path, min)) = mtu_mismatch(ctx) {
                 ev.push(Seen::new(Source::Qp, format!("path MTU {path}, smaller active MTU of the two ports {min}")));
@@ -336,44 +332,8 @@ fn send_larger_than_receive(ctx: &Facts, request: Option<Request>, end: Request)
     ))
 }
 
-/// nothing completed before the deadline. A run that looked at the stall (pingpong's TCP
-/// exchange) is judged on what it re-read; otherwise nothing tells why, and the text says
-/// so instead of guessing the peer's death.
-pub(super) fn poll_timeout(b: Builder, seconds: f64) -> Diagnostic {
-    if let Some(x) = firewall_drop(&b) {
-        return x;
-    }
-    if let Some(stall) = b.ctx.stall.as_ref() {
-        return super::stall::stalled(b, stall, seconds);
-    }
-    let qp = b.ctx.qp.clone().unwrap_or_default();
-    let mut ev = vec![Seen::new(
-        Source::Failure,
-        format!("no completion within {seconds} s"),
-    )];
-    if let Some(r) = qp.retry_cnt {
-        ev.push(Seen::new(Source::Qp, format!("retry_cnt {r}")));
-    }
-    if qp.soft_roce && qp.retry_cnt == Some(7) {
-        return b.done(
-            codes::RXE_INFINITE_RETRY,
-            "Soft-RoCE with retry_cnt 7 retries forever, so an unreachable or dead peer never produces an error completion".into(),
-            ev,
-            "use retry_cnt 6 or less; the peer is probably dead or unreachable".into(),
-            true,
-        );
-    }
-    b.done(
-        codes::NO_COMPLETION,
-        format!("no completion within {seconds} s, and nothing was re-read to tell why: the peer stopped sending, its QP went to the error state, or the path drops packets"),
-        ev,
-        "check the peer process and the path (rdmactl check --peer IP on both ends)".into(),
-        true,
-    )
-}
-
 /// This host's firewall drops the run's RoCE v2: the cause, with the rule and its counter.
-fn firewall_drop(b: &Builder) -> Option<Diagnostic> {
+pub(super) fn firewall_drop(b: &Builder) -> Option<Diagnostic> {
     b.ctx
         .firewall
         .as_ref()

@@ -170,13 +170,14 @@ pub(super) fn gid_slot(b: Builder, errno: i32) -> Diagnostic {
 }
 
 /// What to change when the two GIDs are a VLAN apart.
-pub(super) const VLAN_FIX: &str = "use GIDs whose netdevs are on the same VLAN at both ends (`rdmactl gids` shows each GID's netdev), or route between the two VLANs";
+const VLAN_FIX: &str = "use GIDs whose netdevs are on the same VLAN at both ends (`rdmactl gids` shows each GID's netdev), or route between the two VLANs";
 
 /// The two GIDs' segments, when both ends sent them: in different VLANs with no router on
 /// the way to the peer, frames tagged for one VLAN never reach the other, whatever the GIDs
 /// say. The summary names both VLANs ("10 here, untagged there"), the evidence each end's
-/// address and prefix and whether the other's address is in that subnet.
-pub(super) fn vlan_mismatch(ctx: &Facts) -> Option<(String, Vec<Seen>)> {
+/// address and prefix and whether the other's address is in that subnet. `consequence`:
+/// what the run saw of it (the MAC never resolved at RTR, or no ACK came).
+pub(super) fn vlan_mismatch(ctx: &Facts, consequence: &str) -> Option<Rule> {
     let peer = ctx.peer.as_ref()?;
     let (ls, ps) = (ctx.local.segment?, peer.segment?);
     let (lg, pg) = (ctx.local.gid_now()?, peer.gid_now()?);
@@ -237,11 +238,13 @@ pub(super) fn vlan_mismatch(ctx: &Facts) -> Option<(String, Vec<Seen>)> {
         _ => {}
     }
     Some((
+        codes::VLAN_MISMATCH,
         format!(
-            "different VLAN ({} here, {} there): frames tagged for one VLAN never reach a port on the other, and no router on the way joins them",
+            "{consequence}: different VLAN ({} here, {} there): frames tagged for one VLAN never reach a port on the other, and no router on the way joins them",
             ls.vlan.map_or_else(|| "untagged".to_string(), |v| v.to_string()),
             ps.vlan.map_or_else(|| "untagged".to_string(), |v| v.to_string()),
         ),
         evidence,
+        VLAN_FIX.into(),
     ))
 }

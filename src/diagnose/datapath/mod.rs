@@ -32,7 +32,7 @@ use crate::model::diagnostic::{Diagnostic, Seen, Source};
 use crate::model::facts::{EndFacts, Facts};
 use crate::model::failure::{Cause, Failure, PinLimit, Step};
 
-use completion::{completion, poll_timeout};
+use completion::completion;
 pub use exchange::server_busy;
 use exchange::{oob_connect, oob_exchange, port_in_use};
 use gid::{gid_slot, local_gid_words};
@@ -45,6 +45,7 @@ use setup::{
     init_einval, inline_over, inline_too_large, pkey_past_table, qp_caps, queue_full, rts_einval,
 };
 pub use stall::message_over_max;
+use stall::poll_timeout;
 use stopped::{interrupted, peer_gone, peer_reported};
 use verify::{data_mismatch, semantics_broken};
 

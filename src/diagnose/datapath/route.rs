@@ -165,15 +165,11 @@ pub(super) fn rtr_unreachable(b: Builder, errno: i32) -> Diagnostic {
         );
     }
     // Both ends said where their GIDs sit: a VLAN apart, the ARP request never crosses.
-    if let Some((summary, vev)) = super::gid::vlan_mismatch(ctx) {
+    if let Some((code, summary, vev, fix)) =
+        super::gid::vlan_mismatch(ctx, "the peer's MAC never resolves")
+    {
         ev.extend(vev);
-        return b.done(
-            codes::VLAN_MISMATCH,
-            format!("the peer's MAC never resolves: {summary}"),
-            ev,
-            super::gid::VLAN_FIX.into(),
-            true,
-        );
+        return b.done(code, summary, ev, fix, true);
     }
     match route.neighbour_state.as_deref() {
         Some(s @ ("FAILED" | "INCOMPLETE")) => {

@@ -61,6 +61,42 @@ pub(super) fn stopped_here(failure: &Failure, stall: &Stall) -> Option<Diagnosti
     Some(x)
 }
 
+/// Nothing completed before the deadline. A run that looked at the stall (pingpong's TCP
+/// exchange) is judged on what it re-read; otherwise nothing tells why, and the text says
+/// so instead of guessing the peer's death.
+pub(super) fn poll_timeout(b: Builder, seconds: f64) -> Diagnostic {
+    if let Some(x) = super::completion::firewall_drop(&b) {
+        return x;
+    }
+    if let Some(stall) = b.ctx.stall.as_ref() {
+        return stalled(b, stall, seconds);
+    }
+    let qp = b.ctx.qp.clone().unwrap_or_default();
+    let mut ev = vec![Seen::new(
+        Source::Failure,
+        format!("no completion within {seconds} s"),
+    )];
+    if let Some(r) = qp.retry_cnt {
+        ev.push(Seen::new(Source::Qp, format!("retry_cnt {r}")));
+    }
+    if qp.soft_roce && qp.retry_cnt == Some(7) {
+        return b.done(
+            codes::RXE_INFINITE_RETRY,
+            "Soft-RoCE with retry_cnt 7 retries forever, so an unreachable or dead peer never produces an error completion".into(),
+            ev,
+            "use retry_cnt 6 or less; the peer is probably dead or unreachable".into(),
+            true,
+        );
+    }
+    b.done(
+        codes::NO_COMPLETION,
+        format!("no completion within {seconds} s, and nothing was re-read to tell why: the peer stopped sending, its QP went to the error state, or the path drops packets"),
+        ev,
+        "check the peer process and the path (rdmactl check --peer IP on both ends)".into(),
+        true,
+    )
+}
+
 /// What a stall's facts show, in the order that decides: a port whose MTU or GID changed
 /// under its QP, a peer that is hung, a stock peer that stopped at its own -n, and
 /// otherwise what was ruled out.

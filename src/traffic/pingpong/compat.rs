@@ -95,6 +95,7 @@ fn send_mix(sends: u64) -> crate::model::counter::TrafficMix {
     crate::model::counter::TrafficMix {
         sends,
         reads: false,
+        rnr_on_purpose: false,
     }
 }
 

@@ -106,6 +106,7 @@ fn traffic_mix(plan: &Plan, report: &PingpongReport) -> crate::model::counter::T
             .find(|(n, _)| *n == "send")
             .map_or(0, |(_, r)| 2 * r.iters),
         reads: plan.ops.read,
+        rnr_on_purpose: false,
     }
 }
 

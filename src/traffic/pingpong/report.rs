@@ -244,6 +244,7 @@ mod tests {
                 crate::model::counter::TrafficMix {
                     sends: 6,
                     reads: false,
+                    rnr_on_purpose: false,
                 },
             ),
             ok: false,

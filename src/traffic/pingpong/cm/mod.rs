@@ -262,6 +262,7 @@ pub(crate) fn client(
             .find(|(n, _)| *n == "send")
             .map_or(0, |(_, r)| 2 * r.iters),
         reads: report.ops.iter().any(|(n, _)| n == "read"),
+        rnr_on_purpose: false,
     };
     report.counters = crate::traffic::counters::judge(watch.stop(), None, mix);
     // rdma_cm's default traffic class is not read here (that takes a configfs group).
