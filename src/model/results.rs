@@ -229,22 +229,12 @@ pub struct RunCounters {
     pub findings: Vec<crate::model::diagnostic::Diagnostic>,
 }
 
-/// One step of `selftest`: ok or FAIL, how long it took, and a failure explained.
-#[derive(Debug, Serialize)]
-pub struct StepLine {
-    pub step: &'static str,
-    pub ok: bool,
-    /// Rounded to nanoseconds in JSON.
-    #[serde(serialize_with = "crate::model::rounding::ser_3dp")]
-    pub elapsed_us: f64,
-    pub detail: String,
-    pub failure: Option<FailureReport>,
-}
-
-/// One step, as `selftest`'s steps, plus the side that ran it.
+/// One step of `selftest`, on either exchange: ok or FAIL, how long it took, and a failure
+/// explained; with `--cm`, the side (server or client) that ran it.
 #[derive(Debug, Clone, Serialize)]
-pub struct CmStepLine {
-    pub side: &'static str,
+pub struct StepLine {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub side: Option<&'static str>,
     pub step: String,
     pub ok: bool,
     /// Rounded to nanoseconds in JSON.
@@ -269,7 +259,7 @@ pub struct CmSelftestReport {
     pub client_address: Option<IpAddr>,
     pub gid_index: Option<u8>,
     pub size: u32,
-    pub steps: Vec<CmStepLine>,
+    pub steps: Vec<StepLine>,
     /// The SIGINT (2) or SIGTERM (15) that stopped the test; the exit status is 128 + it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub signal: Option<i32>,

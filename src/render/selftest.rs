@@ -33,23 +33,7 @@ pub fn verbs(r: &SelftestView, style: Style) -> String {
         r.gid_index.map_or("?".to_string(), |i| i.to_string()),
         r.size
     );
-    for s in r.steps {
-        let status = if s.ok { "ok  " } else { "FAIL" };
-        let ms = s.elapsed_us / 1000.0;
-        // A failed step has no detail of its own: its failure line says what went wrong
-        // ("open device failed (rxe0): EACCES"), above the explanation.
-        let detail = match &s.failure {
-            Some(x) if s.detail.is_empty() => x.message.as_str(),
-            _ => s.detail.as_str(),
-        };
-        out.push_str(&format!(
-            "  {status} {ms:>9.3} ms  {:<16} {detail}\n",
-            s.step
-        ));
-        if let Some(x) = &s.failure {
-            out.push_str(&crate::render::diagnostic::body(&x.explanation, "       "));
-        }
-    }
+    out.push_str(&step_lines(r.steps, 16));
     if let Some(c) = r.counters {
         out.push_str(&crate::render::pingpong::counters(c, style));
     }
@@ -83,23 +67,38 @@ pub fn cm(r: &CmSelftestReport) -> String {
             .map(|i| format!(" (index {i})"))
             .unwrap_or_default()
     );
-    for s in &r.steps {
-        let status = if s.ok { "ok  " } else { "FAIL" };
-        let step = format!("{} {}", s.side, s.step);
-        out.push_str(&format!(
-            "  {status} {:>9.3} ms  {step:<25} {}\n",
-            s.elapsed_us / 1000.0,
-            s.detail
-        ));
-        if let Some(f) = &s.failure {
-            out.push_str(&crate::render::diagnostic::body(&f.explanation, "       "));
-        }
-    }
+    out.push_str(&step_lines(&r.steps, 25));
     out.push_str(&verdict(
         r.ok,
         r.signal,
         r.steps.iter().filter(|s| s.ok).count(),
     ));
+    out
+}
+
+/// One line per step, on either exchange (`--cm` names the side that ran it), in a column
+/// `width` wide, and a failed step's explanation under it. A failed step has no detail of
+/// its own: its failure line says what went wrong ("open device failed (rxe0): EACCES").
+fn step_lines(steps: &[StepLine], width: usize) -> String {
+    let mut out = String::new();
+    for s in steps {
+        let status = if s.ok { "ok  " } else { "FAIL" };
+        let step = match s.side {
+            Some(side) => format!("{side} {}", s.step),
+            None => s.step.clone(),
+        };
+        let detail = match &s.failure {
+            Some(x) if s.detail.is_empty() => x.message.as_str(),
+            _ => s.detail.as_str(),
+        };
+        out.push_str(&format!(
+            "  {status} {:>9.3} ms  {step:<width$} {detail}\n",
+            s.elapsed_us / 1000.0
+        ));
+        if let Some(x) = &s.failure {
+            out.push_str(&crate::render::diagnostic::body(&x.explanation, "       "));
+        }
+    }
     out
 }
 
@@ -141,7 +140,8 @@ mod tests {
 
     fn step(step: &'static str, ok: bool) -> StepLine {
         StepLine {
-            step,
+            side: None,
+            step: step.into(),
             ok,
             elapsed_us: 10.0,
             detail: String::new(),

@@ -12,7 +12,7 @@ use crate::error::{Error, Result};
 use crate::gather::verbs::cm::{self, CmOp, ConnectOptions, Listener, StepDone};
 use crate::model::diagnostic::FailureReport;
 use crate::model::failure::{Cause, Failure, Step};
-use crate::model::results::{CmSelftestReport, CmStepLine};
+use crate::model::results::{CmSelftestReport, StepLine};
 use crate::traffic::pingpong::cm::{
     explain_cm, fill_pattern, first_device, pattern, plain_report, port_address, run_op, serve,
     timeout_of, Served,
@@ -20,16 +20,16 @@ use crate::traffic::pingpong::cm::{
 
 /// The steps of both sides, in the order they finished.
 #[derive(Clone, Default)]
-pub(crate) struct Steps(Arc<Mutex<Vec<CmStepLine>>>);
+pub(crate) struct Steps(Arc<Mutex<Vec<StepLine>>>);
 
 impl Steps {
-    pub(crate) fn push(&self, line: CmStepLine) {
+    pub(crate) fn push(&self, line: StepLine) {
         self.0.lock().unwrap_or_else(|e| e.into_inner()).push(line);
     }
 
     pub(crate) fn ok(&self, side: &'static str, step: &str, detail: String, elapsed: Duration) {
-        self.push(CmStepLine {
-            side,
+        self.push(StepLine {
+            side: Some(side),
             step: step.to_string(),
             ok: true,
             elapsed_us: elapsed.as_secs_f64() * 1e6,
@@ -45,8 +45,8 @@ impl Steps {
         report: FailureReport,
         elapsed: Duration,
     ) {
-        self.push(CmStepLine {
-            side,
+        self.push(StepLine {
+            side: Some(side),
             step: step.to_string(),
             ok: false,
             elapsed_us: elapsed.as_secs_f64() * 1e6,
@@ -55,7 +55,7 @@ impl Steps {
         });
     }
 
-    pub(crate) fn take(&self) -> Vec<CmStepLine> {
+    pub(crate) fn take(&self) -> Vec<StepLine> {
         std::mem::take(&mut *self.0.lock().unwrap_or_else(|e| e.into_inner()))
     }
 }
@@ -328,16 +328,16 @@ mod tests {
             size: 4096,
             signal: None,
             steps: vec![
-                CmStepLine {
-                    side: "server",
+                StepLine {
+                    side: Some("server"),
                     step: "listen".into(),
                     ok: true,
                     elapsed_us: 1500.0,
                     detail: "192.168.77.1:40000 on rxe0".into(),
                     failure: None,
                 },
-                CmStepLine {
-                    side: "client",
+                StepLine {
+                    side: Some("client"),
                     step: "resolve address".into(),
                     ok: false,
                     elapsed_us: 0.0,

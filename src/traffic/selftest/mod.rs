@@ -211,7 +211,8 @@ impl Tester {
             }
         };
         self.steps.push(StepLine {
-            step: name,
+            side: None,
+            step: name.to_string(),
             ok,
             elapsed_us,
             detail,

@@ -82,14 +82,16 @@ mod tests {
             size: 4096,
             steps: vec![
                 StepLine {
-                    step: "open",
+                    side: None,
+                    step: "open".into(),
                     ok: true,
                     elapsed_us: 1022.0500000000001,
                     detail: "rxe0/1".into(),
                     failure: None,
                 },
                 StepLine {
-                    step: "rtr",
+                    side: None,
+                    step: "rtr".into(),
                     ok: false,
                     elapsed_us: 5.0,
                     detail: String::new(),
