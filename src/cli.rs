@@ -426,17 +426,8 @@ pub struct PingpongArgs {
     /// Connect to this server; without it, listen
     #[arg(value_name = "SERVER")]
     pub server: Option<String>,
-    /// Device (default: the first one)
-    #[arg(short = 'd', long = "ib-dev", value_name = "DEV")]
-    pub device: Option<String>,
-    /// Port of the device
-    #[arg(
-        short = 'i',
-        long = "ib-port",
-        value_name = "PORT",
-        default_value_t = 1
-    )]
-    pub port: u32,
+    #[command(flatten)]
+    pub on: DevicePort,
     /// GID index, or auto (-1 means auto too)
     #[arg(
         short = 'g',
