@@ -190,6 +190,36 @@ fn device_caps(w: &mut String, d: &DevInfo) {
     }
     let _ = writeln!(w, "\tdevice_cap_flags_ex:\t\t{}", d.device_cap_flags_ex);
     list(w, &d.device_cap_flags_ex_decoded);
+    offload_caps(w, d);
+    let t = &d.tm_caps;
+    if t.max_num_tags != 0 {
+        let _ = writeln!(w, "\tmax_rndv_hdr_size:\t\t{}", t.max_rndv_hdr_size);
+        let _ = writeln!(w, "\tmax_num_tags:\t\t\t{}", t.max_num_tags);
+        let _ = writeln!(w, "\tmax_ops:\t\t\t{}", t.max_ops);
+        let _ = writeln!(w, "\tmax_sge:\t\t\t{}", t.max_sge);
+        let _ = writeln!(w, "\tflags:");
+        list(w, &t.flags);
+    } else {
+        let _ = writeln!(w, "\ttag matching not supported");
+    }
+    let c = &d.cq_moderation_caps;
+    if c.max_cq_count != 0 && c.max_cq_period != 0 {
+        let _ = writeln!(w, "\n\tcq moderation caps:");
+        let _ = writeln!(w, "\t\tmax_cq_count:\t{}", c.max_cq_count);
+        let _ = writeln!(w, "\t\tmax_cq_period:\t{} us\n", c.max_cq_period);
+    }
+    if d.max_dm_size != 0 {
+        let _ = writeln!(
+            w,
+            "\tmaximum available device memory:\t{}Bytes\n",
+            d.max_dm_size
+        );
+    }
+    let _ = writeln!(w, "\tnum_comp_vectors:\t\t{}", d.num_comp_vectors);
+}
+
+/// The offloads' part of `device_caps`: TSO, RSS, WQs and packet pacing.
+fn offload_caps(w: &mut String, d: &DevInfo) {
     let _ = writeln!(w, "\ttso_caps:");
     let _ = writeln!(w, "\t\tmax_tso:\t\t\t{}", d.tso_caps.max_tso);
     if d.tso_caps.max_tso != 0 {
@@ -227,31 +257,6 @@ fn device_caps(w: &mut String, d: &DevInfo) {
         let _ = writeln!(w, "\t\tsupported_qp:");
         list(w, &p.supported_qp);
     }
-    let t = &d.tm_caps;
-    if t.max_num_tags != 0 {
-        let _ = writeln!(w, "\tmax_rndv_hdr_size:\t\t{}", t.max_rndv_hdr_size);
-        let _ = writeln!(w, "\tmax_num_tags:\t\t\t{}", t.max_num_tags);
-        let _ = writeln!(w, "\tmax_ops:\t\t\t{}", t.max_ops);
-        let _ = writeln!(w, "\tmax_sge:\t\t\t{}", t.max_sge);
-        let _ = writeln!(w, "\tflags:");
-        list(w, &t.flags);
-    } else {
-        let _ = writeln!(w, "\ttag matching not supported");
-    }
-    let c = &d.cq_moderation_caps;
-    if c.max_cq_count != 0 && c.max_cq_period != 0 {
-        let _ = writeln!(w, "\n\tcq moderation caps:");
-        let _ = writeln!(w, "\t\tmax_cq_count:\t{}", c.max_cq_count);
-        let _ = writeln!(w, "\t\tmax_cq_period:\t{} us\n", c.max_cq_period);
-    }
-    if d.max_dm_size != 0 {
-        let _ = writeln!(
-            w,
-            "\tmaximum available device memory:\t{}Bytes\n",
-            d.max_dm_size
-        );
-    }
-    let _ = writeln!(w, "\tnum_comp_vectors:\t\t{}", d.num_comp_vectors);
 }
 
 /// A port's attributes (`struct ibv_port_attr`) but phys_state, which ibv_devinfo prints

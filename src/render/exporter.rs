@@ -142,31 +142,7 @@ fn port_families(facts: &ScrapeFacts) -> Vec<SeriesFamily> {
     });
     for ((p, iwarp), extras) in ports.zip(&facts.doctor.ports) {
         let l = port_labels(p);
-        let mut il = l.clone();
-        let name = |v: Option<&str>| v.unwrap_or_default().to_string();
-        il.push(("state", name(p.state.as_ref().map(PortState::name))));
-        il.push((
-            "physical_state",
-            name(p.phys_state.as_ref().map(PhysState::name)),
-        ));
-        il.push((
-            "link_layer",
-            p.link_layer
-                .as_ref()
-                .map(|x| x.to_string())
-                .unwrap_or_default(),
-        ));
-        il.push(("rate", name(p.rate.as_ref().map(|r| r.text.as_str()))));
-        il.push((
-            "width",
-            name(p.rate.as_ref().and_then(|r| r.width.as_deref())),
-        ));
-        il.push((
-            "speed",
-            name(p.rate.as_ref().and_then(|r| r.speed.as_deref())),
-        ));
-        il.push(("netdev", name(p.netdev.as_ref().map(|n| n.name.as_str()))));
-        info.push(il, Int(1));
+        info.push(port_info_labels(p), Int(1));
         if let Some(n) = p.state.as_ref().and_then(state_number) {
             state.push(l.clone(), Int(n));
         }
@@ -210,15 +186,7 @@ fn port_families(facts: &ScrapeFacts) -> Vec<SeriesFamily> {
                 sm_lid.push(l.clone(), Int(u64::from(v)));
             }
         }
-        let mut by_type: BTreeMap<String, u64> = BTreeMap::new();
-        for g in &p.gids {
-            let t = g
-                .gid_type
-                .as_ref()
-                .map_or("unknown".to_string(), |t| t.to_string());
-            *by_type.entry(t).or_insert(0) += 1;
-        }
-        for (t, n) in by_type {
+        for (t, n) in gids_by_type(p) {
             let mut gl = l.clone();
             gl.push(("type", t));
             gids.push(gl, Int(n));
@@ -227,15 +195,7 @@ fn port_families(facts: &ScrapeFacts) -> Vec<SeriesFamily> {
             table.push(l.clone(), Int(extras.gid_table_len as u64));
         }
         if p.link_layer == Some(LinkLayer::Ethernet) && !iwarp {
-            let index = p
-                .gids
-                .iter()
-                .find(|g| {
-                    g.gid_type == Some(crate::model::device::GidType::RoceV2)
-                        && g.gid.kind() == GidKind::Ipv4Mapped
-                })
-                .map_or(-1, |g| i64::from(g.index));
-            v4.push(l.clone(), Signed(index));
+            v4.push(l.clone(), Signed(roce_v2_ipv4_index(p)));
         }
         if let Some(seen) = &facts.state_changes {
             let n = seen
@@ -249,6 +209,59 @@ fn port_families(facts: &ScrapeFacts) -> Vec<SeriesFamily> {
         info, state, phys, rate, width, active_mtu, max_mtu, netdev_mtu, netdev_up, lid, sm_lid,
         gids, table, v4, changes,
     ]
+}
+
+/// `rdmactl_port_info`'s labels: the port's state, configuration and netdev.
+fn port_info_labels(p: &Port) -> Labels {
+    let mut l = port_labels(p);
+    let name = |v: Option<&str>| v.unwrap_or_default().to_string();
+    l.push(("state", name(p.state.as_ref().map(PortState::name))));
+    l.push((
+        "physical_state",
+        name(p.phys_state.as_ref().map(PhysState::name)),
+    ));
+    l.push((
+        "link_layer",
+        p.link_layer
+            .as_ref()
+            .map(|x| x.to_string())
+            .unwrap_or_default(),
+    ));
+    l.push(("rate", name(p.rate.as_ref().map(|r| r.text.as_str()))));
+    l.push((
+        "width",
+        name(p.rate.as_ref().and_then(|r| r.width.as_deref())),
+    ));
+    l.push((
+        "speed",
+        name(p.rate.as_ref().and_then(|r| r.speed.as_deref())),
+    ));
+    l.push(("netdev", name(p.netdev.as_ref().map(|n| n.name.as_str()))));
+    l
+}
+
+/// Populated GID entries by type name, in name order (the same order every scrape).
+fn gids_by_type(p: &Port) -> BTreeMap<String, u64> {
+    let mut by_type: BTreeMap<String, u64> = BTreeMap::new();
+    for g in &p.gids {
+        let t = g
+            .gid_type
+            .as_ref()
+            .map_or("unknown".to_string(), |t| t.to_string());
+        *by_type.entry(t).or_insert(0) += 1;
+    }
+    by_type
+}
+
+/// The lowest RoCE v2 GID index holding an IPv4 address, -1 for none.
+fn roce_v2_ipv4_index(p: &Port) -> i64 {
+    p.gids
+        .iter()
+        .find(|g| {
+            g.gid_type == Some(crate::model::device::GidType::RoceV2)
+                && g.gid.kind() == GidKind::Ipv4Mapped
+        })
+        .map_or(-1, |g| i64::from(g.index))
 }
 
 /// What only a live host answers (a captured tree is another host's): the limits.
