@@ -209,9 +209,11 @@ pub struct DevicesArgs {
 // The device and port flags, declared once here and flattened into each subcommand. Their
 // field types differ where the commands differ: a filter (`Option`) against a port to run
 // on (port 1 unless given), one device against a list (selftest's two, fabric's one per
-// local rank, those declared in their own structs). (Plain comments on these structs: with
-// `Command`'s deferred building, a doc comment would replace the subcommand's own
-// description.)
+// local rank, those declared in their own structs). `-g` stays apart where it differs:
+// check's is `--gid-index` (perftest's and NCCL's word) and pingpong's has no default
+// (without -g no GID, as ibv_rc_pingpong; `--cm` refuses one). (Plain comments on these
+// structs: with `Command`'s deferred building, a doc comment would replace the
+// subcommand's own description.)
 
 /// For `#[command(mut_args(..))]`: one shared flag changed for one command (its help, a
 /// conflict) in its place; `Command::mut_arg` would move it after the command's own flags,
