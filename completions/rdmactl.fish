@@ -135,8 +135,8 @@ always\t''
 never\t''"
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand check" -l sysfs -d 'Read sysfs from DIR instead of /sys (a captured tree); verbs queries are skipped. pingpong and selftest refuse it: they run on this host\'s devices' -r -F
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand check" -l procfs -d 'With --sysfs: the same host\'s captured /proc (a sosreport\'s proc/), so doctor judges its memlock limit and loaded modules too; live /proc is never mixed with a capture' -r -F
-complete -c rdmactl -n "__fish_rdmactl_using_subcommand check" -s d -l ib-dev -d 'Device (default: the only one, or the first)' -r
-complete -c rdmactl -n "__fish_rdmactl_using_subcommand check" -s i -l ib-port -d 'Port' -r
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand check" -s d -l ib-dev -d 'Device (default: the first one)' -r
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand check" -s i -l ib-port -d 'Port of the device' -r
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand check" -s g -l gid-index -d 'GID index to check, or auto (-1 means auto too, as NCCL_IB_GID_INDEX=-1)' -r
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand check" -l peer -d 'The peer\'s IP address or host name, to check routing and neighbours toward it' -r
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand check" -s j -l json -d 'Print JSON instead of a table'
@@ -180,7 +180,7 @@ never\t''"
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand selftest" -l sysfs -d 'Read sysfs from DIR instead of /sys (a captured tree); verbs queries are skipped. pingpong and selftest refuse it: they run on this host\'s devices' -r -F
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand selftest" -l procfs -d 'With --sysfs: the same host\'s captured /proc (a sosreport\'s proc/), so doctor judges its memlock limit and loaded modules too; live /proc is never mixed with a capture' -r -F
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand selftest" -s d -l ib-dev -d 'Device; give two to test between them' -r
-complete -c rdmactl -n "__fish_rdmactl_using_subcommand selftest" -s i -l ib-port -d 'Port' -r
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand selftest" -s i -l ib-port -d 'Port of the device(s)' -r
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand selftest" -s g -l gid-idx -l gid-index -d 'GID index, or auto (-1 means auto too)' -r
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand selftest" -s s -l size -d 'Message size in bytes' -r
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand selftest" -l timeout -d 'Give up on any step after this many seconds' -r
@@ -241,9 +241,9 @@ always\t''
 never\t''"
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand fabric" -l sysfs -d 'Read sysfs from DIR instead of /sys (a captured tree); verbs queries are skipped. pingpong and selftest refuse it: they run on this host\'s devices' -r -F
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand fabric" -l procfs -d 'With --sysfs: the same host\'s captured /proc (a sosreport\'s proc/), so doctor judges its memlock limit and loaded modules too; live /proc is never mixed with a capture' -r -F
-complete -c rdmactl -n "__fish_rdmactl_using_subcommand fabric" -s d -l ib-dev -d 'Device of this endpoint; give several (one per local rank: the n-th process on a host takes the n-th). Default: the n-th ACTIVE port of the host' -r
-complete -c rdmactl -n "__fish_rdmactl_using_subcommand fabric" -s i -l ib-port -d 'Port of the device(s) given without one' -r
-complete -c rdmactl -n "__fish_rdmactl_using_subcommand fabric" -s g -l gid-idx -l gid-index -d 'GID index for every pair test, or auto (-1 means auto too)' -r
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand fabric" -s d -l ib-dev -d 'Device of this endpoint; give several (one per local rank: the n-th process on a host takes the n-th), as DEV/PORT, or DEV on -i\'s port. Default: the n-th ACTIVE port of the host' -r
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand fabric" -s i -l ib-port -d 'Port of the device(s)' -r
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand fabric" -s g -l gid-idx -l gid-index -d 'GID index, or auto (-1 means auto too)' -r
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand fabric" -l rank -d 'This process\'s rank (default: from SLURM_PROCID, OMPI_COMM_WORLD_RANK, PMIX_RANK or PMI_RANK; pdsh: --rank %n)' -r
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand fabric" -l size -d 'Number of ranks (default: from the launcher)' -r
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand fabric" -l local-rank -d 'The n-th process on this host (default: SLURM_LOCALID, OMPI_COMM_WORLD_LOCAL_RANK, ...; else 0)' -r

@@ -4,7 +4,7 @@
 use std::net::IpAddr;
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Arg, Args, Parser, Subcommand, ValueEnum};
 
 /// The exit codes, as the README's table lists them; `--help` and every man page print
 /// this one list.
@@ -199,33 +199,102 @@ impl std::str::FromStr for DevPort {
 
 #[derive(Debug, Args)]
 pub struct DevicesArgs {
-    /// Only this device
-    #[arg(short = 'd', long = "ib-dev", value_name = "DEV")]
-    pub device: Option<String>,
+    #[command(flatten)]
+    pub filter: DeviceFilter,
     /// Every attribute, as `ibv_devinfo -v` prints it
     #[arg(short = 'v', long)]
     pub verbose: bool,
 }
 
-// Which ports a listing command shows: `DEV[/PORT]`, or `-d DEV` and `-i PORT`. (A plain
-// comment: with `Command`'s deferred building, a doc comment here would replace the
+// The device and port flags, declared once here and flattened into each subcommand. Their
+// field types differ where the commands differ: a filter (`Option`) against a port to run
+// on (port 1 unless given), one device against a list (selftest's two, fabric's one per
+// local rank, those declared in their own structs). `-g` stays apart where it differs:
+// check's is `--gid-index` (perftest's and NCCL's word) and pingpong's has no default
+// (without -g no GID, as ibv_rc_pingpong; `--cm` refuses one). (Plain comments on these
+// structs: with `Command`'s deferred building, a doc comment would replace the
 // subcommand's own description.)
+
+/// For `#[command(mut_args(..))]`: one shared flag changed for one command (its help, a
+/// conflict) in its place; `Command::mut_arg` would move it after the command's own flags,
+/// reordering the completions.
+fn with_arg(id: &'static str, f: impl Fn(Arg) -> Arg) -> impl FnMut(Arg) -> Arg {
+    move |a| if a.get_id() == id { f(a) } else { a }
+}
+
+// `-d DEV`: only this device (devices, doctor).
 #[derive(Debug, Args)]
-pub struct PortSelection {
-    /// DEV or DEV/PORT
-    #[arg(value_name = "DEV[/PORT]")]
-    pub target: Option<DevPort>,
-    /// Only this device (same as the positional DEV)
-    #[arg(
-        short = 'd',
-        long = "ib-dev",
-        value_name = "DEV",
-        conflicts_with = "target"
-    )]
+pub struct DeviceFilter {
+    /// Only this device
+    #[arg(short = 'd', long = "ib-dev", value_name = "DEV")]
+    pub device: Option<String>,
+}
+
+// `-d DEV` and `-i PORT` as filters: the listing commands' (beside the positional
+// `DEV[/PORT]`, in `PortSelection`) and the ports `subnet` may walk from.
+#[derive(Debug, Args)]
+pub struct PortFilter {
+    /// Only this device
+    #[arg(short = 'd', long = "ib-dev", value_name = "DEV")]
     pub device: Option<String>,
     /// Only this port
     #[arg(short = 'i', long = "ib-port", value_name = "PORT")]
     pub port: Option<u32>,
+}
+
+// `-d DEV` and `-i PORT`: the one port `check` and `pingpong` use, port 1 unless given.
+#[derive(Debug, Args)]
+pub struct DevicePort {
+    /// Device (default: the first one)
+    #[arg(short = 'd', long = "ib-dev", value_name = "DEV")]
+    pub device: Option<String>,
+    /// Port of the device
+    #[arg(
+        short = 'i',
+        long = "ib-port",
+        value_name = "PORT",
+        default_value_t = 1
+    )]
+    pub port: u32,
+}
+
+// `-i PORT` and `-g N|auto` of `selftest` and `fabric`, whose `-d` lists devices (each its
+// own way): the port of every device given without one, and the GID index, auto unless
+// given.
+#[derive(Debug, Args)]
+pub struct PortGid {
+    /// Port of the device(s)
+    #[arg(
+        short = 'i',
+        long = "ib-port",
+        value_name = "PORT",
+        default_value_t = 1
+    )]
+    pub port: u32,
+    /// GID index, or auto (-1 means auto too)
+    #[arg(
+        short = 'g',
+        long = "gid-idx",
+        visible_alias = "gid-index",
+        value_name = "N|auto",
+        default_value = "auto",
+        allow_negative_numbers = true
+    )]
+    pub gid_index: GidIndexArg,
+}
+
+// Which ports a listing command shows: `DEV[/PORT]`, or `-d DEV` and `-i PORT`.
+#[derive(Debug, Args)]
+#[command(mut_args(with_arg("device", |a| {
+    a.help("Only this device (same as the positional DEV)")
+        .conflicts_with("target")
+})))]
+pub struct PortSelection {
+    /// DEV or DEV/PORT
+    #[arg(value_name = "DEV[/PORT]")]
+    pub target: Option<DevPort>,
+    #[command(flatten)]
+    pub filter: PortFilter,
 }
 
 #[derive(Debug, Args)]
@@ -317,17 +386,8 @@ impl std::str::FromStr for GidIndexArg {
 
 #[derive(Debug, Args)]
 pub struct CheckArgs {
-    /// Device (default: the only one, or the first)
-    #[arg(short = 'd', long = "ib-dev", value_name = "DEV")]
-    pub device: Option<String>,
-    /// Port
-    #[arg(
-        short = 'i',
-        long = "ib-port",
-        value_name = "PORT",
-        default_value_t = 1
-    )]
-    pub port: u32,
+    #[command(flatten)]
+    pub on: DevicePort,
     /// GID index to check, or auto (-1 means auto too, as NCCL_IB_GID_INDEX=-1)
     #[arg(
         short = 'g',
@@ -368,17 +428,8 @@ pub struct PingpongArgs {
     /// Connect to this server; without it, listen
     #[arg(value_name = "SERVER")]
     pub server: Option<String>,
-    /// Device (default: the first one)
-    #[arg(short = 'd', long = "ib-dev", value_name = "DEV")]
-    pub device: Option<String>,
-    /// Port of the device
-    #[arg(
-        short = 'i',
-        long = "ib-port",
-        value_name = "PORT",
-        default_value_t = 1
-    )]
-    pub port: u32,
+    #[command(flatten)]
+    pub on: DevicePort,
     /// GID index, or auto (-1 means auto too)
     #[arg(
         short = 'g',
@@ -478,24 +529,8 @@ pub struct SelftestArgs {
     /// Device; give two to test between them
     #[arg(short = 'd', long = "ib-dev", value_name = "DEV", num_args = 1, action = clap::ArgAction::Append)]
     pub devices: Vec<String>,
-    /// Port
-    #[arg(
-        short = 'i',
-        long = "ib-port",
-        value_name = "PORT",
-        default_value_t = 1
-    )]
-    pub port: u32,
-    /// GID index, or auto (-1 means auto too)
-    #[arg(
-        short = 'g',
-        long = "gid-idx",
-        visible_alias = "gid-index",
-        value_name = "N|auto",
-        default_value = "auto",
-        allow_negative_numbers = true
-    )]
-    pub gid_index: GidIndexArg,
+    #[command(flatten)]
+    pub on: PortGid,
     /// Message size in bytes
     #[arg(short = 's', long, value_name = "BYTES", default_value_t = 4096)]
     pub size: u32,
@@ -552,27 +587,12 @@ pub enum SelftestStep {
 #[command(after_help = FABRIC_AFTER_HELP)]
 pub struct FabricArgs {
     /// Device of this endpoint; give several (one per local rank: the n-th process on a
-    /// host takes the n-th). Default: the n-th ACTIVE port of the host
+    /// host takes the n-th), as DEV/PORT, or DEV on -i's port. Default: the n-th ACTIVE
+    /// port of the host
     #[arg(short = 'd', long = "ib-dev", value_name = "DEV[/PORT]", num_args = 1, action = clap::ArgAction::Append)]
     pub devices: Vec<DevPort>,
-    /// Port of the device(s) given without one
-    #[arg(
-        short = 'i',
-        long = "ib-port",
-        value_name = "PORT",
-        default_value_t = 1
-    )]
-    pub port: u32,
-    /// GID index for every pair test, or auto (-1 means auto too)
-    #[arg(
-        short = 'g',
-        long = "gid-idx",
-        visible_alias = "gid-index",
-        value_name = "N|auto",
-        default_value = "auto",
-        allow_negative_numbers = true
-    )]
-    pub gid_index: GidIndexArg,
+    #[command(flatten)]
+    pub on: PortGid,
     /// This process's rank (default: from SLURM_PROCID, OMPI_COMM_WORLD_RANK, PMIX_RANK or
     /// PMI_RANK; pdsh: --rank %n)
     #[arg(long, value_name = "N")]
@@ -669,9 +689,8 @@ retest rounds.";
 
 #[derive(Debug, Args)]
 pub struct DoctorArgs {
-    /// Only this device
-    #[arg(short = 'd', long = "ib-dev", value_name = "DEV")]
-    pub device: Option<String>,
+    #[command(flatten)]
+    pub filter: DeviceFilter,
     /// Also judge the host against FILE, a manifest (TOML, or JSON by extension or
     /// content) of the devices, ports, rates, MTUs, firmware, GIDs, memlock and modules it
     /// should have (docs/health-checks.md)
@@ -922,14 +941,18 @@ fn parse_interval(s: &str) -> Result<f64, String> {
     }
 }
 
+// -d and -i filter the ports subnet may walk from; its help says so, and what it takes
+// without them.
 #[derive(Debug, Args)]
+#[command(
+    mut_args(with_arg("device", |a| {
+        a.help("The device to walk from (default: the first InfiniBand port with a umad device)")
+    })),
+    mut_args(with_arg("port", |a| a.help("The port to walk from")))
+)]
 pub struct SubnetArgs {
-    /// The device to walk from (default: the first InfiniBand port with a umad device)
-    #[arg(short = 'd', long = "ib-dev", value_name = "DEV")]
-    pub device: Option<String>,
-    /// The port to walk from
-    #[arg(short = 'i', long = "ib-port", value_name = "PORT")]
-    pub port: Option<u32>,
+    #[command(flatten)]
+    pub from: PortFilter,
     /// MADs outstanding at once (ibnetdiscover's -o; it keeps 2)
     #[arg(long, value_name = "N", default_value_t = 32, value_parser = clap::value_parser!(u32).range(1..=256))]
     pub in_flight: u32,

@@ -34,14 +34,14 @@ pub fn run(ctx: &Ctx, args: &CheckArgs) -> Result<u8> {
         None => None,
     };
     let device =
-        crate::gather::inventory::device_port(&ctx.sysfs, args.device.as_deref(), args.port)?;
+        crate::gather::inventory::device_port(&ctx.sysfs, args.on.device.as_deref(), args.on.port)?;
     let node_type = crate::gather::inventory::node_type(&ctx.sysfs, &device);
     if let Some(why) =
         crate::diagnose::gid_auto::iwarp_needs_cm(&device, node_type.as_ref(), "check")
     {
         return Err(Error::Usage(why));
     }
-    let port = facts::load_port_facts(ctx, &device, args.port)?;
+    let port = facts::load_port_facts(ctx, &device, args.on.port)?;
     let scope = args
         .peer
         .as_deref()
@@ -81,7 +81,7 @@ pub fn run(ctx: &Ctx, args: &CheckArgs) -> Result<u8> {
             }
             found
         }
-        None => vec![rules::no_gid_fits(&device, args.port, peer, &port)],
+        None => vec![rules::no_gid_fits(&device, args.on.port, peer, &port)],
     };
     let mut kernel_choice = None;
     if let (Some(_), Some(r)) = (peer, &port.removal) {
@@ -97,7 +97,7 @@ pub fn run(ctx: &Ctx, args: &CheckArgs) -> Result<u8> {
     } else if let Some(peer) = peer {
         let checked = Checked {
             device: &device,
-            port: args.port,
+            port: args.on.port,
             index,
             auto: args.gid_index == GidIndexArg::Auto,
             gids: port.gids(),
@@ -108,19 +108,26 @@ pub fn run(ctx: &Ctx, args: &CheckArgs) -> Result<u8> {
         kernel_choice = choice;
     }
     if !ctx.captured {
-        let this_port = format!("{device}/{}", args.port);
+        let this_port = format!("{device}/{}", args.on.port);
         checks.extend(rules::arp_flux_for_port(
             &facts::roce_netdevs(&ctx.sysfs),
             &this_port,
         ));
     }
     if args.env {
-        checks.extend(env_findings(ctx, &device, args.port, &port, &auto, &want)?);
+        checks.extend(env_findings(
+            ctx,
+            &device,
+            args.on.port,
+            &port,
+            &auto,
+            &want,
+        )?);
     }
     let result = render_findings::worst(&checks);
     let report = CheckReport {
         device,
-        port: args.port,
+        port: args.on.port,
         gid_index: index,
         requested: match args.gid_index {
             GidIndexArg::Auto => "auto".into(),
@@ -147,7 +154,7 @@ pub fn run(ctx: &Ctx, args: &CheckArgs) -> Result<u8> {
             .gid_index
             .and_then(|i| port.gids().iter().find(|e| e.index == i)),
     ) {
-        return no_such_gid(ctx, report, args.port, i);
+        return no_such_gid(ctx, report, args.on.port, i);
     }
     Ok(if result == Severity::Fail {
         exit::FAILED

@@ -9,21 +9,21 @@ use crate::render::{devinfo, inventory};
 
 pub fn run(ctx: &Ctx, args: &DevicesArgs) -> Result<u8> {
     if args.verbose {
-        return run_verbose(ctx, args.device.as_deref());
+        return run_verbose(ctx, args.filter.device.as_deref());
     }
     let text = if ctx.json {
-        inventory::devices_json(&gather(ctx, args.device.as_deref())?)
+        inventory::devices_json(&gather(ctx, args.filter.device.as_deref())?)
     } else {
         // The table shows each port's netdev, not its GID table.
         let devices = crate::gather::inventory::inventory_with_verbs(
             ctx,
-            args.device.as_deref(),
+            args.filter.device.as_deref(),
             true,
             false,
             || {
                 SysfsRoot::new(&ctx.sysfs)
                     .netdev_only()
-                    .select(args.device.as_deref(), None)
+                    .select(args.filter.device.as_deref(), None)
             },
         )?;
         output::note(&inventory::unreadable_warnings(&devices));

@@ -41,7 +41,7 @@ fn judge(ctx: &Ctx, args: &DoctorArgs) -> Result<u8> {
         .as_deref()
         .map(crate::gather::expect::read)
         .transpose()?;
-    let facts = crate::gather::doctor::gather(ctx, args.device.as_deref())?;
+    let facts = crate::gather::doctor::gather(ctx, args.filter.device.as_deref())?;
     let mut findings = crate::diagnose::doctor::findings(&facts);
     if let Some(manifest) = &manifest {
         let modules = crate::gather::expect::modules(ctx, &manifest.modules);

@@ -95,7 +95,7 @@ fn leader_config(
             iters: args.iters,
             step_timeout: args.timeout,
             deadline: args.deadline,
-            gid_index: match args.gid_index {
+            gid_index: match args.on.gid_index {
                 GidIndexArg::Auto => "auto".into(),
                 GidIndexArg::Index(i) => i.to_string(),
             },

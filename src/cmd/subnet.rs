@@ -113,8 +113,8 @@ fn pick_port(ctx: &Ctx, args: &SubnetArgs) -> Result<UmadPort> {
     })?;
     let wanted: Vec<&UmadPort> = all
         .iter()
-        .filter(|p| args.device.as_deref().map_or(true, |d| d == p.device))
-        .filter(|p| args.port.map_or(true, |n| n == p.port))
+        .filter(|p| args.from.device.as_deref().map_or(true, |d| d == p.device))
+        .filter(|p| args.from.port.map_or(true, |n| n == p.port))
         .collect();
     let Some(first) = wanted
         .iter()
@@ -136,7 +136,7 @@ fn pick_port(ctx: &Ctx, args: &SubnetArgs) -> Result<UmadPort> {
             .iter()
             .map(|p| format!("{}/{}", p.device, p.port))
             .collect();
-        return Err(match (&args.device, listed.is_empty()) {
+        return Err(match (&args.from.device, listed.is_empty()) {
             // No umad devices on a host whose RDMA ports are all RoCE or iWARP: ib_umad
             // would change nothing, the notion does not apply.
             (_, true) => Error::Failed(match ethernet_only(&ctx.sysfs) {
@@ -148,13 +148,16 @@ fn pick_port(ctx: &Ctx, args: &SubnetArgs) -> Result<UmadPort> {
             (Some(d), false) => Error::NoSuchDevice {
                 name: format!(
                     "{d}{}",
-                    args.port.map(|p| format!(" port {p}")).unwrap_or_default()
+                    args.from
+                        .port
+                        .map(|p| format!(" port {p}"))
+                        .unwrap_or_default()
                 ),
                 available: listed,
             },
             (None, false) => Error::Failed(format!(
                 "no umad port matches port {}; umad ports: {}",
-                args.port.unwrap_or(0),
+                args.from.port.unwrap_or(0),
                 listed.join(", ")
             )),
         });

@@ -10,7 +10,9 @@ use crate::model::device::{Device, Port, PortState, ReadProblem};
 use crate::model::devinfo::*;
 
 /// One device as verbs answered: the attributes decoded as ibv_devinfo decodes them;
-/// `merge_sysfs` adds what only sysfs knows.
+/// `merge_sysfs` adds what only sysfs knows. Over 100 lines as one struct literal, a line a
+/// field in ibv_devinfo's order: the one place that says how each attribute is spelled,
+/// which pieces would only scatter.
 pub fn build(
     name: &str,
     transport: i32,

@@ -214,56 +214,102 @@ fn pump<T: MadTransport>(
     opts: &WalkOptions,
     tid: &mut u32,
     tally: &mut Tally,
-    mut jobs: VecDeque<Job>,
-    mut on: impl FnMut(&Job, Result<Vec<u8>, Miss>, &mut VecDeque<Job>),
+    jobs: VecDeque<Job>,
+    on: impl FnMut(&Job, Result<Vec<u8>, Miss>, &mut VecDeque<Job>),
 ) -> io::Result<()> {
-    let mut pending: HashMap<u32, Pending> = HashMap::new();
-    let in_flight = opts.in_flight.max(1);
-    // When each node last proved alive, by (PMA or not, its directed route). An SMP's
-    // answer proves the node and every switch on its directed route; a PMA's (LID-routed,
-    // perhaps another way) only that node's PMA, whose silence says nothing of the SMPs.
-    let mut heard: HashMap<(bool, Vec<u8>), Instant> = HashMap::new();
-    // Given up, by (PMA or not, route): later requests for them are not sent, nor, for
-    // SMPs, those behind them.
-    let mut dead: Vec<(bool, Vec<u8>)> = Vec::new();
-    let gone = |dead: &[(bool, Vec<u8>)], job: &Job| {
-        let pma = job.class == mad::CLASS_PERF;
-        dead.iter().any(|(p, route)| {
-            *p == pma && (job.key == *route || (!pma && job.key.starts_with(route)))
-        })
+    let mut pump = Pump {
+        t,
+        opts,
+        tid,
+        tally,
+        jobs,
+        on,
+        pending: HashMap::new(),
+        heard: HashMap::new(),
+        dead: Vec::new(),
     };
     loop {
-        while pending.len() < in_flight {
-            let Some(job) = jobs.pop_front() else { break };
-            if gone(&dead, &job) {
-                tally.stats.unanswered += 1;
-                on(&job, Err(Miss::Lost), &mut jobs);
+        pump.send_queued()?;
+        if pump.pending.is_empty() {
+            return Ok(());
+        }
+        pump.receive()?;
+        // Checked after every answer too: a steady stream of answers must not hold back
+        // the resends of the ones that were lost.
+        for domain in pump.resend_or_give_up()? {
+            pump.give_up(domain);
+        }
+    }
+}
+
+/// Where a request goes: (PMA or not, its directed route).
+type Domain = (bool, Vec<u8>);
+
+/// One `pump`'s state, its steps as methods.
+struct Pump<'a, T, F> {
+    t: &'a mut T,
+    opts: &'a WalkOptions,
+    tid: &'a mut u32,
+    tally: &'a mut Tally,
+    jobs: VecDeque<Job>,
+    on: F,
+    pending: HashMap<u32, Pending>,
+    /// When each node last proved alive. An SMP's answer proves the node and every switch
+    /// on its directed route; a PMA's (LID-routed, perhaps another way) only that node's
+    /// PMA, whose silence says nothing of the SMPs.
+    heard: HashMap<Domain, Instant>,
+    /// Given up: later requests for them are not sent, nor, for SMPs, those behind them.
+    dead: Vec<Domain>,
+}
+
+impl<T: MadTransport, F: FnMut(&Job, Result<Vec<u8>, Miss>, &mut VecDeque<Job>)> Pump<'_, T, F> {
+    fn gone(&self, job: &Job) -> bool {
+        let pma = job.class == mad::CLASS_PERF;
+        self.dead.iter().any(|(p, route)| {
+            *p == pma && (job.key == *route || (!pma && job.key.starts_with(route)))
+        })
+    }
+
+    /// `job` will have no answer.
+    fn lost(&mut self, job: &Job) {
+        self.tally.stats.unanswered += 1;
+        (self.on)(job, Err(Miss::Lost), &mut self.jobs);
+    }
+
+    /// Sends queued requests until `in_flight` are out or none is queued.
+    fn send_queued(&mut self) -> io::Result<()> {
+        let opts = self.opts;
+        while self.pending.len() < opts.in_flight.max(1) {
+            let Some(job) = self.jobs.pop_front() else {
+                break;
+            };
+            if self.gone(&job) {
+                self.lost(&job);
                 continue;
             }
-            *tid = tid.wrapping_add(1).max(1);
+            *self.tid = self.tid.wrapping_add(1).max(1);
             let Some(m) = mad::encode_request(
                 job.class,
                 job.method,
-                u64::from(*tid),
+                u64::from(*self.tid),
                 job.attr,
                 job.attr_mod,
                 &job.route,
                 &job.data,
             ) else {
                 // A route past 63 hops: the walk never builds one, but a loss is the truth.
-                tally.stats.unanswered += 1;
-                on(&job, Err(Miss::Lost), &mut jobs);
+                self.lost(&job);
                 continue;
             };
-            let timer = tally.clock.timer(1, opts.timeout);
-            t.send(&m, &job.route, timer)?;
-            tally.stats.requests += 1;
+            let timer = self.tally.clock.timer(1, opts.timeout);
+            self.t.send(&m, &job.route, timer)?;
+            self.tally.stats.requests += 1;
             if let Some(g) = job.counted_for() {
-                tally.by_node.entry(g).or_default().0 += 1;
+                self.tally.by_node.entry(g).or_default().0 += 1;
             }
             let now = Instant::now();
-            pending.insert(
-                *tid,
+            self.pending.insert(
+                *self.tid,
                 Pending {
                     job,
                     mad: m,
@@ -273,44 +319,35 @@ fn pump<T: MadTransport>(
                     deadline: now + timer,
                 },
             );
-            tally.stats.in_flight_max = tally.stats.in_flight_max.max(pending.len());
+            let stats = &mut self.tally.stats;
+            stats.in_flight_max = stats.in_flight_max.max(self.pending.len());
         }
-        if pending.is_empty() {
-            return Ok(());
-        }
+        Ok(())
+    }
+
+    /// Waits for one answer or give-back until the first deadline, and hands an answer on.
+    fn receive(&mut self) -> io::Result<()> {
         let now = Instant::now();
-        let first = pending.values().map(|p| p.deadline).min().unwrap_or(now);
-        match t.recv(first.saturating_duration_since(now))? {
+        let first = self
+            .pending
+            .values()
+            .map(|p| p.deadline)
+            .min()
+            .unwrap_or(now);
+        match self.t.recv(first.saturating_duration_since(now))? {
             Some(Received::Mad(reply)) => {
                 // The transport owns the upper 32 TID bits (the kernel's agent id). An
                 // answer to nothing pending (a late duplicate) is dropped.
                 let answered = Header::decode(&reply)
-                    .and_then(|h| Some((pending.remove(&(h.tid as u32))?, h)));
+                    .and_then(|h| Some((self.pending.remove(&(h.tid as u32))?, h)));
                 if let Some((p, h)) = answered {
-                    let now = Instant::now();
-                    if p.sends == 1 {
-                        tally.clock.sample(now - p.first_sent);
-                    }
-                    if p.job.class == mad::CLASS_PERF {
-                        heard.insert((true, p.job.key.clone()), now);
-                    } else {
-                        for n in 0..=p.job.key.len() {
-                            heard.insert((false, p.job.key[..n].to_vec()), now);
-                        }
-                    }
-                    tally.done(&p);
-                    if h.method != mad::METHOD_GET_RESP || h.status_code() != 0 {
-                        tally.stats.errors += 1;
-                        on(&p.job, Err(Miss::Status(h.status_code())), &mut jobs);
-                    } else {
-                        on(&p.job, Ok(reply), &mut jobs);
-                    }
+                    self.answered(p, h, reply);
                 }
             }
             Some(Received::Returned { tid, .. }) => {
                 // Every send of this TID came back undelivered: lost for sure, so it is
                 // due now rather than when its timer runs out.
-                if let Some(p) = pending.get_mut(&tid) {
+                if let Some(p) = self.pending.get_mut(&tid) {
                     p.out = p.out.saturating_sub(1);
                     if p.out == 0 {
                         p.deadline = Instant::now();
@@ -319,21 +356,49 @@ fn pump<T: MadTransport>(
             }
             None => {}
         }
-        // Checked after every answer too: a steady stream of answers must not hold back
-        // the resends of the ones that were lost.
+        Ok(())
+    }
+
+    fn answered(&mut self, p: Pending, h: Header, reply: Vec<u8>) {
         let now = Instant::now();
-        let expired: Vec<u32> = pending
+        if p.sends == 1 {
+            self.tally.clock.sample(now - p.first_sent);
+        }
+        if p.job.class == mad::CLASS_PERF {
+            self.heard.insert((true, p.job.key.clone()), now);
+        } else {
+            for n in 0..=p.job.key.len() {
+                self.heard.insert((false, p.job.key[..n].to_vec()), now);
+            }
+        }
+        self.tally.done(&p);
+        if h.method != mad::METHOD_GET_RESP || h.status_code() != 0 {
+            self.tally.stats.errors += 1;
+            (self.on)(&p.job, Err(Miss::Status(h.status_code())), &mut self.jobs);
+        } else {
+            (self.on)(&p.job, Ok(reply), &mut self.jobs);
+        }
+    }
+
+    /// Each request past its deadline: resent, lost after its last resend, or (its node
+    /// silent for a --timeout) the node's domain returned to be given up.
+    fn resend_or_give_up(&mut self) -> io::Result<Vec<Domain>> {
+        let opts = self.opts;
+        let now = Instant::now();
+        let expired: Vec<u32> = self
+            .pending
             .iter()
             .filter(|(_, p)| p.deadline <= now)
             .map(|(k, _)| *k)
             .collect();
-        let mut give_up: Vec<(bool, Vec<u8>)> = Vec::new();
+        let mut give_up: Vec<Domain> = Vec::new();
         for key in expired {
-            let Some(p) = pending.get_mut(&key) else {
+            let Some(p) = self.pending.get_mut(&key) else {
                 continue;
             };
             let domain = (p.job.class == mad::CLASS_PERF, p.job.key.clone());
-            let silent_for = heard
+            let silent_for = self
+                .heard
                 .get(&domain)
                 .map_or(now - p.first_sent, |h| now.saturating_duration_since(*h))
                 .min(now - p.first_sent);
@@ -344,8 +409,8 @@ fn pump<T: MadTransport>(
                 give_up.push(domain);
             } else if p.sends <= opts.retries {
                 // The same TID: a late answer to an earlier send is just as good.
-                let timer = tally.clock.timer(p.sends + 1, opts.timeout);
-                t.send(&p.mad, &p.job.route, timer)?;
+                let timer = self.tally.clock.timer(p.sends + 1, opts.timeout);
+                self.t.send(&p.mad, &p.job.route, timer)?;
                 p.sends += 1;
                 p.out += 1;
                 // Woken at the node's --timeout too, to give it up on time.
@@ -355,34 +420,36 @@ fn pump<T: MadTransport>(
                 } else {
                     now + timer
                 };
-                tally.stats.resent += 1;
-            } else if let Some(p) = pending.remove(&key) {
-                tally.done(&p);
-                tally.stats.unanswered += 1;
-                on(&p.job, Err(Miss::Lost), &mut jobs);
+                self.tally.stats.resent += 1;
+            } else if let Some(p) = self.pending.remove(&key) {
+                self.tally.done(&p);
+                self.lost(&p.job);
             }
         }
-        for domain in give_up {
-            if dead.contains(&domain) {
-                continue;
-            }
-            dead.push(domain);
-            let mut lost: Vec<u32> = pending
-                .iter()
-                .filter(|(_, p)| gone(&dead, &p.job))
-                .map(|(k, _)| *k)
-                .collect();
-            lost.sort_unstable();
-            for key in lost {
-                if let Some(p) = pending.remove(&key) {
-                    tally.done(&p);
-                    tally.stats.unanswered += 1;
-                    on(&p.job, Err(Miss::Lost), &mut jobs);
-                }
-            }
-            // Queued ones are skipped as they come up (`gone` above): answers handled
-            // meanwhile may still queue requests behind this route.
+        Ok(give_up)
+    }
+
+    /// Gives `domain` up with every request out for it (and, for SMPs, behind it).
+    fn give_up(&mut self, domain: Domain) {
+        if self.dead.contains(&domain) {
+            return;
         }
+        self.dead.push(domain);
+        let mut lost: Vec<u32> = self
+            .pending
+            .iter()
+            .filter(|(_, p)| self.gone(&p.job))
+            .map(|(k, _)| *k)
+            .collect();
+        lost.sort_unstable();
+        for key in lost {
+            if let Some(p) = self.pending.remove(&key) {
+                self.tally.done(&p);
+                self.lost(&p.job);
+            }
+        }
+        // Queued ones are skipped as they come up (`gone` in `send_queued`): answers
+        // handled meanwhile may still queue requests behind this route.
     }
 }
 

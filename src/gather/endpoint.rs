@@ -41,7 +41,7 @@ fn candidate_ports(args: &FabricArgs, devices: &[Device]) -> Vec<(String, u32)> 
         return args
             .devices
             .iter()
-            .map(|d| (d.device.clone(), d.port.unwrap_or(args.port)))
+            .map(|d| (d.device.clone(), d.port.unwrap_or(args.on.port)))
             .collect();
     }
     let mut ports: Vec<(String, u32)> = devices

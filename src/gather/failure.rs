@@ -13,9 +13,10 @@ use crate::gather::procfs;
 use crate::gather::sysfs::SysfsRoot;
 use crate::model::device::{GidEntry, LinkLayer};
 use crate::model::facts::{
-    DeviceNodeFacts, EndFacts, Facts, MemlockFacts, NetFacts, QpFacts, Stall,
+    DeviceNodeFacts, EndFacts, Facts, MemlockFacts, NetFacts, QpFacts, RouteFacts, Stall,
 };
-use crate::model::failure::{Endpoint, Failure, Step};
+use crate::model::failure::{Endpoint, Failure, FailureContext, Step};
+use crate::model::netfilter::FirewallFacts;
 
 /// What the caller knows when a step fails; the rest is read here.
 #[derive(Debug, Clone, Default)]
@@ -166,6 +167,79 @@ pub fn facts(sysfs: &Path, known: &Known, failure: &Failure) -> Facts {
                 .map(|g| g.ip())
         });
 
+    let (local, soft_roce) = local_end(sysfs, device, port_no, gid_index, known, local_ep, c);
+    let peer_ep = remote_ep.map(|r| peer_end(r, known.compat));
+
+    let live = sysfs == Path::new("/sys");
+    let netdev = match (&local.netdev, live) {
+        (Some(name), true) => net::netdev_facts(name).ok(),
+        _ => None,
+    };
+    let route = match (peer, live) {
+        (Some(p), true) => net::route_facts(p, local.netdev.as_deref())
+            .ok()
+            .map(|(facts, _)| facts),
+        _ => None,
+    };
+    let firewall = (live && soft_roce)
+        .then(|| soft_roce_firewall(failure, &local, peer_ep.as_ref(), route.as_ref(), peer))
+        .flatten();
+    Facts {
+        firewall,
+        local,
+        peer: peer_ep,
+        requested_mtu: known.requested_mtu,
+        netdev,
+        route,
+        memlock: Some(memlock_facts(known.registered_bytes)),
+        // The attributes set on the QP, when it had got that far.
+        qp: Some(QpFacts {
+            retry_cnt: c.qp.map(|q| q.retry_cnt),
+            rnr_retry: c.qp.map(|q| q.rnr_retry),
+            recv_posted_before_rtr: known.recv_posted_before_rtr,
+            message_bytes: known.message_bytes,
+            // rdmactl's native exchange sends its -s as the buffer length; the stock one
+            // sends none (its length reads 0).
+            peer_message_bytes: remote_ep
+                .filter(|_| !known.compat)
+                .map(|r| r.len)
+                .filter(|&len| len > 0),
+            peer_stock_exchange: known.compat,
+            path_mtu: c.path_mtu,
+            soft_roce,
+            ..QpFacts::default()
+        }),
+        // A device that would not open (or register memory): its uverbs node, so the
+        // explanation names it (uverbs1, not "uverbsN") and says what was found there.
+        device_node: match (failure.step, live) {
+            (Step::Open | Step::Mr, true) => device_node_facts(sysfs, device),
+            _ => None,
+        },
+        cm_source: None,
+        port_holders: match (failure.step, &c.bind_addr) {
+            (Step::Listen, Some(addr)) => addr
+                .parse::<SocketAddr>()
+                .map(|a| procfs::port_holders(a.port()))
+                .unwrap_or_default(),
+            _ => Vec::new(),
+        },
+        evidence: Vec::new(),
+        in_initial_netns: live.then(procfs::in_initial_netns).flatten(),
+        stall: known.stall.cloned(),
+    }
+}
+
+/// This end of a failed run: its port and GID table from sysfs, what the exchange said of
+/// it, the netdev its GID sits on; and whether it is Soft-RoCE.
+fn local_end(
+    sysfs: &Path,
+    device: &str,
+    port_no: u32,
+    gid_index: Option<u32>,
+    known: &Known,
+    local_ep: Option<&Endpoint>,
+    c: &FailureContext,
+) -> (EndFacts, bool) {
     let mut local = EndFacts {
         device: device.to_string(),
         port: port_no,
@@ -210,35 +284,35 @@ pub fn facts(sysfs: &Path, known: &Known, failure: &Failure) -> Facts {
     local.port_netdev = port_netdev;
     let soft_roce =
         soft_roce.unwrap_or_else(|| crate::gather::inventory::is_soft_roce(sysfs, device));
+    (local, soft_roce)
+}
 
-    let peer_ep = remote_ep.map(|r| {
-        let unknown = matches!(r.link_layer, LinkLayer::Other(_));
-        EndFacts {
-            device: String::new(),
-            port: 0,
-            link_layer: (!unknown).then(|| r.link_layer.clone()),
-            lid: (!known.compat || r.lid != 0).then_some(r.lid),
-            active_mtu: (r.active_mtu > 0).then_some(r.active_mtu),
-            // ibv_rc_pingpong does not say which index it used.
-            gid_index: if known.compat { None } else { r.gid_index },
-            gid: Some(r.gid),
-            gid_type: r.gid_type.clone(),
-            segment: r.segment,
-            ..EndFacts::default()
-        }
-    });
+/// The peer's end as its endpoint in the exchange described it.
+fn peer_end(r: &Endpoint, compat: bool) -> EndFacts {
+    let unknown = matches!(r.link_layer, LinkLayer::Other(_));
+    EndFacts {
+        device: String::new(),
+        port: 0,
+        link_layer: (!unknown).then(|| r.link_layer.clone()),
+        lid: (!compat || r.lid != 0).then_some(r.lid),
+        active_mtu: (r.active_mtu > 0).then_some(r.active_mtu),
+        // ibv_rc_pingpong does not say which index it used.
+        gid_index: if compat { None } else { r.gid_index },
+        gid: Some(r.gid),
+        gid_type: r.gid_type.clone(),
+        segment: r.segment,
+        ..EndFacts::default()
+    }
+}
 
-    let live = sysfs == Path::new("/sys");
-    let netdev = match (&local.netdev, live) {
-        (Some(name), true) => net::netdev_facts(name).ok(),
-        _ => None,
-    };
-    let route = match (peer, live) {
-        (Some(p), true) => net::route_facts(p, local.netdev.as_deref())
-            .ok()
-            .map(|(facts, _)| facts),
-        _ => None,
-    };
+/// A Soft-RoCE port's firewall (on a live host), when the failure is packets unanswered.
+fn soft_roce_firewall(
+    failure: &Failure,
+    local: &EndFacts,
+    peer_ep: Option<&EndFacts>,
+    route: Option<&RouteFacts>,
+    peer: Option<IpAddr>,
+) -> Option<FirewallFacts> {
     // Unanswered packets on Soft-RoCE: this host's firewall sees them (rxe's RoCE v2 is
     // UDP through the IP stack). In a same-host test the peer's netdev is this host's too.
     let unanswered = match &failure.cause {
@@ -246,14 +320,12 @@ pub fn facts(sysfs: &Path, known: &Known, failure: &Failure) -> Facts {
         crate::model::failure::Cause::Interrupted { .. } => false,
         _ => matches!(failure.step, Step::Poll | Step::Completion),
     };
-    let firewall = match (&local.netdev, local.gid_now()) {
-        (Some(dev), Some(gid)) if live && unanswered && local.is_ethernet() && soft_roce => {
+    match (&local.netdev, local.gid_now()) {
+        (Some(dev), Some(gid)) if unanswered && local.is_ethernet() => {
             let peer_netdev = route
-                .as_ref()
                 .filter(|r| r.peer_is_local)
                 .and_then(|r| r.peer_local_netdev.clone());
             let remote = peer_ep
-                .as_ref()
                 .and_then(|p| p.gid)
                 .filter(|g| !g.is_zero())
                 .map(|g| g.ip())
@@ -267,49 +339,6 @@ pub fn facts(sysfs: &Path, known: &Known, failure: &Failure) -> Facts {
             ))
         }
         _ => None,
-    };
-    Facts {
-        firewall,
-        local,
-        peer: peer_ep,
-        requested_mtu: known.requested_mtu,
-        netdev,
-        route,
-        memlock: Some(memlock_facts(known.registered_bytes)),
-        // The attributes set on the QP, when it had got that far.
-        qp: Some(QpFacts {
-            retry_cnt: c.qp.map(|q| q.retry_cnt),
-            rnr_retry: c.qp.map(|q| q.rnr_retry),
-            recv_posted_before_rtr: known.recv_posted_before_rtr,
-            message_bytes: known.message_bytes,
-            // rdmactl's native exchange sends its -s as the buffer length; the stock one
-            // sends none (its length reads 0).
-            peer_message_bytes: remote_ep
-                .filter(|_| !known.compat)
-                .map(|r| r.len)
-                .filter(|&len| len > 0),
-            peer_stock_exchange: known.compat,
-            path_mtu: c.path_mtu,
-            soft_roce,
-            ..QpFacts::default()
-        }),
-        // A device that would not open (or register memory): its uverbs node, so the
-        // explanation names it (uverbs1, not "uverbsN") and says what was found there.
-        device_node: match (failure.step, live) {
-            (Step::Open | Step::Mr, true) => device_node_facts(sysfs, device),
-            _ => None,
-        },
-        cm_source: None,
-        port_holders: match (failure.step, &c.bind_addr) {
-            (Step::Listen, Some(addr)) => addr
-                .parse::<SocketAddr>()
-                .map(|a| procfs::port_holders(a.port()))
-                .unwrap_or_default(),
-            _ => Vec::new(),
-        },
-        evidence: Vec::new(),
-        in_initial_netns: live.then(procfs::in_initial_netns).flatten(),
-        stall: known.stall.cloned(),
     }
 }
 

@@ -374,8 +374,8 @@ pub fn target(select: &PortSelection) -> Result<(Option<String>, Option<u32>)> {
     let positional = select.target.as_ref();
     let device = positional
         .map(|t| t.device.clone())
-        .or(select.device.clone());
-    let port = match (positional.and_then(|t| t.port), select.port) {
+        .or(select.filter.device.clone());
+    let port = match (positional.and_then(|t| t.port), select.filter.port) {
         (Some(a), Some(b)) if a != b => {
             return Err(Error::Usage(format!(
                 "port {a} in DEV/PORT and -i {b} disagree; give one"

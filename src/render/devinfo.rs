@@ -5,8 +5,8 @@ use std::fmt::Write as _;
 
 use crate::model::device::GidType;
 use crate::model::devinfo::{
-    DevInfo, DevView, DevinfoPort, GidInfo, PortSysfs, SysfsDevInfo, MISSING_DEVICE_FIELDS,
-    MISSING_PORT_FIELDS,
+    DevInfo, DevView, DevinfoPort, GidInfo, PortSysfs, SysfsDevInfo, SysfsPortInfo,
+    MISSING_DEVICE_FIELDS, MISSING_PORT_FIELDS,
 };
 use crate::model::gid::Gid;
 use crate::output;
@@ -38,7 +38,7 @@ fn render(d: &DevInfo) -> String {
     let mut o = String::new();
     let w = &mut o;
     let _ = writeln!(w, "hca_id:\t{}", d.device);
-    device_limits(w, d);
+    rows(w, 1, DEVICE, d);
     device_caps(w, d);
     render_device_sysfs(w, d.driver.as_deref(), d.uverbs.as_deref());
     for port in &d.ports {
@@ -47,72 +47,110 @@ fn render(d: &DevInfo) -> String {
     o
 }
 
-/// The attributes of `struct ibv_device_attr`: identity and limits, hca_id's block up to
-/// local_ca_ack_delay.
-fn device_limits(w: &mut String, d: &DevInfo) {
-    let _ = writeln!(w, "\ttransport:\t\t\t{} ({})", d.transport, d.transport_raw);
-    if let Some(fw) = &d.fw_ver {
-        let _ = writeln!(w, "\tfw_ver:\t\t\t\t{fw}");
-    }
-    let _ = writeln!(w, "\tnode_guid:\t\t\t{}", d.node_guid);
-    let _ = writeln!(w, "\tsys_image_guid:\t\t\t{}", d.sys_image_guid);
-    let _ = writeln!(w, "\tvendor_id:\t\t\t{}", d.vendor_id);
-    let _ = writeln!(w, "\tvendor_part_id:\t\t\t{}", d.vendor_part_id);
-    let _ = writeln!(w, "\thw_ver:\t\t\t\t{}", d.hw_ver);
-    if let Some(board) = &d.board_id {
-        let _ = writeln!(w, "\tboard_id:\t\t\t{board}");
-    }
-    let _ = writeln!(w, "\tphys_port_cnt:\t\t\t{}", d.phys_port_cnt);
-    let _ = writeln!(w, "\tmax_mr_size:\t\t\t{}", d.max_mr_size);
-    let _ = writeln!(w, "\tpage_size_cap:\t\t\t{}", d.page_size_cap);
-    let _ = writeln!(w, "\tmax_qp:\t\t\t\t{}", d.max_qp);
-    let _ = writeln!(w, "\tmax_qp_wr:\t\t\t{}", d.max_qp_wr);
-    let _ = writeln!(w, "\tdevice_cap_flags:\t\t{}", d.device_cap_flags);
-    list(w, &d.device_cap_flags_decoded);
-    let _ = writeln!(w, "\tmax_sge:\t\t\t{}", d.max_sge);
-    let _ = writeln!(w, "\tmax_sge_rd:\t\t\t{}", d.max_sge_rd);
-    let _ = writeln!(w, "\tmax_cq:\t\t\t\t{}", d.max_cq);
-    let _ = writeln!(w, "\tmax_cqe:\t\t\t{}", d.max_cqe);
-    let _ = writeln!(w, "\tmax_mr:\t\t\t\t{}", d.max_mr);
-    let _ = writeln!(w, "\tmax_pd:\t\t\t\t{}", d.max_pd);
-    let _ = writeln!(w, "\tmax_qp_rd_atom:\t\t\t{}", d.max_qp_rd_atom);
-    let _ = writeln!(w, "\tmax_ee_rd_atom:\t\t\t{}", d.max_ee_rd_atom);
-    let _ = writeln!(w, "\tmax_res_rd_atom:\t\t{}", d.max_res_rd_atom);
-    let _ = writeln!(w, "\tmax_qp_init_rd_atom:\t\t{}", d.max_qp_init_rd_atom);
-    let _ = writeln!(w, "\tmax_ee_init_rd_atom:\t\t{}", d.max_ee_init_rd_atom);
-    let _ = writeln!(
-        w,
-        "\tatomic_cap:\t\t\t{} ({})",
-        d.atomic_cap, d.atomic_cap_raw
-    );
-    let _ = writeln!(w, "\tmax_ee:\t\t\t\t{}", d.max_ee);
-    let _ = writeln!(w, "\tmax_rdd:\t\t\t{}", d.max_rdd);
-    let _ = writeln!(w, "\tmax_mw:\t\t\t\t{}", d.max_mw);
-    let _ = writeln!(w, "\tmax_raw_ipv6_qp:\t\t{}", d.max_raw_ipv6_qp);
-    let _ = writeln!(w, "\tmax_raw_ethy_qp:\t\t{}", d.max_raw_ethy_qp);
-    let _ = writeln!(w, "\tmax_mcast_grp:\t\t\t{}", d.max_mcast_grp);
-    let _ = writeln!(w, "\tmax_mcast_qp_attach:\t\t{}", d.max_mcast_qp_attach);
-    let _ = writeln!(
-        w,
-        "\tmax_total_mcast_qp_attach:\t{}",
-        d.max_total_mcast_qp_attach
-    );
-    let _ = writeln!(w, "\tmax_ah:\t\t\t\t{}", d.max_ah);
-    let _ = writeln!(w, "\tmax_fmr:\t\t\t{}", d.max_fmr);
-    if d.max_fmr != 0 {
-        let _ = writeln!(w, "\tmax_map_per_fmr:\t\t{}", d.max_map_per_fmr);
-    }
-    let _ = writeln!(w, "\tmax_srq:\t\t\t{}", d.max_srq);
-    if d.max_srq != 0 {
-        let _ = writeln!(w, "\tmax_srq_wr:\t\t\t{}", d.max_srq_wr);
-        let _ = writeln!(w, "\tmax_srq_sge:\t\t\t{}", d.max_srq_sge);
-    }
-    let _ = writeln!(w, "\tmax_pkeys:\t\t\t{}", d.max_pkeys);
-    let _ = writeln!(w, "\tlocal_ca_ack_delay:\t\t{}", d.local_ca_ack_delay);
+/// One attribute line of ibv_devinfo -v: its name (the JSON key too: `model::devinfo`'s
+/// field) and its value as ibv_devinfo prints it. A table of them is one block of lines,
+/// each at ibv_devinfo's value column (`field`).
+type Row<T> = (&'static str, for<'a> fn(&'a T) -> Line<'a>);
+
+enum Line<'a> {
+    /// ibv_devinfo leaves the line out.
+    Omitted,
+    Value(String),
+    /// The value, then its flags' names one per line.
+    Flags(&'a str, &'a [String]),
 }
 
+fn value(v: impl std::fmt::Display) -> Line<'static> {
+    Line::Value(v.to_string())
+}
+
+/// An enumerated value, `PORT_ACTIVE (4)`.
+fn named(name: &str, raw: impl std::fmt::Display) -> Line<'static> {
+    Line::Value(format!("{name} ({raw})"))
+}
+
+/// A line ibv_devinfo prints only when `shown`.
+fn only_if(shown: bool, v: impl std::fmt::Display) -> Line<'static> {
+    if shown {
+        value(v)
+    } else {
+        Line::Omitted
+    }
+}
+
+fn if_some(v: &Option<String>) -> Line<'static> {
+    v.as_ref().map_or(Line::Omitted, value)
+}
+
+fn rows<T>(w: &mut String, depth: usize, table: &[Row<T>], item: &T) {
+    for (name, line) in table {
+        match line(item) {
+            Line::Omitted => {}
+            Line::Value(v) => field(w, depth, name, v),
+            Line::Flags(v, names) => {
+                field(w, depth, name, v);
+                list(w, names);
+            }
+        }
+    }
+}
+
+/// The attributes of `struct ibv_device_attr`: identity and limits, hca_id's block up to
+/// local_ca_ack_delay.
+const DEVICE: &[Row<DevInfo>] = &[
+    ("transport", |d| named(&d.transport, d.transport_raw)),
+    ("fw_ver", |d| if_some(&d.fw_ver)),
+    ("node_guid", |d| value(&d.node_guid)),
+    ("sys_image_guid", |d| value(&d.sys_image_guid)),
+    ("vendor_id", |d| value(&d.vendor_id)),
+    ("vendor_part_id", |d| value(d.vendor_part_id)),
+    ("hw_ver", |d| value(&d.hw_ver)),
+    ("board_id", |d| if_some(&d.board_id)),
+    ("phys_port_cnt", |d| value(d.phys_port_cnt)),
+    ("max_mr_size", |d| value(&d.max_mr_size)),
+    ("page_size_cap", |d| value(&d.page_size_cap)),
+    ("max_qp", |d| value(d.max_qp)),
+    ("max_qp_wr", |d| value(d.max_qp_wr)),
+    ("device_cap_flags", |d| {
+        Line::Flags(&d.device_cap_flags, &d.device_cap_flags_decoded)
+    }),
+    ("max_sge", |d| value(d.max_sge)),
+    ("max_sge_rd", |d| value(d.max_sge_rd)),
+    ("max_cq", |d| value(d.max_cq)),
+    ("max_cqe", |d| value(d.max_cqe)),
+    ("max_mr", |d| value(d.max_mr)),
+    ("max_pd", |d| value(d.max_pd)),
+    ("max_qp_rd_atom", |d| value(d.max_qp_rd_atom)),
+    ("max_ee_rd_atom", |d| value(d.max_ee_rd_atom)),
+    ("max_res_rd_atom", |d| value(d.max_res_rd_atom)),
+    ("max_qp_init_rd_atom", |d| value(d.max_qp_init_rd_atom)),
+    ("max_ee_init_rd_atom", |d| value(d.max_ee_init_rd_atom)),
+    ("atomic_cap", |d| named(&d.atomic_cap, d.atomic_cap_raw)),
+    ("max_ee", |d| value(d.max_ee)),
+    ("max_rdd", |d| value(d.max_rdd)),
+    ("max_mw", |d| value(d.max_mw)),
+    ("max_raw_ipv6_qp", |d| value(d.max_raw_ipv6_qp)),
+    ("max_raw_ethy_qp", |d| value(d.max_raw_ethy_qp)),
+    ("max_mcast_grp", |d| value(d.max_mcast_grp)),
+    ("max_mcast_qp_attach", |d| value(d.max_mcast_qp_attach)),
+    ("max_total_mcast_qp_attach", |d| {
+        value(d.max_total_mcast_qp_attach)
+    }),
+    ("max_ah", |d| value(d.max_ah)),
+    ("max_fmr", |d| value(d.max_fmr)),
+    ("max_map_per_fmr", |d| {
+        only_if(d.max_fmr != 0, d.max_map_per_fmr)
+    }),
+    ("max_srq", |d| value(d.max_srq)),
+    ("max_srq_wr", |d| only_if(d.max_srq != 0, d.max_srq_wr)),
+    ("max_srq_sge", |d| only_if(d.max_srq != 0, d.max_srq_sge)),
+    ("max_pkeys", |d| value(d.max_pkeys)),
+    ("local_ca_ack_delay", |d| value(d.local_ca_ack_delay)),
+];
+
 /// The attributes of `struct ibv_device_attr_ex`: ODP, offloads, tag matching, moderation,
-/// device memory.
+/// device memory. Written line by line, not as `Row`s: ibv_devinfo prints this part with
+/// headings, nested blocks and columns of its own, which the diffable layout keeps.
 fn device_caps(w: &mut String, d: &DevInfo) {
     let _ = writeln!(w, "\tgeneral_odp_caps:");
     list(w, &d.general_odp_caps);
@@ -152,6 +190,36 @@ fn device_caps(w: &mut String, d: &DevInfo) {
     }
     let _ = writeln!(w, "\tdevice_cap_flags_ex:\t\t{}", d.device_cap_flags_ex);
     list(w, &d.device_cap_flags_ex_decoded);
+    offload_caps(w, d);
+    let t = &d.tm_caps;
+    if t.max_num_tags != 0 {
+        let _ = writeln!(w, "\tmax_rndv_hdr_size:\t\t{}", t.max_rndv_hdr_size);
+        let _ = writeln!(w, "\tmax_num_tags:\t\t\t{}", t.max_num_tags);
+        let _ = writeln!(w, "\tmax_ops:\t\t\t{}", t.max_ops);
+        let _ = writeln!(w, "\tmax_sge:\t\t\t{}", t.max_sge);
+        let _ = writeln!(w, "\tflags:");
+        list(w, &t.flags);
+    } else {
+        let _ = writeln!(w, "\ttag matching not supported");
+    }
+    let c = &d.cq_moderation_caps;
+    if c.max_cq_count != 0 && c.max_cq_period != 0 {
+        let _ = writeln!(w, "\n\tcq moderation caps:");
+        let _ = writeln!(w, "\t\tmax_cq_count:\t{}", c.max_cq_count);
+        let _ = writeln!(w, "\t\tmax_cq_period:\t{} us\n", c.max_cq_period);
+    }
+    if d.max_dm_size != 0 {
+        let _ = writeln!(
+            w,
+            "\tmaximum available device memory:\t{}Bytes\n",
+            d.max_dm_size
+        );
+    }
+    let _ = writeln!(w, "\tnum_comp_vectors:\t\t{}", d.num_comp_vectors);
+}
+
+/// The offloads' part of `device_caps`: TSO, RSS, WQs and packet pacing.
+fn offload_caps(w: &mut String, d: &DevInfo) {
     let _ = writeln!(w, "\ttso_caps:");
     let _ = writeln!(w, "\t\tmax_tso:\t\t\t{}", d.tso_caps.max_tso);
     if d.tso_caps.max_tso != 0 {
@@ -189,77 +257,43 @@ fn device_caps(w: &mut String, d: &DevInfo) {
         let _ = writeln!(w, "\t\tsupported_qp:");
         list(w, &p.supported_qp);
     }
-    let t = &d.tm_caps;
-    if t.max_num_tags != 0 {
-        let _ = writeln!(w, "\tmax_rndv_hdr_size:\t\t{}", t.max_rndv_hdr_size);
-        let _ = writeln!(w, "\tmax_num_tags:\t\t\t{}", t.max_num_tags);
-        let _ = writeln!(w, "\tmax_ops:\t\t\t{}", t.max_ops);
-        let _ = writeln!(w, "\tmax_sge:\t\t\t{}", t.max_sge);
-        let _ = writeln!(w, "\tflags:");
-        list(w, &t.flags);
-    } else {
-        let _ = writeln!(w, "\ttag matching not supported");
-    }
-    let c = &d.cq_moderation_caps;
-    if c.max_cq_count != 0 && c.max_cq_period != 0 {
-        let _ = writeln!(w, "\n\tcq moderation caps:");
-        let _ = writeln!(w, "\t\tmax_cq_count:\t{}", c.max_cq_count);
-        let _ = writeln!(w, "\t\tmax_cq_period:\t{} us\n", c.max_cq_period);
-    }
-    if d.max_dm_size != 0 {
-        let _ = writeln!(
-            w,
-            "\tmaximum available device memory:\t{}Bytes\n",
-            d.max_dm_size
-        );
-    }
-    let _ = writeln!(w, "\tnum_comp_vectors:\t\t{}", d.num_comp_vectors);
 }
+
+/// A port's attributes (`struct ibv_port_attr`) but phys_state, which ibv_devinfo prints
+/// only for the InfiniBand transport.
+const PORT: &[Row<DevinfoPort>] = &[
+    ("state", |p| named(&p.state, p.state_raw)),
+    ("max_mtu", |p| named(&p.max_mtu, p.max_mtu_raw)),
+    ("active_mtu", |p| named(&p.active_mtu, p.active_mtu_raw)),
+    ("sm_lid", |p| value(p.sm_lid)),
+    ("port_lid", |p| value(p.port_lid)),
+    ("port_lmc", |p| value(&p.port_lmc)),
+    ("link_layer", |p| value(&p.link_layer)),
+    ("max_msg_sz", |p| value(&p.max_msg_sz)),
+    ("port_cap_flags", |p| value(&p.port_cap_flags)),
+    ("port_cap_flags2", |p| value(&p.port_cap_flags2)),
+    ("max_vl_num", |p| named(&p.max_vl_num, p.max_vl_num_raw)),
+    ("bad_pkey_cntr", |p| value(&p.bad_pkey_cntr)),
+    ("qkey_viol_cntr", |p| value(&p.qkey_viol_cntr)),
+    ("sm_sl", |p| value(p.sm_sl)),
+    ("pkey_tbl_len", |p| value(p.pkey_tbl_len)),
+    ("gid_tbl_len", |p| value(p.gid_tbl_len)),
+    ("subnet_timeout", |p| value(p.subnet_timeout)),
+    ("init_type_reply", |p| value(p.init_type_reply)),
+    ("active_width", |p| {
+        named(&p.active_width, p.active_width_raw)
+    }),
+    ("active_speed", |p| {
+        named(&p.active_speed, p.active_speed_raw)
+    }),
+];
 
 fn render_port(w: &mut String, p: &DevinfoPort, infiniband_transport: bool) {
     let _ = writeln!(w, "\t\tport:\t{}", p.port);
-    let _ = writeln!(w, "\t\t\tstate:\t\t\t{} ({})", p.state, p.state_raw);
-    let _ = writeln!(w, "\t\t\tmax_mtu:\t\t{} ({})", p.max_mtu, p.max_mtu_raw);
-    let _ = writeln!(
-        w,
-        "\t\t\tactive_mtu:\t\t{} ({})",
-        p.active_mtu, p.active_mtu_raw
-    );
-    let _ = writeln!(w, "\t\t\tsm_lid:\t\t\t{}", p.sm_lid);
-    let _ = writeln!(w, "\t\t\tport_lid:\t\t{}", p.port_lid);
-    let _ = writeln!(w, "\t\t\tport_lmc:\t\t{}", p.port_lmc);
-    let _ = writeln!(w, "\t\t\tlink_layer:\t\t{}", p.link_layer);
-    let _ = writeln!(w, "\t\t\tmax_msg_sz:\t\t{}", p.max_msg_sz);
-    let _ = writeln!(w, "\t\t\tport_cap_flags:\t\t{}", p.port_cap_flags);
-    let _ = writeln!(w, "\t\t\tport_cap_flags2:\t{}", p.port_cap_flags2);
-    let _ = writeln!(
-        w,
-        "\t\t\tmax_vl_num:\t\t{} ({})",
-        p.max_vl_num, p.max_vl_num_raw
-    );
-    let _ = writeln!(w, "\t\t\tbad_pkey_cntr:\t\t{}", p.bad_pkey_cntr);
-    let _ = writeln!(w, "\t\t\tqkey_viol_cntr:\t\t{}", p.qkey_viol_cntr);
-    let _ = writeln!(w, "\t\t\tsm_sl:\t\t\t{}", p.sm_sl);
-    let _ = writeln!(w, "\t\t\tpkey_tbl_len:\t\t{}", p.pkey_tbl_len);
-    let _ = writeln!(w, "\t\t\tgid_tbl_len:\t\t{}", p.gid_tbl_len);
-    let _ = writeln!(w, "\t\t\tsubnet_timeout:\t\t{}", p.subnet_timeout);
-    let _ = writeln!(w, "\t\t\tinit_type_reply:\t{}", p.init_type_reply);
-    let _ = writeln!(
-        w,
-        "\t\t\tactive_width:\t\t{} ({})",
-        p.active_width, p.active_width_raw
-    );
-    let _ = writeln!(
-        w,
-        "\t\t\tactive_speed:\t\t{} ({})",
-        p.active_speed, p.active_speed_raw
-    );
+    rows(w, 3, PORT, p);
     if infiniband_transport {
-        let _ = writeln!(
-            w,
-            "\t\t\tphys_state:\t\t{} ({})",
-            p.phys_state, p.phys_state_raw
-        );
+        let (name, raw) = (&p.phys_state, p.phys_state_raw);
+        field(w, 3, "phys_state", format!("{name} ({raw})"));
     }
     render_gids(w, &p.gids, p.link_layer == "Ethernet");
     render_port_sysfs(w, &p.sysfs);
@@ -377,52 +411,49 @@ fn or_dash<T: std::fmt::Display>(v: &Option<T>) -> String {
         .map_or_else(|| "-".to_string(), |v| v.to_string())
 }
 
+/// The fields of `DEVICE` sysfs has, "-" where a device lacks one.
+const SYSFS_DEVICE: &[Row<SysfsDevInfo>] = &[
+    ("transport", |d| {
+        value(with_raw(&d.transport, d.transport_raw))
+    }),
+    ("fw_ver", |d| if_some(&d.fw_ver)),
+    ("node_guid", |d| value(or_dash(&d.node_guid))),
+    ("sys_image_guid", |d| value(or_dash(&d.sys_image_guid))),
+    ("hw_ver", |d| if_some(&d.hw_ver)),
+    ("board_id", |d| if_some(&d.board_id)),
+    ("phys_port_cnt", |d| value(d.phys_port_cnt)),
+];
+
+/// The fields of `PORT` sysfs has, and phys_state.
+const SYSFS_PORT: &[Row<SysfsPortInfo>] = &[
+    ("state", |p| value(with_raw(&p.state, p.state_raw))),
+    ("sm_lid", |p| value(or_dash(&p.sm_lid))),
+    ("port_lid", |p| value(or_dash(&p.port_lid))),
+    ("port_lmc", |p| value(or_dash(&p.port_lmc))),
+    ("link_layer", |p| value(or_dash(&p.link_layer))),
+    ("port_cap_flags", |p| value(or_dash(&p.port_cap_flags))),
+    ("sm_sl", |p| value(or_dash(&p.sm_sl))),
+    ("active_width", |p| {
+        value(with_raw(&p.active_width, p.active_width_raw))
+    }),
+    ("active_speed", |p| {
+        value(with_raw(&p.active_speed, p.active_speed_raw))
+    }),
+    ("phys_state", |p| {
+        value(with_raw(&p.phys_state, p.phys_state_raw))
+    }),
+];
+
 /// ibv_devinfo's layout for the fields sysfs has; the note on stderr lists the rest.
 fn render_sysfs(d: &SysfsDevInfo) -> String {
     let mut o = String::new();
     let w = &mut o;
     let _ = writeln!(w, "hca_id:\t{}", d.device);
-    field(w, 1, "transport", with_raw(&d.transport, d.transport_raw));
-    if let Some(fw) = &d.fw_ver {
-        field(w, 1, "fw_ver", fw);
-    }
-    field(w, 1, "node_guid", or_dash(&d.node_guid));
-    field(w, 1, "sys_image_guid", or_dash(&d.sys_image_guid));
-    if let Some(hw) = &d.hw_ver {
-        field(w, 1, "hw_ver", hw);
-    }
-    if let Some(board) = &d.board_id {
-        field(w, 1, "board_id", board);
-    }
-    field(w, 1, "phys_port_cnt", d.phys_port_cnt);
+    rows(w, 1, SYSFS_DEVICE, d);
     render_device_sysfs(w, d.driver.as_deref(), d.uverbs.as_deref());
     for p in &d.ports {
         let _ = writeln!(w, "\t\tport:\t{}", p.port);
-        field(w, 3, "state", with_raw(&p.state, p.state_raw));
-        field(w, 3, "sm_lid", or_dash(&p.sm_lid));
-        field(w, 3, "port_lid", or_dash(&p.port_lid));
-        field(w, 3, "port_lmc", or_dash(&p.port_lmc));
-        field(w, 3, "link_layer", or_dash(&p.link_layer));
-        field(w, 3, "port_cap_flags", or_dash(&p.port_cap_flags));
-        field(w, 3, "sm_sl", or_dash(&p.sm_sl));
-        field(
-            w,
-            3,
-            "active_width",
-            with_raw(&p.active_width, p.active_width_raw),
-        );
-        field(
-            w,
-            3,
-            "active_speed",
-            with_raw(&p.active_speed, p.active_speed_raw),
-        );
-        field(
-            w,
-            3,
-            "phys_state",
-            with_raw(&p.phys_state, p.phys_state_raw),
-        );
+        rows(w, 3, SYSFS_PORT, p);
         render_gids(w, &p.gids, p.link_layer.as_deref() == Some("Ethernet"));
         render_port_sysfs(w, &p.sysfs);
         let _ = writeln!(w);
@@ -549,6 +580,40 @@ mod tests {
         assert_eq!(v["ports"][0]["netdev_mtu"], 1500);
         assert_eq!(v["ports"][0]["gids"][1]["netdev"], "veth0");
         assert_eq!(v["ports"][0]["gid_netdevs"], serde_json::json!(["veth0"]));
+    }
+
+    /// `key` of each row in `json`, in the rows' order.
+    fn keys_in_order<T>(table: &[Row<T>], json: &str) {
+        let mut from = 0;
+        for (name, _) in table {
+            let at = json[from..]
+                .find(&format!("\"{name}\":"))
+                .unwrap_or_else(|| panic!("{name} is not a JSON key after {from} in {json}"));
+            from += at;
+        }
+    }
+
+    /// Each table names its fields as the JSON does, in its order; what the sysfs view lacks
+    /// of the verbs tables is what the note and `verbs.missing_fields` list.
+    #[test]
+    fn rows_are_json_keys_and_the_sysfs_gap_is_the_missing_list() {
+        let info = rxe0();
+        keys_in_order(DEVICE, &serde_json::to_string(&info).unwrap());
+        keys_in_order(PORT, &serde_json::to_string(&info.ports[0]).unwrap());
+        let sysfs = from_sysfs(&sysfs_devices("rxe-vm-basic")[0], "test".into());
+        keys_in_order(SYSFS_DEVICE, &serde_json::to_string(&sysfs).unwrap());
+        keys_in_order(SYSFS_PORT, &serde_json::to_string(&sysfs.ports[0]).unwrap());
+
+        fn lacking<'a, T, U>(verbs: &'a [Row<T>], sysfs: &[Row<U>]) -> Vec<&'a str> {
+            let has = |n: &str| sysfs.iter().any(|(s, _)| *s == n);
+            verbs.iter().map(|(n, _)| *n).filter(|n| !has(n)).collect()
+        }
+        let device = lacking(DEVICE, SYSFS_DEVICE);
+        assert_eq!(MISSING_DEVICE_FIELDS[..device.len()], device);
+        assert_eq!(MISSING_PORT_FIELDS, lacking(PORT, SYSFS_PORT));
+        // Everything the sysfs view shows is a verbs field (phys_state, printed apart).
+        assert_eq!(lacking(SYSFS_DEVICE, DEVICE), Vec::<&str>::new());
+        assert_eq!(lacking(SYSFS_PORT, PORT), ["phys_state"]);
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! `rdmactl exporter`: one scrape's facts and doctor's findings as Prometheus series.
 //! Names follow the Prometheus conventions: `rdmactl_` prefix, base units (bytes, bytes
-//! per second), `_total` on counters, `device` and `port` labels. docs/exporter.md lists
-//! every series and the alerts they are meant for.
+//! per second), `_total` on counters, `device` and `port` labels. Each family's name, HELP
+//! and TYPE are its row of `render::metrics`, which docs/exporter.md lists with the alerts
+//! they are meant for.
 
 use std::collections::BTreeMap;
 
@@ -11,9 +12,9 @@ use crate::model::diagnostic::{Diagnostic, Severity, Subject};
 use crate::model::exporter::ScrapeFacts;
 use crate::model::gid::GidKind;
 use crate::render::exposition::{metric_name_part, write, SampleValue, SeriesFamily, SeriesKind};
+use crate::render::metrics;
 
 use SampleValue::{Float, Int, Signed};
-use SeriesKind::{Counter as C, Gauge as G};
 
 type Labels = Vec<(&'static str, String)>;
 
@@ -27,18 +28,19 @@ pub fn exposition(facts: &ScrapeFacts, findings: &[Diagnostic]) -> String {
     families.extend(counter_families(facts));
     families.extend(qos_families(facts));
     families.extend(finding_families(findings));
+    debug_assert_eq!(metrics::undeclared(&families), Vec::<String>::new());
     write(&families)
 }
 
 /// How long the scrape took: only the HTTP endpoint says it, so a textfile (and the golden
 /// files) stay the same from run to run.
 pub fn scrape_duration(seconds: f64) -> String {
-    let mut f = SeriesFamily::new(
-        "rdmactl_scrape_duration_seconds",
-        G,
-        "Time this scrape took to read sysfs, run doctor's rules and render",
-    );
+    let mut f = metrics::SCRAPE_DURATION.family();
     f.push(vec![], Float((seconds * 1e6).round() / 1e6));
+    debug_assert_eq!(
+        metrics::undeclared(std::slice::from_ref(&f)),
+        Vec::<String>::new()
+    );
     write(&[f])
 }
 
@@ -51,24 +53,12 @@ fn port_labels(p: &Port) -> Labels {
 }
 
 fn device_families(facts: &ScrapeFacts) -> Vec<SeriesFamily> {
-    let mut info = SeriesFamily::new(
-        "rdmactl_device_info",
-        G,
-        "RDMA device (class/infiniband) with its node type, driver, firmware and GUID as labels; always 1",
-    );
+    let mut info = metrics::DEVICE_INFO.family();
     for d in &facts.doctor.devices {
         info.push(device_info_labels(d), Int(1));
     }
-    let mut error = SeriesFamily::new(
-        "rdmactl_scrape_error",
-        G,
-        "1 when something of this device could not be read this scrape (its other series may be missing or partial; `rdmactl doctor -d DEVICE` names the files), else 0",
-    );
-    let mut skipped = SeriesFamily::new(
-        "rdmactl_port_pma_files_skipped",
-        G,
-        "Counter files of this port that read \"N/A (no PMA)\" among ones that hold numbers: skipped, not exported",
-    );
+    let mut error = metrics::SCRAPE_ERROR.family();
+    let mut skipped = metrics::PMA_FILES_SKIPPED.family();
     for (name, scrape) in &facts.devices {
         error.push(dev(name), Int(u64::from(!scrape.errors.is_empty())));
         for (port, n) in &scrape.no_pma {
@@ -130,81 +120,21 @@ fn phys_number(s: &PhysState) -> Option<u64> {
 }
 
 fn port_families(facts: &ScrapeFacts) -> Vec<SeriesFamily> {
-    let mut info = SeriesFamily::new(
-        "rdmactl_port_info",
-        G,
-        "RDMA port with its state, physical state, link layer, rate, width, speed and netdev as labels; always 1",
-    );
-    let mut state = SeriesFamily::new(
-        "rdmactl_port_state",
-        G,
-        "Port state (ports/N/state): 1 DOWN, 2 INIT, 3 ARMED, 4 ACTIVE, 5 ACTIVE_DEFER",
-    );
-    let mut phys = SeriesFamily::new(
-        "rdmactl_port_physical_state",
-        G,
-        "Physical port state (ports/N/phys_state): 1 Sleep, 2 Polling, 3 Disabled, 4 PortConfigurationTraining, 5 LinkUp, 6 LinkErrorRecovery, 7 PhyTest",
-    );
-    let mut rate = SeriesFamily::new(
-        "rdmactl_port_rate_bytes_per_second",
-        G,
-        "Port data rate (ports/N/rate) in bytes per second",
-    );
-    let mut width = SeriesFamily::new(
-        "rdmactl_port_width_lanes",
-        G,
-        "Active link width in lanes (the 4 of 4X): fewer than the cable has is a degraded link",
-    );
-    let mut active_mtu = SeriesFamily::new(
-        "rdmactl_port_active_mtu_bytes",
-        G,
-        "Active RDMA MTU in bytes (ibv_query_port; absent when libibverbs did not answer)",
-    );
-    let mut max_mtu = SeriesFamily::new(
-        "rdmactl_port_max_mtu_bytes",
-        G,
-        "Largest RDMA MTU the port supports in bytes (ibv_query_port)",
-    );
-    let mut netdev_mtu = SeriesFamily::new(
-        "rdmactl_port_netdev_mtu_bytes",
-        G,
-        "MTU of the port's netdev in bytes (class/net/NETDEV/mtu): RoCE's RDMA MTU follows it",
-    );
-    let mut netdev_up = SeriesFamily::new(
-        "rdmactl_port_netdev_up",
-        G,
-        "1 when the port's netdev carries traffic (class/net/NETDEV/operstate up, or unknown with IFF_UP), else 0",
-    );
-    let mut lid = SeriesFamily::new(
-        "rdmactl_port_lid",
-        G,
-        "InfiniBand port LID (ports/N/lid); 0 or 65535 means the subnet manager has not assigned one",
-    );
-    let mut sm_lid = SeriesFamily::new(
-        "rdmactl_port_sm_lid",
-        G,
-        "LID of the subnet manager this InfiniBand port answers to (ports/N/sm_lid)",
-    );
-    let mut gids = SeriesFamily::new(
-        "rdmactl_port_gids",
-        G,
-        "Populated GID table entries by type (IB, RoCE v1, RoCE v2): a missing RoCE v2 entry breaks routed RoCE",
-    );
-    let mut table = SeriesFamily::new(
-        "rdmactl_port_gid_table_size",
-        G,
-        "Slots in the port's GID table (ports/N/gids)",
-    );
-    let mut v4 = SeriesFamily::new(
-        "rdmactl_port_roce_v2_ipv4_gid_index",
-        G,
-        "Lowest GID index of a RoCE v2 entry with an IPv4 address (what NCCL_IB_GID_INDEX and perftest -x pick); -1 when the Ethernet port has none",
-    );
-    let mut changes = SeriesFamily::new(
-        "rdmactl_port_state_changes_total",
-        C,
-        "Port state changes seen since the exporter started, by polling ports/N/state every second",
-    );
+    let mut info = metrics::PORT_INFO.family();
+    let mut state = metrics::PORT_STATE.family();
+    let mut phys = metrics::PHYSICAL_STATE.family();
+    let mut rate = metrics::RATE.family();
+    let mut width = metrics::WIDTH.family();
+    let mut active_mtu = metrics::ACTIVE_MTU.family();
+    let mut max_mtu = metrics::MAX_MTU.family();
+    let mut netdev_mtu = metrics::NETDEV_MTU.family();
+    let mut netdev_up = metrics::NETDEV_UP.family();
+    let mut lid = metrics::LID.family();
+    let mut sm_lid = metrics::SM_LID.family();
+    let mut gids = metrics::GIDS.family();
+    let mut table = metrics::GID_TABLE_SIZE.family();
+    let mut v4 = metrics::ROCE_V2_IPV4_GID_INDEX.family();
+    let mut changes = metrics::STATE_CHANGES.family();
     // An iWARP port has no RoCE GIDs to pick from: no GID index series for it.
     let ports = facts.doctor.devices.iter().flat_map(|d| {
         let iwarp = d.node_type.as_ref().is_some_and(|t| t.is_iwarp());
@@ -212,31 +142,7 @@ fn port_families(facts: &ScrapeFacts) -> Vec<SeriesFamily> {
     });
     for ((p, iwarp), extras) in ports.zip(&facts.doctor.ports) {
         let l = port_labels(p);
-        let mut il = l.clone();
-        let name = |v: Option<&str>| v.unwrap_or_default().to_string();
-        il.push(("state", name(p.state.as_ref().map(PortState::name))));
-        il.push((
-            "physical_state",
-            name(p.phys_state.as_ref().map(PhysState::name)),
-        ));
-        il.push((
-            "link_layer",
-            p.link_layer
-                .as_ref()
-                .map(|x| x.to_string())
-                .unwrap_or_default(),
-        ));
-        il.push(("rate", name(p.rate.as_ref().map(|r| r.text.as_str()))));
-        il.push((
-            "width",
-            name(p.rate.as_ref().and_then(|r| r.width.as_deref())),
-        ));
-        il.push((
-            "speed",
-            name(p.rate.as_ref().and_then(|r| r.speed.as_deref())),
-        ));
-        il.push(("netdev", name(p.netdev.as_ref().map(|n| n.name.as_str()))));
-        info.push(il, Int(1));
+        info.push(port_info_labels(p), Int(1));
         if let Some(n) = p.state.as_ref().and_then(state_number) {
             state.push(l.clone(), Int(n));
         }
@@ -280,15 +186,7 @@ fn port_families(facts: &ScrapeFacts) -> Vec<SeriesFamily> {
                 sm_lid.push(l.clone(), Int(u64::from(v)));
             }
         }
-        let mut by_type: BTreeMap<String, u64> = BTreeMap::new();
-        for g in &p.gids {
-            let t = g
-                .gid_type
-                .as_ref()
-                .map_or("unknown".to_string(), |t| t.to_string());
-            *by_type.entry(t).or_insert(0) += 1;
-        }
-        for (t, n) in by_type {
+        for (t, n) in gids_by_type(p) {
             let mut gl = l.clone();
             gl.push(("type", t));
             gids.push(gl, Int(n));
@@ -297,15 +195,7 @@ fn port_families(facts: &ScrapeFacts) -> Vec<SeriesFamily> {
             table.push(l.clone(), Int(extras.gid_table_len as u64));
         }
         if p.link_layer == Some(LinkLayer::Ethernet) && !iwarp {
-            let index = p
-                .gids
-                .iter()
-                .find(|g| {
-                    g.gid_type == Some(crate::model::device::GidType::RoceV2)
-                        && g.gid.kind() == GidKind::Ipv4Mapped
-                })
-                .map_or(-1, |g| i64::from(g.index));
-            v4.push(l.clone(), Signed(index));
+            v4.push(l.clone(), Signed(roce_v2_ipv4_index(p)));
         }
         if let Some(seen) = &facts.state_changes {
             let n = seen
@@ -321,18 +211,63 @@ fn port_families(facts: &ScrapeFacts) -> Vec<SeriesFamily> {
     ]
 }
 
+/// `rdmactl_port_info`'s labels: the port's state, configuration and netdev.
+fn port_info_labels(p: &Port) -> Labels {
+    let mut l = port_labels(p);
+    let name = |v: Option<&str>| v.unwrap_or_default().to_string();
+    l.push(("state", name(p.state.as_ref().map(PortState::name))));
+    l.push((
+        "physical_state",
+        name(p.phys_state.as_ref().map(PhysState::name)),
+    ));
+    l.push((
+        "link_layer",
+        p.link_layer
+            .as_ref()
+            .map(|x| x.to_string())
+            .unwrap_or_default(),
+    ));
+    l.push(("rate", name(p.rate.as_ref().map(|r| r.text.as_str()))));
+    l.push((
+        "width",
+        name(p.rate.as_ref().and_then(|r| r.width.as_deref())),
+    ));
+    l.push((
+        "speed",
+        name(p.rate.as_ref().and_then(|r| r.speed.as_deref())),
+    ));
+    l.push(("netdev", name(p.netdev.as_ref().map(|n| n.name.as_str()))));
+    l
+}
+
+/// Populated GID entries by type name, in name order (the same order every scrape).
+fn gids_by_type(p: &Port) -> BTreeMap<String, u64> {
+    let mut by_type: BTreeMap<String, u64> = BTreeMap::new();
+    for g in &p.gids {
+        let t = g
+            .gid_type
+            .as_ref()
+            .map_or("unknown".to_string(), |t| t.to_string());
+        *by_type.entry(t).or_insert(0) += 1;
+    }
+    by_type
+}
+
+/// The lowest RoCE v2 GID index holding an IPv4 address, -1 for none.
+fn roce_v2_ipv4_index(p: &Port) -> i64 {
+    p.gids
+        .iter()
+        .find(|g| {
+            g.gid_type == Some(crate::model::device::GidType::RoceV2)
+                && g.gid.kind() == GidKind::Ipv4Mapped
+        })
+        .map_or(-1, |g| i64::from(g.index))
+}
+
 /// What only a live host answers (a captured tree is another host's): the limits.
 fn host_families(facts: &ScrapeFacts) -> Vec<SeriesFamily> {
-    let mut memlock = SeriesFamily::new(
-        "rdmactl_memlock_limit_bytes",
-        G,
-        "Soft RLIMIT_MEMLOCK of the exporter process (+Inf: unlimited); services and jobs started the same way get the same: RDMA registration fails past it",
-    );
-    let mut cap = SeriesFamily::new(
-        "rdmactl_cap_ipc_lock",
-        G,
-        "1 when the exporter process holds CAP_IPC_LOCK (no memlock limit applies), else 0",
-    );
+    let mut memlock = metrics::MEMLOCK_LIMIT.family();
+    let mut cap = metrics::CAP_IPC_LOCK.family();
     if let Some(host) = &facts.doctor.host {
         if let Some(limit) = host.memlock_soft {
             memlock.push(vec![], limit.map_or(Float(f64::INFINITY), Int));
@@ -348,41 +283,13 @@ fn host_families(facts: &ScrapeFacts) -> Vec<SeriesFamily> {
 /// whose PFC or trust differs from its rack's), and the per-priority pause frames.
 fn qos_families(facts: &ScrapeFacts) -> Vec<SeriesFamily> {
     use crate::model::qos::{CmDefaultSource, Probe};
-    let mut dcb = SeriesFamily::new(
-        "rdmactl_qos_dcb_readable",
-        G,
-        "1 when the RoCE port's netdev exposes DCB (PFC, ETS, APP table) to this host, else 0 (a virtual NIC: the chain is configured elsewhere)",
-    );
-    let mut pfc = SeriesFamily::new(
-        "rdmactl_qos_pfc_enabled",
-        G,
-        "1 when PFC is enabled on this priority of the RoCE port's netdev, else 0",
-    );
-    let mut trust = SeriesFamily::new(
-        "rdmactl_qos_trust_dscp",
-        G,
-        "1 when the NIC picks a packet's priority from its DSCP, 0 when from the VLAN PCP",
-    );
-    let mut tos = SeriesFamily::new(
-        "rdmactl_qos_default_roce_tos",
-        G,
-        "rdma_cm's default traffic class (IP TOS byte) for applications that set none (configfs default_roce_tos; 0 without a configfs group)",
-    );
-    let mut ecn = SeriesFamily::new(
-        "rdmactl_qos_ecn_enabled",
-        G,
-        "1 when ECN (DCQCN) is enabled on this priority at this point (np: sends CNPs, rp: slows down on them), from MLNX_OFED's ecn/ files",
-    );
-    let mut pause = SeriesFamily::new(
-        "rdmactl_qos_pause_frames_total",
-        C,
-        "PFC pause frames per priority: direction rx (the link partner paused us: look along the network) or tx (we paused it: look at this host's receive path)",
-    );
-    let mut global = SeriesFamily::new(
-        "rdmactl_qos_global_pause_enabled",
-        G,
-        "1 when 802.3x global pause is on in this direction (it conflicts with PFC), else 0",
-    );
+    let mut dcb = metrics::DCB_READABLE.family();
+    let mut pfc = metrics::PFC_ENABLED.family();
+    let mut trust = metrics::TRUST_DSCP.family();
+    let mut tos = metrics::DEFAULT_ROCE_TOS.family();
+    let mut ecn = metrics::ECN_ENABLED.family();
+    let mut pause = metrics::PAUSE_FRAMES.family();
+    let mut global = metrics::GLOBAL_PAUSE.family();
     for p in &facts.doctor.qos.ports {
         let base = || -> Labels {
             vec![
@@ -451,18 +358,7 @@ fn qos_families(facts: &ScrapeFacts) -> Vec<SeriesFamily> {
 /// Every counter of `counters/` and `hw_counters/`, one family per name, with its meaning
 /// as HELP. PMA data counters count 4-byte words: exported in bytes.
 fn counter_families(facts: &ScrapeFacts) -> Vec<SeriesFamily> {
-    let mut presence = [
-        SeriesFamily::new(
-            "rdmactl_port_has_pma",
-            G,
-            "1 when the port has IB PMA counters (ports/N/counters/ with numbers), else 0: Soft-RoCE, siw, bnxt_re and irdma ports have none",
-        ),
-        SeriesFamily::new(
-            "rdmactl_port_has_hw_stats",
-            G,
-            "1 when the port has driver counters (ports/N/hw_counters/), else 0",
-        ),
-    ];
+    let mut presence = [metrics::HAS_PMA.family(), metrics::HAS_HW_STATS.family()];
     let mut families: Vec<SeriesFamily> = Vec::new();
     let mut index: BTreeMap<String, usize> = BTreeMap::new();
     for pc in facts
@@ -491,8 +387,8 @@ fn counter_families(facts: &ScrapeFacts) -> Vec<SeriesFamily> {
 /// A counter's family: name, TYPE and HELP.
 fn counter_family(c: &Counter) -> (String, SeriesKind, String) {
     let prefix = match c.source {
-        CounterSource::Counters => "rdmactl_pma_",
-        CounterSource::HwCounters => "rdmactl_hw_",
+        CounterSource::Counters => metrics::PMA_COUNTERS.prefix(),
+        CounterSource::HwCounters => metrics::HW_COUNTERS.prefix(),
     };
     let mut name = format!("{prefix}{}", metric_name_part(&c.name));
     let meaning = c.meaning.map_or_else(
@@ -506,7 +402,7 @@ fn counter_family(c: &Counter) -> (String, SeriesKind, String) {
         |m| format!("{}/{}: {m}", c.source.dir(), c.name),
     );
     if c.is_level() {
-        return (name, G, meaning);
+        return (name, metrics::HW_LEVELS.kind, meaning);
     }
     let mut help = meaning;
     if c.unit == Unit::Words {
@@ -519,20 +415,12 @@ fn counter_family(c: &Counter) -> (String, SeriesKind, String) {
     if !name.ends_with("_total") {
         name.push_str("_total");
     }
-    (name, C, help)
+    (name, SeriesKind::Counter, help)
 }
 
 fn finding_families(findings: &[Diagnostic]) -> Vec<SeriesFamily> {
-    let mut each = SeriesFamily::new(
-        "rdmactl_finding",
-        G,
-        "A problem `rdmactl doctor` finds (info, warn or fail), by code: `rdmactl explain CODE` says the cause and the fix; the value is how many findings share the labels",
-    );
-    let mut tally = SeriesFamily::new(
-        "rdmactl_findings",
-        G,
-        "Findings of `rdmactl doctor` by severity (ok ones included)",
-    );
+    let mut each = metrics::FINDING.family();
+    let mut tally = metrics::FINDINGS.family();
     let mut grouped: BTreeMap<Labels, u64> = BTreeMap::new();
     let mut by_severity: BTreeMap<Severity, u64> =
         [Severity::Ok, Severity::Info, Severity::Warn, Severity::Fail]

@@ -15,6 +15,7 @@ pub mod gid;
 pub mod gid_choice;
 pub mod health;
 pub mod inventory;
+pub mod metrics;
 pub mod pingpong;
 pub mod qos;
 pub mod selftest;

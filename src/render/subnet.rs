@@ -419,57 +419,14 @@ fn tiers(s: &Subnet) -> BTreeMap<u64, usize> {
 /// Every order is by description then GUID, so two walks of one fabric draw the same.
 pub fn layout(s: &Subnet) -> Layout {
     let tier = tiers(s);
-    let by_name = |a: &&Node, b: &&Node| (&a.description, a.guid).cmp(&(&b.description, b.guid));
     let usable = SVG_MAX_WIDTH - 2.0 * MARGIN;
-
-    // Each host's cell: the first switch it is cabled to.
-    let mut cells: BTreeMap<Option<u64>, Vec<&Node>> = BTreeMap::new();
-    for n in s.nodes.iter().filter(|n| !n.is_switch()) {
-        let leaf = s.links.iter().find_map(|l| {
-            let peer = if l.a.guid == n.guid {
-                l.b.guid
-            } else if l.b.guid == n.guid {
-                l.a.guid
-            } else {
-                return None;
-            };
-            s.node(peer).filter(|p| p.is_switch()).map(|p| p.guid)
-        });
-        cells.entry(leaf).or_default().push(n);
-    }
-    let mut leaves: Vec<&Node> = s
-        .nodes
-        .iter()
-        .filter(|n| n.is_switch() && tier[&n.guid] == 1)
-        .collect();
-    leaves.sort_by(by_name);
-    let mut order: Vec<(Option<&Node>, Vec<&Node>)> = leaves
-        .iter()
-        .map(|l| (Some(*l), cells.remove(&Some(l.guid)).unwrap_or_default()))
-        .collect();
-    if let Some(loose) = cells.remove(&None) {
-        order.push((None, loose));
-    }
-    // A host whose first switch is not a leaf cannot be (tier 1 is "next to a host").
-
-    let mut upper: BTreeMap<usize, Vec<&Node>> = BTreeMap::new();
-    for n in s
-        .nodes
-        .iter()
-        .filter(|n| n.is_switch() && tier[&n.guid] >= 2)
-    {
-        upper.entry(tier[&n.guid]).or_default().push(n);
-    }
+    let order = cells(s, &tier);
     let per_row = ((usable / SWITCH_PITCH).floor() as usize).max(1);
-    let mut widest: f64 = 0.0;
-    let mut rows: Vec<Vec<&Node>> = Vec::new();
-    for (_, mut nodes) in upper.into_iter().rev() {
-        nodes.sort_by(by_name);
-        for chunk in nodes.chunks(per_row) {
-            widest = widest.max(chunk.len() as f64 * SWITCH_PITCH);
-            rows.push(chunk.to_vec());
-        }
-    }
+    let rows = upper_rows(s, &tier, per_row);
+    let mut widest = rows
+        .iter()
+        .map(|r| r.len() as f64 * SWITCH_PITCH)
+        .fold(0.0, f64::max);
 
     // Cells into bands.
     let cell_width =
@@ -535,6 +492,72 @@ pub fn layout(s: &Subnet) -> Layout {
         width,
         height: y + MARGIN,
     }
+}
+
+/// Description then GUID: every order of the drawing, so two walks of one fabric draw the
+/// same.
+fn by_name(a: &&Node, b: &&Node) -> std::cmp::Ordering {
+    (&a.description, a.guid).cmp(&(&b.description, b.guid))
+}
+
+/// One cell per leaf switch with the hosts cabled first to it, then the hosts with no
+/// switch.
+fn cells<'a>(s: &'a Subnet, tier: &BTreeMap<u64, usize>) -> Vec<(Option<&'a Node>, Vec<&'a Node>)> {
+    // Each host's cell: the first switch it is cabled to.
+    let mut cells: BTreeMap<Option<u64>, Vec<&Node>> = BTreeMap::new();
+    for n in s.nodes.iter().filter(|n| !n.is_switch()) {
+        let leaf = s.links.iter().find_map(|l| {
+            let peer = if l.a.guid == n.guid {
+                l.b.guid
+            } else if l.b.guid == n.guid {
+                l.a.guid
+            } else {
+                return None;
+            };
+            s.node(peer).filter(|p| p.is_switch()).map(|p| p.guid)
+        });
+        cells.entry(leaf).or_default().push(n);
+    }
+    let mut leaves: Vec<&Node> = s
+        .nodes
+        .iter()
+        .filter(|n| n.is_switch() && tier[&n.guid] == 1)
+        .collect();
+    leaves.sort_by(by_name);
+    let mut order: Vec<(Option<&Node>, Vec<&Node>)> = leaves
+        .iter()
+        .map(|l| (Some(*l), cells.remove(&Some(l.guid)).unwrap_or_default()))
+        .collect();
+    if let Some(loose) = cells.remove(&None) {
+        order.push((None, loose));
+    }
+    // A host whose first switch is not a leaf cannot be (tier 1 is "next to a host").
+    order
+}
+
+/// The switches two or more hops from any host, by tier (the farthest first), each tier's
+/// row wrapped at `per_row`.
+fn upper_rows<'a>(
+    s: &'a Subnet,
+    tier: &BTreeMap<u64, usize>,
+    per_row: usize,
+) -> Vec<Vec<&'a Node>> {
+    let mut upper: BTreeMap<usize, Vec<&Node>> = BTreeMap::new();
+    for n in s
+        .nodes
+        .iter()
+        .filter(|n| n.is_switch() && tier[&n.guid] >= 2)
+    {
+        upper.entry(tier[&n.guid]).or_default().push(n);
+    }
+    let mut rows: Vec<Vec<&Node>> = Vec::new();
+    for (_, mut nodes) in upper.into_iter().rev() {
+        nodes.sort_by(by_name);
+        for chunk in nodes.chunks(per_row) {
+            rows.push(chunk.to_vec());
+        }
+    }
+    rows
 }
 
 /// A link's path: a quadratic curve whose bend says what it is. Between tiers it is
@@ -625,6 +648,32 @@ pub fn svg(s: &Subnet, findings: &[Diagnostic]) -> String {
         s.nodes.len(),
         s.links.len()
     ));
+    draw_links(&mut out, s, &lay, &about);
+    draw_nodes(&mut out, s, &lay, &about);
+    out.push_str("</svg>\n");
+    out
+}
+
+/// A link's or node's `<title>`: its name, then each finding about it.
+fn tooltip(mut tip: String, found: &[&Diagnostic]) -> String {
+    for f in found {
+        tip.push_str(&format!(
+            "\n{} {}: {}",
+            f.severity.label(),
+            f.code.as_str(),
+            f.message
+        ));
+    }
+    tip
+}
+
+/// Each link as a `<path>` coloured by the worst finding `about` its name.
+fn draw_links<'f>(
+    out: &mut String,
+    s: &Subnet,
+    lay: &Layout,
+    about: &dyn Fn(&str) -> Vec<&'f Diagnostic>,
+) {
     // Parallel links: the same two nodes, each link its index among them.
     let pair = |a: u64, b: u64| (a.min(b), a.max(b));
     let mut parallel: BTreeMap<(u64, u64), usize> = BTreeMap::new();
@@ -647,20 +696,21 @@ pub fn svg(s: &Subnet, findings: &[Diagnostic]) -> String {
         let found = about(&name);
         let worst = found.iter().map(|f| f.severity).max();
         let (stroke, width) = colour(worst).unwrap_or((LINK_COLOUR, 1.0));
-        let mut tip = name.clone();
-        for f in &found {
-            tip.push_str(&format!(
-                "\n{} {}: {}",
-                f.severity.label(),
-                f.code.as_str(),
-                f.message
-            ));
-        }
+        let tip = tooltip(name.clone(), &found);
         out.push_str(&format!(
             "<path d=\"{d}\" fill=\"none\" stroke=\"{stroke}\" stroke-width=\"{width}\"><title>{}</title></path>\n",
             xml(&tip)
         ));
     }
+}
+
+/// Each node: a switch a square, a host a dot, coloured by the worst finding `about` it.
+fn draw_nodes<'f>(
+    out: &mut String,
+    s: &Subnet,
+    lay: &Layout,
+    about: &dyn Fn(&str) -> Vec<&'f Diagnostic>,
+) {
     for n in &s.nodes {
         let Some((x, y)) = lay.at.get(&n.guid) else {
             continue;
@@ -674,15 +724,10 @@ pub fn svg(s: &Subnet, findings: &[Diagnostic]) -> String {
         let fill = colour(found.iter().map(|f| f.severity).max())
             .map(|c| c.0)
             .unwrap_or(if n.is_switch() { "#2b5d8a" } else { "#4c9a52" });
-        let mut tip = format!("{label} ({}, LID {})", guid_text(n.guid), n.lid);
-        for f in &found {
-            tip.push_str(&format!(
-                "\n{} {}: {}",
-                f.severity.label(),
-                f.code.as_str(),
-                f.message
-            ));
-        }
+        let tip = tooltip(
+            format!("{label} ({}, LID {})", guid_text(n.guid), n.lid),
+            &found,
+        );
         if n.is_switch() {
             out.push_str(&format!(
                 "<rect x=\"{:.1}\" y=\"{:.1}\" width=\"20\" height=\"12\" fill=\"{fill}\"><title>{}</title></rect>\n",
@@ -709,8 +754,6 @@ pub fn svg(s: &Subnet, findings: &[Diagnostic]) -> String {
             ));
         }
     }
-    out.push_str("</svg>\n");
-    out
 }
 
 /// The stderr note for each end whose PMA did not confirm `--reset-counters`.

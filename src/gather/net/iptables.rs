@@ -141,35 +141,7 @@ pub fn parse_table(
     if hook_entry.len() != 5 || underflow.len() != 5 {
         return Err(bad("short info".into()));
     }
-    // Split the blob into entries.
-    let mut list = Vec::new();
-    let mut at = 0;
-    while at < entries.len() {
-        let target_offset = u16_at(entries, at + l.target_offset)
-            .ok_or_else(|| bad(format!("entry at {at} cut short")))?
-            as usize;
-        let next = u16_at(entries, at + l.target_offset + 2)
-            .ok_or_else(|| bad(format!("entry at {at} cut short")))? as usize;
-        if next < l.entry_size
-            || target_offset < l.entry_size
-            || target_offset + 32 > next
-            || at + next > entries.len()
-        {
-            return Err(bad(format!(
-                "entry at {at}: sizes {target_offset}/{next} do not fit"
-            )));
-        }
-        let bytes = &entries[at..at + next];
-        let target = &bytes[target_offset..];
-        let target_size = u16_at(target, 0).unwrap_or(0) as usize;
-        list.push(BlobEntry {
-            offset: at,
-            bytes,
-            target_name: cstr(&target[2..31]),
-            target_data: &target[32..target_size.clamp(32, target.len())],
-        });
-        at += next;
-    }
+    let list = split_entries(entries, l).map_err(bad)?;
     let family = if v6 { NfFamily::Ip6 } else { NfFamily::Ip };
     let backend = if v6 {
         Backend::Ip6tablesLegacy
@@ -186,18 +158,7 @@ pub fn parse_table(
         policy_counter: None,
         rules: Vec::new(),
     };
-    // Where each user chain's rules start, for jumps (a verdict is an offset).
-    let mut chain_at: Vec<(usize, String)> = Vec::new();
-    for (i, e) in list.iter().enumerate() {
-        if e.target_name == "ERROR" {
-            let name = cstr(e.target_data);
-            if let Some(next) = list.get(i + 1) {
-                if name != "ERROR" {
-                    chain_at.push((next.offset, name));
-                }
-            }
-        }
-    }
+    let chain_at = chain_starts(&list);
     let mut chains: Vec<NfChain> = Vec::new();
     for (i, e) in list.iter().enumerate() {
         let off = e.offset as u32;
@@ -249,6 +210,56 @@ pub fn parse_table(
         chain.rules.push(rule);
     }
     Ok(chains)
+}
+
+/// The blob cut into its entries, each by its own sizes.
+fn split_entries<'a>(entries: &'a [u8], l: &EntryLayout) -> Result<Vec<BlobEntry<'a>>, String> {
+    let mut list = Vec::new();
+    let mut at = 0;
+    while at < entries.len() {
+        let target_offset = u16_at(entries, at + l.target_offset)
+            .ok_or_else(|| format!("entry at {at} cut short"))?
+            as usize;
+        let next = u16_at(entries, at + l.target_offset + 2)
+            .ok_or_else(|| format!("entry at {at} cut short"))? as usize;
+        if next < l.entry_size
+            || target_offset < l.entry_size
+            || target_offset + 32 > next
+            || at + next > entries.len()
+        {
+            return Err(format!(
+                "entry at {at}: sizes {target_offset}/{next} do not fit"
+            ));
+        }
+        let bytes = &entries[at..at + next];
+        let target = &bytes[target_offset..];
+        let target_size = u16_at(target, 0).unwrap_or(0) as usize;
+        list.push(BlobEntry {
+            offset: at,
+            bytes,
+            target_name: cstr(&target[2..31]),
+            target_data: &target[32..target_size.clamp(32, target.len())],
+        });
+        at += next;
+    }
+    Ok(list)
+}
+
+/// Where each user chain's rules start, for jumps (a verdict is an offset): the entry
+/// after each ERROR entry that names a chain.
+fn chain_starts(list: &[BlobEntry]) -> Vec<(usize, String)> {
+    let mut chain_at: Vec<(usize, String)> = Vec::new();
+    for (i, e) in list.iter().enumerate() {
+        if e.target_name == "ERROR" {
+            let name = cstr(e.target_data);
+            if let Some(next) = list.get(i + 1) {
+                if name != "ERROR" {
+                    chain_at.push((next.offset, name));
+                }
+            }
+        }
+    }
+    chain_at
 }
 
 /// The entry's target as expressions: a named target's, or a standard target's verdict.

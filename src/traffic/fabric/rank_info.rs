@@ -37,7 +37,7 @@ pub fn rank_info(ctx: &Ctx, args: &FabricArgs, place: &Placement, pair_port: u16
     info.arp_flux = crate::diagnose::fabric::arp_flux(&tested.roce_netdevs);
     info.firmware = tested.firmware;
     if let Some(p) = &tested.facts {
-        port_facts(&mut info, p, args.gid_index);
+        port_facts(&mut info, p, args.on.gid_index);
     }
     info
 }

@@ -97,7 +97,7 @@ pub(super) fn new_report(args: &PingpongArgs, plan: &Plan, device: &str) -> Ping
         exchange: "native",
         requested_mtu: plan.mtu,
         device: device.to_string(),
-        port: args.port,
+        port: args.on.port,
         gid_index: plan.gid_index,
         peer: None,
         size: plan.size,

@@ -150,7 +150,7 @@ pub(super) fn open_side(
     let vctx =
         Context::open(Some(device)).map_err(|(f, avail)| open_refused(&ctx.sysfs, f, avail))?;
     report.device = vctx.name().to_string();
-    let port = args.port;
+    let port = args.on.port;
     let port_info = vctx
         .query_port(port)
         .map_err(|f| setup_error(f, Vec::new()))?;

@@ -32,7 +32,7 @@ pub fn run(ctx: &Ctx, args: &PingpongArgs, show: &mut Show) -> Result<u8> {
         None => None,
     };
     let device =
-        crate::gather::inventory::device_port(&ctx.sysfs, args.device.as_deref(), args.port)?;
+        crate::gather::inventory::device_port(&ctx.sysfs, args.on.device.as_deref(), args.on.port)?;
     crate::traffic::failure::refuse_iwarp_without_cm(&ctx.sysfs, &device, "pingpong")?;
     let listener = match peer {
         Some(_) => None,

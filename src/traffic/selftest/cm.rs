@@ -76,7 +76,7 @@ pub(crate) const SERVER_GRACE: Duration = Duration::from_secs(1);
 /// no RDMA stack) is an error instead.
 pub fn run(ctx: &Ctx, args: &SelftestArgs) -> Result<CmSelftestReport> {
     let timeout = timeout_of(args.timeout)?;
-    if args.gid_index != GidIndexArg::Auto {
+    if args.on.gid_index != GidIndexArg::Auto {
         return Err(Error::Usage(
             "-g does not apply with --cm: the kernel picks the GID from the route".into(),
         ));
@@ -95,7 +95,7 @@ pub fn run(ctx: &Ctx, args: &SelftestArgs) -> Result<CmSelftestReport> {
         mode: "cm",
         device: Some(server_dev.clone()),
         peer_device: Some(client_dev.clone()),
-        port: args.port,
+        port: args.on.port,
         server_address: None,
         client_address: None,
         gid_index: None,
@@ -106,11 +106,11 @@ pub fn run(ctx: &Ctx, args: &SelftestArgs) -> Result<CmSelftestReport> {
     };
     let steps = Steps::default();
     // The CM binds addresses: each device stands for its port's.
-    let server_ip = port_address(&ctx.sysfs, &server_dev, args.port, None);
+    let server_ip = port_address(&ctx.sysfs, &server_dev, args.on.port, None);
     let client_ip = port_address(
         &ctx.sysfs,
         &client_dev,
-        args.port,
+        args.on.port,
         server_ip.as_ref().ok().copied(),
     );
     report.server_address = server_ip.as_ref().ok().copied();

@@ -57,7 +57,7 @@ impl Drop for LoopbackEnd {
 /// The verbs loopback: every step in turn, each reported. The report says which failed
 /// (`ok`); a usage problem (a missing device or GID) is an error instead.
 pub fn run(ctx: &Ctx, args: &SelftestArgs) -> Result<SelftestReport> {
-    let fixed_index = match args.gid_index {
+    let fixed_index = match args.on.gid_index {
         GidIndexArg::Auto => None,
         GidIndexArg::Index(i) => Some(i),
     };
@@ -85,8 +85,8 @@ pub fn run(ctx: &Ctx, args: &SelftestArgs) -> Result<SelftestReport> {
         [a, b, ..] => [Some(a.as_str()), Some(b.as_str())],
     };
     let resolved = [
-        crate::gather::inventory::device_port(&ctx.sysfs, wanted[0], args.port)?,
-        crate::gather::inventory::device_port(&ctx.sysfs, wanted[1], args.port)?,
+        crate::gather::inventory::device_port(&ctx.sysfs, wanted[0], args.on.port)?,
+        crate::gather::inventory::device_port(&ctx.sysfs, wanted[1], args.on.port)?,
     ];
     for device in &resolved {
         crate::traffic::failure::refuse_iwarp_without_cm(&ctx.sysfs, device, "selftest")?;
@@ -94,7 +94,7 @@ pub fn run(ctx: &Ctx, args: &SelftestArgs) -> Result<SelftestReport> {
     let names: [Option<&str>; 2] = [Some(resolved[0].as_str()), Some(resolved[1].as_str())];
     let mut t = Tester {
         ends: [LoopbackEnd::default(), LoopbackEnd::default()],
-        port: args.port,
+        port: args.on.port,
         fixed_index,
         gid_index: [0; 2],
         choices: Vec::new(),
@@ -119,7 +119,7 @@ pub fn run(ctx: &Ctx, args: &SelftestArgs) -> Result<SelftestReport> {
         }
         distinct
             .iter()
-            .map(|d| crate::traffic::counters::CounterWatch::start(&ctx.sysfs, d, args.port))
+            .map(|d| crate::traffic::counters::CounterWatch::start(&ctx.sysfs, d, args.on.port))
             .collect()
     };
     t.run_all(names);
@@ -157,7 +157,7 @@ pub fn run(ctx: &Ctx, args: &SelftestArgs) -> Result<SelftestReport> {
         mode: "verbs",
         device,
         peer_device,
-        port: args.port,
+        port: args.on.port,
         gid_index: Some(t.gid_index[0]),
         gid_selection: std::mem::take(&mut t.choices),
         size: args.size,

@@ -109,18 +109,9 @@ impl Listener {
         }))
     }
 
-    /// Wait up to `wait` for a connect request, then accept it on an endpoint of its own
-    /// (own event channel) and wait `timeout` for ESTABLISHED.
-    /// `prepare` fills the area the peer may READ before the accept makes it reachable.
-    pub fn accept(
-        &self,
-        wait: Duration,
-        timeout: Duration,
-        log: StepLog,
-        prepare: &mut dyn FnMut(&mut [u8]),
-    ) -> Result<CmEndpoint, Failure> {
-        let mut t = Instant::now();
-        let deadline = t + wait;
+    /// The next connect request before `deadline` (a probe from a client whose earlier run
+    /// stalled is rejected), its id now ours, the client's address and its private data.
+    fn wait_request(&self, deadline: Instant) -> Result<(Id, SocketAddr, Vec<u8>), Failure> {
         let request = loop {
             let request = expect_event(
                 &self.channel,
@@ -156,39 +147,22 @@ impl Listener {
         // SAFETY: route.addr of the new id holds the client's address.
         let peer = unsafe { from_sockaddr(&(*id.ptr()).route.addr.dst_addr_union.dst_addr) }
             .unwrap_or_else(|| SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), 0));
-        // A client without rdmactl's magic is a stock tool (rping, rdma_client): accept it
-        // with a buffer of rping's maximum size and let the caller speak its protocol.
-        let magic = request.private_data.get(0..4) == Some(&PRIVATE_DATA_MAGIC[..]);
-        let (remote, foreign) = match RemoteBuffer::decode(&request.private_data) {
-            Ok(r) => (r, false),
-            Err(_) if !magic => (
-                RemoteBuffer {
-                    addr: 0,
-                    rkey: 0,
-                    len: FOREIGN_BUFFER_LEN,
-                },
-                true,
-            ),
-            Err(text) => {
-                let msg = encode_reject("private data is not rdmactl --cm v1");
-                // SAFETY: msg lives across the call.
-                unsafe { sys::rdma_reject(id.ptr(), msg.as_ptr() as *const _, msg.len() as u8) };
-                return Err(cm_err(Step::CmAccept, Some(peer), Cause::invalid(text)));
-            }
-        };
-        if remote.len > MAX_BUFFER_LEN {
-            let msg = encode_reject("buffer larger than 256 MiB");
-            // SAFETY: msg lives across the call.
-            unsafe { sys::rdma_reject(id.ptr(), msg.as_ptr() as *const _, msg.len() as u8) };
-            return Err(cm_err(
-                Step::CmAccept,
-                Some(peer),
-                Cause::invalid(format!(
-                    "the client asked for a {}-byte buffer; the limit is {MAX_BUFFER_LEN}",
-                    remote.len
-                )),
-            ));
-        }
+        Ok((id, peer, request.private_data))
+    }
+
+    /// Wait up to `wait` for a connect request, then accept it on an endpoint of its own
+    /// (own event channel) and wait `timeout` for ESTABLISHED.
+    /// `prepare` fills the area the peer may READ before the accept makes it reachable.
+    pub fn accept(
+        &self,
+        wait: Duration,
+        timeout: Duration,
+        log: StepLog,
+        prepare: &mut dyn FnMut(&mut [u8]),
+    ) -> Result<CmEndpoint, Failure> {
+        let mut t = Instant::now();
+        let (id, peer, private_data) = self.wait_request(t + wait)?;
+        let (remote, foreign) = client_buffer(&id, peer, &private_data)?;
         let detail = if foreign {
             format!("from {peer}, no rdmactl private data: a stock client (rping or rdma_client)")
         } else {
@@ -264,4 +238,47 @@ impl Listener {
         );
         Ok(ep)
     }
+}
+
+/// The client's buffer as its private data gives it, and whether the client is a stock
+/// tool; a malformed or oversized one is rejected on `id`.
+fn client_buffer(
+    id: &Id,
+    peer: SocketAddr,
+    private_data: &[u8],
+) -> Result<(RemoteBuffer, bool), Failure> {
+    // A client without rdmactl's magic is a stock tool (rping, rdma_client): accept it
+    // with a buffer of rping's maximum size and let the caller speak its protocol.
+    let magic = private_data.get(0..4) == Some(&PRIVATE_DATA_MAGIC[..]);
+    let (remote, foreign) = match RemoteBuffer::decode(private_data) {
+        Ok(r) => (r, false),
+        Err(_) if !magic => (
+            RemoteBuffer {
+                addr: 0,
+                rkey: 0,
+                len: FOREIGN_BUFFER_LEN,
+            },
+            true,
+        ),
+        Err(text) => {
+            let msg = encode_reject("private data is not rdmactl --cm v1");
+            // SAFETY: msg lives across the call.
+            unsafe { sys::rdma_reject(id.ptr(), msg.as_ptr() as *const _, msg.len() as u8) };
+            return Err(cm_err(Step::CmAccept, Some(peer), Cause::invalid(text)));
+        }
+    };
+    if remote.len > MAX_BUFFER_LEN {
+        let msg = encode_reject("buffer larger than 256 MiB");
+        // SAFETY: msg lives across the call.
+        unsafe { sys::rdma_reject(id.ptr(), msg.as_ptr() as *const _, msg.len() as u8) };
+        return Err(cm_err(
+            Step::CmAccept,
+            Some(peer),
+            Cause::invalid(format!(
+                "the client asked for a {}-byte buffer; the limit is {MAX_BUFFER_LEN}",
+                remote.len
+            )),
+        ));
+    }
+    Ok((remote, foreign))
 }

@@ -109,10 +109,10 @@ pub fn run(ctx: &Ctx, args: &PingpongArgs, show: &mut CmShow) -> Result<u8> {
             "-p 0: a client needs the server's port (a server started with -p 0 prints the one it got)".into(),
         ));
     }
-    if args.device.is_none() && args.bind.is_none() && args.port != 1 {
+    if args.on.device.is_none() && args.bind.is_none() && args.on.port != 1 {
         return Err(Error::Usage(format!(
             "-i {}: with --cm a port is named with -d (its address is bound); without -d the kernel picks device and port from the route",
-            args.port
+            args.on.port
         )));
     }
     // The CM binds an address, not a device: -d stands for its port's address.
@@ -120,16 +120,16 @@ pub fn run(ctx: &Ctx, args: &PingpongArgs, show: &mut CmShow) -> Result<u8> {
         Some(server) => Some(peer_addr(server, args.tcp_port)?),
         None => None,
     };
-    if let Some(dev) = &args.device {
-        crate::gather::inventory::device_port(&ctx.sysfs, Some(dev), args.port)?;
+    if let Some(dev) = &args.on.device {
+        crate::gather::inventory::device_port(&ctx.sysfs, Some(dev), args.on.port)?;
     }
     let source = || -> Result<Option<IpAddr>> {
-        Ok(match (args.bind, &args.device) {
+        Ok(match (args.bind, &args.on.device) {
             (Some(ip), _) => Some(ip),
             (None, Some(dev)) => Some(port_address(
                 &ctx.sysfs,
                 dev,
-                args.port,
+                args.on.port,
                 peer.map(|p| p.ip()),
             )?),
             (None, None) => None,
@@ -197,7 +197,7 @@ pub(crate) fn client(
         timeout,
     };
     let (mut ep, res) = cm::connect(peer, &opts, &mut quiet)?;
-    if let Some(dev) = &args.device {
+    if let Some(dev) = &args.on.device {
         if dev != &res.device {
             return Err(Error::Usage(format!(
                 "the kernel routes {peer} through {}, not {dev}; give --bind with {dev}'s address",
@@ -337,7 +337,7 @@ pub(crate) fn server(
         args.tcp_port,
     );
     let listener = Listener::bind(addr)?;
-    if let (Some(dev), Some(bound)) = (&args.device, listener.device()) {
+    if let (Some(dev), Some(bound)) = (&args.on.device, listener.device()) {
         if dev != &bound {
             return Err(Error::Usage(format!(
                 "{addr} is an address of {bound}, not {dev}: give -d {bound}, or --bind with {dev}'s address"

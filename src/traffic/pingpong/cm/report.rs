@@ -49,8 +49,8 @@ impl CmPingpongReport {
         CmPingpongReport {
             role,
             exchange: "cm",
-            device: args.device.clone().unwrap_or_default(),
-            port: args.port,
+            device: args.on.device.clone().unwrap_or_default(),
+            port: args.on.port,
             gid_index: None,
             peer: None,
             size: args.size(),
