@@ -16,10 +16,11 @@ pub fn run(ctx: &Ctx, args: &SelftestArgs) -> Result<u8> {
     // Caught from the start: a Ctrl-C while the devices are looked up or opened still
     // gets the report of what ran, the signal named, and 128 + the signal.
     crate::interrupt::catch();
-    if args.cm {
-        return run_cm(ctx, args);
-    }
-    let report = selftest::run(ctx, args)?;
+    let report = if args.cm {
+        selftest::cm::run(ctx, args)?
+    } else {
+        selftest::run(ctx, args)?
+    };
     if !ctx.json {
         let choices: Vec<String> = report.gid_selection.iter().map(|c| c.render()).collect();
         output::note(&render::selftest::gid_choices(&choices));
@@ -27,7 +28,7 @@ pub fn run(ctx: &Ctx, args: &SelftestArgs) -> Result<u8> {
     let text = if ctx.json {
         output::json(&report)
     } else {
-        render::selftest::verbs(&report.view(), ctx.style)
+        render::selftest::text(&report.view(), ctx.style)
     };
     output::print(&text)?;
     if let Some(code) = interrupted(report.signal) {
@@ -43,25 +44,6 @@ pub fn run(ctx: &Ctx, args: &SelftestArgs) -> Result<u8> {
         .find_map(|s| s.failure.as_ref().map(|f| f.exit_code()))
         .unwrap_or(exit::FAILED);
     Err(Error::Reported(code))
-}
-
-fn run_cm(ctx: &Ctx, args: &SelftestArgs) -> Result<u8> {
-    let report = selftest::cm::run(ctx, args)?;
-    let text = if ctx.json {
-        output::json(&report)
-    } else {
-        render::selftest::cm(&report)
-    };
-    output::print(&text)?;
-    if let Some(code) = interrupted(report.signal) {
-        return Err(Error::Reported(code));
-    }
-    // The failed step and its explanation are in the report just printed.
-    if report.ok {
-        Ok(exit::OK)
-    } else {
-        Err(Error::Reported(exit::FAILED))
-    }
 }
 
 /// The exit status of a test a signal stopped: 128 + the signal, as a shell reports a

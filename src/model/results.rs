@@ -6,7 +6,6 @@
 //! Latency goes into a fixed-size histogram ([`LatencyRecorder`]), never one sample per
 //! iteration, so a run of any length or duration uses the same memory.
 
-use std::net::IpAddr;
 use std::time::Duration;
 
 use hdrhistogram::Histogram;
@@ -242,28 +241,6 @@ pub struct StepLine {
     pub elapsed_us: f64,
     pub detail: String,
     pub failure: Option<FailureReport>,
-}
-
-/// `selftest`'s report shape; `gid_index` is the one the kernel chose for the client.
-#[derive(Debug, Serialize)]
-pub struct CmSelftestReport {
-    pub mode: &'static str,
-    /// The server's device, and the client's in `peer_device` (the same name on one
-    /// device), as `selftest` names its two ends.
-    pub device: Option<String>,
-    pub peer_device: Option<String>,
-    pub port: u32,
-    /// The addresses the devices stand for: the server listens on one, the client
-    /// connects from the other.
-    pub server_address: Option<IpAddr>,
-    pub client_address: Option<IpAddr>,
-    pub gid_index: Option<u8>,
-    pub size: u32,
-    pub steps: Vec<StepLine>,
-    /// The SIGINT (2) or SIGTERM (15) that stopped the test; the exit status is 128 + it.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub signal: Option<i32>,
-    pub ok: bool,
 }
 
 #[cfg(test)]

@@ -3,14 +3,16 @@
 
 use std::net::IpAddr;
 
-use crate::model::results::{CmSelftestReport, RunCounters, StepLine};
+use crate::model::results::{RunCounters, StepLine};
 use crate::output::Style;
 
-/// What the text report of the verbs loopback shows.
+/// What the text report of a loopback shows, on either exchange.
 pub struct SelftestView<'a> {
     pub device: Option<&'a str>,
     pub peer_device: Option<&'a str>,
     pub port: u32,
+    /// `--cm`: the server's and the client's addresses.
+    pub addresses: Option<(Option<IpAddr>, Option<IpAddr>)>,
     pub gid_index: Option<u32>,
     pub size: u32,
     pub steps: &'a [StepLine],
@@ -20,8 +22,17 @@ pub struct SelftestView<'a> {
     pub ok: bool,
 }
 
+/// The text report of a loopback: `--cm`'s (it names the addresses) or the verbs one.
+pub fn text(r: &SelftestView, style: Style) -> String {
+    if r.addresses.is_some() {
+        cm(r)
+    } else {
+        verbs(r, style)
+    }
+}
+
 /// The text report of the verbs loopback.
-pub fn verbs(r: &SelftestView, style: Style) -> String {
+pub(crate) fn verbs(r: &SelftestView, style: Style) -> String {
     let mut out = format!(
         "selftest {} port {} GID index {}, {} B\n",
         [r.device, r.peer_device]
@@ -46,28 +57,29 @@ pub fn verbs(r: &SelftestView, style: Style) -> String {
 }
 
 /// `rxe0`, or `rxe0 <-> rxe1` when the two ends are on two devices.
-fn ends(r: &CmSelftestReport) -> String {
-    match (&r.device, &r.peer_device) {
+fn ends(r: &SelftestView) -> String {
+    match (r.device, r.peer_device) {
         (Some(a), Some(b)) if a != b => format!("{a} <-> {b}"),
-        (a, b) => a.as_ref().or(b.as_ref()).cloned().unwrap_or_default(),
+        (a, b) => a.or(b).unwrap_or_default().to_string(),
     }
 }
 
 /// The text report of `selftest --cm`.
-pub fn cm(r: &CmSelftestReport) -> String {
+pub(crate) fn cm(r: &SelftestView) -> String {
     let at = |ip: Option<IpAddr>| ip.map_or("?".to_string(), |ip| ip.to_string());
+    let (server_address, client_address) = r.addresses.unwrap_or_default();
     let mut out = format!(
         "selftest --cm {} port {}, {} -> {}, {} B; the kernel picks the GID{}\n",
         ends(r),
         r.port,
-        at(r.client_address),
-        at(r.server_address),
+        at(client_address),
+        at(server_address),
         r.size,
         r.gid_index
             .map(|i| format!(" (index {i})"))
             .unwrap_or_default()
     );
-    out.push_str(&step_lines(&r.steps, 25));
+    out.push_str(&step_lines(r.steps, 25));
     out.push_str(&verdict(
         r.ok,
         r.signal,
@@ -150,11 +162,12 @@ mod tests {
     }
 
     fn view(steps: &[StepLine], signal: Option<i32>, ok: bool) -> String {
-        verbs(
+        text(
             &SelftestView {
                 device: Some("rxe0"),
                 peer_device: Some("rxe0"),
                 port: 1,
+                addresses: None,
                 gid_index: Some(1),
                 size: 4096,
                 steps,

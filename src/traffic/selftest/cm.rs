@@ -12,11 +12,12 @@ use crate::error::{Error, Result};
 use crate::gather::verbs::cm::{self, CmOp, ConnectOptions, Listener, StepDone};
 use crate::model::diagnostic::FailureReport;
 use crate::model::failure::{Cause, Failure, Step};
-use crate::model::results::{CmSelftestReport, StepLine};
+use crate::model::results::StepLine;
 use crate::traffic::pingpong::cm::{
     explain_cm, fill_pattern, first_device, pattern, plain_report, port_address, run_op, serve,
     timeout_of, Served,
 };
+use crate::traffic::selftest::report::SelftestReport;
 
 /// The steps of both sides, in the order they finished.
 #[derive(Clone, Default)]
@@ -74,7 +75,7 @@ pub(crate) const SERVER_GRACE: Duration = Duration::from_secs(1);
 /// `-d`): listen, resolve, connect, accept, one SEND/RECV, WRITE and READ, disconnect.
 /// The report says which steps failed (`ok`); a run that could not start (no such device,
 /// no RDMA stack) is an error instead.
-pub fn run(ctx: &Ctx, args: &SelftestArgs) -> Result<CmSelftestReport> {
+pub fn run(ctx: &Ctx, args: &SelftestArgs) -> Result<SelftestReport> {
     let timeout = timeout_of(args.timeout)?;
     if args.on.gid_index != GidIndexArg::Auto {
         return Err(Error::Usage(
@@ -91,16 +92,18 @@ pub fn run(ctx: &Ctx, args: &SelftestArgs) -> Result<CmSelftestReport> {
         .cloned()
         .unwrap_or_else(|| server_dev.clone());
     let size = args.size.max(1);
-    let mut report = CmSelftestReport {
+    let mut report = SelftestReport {
         mode: "cm",
         device: Some(server_dev.clone()),
         peer_device: Some(client_dev.clone()),
         port: args.on.port,
-        server_address: None,
-        client_address: None,
+        server_address: Some(None),
+        client_address: Some(None),
         gid_index: None,
+        gid_selection: Vec::new(),
         size,
         steps: Vec::new(),
+        counters: None,
         signal: None,
         ok: false,
     };
@@ -113,8 +116,8 @@ pub fn run(ctx: &Ctx, args: &SelftestArgs) -> Result<CmSelftestReport> {
         args.on.port,
         server_ip.as_ref().ok().copied(),
     );
-    report.server_address = server_ip.as_ref().ok().copied();
-    report.client_address = client_ip.as_ref().ok().copied();
+    report.server_address = Some(server_ip.as_ref().ok().copied());
+    report.client_address = Some(client_ip.as_ref().ok().copied());
     let failure = match (server_ip, client_ip) {
         (Ok(server_ip), Ok(client_ip)) => {
             let plan = Loopback {
@@ -167,7 +170,7 @@ pub(crate) struct Loopback<'a> {
 pub(crate) fn run_selftest(
     plan: &Loopback,
     steps: &Steps,
-    report: &mut CmSelftestReport,
+    report: &mut SelftestReport,
 ) -> Option<Failure> {
     let Loopback {
         sysfs,
@@ -243,7 +246,7 @@ pub(crate) fn run_selftest(
             };
         }
     };
-    report.gid_index = Some(ep.info.sgid_index);
+    report.gid_index = Some(u32::from(ep.info.sgid_index));
     let mut peer_image: Vec<u8> = (0..size as usize).map(pattern).collect();
     let mut first_failure = None;
     for (op, name) in [
@@ -317,15 +320,17 @@ mod tests {
             "192.168.77.1:40000".parse().ok(),
             Cause::call("rdma_resolve_addr", libc::ENETUNREACH),
         );
-        let report = CmSelftestReport {
+        let report = SelftestReport {
             mode: "cm",
             device: Some("rxe0".into()),
             peer_device: Some("rxe0".into()),
             port: 1,
-            server_address: "192.168.77.1".parse().ok(),
-            client_address: "192.168.77.1".parse().ok(),
+            server_address: Some("192.168.77.1".parse().ok()),
+            client_address: Some("192.168.77.1".parse().ok()),
             gid_index: None,
+            gid_selection: Vec::new(),
             size: 4096,
+            counters: None,
             signal: None,
             steps: vec![
                 StepLine {
@@ -347,7 +352,7 @@ mod tests {
             ],
             ok: false,
         };
-        let text = crate::render::selftest::cm(&report);
+        let text = crate::render::selftest::cm(&report.view());
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(
             lines[0],

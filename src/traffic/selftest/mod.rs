@@ -158,6 +158,8 @@ pub fn run(ctx: &Ctx, args: &SelftestArgs) -> Result<SelftestReport> {
         device,
         peer_device,
         port: args.on.port,
+        server_address: None,
+        client_address: None,
         gid_index: Some(t.gid_index[0]),
         gid_selection: std::mem::take(&mut t.choices),
         size: args.size,

@@ -1,11 +1,14 @@
 //! The report of the verbs loopback, as printed and as JSON.
 
+use std::net::IpAddr;
+
 use serde::Serialize;
 
 use crate::model::results::StepLine;
 use crate::traffic::failure::GidChoice;
 
-/// What `selftest` found: each step, the counters over the test, and the verdict.
+/// What `selftest` found, on either exchange: each step, the counters over the test, and
+/// the verdict.
 #[derive(Debug, Serialize)]
 pub struct SelftestReport {
     /// `verbs` here; `cm` for `selftest --cm`.
@@ -15,6 +18,13 @@ pub struct SelftestReport {
     pub device: Option<String>,
     pub peer_device: Option<String>,
     pub port: u32,
+    /// `--cm` only: the addresses the devices stand for (the server listens on one, the
+    /// client connects from the other); null where a device has none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_address: Option<Option<IpAddr>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_address: Option<Option<IpAddr>>,
+    /// The index given or chosen; with `--cm` the one the kernel chose for the client.
     pub gid_index: Option<u32>,
     /// `-g auto`: per device, what was chosen and why the other indices were not.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -38,6 +48,9 @@ impl SelftestReport {
             device: self.device.as_deref(),
             peer_device: self.peer_device.as_deref(),
             port: self.port,
+            addresses: self
+                .server_address
+                .map(|server| (server, self.client_address.flatten())),
             gid_index: self.gid_index,
             size: self.size,
             steps: &self.steps,
@@ -77,6 +90,8 @@ mod tests {
             device: Some("rxe0".into()),
             peer_device: Some("rxe1".into()),
             port: 1,
+            server_address: None,
+            client_address: None,
             gid_index: Some(1),
             gid_selection: vec![failure::choose_gid(&sysfs, "rxe0", 1, None).unwrap()],
             size: 4096,
