@@ -6,6 +6,7 @@ use std::net::IpAddr;
 use crate::diagnose::gidselect::{
     self, describe, is_link_local, type_name, Family, Selection, Verdict, Want,
 };
+use crate::diagnose::port_state::{self, NetdevNow, PortNow};
 use crate::diagnose::same_host;
 use crate::model::codes::{self, Code};
 use crate::model::device::{GidEntry, GidType, LinkLayer, PortState};
@@ -53,7 +54,7 @@ pub fn evaluate(
         .iter()
         .map(|r| crate::diagnose::removal::finding(r))
         .collect();
-    out.extend(port_state(port));
+    out.extend(port_findings(port));
     let entry = match slot(port, index, &with_better) {
         Ok(entry) => entry,
         Err(finding) => {
@@ -95,7 +96,7 @@ pub fn evaluate(
             &with_better,
         ));
     }
-    out.push(netdev_finding(entry, index, net, &with_better));
+    out.extend(netdev_finding(port, entry, index, net, &with_better));
 
     // Route, neighbour, link-local.
     if let Some(peer) = peer {
@@ -122,44 +123,11 @@ pub fn evaluate(
     out
 }
 
-/// The port's state and, on InfiniBand, its LID.
-fn port_state(port: &PortFacts) -> Vec<Diagnostic> {
+/// The port's state (the one rule, `port_state`) and, on InfiniBand, its LID.
+fn port_findings(port: &PortFacts) -> Vec<Diagnostic> {
     let mut out = Vec::new();
     let name = port.name();
-    let state = port
-        .sysfs
-        .state
-        .as_ref()
-        .map_or("unknown".to_string(), |s| s.name().to_string());
-    let active = port.sysfs.state.as_ref().is_some_and(PortState::is_active);
-    let mut f = if active {
-        Diagnostic::finding(Severity::Ok, codes::PORT_STATE, format!("{name} is ACTIVE"))
-    } else {
-        let fix = if port.link_layer == LinkLayer::InfiniBand {
-            "start a subnet manager (opensm) or fix the link".to_string()
-        } else {
-            let dev = port
-                .gids()
-                .iter()
-                .find_map(|e| e.netdev.clone())
-                .unwrap_or_else(|| "the netdev".into());
-            format!("bring {dev} up and check its carrier (ip link show {dev})")
-        };
-        Diagnostic::finding(
-            Severity::Fail,
-            codes::PORT_STATE,
-            format!("{name} is {state}, not ACTIVE"),
-        )
-        .fix(fix)
-    };
-    f = f.evidence(format!(
-        "state {state}, phys_state {}",
-        port.sysfs
-            .phys_state
-            .as_ref()
-            .map_or("unknown", |s| s.name())
-    ));
-    out.push(f);
+    out.push(port_state::port_state(&PortNow::of_port(&port.sysfs, false)));
     if port.link_layer == LinkLayer::InfiniBand {
         let lid = port.sysfs.lid.unwrap_or(0);
         out.push(if lid == 0 || lid == 0xffff {
@@ -303,29 +271,34 @@ fn family_finding(
     .fix(with_better(String::new()))
 }
 
-/// The GID's netdev: present in this namespace and up.
+/// The GID's netdev: present in this namespace and carrying traffic (the one rule,
+/// `port_state`). While the port itself is not ACTIVE its netdev's state is that failure's
+/// evidence and fix, not a second failure.
 fn netdev_finding(
+    port: &PortFacts,
     entry: &GidEntry,
     index: u32,
     net: &NetFacts,
     with_better: &dyn Fn(String) -> String,
-) -> Diagnostic {
-    match (&entry.netdev, &net.netdev) {
-        (None, _) => Diagnostic::finding(Severity::Fail, codes::NETDEV, format!("index {index} has no netdev (gid_attrs/ndevs/{index} unreadable): RTR fails with ENODEV"))
-            .fix(with_better(String::new())),
-        (Some(dev), None) => Diagnostic::finding(Severity::Info, codes::NETDEV, format!("{dev}: not checked")),
-        (Some(dev), Some(n)) if !n.exists => Diagnostic::finding(
+) -> Option<Diagnostic> {
+    let port_active = port.sysfs.state.as_ref().is_some_and(PortState::is_active);
+    Some(match (&entry.netdev, &net.netdev) {
+        (None, _) => port_state::netdev_note(
             Severity::Fail,
-            codes::NETDEV,
-            format!("{dev} does not exist in this network namespace: removed, or in another namespace (RTR fails with ENODEV)"),
-        )
-        .evidence(format!("gid_attrs/ndevs/{index} = {dev}"))
-        .fix(with_better("run where the netdev lives, or use a GID whose netdev is here".into())),
-        (Some(dev), Some(n)) if !n.up => Diagnostic::finding(Severity::Fail, codes::NETDEV, format!("{dev} is not up (operstate {})", n.operstate.as_ref().map_or("?", |o| o.name())))
-            .fix(format!("ip link set {dev} up, and check its link")),
-        (Some(dev), Some(n)) => Diagnostic::finding(Severity::Ok, codes::NETDEV, format!("{dev} is present and up (operstate {})", n.operstate.as_ref().map_or("", |o| o.name())))
-            .evidence(format!("looked up in {}", net.netdev_source)),
-    }
+            format!("index {index} has no netdev (gid_attrs/ndevs/{index} unreadable): RTR fails with ENODEV"),
+            Some(with_better(String::new())),
+        ),
+        (Some(dev), None) => port_state::netdev_note(Severity::Info, format!("{dev}: not checked"), None),
+        (Some(dev), Some(n)) => {
+            let now = NetdevNow::of_facts(n);
+            match port_state::netdev_down(&now, &port.name()) {
+                Some(_) if !port_active && n.exists => return None,
+                Some(f) => f.evidence(format!("gid_attrs/ndevs/{index} = {dev}")),
+                None => port_state::netdev_ok(&now, "")
+                    .evidence(format!("looked up in {}", net.netdev_source)),
+            }
+        }
+    })
 }
 
 /// The MTU: the same rule as doctor's.

@@ -6,6 +6,7 @@
 use std::net::SocketAddr;
 
 use crate::diagnose::datapath;
+use crate::diagnose::port_state;
 use crate::diagnose::same_host;
 use crate::model::codes::{self, Code};
 use crate::model::device::PortState;
@@ -225,13 +226,20 @@ fn rule(err: &Failure, facts: &Facts) -> Diagnostic {
             };
         }
     }
-    let source_netdev_down = facts.netdev.as_ref().filter(|n| !n.up).map(|n| &n.name);
-    if let (Some(dev), true) = (source_netdev_down, finding_the_peer) {
-        return why(
-            codes::CM_NETDEV_DOWN,
-            format!("{dev}, the netdev of this side's address, is down: the kernel has no way to reach {peer} through it"),
-            format!("bring it up (`ip link set {dev} up`); if it stays down, check the cable and the switch port (for veth, the peer end); rdmactl ports shows the port state"),
-        );
+    // This side's port or the netdev of its address down: the one rule (`port_state`) the
+    // TCP exchange, check and doctor ask, so the same fact gets the same code and fix.
+    if finding_the_peer {
+        let local_known = !facts.local.device.is_empty();
+        let down = if local_known {
+            port_state::run_port(&facts.local, facts.netdev.as_ref())
+        } else {
+            facts.netdev.as_ref().and_then(|n| {
+                port_state::netdev_down(&port_state::NetdevNow::of_facts(n), &err.context.device)
+            })
+        };
+        if let Some(x) = down {
+            return x;
+        }
     }
     let unanswered = matches!(
         err.cause,

@@ -17,6 +17,7 @@ pub mod gidselect;
 pub mod gpu_path;
 pub mod kernel_choice;
 pub mod pin;
+pub mod port_state;
 pub mod qos;
 pub mod removal;
 pub mod same_host;
