@@ -773,15 +773,15 @@ pub(crate) mod tests {
                 says: &["DOWN", "veth1"],
             },
             Case {
-                name: "netdev down (captured)",
+                name: "netdev down (captured): the port-state failure names it, once",
                 fixture: "rxe-veth-vlan-ipv6-down",
                 device: "rxe1",
                 index: 1,
                 peer: None,
                 net: NetFacts::default(),
-                code: "netdev",
+                code: "port-state",
                 severity: Severity::Fail,
-                says: &["veth1 is not up", "ip link set veth1 up"],
+                says: &["veth1 is down", "ip link set veth1 up"],
             },
             Case {
                 name: "VLAN GID is RoCE v2",

@@ -229,14 +229,10 @@ fn rule(err: &Failure, facts: &Facts) -> Diagnostic {
     // This side's port or the netdev of its address down: the one rule (`port_state`) the
     // TCP exchange, check and doctor ask, so the same fact gets the same code and fix.
     if finding_the_peer {
-        let local_known = !facts.local.device.is_empty();
-        let down = if local_known {
-            port_state::run_port(&facts.local, facts.netdev.as_ref())
-        } else {
-            facts.netdev.as_ref().and_then(|n| {
-                port_state::netdev_down(&port_state::NetdevNow::of_facts(n), &err.context.device)
-            })
-        };
+        let down = port_state::run_port(&facts.local, facts.netdev.as_ref()).or_else(|| {
+            let n = port_state::NetdevNow::of_facts(facts.netdev.as_ref()?);
+            port_state::netdev_down(&n, &format!("{}/{}", err.context.device, err.context.port))
+        });
         if let Some(x) = down {
             return x;
         }
@@ -704,6 +700,7 @@ mod tests {
                 name: name.into(),
                 exists: true,
                 up: false,
+                operstate: Some(crate::model::device::OperState::Down),
                 ..NetdevFacts::default()
             });
         }
@@ -1202,18 +1199,20 @@ mod tests {
         e.netdev_down("veth0");
         e.facts.evidence =
             vec!["192.168.77.2 is on veth0: operstate down, administratively down".into()];
-        assert_eq!(e.code(), "cm-netdev-down");
-        assert!(e
-            .explanation()
-            .starts_with("veth0, the netdev of this side's address, is down"));
+        // The one netdev rule (`port_state`), as the TCP exchange, check and doctor say it.
+        assert_eq!(e.code(), "netdev");
+        assert!(e.explanation().starts_with("netdev veth0 is down"));
         assert!(e.fix().contains("ip link set veth0 up"));
         assert_eq!(
             e.x().evidence,
-            ["192.168.77.2 is on veth0: operstate down, administratively down"]
+            [
+                "netdev veth0 operstate down",
+                "192.168.77.2 is on veth0: operstate down, administratively down"
+            ]
         );
         let v = serde_json::to_value(e.report()).unwrap();
         assert_eq!(
-            v["explanation"]["evidence"][0],
+            v["explanation"]["evidence"][1],
             "192.168.77.2 is on veth0: operstate down, administratively down"
         );
         // Once connected, a down netdev is not this rule's business.

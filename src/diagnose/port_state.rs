@@ -56,6 +56,7 @@ impl NetdevNow {
             _ if !self.exists => "is not in this network namespace (removed, or moved)".into(),
             Some(o) if o.no_carrier() => "has no carrier (its link partner is down)".into(),
             Some(OperState::Down) => "is down".into(),
+            None => "has no link".into(),
             _ if self.carries_traffic => format!("is {} but the port has no link", self.oper()),
             _ => format!("does not carry traffic (operstate {})", self.oper()),
         }
@@ -72,22 +73,26 @@ impl NetdevNow {
             Some(o) if o.no_carrier() => format!(
                 "bring up the other end of {nd}'s link: the switch port, or for a veth its peer (`ip link show {nd}` names it)"
             ),
-            Some(OperState::Down) => format!("bring it up: `ip link set {nd} up`"),
+            Some(OperState::Down) => format!("bring the interface up: `ip link set {nd} up`"),
+            None => format!("bring the interface up: `ip link set {nd} up`; if it stays down, check the cable and the switch port (`ip link show {nd}`)"),
             _ => format!(
                 "check {nd}'s link: the cable and the switch port (`ip link show {nd}`)"
             ),
         }
     }
 
-    fn seen(&self) -> Seen {
-        Seen::new(
+    fn seen(&self) -> Option<Seen> {
+        if self.operstate.is_none() && self.exists {
+            return None;
+        }
+        Some(Seen::new(
             Source::Netdev,
             if self.exists {
                 format!("netdev {} operstate {}", self.name, self.oper())
             } else {
                 format!("netdev {} is not in this network namespace", self.name)
             },
-        )
+        ))
     }
 }
 
@@ -117,18 +122,25 @@ impl PortNow {
     }
 
     /// A failed run's end: the port re-read, its netdev as the run's facts have it when it
-    /// is the port's own.
+    /// is the port's own (the GID's netdev may be a VLAN above it).
     pub fn of_end(local: &EndFacts, netdev: Option<&NetdevFacts>) -> PortNow {
         let own = local.port_netdev.clone().or_else(|| local.netdev_now());
+        let seen = netdev.filter(|n| own.as_deref() == Some(n.name.as_str()));
         PortNow {
             name: local.name(),
             link_layer: local.link_layer.clone(),
             iwarp: false,
             state: local.port_state.clone(),
             phys: local.phys_state.clone(),
-            netdev: netdev
-                .filter(|n| own.as_deref().is_none_or(|o| o == n.name))
-                .map(NetdevNow::of_facts),
+            // Only its name when its state was not read.
+            netdev: seen.map(NetdevNow::of_facts).or_else(|| {
+                own.map(|name| NetdevNow {
+                    name,
+                    exists: true,
+                    operstate: None,
+                    carries_traffic: false,
+                })
+            }),
         }
     }
 
@@ -201,8 +213,8 @@ pub fn port_state(p: &PortNow) -> Diagnostic {
         fix,
     )
     .seen(p.seen());
-    if let Some(n) = &p.netdev {
-        x = x.seen(n.seen());
+    if let Some(seen) = p.netdev.as_ref().and_then(NetdevNow::seen) {
+        x = x.seen(seen);
     }
     x
 }
@@ -230,7 +242,7 @@ pub fn netdev_down(n: &NetdevNow, port: &str) -> Option<Diagnostic> {
             ),
             n.fix(),
         )
-        .seen(n.seen()),
+        .with_seen(n.seen()),
     )
 }
 
@@ -242,7 +254,7 @@ pub fn netdev_ok(n: &NetdevNow, what: &str) -> Diagnostic {
         codes::NETDEV,
         format!("netdev {} is {}{what}", n.name, n.oper()),
     )
-    .seen(n.seen())
+    .with_seen(n.seen())
 }
 
 /// `netdev`, a warning: it carries traffic but has no IP address, so no RoCE v2 GID.
@@ -256,7 +268,7 @@ pub fn netdev_without_address(n: &NetdevNow) -> Diagnostic {
             n.oper()
         ),
     )
-    .seen(n.seen())
+    .with_seen(n.seen())
     .evidence(format!("ip addr show dev {nd}: no address"))
     .fix(format!("ip addr add <addr>/<len> dev {nd}"))
 }
@@ -278,10 +290,25 @@ pub fn netdev_note(
 /// A failed run's port: this end's port not ACTIVE first, then its own netdev down.
 /// `(code, summary, evidence, fix)` for the data-path builder, which adds the GID
 /// suggestion; the connection manager's rules take the same answer.
+/// A netdev gone from the namespace is left to the rule of the errno it gives (ENODEV).
 pub fn run_port(local: &EndFacts, netdev: Option<&NetdevFacts>) -> Option<Diagnostic> {
     let p = PortNow::of_end(local, netdev);
     port_down(&p).or_else(|| {
-        let n = p.netdev.as_ref()?;
-        netdev_down(n, &p.name)
+        let n = netdev.filter(|n| n.exists && local.port_netdev.as_deref() == Some(&n.name))?;
+        netdev_down(&NetdevNow::of_facts(n), &p.name)
     })
+}
+
+/// A seen line when there is one.
+trait WithSeen {
+    fn with_seen(self, seen: Option<Seen>) -> Self;
+}
+
+impl WithSeen for Diagnostic {
+    fn with_seen(self, seen: Option<Seen>) -> Self {
+        match seen {
+            Some(s) => self.seen(s),
+            None => self,
+        }
+    }
 }

@@ -355,6 +355,10 @@ fn cases() -> Vec<Case> {
     let mut roce_down = rxe_ctx(Some(1), "::ffff:192.168.77.2");
     roce_down.local.port_state = Some(PortState::Down);
     roce_down.local.phys_state = Some(PhysState::Disabled);
+    if let Some(n) = roce_down.netdev.as_mut() {
+        n.up = false;
+        n.operstate = Some(OperState::Down);
+    }
 
     let mut vlan_gone = mlx5_ctx(7, "::ffff:10.0.0.6", GidType::RoceV2);
     vlan_gone.netdev = Some(NetdevFacts {
@@ -601,7 +605,7 @@ fn cases() -> Vec<Case> {
             ctx: roce_down,
             code: "port-state",
             says: &["ip link set veth0 up"],
-            suggested: Some(1),
+            suggested: None,
         },
         Case {
             name: "LOC_QP_OP_ERR when the netdev went down before the port state did",

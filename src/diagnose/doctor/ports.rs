@@ -346,6 +346,7 @@ fn netns_finding(port: &Port, host: &HostNet, subject: Subject) -> Option<Diagno
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::device::{OperState, PhysState};
 
     #[test]
     fn roce_mtu_follows_the_netdev() {
