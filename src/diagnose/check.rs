@@ -325,25 +325,16 @@ pub fn populated(port: &PortFacts) -> String {
 }
 
 /// A same-host IPv6 peer: no ARP (NDP instead), and on rxe, two devices of one kernel
-/// carry no RoCE traffic over IPv6 at all (measured; a device to itself works).
+/// carry no RoCE traffic over IPv6 at all: the one rule, `same_host`'s.
 fn same_host_ipv6(port: &PortFacts, owner: &str, gid_dev: &str, peer: IpAddr) -> Diagnostic {
-    let soft_roce = port.sysfs.soft_roce;
-    if soft_roce && owner != gid_dev {
-        Diagnostic::finding(
-            Severity::Fail,
-            codes::SAME_HOST_IPV6,
-            format!("{peer} is on {owner} and this GID on {gid_dev}: rxe carries no RoCE v2 traffic over IPv6 between two devices of one kernel (IPv4 between them works; IPv6 from a device to itself works)"),
-        )
-        .evidence(format!("{peer} is an address of this host (on {owner})"))
-        .evidence(format!("{} is Soft-RoCE (rxe)", port.name()))
-        .fix("test IPv6 between two hosts, or use the IPv4-mapped GIDs for a same-host test")
-    } else {
-        Diagnostic::finding(
-            Severity::Info,
-            codes::SAME_HOST_IPV6,
-            format!("{peer} is on this host: IPv6 neighbours come from NDP, so accept_local (an IPv4 ARP setting) does not apply"),
-        )
-    }
+    same_host::ipv6_between_devices(&same_host::Ipv6Pair {
+        port: &port.name(),
+        soft_roce: port.sysfs.soft_roce,
+        peer,
+        owner,
+        local: gid_dev,
+    })
+    .unwrap_or_else(|| same_host::ipv6_on_this_host(peer))
 }
 
 fn route_findings(

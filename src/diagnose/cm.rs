@@ -399,38 +399,21 @@ fn rule(err: &Failure, facts: &Facts) -> Diagnostic {
 }
 
 /// A connect request from one rxe device to an IPv6 address of another device of this
-/// host goes unanswered: rxe carries no RoCE v2 traffic over IPv6 between two devices of
-/// one kernel (measured on Linux 6.1). The server is there; the request never reaches it.
+/// host goes unanswered (the server is there; the request never reaches it): the one rule,
+/// `same_host`'s, as the TCP exchange and check say it.
 fn same_host_ipv6(err: &Failure, facts: &Facts) -> Option<Diagnostic> {
     let route = facts.route.as_ref()?;
-    let peer = route.peer.filter(|p| p.is_ipv6())?;
-    let owner = route.peer_local_netdev.as_deref()?;
-    let source = facts.netdev.as_ref()?;
-    // Decided once, by `model::device::is_soft_roce` when the facts were gathered.
-    let soft_roce = facts.qp.as_ref().is_some_and(|q| q.soft_roce);
-    if !route.peer_is_local || !soft_roce || owner == source.name {
+    if !route.peer_is_local {
         return None;
     }
-    let mut x = why(
-        codes::SAME_HOST_IPV6,
-        format!(
-            "same-host IPv6: rxe carries no RoCE v2 traffic over IPv6 between two devices of one kernel ({} to {owner}), so the connection request never reaches the server; IPv4 between them works, and so does IPv6 from a device to itself",
-            source.name
-        ),
-        "test IPv6 between two hosts (or VMs), or connect to the server's IPv4 address for a same-host test; `rdmactl selftest --cm -d DEV` checks one device by itself",
-    );
-    x.evidence.push(Seen::new(
-        Source::Route,
-        format!(
-            "{peer} is an address of this host (on {owner}); this end's address is on {}",
-            source.name
-        ),
-    ));
-    x.evidence.push(Seen::new(
-        Source::Host,
-        format!("{} is Soft-RoCE (rxe)", err.context.device),
-    ));
-    Some(x)
+    same_host::ipv6_between_devices(&same_host::Ipv6Pair {
+        port: &err.context.device,
+        // Decided once, by `model::device::is_soft_roce` when the facts were gathered.
+        soft_roce: facts.qp.as_ref().is_some_and(|q| q.soft_roce),
+        peer: route.peer?,
+        owner: route.peer_local_netdev.as_deref()?,
+        local: &facts.netdev.as_ref()?.name,
+    })
 }
 
 /// The peer's CM rejected the request: the IB CM reject reason (or the kernel's errno for

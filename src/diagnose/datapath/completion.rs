@@ -66,8 +66,8 @@ pub(super) fn completion(b: Builder, status: u32) -> Diagnostic {
             // packets themselves are dropped: their source address is local too.
             let peer_text = peer_ip(ctx).map(|p| p.to_string()).unwrap_or_else(|| "the peer".into());
             let dev_name = ctx.local.netdev_now().unwrap_or_else(|| "the GID's netdev".into());
-            if let Some((summary, more, fix)) = same_host_ipv6(ctx, &route, &dev_name) {
-                return b.done(codes::SAME_HOST_IPV6, summary, more, fix, false);
+            if let Some(x) = same_host_ipv6(ctx, &route, &dev_name) {
+                return b.done(x.code, x.message, x.evidence, x.fix.unwrap_or_default(), false);
             }
             if let Some((owner, more, fix)) = same_host_drop(&route, &peer_text, &dev_name) {
                 return b.done(

@@ -59,37 +59,22 @@ pub(super) fn same_host_drop(
     Some((owner, ev, fix))
 }
 
-/// IPv6 between two rxe devices of one kernel: measured never to carry a packet (the
-/// kernel resolves the local destination without neighbour discovery, and the other
-/// device's receive counters do not move), while a device to itself works.
+/// IPv6 between two rxe devices of one kernel: the one rule, `same_host`'s.
 pub(super) fn same_host_ipv6(
     ctx: &Facts,
     route: &RouteFacts,
     dev_name: &str,
-) -> Option<(String, Vec<Seen>, String)> {
-    let peer = route.peer.filter(|p| p.is_ipv6())?;
-    let owner = route.peer_local_netdev.as_deref()?;
-    let soft_roce = ctx.qp.as_ref().is_some_and(|q| q.soft_roce);
-    if !route.peer_is_local || !soft_roce || owner == dev_name {
+) -> Option<Diagnostic> {
+    if !route.peer_is_local {
         return None;
     }
-    let ev = vec![
-        Seen::new(
-            Source::Route,
-            format!(
-                "{peer} is an address of this host (on {owner}); this end's GID is on {dev_name}"
-            ),
-        ),
-        Seen::new(
-            Source::Local,
-            format!("{} is Soft-RoCE (rxe)", ctx.local.name()),
-        ),
-    ];
-    Some((
-        format!("same-host IPv6: rxe carries no RoCE v2 traffic over IPv6 between two devices of one kernel ({dev_name} to {owner}); IPv4 between them works, and so does IPv6 from a device to itself"),
-        ev,
-        "test IPv6 between two hosts (or VMs), or use the IPv4-mapped GIDs for a same-host test; `rdmactl selftest -d DEV -g N` checks one device's IPv6 GID by itself".into(),
-    ))
+    same_host::ipv6_between_devices(&same_host::Ipv6Pair {
+        port: &ctx.local.name(),
+        soft_roce: ctx.qp.as_ref().is_some_and(|q| q.soft_roce),
+        peer: route.peer?,
+        owner: route.peer_local_netdev.as_deref()?,
+        local: dev_name,
+    })
 }
 
 /// the kernel could not resolve the peer's MAC through the source GID's netdev.
@@ -156,13 +141,8 @@ pub(super) fn rtr_unreachable(b: Builder, errno: i32) -> Diagnostic {
     }
     if let Some((owner, more, fix)) = same_host_drop(&route, &peer_text, &dev_name) {
         ev.extend(more);
-        return b.done(
-            codes::SAME_HOST_ARP,
-            format!("same-host test: {owner} drops the ARP request from {dev_name} because its sender address is local, so the MAC never resolves"),
-            ev,
-            fix,
-            false,
-        );
+        let (code, summary) = same_host::arp_dropped_at_rtr(&owner, &dev_name);
+        return b.done(code, summary, ev, fix, false);
     }
     // Both ends said where their GIDs sit: a VLAN apart, the ARP request never crosses.
     if let Some((summary, vev)) = super::gid::vlan_mismatch(ctx) {

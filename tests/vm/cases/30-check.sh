@@ -108,10 +108,11 @@ expect_out "without accept_local, the fix is the sysctl" \
     cat "$LAST_OUT"
 restore_net
 
-# A netdev taken down: the port goes DOWN and the netdev check says so.
+# A netdev taken down: the port goes DOWN and the port-state check says so (one failure,
+# the netdev its cause).
 ip link set veth1 down
 sleep 1
 expect_rc 1 "with veth1 down, check on rxe1 fails" "$RDMACTL" check -d rxe1 -g 1
-expect_out "with veth1 down, the netdev check says so" 'FAIL +netdev +veth1 is not up' \
+expect_out "with veth1 down, the port-state check says so, naming veth1" 'FAIL +port-state +rxe1/1 is DOWN: a RoCE port follows its netdev, and veth1 is down' \
     cat "$LAST_OUT"
 restore_net
