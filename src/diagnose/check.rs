@@ -6,6 +6,7 @@ use std::net::IpAddr;
 use crate::diagnose::gidselect::{
     self, describe, is_link_local, type_name, Family, Selection, Verdict, Want,
 };
+use crate::diagnose::link_local;
 use crate::diagnose::port_state::{self, NetdevNow, PortNow};
 use crate::diagnose::same_host;
 use crate::model::codes::{self, Code};
@@ -447,19 +448,17 @@ fn route_findings(
     }
 
     // Link-local toward an off-link peer.
+    // The one rule, `link_local`'s, that a failed run asks too.
     if is_link_local(&entry.gid) {
-        if route.gateway.is_some() && !route.peer_is_local {
-            out.push(
-                Diagnostic::finding(
-                    Severity::Fail,
-                    codes::LINK_LOCAL,
-                    format!("index {index} is link-local and {peer} is behind a router ({}): link-local never crosses one", route.gateway.map(|g| g.to_string()).unwrap_or_default()),
-                )
-                .fix(with_better(String::new())),
-            );
-        } else {
-            out.push(Diagnostic::finding(Severity::Warn, codes::LINK_LOCAL, format!("index {index} is link-local: it reaches only peers on this L2 segment, using link-local GIDs too")).fix(with_better(String::new())));
-        }
+        out.push(
+            match link_local::routed_peer(&entry.gid, Some(index), &peer.to_string(), route) {
+                Some(mut f) => {
+                    f.fix = Some(with_better(link_local::FIX.into()));
+                    f
+                }
+                None => link_local::on_link(index, with_better(String::new())),
+            },
+        );
     }
 
     // Neighbour.
@@ -836,7 +835,7 @@ pub(crate) mod tests {
             .filter(|f| f.severity == Severity::Fail)
             .collect();
         assert_eq!(fails.len(), 1, "{findings:#?}");
-        assert_eq!(fails[0].code, "link-local");
+        assert_eq!(fails[0].code, "link-local-routed-peer");
         assert!(text(fails[0]).contains("behind a router"));
         assert_eq!(find(&findings, "gid-family").severity, Severity::Info);
     }

@@ -16,6 +16,7 @@ pub mod gid_auto;
 pub mod gidselect;
 pub mod gpu_path;
 pub mod kernel_choice;
+pub mod link_local;
 pub mod pin;
 pub mod port_state;
 pub mod qos;

@@ -1,7 +1,7 @@
 //! The route toward the peer: unreachable at RTR, and two ports of one host that drop
 //! each other's packets.
 
-use crate::diagnose::gidselect::is_link_local;
+use crate::diagnose::link_local;
 use crate::diagnose::same_host::{self, SameHostSysctls};
 use crate::model::codes;
 use crate::model::diagnostic::{Diagnostic, Seen, Source};
@@ -94,22 +94,10 @@ pub(super) fn rtr_unreachable(b: Builder, errno: i32) -> Diagnostic {
         format!("local {} on {dev_name}", local_gid_words(local)),
     )];
 
-    if let (Some(g), Some(false)) = (gid, route.on_link()) {
-        if is_link_local(&g) {
-            if let Some(gw) = route.gateway {
-                ev.push(Seen::new(
-                    Source::Route,
-                    format!("ip route get {peer_text}: via {gw}"),
-                ));
-            }
-            return b.done(
-                codes::LINK_LOCAL_ROUTED_PEER,
-                format!("a link-local GID cannot reach {peer_text}, which is behind a router (NVIDIA/nccl#769)"),
-                ev,
-                "use a GID with a routable address".into(),
-                true,
-            );
-        }
+    // The one rule, `link_local`'s, that check asks too.
+    if let Some(x) = gid.and_then(|g| link_local::routed_peer(&g, local.gid_index, &peer_text, &route)) {
+        ev.extend(x.evidence);
+        return b.done(x.code, x.message, ev, x.fix.unwrap_or_default(), true);
     }
     if route.no_route {
         ev.push(Seen::new(
