@@ -184,6 +184,16 @@ fn slot<'a>(
         })
 }
 
+/// The fix of the `gid-slot` failure among `findings` (what `-g N` past the table or on
+/// an empty slot should be instead), for the error that ends the command.
+pub fn gid_slot_fix(findings: &[Diagnostic]) -> Option<String> {
+    findings
+        .iter()
+        .find(|f| f.code == codes::GID_SLOT && f.severity == Severity::Fail)
+        .and_then(|f| f.fix.clone())
+        .filter(|f| !f.is_empty())
+}
+
 /// RoCE v2 is routable; v1 frames stay on one L2 segment.
 fn gid_type_finding(
     entry: &GidEntry,

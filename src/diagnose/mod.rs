@@ -17,6 +17,7 @@ pub mod gidselect;
 pub mod gpu_path;
 pub mod kernel_choice;
 pub mod link_local;
+pub mod mtu_mismatch;
 pub mod pin;
 pub mod port_state;
 pub mod qos;

@@ -138,14 +138,9 @@ pub(super) fn completion(b: Builder, status: u32) -> Diagnostic {
                 ev.push(Seen::new(Source::Qp, format!("message size {m}")));
             }
             if let Some((path, min)) = mtu_mismatch(ctx) {
-                ev.push(Seen::new(Source::Qp, format!("path MTU {path}, smaller active MTU {min}")));
-                return b.done(
-                    codes::MTU_MISMATCH,
-                    format!("path MTU mismatch: {path} set at RTR, but one port runs {min}"),
-                    ev,
-                    format!("use -m {min}, the smaller active MTU of the two ports"),
-                    false,
-                );
+                let (code, summary, seen, fix) = crate::diagnose::mtu_mismatch::run_path(path, min);
+                ev.push(seen);
+                return b.done(code, summary, ev, fix, false);
             }
             // Hardware reports the receiving end of a size mismatch here (rxe: LOC_QP_OP_ERR).
             if let Some((code, summary, ev, fix)) = send_larger_than_receive(ctx, request, Request::Receive) {

@@ -77,6 +77,19 @@ pub(super) fn same_host_ipv6(
     })
 }
 
+/// `no-route`: this host has no route to the peer, whether the TCP exchange's connect or
+/// RTR found it out; one cause and one fix for both (`gid_fix`: RTR may name a GID whose
+/// netdev has one).
+pub(super) fn no_route(b: Builder, peer: &str, evidence: Vec<Seen>, gid_fix: bool) -> Diagnostic {
+    b.done(
+        codes::NO_ROUTE,
+        format!("this host has no route to {peer}"),
+        evidence,
+        format!("add a route to {peer}, or check the address (`ip route get {peer}` finds none)"),
+        gid_fix,
+    )
+}
+
 /// the kernel could not resolve the peer's MAC through the source GID's netdev.
 pub(super) fn rtr_unreachable(b: Builder, errno: i32) -> Diagnostic {
     let ctx = b.ctx;
@@ -100,17 +113,8 @@ pub(super) fn rtr_unreachable(b: Builder, errno: i32) -> Diagnostic {
         return b.done(x.code, x.message, ev, x.fix.unwrap_or_default(), true);
     }
     if route.no_route {
-        ev.push(Seen::new(
-            Source::Route,
-            format!("ip route get {peer_text}: no route"),
-        ));
-        return b.done(
-            codes::NO_ROUTE,
-            format!("the kernel has no route to {peer_text}"),
-            ev,
-            format!("add a route to {peer_text} (ip route add ... dev {dev_name})"),
-            true,
-        );
+        ev.push(Seen::new(Source::Route, format!("ip route get {peer_text}: no route")));
+        return no_route(b, &peer_text, ev, true);
     }
     if let (Some(rd), Some(d)) = (&route.route_netdev, &dev) {
         if !route.peer_is_local && rd != d {

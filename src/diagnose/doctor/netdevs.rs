@@ -3,7 +3,6 @@
 //! ARP flux rule too.
 
 use super::finding;
-use super::ports::roce_mtu_for_netdev;
 use crate::diagnose::same_host;
 use crate::model::codes;
 use crate::model::diagnostic::{Diagnostic, Severity, Subject};
@@ -158,30 +157,7 @@ pub fn same_subnet_findings(netdevs: &[RoceNetdev]) -> Vec<Diagnostic> {
             };
             let pair = format!("{} ({}) and {} ({})", a.port, a.netdev, b.port, b.netdev);
             out.extend(same_host::same_subnet_pair(a, b, &subnet.to_string()));
-            if let (Some(ma), Some(mb)) = (a.mtu, b.mtu) {
-                if ma != mb {
-                    let (ra, rb) = (roce_mtu_for_netdev(ma), roce_mtu_for_netdev(mb));
-                    out.push(
-                        finding(
-                            codes::MTU_MISMATCH,
-                            Subject::Host,
-                            Severity::Warn,
-                            format!(
-                                "{pair} share {subnet} with netdev MTUs {ma} and {mb}: frames above {} are dropped by the smaller end, and the RoCE MTUs they allow differ ({} and {})",
-                                ma.min(mb),
-                                ra.map_or("none".into(), |m| m.to_string()),
-                                rb.map_or("none".into(), |m| m.to_string())
-                            ),
-                        )
-                        .evidence(format!("{} MTU {ma}", a.netdev))
-                        .evidence(format!("{} MTU {mb}", b.netdev))
-                        .fix(format!(
-                            "give every port on {subnet} the same MTU (ip link set DEV mtu {})",
-                            ma.max(mb)
-                        )),
-                    );
-                }
-            }
+            out.extend(crate::diagnose::mtu_mismatch::subnet_pair(a, b, &pair, &subnet.to_string()));
         }
     }
     out
