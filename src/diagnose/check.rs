@@ -7,7 +7,7 @@ use crate::diagnose::gidselect::{
     self, describe, is_link_local, type_name, Family, Selection, Verdict, Want,
 };
 use crate::diagnose::link_local;
-use crate::diagnose::port_state::{self, NetdevNow, PortNow};
+use crate::diagnose::port_state::{self, NetdevAsked, PortAsked};
 use crate::diagnose::same_host;
 use crate::model::codes::{self, Code};
 use crate::model::device::{GidEntry, GidType, LinkLayer, PortState};
@@ -128,7 +128,7 @@ pub fn evaluate(
 fn port_findings(port: &PortFacts) -> Vec<Diagnostic> {
     let mut out = Vec::new();
     let name = port.name();
-    out.push(port_state::port_state(&PortNow::of_port(&port.sysfs, false)));
+    out.push(port_state::port_state(&PortAsked::of_port(&port.sysfs, false)));
     if port.link_layer == LinkLayer::InfiniBand {
         let lid = port.sysfs.lid.unwrap_or(0);
         out.push(if lid == 0 || lid == 0xffff {
@@ -301,7 +301,7 @@ fn netdev_finding(
         ),
         (Some(dev), None) => port_state::netdev_note(Severity::Info, format!("{dev}: not checked"), None),
         (Some(dev), Some(n)) => {
-            let now = NetdevNow::of_facts(n);
+            let now = NetdevAsked::of_facts(n);
             match port_state::netdev_down(&now, &port.name()) {
                 Some(_) if !port_active && n.exists => return None,
                 Some(f) => f.evidence(format!("gid_attrs/ndevs/{index} = {dev}")),

@@ -230,7 +230,7 @@ fn rule(err: &Failure, facts: &Facts) -> Diagnostic {
     // TCP exchange, check and doctor ask, so the same fact gets the same code and fix.
     if finding_the_peer {
         let down = port_state::run_port(&facts.local, facts.netdev.as_ref()).or_else(|| {
-            let n = port_state::NetdevNow::of_facts(facts.netdev.as_ref()?);
+            let n = port_state::NetdevAsked::of_facts(facts.netdev.as_ref()?);
             port_state::netdev_down(&n, &format!("{}/{}", err.context.device, err.context.port))
         });
         if let Some(x) = down {

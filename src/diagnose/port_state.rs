@@ -14,7 +14,7 @@ use crate::model::facts::{EndFacts, NetdevFacts};
 
 /// A netdev as the question needs it, from whichever gatherer read it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NetdevNow {
+pub struct NetdevAsked {
     pub name: String,
     /// False: gone, or in another network namespace.
     pub exists: bool,
@@ -23,12 +23,12 @@ pub struct NetdevNow {
     pub carries_traffic: bool,
 }
 
-impl NetdevNow {
+impl NetdevAsked {
     /// doctor's and the exporter's netdev (sysfs `class/net`): a missing operstate reads
     /// as `unknown`, as iproute2 shows it.
-    pub fn of_netdev(n: &Netdev) -> NetdevNow {
+    pub fn of_netdev(n: &Netdev) -> NetdevAsked {
         let oper = n.operstate.clone().unwrap_or(OperState::Unknown);
-        NetdevNow {
+        NetdevAsked {
             name: n.name.clone(),
             exists: true,
             carries_traffic: carries_traffic(&oper, n.admin_up),
@@ -37,8 +37,8 @@ impl NetdevNow {
     }
 
     /// check's and a failed run's netdev (rtnetlink, or a captured tree's `class/net`).
-    pub fn of_facts(n: &NetdevFacts) -> NetdevNow {
-        NetdevNow {
+    pub fn of_facts(n: &NetdevFacts) -> NetdevAsked {
+        NetdevAsked {
             name: n.name.clone(),
             exists: n.exists,
             operstate: n.operstate.clone(),
@@ -98,7 +98,7 @@ impl NetdevNow {
 
 /// A port as the question needs it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PortNow {
+pub struct PortAsked {
     /// `rxe0/1`.
     pub name: String,
     pub link_layer: Option<LinkLayer>,
@@ -106,35 +106,35 @@ pub struct PortNow {
     pub state: Option<PortState>,
     pub phys: Option<PhysState>,
     /// The netdev the port rides on (RoCE, iWARP).
-    pub netdev: Option<NetdevNow>,
+    pub netdev: Option<NetdevAsked>,
 }
 
-impl PortNow {
-    pub fn of_port(p: &crate::model::device::Port, iwarp: bool) -> PortNow {
-        PortNow {
+impl PortAsked {
+    pub fn of_port(p: &crate::model::device::Port, iwarp: bool) -> PortAsked {
+        PortAsked {
             name: format!("{}/{}", p.device, p.number),
             link_layer: p.link_layer.clone(),
             iwarp,
             state: p.state.clone(),
             phys: p.phys_state.clone(),
-            netdev: p.netdev.as_ref().map(NetdevNow::of_netdev),
+            netdev: p.netdev.as_ref().map(NetdevAsked::of_netdev),
         }
     }
 
     /// A failed run's end: the port re-read, its netdev as the run's facts have it when it
     /// is the port's own (the GID's netdev may be a VLAN above it).
-    pub fn of_end(local: &EndFacts, netdev: Option<&NetdevFacts>) -> PortNow {
+    pub fn of_end(local: &EndFacts, netdev: Option<&NetdevFacts>) -> PortAsked {
         let own = local.port_netdev.clone().or_else(|| local.netdev_now());
         let seen = netdev.filter(|n| own.as_deref() == Some(n.name.as_str()));
-        PortNow {
+        PortAsked {
             name: local.name(),
             link_layer: local.link_layer.clone(),
             iwarp: false,
             state: local.port_state.clone(),
             phys: local.phys_state.clone(),
             // Only its name when its state was not read.
-            netdev: seen.map(NetdevNow::of_facts).or_else(|| {
-                own.map(|name| NetdevNow {
+            netdev: seen.map(NetdevAsked::of_facts).or_else(|| {
+                own.map(|name| NetdevAsked {
                     name,
                     exists: true,
                     operstate: None,
@@ -168,7 +168,7 @@ impl PortNow {
 /// `port-state`: ok when ACTIVE, else why not, with the one fix. A RoCE or iWARP port
 /// follows its netdev, so the netdev's state is this failure's evidence and its fix, not a
 /// second failure; an InfiniBand port waits for its link and its subnet manager.
-pub fn port_state(p: &PortNow) -> Diagnostic {
+pub fn port_state(p: &PortAsked) -> Diagnostic {
     if p.active() {
         return Diagnostic::finding(
             Severity::Ok,
@@ -213,14 +213,14 @@ pub fn port_state(p: &PortNow) -> Diagnostic {
         fix,
     )
     .seen(p.seen());
-    if let Some(seen) = p.netdev.as_ref().and_then(NetdevNow::seen) {
+    if let Some(seen) = p.netdev.as_ref().and_then(NetdevAsked::seen) {
         x = x.seen(seen);
     }
     x
 }
 
 /// The port's state when it is not ACTIVE: the failure a run explains first.
-pub fn port_down(p: &PortNow) -> Option<Diagnostic> {
+pub fn port_down(p: &PortAsked) -> Option<Diagnostic> {
     (!p.active() && p.state.is_some()).then(|| port_state(p))
 }
 
@@ -228,7 +228,7 @@ pub fn port_down(p: &PortNow) -> Option<Diagnostic> {
 /// gone from this namespace) while the port may still say ACTIVE (rxe learns of its link
 /// through a notifier, so a QP can fail first). None when it carries traffic: `up`, or
 /// `unknown` with IFF_UP, is never called down.
-pub fn netdev_down(n: &NetdevNow, port: &str) -> Option<Diagnostic> {
+pub fn netdev_down(n: &NetdevAsked, port: &str) -> Option<Diagnostic> {
     if n.exists && n.carries_traffic {
         return None;
     }
@@ -248,7 +248,7 @@ pub fn netdev_down(n: &NetdevNow, port: &str) -> Option<Diagnostic> {
 
 /// `netdev`, passing or informational: the netdev carries traffic (`what` says what else
 /// was seen, e.g. its addresses), or it was not checked.
-pub fn netdev_ok(n: &NetdevNow, what: &str) -> Diagnostic {
+pub fn netdev_ok(n: &NetdevAsked, what: &str) -> Diagnostic {
     Diagnostic::finding(
         Severity::Ok,
         codes::NETDEV,
@@ -258,7 +258,7 @@ pub fn netdev_ok(n: &NetdevNow, what: &str) -> Diagnostic {
 }
 
 /// `netdev`, a warning: it carries traffic but has no IP address, so no RoCE v2 GID.
-pub fn netdev_without_address(n: &NetdevNow) -> Diagnostic {
+pub fn netdev_without_address(n: &NetdevAsked) -> Diagnostic {
     let nd = &n.name;
     Diagnostic::finding(
         Severity::Warn,
@@ -292,10 +292,10 @@ pub fn netdev_note(
 /// suggestion; the connection manager's rules take the same answer.
 /// A netdev gone from the namespace is left to the rule of the errno it gives (ENODEV).
 pub fn run_port(local: &EndFacts, netdev: Option<&NetdevFacts>) -> Option<Diagnostic> {
-    let p = PortNow::of_end(local, netdev);
+    let p = PortAsked::of_end(local, netdev);
     port_down(&p).or_else(|| {
         let n = netdev.filter(|n| n.exists && local.port_netdev.as_deref() == Some(&n.name))?;
-        netdev_down(&NetdevNow::of_facts(n), &p.name)
+        netdev_down(&NetdevAsked::of_facts(n), &p.name)
     })
 }
 

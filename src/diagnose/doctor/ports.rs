@@ -3,7 +3,7 @@
 
 use super::{finding, short_list};
 use crate::model::codes;
-use crate::diagnose::port_state::{self, NetdevNow, PortNow};
+use crate::diagnose::port_state::{self, NetdevAsked, PortAsked};
 use crate::model::device::{LinkLayer, Netdev, Port, PortState};
 use crate::model::diagnostic::{Diagnostic, Severity, Subject};
 use crate::model::doctor::HostNet;
@@ -78,7 +78,7 @@ pub fn port_findings(port: &Port, active_mtu: Option<u32>, host: &HostNet) -> Ve
     // The one rule: a RoCE port's netdev state is its evidence and fix, never a second
     // failure (one root cause, one failure).
     let state_finding =
-        port_state::port_state(&PortNow::of_port(port, false)).about(subject.clone());
+        port_state::port_state(&PortAsked::of_port(port, false)).about(subject.clone());
     if !active {
         let mut state_finding = state_finding;
         if port.link_layer == Some(LinkLayer::InfiniBand) {
@@ -150,9 +150,9 @@ pub fn iwarp_port_findings(port: &Port) -> Vec<Diagnostic> {
     let mut out = Vec::new();
     let nd = port.netdev.as_ref().map(|n| n.name.as_str());
     // The one rule, as for RoCE: an iWARP port follows its netdev too.
-    out.push(port_state::port_state(&PortNow::of_port(port, true)).about(subject.clone()));
+    out.push(port_state::port_state(&PortAsked::of_port(port, true)).about(subject.clone()));
     if let (Some(netdev), true) = (&port.netdev, active) {
-        let now = NetdevNow::of_netdev(netdev);
+        let now = NetdevAsked::of_netdev(netdev);
         out.push(
             port_state::netdev_down(&now, &format!("{}/{}", port.device, port.number))
                 .unwrap_or_else(|| port_state::netdev_ok(&now, ""))
@@ -201,7 +201,7 @@ fn netdev_state(
     subject: &Subject,
     port: &str,
 ) -> Diagnostic {
-    let now = NetdevNow::of_netdev(netdev);
+    let now = NetdevAsked::of_netdev(netdev);
     if let Some(down) = port_state::netdev_down(&now, port) {
         return down.about(subject.clone());
     }
