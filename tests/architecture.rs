@@ -755,7 +755,11 @@ const STILL_DUPLICATED: &[&str] = &[
 
 /// A file of tests by its name (declared `#[cfg(test)] mod tests;` by its parent).
 fn is_test_file(path: &str) -> bool {
-    let stem = path.rsplit('/').next().unwrap_or(path).trim_end_matches(".rs");
+    let stem = path
+        .rsplit('/')
+        .next()
+        .unwrap_or(path)
+        .trim_end_matches(".rs");
     stem == "tests" || stem.ends_with("_tests")
 }
 
@@ -795,7 +799,9 @@ fn codes_emitted(code: &str) -> BTreeSet<String> {
         }
         let start = i + needle.len();
         let mut end = start;
-        while end < c.len() && (c[end].is_ascii_uppercase() || c[end].is_ascii_digit() || c[end] == '_') {
+        while end < c.len()
+            && (c[end].is_ascii_uppercase() || c[end].is_ascii_digit() || c[end] == '_')
+        {
             end += 1;
         }
         i = end.max(i + 1);
@@ -913,7 +919,8 @@ fn each_code_is_emitted_from_one_file() {
     let all = codes_emitted_twice(&real_tree(), &[]);
     for name in STILL_DUPLICATED {
         assert!(
-            all.iter().any(|w| w.starts_with(&format!("codes::{name} is emitted"))),
+            all.iter()
+                .any(|w| w.starts_with(&format!("codes::{name} is emitted"))),
             "codes::{name} is emitted from one file now: take it off STILL_DUPLICATED"
         );
     }
@@ -1197,7 +1204,10 @@ mod planted {
             codes_emitted_twice(&tree, &[]),
             ["codes::PORT_STATE is emitted from diagnose/check.rs, diagnose/port_state.rs"]
         );
-        assert_eq!(codes_emitted_twice(&tree, &["PORT_STATE"]), Vec::<String>::new());
+        assert_eq!(
+            codes_emitted_twice(&tree, &["PORT_STATE"]),
+            Vec::<String>::new()
+        );
     }
 
     #[test]

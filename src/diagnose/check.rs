@@ -128,7 +128,10 @@ pub fn evaluate(
 fn port_findings(port: &PortFacts) -> Vec<Diagnostic> {
     let mut out = Vec::new();
     let name = port.name();
-    out.push(port_state::port_state(&PortAsked::of_port(&port.sysfs, false)));
+    out.push(port_state::port_state(&PortAsked::of_port(
+        &port.sysfs,
+        false,
+    )));
     if port.link_layer == LinkLayer::InfiniBand {
         let lid = port.sysfs.lid.unwrap_or(0);
         out.push(if lid == 0 || lid == 0xffff {

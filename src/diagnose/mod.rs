@@ -22,6 +22,7 @@ pub mod pin;
 pub mod port_state;
 pub mod qos;
 pub mod removal;
+pub mod same_answer;
 pub mod same_host;
 pub mod setup;
 

@@ -6,9 +6,7 @@
 //! "carries traffic" is `model::device::carries_traffic`'s answer alone.
 
 use crate::model::codes;
-use crate::model::device::{
-    carries_traffic, LinkLayer, Netdev, OperState, PhysState, PortState,
-};
+use crate::model::device::{carries_traffic, LinkLayer, Netdev, OperState, PhysState, PortState};
 use crate::model::diagnostic::{Diagnostic, Seen, Severity, Source};
 use crate::model::facts::{EndFacts, NetdevFacts};
 
@@ -209,7 +207,10 @@ pub fn port_state(p: &PortAsked) -> Diagnostic {
     };
     let mut x = Diagnostic::explanation(
         codes::PORT_STATE,
-        format!("{} is {state}: {kind} port follows its netdev, and {trouble}", p.name),
+        format!(
+            "{} is {state}: {kind} port follows its netdev, and {trouble}",
+            p.name
+        ),
         fix,
     )
     .seen(p.seen());

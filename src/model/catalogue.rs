@@ -136,7 +136,10 @@ mod tests {
         assert!(e.text.starts_with("- **When:**"), "{}", e.text);
         assert!(!e.text.contains("### "), "{}", e.text);
         let fix = e.item("Fix").unwrap();
-        assert!(fix.starts_with("when the physical state is Polling"), "{fix}");
+        assert!(
+            fix.starts_with("when the physical state is Polling"),
+            "{fix}"
+        );
         assert!(!fix.contains('\n'), "{fix}");
         assert_eq!(e.item("Nothing"), None);
     }

@@ -107,7 +107,11 @@ mod tests {
         );
         let two = entries_text(&lookup("mtu-mismatch"));
         assert_eq!(two.matches("mtu-mismatch — ").count(), 2, "{two}");
-        let json = serde_json::to_value(explained("ib-port-not-active", &lookup("ib-port-not-active"))).unwrap();
+        let json = serde_json::to_value(explained(
+            "ib-port-not-active",
+            &lookup("ib-port-not-active"),
+        ))
+        .unwrap();
         assert!(json["entries"][0]["fix"]
             .as_str()
             .unwrap()

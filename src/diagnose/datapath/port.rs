@@ -1,7 +1,7 @@
 //! A port that is not ACTIVE explains every later step.
 
-use crate::model::codes;
 use crate::diagnose::port_state;
+use crate::model::codes;
 use crate::model::device::PhysState;
 use crate::model::diagnostic::{Seen, Source};
 use crate::model::facts::Facts;

@@ -108,12 +108,17 @@ pub(super) fn rtr_unreachable(b: Builder, errno: i32) -> Diagnostic {
     )];
 
     // The one rule, `link_local`'s, that check asks too.
-    if let Some(x) = gid.and_then(|g| link_local::routed_peer(&g, local.gid_index, &peer_text, &route)) {
+    if let Some(x) =
+        gid.and_then(|g| link_local::routed_peer(&g, local.gid_index, &peer_text, &route))
+    {
         ev.extend(x.evidence);
         return b.done(x.code, x.message, ev, x.fix.unwrap_or_default(), true);
     }
     if route.no_route {
-        ev.push(Seen::new(Source::Route, format!("ip route get {peer_text}: no route")));
+        ev.push(Seen::new(
+            Source::Route,
+            format!("ip route get {peer_text}: no route"),
+        ));
         return no_route(b, &peer_text, ev, true);
     }
     if let (Some(rd), Some(d)) = (&route.route_netdev, &dev) {

@@ -157,7 +157,12 @@ pub fn same_subnet_findings(netdevs: &[RoceNetdev]) -> Vec<Diagnostic> {
             };
             let pair = format!("{} ({}) and {} ({})", a.port, a.netdev, b.port, b.netdev);
             out.extend(same_host::same_subnet_pair(a, b, &subnet.to_string()));
-            out.extend(crate::diagnose::mtu_mismatch::subnet_pair(a, b, &pair, &subnet.to_string()));
+            out.extend(crate::diagnose::mtu_mismatch::subnet_pair(
+                a,
+                b,
+                &pair,
+                &subnet.to_string(),
+            ));
         }
     }
     out

@@ -2,8 +2,8 @@
 //! namespace it lives in, and GIDs that two ports share.
 
 use super::{finding, short_list};
-use crate::model::codes;
 use crate::diagnose::port_state::{self, NetdevAsked, PortAsked};
+use crate::model::codes;
 use crate::model::device::{LinkLayer, Netdev, Port, PortState};
 use crate::model::diagnostic::{Diagnostic, Severity, Subject};
 use crate::model::doctor::HostNet;

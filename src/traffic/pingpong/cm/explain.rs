@@ -47,7 +47,9 @@ pub(super) fn cm_facts(err: &mut Failure, src: Option<IpAddr>, sysfs: &Path) -> 
     // port-state rule answers a down port the same way under --cm.
     if !err.context.device.is_empty() {
         let port_no = err.context.port.max(1);
-        if let Ok(p) = crate::gather::sysfs::SysfsRoot::new(sysfs).port(&err.context.device, port_no) {
+        if let Ok(p) =
+            crate::gather::sysfs::SysfsRoot::new(sysfs).port(&err.context.device, port_no)
+        {
             facts.local = crate::model::facts::EndFacts {
                 device: err.context.device.clone(),
                 port: port_no,
