@@ -215,7 +215,7 @@ check "pingpong --cm -j -d rxe0, veth0 down: code port-state (or netdev), eviden
 check "pingpong --cm -j, veth0 down: said once, in the JSON; stderr stays quiet" test ! -s "$RESULTS/pp-down.err"
 timeout 30 $R pingpong --cm 192.168.77.2 -d rxe0 --timeout 3 > "$RESULTS/pp-down.txt" 2> "$RESULTS/pp-down.err"
 expect_out "pingpong --cm -d rxe0, veth0 down: stderr says why, what was seen and the fix" \
-  'why: +veth0, the netdev of this side.s address, is down: .* seen: +192\.168\.77\.1 is on veth0: .* fix: +bring it up' \
+  'why: +(rxe0/1 is DOWN: a RoCE port follows its netdev, and veth0 is down|netdev veth0 is down: [^ ]+ cannot send through it).* seen: +192\.168\.77\.1 is on veth0: .* fix: +bring the interface up' \
   one_line "$RESULTS/pp-down.err"
 check "pingpong --cm -d rxe0, veth0 down: the explanation is said once" \
   bash -c '[ "$(grep -c "why:" "$0")" = 1 ] && ! grep -q "why:" "$1"' "$RESULTS/pp-down.err" "$RESULTS/pp-down.txt"
