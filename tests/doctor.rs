@@ -357,7 +357,7 @@ fn health_check_formats_on_a_down_port() {
         xml.contains("<testcase classname=\"rdmactl.doctor.capture\" name=\"capture host\">"),
         "{xml}"
     );
-    assert!(xml.contains("<failure type=\"port-state\" message=\"port is DOWN: a RoCE port follows its netdev, so veth1 has no link\">evidence: state DOWN, physical state DISABLED\nevidence: class/net/veth1/operstate down\nfix: bring the interface up: `ip link set veth1 up`\n</failure>"), "{xml}");
+    assert!(xml.contains("<failure type=\"port-state\" message=\"rxe1/1 is DOWN: a RoCE port follows its netdev, and veth1 is down\">evidence: rxe1/1 state DOWN, phys_state DISABLED\nevidence: netdev veth1 operstate down\nfix: bring the interface up: `ip link set veth1 up`\n</failure>"), "{xml}");
     rdmactl_on("rxe-veth-basic", &["-j", "doctor", "--format", "junit"])
         .code(2)
         .stderr(predicate::str::contains("-j and --format junit: give one"));
