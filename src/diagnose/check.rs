@@ -307,6 +307,11 @@ fn netdev_finding(
             let now = NetdevAsked::of_facts(n);
             match port_state::netdev_down(&now, &port.name()) {
                 Some(_) if !port_active && n.exists => return None,
+                // A netdev gone from this namespace: a GID whose netdev is here is the way.
+                Some(mut f) if !n.exists => {
+                    f.fix = Some(with_better(f.fix.take().unwrap_or_default()));
+                    f.evidence(format!("gid_attrs/ndevs/{index} = {dev}"))
+                }
                 Some(f) => f.evidence(format!("gid_attrs/ndevs/{index} = {dev}")),
                 None => port_state::netdev_ok(&now, "")
                     .evidence(format!("looked up in {}", net.netdev_source)),

@@ -288,9 +288,9 @@ pub fn netdev_note(
     }
 }
 
-/// A failed run's port: this end's port not ACTIVE first, then its own netdev down.
-/// `(code, summary, evidence, fix)` for the data-path builder, which adds the GID
-/// suggestion; the connection manager's rules take the same answer.
+/// A failed run's port: this end's port not ACTIVE first, then its own netdev down. The
+/// data path's builder takes its code, summary, evidence and fix (and adds the GID
+/// suggestion); the connection manager's rules return it as it is.
 /// A netdev gone from the namespace is left to the rule of the errno it gives (ENODEV).
 pub fn run_port(local: &EndFacts, netdev: Option<&NetdevFacts>) -> Option<Diagnostic> {
     let p = PortAsked::of_end(local, netdev);
