@@ -403,39 +403,9 @@ fn route_findings(
             out.push(same_host_ipv6(port, &owner, &gid_dev, peer));
             return out;
         }
-        let seen = same_host::SameHostSysctls {
-            accept_local: route.accept_local,
-            rp_filter: route.rp_filter,
-        };
-        let mut f = if seen.drops() {
-            Diagnostic::finding(
-                Severity::Fail,
-                codes::ARP_SAME_HOST,
-                format!(
-                    "{owner} will drop the ARP request from {gid_dev} (its sender address is local): {}",
-                    same_host::CONSEQUENCE
-                ),
-            )
-            .fix(same_host::fix(&[gid_dev.as_str(), owner.as_str()], seen))
-        } else if route.accept_local.is_none() {
-            Diagnostic::finding(
-                Severity::Warn,
-                codes::ARP_SAME_HOST,
-                format!("cannot read accept_local for {owner}; a same-host ARP needs it set"),
-            )
-        } else {
-            Diagnostic::finding(
-                Severity::Ok,
-                codes::ARP_SAME_HOST,
-                format!("{owner} accepts ARP from a local sender"),
-            )
-        };
-        if let Some(a) = route.accept_local {
-            f = f.evidence(format!("accept_local (all or {owner}) = {}", u8::from(a)));
-        }
-        if let Some(r) = route.rp_filter {
-            f = f.evidence(format!("rp_filter (max of all, {owner}) = {r}"));
-        }
+        // The one same-host ARP rule, as doctor and a failed run say it.
+        let f =
+            same_host::arp_toward_local_peer(&owner, &gid_dev, route.accept_local, route.rp_filter);
         out.push(f);
     } else if route_dev == gid_dev {
         let mut f = Diagnostic::finding(
@@ -688,7 +658,7 @@ pub(crate) mod tests {
                 index: 1,
                 peer: Some("192.168.77.2"),
                 net: vm_net(true),
-                code: "arp-same-host",
+                code: "same-host-arp",
                 severity: Severity::Ok,
                 says: &["veth1"],
             },
@@ -699,7 +669,7 @@ pub(crate) mod tests {
                 index: 1,
                 peer: Some("192.168.77.2"),
                 net: vm_net(false),
-                code: "arp-same-host",
+                code: "same-host-arp",
                 severity: Severity::Fail,
                 says: &["accept_local=1", "ETIMEDOUT"],
             },

@@ -424,7 +424,7 @@ mod tests {
             same_host::IPV6_FIX,
         );
         // An IPv6 neighbour comes from NDP: no IPv4 ARP reasoning beside it.
-        none_of("check", &checked, &["arp-same-host", "same-host-arp"]);
+        none_of("check", &checked, &["same-host-arp"]);
         // doctor and the exporter take no peer, so they do not ask; neither may blame the
         // same-host pair on the sysctls of an IPv4 ARP it never sends.
         let doctored = doctor(&t);

@@ -139,6 +139,47 @@ pub fn arp_dropped_at_rtr(owner: &str, dev: &str) -> (Code, String) {
     )
 }
 
+/// `same-host-arp` in check: the peer's address is on this host's `owner`; whether it
+/// drops the ARP request from `dev` (its sender address is local), with the sysctls read.
+pub fn arp_toward_local_peer(
+    owner: &str,
+    dev: &str,
+    accept_local: Option<bool>,
+    rp_filter: Option<u32>,
+) -> Diagnostic {
+    let seen = SameHostSysctls {
+        accept_local,
+        rp_filter,
+    };
+    let mut f = if seen.drops() {
+        Diagnostic::finding(
+            Severity::Fail,
+            codes::SAME_HOST_ARP,
+            format!("same-host test: {owner} drops the ARP request from {dev} because its sender address is local: {CONSEQUENCE}"),
+        )
+        .fix(fix(&[dev, owner], seen))
+    } else if accept_local.is_none() {
+        Diagnostic::finding(
+            Severity::Warn,
+            codes::SAME_HOST_ARP,
+            format!("cannot read accept_local for {owner}; a same-host ARP needs it set"),
+        )
+    } else {
+        Diagnostic::finding(
+            Severity::Ok,
+            codes::SAME_HOST_ARP,
+            format!("{owner} accepts ARP from a local sender"),
+        )
+    };
+    if let Some(a) = accept_local {
+        f = f.evidence(format!("accept_local (all or {owner}) = {}", u8::from(a)));
+    }
+    if let Some(r) = rp_filter {
+        f = f.evidence(format!("rp_filter (max of all, {owner}) = {r}"));
+    }
+    f
+}
+
 /// `same-host-arp` in doctor: two RoCE netdevs of this host share `subnet` and one of them
 /// refuses ARP from a local sender, so a test between them would fail. None when neither
 /// refuses.
