@@ -25,6 +25,11 @@
 //! - `unsafe` only under `gather/verbs/`.
 //! - No import circle among the files of `src/`, siblings of one folder included (a file and
 //!   its own parent module do not count: the parent declares it).
+//! - Each diagnostic code (`codes::NAME`) is emitted from one file: one question, one
+//!   rule, so one cause and one fix wherever it is asked. A use that only compares
+//!   (`== codes::X`, `!= codes::X`, a match arm `codes::X =>` or `codes::X |`, inside
+//!   `matches!`) is not an emission; test files (`tests.rs`, `*_tests.rs`) and test items
+//!   are exempt.
 //! - And apart from the layout: no text names a document the project does not ship.
 //!
 //! Test code (`#[cfg(test)]` items) is exempt: tests may reach across layers to build
@@ -727,6 +732,133 @@ fn type_names_defined_twice(tree: &Tree) -> Vec<String> {
         .collect()
 }
 
+/// Codes allowed to be emitted from more than one file while their rules are being merged:
+/// none now. A code put here must really be duplicated (the test says when it no longer is).
+const STILL_DUPLICATED: &[&str] = &[];
+
+/// A file of tests by its name (declared `#[cfg(test)] mod tests;` by its parent).
+fn is_test_file(path: &str) -> bool {
+    let stem = path
+        .rsplit('/')
+        .next()
+        .unwrap_or(path)
+        .trim_end_matches(".rs");
+    stem == "tests" || stem.ends_with("_tests")
+}
+
+/// Whether position `at` of `c` lies inside the parentheses of a `matches!(...)`.
+fn inside_matches(c: &[char], at: usize) -> bool {
+    let mut depth = 0i32;
+    let mut i = at;
+    while i > 0 {
+        i -= 1;
+        match c[i] {
+            ')' | ']' | '}' => depth += 1,
+            '(' | '[' | '{' if depth > 0 => depth -= 1,
+            '(' => {
+                let before: String = c[i.saturating_sub(8)..i].iter().collect();
+                if before.ends_with("matches!") {
+                    return true;
+                }
+            }
+            // A `;` or a block opening at depth 0 ends the expression the code sits in.
+            ';' | '{' if depth == 0 => return false,
+            _ => {}
+        }
+    }
+    false
+}
+
+/// Whether position `at` sits directly in a `[...]` list: the innermost bracket open
+/// before it is a `[`.
+fn inside_list(c: &[char], at: usize) -> bool {
+    let mut depth = 0usize;
+    for &ch in c[..at].iter().rev() {
+        match ch {
+            ')' | ']' | '}' => depth += 1,
+            '(' | '{' if depth == 0 => return false,
+            '[' if depth == 0 => return true,
+            '(' | '[' | '{' => depth -= 1,
+            _ => {}
+        }
+    }
+    false
+}
+
+/// The `codes::NAME` a file emits: every use that is not a comparison.
+fn codes_emitted(code: &str) -> BTreeSet<String> {
+    let c: Vec<char> = code.chars().collect();
+    let needle: Vec<char> = "codes::".chars().collect();
+    let mut out = BTreeSet::new();
+    let mut i = 0;
+    while i + needle.len() <= c.len() {
+        if c[i..i + needle.len()] != needle[..] || (i > 0 && is_ident(c[i - 1])) {
+            i += 1;
+            continue;
+        }
+        let start = i + needle.len();
+        let mut end = start;
+        while end < c.len()
+            && (c[end].is_ascii_uppercase() || c[end].is_ascii_digit() || c[end] == '_')
+        {
+            end += 1;
+        }
+        i = end.max(i + 1);
+        if end == start || (end < c.len() && is_ident(c[end])) {
+            continue;
+        }
+        let name: String = c[start..end].iter().collect();
+        // The two characters before the path (`crate::model::` and spaces skipped) and the
+        // two after it.
+        let mut b = start - needle.len();
+        while b > 0 && (is_ident(c[b - 1]) || c[b - 1] == ':') {
+            b -= 1;
+        }
+        while b > 0 && c[b - 1].is_whitespace() {
+            b -= 1;
+        }
+        let before: String = c[b.saturating_sub(2)..b].iter().collect();
+        let after: String = c[end..]
+            .iter()
+            .skip_while(|ch| ch.is_whitespace())
+            .take(2)
+            .collect();
+        let compared = before.ends_with("==")
+            || before.ends_with("!=")
+            || after.starts_with("==")
+            || after.starts_with("!=")
+            || after.starts_with("=>")
+            || (after.starts_with('|') && !after.starts_with("||"))
+            || inside_matches(&c, start)
+            // A key to look a finding up by (`&codes::X`), or one of a list of codes a
+            // finding is matched against (`[codes::A, codes::B].contains(..)`).
+            || (before.ends_with('&') && !before.ends_with("&&"))
+            || inside_list(&c, b);
+        if !compared {
+            out.insert(name);
+        }
+    }
+    out
+}
+
+/// Codes emitted from more than one file, with the files; `allowed` are left out.
+fn codes_emitted_twice(tree: &Tree, allowed: &[&str]) -> Vec<String> {
+    let mut by_code: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for (path, text) in tree {
+        if is_test_file(path) {
+            continue;
+        }
+        for name in codes_emitted(&production_code(text)) {
+            by_code.entry(name).or_default().push(path.clone());
+        }
+    }
+    by_code
+        .into_iter()
+        .filter(|(name, files)| files.len() > 1 && !allowed.contains(&name.as_str()))
+        .map(|(name, files)| format!("codes::{name} is emitted from {}", files.join(", ")))
+        .collect()
+}
+
 /// Circles among the files' imports (`cmd::a` → `cmd::b` → `cmd::a`), each as the chain of
 /// imports that comes back to its start. A module and its own parent or children do not
 /// count: a parent declares its children, and that is not an upward arrow.
@@ -780,6 +912,25 @@ fn assert_none(rule: &str, wrong: Vec<String>) {
             .collect::<Vec<_>>()
             .join("\n")
     );
+}
+
+/// One question, one rule: each diagnostic code is built into a `Diagnostic` in one file
+/// (issue 37), apart from the codes other branches are still merging.
+#[test]
+fn each_code_is_emitted_from_one_file() {
+    assert_none(
+        "a code emitted from more than one file",
+        codes_emitted_twice(&real_tree(), STILL_DUPLICATED),
+    );
+    // The allow-list holds only codes that are still duplicated: one merged leaves it.
+    let all = codes_emitted_twice(&real_tree(), &[]);
+    for name in STILL_DUPLICATED {
+        assert!(
+            all.iter()
+                .any(|w| w.starts_with(&format!("codes::{name} is emitted"))),
+            "codes::{name} is emitted from one file now: take it off STILL_DUPLICATED"
+        );
+    }
 }
 
 /// The rules pass vacuously on a folder that is not there: each one they name is.
@@ -1026,6 +1177,47 @@ mod planted {
             type_names_defined_twice(tree),
         ]
         .concat()
+    }
+
+    /// A code built in two files is reported; comparing with it, a match arm, `matches!`,
+    /// a test item and a tests file are not emissions.
+    #[test]
+    fn a_code_emitted_from_two_files_is_reported() {
+        let mut tree = Tree::new();
+        tree.insert(
+            "diagnose/port_state.rs".into(),
+            "fn f() -> D { D::explanation(codes::PORT_STATE, \"down\", \"fix\") }\n".into(),
+        );
+        tree.insert(
+            "diagnose/wait.rs".into(),
+            concat!(
+                "fn g(f: &D) -> bool { f.code == codes::PORT_STATE || codes::PORT_STATE != f.code }\n",
+                "fn h(c: Code) -> u8 { match c { codes::PORT_STATE => 1, codes::NETDEV | codes::LID => 2, _ => 3 } }\n",
+                "fn k(c: &Code) -> bool { matches!(*c, codes::PORT_STATE | codes::NETDEV) }\n",
+                "fn l(c: &Code) -> bool { [codes::PORT_STATE, codes::NETDEV].contains(c) }\n",
+                "fn m(f: &[D]) -> Option<&D> { find(f, &codes::PORT_STATE) }\n",
+                "fn n(c: &Code) -> bool { *c == crate::model::codes::PORT_STATE }\n",
+                "#[cfg(test)]\nmod tests {\n    fn t() { D::finding(codes::PORT_STATE) }\n}\n",
+            )
+            .into(),
+        );
+        tree.insert(
+            "diagnose/datapath/tests.rs".into(),
+            "fn t() { D::finding(codes::PORT_STATE) }\n".into(),
+        );
+        assert_eq!(codes_emitted_twice(&tree, &[]), Vec::<String>::new());
+        tree.insert(
+            "diagnose/check.rs".into(),
+            "fn c() -> Vec<D> { vec![D::finding(Severity::Fail, codes::PORT_STATE, \"is DOWN\")] }\n".into(),
+        );
+        assert_eq!(
+            codes_emitted_twice(&tree, &[]),
+            ["codes::PORT_STATE is emitted from diagnose/check.rs, diagnose/port_state.rs"]
+        );
+        assert_eq!(
+            codes_emitted_twice(&tree, &["PORT_STATE"]),
+            Vec::<String>::new()
+        );
     }
 
     #[test]

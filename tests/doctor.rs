@@ -37,11 +37,11 @@ fn down_veth_is_named_with_its_fix() {
     doctor("rxe-veth-vlan-ipv6-down")
         .code(1)
         .stdout(predicate::str::contains(
-            "FAIL  port-state  rxe1/1  port is DOWN: a RoCE port follows its netdev, so veth1 has no link",
+            "FAIL  port-state  rxe1/1  rxe1/1 is DOWN: a RoCE port follows its netdev, and veth1 is down",
         ))
-        .stdout(predicate::str::contains("evidence: class/net/veth1/operstate down"))
+        .stdout(predicate::str::contains("evidence: netdev veth1 operstate down"))
         .stdout(predicate::str::contains("fix: bring the interface up: `ip link set veth1 up`"))
-        .stdout(predicate::str::contains("evidence: class/net/veth0/operstate lowerlayerdown"))
+        .stdout(predicate::str::contains("evidence: netdev veth0 operstate lowerlayerdown"))
         .stdout(predicate::str::contains("FAIL  netdev").not())
         .stdout(predicate::str::contains("3 ok, 1 info, 0 warning(s), 2 failure(s)"));
 }
@@ -332,10 +332,10 @@ fn health_check_formats_on_a_down_port() {
     rdmactl_on("rxe-veth-vlan-ipv6-down", &["doctor", "--format", "nagios"])
         .code(2)
         .stdout(predicate::str::starts_with(
-            "RDMACTL CRITICAL - port-state rxe0/1: port is DOWN: a RoCE port follows its netdev, so veth0 has no link (+1 more) | ports_active=0;;;0;2 ports=2;;;0 failures=2;;;0",
+            "RDMACTL CRITICAL - port-state rxe0/1: rxe0/1 is DOWN: a RoCE port follows its netdev, and veth0 has no carrier (its link partner is down) (+1 more) | ports_active=0;;;0;2 ports=2;;;0 failures=2;;;0",
         ))
         .stdout(predicate::str::contains(
-            "\nFAIL port-state rxe1/1: port is DOWN: a RoCE port follows its netdev, so veth1 has no link\n",
+            "\nFAIL port-state rxe1/1: rxe1/1 is DOWN: a RoCE port follows its netdev, and veth1 is down\n",
         ));
     rdmactl_on("rxe-veth-basic", &["doctor", "--format", "nagios"])
         .code(0)
@@ -357,7 +357,7 @@ fn health_check_formats_on_a_down_port() {
         xml.contains("<testcase classname=\"rdmactl.doctor.capture\" name=\"capture host\">"),
         "{xml}"
     );
-    assert!(xml.contains("<failure type=\"port-state\" message=\"port is DOWN: a RoCE port follows its netdev, so veth1 has no link\">evidence: state DOWN, physical state DISABLED\nevidence: class/net/veth1/operstate down\nfix: bring the interface up: `ip link set veth1 up`\n</failure>"), "{xml}");
+    assert!(xml.contains("<failure type=\"port-state\" message=\"rxe1/1 is DOWN: a RoCE port follows its netdev, and veth1 is down\">evidence: rxe1/1 state DOWN, phys_state DISABLED\nevidence: netdev veth1 operstate down\nfix: bring the interface up: `ip link set veth1 up`\n</failure>"), "{xml}");
     rdmactl_on("rxe-veth-basic", &["-j", "doctor", "--format", "junit"])
         .code(2)
         .stderr(predicate::str::contains("-j and --format junit: give one"));
@@ -378,9 +378,9 @@ fn wait_returns_at_once_on_active_ports_and_times_out_with_the_reason() {
         .code(1)
         .stdout(predicate::str::is_match(r"^gave up after 0\.\d s: 1 of 1 port\(s\) not ACTIVE\n").unwrap())
         .stdout(predicate::str::contains(
-            "FAIL  port-state  rxe1/1  port is DOWN: a RoCE port follows its netdev, so veth1 has no link",
+            "FAIL  port-state  rxe1/1  rxe1/1 is DOWN: a RoCE port follows its netdev, and veth1 is down",
         ))
-        .stdout(predicate::str::contains("evidence: class/net/veth1/operstate down"))
+        .stdout(predicate::str::contains("evidence: netdev veth1 operstate down"))
         .stdout(predicate::str::contains("fix: bring the interface up: `ip link set veth1 up`"))
         // Only the port asked about.
         .stdout(predicate::str::contains("rxe0/1").not());

@@ -16,7 +16,6 @@ use crate::error::{Error, Result};
 use crate::exit;
 use crate::gather::check as facts;
 use crate::gather::sysfs::SysfsRoot;
-use crate::model::codes;
 use crate::model::diagnostic::{Diagnostic, Severity};
 use crate::model::facts::{NetFacts, PortFacts};
 use crate::model::gid::Gid;
@@ -193,12 +192,7 @@ fn ask_kernel(
 
 /// `-g N` past the table or on an empty slot: exit 3 with the `gid-slot` finding's fix.
 fn no_such_gid(ctx: &Ctx, report: CheckReport, port: u32, index: u32) -> Result<u8> {
-    let fix = report
-        .findings
-        .iter()
-        .find(|f| f.code == codes::GID_SLOT)
-        .and_then(|f| f.fix.clone())
-        .filter(|f| !f.is_empty());
+    let fix = rules::gid_slot_fix(&report.findings);
     Err(
         match SysfsRoot::new(&ctx.sysfs).gid(&report.device, port, index) {
             Err(Error::NoSuchGid { hint, .. }) => Error::NoSuchGid {

@@ -6,6 +6,8 @@ use std::net::IpAddr;
 use crate::diagnose::gidselect::{
     self, describe, is_link_local, type_name, Family, Selection, Verdict, Want,
 };
+use crate::diagnose::link_local;
+use crate::diagnose::port_state::{self, NetdevAsked, PortAsked};
 use crate::diagnose::same_host;
 use crate::model::codes::{self, Code};
 use crate::model::device::{GidEntry, GidType, LinkLayer, PortState};
@@ -53,7 +55,7 @@ pub fn evaluate(
         .iter()
         .map(|r| crate::diagnose::removal::finding(r))
         .collect();
-    out.extend(port_state(port));
+    out.extend(port_findings(port));
     let entry = match slot(port, index, &with_better) {
         Ok(entry) => entry,
         Err(finding) => {
@@ -95,7 +97,7 @@ pub fn evaluate(
             &with_better,
         ));
     }
-    out.push(netdev_finding(entry, index, net, &with_better));
+    out.extend(netdev_finding(port, entry, index, net, &with_better));
 
     // Route, neighbour, link-local.
     if let Some(peer) = peer {
@@ -122,44 +124,14 @@ pub fn evaluate(
     out
 }
 
-/// The port's state and, on InfiniBand, its LID.
-fn port_state(port: &PortFacts) -> Vec<Diagnostic> {
+/// The port's state (the one rule, `port_state`) and, on InfiniBand, its LID.
+fn port_findings(port: &PortFacts) -> Vec<Diagnostic> {
     let mut out = Vec::new();
     let name = port.name();
-    let state = port
-        .sysfs
-        .state
-        .as_ref()
-        .map_or("unknown".to_string(), |s| s.name().to_string());
-    let active = port.sysfs.state.as_ref().is_some_and(PortState::is_active);
-    let mut f = if active {
-        Diagnostic::finding(Severity::Ok, codes::PORT_STATE, format!("{name} is ACTIVE"))
-    } else {
-        let fix = if port.link_layer == LinkLayer::InfiniBand {
-            "start a subnet manager (opensm) or fix the link".to_string()
-        } else {
-            let dev = port
-                .gids()
-                .iter()
-                .find_map(|e| e.netdev.clone())
-                .unwrap_or_else(|| "the netdev".into());
-            format!("bring {dev} up and check its carrier (ip link show {dev})")
-        };
-        Diagnostic::finding(
-            Severity::Fail,
-            codes::PORT_STATE,
-            format!("{name} is {state}, not ACTIVE"),
-        )
-        .fix(fix)
-    };
-    f = f.evidence(format!(
-        "state {state}, phys_state {}",
-        port.sysfs
-            .phys_state
-            .as_ref()
-            .map_or("unknown", |s| s.name())
-    ));
-    out.push(f);
+    out.push(port_state::port_state(&PortAsked::of_port(
+        &port.sysfs,
+        false,
+    )));
     if port.link_layer == LinkLayer::InfiniBand {
         let lid = port.sysfs.lid.unwrap_or(0);
         out.push(if lid == 0 || lid == 0xffff {
@@ -213,6 +185,16 @@ fn slot<'a>(
                 .fix(with_better(String::new())),
             )
         })
+}
+
+/// The fix of the `gid-slot` failure among `findings` (what `-g N` past the table or on
+/// an empty slot should be instead), for the error that ends the command.
+pub fn gid_slot_fix(findings: &[Diagnostic]) -> Option<String> {
+    findings
+        .iter()
+        .find(|f| f.code == codes::GID_SLOT && f.severity == Severity::Fail)
+        .and_then(|f| f.fix.clone())
+        .filter(|f| !f.is_empty())
 }
 
 /// RoCE v2 is routable; v1 frames stay on one L2 segment.
@@ -303,29 +285,39 @@ fn family_finding(
     .fix(with_better(String::new()))
 }
 
-/// The GID's netdev: present in this namespace and up.
+/// The GID's netdev: present in this namespace and carrying traffic (the one rule,
+/// `port_state`). While the port itself is not ACTIVE its netdev's state is that failure's
+/// evidence and fix, not a second failure.
 fn netdev_finding(
+    port: &PortFacts,
     entry: &GidEntry,
     index: u32,
     net: &NetFacts,
     with_better: &dyn Fn(String) -> String,
-) -> Diagnostic {
-    match (&entry.netdev, &net.netdev) {
-        (None, _) => Diagnostic::finding(Severity::Fail, codes::NETDEV, format!("index {index} has no netdev (gid_attrs/ndevs/{index} unreadable): RTR fails with ENODEV"))
-            .fix(with_better(String::new())),
-        (Some(dev), None) => Diagnostic::finding(Severity::Info, codes::NETDEV, format!("{dev}: not checked")),
-        (Some(dev), Some(n)) if !n.exists => Diagnostic::finding(
+) -> Option<Diagnostic> {
+    let port_active = port.sysfs.state.as_ref().is_some_and(PortState::is_active);
+    Some(match (&entry.netdev, &net.netdev) {
+        (None, _) => port_state::netdev_note(
             Severity::Fail,
-            codes::NETDEV,
-            format!("{dev} does not exist in this network namespace: removed, or in another namespace (RTR fails with ENODEV)"),
-        )
-        .evidence(format!("gid_attrs/ndevs/{index} = {dev}"))
-        .fix(with_better("run where the netdev lives, or use a GID whose netdev is here".into())),
-        (Some(dev), Some(n)) if !n.up => Diagnostic::finding(Severity::Fail, codes::NETDEV, format!("{dev} is not up (operstate {})", n.operstate.as_ref().map_or("?", |o| o.name())))
-            .fix(format!("ip link set {dev} up, and check its link")),
-        (Some(dev), Some(n)) => Diagnostic::finding(Severity::Ok, codes::NETDEV, format!("{dev} is present and up (operstate {})", n.operstate.as_ref().map_or("", |o| o.name())))
-            .evidence(format!("looked up in {}", net.netdev_source)),
-    }
+            format!("index {index} has no netdev (gid_attrs/ndevs/{index} unreadable): RTR fails with ENODEV"),
+            Some(with_better(String::new())),
+        ),
+        (Some(dev), None) => port_state::netdev_note(Severity::Info, format!("{dev}: not checked"), None),
+        (Some(dev), Some(n)) => {
+            let now = NetdevAsked::of_facts(n);
+            match port_state::netdev_down(&now, &port.name()) {
+                Some(_) if !port_active && n.exists => return None,
+                // A netdev gone from this namespace: a GID whose netdev is here is the way.
+                Some(mut f) if !n.exists => {
+                    f.fix = Some(with_better(f.fix.take().unwrap_or_default()));
+                    f.evidence(format!("gid_attrs/ndevs/{index} = {dev}"))
+                }
+                Some(f) => f.evidence(format!("gid_attrs/ndevs/{index} = {dev}")),
+                None => port_state::netdev_ok(&now, "")
+                    .evidence(format!("looked up in {}", net.netdev_source)),
+            }
+        }
+    })
 }
 
 /// The MTU: the same rule as doctor's.
@@ -352,25 +344,16 @@ pub fn populated(port: &PortFacts) -> String {
 }
 
 /// A same-host IPv6 peer: no ARP (NDP instead), and on rxe, two devices of one kernel
-/// carry no RoCE traffic over IPv6 at all (measured; a device to itself works).
+/// carry no RoCE traffic over IPv6 at all: the one rule, `same_host`'s.
 fn same_host_ipv6(port: &PortFacts, owner: &str, gid_dev: &str, peer: IpAddr) -> Diagnostic {
-    let soft_roce = port.sysfs.soft_roce;
-    if soft_roce && owner != gid_dev {
-        Diagnostic::finding(
-            Severity::Fail,
-            codes::SAME_HOST_IPV6,
-            format!("{peer} is on {owner} and this GID on {gid_dev}: rxe carries no RoCE v2 traffic over IPv6 between two devices of one kernel (IPv4 between them works; IPv6 from a device to itself works)"),
-        )
-        .evidence(format!("{peer} is an address of this host (on {owner})"))
-        .evidence(format!("{} is Soft-RoCE (rxe)", port.name()))
-        .fix("test IPv6 between two hosts, or use the IPv4-mapped GIDs for a same-host test")
-    } else {
-        Diagnostic::finding(
-            Severity::Info,
-            codes::SAME_HOST_IPV6,
-            format!("{peer} is on this host: IPv6 neighbours come from NDP, so accept_local (an IPv4 ARP setting) does not apply"),
-        )
-    }
+    same_host::ipv6_between_devices(&same_host::Ipv6Pair {
+        port: &port.name(),
+        soft_roce: port.sysfs.soft_roce,
+        peer,
+        owner,
+        local: gid_dev,
+    })
+    .unwrap_or_else(|| same_host::ipv6_on_this_host(peer))
 }
 
 fn route_findings(
@@ -420,39 +403,9 @@ fn route_findings(
             out.push(same_host_ipv6(port, &owner, &gid_dev, peer));
             return out;
         }
-        let seen = same_host::SameHostSysctls {
-            accept_local: route.accept_local,
-            rp_filter: route.rp_filter,
-        };
-        let mut f = if seen.drops() {
-            Diagnostic::finding(
-                Severity::Fail,
-                codes::ARP_SAME_HOST,
-                format!(
-                    "{owner} will drop the ARP request from {gid_dev} (its sender address is local): {}",
-                    same_host::CONSEQUENCE
-                ),
-            )
-            .fix(same_host::fix(&[gid_dev.as_str(), owner.as_str()], seen))
-        } else if route.accept_local.is_none() {
-            Diagnostic::finding(
-                Severity::Warn,
-                codes::ARP_SAME_HOST,
-                format!("cannot read accept_local for {owner}; a same-host ARP needs it set"),
-            )
-        } else {
-            Diagnostic::finding(
-                Severity::Ok,
-                codes::ARP_SAME_HOST,
-                format!("{owner} accepts ARP from a local sender"),
-            )
-        };
-        if let Some(a) = route.accept_local {
-            f = f.evidence(format!("accept_local (all or {owner}) = {}", u8::from(a)));
-        }
-        if let Some(r) = route.rp_filter {
-            f = f.evidence(format!("rp_filter (max of all, {owner}) = {r}"));
-        }
+        // The one same-host ARP rule, as doctor and a failed run say it.
+        let f =
+            same_host::arp_toward_local_peer(&owner, &gid_dev, route.accept_local, route.rp_filter);
         out.push(f);
     } else if route_dev == gid_dev {
         let mut f = Diagnostic::finding(
@@ -483,19 +436,17 @@ fn route_findings(
     }
 
     // Link-local toward an off-link peer.
+    // The one rule, `link_local`'s, that a failed run asks too.
     if is_link_local(&entry.gid) {
-        if route.gateway.is_some() && !route.peer_is_local {
-            out.push(
-                Diagnostic::finding(
-                    Severity::Fail,
-                    codes::LINK_LOCAL,
-                    format!("index {index} is link-local and {peer} is behind a router ({}): link-local never crosses one", route.gateway.map(|g| g.to_string()).unwrap_or_default()),
-                )
-                .fix(with_better(String::new())),
-            );
-        } else {
-            out.push(Diagnostic::finding(Severity::Warn, codes::LINK_LOCAL, format!("index {index} is link-local: it reaches only peers on this L2 segment, using link-local GIDs too")).fix(with_better(String::new())));
-        }
+        out.push(
+            match link_local::routed_peer(&entry.gid, Some(index), &peer.to_string(), route) {
+                Some(mut f) => {
+                    f.fix = Some(with_better(link_local::FIX.into()));
+                    f
+                }
+                None => link_local::on_link(index, with_better(String::new())),
+            },
+        );
     }
 
     // Neighbour.
@@ -707,7 +658,7 @@ pub(crate) mod tests {
                 index: 1,
                 peer: Some("192.168.77.2"),
                 net: vm_net(true),
-                code: "arp-same-host",
+                code: "same-host-arp",
                 severity: Severity::Ok,
                 says: &["veth1"],
             },
@@ -718,7 +669,7 @@ pub(crate) mod tests {
                 index: 1,
                 peer: Some("192.168.77.2"),
                 net: vm_net(false),
-                code: "arp-same-host",
+                code: "same-host-arp",
                 severity: Severity::Fail,
                 says: &["accept_local=1", "ETIMEDOUT"],
             },
@@ -800,15 +751,15 @@ pub(crate) mod tests {
                 says: &["DOWN", "veth1"],
             },
             Case {
-                name: "netdev down (captured)",
+                name: "netdev down (captured): the port-state failure names it, once",
                 fixture: "rxe-veth-vlan-ipv6-down",
                 device: "rxe1",
                 index: 1,
                 peer: None,
                 net: NetFacts::default(),
-                code: "netdev",
+                code: "port-state",
                 severity: Severity::Fail,
-                says: &["veth1 is not up", "ip link set veth1 up"],
+                says: &["veth1 is down", "ip link set veth1 up"],
             },
             Case {
                 name: "VLAN GID is RoCE v2",
@@ -872,7 +823,7 @@ pub(crate) mod tests {
             .filter(|f| f.severity == Severity::Fail)
             .collect();
         assert_eq!(fails.len(), 1, "{findings:#?}");
-        assert_eq!(fails[0].code, "link-local");
+        assert_eq!(fails[0].code, "link-local-routed-peer");
         assert!(text(fails[0]).contains("behind a router"));
         assert_eq!(find(&findings, "gid-family").severity, Severity::Info);
     }

@@ -7,6 +7,7 @@ use std::net::SocketAddr;
 
 use crate::diagnose::datapath;
 use crate::diagnose::midrun;
+use crate::diagnose::port_state;
 use crate::diagnose::same_host;
 use crate::model::codes::{self, Code};
 use crate::model::diagnostic::{Diagnostic, Seen, Source};
@@ -133,13 +134,16 @@ fn rule(err: &Failure, facts: &Facts) -> Diagnostic {
             };
         }
     }
-    let source_netdev_down = facts.netdev.as_ref().filter(|n| !n.up).map(|n| &n.name);
-    if let (Some(dev), true) = (source_netdev_down, finding_the_peer) {
-        return why(
-            codes::CM_NETDEV_DOWN,
-            format!("{dev}, the netdev of this side's address, is down: the kernel has no way to reach {peer} through it"),
-            format!("bring it up (`ip link set {dev} up`); if it stays down, check the cable and the switch port (for veth, the peer end); rdmactl ports shows the port state"),
-        );
+    // This side's port or the netdev of its address down: the one rule (`port_state`) the
+    // TCP exchange, check and doctor ask, so the same fact gets the same code and fix.
+    if finding_the_peer {
+        let down = port_state::run_port(&facts.local, facts.netdev.as_ref()).or_else(|| {
+            let n = port_state::NetdevAsked::of_facts(facts.netdev.as_ref()?);
+            port_state::netdev_down(&n, &format!("{}/{}", err.context.device, err.context.port))
+        });
+        if let Some(x) = down {
+            return x;
+        }
     }
     let unanswered = matches!(
         err.cause,
@@ -300,38 +304,21 @@ fn rule(err: &Failure, facts: &Facts) -> Diagnostic {
 }
 
 /// A connect request from one rxe device to an IPv6 address of another device of this
-/// host goes unanswered: rxe carries no RoCE v2 traffic over IPv6 between two devices of
-/// one kernel (measured on Linux 6.1). The server is there; the request never reaches it.
+/// host goes unanswered (the server is there; the request never reaches it): the one rule,
+/// `same_host`'s, as the TCP exchange and check say it.
 fn same_host_ipv6(err: &Failure, facts: &Facts) -> Option<Diagnostic> {
     let route = facts.route.as_ref()?;
-    let peer = route.peer.filter(|p| p.is_ipv6())?;
-    let owner = route.peer_local_netdev.as_deref()?;
-    let source = facts.netdev.as_ref()?;
-    // Decided once, by `model::device::is_soft_roce` when the facts were gathered.
-    let soft_roce = facts.qp.as_ref().is_some_and(|q| q.soft_roce);
-    if !route.peer_is_local || !soft_roce || owner == source.name {
+    if !route.peer_is_local {
         return None;
     }
-    let mut x = why(
-        codes::SAME_HOST_IPV6,
-        format!(
-            "same-host IPv6: rxe carries no RoCE v2 traffic over IPv6 between two devices of one kernel ({} to {owner}), so the connection request never reaches the server; IPv4 between them works, and so does IPv6 from a device to itself",
-            source.name
-        ),
-        "test IPv6 between two hosts (or VMs), or connect to the server's IPv4 address for a same-host test; `rdmactl selftest --cm -d DEV` checks one device by itself",
-    );
-    x.evidence.push(Seen::new(
-        Source::Route,
-        format!(
-            "{peer} is an address of this host (on {owner}); this end's address is on {}",
-            source.name
-        ),
-    ));
-    x.evidence.push(Seen::new(
-        Source::Host,
-        format!("{} is Soft-RoCE (rxe)", err.context.device),
-    ));
-    Some(x)
+    same_host::ipv6_between_devices(&same_host::Ipv6Pair {
+        port: &err.context.device,
+        // Decided once, by `model::device::is_soft_roce` when the facts were gathered.
+        soft_roce: facts.qp.as_ref().is_some_and(|q| q.soft_roce),
+        peer: route.peer?,
+        owner: route.peer_local_netdev.as_deref()?,
+        local: &facts.netdev.as_ref()?.name,
+    })
 }
 
 /// The peer's CM rejected the request: the IB CM reject reason (or the kernel's errno for
@@ -601,6 +588,7 @@ mod tests {
                 name: name.into(),
                 exists: true,
                 up: false,
+                operstate: Some(crate::model::device::OperState::Down),
                 ..NetdevFacts::default()
             });
         }
@@ -1099,18 +1087,20 @@ mod tests {
         e.netdev_down("veth0");
         e.facts.evidence =
             vec!["192.168.77.2 is on veth0: operstate down, administratively down".into()];
-        assert_eq!(e.code(), "cm-netdev-down");
-        assert!(e
-            .explanation()
-            .starts_with("veth0, the netdev of this side's address, is down"));
+        // The one netdev rule (`port_state`), as the TCP exchange, check and doctor say it.
+        assert_eq!(e.code(), "netdev");
+        assert!(e.explanation().starts_with("netdev veth0 is down"));
         assert!(e.fix().contains("ip link set veth0 up"));
         assert_eq!(
             e.x().evidence,
-            ["192.168.77.2 is on veth0: operstate down, administratively down"]
+            [
+                "netdev veth0 operstate down",
+                "192.168.77.2 is on veth0: operstate down, administratively down"
+            ]
         );
         let v = serde_json::to_value(e.report()).unwrap();
         assert_eq!(
-            v["explanation"]["evidence"][0],
+            v["explanation"]["evidence"][1],
             "192.168.77.2 is on veth0: operstate down, administratively down"
         );
         // Once connected, a down netdev is not this rule's business.

@@ -16,10 +16,14 @@ pub mod gid_auto;
 pub mod gidselect;
 pub mod gpu_path;
 pub mod kernel_choice;
+pub mod link_local;
 pub mod midrun;
+pub mod mtu_mismatch;
 pub mod pin;
+pub mod port_state;
 pub mod qos;
 pub mod removal;
+pub mod same_answer;
 pub mod same_host;
 pub mod setup;
 

@@ -181,12 +181,12 @@ mod tests {
         assert_eq!(down.len(), 1, "{why:#?}");
         assert_eq!(
             down[0].message,
-            "port is DOWN: a RoCE port follows its netdev, so veth1 has no link"
+            "rxe1/1 is DOWN: a RoCE port follows its netdev, and veth1 is down"
         );
         assert!(down[0]
             .evidence
             .iter()
-            .any(|e| e.text == "class/net/veth1/operstate down"));
+            .any(|e| e.text == "netdev veth1 operstate down"));
         assert_eq!(
             down[0].fix_text(),
             "bring the interface up: `ip link set veth1 up`"

@@ -129,14 +129,17 @@ mod tests {
 
     #[test]
     fn entries_carry_their_group_and_items() {
-        let port_down = lookup("port-down");
+        let port_down = lookup("ib-port-not-active");
         assert_eq!(port_down.len(), 1);
         let e = &port_down[0];
         assert!(e.group.starts_with("Data path"), "{}", e.group);
         assert!(e.text.starts_with("- **When:**"), "{}", e.text);
         assert!(!e.text.contains("### "), "{}", e.text);
         let fix = e.item("Fix").unwrap();
-        assert!(fix.starts_with("`ip link set NETDEV up`"), "{fix}");
+        assert!(
+            fix.starts_with("when the physical state is Polling"),
+            "{fix}"
+        );
         assert!(!fix.contains('\n'), "{fix}");
         assert_eq!(e.item("Nothing"), None);
     }

@@ -6,7 +6,7 @@ use serde::Serialize;
 use crate::model::catalogue::Entry;
 
 /// The entries of one code, each under a line naming its codes and group:
-/// `port-down — Data path (TCP exchange, verbs setup, QP transitions)`.
+/// `ib-port-not-active — Data path (TCP exchange, verbs setup, QP transitions)`.
 pub fn entries_text(entries: &[Entry]) -> String {
     entries
         .iter()
@@ -98,20 +98,24 @@ mod tests {
 
     #[test]
     fn an_entry_prints_as_written() {
-        let text = entries_text(&lookup("port-down"));
+        let text = entries_text(&lookup("ib-port-not-active"));
         assert!(
             text.starts_with(
-                "port-down — Data path (TCP exchange, verbs setup, QP transitions)\n\n- **When:**"
+                "ib-port-not-active — Data path (TCP exchange, verbs setup, QP transitions)\n\n- **When:**"
             ),
             "{text}"
         );
         let two = entries_text(&lookup("mtu-mismatch"));
         assert_eq!(two.matches("mtu-mismatch — ").count(), 2, "{two}");
-        let json = serde_json::to_value(explained("port-down", &lookup("port-down"))).unwrap();
+        let json = serde_json::to_value(explained(
+            "ib-port-not-active",
+            &lookup("ib-port-not-active"),
+        ))
+        .unwrap();
         assert!(json["entries"][0]["fix"]
             .as_str()
             .unwrap()
-            .starts_with("`ip link set NETDEV up`"));
+            .starts_with("when the physical state is Polling"));
         let finding = serde_json::to_value(explained("memlock", &lookup("memlock"))).unwrap();
         assert!(finding["entries"][0]["fix"].is_null());
     }
@@ -122,7 +126,7 @@ mod tests {
         let text = list_text(&all);
         assert!(
             text.starts_with(
-                "Data path (TCP exchange, verbs setup, QP transitions):\n  port-down\n"
+                "Data path (TCP exchange, verbs setup, QP transitions):\n  ib-port-not-active\n"
             ),
             "{text}"
         );

@@ -62,8 +62,8 @@ pub(super) fn completion(b: Builder, status: u32) -> Diagnostic {
             // packets themselves are dropped: their source address is local too.
             let peer_text = peer_ip(ctx).map(|p| p.to_string()).unwrap_or_else(|| "the peer".into());
             let dev_name = ctx.local.netdev_now().unwrap_or_else(|| "the GID's netdev".into());
-            if let Some((summary, more, fix)) = same_host_ipv6(ctx, &route, &dev_name) {
-                return b.done(codes::SAME_HOST_IPV6, summary, more, fix, false);
+            if let Some(x) = same_host_ipv6(ctx, &route, &dev_name) {
+                return b.done(x.code, x.message, x.evidence, x.fix.unwrap_or_default(), false);
             }
             if let Some((owner, more, fix)) = same_host_drop(&route, &peer_text, &dev_name) {
                 return b.done(
@@ -134,14 +134,9 @@ pub(super) fn completion(b: Builder, status: u32) -> Diagnostic {
                 ev.push(Seen::new(Source::Qp, format!("message size {m}")));
             }
             if let Some((path, min)) = mtu_mismatch(ctx) {
-                ev.push(Seen::new(Source::Qp, format!("path MTU {path}, smaller active MTU {min}")));
-                return b.done(
-                    codes::MTU_MISMATCH,
-                    format!("path MTU mismatch: {path} set at RTR, but one port runs {min}"),
-                    ev,
-                    format!("use -m {min}, the smaller active MTU of the two ports"),
-                    false,
-                );
+                let (code, summary, seen, fix) = crate::diagnose::mtu_mismatch::run_path(path, min);
+                ev.push(seen);
+                return b.done(code, summary, ev, fix, false);
             }
             // Hardware reports the receiving end of a size mismatch here (rxe: LOC_QP_OP_ERR).
             if let Some((code, summary, ev, fix)) = send_larger_than_receive(ctx, request, Request::Receive) {

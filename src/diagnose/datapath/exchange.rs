@@ -86,13 +86,10 @@ pub(super) fn oob_connect(b: Builder, cause: &Cause) -> Diagnostic {
                 false,
             )
         }
-        Cause::Errno { errno: e, .. } if *e == libc::ENETUNREACH || *e == libc::EHOSTUNREACH => b.done(
-            codes::NO_ROUTE,
-            format!("this host has no route to {peer}"),
-            vec![Seen::new(Source::Failure, format!("connect: {}", errno_name(*e)))],
-            format!("check ip route get {peer} and the address"),
-            false,
-        ),
+        Cause::Errno { errno: e, .. } if *e == libc::ENETUNREACH || *e == libc::EHOSTUNREACH => {
+            let seen = Seen::new(Source::Failure, format!("connect: {}", errno_name(*e)));
+            super::route::no_route(b, &peer.to_string(), vec![seen], false)
+        }
         _ => generic(b),
     }
 }

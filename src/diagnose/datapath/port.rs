@@ -1,7 +1,8 @@
 //! A port that is not ACTIVE explains every later step.
 
+use crate::diagnose::port_state;
 use crate::model::codes;
-use crate::model::device::{OperState, PhysState};
+use crate::model::device::PhysState;
 use crate::model::diagnostic::{Seen, Source};
 use crate::model::facts::Facts;
 
@@ -68,54 +69,9 @@ pub(super) fn port_not_active(ctx: &Facts) -> Option<Rule> {
     if !local.is_ethernet() {
         return None;
     }
-    // The QP can fail before the port's state catches up with its netdev (rxe learns of
-    // the link through a notifier), so the port's own netdev being down already counts.
-    let netdev_down = ctx
-        .netdev
-        .as_ref()
-        .filter(|n| n.exists && !n.up && local.port_netdev.as_deref() == Some(n.name.as_str()));
-    if let Some(n) = netdev_down {
-        evidence.push(Seen::new(
-            Source::Netdev,
-            format!(
-                "netdev {} is down (operstate {})",
-                n.name,
-                n.operstate.as_ref().map_or("unknown", OperState::name)
-            ),
-        ));
-    }
-    let port_down = state.is_some_and(|s| !s.is_active());
-    if !port_down && netdev_down.is_none() {
-        return None;
-    }
-    let netdev = local.netdev_now().unwrap_or_else(|| "its netdev".into());
-    // Administratively down is fixed here; no carrier (lowerlayerdown) is fixed at the
-    // other end of the link: the switch port, or for a veth its peer.
-    let no_carrier = ctx
-        .netdev
-        .as_ref()
-        .and_then(|n| n.operstate.as_ref())
-        .is_some_and(OperState::no_carrier);
-    let what = if no_carrier {
-        "has no carrier (its link partner is down)"
-    } else {
-        "is down or has no carrier"
-    };
-    let summary = if port_down {
-        format!(
-            "RoCE port {} is not ACTIVE: its netdev {netdev} {what}",
-            local.name()
-        )
-    } else {
-        format!(
-            "RoCE port {} cannot send: its netdev {netdev} {what}",
-            local.name()
-        )
-    };
-    let fix = if no_carrier {
-        format!("bring the other end of {netdev}'s link up: the switch port, or for a veth its peer (ip link show {netdev} names it)")
-    } else {
-        format!("ip link set {netdev} up, and check the cable (ip link show {netdev})")
-    };
-    Some((codes::PORT_DOWN, summary, evidence, fix))
+    // The one rule (`port_state`) that check, doctor and `--cm` ask too: this end's port
+    // not ACTIVE first, then its own netdev down (the QP can fail before the port's state
+    // catches up with its netdev, since rxe learns of the link through a notifier).
+    let x = port_state::run_port(local, ctx.netdev.as_ref())?;
+    Some((x.code, x.message, x.evidence, x.fix.unwrap_or_default()))
 }

@@ -1,7 +1,7 @@
 //! The route toward the peer: unreachable at RTR, and two ports of one host that drop
 //! each other's packets.
 
-use crate::diagnose::gidselect::is_link_local;
+use crate::diagnose::link_local;
 use crate::diagnose::same_host::{self, SameHostSysctls};
 use crate::model::codes;
 use crate::model::diagnostic::{Diagnostic, Seen, Source};
@@ -59,37 +59,35 @@ pub(super) fn same_host_drop(
     Some((owner, ev, fix))
 }
 
-/// IPv6 between two rxe devices of one kernel: measured never to carry a packet (the
-/// kernel resolves the local destination without neighbour discovery, and the other
-/// device's receive counters do not move), while a device to itself works.
+/// IPv6 between two rxe devices of one kernel: the one rule, `same_host`'s.
 pub(super) fn same_host_ipv6(
     ctx: &Facts,
     route: &RouteFacts,
     dev_name: &str,
-) -> Option<(String, Vec<Seen>, String)> {
-    let peer = route.peer.filter(|p| p.is_ipv6())?;
-    let owner = route.peer_local_netdev.as_deref()?;
-    let soft_roce = ctx.qp.as_ref().is_some_and(|q| q.soft_roce);
-    if !route.peer_is_local || !soft_roce || owner == dev_name {
+) -> Option<Diagnostic> {
+    if !route.peer_is_local {
         return None;
     }
-    let ev = vec![
-        Seen::new(
-            Source::Route,
-            format!(
-                "{peer} is an address of this host (on {owner}); this end's GID is on {dev_name}"
-            ),
-        ),
-        Seen::new(
-            Source::Local,
-            format!("{} is Soft-RoCE (rxe)", ctx.local.name()),
-        ),
-    ];
-    Some((
-        format!("same-host IPv6: rxe carries no RoCE v2 traffic over IPv6 between two devices of one kernel ({dev_name} to {owner}); IPv4 between them works, and so does IPv6 from a device to itself"),
-        ev,
-        "test IPv6 between two hosts (or VMs), or use the IPv4-mapped GIDs for a same-host test; `rdmactl selftest -d DEV -g N` checks one device's IPv6 GID by itself".into(),
-    ))
+    same_host::ipv6_between_devices(&same_host::Ipv6Pair {
+        port: &ctx.local.name(),
+        soft_roce: ctx.qp.as_ref().is_some_and(|q| q.soft_roce),
+        peer: route.peer?,
+        owner: route.peer_local_netdev.as_deref()?,
+        local: dev_name,
+    })
+}
+
+/// `no-route`: this host has no route to the peer, whether the TCP exchange's connect or
+/// RTR found it out; one cause and one fix for both (`gid_fix`: RTR may name a GID whose
+/// netdev has one).
+pub(super) fn no_route(b: Builder, peer: &str, evidence: Vec<Seen>, gid_fix: bool) -> Diagnostic {
+    b.done(
+        codes::NO_ROUTE,
+        format!("this host has no route to {peer}"),
+        evidence,
+        format!("add a route to {peer}, or check the address (`ip route get {peer}` finds none)"),
+        gid_fix,
+    )
 }
 
 /// the kernel could not resolve the peer's MAC through the source GID's netdev.
@@ -109,35 +107,19 @@ pub(super) fn rtr_unreachable(b: Builder, errno: i32) -> Diagnostic {
         format!("local {} on {dev_name}", local_gid_words(local)),
     )];
 
-    if let (Some(g), Some(false)) = (gid, route.on_link()) {
-        if is_link_local(&g) {
-            if let Some(gw) = route.gateway {
-                ev.push(Seen::new(
-                    Source::Route,
-                    format!("ip route get {peer_text}: via {gw}"),
-                ));
-            }
-            return b.done(
-                codes::LINK_LOCAL_ROUTED_PEER,
-                format!("a link-local GID cannot reach {peer_text}, which is behind a router (NVIDIA/nccl#769)"),
-                ev,
-                "use a GID with a routable address".into(),
-                true,
-            );
-        }
+    // The one rule, `link_local`'s, that check asks too.
+    if let Some(x) =
+        gid.and_then(|g| link_local::routed_peer(&g, local.gid_index, &peer_text, &route))
+    {
+        ev.extend(x.evidence);
+        return b.done(x.code, x.message, ev, x.fix.unwrap_or_default(), true);
     }
     if route.no_route {
         ev.push(Seen::new(
             Source::Route,
             format!("ip route get {peer_text}: no route"),
         ));
-        return b.done(
-            codes::NO_ROUTE,
-            format!("the kernel has no route to {peer_text}"),
-            ev,
-            format!("add a route to {peer_text} (ip route add ... dev {dev_name})"),
-            true,
-        );
+        return no_route(b, &peer_text, ev, true);
     }
     if let (Some(rd), Some(d)) = (&route.route_netdev, &dev) {
         if !route.peer_is_local && rd != d {
@@ -156,13 +138,8 @@ pub(super) fn rtr_unreachable(b: Builder, errno: i32) -> Diagnostic {
     }
     if let Some((owner, more, fix)) = same_host_drop(&route, &peer_text, &dev_name) {
         ev.extend(more);
-        return b.done(
-            codes::SAME_HOST_ARP,
-            format!("same-host test: {owner} drops the ARP request from {dev_name} because its sender address is local, so the MAC never resolves"),
-            ev,
-            fix,
-            false,
-        );
+        let (code, summary) = same_host::arp_dropped_at_rtr(&owner, &dev_name);
+        return b.done(code, summary, ev, fix, false);
     }
     // Both ends said where their GIDs sit: a VLAN apart, the ARP request never crosses.
     if let Some((code, summary, vev, fix)) =

@@ -355,6 +355,10 @@ fn cases() -> Vec<Case> {
     let mut roce_down = rxe_ctx(Some(1), "::ffff:192.168.77.2");
     roce_down.local.port_state = Some(PortState::Down);
     roce_down.local.phys_state = Some(PhysState::Disabled);
+    if let Some(n) = roce_down.netdev.as_mut() {
+        n.up = false;
+        n.operstate = Some(OperState::Down);
+    }
 
     let mut vlan_gone = mlx5_ctx(7, "::ffff:10.0.0.6", GidType::RoceV2);
     vlan_gone.netdev = Some(NetdevFacts {
@@ -599,17 +603,17 @@ fn cases() -> Vec<Case> {
             step: Step::Rtr,
             failure: errno(libc::ETIMEDOUT),
             ctx: roce_down,
-            code: "port-down",
+            code: "port-state",
             says: &["ip link set veth0 up"],
-            suggested: Some(1),
+            suggested: None,
         },
         Case {
             name: "LOC_QP_OP_ERR when the netdev went down before the port state did",
             step: Step::Poll,
             failure: wc(WC_LOC_QP_OP_ERR),
             ctx: down_under_traffic,
-            code: "port-down",
-            says: &["cannot send: its netdev veth0 is down", "ip link set veth0 up"],
+            code: "netdev",
+            says: &["netdev veth0 is down: rxe0/1 cannot send through it", "ip link set veth0 up"],
             suggested: None,
         },
         Case {
@@ -982,8 +986,8 @@ fn own_port_down_outranks_the_peers_notice() {
     let notice = crate::model::failure::PeerNotice {
         role: "server".into(),
         message: "work completion failed (rxe0/1): IBV_WC_RETRY_EXC_ERR".into(),
-        code: "port-down".into(),
-        summary: "RoCE port rxe0/1 is not ACTIVE".into(),
+        code: "port-state".into(),
+        summary: "rxe0/1 is DOWN: a RoCE port follows its netdev, and veth0 is down".into(),
         evidence: vec![],
         fix: "ip link set veth0 up".into(),
         counters: None,
@@ -1006,10 +1010,10 @@ fn own_port_down_outranks_the_peers_notice() {
         mtu: None,
     });
     let x = explain(&failure, &facts);
-    assert_eq!(x.code, "port-down");
+    assert_eq!(x.code, "port-state");
     assert!(
         x.message
-            .starts_with("RoCE port rxe0/1 is not ACTIVE: its netdev"),
+            .starts_with("rxe0/1 is DOWN: a RoCE port follows its netdev, and veth0 is down"),
         "{}",
         x.message
     );

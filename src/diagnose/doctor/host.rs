@@ -432,6 +432,18 @@ pub fn library_finding(status: Result<(), String>) -> Diagnostic {
     }
 }
 
+/// `ibv_get_device_list` itself failed: `libibverbs`'s finding, from this one file.
+pub fn device_list_failed(error: &str) -> Diagnostic {
+    finding(
+        codes::LIBIBVERBS,
+        Subject::Host,
+        Severity::Fail,
+        "ibv_get_device_list failed",
+    )
+    .evidence(error)
+    .fix("see the evidence; `rdmactl doctor` checks above show the kernel side")
+}
+
 /// A sysfs device that `ibv_get_device_list` does not return has no usable provider.
 pub fn provider_finding(
     device: &Device,

@@ -4,7 +4,7 @@
 //! findings.
 
 use crate::error::Error;
-use crate::model::codes::{self, Code};
+use crate::model::codes::Code;
 use crate::model::device::{Device, Port};
 use crate::model::diagnostic::{Diagnostic, Severity, Subject};
 use crate::model::doctor::NodeAccess;
@@ -140,16 +140,7 @@ fn host_findings(devices: &[Device], host: &HostFacts) -> Vec<Diagnostic> {
                 findings.push(provider_finding(device, names, files));
             }
         }
-        Some(Err(e)) => findings.push(
-            Diagnostic::finding(
-                Severity::Fail,
-                codes::LIBIBVERBS,
-                "ibv_get_device_list failed",
-            )
-            .about(Subject::Host)
-            .evidence(e.clone())
-            .fix("see the evidence; `rdmactl doctor` checks above show the kernel side"),
-        ),
+        Some(Err(e)) => findings.push(device_list_failed(e)),
         None => {}
     }
     findings.push(memlock_finding(

@@ -3,7 +3,6 @@
 //! ARP flux rule too.
 
 use super::finding;
-use super::ports::roce_mtu_for_netdev;
 use crate::diagnose::same_host;
 use crate::model::codes;
 use crate::model::diagnostic::{Diagnostic, Severity, Subject};
@@ -157,70 +156,13 @@ pub fn same_subnet_findings(netdevs: &[RoceNetdev]) -> Vec<Diagnostic> {
                 continue;
             };
             let pair = format!("{} ({}) and {} ({})", a.port, a.netdev, b.port, b.netdev);
-            let refusing: Vec<&RoceNetdev> = [a, b]
-                .into_iter()
-                .filter(|n| n.accept_local == Some(false) || n.rp_filter == Some(1))
-                .collect();
-            if !refusing.is_empty() {
-                let mut f = finding(
-                    codes::SAME_HOST_ARP,
-                    Subject::Host,
-                    Severity::Warn,
-                    format!(
-                        "{pair} share {subnet} on this host: {} drops ARP requests whose sender address is local, so a ping-pong between them fails ({})",
-                        refusing.iter().map(|n| n.netdev.as_str()).collect::<Vec<_>>().join(" and "),
-                        same_host::CONSEQUENCE
-                    ),
-                );
-                for n in [a, b] {
-                    f = f.evidence(format!(
-                        "{}: accept_local (all or {}) = {}, rp_filter (max of all, {}) = {}",
-                        n.netdev,
-                        n.netdev,
-                        n.accept_local
-                            .map_or("unknown".into(), |v| u8::from(v).to_string()),
-                        n.netdev,
-                        n.rp_filter.map_or("unknown".into(), |v| v.to_string())
-                    ));
-                }
-                // One command for both netdevs: what either one shows wrong is changed on both.
-                let seen = same_host::SameHostSysctls {
-                    accept_local: [a, b]
-                        .iter()
-                        .map(|n| n.accept_local)
-                        .try_fold(true, |all, v| v.map(|v| all && v)),
-                    rp_filter: [a, b].iter().filter_map(|n| n.rp_filter).max(),
-                };
-                f = f.fix(format!(
-                    "for tests between them: {}",
-                    same_host::fix(&[a.netdev.as_str(), b.netdev.as_str()], seen)
-                ));
-                out.push(f);
-            }
-            if let (Some(ma), Some(mb)) = (a.mtu, b.mtu) {
-                if ma != mb {
-                    let (ra, rb) = (roce_mtu_for_netdev(ma), roce_mtu_for_netdev(mb));
-                    out.push(
-                        finding(
-                            codes::MTU_MISMATCH,
-                            Subject::Host,
-                            Severity::Warn,
-                            format!(
-                                "{pair} share {subnet} with netdev MTUs {ma} and {mb}: frames above {} are dropped by the smaller end, and the RoCE MTUs they allow differ ({} and {})",
-                                ma.min(mb),
-                                ra.map_or("none".into(), |m| m.to_string()),
-                                rb.map_or("none".into(), |m| m.to_string())
-                            ),
-                        )
-                        .evidence(format!("{} MTU {ma}", a.netdev))
-                        .evidence(format!("{} MTU {mb}", b.netdev))
-                        .fix(format!(
-                            "give every port on {subnet} the same MTU (ip link set DEV mtu {})",
-                            ma.max(mb)
-                        )),
-                    );
-                }
-            }
+            out.extend(same_host::same_subnet_pair(a, b, &subnet.to_string()));
+            out.extend(crate::diagnose::mtu_mismatch::subnet_pair(
+                a,
+                b,
+                &pair,
+                &subnet.to_string(),
+            ));
         }
     }
     out

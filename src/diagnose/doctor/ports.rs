@@ -2,10 +2,9 @@
 //! namespace it lives in, and GIDs that two ports share.
 
 use super::{finding, short_list};
+use crate::diagnose::port_state::{self, NetdevAsked, PortAsked};
 use crate::model::codes;
-use crate::model::device::{
-    carries_traffic, LinkLayer, Netdev, OperState, PhysState, Port, PortState,
-};
+use crate::model::device::{LinkLayer, Netdev, Port, PortState};
 use crate::model::diagnostic::{Diagnostic, Severity, Subject};
 use crate::model::doctor::HostNet;
 
@@ -74,16 +73,12 @@ pub fn port_findings(port: &Port, active_mtu: Option<u32>, host: &HostNet) -> Ve
         .state
         .as_ref()
         .map_or("unknown".to_string(), |s| s.name().to_string());
-    let phys = port
-        .phys_state
-        .as_ref()
-        .map_or("unknown".to_string(), |s| s.name().to_string());
-    let evidence = format!("state {state}, physical state {phys}");
     let ethernet = port.link_layer == Some(LinkLayer::Ethernet);
     let active = port.state == Some(PortState::Active);
-    let state_finding = state_finding(port, &subject, &state, evidence, active, ethernet);
-    // One root cause, one failure: what follows from a port that is not ACTIVE (its LID, its
-    // netdev's state) is evidence under the port-state failure, not a failure of its own.
+    // The one rule: a RoCE port's netdev state is its evidence and fix, never a second
+    // failure (one root cause, one failure).
+    let state_finding =
+        port_state::port_state(&PortAsked::of_port(port, false)).about(subject.clone());
     if !active {
         let mut state_finding = state_finding;
         if port.link_layer == Some(LinkLayer::InfiniBand) {
@@ -93,14 +88,6 @@ pub fn port_findings(port: &Port, active_mtu: Option<u32>, host: &HostNet) -> Ve
                     port.sm_lid.unwrap_or(0)
                 ));
             }
-        }
-        if let Some(oper) = port.netdev.as_ref().and_then(|n| n.operstate.as_ref()) {
-            let nd = &port
-                .netdev
-                .as_ref()
-                .map(|n| n.name.clone())
-                .unwrap_or_default();
-            state_finding = state_finding.evidence(format!("class/net/{nd}/operstate {oper}"));
         }
         out.push(state_finding);
         if ethernet {
@@ -117,9 +104,9 @@ pub fn port_findings(port: &Port, active_mtu: Option<u32>, host: &HostNet) -> Ve
         return out;
     }
     let Some(netdev) = &port.netdev else {
-        out.push(finding(codes::NETDEV, subject, Severity::Fail, "RoCE port without a netdev: no GID can be formed")
-            .evidence("no gid_attrs/ndevs entry and no device/net interface")
-            .fix("for rxe, recreate it on an existing interface: rdma link add rxe0 type rxe netdev <if>"));
+        out.push(port_state::netdev_note(Severity::Fail, "RoCE port without a netdev: no GID can be formed", Some("for rxe, recreate it on an existing interface: rdma link add rxe0 type rxe netdev <if>".into()))
+            .about(subject)
+            .evidence("no gid_attrs/ndevs entry and no device/net interface"));
         return out;
     };
     let nd = &netdev.name;
@@ -143,7 +130,8 @@ pub fn port_findings(port: &Port, active_mtu: Option<u32>, host: &HostNet) -> Ve
         .addresses
         .as_ref()
         .map(|all| all.get(nd).cloned().unwrap_or_default());
-    out.push(netdev_state(netdev, addresses, &subject));
+    let name = format!("{}/{}", port.device, port.number);
+    out.push(netdev_state(netdev, addresses, &subject, &name));
     out.extend(gid_findings(port, &subject));
     if let (Some(mtu), true) = (netdev.mtu, active) {
         let why_unknown = "unknown (no verbs)";
@@ -159,63 +147,16 @@ pub fn port_findings(port: &Port, active_mtu: Option<u32>, host: &HostNet) -> Ve
 pub fn iwarp_port_findings(port: &Port) -> Vec<Diagnostic> {
     let subject = Subject::Port(port.device.clone(), port.number);
     let active = port.state == Some(PortState::Active);
-    let state = port
-        .state
-        .as_ref()
-        .map_or("unknown".to_string(), |s| s.name().to_string());
     let mut out = Vec::new();
     let nd = port.netdev.as_ref().map(|n| n.name.as_str());
-    out.push(if active {
-        finding(
-            codes::PORT_STATE,
-            subject.clone(),
-            Severity::Ok,
-            "port is ACTIVE",
-        )
-        .evidence(format!("state {state}"))
-    } else {
-        finding(
-            codes::PORT_STATE,
-            subject.clone(),
-            Severity::Fail,
-            format!(
-                "port is {state}: an iWARP port follows its netdev, so {} has no link",
-                nd.unwrap_or("its netdev")
-            ),
-        )
-        .evidence(format!("state {state}"))
-        // One root cause, one failure: the netdev's state is this failure's evidence.
-        .evidence(
-            match (nd, port.netdev.as_ref().and_then(|n| n.operstate.as_ref())) {
-                (Some(nd), Some(oper)) => format!("class/net/{nd}/operstate {oper}"),
-                _ => "no netdev found for the port".to_string(),
-            },
-        )
-        .fix(format!(
-            "bring the interface up: `ip link set {} up`",
-            nd.unwrap_or("<netdev>")
-        ))
-    });
+    // The one rule, as for RoCE: an iWARP port follows its netdev too.
+    out.push(port_state::port_state(&PortAsked::of_port(port, true)).about(subject.clone()));
     if let (Some(netdev), true) = (&port.netdev, active) {
-        let (oper, up) = traffic(netdev);
+        let now = NetdevAsked::of_netdev(netdev);
         out.push(
-            if up {
-                finding(
-                    codes::NETDEV,
-                    subject.clone(),
-                    Severity::Ok,
-                    format!("netdev {} is {oper}", netdev.name),
-                )
-            } else {
-                finding(
-                    codes::NETDEV,
-                    subject.clone(),
-                    Severity::Fail,
-                    format!("netdev {} is {oper}", netdev.name),
-                )
-                .fix(format!("ip link set {} up", netdev.name))
-            }
-            .evidence(format!("class/net/{}/operstate {oper}", netdev.name)),
+            port_state::netdev_down(&now, &format!("{}/{}", port.device, port.number))
+                .unwrap_or_else(|| port_state::netdev_ok(&now, ""))
+                .about(subject.clone()),
         );
     }
     let gid = port
@@ -236,49 +177,6 @@ pub fn iwarp_port_findings(port: &Port) -> Vec<Diagnostic> {
     out
 }
 
-/// The port's state: ACTIVE, or why not (a RoCE port follows its netdev; an InfiniBand
-/// port waits for its link and its subnet manager).
-fn state_finding(
-    port: &Port,
-    subject: &Subject,
-    state: &str,
-    evidence: String,
-    active: bool,
-    ethernet: bool,
-) -> Diagnostic {
-    let subject = subject.clone();
-    if active {
-        finding(codes::PORT_STATE, subject, Severity::Ok, "port is ACTIVE").evidence(evidence)
-    } else if ethernet {
-        let netdev = port.netdev.as_ref();
-        let name = netdev.map_or("its netdev".to_string(), |n| n.name.clone());
-        let fix = match netdev.and_then(|n| n.operstate.as_ref()) {
-            Some(OperState::Down) => format!("bring the interface up: `ip link set {name} up`"),
-            _ => format!("{name} has no carrier: check the cable and the switch port (for veth, the peer end)"),
-        };
-        finding(
-            codes::PORT_STATE,
-            subject,
-            Severity::Fail,
-            format!("port is {state}: a RoCE port follows its netdev, so {name} has no link"),
-        )
-        .evidence(evidence)
-        .fix(fix)
-    } else {
-        let why = match port.phys_state {
-            Some(PhysState::LinkUp) => {
-                "the link is up but no subnet manager has configured the port"
-            }
-            Some(PhysState::Polling) => "no physical link: the port is polling for a peer",
-            Some(PhysState::Disabled) => "the port is administratively disabled",
-            _ => "the port is not usable",
-        };
-        finding(codes::PORT_STATE, subject, Severity::Fail, format!("port is {state}: {why}"))
-            .evidence(evidence)
-            .fix(if port.phys_state == Some(PhysState::LinkUp) { "start a subnet manager (`systemctl start opensm`) on one node of the fabric, or check the SM's logs; an SR-IOV VF needs a virtualization-aware SM" } else { "check the cable and the switch port (`ibstat`, `iblinkinfo`)" })
-    }
-}
-
 /// An ACTIVE InfiniBand port's LID; None when the tree has no `lid` file (an incomplete
 /// tree proves nothing either way).
 fn lid_finding(port: &Port, subject: Subject, active: bool) -> Option<Diagnostic> {
@@ -295,43 +193,24 @@ fn lid_finding(port: &Port, subject: Subject, active: bool) -> Option<Diagnostic
     })
 }
 
-/// The netdev's operstate as doctor words it (a missing file reads as `unknown`, as
-/// iproute2 would show it) and whether it carries traffic, by the one rule.
-fn traffic(netdev: &Netdev) -> (OperState, bool) {
-    let oper = netdev.operstate.clone().unwrap_or(OperState::Unknown);
-    let up = carries_traffic(&oper, netdev.admin_up);
-    (oper, up)
-}
-
-/// The RoCE port's netdev: up with an address, or why not.
-fn netdev_state(netdev: &Netdev, addresses: Option<Vec<String>>, subject: &Subject) -> Diagnostic {
-    let nd = &netdev.name;
-    let (oper, up) = traffic(netdev);
-    if up {
-        match addresses {
-            None => finding(codes::NETDEV, subject.clone(), Severity::Ok, format!("netdev {nd} is {oper}"))
-                .evidence(format!("class/net/{nd}/operstate {oper}")),
-            Some(a) if a.is_empty() => finding(codes::NETDEV, subject.clone(), Severity::Warn, format!("netdev {nd} is {oper} but has no IP address: RoCE v2 GIDs come from its addresses"))
-                .evidence(format!("class/net/{nd}/operstate {oper}"))
-                .evidence(format!("ip addr show dev {nd}: no address"))
-                .fix(format!("ip addr add <addr>/<len> dev {nd}")),
-            Some(a) => finding(codes::NETDEV, subject.clone(), Severity::Ok, format!("netdev {nd} is {oper}, addresses {}", short_list(&a, 6)))
-                .evidence(format!("class/net/{nd}/operstate {oper}")),
-        }
-    } else if oper.no_carrier() {
-        finding(codes::NETDEV, subject.clone(), Severity::Fail, format!("netdev {nd} is administratively up but has no carrier ({oper})"))
-            .evidence(format!("class/net/{nd}/operstate {oper}"))
-            .fix("check the cable, the switch port, or the lower device (for veth: the peer end; for a VLAN: its parent)")
-    } else {
-        finding(
-            codes::NETDEV,
-            subject.clone(),
-            Severity::Fail,
-            format!("netdev {nd} is {oper}"),
-        )
-        .evidence(format!("class/net/{nd}/operstate {oper}"))
-        .fix(format!("ip link set {nd} up"))
+/// The RoCE port's netdev: carrying traffic with an address, or why not (the one rule,
+/// `port_state`).
+fn netdev_state(
+    netdev: &Netdev,
+    addresses: Option<Vec<String>>,
+    subject: &Subject,
+    port: &str,
+) -> Diagnostic {
+    let now = NetdevAsked::of_netdev(netdev);
+    if let Some(down) = port_state::netdev_down(&now, port) {
+        return down.about(subject.clone());
     }
+    match addresses {
+        None => port_state::netdev_ok(&now, ""),
+        Some(a) if a.is_empty() => port_state::netdev_without_address(&now),
+        Some(a) => port_state::netdev_ok(&now, &format!(", addresses {}", short_list(&a, 6))),
+    }
+    .about(subject.clone())
 }
 
 /// Whether the RoCE port has an IPv4-mapped GID, or at least a routable one.
@@ -467,6 +346,7 @@ fn netns_finding(port: &Port, host: &HostNet, subject: Subject) -> Option<Diagno
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::device::{OperState, PhysState};
 
     #[test]
     fn roce_mtu_follows_the_netdev() {

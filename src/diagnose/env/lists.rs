@@ -3,7 +3,6 @@
 
 use super::numbers::c_atoi;
 use super::{code_of, EnvTarget};
-use crate::model::codes;
 use crate::model::device::{carries_traffic, OperState};
 use crate::model::diagnostic::{Diagnostic, Seen, Severity};
 
@@ -95,7 +94,7 @@ impl HcaFilter {
 }
 
 pub(super) fn check_hca(value: &str, target: &EnvTarget) -> Diagnostic {
-    let code = codes::ENV_NCCL_IB_HCA;
+    let code = super::code_of("NCCL_IB_HCA");
     let evidence = vec![
         format!("NCCL_IB_HCA={value}"),
         format!("devices: {}", target.devices.join(", ")),

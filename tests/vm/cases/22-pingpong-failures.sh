@@ -136,8 +136,8 @@ wait_pid_timeout "$downcli" 12
 check "link down: the client exits 1 (got $?)" test $? -eq 1
 # The QP may fail before rxe has marked the port DOWN; either way the netdev is named.
 expect_out "link down: explained, naming veth1" \
-    'why: +RoCE port rxe1/1 (is not ACTIVE|cannot send): its netdev veth1 is down' cat "$RESULTS/down-client.out"
-expect_out "link down: the fix is to bring veth1 up" 'fix: +ip link set veth1 up' cat "$RESULTS/down-client.out"
+    'why: +(rxe1/1 is DOWN: a RoCE port follows its netdev, and veth1 is down|netdev veth1 is down: rxe1/1 cannot send through it)' cat "$RESULTS/down-client.out"
+expect_out "link down: the fix is to bring veth1 up" 'fix: +bring the interface up: `ip link set veth1 up`' cat "$RESULTS/down-client.out"
 wait_pid_timeout "$downsrv" 10 >/dev/null 2>&1
 restore_net
 

@@ -52,6 +52,6 @@ check "IPv6 -g auto: the client chose the fd77::1 GID ($v6_gid)" \
 # ---- check toward the other device's IPv6 address: the same-host limit, said as such.
 expect_rc 1 "IPv6 check rxe0 -> fd77::2 (rxe1, same kernel) fails" \
     "$RDMACTL" check -d rxe0 -g "$v6_gid" --peer fd77::2
-expect_out "IPv6 check names same-host-ipv6" 'FAIL +same-host-ipv6 +fd77::2 is on veth1 and this GID on veth0' \
+expect_out "IPv6 check names same-host-ipv6" 'FAIL +same-host-ipv6 +same-host IPv6: rxe carries no RoCE v2 traffic over IPv6 between two devices of one kernel \(veth0 to veth1\)' \
     cat "$LAST_OUT"
 restore_net

@@ -9,7 +9,7 @@ IDX1='GID index 1 \(RoCE v2, ::ffff:192\.168\.77\.1 on veth0\)'
 expect_rc 0 "check -g 1 toward the peer passes" \
     "$RDMACTL" check -d rxe0 -g 1 --peer 192.168.77.2
 expect_out "same-host peer: route leaves through veth0 and veth1 accepts local ARP" \
-    'ok +arp-same-host +veth1 accepts ARP' \
+    'ok +same-host-arp +veth1 accepts ARP' \
     cat "$LAST_OUT"
 expect_out "the route check used the live kernel route" \
     'ok +route +192\.168\.77\.2 is an address of this host \(on veth1\)' \
@@ -104,14 +104,15 @@ sysctl -q -w net.ipv4.conf.all.accept_local=0 net.ipv4.conf.veth0.accept_local=0
 expect_rc 1 "without accept_local, check -g 1 fails" \
     "$RDMACTL" check -d rxe0 -g 1 --peer 192.168.77.2
 expect_out "without accept_local, the fix is the sysctl" \
-    'FAIL +arp-same-host +veth1 will drop the ARP request from veth0' \
+    'FAIL +same-host-arp +same-host test: veth1 drops the ARP request from veth0' \
     cat "$LAST_OUT"
 restore_net
 
-# A netdev taken down: the port goes DOWN and the netdev check says so.
+# A netdev taken down: the port goes DOWN and the port-state check says so (one failure,
+# the netdev its cause).
 ip link set veth1 down
 sleep 1
 expect_rc 1 "with veth1 down, check on rxe1 fails" "$RDMACTL" check -d rxe1 -g 1
-expect_out "with veth1 down, the netdev check says so" 'FAIL +netdev +veth1 is not up' \
+expect_out "with veth1 down, the port-state check says so, naming veth1" 'FAIL +port-state +rxe1/1 is DOWN: a RoCE port follows its netdev, and veth1 is down' \
     cat "$LAST_OUT"
 restore_net

@@ -198,24 +198,24 @@ secs=$(elapsed_since "$t0")
 check "selftest --cm, veth0 down: exit 1" test "$rc" = 1
 check "selftest --cm, veth0 down: over in ${secs}s, well before the 20 s timeout" within "$secs" 10
 expect_out "selftest --cm, veth0 down: the resolve step fails with ENETUNREACH, and veth0 being down is named as the cause" \
-  'FAIL +[0-9.]+ ms +client resolve address +CM resolve address failed \([^)]*peer 192\.168\.77\.1:[0-9]+\): rdma_resolve_addr: ENETUNREACH.* why: +veth0, the netdev of this side.s address, is down.* seen: +192\.168\.77\.1 is on veth0: operstate down, administratively down .* fix: +bring it up \(`ip link set veth0 up`\).* FAILED' \
+  'FAIL +[0-9.]+ ms +client resolve address +CM resolve address failed \([^)]*peer 192\.168\.77\.1:[0-9]+\): rdma_resolve_addr: ENETUNREACH.* why: +(rxe0/1 is DOWN: a RoCE port follows its netdev, and veth0 is down|netdev veth0 is down: [^ ]+ cannot send through it).* seen: +192\.168\.77\.1 is on veth0: operstate down, administratively down .* fix: +bring the interface up: `ip link set veth0 up`.* FAILED' \
   one_line "$RESULTS/st-down.txt"
 timeout 60 $R -j selftest --cm -d rxe0 --timeout 20 > "$RESULTS/st-down.json" 2>/dev/null
-check "selftest --cm -j, veth0 down: the failed step carries code cm-netdev-down and its evidence" \
-  jqf '.ok == false and any(.steps[]; .ok == false and .step == "resolve address" and .failure.explanation.code == "cm-netdev-down"
+check "selftest --cm -j, veth0 down: the failed step carries port-state (or netdev, before the port caught up) and its evidence" \
+  jqf '.ok == false and any(.steps[]; .ok == false and .step == "resolve address" and (.failure.explanation.code == "port-state" or .failure.explanation.code == "netdev")
        and any(.failure.explanation.evidence[]; test("^192\\.168\\.77\\.1 is on veth0: operstate down")))' \
   "$RESULTS/st-down.json"
 timeout 30 $R -j pingpong --cm 192.168.77.2 -d rxe0 --timeout 3 > "$RESULTS/pp-down.json" 2> "$RESULTS/pp-down.err"; rc=$?
 check "pingpong --cm -d rxe0, veth0 down: exit 1" test "$rc" = 1
-check "pingpong --cm -j -d rxe0, veth0 down: code cm-netdev-down, evidence names veth0 and the route" \
-  jqf '.ok == false and .failure.explanation.code == "cm-netdev-down"
+check "pingpong --cm -j -d rxe0, veth0 down: code port-state (or netdev), evidence names veth0 and the route" \
+  jqf '.ok == false and (.failure.explanation.code == "port-state" or .failure.explanation.code == "netdev")
        and any(.failure.explanation.evidence[]; test("is on veth0: operstate down"))
        and any(.failure.explanation.evidence[]; test("^ip route get 192\\.168\\.77\\.2: "))' \
   "$RESULTS/pp-down.json"
 check "pingpong --cm -j, veth0 down: said once, in the JSON; stderr stays quiet" test ! -s "$RESULTS/pp-down.err"
 timeout 30 $R pingpong --cm 192.168.77.2 -d rxe0 --timeout 3 > "$RESULTS/pp-down.txt" 2> "$RESULTS/pp-down.err"
 expect_out "pingpong --cm -d rxe0, veth0 down: stderr says why, what was seen and the fix" \
-  'why: +veth0, the netdev of this side.s address, is down: .* seen: +192\.168\.77\.1 is on veth0: .* fix: +bring it up' \
+  'why: +(rxe0/1 is DOWN: a RoCE port follows its netdev, and veth0 is down|netdev veth0 is down: [^ ]+ cannot send through it).* seen: +192\.168\.77\.1 is on veth0: .* fix: +bring the interface up' \
   one_line "$RESULTS/pp-down.err"
 check "pingpong --cm -d rxe0, veth0 down: the explanation is said once" \
   bash -c '[ "$(grep -c "why:" "$0")" = 1 ] && ! grep -q "why:" "$1"' "$RESULTS/pp-down.err" "$RESULTS/pp-down.txt"

@@ -48,10 +48,10 @@ for _ in 1 2 3 4 5 6 7 8 9 10; do
     sleep 0.3
 done
 expect_rc 1 "link down fails doctor" "$RDMACTL" doctor -d rxe1
-expect_out "link down: rxe1 port DOWN explained" 'FAIL +port-state +rxe1/1 +port is DOWN: a RoCE port follows its netdev, so veth1 has no link' \
+expect_out "link down: rxe1 port DOWN explained" 'FAIL +port-state +rxe1/1 +rxe1/1 is DOWN: a RoCE port follows its netdev, and veth1 is down' \
     "$RDMACTL" doctor -d rxe1
 expect_out "link down: the fix brings veth1 up" 'fix: (bring the interface up: )?`?ip link set veth1 up' "$RDMACTL" doctor -d rxe1
-expect_out "link down: the netdev's state is evidence of the port failure" 'evidence: class/net/veth1/operstate down' "$RDMACTL" doctor -d rxe1
+expect_out "link down: the netdev's state is evidence of the port failure" 'evidence: netdev veth1 operstate down' "$RDMACTL" doctor -d rxe1
 expect_out "link down: one root cause, one failure" ', 1 failure\(s\)$' "$RDMACTL" doctor -d rxe1
 restore_net
 expect_rc 0 "healthy again after restore_net" "$RDMACTL" doctor

@@ -94,20 +94,20 @@ ip link set veth0 down
 check "veth0 down: rxe0/1 leaves ACTIVE" active rxe0/ports/1 no
 expect_rc 1 "wait rxe0/1 --timeout 1, port down: exit 1" "$RDMACTL" wait rxe0/1 --timeout 1
 expect_out "wait, port down: gives up saying why" '^gave up after 1\.[0-9] s: 1 of 1 port\(s\) not ACTIVE' cat "$LAST_OUT"
-expect_out "wait, port down: doctor's reason, veth0 named" 'FAIL +port-state +rxe0/1 +port is DOWN: a RoCE port follows its netdev, so veth0 has no link' cat "$LAST_OUT"
+expect_out "wait, port down: doctor's reason, veth0 named" 'FAIL +port-state +rxe0/1 +rxe0/1 is DOWN: a RoCE port follows its netdev, and veth0 is down' cat "$LAST_OUT"
 expect_out "wait, port down: the fix" 'fix: bring the interface up: `ip link set veth0 up`' cat "$LAST_OUT"
 expect_rc 1 "wait -j, port down: exit 1" "$RDMACTL" -j wait rxe0/1 --timeout 0.5
 json_has "wait -j, port down: the port and its finding" "$LAST_STDOUT" ok=false device=rxe0 port=1 active=false
 json_has "wait -j, port down: code port-state" "$LAST_STDOUT" code=port-state device=rxe0 severity=fail
 expect_rc 2 "nagios, port down: exit 2 (CRITICAL)" "$RDMACTL" doctor --format nagios
-expect_out "nagios, port down: CRITICAL naming the port, perfdata" '^RDMACTL CRITICAL - port-state rxe0/1: port is DOWN.* \| ports_active=[01];;;0;2 ' cat "$LAST_OUT"
+expect_out "nagios, port down: CRITICAL naming the port, perfdata" '^RDMACTL CRITICAL - port-state rxe0/1: rxe0/1 is DOWN.* \| ports_active=[01];;;0;2 ' cat "$LAST_OUT"
 expect_rc 1 "nhc, port down: exit 1" "$RDMACTL" doctor --format nhc
 expect_out "nhc, port down: one short reason" '^rdmactl: port-state rxe0/1( \(\+[0-9]+ more\))?$' cat "$LAST_OUT"
 check "nhc, port down: one line of at most 60 characters" bash -c '[[ $(wc -l <"$1") == 1 && $(wc -c <"$1") -le 61 ]]' _ "$LAST_STDOUT"
 expect_rc 1 "junit, port down: exit 1" "$RDMACTL" doctor --format junit
 cp "$LAST_STDOUT" "$RESULTS/down.xml"
 check "junit, port down: well-formed XML" xml_ok "$RESULTS/down.xml"
-expect_out "junit, port down: the port-state failure with its evidence" '<failure type="port-state" message="port is DOWN: a RoCE port follows its netdev, so veth0 has no link">' cat "$RESULTS/down.xml"
+expect_out "junit, port down: the port-state failure with its evidence" '<failure type="port-state" message="rxe0/1 is DOWN: a RoCE port follows its netdev, and veth0 is down">' cat "$RESULTS/down.xml"
 
 if ((slurm)); then
     check "slurm, port down: slurmd's health check drained the node" node_is 'State=[A-Z+]*DRAIN'

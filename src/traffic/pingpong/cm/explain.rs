@@ -43,6 +43,24 @@ pub(super) fn cm_facts(err: &mut Failure, src: Option<IpAddr>, sysfs: &Path) -> 
         }),
         ..Facts::default()
     };
+    // The port under the source, read as a data-path failure reads it, so the one
+    // port-state rule answers a down port the same way under --cm.
+    if !err.context.device.is_empty() {
+        let port_no = err.context.port.max(1);
+        if let Ok(p) =
+            crate::gather::sysfs::SysfsRoot::new(sysfs).port(&err.context.device, port_no)
+        {
+            facts.local = crate::model::facts::EndFacts {
+                device: err.context.device.clone(),
+                port: port_no,
+                link_layer: p.link_layer.clone(),
+                port_state: p.state.clone(),
+                phys_state: p.phys_state.clone(),
+                port_netdev: p.netdev.as_ref().map(|n| n.name.clone()),
+                ..Default::default()
+            };
+        }
+    }
     let finding_the_peer = matches!(
         err.step,
         Step::CmResolveAddr | Step::CmResolveRoute | Step::CmConnect
