@@ -78,6 +78,23 @@ pub fn judge(digest: &LogDigest, names: &[String]) -> Triage {
             None => groups.push(vec![e]),
         }
     }
+    // Both ends of one QP pair are one event.
+    let mut i = 0;
+    while i < groups.len() {
+        let mut j = i + 1;
+        while j < groups.len() {
+            let mates = groups[i]
+                .iter()
+                .any(|a| groups[j].iter().any(|b| pair_mates(a, b)));
+            if mates {
+                let moved = groups.remove(j);
+                groups[i].extend(moved);
+            } else {
+                j += 1;
+            }
+        }
+        i += 1;
+    }
     let mut findings: Vec<TriageFinding> = groups
         .iter()
         .map(|g| finding_of(g, &digest.events, &name))
@@ -114,7 +131,7 @@ pub fn judge(digest: &LogDigest, names: &[String]) -> Triage {
             ));
         }
     }
-    findings.extend(common_peers(&findings, &name));
+    findings.extend(common_peers(&findings, &digest.events, &name));
     findings.sort_by_key(|t| (t.diagnostic.code == codes::LOG_COMMON_PEER, t.root));
     let flushed: u64 = digest.flushes.iter().map(|f| f.count).sum();
     Triage {
@@ -301,20 +318,48 @@ fn finding_of(
             ),
         ));
     }
-    let here = reporters
-        .first()
-        .cloned()
-        .unwrap_or_else(|| "the reporting host".to_string());
-    let next = next_steps(
-        &here,
-        device.as_deref(),
-        port,
-        gid_index,
-        tclass,
-        peer,
-        all,
-        code,
-    );
+    // The next commands of each reporter (at most four), with its own device and index; the
+    // ping-pong pair once, from the first.
+    let mut next: Vec<NextStep> = Vec::new();
+    let mut done: Vec<String> = Vec::new();
+    for e in group {
+        let who = e
+            .origin
+            .reporter()
+            .unwrap_or_else(|| "the reporting host".to_string());
+        if done.contains(&who) || done.len() >= 4 {
+            continue;
+        }
+        let steps = if done.is_empty() {
+            next_steps(
+                &who,
+                e.device.as_deref().or(device.as_deref()),
+                e.port.or(port),
+                e.gid_index.or(gid_index),
+                e.traffic_class.or(tclass),
+                peer,
+                e,
+                all,
+                &code,
+            )
+        } else {
+            let mut own = next_steps(
+                &who,
+                e.device.as_deref(),
+                e.port,
+                e.gid_index,
+                e.traffic_class,
+                e.peer_ip().or(peer),
+                e,
+                all,
+                &code,
+            );
+            own.truncate(1);
+            own
+        };
+        next.extend(steps);
+        done.push(who);
+    }
     TriageFinding {
         diagnostic: d,
         root: LineRef {
@@ -379,19 +424,30 @@ fn completion_words(status: u32, root: &LogEvent, group: &[&LogEvent], all: &[Lo
                 "which hop dropped the packets, or whether none did".to_string(),
                 "whether both ends use the same GID type, subnet and MTU".to_string(),
             ];
-            match both_ends(group, all) {
-                Some((a, b)) => ruled_out.push(format!(
-                    "a dead peer: both ends logged this failure ({a} and {b}), so both \
-                     processes were alive"
-                )),
-                None => unknown.insert(0, format!("whether {peer}'s process was alive")),
-            }
+            let pair = both_ends(group, all);
+            let why = match &pair {
+                Some((a, b)) => {
+                    ruled_out.push(format!(
+                        "a dead peer: both ends logged this failure ({a} and {b}), so both \
+                         processes were alive"
+                    ));
+                    format!(
+                        "{name}: both ends of one QP pair ({a} and {b}) went unacknowledged: \
+                         the path between them lost the packets, or the two ends' MTU or GID \
+                         do not fit; the log does not decide which"
+                    )
+                }
+                None => {
+                    unknown.insert(0, format!("whether {peer}'s process was alive"));
+                    format!(
+                        "{name}: {peer}'s HCA did not acknowledge: the peer is down, the path \
+                         between them lost the packets, or the two ends' MTU or GID do not \
+                         fit; the log does not decide which"
+                    )
+                }
+            };
             Words {
-                why: format!(
-                    "{name}: {peer}'s HCA did not acknowledge: the peer is down, the path \
-                     between them lost the packets, or the two ends' MTU or GID do not fit; \
-                     the log does not decide which"
-                ),
+                why,
                 ruled_out,
                 unknown,
                 fix: FIX_PATH.to_string(),
@@ -448,23 +504,31 @@ fn completion_words(status: u32, root: &LogEvent, group: &[&LogEvent], all: &[Lo
     }
 }
 
-/// Two reports whose ends face each other: A's peer is B's local address and B's is A's.
-fn both_ends(group: &[&LogEvent], all: &[LogEvent]) -> Option<(String, String)> {
+/// Two completions of the same status from the two ends of one QP pair: each one's QPN is
+/// the other's remote QPN, or each one's peer is the other's local address.
+fn pair_mates(a: &LogEvent, b: &LogEvent) -> bool {
+    if std::ptr::eq(a, b) || a.status().is_none() || a.status() != b.status() {
+        return false;
+    }
     let local = |e: &LogEvent| {
         e.local_gid
             .filter(|g| !g.is_zero())
             .map(|g| g.ip().to_canonical())
     };
+    let by_qpn =
+        a.qpn.is_some() && b.qpn.is_some() && a.qpn == b.remote_qpn && b.qpn == a.remote_qpn;
+    let by_addr = a.peer_ip().is_some()
+        && a.peer_ip() == local(b)
+        && b.peer_ip().is_some()
+        && b.peer_ip() == local(a);
+    by_qpn || by_addr
+}
+
+/// Two reports whose ends face each other, in this group or the whole log.
+fn both_ends(group: &[&LogEvent], all: &[LogEvent]) -> Option<(String, String)> {
     for a in group {
         for b in all {
-            if std::ptr::eq(*a, b) || b.status() != a.status() {
-                continue;
-            }
-            if a.peer_ip().is_some()
-                && a.peer_ip() == local(b)
-                && b.peer_ip().is_some()
-                && b.peer_ip() == local(a)
-            {
+            if pair_mates(a, b) {
                 let who = |e: &LogEvent| {
                     e.origin
                         .reporter()
@@ -563,8 +627,9 @@ fn next_steps(
     gid_index: Option<u32>,
     tclass: Option<u32>,
     peer: Option<IpAddr>,
+    root: &LogEvent,
     all: &[LogEvent],
-    code: Code,
+    code: &Code,
 ) -> Vec<NextStep> {
     let mut check = String::from("rdmactl check");
     if let Some(d) = device {
@@ -583,7 +648,7 @@ fn next_steps(
         on: here.to_string(),
         command: check,
     }];
-    if code == codes::LOG_QP_TRANSITION {
+    if *code == codes::LOG_QP_TRANSITION {
         steps.push(NextStep {
             on: here.to_string(),
             command: format!(
@@ -595,12 +660,20 @@ fn next_steps(
     let Some(peer) = peer else {
         return steps;
     };
-    // The peer's own device and GID index, where one of its lines names its address.
-    let theirs = all.iter().find(|e| {
-        e.local_gid
-            .is_some_and(|g| !g.is_zero() && g.ip().to_canonical() == peer)
-    });
-    let tc = tclass.map(|t| format!(" --tclass {t}")).unwrap_or_default();
+    // The peer's own device and GID index, where one of its lines names its address or is
+    // the other end of this QP.
+    let theirs = all
+        .iter()
+        .find(|e| {
+            e.local_gid
+                .is_some_and(|g| !g.is_zero() && g.ip().to_canonical() == peer)
+        })
+        .or_else(|| all.iter().find(|e| pair_mates(root, e)));
+    // Traffic class 0 is the default: no flag for it.
+    let tc = tclass
+        .filter(|t| *t != 0)
+        .map(|t| format!(" --tclass {t}"))
+        .unwrap_or_default();
     let server = match theirs {
         Some(e) => format!(
             "rdmactl pingpong{}{}{}{tc}",
@@ -615,7 +688,10 @@ fn next_steps(
         None => format!("rdmactl pingpong -g auto{tc}"),
     };
     steps.push(NextStep {
-        on: peer.to_string(),
+        on: match theirs.and_then(|e| e.origin.reporter()) {
+            Some(who) => format!("{who} ({peer})"),
+            None => peer.to_string(),
+        },
         command: server,
     });
     steps.push(NextStep {
@@ -687,17 +763,27 @@ fn flush_only(f: &FlushGroup, name: &dyn Fn(usize) -> String) -> TriageFinding {
 }
 
 /// Two or more reporters toward one peer: that peer first.
-fn common_peers(findings: &[TriageFinding], name: &dyn Fn(usize) -> String) -> Vec<TriageFinding> {
-    let peers: BTreeSet<IpAddr> = findings.iter().filter_map(|f| f.peer).collect();
+fn common_peers(
+    findings: &[TriageFinding],
+    events: &[LogEvent],
+    name: &dyn Fn(usize) -> String,
+) -> Vec<TriageFinding> {
+    let peers: BTreeSet<IpAddr> = events.iter().filter_map(LogEvent::peer_ip).collect();
     let mut out = Vec::new();
     for peer in peers {
-        let toward: Vec<&TriageFinding> =
-            findings.iter().filter(|f| f.peer == Some(peer)).collect();
-        let reporters: BTreeSet<&String> = toward.iter().flat_map(|f| &f.reporters).collect();
-        if reporters.len() < 2 {
+        // The first line of each reporter toward this peer.
+        let mut firsts: Vec<(String, &LogEvent)> = Vec::new();
+        for e in events.iter().filter(|e| e.peer_ip() == Some(peer)) {
+            if let Some(who) = e.origin.reporter() {
+                if !firsts.iter().any(|(w, _)| *w == who) {
+                    firsts.push((who, e));
+                }
+            }
+        }
+        if firsts.len() < 2 {
             continue;
         }
-        let list: Vec<&str> = reporters.iter().map(|s| s.as_str()).collect();
+        let list: Vec<String> = firsts.iter().map(|(w, _)| w.clone()).collect();
         let mut d = Diagnostic::finding(
             Severity::Warn,
             codes::LOG_COMMON_PEER,
@@ -713,29 +799,34 @@ fn common_peers(findings: &[TriageFinding], name: &dyn Fn(usize) -> String) -> V
             "on {peer}: `rdmactl doctor`, and `rdmactl check --peer` toward one of the \
              reporters"
         ));
-        for f in &toward {
+        let lines: Vec<LineRef> = firsts
+            .iter()
+            .map(|(_, e)| LineRef {
+                file: e.file,
+                line: e.line,
+            })
+            .collect();
+        for ((who, e), at) in firsts.iter().zip(&lines) {
+            let code = findings
+                .iter()
+                .find(|f| f.lines.contains(at))
+                .map_or_else(|| code_of(e), |f| f.diagnostic.code.clone());
             d.evidence.push(Seen::new(
                 Source::Failure,
-                format!(
-                    "{}: {} ({})",
-                    place(name, f.root),
-                    f.reporters.join(", "),
-                    f.diagnostic.code
-                ),
+                format!("{}: {who} ({code})", place(name, *at)),
             ));
         }
-        let root = toward
-            .iter()
-            .map(|f| f.root)
-            .min()
-            .unwrap_or(LineRef { file: 0, line: 0 });
         out.push(TriageFinding {
             diagnostic: d,
-            root,
-            lines: toward.iter().flat_map(|f| f.lines.clone()).collect(),
+            root: lines
+                .iter()
+                .copied()
+                .min()
+                .unwrap_or(LineRef { file: 0, line: 0 }),
+            lines,
             cascade_count: 0,
             cascade: Vec::new(),
-            reporters: list.iter().map(|s| s.to_string()).collect(),
+            reporters: list,
             peer: Some(peer),
             device: None,
             port: None,
