@@ -1042,7 +1042,7 @@ mod tests {
         let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
         let started = std::time::Instant::now();
         let t = judged(&refs);
-        assert!(started.elapsed().as_secs() < 20, "{:?}", started.elapsed());
+        assert!(started.elapsed().as_secs() < 60, "{:?}", started.elapsed());
         assert!(t.failed());
         let retry = t
             .findings

@@ -178,6 +178,24 @@ mod tests {
         assert_eq!(d.events[0].line, 2);
     }
 
+    /// Random bytes, newlines among them, never panic the reader: they are read, or refused
+    /// as binary.
+    #[test]
+    fn random_bytes_never_panic() {
+        let mut state: u64 = 0x2545_f491_4f6c_dd1d;
+        for round in 0..300 {
+            let mut bytes = Vec::new();
+            for _ in 0..(round * 37 % 4000) {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                let b = (state >> 24) as u8;
+                bytes.push(if round % 2 == 0 && b < 0x20 { b'\n' } else { b });
+            }
+            let _ = digest_of(&bytes);
+        }
+    }
+
     #[test]
     fn a_missing_file_names_its_errno() {
         let err = read_logs(&["/nonexistent/job.log".into()])
