@@ -92,7 +92,7 @@ fn nccl_retry_exceeded_from_two_ranks_is_one_event_pointing_at_the_peer() {
     let v = json("nccl-retry.log");
     assert_eq!(codes(&v), ["retry-exceeded", "log-common-peer"]);
     let f = finding(&v, "retry-exceeded");
-    assert_eq!(f["root"]["line"], 5);
+    assert_eq!(f["root"]["line"], 6);
     assert_eq!(f["peer"], "10.0.3.7");
     assert_eq!(f["cascade"]["count"], 3, "the flush storm is the cascade");
     assert_eq!(f["reporters"], serde_json::json!(["node1", "node2"]));
@@ -113,12 +113,15 @@ fn nccl_retry_exceeded_from_two_ranks_is_one_event_pointing_at_the_peer() {
     assert_eq!(common["peer"], "10.0.3.7");
     assert_eq!(v["rdma_error"], true);
     assert_eq!(v["error_lines"], 5);
+    assert_eq!(v["versions"][0]["library"], "NCCL");
+    assert_eq!(v["versions"][0]["version"], "2.19.3+cuda12.2");
+    assert_eq!(v["versions"][0]["line"], 2);
     let r = run(&["triage", &log("nccl-retry.log")]);
     assert_eq!(r.code, 1);
     assert!(r.stdout.contains("FAIL retry-exceeded"), "{}", r.stdout);
     assert!(
         r.stdout
-            .contains("root tests/fixtures/joblogs/nccl-retry.log:5"),
+            .contains("root tests/fixtures/joblogs/nccl-retry.log:6"),
         "{}",
         r.stdout
     );

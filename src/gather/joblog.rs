@@ -47,6 +47,7 @@ pub fn read_one<R: BufRead>(
     digest: &mut LogDigest,
 ) -> Result<(), Error> {
     let mut parser = LogParser::for_file(file);
+    digest.start_file(file);
     let mut buf: Vec<u8> = Vec::with_capacity(1024);
     let mut offset: u64 = 0;
     let (mut sniffed_lines, mut bad_lines) = (0u32, 0u32);

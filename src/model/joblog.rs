@@ -865,6 +865,8 @@ pub enum LogLine {
     /// A line that belongs to the event above it, or announces the next (UCX's peer info,
     /// perftest's `Completion with error at`), or a library's line that is no error.
     Context,
+    /// A library's version, as its own line states it (NCCL's `NCCL version X`).
+    Version(LogLibrary, String),
     /// Not understood: counted and skipped.
     Unknown,
 }
@@ -897,6 +899,9 @@ impl LogParser {
             }
         }
         let released = self.pending.take();
+        if let Some(v) = nccl_version(body) {
+            return (LogLine::Version(LogLibrary::Nccl, v), released);
+        }
         let parsed = parse_body(body, line_no, &mut origin);
         let kind = match parsed {
             Some(mut e) => {
@@ -972,6 +977,14 @@ fn parse_body(body: &str, line: u64, origin: &mut LogOrigin) -> Option<LogEvent>
     None
 }
 
+/// NCCL's version line (src/init.cc `showVersion`, every 2.x: `VERSION_STRING`, "NCCL version
+/// %d.%d.%d%s+cuda%d.%d", as an INFO line or alone at NCCL_DEBUG=VERSION).
+fn nccl_version(body: &str) -> Option<String> {
+    let rest = after(body, "NCCL version ")?;
+    let v = rest.split_whitespace().next()?;
+    (v.as_bytes().first()?.is_ascii_digit() && v.len() <= 40).then(|| v.to_string())
+}
+
 /// Lines of a known tool that carry no error of their own.
 fn is_context(body: &str) -> bool {
     body.contains("Completion with error at ")
@@ -1009,6 +1022,20 @@ pub struct LogDigest {
     pub lines: u64,
     pub understood: u64,
     pub skipped: u64,
+    /// The libraries' versions the log states, each once (at most 16).
+    pub versions: Vec<LibraryVersion>,
+    /// The input being read, and its lines so far (for `versions`' line numbers).
+    file: usize,
+    file_lines: u64,
+}
+
+/// A library's version, where the log states it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LibraryVersion {
+    pub library: LogLibrary,
+    pub version: String,
+    pub file: usize,
+    pub line: u64,
 }
 
 impl LogDigest {
@@ -1020,10 +1047,33 @@ impl LogDigest {
     /// Count one line as read, by what it was.
     pub fn count(&mut self, kind: &LogLine) {
         self.lines += 1;
+        self.file_lines += 1;
         match kind {
             LogLine::Unknown => self.skipped += 1,
             LogLine::Event(_) | LogLine::Context => self.understood += 1,
+            LogLine::Version(library, version) => {
+                self.understood += 1;
+                if self.versions.len() < 16
+                    && !self
+                        .versions
+                        .iter()
+                        .any(|v| v.library == *library && v.version == *version)
+                {
+                    self.versions.push(LibraryVersion {
+                        library: *library,
+                        version: version.clone(),
+                        file: self.file,
+                        line: self.file_lines,
+                    });
+                }
+            }
         }
+    }
+
+    /// Start counting the lines of the `file`th input.
+    pub fn start_file(&mut self, file: usize) {
+        self.file = file;
+        self.file_lines = 0;
     }
 
     /// Keep one complete event.
@@ -1313,6 +1363,25 @@ mod tests {
         assert_eq!(e.device.as_deref(), Some("mlx5_1"));
         assert_eq!(e.origin.host.as_deref(), Some("node3"));
         assert_eq!(e.origin.time.as_deref(), Some("Nov 28 04:20:16"));
+    }
+
+    #[test]
+    fn nccl_version_is_kept_once() {
+        // src/init.cc showVersion: VERSION_STRING behind the INFO header.
+        let mut p = LogParser::default();
+        let mut d = LogDigest::default();
+        for (i, l) in [
+            "0: node1:1:1 [0] NCCL INFO NCCL version 2.19.3+cuda12.2",
+            "1: node2:2:2 [0] NCCL INFO NCCL version 2.19.3+cuda12.2",
+        ]
+        .iter()
+        .enumerate()
+        {
+            d.count(&p.feed(i as u64 + 1, l).0);
+        }
+        assert_eq!(d.versions.len(), 1);
+        assert_eq!(d.versions[0].version, "2.19.3+cuda12.2");
+        assert_eq!(d.versions[0].line, 1);
     }
 
     #[test]

@@ -76,6 +76,14 @@ fn summary(t: &Triage, d: &LogDigest, names: &[String]) -> String {
         t.findings.len(),
         d.skipped
     );
+    if !d.versions.is_empty() {
+        let v: Vec<String> = d
+            .versions
+            .iter()
+            .map(|v| format!("{} {}", v.library.name(), v.version))
+            .collect();
+        s.push_str(&format!("; the log names {}", v.join(", ")));
+    }
     if d.events_dropped > 0 {
         s.push_str(&format!(
             "; {} error line(s) past the first {} counted only",
@@ -102,6 +110,15 @@ pub struct TriageJson<'a> {
     pub findings: Vec<FindingJson<'a>>,
     pub events: Vec<EventJson>,
     pub flushes: Vec<FlushJson>,
+    pub versions: Vec<VersionJson>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct VersionJson {
+    pub library: &'static str,
+    pub version: String,
+    pub file: String,
+    pub line: u64,
 }
 
 #[derive(Debug, Serialize)]
@@ -213,6 +230,16 @@ pub fn json<'a>(t: &'a Triage, d: &LogDigest, names: &'a [String]) -> TriageJson
             .map(|e| event_json(e, names))
             .collect(),
         flushes: d.flushes.iter().map(|f| flush_json(f, names)).collect(),
+        versions: d
+            .versions
+            .iter()
+            .map(|v| VersionJson {
+                library: v.library.name(),
+                version: v.version.clone(),
+                file: names.get(v.file).cloned().unwrap_or_default(),
+                line: v.line,
+            })
+            .collect(),
     }
 }
 
