@@ -321,3 +321,35 @@ fn a_big_flush_storm_stays_one_finding() {
     assert_eq!(f["cascade"]["count"], 50_000);
     assert_eq!(v["flushes"].as_array().unwrap().len(), 1);
 }
+
+#[test]
+fn real_logs_from_the_vm() {
+    // rdmactl's own client, its packets dropped (tests/vm/cases/77-triage.sh).
+    let v = json("vm/rdmactl-same-host-drop.log");
+    assert_eq!(codes(&v), ["retry-exceeded"]);
+    let f = finding(&v, "retry-exceeded");
+    assert_eq!(f["root"]["line"], 13);
+    assert_eq!(f["peer"], "192.168.77.1");
+    assert_eq!(
+        commands(f)[0],
+        "the reporting host: rdmactl check -d rxe1 -i 1 -g 1 --peer 192.168.77.1"
+    );
+    // ibv_rc_pingpong on an empty GID slot: the server's RTR fails on the client's GID ::.
+    let v = json("vm/ibv-rc-pingpong-empty-gid.log");
+    assert_eq!(codes(&v), ["log-qp-transition"]);
+    let f = finding(&v, "log-qp-transition");
+    assert_eq!(f["root"]["line"], 5);
+    let why = f["message"].as_str().unwrap();
+    assert!(
+        why.contains("empty slot") && why.contains("line 3"),
+        "{why}"
+    );
+    assert!(
+        !f["ruled_out"].to_string().contains("the peer"),
+        "{}",
+        f["ruled_out"]
+    );
+    // ib_send_bw refuses before any QP: not an RDMA error line (yet), and no false finding.
+    let r = run(&["triage", &log("vm/ib-send-bw-empty-gid.log")]);
+    assert_eq!(r.code, 0, "{}", r.stdout);
+}

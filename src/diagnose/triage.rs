@@ -69,7 +69,10 @@ impl Triage {
 /// Judge a digest. `names` are the inputs' names, for the seen lines.
 pub fn judge(digest: &LogDigest, names: &[String]) -> Triage {
     let name = |file: usize| names.get(file).map_or("log", String::as_str).to_string();
-    let index = Index::new(&digest.events);
+    let mut index = Index::new(&digest.events);
+    index.zero_local_gid = digest
+        .zero_local_gid
+        .map(|(file, line)| LineRef { file, line });
     // Roots grouped by what failed and toward whom (in the order of their first line).
     let mut groups: Vec<Vec<usize>> = Vec::new();
     let mut by_key: HashMap<GroupKey, usize> = HashMap::new();
@@ -183,6 +186,8 @@ struct Index<'a> {
     by_qpn: HashMap<(u32, u32, u32), usize>,
     /// (local address, peer address, status) to the first such event.
     by_ends: HashMap<(IpAddr, IpAddr, u32), usize>,
+    /// Where an end printed its own GID as `::` (a verbs example's address line).
+    zero_local_gid: Option<LineRef>,
 }
 
 impl<'a> Index<'a> {
@@ -192,6 +197,7 @@ impl<'a> Index<'a> {
             by_local: HashMap::new(),
             by_qpn: HashMap::new(),
             by_ends: HashMap::new(),
+            zero_local_gid: None,
         };
         for (i, e) in all.iter().enumerate() {
             if let Some(l) = local_ip(e) {
@@ -479,7 +485,9 @@ impl Words {
     fn of(root: &LogEvent, group: &[&LogEvent], index: &Index) -> Words {
         match &root.failure {
             LogFailure::Completion { status, .. } => completion_words(*status, root, group, index),
-            LogFailure::Transition { errno, to, .. } => transition_words(*errno, to, group),
+            LogFailure::Transition { errno, to, .. } => {
+                transition_words(*errno, to, group, index.zero_local_gid)
+            }
         }
     }
 }
@@ -597,10 +605,16 @@ fn both_ends(group: &[&LogEvent], index: &Index) -> Option<(String, String)> {
         .find_map(|a| index.mate_of(a).map(|m| (who(a), who(&index.all[m]))))
 }
 
-fn transition_words(errno: Option<i32>, to: &str, group: &[&LogEvent]) -> Words {
-    let empty_slot = group
+fn transition_words(
+    errno: Option<i32>,
+    to: &str,
+    group: &[&LogEvent],
+    zero_local_gid: Option<LineRef>,
+) -> Words {
+    let named_zero = group
         .iter()
         .any(|e| e.local_gid.is_some_and(|g| g.is_zero()));
+    let empty_slot = named_zero || (to == "RTR" && zero_local_gid.is_some());
     let index = group
         .iter()
         .find_map(|e| e.gid_index)
@@ -616,13 +630,21 @@ fn transition_words(errno: Option<i32>, to: &str, group: &[&LogEvent]) -> Words 
             why: format!(
                 "modify QP to RTR failed with {err}: {index} is an empty slot of the port's GID \
                  table{}",
-                if empty_slot {
-                    " (the log shows the local GID as ::)"
-                } else {
-                    ""
+                match (named_zero, zero_local_gid) {
+                    (true, _) => " (the log shows the local GID as ::)".to_string(),
+                    (false, Some(at)) => format!(
+                        " at one end: line {} shows an end's own GID as ::, which it sends its \
+                         peer",
+                        at.line
+                    ),
+                    (false, None) => String::new(),
                 }
             ),
-            ruled_out: vec!["the peer and the network: the QP never left this host".into()],
+            ruled_out: vec![if named_zero {
+                "the peer and the network: the QP never left this host".into()
+            } else {
+                "the network path: the transition is set up before any packet is sent".into()
+            }],
             unknown: vec![
                 "whether the index was ever valid on this host (GID tables change when a \
                  netdev's address does)"

@@ -867,6 +867,9 @@ pub enum LogLine {
     Context,
     /// A library's version, as its own line states it (NCCL's `NCCL version X`).
     Version(LogLibrary, String),
+    /// An end's own address as a verbs example prints it before connecting, with
+    /// the all-zero GID: that end's GID index names an empty slot.
+    ZeroLocalGid,
     /// Not understood: counted and skipped.
     Unknown,
 }
@@ -901,6 +904,16 @@ impl LogParser {
         let released = self.pending.take();
         if let Some(v) = nccl_version(body) {
             return (LogLine::Version(LogLibrary::Nccl, v), released);
+        }
+        if let Some(gid) = local_address_gid(body) {
+            return (
+                if gid.is_zero() {
+                    LogLine::ZeroLocalGid
+                } else {
+                    LogLine::Context
+                },
+                released,
+            );
         }
         let parsed = parse_body(body, line_no, &mut origin);
         let kind = match parsed {
@@ -985,6 +998,15 @@ fn nccl_version(body: &str) -> Option<String> {
     (v.as_bytes().first()?.is_ascii_digit() && v.len() <= 40).then(|| v.to_string())
 }
 
+/// The local end's address line of rdma-core's examples (v44, libibverbs/examples/
+/// rc_pingpong.c: `  local address:  LID 0x%04x, QPN 0x%06x, PSN 0x%06x, GID %s`, the GID by
+/// `inet_ntop`): the GID.
+fn local_address_gid(body: &str) -> Option<Gid> {
+    let rest = body.trim_start().strip_prefix("local address:")?;
+    let g = after(rest, "GID ")?;
+    gid(g.split_whitespace().next()?)
+}
+
 /// Lines of a known tool that carry no error of their own.
 fn is_context(body: &str) -> bool {
     body.contains("Completion with error at ")
@@ -1024,6 +1046,8 @@ pub struct LogDigest {
     pub skipped: u64,
     /// The libraries' versions the log states, each once (at most 16).
     pub versions: Vec<LibraryVersion>,
+    /// The first line (file, line) where an end printed its own GID as `::`.
+    pub zero_local_gid: Option<(usize, u64)>,
     /// The input being read, and its lines so far (for `versions`' line numbers).
     file: usize,
     file_lines: u64,
@@ -1051,6 +1075,11 @@ impl LogDigest {
         match kind {
             LogLine::Unknown => self.skipped += 1,
             LogLine::Event(_) | LogLine::Context => self.understood += 1,
+            LogLine::ZeroLocalGid => {
+                self.understood += 1;
+                self.zero_local_gid
+                    .get_or_insert((self.file, self.file_lines));
+            }
             LogLine::Version(library, version) => {
                 self.understood += 1;
                 if self.versions.len() < 16
@@ -1382,6 +1411,24 @@ mod tests {
         assert_eq!(d.versions.len(), 1);
         assert_eq!(d.versions[0].version, "2.19.3+cuda12.2");
         assert_eq!(d.versions[0].line, 1);
+    }
+
+    #[test]
+    fn an_examples_zero_local_gid_is_noted() {
+        // rc_pingpong.c v44: "  local address:  LID 0x%04x, QPN 0x%06x, PSN 0x%06x, GID %s".
+        let mut p = LogParser::default();
+        let mut d = LogDigest::default();
+        for (i, l) in [
+            "  local address:  LID 0x0000, QPN 0x000011, PSN 0x0a0b0c, GID ::ffff:10.1.1.1",
+            "  local address:  LID 0x0000, QPN 0x000012, PSN 0x0a0b0d, GID ::",
+        ]
+        .iter()
+        .enumerate()
+        {
+            d.count(&p.feed(i as u64 + 1, l).0);
+        }
+        assert_eq!(d.zero_local_gid, Some((0, 2)));
+        assert_eq!(d.skipped, 0);
     }
 
     #[test]

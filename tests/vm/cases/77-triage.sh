@@ -31,19 +31,23 @@ expect_out "rdmactl: retry-exceeded or an RTR transition, rooted at its line" \
 expect_out "rdmactl: the next command carries the run's device, port, index and peer" \
     'next: on the reporting host: rdmactl check -d rxe[01] -i 1 -g 1 --peer 192\.168\.77\.[12]' cat "$RESULTS/rdmactl.triage"
 
-# --- ibv_rc_pingpong: the client on an empty GID slot fails its RTR transition
+# --- ibv_rc_pingpong: the client on an empty GID slot sends GID :: and the server's RTR
+# fails; the job's log is both ends' output (tests/fixtures/joblogs/vm/ holds one such log)
 bg_start rcpp-server ibv_rc_pingpong -d rxe0 -g 1 -p 18802
 rcsrv=$BG_PID
 wait_listen 18802 15
-ibv_rc_pingpong -d rxe1 -g 7 -p 18802 "$SERVER_IP" >"$RESULTS/rc-pingpong.log" 2>&1
-kill -KILL "$rcsrv" 2>/dev/null
-wait_pid_timeout "$rcsrv" 5 >/dev/null 2>&1
+ibv_rc_pingpong -d rxe1 -g 7 -p 18802 "$SERVER_IP" >"$RESULTS/rc-client.log" 2>&1
+wait_pid_timeout "$rcsrv" 10 >/dev/null 2>&1
+cat "$RESULTS/rc-client.log" "$RESULTS/rcpp-server.out" "$RESULTS/rcpp-server.err" >"$RESULTS/rc-pingpong.log" 2>/dev/null
 triage_of rc-pingpong
-expect_out "ibv_rc_pingpong: its RTR failure is a log-qp-transition" \
+expect_out "ibv_rc_pingpong: the server's RTR failure is a log-qp-transition" \
     '^FAIL log-qp-transition .*root .*rc-pingpong\.log:[0-9]+' cat "$RESULTS/rc-pingpong.triage"
+expect_out "ibv_rc_pingpong: decided as an empty slot from the client's GID ::" \
+    'why: .*empty slot.*shows an end.s own GID as ::' cat "$RESULTS/rc-pingpong.triage"
 expect_no_out "ibv_rc_pingpong: no completion status is invented" 'retry-exceeded' cat "$RESULTS/rc-pingpong.triage"
 
-# --- perftest: ib_send_bw's client on an empty GID slot
+# --- perftest: ib_send_bw's client on an empty GID slot refuses before any QP ("Found
+# Incompatibility issue with GID types"): no RDMA error line, so no finding is invented
 bg_start perftest-server ib_send_bw -d rxe0 -x 1 -p 18803
 ptsrv=$BG_PID
 wait_listen 18803 15
@@ -51,8 +55,7 @@ ib_send_bw -d rxe1 -x 7 -p 18803 "$SERVER_IP" >"$RESULTS/perftest.log" 2>&1
 kill -KILL "$ptsrv" 2>/dev/null
 wait_pid_timeout "$ptsrv" 5 >/dev/null 2>&1
 triage_of perftest
-expect_out "perftest: a failure is found (its RTR transition)" \
-    '^FAIL log-qp-transition' cat "$RESULTS/perftest.triage"
+expect_no_out "perftest: no false finding" '^FAIL' cat "$RESULTS/perftest.triage"
 
 # --- UCX 1.13 over rc_verbs: the server killed mid-run, the client's QP retries out
 if command -v ucx_perftest >/dev/null; then
@@ -68,9 +71,15 @@ if command -v ucx_perftest >/dev/null; then
     unset UCX_IB_GID_INDEX UCX_RC_RETRY_COUNT UCX_RC_TIMEOUT
     cat "$RESULTS/ucx-client.out" "$RESULTS/ucx-client.err" >"$RESULTS/ucx.log" 2>/dev/null
     triage_of ucx
-    expect_out "UCX: the retries exceeded toward the killed server, rooted at its line" \
-        '^FAIL retry-exceeded .*root .*ucx\.log:[0-9]+' cat "$RESULTS/ucx.triage"
-    expect_out "UCX: the peer is the server's address" 'peer 192\.168\.77\.1' cat "$RESULTS/ucx.triage"
+    # On rxe the client may go on retrying after its server is killed (it did on the first
+    # run: no error line within 60 s); judge the error line when UCX printed one.
+    if grep -q 'completion with error\|retry count exceeded' "$RESULTS/ucx.log"; then
+        expect_out "UCX: the retries exceeded toward the killed server, rooted at its line" \
+            '^FAIL retry-exceeded .*root .*ucx\.log:[0-9]+' cat "$RESULTS/ucx.triage"
+        expect_out "UCX: the peer is the server's address" 'peer 192\.168\.77\.1' cat "$RESULTS/ucx.triage"
+    else
+        skip_here "UCX: the client printed no completion error within 60 s of its server's death"
+    fi
 else
     check "ucx_perftest is installed (ucx-utils, scripts/setup)" false
 fi
