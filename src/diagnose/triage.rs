@@ -121,7 +121,7 @@ pub fn judge(digest: &LogDigest, names: &[String]) -> Triage {
         .collect();
     // Flushes: the cascade of a root of the same input and reporter (and device, when both
     // say it).
-    let mut roots_of: HashMap<(usize, Option<String>), Vec<(Option<&str>, usize)>> = HashMap::new();
+    let mut roots_of: HashMap<(usize, Option<String>), Vec<RootAt>> = HashMap::new();
     for (t, g) in merged.iter().enumerate() {
         for e in g {
             roots_of
@@ -238,6 +238,9 @@ fn local_ip(e: &LogEvent) -> Option<IpAddr> {
         .filter(|g| !g.is_zero())
         .map(|g| g.ip().to_canonical())
 }
+
+/// A root's device and the index of its finding, by (input, reporter).
+type RootAt<'a> = (Option<&'a str>, usize);
 
 type GroupKey = (
     Code,
