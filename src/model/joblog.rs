@@ -280,8 +280,19 @@ fn pdsh_host<'a>(text: &'a str, origin: &mut LogOrigin) -> Option<&'a str> {
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'_'))
         && !host.bytes().all(|b| b.is_ascii_digit())
-        && host != "rdmactl"
-        && host != "infiniband";
+        && ![
+            "rdmactl",
+            "infiniband",
+            "error",
+            "warning",
+            "warn",
+            "info",
+            "debug",
+            "note",
+            "fatal",
+        ]
+        .iter()
+        .any(|w| host.eq_ignore_ascii_case(w));
     if !ok {
         return None;
     }
@@ -1435,6 +1446,9 @@ mod tests {
     fn pdsh_prefix_names_the_host() {
         let e = one("gpu12: Failed status transport retry counter exceeded (12) for wr_id 2");
         assert_eq!(e.origin.host.as_deref(), Some("gpu12"));
+        // A level word is no host.
+        let e = one("ERROR: Failed status transport retry counter exceeded (12) for wr_id 2");
+        assert_eq!(e.origin.host, None);
     }
 
     #[test]
