@@ -67,6 +67,9 @@ _rdmactl() {
             rdmactl,subnet)
                 cmd="rdmactl__subcmd__subnet"
                 ;;
+            rdmactl,triage)
+                cmd="rdmactl__subcmd__triage"
+                ;;
             rdmactl,wait)
                 cmd="rdmactl__subcmd__wait"
                 ;;
@@ -83,7 +86,7 @@ _rdmactl() {
 
     case "${cmd}" in
         rdmactl)
-            opts="-j -h -V --json --color --sysfs --procfs --help --version devices ls ports link gids gid check pingpong selftest doctor wait counters fabric subnet qos exporter explain generate"
+            opts="-j -h -V --json --color --sysfs --procfs --help --version devices ls ports link gids gid check pingpong selftest doctor wait counters fabric subnet qos exporter triage explain generate"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -996,6 +999,32 @@ _rdmactl() {
                     return 0
                     ;;
                 --svg)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        rdmactl__subcmd__triage)
+            opts="-j -h -V --json --color --sysfs --procfs --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --sysfs)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --procfs)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

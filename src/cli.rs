@@ -157,6 +157,10 @@ pub enum Command {
     /// collector
     #[command(after_long_help = EXPORTER_HELP)]
     Exporter(ExporterArgs),
+    /// Read a failed job's log (NCCL, UCX, Open MPI, perftest, ibv_rc_pingpong, rping,
+    /// rdmactl, the kernel's): the root RDMA error apart from its cascade, its cause with the
+    /// lines that show it, and the next commands with the job's own device and GID index
+    Triage(TriageArgs),
     /// Print what a diagnostic code means: when it fires, the cause, what it shows as
     /// evidence and the fix (the catalogue of docs/failures.md); with no code, list them all
     #[command(after_long_help = EXPLAIN_EXAMPLES)]
@@ -994,6 +998,14 @@ pub struct SubnetArgs {
     /// ever set without this flag)
     #[arg(long)]
     pub reset_counters: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct TriageArgs {
+    /// Log files, read in order (srun -l, mpirun --tag-output, pdsh and syslog prefixes are
+    /// understood); standard input when none or `-`
+    #[arg(value_name = "FILE")]
+    pub files: Vec<String>,
 }
 
 #[derive(Debug, Args)]

@@ -15,4 +15,5 @@ pub mod ports;
 pub mod qos;
 pub mod selftest;
 pub mod subnet;
+pub mod triage;
 pub mod wait;

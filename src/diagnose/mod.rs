@@ -41,4 +41,5 @@ pub fn explain(failure: &Failure, facts: &Facts) -> Diagnostic {
     }
 }
 pub mod subnet;
+pub mod triage;
 pub mod wait;

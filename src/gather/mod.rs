@@ -13,6 +13,7 @@ pub mod expect;
 pub mod exporter;
 pub mod failure;
 pub mod inventory;
+pub mod joblog;
 pub mod net;
 pub mod pci;
 pub mod placement;

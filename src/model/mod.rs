@@ -16,6 +16,7 @@ pub mod fabric;
 pub mod facts;
 pub mod failure;
 pub mod gid;
+pub mod joblog;
 pub mod mad;
 pub mod netfilter;
 pub mod pci;

@@ -21,4 +21,5 @@ pub mod qos;
 pub mod selftest;
 pub mod subnet;
 pub mod table;
+pub mod triage;
 pub mod wait;

@@ -1,0 +1,355 @@
+//! `rdmactl triage` on job logs (tests/fixtures/joblogs/, each built from its tool's format
+//! strings as SOURCE.txt says): the root line, the peer, the code, the next commands with the
+//! job's parameters, no false cause; text and `-j` (checked against tests/json-schema.txt);
+//! standard input, clean logs, binary and unreadable files.
+
+mod schema;
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use assert_cmd::Command;
+use serde_json::Value;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn rdmactl() -> Command {
+    let mut cmd = Command::cargo_bin("rdmactl").unwrap();
+    cmd.current_dir(root())
+        .env_remove("NO_COLOR")
+        .env_remove("COLUMNS")
+        .env_remove("TERM");
+    cmd
+}
+
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+fn run(args: &[&str]) -> Run {
+    let out = rdmactl().args(args).output().unwrap();
+    Run {
+        code: out.status.code().expect("exited"),
+        stdout: String::from_utf8(out.stdout).unwrap(),
+        stderr: String::from_utf8(out.stderr).unwrap(),
+    }
+}
+
+fn log(name: &str) -> String {
+    format!("tests/fixtures/joblogs/{name}")
+}
+
+/// `-j` of one log, checked against its documented shape.
+fn json(name: &str) -> Value {
+    let r = run(&["-j", "triage", &log(name)]);
+    let v: Value = serde_json::from_str(&r.stdout)
+        .unwrap_or_else(|e| panic!("{name}: not JSON: {e}\n{}", r.stdout));
+    let bad = schema::mismatches("triage", &v);
+    assert!(bad.is_empty(), "{name}: {bad:#?}");
+    v
+}
+
+fn finding<'a>(v: &'a Value, code: &str) -> &'a Value {
+    v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["code"] == code)
+        .unwrap_or_else(|| panic!("no {code} in {:#}", v["findings"]))
+}
+
+fn codes(v: &Value) -> Vec<String> {
+    v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["code"].as_str().unwrap().to_string())
+        .collect()
+}
+
+fn commands(f: &Value) -> Vec<String> {
+    f["next"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| {
+            format!(
+                "{}: {}",
+                n["on"].as_str().unwrap(),
+                n["command"].as_str().unwrap()
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn nccl_retry_exceeded_from_two_ranks_is_one_event_pointing_at_the_peer() {
+    // NCCL is not installable here: the lines are built from NCCL 2.19's format strings.
+    let v = json("nccl-retry.log");
+    assert_eq!(codes(&v), ["retry-exceeded", "log-common-peer"]);
+    let f = finding(&v, "retry-exceeded");
+    assert_eq!(f["root"]["line"], 6);
+    assert_eq!(f["peer"], "10.0.3.7");
+    assert_eq!(f["cascade"]["count"], 3, "the flush storm is the cascade");
+    assert_eq!(f["reporters"], serde_json::json!(["node1", "node2"]));
+    let next = commands(f);
+    assert!(
+        next.contains(&"node1: rdmactl check -d mlx5_2 --peer 10.0.3.7".into()),
+        "{next:?}"
+    );
+    assert!(
+        next.contains(&"node2: rdmactl check -d mlx5_0 --peer 10.0.3.7".into()),
+        "{next:?}"
+    );
+    // The log does not decide between a dead peer, a lost path and a mismatch.
+    let why = f["message"].as_str().unwrap();
+    assert!(why.contains("does not decide"), "{why}");
+    assert!(f["unknown"].to_string().contains("alive"));
+    let common = finding(&v, "log-common-peer");
+    assert_eq!(common["peer"], "10.0.3.7");
+    assert_eq!(v["rdma_error"], true);
+    assert_eq!(v["error_lines"], 5);
+    assert_eq!(v["versions"][0]["library"], "NCCL");
+    assert_eq!(v["versions"][0]["version"], "2.19.3+cuda12.2");
+    assert_eq!(v["versions"][0]["line"], 2);
+    let r = run(&["triage", &log("nccl-retry.log")]);
+    assert_eq!(r.code, 1);
+    assert!(r.stdout.contains("FAIL retry-exceeded"), "{}", r.stdout);
+    assert!(
+        r.stdout
+            .contains("root tests/fixtures/joblogs/nccl-retry.log:6"),
+        "{}",
+        r.stdout
+    );
+}
+
+#[test]
+fn nccl_empty_gid_slot_names_the_index_and_no_network_cause() {
+    let v = json("nccl-gid-empty.log");
+    assert_eq!(codes(&v), ["log-qp-transition"]);
+    let f = finding(&v, "log-qp-transition");
+    assert_eq!(f["root"]["line"], 3);
+    assert_eq!(f["device"], "mlx5_3");
+    assert_eq!(f["gid_index"], 5);
+    assert_eq!(f["reporters"], serde_json::json!(["gpu-b"]));
+    let why = f["message"].as_str().unwrap();
+    assert!(why.contains("GID index 5 is an empty slot"), "{why}");
+    // No false cause: nothing about the peer, the path or ARP.
+    for wrong in ["ARP", "route", "retry", "peer is down"] {
+        assert!(!why.contains(wrong), "{wrong} in {why}");
+    }
+    let next = commands(f);
+    assert_eq!(
+        next[0],
+        "gpu-b: rdmactl check -d mlx5_3 -i 1 -g 5 --peer 192.168.40.11"
+    );
+    assert!(
+        next.contains(&"gpu-b: rdmactl gids -d mlx5_3".into()),
+        "{next:?}"
+    );
+    let e = &v["events"][0];
+    assert_eq!(e["errno_name"], "ENODATA");
+    assert_eq!(e["rank"], 1);
+    assert_eq!(e["local_gid"], "::");
+    assert_eq!(e["remote_ip"], "192.168.40.11");
+}
+
+#[test]
+fn open_mpi_over_ucx_pairs_both_ends_and_rules_out_a_dead_peer() {
+    let v = json("ucx-ompi.log");
+    assert_eq!(
+        codes(&v),
+        ["retry-exceeded"],
+        "both ends are one event, no common peer"
+    );
+    let f = finding(&v, "retry-exceeded");
+    assert_eq!(f["root"]["line"], 3);
+    assert_eq!(f["gid_index"], 3);
+    assert!(f["ruled_out"].to_string().contains("a dead peer"));
+    assert!(!f["unknown"].to_string().contains("alive"));
+    let next = commands(f);
+    assert!(
+        next.contains(
+            &"hpc02 (10.2.0.5): rdmactl pingpong -d mlx5_1 -i 1 -g 3 --tclass 106".into()
+        ),
+        "{next:?}"
+    );
+    assert!(
+        next.contains(&"hpc01: rdmactl pingpong -d mlx5_0 -i 1 -g 3 --tclass 106 10.2.0.5".into()),
+        "{next:?}"
+    );
+    let e = &v["events"][0];
+    assert_eq!(
+        (e["host"].as_str(), e["pid"].as_u64()),
+        (Some("hpc01"), Some(23001))
+    );
+    assert_eq!(
+        (e["syndrome"].as_u64(), e["vendor_err"].as_u64()),
+        (Some(0x15), Some(0x81))
+    );
+    assert_eq!(e["qpn"], 0x1a2b);
+    assert_eq!(e["remote_qpn"], 0x2c4);
+}
+
+#[test]
+fn ucx_verbs_rnr_is_the_peer_process_not_the_network() {
+    let v = json("ucx-verbs.log");
+    assert_eq!(codes(&v), ["rnr-retry-exceeded"]);
+    let f = finding(&v, "rnr-retry-exceeded");
+    assert_eq!(f["peer"], "192.168.77.2");
+    assert_eq!(f["cascade"]["count"], 1);
+    assert!(f["ruled_out"].to_string().contains("packet loss"));
+    assert_eq!(
+        commands(f)[0],
+        "vm1: rdmactl check -i 1 -g 1 --peer 192.168.77.2"
+    );
+}
+
+#[test]
+fn perftest_rc_pingpong_rdmactl_and_kernel_lines() {
+    let v = json("perftest.log");
+    assert_eq!(codes(&v), ["retry-exceeded"]);
+    assert_eq!(finding(&v, "retry-exceeded")["root"]["line"], 8);
+    assert_eq!(v["events"][0]["library"], "perftest");
+
+    let v = json("ibv-rc-pingpong.log");
+    assert_eq!(finding(&v, "retry-exceeded")["root"]["line"], 3);
+    assert_eq!(v["events"][0]["library"], "ibv_rc_pingpong");
+
+    let v = json("rdmactl.log");
+    let f = finding(&v, "retry-exceeded");
+    assert_eq!(f["root"]["line"], 1);
+    assert_eq!(f["peer"], "192.168.77.1");
+    assert_eq!(
+        commands(f)[0],
+        "the reporting host: rdmactl check -d rxe1 -i 1 -g 1 --peer 192.168.77.1"
+    );
+
+    let v = json("kernel.log");
+    let f = finding(&v, "remote-access");
+    assert_eq!(f["root"]["line"], 2);
+    assert_eq!(f["device"], "mlx5_1");
+    assert_eq!(f["cascade"]["count"], 1);
+    assert!(f["ruled_out"].to_string().contains("network path"));
+    assert_eq!(v["events"][0]["host"], "node3");
+}
+
+#[test]
+fn a_clean_log_exits_0_and_many_files_keep_their_names() {
+    let r = run(&["triage", &log("clean.log")]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert!(
+        r.stdout.starts_with("no RDMA error in the log\n"),
+        "{}",
+        r.stdout
+    );
+    let r = run(&["-j", "triage", &log("clean.log"), &log("kernel.log")]);
+    assert_eq!(r.code, 1);
+    let v: Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(v["findings"][0]["root"]["file"], log("kernel.log"));
+    assert_eq!(v["lines"], 7);
+}
+
+#[test]
+fn standard_input_and_dash() {
+    let text = std::fs::read(root().join(log("nccl-gid-empty.log"))).unwrap();
+    for args in [&["triage"][..], &["triage", "-"][..]] {
+        let out = rdmactl()
+            .args(args)
+            .write_stdin(text.clone())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1));
+        let stdout = String::from_utf8(out.stdout).unwrap();
+        assert!(stdout.contains("root stdin:3"), "{stdout}");
+    }
+}
+
+#[test]
+fn binary_and_unreadable_files_are_one_line_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let bin = dir.path().join("core.gz");
+    std::fs::File::create(&bin)
+        .unwrap()
+        .write_all(b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03")
+        .unwrap();
+    let r = run(&["triage", bin.to_str().unwrap()]);
+    assert_eq!(r.code, 2);
+    assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("core.gz is not a text log (a NUL byte"),
+        "{}",
+        r.stderr
+    );
+    let r = run(&["triage", "/nonexistent/job.log"]);
+    assert_eq!(r.code, 2);
+    assert_eq!(
+        r.stderr,
+        "rdmactl: cannot read /nonexistent/job.log: ENOENT (2, No such file or directory); \
+         give a job's log file, or - for standard input\n"
+    );
+    let r = run(&["triage", dir.path().to_str().unwrap()]);
+    assert_eq!(r.code, 2);
+    assert!(
+        r.stderr.contains("EISDIR (21, Is a directory)"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn a_big_flush_storm_stays_one_finding() {
+    // Many flushes after one root: counted, not listed, and the root stays first.
+    let mut text = String::new();
+    text.push_str(" Completion with error at client\n Failed status 12: wr_id 0 syndrom 0x81\n");
+    for i in 0..50_000 {
+        text.push_str(&format!(" Failed status 5: wr_id {i} syndrom 0xf4\n"));
+    }
+    let out = rdmactl()
+        .args(["-j", "triage"])
+        .write_stdin(text)
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(codes(&v), ["retry-exceeded"]);
+    let f = finding(&v, "retry-exceeded");
+    assert_eq!(f["root"]["line"], 2);
+    assert_eq!(f["cascade"]["count"], 50_000);
+    assert_eq!(v["flushes"].as_array().unwrap().len(), 1);
+}
+
+#[test]
+fn real_logs_from_the_vm() {
+    // rdmactl's own client, its packets dropped (tests/vm/cases/77-triage.sh).
+    let v = json("vm/rdmactl-same-host-drop.log");
+    assert_eq!(codes(&v), ["retry-exceeded"]);
+    let f = finding(&v, "retry-exceeded");
+    assert_eq!(f["root"]["line"], 13);
+    assert_eq!(f["peer"], "192.168.77.1");
+    assert_eq!(
+        commands(f)[0],
+        "the reporting host: rdmactl check -d rxe1 -i 1 -g 1 --peer 192.168.77.1"
+    );
+    // ibv_rc_pingpong on an empty GID slot: the server's RTR fails on the client's GID ::.
+    let v = json("vm/ibv-rc-pingpong-empty-gid.log");
+    assert_eq!(codes(&v), ["log-qp-transition"]);
+    let f = finding(&v, "log-qp-transition");
+    assert_eq!(f["root"]["line"], 5);
+    let why = f["message"].as_str().unwrap();
+    assert!(
+        why.contains("empty slot") && why.contains("line 3"),
+        "{why}"
+    );
+    assert!(
+        !f["ruled_out"].to_string().contains("the peer"),
+        "{}",
+        f["ruled_out"]
+    );
+    // ib_send_bw refuses before any QP: not an RDMA error line (yet), and no false finding.
+    let r = run(&["triage", &log("vm/ib-send-bw-empty-gid.log")]);
+    assert_eq!(r.code, 0, "{}", r.stdout);
+}
