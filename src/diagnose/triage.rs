@@ -280,16 +280,7 @@ fn group_key(
 
 fn code_of(e: &LogEvent) -> Code {
     match e.status() {
-        Some(1) => codes::LOCAL_LENGTH,
-        Some(2) => codes::LOCAL_QP_OPERATION,
-        Some(errno::WC_LOC_PROT_ERR) => codes::LOCAL_PROTECTION,
-        Some(errno::WC_WR_FLUSH_ERR) => codes::FLUSHED,
-        Some(errno::WC_REM_INV_REQ_ERR) => codes::REMOTE_INVALID_REQUEST,
-        Some(errno::WC_REM_ACCESS_ERR) => codes::REMOTE_ACCESS,
-        Some(errno::WC_REM_OP_ERR) => codes::REMOTE_OPERATION,
-        Some(errno::WC_RETRY_EXC_ERR) => codes::RETRY_EXCEEDED,
-        Some(errno::WC_RNR_RETRY_EXC_ERR) => codes::RNR_RETRY_EXCEEDED,
-        Some(_) => codes::UNEXPLAINED,
+        Some(status) => crate::diagnose::datapath::status_code(status),
         None => codes::LOG_QP_TRANSITION,
     }
 }
@@ -794,7 +785,8 @@ fn flush_only(f: &FlushGroup, name: &dyn Fn(usize) -> String) -> TriageFinding {
         .map(|d| format!(" on {d}"))
         .unwrap_or_default();
     let mut d = Diagnostic::explanation(
-        codes::FLUSHED,
+        // IBV_WC_WR_FLUSH_ERR's code, from the one status table.
+        crate::diagnose::datapath::status_code(crate::model::errno::WC_WR_FLUSH_ERR),
         format!(
             "{} flushed completion(s) ({}) from {who}{dev}, and no error before them in this \
              log: the QP was already in the error state; what put it there is not in this log",

@@ -22,6 +22,8 @@ pub(super) fn completion(b: Builder, status: u32) -> Diagnostic {
     if let Some(c) = crate::diagnose::midrun::gid_left(ctx) {
         return b.done(c.code, c.summary, c.seen, c.fix, true);
     }
+    // The status's own code (the one table, `status_code`); the rules below add its words.
+    let code = super::status_code(status);
     let qp = ctx.qp.clone().unwrap_or_default();
     let request = Request::of(&b.failure.cause);
     match status {
@@ -105,7 +107,7 @@ pub(super) fn completion(b: Builder, status: u32) -> Diagnostic {
                 "wrong GID or route, switch filtering, RoCE v1 across L3"
             };
             b.done(
-                codes::RETRY_EXCEEDED,
+                code.clone(),
                 format!("the peer never acknowledged: it died, its QP is gone, or packets are dropped on the way ({places})"),
                 ev,
                 format!("check that the peer process is alive; use the same GID type on both ends and RoCE v2 across subnets; {counters}"),
@@ -121,7 +123,7 @@ pub(super) fn completion(b: Builder, status: u32) -> Diagnostic {
                 ev.push(Seen::new(Source::Qp, "receives were posted after the QP reached RTR"));
             }
             b.done(
-                codes::RNR_RETRY_EXCEEDED,
+                code.clone(),
                 "a SEND arrived at the peer when it had no receive posted (receiver not ready), more often than rnr_retry allows".into(),
                 ev,
                 "post receives before moving the QP to RTR and keep them replenished; set rnr_retry 7 (infinite) and min_rnr_timer 12".into(),
@@ -143,7 +145,7 @@ pub(super) fn completion(b: Builder, status: u32) -> Diagnostic {
                 return b.done(code, summary, ev, fix, false);
             }
             b.done(
-                codes::LOCAL_LENGTH,
+                code.clone(),
                 "the received message is larger than the posted receive buffer (or the MTUs of the two ends differ)".into(),
                 ev,
                 "use the same -s on both ends, and -m no larger than the smaller active MTU".into(),
@@ -151,7 +153,7 @@ pub(super) fn completion(b: Builder, status: u32) -> Diagnostic {
             )
         }
         WC_REM_ACCESS_ERR => b.done(
-            codes::REMOTE_ACCESS,
+            code.clone(),
             "the peer refused an RDMA READ/WRITE: wrong rkey or address, or its MR lacks the remote access right".into(),
             vec![],
             "use the rkey and address the peer sent; register with IBV_ACCESS_REMOTE_WRITE/READ as the operation needs".into(),
@@ -163,7 +165,7 @@ pub(super) fn completion(b: Builder, status: u32) -> Diagnostic {
                 return b.done(code, summary, ev, fix, false);
             }
             b.done(
-                codes::REMOTE_INVALID_REQUEST,
+                code.clone(),
                 "the peer rejected the request: the operation is not enabled on its QP, or the message exceeds its limits".into(),
                 vec![],
                 "enable the operation's access flags on the peer's QP; check message size against max_msg_sz".into(),
@@ -171,14 +173,14 @@ pub(super) fn completion(b: Builder, status: u32) -> Diagnostic {
             )
         }
         WC_LOC_PROT_ERR => b.done(
-            codes::LOCAL_PROTECTION,
+            code.clone(),
             "the work request's buffer is outside the registered MR or its lkey is wrong".into(),
             vec![],
             "post only buffers inside the registered MR, with its lkey".into(),
             false,
         ),
         WC_WR_FLUSH_ERR => b.done(
-            codes::FLUSHED,
+            code.clone(),
             "the QP was already in the error state: this completion is a consequence of an earlier failure".into(),
             vec![],
             "look at the first failed completion".into(),
@@ -197,7 +199,7 @@ pub(super) fn completion(b: Builder, status: u32) -> Diagnostic {
             if soft_roce && ctx.in_initial_netns == Some(false) {
                 ev.push(Seen::new(Source::Host, "/proc/self/ns/net differs from /proc/1/ns/net"));
                 return b.done(
-                    codes::LOCAL_QP_OPERATION,
+                    code.clone(),
                     format!("the local QP could not execute the request: {} is Soft-RoCE, which works only in the initial network namespace, and this process runs in another one", ctx.local.name()),
                     ev,
                     "run in the initial network namespace (where the rxe device and its netdev are)".into(),
@@ -210,7 +212,7 @@ pub(super) fn completion(b: Builder, status: u32) -> Diagnostic {
                 _ => "the local QP could not execute the request".to_string(),
             };
             b.done(
-                codes::LOCAL_QP_OPERATION,
+                code.clone(),
                 why,
                 ev,
                 "check the GID's netdev and its route toward the peer (rdmactl check --peer IP), and read the peer's explanation".into(),
@@ -224,7 +226,7 @@ pub(super) fn completion(b: Builder, status: u32) -> Diagnostic {
                 return b.done(code, summary, ev, fix, false);
             }
             b.done(
-                codes::REMOTE_OPERATION,
+                code.clone(),
                 "the peer's QP could not execute this end's request (its side failed, e.g. a receive it could not complete); the peer's explanation says why".into(),
                 request.iter().map(|r| r.seen()).collect(),
                 "read the peer's explanation (rdmactl prints it on both ends)".into(),

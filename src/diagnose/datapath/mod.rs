@@ -303,6 +303,25 @@ fn step_needs_active_port(step: Step) -> bool {
 
 type Rule = (Code, String, Vec<Seen>, String);
 
+/// The code a work completion's status means, whoever reports it: a failed run's
+/// completion (`completion`) and a job's log (`diagnose::triage`). A status with no rule
+/// of its own is `unexplained`.
+pub fn status_code(status: u32) -> Code {
+    use crate::model::errno::*;
+    match status {
+        WC_LOC_LEN_ERR => codes::LOCAL_LENGTH,
+        WC_LOC_QP_OP_ERR => codes::LOCAL_QP_OPERATION,
+        WC_LOC_PROT_ERR => codes::LOCAL_PROTECTION,
+        WC_WR_FLUSH_ERR => codes::FLUSHED,
+        WC_REM_INV_REQ_ERR => codes::REMOTE_INVALID_REQUEST,
+        WC_REM_ACCESS_ERR => codes::REMOTE_ACCESS,
+        WC_REM_OP_ERR => codes::REMOTE_OPERATION,
+        WC_RETRY_EXC_ERR => codes::RETRY_EXCEEDED,
+        WC_RNR_RETRY_EXC_ERR => codes::RNR_RETRY_EXCEEDED,
+        _ => codes::UNEXPLAINED,
+    }
+}
+
 fn generic(b: Builder) -> Diagnostic {
     let evidence = vec![Seen::new(
         Source::Local,
