@@ -7,7 +7,6 @@ use crate::cli::{DoctorArgs, HealthFormat};
 use crate::ctx::Ctx;
 use crate::error::{Error, Result};
 use crate::exit;
-use crate::model::diagnostic::Severity;
 use crate::render::doctor::{self as render, DoctorReport};
 use crate::render::health;
 
@@ -61,10 +60,7 @@ fn judge(ctx: &Ctx, args: &DoctorArgs) -> Result<u8> {
     }
     let report = DoctorReport::from(findings);
     // No RDMA device is exit 4, as every other command says it (the findings say why).
-    let no_devices = report
-        .findings
-        .iter()
-        .any(|f| f.code == "kernel" && f.severity == Severity::Fail);
+    let no_devices = crate::diagnose::doctor::no_rdma_device(&report.findings);
     let code = if no_devices {
         exit::NO_RDMA
     } else if report.fail > 0 {

@@ -470,4 +470,97 @@ mod tests {
         // --cm picks its GID from the addresses, so it never holds a link-local one toward
         // a routed peer; doctor takes no peer. Neither is asked.
     }
+
+    /// A GID gone from its slot mid-run (the address behind it removed from the netdev):
+    /// the same words from a TCP-exchange stall, a `--cm` stall and a failed completion,
+    /// whichever end's port it is. check, doctor and the exporter see no run, so no QP.
+    #[test]
+    fn a_gid_gone_midrun_is_one_answer_on_every_exchange() {
+        use crate::diagnose::cm::{explain_stall, CmStall};
+        use crate::model::device::PortState;
+        use crate::model::facts::{GidNow, PortNow, Stall, StallFacts};
+        let end = |role: &str, device: &str, netdev: &str, gid: &str| StallFacts {
+            role: role.into(),
+            device: device.into(),
+            port: 1,
+            netdev: Some(netdev.into()),
+            now: PortNow {
+                port_state: Some(PortState::Active),
+                active_mtu: Some(1024),
+                gid_now: GidNow::Same,
+            },
+            path_mtu: Some(1024),
+            gid_index: Some(1),
+            gid: Some(gid.into()),
+            ..StallFacts::default()
+        };
+        let mut client = end("client", "rxe1", "veth1", "::ffff:192.168.77.2");
+        client.now.gid_now = GidNow::Gone;
+        let server = end("server", "rxe0", "veth0", "::ffff:192.168.77.1");
+        let timeout = Cause::Timeout {
+            waited_ms: 5000,
+            waiting_for: Some("echo of a SEND"),
+        };
+        let stalled = |local: &StallFacts, peer: &StallFacts| Facts {
+            stall: Some(Stall {
+                local: local.clone(),
+                peer: Some(peer.clone()),
+                ..Stall::default()
+            }),
+            ..Facts::default()
+        };
+        let tcp_here = crate::diagnose::explain(
+            &failure(Step::Poll, timeout.clone(), "rxe1", Some(1)),
+            &stalled(&client, &server),
+        );
+        let tcp_there = crate::diagnose::explain(
+            &failure(Step::Poll, timeout.clone(), "rxe0", Some(1)),
+            &stalled(&server, &client),
+        );
+        let completion = crate::diagnose::explain(
+            &failure(
+                Step::Completion,
+                Cause::WcStatus {
+                    status: crate::model::errno::WC_LOC_QP_OP_ERR,
+                    vendor_err: 0,
+                    opcode: 0,
+                    op: None,
+                },
+                "rxe1",
+                Some(1),
+            ),
+            &stalled(&client, &server),
+        );
+        let cm_failure = failure(Step::CmTransfer, timeout, "rxe1", None);
+        let cm_here = explain_stall(
+            &cm_failure,
+            &Facts::default(),
+            &CmStall {
+                here: client.clone(),
+                peer: Some(server.clone()),
+                peer_answered: Some(true),
+            },
+        );
+        let cm_there = explain_stall(
+            &cm_failure,
+            &Facts::default(),
+            &CmStall {
+                here: server,
+                peer: Some(client),
+                peer_answered: Some(true),
+            },
+        );
+        same_answer(
+            &[
+                ("pingpong, the end whose GID left", &tcp_here),
+                ("pingpong, the other end", &tcp_there),
+                ("pingpong, a failed completion", &completion),
+                ("pingpong --cm, the end whose GID left", &cm_here),
+                ("pingpong --cm, the other end", &cm_there),
+            ],
+            "gid-removed-midrun",
+            "GID index 1 (::ffff:192.168.77.2) of rxe1/1 (the client) left the GID table during the run (the slot is empty now): its address was removed from veth1, and a connected QP cannot change its source GID, so its packets are no longer sent",
+            "put 192.168.77.2 back on veth1 (ip addr add 192.168.77.2/PREFIX dev veth1), or rerun with the GID index that holds an address now (rdmactl gids rxe1)",
+        );
+    }
 }

@@ -26,6 +26,14 @@ pub use crate::model::doctor::{DoctorFacts, HostFacts, HostNet};
 /// A test buffer plus queues: what `selftest`/`pingpong` register by default.
 const PLANNED_REGISTRATION: u64 = 64 << 10;
 
+/// The host has no RDMA device at all (doctor's `kernel` check failed): the exit status
+/// every command gives for it, not a failure among others.
+pub fn no_rdma_device(findings: &[Diagnostic]) -> bool {
+    findings
+        .iter()
+        .any(|f| f.code == crate::model::codes::KERNEL && f.severity == Severity::Fail)
+}
+
 /// Every finding about the host, in the order a person debugs it: the kernel, the uverbs
 /// nodes, libibverbs and its providers, the memlock limit, each port, the GID tables, the
 /// counters, and what the ports share.
