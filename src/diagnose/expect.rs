@@ -186,6 +186,18 @@ fn firmware(device: &Device, want: &str) -> Diagnostic {
     }
 }
 
+/// Doctor's warnings and failures about `subject` become info, each saying why: the
+/// manifest decided this port is not to be judged as a working one.
+fn excuse(findings: &mut [Diagnostic], subject: &Subject, why: &str) {
+    for f in findings
+        .iter_mut()
+        .filter(|f| f.subject.as_ref() == Some(subject) && f.severity >= Severity::Warn)
+    {
+        f.severity = Severity::Info;
+        *f = f.clone().evidence(why.to_string());
+    }
+}
+
 fn port_findings(
     port: &Port,
     want: &PortExpect,
@@ -197,6 +209,25 @@ fn port_findings(
         |code, severity, message: String| expect_finding(code, subject.clone(), severity, message);
     let active = port.state == Some(PortState::Active);
     let state = port.state.as_ref().map_or("unknown", |s| s.name());
+    // What the manifest says of a port overrides doctor's defaults for it: a port it
+    // ignores, or one it expects in the state it is in though not ACTIVE (an uncabled
+    // second port), is no failure, or a health check would drain a healthy node.
+    if want.ignore == Some(true) {
+        excuse(
+            findings,
+            &subject,
+            "the manifest ignores this port (ignore = true)",
+        );
+        out.push(
+            at(
+                codes::EXPECT_PORT_STATE,
+                Severity::Info,
+                format!("state {state}: not judged, as the manifest says (ignore = true)"),
+            )
+            .evidence(format!("state {state}")),
+        );
+        return;
+    }
     if let Some(ll) = &want.link_layer {
         let found = port
             .link_layer
@@ -219,6 +250,13 @@ fn port_findings(
             .as_ref()
             .map_or(ws.eq_ignore_ascii_case(state), |s| *s == expected)
         {
+            if !active {
+                excuse(
+                    findings,
+                    &subject,
+                    &format!("the manifest expects state {ws} (state = \"{ws}\")"),
+                );
+            }
             out.push(
                 at(
                     codes::EXPECT_PORT_STATE,
@@ -512,6 +550,7 @@ fn port_expect(port: &Port) -> PortExpect {
         netdev_mtu: port.netdev.as_ref().and_then(|n| n.mtu),
         ipv4_gid: v4.map(|_| true),
         ipv4_gid_index: v4.map(|g| g.index),
+        ignore: None,
     }
 }
 
@@ -625,6 +664,54 @@ mod tests {
         let fw = by_code(&found, "expect-firmware");
         assert_eq!(fw[0].severity, Severity::Fail, "{fw:#?}");
         assert!(fw[0].message.ends_with("expected 22.36.1010"), "{fw:#?}");
+    }
+
+    /// Issue 39, item 1: an uncabled port the manifest records as DOWN is no failure (no
+    /// "ok, as expected" beside a FAIL, no drain); one it ignores is not judged; one it
+    /// expects ACTIVE still fails.
+    #[test]
+    fn a_port_the_manifest_expects_down_or_ignores_is_no_failure() {
+        let fails = |found: &[Diagnostic]| {
+            found
+                .iter()
+                .filter(|f| f.severity >= Severity::Warn)
+                .map(|f| f.code.to_string())
+                .collect::<Vec<_>>()
+        };
+        let down = judged(
+            "port-down",
+            "[[device]]\nname = \"mlx5_0\"\n[[device.port]]\nport = 1\nstate = \"DOWN\"\n",
+        );
+        assert_eq!(fails(&down), Vec::<String>::new(), "{down:#?}");
+        let state = by_code(&down, "port-state");
+        assert_eq!(state[0].severity, Severity::Info);
+        assert!(
+            state[0]
+                .evidence
+                .iter()
+                .any(|e| e.text == "the manifest expects state DOWN (state = \"DOWN\")"),
+            "{state:#?}"
+        );
+        assert_eq!(
+            by_code(&down, "expect-port-state")[0].message,
+            "state DOWN, as expected"
+        );
+        let ignored = judged(
+            "port-down",
+            "[[device]]\nname = \"mlx5_0\"\n[[device.port]]\nport = 1\nignore = true\nstate = \"ACTIVE\"\n",
+        );
+        assert_eq!(fails(&ignored), Vec::<String>::new(), "{ignored:#?}");
+        assert!(by_code(&ignored, "expect-port-state")[0]
+            .message
+            .contains("not judged, as the manifest says (ignore = true)"));
+        let wanted_up = judged(
+            "port-down",
+            "[[device]]\nname = \"mlx5_0\"\n[[device.port]]\nport = 1\nstate = \"ACTIVE\"\n",
+        );
+        assert!(
+            fails(&wanted_up).contains(&"port-state".to_string()),
+            "{wanted_up:#?}"
+        );
     }
 
     #[test]

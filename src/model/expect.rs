@@ -69,6 +69,9 @@ pub struct PortExpect {
     /// ... and at this index (what `NCCL_IB_GID_INDEX` or `-x` pin).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ipv4_gid_index: Option<u32>,
+    /// Not judged at all (an uncabled or unused port): its findings become info.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ignore: Option<bool>,
 }
 
 /// `min_memlock`: a number of bytes, or the string "unlimited".

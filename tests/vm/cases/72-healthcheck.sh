@@ -109,6 +109,17 @@ cp "$LAST_STDOUT" "$RESULTS/down.xml"
 check "junit, port down: well-formed XML" xml_ok "$RESULTS/down.xml"
 expect_out "junit, port down: the port-state failure with its evidence" '<failure type="port-state" message="rxe0/1 is DOWN: a RoCE port follows its netdev, and veth0 is down">' cat "$RESULTS/down.xml"
 
+# Issue 39 item 1: a manifest saved with the port down expects it DOWN: no failure, no drain.
+expect_rc 1 "--save-expect with the port down: exit 1 (the port fails), the manifest written" "$RDMACTL" doctor --save-expect "$RESULTS/down-expect.toml"
+expect_out "the saved manifest records rxe0/1 DOWN" '^state = "DOWN"$' cat "$RESULTS/down-expect.toml"
+expect_rc 0 "--expect with the port expected DOWN: exit 0" "$RDMACTL" doctor --expect "$RESULTS/down-expect.toml"
+expect_out "--expect, port expected DOWN: ok, as expected" '^ok +expect-port-state +rxe0/1 +state DOWN, as expected' cat "$LAST_OUT"
+expect_out "--expect, port expected DOWN: doctor's port-state is info, with the manifest as evidence" \
+    'the manifest expects state DOWN' cat "$LAST_OUT"
+expect_no_out "--expect, port expected DOWN: no FAIL" '^FAIL' cat "$LAST_OUT"
+expect_rc 0 "--expect --format nhc, port expected DOWN: exit 0, no drain" "$RDMACTL" doctor --expect "$RESULTS/down-expect.toml" --format nhc
+expect_rc 2 "the first manifest (ports ACTIVE), port down: nagios CRITICAL still" "$RDMACTL" doctor --expect "$RESULTS/expect.toml" --format nagios
+
 if ((slurm)); then
     check "slurm, port down: slurmd's health check drained the node" node_is 'State=[A-Z+]*DRAIN'
     expect_out "slurm, port down: Reason is rdmactl's" 'Reason=rdmactl: port-state rxe0/1( \(\+[0-9]+ more\))? \[' scontrol -o show node $NODE
