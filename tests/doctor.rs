@@ -278,7 +278,7 @@ fn a_saved_manifest_passes_and_an_edited_one_fails_with_its_code() {
         ],
     )
     .code(1)
-    .stdout("rdmactl: expect-port-rate rxe0/1 (+1 more)\n");
+    .stdout("rdmactl: rxe0/1 expect-port-rate (+1 more)\n");
 
     // The same manifest as JSON reads the same.
     let json = dir.path().join("expect.json");
@@ -344,7 +344,7 @@ fn health_check_formats_on_a_down_port() {
         ));
     rdmactl_on("rxe-veth-vlan-ipv6-down", &["doctor", "--format", "nhc"])
         .code(1)
-        .stdout("rdmactl: port-state rxe0/1 (+1 more)\n");
+        .stdout("rdmactl: rxe0/1 port-state (+1 more)\n");
     rdmactl_on("rxe-veth-basic", &["doctor", "--format", "nhc"])
         .code(0)
         .stdout("");

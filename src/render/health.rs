@@ -8,7 +8,7 @@ use crate::model::doctor::DoctorFacts;
 use crate::render::doctor::DoctorReport;
 
 /// A drain reason stays within this many characters: `sinfo -R` shows 20 columns of it by
-/// default and node lists show it on one line, so the code and the subject come first and
+/// default and node lists show it on one line, so the subject and the code come first and
 /// the rest of the message stays in `rdmactl doctor`'s own report.
 pub const REASON_MAX: usize = 60;
 
@@ -16,25 +16,42 @@ pub const REASON_MAX: usize = 60;
 /// names a file and a line, too long for a drain reason).
 pub const NOT_RUN: &str = "rdmactl: check failed to run; see rdmactl doctor";
 
-/// `rdmactl: port-state rxe0/1`, and `(+N more)` when other checks failed too; None when
-/// nothing failed. The same words on every run of the same fault, so the Slurm script can
-/// tell its own drain from an admin's and does not re-drain for a changed figure.
+/// The problems (warnings and failures) worst first and, among equals, the most specific
+/// first (a port's before a device's before the host's), otherwise in doctor's order: what
+/// a status line or a drain reason shows first is what to look at first.
+fn worst_first(findings: &[Diagnostic], at_least: Severity) -> Vec<&Diagnostic> {
+    let mut problems: Vec<&Diagnostic> =
+        findings.iter().filter(|f| f.severity >= at_least).collect();
+    let specificity = |f: &Diagnostic| match &f.subject {
+        Some(
+            crate::model::diagnostic::Subject::Port(..)
+            | crate::model::diagnostic::Subject::GidIndex(..),
+        ) => 0,
+        Some(crate::model::diagnostic::Subject::Host) | None => 2,
+        Some(_) => 1,
+    };
+    problems.sort_by_key(|f| (std::cmp::Reverse(f.severity), specificity(f)));
+    problems
+}
+
+/// `rdmactl: rxe0/1 port-state`, and `(+N more)` when other checks failed too; None when
+/// nothing failed. The port comes before the code, so `sinfo -R`'s 20 columns show which
+/// port. The same words on every run of the same fault, so the Slurm script can tell its
+/// own drain from an admin's and does not re-drain for a changed figure.
 pub fn reason(findings: &[Diagnostic]) -> Option<String> {
-    let failed: Vec<&Diagnostic> = findings
-        .iter()
-        .filter(|f| f.severity == Severity::Fail)
-        .collect();
+    let failed = worst_first(findings, Severity::Fail);
     let first = failed.first()?;
     let more = match failed.len() - 1 {
         0 => String::new(),
         n => format!(" (+{n} more)"),
     };
     let label = first.label();
-    let mut line = format!("rdmactl: {}", first.code.as_str());
+    let mut line = "rdmactl: ".to_string();
     if !label.is_empty() {
-        line.push(' ');
         line.push_str(&label);
+        line.push(' ');
     }
+    line.push_str(first.code.as_str());
     // One line, plain ASCII: a drain reason is passed on a command line and printed in
     // fixed-width lists.
     line.retain(|c| c.is_ascii_graphic() || c == ' ');
@@ -72,11 +89,8 @@ pub fn nagios(report: &DoctorReport, facts: &DoctorFacts) -> String {
         .iter()
         .filter(|p| p.state == Some(PortState::Active))
         .count();
-    let problems: Vec<&Diagnostic> = report
-        .findings
-        .iter()
-        .filter(|f| f.severity >= Severity::Warn)
-        .collect();
+    // The status line names the worst problem: a CRITICAL never carries a warning's text.
+    let problems = worst_first(&report.findings, Severity::Warn);
     let summary = match problems.first() {
         None => format!(
             "{active} of {} port(s) ACTIVE, {} check(s) passed",
@@ -223,14 +237,16 @@ mod tests {
             Subject::Port("mlx5_2".into(), 1),
             "port is DOWN: a RoCE port follows its netdev,\nso x has no link",
         );
+        // The port first: `sinfo -R` shows 20 columns, "rdmactl: mlx5_2/1 po".
         assert_eq!(
             reason(&[ok.clone(), down.clone()]).unwrap(),
-            "rdmactl: port-state mlx5_2/1"
+            "rdmactl: mlx5_2/1 port-state"
         );
         let mem = fail(codes::EXPECT_MEMLOCK, Subject::Host, "memlock 64 KiB");
+        // The port's failure before the host's, whatever doctor's order.
         assert_eq!(
-            reason(&[down, mem.clone(), mem]).unwrap(),
-            "rdmactl: port-state mlx5_2/1 (+2 more)"
+            reason(&[mem.clone(), down, mem]).unwrap(),
+            "rdmactl: mlx5_2/1 port-state (+2 more)"
         );
         let long = fail(
             codes::EXPECT_DEVICE,
@@ -267,6 +283,28 @@ mod tests {
             ),
             "{x}"
         );
+    }
+
+    /// The status line of a CRITICAL names a failure, never a warning listed before it.
+    #[test]
+    fn nagios_headlines_the_worst_problem() {
+        let warn = Diagnostic::finding(Severity::Warn, codes::MTU, "netdev MTU 1500")
+            .about(Subject::Port("rxe0".into(), 1));
+        let down = fail(
+            codes::PORT_STATE,
+            Subject::Port("rxe1".into(), 1),
+            "rxe1/1 is DOWN",
+        );
+        let report = DoctorReport::from(vec![warn, down]);
+        let out = nagios(&report, &DoctorFacts::default());
+        let lines: Vec<&str> = out.lines().collect();
+        assert!(
+            lines[0]
+                .starts_with("RDMACTL CRITICAL - port-state rxe1/1: rxe1/1 is DOWN (+1 more) |"),
+            "{out}"
+        );
+        assert_eq!(lines[1], "FAIL port-state rxe1/1: rxe1/1 is DOWN", "{out}");
+        assert_eq!(lines[2], "warn mtu rxe0/1: netdev MTU 1500", "{out}");
     }
 
     #[test]

@@ -55,7 +55,7 @@ sed 's/^min_rate_gbps = .*/min_rate_gbps = 400/' "$RESULTS/expect.toml" >"$RESUL
 expect_rc 1 "--expect wanting 400 Gb/s: exit 1" "$RDMACTL" doctor --expect "$RESULTS/edited.toml"
 expect_out "--expect wanting 400 Gb/s: expect-port-rate with expected and found" \
     '^FAIL +expect-port-rate +rxe0/1 +rate 10 Gb/sec \(1X FDR10\), expected at least 400 Gb/s' cat "$LAST_OUT"
-expect_out "--expect --format nhc: the drain reason names the code" '^rdmactl: expect-port-rate rxe0/1 \(\+1 more\)$' \
+expect_out "--expect --format nhc: the drain reason names the code" '^rdmactl: rxe0/1 expect-port-rate \(\+1 more\)$' \
     "$RDMACTL" doctor --expect "$RESULTS/edited.toml" --format nhc
 
 # --- the formats on a healthy host
@@ -102,7 +102,7 @@ json_has "wait -j, port down: code port-state" "$LAST_STDOUT" code=port-state de
 expect_rc 2 "nagios, port down: exit 2 (CRITICAL)" "$RDMACTL" doctor --format nagios
 expect_out "nagios, port down: CRITICAL naming the port, perfdata" '^RDMACTL CRITICAL - port-state rxe0/1: rxe0/1 is DOWN.* \| ports_active=[01];;;0;2 ' cat "$LAST_OUT"
 expect_rc 1 "nhc, port down: exit 1" "$RDMACTL" doctor --format nhc
-expect_out "nhc, port down: one short reason" '^rdmactl: port-state rxe0/1( \(\+[0-9]+ more\))?$' cat "$LAST_OUT"
+expect_out "nhc, port down: one short reason" '^rdmactl: rxe0/1 port-state( \(\+[0-9]+ more\))?$' cat "$LAST_OUT"
 check "nhc, port down: one line of at most 60 characters" bash -c '[[ $(wc -l <"$1") == 1 && $(wc -c <"$1") -le 61 ]]' _ "$LAST_STDOUT"
 expect_rc 1 "junit, port down: exit 1" "$RDMACTL" doctor --format junit
 cp "$LAST_STDOUT" "$RESULTS/down.xml"
@@ -122,7 +122,7 @@ expect_rc 2 "the first manifest (ports ACTIVE), port down: nagios CRITICAL still
 
 if ((slurm)); then
     check "slurm, port down: slurmd's health check drained the node" node_is 'State=[A-Z+]*DRAIN'
-    expect_out "slurm, port down: Reason is rdmactl's" 'Reason=rdmactl: port-state rxe0/1( \(\+[0-9]+ more\))? \[' scontrol -o show node $NODE
+    expect_out "slurm, port down: Reason is rdmactl's" 'Reason=rdmactl: rxe0/1 port-state( \(\+[0-9]+ more\))? \[' scontrol -o show node $NODE
 fi
 
 # --- the repair: veth0 up 2 s after wait starts; wait returns 0 once ACTIVE
