@@ -398,6 +398,26 @@ fn wait_returns_at_once_on_active_ports_and_times_out_with_the_reason() {
     .stdout(predicate::str::contains(
         "\"missing\": [\n    \"mlx5_0\"\n  ]",
     ));
+
+    // Issue 39: a port its device does not have never appears: at once, exit 3, naming
+    // the ports there are (a missing device may still appear at boot, and is waited for).
+    let start = std::time::Instant::now();
+    rdmactl_on("rxe-veth-basic", &["wait", "rxe0/7", "--timeout", "30"])
+        .code(3)
+        .stderr("rdmactl: no port 7 on rxe0; ports: 1\n");
+    assert!(
+        start.elapsed().as_secs_f64() < 10.0,
+        "{:?}",
+        start.elapsed()
+    );
+    // Not on a terminal (a boot's journal), a start line says what is awaited.
+    rdmactl_on(
+        "rxe-veth-vlan-ipv6-down",
+        &["wait", "rxe1/1", "--timeout", "0.2"],
+    )
+    .code(1)
+    .stderr(predicate::str::starts_with("rdmactl: waiting"))
+    .stderr(predicate::str::contains("rxe1/1 DOWN"));
 }
 
 /// The GPU path (tests/fixtures/make-gpu-path.py): a PCIe switch with ACS redirecting

@@ -30,9 +30,24 @@ pub fn run(ctx: &Ctx, args: &WaitArgs) -> Result<u8> {
     let (devices, watched) = loop {
         let devices = crate::gather::wait::devices(ctx)?;
         let watched = crate::diagnose::wait::watch(&devices, &targets);
+        // A device that is there without the port asked for will not grow it: say so now,
+        // naming the ports it has, instead of waiting out the timeout.
+        if let Some((device, port, ports)) = watched.no_such_port {
+            return Err(crate::error::Error::NoSuchPort {
+                device,
+                port,
+                available: ports.iter().map(u32::to_string).collect(),
+            });
+        }
         let elapsed = start.elapsed();
         if watched.ready() || elapsed >= timeout {
             break (devices, watched);
+        }
+        // Off a terminal (a boot's journal) one line says what is awaited, so a long
+        // wait is not silent.
+        if !progress && !ctx.json && last_line.is_empty() {
+            last_line = render::started(&watched, args.timeout);
+            crate::output::note(&last_line);
         }
         if progress {
             let line = render::progress(&watched, elapsed.as_secs_f64(), args.timeout);

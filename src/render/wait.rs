@@ -61,6 +61,23 @@ pub fn text(report: &WaitReport, style: Style) -> String {
 
 /// The progress line (stderr, on a terminal): what is still awaited.
 pub fn progress(watched: &Watched, elapsed: f64, timeout: f64) -> String {
+    format!(
+        "wait: {:.0}/{timeout:.0} s: {}\n",
+        elapsed,
+        awaited(watched).join(", ")
+    )
+}
+
+/// The one line a wait off a terminal starts with (a boot's journal shows it at once).
+pub fn started(watched: &Watched, timeout: f64) -> String {
+    format!(
+        "rdmactl: waiting up to {timeout} s for {}\n",
+        awaited(watched).join(", ")
+    )
+}
+
+/// What is not there or not ACTIVE yet: `mlx5_0 (absent)`, `rxe1/1 DOWN (DISABLED)`.
+fn awaited(watched: &Watched) -> Vec<String> {
     let mut waiting: Vec<String> = watched
         .missing
         .iter()
@@ -73,9 +90,5 @@ pub fn progress(watched: &Watched, elapsed: f64, timeout: f64) -> String {
             .filter(|p| !p.active)
             .map(PortWaited::label),
     );
-    format!(
-        "wait: {:.0}/{timeout:.0} s: {}\n",
-        elapsed,
-        waiting.join(", ")
-    )
+    waiting
 }
