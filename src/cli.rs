@@ -839,7 +839,7 @@ Examples:
 
 #[derive(Debug, Args)]
 pub struct ExporterArgs {
-    /// Serve /metrics on ADDR (HOST:PORT, [V6]:PORT, or :PORT for every IPv4 address)
+    /// Serve /metrics on ADDR (HOST:PORT, [V6]:PORT, or :PORT for every address, IPv6 and IPv4)
     // The default port: Prometheus' list of exporter ports filled 9100-9999 by 2023 and
     // later exporters took ports above 10000; 10078 is not registered there
     // (docs/exporter.md says so), so a host that runs something on it gives --listen.

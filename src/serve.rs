@@ -16,18 +16,22 @@ pub struct MetricsEndpoint {
 }
 
 impl MetricsEndpoint {
-    /// Binds `addr` (`HOST:PORT`, `[V6]:PORT`; `:PORT` is every IPv4 address).
+    /// Binds `addr`: `HOST:PORT`, `[V6]:PORT`, a bare `V6:PORT` (`::1:19181`), or `:PORT`
+    /// for every address, IPv6 and IPv4 (IPv4 alone where the host has no IPv6).
     pub fn bind(addr: &str) -> Result<MetricsEndpoint> {
-        let addr = match addr.strip_prefix(':') {
-            Some(port) => format!("0.0.0.0:{port}"),
-            None => addr.to_string(),
-        };
-        let server = tiny_http::Server::http(&addr).map_err(|e| {
+        let fail = |shown: &str, e: &dyn std::fmt::Display| {
             Error::Usage(format!(
-                "--listen {addr}: cannot listen there: {e}; give a free port (`ss -ltnp` shows \
+                "--listen {shown}: cannot listen there: {e}; give a free port (`ss -ltnp` shows \
                  who holds it) or an address of this host"
             ))
-        })?;
+        };
+        let server = match listen_addr(addr) {
+            Listen::Any(port) => tiny_http::Server::http(SocketAddr::from(([0u16; 8], port)))
+                .or_else(|_| tiny_http::Server::http(SocketAddr::from(([0u8; 4], port))))
+                .map_err(|e| fail(addr, &e))?,
+            Listen::At(sa) => tiny_http::Server::http(sa).map_err(|e| fail(addr, &e))?,
+            Listen::Name(name) => tiny_http::Server::http(name).map_err(|e| fail(addr, &e))?,
+        };
         Ok(MetricsEndpoint { server })
     }
 
@@ -66,6 +70,33 @@ impl MetricsEndpoint {
     }
 }
 
+/// Where `--listen` asks to listen.
+#[derive(Debug, PartialEq, Eq)]
+enum Listen<'a> {
+    /// `:PORT`: every address.
+    Any(u16),
+    At(SocketAddr),
+    /// A host name and port, for the resolver.
+    Name(&'a str),
+}
+
+/// `--listen`'s text, read as an address: a bare IPv6 address before the last `:` is
+/// taken whole (`::1:19181` is `[::1]:19181`), never cut at its first colon.
+fn listen_addr(addr: &str) -> Listen<'_> {
+    if let Ok(sa) = addr.parse::<SocketAddr>() {
+        return Listen::At(sa);
+    }
+    if let Some(port) = addr.strip_prefix(':').and_then(|p| p.parse().ok()) {
+        return Listen::Any(port);
+    }
+    if let Some((host, port)) = addr.rsplit_once(':') {
+        if let (Ok(ip), Ok(port)) = (host.parse::<std::net::IpAddr>(), port.parse::<u16>()) {
+            return Listen::At(SocketAddr::new(ip, port));
+        }
+    }
+    Listen::Name(addr)
+}
+
 fn text(
     code: u16,
     body: String,
@@ -76,4 +107,28 @@ fn text(
     tiny_http::Response::from_string(body)
         .with_status_code(code)
         .with_header(header)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `::1:19181` was cut at its first colon into `0.0.0.0::1:19181` (issue 39).
+    #[test]
+    fn listen_addresses_read_whole() {
+        assert_eq!(listen_addr(":19181"), Listen::Any(19181));
+        assert_eq!(
+            listen_addr("::1:19181"),
+            Listen::At("[::1]:19181".parse().unwrap())
+        );
+        assert_eq!(
+            listen_addr("[::1]:19181"),
+            Listen::At("[::1]:19181".parse().unwrap())
+        );
+        assert_eq!(
+            listen_addr("127.0.0.1:9"),
+            Listen::At("127.0.0.1:9".parse().unwrap())
+        );
+        assert_eq!(listen_addr("localhost:9"), Listen::Name("localhost:9"));
+    }
 }
