@@ -286,17 +286,20 @@ wait_listen() { # wait_listen PORT [SECS]: something listens on TCP PORT
     return 1
 }
 
-wait_catching_int() { # wait_catching_int PID [SECS]: until PID catches SIGINT (SigCgt bit 2)
+wait_catching_int() { # wait_catching_int PID [SECS]: until rdmactl as PID catches SIGINT
     # A command started with & in a non-interactive shell inherits SIGINT as ignored, so a
     # kill -INT that lands before the program installs its own handler is lost. Wait for
-    # the handler, then time the signal from there.
-    local pid=$1 deadline=$((SECONDS + ${2:-10})) mask
+    # the handler (SigCgt bit 2), then time the signal from there. The forked shell before
+    # its exec shows bash's own SIGINT handler: only rdmactl's counts (its comm).
+    local pid=$1 deadline=$((SECONDS + ${2:-10})) mask comm
     while ((SECONDS < deadline)); do
+        comm=$(cat "/proc/$pid/comm" 2>/dev/null) || return 1
         mask=$(awk '/^SigCgt:/ {print $2}' "/proc/$pid/status" 2>/dev/null) || return 1
         [[ -n $mask ]] || return 1
-        (((16#$mask >> 1) & 1)) && return 0
+        [[ $comm == rdmactl ]] && (((16#$mask >> 1) & 1)) && return 0
         sleep 0.005
     done
+    echo "pid $pid ($comm) did not catch SIGINT within ${2:-10}s" >&2
     return 1
 }
 
