@@ -21,8 +21,9 @@ rm -f "$one"
 lines=$(wc -l <"$log")
 echo "log: $(stat -c %s "$log") bytes, $lines lines"
 # One run: wall seconds and peak RSS in KiB, from GNU time.
+# Output goes to a file: GNU grep stops at its first match when stdout is /dev/null.
 measure() {
-    /usr/bin/time -f '%e %M' "$@" >/dev/null 2>/tmp/triage-bench.time || true
+    /usr/bin/time -f '%e %M' "$@" >/tmp/triage-bench.out 2>/tmp/triage-bench.time || true
     tail -n 1 /tmp/triage-bench.time
 }
 declare -a tw tm gw gm ratio
