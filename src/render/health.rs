@@ -3,7 +3,7 @@
 //! Slurm script): one short drain reason. JUnit: one testcase per finding.
 
 use crate::model::device::PortState;
-use crate::model::diagnostic::{Diagnostic, Severity};
+use crate::model::diagnostic::{Diagnostic, Severity, Subject};
 use crate::model::doctor::DoctorFacts;
 use crate::render::doctor::DoctorReport;
 
@@ -23,11 +23,8 @@ fn worst_first(findings: &[Diagnostic], at_least: Severity) -> Vec<&Diagnostic> 
     let mut problems: Vec<&Diagnostic> =
         findings.iter().filter(|f| f.severity >= at_least).collect();
     let specificity = |f: &Diagnostic| match &f.subject {
-        Some(
-            crate::model::diagnostic::Subject::Port(..)
-            | crate::model::diagnostic::Subject::GidIndex(..),
-        ) => 0,
-        Some(crate::model::diagnostic::Subject::Host) | None => 2,
+        Some(Subject::Port(..) | Subject::GidIndex(..)) => 0,
+        Some(Subject::Host) | None => 2,
         Some(_) => 1,
     };
     problems.sort_by_key(|f| (std::cmp::Reverse(f.severity), specificity(f)));

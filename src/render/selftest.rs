@@ -32,7 +32,7 @@ pub fn text(r: &SelftestView, style: Style) -> String {
 }
 
 /// The text report of the verbs loopback.
-pub(crate) fn verbs(r: &SelftestView, style: Style) -> String {
+fn verbs(r: &SelftestView, style: Style) -> String {
     let mut out = format!(
         "selftest {} port {} GID index {}, {} B\n",
         [r.device, r.peer_device]
@@ -65,7 +65,7 @@ fn ends(r: &SelftestView) -> String {
 }
 
 /// The text report of `selftest --cm`.
-pub(crate) fn cm(r: &SelftestView) -> String {
+fn cm(r: &SelftestView) -> String {
     let at = |ip: Option<IpAddr>| ip.map_or("?".to_string(), |ip| ip.to_string());
     let (server_address, client_address) = r.addresses.unwrap_or_default();
     let mut out = format!(

@@ -352,7 +352,7 @@ mod tests {
             ],
             ok: false,
         };
-        let text = crate::render::selftest::cm(&report.view());
+        let text = crate::render::selftest::text(&report.view(), crate::output::Style::plain());
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(
             lines[0],

@@ -133,7 +133,7 @@ mod tests {
             .contains(r#""elapsed_us":1022.05,"#));
         assert!(json["signal"] == 2, "{json}");
         assert!(
-            crate::render::selftest::verbs(&report.view(), crate::output::Style::plain())
+            crate::render::selftest::text(&report.view(), crate::output::Style::plain())
                 .starts_with("selftest rxe0 <-> rxe1 port 1 GID index 1")
         );
     }
