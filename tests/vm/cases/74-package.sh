@@ -19,6 +19,13 @@ for path in /usr/bin/rdmactl /usr/share/man/man1/rdmactl.1 /usr/share/man/man1/r
     expect_out "the rpm holds $path" "^${path}(\\.gz)?\$" rpm -qpl "$rpm"
 done
 expect_out "the rpm says what it is" '^Name *: rdmactl' rpm -qpi "$rpm"
+expect_out "and describes itself beyond its summary" '^show_gids do, runs ping-pong' rpm -qpi "$rpm"
+for dir in /usr/libexec/rdmactl /usr/share/doc/rdmactl /etc/nhc/scripts; do
+    expect_out "the rpm owns the directory $dir" "^d.* ${dir}\$" rpm -qplv "$rpm"
+done
+expect_out "the rpm reloads systemd when it is removed or upgraded" 'systemctl daemon-reload' rpm -qp --scripts "$rpm"
+expect_out "and stops and disables the units on erase" 'disable --now rdmactl-exporter.service' rpm -qp --scripts "$rpm"
+expect_out "the rpm marks its license texts" '^/usr/share/licenses/rdmactl/LICENSE-MIT$' rpm -qpL "$rpm"
 
 # --- dpkg -i onto overlays of the read-only root
 overlays=()
@@ -40,6 +47,10 @@ expect_out "dpkg says it is installed" '^Status: install ok installed' dpkg -s r
 expect_out "dpkg -L lists the binary" '^/usr/bin/rdmactl$' dpkg -L rdmactl
 expect_out "dpkg -L lists the gzipped man page" '^/usr/share/man/man1/rdmactl\.1\.gz$' dpkg -L rdmactl
 expect_out "dpkg -L lists the exporter's unit" '^/usr/lib/systemd/system/rdmactl-exporter\.service$' dpkg -L rdmactl
+check "dpkg --verify finds every installed file as its md5sums say" dpkg --verify rdmactl
+expect_out "the .deb carries md5sums" '^ *[0-9]+ bytes, +[0-9]+ lines +md5sums' dpkg-deb -I "$deb"
+expect_out "its copyright file has a notice" '^Copyright: 2026 rdmactl developers' cat /usr/share/doc/rdmactl/copyright
+check "its changelog is installed" test -s /usr/share/doc/rdmactl/changelog.Debian.gz
 check "the Slurm health check is installed executable" test -x /usr/libexec/rdmactl/rdmactl-healthcheck
 expect_out "the NHC check is a conffile" '^ ?/etc/nhc/scripts/rdmactl\.nhc ' dpkg-query -W -f='${Conffiles}\n' rdmactl
 check "the installed binary is the one on PATH" test "$(command -v rdmactl)" = /usr/bin/rdmactl
