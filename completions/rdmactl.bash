@@ -1010,7 +1010,7 @@ _rdmactl() {
             return 0
             ;;
         rdmactl__subcmd__triage)
-            opts="-j -h -V --json --color --sysfs --procfs --help --version"
+            opts="-j -h -V --json --color --sysfs --procfs --no-host --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -320,6 +320,7 @@ never\t''"
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand triage" -l sysfs -d 'Read sysfs from DIR instead of /sys (a captured tree); verbs queries are skipped. pingpong and selftest refuse it: they run on this host\'s devices' -r -F
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand triage" -l procfs -d 'With --sysfs: the same host\'s captured /proc (a sosreport\'s proc/), so doctor judges its memlock limit and loaded modules too; live /proc is never mixed with a capture' -r -F
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand triage" -s j -l json -d 'Print JSON instead of a table'
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand triage" -l no-host -d 'Judge the log alone: do not add this host\'s evidence (for a log copied from another cluster). By default a host that holds one of a failure\'s GIDs, or whose name the log gives, is checked as `check` would (port, GID slot, route toward the other end)'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand triage" -s h -l help -d 'Print help'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand triage" -s V -l version -d 'Print version'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand explain" -l color -d 'When to colour the output (`auto`: a terminal, unless NO_COLOR is set or TERM=dumb)' -r -f -a "auto\t''

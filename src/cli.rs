@@ -1006,6 +1006,11 @@ pub struct TriageArgs {
     /// understood); standard input when none or `-`
     #[arg(value_name = "FILE")]
     pub files: Vec<String>,
+    /// Judge the log alone: do not add this host's evidence (for a log copied from another
+    /// cluster). By default a host that holds one of a failure's GIDs, or whose name the log
+    /// gives, is checked as `check` would (port, GID slot, route toward the other end)
+    #[arg(long)]
+    pub no_host: bool,
 }
 
 #[derive(Debug, Args)]

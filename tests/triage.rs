@@ -353,3 +353,115 @@ fn real_logs_from_the_vm() {
     let r = run(&["triage", &log("vm/ib-send-bw-empty-gid.log")]);
     assert_eq!(r.code, 0, "{}", r.stdout);
 }
+
+/// A host that holds the root line's local GID is that end: `check`'s rules on its port and
+/// GID index toward the peer are added under the finding, in text and `-j`; `--no-host`
+/// judges the log alone.
+#[test]
+fn the_host_holding_the_local_gid_adds_checks_evidence() {
+    let sysfs = "tests/fixtures/sysfs/rxe-veth-basic";
+    let r = run(&["--sysfs", sysfs, "triage", &log("nccl-retry-here.log")]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(
+        r.stdout.contains(
+            "here: the root line's local GID ::ffff:192.168.77.1 is rxe0/1 GID index 1 here \
+             (the log names mlx5_2); check rxe0/1 GID index 1 toward 10.0.3.7:"
+        ),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        r.stdout.contains("    ok    port-state  rxe0/1 is ACTIVE"),
+        "{}",
+        r.stdout
+    );
+    // node2's failure (10.0.3.8) and the common peer are not this host: said once.
+    assert!(
+        r.stdout.contains("this host added no evidence to 1 finding(s): none of the root line's GIDs is on this host"),
+        "{}",
+        r.stdout
+    );
+    let alone = run(&[
+        "--sysfs",
+        sysfs,
+        "triage",
+        "--no-host",
+        &log("nccl-retry-here.log"),
+    ]);
+    assert_eq!(alone.code, 1);
+    assert!(!alone.stdout.contains("here:"), "{}", alone.stdout);
+    assert!(
+        !alone.stdout.contains("added no evidence"),
+        "{}",
+        alone.stdout
+    );
+
+    let out = run(&[
+        "--sysfs",
+        sysfs,
+        "-j",
+        "triage",
+        &log("nccl-retry-here.log"),
+    ]);
+    let v: Value = serde_json::from_str(&out.stdout).unwrap();
+    let bad = schema::mismatches("triage", &v);
+    assert!(bad.is_empty(), "{bad:#?}");
+    let host = &finding(&v, "retry-exceeded")["host"];
+    assert_eq!(host["here"], true, "{host:#}");
+    assert_eq!(host["device"], "rxe0");
+    assert_eq!(host["gid_index"], 1);
+    assert_eq!(host["peer"], "10.0.3.7");
+    let port_state = host["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["code"] == "port-state")
+        .expect("port-state");
+    assert_eq!(port_state["severity"], "ok");
+    assert_eq!(finding(&v, "log-common-peer")["host"]["here"], false);
+}
+
+/// A host that holds the remote GID is the peer: checked toward the reporter's address.
+#[test]
+fn the_host_holding_the_remote_gid_is_the_peer() {
+    let r = run(&[
+        "--sysfs",
+        "tests/fixtures/sysfs/rxe-veth-basic",
+        "triage",
+        &log("nccl-peer-here.log"),
+    ]);
+    assert!(
+        r.stdout.contains(
+            "here: the root line's remote GID ::ffff:192.168.77.2 is rxe1/1 GID index 1 here: \
+             this host is the peer; check rxe1/1 GID index 1 toward 10.0.3.6:"
+        ),
+        "{}",
+        r.stdout
+    );
+    assert!(!r.stdout.contains("added no evidence"), "{}", r.stdout);
+}
+
+/// The host's own evidence can decide what the log cannot: its port is DOWN. The log's
+/// words stay the log's ("the log does not decide which"); the host block says the cause,
+/// with the fix for this host.
+#[test]
+fn a_down_port_here_is_shown_under_the_logs_failure() {
+    let r = run(&[
+        "--sysfs",
+        "tests/fixtures/sysfs/port-down",
+        "triage",
+        &log("nccl-port-down-here.log"),
+    ]);
+    assert_eq!(r.code, 1);
+    let here = &r.stdout[r.stdout.find("  here: ").expect("a host block")..];
+    assert!(
+        here.contains("FAIL  port-state  mlx5_0/1 is DOWN: a RoCE port follows its netdev, and ens1f0np0 is down"),
+        "{here}"
+    );
+    assert!(
+        here.contains("fix: bring the interface up: `ip link set ens1f0np0 up`"),
+        "{here}"
+    );
+    // Not the cable, not the peer: the host's own evidence names its netdev.
+    assert!(!here.contains("cable"), "{here}");
+}

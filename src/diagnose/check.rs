@@ -8,6 +8,7 @@ use crate::diagnose::gidselect::{
 };
 use crate::diagnose::link_local;
 use crate::diagnose::port_state::{self, NetdevAsked, PortAsked};
+use crate::diagnose::route;
 use crate::diagnose::same_host;
 use crate::model::codes::{self, Code};
 use crate::model::device::{GidEntry, GidType, LinkLayer, PortState};
@@ -368,16 +369,12 @@ fn route_findings(
     let _ = port;
     let mut out = Vec::new();
     let gid_dev = entry.netdev.clone().unwrap_or_else(|| "?".into());
+    // The one route rule (`diagnose::route`) a failed run asks too.
     if route.no_route {
-        out.push(
-            Diagnostic::finding(
-                Severity::Fail,
-                codes::ROUTE,
-                format!("the kernel has no route to {peer}: RTR and rdma_resolve_addr fail with ENETUNREACH"),
-            )
-            .evidence(format!("ip route get {peer}: unreachable"))
-            .fix(format!("add a route to {peer} through {gid_dev}")),
-        );
+        let mut f = route::no_route(&peer.to_string(), entry.netdev.as_deref())
+            .evidence(format!("ip route get {peer}: unreachable"));
+        f.fix = f.fix.map(with_better);
+        out.push(f);
         return out;
     }
     let route_dev = route.route_netdev.clone().unwrap_or_else(|| "?".into());
@@ -424,15 +421,9 @@ fn route_findings(
         }
         out.push(f);
     } else {
-        out.push(
-            Diagnostic::finding(
-                Severity::Fail,
-                codes::ROUTE,
-                format!("the kernel routes {peer} through {route_dev}, but GID index {index} belongs to {gid_dev}: the peer's MAC is resolved through {gid_dev}, so RTR would time out"),
-            )
-            .evidence(format!("ip route get {peer}: dev {route_dev}"))
-            .fix(with_better(format!("use a GID on {route_dev}"))),
-        );
+        let mut f = route::other_netdev(&peer.to_string(), &route_dev, &gid_dev);
+        f.fix = f.fix.map(with_better);
+        out.push(f);
     }
 
     // Link-local toward an off-link peer.
@@ -650,7 +641,26 @@ pub(crate) mod tests {
             }),
             ..NetFacts::default()
         };
+        let no_route = NetFacts {
+            route: Some(RouteFacts {
+                peer: Some("10.99.0.5".parse().unwrap()),
+                no_route: true,
+                ..RouteFacts::default()
+            }),
+            ..NetFacts::default()
+        };
         let cases = vec![
+            Case {
+                name: "no route: the code and words a failed run gives",
+                fixture: "rxe-veth-basic",
+                device: "rxe0",
+                index: 1,
+                peer: Some("10.99.0.5"),
+                net: no_route,
+                code: "no-route",
+                severity: Severity::Fail,
+                says: &["no route to 10.99.0.5", "ENETUNREACH", "add a route to 10.99.0.5 through veth0"],
+            },
             Case {
                 name: "index 1 toward the same-host peer",
                 fixture: "rxe-veth-basic",
@@ -724,9 +734,9 @@ pub(crate) mod tests {
                 index: 1,
                 peer: Some("10.9.9.9"),
                 net: routed_elsewhere,
-                code: "route",
+                code: "route-other-netdev",
                 severity: Severity::Fail,
-                says: &["through eth0", "veth0", "time out"],
+                says: &["through eth0", "veth0", "times out"],
             },
             Case {
                 name: "MTU of veth0",
@@ -910,9 +920,13 @@ pub(crate) mod tests {
             &net_facts(&ctx, Some(&gids[0]), Some(peer)),
             &auto,
         );
-        let f = find(&bad, "route");
+        let f = find(&bad, "route-other-netdev");
         assert_eq!(f.severity, Severity::Fail, "{bad:#?}");
         assert!(text(f).contains("use GID index 1"), "{}", text(f));
+        assert!(
+            !bad.iter().any(|f| f.code == "route"),
+            "the route's failure is said once, under its own code: {bad:#?}"
+        );
     }
 
     /// Without an interface the kernel answers a link-local lookup with the first link's

@@ -11,6 +11,7 @@ use std::net::IpAddr;
 use crate::model::codes::{self, Code};
 use crate::model::diagnostic::{Diagnostic, Seen, Severity, Source, Subject};
 use crate::model::errno::{self, errno_name, strerror, wc_status_name};
+use crate::model::gid::Gid;
 use crate::model::joblog::{status_words, FlushGroup, LogDigest, LogEvent, LogFailure};
 
 /// A line of the input: which file (its index) and which line.
@@ -47,6 +48,124 @@ pub struct TriageFinding {
     pub ruled_out: Vec<String>,
     pub unknown: Vec<String>,
     pub next: Vec<NextStep>,
+    /// The GIDs of the root line's QP, as the log names them.
+    pub local_gid: Option<Gid>,
+    pub remote_gid: Option<Gid>,
+    /// What this host adds: whether it is one end of the failure, and `check`'s findings
+    /// there.
+    pub host: HostLook,
+}
+
+/// The host triage runs on, as evidence of one finding.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub enum HostLook {
+    /// `--no-host`, or a finding with nothing to look up (a flush storm alone).
+    #[default]
+    NotAsked,
+    /// Why this host is not an end of the failure (or could not be read).
+    Skipped(String),
+    /// This host is one end: `check`'s findings on its port and GID toward the other end.
+    Here(HereEnd, Vec<Diagnostic>),
+}
+
+/// One end of a failure found on this host.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HereEnd {
+    pub device: String,
+    pub port: u32,
+    pub gid_index: Option<u32>,
+    /// The other end, toward which `check` judges the route.
+    pub peer: Option<IpAddr>,
+    /// What ties the log to this host, in words.
+    pub why: String,
+}
+
+/// A GID of this host's tables, for `end_here`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostGid {
+    pub device: String,
+    pub port: u32,
+    pub index: u32,
+    pub gid: Gid,
+}
+
+/// Is this host one end of `f`? By evidence, in order: the root's local GID is in this
+/// host's tables (this host reported it), its remote GID is (this host is the peer), or a
+/// reporter's host name is this host's and the device the log names is here. A device name
+/// alone decides nothing: `mlx5_0` is on every node of a cluster.
+pub fn end_here(
+    f: &TriageFinding,
+    gids: &[HostGid],
+    hostname: &str,
+    devices: &[String],
+) -> Result<HereEnd, String> {
+    let held = |g: &Gid| gids.iter().find(|h| h.gid == *g);
+    let ip_of = |g: &Gid| Some(g.ip());
+    if let Some(h) = f.local_gid.as_ref().and_then(held) {
+        return Ok(HereEnd {
+            device: h.device.clone(),
+            port: h.port,
+            gid_index: Some(h.index),
+            peer: f.peer.or_else(|| f.remote_gid.as_ref().and_then(ip_of)),
+            why: format!(
+                "the root line's local GID {} is {}/{} GID index {} here{}",
+                h.gid.ipv6(),
+                h.device,
+                h.port,
+                h.index,
+                named_otherwise(&f.device, &h.device)
+            ),
+        });
+    }
+    if let Some(h) = f.remote_gid.as_ref().and_then(held) {
+        return Ok(HereEnd {
+            device: h.device.clone(),
+            port: h.port,
+            gid_index: Some(h.index),
+            peer: f.local_gid.as_ref().and_then(ip_of),
+            why: format!(
+                "the root line's remote GID {} is {}/{} GID index {} here: this host is the peer",
+                h.gid.ipv6(),
+                h.device,
+                h.port,
+                h.index
+            ),
+        });
+    }
+    let short = |h: &str| h.split('.').next().unwrap_or(h).to_string();
+    let named_here = f
+        .reporters
+        .iter()
+        .any(|r| !hostname.is_empty() && short(r) == short(hostname));
+    match &f.device {
+        Some(dev) if named_here && devices.contains(dev) => Ok(HereEnd {
+            device: dev.clone(),
+            port: f.port.unwrap_or(1),
+            gid_index: f.gid_index,
+            peer: f.peer,
+            why: format!(
+                "the log's host {} is this host, and it has {dev}",
+                short(hostname)
+            ),
+        }),
+        Some(dev) if named_here => Err(format!(
+            "the log's host is this host ({}), but it has no device {dev}",
+            short(hostname)
+        )),
+        _ => Err(format!(
+            "none of the root line's GIDs is on this host ({}), and the log names no host of \
+             its name: run triage on a node of the job, or pass --no-host",
+            short(hostname)
+        )),
+    }
+}
+
+/// " (the log names DEV)" when the log's device name is not the one holding the GID here.
+fn named_otherwise(logged: &Option<String>, here: &str) -> String {
+    match logged {
+        Some(d) if d != here => format!(" (the log names {d})"),
+        _ => String::new(),
+    }
 }
 
 /// The whole judgement of a log.
@@ -463,6 +582,9 @@ fn finding_of(group: &[&LogEvent], index: &Index, name: &dyn Fn(usize) -> String
         status: root.status(),
         ruled_out: words.ruled_out,
         unknown: words.unknown,
+        local_gid: root.local_gid,
+        remote_gid: root.remote_gid,
+        host: HostLook::NotAsked,
         next,
     }
 }
@@ -830,6 +952,9 @@ fn flush_only(f: &FlushGroup, name: &dyn Fn(usize) -> String) -> TriageFinding {
         ruled_out: Vec::new(),
         unknown: vec!["the error that put the QP in the error state".into()],
         next: Vec::new(),
+        local_gid: None,
+        remote_gid: None,
+        host: HostLook::NotAsked,
     }
 }
 
@@ -910,6 +1035,11 @@ fn common_peers(
                 on: peer.to_string(),
                 command: "rdmactl doctor".into(),
             }],
+            local_gid: None,
+            // The peer every reporter names: its RoCE v2 GID, so that a host holding it
+            // looks at itself as that peer.
+            remote_gid: Some(Gid::from_ip(peer)),
+            host: HostLook::NotAsked,
         });
     }
     out
@@ -948,6 +1078,43 @@ mod tests {
     const FLUSH: &str = "node1:11:12 [0] NCCL WARN NET/IB : Got completion from peer \
                          10.0.3.7<41322> with status=5 opcode=0 len=0 vendor err 244 (Recv) \
                          localGid ::ffff:10.0.3.6 remoteGids::ffff:10.0.3.7";
+
+    /// The end a host is: by GID first, by host name and device only together; a device
+    /// name alone (every node has an mlx5_0) never makes this host an end.
+    #[test]
+    fn this_host_is_an_end_by_gid_or_by_name_and_device() {
+        let t = judged(&[RETRY]);
+        let f = &t.findings[0];
+        let gid = |ip: &str| Gid::from_ip(ip.parse().unwrap());
+        let held = |ip: &str, index| HostGid {
+            device: "mlx5_1".into(),
+            port: 1,
+            index,
+            gid: gid(ip),
+        };
+        let here = end_here(f, &[held("10.0.3.6", 3)], "other", &[]).unwrap();
+        assert_eq!((here.device.as_str(), here.gid_index), ("mlx5_1", Some(3)));
+        assert_eq!(here.peer, Some("10.0.3.7".parse().unwrap()));
+        let peer = end_here(f, &[held("10.0.3.7", 5)], "other", &[]).unwrap();
+        assert!(peer.why.contains("this host is the peer"), "{}", peer.why);
+        assert_eq!(peer.peer, Some("10.0.3.6".parse().unwrap()));
+        // NCCL's line names its host (node1); without a device name it is not enough.
+        let no_device = end_here(f, &[], "node1.cluster", &["mlx5_0".into()]);
+        assert!(no_device.is_err(), "{no_device:?}");
+        let mut named = f.clone();
+        named.device = Some("mlx5_0".into());
+        let by_name = end_here(&named, &[], "node1.cluster", &["mlx5_0".into()]).unwrap();
+        assert!(
+            by_name.why.contains("the log's host node1 is this host"),
+            "{}",
+            by_name.why
+        );
+        let elsewhere = end_here(&named, &[], "node7", &["mlx5_0".into()]).unwrap_err();
+        assert!(
+            elsewhere.contains("none of the root line's GIDs is on this host (node7)"),
+            "{elsewhere}"
+        );
+    }
 
     #[test]
     fn a_flush_storm_after_retry_exceeded_is_one_event() {

@@ -43,6 +43,18 @@ pub fn lines(diagnostics: &[Diagnostic], style: Style, evidence: Evidence) -> St
     out
 }
 
+/// `lines`, each line at `indent` (a block under another report's line).
+pub fn lines_at(
+    diagnostics: &[Diagnostic],
+    style: Style,
+    evidence: Evidence,
+    indent: &str,
+) -> String {
+    let mut out = String::new();
+    block(&mut out, diagnostics, style, evidence, indent);
+    out
+}
+
 /// The finding lines at `indent`; related diagnostics go beneath their cause, indented.
 ///
 /// With a width (COLUMNS, or the terminal's) every line fits it, so one long subject (a

@@ -3,25 +3,51 @@
 
 use serde::Serialize;
 
-use crate::diagnose::triage::{LineRef, Triage, TriageFinding};
-use crate::model::diagnostic::Severity;
+use crate::diagnose::triage::{HostLook, LineRef, Triage, TriageFinding};
+use crate::model::diagnostic::{json, Severity};
 use crate::model::errno::{errno_name, wc_status_name};
 use crate::model::joblog::{FlushGroup, LogDigest, LogEvent, LogFailure};
+use crate::output::Style;
+use crate::render::diagnostic::{self as render_diagnostic, Evidence};
 
 /// Events listed in `-j` (the rest are counted in `events_dropped`).
 const JSON_EVENTS: usize = 1000;
 
 /// The text report.
-pub fn text(t: &Triage, d: &LogDigest, names: &[String]) -> String {
+pub fn text(t: &Triage, d: &LogDigest, names: &[String], style: Style) -> String {
     let mut out = String::new();
     if t.findings.is_empty() {
         out.push_str("no RDMA error in the log\n");
     }
     for f in &t.findings {
         out.push_str(&finding(f, names));
+        out.push_str(&host(&f.host, style));
     }
     out.push_str(&summary(t, d, names));
+    out.push_str(&not_here(t));
     out
+}
+
+/// The findings this host is no end of, said once: the distinct reasons (a log copied from
+/// another cluster gives the same one for every finding).
+fn not_here(t: &Triage) -> String {
+    let mut why: Vec<&str> = Vec::new();
+    let mut count = 0;
+    for f in &t.findings {
+        if let HostLook::Skipped(w) = &f.host {
+            count += 1;
+            if !why.contains(&w.as_str()) {
+                why.push(w);
+            }
+        }
+    }
+    if count == 0 {
+        return String::new();
+    }
+    format!(
+        "this host added no evidence to {count} finding(s): {}\n",
+        why.join("; ")
+    )
 }
 
 fn at(names: &[String], r: LineRef) -> String {
@@ -66,6 +92,28 @@ fn finding(f: &TriageFinding, names: &[String]) -> String {
     out
 }
 
+/// What this host added: `check`'s lines under the end it is, or why it added nothing.
+fn host(look: &HostLook, style: Style) -> String {
+    match look {
+        // Said once for the whole log, under the summary (`not_here`).
+        HostLook::NotAsked | HostLook::Skipped(_) => String::new(),
+        HostLook::Here(end, found) => {
+            let mut what = format!("{}/{}", end.device, end.port);
+            if let Some(i) = end.gid_index {
+                what.push_str(&format!(" GID index {i}"));
+            }
+            if let Some(p) = end.peer {
+                what.push_str(&format!(" toward {p}"));
+            }
+            format!(
+                "  here: {}; check {what}:\n{}",
+                end.why,
+                render_diagnostic::lines_at(found, style, Evidence::Problems, "    ")
+            )
+        }
+    }
+}
+
 fn summary(t: &Triage, d: &LogDigest, names: &[String]) -> String {
     let mut s = format!(
         "read {} line(s) of {}: {} RDMA error line(s), {} finding(s); {} line(s) not \
@@ -98,7 +146,7 @@ fn summary(t: &Triage, d: &LogDigest, names: &[String]) -> String {
 // ---------------------------------------------------------------------------------------
 // JSON
 
-#[derive(Debug, Serialize)]
+#[derive(Serialize)]
 pub struct TriageJson<'a> {
     pub files: &'a [String],
     pub lines: u64,
@@ -139,7 +187,7 @@ pub struct NextJson<'a> {
     pub command: &'a str,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Serialize)]
 pub struct FindingJson<'a> {
     pub code: &'a str,
     pub severity: Severity,
@@ -160,6 +208,23 @@ pub struct FindingJson<'a> {
     pub ruled_out: &'a [String],
     pub unknown: &'a [String],
     pub next: Vec<NextJson<'a>>,
+    /// This host's evidence: null when not asked (`--no-host`).
+    pub host: Option<HostJson<'a>>,
+}
+
+/// What this host added to a finding.
+#[derive(Serialize)]
+pub struct HostJson<'a> {
+    /// This host is an end of the failure.
+    pub here: bool,
+    /// What ties the log to this host, or why it is not an end.
+    pub why: &'a str,
+    pub device: Option<&'a str>,
+    pub port: Option<u32>,
+    pub gid_index: Option<u32>,
+    pub peer: Option<String>,
+    /// `check`'s findings on that port and GID toward the other end.
+    pub findings: Vec<json::AsFinding<'a>>,
 }
 
 #[derive(Debug, Serialize)]
@@ -275,6 +340,27 @@ fn finding_json<'a>(f: &'a TriageFinding, names: &[String]) -> FindingJson<'a> {
                 command: &n.command,
             })
             .collect(),
+        host: match &f.host {
+            HostLook::NotAsked => None,
+            HostLook::Skipped(why) => Some(HostJson {
+                here: false,
+                why,
+                device: None,
+                port: None,
+                gid_index: None,
+                peer: None,
+                findings: Vec::new(),
+            }),
+            HostLook::Here(end, found) => Some(HostJson {
+                here: true,
+                why: &end.why,
+                device: Some(&end.device),
+                port: Some(end.port),
+                gid_index: end.gid_index,
+                peer: end.peer.map(|p| p.to_string()),
+                findings: found.iter().map(json::AsFinding).collect(),
+            }),
+        },
     }
 }
 

@@ -88,7 +88,7 @@ pub(super) fn oob_connect(b: Builder, cause: &Cause) -> Diagnostic {
         }
         Cause::Errno { errno: e, .. } if *e == libc::ENETUNREACH || *e == libc::EHOSTUNREACH => {
             let seen = Seen::new(Source::Failure, format!("connect: {}", errno_name(*e)));
-            super::route::no_route(b, &peer.to_string(), vec![seen], false)
+            super::route::no_route(b, &peer.to_string(), None, vec![seen], false)
         }
         _ => generic(b),
     }

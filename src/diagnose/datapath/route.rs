@@ -77,15 +77,21 @@ pub(super) fn same_host_ipv6(
     })
 }
 
-/// `no-route`: this host has no route to the peer, whether the TCP exchange's connect or
-/// RTR found it out; one cause and one fix for both (`gid_fix`: RTR may name a GID whose
-/// netdev has one).
-pub(super) fn no_route(b: Builder, peer: &str, evidence: Vec<Seen>, gid_fix: bool) -> Diagnostic {
+/// `no-route`, the one rule's (`diagnose::route`), with this failure's evidence; `gid_fix`:
+/// RTR may name a GID whose netdev has a route.
+pub(super) fn no_route(
+    b: Builder,
+    peer: &str,
+    gid_netdev: Option<&str>,
+    evidence: Vec<Seen>,
+    gid_fix: bool,
+) -> Diagnostic {
+    let d = crate::diagnose::route::no_route(peer, gid_netdev);
     b.done(
-        codes::NO_ROUTE,
-        format!("this host has no route to {peer}"),
+        d.code,
+        d.message,
         evidence,
-        format!("add a route to {peer}, or check the address (`ip route get {peer}` finds none)"),
+        d.fix.unwrap_or_default(),
         gid_fix,
     )
 }
@@ -119,21 +125,13 @@ pub(super) fn rtr_unreachable(b: Builder, errno: i32) -> Diagnostic {
             Source::Route,
             format!("ip route get {peer_text}: no route"),
         ));
-        return no_route(b, &peer_text, ev, true);
+        return no_route(b, &peer_text, dev.as_deref(), ev, true);
     }
     if let (Some(rd), Some(d)) = (&route.route_netdev, &dev) {
         if !route.peer_is_local && rd != d {
-            ev.push(Seen::new(
-                Source::Route,
-                format!("ip route get {peer_text}: dev {rd}"),
-            ));
-            return b.done(
-                codes::ROUTE_OTHER_NETDEV,
-                format!("the kernel routes {peer_text} through {rd}, but the GID belongs to {d}; the peer's MAC is resolved through {d}, where it never answers"),
-                ev,
-                format!("use a GID on {rd}, or fix the routing so {peer_text} is reached through {d}"),
-                true,
-            );
+            let x = crate::diagnose::route::other_netdev(&peer_text, rd, d);
+            ev.extend(x.evidence);
+            return b.done(x.code, x.message, ev, x.fix.unwrap_or_default(), true);
         }
     }
     if let Some((owner, more, fix)) = same_host_drop(&route, &peer_text, &dev_name) {

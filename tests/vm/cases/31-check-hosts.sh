@@ -79,7 +79,7 @@ if modprobe vrf 2>/dev/null; then
     ip link set vrfb up
     rdma link add rxevr type rxe netdev vrfa
     wait_gids 10
-    expect_no_out "VRF: the route is found in the VRF's table" 'route +the kernel has no route to 10\.80\.0\.9' \
+    expect_no_out "VRF: the route is found in the VRF's table" 'no-route +this host has no route to 10\.80\.0\.9' \
         "$RDMACTL" check -d rxevr -g auto --peer 10.80.0.9
     expect_out "VRF: through vrfa, from table 10" 'from routing table 10, not main' cat "$LAST_OUT"
 else
@@ -98,6 +98,8 @@ start=$EPOCHREALTIME
 expect_rc 1 "no route: check fails" "$RDMACTL" check -d rxe1 -g auto --peer 10.99.0.5
 expect_out "no route: ENETUNREACH, as rping says" 'ENETUNREACH \(Network is unreachable\)' cat "$LAST_OUT"
 expect_no_out "no route: not an ARP timeout" 'no ARP|ETIMEDOUT' cat "$LAST_OUT"
+expect_out "no route: under the code a failed run gives it" '(FAIL|fail) +no-route +this host has no route to 10\.99\.0\.5' cat "$LAST_OUT"
+expect_no_out "no route: said once, not also as check's own route code" '(FAIL|fail) +route ' cat "$LAST_OUT"
 
 # --- peers that cannot be RC peers: usage errors that say why
 for p in 127.0.0.1:loopback 0.0.0.0:unspecified 192.168.77.255:broadcast 224.0.0.1:multicast; do
