@@ -30,6 +30,15 @@ expect_out "rdmactl: retry-exceeded or an RTR transition, rooted at its line" \
     '^FAIL (retry-exceeded|log-qp-transition) +rxe[01]/1 GID 1 +root .*rdmactl\.log:[0-9]+' cat "$RESULTS/rdmactl.triage"
 expect_out "rdmactl: the next command carries the run's device, port, index and peer" \
     'next: on the reporting host: rdmactl check -d rxe[01] -i 1 -g 1 --peer 192\.168\.77\.[12]' cat "$RESULTS/rdmactl.triage"
+# Both ends ran on this host: the line's remote GID (the server's) is in its tables, so
+# triage adds check's lines on that port, read live now.
+expect_out "rdmactl: this host holds the remote GID, so it is the peer" \
+    "^  here: the root line's remote GID ::ffff:192\\.168\\.77\\.[12] is rxe[01]/1 GID index 1 here: this host is the peer" \
+    cat "$RESULTS/rdmactl.triage"
+expect_out "rdmactl: with the live port state under it" '^    ok +port-state +rxe[01]/1 is ACTIVE' cat "$RESULTS/rdmactl.triage"
+expect_out "rdmactl: and the same in -j" '"here": ?true' cat "$RESULTS/rdmactl.triage.json"
+expect_no_out "rdmactl: --no-host judges the log alone" '^  here:|added no evidence' \
+    "$RDMACTL" triage --no-host "$RESULTS/rdmactl.log"
 
 # --- ibv_rc_pingpong: the client on an empty GID slot sends GID :: and the server's RTR
 # fails; the job's log is both ends' output (tests/fixtures/joblogs/vm/ holds one such log)
