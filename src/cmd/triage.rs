@@ -3,6 +3,8 @@
 //! toward the other end; not with `--no-host`), print the findings; exit 1 when an RDMA
 //! error was found.
 
+use std::io::IsTerminal;
+
 use crate::cli::TriageArgs;
 use crate::ctx::Ctx;
 use crate::diagnose::check as check_rules;
@@ -16,6 +18,7 @@ use crate::gather::procfs;
 use crate::gather::sysfs::SysfsRoot;
 use crate::model::diagnostic::Diagnostic;
 use crate::model::facts::NetFacts;
+use crate::model::joblog::Progress;
 use crate::output::{json, print};
 use crate::render::triage as render;
 
@@ -25,7 +28,11 @@ pub fn run(ctx: &Ctx, args: &TriageArgs) -> Result<u8> {
     } else {
         args.files.clone()
     };
-    let digest = joblog::read_logs(&paths)?;
+    // A multi-GB log takes a while: a progress line every few seconds on a terminal.
+    let mut tell = |p: &Progress| crate::output::note(&render::progress(p));
+    let progress = (std::io::stderr().is_terminal() && !ctx.json)
+        .then_some((&mut tell as &mut dyn FnMut(&Progress), PROGRESS_EVERY));
+    let digest = joblog::read_logs(&paths, progress)?;
     let names: Vec<String> = paths
         .iter()
         .map(|p| {
@@ -51,6 +58,9 @@ pub fn run(ctx: &Ctx, args: &TriageArgs) -> Result<u8> {
         exit::OK
     })
 }
+
+/// How often a long read says how far it is.
+const PROGRESS_EVERY: std::time::Duration = std::time::Duration::from_secs(3);
 
 /// Findings this host is asked about (the first ones: a log of a thousand failures toward
 /// one peer is one finding already).

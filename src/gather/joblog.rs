@@ -11,40 +11,75 @@ use std::path::Path;
 
 use crate::error::Error;
 use crate::model::errno::errno_text;
-use crate::model::joblog::{LogDigest, LogParser};
+use crate::model::joblog::{LogDigest, LogParser, Progress};
 
 /// Bytes of one line kept; a longer line is cut (the rest is read and dropped).
 pub const MAX_LINE: usize = 64 * 1024;
 /// How much of a file is looked at to tell text from binary.
 const SNIFF: u64 = 64 * 1024;
 
+/// Lines between two looks at the clock (a look costs more than a line under emulation).
+const PROGRESS_STRIDE: u64 = 1 << 16;
+
 /// Read every input into one digest: `-` is standard input. Inputs are read in order, each
-/// with its own line numbers.
-pub fn read_logs(paths: &[String]) -> Result<LogDigest, Error> {
+/// with its own line numbers. `progress`, when given, hears how far the read is every
+/// `every` of wall time (nothing for a read shorter than that).
+pub fn read_logs(
+    paths: &[String],
+    mut progress: Option<(&mut dyn FnMut(&Progress), std::time::Duration)>,
+) -> Result<LogDigest, Error> {
     let mut digest = LogDigest::default();
     for (index, path) in paths.iter().enumerate() {
+        let watch = progress.as_mut().map(|(f, every)| Watch {
+            tell: &mut **f,
+            every: *every,
+            last: std::time::Instant::now(),
+        });
         if path == "-" {
             let stdin = std::io::stdin();
-            read_one(stdin.lock(), "standard input", index, &mut digest)?;
+            read_one(
+                stdin.lock(),
+                "standard input",
+                None,
+                index,
+                &mut digest,
+                watch,
+            )?;
         } else {
             let file = File::open(Path::new(path)).map_err(|e| unreadable(path, &e))?;
+            let size = file
+                .metadata()
+                .ok()
+                .filter(|m| m.is_file())
+                .map(|m| m.len());
             read_one(
                 BufReader::with_capacity(256 * 1024, file),
                 path,
+                size,
                 index,
                 &mut digest,
+                watch,
             )?;
         }
     }
     Ok(digest)
 }
 
+/// Who hears a long read's progress, and when it last did.
+pub struct Watch<'f> {
+    tell: &'f mut dyn FnMut(&Progress),
+    every: std::time::Duration,
+    last: std::time::Instant,
+}
+
 /// Stream one input into the digest.
 pub fn read_one<R: BufRead>(
     mut input: R,
     name: &str,
+    size: Option<u64>,
     file: usize,
     digest: &mut LogDigest,
+    mut watch: Option<Watch>,
 ) -> Result<(), Error> {
     let mut parser = LogParser::for_file(file);
     digest.start_file(file);
@@ -77,6 +112,18 @@ pub fn read_one<R: BufRead>(
         digest.count(&kind);
         if let Some(e) = done {
             digest.add(e);
+        }
+        if let Some(w) = watch.as_mut().filter(|_| line_no % PROGRESS_STRIDE == 0) {
+            if w.last.elapsed() >= w.every {
+                (w.tell)(&Progress {
+                    name,
+                    bytes: offset,
+                    size,
+                    lines: digest.lines,
+                    understood: digest.understood,
+                });
+                w.last = std::time::Instant::now();
+            }
         }
     }
     if offset < SNIFF && sniffed_lines >= 4 && bad_lines * 2 > sniffed_lines {
@@ -141,7 +188,7 @@ fn binary(name: &str, offset: u64, what: &str) -> Error {
 #[cfg(test)]
 fn digest_of(bytes: &[u8]) -> Result<LogDigest, Error> {
     let mut d = LogDigest::default();
-    read_one(bytes, "log", 0, &mut d)?;
+    read_one(bytes, "log", None, 0, &mut d, None)?;
     Ok(d)
 }
 
@@ -199,7 +246,7 @@ mod tests {
 
     #[test]
     fn a_missing_file_names_its_errno() {
-        let err = read_logs(&["/nonexistent/job.log".into()])
+        let err = read_logs(&["/nonexistent/job.log".into()], None)
             .unwrap_err()
             .to_string();
         assert_eq!(
@@ -207,5 +254,46 @@ mod tests {
             "cannot read /nonexistent/job.log: ENOENT (2, No such file or directory); give a \
              job's log file, or - for standard input"
         );
+    }
+
+    /// A long read tells how far it is: bytes that only grow, within the file's size, and
+    /// the lines read so far; the line it makes names the file and the share read.
+    #[test]
+    fn a_long_read_tells_its_progress() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("big.log");
+        let line = "0: step 120 loss 2.31\n";
+        std::fs::write(&path, line.repeat(3 * PROGRESS_STRIDE as usize)).unwrap();
+        let size = std::fs::metadata(&path).unwrap().len();
+        let mut seen: Vec<(u64, Option<u64>, u64)> = Vec::new();
+        let mut tell = |p: &Progress| seen.push((p.bytes, p.size, p.lines));
+        let name = path.to_string_lossy().into_owned();
+        let d = read_logs(
+            std::slice::from_ref(&name),
+            Some((&mut tell, std::time::Duration::ZERO)),
+        )
+        .unwrap();
+        assert_eq!(d.lines, 3 * PROGRESS_STRIDE);
+        assert_eq!(seen.len(), 3, "{seen:?}");
+        assert!(
+            seen.windows(2).all(|w| w[0].0 < w[1].0 && w[0].2 < w[1].2),
+            "{seen:?}"
+        );
+        assert!(
+            seen.iter().all(|s| s.1 == Some(size) && s.0 <= size),
+            "{seen:?}"
+        );
+        let text = crate::render::triage::progress(&Progress {
+            name: &name,
+            bytes: size / 2,
+            size: Some(size),
+            lines: 100_000,
+            understood: 0,
+        });
+        assert!(
+            text.starts_with(&format!("triage: {name}: 0.0 GiB of 0.0 GiB (50%)")),
+            "{text}"
+        );
+        assert!(text.ends_with("0.1 M lines read, 0 understood"), "{text}");
     }
 }

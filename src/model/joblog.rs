@@ -1044,6 +1044,18 @@ pub struct FlushGroup {
     pub lines: Vec<u64>,
 }
 
+/// How far a long read has gone, for a progress line.
+#[derive(Debug, Clone, Copy)]
+pub struct Progress<'a> {
+    pub name: &'a str,
+    /// Bytes read of this input, and its size when it is a file.
+    pub bytes: u64,
+    pub size: Option<u64>,
+    /// Lines read so far, all inputs.
+    pub lines: u64,
+    pub understood: u64,
+}
+
 /// A log read: its events (at most `MAX_EVENTS`, the rest counted), flushes grouped, and
 /// the tally of lines.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -4,9 +4,10 @@
 use serde::Serialize;
 
 use crate::diagnose::triage::{HostLook, LineRef, Triage, TriageFinding};
+
 use crate::model::diagnostic::{json, Severity};
 use crate::model::errno::{errno_name, wc_status_name};
-use crate::model::joblog::{FlushGroup, LogDigest, LogEvent, LogFailure};
+use crate::model::joblog::{FlushGroup, LogDigest, LogEvent, LogFailure, Progress};
 use crate::output::Style;
 use crate::render::diagnostic::{self as render_diagnostic, Evidence};
 
@@ -90,6 +91,27 @@ fn finding(f: &TriageFinding, names: &[String]) -> String {
         out.push_str(&format!("  next: on {}: {}\n", n.on, n.command));
     }
     out
+}
+
+/// A long read's progress line: `triage: big.log: 1.2 GiB of 4.0 GiB (30%), 14.2 M lines
+/// read, 31 understood`.
+pub fn progress(p: &Progress) -> String {
+    let gib = |b: u64| b as f64 / f64::from(1u32 << 30);
+    let of = match p.size.filter(|s| *s > 0) {
+        Some(size) => format!(
+            " of {:.1} GiB ({:.0}%)",
+            gib(size),
+            100.0 * p.bytes.min(size) as f64 / size as f64
+        ),
+        None => String::new(),
+    };
+    format!(
+        "triage: {}: {:.1} GiB{of}, {:.1} M lines read, {} understood",
+        p.name,
+        gib(p.bytes),
+        p.lines as f64 / 1e6,
+        p.understood
+    )
 }
 
 /// What this host added: `check`'s lines under the end it is, or why it added nothing.
