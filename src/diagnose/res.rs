@@ -6,7 +6,7 @@
 
 use crate::model::codes;
 use crate::model::diagnostic::{Diagnostic, Severity, Subject};
-use crate::model::res::{by_owner, CmId, Owner, ProcState, ProcessInfo, Qp, QpState, ResFacts};
+use crate::model::res::{by_owner, CmId, Owner, ProcState, ProcessInfo, QpState, ResFacts, ResQp};
 
 /// Every finding, in the order a person acts on them: dead connections, stalls, idle
 /// QPs, named processes without resources.
@@ -56,7 +56,7 @@ fn state_words(state: Option<ProcState>) -> String {
     format!("state {} ({words})", s.letter())
 }
 
-fn subject(qp: &Qp) -> Subject {
+fn subject(qp: &ResQp) -> Subject {
     match qp.port {
         Some(p) => Subject::Port(qp.device.clone(), p),
         None => Subject::Device(qp.device.clone()),
@@ -64,7 +64,7 @@ fn subject(qp: &Qp) -> Subject {
 }
 
 /// `QP 17 RC RTS rqpn 18 sq-psn 0x1a rq-psn 0x2b`, as `rdma res show qp` words them.
-pub fn qp_line(qp: &Qp) -> String {
+pub fn qp_line(qp: &ResQp) -> String {
     let mut s = format!(
         "QP {} on {}{}",
         qp.lqpn,
@@ -90,7 +90,7 @@ pub fn qp_line(qp: &Qp) -> String {
 }
 
 /// The rdma_cm ID that holds a QP, in the reading the QP came from.
-pub fn cm_of<'a>(ids: &'a [CmId], qp: &Qp) -> Option<&'a CmId> {
+pub fn cm_of<'a>(ids: &'a [CmId], qp: &ResQp) -> Option<&'a CmId> {
     ids.iter()
         .find(|c| c.lqpn == Some(qp.lqpn) && c.device.as_deref() == Some(qp.device.as_str()))
 }
@@ -102,7 +102,7 @@ fn live(facts: &ResFacts, pid: u32) -> Option<&ProcessInfo> {
         .filter(|p| p.state.map_or(true, ProcState::alive))
 }
 
-fn error_live(facts: &ResFacts, qp: &Qp) -> Option<Diagnostic> {
+fn error_live(facts: &ResFacts, qp: &ResQp) -> Option<Diagnostic> {
     let state = qp.state?;
     if !matches!(state, QpState::Err | QpState::Sqe) {
         return None;
@@ -167,7 +167,7 @@ pub fn cm_line(c: &CmId) -> String {
 
 /// An RTS RC/UC QP present in both readings, owned by the same live process, whose PSNs
 /// did not move.
-fn no_progress(facts: &ResFacts, qp: &Qp) -> Option<Diagnostic> {
+fn no_progress(facts: &ResFacts, qp: &ResQp) -> Option<Diagnostic> {
     if qp.state != Some(QpState::Rts) || !qp.qp_type.is_some_and(|t| t.connected()) {
         return None;
     }
@@ -289,10 +289,10 @@ mod tests {
     use std::collections::BTreeMap;
 
     use super::*;
-    use crate::model::res::{CmState, Mr, QpType, Snapshot};
+    use crate::model::res::{CmState, QpType, ResMr, Snapshot};
 
-    fn qp(lqpn: u32, state: QpState, psn: (u32, u32), pid: u32) -> Qp {
-        Qp {
+    fn qp(lqpn: u32, state: QpState, psn: (u32, u32), pid: u32) -> ResQp {
+        ResQp {
             device: "rxe0".into(),
             port: Some(1),
             lqpn,
@@ -317,7 +317,11 @@ mod tests {
         )
     }
 
-    fn facts(before: Vec<Qp>, after: Option<Vec<Qp>>, procs: &[(u32, &str, char)]) -> ResFacts {
+    fn facts(
+        before: Vec<ResQp>,
+        after: Option<Vec<ResQp>>,
+        procs: &[(u32, &str, char)],
+    ) -> ResFacts {
         let snap = |qps| Snapshot {
             devices: vec!["rxe0".into()],
             qps,
@@ -467,7 +471,7 @@ mod tests {
             .iter()
             .any(|s| s.text.contains("never opened one")));
         // An MR alone is RDMA in use.
-        f.before.mrs.push(Mr {
+        f.before.mrs.push(ResMr {
             device: "rxe0".into(),
             length: Some(4096),
             mrn: None,

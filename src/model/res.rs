@@ -193,7 +193,7 @@ pub fn port_space_label(ps: u32) -> String {
 
 /// One QP (`RDMA_NLDEV_ATTR_RES_QP_ENTRY`).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Qp {
+pub struct ResQp {
     pub device: String,
     /// Absent before the QP's first transition to INIT names a port.
     pub port: Option<u32>,
@@ -225,7 +225,7 @@ pub struct CmId {
 
 /// One memory region: its length is the memory it pins.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Mr {
+pub struct ResMr {
     pub device: String,
     pub length: Option<u64>,
     pub mrn: Option<u32>,
@@ -244,9 +244,9 @@ pub struct Counted {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Snapshot {
     pub devices: Vec<String>,
-    pub qps: Vec<Qp>,
+    pub qps: Vec<ResQp>,
     pub cm_ids: Vec<CmId>,
-    pub mrs: Vec<Mr>,
+    pub mrs: Vec<ResMr>,
     pub cqs: Vec<Counted>,
     pub pds: Vec<Counted>,
 }
@@ -401,7 +401,7 @@ mod tests {
 
     #[test]
     fn holdings_sum_pinned_bytes_per_owner() {
-        let mr = |pid, len| Mr {
+        let mr = |pid, len| ResMr {
             device: "rxe0".into(),
             length: Some(len),
             mrn: None,

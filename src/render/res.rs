@@ -345,11 +345,11 @@ mod tests {
 
     use super::*;
     use crate::model::res::{
-        CmId, CmState, Mr, ProcState, ProcessInfo, Qp, QpState, QpType, Snapshot,
+        CmId, CmState, ProcState, ProcessInfo, QpState, QpType, ResMr, ResQp, Snapshot,
     };
 
     fn facts() -> ResFacts {
-        let qp = |lqpn, state, pid| Qp {
+        let qp = |lqpn, state, pid| ResQp {
             device: "rxe0".into(),
             port: Some(1),
             lqpn,
@@ -374,7 +374,7 @@ mod tests {
                 id: Some(2),
                 owner: Owner::Pid(101),
             }],
-            mrs: vec![Mr {
+            mrs: vec![ResMr {
                 device: "rxe0".into(),
                 length: Some(3 << 20),
                 mrn: Some(1),

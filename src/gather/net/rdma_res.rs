@@ -9,7 +9,7 @@
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
 use super::rdma::{attributes, message, parse, Parsed, Reply};
-use crate::model::res::{CmId, CmState, Counted, Mr, Owner, Qp, QpState, QpType};
+use crate::model::res::{CmId, CmState, Counted, Owner, QpState, QpType, ResMr, ResQp};
 
 // include/uapi/rdma/rdma_netlink.h (enum rdma_nldev_command, enum rdma_nldev_attr; the
 // numbers are ABI: "don't change the order or add anything between").
@@ -148,12 +148,12 @@ fn entries(
 
 /// The QPs of a `RES_QP_GET` dump. An entry without its QPN (never sent so by a kernel)
 /// is left out.
-pub fn qps(replies: &[Reply]) -> Result<Vec<Qp>, String> {
+pub fn qps(replies: &[Reply]) -> Result<Vec<ResQp>, String> {
     Ok(
         entries(replies, CMD_RES_QP_GET, ATTR_RES_QP, ATTR_RES_QP_ENTRY)?
             .into_iter()
             .filter_map(|(device, a)| {
-                Some(Qp {
+                Some(ResQp {
                     port: u32_of(&a, ATTR_PORT_INDEX),
                     lqpn: u32_of(&a, ATTR_RES_LQPN)?,
                     rqpn: u32_of(&a, ATTR_RES_RQPN),
@@ -193,11 +193,11 @@ pub fn cm_ids(replies: &[Reply]) -> Result<Vec<CmId>, String> {
 }
 
 /// The MRs of a `RES_MR_GET` dump.
-pub fn mrs(replies: &[Reply]) -> Result<Vec<Mr>, String> {
+pub fn mrs(replies: &[Reply]) -> Result<Vec<ResMr>, String> {
     Ok(
         entries(replies, CMD_RES_MR_GET, ATTR_RES_MR, ATTR_RES_MR_ENTRY)?
             .into_iter()
-            .map(|(device, a)| Mr {
+            .map(|(device, a)| ResMr {
                 length: u64_of(&a, ATTR_RES_MRLEN),
                 mrn: u32_of(&a, ATTR_RES_MRN),
                 owner: owner(&a),
