@@ -123,11 +123,11 @@ fn owner(attrs: &[(u16, Vec<u8>)]) -> Owner {
 }
 
 /// One table entry: the device its reply named, and its attributes.
-type Entry = (String, Vec<(u16, Vec<u8>)>);
+type TableEntry = (String, Vec<(u16, Vec<u8>)>);
 
 /// The entries of one resource table in every reply of a dump: the device each reply
 /// names, and each entry's attributes. A damaged nest is an error.
-fn entries(replies: &[Reply], op: u16, table: u16, entry: u16) -> Result<Vec<Entry>, String> {
+fn entries(replies: &[Reply], op: u16, table: u16, entry: u16) -> Result<Vec<TableEntry>, String> {
     let mut out = Vec::new();
     for r in replies.iter().filter(|r| r.msg_type == nldev_type(op)) {
         let device = str_of(&r.attrs, ATTR_DEV_NAME)
