@@ -28,6 +28,12 @@ pub fn run(ctx: &Ctx, args: &ResArgs) -> Result<u8> {
             ctx.sysfs.display()
         )));
     }
+    // Without the RDMA core the RDMA netlink family does not exist either (socket() says
+    // EPROTONOSUPPORT): say it as every command does.
+    let class = ctx.sysfs.join("class/infiniband");
+    if !class.exists() {
+        return Err(Error::NoRdma { path: class });
+    }
     let proc = Path::new("/proc");
     let named = match &args.comm {
         Some(name) => {
