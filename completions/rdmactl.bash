@@ -61,6 +61,9 @@ _rdmactl() {
             rdmactl,qos)
                 cmd="rdmactl__subcmd__qos"
                 ;;
+            rdmactl,res)
+                cmd="rdmactl__subcmd__res"
+                ;;
             rdmactl,selftest)
                 cmd="rdmactl__subcmd__selftest"
                 ;;
@@ -86,7 +89,7 @@ _rdmactl() {
 
     case "${cmd}" in
         rdmactl)
-            opts="-j -h -V --json --color --sysfs --procfs --help --version devices ls ports link gids gid check pingpong selftest doctor wait counters fabric subnet qos exporter triage explain generate"
+            opts="-j -h -V --json --color --sysfs --procfs --help --version devices ls ports link gids gid check pingpong selftest doctor wait counters fabric subnet qos exporter triage res explain generate"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -855,6 +858,52 @@ _rdmactl() {
                     return 0
                     ;;
                 --tclass)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --interval)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        rdmactl__subcmd__res)
+            opts="-j -d -h -V --json --color --sysfs --procfs --ib-dev --pid --comm --interval --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --sysfs)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --procfs)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ib-dev)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -d)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --pid)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --comm)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -49,6 +49,7 @@ complete -c rdmactl -n "__fish_rdmactl_needs_command" -f -a "subnet" -d 'InfiniB
 complete -c rdmactl -n "__fish_rdmactl_needs_command" -f -a "qos" -d 'Is RoCE lossless as configured: each traffic class in use (--tclass, NCCL_IB_TC, UCX_IB_TRAFFIC_CLASS, rdma_cm\'s default) followed through DSCP → priority → PFC → ETS → ECN → CNP on each RoCE port; --interval for the pause, ECN and RNR counters of a run'
 complete -c rdmactl -n "__fish_rdmactl_needs_command" -f -a "exporter" -d 'Prometheus exporter: every port\'s state, configuration and counters, and doctor\'s findings as series; serves /metrics, or writes one file for node_exporter\'s textfile collector'
 complete -c rdmactl -n "__fish_rdmactl_needs_command" -f -a "triage" -d 'Read a failed job\'s log (NCCL, UCX, Open MPI, perftest, ibv_rc_pingpong, rping, rdmactl, the kernel\'s): the root RDMA error apart from its cascade, its cause with the lines that show it, and the next commands with the job\'s own device and GID index'
+complete -c rdmactl -n "__fish_rdmactl_needs_command" -f -a "res" -d 'The RDMA resources of running processes (as `rdma res show`): each process\'s QPs (type, state, QPNs, PSNs), rdma_cm IDs, MRs with the memory they pin, CQs and PDs; dead connections, stalled QPs (--interval) and a named job that uses no RDMA'
 complete -c rdmactl -n "__fish_rdmactl_needs_command" -f -a "explain" -d 'Print what a diagnostic code means: when it fires, the cause, what it shows as evidence and the fix (the catalogue of docs/failures.md); with no code, list them all'
 complete -c rdmactl -n "__fish_rdmactl_needs_command" -f -a "generate" -d 'Write man pages and shell completions (for packagers)'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand devices" -l color -d 'When to colour the output (`auto`: a terminal, unless NO_COLOR is set or TERM=dumb)' -r -f -a "auto\t''
@@ -323,6 +324,18 @@ complete -c rdmactl -n "__fish_rdmactl_using_subcommand triage" -s j -l json -d 
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand triage" -l no-host -d 'Judge the log alone: do not add this host\'s evidence (for a log copied from another cluster). By default a host that holds one of a failure\'s GIDs, or whose name the log gives, is checked as `check` would (port, GID slot, route toward the other end)'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand triage" -s h -l help -d 'Print help'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand triage" -s V -l version -d 'Print version'
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand res" -l color -d 'When to colour the output (`auto`: a terminal, unless NO_COLOR is set or TERM=dumb)' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand res" -l sysfs -d 'Read sysfs from DIR instead of /sys (a captured tree); verbs queries are skipped. pingpong and selftest refuse it: they run on this host\'s devices' -r -F
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand res" -l procfs -d 'With --sysfs: the same host\'s captured /proc (a sosreport\'s proc/), so doctor judges its memlock limit and loaded modules too; live /proc is never mixed with a capture' -r -F
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand res" -s d -l ib-dev -d 'Only this device\'s resources' -r
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand res" -l pid -d 'Only this process (repeatable); a process holding no QP and no MR is a finding' -r
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand res" -l comm -d 'Only the processes with this command name (/proc/PID/comm), as --pid' -r
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand res" -l interval -d 'Read twice, SECS apart, and judge what moved: an RTS QP whose PSNs stood still is stalled (its process stopped) or idle' -r
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand res" -s j -l json -d 'Print JSON instead of a table'
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand res" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand res" -s V -l version -d 'Print version'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand explain" -l color -d 'When to colour the output (`auto`: a terminal, unless NO_COLOR is set or TERM=dumb)' -r -f -a "auto\t''
 always\t''
 never\t''"

@@ -50,6 +50,7 @@ pub fn run(cli: Cli, sysfs_from_env: bool) -> anyhow::Result<u8> {
         Command::Qos(args) => cmd::qos::run(&ctx, &args)?,
         Command::Exporter(args) => cmd::exporter::run(&ctx, &args)?,
         Command::Triage(args) => cmd::triage::run(&ctx, &args)?,
+        Command::Res(args) => cmd::res::run(&ctx, &args)?,
         Command::Explain(args) => cmd::explain::run(&ctx, &args)?,
         Command::Generate(args) => crate::generate::run(&args)?,
     };

@@ -161,6 +161,11 @@ pub enum Command {
     /// rdmactl, the kernel's): the root RDMA error apart from its cascade, its cause with the
     /// lines that show it, and the next commands with the job's own device and GID index
     Triage(TriageArgs),
+    /// The RDMA resources of running processes (as `rdma res show`): each process's QPs
+    /// (type, state, QPNs, PSNs), rdma_cm IDs, MRs with the memory they pin, CQs and PDs;
+    /// dead connections, stalled QPs (--interval) and a named job that uses no RDMA
+    #[command(after_long_help = RES_EXAMPLES)]
+    Res(ResArgs),
     /// Print what a diagnostic code means: when it fires, the cause, what it shows as
     /// evidence and the fix (the catalogue of docs/failures.md); with no code, list them all
     #[command(after_long_help = EXPLAIN_EXAMPLES)]
@@ -821,6 +826,13 @@ Examples:
   rdmactl qos mlx5_0/1 --tclass 106   follow one traffic class
   rdmactl qos --interval 10           the pause, ECN and RNR counters over 10 s";
 
+const RES_EXAMPLES: &str = "\
+Examples:
+  rdmactl res                         every process's QPs, rdma_cm IDs, MRs, CQs and PDs
+  rdmactl res --comm ibv_rc_pingpong  one command's processes; a warning if they hold no QP
+  rdmactl res --pid 4242 --interval 5   is its QP moving? stalled, idle or dead
+  rdmactl res -d mlx5_0 -j            one device, as JSON";
+
 const EXPLAIN_EXAMPLES: &str = "\
 Examples:
   rdmactl explain                     every code, one line each
@@ -1014,6 +1026,23 @@ pub struct TriageArgs {
 }
 
 #[derive(Debug, Args)]
+pub struct ResArgs {
+    /// Only this device's resources
+    #[arg(short = 'd', long = "ib-dev", value_name = "DEV")]
+    pub device: Option<String>,
+    /// Only this process (repeatable); a process holding no QP and no MR is a finding
+    #[arg(long, value_name = "PID")]
+    pub pid: Vec<u32>,
+    /// Only the processes with this command name (/proc/PID/comm), as --pid
+    #[arg(long, value_name = "NAME", conflicts_with = "pid")]
+    pub comm: Option<String>,
+    /// Read twice, SECS apart, and judge what moved: an RTS QP whose PSNs stood still is
+    /// stalled (its process stopped) or idle
+    #[arg(long, value_name = "SECS", value_parser = parse_interval)]
+    pub interval: Option<f64>,
+}
+
+#[derive(Debug, Args)]
 pub struct ExplainArgs {
     /// A code as rdmactl prints it (`retry-exceeded`, `memlock`, `fabric-link`); none lists
     /// every code
@@ -1047,6 +1076,7 @@ mod tests {
             COUNTERS_EXAMPLES,
             SUBNET_EXAMPLES,
             QOS_EXAMPLES,
+            RES_EXAMPLES,
             EXPLAIN_EXAMPLES,
             EXPORTER_HELP,
         ] {

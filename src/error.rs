@@ -50,6 +50,16 @@ pub enum Error {
     #[error("{0}")]
     Usage(String),
 
+    /// Something else the user named does not exist (a process for `res --pid`); the text
+    /// names it and how to find what does.
+    #[error("{0}")]
+    NotFound(String),
+
+    /// A read of the system failed (a netlink dump refused or unparsable); the text names
+    /// the request, the device, the errno and the next step.
+    #[error("{0}")]
+    System(String),
+
     #[error("cannot read {}: {source}", .path.display())]
     Io {
         path: PathBuf,
@@ -101,6 +111,8 @@ impl Error {
             }
             Error::NoRdma { .. } | Error::NoDevices { .. } => exit::NO_RDMA,
             Error::Usage(_) => exit::USAGE,
+            Error::NotFound(_) => exit::NOT_FOUND,
+            Error::System(_) => exit::SYSTEM,
             Error::Failed(_) => exit::FAILED,
             Error::Io { .. } | Error::Write { .. } => exit::SYSTEM,
             Error::Verbs(e) => e.exit_code(),

@@ -1378,3 +1378,22 @@ fn a_loaded_mlx5_ib_with_no_mellanox_function_is_no_rdma_nic() {
         r.stdout
     );
 }
+
+/// `res` reads the running kernel's resources over netlink: a captured tree is refused
+/// with the reason (a usage error), not read beside this host's kernel; `--pid` and
+/// `--comm` together are refused by clap.
+#[test]
+fn res_refuses_a_captured_tree() {
+    let r = run(&["--sysfs", &sysfs("rxe-vm-basic"), "res"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("res reads the running kernel's RDMA resources over netlink"),
+        "{}",
+        r.stderr
+    );
+    assert!(r.stdout.is_empty());
+    let r = run(&["res", "--pid", "1", "--comm", "init"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("cannot be used with"), "{}", r.stderr);
+}

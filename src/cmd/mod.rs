@@ -13,6 +13,7 @@ pub mod gids;
 pub mod pingpong;
 pub mod ports;
 pub mod qos;
+pub mod res;
 pub mod selftest;
 pub mod subnet;
 pub mod triage;

@@ -23,6 +23,7 @@ pub mod pin;
 pub mod port_state;
 pub mod qos;
 pub mod removal;
+pub mod res;
 pub mod route;
 pub mod same_answer;
 pub mod same_host;

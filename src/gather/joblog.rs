@@ -21,13 +21,13 @@ const SNIFF: u64 = 64 * 1024;
 /// Lines between two looks at the clock (a look costs more than a line under emulation).
 const PROGRESS_STRIDE: u64 = 1 << 16;
 
+/// Who hears a long read's progress, and how often.
+pub type ProgressSink<'a> = (&'a mut dyn FnMut(&Progress), std::time::Duration);
+
 /// Read every input into one digest: `-` is standard input. Inputs are read in order, each
 /// with its own line numbers. `progress`, when given, hears how far the read is every
 /// `every` of wall time (nothing for a read shorter than that).
-pub fn read_logs(
-    paths: &[String],
-    mut progress: Option<(&mut dyn FnMut(&Progress), std::time::Duration)>,
-) -> Result<LogDigest, Error> {
+pub fn read_logs(paths: &[String], mut progress: Option<ProgressSink>) -> Result<LogDigest, Error> {
     let mut digest = LogDigest::default();
     for (index, path) in paths.iter().enumerate() {
         let watch = progress.as_mut().map(|(f, every)| Watch {

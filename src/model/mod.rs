@@ -21,6 +21,7 @@ pub mod mad;
 pub mod netfilter;
 pub mod pci;
 pub mod qos;
+pub mod res;
 pub mod results;
 pub mod rounding;
 pub mod topology;

@@ -18,6 +18,7 @@ pub mod inventory;
 pub mod metrics;
 pub mod pingpong;
 pub mod qos;
+pub mod res;
 pub mod selftest;
 pub mod subnet;
 pub mod table;

@@ -18,6 +18,7 @@ mod live_tests;
 pub mod netfilter;
 mod query;
 pub mod rdma;
+pub mod rdma_res;
 mod reply;
 mod request;
 
