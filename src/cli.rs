@@ -849,6 +849,10 @@ pub struct ExporterArgs {
     /// node_exporter's textfile collector (--collector.textfile.directory)
     #[arg(long, value_name = "DIR", conflicts_with = "listen")]
     pub textfile: Option<PathBuf>,
+    /// Answer a scrape (or end a --textfile run) after SECS even when a read has not
+    /// returned (a driver's sysfs file that blocks), with rdmactl_scrape_error naming it
+    #[arg(long, value_name = "SECS", default_value_t = 5.0, value_parser = parse_interval)]
+    pub scrape_timeout: f64,
 }
 
 #[derive(Debug, Args)]

@@ -74,7 +74,28 @@ fn textfile(sysfs: &Path) -> String {
         .map(|e| e.unwrap().file_name().into_string().unwrap())
         .collect();
     assert_eq!(names, ["rdmactl.prom"]);
-    std::fs::read_to_string(dir.path().join("rdmactl.prom")).unwrap()
+    without_success_time(&std::fs::read_to_string(dir.path().join("rdmactl.prom")).unwrap())
+}
+
+const LAST_SUCCESS: &str = "rdmactl_last_success_timestamp_seconds";
+
+/// `text` without its last-success series (the clock's, different each run), which must be
+/// there and recent: the golden files and the served text compare the rest.
+fn without_success_time(text: &str) -> String {
+    let at = text
+        .lines()
+        .find_map(|l| l.strip_prefix(LAST_SUCCESS)?.strip_prefix(' '))
+        .unwrap_or_else(|| panic!("no {LAST_SUCCESS} sample:\n{text}"));
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64();
+    let at: f64 = at.parse().unwrap();
+    assert!((now - at).abs() < 120.0, "{LAST_SUCCESS} {at}, now {now}");
+    text.lines()
+        .filter(|l| !l.contains(LAST_SUCCESS))
+        .map(|l| format!("{l}\n"))
+        .collect()
 }
 
 fn golden(name: &str, actual: &str) {
@@ -186,7 +207,9 @@ fn ports_without_pma_counters_keep_every_other_series() {
 fn an_unreadable_device_is_a_scrape_error_and_a_finding() {
     let text = textfile(&root().join(FIXTURES).join("unreadable"));
     assert!(
-        text.contains("rdmactl_scrape_error{device=\"irdma0\"} 1\n"),
+        text.contains(
+            "rdmactl_scrape_error{device=\"irdma0\",path=\"class/infiniband/irdma0/ports/1/state\"} 1\n"
+        ),
         "{text}"
     );
     assert!(
@@ -309,7 +332,11 @@ fn listen_serves_metrics_over_http_and_counts_state_changes() {
     let file = textfile(tmp.path());
     let served: String = body
         .lines()
-        .filter(|l| !l.contains("state_changes") && !l.contains("scrape_duration"))
+        .filter(|l| {
+            !l.contains("state_changes")
+                && !l.contains("scrape_duration")
+                && !l.contains(LAST_SUCCESS)
+        })
         .map(|l| format!("{l}\n"))
         .collect();
     assert_eq!(served, file);
@@ -377,4 +404,146 @@ fn a_port_taken_is_refused_with_the_address() {
         stderr.contains(&format!("--listen {addr}: cannot listen there")),
         "{stderr}"
     );
+}
+
+/// `mkfifo PATH`, replacing the file there.
+fn plant_fifo(path: &Path) {
+    let _ = std::fs::remove_file(path);
+    let made = Command::new("mkfifo").arg(path).status().unwrap();
+    assert!(made.success(), "mkfifo {}", path.display());
+}
+
+/// Runs `cmd`, killing it past `limit`: (exit code, stderr), or a failure naming the hang.
+fn run_within(mut cmd: Command, limit: Duration) -> (Option<i32>, String) {
+    let mut child = cmd.stderr(Stdio::piped()).spawn().unwrap();
+    let start = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            let mut err = String::new();
+            child
+                .stderr
+                .take()
+                .unwrap()
+                .read_to_string(&mut err)
+                .unwrap();
+            return (status.code(), err);
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("still running after {limit:?}: a read blocked it");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A FIFO where a counter file belongs (issue 39: 3 of 3 scrapes timed out) is never
+/// opened blocking: both a textfile run and a served scrape answer at once, with the FIFO
+/// as that device's scrape error and every other series of it still there.
+#[test]
+fn a_fifo_in_sysfs_is_a_scrape_error_with_its_path_not_a_hang() {
+    let tmp = tempfile::tempdir().unwrap();
+    copy_tree(&root().join(FIXTURES).join("rxe-counters"), tmp.path());
+    let rel = "class/infiniband/rxe0/ports/1/hw_counters/rcvd_pkts";
+    plant_fifo(&tmp.path().join(rel));
+    let error_line = format!("rdmactl_scrape_error{{device=\"rxe0\",path=\"{rel}\"}} 1\n");
+
+    let dir = tempfile::tempdir().unwrap();
+    let mut cmd = rdmactl();
+    cmd.arg("--sysfs")
+        .arg(tmp.path())
+        .args(["exporter", "--textfile"])
+        .arg(dir.path());
+    let (code, stderr) = run_within(cmd, Duration::from_secs(20));
+    assert_eq!(code, Some(0), "{stderr}");
+    let text = std::fs::read_to_string(dir.path().join("rdmactl.prom")).unwrap();
+    assert!(text.contains(&error_line), "{text}");
+    assert!(
+        text.contains("rdmactl_port_state{device=\"rxe0\",port=\"1\"} 4\n")
+            && text.contains("rdmactl_hw_rdma_sends_total{device=\"rxe0\",port=\"1\"}"),
+        "{text}"
+    );
+    assert!(!text.contains("rdmactl_hw_rcvd_pkts_total"), "{text}");
+
+    let exporter = Exporter::start(tmp.path());
+    let start = Instant::now();
+    let (status, _, body) = exporter.get("/metrics");
+    assert!(
+        start.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        start.elapsed()
+    );
+    assert_eq!(status.split_whitespace().nth(1), Some("200"), "{status}");
+    assert!(body.contains(&error_line), "{body}");
+}
+
+/// Threads of a running process, from /proc/PID/task.
+fn threads(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .unwrap()
+        .count()
+}
+
+/// Idle connections take no thread each (issue 39: 1,000 of them made 1,003 threads): a
+/// fixed pool serves them, the overflow is answered 503 at once, an idle one is closed
+/// after the request-head deadline, and scrapes are served again once they are gone.
+#[test]
+fn idle_connections_do_not_make_threads_and_are_closed() {
+    let exporter = Exporter::start(&root().join(FIXTURES).join("rxe-counters"));
+    let pid = exporter.child.id();
+    let idle: Vec<TcpStream> = (0..300)
+        .map(|_| TcpStream::connect_timeout(&exporter.addr, Duration::from_secs(5)).unwrap())
+        .collect();
+    std::thread::sleep(Duration::from_millis(500));
+    let during = threads(pid);
+    // The accepting thread, the pool, the state poller and a gather worker at most.
+    assert!(during <= 12, "{during} threads with 300 idle connections");
+    // The first connections sit with a worker: it closes them unanswered after its
+    // request-head deadline; the overflow was answered 503.
+    let mut first = idle[0].try_clone().unwrap();
+    first
+        .set_read_timeout(Some(Duration::from_secs(15)))
+        .unwrap();
+    let start = Instant::now();
+    let mut got = Vec::new();
+    let closed = first.read_to_end(&mut got);
+    assert!(
+        closed.is_ok() && got.is_empty() && start.elapsed() < Duration::from_secs(10),
+        "{closed:?} {got:?} after {:?}",
+        start.elapsed()
+    );
+    let mut last = idle.last().unwrap().try_clone().unwrap();
+    last.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let mut busy = String::new();
+    last.read_to_string(&mut busy).unwrap();
+    assert!(busy.starts_with("HTTP/1.1 503"), "{busy:?}");
+    drop(idle);
+    // Once the idle connections are gone, a scrape is served again.
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let (status, _, body) = exporter.get("/metrics");
+        if status.contains(" 200 ") {
+            assert!(body.contains("rdmactl_port_state{"), "{body}");
+            break;
+        }
+        assert!(Instant::now() < deadline, "{status}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert!(threads(pid) <= 12);
+}
+
+/// Scrapes are served at once from the pool, not one at a time: four together all answer.
+#[test]
+fn concurrent_scrapes_are_all_answered() {
+    let exporter = Exporter::start(&root().join(FIXTURES).join("mlx5-roce-vlan"));
+    std::thread::scope(|s| {
+        let handles: Vec<_> = (0..4)
+            .map(|_| s.spawn(|| exporter.get("/metrics")))
+            .collect();
+        for h in handles {
+            let (status, _, body) = h.join().unwrap();
+            assert!(status.contains(" 200 "), "{status}");
+            assert!(body.contains("rdmactl_scrape_duration_seconds "), "{body}");
+        }
+    });
 }

@@ -13,7 +13,7 @@ use crate::ctx::Ctx;
 use crate::error::{Error, Result};
 use crate::exit;
 use crate::gather::exporter as gather;
-use crate::model::exporter::StateWatch;
+use crate::model::exporter::{ScrapeProblem, StateWatch};
 use crate::render::exporter as render;
 
 /// How often the poller reads each port's state: a flap shorter than this can be missed,
@@ -24,11 +24,9 @@ const POLL: Duration = Duration::from_secs(1);
 const TEXTFILE: &str = "rdmactl.prom";
 
 pub fn run(ctx: &Ctx, args: &ExporterArgs) -> Result<u8> {
+    let limit = Duration::from_secs_f64(args.scrape_timeout);
     if let Some(dir) = &args.textfile {
-        let facts = gather::scrape(ctx)?;
-        let findings = crate::diagnose::doctor::findings(&facts.doctor);
-        write_atomic(dir, &render::exposition(&facts, &findings))?;
-        return Ok(exit::OK);
+        return textfile(ctx, dir, limit);
     }
     let endpoint = crate::serve::MetricsEndpoint::bind(&args.listen)?;
     let shown = endpoint
@@ -47,25 +45,81 @@ pub fn run(ctx: &Ctx, args: &ExporterArgs) -> Result<u8> {
             lock(&watch).observe(states);
         });
     }
+    let succeeded: Mutex<Option<f64>> = Mutex::new(None);
     endpoint.serve(|| {
         let start = Instant::now();
-        let mut facts = gather::scrape(ctx)?;
-        let states = facts
-            .doctor
-            .devices
-            .iter()
-            .flat_map(|d| &d.ports)
-            .map(|p| (p.device.clone(), p.number, p.state.clone()));
-        let mut w = lock(&watch);
-        w.observe(states.collect::<Vec<_>>());
-        facts.state_changes = Some(w.changes());
-        drop(w);
-        let findings = crate::diagnose::doctor::findings(&facts.doctor);
-        let mut text = render::exposition(&facts, &findings);
+        let mut text = match gather::scrape_within(ctx, limit)? {
+            Ok(mut facts) => {
+                let states = facts
+                    .doctor
+                    .devices
+                    .iter()
+                    .flat_map(|d| &d.ports)
+                    .map(|p| (p.device.clone(), p.number, p.state.clone()));
+                let mut w = lock(&watch);
+                w.observe(states.collect::<Vec<_>>());
+                facts.state_changes = Some(w.changes());
+                drop(w);
+                *succeeded.lock().unwrap_or_else(|e| e.into_inner()) = Some(now());
+                let findings = crate::diagnose::doctor::findings(&facts.doctor);
+                render::exposition(&facts, &findings)
+            }
+            Err(late) => render::unread(&late.stuck),
+        };
         text.push_str(&render::scrape_duration(start.elapsed().as_secs_f64()));
+        if let Some(t) = *succeeded.lock().unwrap_or_else(|e| e.into_inner()) {
+            text.push_str(&render::last_success(t));
+        }
         Ok(text)
     })?;
     Ok(exit::OK)
+}
+
+/// `--textfile DIR`: one scrape written whole. A run that cannot read is written too (its
+/// scrape errors and the previous run's success time), so node_exporter never goes on
+/// serving the last good file as if it were fresh; the run then fails.
+fn textfile(ctx: &Ctx, dir: &Path, limit: Duration) -> Result<u8> {
+    let target = dir.join(TEXTFILE);
+    let (text, failed) = match gather::scrape_within(ctx, limit) {
+        Ok(Ok(facts)) => {
+            let findings = crate::diagnose::doctor::findings(&facts.doctor);
+            let mut text = render::exposition(&facts, &findings);
+            text.push_str(&render::last_success(now()));
+            (text, None)
+        }
+        Ok(Err(late)) => {
+            let paths = late.stuck.iter().filter_map(|p| p.path.clone()).collect();
+            let e = Error::Overdue {
+                paths,
+                secs: late.limit_secs,
+            };
+            (render::unread(&late.stuck), Some(e))
+        }
+        Err(e) => {
+            let whole = ScrapeProblem {
+                path: None,
+                error: e.to_string(),
+            };
+            (render::unread(&[whole]), Some(e))
+        }
+    };
+    let Some(e) = failed else {
+        write_atomic(dir, &text)?;
+        return Ok(exit::OK);
+    };
+    let mut text = text;
+    if let Some(t) = gather::previous_sample(&target, crate::render::metrics::LAST_SUCCESS.name) {
+        text.push_str(&render::last_success(t));
+    }
+    write_atomic(dir, &text)?;
+    Err(e)
+}
+
+/// Now as Unix seconds: what the last-success series holds.
+fn now() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
 }
 
 /// The watch survives a panic in the poller: its counts are plain numbers, never half-set.

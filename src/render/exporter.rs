@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use crate::model::counter::{Counter, CounterSource, Unit};
 use crate::model::device::{Device, LinkLayer, PhysState, Port, PortState};
 use crate::model::diagnostic::{Diagnostic, Severity, Subject};
-use crate::model::exporter::ScrapeFacts;
+use crate::model::exporter::{ScrapeFacts, ScrapeProblem};
 use crate::model::gid::GidKind;
 use crate::render::exposition::{metric_name_part, write, SampleValue, SeriesFamily, SeriesKind};
 use crate::render::metrics;
@@ -44,6 +44,39 @@ pub fn scrape_duration(seconds: f64) -> String {
     write(&[f])
 }
 
+/// Unix time of the last scrape that finished: written by `--listen` on each scrape and by
+/// `--textfile` (a failed run writes the previous value again), so an alert can say how old
+/// the other series are.
+pub fn last_success(unix_secs: f64) -> String {
+    let mut f = metrics::LAST_SUCCESS.family();
+    f.push(vec![], Float(unix_secs.round()));
+    write(&[f])
+}
+
+/// A scrape that read nothing (in time): the reads still blocked, or the error that ended
+/// it, each a scrape error with its path, and no other series (half a scrape, or the last
+/// one's, would pass for healthy).
+pub fn unread(stuck: &[ScrapeProblem]) -> String {
+    let mut error = metrics::SCRAPE_ERROR.family();
+    for stuck in stuck {
+        error.push(
+            vec![
+                ("device", stuck.device().unwrap_or_default().to_string()),
+                ("path", stuck.path.clone().unwrap_or_default()),
+            ],
+            Int(1),
+        );
+    }
+    if stuck.is_empty() {
+        error.push(vec![], Int(1));
+    }
+    debug_assert_eq!(
+        metrics::undeclared(std::slice::from_ref(&error)),
+        Vec::<String>::new()
+    );
+    write(&[error])
+}
+
 fn dev(d: &str) -> Labels {
     vec![("device", d.to_string())]
 }
@@ -60,7 +93,18 @@ fn device_families(facts: &ScrapeFacts) -> Vec<SeriesFamily> {
     let mut error = metrics::SCRAPE_ERROR.family();
     let mut skipped = metrics::PMA_FILES_SKIPPED.family();
     for (name, scrape) in &facts.devices {
-        error.push(dev(name), Int(u64::from(!scrape.errors.is_empty())));
+        if scrape.errors.is_empty() {
+            error.push(dev(name), Int(0));
+        }
+        // One series per file that failed, so the alert names it; deduplicated, as two
+        // whole-device errors name no file.
+        let failed: std::collections::BTreeSet<_> =
+            scrape.errors.iter().map(|e| e.path.clone()).collect();
+        for path in failed {
+            let mut l = dev(name);
+            l.push(("path", path.unwrap_or_default()));
+            error.push(l, Int(1));
+        }
         for (port, n) in &scrape.no_pma {
             skipped.push(
                 vec![("device", name.clone()), ("port", port.to_string())],
@@ -464,5 +508,37 @@ fn severity_name(s: Severity) -> &'static str {
         Severity::Info => "info",
         Severity::Warn => "warn",
         Severity::Fail => "fail",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A scrape that ran out of time is its blocked reads alone, each named with its
+    /// device; none of the healthy series of the last scrape.
+    #[test]
+    fn an_overdue_scrape_is_its_blocked_reads_alone() {
+        let stuck = [
+            ScrapeProblem {
+                path: Some("class/infiniband/mlx5_0/ports/1/counters/symbol_error".into()),
+                error: "no answer within 5 s".into(),
+            },
+            ScrapeProblem {
+                path: Some("bus/pci/devices/0000:3b:00.0/config".into()),
+                error: "no answer within 5 s".into(),
+            },
+        ];
+        let text = unread(&stuck);
+        let samples: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
+        assert_eq!(
+            samples,
+            [
+                "rdmactl_scrape_error{device=\"mlx5_0\",path=\"class/infiniband/mlx5_0/ports/1/counters/symbol_error\"} 1",
+                "rdmactl_scrape_error{path=\"bus/pci/devices/0000:3b:00.0/config\"} 1",
+            ]
+        );
+        // A gather stuck outside any file read still says the scrape failed.
+        assert!(unread(&[]).contains("\nrdmactl_scrape_error 1\n"));
     }
 }

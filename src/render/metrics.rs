@@ -47,9 +47,9 @@ pub const DEVICE_INFO: Metric = Metric {
 pub const SCRAPE_ERROR: Metric = Metric {
     name: "rdmactl_scrape_error",
     kind: Gauge,
-    labels: &["device"],
-    help: "1 when something of this device could not be read this scrape (its other series may be missing or partial; `rdmactl doctor -d DEVICE` names the files), else 0",
-    note: "",
+    labels: &["device", "path"],
+    help: "1 for each file of this device that could not be read this scrape, `path` relative to the sysfs root (its other series may be missing or partial), else 0 with `device` alone; a scrape whose reads did not return within --scrape-timeout is these series alone, one per read still blocked",
+    note: "`path` is left out when the error names no one file",
 };
 
 pub const PMA_FILES_SKIPPED: Metric = Metric {
@@ -317,6 +317,14 @@ pub const SCRAPE_DURATION: Metric = Metric {
     note: "only with `--listen`",
 };
 
+pub const LAST_SUCCESS: Metric = Metric {
+    name: "rdmactl_last_success_timestamp_seconds",
+    kind: Gauge,
+    labels: &[],
+    help: "Unix time of the last scrape that read class/infiniband within its deadline: `time() - rdmactl_last_success_timestamp_seconds` is how old the other series are; a --textfile run that fails writes the previous value again",
+    note: "absent until one scrape succeeded",
+};
+
 /// Every row, in the order a scrape writes the families.
 pub const METRICS: &[&Metric] = &[
     &DEVICE_INFO,
@@ -354,6 +362,7 @@ pub const METRICS: &[&Metric] = &[
     &FINDING,
     &FINDINGS,
     &SCRAPE_DURATION,
+    &LAST_SUCCESS,
 ];
 
 /// The families of `families` that no row declares, or that carry a label their row does not
