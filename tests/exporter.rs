@@ -547,3 +547,50 @@ fn concurrent_scrapes_are_all_answered() {
         }
     });
 }
+
+/// A `--textfile` run that cannot read replaces the last good file (node_exporter would go
+/// on serving it as fresh: issue 39) with its scrape error, no healthy series, and the last
+/// good run's success time, whose age the documented alert watches; the run fails.
+#[test]
+fn a_failed_textfile_run_replaces_the_good_file_and_keeps_the_success_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = rdmactl()
+        .arg("--sysfs")
+        .arg(root().join(FIXTURES).join("rxe-counters"))
+        .args(["exporter", "--textfile"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(good.status.code(), Some(0), "{good:?}");
+    let file = dir.path().join("rdmactl.prom");
+    let first = std::fs::read_to_string(&file).unwrap();
+    let success = |text: &str| {
+        text.lines()
+            .find(|l| l.starts_with(LAST_SUCCESS))
+            .map(str::to_string)
+    };
+    let was = success(&first).expect("a good run writes its success time");
+    without_success_time(&first);
+
+    // class/infiniband a file, not a directory: nothing can be read.
+    let broken = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(broken.path().join("class")).unwrap();
+    std::fs::write(broken.path().join("class/infiniband"), "x").unwrap();
+    // The clock moves on, so a success time written anew would differ.
+    std::thread::sleep(Duration::from_millis(1100));
+    let bad = rdmactl()
+        .arg("--sysfs")
+        .arg(broken.path())
+        .args(["exporter", "--textfile"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&bad.stderr);
+    assert_ne!(bad.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("class/infiniband"), "{stderr}");
+    let after = std::fs::read_to_string(&file).unwrap();
+    assert!(after.contains("\nrdmactl_scrape_error 1\n"), "{after}");
+    assert!(!after.contains("rdmactl_port_state"), "{after}");
+    assert!(!after.contains("rdmactl_findings"), "{after}");
+    assert_eq!(success(&after), Some(was), "{after}");
+}
