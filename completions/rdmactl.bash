@@ -322,7 +322,7 @@ _rdmactl() {
             return 0
             ;;
         rdmactl__subcmd__exporter)
-            opts="-j -h -V --json --color --sysfs --procfs --listen --textfile --scrape-timeout --help --version"
+            opts="-j -h -V --json --color --sysfs --procfs --listen --textfile --scrape-timeout --expect --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -349,6 +349,10 @@ _rdmactl() {
                     return 0
                     ;;
                 --scrape-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --expect)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

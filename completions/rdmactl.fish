@@ -312,6 +312,7 @@ complete -c rdmactl -n "__fish_rdmactl_using_subcommand exporter" -l procfs -d '
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand exporter" -l listen -d 'Serve /metrics on ADDR (HOST:PORT, [V6]:PORT, or :PORT for every address, IPv6 and IPv4)' -r
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand exporter" -l textfile -d 'Write DIR/rdmactl.prom once (a temporary file renamed over it) and exit, for node_exporter\'s textfile collector (--collector.textfile.directory)' -r -F
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand exporter" -l scrape-timeout -d 'Answer a scrape (or end a --textfile run) after SECS even when a read has not returned (a driver\'s sysfs file that blocks), with rdmactl_scrape_error naming it' -r
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand exporter" -l expect -d 'Judge each scrape against this manifest (`doctor --expect`\'s, made by `doctor --save-expect`): its findings become rdmactl_finding series, so a device or port that disappears keeps failing instead of taking its alerts with it' -r -F
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand exporter" -s j -l json -d 'Print JSON instead of a table'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand exporter" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand exporter" -s V -l version -d 'Print version'

@@ -853,6 +853,11 @@ pub struct ExporterArgs {
     /// returned (a driver's sysfs file that blocks), with rdmactl_scrape_error naming it
     #[arg(long, value_name = "SECS", default_value_t = 5.0, value_parser = parse_interval)]
     pub scrape_timeout: f64,
+    /// Judge each scrape against this manifest (`doctor --expect`'s, made by
+    /// `doctor --save-expect`): its findings become rdmactl_finding series, so a device or
+    /// port that disappears keeps failing instead of taking its alerts with it
+    #[arg(long, value_name = "FILE")]
+    pub expect: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

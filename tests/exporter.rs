@@ -594,3 +594,69 @@ fn a_failed_textfile_run_replaces_the_good_file_and_keeps_the_success_time() {
     assert!(!after.contains("rdmactl_findings"), "{after}");
     assert_eq!(success(&after), Some(was), "{after}");
 }
+
+/// A device that disappears took its alerts with it (issue 39: its `port-state` series
+/// resolved and `rdmactl_findings{severity="fail"}` read 0). With `--expect` the manifest's
+/// findings are series: the missing device is a failing `expect-device`, and the device
+/// count a rule can compare is 0, not an absent series.
+#[test]
+fn with_expect_a_device_that_disappears_keeps_failing() {
+    let tmp = tempfile::tempdir().unwrap();
+    copy_tree(&root().join(FIXTURES).join("rxe-counters"), tmp.path());
+    let manifest = tmp.path().join("expect.toml");
+    std::fs::write(&manifest, "devices = 1\n\n[[device]]\nname = \"rxe0\"\n").unwrap();
+    let start = |sysfs: &Path| {
+        let mut child = rdmactl()
+            .arg("--sysfs")
+            .arg(sysfs)
+            .args(["exporter", "--listen", "127.0.0.1:0", "--expect"])
+            .arg(&manifest)
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stderr.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let addr = line
+            .trim()
+            .strip_prefix("rdmactl exporter: serving http://")
+            .and_then(|s| s.strip_suffix("/metrics"))
+            .unwrap_or_else(|| panic!("no address in {line:?}"))
+            .parse()
+            .unwrap();
+        Exporter { child, addr }
+    };
+    let exporter = start(tmp.path());
+    let (_, _, body) = exporter.get("/metrics");
+    assert!(body.contains("\nrdmactl_devices 1\n"), "{body}");
+    assert!(!body.contains("code=\"expect-device\""), "{body}");
+
+    std::fs::remove_dir_all(tmp.path().join("class/infiniband/rxe0")).unwrap();
+    let (_, _, gone) = exporter.get("/metrics");
+    assert!(gone.contains("\nrdmactl_devices 0\n"), "{gone}");
+    assert!(
+        // The count and the [[device]] entry: two findings under one label set.
+        gone.contains("rdmactl_finding{code=\"expect-device\",severity=\"fail\"} 2\n"),
+        "{gone}"
+    );
+    assert!(
+        !gone.contains("rdmactl_findings{severity=\"fail\"} 0\n"),
+        "{gone}"
+    );
+
+    // A manifest that does not parse stops the exporter at its start, naming the file.
+    std::fs::write(&manifest, "devices = \"two\"\n").unwrap();
+    let out = rdmactl()
+        .arg("--sysfs")
+        .arg(tmp.path())
+        .args(["exporter", "--textfile"])
+        .arg(tmp.path())
+        .arg("--expect")
+        .arg(&manifest)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("expect.toml"), "{stderr}");
+}

@@ -13,7 +13,9 @@ use crate::ctx::Ctx;
 use crate::error::{Error, Result};
 use crate::exit;
 use crate::gather::exporter as gather;
-use crate::model::exporter::{ScrapeProblem, StateWatch};
+use crate::model::diagnostic::Diagnostic;
+use crate::model::expect::Manifest;
+use crate::model::exporter::{ScrapeFacts, ScrapeProblem, StateWatch};
 use crate::render::exporter as render;
 
 /// How often the poller reads each port's state: a flap shorter than this can be missed,
@@ -25,8 +27,17 @@ const TEXTFILE: &str = "rdmactl.prom";
 
 pub fn run(ctx: &Ctx, args: &ExporterArgs) -> Result<u8> {
     let limit = Duration::from_secs_f64(args.scrape_timeout);
+    // Read once: a manifest that does not parse stops the exporter at its start, where the
+    // error is seen, not at every scrape.
+    let manifest = args
+        .expect
+        .as_deref()
+        .map(crate::gather::expect::read)
+        .transpose()?;
+    let manifest = manifest.as_ref();
+    let modules = manifest.map(|m| m.modules.clone()).unwrap_or_default();
     if let Some(dir) = &args.textfile {
-        return textfile(ctx, dir, limit);
+        return textfile(ctx, dir, limit, manifest);
     }
     let endpoint = crate::serve::MetricsEndpoint::bind(&args.listen)?;
     let shown = endpoint
@@ -48,7 +59,7 @@ pub fn run(ctx: &Ctx, args: &ExporterArgs) -> Result<u8> {
     let succeeded: Mutex<Option<f64>> = Mutex::new(None);
     endpoint.serve(|| {
         let start = Instant::now();
-        let mut text = match gather::scrape_within(ctx, limit)? {
+        let mut text = match gather::scrape_within(ctx, limit, &modules)? {
             Ok(mut facts) => {
                 let states = facts
                     .doctor
@@ -61,7 +72,7 @@ pub fn run(ctx: &Ctx, args: &ExporterArgs) -> Result<u8> {
                 facts.state_changes = Some(w.changes());
                 drop(w);
                 *succeeded.lock().unwrap_or_else(|e| e.into_inner()) = Some(now());
-                let findings = crate::diagnose::doctor::findings(&facts.doctor);
+                let findings = judge(&facts, manifest);
                 render::exposition(&facts, &findings)
             }
             Err(late) => render::unread(&late.stuck),
@@ -78,11 +89,12 @@ pub fn run(ctx: &Ctx, args: &ExporterArgs) -> Result<u8> {
 /// `--textfile DIR`: one scrape written whole. A run that cannot read is written too (its
 /// scrape errors and the previous run's success time), so node_exporter never goes on
 /// serving the last good file as if it were fresh; the run then fails.
-fn textfile(ctx: &Ctx, dir: &Path, limit: Duration) -> Result<u8> {
+fn textfile(ctx: &Ctx, dir: &Path, limit: Duration, manifest: Option<&Manifest>) -> Result<u8> {
     let target = dir.join(TEXTFILE);
-    let (text, failed) = match gather::scrape_within(ctx, limit) {
+    let modules = manifest.map(|m| m.modules.clone()).unwrap_or_default();
+    let (text, failed) = match gather::scrape_within(ctx, limit, &modules) {
         Ok(Ok(facts)) => {
-            let findings = crate::diagnose::doctor::findings(&facts.doctor);
+            let findings = judge(&facts, manifest);
             let mut text = render::exposition(&facts, &findings);
             text.push_str(&render::last_success(now()));
             (text, None)
@@ -113,6 +125,16 @@ fn textfile(ctx: &Ctx, dir: &Path, limit: Duration) -> Result<u8> {
     }
     write_atomic(dir, &text)?;
     Err(e)
+}
+
+/// Doctor's findings on one scrape, and with `--expect` the manifest's, judged as
+/// `doctor --expect` judges them.
+fn judge(facts: &ScrapeFacts, manifest: Option<&Manifest>) -> Vec<Diagnostic> {
+    let mut findings = crate::diagnose::doctor::findings(&facts.doctor);
+    if let Some(manifest) = manifest {
+        crate::diagnose::expect::judge(&facts.doctor, &facts.modules, manifest, &mut findings);
+    }
+    findings
 }
 
 /// Now as Unix seconds: what the last-success series holds.

@@ -73,12 +73,22 @@ pub fn scrape(ctx: &Ctx) -> Result<ScrapeFacts> {
 
 /// One scrape with a deadline: a read that blocks (a stuck driver's show()) costs `limit`,
 /// and the reads still in progress are the answer.
+/// `modules`: the kernel modules an `--expect` manifest names, looked up too (none without
+/// one).
 pub fn scrape_within(
     ctx: &Ctx,
     limit: std::time::Duration,
+    modules: &[String],
 ) -> Result<std::result::Result<ScrapeFacts, Overdue>> {
-    let worker_ctx = ctx.clone();
-    match crate::gather::deadline::within(limit, move || scrape(&worker_ctx)) {
+    let (worker_ctx, modules) = (ctx.clone(), modules.to_vec());
+    let work = move || {
+        let mut facts = scrape(&worker_ctx)?;
+        if !modules.is_empty() {
+            facts.modules = crate::gather::expect::modules(&worker_ctx, &modules);
+        }
+        Ok(facts)
+    };
+    match crate::gather::deadline::within(limit, work) {
         Ok(done) => done.map(Ok),
         Err(late) => Ok(Err(Overdue {
             stuck: late

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 
 use crate::model::device::PortState;
 use crate::model::doctor::DoctorFacts;
+use crate::model::expect::ModulesSeen;
 
 /// Everything one scrape exports.
 #[derive(Debug, Clone, Default)]
@@ -17,6 +18,8 @@ pub struct ScrapeFacts {
     /// (device, port) → state changes seen since the exporter started; None for a one-shot
     /// run (`--textfile`), which has nothing to compare with.
     pub state_changes: Option<BTreeMap<(String, u32), u64>>,
+    /// The manifest's kernel modules as seen loaded (`--expect`); default without one.
+    pub modules: ModulesSeen,
 }
 
 /// What went wrong reading one device; empty when nothing did.

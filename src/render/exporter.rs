@@ -86,6 +86,11 @@ fn port_labels(p: &Port) -> Labels {
 }
 
 fn device_families(facts: &ScrapeFacts) -> Vec<SeriesFamily> {
+    let mut devices = metrics::DEVICES.family();
+    devices.push(vec![], Int(facts.doctor.listed.len() as u64));
+    let mut ports = metrics::PORTS.family();
+    let n: usize = facts.doctor.devices.iter().map(|d| d.ports.len()).sum();
+    ports.push(vec![], Int(n as u64));
     let mut info = metrics::DEVICE_INFO.family();
     for d in &facts.doctor.devices {
         info.push(device_info_labels(d), Int(1));
@@ -112,7 +117,7 @@ fn device_families(facts: &ScrapeFacts) -> Vec<SeriesFamily> {
             );
         }
     }
-    vec![info, error, skipped]
+    vec![devices, ports, info, error, skipped]
 }
 
 fn device_info_labels(d: &Device) -> Labels {

@@ -44,6 +44,22 @@ pub const DEVICE_INFO: Metric = Metric {
     note: "",
 };
 
+pub const DEVICES: Metric = Metric {
+    name: "rdmactl_devices",
+    kind: Gauge,
+    labels: &[],
+    help: "RDMA devices class/infiniband lists (0 included, where rdmactl_device_info has no series to count): a device that disappears lowers it",
+    note: "",
+};
+
+pub const PORTS: Metric = Metric {
+    name: "rdmactl_ports",
+    kind: Gauge,
+    labels: &[],
+    help: "Ports of the RDMA devices read this scrape (0 included)",
+    note: "",
+};
+
 pub const SCRAPE_ERROR: Metric = Metric {
     name: "rdmactl_scrape_error",
     kind: Gauge,
@@ -327,6 +343,8 @@ pub const LAST_SUCCESS: Metric = Metric {
 
 /// Every row, in the order a scrape writes the families.
 pub const METRICS: &[&Metric] = &[
+    &DEVICES,
+    &PORTS,
     &DEVICE_INFO,
     &SCRAPE_ERROR,
     &PMA_FILES_SKIPPED,
