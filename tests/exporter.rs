@@ -660,3 +660,23 @@ fn with_expect_a_device_that_disappears_keeps_failing() {
     assert_ne!(out.status.code(), Some(0), "{stderr}");
     assert!(stderr.contains("expect.toml"), "{stderr}");
 }
+
+/// A driver counter whose own name says `counter` (planted here, as `tx_roce_counter`)
+/// is exported under a name `promtool check metrics`' lint accepts, its HELP naming the file.
+#[test]
+#[ignore = "needs prometheus (promtool); scripts/test runs it"]
+fn a_counter_named_counter_passes_promtool() {
+    let tmp = tempfile::tempdir().unwrap();
+    copy_tree(&root().join(FIXTURES).join("rxe-counters"), tmp.path());
+    let file = tmp
+        .path()
+        .join("class/infiniband/rxe0/ports/1/hw_counters/tx_roce_counter");
+    std::fs::write(file, "17\n").unwrap();
+    let text = textfile(tmp.path());
+    assert!(
+        text.contains("rdmactl_hw_tx_roce_count_total{device=\"rxe0\",port=\"1\"} 17\n"),
+        "{text}"
+    );
+    assert!(text.contains("hw_counters/tx_roce_counter"), "{text}");
+    assert_eq!(promtool(&text), "", "{text}");
+}
