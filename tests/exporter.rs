@@ -680,3 +680,134 @@ fn a_counter_named_counter_passes_promtool() {
     assert!(text.contains("hw_counters/tx_roce_counter"), "{text}");
     assert_eq!(promtool(&text), "", "{text}");
 }
+
+/// The series names docs/exporter.md's table lists (generated from src/render/metrics.rs,
+/// checked equal by a unit test): exact names, and patterns as (head, tail) around `<name>`.
+fn documented_series() -> Vec<(String, String)> {
+    let doc = std::fs::read_to_string(root().join("docs/exporter.md")).unwrap();
+    let start = doc.find("<!-- series: generated").expect("the series table");
+    let end = doc.find("<!-- end of series -->").expect("its end");
+    doc[start..end]
+        .lines()
+        .filter_map(|l| l.strip_prefix("| `"))
+        .map(|l| {
+            let name = l.split(['{', '`']).next().unwrap();
+            match name.split_once("<name>") {
+                Some((head, tail)) => (head.to_string(), tail.to_string()),
+                None => (name.to_string(), String::new()),
+            }
+        })
+        .collect()
+}
+
+/// Every `rdmactl_…` identifier in `expr`.
+fn series_named(expr: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut rest = expr;
+    while let Some(at) = rest.find("rdmactl_") {
+        let word: String = rest[at..]
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect();
+        rest = &rest[at + word.len()..];
+        out.push(word);
+    }
+    out
+}
+
+fn is_documented(name: &str, table: &[(String, String)]) -> bool {
+    table.iter().any(|(head, tail)| {
+        if tail.is_empty() && !head.ends_with('_') {
+            name == head
+        } else {
+            name.len() > head.len() + tail.len() && name.starts_with(head) && name.ends_with(tail)
+        }
+    })
+}
+
+/// Every expression of the shipped rules and dashboard names only series the exporter's
+/// table defines: a renamed series fails here, not silently in a site's Prometheus.
+#[test]
+fn shipped_rules_and_dashboard_name_only_exported_series() {
+    let table = documented_series();
+    assert!(is_documented("rdmactl_pma_link_downed_total", &table));
+    assert!(!is_documented("rdmactl_port_stray", &table));
+    let mut exprs: Vec<(String, String)> = Vec::new();
+    for file in [
+        "contrib/prometheus/rules.yml",
+        "contrib/prometheus/node-infiniband.rules.yml",
+    ] {
+        let text = std::fs::read_to_string(root().join(file)).unwrap();
+        for line in text.lines().filter(|l| l.trim_start().starts_with("expr:")) {
+            exprs.push((file.to_string(), line.to_string()));
+        }
+    }
+    let json: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(root().join("contrib/grafana/rdmactl.json")).unwrap(),
+    )
+    .expect("contrib/grafana/rdmactl.json parses");
+    fn walk(v: &serde_json::Value, out: &mut Vec<(String, String)>) {
+        match v {
+            serde_json::Value::Object(m) => {
+                for (k, v) in m {
+                    match (k.as_str(), v) {
+                        ("expr" | "definition", serde_json::Value::String(s)) => {
+                            out.push(("contrib/grafana/rdmactl.json".into(), s.clone()))
+                        }
+                        _ => walk(v, out),
+                    }
+                }
+            }
+            serde_json::Value::Array(a) => a.iter().for_each(|v| walk(v, out)),
+            _ => {}
+        }
+    }
+    let before = exprs.len();
+    walk(&json, &mut exprs);
+    assert!(exprs.len() - before >= 12, "the dashboard's queries");
+    let mut unknown = Vec::new();
+    let mut named = 0;
+    for (file, expr) in &exprs {
+        for name in series_named(expr) {
+            named += 1;
+            if !is_documented(&name, &table) {
+                unknown.push(format!("{file}: {name} in {expr}"));
+            }
+        }
+    }
+    assert!(named > 40, "{named} series named");
+    assert!(unknown.is_empty(), "{}", unknown.join("\n"));
+}
+
+/// `promtool check rules` on the shipped rule files and `promtool test rules` on their
+/// tests: a device count below the last day's fires RdmaDeviceGone, the manifest's
+/// finding RdmaFinding, a stale textfile RdmactlStale; node_exporter's names are recorded.
+#[test]
+#[ignore = "needs prometheus (promtool); scripts/test runs it"]
+fn shipped_rules_pass_promtool_check_and_their_unit_tests() {
+    let dir = root().join("contrib/prometheus");
+    for args in [
+        vec!["check", "rules", "rules.yml", "node-infiniband.rules.yml"],
+        vec![
+            "test",
+            "rules",
+            "rules.test.yml",
+            "node-infiniband.rules.test.yml",
+        ],
+    ] {
+        let out = Command::new("promtool")
+            .args(&args)
+            .current_dir(&dir)
+            .output()
+            .unwrap_or_else(|e| {
+                panic!("promtool: {e}; install Debian's prometheus package (scripts/setup does)")
+            });
+        assert!(
+            out.status.success(),
+            "promtool {}:\n{}{}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
