@@ -685,7 +685,9 @@ fn a_counter_named_counter_passes_promtool() {
 /// checked equal by a unit test): exact names, and patterns as (head, tail) around `<name>`.
 fn documented_series() -> Vec<(String, String)> {
     let doc = std::fs::read_to_string(root().join("docs/exporter.md")).unwrap();
-    let start = doc.find("<!-- series: generated").expect("the series table");
+    let start = doc
+        .find("<!-- series: generated")
+        .expect("the series table");
     let end = doc.find("<!-- end of series -->").expect("its end");
     doc[start..end]
         .lines()

@@ -130,7 +130,7 @@ fn textfile(ctx: &Ctx, dir: &Path, limit: Duration, manifest: Option<&Manifest>)
 /// Doctor's findings on one scrape, and with `--expect` the manifest's, judged as
 /// `doctor --expect` judges them.
 fn judge(facts: &ScrapeFacts, manifest: Option<&Manifest>) -> Vec<Diagnostic> {
-    let mut findings = crate::diagnose::doctor::findings(&facts.doctor);
+    let mut findings = crate::diagnose::exporter::findings(&facts.doctor);
     if let Some(manifest) = manifest {
         crate::diagnose::expect::judge(&facts.doctor, &facts.modules, manifest, &mut findings);
     }
