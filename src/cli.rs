@@ -858,7 +858,18 @@ pub struct ExporterArgs {
     /// port that disappears keeps failing instead of taking its alerts with it
     #[arg(long, value_name = "FILE")]
     pub expect: Option<PathBuf>,
+    /// Export only these groups of series (comma-separated), beside the ones always
+    /// exported (counts, state, rates, MTUs, scrape errors): info, gids, pma, hw, qos,
+    /// findings (docs/exporter.md gives each one's series per port)
+    #[arg(long, value_name = "GROUP", value_delimiter = ',', value_parser = COLLECT_GROUPS)]
+    pub collect: Vec<String>,
+    /// Leave these groups of series out (comma-separated; the same names as --collect)
+    #[arg(long, value_name = "GROUP", value_delimiter = ',', value_parser = COLLECT_GROUPS)]
+    pub no_collect: Vec<String>,
 }
+
+/// `--collect`'s group names (render::metrics::GROUPS has what each holds).
+const COLLECT_GROUPS: [&str; 6] = ["info", "gids", "pma", "hw", "qos", "findings"];
 
 #[derive(Debug, Args)]
 pub struct CountersArgs {

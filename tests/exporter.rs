@@ -813,3 +813,41 @@ fn shipped_rules_pass_promtool_check_and_their_unit_tests() {
         );
     }
 }
+
+/// `--no-collect hw,qos` leaves those groups out and keeps the rest; `--collect findings`
+/// keeps the findings and the series always exported, no counter.
+#[test]
+fn collect_and_no_collect_pick_groups() {
+    let run = |flags: &[&str]| {
+        let dir = tempfile::tempdir().unwrap();
+        let out = rdmactl()
+            .arg("--sysfs")
+            .arg(root().join(FIXTURES).join("qos-good"))
+            .args(["exporter", "--textfile"])
+            .arg(dir.path())
+            .args(flags)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{out:?}");
+        std::fs::read_to_string(dir.path().join("rdmactl.prom")).unwrap()
+    };
+    let all = run(&[]);
+    assert!(
+        all.contains("\nrdmactl_hw_") && all.contains("\nrdmactl_qos_"),
+        "{all}"
+    );
+    let lean = run(&["--no-collect", "hw,qos"]);
+    assert!(
+        !lean.contains("rdmactl_hw_") && !lean.contains("rdmactl_qos_"),
+        "{lean}"
+    );
+    assert!(lean.contains("\nrdmactl_pma_") && lean.contains("\nrdmactl_port_state{"));
+    let health = run(&["--collect", "findings"]);
+    assert!(!health.contains("rdmactl_pma_") && !health.contains("rdmactl_port_info"));
+    assert!(health.contains("\nrdmactl_findings{") && health.contains("\nrdmactl_port_state{"));
+    let bad = rdmactl()
+        .args(["exporter", "--collect", "counters"])
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2), "{bad:?}");
+}

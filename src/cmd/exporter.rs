@@ -36,8 +36,12 @@ pub fn run(ctx: &Ctx, args: &ExporterArgs) -> Result<u8> {
         .transpose()?;
     let manifest = manifest.as_ref();
     let modules = manifest.map(|m| m.modules.clone()).unwrap_or_default();
+    let collect = crate::render::metrics::Collect {
+        only: args.collect.clone(),
+        not: args.no_collect.clone(),
+    };
     if let Some(dir) = &args.textfile {
-        return textfile(ctx, dir, limit, manifest);
+        return textfile(ctx, dir, limit, manifest, &collect);
     }
     let endpoint = crate::serve::MetricsEndpoint::bind(&args.listen)?;
     let shown = endpoint
@@ -73,7 +77,7 @@ pub fn run(ctx: &Ctx, args: &ExporterArgs) -> Result<u8> {
                 drop(w);
                 *succeeded.lock().unwrap_or_else(|e| e.into_inner()) = Some(now());
                 let findings = judge(&facts, manifest);
-                render::exposition(&facts, &findings)
+                render::exposition(&facts, &findings, &collect)
             }
             Err(late) => render::unread(&late.stuck),
         };
@@ -89,13 +93,19 @@ pub fn run(ctx: &Ctx, args: &ExporterArgs) -> Result<u8> {
 /// `--textfile DIR`: one scrape written whole. A run that cannot read is written too (its
 /// scrape errors and the previous run's success time), so node_exporter never goes on
 /// serving the last good file as if it were fresh; the run then fails.
-fn textfile(ctx: &Ctx, dir: &Path, limit: Duration, manifest: Option<&Manifest>) -> Result<u8> {
+fn textfile(
+    ctx: &Ctx,
+    dir: &Path,
+    limit: Duration,
+    manifest: Option<&Manifest>,
+    collect: &crate::render::metrics::Collect,
+) -> Result<u8> {
     let target = dir.join(TEXTFILE);
     let modules = manifest.map(|m| m.modules.clone()).unwrap_or_default();
     let (text, failed) = match gather::scrape_within(ctx, limit, &modules) {
         Ok(Ok(facts)) => {
             let findings = judge(&facts, manifest);
-            let mut text = render::exposition(&facts, &findings);
+            let mut text = render::exposition(&facts, &findings, collect);
             text.push_str(&render::last_success(now()));
             (text, None)
         }

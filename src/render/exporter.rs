@@ -20,7 +20,12 @@ type Labels = Vec<(&'static str, String)>;
 
 /// The whole exposition of one scrape: device and port state, configuration, every
 /// counter, doctor's findings (`findings`, from the same facts) and per-device errors.
-pub fn exposition(facts: &ScrapeFacts, findings: &[Diagnostic]) -> String {
+/// Only the groups `collect` keeps are written (`--collect`, `--no-collect`).
+pub fn exposition(
+    facts: &ScrapeFacts,
+    findings: &[Diagnostic],
+    collect: &metrics::Collect,
+) -> String {
     let mut families = Vec::new();
     families.extend(device_families(facts));
     families.extend(port_families(facts));
@@ -28,6 +33,7 @@ pub fn exposition(facts: &ScrapeFacts, findings: &[Diagnostic]) -> String {
     families.extend(counter_families(facts));
     families.extend(qos_families(facts));
     families.extend(finding_families(findings));
+    families.retain(|f| collect.keeps(&f.name));
     debug_assert_eq!(metrics::undeclared(&families), Vec::<String>::new());
     write(&families)
 }
@@ -260,30 +266,17 @@ fn port_families(facts: &ScrapeFacts) -> Vec<SeriesFamily> {
     ]
 }
 
-/// `rdmactl_port_info`'s labels: the port's state, configuration and netdev.
+/// `rdmactl_port_info`'s labels: what of a port does not change while it runs (its state,
+/// rate and width are values, so a flap makes no new series).
 fn port_info_labels(p: &Port) -> Labels {
     let mut l = port_labels(p);
     let name = |v: Option<&str>| v.unwrap_or_default().to_string();
-    l.push(("state", name(p.state.as_ref().map(PortState::name))));
-    l.push((
-        "physical_state",
-        name(p.phys_state.as_ref().map(PhysState::name)),
-    ));
     l.push((
         "link_layer",
         p.link_layer
             .as_ref()
             .map(|x| x.to_string())
             .unwrap_or_default(),
-    ));
-    l.push(("rate", name(p.rate.as_ref().map(|r| r.text.as_str()))));
-    l.push((
-        "width",
-        name(p.rate.as_ref().and_then(|r| r.width.as_deref())),
-    ));
-    l.push((
-        "speed",
-        name(p.rate.as_ref().and_then(|r| r.speed.as_deref())),
     ));
     l.push(("netdev", name(p.netdev.as_ref().map(|n| n.name.as_str()))));
     l

@@ -79,8 +79,8 @@ pub const PMA_FILES_SKIPPED: Metric = Metric {
 pub const PORT_INFO: Metric = Metric {
     name: "rdmactl_port_info",
     kind: Gauge,
-    labels: &["device", "port", "state", "physical_state", "link_layer", "rate", "width", "speed", "netdev"],
-    help: "RDMA port with its state, physical state, link layer, rate, width, speed and netdev as labels; always 1",
+    labels: &["device", "port", "link_layer", "netdev"],
+    help: "RDMA port with its link layer and netdev as labels; always 1 (its state, rate and width are the values of their own series, so a state change makes no new series)",
     note: "",
 };
 
@@ -383,6 +383,68 @@ pub const METRICS: &[&Metric] = &[
     &LAST_SUCCESS,
 ];
 
+/// The groups `exporter --collect`/`--no-collect` pick, and what each holds; a family in
+/// none (device and port counts, state, rates, MTUs, scrape errors, the scrape's own
+/// series) is always exported. (The CLI's names are `cli::COLLECT_GROUPS`; a test checks
+/// each group has families.)
+#[cfg_attr(not(test), allow(dead_code))]
+pub const GROUPS: &[(&str, &str)] = &[
+    (
+        "info",
+        "rdmactl_device_info and rdmactl_port_info (labels: firmware, GUID, netdev)",
+    ),
+    (
+        "gids",
+        "rdmactl_port_gids, rdmactl_port_gid_table_size, rdmactl_port_roce_v2_ipv4_gid_index",
+    ),
+    ("pma", "rdmactl_pma_*: every file of counters/"),
+    ("hw", "rdmactl_hw_*: every file of hw_counters/"),
+    (
+        "qos",
+        "rdmactl_qos_*: the RoCE QoS configuration and pause frames",
+    ),
+    ("findings", "rdmactl_finding and rdmactl_findings"),
+];
+
+/// The group of a family name, None for one always exported.
+pub fn group_of(family: &str) -> Option<&'static str> {
+    let group = if family == DEVICE_INFO.name || family == PORT_INFO.name {
+        "info"
+    } else if [GIDS.name, GID_TABLE_SIZE.name, ROCE_V2_IPV4_GID_INDEX.name].contains(&family) {
+        "gids"
+    } else if family.starts_with(PMA_COUNTERS.prefix()) {
+        "pma"
+    } else if family.starts_with(HW_COUNTERS.prefix()) {
+        "hw"
+    } else if family.starts_with("rdmactl_qos_") {
+        "qos"
+    } else if family == FINDING.name || family == FINDINGS.name {
+        "findings"
+    } else {
+        return None;
+    };
+    Some(group)
+}
+
+/// Which groups a scrape writes: `--collect` (only these) and `--no-collect` (all but these).
+#[derive(Debug, Clone, Default)]
+pub struct Collect {
+    pub only: Vec<String>,
+    pub not: Vec<String>,
+}
+
+impl Collect {
+    pub fn keeps(&self, family: &str) -> bool {
+        match group_of(family) {
+            None => true,
+            Some(g) => {
+                (self.only.is_empty() || self.only.iter().any(|o| o == g))
+                    && !self.not.iter().any(|n| n == g)
+            }
+        }
+    }
+}
+
 /// The families of `families` that no row declares, or that carry a label their row does not
 /// list: what a debug build checks of every scrape, so the table stays the exporter's.
 pub fn undeclared(families: &[SeriesFamily]) -> Vec<String> {
@@ -496,6 +558,36 @@ mod tests {
                 "rdmactl_pma_x_total has no row",
             ]
         );
+    }
+
+    #[test]
+    fn collect_picks_groups_and_keeps_the_rest() {
+        assert_eq!(group_of("rdmactl_pma_symbol_error_total"), Some("pma"));
+        assert_eq!(group_of("rdmactl_hw_rdma_sends_total"), Some("hw"));
+        assert_eq!(group_of("rdmactl_port_state"), None);
+        let only_pma = Collect {
+            only: vec!["pma".into()],
+            not: vec![],
+        };
+        assert!(only_pma.keeps("rdmactl_pma_symbol_error_total"));
+        assert!(!only_pma.keeps("rdmactl_hw_rdma_sends_total"));
+        assert!(only_pma.keeps("rdmactl_port_state"));
+        let no_hw = Collect {
+            only: vec![],
+            not: vec!["hw".into(), "qos".into()],
+        };
+        assert!(!no_hw.keeps("rdmactl_hw_rdma_sends_total"));
+        assert!(!no_hw.keeps("rdmactl_qos_pfc_enabled"));
+        assert!(no_hw.keeps("rdmactl_finding"));
+        // Every group named has a family in it.
+        for (g, _) in GROUPS {
+            assert!(
+                METRICS
+                    .iter()
+                    .any(|m| group_of(&m.name.replace("<name>", "x")) == Some(*g)),
+                "{g}"
+            );
+        }
     }
 
     #[test]
