@@ -325,7 +325,7 @@ _rdmactl() {
             return 0
             ;;
         rdmactl__subcmd__exporter)
-            opts="-j -h -V --json --color --sysfs --procfs --listen --textfile --help --version"
+            opts="-j -h -V --json --color --sysfs --procfs --listen --textfile --scrape-timeout --expect --collect --no-collect --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -349,6 +349,22 @@ _rdmactl() {
                     ;;
                 --textfile)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --scrape-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --expect)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --collect)
+                    COMPREPLY=($(compgen -W "info gids pma hw qos findings" -- "${cur}"))
+                    return 0
+                    ;;
+                --no-collect)
+                    COMPREPLY=($(compgen -W "info gids pma hw qos findings" -- "${cur}"))
                     return 0
                     ;;
                 *)

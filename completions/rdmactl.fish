@@ -312,6 +312,20 @@ complete -c rdmactl -n "__fish_rdmactl_using_subcommand exporter" -l sysfs -d 'R
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand exporter" -l procfs -d 'With --sysfs: the same host\'s captured /proc (a sosreport\'s proc/), so doctor judges its memlock limit and loaded modules too; live /proc is never mixed with a capture' -r -F
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand exporter" -l listen -d 'Serve /metrics on ADDR (HOST:PORT, [V6]:PORT, or :PORT for every address, IPv6 and IPv4)' -r
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand exporter" -l textfile -d 'Write DIR/rdmactl.prom once (a temporary file renamed over it) and exit, for node_exporter\'s textfile collector (--collector.textfile.directory)' -r -F
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand exporter" -l scrape-timeout -d 'Answer a scrape (or end a --textfile run) after SECS even when a read has not returned (a driver\'s sysfs file that blocks), with rdmactl_scrape_error naming it' -r
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand exporter" -l expect -d 'Judge each scrape against this manifest (`doctor --expect`\'s, made by `doctor --save-expect`): its findings become rdmactl_finding series, so a device or port that disappears keeps failing instead of taking its alerts with it' -r -F
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand exporter" -l collect -d 'Export only these groups of series (comma-separated), beside the ones always exported (counts, state, rates, MTUs, scrape errors): info, gids, pma, hw, qos, findings (docs/exporter.md gives each one\'s series per port)' -r -f -a "info\t''
+gids\t''
+pma\t''
+hw\t''
+qos\t''
+findings\t''"
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand exporter" -l no-collect -d 'Leave these groups of series out (comma-separated; the same names as --collect)' -r -f -a "info\t''
+gids\t''
+pma\t''
+hw\t''
+qos\t''
+findings\t''"
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand exporter" -s j -l json -d 'Print JSON instead of a table'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand exporter" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand exporter" -s V -l version -d 'Print version'

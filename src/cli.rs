@@ -861,7 +861,27 @@ pub struct ExporterArgs {
     /// node_exporter's textfile collector (--collector.textfile.directory)
     #[arg(long, value_name = "DIR", conflicts_with = "listen")]
     pub textfile: Option<PathBuf>,
+    /// Answer a scrape (or end a --textfile run) after SECS even when a read has not
+    /// returned (a driver's sysfs file that blocks), with rdmactl_scrape_error naming it
+    #[arg(long, value_name = "SECS", default_value_t = 5.0, value_parser = parse_interval)]
+    pub scrape_timeout: f64,
+    /// Judge each scrape against this manifest (`doctor --expect`'s, made by
+    /// `doctor --save-expect`): its findings become rdmactl_finding series, so a device or
+    /// port that disappears keeps failing instead of taking its alerts with it
+    #[arg(long, value_name = "FILE")]
+    pub expect: Option<PathBuf>,
+    /// Export only these groups of series (comma-separated), beside the ones always
+    /// exported (counts, state, rates, MTUs, scrape errors): info, gids, pma, hw, qos,
+    /// findings (docs/exporter.md gives each one's series per port)
+    #[arg(long, value_name = "GROUP", value_delimiter = ',', value_parser = COLLECT_GROUPS)]
+    pub collect: Vec<String>,
+    /// Leave these groups of series out (comma-separated; the same names as --collect)
+    #[arg(long, value_name = "GROUP", value_delimiter = ',', value_parser = COLLECT_GROUPS)]
+    pub no_collect: Vec<String>,
 }
+
+/// `--collect`'s group names (render::metrics::GROUPS has what each holds).
+const COLLECT_GROUPS: [&str; 6] = ["info", "gids", "pma", "hw", "qos", "findings"];
 
 #[derive(Debug, Args)]
 pub struct CountersArgs {

@@ -75,6 +75,16 @@ pub enum Error {
         error: std::io::Error,
     },
 
+    /// Reading the system did not finish within its deadline (`gather::deadline`): the
+    /// reads still blocked, each a path (empty when the gather was not in a file read).
+    #[error(
+        "reading the system did not finish within {secs} s: {}; a driver whose sysfs file \
+         blocks in the kernel (`timeout 5 cat PATH` shows it, `dmesg` names the driver; \
+         reloading the driver or a reboot frees it)",
+        overdue_reads(.paths)
+    )]
+    Overdue { paths: Vec<String>, secs: f64 },
+
     /// The command already printed its findings; this only sets the exit code.
     #[error("{0}")]
     Failed(String),
@@ -114,13 +124,22 @@ impl Error {
             Error::NotFound(_) => exit::NOT_FOUND,
             Error::System(_) => exit::SYSTEM,
             Error::Failed(_) => exit::FAILED,
-            Error::Io { .. } | Error::Write { .. } => exit::SYSTEM,
+            Error::Io { .. } | Error::Write { .. } | Error::Overdue { .. } => exit::SYSTEM,
             Error::Verbs(e) => e.exit_code(),
             Error::Failure(f) if f.is_missing_stack() => exit::NO_RDMA,
             Error::Failure(_) => exit::FAILED,
             Error::Explained(r) => r.exit_code(),
             Error::Reported(code) => *code,
         }
+    }
+}
+
+/// The reads a deadline found still blocked, named.
+fn overdue_reads(paths: &[String]) -> String {
+    if paths.is_empty() {
+        "no file read was in progress (a netlink or libibverbs query was)".to_string()
+    } else {
+        format!("still reading {}", paths.join(", "))
     }
 }
 

@@ -10,6 +10,10 @@ use crate::exit;
 use crate::render::doctor::{self as render, DoctorReport};
 use crate::render::health;
 
+/// How long a health-check format waits for the host's facts: under NHC's 30 s default
+/// timeout and Nagios' 60 s service check timeout, so they get rdmactl's answer.
+const HEALTH_DEADLINE: std::time::Duration = std::time::Duration::from_secs(20);
+
 pub fn run(ctx: &Ctx, args: &DoctorArgs) -> Result<u8> {
     if ctx.json && args.format != HealthFormat::Text {
         return Err(Error::Usage(format!(
@@ -40,7 +44,13 @@ fn judge(ctx: &Ctx, args: &DoctorArgs) -> Result<u8> {
         .as_deref()
         .map(crate::gather::expect::read)
         .transpose()?;
-    let facts = crate::gather::doctor::gather(ctx, args.filter.device.as_deref())?;
+    let device = args.filter.device.as_deref();
+    let facts = match args.format {
+        HealthFormat::Text => crate::gather::doctor::gather(ctx, device)?,
+        // A health check answers within its deadline: a blocked read is UNKNOWN to Nagios
+        // and a failure to NHC, never a check that its runner has to kill.
+        _ => crate::gather::doctor::gather_within(ctx, device, HEALTH_DEADLINE)?,
+    };
     let mut findings = crate::diagnose::doctor::findings(&facts);
     if let Some(manifest) = &manifest {
         let modules = crate::gather::expect::modules(ctx, &manifest.modules);

@@ -13,7 +13,9 @@ use crate::ctx::Ctx;
 use crate::error::{Error, Result};
 use crate::exit;
 use crate::gather::exporter as gather;
-use crate::model::exporter::StateWatch;
+use crate::model::diagnostic::Diagnostic;
+use crate::model::expect::Manifest;
+use crate::model::exporter::{ScrapeFacts, ScrapeProblem, StateWatch};
 use crate::render::exporter as render;
 
 /// How often the poller reads each port's state: a flap shorter than this can be missed,
@@ -24,11 +26,22 @@ const POLL: Duration = Duration::from_secs(1);
 const TEXTFILE: &str = "rdmactl.prom";
 
 pub fn run(ctx: &Ctx, args: &ExporterArgs) -> Result<u8> {
+    let limit = Duration::from_secs_f64(args.scrape_timeout);
+    // Read once: a manifest that does not parse stops the exporter at its start, where the
+    // error is seen, not at every scrape.
+    let manifest = args
+        .expect
+        .as_deref()
+        .map(crate::gather::expect::read)
+        .transpose()?;
+    let manifest = manifest.as_ref();
+    let modules = manifest.map(|m| m.modules.clone()).unwrap_or_default();
+    let collect = crate::render::metrics::Collect {
+        only: args.collect.clone(),
+        not: args.no_collect.clone(),
+    };
     if let Some(dir) = &args.textfile {
-        let facts = gather::scrape(ctx)?;
-        let findings = crate::diagnose::doctor::findings(&facts.doctor);
-        write_atomic(dir, &render::exposition(&facts, &findings))?;
-        return Ok(exit::OK);
+        return textfile(ctx, dir, limit, manifest, &collect);
     }
     let endpoint = crate::serve::MetricsEndpoint::bind(&args.listen)?;
     let shown = endpoint
@@ -47,25 +60,98 @@ pub fn run(ctx: &Ctx, args: &ExporterArgs) -> Result<u8> {
             lock(&watch).observe(states);
         });
     }
+    let succeeded: Mutex<Option<f64>> = Mutex::new(None);
     endpoint.serve(|| {
         let start = Instant::now();
-        let mut facts = gather::scrape(ctx)?;
-        let states = facts
-            .doctor
-            .devices
-            .iter()
-            .flat_map(|d| &d.ports)
-            .map(|p| (p.device.clone(), p.number, p.state.clone()));
-        let mut w = lock(&watch);
-        w.observe(states.collect::<Vec<_>>());
-        facts.state_changes = Some(w.changes());
-        drop(w);
-        let findings = crate::diagnose::doctor::findings(&facts.doctor);
-        let mut text = render::exposition(&facts, &findings);
+        let mut text = match gather::scrape_within(ctx, limit, &modules)? {
+            Ok(mut facts) => {
+                let states = facts
+                    .doctor
+                    .devices
+                    .iter()
+                    .flat_map(|d| &d.ports)
+                    .map(|p| (p.device.clone(), p.number, p.state.clone()));
+                let mut w = lock(&watch);
+                w.observe(states.collect::<Vec<_>>());
+                facts.state_changes = Some(w.changes());
+                drop(w);
+                *succeeded.lock().unwrap_or_else(|e| e.into_inner()) = Some(now());
+                let findings = judge(&facts, manifest);
+                render::exposition(&facts, &findings, &collect)
+            }
+            Err(late) => render::unread(&late.stuck),
+        };
         text.push_str(&render::scrape_duration(start.elapsed().as_secs_f64()));
+        if let Some(t) = *succeeded.lock().unwrap_or_else(|e| e.into_inner()) {
+            text.push_str(&render::last_success(t));
+        }
         Ok(text)
     })?;
     Ok(exit::OK)
+}
+
+/// `--textfile DIR`: one scrape written whole. A run that cannot read is written too (its
+/// scrape errors and the previous run's success time), so node_exporter never goes on
+/// serving the last good file as if it were fresh; the run then fails.
+fn textfile(
+    ctx: &Ctx,
+    dir: &Path,
+    limit: Duration,
+    manifest: Option<&Manifest>,
+    collect: &crate::render::metrics::Collect,
+) -> Result<u8> {
+    let target = dir.join(TEXTFILE);
+    let modules = manifest.map(|m| m.modules.clone()).unwrap_or_default();
+    let (text, failed) = match gather::scrape_within(ctx, limit, &modules) {
+        Ok(Ok(facts)) => {
+            let findings = judge(&facts, manifest);
+            let mut text = render::exposition(&facts, &findings, collect);
+            text.push_str(&render::last_success(now()));
+            (text, None)
+        }
+        Ok(Err(late)) => {
+            let paths = late.stuck.iter().filter_map(|p| p.path.clone()).collect();
+            let e = Error::Overdue {
+                paths,
+                secs: late.limit_secs,
+            };
+            (render::unread(&late.stuck), Some(e))
+        }
+        Err(e) => {
+            let whole = ScrapeProblem {
+                path: None,
+                error: e.to_string(),
+            };
+            (render::unread(&[whole]), Some(e))
+        }
+    };
+    let Some(e) = failed else {
+        write_atomic(dir, &text)?;
+        return Ok(exit::OK);
+    };
+    let mut text = text;
+    if let Some(t) = gather::previous_sample(&target, crate::render::metrics::LAST_SUCCESS.name) {
+        text.push_str(&render::last_success(t));
+    }
+    write_atomic(dir, &text)?;
+    Err(e)
+}
+
+/// Doctor's findings on one scrape, and with `--expect` the manifest's, judged as
+/// `doctor --expect` judges them.
+fn judge(facts: &ScrapeFacts, manifest: Option<&Manifest>) -> Vec<Diagnostic> {
+    let mut findings = crate::diagnose::exporter::findings(&facts.doctor);
+    if let Some(manifest) = manifest {
+        crate::diagnose::expect::judge(&facts.doctor, &facts.modules, manifest, &mut findings);
+    }
+    findings
+}
+
+/// Now as Unix seconds: what the last-success series holds.
+fn now() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
 }
 
 /// The watch survives a panic in the poller: its counts are plain numbers, never half-set.

@@ -10,6 +10,7 @@ pub mod device_node;
 pub mod doctor;
 pub mod env;
 pub mod expect;
+pub mod exporter;
 pub mod fabric;
 pub mod firewall;
 pub mod gid_auto;

@@ -96,7 +96,7 @@ mod tests {
     fn exporter(t: &Tree) -> String {
         let facts = crate::gather::exporter::scrape(&t.ctx).unwrap();
         let findings = doctor::findings(&facts.doctor);
-        crate::render::exporter::exposition(&facts, &findings)
+        crate::render::exporter::exposition(&facts, &findings, &Default::default())
     }
 
     /// What a failed run on DEV/1 knows of its end, read from the tree as

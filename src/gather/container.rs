@@ -251,7 +251,7 @@ fn umad_map(sysfs: &Path) -> Vec<(String, String)> {
         .flatten()
         .filter_map(|e| {
             let name = e.file_name().to_string_lossy().into_owned();
-            let ibdev = std::fs::read_to_string(e.path().join("ibdev")).ok()?;
+            let ibdev = crate::gather::sysfs::read_text(&e.path().join("ibdev")).ok()?;
             name.starts_with("umad")
                 .then(|| (name, ibdev.trim().to_string()))
         })

@@ -26,6 +26,24 @@ const PROVIDER_DIRS: &[&str] = &[
 ];
 const PROVIDER_CONF_DIR: &str = "/etc/libibverbs.d";
 
+/// `gather` with a deadline (`doctor --format nagios|nhc|junit`: a health check must
+/// answer, even when a driver's sysfs file blocks): past `limit`, an error naming the reads
+/// still in progress.
+pub fn gather_within(
+    ctx: &Ctx,
+    device: Option<&str>,
+    limit: std::time::Duration,
+) -> Result<DoctorFacts> {
+    let (worker_ctx, device) = (ctx.clone(), device.map(str::to_string));
+    crate::gather::deadline::within(limit, move || gather(&worker_ctx, device.as_deref()))
+        .unwrap_or_else(|late| {
+            Err(crate::error::Error::Overdue {
+                paths: late.paths.iter().map(|p| p.display().to_string()).collect(),
+                secs: limit.as_secs_f64(),
+            })
+        })
+}
+
 /// Read everything doctor judges; `only` keeps one device (an error names the others).
 pub fn gather(ctx: &Ctx, only: Option<&str>) -> Result<DoctorFacts> {
     let sysfs = SysfsRoot::new(&ctx.sysfs);
@@ -249,7 +267,7 @@ pub fn no_device_hint_at(root: &Path, captured: bool, procfs: Option<&Path>) -> 
 fn net_functions(bus: &Path) -> Vec<crate::model::doctor::NetFunction> {
     use crate::gather::pci::list as entries;
     let hex = |dir: &Path, attr: &str| {
-        std::fs::read_to_string(dir.join(attr))
+        crate::gather::sysfs::read_text(&dir.join(attr))
             .ok()
             .and_then(|s| crate::gather::sysfs::parse::hex_u32(&s))
     };

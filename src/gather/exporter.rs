@@ -7,7 +7,7 @@ use crate::error::Result;
 use crate::gather::sysfs::{SysfsRoot, NO_PMA};
 use crate::model::device::ReadProblem;
 use crate::model::doctor::DoctorFacts;
-use crate::model::exporter::ScrapeFacts;
+use crate::model::exporter::{Overdue, ScrapeFacts, ScrapeProblem};
 
 /// One scrape. An error is what leaves nothing to export (class/infiniband unreadable);
 /// a device that cannot be read is a `DeviceScrape` error and the others are still read.
@@ -24,7 +24,10 @@ pub fn scrape(ctx: &Ctx) -> Result<ScrapeFacts> {
                     Ok(one) => merge(&mut merged, one),
                     Err(e) => {
                         let entry = facts.devices.entry(name).or_default();
-                        entry.errors.push(e.to_string());
+                        entry.errors.push(ScrapeProblem {
+                            path: None,
+                            error: e.to_string(),
+                        });
                     }
                 }
             }
@@ -58,13 +61,68 @@ pub fn scrape(ctx: &Ctx) -> Result<ScrapeFacts> {
                 }
             }
         }
-        entry.errors.extend(
-            problems
-                .into_iter()
-                .map(|p| format!("{}: {}", p.path.display(), p.error)),
-        );
+        entry
+            .errors
+            .extend(problems.into_iter().map(|p| ScrapeProblem {
+                path: Some(relative(&ctx.sysfs, &p.path)),
+                error: p.error.clone(),
+            }));
     }
     Ok(facts)
+}
+
+/// One scrape with a deadline: a read that blocks (a stuck driver's show()) costs `limit`,
+/// and the reads still in progress are the answer.
+/// `modules`: the kernel modules an `--expect` manifest names, looked up too (none without
+/// one).
+pub fn scrape_within(
+    ctx: &Ctx,
+    limit: std::time::Duration,
+    modules: &[String],
+) -> Result<std::result::Result<ScrapeFacts, Overdue>> {
+    let (worker_ctx, modules) = (ctx.clone(), modules.to_vec());
+    let work = move || {
+        let mut facts = scrape(&worker_ctx)?;
+        if !modules.is_empty() {
+            facts.modules = crate::gather::expect::modules(&worker_ctx, &modules);
+        }
+        Ok(facts)
+    };
+    match crate::gather::deadline::within(limit, work) {
+        Ok(done) => done.map(Ok),
+        Err(late) => Ok(Err(Overdue {
+            stuck: late
+                .paths
+                .iter()
+                .map(|p| ScrapeProblem {
+                    path: Some(relative(&ctx.sysfs, p)),
+                    error: if late.not_started {
+                        "an earlier read of it is still blocked".to_string()
+                    } else {
+                        format!("no answer within {} s", late.limit.as_secs_f64())
+                    },
+                })
+                .collect(),
+            limit_secs: limit.as_secs_f64(),
+        })),
+    }
+}
+
+/// `path` under the sysfs root without the root (the same on every host and fixture),
+/// or whole when it lies elsewhere.
+fn relative(root: &std::path::Path, path: &std::path::Path) -> String {
+    path.strip_prefix(root)
+        .unwrap_or(path)
+        .display()
+        .to_string()
+}
+
+/// The unlabelled sample `name` of a previous `--textfile` run's `file` (its success time,
+/// to be written again by a run that failed, so its age keeps growing); None when absent.
+pub fn previous_sample(file: &std::path::Path, name: &str) -> Option<f64> {
+    let text = std::fs::read_to_string(file).ok()?;
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok())
 }
 
 /// Every port's state, by name: what the poller compares between looks.
@@ -135,6 +193,12 @@ mod tests {
         assert_eq!(good.no_pma.get(&1), Some(&1));
         let bad = &facts.devices["mlx5_1"];
         assert_eq!(bad.errors.len(), 1, "{:?}", bad.errors);
-        assert!(bad.errors[0].contains("link_downed"), "{:?}", bad.errors);
+        assert_eq!(
+            bad.errors[0].path.as_deref(),
+            Some("class/infiniband/mlx5_1/ports/1/counters/link_downed"),
+            "{:?}",
+            bad.errors
+        );
+        assert_eq!(bad.errors[0].device(), Some("mlx5_1"));
     }
 }

@@ -4,6 +4,7 @@
 pub mod baseline;
 pub mod check;
 pub mod container;
+pub mod deadline;
 pub mod devinfo;
 pub mod devnode;
 pub mod discover;

@@ -151,7 +151,7 @@ fn read_dcb(ctx: &Ctx, netdev: &str) -> Probe<DcbConfig> {
 
 /// A file's text; None when it is not there. Err: the path and why it could not be read.
 fn read_optional(path: &Path) -> Result<Option<String>, String> {
-    match std::fs::read_to_string(path) {
+    match crate::gather::sysfs::read_text(path) {
         Ok(text) => Ok(Some(text)),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(format!("{}: {}", path.display(), io_error_text(&e))),

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 
 use crate::model::device::PortState;
 use crate::model::doctor::DoctorFacts;
+use crate::model::expect::ModulesSeen;
 
 /// Everything one scrape exports.
 #[derive(Debug, Clone, Default)]
@@ -17,17 +18,46 @@ pub struct ScrapeFacts {
     /// (device, port) → state changes seen since the exporter started; None for a one-shot
     /// run (`--textfile`), which has nothing to compare with.
     pub state_changes: Option<BTreeMap<(String, u32), u64>>,
+    /// The manifest's kernel modules as seen loaded (`--expect`); default without one.
+    pub modules: ModulesSeen,
 }
 
 /// What went wrong reading one device; empty when nothing did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct DeviceScrape {
     /// A read that failed the whole device (its facts are missing), or files of it that
-    /// could not be read (its facts are partial), as path: error.
-    pub errors: Vec<String>,
+    /// could not be read (its facts are partial).
+    pub errors: Vec<ScrapeProblem>,
     /// (port, counter files) that read "N/A (no PMA)": skipped, not errors, but counted so
     /// a dashboard can tell "no such counter" from "counter not exported".
     pub no_pma: BTreeMap<u32, u64>,
+}
+
+/// One thing a scrape could not read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScrapeProblem {
+    /// The file, relative to the sysfs root (`class/infiniband/mlx5_0/ports/1/state`), or
+    /// absolute when it lies outside it; None when the error names no one file.
+    pub path: Option<String>,
+    pub error: String,
+}
+
+/// A scrape whose reads had not returned by its deadline: what was still being read. The
+/// scrape answers with these alone; stale or half-read series would pass for healthy ones.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Overdue {
+    /// The reads in progress, as `ScrapeProblem`s with their paths (none when the gather
+    /// was inside a netlink or verbs query, not a file).
+    pub stuck: Vec<ScrapeProblem>,
+    pub limit_secs: f64,
+}
+
+impl ScrapeProblem {
+    /// The device a path under `class/infiniband/DEV/` belongs to.
+    pub fn device(&self) -> Option<&str> {
+        let rest = self.path.as_deref()?.strip_prefix("class/infiniband/")?;
+        rest.split('/').next().filter(|d| !d.is_empty())
+    }
 }
 
 /// Port states as a poller sees them, and how often each changed since the first look.

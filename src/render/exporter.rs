@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use crate::model::counter::{Counter, CounterSource, Unit};
 use crate::model::device::{Device, LinkLayer, PhysState, Port, PortState};
 use crate::model::diagnostic::{Diagnostic, Severity, Subject};
-use crate::model::exporter::ScrapeFacts;
+use crate::model::exporter::{ScrapeFacts, ScrapeProblem};
 use crate::model::gid::GidKind;
 use crate::render::exposition::{metric_name_part, write, SampleValue, SeriesFamily, SeriesKind};
 use crate::render::metrics;
@@ -20,7 +20,12 @@ type Labels = Vec<(&'static str, String)>;
 
 /// The whole exposition of one scrape: device and port state, configuration, every
 /// counter, doctor's findings (`findings`, from the same facts) and per-device errors.
-pub fn exposition(facts: &ScrapeFacts, findings: &[Diagnostic]) -> String {
+/// Only the groups `collect` keeps are written (`--collect`, `--no-collect`).
+pub fn exposition(
+    facts: &ScrapeFacts,
+    findings: &[Diagnostic],
+    collect: &metrics::Collect,
+) -> String {
     let mut families = Vec::new();
     families.extend(device_families(facts));
     families.extend(port_families(facts));
@@ -28,6 +33,7 @@ pub fn exposition(facts: &ScrapeFacts, findings: &[Diagnostic]) -> String {
     families.extend(counter_families(facts));
     families.extend(qos_families(facts));
     families.extend(finding_families(findings));
+    families.retain(|f| collect.keeps(&f.name));
     debug_assert_eq!(metrics::undeclared(&families), Vec::<String>::new());
     write(&families)
 }
@@ -44,6 +50,39 @@ pub fn scrape_duration(seconds: f64) -> String {
     write(&[f])
 }
 
+/// Unix time of the last scrape that finished: written by `--listen` on each scrape and by
+/// `--textfile` (a failed run writes the previous value again), so an alert can say how old
+/// the other series are.
+pub fn last_success(unix_secs: f64) -> String {
+    let mut f = metrics::LAST_SUCCESS.family();
+    f.push(vec![], Float(unix_secs.round()));
+    write(&[f])
+}
+
+/// A scrape that read nothing (in time): the reads still blocked, or the error that ended
+/// it, each a scrape error with its path, and no other series (half a scrape, or the last
+/// one's, would pass for healthy).
+pub fn unread(stuck: &[ScrapeProblem]) -> String {
+    let mut error = metrics::SCRAPE_ERROR.family();
+    for stuck in stuck {
+        error.push(
+            vec![
+                ("device", stuck.device().unwrap_or_default().to_string()),
+                ("path", stuck.path.clone().unwrap_or_default()),
+            ],
+            Int(1),
+        );
+    }
+    if stuck.is_empty() {
+        error.push(vec![], Int(1));
+    }
+    debug_assert_eq!(
+        metrics::undeclared(std::slice::from_ref(&error)),
+        Vec::<String>::new()
+    );
+    write(&[error])
+}
+
 fn dev(d: &str) -> Labels {
     vec![("device", d.to_string())]
 }
@@ -53,6 +92,11 @@ fn port_labels(p: &Port) -> Labels {
 }
 
 fn device_families(facts: &ScrapeFacts) -> Vec<SeriesFamily> {
+    let mut devices = metrics::DEVICES.family();
+    devices.push(vec![], Int(facts.doctor.listed.len() as u64));
+    let mut ports = metrics::PORTS.family();
+    let n: usize = facts.doctor.devices.iter().map(|d| d.ports.len()).sum();
+    ports.push(vec![], Int(n as u64));
     let mut info = metrics::DEVICE_INFO.family();
     for d in &facts.doctor.devices {
         info.push(device_info_labels(d), Int(1));
@@ -60,7 +104,18 @@ fn device_families(facts: &ScrapeFacts) -> Vec<SeriesFamily> {
     let mut error = metrics::SCRAPE_ERROR.family();
     let mut skipped = metrics::PMA_FILES_SKIPPED.family();
     for (name, scrape) in &facts.devices {
-        error.push(dev(name), Int(u64::from(!scrape.errors.is_empty())));
+        if scrape.errors.is_empty() {
+            error.push(dev(name), Int(0));
+        }
+        // One series per file that failed, so the alert names it; deduplicated, as two
+        // whole-device errors name no file.
+        let failed: std::collections::BTreeSet<_> =
+            scrape.errors.iter().map(|e| e.path.clone()).collect();
+        for path in failed {
+            let mut l = dev(name);
+            l.push(("path", path.unwrap_or_default()));
+            error.push(l, Int(1));
+        }
         for (port, n) in &scrape.no_pma {
             skipped.push(
                 vec![("device", name.clone()), ("port", port.to_string())],
@@ -68,7 +123,7 @@ fn device_families(facts: &ScrapeFacts) -> Vec<SeriesFamily> {
             );
         }
     }
-    vec![info, error, skipped]
+    vec![devices, ports, info, error, skipped]
 }
 
 fn device_info_labels(d: &Device) -> Labels {
@@ -211,30 +266,17 @@ fn port_families(facts: &ScrapeFacts) -> Vec<SeriesFamily> {
     ]
 }
 
-/// `rdmactl_port_info`'s labels: the port's state, configuration and netdev.
+/// `rdmactl_port_info`'s labels: what of a port does not change while it runs (its state,
+/// rate and width are values, so a flap makes no new series).
 fn port_info_labels(p: &Port) -> Labels {
     let mut l = port_labels(p);
     let name = |v: Option<&str>| v.unwrap_or_default().to_string();
-    l.push(("state", name(p.state.as_ref().map(PortState::name))));
-    l.push((
-        "physical_state",
-        name(p.phys_state.as_ref().map(PhysState::name)),
-    ));
     l.push((
         "link_layer",
         p.link_layer
             .as_ref()
             .map(|x| x.to_string())
             .unwrap_or_default(),
-    ));
-    l.push(("rate", name(p.rate.as_ref().map(|r| r.text.as_str()))));
-    l.push((
-        "width",
-        name(p.rate.as_ref().and_then(|r| r.width.as_deref())),
-    ));
-    l.push((
-        "speed",
-        name(p.rate.as_ref().and_then(|r| r.speed.as_deref())),
     ));
     l.push(("netdev", name(p.netdev.as_ref().map(|n| n.name.as_str()))));
     l
@@ -390,7 +432,7 @@ fn counter_family(c: &Counter) -> (String, SeriesKind, String) {
         CounterSource::Counters => metrics::PMA_COUNTERS.prefix(),
         CounterSource::HwCounters => metrics::HW_COUNTERS.prefix(),
     };
-    let mut name = format!("{prefix}{}", metric_name_part(&c.name));
+    let mut name = format!("{prefix}{}", without_type_words(&metric_name_part(&c.name)));
     let meaning = c.meaning.map_or_else(
         || {
             format!(
@@ -416,6 +458,21 @@ fn counter_family(c: &Counter) -> (String, SeriesKind, String) {
         name.push_str("_total");
     }
     (name, SeriesKind::Counter, help)
+}
+
+/// A counter file's name part with the words Prometheus keeps for metric types said
+/// otherwise: `promtool check metrics` refuses a name with `counter` or `gauge` between
+/// underscores (`..._cnp_counter_total`), so `counter` is `count` and `gauge` is `level`.
+/// The HELP still names the file.
+fn without_type_words(part: &str) -> String {
+    part.split('_')
+        .map(|w| match w {
+            "counter" | "counters" => "count",
+            "gauge" => "level",
+            other => other,
+        })
+        .collect::<Vec<_>>()
+        .join("_")
 }
 
 fn finding_families(findings: &[Diagnostic]) -> Vec<SeriesFamily> {
@@ -464,5 +521,45 @@ fn severity_name(s: Severity) -> &'static str {
         Severity::Info => "info",
         Severity::Warn => "warn",
         Severity::Fail => "fail",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn type_words_leave_counter_names() {
+        assert_eq!(without_type_words("np_cnp_counter"), "np_cnp_count");
+        assert_eq!(without_type_words("counter_rx_gauge"), "count_rx_level");
+        // Only whole words: a name that merely contains the letters stays.
+        assert_eq!(without_type_words("encounters_x"), "encounters_x");
+    }
+
+    /// A scrape that ran out of time is its blocked reads alone, each named with its
+    /// device; none of the healthy series of the last scrape.
+    #[test]
+    fn an_overdue_scrape_is_its_blocked_reads_alone() {
+        let stuck = [
+            ScrapeProblem {
+                path: Some("class/infiniband/mlx5_0/ports/1/counters/symbol_error".into()),
+                error: "no answer within 5 s".into(),
+            },
+            ScrapeProblem {
+                path: Some("bus/pci/devices/0000:3b:00.0/config".into()),
+                error: "no answer within 5 s".into(),
+            },
+        ];
+        let text = unread(&stuck);
+        let samples: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
+        assert_eq!(
+            samples,
+            [
+                "rdmactl_scrape_error{device=\"mlx5_0\",path=\"class/infiniband/mlx5_0/ports/1/counters/symbol_error\"} 1",
+                "rdmactl_scrape_error{path=\"bus/pci/devices/0000:3b:00.0/config\"} 1",
+            ]
+        );
+        // A gather stuck outside any file read still says the scrape failed.
+        assert!(unread(&[]).contains("\nrdmactl_scrape_error 1\n"));
     }
 }

@@ -44,12 +44,28 @@ pub const DEVICE_INFO: Metric = Metric {
     note: "",
 };
 
+pub const DEVICES: Metric = Metric {
+    name: "rdmactl_devices",
+    kind: Gauge,
+    labels: &[],
+    help: "RDMA devices class/infiniband lists (0 included, where rdmactl_device_info has no series to count): a device that disappears lowers it",
+    note: "",
+};
+
+pub const PORTS: Metric = Metric {
+    name: "rdmactl_ports",
+    kind: Gauge,
+    labels: &[],
+    help: "Ports of the RDMA devices read this scrape (0 included)",
+    note: "",
+};
+
 pub const SCRAPE_ERROR: Metric = Metric {
     name: "rdmactl_scrape_error",
     kind: Gauge,
-    labels: &["device"],
-    help: "1 when something of this device could not be read this scrape (its other series may be missing or partial; `rdmactl doctor -d DEVICE` names the files), else 0",
-    note: "",
+    labels: &["device", "path"],
+    help: "1 for each file of this device that could not be read this scrape, `path` relative to the sysfs root (its other series may be missing or partial), else 0 with `device` alone; a scrape whose reads did not return within --scrape-timeout is these series alone, one per read still blocked",
+    note: "`path` is left out when the error names no one file",
 };
 
 pub const PMA_FILES_SKIPPED: Metric = Metric {
@@ -63,8 +79,8 @@ pub const PMA_FILES_SKIPPED: Metric = Metric {
 pub const PORT_INFO: Metric = Metric {
     name: "rdmactl_port_info",
     kind: Gauge,
-    labels: &["device", "port", "state", "physical_state", "link_layer", "rate", "width", "speed", "netdev"],
-    help: "RDMA port with its state, physical state, link layer, rate, width, speed and netdev as labels; always 1",
+    labels: &["device", "port", "link_layer", "netdev"],
+    help: "RDMA port with its link layer and netdev as labels; always 1 (its state, rate and width are the values of their own series, so a state change makes no new series)",
     note: "",
 };
 
@@ -317,8 +333,18 @@ pub const SCRAPE_DURATION: Metric = Metric {
     note: "only with `--listen`",
 };
 
+pub const LAST_SUCCESS: Metric = Metric {
+    name: "rdmactl_last_success_timestamp_seconds",
+    kind: Gauge,
+    labels: &[],
+    help: "Unix time of the last scrape that read class/infiniband within its deadline: `time() - rdmactl_last_success_timestamp_seconds` is how old the other series are; a --textfile run that fails writes the previous value again",
+    note: "absent until one scrape succeeded",
+};
+
 /// Every row, in the order a scrape writes the families.
 pub const METRICS: &[&Metric] = &[
+    &DEVICES,
+    &PORTS,
     &DEVICE_INFO,
     &SCRAPE_ERROR,
     &PMA_FILES_SKIPPED,
@@ -354,7 +380,70 @@ pub const METRICS: &[&Metric] = &[
     &FINDING,
     &FINDINGS,
     &SCRAPE_DURATION,
+    &LAST_SUCCESS,
 ];
+
+/// The groups `exporter --collect`/`--no-collect` pick, and what each holds; a family in
+/// none (device and port counts, state, rates, MTUs, scrape errors, the scrape's own
+/// series) is always exported. (The CLI's names are `cli::COLLECT_GROUPS`; a test checks
+/// each group has families.)
+#[cfg_attr(not(test), allow(dead_code))]
+pub const GROUPS: &[(&str, &str)] = &[
+    (
+        "info",
+        "rdmactl_device_info and rdmactl_port_info (labels: firmware, GUID, netdev)",
+    ),
+    (
+        "gids",
+        "rdmactl_port_gids, rdmactl_port_gid_table_size, rdmactl_port_roce_v2_ipv4_gid_index",
+    ),
+    ("pma", "rdmactl_pma_*: every file of counters/"),
+    ("hw", "rdmactl_hw_*: every file of hw_counters/"),
+    (
+        "qos",
+        "rdmactl_qos_*: the RoCE QoS configuration and pause frames",
+    ),
+    ("findings", "rdmactl_finding and rdmactl_findings"),
+];
+
+/// The group of a family name, None for one always exported.
+pub fn group_of(family: &str) -> Option<&'static str> {
+    let group = if family == DEVICE_INFO.name || family == PORT_INFO.name {
+        "info"
+    } else if [GIDS.name, GID_TABLE_SIZE.name, ROCE_V2_IPV4_GID_INDEX.name].contains(&family) {
+        "gids"
+    } else if family.starts_with(PMA_COUNTERS.prefix()) {
+        "pma"
+    } else if family.starts_with(HW_COUNTERS.prefix()) {
+        "hw"
+    } else if family.starts_with("rdmactl_qos_") {
+        "qos"
+    } else if family == FINDING.name || family == FINDINGS.name {
+        "findings"
+    } else {
+        return None;
+    };
+    Some(group)
+}
+
+/// Which groups a scrape writes: `--collect` (only these) and `--no-collect` (all but these).
+#[derive(Debug, Clone, Default)]
+pub struct Collect {
+    pub only: Vec<String>,
+    pub not: Vec<String>,
+}
+
+impl Collect {
+    pub fn keeps(&self, family: &str) -> bool {
+        match group_of(family) {
+            None => true,
+            Some(g) => {
+                (self.only.is_empty() || self.only.iter().any(|o| o == g))
+                    && !self.not.iter().any(|n| n == g)
+            }
+        }
+    }
+}
 
 /// The families of `families` that no row declares, or that carry a label their row does not
 /// list: what a debug build checks of every scrape, so the table stays the exporter's.
@@ -469,6 +558,36 @@ mod tests {
                 "rdmactl_pma_x_total has no row",
             ]
         );
+    }
+
+    #[test]
+    fn collect_picks_groups_and_keeps_the_rest() {
+        assert_eq!(group_of("rdmactl_pma_symbol_error_total"), Some("pma"));
+        assert_eq!(group_of("rdmactl_hw_rdma_sends_total"), Some("hw"));
+        assert_eq!(group_of("rdmactl_port_state"), None);
+        let only_pma = Collect {
+            only: vec!["pma".into()],
+            not: vec![],
+        };
+        assert!(only_pma.keeps("rdmactl_pma_symbol_error_total"));
+        assert!(!only_pma.keeps("rdmactl_hw_rdma_sends_total"));
+        assert!(only_pma.keeps("rdmactl_port_state"));
+        let no_hw = Collect {
+            only: vec![],
+            not: vec!["hw".into(), "qos".into()],
+        };
+        assert!(!no_hw.keeps("rdmactl_hw_rdma_sends_total"));
+        assert!(!no_hw.keeps("rdmactl_qos_pfc_enabled"));
+        assert!(no_hw.keeps("rdmactl_finding"));
+        // Every group named has a family in it.
+        for (g, _) in GROUPS {
+            assert!(
+                METRICS
+                    .iter()
+                    .any(|m| group_of(&m.name.replace("<name>", "x")) == Some(*g)),
+                "{g}"
+            );
+        }
     }
 
     #[test]

@@ -54,7 +54,7 @@ pub fn gather(sysfs: &SysfsRoot, devices: &[Device], live: bool) -> PciFacts {
         .into_iter()
         .filter(|name| {
             let hex = |attr: &str| {
-                fs::read_to_string(bus.join(name).join(attr))
+                crate::gather::sysfs::read_text(&bus.join(name).join(attr))
                     .ok()
                     .and_then(|s| u32::from_str_radix(s.trim().trim_start_matches("0x"), 16).ok())
             };
@@ -123,7 +123,7 @@ fn is_bdf(name: &str) -> bool {
 
 fn function(dir: &Path, bdf: &str) -> PciFunction {
     let attr = |name: &str| {
-        fs::read_to_string(dir.join(name))
+        crate::gather::sysfs::read_text(&dir.join(name))
             .ok()
             .map(|s| s.trim().to_string())
     };
@@ -151,7 +151,7 @@ fn function(dir: &Path, bdf: &str) -> PciFunction {
         local_cpulist: attr("local_cpulist"),
         current_link: link("current_link_speed", "current_link_width"),
         max_link: link("max_link_speed", "max_link_width"),
-        config: fs::read(dir.join("config"))
+        config: crate::gather::sysfs::read_bytes(&dir.join("config"))
             .ok()
             .map(|bytes| ConfigSpace::new(&bytes).decode()),
         iommu_group: link_name("iommu_group"),

@@ -24,7 +24,10 @@ use crate::model::device::{
 
 /// [`is_soft_roce`] on `class/infiniband/NAME`'s driver link, `parent` and `node_desc`.
 pub fn soft_roce_in(device_dir: &Path, name: &str) -> bool {
-    let node_desc = fs::read_to_string(device_dir.join("node_desc")).ok();
+    let mut buf = String::new();
+    let node_desc = read_small(&device_dir.join("node_desc"), &mut buf)
+        .ok()
+        .map(str::to_string);
     is_soft_roce(
         name,
         device_dir.join("device/driver").exists(),
@@ -503,9 +506,15 @@ fn device_net_for_port(dev_dir: &Path, port: u32) -> Option<String> {
 /// hundreds of attributes a big host has, each costly under emulation. A kernel attribute
 /// comes whole in the first read, and a regular file reads short only at its end, so a
 /// read that leaves room in the buffer is the last one.
-fn read_small<'b>(path: &Path, buf: &'b mut String) -> io::Result<&'b str> {
+///
+/// A file that is not a regular one is refused before any read: a FIFO or socket planted
+/// in the tree would block the reader forever (it is opened non-blocking, so even the
+/// open returns at once). A driver's attribute that blocks in its show() is a regular file:
+/// the path is registered while it is read, so `deadline::within` can name it.
+pub(crate) fn read_small<'b>(path: &Path, buf: &'b mut String) -> io::Result<&'b str> {
     const CHUNK: usize = 4096;
-    let mut file = fs::File::open(path)?;
+    let _reading = crate::gather::deadline::reading(path);
+    let mut file = open_regular(path)?;
     let mut bytes = std::mem::take(buf).into_bytes();
     bytes.clear();
     loop {
@@ -527,9 +536,72 @@ fn read_small<'b>(path: &Path, buf: &'b mut String) -> io::Result<&'b str> {
     Ok(buf.as_str())
 }
 
+/// A sysfs file's whole text, read as `read_small` reads (never a FIFO, the path named
+/// while it is read): for the gatherers outside this module that read sysfs.
+pub fn read_text(path: &Path) -> io::Result<String> {
+    let mut buf = String::new();
+    read_small(path, &mut buf)?;
+    Ok(buf)
+}
+
+/// A binary sysfs file (a PCI function's `config`), read as `read_text` reads.
+pub fn read_bytes(path: &Path) -> io::Result<Vec<u8>> {
+    let _reading = crate::gather::deadline::reading(path);
+    let mut bytes = Vec::new();
+    open_regular(path)?.read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
+/// Opens `path` for reading without blocking, and only if it is a regular file.
+pub(crate) fn open_regular(path: &Path) -> io::Result<fs::File> {
+    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+    let file = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)?;
+    let kind = file.metadata()?.file_type();
+    if kind.is_file() {
+        return Ok(file);
+    }
+    let what = if kind.is_fifo() {
+        "a FIFO"
+    } else if kind.is_socket() {
+        "a socket"
+    } else if kind.is_dir() {
+        // As read(2) says it, so a directory where a file belongs reads as before.
+        return Err(io::Error::from_raw_os_error(libc::EISDIR));
+    } else {
+        "a device node"
+    };
+    Err(io::Error::new(
+        io::ErrorKind::InvalidInput,
+        format!("not a regular file but {what}: not read (it could block every reader)"),
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A FIFO where a counter file belongs is refused at once, never waited on.
+    #[test]
+    fn a_fifo_is_refused_without_blocking() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("port_rcv_data");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        let mut buf = String::new();
+        let err = read_small(&fifo, &mut buf).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::InvalidInput, "{err}");
+        assert!(err.to_string().contains("a FIFO"), "{err}");
+        let mut problems = Vec::new();
+        assert_eq!(read_attr(&fifo, &mut problems), None);
+        assert_eq!(problems.len(), 1);
+        assert_eq!(problems[0].path, fifo);
+    }
 
     #[test]
     fn read_small_reads_short_long_and_empty_files_whole() {
