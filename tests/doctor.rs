@@ -715,3 +715,113 @@ fn a_captured_tree_gets_no_container_findings() {
             .not(),
         );
 }
+
+/// A copy of a fixture tree to change under a test (symlinks copied as links).
+fn copy_tree(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let target = to.join(e.file_name());
+        let kind = e.file_type().unwrap();
+        if kind.is_symlink() {
+            std::os::unix::fs::symlink(std::fs::read_link(e.path()).unwrap(), &target).unwrap();
+        } else if kind.is_dir() {
+            copy_tree(&e.path(), &target);
+        } else {
+            std::fs::copy(e.path(), &target).unwrap();
+        }
+    }
+}
+
+fn doctor_in(tree: &std::path::Path, args: &[&str]) -> assert_cmd::assert::Assert {
+    Command::cargo_bin("rdmactl")
+        .unwrap()
+        .env_remove("NO_COLOR")
+        .env_remove("RDMACTL_SYSFS")
+        .env_remove("RDMACTL_PROCFS")
+        .arg("--sysfs")
+        .arg(tree)
+        .arg("doctor")
+        .args(args)
+        .assert()
+}
+
+/// rxe-counters holds two non-zero error counters since the last reset. A health check
+/// with state records them once (OK, not WARNING), passes while they stay, warns with the
+/// delta when one grows, and passes again on the run after.
+#[test]
+fn a_health_check_warns_on_counters_that_grow_not_on_old_totals() {
+    let dir = tempfile::tempdir().unwrap();
+    let tree = dir.path().join("tree");
+    copy_tree(
+        std::path::Path::new(&format!(
+            "{}/tests/fixtures/sysfs/rxe-counters",
+            env!("CARGO_MANIFEST_DIR")
+        )),
+        &tree,
+    );
+    let state = dir.path().join("state/doctor.json");
+    let state_arg = state.to_str().unwrap();
+    let nagios = ["--format", "nagios", "--state", state_arg];
+    // Without state (a person's run) the totals are information.
+    doctor_in(&tree, &[])
+        .success()
+        .stdout(predicate::str::contains(
+            "info  counters    rxe0/1  2 error counters are non-zero since the last reset",
+        ));
+    doctor_in(&tree, &nagios)
+        .code(0)
+        .stdout(predicate::str::starts_with("RDMACTL OK"));
+    assert!(std::fs::read_to_string(&state)
+        .unwrap()
+        .contains("hw_counters/retry_exceeded_err"));
+    doctor_in(&tree, &nagios)
+        .code(0)
+        .stdout(predicate::str::starts_with("RDMACTL OK"));
+    let file = tree.join("class/infiniband/rxe0/ports/1/hw_counters/link_downed");
+    std::fs::write(&file, "1\n").unwrap();
+    doctor_in(&tree, &nagios)
+        .code(1)
+        .stdout(predicate::str::starts_with(
+            "RDMACTL WARNING - counters rxe0/1: 1 error counter grew in the ",
+        ))
+        .stdout(predicate::str::contains("link_downed +1"));
+    doctor_in(&tree, &nagios)
+        .code(0)
+        .stdout(predicate::str::starts_with("RDMACTL OK"));
+}
+
+/// A state file that cannot be written is said once, with its path and errno, as a
+/// warning; the check's own verdict stands and nothing is fatal.
+#[test]
+fn an_unwritable_state_file_is_one_warning_with_path_and_errno() {
+    let dir = tempfile::tempdir().unwrap();
+    // A regular file where the state's directory should be: ENOTDIR (or EEXIST), by name.
+    let blocker = dir.path().join("not-a-dir");
+    std::fs::write(&blocker, "").unwrap();
+    let state = blocker.join("doctor.json");
+    let out = doctor_in(
+        std::path::Path::new(&format!(
+            "{}/tests/fixtures/sysfs/rxe-counters",
+            env!("CARGO_MANIFEST_DIR")
+        )),
+        &["--format", "nagios", "--state", state.to_str().unwrap()],
+    )
+    .code(1)
+    .get_output()
+    .stdout
+    .clone();
+    let out = String::from_utf8(out).unwrap();
+    assert!(
+        out.starts_with(
+            "RDMACTL WARNING - counters-state host: the counters' state was not saved to "
+        ),
+        "{out}"
+    );
+    assert!(out.contains(&format!("{}", state.display())), "{out}");
+    assert!(
+        out.contains("(17, File exists)") || out.contains("(20, Not a directory)"),
+        "{out}"
+    );
+    assert_eq!(out.matches("counters-state").count(), 2, "{out}");
+}

@@ -40,8 +40,30 @@ fn judge(ctx: &Ctx, args: &DoctorArgs) -> Result<u8> {
         .as_deref()
         .map(crate::gather::expect::read)
         .transpose()?;
-    let facts = crate::gather::doctor::gather(ctx, args.filter.device.as_deref())?;
+    let mut facts = crate::gather::doctor::gather(ctx, args.filter.device.as_deref())?;
+    let state_path = state_path(ctx, args);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    if let Some(path) = &state_path {
+        facts.counter_state = Some(crate::gather::state::read_counter_state(path, now));
+    }
     let mut findings = crate::diagnose::doctor::findings(&facts);
+    if let (Some(path), Some(state)) = (&state_path, &facts.counter_state) {
+        let read: Vec<_> = facts
+            .ports
+            .iter()
+            .filter_map(|p| p.counters.as_ref())
+            .collect();
+        let record = crate::model::counter::CounterRecord::of(state.previous.as_ref(), &read, now);
+        // Saving is not the check: a failure is one finding, and the run goes on.
+        if let Err(e) = crate::output::replace_file(path, &crate::output::json(&record)) {
+            findings.push(crate::diagnose::counters::state_not_saved(
+                &path.display().to_string(),
+                &crate::gather::state::io_error_text(&e),
+            ));
+        }
+    }
     if let Some(manifest) = &manifest {
         let modules = crate::gather::expect::modules(ctx, &manifest.modules);
         crate::diagnose::expect::judge(&facts, &modules, manifest, &mut findings);
@@ -90,4 +112,26 @@ fn judge(ctx: &Ctx, args: &DoctorArgs) -> Result<u8> {
         crate::output::print(&text)?;
     }
     Ok(code)
+}
+
+/// `--state FILE`; else, for a health-check format on a live host, one file per format under
+/// `/var/lib/rdmactl`: a check that runs every few minutes judges what changed since its
+/// previous run. None for a person's run, a captured tree (not this host's counters) and
+/// `--no-state`.
+fn state_path(ctx: &Ctx, args: &DoctorArgs) -> Option<std::path::PathBuf> {
+    if args.no_state {
+        return None;
+    }
+    if let Some(path) = &args.state {
+        return Some(path.clone());
+    }
+    let format = match args.format {
+        HealthFormat::Text => return None,
+        HealthFormat::Nagios => "nagios",
+        HealthFormat::Nhc => "nhc",
+        HealthFormat::Junit => "junit",
+    };
+    (!ctx.captured).then(|| {
+        std::path::Path::new(crate::gather::state::STATE_DIR).join(format!("doctor-{format}.json"))
+    })
 }

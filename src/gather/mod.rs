@@ -20,6 +20,7 @@ pub mod placement;
 pub mod procfs;
 pub mod qos;
 pub mod removal;
+pub mod state;
 pub mod sysfs;
 pub mod verbs;
 pub mod wait;
