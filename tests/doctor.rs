@@ -825,3 +825,62 @@ fn an_unwritable_state_file_is_one_warning_with_path_and_errno() {
     );
     assert_eq!(out.matches("counters-state").count(), 2, "{out}");
 }
+
+/// A port `state` file that cannot be read (EISDIR in `unreadable`, as EACCES would be) or
+/// is gone is the cause: the file and its errno, never the cable, while the netdev's
+/// `operstate up` stays as evidence. check gives the same answer (one rule).
+#[test]
+fn an_unreadable_or_absent_port_state_names_the_file_not_the_cable() {
+    let out = rdmactl_on("unreadable", &["doctor"])
+        .code(1)
+        .get_output()
+        .stdout
+        .clone();
+    let out = String::from_utf8(out).unwrap();
+    let line = out.lines().find(|l| l.contains("port-state")).unwrap();
+    assert!(
+        line.contains("irdma0/1's state is not known: its state file could not be read: ")
+            && line.contains("/class/infiniband/irdma0/ports/1/state: EISDIR (21, Is a directory)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("evidence: netdev ens801f0 operstate up"),
+        "{out}"
+    );
+    for false_cause in ["cable", "has no link", "switch port"] {
+        assert!(!out.contains(false_cause), "{false_cause}: {out}");
+    }
+    // The file gone: ENOENT, by path.
+    let dir = tempfile::tempdir().unwrap();
+    copy_tree(
+        std::path::Path::new(&format!(
+            "{}/tests/fixtures/sysfs/rxe-veth-basic",
+            env!("CARGO_MANIFEST_DIR")
+        )),
+        dir.path(),
+    );
+    std::fs::remove_file(dir.path().join("class/infiniband/rxe0/ports/1/state")).unwrap();
+    let out = doctor_in(dir.path(), &[])
+        .code(1)
+        .get_output()
+        .stdout
+        .clone();
+    let out = String::from_utf8(out).unwrap();
+    assert!(
+        out.contains("rxe0/1's state is not known: its state file could not be read: ")
+            && out.contains(
+                "/class/infiniband/rxe0/ports/1/state: ENOENT (2, No such file or directory)"
+            ),
+        "{out}"
+    );
+    assert!(!out.contains("cable"), "{out}");
+    // check asks the same rule.
+    Command::cargo_bin("rdmactl")
+        .unwrap()
+        .arg("--sysfs")
+        .arg(dir.path())
+        .args(["check", "-d", "rxe0", "-g", "1"])
+        .assert()
+        .stdout(predicate::str::contains("rxe0/1's state is not known"))
+        .stdout(predicate::str::contains("cable").not());
+}
