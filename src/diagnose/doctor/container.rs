@@ -429,7 +429,7 @@ pub fn namespace_gid_findings(
                 )
                 .evidence(format!("gid_attrs/ndevs of {}/{}: {}", port.device, port.number, owners.join(", ")))
                 .evidence(netdevs_here)
-                .fix("give the pod a netdev of this RDMA device: host networking, the netdev the GIDs belong to, or an SR-IOV VF together with the VF's own RDMA device (SR-IOV device plugin and the RDMA CNI); a GID index chosen by hand cannot reach a netdev this namespace lacks"),
+                .fix(format!("give the container a netdev of this RDMA device: the host's network (`podman run --network host`, `docker run --network host`; `hostNetwork: true` in a Kubernetes pod) where {} lives, or an SR-IOV VF together with the VF's own RDMA device (SR-IOV device plugin and the RDMA CNI); a GID index chosen by hand cannot reach a netdev this namespace lacks", owners.join(", "))),
             );
         } else {
             found.push(
@@ -996,6 +996,7 @@ mod tests {
             "{t}"
         );
         assert!(t.contains("this network namespace has lo, eth0"), "{t}");
+        assert!(t.contains("--network host"), "{t}");
         h.net.visible_netdevs = Some(vec!["lo".into(), "veth0".into()]);
         let found = namespace_gid_findings(&facts, &h, &c);
         let rxe0 = found.iter().find(|f| f.message.contains("rxe0/1")).unwrap();
