@@ -30,6 +30,12 @@ pub fn run(ctx: &Ctx, args: &DoctorArgs) -> Result<u8> {
             crate::output::print(health::NOT_RUN)?;
             Ok(exit::FAILED)
         }
+        // A CI gate reads the XML: the reason is an <error> testcase there, and on stderr.
+        (Err(e), HealthFormat::Junit) => {
+            crate::output::note(&format!("rdmactl: {e}\n"));
+            crate::output::print(&health::junit_error(&e.to_string(), &junit_run(ctx)))?;
+            Ok(e.exit_code())
+        }
         (Err(e), _) => Err(e),
     }
 }
@@ -42,9 +48,7 @@ fn judge(ctx: &Ctx, args: &DoctorArgs) -> Result<u8> {
         .transpose()?;
     let mut facts = crate::gather::doctor::gather(ctx, args.filter.device.as_deref())?;
     let state_path = state_path(ctx, args);
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
+    let now = unix_now();
     if let Some(path) = &state_path {
         facts.counter_state = Some(crate::gather::state::read_counter_state(path, now));
     }
@@ -106,12 +110,35 @@ fn judge(ctx: &Ctx, args: &DoctorArgs) -> Result<u8> {
                 exit::OK
             },
         ),
-        HealthFormat::Junit => (health::junit(&report), code),
+        HealthFormat::Junit => (health::junit(&report, &junit_run(ctx)), code),
     };
     if !text.is_empty() {
         crate::output::print(&text)?;
     }
     Ok(code)
+}
+
+/// The host and time a JUnit report names: this host's name, or a captured host's from its
+/// --procfs (a capture without one names no host).
+fn junit_run(ctx: &Ctx) -> health::JunitRun {
+    let hostname = match (&ctx.procfs, ctx.captured) {
+        (Some(root), _) => std::fs::read_to_string(root.join("sys/kernel/hostname"))
+            .ok()
+            .map(|h| h.trim().to_string())
+            .filter(|h| !h.is_empty()),
+        (None, false) => crate::gather::procfs::hostname(),
+        (None, true) => None,
+    };
+    health::JunitRun {
+        hostname,
+        unix_secs: unix_now(),
+    }
+}
+
+fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
 }
 
 /// `--state FILE`; else, for a health-check format on a live host, one file per format under
