@@ -884,3 +884,126 @@ fn an_unreadable_or_absent_port_state_names_the_file_not_the_cable() {
         .stdout(predicate::str::contains("rxe0/1's state is not known"))
         .stdout(predicate::str::contains("cable").not());
 }
+
+/// The HCAs' and GPUs' own `iommu_group` links gone (their mode unreadable): the groups'
+/// `kernel/iommu_groups/*/type` decide, and without those a captured kernel command line
+/// (`--procfs`) does: `intel_iommu=on` without `iommu=pt` is translated. Never "not
+/// readable" while either says it.
+#[test]
+fn the_iommu_mode_comes_from_the_groups_or_the_captured_command_line() {
+    fn unlink_groups(dir: &std::path::Path) {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let e = e.unwrap();
+            let kind = e.file_type().unwrap();
+            if e.file_name() == "iommu_group" && kind.is_symlink() {
+                std::fs::remove_file(e.path()).unwrap();
+            } else if kind.is_dir() {
+                unlink_groups(&e.path());
+            }
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let tree = dir.path().join("sys");
+    copy_tree(
+        std::path::Path::new(&fixture("sysfs", "gpu-path-acs")),
+        &tree,
+    );
+    unlink_groups(&tree.join("devices"));
+    let iommu = |out: &assert_cmd::assert::Assert| {
+        String::from_utf8(out.get_output().stdout.clone())
+            .unwrap()
+            .lines()
+            .find(|l| l.contains(" iommu "))
+            .unwrap_or_default()
+            .to_string()
+    };
+    let line = iommu(&doctor_in(&tree, &[]));
+    assert!(
+        line.starts_with("warn  iommu")
+            && line.contains("the IOMMU translates DMA: every IOMMU group"),
+        "{line}"
+    );
+    // No group type either: the captured command line decides.
+    for g in std::fs::read_dir(tree.join("kernel/iommu_groups")).unwrap() {
+        let _ = std::fs::remove_file(g.unwrap().path().join("type"));
+    }
+    let line = iommu(&doctor_in(&tree, &[]));
+    assert!(line.contains("not known"), "{line}");
+    let proc = dir.path().join("proc");
+    copy_tree(std::path::Path::new(&fixture("procfs", "sos-user")), &proc);
+    std::fs::write(
+        proc.join("cmdline"),
+        "BOOT_IMAGE=/vmlinuz intel_iommu=on quiet\n",
+    )
+    .unwrap();
+    let out = Command::cargo_bin("rdmactl")
+        .unwrap()
+        .env_remove("RDMACTL_SYSFS")
+        .env_remove("RDMACTL_PROCFS")
+        .arg("--sysfs")
+        .arg(&tree)
+        .arg("--procfs")
+        .arg(&proc)
+        .arg("doctor")
+        .assert();
+    let line = iommu(&out);
+    assert!(
+        line.starts_with("warn  iommu") && line.contains("does not ask for passthrough"),
+        "{line}"
+    );
+    assert!(
+        !line.contains("not known") && !line.contains("not readable"),
+        "{line}"
+    );
+}
+
+/// JUnit's `<testsuite>` carries `hostname` and `timestamp` (the schema's attributes); a
+/// manifest that does not parse is an `<error>` test case in the XML, not only stderr.
+#[test]
+fn junit_names_host_and_time_and_a_bad_manifest_is_an_error_case() {
+    let out = Command::cargo_bin("rdmactl")
+        .unwrap()
+        .env_remove("RDMACTL_SYSFS")
+        .env_remove("RDMACTL_PROCFS")
+        .args(["--sysfs", &fixture("sysfs", "rxe-veth-basic")])
+        .args(["--procfs", &fixture("procfs", "sos-user")])
+        .args(["doctor", "--format", "junit"])
+        .assert()
+        .code(0);
+    let xml = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    let host =
+        std::fs::read_to_string(fixture("procfs", "sos-user") + "/sys/kernel/hostname").unwrap();
+    let suite = xml.lines().find(|l| l.contains("<testsuite ")).unwrap();
+    assert!(
+        suite.contains(&format!("hostname=\"{}\"", host.trim())),
+        "{suite}"
+    );
+    let stamp = suite.split("timestamp=\"").nth(1).unwrap();
+    let stamp = &stamp[..19];
+    assert!(
+        stamp.len() == 19 && stamp.as_bytes()[10] == b'T' && stamp.starts_with("20"),
+        "{suite}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.toml");
+    std::fs::write(&bad, "devices = 2\nspeed = \"x\"\n").unwrap();
+    let out = rdmactl_on(
+        "rxe-veth-basic",
+        &[
+            "doctor",
+            "--expect",
+            bad.to_str().unwrap(),
+            "--format",
+            "junit",
+        ],
+    )
+    .code(2)
+    .stderr(predicate::str::contains("line 2"));
+    let xml = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    assert!(xml.starts_with("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"rdmactl\" tests=\"1\" failures=\"0\" errors=\"1\">"), "{xml}");
+    assert!(
+        xml.contains("<error type=\"check-not-run\" message=\"--expect "),
+        "{xml}"
+    );
+    assert!(xml.contains("line 2"), "{xml}");
+}
