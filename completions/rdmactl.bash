@@ -253,7 +253,7 @@ _rdmactl() {
             return 0
             ;;
         rdmactl__subcmd__doctor)
-            opts="-j -d -h -V --json --color --sysfs --procfs --ib-dev --expect --save-expect --format --help --version"
+            opts="-j -d -h -V --json --color --sysfs --procfs --ib-dev --expect --save-expect --format --state --no-state --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -289,6 +289,10 @@ _rdmactl() {
                     ;;
                 --format)
                     COMPREPLY=($(compgen -W "text nagios nhc junit" -- "${cur}"))
+                    return 0
+                    ;;
+                --state)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 *)

@@ -213,7 +213,9 @@ complete -c rdmactl -n "__fish_rdmactl_using_subcommand doctor" -l format -d 'Ho
 nagios\t'Nagios/Icinga plugin output'
 nhc\t'LBNL NHC and Slurm drain reasons'
 junit\t'JUnit XML for CI'"
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand doctor" -l state -d 'Keep the port counters in FILE between runs and warn only on an error counter that grew since the previous run (the first run records a baseline). Default with --format nagios|nhc|junit on a live host: /var/lib/rdmactl/doctor-FORMAT.json; without state, non-zero totals are information, not a warning' -r -F
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand doctor" -s j -l json -d 'Print JSON instead of a table'
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand doctor" -l no-state -d 'Keep no counter state, even with a health-check format: totals are information only'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand doctor" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand doctor" -s V -l version -d 'Print version'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand wait" -l color -d 'When to colour the output (`auto`: a terminal, unless NO_COLOR is set or TERM=dumb)' -r -f -a "auto\t''

@@ -715,6 +715,15 @@ pub struct DoctorArgs {
     /// check)
     #[arg(long, value_enum, default_value_t = HealthFormat::Text, value_name = "FORMAT")]
     pub format: HealthFormat,
+    /// Keep the port counters in FILE between runs and warn only on an error counter that
+    /// grew since the previous run (the first run records a baseline). Default with
+    /// --format nagios|nhc|junit on a live host: /var/lib/rdmactl/doctor-FORMAT.json;
+    /// without state, non-zero totals are information, not a warning
+    #[arg(long, value_name = "FILE")]
+    pub state: Option<PathBuf>,
+    /// Keep no counter state, even with a health-check format: totals are information only
+    #[arg(long, conflicts_with = "state")]
+    pub no_state: bool,
 }
 
 /// `doctor --format`: who reads the report.

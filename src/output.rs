@@ -93,6 +93,23 @@ pub fn write_file(
     })
 }
 
+/// Replace `path` with `text` whole: written beside it and renamed over it, so a reader (a
+/// check running at the same moment) sees the old file or the new one, never half of one.
+/// The directory is created when missing (`/var/lib/rdmactl` on first use).
+pub fn replace_file(path: &std::path::Path, text: &str) -> std::io::Result<()> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)?;
+    }
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(format!(".tmp.{}", std::process::id()));
+    let tmp = std::path::PathBuf::from(tmp);
+    std::fs::write(&tmp, text)
+        .and_then(|()| std::fs::rename(&tmp, path))
+        .inspect_err(|_| {
+            let _ = std::fs::remove_file(&tmp);
+        })
+}
+
 pub fn json<T: serde::Serialize>(value: &T) -> String {
     // Serialising our own plain data types cannot fail.
     serde_json::to_string_pretty(value).expect("model types serialise")

@@ -11,12 +11,13 @@ use std::process::Command;
 
 use serde_json::{json, Value};
 
-const FIXTURES: [&str; 5] = [
+const FIXTURES: [&str; 6] = [
     "full",
     "pfc-wrong-priority",
     "dscp-unmapped",
     "pause-storm",
     "good",
+    "pcp-untagged",
 ];
 
 fn fixtures() -> PathBuf {

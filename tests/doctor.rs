@@ -715,3 +715,295 @@ fn a_captured_tree_gets_no_container_findings() {
             .not(),
         );
 }
+
+/// A copy of a fixture tree to change under a test (symlinks copied as links).
+fn copy_tree(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let target = to.join(e.file_name());
+        let kind = e.file_type().unwrap();
+        if kind.is_symlink() {
+            std::os::unix::fs::symlink(std::fs::read_link(e.path()).unwrap(), &target).unwrap();
+        } else if kind.is_dir() {
+            copy_tree(&e.path(), &target);
+        } else {
+            std::fs::copy(e.path(), &target).unwrap();
+        }
+    }
+}
+
+fn doctor_in(tree: &std::path::Path, args: &[&str]) -> assert_cmd::assert::Assert {
+    Command::cargo_bin("rdmactl")
+        .unwrap()
+        .env_remove("NO_COLOR")
+        .env_remove("RDMACTL_SYSFS")
+        .env_remove("RDMACTL_PROCFS")
+        .arg("--sysfs")
+        .arg(tree)
+        .arg("doctor")
+        .args(args)
+        .assert()
+}
+
+/// rxe-counters holds two non-zero error counters since the last reset. A health check
+/// with state records them once (OK, not WARNING), passes while they stay, warns with the
+/// delta when one grows, and passes again on the run after.
+#[test]
+fn a_health_check_warns_on_counters_that_grow_not_on_old_totals() {
+    let dir = tempfile::tempdir().unwrap();
+    let tree = dir.path().join("tree");
+    copy_tree(
+        std::path::Path::new(&format!(
+            "{}/tests/fixtures/sysfs/rxe-counters",
+            env!("CARGO_MANIFEST_DIR")
+        )),
+        &tree,
+    );
+    let state = dir.path().join("state/doctor.json");
+    let state_arg = state.to_str().unwrap();
+    let nagios = ["--format", "nagios", "--state", state_arg];
+    // Without state (a person's run) the totals are information.
+    doctor_in(&tree, &[])
+        .success()
+        .stdout(predicate::str::contains(
+            "info  counters    rxe0/1  2 error counters are non-zero since the last reset",
+        ));
+    doctor_in(&tree, &nagios)
+        .code(0)
+        .stdout(predicate::str::starts_with("RDMACTL OK"));
+    assert!(std::fs::read_to_string(&state)
+        .unwrap()
+        .contains("hw_counters/retry_exceeded_err"));
+    doctor_in(&tree, &nagios)
+        .code(0)
+        .stdout(predicate::str::starts_with("RDMACTL OK"));
+    let file = tree.join("class/infiniband/rxe0/ports/1/hw_counters/link_downed");
+    std::fs::write(&file, "1\n").unwrap();
+    doctor_in(&tree, &nagios)
+        .code(1)
+        .stdout(predicate::str::starts_with(
+            "RDMACTL WARNING - counters rxe0/1: 1 error counter grew in the ",
+        ))
+        .stdout(predicate::str::contains("link_downed +1"));
+    doctor_in(&tree, &nagios)
+        .code(0)
+        .stdout(predicate::str::starts_with("RDMACTL OK"));
+}
+
+/// A state file that cannot be written is said once, with its path and errno, as a
+/// warning; the check's own verdict stands and nothing is fatal.
+#[test]
+fn an_unwritable_state_file_is_one_warning_with_path_and_errno() {
+    let dir = tempfile::tempdir().unwrap();
+    // A regular file where the state's directory should be: ENOTDIR (or EEXIST), by name.
+    let blocker = dir.path().join("not-a-dir");
+    std::fs::write(&blocker, "").unwrap();
+    let state = blocker.join("doctor.json");
+    let out = doctor_in(
+        std::path::Path::new(&format!(
+            "{}/tests/fixtures/sysfs/rxe-counters",
+            env!("CARGO_MANIFEST_DIR")
+        )),
+        &["--format", "nagios", "--state", state.to_str().unwrap()],
+    )
+    .code(1)
+    .get_output()
+    .stdout
+    .clone();
+    let out = String::from_utf8(out).unwrap();
+    assert!(
+        out.starts_with(
+            "RDMACTL WARNING - counters-state host: the counters' state was not saved to "
+        ),
+        "{out}"
+    );
+    assert!(out.contains(&format!("{}", state.display())), "{out}");
+    assert!(
+        out.contains("(17, File exists)") || out.contains("(20, Not a directory)"),
+        "{out}"
+    );
+    assert_eq!(out.matches("counters-state").count(), 2, "{out}");
+}
+
+/// A port `state` file that cannot be read (EISDIR in `unreadable`, as EACCES would be) or
+/// is gone is the cause: the file and its errno, never the cable, while the netdev's
+/// `operstate up` stays as evidence. check gives the same answer (one rule).
+#[test]
+fn an_unreadable_or_absent_port_state_names_the_file_not_the_cable() {
+    let out = rdmactl_on("unreadable", &["doctor"])
+        .code(1)
+        .get_output()
+        .stdout
+        .clone();
+    let out = String::from_utf8(out).unwrap();
+    let line = out.lines().find(|l| l.contains("port-state")).unwrap();
+    assert!(
+        line.contains("irdma0/1's state is not known: its state file could not be read: ")
+            && line.contains("/class/infiniband/irdma0/ports/1/state: EISDIR (21, Is a directory)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("evidence: netdev ens801f0 operstate up"),
+        "{out}"
+    );
+    for false_cause in ["cable", "has no link", "switch port"] {
+        assert!(!out.contains(false_cause), "{false_cause}: {out}");
+    }
+    // The file gone: ENOENT, by path.
+    let dir = tempfile::tempdir().unwrap();
+    copy_tree(
+        std::path::Path::new(&format!(
+            "{}/tests/fixtures/sysfs/rxe-veth-basic",
+            env!("CARGO_MANIFEST_DIR")
+        )),
+        dir.path(),
+    );
+    std::fs::remove_file(dir.path().join("class/infiniband/rxe0/ports/1/state")).unwrap();
+    let out = doctor_in(dir.path(), &[])
+        .code(1)
+        .get_output()
+        .stdout
+        .clone();
+    let out = String::from_utf8(out).unwrap();
+    assert!(
+        out.contains("rxe0/1's state is not known: its state file could not be read: ")
+            && out.contains(
+                "/class/infiniband/rxe0/ports/1/state: ENOENT (2, No such file or directory)"
+            ),
+        "{out}"
+    );
+    assert!(!out.contains("cable"), "{out}");
+    // check asks the same rule.
+    Command::cargo_bin("rdmactl")
+        .unwrap()
+        .arg("--sysfs")
+        .arg(dir.path())
+        .args(["check", "-d", "rxe0", "-g", "1"])
+        .assert()
+        .stdout(predicate::str::contains("rxe0/1's state is not known"))
+        .stdout(predicate::str::contains("cable").not());
+}
+
+/// The HCAs' and GPUs' own `iommu_group` links gone (their mode unreadable): the groups'
+/// `kernel/iommu_groups/*/type` decide, and without those a captured kernel command line
+/// (`--procfs`) does: `intel_iommu=on` without `iommu=pt` is translated. Never "not
+/// readable" while either says it.
+#[test]
+fn the_iommu_mode_comes_from_the_groups_or_the_captured_command_line() {
+    fn unlink_groups(dir: &std::path::Path) {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let e = e.unwrap();
+            let kind = e.file_type().unwrap();
+            if e.file_name() == "iommu_group" && kind.is_symlink() {
+                std::fs::remove_file(e.path()).unwrap();
+            } else if kind.is_dir() {
+                unlink_groups(&e.path());
+            }
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let tree = dir.path().join("sys");
+    copy_tree(
+        std::path::Path::new(&fixture("sysfs", "gpu-path-acs")),
+        &tree,
+    );
+    unlink_groups(&tree.join("devices"));
+    let iommu = |out: &assert_cmd::assert::Assert| {
+        String::from_utf8(out.get_output().stdout.clone())
+            .unwrap()
+            .lines()
+            .find(|l| l.contains(" iommu "))
+            .unwrap_or_default()
+            .to_string()
+    };
+    let line = iommu(&doctor_in(&tree, &[]));
+    assert!(
+        line.starts_with("warn  iommu")
+            && line.contains("the IOMMU translates DMA: every IOMMU group"),
+        "{line}"
+    );
+    // No group type either: the captured command line decides.
+    for g in std::fs::read_dir(tree.join("kernel/iommu_groups")).unwrap() {
+        let _ = std::fs::remove_file(g.unwrap().path().join("type"));
+    }
+    let line = iommu(&doctor_in(&tree, &[]));
+    assert!(line.contains("not known"), "{line}");
+    let proc = dir.path().join("proc");
+    copy_tree(std::path::Path::new(&fixture("procfs", "sos-user")), &proc);
+    std::fs::write(
+        proc.join("cmdline"),
+        "BOOT_IMAGE=/vmlinuz intel_iommu=on quiet\n",
+    )
+    .unwrap();
+    let out = Command::cargo_bin("rdmactl")
+        .unwrap()
+        .env_remove("RDMACTL_SYSFS")
+        .env_remove("RDMACTL_PROCFS")
+        .arg("--sysfs")
+        .arg(&tree)
+        .arg("--procfs")
+        .arg(&proc)
+        .arg("doctor")
+        .assert();
+    let line = iommu(&out);
+    assert!(
+        line.starts_with("warn  iommu") && line.contains("does not ask for passthrough"),
+        "{line}"
+    );
+    assert!(
+        !line.contains("not known") && !line.contains("not readable"),
+        "{line}"
+    );
+}
+
+/// JUnit's `<testsuite>` carries `hostname` and `timestamp` (the schema's attributes); a
+/// manifest that does not parse is an `<error>` test case in the XML, not only stderr.
+#[test]
+fn junit_names_host_and_time_and_a_bad_manifest_is_an_error_case() {
+    let out = Command::cargo_bin("rdmactl")
+        .unwrap()
+        .env_remove("RDMACTL_SYSFS")
+        .env_remove("RDMACTL_PROCFS")
+        .args(["--sysfs", &fixture("sysfs", "rxe-veth-basic")])
+        .args(["--procfs", &fixture("procfs", "sos-user")])
+        .args(["doctor", "--format", "junit"])
+        .assert()
+        .code(0);
+    let xml = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    let host =
+        std::fs::read_to_string(fixture("procfs", "sos-user") + "/sys/kernel/hostname").unwrap();
+    let suite = xml.lines().find(|l| l.contains("<testsuite ")).unwrap();
+    assert!(
+        suite.contains(&format!("hostname=\"{}\"", host.trim())),
+        "{suite}"
+    );
+    let stamp = suite.split("timestamp=\"").nth(1).unwrap();
+    let stamp = &stamp[..19];
+    assert!(
+        stamp.len() == 19 && stamp.as_bytes()[10] == b'T' && stamp.starts_with("20"),
+        "{suite}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.toml");
+    std::fs::write(&bad, "devices = 2\nspeed = \"x\"\n").unwrap();
+    let out = rdmactl_on(
+        "rxe-veth-basic",
+        &[
+            "doctor",
+            "--expect",
+            bad.to_str().unwrap(),
+            "--format",
+            "junit",
+        ],
+    )
+    .code(2)
+    .stderr(predicate::str::contains("line 2"));
+    let xml = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    assert!(xml.starts_with("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"rdmactl\" tests=\"1\" failures=\"0\" errors=\"1\">"), "{xml}");
+    assert!(
+        xml.contains("<error type=\"check-not-run\" message=\"--expect "),
+        "{xml}"
+    );
+    assert!(xml.contains("line 2"), "{xml}");
+}

@@ -264,3 +264,72 @@ fn doctor_shows_the_chain_s_failures_and_not_its_info() {
     let r = run_cmd("rxe-vm-basic", "doctor", &[]);
     assert!(!r.stdout.contains("qos-"), "{}", r.stdout);
 }
+
+/// qos-good with its DCB trusting PCP only (tests/fixtures/dcb/pcp-untagged.nl: PFC on 3)
+/// and every GID on ens1f0np0 itself (no VLAN netdev): untagged RoCE has no PCP and lands
+/// on priority 0, which PFC does not protect. The GIDs' netdevs decide it, and the finding
+/// says so; with qos-good's VLAN 200 GIDs left in place the priority stays unknown.
+#[test]
+fn pcp_trust_with_untagged_roce_is_lossy_on_priority_0() {
+    fn copy_tree(from: &std::path::Path, to: &std::path::Path) {
+        std::fs::create_dir_all(to).unwrap();
+        for e in std::fs::read_dir(from).unwrap() {
+            let e = e.unwrap();
+            let target = to.join(e.file_name());
+            let kind = e.file_type().unwrap();
+            if kind.is_symlink() {
+                std::os::unix::fs::symlink(std::fs::read_link(e.path()).unwrap(), &target).unwrap();
+            } else if kind.is_dir() {
+                copy_tree(&e.path(), &target);
+            } else {
+                std::fs::copy(e.path(), &target).unwrap();
+            }
+        }
+    }
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dir = tempfile::tempdir().unwrap();
+    let tree = dir.path();
+    copy_tree(&root.join("tests/fixtures/sysfs/qos-good"), tree);
+    std::fs::copy(
+        root.join("tests/fixtures/dcb/pcp-untagged.nl"),
+        tree.join("capture/dcb/ens1f0np0.nl"),
+    )
+    .unwrap();
+    std::fs::write(tree.join("class/net/ens1f0np0/qos/trust"), "pcp\n").unwrap();
+    let run = || {
+        let out = Command::new(env!("CARGO_BIN_EXE_rdmactl"))
+            .env_remove("RDMACTL_SYSFS")
+            .env_remove("NCCL_IB_TC")
+            .env_remove("UCX_IB_TRAFFIC_CLASS")
+            .env_remove("NO_COLOR")
+            .arg("--sysfs")
+            .arg(tree)
+            .arg("qos")
+            .output()
+            .unwrap();
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+        )
+    };
+    // VLAN 200's GIDs beside the untagged ones: the priority is the tag's, unknown.
+    let (code, out) = run();
+    assert_eq!(code, 0, "{out}");
+    assert!(!out.contains("qos-pfc-priority"), "{out}");
+    // Every GID on ens1f0np0: untagged.
+    let ndevs = tree.join("class/infiniband/mlx5_0/ports/1/gid_attrs/ndevs");
+    for e in std::fs::read_dir(&ndevs).unwrap() {
+        std::fs::write(e.unwrap().path(), "ens1f0np0\n").unwrap();
+    }
+    let (code, out) = run();
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("FAIL  qos-pfc-priority  mlx5_0/1  PFC is not enabled on priority 0, where traffic class 106"),
+        "{out}"
+    );
+    assert!(
+        out.contains("untagged RoCE: every GID's netdev is ens1f0np0 itself (no VLAN netdev), so frames carry no PCP and PCP trust puts them on priority 0"),
+        "{out}"
+    );
+    assert!(!out.contains("(APP table)"), "{out}");
+}

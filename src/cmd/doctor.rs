@@ -34,6 +34,12 @@ pub fn run(ctx: &Ctx, args: &DoctorArgs) -> Result<u8> {
             crate::output::print(health::NOT_RUN)?;
             Ok(exit::FAILED)
         }
+        // A CI gate reads the XML: the reason is an <error> testcase there, and on stderr.
+        (Err(e), HealthFormat::Junit) => {
+            crate::output::note(&format!("rdmactl: {e}\n"));
+            crate::output::print(&health::junit_error(&e.to_string(), &junit_run(ctx)))?;
+            Ok(e.exit_code())
+        }
         (Err(e), _) => Err(e),
     }
 }
@@ -45,13 +51,33 @@ fn judge(ctx: &Ctx, args: &DoctorArgs) -> Result<u8> {
         .map(crate::gather::expect::read)
         .transpose()?;
     let device = args.filter.device.as_deref();
-    let facts = match args.format {
+    let mut facts = match args.format {
         HealthFormat::Text => crate::gather::doctor::gather(ctx, device)?,
         // A health check answers within its deadline: a blocked read is UNKNOWN to Nagios
         // and a failure to NHC, never a check that its runner has to kill.
         _ => crate::gather::doctor::gather_within(ctx, device, HEALTH_DEADLINE)?,
     };
+    let state_path = state_path(ctx, args);
+    let now = unix_now();
+    if let Some(path) = &state_path {
+        facts.counter_state = Some(crate::gather::state::read_counter_state(path, now));
+    }
     let mut findings = crate::diagnose::doctor::findings(&facts);
+    if let (Some(path), Some(state)) = (&state_path, &facts.counter_state) {
+        let read: Vec<_> = facts
+            .ports
+            .iter()
+            .filter_map(|p| p.counters.as_ref())
+            .collect();
+        let record = crate::model::counter::CounterRecord::of(state.previous.as_ref(), &read, now);
+        // Saving is not the check: a failure is one finding, and the run goes on.
+        if let Err(e) = crate::output::replace_file(path, &crate::output::json(&record)) {
+            findings.push(crate::diagnose::counters::state_not_saved(
+                &path.display().to_string(),
+                &crate::gather::state::io_error_text(&e),
+            ));
+        }
+    }
     if let Some(manifest) = &manifest {
         let modules = crate::gather::expect::modules(ctx, &manifest.modules);
         crate::diagnose::expect::judge(&facts, &modules, manifest, &mut findings);
@@ -94,10 +120,55 @@ fn judge(ctx: &Ctx, args: &DoctorArgs) -> Result<u8> {
                 exit::OK
             },
         ),
-        HealthFormat::Junit => (health::junit(&report), code),
+        HealthFormat::Junit => (health::junit(&report, &junit_run(ctx)), code),
     };
     if !text.is_empty() {
         crate::output::print(&text)?;
     }
     Ok(code)
+}
+
+/// The host and time a JUnit report names: this host's name, or a captured host's from its
+/// --procfs (a capture without one names no host).
+fn junit_run(ctx: &Ctx) -> health::JunitRun {
+    let hostname = match (&ctx.procfs, ctx.captured) {
+        (Some(root), _) => std::fs::read_to_string(root.join("sys/kernel/hostname"))
+            .ok()
+            .map(|h| h.trim().to_string())
+            .filter(|h| !h.is_empty()),
+        (None, false) => crate::gather::procfs::hostname(),
+        (None, true) => None,
+    };
+    health::JunitRun {
+        hostname,
+        unix_secs: unix_now(),
+    }
+}
+
+fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// `--state FILE`; else, for a health-check format on a live host, one file per format under
+/// `/var/lib/rdmactl`: a check that runs every few minutes judges what changed since its
+/// previous run. None for a person's run, a captured tree (not this host's counters) and
+/// `--no-state`.
+fn state_path(ctx: &Ctx, args: &DoctorArgs) -> Option<std::path::PathBuf> {
+    if args.no_state {
+        return None;
+    }
+    if let Some(path) = &args.state {
+        return Some(path.clone());
+    }
+    let format = match args.format {
+        HealthFormat::Text => return None,
+        HealthFormat::Nagios => "nagios",
+        HealthFormat::Nhc => "nhc",
+        HealthFormat::Junit => "junit",
+    };
+    (!ctx.captured).then(|| {
+        std::path::Path::new(crate::gather::state::STATE_DIR).join(format!("doctor-{format}.json"))
+    })
 }

@@ -6,6 +6,7 @@
 use crate::model::codes;
 use crate::model::counter::{Change, Counter, Flavor, Group, PortCounters, PortDelta, TrafficMix};
 use crate::model::diagnostic::{Diagnostic, Severity, Subject};
+use crate::model::doctor::CounterState;
 use crate::model::failure::QP_PARAMS;
 
 /// Every loss and retransmission counter, for the evidence lines: responder side (requests
@@ -667,16 +668,23 @@ fn saturated(ends: &[RunEnd], subject: &Subject) -> Option<Diagnostic> {
     Some(f.fix("reset them with `perfquery -R` (infiniband-diags) and run again"))
 }
 
-/// doctor's counters check of one port, from its counters since the last reset: non-zero
-/// error, loss and RNR counters (and saturated ones) are a warning with their meaning;
-/// Soft-RoCE's missing `counters/` is said, not failed. None when the port has neither
-/// directory (nothing to judge).
-pub fn doctor_finding(pc: &PortCounters) -> Option<Diagnostic> {
+/// doctor's counters check. Counters count since the driver loaded or the last reset, and
+/// mlx5's `hw_counters/` never clear: a total says nothing about now, and one repaired link
+/// flap would warn until a reboot. So the total is judged only as a person's information;
+/// a health check (`state`: `doctor --state FILE`) judges what grew since its previous run.
+/// - no state: Ok when no error counter is non-zero, else Info with the totals;
+/// - state without this port (the first run, a new port, an unusable file): Info, the
+///   baseline recorded;
+/// - state with this port: Warn on each error counter that grew since (with the delta and
+///   the interval), and on a counter that saturated since; else Ok.
+///
+/// None when the port has neither counter directory.
+pub fn doctor_finding(pc: &PortCounters, state: Option<&CounterState>) -> Option<Diagnostic> {
     if !pc.has_counters_dir && !pc.has_hw_counters_dir {
         return None;
     }
     let subject = Subject::Port(pc.device.clone(), pc.port);
-    let problems: Vec<&Counter> = pc
+    let nonzero: Vec<&Counter> = pc
         .counters
         .iter()
         .filter(|c| (c.group.is_problem() && c.value > 0) || c.is_saturated())
@@ -684,56 +692,164 @@ pub fn doctor_finding(pc: &PortCounters) -> Option<Diagnostic> {
     let no_pma = (!pc.has_counters_dir).then(|| {
         "no counters/ directory (Soft-RoCE and other software devices have no IB performance-management agent): only hw_counters/ is read".to_string()
     });
-    if problems.is_empty() {
-        let mut f = Diagnostic::finding(
+    let totals: Vec<String> = nonzero.iter().map(|c| total_line(c)).collect();
+    let names: Vec<&str> = nonzero.iter().map(|c| c.name.as_str()).collect();
+    let watch = format!("rdmactl counters {}/{} --interval 1", pc.device, pc.port);
+    let previous = state.and_then(|s| {
+        let record = s.previous.as_ref()?;
+        Some((record, record.port(&pc.device, pc.port)?))
+    });
+    let mut f = match (state, previous) {
+        (None, _) if nonzero.is_empty() => Diagnostic::finding(
             Severity::Ok,
             codes::COUNTERS,
             format!(
                 "no error counters are non-zero ({} counters read)",
                 pc.counters.len()
             ),
-        )
-        .about(subject);
-        if let Some(n) = no_pma {
-            f = f.evidence(n);
-        }
-        return Some(f);
-    }
-    let saturated = problems.iter().any(|c| c.is_saturated());
-    let names: Vec<&str> = problems.iter().map(|c| c.name.as_str()).collect();
-    let mut f = Diagnostic::finding(
-        Severity::Warn,
-        codes::COUNTERS,
-        format!(
-            "{} error counter{} non-zero since the last reset: {}",
-            problems.len(),
-            if problems.len() == 1 { " is" } else { "s are" },
-            names.join(", ")
         ),
-    )
-    .about(subject);
-    for c in &problems {
-        let value = if c.is_saturated() {
+        (None, _) => Diagnostic::finding(
+            Severity::Info,
+            codes::COUNTERS,
             format!(
-                "{} (saturated at all ones, reset with perfquery -R)",
-                c.value
-            )
-        } else {
-            c.value.to_string()
-        };
-        f = f.evidence(format!(
-            "{}/{} {value}: {}",
-            c.source.dir(),
-            c.name,
-            c.meaning.unwrap_or("no description")
-        ));
-    }
+                "{} error counter{} non-zero since the last reset: {} (totals, not a rate)",
+                nonzero.len(),
+                if nonzero.len() == 1 { " is" } else { "s are" },
+                names.join(", ")
+            ),
+        )
+        .evidences(totals)
+        .fix(format!(
+            "{}; these count since the driver loaded or the last reset, so watch whether they still grow: `{watch}`; a health check judges the change since its previous run (`rdmactl doctor --state FILE`){}",
+            group_fixes(&nonzero),
+            saturated_note(&nonzero)
+        )),
+        (Some(st), None) => {
+            let mut f = Diagnostic::finding(
+                Severity::Info,
+                codes::COUNTERS,
+                format!(
+                    "baseline of {} counters recorded in {}: the next run warns on an error counter that grows",
+                    pc.counters.len(),
+                    st.path
+                ),
+            );
+            if let Some(why) = &st.unusable {
+                f = f.evidence(format!("the previous state was not used: {why}"));
+            } else if st.previous.is_some() {
+                f = f.evidence(format!("{} held no record of this port", st.path));
+            }
+            f.evidences(totals)
+        }
+        (Some(st), Some((record, port))) => {
+            let interval = interval(st.now.saturating_sub(record.taken));
+            let grew: Vec<(&Counter, u64, Change)> = pc
+                .counters
+                .iter()
+                .filter_map(|c| {
+                    let before = port.value_of(c)?;
+                    let was = Counter {
+                        value: before,
+                        ..c.clone()
+                    };
+                    // Between two checks minutes apart, an error counter that went down
+                    // was reset (a driver reload, `perfquery -R`), not wrapped: 2^32 errors
+                    // in one interval is not a port that still passes traffic. What it
+                    // counts now is new since.
+                    let ch = if c.value < before && c.group.is_problem() {
+                        Change::Reset { at_least: c.value }
+                    } else {
+                        crate::model::counter::change(&was, c)
+                    };
+                    let error_grew = c.group.is_problem() && ch.at_least() > 0;
+                    let saturated_now = c.is_saturated() && before < c.max();
+                    (error_grew || saturated_now).then_some((c, before, ch))
+                })
+                .collect();
+            if grew.is_empty() {
+                Diagnostic::finding(
+                    Severity::Ok,
+                    codes::COUNTERS,
+                    format!(
+                        "no error counter grew in the {interval} since the previous run ({} counters read)",
+                        pc.counters.len()
+                    ),
+                )
+                .evidences(totals.into_iter().map(|t| format!("{t} (unchanged)")))
+            } else {
+                let said: Vec<String> = grew
+                    .iter()
+                    .map(|(c, _, ch)| describe_change(&c.name, *ch, None))
+                    .collect();
+                let counters: Vec<&Counter> = grew.iter().map(|g| g.0).collect();
+                let mut f = Diagnostic::finding(
+                    Severity::Warn,
+                    codes::COUNTERS,
+                    format!(
+                        "{} error counter{} grew in the {interval} since the previous run: {}",
+                        grew.len(),
+                        if grew.len() == 1 { "" } else { "s" },
+                        said.join(", ")
+                    ),
+                );
+                for (c, before, ch) in &grew {
+                    f = f.evidence(format!(
+                        "{}/{} {before} -> {}{}: {}",
+                        c.source.dir(),
+                        c.name,
+                        c.value,
+                        match ch {
+                            Change::Saturated { .. } =>
+                                " (saturated at all ones, reset with perfquery -R)",
+                            Change::Reset { .. } => " (reset in between)",
+                            Change::Counted { .. } => "",
+                        },
+                        c.meaning.unwrap_or("no description")
+                    ));
+                }
+                f.evidence(format!(
+                    "previous run: {} seconds ago, recorded in {}",
+                    st.now.saturating_sub(record.taken),
+                    st.path
+                ))
+                .fix(format!(
+                    "{}; see whether they still grow: `{watch}`{}",
+                    group_fixes(&counters),
+                    saturated_note(&counters)
+                ))
+            }
+        }
+    };
+    f = f.about(subject);
     if let Some(n) = no_pma {
         f = f.evidence(n);
     }
+    Some(f)
+}
+
+/// `counters/link_downed 1: meaning`, a counter's total since the last reset.
+fn total_line(c: &Counter) -> String {
+    let value = if c.is_saturated() {
+        format!(
+            "{} (saturated at all ones, reset with perfquery -R)",
+            c.value
+        )
+    } else {
+        c.value.to_string()
+    };
+    format!(
+        "{}/{} {value}: {}",
+        c.source.dir(),
+        c.name,
+        c.meaning.unwrap_or("no description")
+    )
+}
+
+/// Where to look, by what the counters count.
+fn group_fixes(counters: &[&Counter]) -> String {
     let groups: Vec<Group> = Group::ALL
         .into_iter()
-        .filter(|g| problems.iter().any(|c| c.group == *g))
+        .filter(|g| counters.iter().any(|c| c.group == *g))
         .collect();
     let mut fixes = Vec::new();
     if groups.contains(&Group::Link) {
@@ -745,26 +861,53 @@ pub fn doctor_finding(pc: &PortCounters) -> Option<Diagnostic> {
     if groups.contains(&Group::Rnr) {
         fixes.push("RNR: the application posts receives too late");
     }
-    if groups.contains(&Group::Errors) {
+    if groups.contains(&Group::Errors) || fixes.is_empty() {
         fixes.push("errors: see each counter's meaning");
     }
-    let reset = if saturated {
+    fixes.join("; ")
+}
+
+fn saturated_note(counters: &[&Counter]) -> &'static str {
+    if counters.iter().any(|c| c.is_saturated()) {
         "; saturated counters count nothing more until reset with `perfquery -R`"
     } else {
         ""
-    };
-    Some(f.fix(format!(
-        "{}; these count since the driver loaded or the last reset, so watch whether they still grow: `rdmactl counters {}/{} --interval 1`{reset}",
-        fixes.join("; "),
-        pc.device,
-        pc.port
-    )))
+    }
+}
+
+/// An interval as a person reads it: `42 s`, `5 min`, `2 h 5 min`, `3 d 4 h`.
+fn interval(secs: u64) -> String {
+    let (d, h, m) = (secs / 86_400, secs % 86_400 / 3_600, secs % 3_600 / 60);
+    match (d, h, m) {
+        (0, 0, 0) => format!("{secs} s"),
+        (0, 0, m) => format!("{m} min"),
+        (0, h, 0) => format!("{h} h"),
+        (0, h, m) => format!("{h} h {m} min"),
+        (d, 0, _) => format!("{d} d"),
+        (d, h, _) => format!("{d} d {h} h"),
+    }
+}
+
+/// `counters-state`: the health check's state file could not be written, so the next run
+/// has no baseline and a counter that grows goes unseen. Said once, with the path and the
+/// errno; the check itself ran and its other findings stand.
+pub fn state_not_saved(path: &str, why: &str) -> Diagnostic {
+    Diagnostic::finding(
+        Severity::Warn,
+        codes::COUNTERS_STATE,
+        format!("the counters' state was not saved to {path}: {why}"),
+    )
+    .about(Subject::Host)
+    .evidence("without it every run is a first run: an error counter that grows is not seen")
+    .fix(format!(
+        "let the user that runs the check write there (`install -d -o USER /var/lib/rdmactl`), or name a file it can write: `rdmactl doctor --state FILE`; the previous state stays as it was ({path})"
+    ))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::counter::{port_delta, CounterSource as Source, Flavor};
+    use crate::model::counter::{port_delta, CounterRecord, CounterSource as Source, Flavor};
 
     fn snap(device: &str, flavor: Flavor, values: &[(&str, Source, u64)]) -> PortCounters {
         PortCounters {
@@ -1405,16 +1548,19 @@ mod tests {
         assert!(f[1].fix.as_deref().unwrap().contains("perfquery -R"));
     }
 
+    /// A person's run (no state): the totals since the last reset are information with
+    /// their meaning, never a warning that drains a node.
     #[test]
-    fn doctor_warns_on_error_counters_with_their_meaning() {
+    fn doctor_without_state_shows_totals_as_information() {
         let pc = snap(
             "rxe0",
             Flavor::Rxe,
             &[("retry_exceeded_err", HW, 2), ("sent_pkts", HW, 100)],
         );
-        let f = doctor_finding(&pc).unwrap();
-        assert_eq!((f.severity, f.code.as_str()), (Severity::Warn, "counters"));
+        let f = doctor_finding(&pc, None).unwrap();
+        assert_eq!((f.severity, f.code.as_str()), (Severity::Info, "counters"));
         assert!(f.message.contains("retry_exceeded_err"));
+        assert!(f.message.contains("totals, not a rate"), "{}", f.message);
         assert!(
             f.evidence
                 .iter()
@@ -1426,23 +1572,128 @@ mod tests {
             .evidence
             .iter()
             .any(|e| e.contains("no counters/ directory")));
-        assert!(f
-            .fix
-            .as_deref()
-            .unwrap()
-            .contains("rdmactl counters rxe0/1 --interval 1"));
-    }
-
-    #[test]
-    fn doctor_warns_on_saturated_counters() {
+        let fix = f.fix.as_deref().unwrap();
+        assert!(
+            fix.contains("rdmactl counters rxe0/1 --interval 1"),
+            "{fix}"
+        );
+        assert!(fix.contains("--state FILE"), "{fix}");
+        // A saturated counter is information too without state.
         let pc = snap(
             "mlx4_0",
             Flavor::Other,
             &[("port_xmit_wait", PMA, u64::from(u32::MAX))],
         );
-        let f = doctor_finding(&pc).unwrap();
-        assert_eq!(f.severity, Severity::Warn);
+        let f = doctor_finding(&pc, None).unwrap();
+        assert_eq!(f.severity, Severity::Info);
         assert!(f.evidence[0].contains("saturated at all ones, reset with perfquery -R"));
+    }
+
+    fn state(previous: Option<CounterRecord>, now: u64) -> CounterState {
+        CounterState {
+            path: "/var/lib/rdmactl/doctor-nagios.json".into(),
+            now,
+            previous,
+            unusable: None,
+        }
+    }
+
+    /// One repaired link flap: the first run records it, the next run with no new flap
+    /// passes, a new flap warns with its delta and the interval, and the run after that
+    /// passes again.
+    #[test]
+    fn doctor_with_state_warns_on_growth_not_on_totals() {
+        let flap = |n: u64| {
+            snap(
+                "mlx5_0",
+                Flavor::Mlx5,
+                &[("link_downed", PMA, n), ("symbol_error", PMA, 0)],
+            )
+        };
+        let first = doctor_finding(&flap(1), Some(&state(None, 1000))).unwrap();
+        assert_eq!(first.severity, Severity::Info, "{first:?}");
+        assert!(
+            first
+                .message
+                .contains("baseline of 2 counters recorded in /var/lib/rdmactl/doctor-nagios.json"),
+            "{}",
+            first.message
+        );
+        assert!(first
+            .evidence
+            .iter()
+            .any(|e| e.starts_with("counters/link_downed 1")));
+        let taken = CounterRecord::of(None, &[&flap(1)], 1000);
+        let same = doctor_finding(&flap(1), Some(&state(Some(taken.clone()), 1300))).unwrap();
+        assert_eq!(same.severity, Severity::Ok, "{same:?}");
+        assert!(
+            same.message
+                .contains("no error counter grew in the 5 min since the previous run"),
+            "{}",
+            same.message
+        );
+        assert!(same
+            .evidence
+            .iter()
+            .any(|e| e.contains("link_downed 1") && e.contains("(unchanged)")));
+        let again = doctor_finding(&flap(2), Some(&state(Some(taken), 1300))).unwrap();
+        assert_eq!(again.severity, Severity::Warn);
+        assert!(
+            again.message.contains(
+                "1 error counter grew in the 5 min since the previous run: link_downed +1"
+            ),
+            "{}",
+            again.message
+        );
+        assert!(
+            again
+                .evidence
+                .iter()
+                .any(|e| e.starts_with("counters/link_downed 1 -> 2")),
+            "{:?}",
+            again.evidence
+        );
+        assert!(again.fix.as_deref().unwrap().contains("cable"));
+        // A port the record does not hold (a new device) is a baseline, said so.
+        let other = CounterRecord::of(
+            None,
+            &[&snap("mlx5_1", Flavor::Mlx5, &[("link_downed", PMA, 0)])],
+            1000,
+        );
+        let f = doctor_finding(&flap(7), Some(&state(Some(other), 1300))).unwrap();
+        assert_eq!(f.severity, Severity::Info);
+        assert!(f
+            .evidence
+            .iter()
+            .any(|e| e.contains("held no record of this port")));
+    }
+
+    /// A driver reload resets the counters: errors counted since are new (a lower bound);
+    /// a PMA counter that saturated since warns once, and stays quiet while it stays there.
+    #[test]
+    fn doctor_with_state_reads_resets_and_saturation() {
+        let hw = |n: u64| snap("mlx5_0", Flavor::Mlx5, &[("out_of_sequence", HW, n)]);
+        let taken = CounterRecord::of(None, &[&hw(500)], 0);
+        let f = doctor_finding(&hw(3), Some(&state(Some(taken.clone()), 90_000))).unwrap();
+        assert_eq!(f.severity, Severity::Warn);
+        assert!(f.message.contains("in the 1 d 1 h since"), "{}", f.message);
+        assert!(
+            f.message
+                .contains("out_of_sequence +3 or more (reset in between)"),
+            "{}",
+            f.message
+        );
+        let f = doctor_finding(&hw(0), Some(&state(Some(taken), 60))).unwrap();
+        assert_eq!(f.severity, Severity::Ok);
+        let wait = |n: u64| snap("mlx4_0", Flavor::Other, &[("port_xmit_wait", PMA, n)]);
+        let top = u64::from(u32::MAX);
+        let taken = CounterRecord::of(None, &[&wait(top - 5)], 0);
+        let f = doctor_finding(&wait(top), Some(&state(Some(taken), 60))).unwrap();
+        assert_eq!(f.severity, Severity::Warn);
+        assert!(f.fix.as_deref().unwrap().contains("perfquery -R"));
+        let taken = CounterRecord::of(None, &[&wait(top)], 0);
+        let f = doctor_finding(&wait(top), Some(&state(Some(taken), 60))).unwrap();
+        assert_eq!(f.severity, Severity::Ok, "{f:?}");
     }
 
     #[test]
@@ -1452,8 +1703,29 @@ mod tests {
             Flavor::Mlx5,
             &[("symbol_error", PMA, 0), ("port_xmit_wait", PMA, 9)],
         );
-        assert_eq!(doctor_finding(&pc).unwrap().severity, Severity::Ok);
-        assert!(doctor_finding(&snap("x", Flavor::Other, &[])).is_none());
+        assert_eq!(doctor_finding(&pc, None).unwrap().severity, Severity::Ok);
+        assert!(doctor_finding(&snap("x", Flavor::Other, &[]), None).is_none());
+        assert_eq!(interval(42), "42 s");
+        assert_eq!(interval(7_500), "2 h 5 min");
+    }
+
+    #[test]
+    fn an_unsaved_state_names_the_path_and_errno_and_does_not_fail() {
+        let f = state_not_saved(
+            "/var/lib/rdmactl/doctor-nhc.json",
+            "EACCES (13, Permission denied)",
+        );
+        assert_eq!(
+            (f.severity, f.code.as_str()),
+            (Severity::Warn, "counters-state")
+        );
+        assert!(
+            f.message
+                .contains("/var/lib/rdmactl/doctor-nhc.json: EACCES"),
+            "{}",
+            f.message
+        );
+        assert!(f.fix.as_deref().unwrap().contains("--state FILE"));
     }
 
     /// A failure with a named cause takes the counters' list of places to look away; a

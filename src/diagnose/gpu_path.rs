@@ -441,7 +441,50 @@ fn iommu_finding(pci: &PciFacts) -> Diagnostic {
         c.split_whitespace()
             .any(|w| w == "iommu=pt" || w == "iommu.passthrough=1")
     };
-    let d = if !typed && !pci.gpudirect.iommus.is_empty() {
+    // Without the functions' own types, every group's `type` under kernel/iommu_groups
+    // says the kernel's default domain: iommu=pt makes them all identity, a translated
+    // default makes them DMA or DMA-FQ. Only a mix (a group changed by hand, a VFIO group)
+    // leaves the HCAs' own mode unknown.
+    let groups = &pci.gpudirect.group_types;
+    let kinds: std::collections::BTreeSet<&str> = groups.iter().map(|(_, t)| t.as_str()).collect();
+    if !typed && !groups.is_empty() {
+        evidence.push(format!(
+            "kernel/iommu_groups/*/type: {}",
+            kinds
+                .iter()
+                .map(|k| format!("{} {k}", groups.iter().filter(|(_, t)| t == k).count()))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    let d = if !typed && !pci.gpudirect.iommus.is_empty() && !groups.is_empty() {
+        let translated_default = kinds.iter().all(|k| k.starts_with("DMA"));
+        if kinds.iter().all(|k| *k == "identity") {
+            Diagnostic::finding(
+                Severity::Ok,
+                codes::IOMMU,
+                "the IOMMU passes DMA through: every IOMMU group is identity",
+            )
+        } else if translated_default {
+            Diagnostic::finding(
+                Severity::Warn,
+                codes::IOMMU,
+                format!(
+                    "the IOMMU translates DMA: every IOMMU group ({}) is {}, so the HCAs' and GPUs' DMA is translated",
+                    groups.len(),
+                    kinds.iter().copied().collect::<Vec<_>>().join(" or ")
+                ),
+            )
+            .fix("boot with `iommu=pt` (with `intel_iommu=on` or `amd_iommu=on` where the IOMMU is wanted for VMs), then check `cat /sys/bus/pci/devices/BDF/iommu_group/type` says identity")
+        } else {
+            Diagnostic::finding(
+                Severity::Info,
+                codes::IOMMU,
+                "the IOMMU groups differ in mode and the HCAs' and GPUs' own groups are not linked here: their mode is not known",
+            )
+            .fix("read the HCA's group: `cat /sys/bus/pci/devices/BDF/iommu_group/type` (identity is passthrough)")
+        }
+    } else if !typed && !pci.gpudirect.iommus.is_empty() {
         match pci.gpudirect.cmdline.as_deref() {
             Some(c) if passthrough(c) => Diagnostic::finding(
                 Severity::Ok,
@@ -458,8 +501,9 @@ fn iommu_finding(pci: &PciFacts) -> Diagnostic {
             None => Diagnostic::finding(
                 Severity::Info,
                 codes::IOMMU,
-                "the IOMMU is on; its mode is not readable here (no iommu_group/type)",
-            ),
+                "the IOMMU is on; its mode is not known: no iommu_group/type on the HCAs and GPUs, no kernel/iommu_groups/*/type, and no kernel command line read",
+            )
+            .fix("on the host: `cat /sys/kernel/iommu_groups/*/type` and /proc/cmdline; for a captured tree, capture /proc too and pass it with --procfs"),
         }
     } else if translated.is_empty() {
         Diagnostic::finding(
@@ -838,6 +882,49 @@ mod iommu_tests {
         // `iommu=ptx` is not passthrough.
         assert_eq!(untyped(Some("iommu=ptx")).severity, Severity::Warn);
         assert_eq!(untyped(None).severity, Severity::Info);
+    }
+
+    fn grouped(types: &[&str]) -> Diagnostic {
+        iommu_finding(&PciFacts {
+            gpudirect: GpuDirect {
+                iommus: vec!["dmar0".into()],
+                group_types: types
+                    .iter()
+                    .enumerate()
+                    .map(|(i, t)| (i.to_string(), t.to_string()))
+                    .collect(),
+                ..GpuDirect::default()
+            },
+            ..PciFacts::default()
+        })
+    }
+
+    /// The functions' own groups not linked, no command line: the groups' types under
+    /// kernel/iommu_groups decide, never "not readable".
+    #[test]
+    fn without_the_functions_groups_the_iommu_groups_decide() {
+        let all_dma = grouped(&["DMA-FQ", "DMA-FQ", "DMA"]);
+        assert_eq!(all_dma.severity, Severity::Warn);
+        assert!(
+            all_dma
+                .message
+                .contains("every IOMMU group (3) is DMA or DMA-FQ"),
+            "{}",
+            all_dma.message
+        );
+        assert!(
+            all_dma
+                .evidence
+                .iter()
+                .any(|e| e == "kernel/iommu_groups/*/type: 1 DMA, 2 DMA-FQ"),
+            "{:?}",
+            all_dma.evidence
+        );
+        assert!(!all_dma.message.contains("not readable"));
+        assert_eq!(grouped(&["identity", "identity"]).severity, Severity::Ok);
+        let mixed = grouped(&["identity", "DMA"]);
+        assert_eq!(mixed.severity, Severity::Info);
+        assert!(mixed.fix.as_deref().unwrap().contains("iommu_group/type"));
     }
 }
 

@@ -105,6 +105,9 @@ pub struct PortAsked {
     pub phys: Option<PhysState>,
     /// The netdev the port rides on (RoCE, iWARP).
     pub netdev: Option<NetdevAsked>,
+    /// Why `state` is None when its file was read and failed: `PATH: ERRNO` (EACCES,
+    /// EISDIR, or ENOENT for a file that is gone).
+    pub state_unread: Option<String>,
 }
 
 impl PortAsked {
@@ -116,6 +119,11 @@ impl PortAsked {
             state: p.state.clone(),
             phys: p.phys_state.clone(),
             netdev: p.netdev.as_ref().map(NetdevAsked::of_netdev),
+            state_unread: p
+                .read_problems
+                .iter()
+                .find(|r| r.path.file_name().is_some_and(|f| f == "state"))
+                .map(|r| format!("{}: {}", r.path.display(), errno_words(&r.error))),
         }
     }
 
@@ -139,6 +147,7 @@ impl PortAsked {
                     carries_traffic: false,
                 })
             }),
+            state_unread: None,
         }
     }
 
@@ -167,6 +176,9 @@ impl PortAsked {
 /// follows its netdev, so the netdev's state is this failure's evidence and its fix, not a
 /// second failure; an InfiniBand port waits for its link and its subnet manager.
 pub fn port_state(p: &PortAsked) -> Diagnostic {
+    if p.state.is_none() {
+        return state_not_read(p);
+    }
     if p.active() {
         return Diagnostic::finding(
             Severity::Ok,
@@ -218,6 +230,53 @@ pub fn port_state(p: &PortAsked) -> Diagnostic {
         x = x.seen(seen);
     }
     x
+}
+
+/// A port whose state could not be read is not known to be down: its file and errno are
+/// the cause, and no link, cable or netdev advice follows from a read that failed (the
+/// netdev's own state stays as evidence).
+fn state_not_read(p: &PortAsked) -> Diagnostic {
+    let (why, file) = match &p.state_unread {
+        Some(why) => (
+            format!("its state file could not be read: {why}"),
+            why.rsplit_once(": ")
+                .map_or(why.as_str(), |w| w.0)
+                .to_string(),
+        ),
+        None => (
+            "its state was not read".to_string(),
+            format!(
+                "/sys/class/infiniband/{}/state",
+                p.name.replace('/', "/ports/")
+            ),
+        ),
+    };
+    let mut x = Diagnostic::explanation(
+        codes::PORT_STATE,
+        format!("{}'s state is not known: {why}", p.name),
+        format!(
+            "rdmactl judges no port it cannot read: see why the read fails (`ls -l {file}`; EACCES: run the check as a user, or in a container with a /sys, that can read it; ENOENT: the port or its device went away, `rdmactl devices`), or ask the kernel over netlink: `rdma link show {}`",
+            p.name
+        ),
+    )
+    .seen(p.seen());
+    if let Some(seen) = p.netdev.as_ref().and_then(NetdevAsked::seen) {
+        x = x.seen(seen);
+    }
+    x
+}
+
+/// `Permission denied (os error 13)`, as std words an io::Error, in the words people
+/// search for: `EACCES (13, Permission denied)`.
+fn errno_words(error: &str) -> String {
+    let number = error
+        .strip_suffix(')')
+        .and_then(|e| e.rsplit_once("(os error "))
+        .and_then(|(_, n)| n.parse::<i32>().ok());
+    match number {
+        Some(n) => crate::model::errno::errno_text(n),
+        None => error.to_string(),
+    }
 }
 
 /// The port's state when it is not ACTIVE: the failure a run explains first.

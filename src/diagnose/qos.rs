@@ -131,6 +131,10 @@ fn chain(port: &QosPort, tclass: u8, source: TclassSource) -> Chain {
         (Some(Trust::Dscp), None) => c.unknown.push(format!(
             "the priority of DSCP {dscp}: the APP table (DSCP → priority) is read over DCB, which is not exposed"
         )),
+        // Every GID on the port's own netdev: no VLAN netdev, so RoCE leaves and arrives
+        // untagged, and PCP trust has no PCP to read: priority 0, whatever the traffic
+        // class.
+        (Some(Trust::Pcp), _) if untagged(port) => c.priority = Some(0),
         (Some(Trust::Pcp), _) => c.unknown.push(
             "the priority: under PCP trust it is the VLAN tag's PCP, set by the sender's egress map, not by the traffic class (untagged frames are priority 0)".to_string(),
         ),
@@ -153,6 +157,25 @@ fn chain(port: &QosPort, tclass: u8, source: TclassSource) -> Chain {
         c.ecn_rp = port.vendor.ecn_rp[usize::from(p)];
     }
     c
+}
+
+/// The port's RoCE GIDs are all on its own netdev (no VLAN netdev behind any of them): RoCE
+/// frames carry no VLAN tag. Unknown (false) when the GIDs' netdevs were not read.
+fn untagged(port: &QosPort) -> bool {
+    port.netdev
+        .as_ref()
+        .is_some_and(|nd| !port.gid_netdevs.is_empty() && port.gid_netdevs.iter().all(|g| g == nd))
+}
+
+/// How the chain's priority was decided, for the evidence.
+fn priority_line(port: &QosPort, c: &Chain, p: u8) -> String {
+    match c.trust {
+        Some(Trust::Pcp) => format!(
+            "untagged RoCE: every GID's netdev is {} itself (no VLAN netdev), so frames carry no PCP and PCP trust puts them on priority {p}",
+            netdev_name(port)
+        ),
+        _ => format!("DSCP {} → priority {p} (APP table)", c.dscp),
+    }
 }
 
 fn source_text(s: &TclassSource) -> String {
@@ -373,16 +396,23 @@ fn chain_findings(port: &QosPort, c: &Chain) -> Vec<Diagnostic> {
                     list_or_none(&pfc_prios)
                 ),
             ))
-            .evidence(format!("DSCP {} → priority {p} (APP table)", c.dscp))
+            .evidence(priority_line(port, c, p))
             .evidence(format!("PFC enabled on: {}", list_or_none(&pfc_prios)))
-            .fix(format!(
-                "enable PFC on priority {p} on the NIC and the switch (`dcb pfc set dev {nd} prio-pfc {p}:on`); or move the traffic to the lossless priority: map DSCP {} to priority {} (`dcb app add dev {nd} dscp-prio {}:{}`){}",
-                c.dscp,
-                pfc_prios[0],
-                c.dscp,
-                pfc_prios[0],
-                mapped_tclass_hint(d, c)
-            )),
+            .fix(if c.trust == Some(Trust::Pcp) {
+                format!(
+                    "enable PFC on priority {p} on the NIC and the switch (`dcb pfc set dev {nd} prio-pfc {p}:on`); or give RoCE a priority: trust DSCP (`dcb apptrust set dev {nd} order dscp`, or `mlnx_qos -i {nd} --trust dscp`) and map DSCP {} to priority {} (`dcb app add dev {nd} dscp-prio {}:{}`), or run RoCE over a VLAN whose egress map sets PCP {} and use its GIDs",
+                    c.dscp, pfc_prios[0], c.dscp, pfc_prios[0], pfc_prios[0]
+                )
+            } else {
+                format!(
+                    "enable PFC on priority {p} on the NIC and the switch (`dcb pfc set dev {nd} prio-pfc {p}:on`); or move the traffic to the lossless priority: map DSCP {} to priority {} (`dcb app add dev {nd} dscp-prio {}:{}`){}",
+                    c.dscp,
+                    pfc_prios[0],
+                    c.dscp,
+                    pfc_prios[0],
+                    mapped_tclass_hint(d, c)
+                )
+            }),
         );
     }
     if let (Some(tc), Some(TSA_ETS), Some(0)) = (c.ets_tc, c.ets_tsa, c.ets_share) {
@@ -1043,6 +1073,8 @@ mod tests {
                 ("np_ecn_marked_roce_packets".into(), 0),
                 ("np_cnp_sent".into(), 0),
             ],
+            // RoCE on VLAN 200 too, as in qos-good.
+            gid_netdevs: vec!["ens1f0np0".into(), "ens1f0np0.200".into()],
         }
     }
 
@@ -1277,6 +1309,46 @@ mod tests {
             f.iter()
                 .all(|d| d.severity != Severity::Ok && d.code.as_str() != "qos-pfc-priority"),
             "{f:#?}"
+        );
+    }
+
+    /// PCP trust with no VLAN netdev behind any RoCE GID: RoCE arrives untagged, on
+    /// priority 0, and PFC on 3 only leaves it lossy. The GIDs' netdevs decide, and the
+    /// finding says so; with a VLAN's GIDs beside them it stays unknown (above).
+    #[test]
+    fn pcp_trust_with_untagged_roce_lands_on_priority_0() {
+        let mut p = good();
+        dcb_mut(&mut p).trust = Some(vec![APP_SEL_PCP]);
+        p.gid_netdevs = vec!["ens1f0np0".into()];
+        let c = chains(&facts(p.clone()), &p);
+        assert_eq!(c[0].priority, Some(0), "{c:?}");
+        assert_eq!(c[0].pfc, Some(false));
+        let f = findings(&facts(p));
+        let pfc = f
+            .iter()
+            .find(|d| d.code.as_str() == "qos-pfc-priority")
+            .expect("PFC off on priority 0 is named");
+        assert_eq!(pfc.severity, Severity::Fail);
+        assert!(
+            pfc.message.contains("not enabled on priority 0"),
+            "{}",
+            pfc.message
+        );
+        let all = pfc
+            .evidence
+            .iter()
+            .map(|e| e.text.clone())
+            .collect::<Vec<_>>()
+            .join("\n");
+        assert!(
+            all.contains("untagged RoCE: every GID's netdev is ens1f0np0 itself (no VLAN netdev)"),
+            "{all}"
+        );
+        assert!(!all.contains("APP table"), "{all}");
+        let fix = pfc.fix.as_deref().unwrap();
+        assert!(
+            fix.contains("prio-pfc 0:on") && fix.contains("trust dscp"),
+            "{fix}"
         );
     }
 

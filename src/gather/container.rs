@@ -9,7 +9,7 @@ use std::path::Path;
 
 use crate::gather::verbs;
 use crate::model::container::{
-    parse_nccl_conf, ContainerFacts, DevNode, Marker, NcclConf, NodeKind, NodeState,
+    parse_nccl_conf, ContainerFacts, DevNode, Marker, NcclConf, NodeKind, NodeState, RdmaUcm,
 };
 use crate::model::device::Device;
 
@@ -59,6 +59,7 @@ pub fn gather_at(
         markers,
         looked_at,
         nodes: dev_nodes(root, sysfs, listed),
+        rdma_ucm: rdma_ucm(sysfs),
         rdma_ns: None,
         in_init_netns: in_init_netns(&proc),
         netns_name: netns_name(root, &proc),
@@ -242,6 +243,23 @@ fn dev_nodes(root: &Path, sysfs: &Path, listed: &[(String, Option<String>)]) -> 
     nodes
 }
 
+/// `class/misc/rdma_cm`: rdma_ucm registers it when it loads (ucma.c's misc device), and
+/// udev makes /dev/infiniband/rdma_cm from it. None when `class/misc` itself is absent.
+fn rdma_ucm(sysfs: &Path) -> Option<RdmaUcm> {
+    let misc = sysfs.join("class/misc");
+    if !misc.is_dir() {
+        return None;
+    }
+    let path = misc.join("rdma_cm");
+    Some(RdmaUcm {
+        loaded: path.exists(),
+        dev: std::fs::read_to_string(path.join("dev"))
+            .ok()
+            .map(|d| d.trim().to_string()),
+        path: path.display().to_string(),
+    })
+}
+
 /// `umadN` → its device, from `class/infiniband_mad/umadN/ibdev`, in node order.
 fn umad_map(sysfs: &Path) -> Vec<(String, String)> {
     let dir = sysfs.join("class/infiniband_mad");
@@ -368,6 +386,21 @@ mod tests {
                 ("UCX_TLS".to_string(), "rc".to_string())
             ]
         );
+        // No class/misc in the tree: whether rdma_ucm is loaded is unknown.
+        assert_eq!(facts.rdma_ucm, None);
+        write("sys/class/misc/fuse/dev", "10:229\n");
+        let ucm = gather_at(r, &r.join("sys"), &listed, &env)
+            .rdma_ucm
+            .unwrap();
+        assert!(
+            !ucm.loaded && ucm.path.ends_with("sys/class/misc/rdma_cm"),
+            "{ucm:?}"
+        );
+        write("sys/class/misc/rdma_cm/dev", "10:58\n");
+        let ucm = gather_at(r, &r.join("sys"), &listed, &env)
+            .rdma_ucm
+            .unwrap();
+        assert!(ucm.loaded && ucm.dev.as_deref() == Some("10:58"), "{ucm:?}");
         // No device listed: no node is asked for.
         assert!(gather_at(r, &r.join("sys"), &[], &env).nodes.is_empty());
     }

@@ -93,7 +93,16 @@ pub fn gather(ctx: &Ctx, only: Option<&str>) -> Result<DoctorFacts> {
         firewall_facts(&devices, &mut facts.ports);
     }
     facts.host = (!ctx.captured).then(|| host_facts(&ctx.sysfs, &devices));
-    facts.pci = crate::gather::pci::gather(&sysfs, &devices, !ctx.captured);
+    // The kernel command line decides the IOMMU mode where the groups do not say it: this
+    // host's, or a captured host's with --procfs.
+    let cmdline = match (&ctx.procfs, ctx.captured) {
+        (Some(root), _) => std::fs::read_to_string(root.join("cmdline"))
+            .ok()
+            .map(|c| c.trim().to_string()),
+        (None, false) => procfs::cmdline(),
+        (None, true) => None,
+    };
+    facts.pci = crate::gather::pci::gather(&sysfs, &devices, !ctx.captured, cmdline);
     facts.container =
         (!ctx.captured).then(|| crate::gather::container::gather(&ctx.sysfs, &facts.listed));
     let known: Vec<_> = facts

@@ -22,6 +22,7 @@ pub mod procfs;
 pub mod qos;
 pub mod removal;
 pub mod res;
+pub mod state;
 pub mod sysfs;
 pub mod verbs;
 pub mod wait;

@@ -127,6 +127,16 @@ fn read_port(
         vendor,
         ethtool,
         hw_counters: Vec::new(),
+        gid_netdevs: {
+            let mut nds: Vec<String> = port.gids.iter().filter_map(|g| g.netdev.clone()).collect();
+            if nds.is_empty() {
+                nds = port.gid_netdevs.clone();
+            }
+            nds.dedup();
+            nds.sort();
+            nds.dedup();
+            nds
+        },
     }
 }
 
@@ -441,6 +451,8 @@ pub fn run_port(sysfs: &Path, device: &str, port: u32) -> Option<QosPort> {
         vendor: VendorQos::default(),
         ethtool: read_ethtool_live(&netdev),
         hw_counters: Vec::new(),
+        // A run's port: its GIDs are not read here, so tagging stays unknown.
+        gid_netdevs: Vec::new(),
         netdev: Some(netdev),
     })
 }

@@ -60,6 +60,16 @@ pub enum NodeState {
     Denied(i32),
 }
 
+/// `class/misc/rdma_cm`, as seen.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RdmaUcm {
+    /// The path looked at, for the evidence.
+    pub path: String,
+    pub loaded: bool,
+    /// Its `dev` (`10:58`): the node udev creates, or `mknod` would.
+    pub dev: Option<String>,
+}
+
 /// `rdma system`'s network-namespace mode (RDMA_NLDEV_SYS_ATTR_NETNS_MODE).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NetnsMode {
@@ -88,6 +98,11 @@ pub struct ContainerFacts {
     pub looked_at: Vec<String>,
     /// Every node the devices sysfs lists need, in device order, rdma_cm last.
     pub nodes: Vec<DevNode>,
+    /// Whether rdma_ucm registered its misc device (`class/misc/rdma_cm` under the sysfs
+    /// root); None when the tree has no `class/misc` (unknown). sysfs shows the host's misc
+    /// devices in a container too, so this tells a module not loaded (on the host) from a
+    /// node not passed in.
+    pub rdma_ucm: Option<RdmaUcm>,
     /// The RDMA netlink's answer, or the error that stopped it.
     pub rdma_ns: Option<Result<RdmaNamespace, String>>,
     /// This process is in the initial network namespace; None when /proc/1/ns/net is

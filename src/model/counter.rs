@@ -799,3 +799,77 @@ impl WireDelta {
         }
     }
 }
+
+/// What a health check (`doctor --state FILE`) keeps between its runs: every port's counter
+/// values and when they were read, so the next run judges what changed since, not the
+/// totals since the driver loaded (mlx5's `hw_counters/` never clear, and one repaired link
+/// flap would warn until a reboot). JSON; `version` lets a later format refuse an old one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct CounterRecord {
+    pub version: u32,
+    /// Seconds since the Unix epoch when these values were read.
+    pub taken: u64,
+    pub ports: Vec<PortRecord>,
+}
+
+/// One port's values: `counters/NAME` or `hw_counters/NAME` to the value read.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct PortRecord {
+    pub device: String,
+    pub port: u32,
+    pub counters: std::collections::BTreeMap<String, u64>,
+}
+
+impl CounterRecord {
+    pub const VERSION: u32 = 1;
+
+    /// The record after this run: the ports read now with their values, and the ports of
+    /// `previous` not read this time kept as they were (a `-d DEV` run, or a device that
+    /// failed to read, does not erase another port's baseline).
+    pub fn of(previous: Option<&CounterRecord>, now: &[&PortCounters], taken: u64) -> Self {
+        let mut ports: Vec<PortRecord> = now
+            .iter()
+            .map(|pc| PortRecord {
+                device: pc.device.clone(),
+                port: pc.port,
+                counters: pc
+                    .counters
+                    .iter()
+                    .map(|c| (record_key(c), c.value))
+                    .collect(),
+            })
+            .collect();
+        for old in previous.map_or(&[][..], |p| &p.ports[..]) {
+            if !ports
+                .iter()
+                .any(|p| p.device == old.device && p.port == old.port)
+            {
+                ports.push(old.clone());
+            }
+        }
+        ports.sort_by(|a, b| (&a.device, a.port).cmp(&(&b.device, b.port)));
+        CounterRecord {
+            version: Self::VERSION,
+            taken,
+            ports,
+        }
+    }
+
+    pub fn port(&self, device: &str, port: u32) -> Option<&PortRecord> {
+        self.ports
+            .iter()
+            .find(|p| p.device == device && p.port == port)
+    }
+}
+
+impl PortRecord {
+    /// The value `c` had when the record was taken; None for a counter it does not hold.
+    pub fn value_of(&self, c: &Counter) -> Option<u64> {
+        self.counters.get(&record_key(c)).copied()
+    }
+}
+
+/// `counters/link_downed`: a PMA counter and a driver counter may share a name.
+fn record_key(c: &Counter) -> String {
+    format!("{}/{}", c.source.dir(), c.name)
+}

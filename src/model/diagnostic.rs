@@ -291,6 +291,11 @@ impl Diagnostic {
         self
     }
 
+    /// `evidence` for each line.
+    pub fn evidences<S: Into<String>>(self, lines: impl IntoIterator<Item = S>) -> Self {
+        lines.into_iter().fold(self, |d, line| d.evidence(line))
+    }
+
     pub fn seen(mut self, seen: Seen) -> Self {
         self.evidence.push(seen);
         self

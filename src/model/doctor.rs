@@ -37,6 +37,23 @@ pub struct DoctorFacts {
     pub capture: Option<CaptureFacts>,
     /// The RoCE ports' QoS chain (`qos`), with the job's variables from the environment.
     pub qos: crate::model::qos::QosFacts,
+    /// `doctor --state FILE` (or a health-check format's default): the counters of the
+    /// previous run, so the counters check judges what changed since. None: no state was
+    /// asked for (a person's run, a captured tree), and the totals are only shown.
+    pub counter_state: Option<CounterState>,
+}
+
+/// The state file of a health check's counters, as read before this run.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CounterState {
+    pub path: String,
+    /// Seconds since the Unix epoch, now.
+    pub now: u64,
+    /// The previous run's record; None on the first run (no file yet) or an unusable one.
+    pub previous: Option<crate::model::counter::CounterRecord>,
+    /// Why an existing file was not used: its errno, or what did not parse. This run
+    /// records a new baseline.
+    pub unusable: Option<String>,
 }
 
 /// What doctor read of a captured host beyond its sysfs: the captured /proc when

@@ -403,8 +403,11 @@ pub struct HcaPath {
 pub struct GpuDirect {
     /// `class/iommu`'s entries (dmar0, ivhd0): an IOMMU the kernel drives.
     pub iommus: Vec<String>,
-    /// /proc/cmdline; None for a captured tree.
+    /// /proc/cmdline (a captured tree's with `--procfs`); None when not read.
     pub cmdline: Option<String>,
+    /// `kernel/iommu_groups/N/type` under the sysfs root, by group number: the mode of every
+    /// group, which decides when the HCAs' and GPUs' own `iommu_group` links are missing.
+    pub group_types: Vec<(String, String)>,
     /// Which of `nvidia_peermem` and `nv_peer_mem` `module/` lists.
     pub peer_modules: Vec<String>,
     /// `kernel/mm/memory_peers`' entries; None when the directory does not exist (a kernel

@@ -276,6 +276,10 @@ pub struct QosPort {
     /// The port's congestion-related `hw_counters` (np_ecn_marked_roce_packets,
     /// np_cnp_sent, rp_cnp_handled, out_of_buffer, ...), by name.
     pub hw_counters: Vec<(String, u64)>,
+    /// The netdevs behind the port's GIDs (`gid_attrs/ndevs`), each once; empty when not
+    /// read. All of them the port's own netdev: RoCE leaves untagged (no VLAN, so no PCP).
+    #[serde(skip)]
+    pub gid_netdevs: Vec<String>,
 }
 
 /// What `qos` judges: every RoCE port asked for, and the traffic classes in use.

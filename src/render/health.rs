@@ -140,11 +140,54 @@ fn nagios_text(s: &str) -> String {
     s.replace('|', "/").replace('\n', " ")
 }
 
+/// Where and when a JUnit report ran: the `<testsuite>`'s `hostname` and `timestamp`
+/// (the JUnit schema's attributes), gathered by the command so rendering stays pure.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JunitRun {
+    /// The host's name; `localhost` when it could not be read.
+    pub hostname: Option<String>,
+    /// Seconds since the Unix epoch.
+    pub unix_secs: u64,
+}
+
+impl JunitRun {
+    fn suite_attributes(&self) -> String {
+        format!(
+            "hostname=\"{}\" timestamp=\"{}\"",
+            xml(self.hostname.as_deref().unwrap_or("localhost")),
+            iso8601_utc(self.unix_secs)
+        )
+    }
+}
+
+/// `2026-11-28T08:51:18`, UTC: the JUnit schema's timestamp is an ISO 8601 date and time
+/// without a zone. Days to a civil date by the proleptic Gregorian calendar's 400-year
+/// cycle (146097 days), counted from 0000-03-01 so the leap day ends a year.
+fn iso8601_utc(unix_secs: u64) -> String {
+    let days = (unix_secs / 86_400) as i64;
+    let secs = unix_secs % 86_400;
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}",
+        secs / 3600,
+        secs % 3600 / 60,
+        secs % 60
+    )
+}
+
 /// JUnit XML: one testsuite, one testcase per finding; a failed finding is a `<failure>`
 /// with its message and the evidence and fix as text; a warning passes with a
 /// `<system-out>` (JUnit has no warning state, and a CI gate on warnings would fail
 /// hosts that work).
-pub fn junit(report: &DoctorReport) -> String {
+pub fn junit(report: &DoctorReport, run: &JunitRun) -> String {
     let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     let tests = report.findings.len();
     out.push_str(&format!(
@@ -152,8 +195,9 @@ pub fn junit(report: &DoctorReport) -> String {
         report.fail
     ));
     out.push_str(&format!(
-        "  <testsuite name=\"rdmactl doctor\" tests=\"{tests}\" failures=\"{}\" errors=\"0\" skipped=\"0\">\n",
-        report.fail
+        "  <testsuite name=\"rdmactl doctor\" tests=\"{tests}\" failures=\"{}\" errors=\"0\" skipped=\"0\" {}>\n",
+        report.fail,
+        run.suite_attributes()
     ));
     for f in &report.findings {
         let label = f.label();
@@ -193,6 +237,25 @@ pub fn junit(report: &DoctorReport) -> String {
     }
     out.push_str("  </testsuite>\n</testsuites>\n");
     out
+}
+
+/// JUnit XML for a check that could not run (a manifest that does not parse): one
+/// `<error>` testcase with the reason, so a CI gate reading the XML sees it, not only
+/// stderr.
+pub fn junit_error(why: &str, run: &JunitRun) -> String {
+    format!(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n\
+         <testsuites name=\"rdmactl\" tests=\"1\" failures=\"0\" errors=\"1\">\n\
+         \x20 <testsuite name=\"rdmactl doctor\" tests=\"1\" failures=\"0\" errors=\"1\" skipped=\"0\" {}>\n\
+         \x20   <testcase classname=\"rdmactl.doctor\" name=\"doctor\">\n\
+         \x20     <error type=\"check-not-run\" message=\"{}\">{}\n</error>\n\
+         \x20   </testcase>\n\
+         \x20 </testsuite>\n\
+         </testsuites>\n",
+        run.suite_attributes(),
+        xml(&why.replace('\n', " ")),
+        xml(why)
+    )
 }
 
 /// Text as XML character data or an attribute value: the five markup characters escaped,
@@ -271,13 +334,50 @@ mod tests {
             .fix("ip link set eth0 mtu 9000"),
             Diagnostic::finding(Severity::Ok, codes::KERNEL, "ok").about(Subject::Host),
         ]);
-        let x = junit(&report);
+        let run = JunitRun {
+            hostname: Some("node<1>".into()),
+            unix_secs: 1_795_855_878,
+        };
+        let x = junit(&report, &run);
         assert!(x.contains("tests=\"2\" failures=\"1\""), "{x}");
+        assert!(
+            x.contains(
+                "skipped=\"0\" hostname=\"node&lt;1&gt;\" timestamp=\"2026-11-28T08:51:18\">"
+            ),
+            "{x}"
+        );
         assert!(x.contains("<failure type=\"mtu\" message=\"MTU &lt;1500&gt; &amp; &quot;more&quot;\">evidence: mtu 1500\nfix: ip link set eth0 mtu 9000\n</failure>"), "{x}");
         assert!(
             x.contains(
                 "<testcase classname=\"rdmactl.doctor.kernel\" name=\"kernel host\"></testcase>"
             ),
+            "{x}"
+        );
+    }
+
+    #[test]
+    fn junit_timestamps_are_utc_civil_dates() {
+        assert_eq!(iso8601_utc(0), "1970-01-01T00:00:00");
+        // A leap day, and the last second of a century's leap year.
+        assert_eq!(iso8601_utc(951_782_400), "2000-02-29T00:00:00");
+        assert_eq!(iso8601_utc(978_307_199), "2000-12-31T23:59:59");
+        assert_eq!(iso8601_utc(4_107_542_400), "2100-03-01T00:00:00");
+    }
+
+    #[test]
+    fn a_check_that_could_not_run_is_a_junit_error() {
+        let run = JunitRun {
+            hostname: None,
+            unix_secs: 0,
+        };
+        let x = junit_error("--expect bad.toml: line 3: unknown key \"speed\"", &run);
+        assert!(x.contains("errors=\"1\""), "{x}");
+        assert!(
+            x.contains("hostname=\"localhost\" timestamp=\"1970-01-01T00:00:00\""),
+            "{x}"
+        );
+        assert!(
+            x.contains("<error type=\"check-not-run\" message=\"--expect bad.toml: line 3: unknown key &quot;speed&quot;\">"),
             "{x}"
         );
     }

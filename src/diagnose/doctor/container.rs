@@ -11,7 +11,7 @@ use crate::diagnose::env::{self, EnvTarget};
 use crate::diagnose::gidselect::{self, Want};
 use crate::model::codes;
 use crate::model::container::{
-    ContainerFacts, DevNode, Marker, NetnsMode, NodeKind, NodeState, RdmaNamespace,
+    ContainerFacts, DevNode, Marker, NetnsMode, NodeKind, NodeState, RdmaNamespace, RdmaUcm,
 };
 use crate::model::device::{LinkLayer, PortState};
 use crate::model::diagnostic::{Diagnostic, Severity, Subject};
@@ -29,7 +29,7 @@ const RDMACTL_PINS: u64 = 64 << 10;
 pub fn container_findings(facts: &DoctorFacts, c: &ContainerFacts) -> Vec<Diagnostic> {
     let in_container = !c.markers.is_empty();
     let mut found = vec![where_finding(c)];
-    found.extend(nodes_finding(&c.nodes, &c.markers));
+    found.extend(nodes_finding(&c.nodes, &c.markers, c.rdma_ucm.as_ref()));
     if let (true, Some(host)) = (in_container, &facts.host) {
         found.push(job_memlock_finding(host));
     }
@@ -93,8 +93,16 @@ fn node_line(n: &DevNode) -> String {
     }
 }
 
-/// Every node the devices sysfs lists need, against what this process can open.
-pub fn nodes_finding(nodes: &[DevNode], markers: &[Marker]) -> Option<Diagnostic> {
+/// Every node the devices sysfs lists need, against what this process can open. `ucm`:
+/// whether rdma_ucm is loaded (`class/misc/rdma_cm`): a missing rdma_cm node is a module
+/// to load on the host when it is not, and a node not passed in only when it is. A marker
+/// proves only what it is: `/.dockerenv` alone is a file on the root filesystem, which a
+/// VM or host built from a container image keeps, so its fix names the host's cause too.
+pub fn nodes_finding(
+    nodes: &[DevNode],
+    markers: &[Marker],
+    ucm: Option<&RdmaUcm>,
+) -> Option<Diagnostic> {
     if nodes.is_empty() {
         return None;
     }
@@ -146,10 +154,18 @@ pub fn nodes_finding(nodes: &[DevNode], markers: &[Marker]) -> Option<Diagnostic
             skipped.join(", ")
         ));
     }
+    // rdma_cm's node is missing because rdma_ucm is not loaded: no runtime flag gives a
+    // node the kernel never made.
+    let unloaded = ucm.filter(|u| !u.loaded).filter(|_| {
+        needed
+            .iter()
+            .any(|n| n.kind == NodeKind::RdmaCm && n.state == NodeState::Missing)
+    });
     if needed.iter().any(|n| n.kind == NodeKind::RdmaCm) {
-        effects.push(
-            "rdma_cm connections (librdmacm, `--cm`, UCX's and NCCL's rdma_cm paths) fail".into(),
-        );
+        effects.push(match unloaded {
+            Some(u) => format!("rdma_cm connections (librdmacm, `--cm`, UCX's and NCCL's rdma_cm paths) fail: rdma_ucm is not loaded ({} does not exist)", u.path),
+            None => "rdma_cm connections (librdmacm, `--cm`, UCX's and NCCL's rdma_cm paths) fail".into(),
+        });
     }
     if bad.iter().any(|n| n.kind == NodeKind::Umad) {
         effects.push("ibstat and `rdmactl subnet` cannot send MADs (jobs do not need umad)".into());
@@ -160,7 +176,7 @@ pub fn nodes_finding(nodes: &[DevNode], markers: &[Marker]) -> Option<Diagnostic
         Severity::Fail
     } else if needed.is_empty() {
         Severity::Info
-    } else if markers.is_empty() {
+    } else if markers.is_empty() || unloaded.is_some() {
         Severity::Warn
     } else {
         Severity::Fail
@@ -171,7 +187,17 @@ pub fn nodes_finding(nodes: &[DevNode], markers: &[Marker]) -> Option<Diagnostic
         .map(|n| n.path.as_str())
         .collect();
     let denied = bad.iter().any(|n| matches!(n.state, NodeState::Denied(_)));
-    let fix = if markers.is_empty() {
+    let only_rdma_cm = bad.iter().all(|n| n.kind == NodeKind::RdmaCm);
+    let weak = !markers.is_empty() && markers.iter().all(|m| matches!(m, Marker::DockerEnv));
+    let fix = if let (Some(_), true) = (unloaded, only_rdma_cm) {
+        let mut fix = "load rdma_ucm on the host (kernel modules are the host's, for its containers too): `modprobe rdma_ucm`, and list it in /etc/modules-load.d/rdma.conf for the next boot; udev then creates /dev/infiniband/rdma_cm".to_string();
+        if !markers.is_empty() {
+            fix.push_str(
+                "; a container started before that gets it with `--device /dev/infiniband/rdma_cm`",
+            );
+        }
+        fix
+    } else if markers.is_empty() {
         "udev creates these nodes (rdma-core's 90-rdma-*.rules): `modprobe ib_uverbs rdma_ucm ib_umad`, then check their modes (0666 for uverbs and rdma_cm)".to_string()
     } else {
         let devices_flags: Vec<String> = if missing.is_empty() {
@@ -190,10 +216,27 @@ pub fn nodes_finding(nodes: &[DevNode], markers: &[Marker]) -> Option<Diagnostic
         if denied {
             fix.push_str(" (a bind mount of /dev/infiniband is not enough: the device cgroup still refuses the open; `--device` allows it, or `--device-cgroup-rule='c 231:* rwm'` for uverbs and umad)");
         }
+        if weak {
+            fix.push_str("; /.dockerenv is the only sign of a container here, and a host or VM built from a container image keeps it too: on a host, udev creates these nodes (`modprobe ib_uverbs rdma_ucm ib_umad`)");
+        }
         if markers.iter().any(Marker::is_kubernetes) {
             fix.push_str("; in Kubernetes request the RDMA device plugin's resource in the pod spec (`resources.limits: {rdma/hca_shared_devices_a: 1}` with k8s-rdma-shared-dev-plugin, named by its config; the SR-IOV device plugin's resource for a VF), which passes the uverbs nodes and rdma_cm of the devices it selects");
         }
         fix
+    };
+    let evidence = |f: Diagnostic| {
+        let f = evidence(f);
+        match ucm {
+            Some(u) if u.loaded => f.evidence(format!(
+                "{} exists{}: rdma_ucm is loaded",
+                u.path,
+                u.dev
+                    .as_deref()
+                    .map_or(String::new(), |d| format!(" (dev {d})"))
+            )),
+            Some(u) => f.evidence(format!("{} does not exist: rdma_ucm is not loaded", u.path)),
+            None => f,
+        }
     };
     Some(evidence(
         finding(
@@ -429,7 +472,7 @@ pub fn namespace_gid_findings(
                 )
                 .evidence(format!("gid_attrs/ndevs of {}/{}: {}", port.device, port.number, owners.join(", ")))
                 .evidence(netdevs_here)
-                .fix("give the pod a netdev of this RDMA device: host networking, the netdev the GIDs belong to, or an SR-IOV VF together with the VF's own RDMA device (SR-IOV device plugin and the RDMA CNI); a GID index chosen by hand cannot reach a netdev this namespace lacks"),
+                .fix(format!("give the container a netdev of this RDMA device: the host's network (`podman run --network host`, `docker run --network host`; `hostNetwork: true` in a Kubernetes pod) where {} lives, or an SR-IOV VF together with the VF's own RDMA device (SR-IOV device plugin and the RDMA CNI); a GID index chosen by hand cannot reach a netdev this namespace lacks", owners.join(", "))),
             );
         } else {
             found.push(
@@ -727,7 +770,7 @@ mod tests {
                 NodeState::Usable,
             ),
         ];
-        let docker = nodes_finding(&nodes, &[Marker::DockerEnv]).unwrap();
+        let docker = nodes_finding(&nodes, &[Marker::DockerEnv], None).unwrap();
         assert_eq!(docker.severity, Severity::Fail);
         let t = text(&docker);
         assert!(t.contains("/dev/infiniband/uverbs1"), "{t}");
@@ -737,11 +780,76 @@ mod tests {
         assert!(!t.contains("--device /dev/infiniband/uverbs0"), "{t}");
         assert!(!t.contains("rdma/hca_shared_devices_a"), "{t}");
         assert!(!t.contains("rdma_cm connections"), "{t}");
-        let pod = nodes_finding(&nodes, &[Marker::KubernetesEnv]).unwrap();
+        let pod = nodes_finding(&nodes, &[Marker::KubernetesEnv], None).unwrap();
         assert!(text(&pod).contains("rdma/hca_shared_devices_a"));
         // On a host the fix is udev, not --device.
-        let bare = nodes_finding(&nodes, &[]).unwrap();
+        let bare = nodes_finding(&nodes, &[], None).unwrap();
         assert!(!text(&bare).contains("--device"), "{}", text(&bare));
+    }
+
+    /// A VM without rdma_ucm loaded and a stray /.dockerenv on its root: rdma_cm's node is
+    /// missing because the module is not loaded (no class/misc/rdma_cm), which no runtime
+    /// flag changes: load it on the host, a warning. With the module loaded, a node missing
+    /// in a container was not passed in; /.dockerenv alone also names the host's cause.
+    #[test]
+    fn a_missing_rdma_cm_node_tells_a_module_not_loaded_from_a_node_not_passed_in() {
+        let nodes = [
+            node(
+                "/dev/infiniband/uverbs0",
+                Some("rxe0"),
+                NodeKind::Uverbs,
+                NodeState::Usable,
+            ),
+            node(
+                "/dev/infiniband/rdma_cm",
+                None,
+                NodeKind::RdmaCm,
+                NodeState::Missing,
+            ),
+        ];
+        let misc = |loaded| RdmaUcm {
+            path: "/sys/class/misc/rdma_cm".into(),
+            loaded,
+            dev: loaded.then(|| "10:58".to_string()),
+        };
+        let vm = nodes_finding(&nodes, &[Marker::DockerEnv], Some(&misc(false))).unwrap();
+        assert_eq!(vm.severity, Severity::Warn);
+        let t = text(&vm);
+        assert!(t.contains("rdma_ucm is not loaded"), "{t}");
+        assert!(t.contains("/sys/class/misc/rdma_cm does not exist"), "{t}");
+        assert!(
+            t.contains("`modprobe rdma_ucm`") && t.contains("on the host"),
+            "{t}"
+        );
+        assert!(
+            !t.contains("pass the nodes in") && !t.contains("docker run"),
+            "{t}"
+        );
+        // The module loaded: in a container (Podman's marker) the node was not passed in.
+        let podman = [Marker::ContainerEnv { engine: None }];
+        let f = nodes_finding(&nodes, &podman, Some(&misc(true))).unwrap();
+        assert_eq!(f.severity, Severity::Fail);
+        let t = text(&f);
+        assert!(
+            t.contains("pass the nodes in") && t.contains("--device /dev/infiniband/rdma_cm"),
+            "{t}"
+        );
+        assert!(
+            t.contains("/sys/class/misc/rdma_cm exists (dev 10:58): rdma_ucm is loaded"),
+            "{t}"
+        );
+        assert!(!t.contains("only sign of a container"), "{t}");
+        // /.dockerenv alone weighs no more than a file: the host's cause is named too.
+        let f = nodes_finding(&nodes, &[Marker::DockerEnv], Some(&misc(true))).unwrap();
+        let t = text(&f);
+        assert!(
+            t.contains("pass the nodes in") && t.contains("only sign of a container"),
+            "{t}"
+        );
+        // On a host, the module not loaded: the same host fix.
+        let host = nodes_finding(&nodes, &[], Some(&misc(false))).unwrap();
+        assert_eq!(host.severity, Severity::Warn);
+        assert!(text(&host).contains("`modprobe rdma_ucm`"));
     }
 
     /// A uverbs node that exists and refuses this process is the uverbs finding's alone:
@@ -760,14 +868,14 @@ mod tests {
             NodeKind::RdmaCm,
             NodeState::Usable,
         );
-        assert!(nodes_finding(&[denied.clone(), cm.clone()], &[]).is_none());
+        assert!(nodes_finding(&[denied.clone(), cm.clone()], &[], None).is_none());
         let umad = node(
             "/dev/infiniband/umad0",
             Some("rxe0"),
             NodeKind::Umad,
             NodeState::Denied(libc::EACCES),
         );
-        let f = nodes_finding(&[denied, umad, cm], &[]).unwrap();
+        let f = nodes_finding(&[denied, umad, cm], &[], None).unwrap();
         assert_eq!(f.severity, Severity::Info);
         let t = text(&f);
         assert!(!t.contains("libibverbs skips"), "{t}");
@@ -796,7 +904,7 @@ mod tests {
                 NodeState::Denied(1),
             ),
         ];
-        let f = nodes_finding(&nodes, &[Marker::DockerEnv]).unwrap();
+        let f = nodes_finding(&nodes, &[Marker::DockerEnv], None).unwrap();
         assert_eq!(f.severity, Severity::Fail);
         let t = text(&f);
         assert!(
@@ -804,7 +912,7 @@ mod tests {
             "{t}"
         );
         assert!(t.contains("device cgroup"), "{t}");
-        let umad_only = nodes_finding(&nodes[..2], &[Marker::DockerEnv]).unwrap();
+        let umad_only = nodes_finding(&nodes[..2], &[Marker::DockerEnv], None).unwrap();
         assert_eq!(umad_only.severity, Severity::Info);
         assert!(text(&umad_only).contains("jobs do not need umad"));
         // On a host, rdma_cm alone missing is a warning: verbs jobs still run.
@@ -818,18 +926,18 @@ mod tests {
             ),
         ];
         assert_eq!(
-            nodes_finding(&cm_only, &[]).unwrap().severity,
+            nodes_finding(&cm_only, &[], None).unwrap().severity,
             Severity::Warn
         );
         assert_eq!(
-            nodes_finding(&cm_only, &[Marker::DockerEnv])
+            nodes_finding(&cm_only, &[Marker::DockerEnv], None)
                 .unwrap()
                 .severity,
             Severity::Fail
         );
-        let ok = nodes_finding(&nodes[..1], &[]).unwrap();
+        let ok = nodes_finding(&nodes[..1], &[], None).unwrap();
         assert_eq!(ok.severity, Severity::Ok);
-        assert!(nodes_finding(&[], &[]).is_none());
+        assert!(nodes_finding(&[], &[], None).is_none());
     }
 
     #[test]
@@ -996,6 +1104,7 @@ mod tests {
             "{t}"
         );
         assert!(t.contains("this network namespace has lo, eth0"), "{t}");
+        assert!(t.contains("--network host"), "{t}");
         h.net.visible_netdevs = Some(vec!["lo".into(), "veth0".into()]);
         let found = namespace_gid_findings(&facts, &h, &c);
         let rxe0 = found.iter().find(|f| f.message.contains("rxe0/1")).unwrap();

@@ -89,10 +89,14 @@ pub fn findings(facts: &DoctorFacts) -> Vec<Diagnostic> {
             findings.extend(gid_table_finding(port, extras.gid_table_len, net));
         }
     }
-    // The counters since the last reset: error counters that are not zero are a warning.
+    // The counters: what grew since the previous run when the run keeps state, else the
+    // totals since the last reset as information.
     for extras in &facts.ports {
         if let Some(counters) = &extras.counters {
-            findings.extend(crate::diagnose::counters::doctor_finding(counters));
+            findings.extend(crate::diagnose::counters::doctor_finding(
+                counters,
+                facts.counter_state.as_ref(),
+            ));
         }
     }
     // A Soft-RoCE port's RoCE v2 through this host's firewall.

@@ -54,13 +54,14 @@ pub fn mtu_finding(nd: &str, mtu: u32, active_mtu: Option<u32>, why_unknown: &st
 
 impl HostNet {
     /// The netdev lives in another network namespace than this process's (the device is
-    /// shared into this one, as `rdma system` mode "shared" does by default).
+    /// shared into this one, as `rdma system` mode "shared" does by default). This
+    /// namespace's own netdev list decides it: inside a container with its own PID
+    /// namespace (`podman run --network none`) /proc/1 is the container's init, in the
+    /// container's network namespace, so comparing with it says "initial" there.
     fn hides(&self, netdev: &str) -> bool {
-        self.in_init_netns == Some(false)
-            && self
-                .visible_netdevs
-                .as_ref()
-                .is_some_and(|v| !v.iter().any(|n| n == netdev))
+        self.visible_netdevs
+            .as_ref()
+            .is_some_and(|v| !v.iter().any(|n| n == netdev))
     }
 }
 
@@ -111,17 +112,25 @@ pub fn port_findings(port: &Port, active_mtu: Option<u32>, host: &HostNet) -> Ve
     };
     let nd = &netdev.name;
     if host.hides(nd) {
-        // Said as it is: the process is elsewhere, the device is not.
+        // Said as it is: the process is elsewhere, the device is not. No netdev-level
+        // finding (state, address, MTU) is given for a netdev this namespace cannot see.
+        let outside = host.in_init_netns == Some(false);
+        let mut f = finding(
+            codes::NETNS,
+            subject.clone(),
+            Severity::Info,
+            if outside {
+                format!("this process runs outside the initial network namespace, where {nd} lives: its state and addresses are not visible from here; {} itself stays usable (in shared mode, the default: `rdma system` shows the mode)", port.device)
+            } else {
+                format!("{nd} is not in this process's network namespace (a container's own network: `--network none` or a bridge): its state and addresses are not visible from here; {} itself stays usable (in shared mode, the default: `rdma system` shows the mode)", port.device)
+            },
+        );
+        if outside {
+            f = f.evidence("/proc/self/ns/net differs from /proc/1/ns/net");
+        }
         out.push(
-            finding(
-                codes::NETNS,
-                subject.clone(),
-                Severity::Info,
-                format!("this process runs outside the initial network namespace, where {nd} lives: its state and addresses are not visible from here; {} itself stays usable (in shared mode, the default: `rdma system` shows the mode)", port.device),
-            )
-            .evidence("/proc/self/ns/net differs from /proc/1/ns/net")
-            .evidence(format!("{nd} is not among this namespace's netdevs (rtnetlink)"))
-            .fix(format!("run doctor in the initial namespace to check {nd}; with `rdma system set netns exclusive`, move the device in with `rdma dev set {} netns NS`", port.device)),
+            f.evidence(format!("{nd} is not among this namespace's netdevs (rtnetlink)"))
+            .fix(format!("run doctor where {nd} lives to check it: on the host, or in a container started with `--network host` (`hostNetwork: true` in a Kubernetes pod); with `rdma system set netns exclusive`, move the device in with `rdma dev set {} netns NS`", port.device)),
         );
         out.extend(gid_findings(port, &subject));
         return out;
@@ -471,6 +480,36 @@ mod tests {
         );
         assert!(!f.iter().any(|f| f.code == "netdev"), "{f:?}");
         assert!(!f.iter().any(|f| f.severity == Severity::Fail), "{f:?}");
+    }
+
+    /// `podman run --network none`: the container has its own PID namespace, so /proc/1 is
+    /// in its network namespace and "initial" compares equal; this namespace's netdevs
+    /// still decide. No "has no IP address; fix: ip addr add" about a netdev it cannot see.
+    #[test]
+    fn a_netdev_this_namespace_cannot_see_gets_no_netdev_finding() {
+        let host = HostNet {
+            in_init_netns: Some(true),
+            addresses: Some(Default::default()),
+            visible_netdevs: Some(vec!["lo".into()]),
+        };
+        let f = port_findings(&roce_port("up", 1500), None, &host);
+        assert!(!f.iter().any(|f| f.code == "netdev"), "{f:#?}");
+        assert!(!f.iter().any(|f| f.code == "mtu"), "{f:#?}");
+        let all: String = f.iter().map(|f| format!("{f:?}")).collect();
+        assert!(
+            !all.contains("ip addr add") && !all.contains("no IP address"),
+            "{all}"
+        );
+        let ns = f.iter().find(|f| f.code == "netns").expect("netns finding");
+        assert_eq!(ns.severity, Severity::Info);
+        assert!(
+            ns.message
+                .contains("veth0 is not in this process's network namespace"),
+            "{}",
+            ns.message
+        );
+        assert!(!format!("{ns:?}").contains("/proc/1/ns/net"), "{ns:?}");
+        assert!(ns.fix.as_deref().unwrap().contains("`--network host`"));
     }
 
     fn netns(in_init_netns: Option<bool>) -> HostNet {

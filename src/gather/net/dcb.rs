@@ -686,6 +686,7 @@ mod tests {
             "dscp-unmapped",
             "pause-storm",
             "good",
+            "pcp-untagged",
         ] {
             let decoded = serde_json::to_value(config(&fixture(&format!("{name}.nl")))).unwrap();
             let expect: serde_json::Value =

@@ -30,8 +30,14 @@ const LIB_DIRS: &[&str] = &[
 const MODULES_LOAD_DIRS: &[&str] = &["/etc/modules-load.d", "/usr/lib/modules-load.d"];
 
 /// Read the PCI facts of `devices`; empty when none is a PCI function (software devices,
-/// trees captured without `devices/`). `live`: this host's /proc, /etc and libraries too.
-pub fn gather(sysfs: &SysfsRoot, devices: &[Device], live: bool) -> PciFacts {
+/// trees captured without `devices/`). `live`: this host's /proc, /etc and libraries too;
+/// `cmdline`: the kernel command line, where it was read (live, or `--procfs`'s capture).
+pub fn gather(
+    sysfs: &SysfsRoot,
+    devices: &[Device],
+    live: bool,
+    cmdline: Option<String>,
+) -> PciFacts {
     let root = sysfs.path();
     let hcas: Vec<HcaPath> = devices
         .iter()
@@ -70,7 +76,10 @@ pub fn gather(sysfs: &SysfsRoot, devices: &[Device], live: bool) -> PciFacts {
     PciFacts {
         hcas,
         gpus,
-        gpudirect: gpudirect(root, live),
+        gpudirect: GpuDirect {
+            cmdline,
+            ..gpudirect(root, live)
+        },
     }
 }
 
@@ -184,7 +193,8 @@ fn gpudirect(root: &Path, live: bool) -> GpuDirect {
     let peers_dir = root.join("kernel/mm/memory_peers");
     GpuDirect {
         iommus: list(&root.join("class/iommu")),
-        cmdline: live.then(procfs::cmdline).flatten(),
+        cmdline: None,
+        group_types: group_types(&root.join("kernel/iommu_groups")),
         peer_modules,
         memory_peers: peers_dir.is_dir().then(|| list(&peers_dir)),
         modules_load: live.then(modules_load),
@@ -192,6 +202,21 @@ fn gpudirect(root: &Path, live: bool) -> GpuDirect {
         dmabuf_config: if live { dmabuf_config() } else { None },
         nccl: if live { nccl() } else { None },
     }
+}
+
+/// Each `kernel/iommu_groups/N/type` (identity, DMA, DMA-FQ, ...), by group number in
+/// numeric order; groups without a readable `type` (kernels before 5.11) are left out.
+fn group_types(dir: &Path) -> Vec<(String, String)> {
+    let mut groups: Vec<(String, String)> = list(dir)
+        .into_iter()
+        .filter_map(|g| {
+            let t = fs::read_to_string(dir.join(&g).join("type")).ok()?;
+            Some((g, t.trim().to_string()))
+        })
+        .filter(|(_, t)| !t.is_empty())
+        .collect();
+    groups.sort_by_key(|(g, _)| g.parse::<u64>().unwrap_or(u64::MAX));
+    groups
 }
 
 /// Whether the running kernel's build configuration enables DMA-BUF.

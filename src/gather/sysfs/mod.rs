@@ -339,6 +339,10 @@ impl SysfsRoot {
         let wanted = self.port_attrs;
         let mut attr = |f: &str| wanted.then(|| attr(f)).flatten();
         let state = attr("state").map(|t| parse::port_state(&t));
+        // A port directory without its `state` is a port whose state is unknown, not one
+        // that is down: recorded with its errno like a file that would not read, so the rule
+        // names the file instead of the cable.
+        let state_gone = wanted && state.is_none() && dir.is_dir() && !dir.join("state").exists();
         let phys_state = attr("phys_state").map(|t| parse::phys_state(&t));
         let rate = attr("rate").map(|t| parse::rate(&t));
         let lid = attr("lid").and_then(|t| parse::hex_u32(&t));
@@ -350,6 +354,12 @@ impl SysfsRoot {
             .and_then(|t| parse::dec_u32(&t))
             .and_then(|v| u8::try_from(v).ok());
         let cap_mask = attr("cap_mask").and_then(|t| parse::hex_u32(&t));
+        if state_gone {
+            problems.push(ReadProblem {
+                path: dir.join("state"),
+                error: io::Error::from_raw_os_error(libc::ENOENT).to_string(),
+            });
+        }
         let ethernet = link_layer == Some(LinkLayer::Ethernet);
         let gids = if !wanted {
             Vec::new()

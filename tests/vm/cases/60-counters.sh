@@ -62,9 +62,20 @@ for f in /sys/class/infiniband/rxe*/ports/1/hw_counters/{retry_exceeded_err,comp
     [[ $v != 0 ]] && { errors=1; echo "$f = $v"; }
 done
 if [[ $errors = 1 ]]; then
-    expect_out "doctor warns on the live error counters with their meaning" \
-        '^warn +counters +rxe[01]/1 +[0-9]+ error counters? (is|are) non-zero since the last reset' "$RDMACTL" doctor
+    expect_out "doctor shows the live error counters' totals as information" \
+        '^info +counters +rxe[01]/1 +[0-9]+ error counters? (is|are) non-zero since the last reset' "$RDMACTL" doctor
     expect_out "doctor's fix says to watch them with --interval" 'rdmactl counters rxe[01]/1 --interval 1' cat "$LAST_OUT"
+    expect_no_out "doctor without state does not warn on totals" '^warn +counters ' cat "$LAST_OUT"
+    # A health check with state: the first run records the totals, the next one (nothing
+    # moved in between) passes the counters.
+    state=/tmp/counters-state/doctor.json
+    rm -rf /tmp/counters-state
+    expect_out "doctor --state, first run: a baseline, said as information" \
+        '^info +counters +rxe[01]/1 +baseline of [0-9]+ counters recorded in /tmp/counters-state/doctor.json' \
+        "$RDMACTL" doctor --state "$state"
+    expect_out "doctor --state, second run: no error counter grew" \
+        '^ok +counters +rxe[01]/1 +no error counter grew in the [0-9]+ s since the previous run' \
+        "$RDMACTL" doctor --state "$state"
 else
     skip_here "the kill left no error counter non-zero on this run (the survivor saw the TCP close first); doctor is checked on a tree below"
 fi
@@ -75,6 +86,19 @@ p=$tree/class/infiniband/rxe0/ports/1
 mkdir -p "$p/hw_counters" "$tree/class/net/veth0"
 echo "4: ACTIVE" >"$p/state"; echo Ethernet >"$p/link_layer"; echo 1 >"$p/hw_counters/retry_exceeded_err"
 echo 500 >"$p/hw_counters/sent_pkts"
-expect_out "doctor on a tree: retry_exceeded_err is a warning with its meaning" \
+expect_out "doctor on a tree: retry_exceeded_err is shown with its meaning" \
     'evidence: hw_counters/retry_exceeded_err 1: requester \(rxe\): retry count exhausted' \
     "$RDMACTL" --sysfs "$tree" doctor
+# The same tree with state: recorded, unchanged, then one more QP gives up.
+state=/tmp/counters-tree-state.json
+rm -f "$state"
+expect_out "doctor --state on the tree, first run: the old total is a baseline" \
+    '^info +counters +rxe0/1 +baseline of 2 counters recorded in /tmp/counters-tree-state.json' \
+    "$RDMACTL" --sysfs "$tree" doctor --state "$state"
+expect_out "doctor --state, nothing grew: ok" '^ok +counters +rxe0/1 +no error counter grew' \
+    "$RDMACTL" --sysfs "$tree" doctor --state "$state"
+echo 2 >"$p/hw_counters/retry_exceeded_err"
+expect_out "doctor --state, retry_exceeded_err grew: a warning with the delta" \
+    '^warn +counters +rxe0/1 +1 error counter grew in the [0-9]+ s since the previous run: retry_exceeded_err \+1' \
+    "$RDMACTL" --sysfs "$tree" doctor --state "$state"
+expect_out "the evidence shows both values" 'evidence: hw_counters/retry_exceeded_err 1 -> 2: requester' cat "$LAST_OUT"

@@ -180,6 +180,19 @@ saw "pod netns: shared mode still shows both devices" '^ok +rdma-netns +host +RD
 saw "pod netns: no usable GID for rxe0, named with its netdev" '^FAIL +namespace-gids +rxe0/1 +no usable GID here: every GID of rxe0/1 belongs to veth0, which this network namespace does not have' podns
 check "delete the pod namespace" ip netns delete ctrpod
 
+# `podman run --network none`: the container's own network AND PID namespaces, so /proc/1
+# is the container's init, in the container's network namespace ("initial" by /proc/1),
+# and a sysfs of that namespace. namespace-gids fails; no netdev finding is given about
+# veth0, which this namespace cannot see; the fix names --network host.
+expect_rc 1 "own network and PID namespace: doctor fails" env "CTR_NODES=$ALL_NODES" \
+    unshare -m -n -p -f --mount-proc bash -c 'mount -t sysfs sysfs /sys && exec "$@"' ctr "$CTR" "$RDMACTL" doctor
+cp "$LAST_OUT" "$RESULTS/nonet.out"
+saw "network none: no usable GID for rxe0" '^FAIL +namespace-gids +rxe0/1 +no usable GID here: every GID of rxe0/1 belongs to veth0' nonet
+saw "network none: the fix names --network host" 'fix: .*`podman run --network host`' nonet
+saw "network none: veth0 said as not in this namespace" "^info +netns +rxe0/1 +veth0 is not in this process's network namespace" nonet
+never "network none: no netdev finding about veth0" '^(warn|FAIL) +netdev ' nonet
+never "network none: no 'ip addr add' for a netdev it cannot see" 'ip addr add <addr>/<len> dev veth0' nonet
+
 # Exclusive mode: the host namespace owns both devices; a new namespace owns none.
 set_mode() { # set_mode shared|exclusive: retries while a deleted namespace is still torn down
     local i
