@@ -108,10 +108,13 @@ pub fn lead(listener: TcpListener, cfg: LeaderConfig, print: PrintReport) -> Res
 /// The welcomed ranks' control channels, shared by the coordinator and the heartbeat
 /// thread; each channel has its own lock, so one frame is written whole.
 #[derive(Clone, Default)]
-pub(super) struct Channels(Arc<Mutex<BTreeMap<u32, (u64, Arc<Mutex<ControlChannel>>)>>>);
+pub(super) struct Channels(Arc<Mutex<ByRank>>);
+
+/// Each rank's connection id and its channel.
+type ByRank = BTreeMap<u32, (u64, Arc<Mutex<ControlChannel>>)>;
 
 impl Channels {
-    fn map(&self) -> std::sync::MutexGuard<'_, BTreeMap<u32, (u64, Arc<Mutex<ControlChannel>>)>> {
+    fn map(&self) -> std::sync::MutexGuard<'_, ByRank> {
         // A panicked holder left the map whole: every change is one insert or remove.
         self.0.lock().unwrap_or_else(|e| e.into_inner())
     }
