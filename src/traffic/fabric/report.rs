@@ -19,7 +19,7 @@ use super::round3;
 use super::spool::Record;
 
 /// What the one pass over the pairs keeps.
-struct Judged {
+struct PairsRead {
     rows: Vec<PairRow>,
     tally: PairTally,
     ran: RanPairs,
@@ -63,7 +63,7 @@ impl Leader {
             seen.baseline(&t)
         };
         let judged = self.judge_every_pair(&baseline, &stands, &retested, &first_states);
-        let Judged {
+        let PairsRead {
             mut rows,
             mut tally,
             ran,
@@ -149,7 +149,7 @@ impl Leader {
         stands: &dyn Fn(&Record) -> bool,
         retested: &BTreeSet<(u32, u32)>,
         first_states: &BTreeMap<(u32, u32), PairState>,
-    ) -> Judged {
+    ) -> PairsRead {
         let t = self.cfg.thresholds.clone();
         let list_all = (self.pairs_total as u64) <= PAIRS_LISTED;
         let mut csv = self
@@ -180,7 +180,7 @@ impl Leader {
         let infos = &self.infos;
         let host = |r: u32| infos.get(&r).map(|i| i.host.as_str()).unwrap_or("");
         let dev = |r: u32| infos.get(&r).map(|i| i.device.as_str()).unwrap_or("");
-        let mut j = Judged {
+        let mut j = PairsRead {
             rows: Vec::new(),
             tally: PairTally::default(),
             ran: RanPairs::new(self.cfg.size),
