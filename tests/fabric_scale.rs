@@ -208,6 +208,42 @@ fn a_stopped_rank_is_named_hung_and_no_link_is_blamed() {
     assert_eq!(code, Some(1), "{text}");
 }
 
+/// Issue 40: rank 0 says it is alive too. Rank 0 stopped (SIGSTOP) while a rank waits for
+/// the others to join: that rank names rank 0 hung, with the address it reached it at, after
+/// the one deadline (15 s), and exits with an error instead of waiting for ever.
+#[test]
+fn a_stopped_rank_0_is_named_hung_by_the_others() {
+    let port = free_port();
+    let rendezvous = format!("127.0.0.1:{port}");
+    // Rank 2 never starts: the run stays in its join phase, where heartbeats are all.
+    let r0 = rank(3, 0, &rendezvous);
+    let r1 = rank(3, 1, &rendezvous);
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    signal(&r0, "-STOP");
+    let start = Instant::now();
+    let (code, text) = output(r1);
+    let took = start.elapsed();
+    signal(&r0, "-CONT");
+    signal(&r0, "-TERM");
+    let _ = output(r0);
+    assert_eq!(code, Some(1), "{text}");
+    assert!(
+        took.as_secs() >= 10 && took.as_secs() < 40,
+        "rank 1 took {took:?}\n{text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "rank 1: rank 0 ({rendezvous}, connected to 127.0.0.1:{port}) is hung"
+        )),
+        "{text}"
+    );
+    assert!(text.contains("sent nothing for 15 s"), "{text}");
+    assert!(text.contains("kill -CONT"), "{text}");
+    for false_cause in ["closed the control connection", "refused"] {
+        assert!(!text.contains(false_cause), "{false_cause}:\n{text}");
+    }
+}
+
 /// The Ctrl-C contract: SIGINT on rank 0, or on another rank, stops the run; rank 0
 /// prints what it has with the pairs not run marked, and every rank exits 130.
 #[test]

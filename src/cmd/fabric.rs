@@ -111,6 +111,7 @@ fn leader_config(
         progress: std::io::stderr().is_terminal() && !ctx.json,
         launcher: place.launcher.name(),
         parallel: args.parallel.unwrap_or(u32::MAX),
+        csv: args.csv.clone(),
     }
 }
 
@@ -141,19 +142,12 @@ fn check_numbers(args: &FabricArgs) -> Result<()> {
     Ok(())
 }
 
-/// Where rank 0's report goes: the CSV and SVG files asked for, then stdout; the exit
-/// status is the report's.
+/// Where rank 0's report goes: the SVG file asked for, then stdout (the CSV is written as
+/// the pairs are judged); the exit status is the report's.
 fn printer(ctx: &Ctx, args: &FabricArgs) -> PrintReport {
     let ctx = ctx.clone();
-    let csv = args.csv.clone();
     let svg = args.svg.clone();
     Box::new(move |report: &FabricReport| {
-        if let Some(path) = &csv {
-            std::fs::write(path, crate::render::fabric::csv(report)).map_err(|e| Error::Io {
-                path: path.clone(),
-                source: e,
-            })?;
-        }
         if let Some(path) = &svg {
             std::fs::write(path, crate::render::fabric::svg(report)).map_err(|e| Error::Io {
                 path: path.clone(),

@@ -11,7 +11,7 @@ use crate::model::codes::{self, Code};
 use crate::model::fabric::child::{ChildEvidence, ChildFailure};
 use crate::model::fabric::{
     ArpFluxGroup, Departure, Drift, DriftValue, GoneRank, PairEnd, PairState, PairVerdict, Pattern,
-    PerfBaseline, RankInfo, Suspect, SuspectExplanation, SuspectKind, Thresholds,
+    PerfBaseline, RanPairs, RankInfo, Suspect, SuspectExplanation, SuspectKind, Thresholds,
 };
 
 // ---------------------------------------------------------------------------------------
@@ -257,35 +257,55 @@ pub struct PairInput {
 /// and a bad link does not move either end's best, so with one bad endpoint of four (half
 /// of all pairs slow) the baseline is still a good pair's figure. Below three endpoints
 /// with a working pair there is nothing to compare with, unless absolute figures are given.
+/// The baseline of pairs in hand (rank 0 gathers it as they come: `BaselineSeen`).
+#[cfg(test)]
 pub fn baseline(pairs: &[PairInput], t: &Thresholds) -> PerfBaseline {
-    let mut best_lat: BTreeMap<u32, f64> = BTreeMap::new();
-    let mut best_bw: BTreeMap<u32, f64> = BTreeMap::new();
+    let mut seen = BaselineSeen::default();
     for p in pairs {
-        let Ok(end) = &p.end else { continue };
+        seen.add(p);
+    }
+    seen.baseline(t)
+}
+
+/// The baseline's input gathered one pair at a time (rank 0 does not keep the pairs):
+/// each endpoint's best latency and bandwidth so far.
+#[derive(Debug, Clone, Default)]
+pub struct BaselineSeen {
+    best_lat: BTreeMap<u32, f64>,
+    best_bw: BTreeMap<u32, f64>,
+}
+
+impl BaselineSeen {
+    pub fn add(&mut self, p: &PairInput) {
+        let Ok(end) = &p.end else { return };
         if !end.ok {
-            continue;
+            return;
         }
         for r in [p.a, p.b] {
             if let Some(u) = end.usec_per_iter.filter(|u| *u > 0.0) {
-                let e = best_lat.entry(r).or_insert(u);
+                let e = self.best_lat.entry(r).or_insert(u);
                 *e = e.min(u);
             }
             if let Some(m) = end.mbit_per_sec.filter(|m| *m > 0.0) {
-                let e = best_bw.entry(r).or_insert(m);
+                let e = self.best_bw.entry(r).or_insert(m);
                 *e = e.max(m);
             }
         }
     }
-    let lower_median = |mut v: Vec<f64>| -> Option<f64> {
-        if v.is_empty() {
-            return None;
-        }
-        v.sort_by(f64::total_cmp);
-        Some(v[(v.len() - 1) / 2])
-    };
-    let endpoints = best_lat.len().max(best_bw.len());
-    let (mut usec, mut mbit, mut how) = if endpoints >= 3 {
-        (
+
+    pub fn baseline(&self, t: &Thresholds) -> PerfBaseline {
+        let best_lat = self.best_lat.clone();
+        let best_bw = self.best_bw.clone();
+        let lower_median = |mut v: Vec<f64>| -> Option<f64> {
+            if v.is_empty() {
+                return None;
+            }
+            v.sort_by(f64::total_cmp);
+            Some(v[(v.len() - 1) / 2])
+        };
+        let endpoints = best_lat.len().max(best_bw.len());
+        let (mut usec, mut mbit, mut how) = if endpoints >= 3 {
+            (
             lower_median(best_lat.into_values().collect()),
             // The upper median of bandwidths: the lower median's mirror image.
             {
@@ -297,34 +317,35 @@ pub fn baseline(pairs: &[PairInput], t: &Thresholds) -> PerfBaseline {
                 "the median over {endpoints} endpoints of each endpoint's best pair (a bad endpoint moves only its own entry)"
             ),
         )
-    } else {
-        (
+        } else {
+            (
             None,
             None,
             format!(
                 "none: {endpoints} endpoint(s) with a working pair, and a baseline needs 3; latency and bandwidth are reported, not judged (give --expect-usec/--expect-mbit)"
             ),
         )
-    };
-    if t.expect_usec.is_some() || t.expect_mbit.is_some() {
-        usec = t.expect_usec.or(usec);
-        mbit = t.expect_mbit.or(mbit);
-        how = format!(
-            "given: {}",
-            [
-                t.expect_usec.map(|u| format!("--expect-usec {u}")),
-                t.expect_mbit.map(|m| format!("--expect-mbit {m}")),
-            ]
-            .into_iter()
-            .flatten()
-            .collect::<Vec<_>>()
-            .join(", ")
-        );
-    }
-    PerfBaseline {
-        usec_per_iter: usec,
-        mbit_per_sec: mbit,
-        how,
+        };
+        if t.expect_usec.is_some() || t.expect_mbit.is_some() {
+            usec = t.expect_usec.or(usec);
+            mbit = t.expect_mbit.or(mbit);
+            how = format!(
+                "given: {}",
+                [
+                    t.expect_usec.map(|u| format!("--expect-usec {u}")),
+                    t.expect_mbit.map(|m| format!("--expect-mbit {m}")),
+                ]
+                .into_iter()
+                .flatten()
+                .collect::<Vec<_>>()
+                .join(", ")
+            );
+        }
+        PerfBaseline {
+            usec_per_iter: usec,
+            mbit_per_sec: mbit,
+            how,
+        }
     }
 }
 
@@ -404,6 +425,8 @@ pub fn judge_pair(p: &PairInput, base: &PerfBaseline, t: &Thresholds) -> PairVer
 
 /// Ranks that never joined or left, endpoints bad with most of their partners, and bad
 /// pairs that no endpoint explains.
+/// `attribute_counted` of verdicts in hand, every pair's (the rules' tests).
+#[cfg(test)]
 pub fn attribute(
     size: u32,
     joined: &BTreeSet<u32>,
@@ -411,6 +434,25 @@ pub fn attribute(
     ranks: &[RankInfo],
     verdicts: &[PairVerdict],
 ) -> Vec<Suspect> {
+    let top = verdicts.iter().map(|v| v.b + 1).max().unwrap_or(0);
+    let mut ran = RanPairs::new(size.max(top));
+    for v in verdicts.iter().filter(|v| v.state != PairState::NotRun) {
+        ran.add(v.a, v.b);
+    }
+    attribute_counted(size, joined, gone, ranks, verdicts, &ran)
+}
+
+/// `attribute` from what rank 0 keeps at scale: the pairs that are not ok (the not-run
+/// ones with them; good ones are skipped), and which pairs ran at all.
+pub fn attribute_counted(
+    size: u32,
+    joined: &BTreeSet<u32>,
+    gone: &BTreeMap<u32, GoneRank>,
+    ranks: &[RankInfo],
+    verdicts: &[PairVerdict],
+    ran: &RanPairs,
+) -> Vec<Suspect> {
+    let verdicts: Vec<&PairVerdict> = verdicts.iter().filter(|v| v.state.is_bad()).collect();
     let mut out = Vec::new();
     for r in 0..size {
         if !joined.contains(&r) {
@@ -433,7 +475,7 @@ pub fn attribute(
                 rank: Some(r),
                 peer_rank: None,
                 reason: g.why.clone(),
-                pairs: pairs_of(verdicts, r, |v| {
+                pairs: pairs_of(&verdicts, r, |v| {
                     v.state == PairState::NotRun || v.state.is_bad()
                 }),
             });
@@ -453,18 +495,15 @@ pub fn attribute(
     }
     let blamed: BTreeSet<u32> = out.iter().filter_map(|s| s.rank).collect();
     // Partners tested and bad, per endpoint, over pairs that ran.
-    let mut tested: BTreeMap<u32, u32> = BTreeMap::new();
+    let tested = ran.tested();
     let mut bad: BTreeMap<u32, Vec<&PairVerdict>> = BTreeMap::new();
     for v in verdicts.iter().filter(|v| v.state != PairState::NotRun) {
         for r in [v.a, v.b] {
-            *tested.entry(r).or_default() += 1;
-            if v.state.is_bad() {
-                bad.entry(r).or_default().push(v);
-            }
+            bad.entry(r).or_default().push(v);
         }
     }
     let endpoints = tested.len();
-    let majority_bad = explain_away(verdicts, &tested, &bad);
+    let majority_bad = explain_away(&verdicts, ran, &bad);
     // More than half the endpoints to blame is no longer "one endpoint": whatever they
     // share is the suspect (a single bad endpoint takes at most half the pairs with it).
     if endpoints >= 3 && majority_bad.len() * 2 > endpoints {
@@ -510,7 +549,7 @@ pub fn attribute(
         });
     }
     let explained: BTreeSet<u32> = majority_bad.iter().chain(&blamed).copied().collect();
-    for v in verdicts {
+    for v in &verdicts {
         if !v.state.is_bad() || v.state == PairState::NotRun {
             continue;
         }
@@ -552,36 +591,43 @@ pub fn attribute(
 /// share of bad pairs, then most bad pairs) is blamed and its pairs set aside before the
 /// next is judged, so two bad endpoints of four do not drag the good two into the count.
 fn explain_away(
-    verdicts: &[PairVerdict],
-    tested: &BTreeMap<u32, u32>,
+    verdicts: &[&PairVerdict],
+    ran: &RanPairs,
     bad: &BTreeMap<u32, Vec<&PairVerdict>>,
 ) -> Vec<u32> {
+    let tested = ran.tested();
     let mut blamed: Vec<u32> = Vec::new();
     loop {
-        let mut left_tested: BTreeMap<u32, u32> = BTreeMap::new();
+        // Bad pairs left, per endpoint, once the blamed endpoints' pairs are set aside.
         let mut left_bad: BTreeMap<u32, u32> = BTreeMap::new();
         for v in verdicts.iter().filter(|v| v.state != PairState::NotRun) {
             if blamed.contains(&v.a) || blamed.contains(&v.b) {
                 continue;
             }
             for r in [v.a, v.b] {
-                *left_tested.entry(r).or_default() += 1;
-                if v.state.is_bad() {
-                    *left_bad.entry(r).or_default() += 1;
-                }
+                *left_bad.entry(r).or_default() += 1;
             }
         }
+        // Pairs left: the ones it ran, less those with a blamed partner.
+        let left_tested = |r: u32| -> u32 {
+            let with_blamed = blamed.iter().filter(|b| ran.ran(r, **b)).count() as u32;
+            tested
+                .get(&r)
+                .copied()
+                .unwrap_or(0)
+                .saturating_sub(with_blamed)
+        };
         let next = left_bad
             .iter()
             .filter(|(r, b)| {
                 let all_bad = bad.get(r).map_or(0, Vec::len);
-                let n = left_tested[r];
+                let n = left_tested(**r);
                 // Bad with at least two partners overall, and with most of those left.
-                all_bad >= 2 && tested[r] > 0 && **b * 2 > n
+                all_bad >= 2 && tested.get(r).copied().unwrap_or(0) > 0 && **b * 2 > n
             })
             .max_by(|(ra, ba), (rb, bb)| {
-                let fa = f64::from(**ba) / f64::from(left_tested[ra]);
-                let fb = f64::from(**bb) / f64::from(left_tested[rb]);
+                let fa = f64::from(**ba) / f64::from(left_tested(**ra).max(1));
+                let fb = f64::from(**bb) / f64::from(left_tested(**rb).max(1));
                 fa.total_cmp(&fb).then(ba.cmp(bb)).then(rb.cmp(ra))
             })
             .map(|(r, _)| *r);
@@ -595,7 +641,7 @@ fn explain_away(
 }
 
 fn pairs_of(
-    verdicts: &[PairVerdict],
+    verdicts: &[&PairVerdict],
     r: u32,
     keep: impl Fn(&PairVerdict) -> bool,
 ) -> Vec<(u32, u32)> {

@@ -1,6 +1,8 @@
 //! `rdmactl fabric`'s vocabulary: where a rank sits in the run, what it publishes about
 //! its endpoint, what one pair test found, and what rank 0 reports.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 pub mod child;
@@ -179,24 +181,33 @@ impl<F> RankInfo<F> {
 
 /// One end's view of a pair test: the figures and the failure of the `pingpong` it ran
 /// (its JSON, with the same explanation and counters), or why there is no such view.
+/// Absent figures are left out of its JSON (a missing key reads as null): the wire and
+/// rank 0's spool carry millions of these.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PairEnd {
     pub ok: bool,
     /// SEND ping-pong: µs per round trip iteration.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usec_per_iter: Option<f64>,
     /// RDMA WRITE, windowed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mbit_per_sec: Option<f64>,
     /// The path MTU the pair ran at (the smaller active MTU of the two ports).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path_mtu: Option<u32>,
     /// `pingpong -j`'s `failure` object, unchanged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failure: Option<Verbatim<ChildFailure>>,
     /// `pingpong -j`'s `counters` object, unchanged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub counters: Option<Verbatim<ChildCounters>>,
     /// Packets resent per thousand sent, from both ends' counters (the ratio of
     /// `counters-retransmission`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resends_per_mille: Option<f64>,
     /// What went wrong around the test itself: killed at the deadline, no JSON.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub problem: Option<String>,
     pub seconds: f64,
 }
@@ -379,10 +390,120 @@ pub struct FabricReport {
     pub ranks: Vec<RankRow>,
     pub drift: Vec<Drift>,
     pub baseline: PerfBaseline,
+    /// Every pair up to `PAIRS_LISTED`; above, the bad ones (the CSV has them all).
     pub pairs: Vec<PairRow>,
     pub suspects: Vec<SuspectRow>,
     pub verdict: String,
     pub ok: bool,
+    /// Every pair counted, listed or not.
+    #[serde(skip)]
+    pub tally: PairTally,
+}
+
+/// Up to this many pairs (256 ranks make 32,640) the report lists every one; above, only
+/// the bad ones, and at most this many of them: 4096 ranks make 8.4 M pairs, which no
+/// terminal, JSON reader or rank 0's memory should hold. The CSV lists every pair.
+pub const PAIRS_LISTED: u64 = 40_000;
+
+/// What the pairs came to, counted as each was judged: the text report's figures and its
+/// per-endpoint summary do not need the pairs themselves.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PairTally {
+    pub total: u64,
+    /// Ran and not ok.
+    pub bad: u64,
+    pub not_run: u64,
+    pub retested: u64,
+    /// Per rank: the pairs it was in, and those not ok by state.
+    pub per_rank: BTreeMap<u32, RankTally>,
+    /// `pairs` lists every pair (else only bad ones, up to `PAIRS_LISTED`).
+    pub listed_all: bool,
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RankTally {
+    pub pairs: u32,
+    pub not_ok: BTreeMap<PairState, u32>,
+}
+
+impl PairTally {
+    pub fn add(&mut self, a: u32, b: u32, state: PairState, retested: bool) {
+        self.total += 1;
+        match state {
+            PairState::Ok => {}
+            PairState::NotRun => self.not_run += 1,
+            _ => self.bad += 1,
+        }
+        if retested {
+            self.retested += 1;
+        }
+        for r in [a, b] {
+            let t = self.per_rank.entry(r).or_default();
+            t.pairs += 1;
+            if state != PairState::Ok {
+                *t.not_ok.entry(state).or_default() += 1;
+            }
+        }
+    }
+
+    /// The tally of rows that are every pair.
+    #[cfg(test)]
+    pub fn of_rows(rows: &[PairRow]) -> PairTally {
+        let mut t = PairTally {
+            listed_all: true,
+            ..PairTally::default()
+        };
+        for p in rows {
+            t.add(p.a, p.b, p.state, p.retested);
+        }
+        t
+    }
+}
+
+/// Which pairs ran (a result to judge, good or bad), one bit per pair of ranks: 2 MiB at
+/// 4096 ranks, where the pairs themselves would be gigabytes. Attribution asks it how many
+/// partners an endpoint was tested with, and whether it was tested with a given one.
+#[derive(Debug, Clone, Default)]
+pub struct RanPairs {
+    size: u32,
+    bits: Vec<u64>,
+    tested: BTreeMap<u32, u32>,
+}
+
+impl RanPairs {
+    pub fn new(size: u32) -> RanPairs {
+        let n = u64::from(size) * u64::from(size);
+        RanPairs {
+            size,
+            bits: vec![0; n.div_ceil(64) as usize],
+            tested: BTreeMap::new(),
+        }
+    }
+
+    fn index(&self, a: u32, b: u32) -> Option<usize> {
+        let (a, b) = (a.min(b), a.max(b));
+        (b < self.size).then(|| (u64::from(a) * u64::from(self.size) + u64::from(b)) as usize)
+    }
+
+    pub fn add(&mut self, a: u32, b: u32) {
+        let Some(i) = self.index(a, b) else { return };
+        if self.bits[i / 64] & (1 << (i % 64)) == 0 {
+            self.bits[i / 64] |= 1 << (i % 64);
+            for r in [a, b] {
+                *self.tested.entry(r).or_default() += 1;
+            }
+        }
+    }
+
+    pub fn ran(&self, a: u32, b: u32) -> bool {
+        self.index(a, b)
+            .is_some_and(|i| self.bits[i / 64] & (1 << (i % 64)) != 0)
+    }
+
+    /// Partners each endpoint ran a pair with.
+    pub fn tested(&self) -> &BTreeMap<u32, u32> {
+        &self.tested
+    }
 }
 
 #[derive(Debug, Serialize)]
@@ -404,6 +525,10 @@ pub struct RunFacts {
     /// SIGINT (2) or SIGTERM (15) stopped the run, on `signal_rank`; else null.
     pub signal: Option<i32>,
     pub signal_rank: Option<u32>,
+    /// Every pair tested, and which of them `pairs` lists: `all`, or `bad` above
+    /// `PAIRS_LISTED` pairs.
+    pub pairs_total: u64,
+    pub pairs_listed: &'static str,
 }
 
 #[derive(Debug, Serialize)]
@@ -482,6 +607,31 @@ impl SuspectRow {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ran_pairs_count_each_pair_once_either_way_round() {
+        let mut r = RanPairs::new(4096);
+        r.add(4095, 7);
+        r.add(7, 4095);
+        r.add(0, 1);
+        r.add(1, 4096); // past the run's size: not a pair of it
+        assert!(r.ran(7, 4095) && r.ran(4095, 7) && r.ran(1, 0));
+        assert!(!r.ran(0, 2) && !r.ran(1, 4096));
+        assert_eq!(r.tested().get(&7), Some(&1));
+        assert_eq!(r.tested().get(&1), Some(&1));
+        assert_eq!(r.tested().len(), 4);
+        // A bit per pair of ranks: 2 MiB at 4096, not the pairs themselves.
+        assert_eq!(r.bits.len() * 8, 4096 * 4096 / 8);
+        let mut t = PairTally::default();
+        t.add(0, 1, PairState::Slow, true);
+        t.add(0, 2, PairState::NotRun, false);
+        t.add(1, 2, PairState::Ok, false);
+        assert_eq!((t.total, t.bad, t.not_run, t.retested), (3, 1, 1, 1));
+        assert_eq!(t.per_rank[&0].pairs, 2);
+        assert_eq!(t.per_rank[&0].not_ok.len(), 2);
+        assert!(t.per_rank[&1].not_ok.contains_key(&PairState::Slow));
+        assert!(t.per_rank[&2].not_ok.contains_key(&PairState::NotRun));
+    }
 
     #[test]
     fn patterns_parse() {

@@ -7,7 +7,7 @@ use owo_colors::OwoColorize;
 
 use crate::model::diagnostic::Severity;
 use crate::model::fabric::{
-    Drift, FabricReport, PairRow, PairState, PerfBaseline, RankRow, SuspectRow,
+    Drift, FabricReport, PairRow, PairState, PairTally, PerfBaseline, RankRow, SuspectRow,
 };
 use crate::output::Style;
 use crate::render::diagnostic;
@@ -46,7 +46,7 @@ fn paint(text: String, state: Option<PairState>, style: Style) -> String {
 pub fn text(r: &FabricReport, style: Style) -> String {
     let mut out = String::new();
     let run = &r.run;
-    let retested = r.pairs.iter().filter(|p| p.retested).count();
+    let retested = r.tally.retested;
     out.push_str(&format!(
         "fabric: {} of {} ranks joined ({}), pattern {}: {} round(s), {} pair(s){}; {}-byte messages, {} iterations; {:.1} s\n",
         run.joined,
@@ -54,7 +54,7 @@ pub fn text(r: &FabricReport, style: Style) -> String {
         run.launcher,
         run.pattern,
         run.rounds,
-        r.pairs.len(),
+        r.tally.total,
         if retested > 0 {
             format!(", {retested} retested")
         } else {
@@ -104,7 +104,7 @@ pub fn text(r: &FabricReport, style: Style) -> String {
             out.push_str(&format!("        why it matters: {}\n", d.why_it_matters));
         }
     }
-    if !r.pairs.is_empty() {
+    if r.tally.total > 0 {
         out.push('\n');
         out.push_str(&matrix(r, style));
     }
@@ -163,7 +163,11 @@ fn cell_state<'a>(
 }
 
 fn glyph(p: &PairRow) -> char {
-    match p.state {
+    state_glyph(p.state)
+}
+
+fn state_glyph(s: PairState) -> char {
+    match s {
         PairState::Ok => '·',
         PairState::Slow => 'S',
         PairState::LowBandwidth => 'B',
@@ -261,35 +265,44 @@ fn matrix(r: &FabricReport, style: Style) -> String {
     out
 }
 
-/// The large-fabric matrix: the endpoints with a bad pair, and how their pairs went.
+/// Endpoints listed with their bad pairs in a large fabric's summary; the rest are counted.
+const SUMMARY_ROWS: usize = 64;
+
+/// The large-fabric matrix: the endpoints with a bad pair, and how their pairs went,
+/// from the tally (a large run's report does not hold every pair).
 fn summary_rows(r: &FabricReport, labels: &[String], lw: usize, style: Style) -> String {
-    let mut counts: BTreeMap<u32, BTreeMap<char, usize>> = BTreeMap::new();
-    let mut tested_of: BTreeMap<u32, usize> = BTreeMap::new();
-    for p in &r.pairs {
-        for k in [p.a, p.b] {
-            *tested_of.entry(k).or_default() += 1;
-            if p.state != PairState::Ok {
-                *counts.entry(k).or_default().entry(glyph(p)).or_default() += 1;
-            }
-        }
-    }
+    let with_bad: Vec<(usize, &crate::model::fabric::RankTally)> = r
+        .ranks
+        .iter()
+        .enumerate()
+        .filter_map(|(i, row)| {
+            let t = r.tally.per_rank.get(&row.info.rank)?;
+            (!t.not_ok.is_empty()).then_some((i, t))
+        })
+        .collect();
     let mut out = format!(
         "matrix: {} endpoints, {} pairs{}\n",
         r.ranks.len(),
-        r.pairs.len(),
-        if counts.is_empty() {
+        r.tally.total,
+        if with_bad.is_empty() {
             ": all good (--svg draws it, --csv lists it)"
         } else {
             "; endpoints with a bad pair (S slow, B low bandwidth, L lossy, X failed, ? not run):"
         }
     );
-    for (i, row) in r.ranks.iter().enumerate() {
-        let Some(c) = counts.get(&row.info.rank) else {
-            continue;
-        };
-        let tested = tested_of.get(&row.info.rank).copied().unwrap_or(0);
-        let bad: usize = c.values().sum();
-        let detail: Vec<String> = c.iter().map(|(g, k)| format!("{g} {k}")).collect();
+    // Worst first: the most bad pairs.
+    let mut shown = with_bad.clone();
+    shown.sort_by_key(|(i, t)| (std::cmp::Reverse(t.not_ok.values().sum::<u32>()), *i));
+    shown.truncate(SUMMARY_ROWS);
+    shown.sort_by_key(|(i, _)| *i);
+    for (i, t) in &shown {
+        let (i, tested) = (*i, t.pairs);
+        let bad: u32 = t.not_ok.values().sum();
+        let detail: Vec<String> = t
+            .not_ok
+            .iter()
+            .map(|(s, k)| format!("{} {k}", state_glyph(*s)))
+            .collect();
         out.push_str(&format!(
             "{:<lw$}  {}\n",
             labels[i],
@@ -298,6 +311,12 @@ fn summary_rows(r: &FabricReport, labels: &[String], lw: usize, style: Style) ->
                 Some(PairState::Slow),
                 style
             )
+        ));
+    }
+    if with_bad.len() > shown.len() {
+        out.push_str(&format!(
+            "and {} more endpoints with a bad pair (--csv lists every pair)\n",
+            with_bad.len() - shown.len()
         ));
     }
     out
@@ -311,56 +330,42 @@ fn csv_field(s: &str) -> String {
     }
 }
 
-/// One line per pair, for spreadsheets and scripts.
-pub fn csv(r: &FabricReport) -> String {
-    let info: BTreeMap<u32, &RankRow> = r.ranks.iter().map(|x| (x.info.rank, x)).collect();
-    let mut out = String::from(
-        "a,host_a,device_a,b,host_b,device_b,round,state,usec_per_iter,mbit_per_sec,latency_ratio,bandwidth_ratio,resends_per_mille,retested,failure_code,why\n",
-    );
+/// The CSV's first line: one line per pair follows (`csv_line`), for spreadsheets and
+/// scripts.
+pub const CSV_HEADER: &str = "a,host_a,device_a,b,host_b,device_b,round,state,usec_per_iter,mbit_per_sec,latency_ratio,bandwidth_ratio,resends_per_mille,retested,failure_code,why\n";
+
+/// One pair as a CSV line; `names` are host and device of `a`, then of `b`.
+pub fn csv_line(p: &PairRow, names: [&str; 4]) -> String {
     let num = |v: Option<f64>| v.map(|v| format!("{v:.3}")).unwrap_or_default();
-    for p in &r.pairs {
-        let host = |k: u32| {
-            info.get(&k)
-                .map(|x| x.info.host.clone())
-                .unwrap_or_default()
-        };
-        let dev = |k: u32| {
-            info.get(&k)
-                .map(|x| x.info.device.clone())
-                .unwrap_or_default()
-        };
-        let code = p
-            .failure
-            .as_ref()
-            .and_then(|f| f.explanation.as_ref()?.code.as_deref())
-            .unwrap_or("");
-        let fields = [
-            p.a.to_string(),
-            host(p.a),
-            dev(p.a),
-            p.b.to_string(),
-            host(p.b),
-            dev(p.b),
-            p.round.to_string(),
-            p.state.label().to_string(),
-            num(p.usec_per_iter),
-            num(p.mbit_per_sec),
-            num(p.latency_ratio),
-            num(p.bandwidth_ratio),
-            num(p.resends_per_mille),
-            p.retested.to_string(),
-            code.to_string(),
-            p.why.join("; "),
-        ];
-        out.push_str(
-            &fields
-                .iter()
-                .map(|f| csv_field(f))
-                .collect::<Vec<_>>()
-                .join(","),
-        );
-        out.push('\n');
-    }
+    let code = p
+        .failure
+        .as_ref()
+        .and_then(|f| f.explanation.as_ref()?.code.as_deref())
+        .unwrap_or("");
+    let fields = [
+        p.a.to_string(),
+        names[0].to_string(),
+        names[1].to_string(),
+        p.b.to_string(),
+        names[2].to_string(),
+        names[3].to_string(),
+        p.round.to_string(),
+        p.state.label().to_string(),
+        num(p.usec_per_iter),
+        num(p.mbit_per_sec),
+        num(p.latency_ratio),
+        num(p.bandwidth_ratio),
+        num(p.resends_per_mille),
+        p.retested.to_string(),
+        code.to_string(),
+        p.why.join("; "),
+    ];
+    let mut out = fields
+        .iter()
+        .map(|f| csv_field(f))
+        .collect::<Vec<_>>()
+        .join(",");
+    out.push('\n');
     out
 }
 
@@ -372,7 +377,11 @@ fn xml(s: &str) -> String {
 }
 
 fn colour(p: Option<&PairRow>) -> &'static str {
-    match p.map(|p| p.state) {
+    state_colour(p.map(|p| p.state))
+}
+
+fn state_colour(s: Option<PairState>) -> &'static str {
+    match s {
         None => "#ffffff",
         Some(PairState::Ok) => "#4caf50",
         Some(PairState::LowBandwidth) => "#ffeb3b",
@@ -383,8 +392,16 @@ fn colour(p: Option<&PairRow>) -> &'static str {
     }
 }
 
-/// The matrix as an SVG heatmap; each cell's tooltip says the pair and its figures.
+/// Above this many endpoints the SVG draws blocks of endpoints, not pairs.
+const SVG_CELLS: usize = 256;
+
+/// The matrix as an SVG heatmap; each cell's tooltip says the pair and its figures. Above
+/// `SVG_CELLS` endpoints (or when the report does not hold every pair) a cell is a block of
+/// endpoints, coloured by the worst pair in it, and the title says so.
 pub fn svg(r: &FabricReport) -> String {
+    if r.ranks.len() > SVG_CELLS || !r.tally.listed_all {
+        return svg_blocks(r);
+    }
     let pairs: BTreeMap<(u32, u32), &PairRow> = r.pairs.iter().map(|p| ((p.a, p.b), p)).collect();
     let n = r.ranks.len().max(1);
     let cell = (1200 / n).clamp(2, 24);
@@ -453,25 +470,83 @@ pub fn svg(r: &FabricReport) -> String {
     out
 }
 
+/// A large fabric's heatmap: `SVG_CELLS` blocks a side at most, each the worst state of
+/// the listed (bad) pairs in it, green where its endpoints were tested and all listed pairs
+/// are good.
+fn svg_blocks(r: &FabricReport) -> String {
+    let n = r.ranks.len().max(1);
+    let per = n.div_ceil(SVG_CELLS);
+    let side = n.div_ceil(per);
+    let mut worst: BTreeMap<(usize, usize), PairState> = BTreeMap::new();
+    for p in &r.pairs {
+        let (i, j) = (p.a as usize / per, p.b as usize / per);
+        for key in [(i, j), (j, i)] {
+            let w = worst.entry(key).or_insert(p.state);
+            *w = (*w).max(p.state);
+        }
+    }
+    let tested = |block: usize| {
+        (block * per..((block + 1) * per).min(n))
+            .any(|k| r.tally.per_rank.contains_key(&(k as u32)))
+    };
+    let cell = (1200 / side).clamp(2, 24);
+    let margin = 20;
+    let size = margin + side * cell + 20;
+    let mut out = format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{size}\" height=\"{}\" font-family=\"monospace\" font-size=\"12\">\n",
+        size + 60
+    );
+    let note = format!(
+        "{} endpoints in blocks of {per}: a cell is the worst pair between two blocks ({} pairs; --csv lists each)",
+        n, r.tally.total
+    );
+    out.push_str(&format!(
+        "<title>{}</title>\n<text x=\"4\" y=\"{}\">{}</text>\n<text x=\"4\" y=\"{}\">{}</text>\n",
+        xml(&r.verdict),
+        size + 24,
+        xml(&r.verdict),
+        size + 44,
+        xml(&note)
+    ));
+    let ok = colour(None);
+    for i in 0..side {
+        for j in 0..side {
+            let fill = match worst.get(&(i, j)) {
+                Some(s) if *s != PairState::Ok => state_colour(Some(*s)),
+                _ if tested(i) && tested(j) && (i != j || per > 1) => {
+                    state_colour(Some(PairState::Ok))
+                }
+                _ => ok,
+            };
+            let (lo_a, lo_b) = (i * per, j * per);
+            let tip = format!(
+                "ranks {lo_a}-{} × {lo_b}-{}",
+                ((i + 1) * per).min(n) - 1,
+                ((j + 1) * per).min(n) - 1
+            );
+            out.push_str(&format!(
+                "<rect x=\"{}\" y=\"{}\" width=\"{cell}\" height=\"{cell}\" fill=\"{fill}\"><title>{tip}</title></rect>\n",
+                margin + j * cell,
+                margin + i * cell
+            ));
+        }
+    }
+    out.push_str("</svg>\n");
+    out
+}
+
 /// The one-line verdict the text output ends with and `-j` carries as `verdict`.
 /// The one-line verdict; `signal` is (the signal, the rank that caught it) when one
 /// stopped the run.
 pub fn verdict_line(
     suspects: &[SuspectRow],
     drift: &[Drift],
-    pairs: &[PairRow],
+    tally: &PairTally,
     baseline: &PerfBaseline,
     ranks: &[RankRow],
     signal: Option<(i32, u32)>,
 ) -> String {
-    let bad = pairs
-        .iter()
-        .filter(|p| !p.ok && p.state != PairState::NotRun)
-        .count();
-    let not_run = pairs
-        .iter()
-        .filter(|p| p.state == PairState::NotRun)
-        .count();
+    let (bad, not_run, total) = (tally.bad, tally.not_run, tally.total);
     let joined = ranks.iter().filter(|r| r.status != "missing").count();
     let base = match (baseline.usec_per_iter, baseline.mbit_per_sec) {
         (Some(u), Some(m)) => format!("baseline {u:.1} µs/iter, {m:.0} Mbit/s"),
@@ -480,15 +555,12 @@ pub fn verdict_line(
         (None, None) => "no baseline".into(),
     };
     if suspects.is_empty() && drift.is_empty() && bad == 0 && not_run == 0 && signal.is_none() {
-        return format!(
-            "clean: {} pairs of {joined} endpoints good ({base})",
-            pairs.len()
-        );
+        return format!("clean: {total} pairs of {joined} endpoints good ({base})");
     }
     let mut parts = Vec::new();
     if let Some(line) = signal.map(interrupted_text) {
-        let ran = pairs.len() - not_run;
-        parts.push(format!("{line} after {ran} of {} pairs", pairs.len()));
+        let ran = total - not_run;
+        parts.push(format!("{line} after {ran} of {total} pairs"));
     }
     if !suspects.is_empty() {
         let named: Vec<String> = suspects
@@ -527,10 +599,10 @@ pub fn verdict_line(
         ));
     }
     if bad > 0 {
-        parts.push(format!("{bad} of {} pairs bad", pairs.len()));
+        parts.push(format!("{bad} of {total} pairs bad"));
     }
     if not_run > 0 {
-        parts.push(format!("{not_run} of {} pairs not run", pairs.len()));
+        parts.push(format!("{not_run} of {total} pairs not run"));
     }
     if !drift.is_empty() {
         parts.push(format!(
@@ -662,6 +734,8 @@ mod tests {
                 seconds: 4.2,
                 signal: None,
                 signal_rank: None,
+                pairs_total: 3,
+                pairs_listed: "all",
             },
             ranks,
             drift: vec![],
@@ -694,6 +768,15 @@ mod tests {
             }],
             verdict: "1 suspect(s): h2 rxe2 (rank 2): slow with 2 of 2 partners".into(),
             ok: false,
+            tally: PairTally::default(),
+        }
+        .tallied()
+    }
+
+    impl FabricReport {
+        fn tallied(mut self) -> FabricReport {
+            self.tally = PairTally::of_rows(&self.pairs);
+            self
         }
     }
 
@@ -748,7 +831,7 @@ mod tests {
         r.suspects[0].peer_rank = Some(1);
         r.suspects[0].peer_host = Some("fabvm".into());
         r.suspects[0].peer_device = Some("fab1".into());
-        let v = verdict_line(&r.suspects, &[], &r.pairs, &r.baseline, &r.ranks, None);
+        let v = verdict_line(&r.suspects, &[], &r.tally, &r.baseline, &r.ranks, None);
         assert!(
             v.starts_with("1 suspect(s): fabvm fab0 (rank 0) ↔ fabvm fab1 (rank 1): one of the two, or the link"),
             "{v}"
@@ -756,12 +839,14 @@ mod tests {
         let mut pairs = r.pairs;
         pairs[2].state = PairState::NotRun;
         pairs[2].ok = false;
-        let v = verdict_line(&[], &[], &pairs, &r.baseline, &r.ranks, Some((2, 0)));
+        let tally = PairTally::of_rows(&pairs);
+        let v = verdict_line(&[], &[], &tally, &r.baseline, &r.ranks, Some((2, 0)));
         assert!(
             v.starts_with("interrupted by SIGINT on rank 0 after 2 of 3 pairs; 1 of 3 pairs bad; 1 of 3 pairs not run"),
             "{v}"
         );
-        let v = verdict_line(&[], &[], &pairs[..1], &r.baseline, &r.ranks, Some((15, 3)));
+        let tally = PairTally::of_rows(&pairs[..1]);
+        let v = verdict_line(&[], &[], &tally, &r.baseline, &r.ranks, Some((15, 3)));
         assert!(
             v.starts_with("interrupted by SIGTERM on rank 3 after 1 of 1 pairs"),
             "{v}"
@@ -786,6 +871,69 @@ mod tests {
         assert!(no_free_port(&me, &[(19001, None)]).contains("another user's"));
     }
 
+    /// A large run's report holds only its bad pairs: the text summarises endpoints from
+    /// the tally (the worst 64, then a count), the SVG draws blocks, and both say so.
+    #[test]
+    fn a_large_fabric_is_summarised_and_drawn_in_blocks() {
+        let mut r = report();
+        r.ranks = (0..1000)
+            .map(|k| RankRow {
+                info: RankInfo {
+                    rank: k,
+                    host: format!("h{k}"),
+                    ..RankInfo::default()
+                },
+                status: "joined",
+            })
+            .collect();
+        let mut tally = PairTally::default();
+        for a in 0..1000u32 {
+            for b in (a + 1)..1000 {
+                let bad = b >= 900 && a < 100;
+                tally.add(
+                    a,
+                    b,
+                    if bad { PairState::Slow } else { PairState::Ok },
+                    false,
+                );
+            }
+        }
+        r.tally = tally;
+        r.pairs = vec![];
+        let t = text(
+            &r,
+            Style {
+                color: false,
+                width: None,
+            },
+        );
+        assert!(
+            t.contains("matrix: 1000 endpoints, 499500 pairs; endpoints with a bad pair"),
+            "{t}"
+        );
+        assert!(
+            t.lines()
+                .any(|l| l.starts_with(" 10 h10 ") && l.ends_with("  100 of 999 pairs bad (S 100)")),
+            "{t}"
+        );
+        // Ties go to the lower rank: ranks 900 on are counted, not listed.
+        assert!(!t.contains("h950"), "{t}");
+        assert!(
+            t.contains("and 136 more endpoints with a bad pair (--csv lists every pair)\n"),
+            "{t}"
+        );
+        assert!(t.lines().count() < 100, "{t}");
+        r.pairs = report().pairs;
+        let s = svg(&r);
+        assert!(s.contains("1000 endpoints in blocks of 4"), "{s}");
+        assert_eq!(s.matches("<rect").count(), 250 * 250);
+        // The block of ranks 0-3 holds the slow pairs listed.
+        assert!(
+            s.contains("fill=\"#ff9800\"><title>ranks 0-3 × 0-3</title>"),
+            "{s}"
+        );
+    }
+
     #[test]
     fn json_has_the_documented_shape() {
         let json = serde_json::to_value(report()).unwrap();
@@ -795,7 +943,14 @@ mod tests {
 
     #[test]
     fn csv_quotes_and_svg_escapes() {
-        let c = csv(&report());
+        let r = report();
+        let c: String = std::iter::once(CSV_HEADER.to_string())
+            .chain(r.pairs.iter().map(|p| {
+                let (ha, hb) = (format!("h{}", p.a), format!("h{}", p.b));
+                let (da, db) = (format!("rxe{}", p.a), format!("rxe{}", p.b));
+                csv_line(p, [&ha, &da, &hb, &db])
+            }))
+            .collect();
         let lines: Vec<&str> = c.lines().collect();
         assert_eq!(lines.len(), 4);
         assert!(

@@ -10,6 +10,9 @@ use crate::wire::rendezvous::{ControlChannel, ToLeader, ToRank};
 
 use super::SEND;
 
+/// The stack of a connection thread (and of a simulated rank's).
+pub(super) const CONNECTION_STACK: usize = 256 * 1024;
+
 /// What the connection threads tell the coordinator.
 pub(super) enum LeaderEvent {
     Joined(u64, Box<RankInfo>, ControlChannel),
@@ -32,7 +35,11 @@ pub(super) fn accept_loop(
         let id = next_id;
         let tx = tx.clone();
         let token = token.clone();
-        std::thread::spawn(move || {
+        // One thread per rank: 4096 of them at scale, each needing little stack (a frame,
+        // a JSON parse); the default 2 MiB reserves 8 GiB of address space for nothing.
+        let spawned = std::thread::Builder::new()
+            .stack_size(CONNECTION_STACK)
+            .spawn(move || {
             let Ok(mut ch) = ControlChannel::new(stream) else {
                 return;
             };
@@ -91,5 +98,7 @@ pub(super) fn accept_loop(
                 }
             }
         });
+        // Out of threads: the connection is dropped and the rank retries or reports.
+        drop(spawned);
     }
 }

@@ -14,7 +14,8 @@ use crate::cli::FabricArgs;
 use crate::error::{Error, Result};
 use crate::model::fabric::{PairEnd, Placement, RankInfo};
 use crate::wire::rendezvous::{
-    self as wire, ControlChannel, PairTest, ToLeader, ToRank, WireError, HEARTBEAT,
+    self as wire, ControlChannel, PairTest, Polled, ToLeader, ToRank, WireError, HEARTBEAT,
+    HUNG_AFTER,
 };
 
 use super::child::{pingpong_command, ChildRun};
@@ -86,7 +87,7 @@ pub fn agent(
         })
         .map_err(|e| lost(e.0))?;
     let (tx, rx) = mpsc::channel();
-    read_rank0(reader, Arc::clone(&shared), tx);
+    read_rank0(reader, Arc::clone(&shared), tx, format!("{host}:{port}"));
     heartbeat(Arc::clone(&shared));
     let outcome = tasks(args, place, &ours, &shared, &rx);
     shared.over.store(true, Ordering::Relaxed);
@@ -95,11 +96,22 @@ pub fn agent(
 
 /// Rank 0's messages, passed on to the task loop; `Stop` and `Done` also act at once on a
 /// running pair test.
-fn read_rank0(mut reader: ControlChannel, shared: Arc<Shared>, tx: mpsc::Sender<Incoming>) {
+fn read_rank0(
+    mut reader: ControlChannel,
+    shared: Arc<Shared>,
+    tx: mpsc::Sender<Incoming>,
+    rendezvous: String,
+) {
     std::thread::spawn(move || loop {
-        // Between tasks a rank may idle for many rounds: no deadline, but rank 0 closing
-        // the connection (or dying) ends the wait.
-        let msg = reader.recv::<ToRank>(None);
+        // Between tasks a rank may idle for many rounds, but rank 0 says it is alive every
+        // HEARTBEAT: silence for HUNG_AFTER, its connection open, is a hung rank 0.
+        let msg = match reader.poll::<ToRank>(Some(HUNG_AFTER)) {
+            Ok(Polled::Msg(ToRank::Alive)) => continue,
+            Ok(Polled::Msg(m)) => Ok(Some(m)),
+            Ok(Polled::Closed) => Ok(None),
+            Ok(Polled::Idle) => Err(WireError(rank0_hung(&rendezvous, &reader.peer))),
+            Err(e) => Err(e),
+        };
         let last = match &msg {
             Ok(Some(ToRank::Stop { round, a, b })) => {
                 if let Ok(mut s) = shared.stopped.lock() {
@@ -175,7 +187,7 @@ fn tasks(
             (Err(e), None) => return Err(lost(e.0)),
         };
         match msg {
-            ToRank::Welcome | ToRank::Stop { .. } => {}
+            ToRank::Welcome | ToRank::Stop { .. } | ToRank::Alive => {}
             ToRank::Refused { reason } => {
                 return Err(Error::Usage(format!(
                     "rank {}: rank 0 refused this rank: {reason}",
@@ -228,6 +240,16 @@ fn report(
         }),
         _ => Ok(()),
     }
+}
+
+/// Why this rank gives up on a rank 0 that stopped talking: its address as given and as
+/// connected, what was expected, and where to look.
+fn rank0_hung(rendezvous: &str, peer: &std::net::SocketAddr) -> String {
+    format!(
+        "rank 0 ({rendezvous}, connected to {peer}) is hung: its control connection is open but it sent nothing for {:.0} s (rank 0 sends every {:.0} s): the process is alive but stopped or stuck; on that host, `ps -o pid,stat,wchan:32,cmd -C rdmactl` (stat T: stopped, `kill -CONT` it; D: stuck in the kernel)",
+        HUNG_AFTER.as_secs_f64(),
+        HEARTBEAT.as_secs_f64()
+    )
 }
 
 /// 128 + the signal, as every command that a signal stops exits.

@@ -4,15 +4,20 @@
 
 use std::collections::BTreeMap;
 use std::net::TcpListener;
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::error::Result;
+use crate::diagnose::fabric::BaselineSeen;
+use crate::error::{Error, Result};
 use crate::model::fabric::{Departure, FabricReport, GoneRank, Pattern, RankInfo, Thresholds};
-use crate::wire::rendezvous::{ControlChannel, PairTest, ToLeader, ToRank, HUNG_AFTER};
+use crate::wire::rendezvous::{
+    ControlChannel, PairTest, ToLeader, ToRank, WireError, HEARTBEAT, HUNG_AFTER,
+};
 
 use super::accept::{accept_loop, LeaderEvent};
 use super::round_state::RoundState;
+use super::spool::Spool;
 use super::SEND;
 
 /// How rank 0 runs the pair tests and judges them.
@@ -28,12 +33,14 @@ pub struct LeaderConfig {
     pub launcher: &'static str,
     /// Pairs tested at once within a round.
     pub parallel: u32,
+    /// `--csv`: every pair, written as the report is built (rank 0 does not keep them).
+    pub csv: Option<std::path::PathBuf>,
 }
 
 pub(super) struct Leader {
     pub(super) cfg: LeaderConfig,
     pub(super) events: mpsc::Receiver<LeaderEvent>,
-    pub(super) conns: BTreeMap<u32, (u64, ControlChannel)>,
+    pub(super) conns: Channels,
     pub(super) infos: BTreeMap<u32, RankInfo>,
     pub(super) gone: BTreeMap<u32, GoneRank>,
     /// When each rank last said anything: a silent rank with an open connection is hung.
@@ -42,8 +49,16 @@ pub(super) struct Leader {
     pub(super) interrupted: Option<(i32, u32)>,
     pub(super) round_now: u32,
     pub(super) started: Instant,
+    /// When `watch_hung` last looked.
+    pub(super) watched: Instant,
     pub(super) pairs_done: usize,
     pub(super) pairs_total: usize,
+    /// Every finished pair, on disk; and the first runs' baseline, gathered as they came.
+    pub(super) spool: Spool,
+    pub(super) seen: BaselineSeen,
+    /// The first error of the spool or the CSV: the report still prints, then the run fails
+    /// with it.
+    pub(super) failed: Option<Error>,
 }
 
 /// Prints rank 0's report and says the exit status.
@@ -52,6 +67,7 @@ pub type PrintReport = Box<dyn FnOnce(&FabricReport) -> Result<u8> + Send>;
 /// Rank 0's coordinator: the run, then the report printed, then the others told to exit
 /// (in that order: a launcher that ends the job when a rank exits must not cut the report).
 pub fn lead(listener: TcpListener, cfg: LeaderConfig, print: PrintReport) -> Result<u8> {
+    let spool = Spool::new()?;
     let (tx, rx) = mpsc::channel();
     let token = cfg.token.clone();
     let size = cfg.size;
@@ -59,18 +75,29 @@ pub fn lead(listener: TcpListener, cfg: LeaderConfig, print: PrintReport) -> Res
     let mut leader = Leader {
         cfg,
         events: rx,
-        conns: BTreeMap::new(),
+        conns: Channels::default(),
         infos: BTreeMap::new(),
         gone: BTreeMap::new(),
         last_heard: BTreeMap::new(),
         interrupted: None,
         round_now: 0,
         started: Instant::now(),
+        watched: Instant::now(),
         pairs_done: 0,
         pairs_total: 0,
+        spool,
+        seen: BaselineSeen::default(),
+        failed: None,
     };
+    let beating = Arc::new(AtomicBool::new(true));
+    heartbeat(leader.conns.clone(), Arc::clone(&beating));
     let report = leader.run();
     let printed = print(&report);
+    beating.store(false, Ordering::Relaxed);
+    let printed = match (printed, leader.failed.take()) {
+        (Ok(_), Some(e)) => Err(e),
+        (printed, _) => printed,
+    };
     leader.done(match &printed {
         Ok(code) => *code,
         Err(e) => e.exit_code(),
@@ -78,10 +105,78 @@ pub fn lead(listener: TcpListener, cfg: LeaderConfig, print: PrintReport) -> Res
     printed
 }
 
+/// The welcomed ranks' control channels, shared by the coordinator and the heartbeat
+/// thread; each channel has its own lock, so one frame is written whole.
+#[derive(Clone, Default)]
+pub(super) struct Channels(Arc<Mutex<ByRank>>);
+
+/// Each rank's connection id and its channel.
+type ByRank = BTreeMap<u32, (u64, Arc<Mutex<ControlChannel>>)>;
+
+impl Channels {
+    fn map(&self) -> std::sync::MutexGuard<'_, ByRank> {
+        // A panicked holder left the map whole: every change is one insert or remove.
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn insert(&self, rank: u32, id: u64, ch: ControlChannel) {
+        self.map().insert(rank, (id, Arc::new(Mutex::new(ch))));
+    }
+
+    fn id(&self, rank: u32) -> Option<u64> {
+        self.map().get(&rank).map(|c| c.0)
+    }
+
+    fn remove(&self, rank: u32) {
+        self.map().remove(&rank);
+    }
+
+    pub(super) fn ranks(&self) -> Vec<u32> {
+        self.map().keys().copied().collect()
+    }
+
+    fn all(&self) -> Vec<Arc<Mutex<ControlChannel>>> {
+        self.map().values().map(|c| Arc::clone(&c.1)).collect()
+    }
+
+    /// None when the rank has no open channel.
+    pub(super) fn send(
+        &self,
+        rank: u32,
+        msg: &ToRank,
+        timeout: Duration,
+    ) -> Option<Result<(), WireError>> {
+        let ch = self.map().get(&rank).map(|c| Arc::clone(&c.1))?;
+        let mut ch = ch.lock().unwrap_or_else(|e| e.into_inner());
+        Some(ch.send(msg, timeout))
+    }
+}
+
+/// Rank 0 says it is alive to every welcomed rank every `HEARTBEAT`, from its own thread,
+/// so a coordinator busy judging millions of pairs still beats; a rank that hears nothing
+/// for `HUNG_AFTER` names rank 0 hung. A rank whose socket takes no heartbeat within a
+/// second is itself stuck (rank 0's hung-rank watch names it).
+fn heartbeat(conns: Channels, beating: Arc<AtomicBool>) {
+    std::thread::spawn(move || {
+        while beating.load(Ordering::Relaxed) {
+            std::thread::sleep(HEARTBEAT);
+            if !beating.load(Ordering::Relaxed) {
+                return;
+            }
+            for ch in conns.all() {
+                let mut ch = ch.lock().unwrap_or_else(|e| e.into_inner());
+                let _ = ch.send(&ToRank::Alive, Duration::from_secs(1));
+            }
+        }
+    });
+}
+
 impl Leader {
     fn done(&mut self, exit: u8) {
-        for (_, ch) in self.conns.values_mut() {
-            let _ = ch.send(&ToRank::Done { exit }, Duration::from_secs(2));
+        for rank in self.conns.ranks() {
+            let _ = self
+                .conns
+                .send(rank, &ToRank::Done { exit }, Duration::from_secs(2));
         }
     }
 
@@ -120,6 +215,11 @@ impl Leader {
             Err(mpsc::RecvTimeoutError::Timeout) => return true,
             Err(mpsc::RecvTimeoutError::Disconnected) => return false,
         }
+        // In a round, let the other ends' messages gather for a moment: thousands of
+        // answers arrive together, and one wake-up for many is cheaper than one for each.
+        if round.is_some() {
+            std::thread::sleep(Duration::from_micros(500));
+        }
         while let Ok(ev) = self.events.try_recv() {
             self.handle(ev, round.as_deref_mut());
         }
@@ -138,14 +238,21 @@ impl Leader {
     /// says it is alive every `HEARTBEAT`): hung, declared gone after that one deadline.
     /// Their partners are told to stop the pair tests they share; their pairs are not run.
     pub(super) fn watch_hung(&mut self, mut round: Option<&mut RoundState>) {
+        // Twice a second is enough for a 15 s deadline; per event, 4096 clocks read
+        // thousands of times a round would be most of rank 0's work.
+        if self.watched.elapsed() < Duration::from_millis(500) {
+            return;
+        }
+        self.watched = Instant::now();
+        // Silent ones first (a clock read each), then whether their connection is open.
         let hung: Vec<(u32, Duration)> = self
-            .conns
-            .keys()
-            .filter(|r| !self.gone.contains_key(r))
-            .filter_map(|r| {
-                let silent = self.last_heard.get(r)?.elapsed();
+            .last_heard
+            .iter()
+            .filter_map(|(r, at)| {
+                let silent = at.elapsed();
                 (silent >= HUNG_AFTER).then_some((*r, silent))
             })
+            .filter(|(r, _)| !self.gone.contains_key(r) && self.conns.id(*r).is_some())
             .collect();
         for (rank, silent) in hung {
             let host = self.infos.get(&rank).map(|i| i.label()).unwrap_or_default();
@@ -169,16 +276,15 @@ impl Leader {
                         (_, true) => a,
                         _ => continue,
                     };
-                    if let Some((_, ch)) = self.conns.get_mut(&partner) {
-                        let _ = ch.send(
-                            &ToRank::Stop {
-                                round: r.number,
-                                a,
-                                b,
-                            },
-                            SEND,
-                        );
-                    }
+                    let _ = self.conns.send(
+                        partner,
+                        &ToRank::Stop {
+                            round: r.number,
+                            a,
+                            b,
+                        },
+                        SEND,
+                    );
                 }
                 r.rank_gone(rank, &why);
             }
@@ -220,15 +326,15 @@ impl Leader {
                 }
                 if ch.send(&ToRank::Welcome, SEND).is_ok() {
                     self.infos.insert(rank, *info);
-                    self.conns.insert(rank, (id, ch));
+                    self.conns.insert(rank, id, ch);
                     self.last_heard.insert(rank, Instant::now());
                 }
             }
             LeaderEvent::Gone(id, rank, why) => {
-                if self.conns.get(&rank).map(|c| c.0) != Some(id) {
+                if self.conns.id(rank) != Some(id) {
                     return;
                 }
-                self.conns.remove(&rank);
+                self.conns.remove(rank);
                 // A hung rank that dies later stays named as hung: that is what the run saw.
                 if self.gone.contains_key(&rank) {
                     return;
@@ -247,7 +353,7 @@ impl Leader {
                 );
             }
             LeaderEvent::Msg(id, rank, msg) => {
-                if self.conns.get(&rank).map(|c| c.0) != Some(id) {
+                if self.conns.id(rank) != Some(id) {
                     return;
                 }
                 self.last_heard.insert(rank, Instant::now());
@@ -278,13 +384,7 @@ impl Leader {
                         let from_end = (client && rank == b) || (!client && rank == a);
                         // A pair given up on (a hung partner, a signal) stays not run.
                         if round == r.number && from_end && r.pending.contains(&(a, b)) {
-                            if let Some(slot) = r.slots.get_mut(&(a, b)) {
-                                if client {
-                                    slot.client = Some(*end);
-                                } else {
-                                    slot.server = Some(*end);
-                                }
-                            }
+                            r.result((a, b), client, *end);
                         }
                     }
                 }

@@ -16,6 +16,7 @@ mod round;
 mod round_state;
 mod simulate;
 pub mod simulate_ranks;
+mod spool;
 
 use std::time::Duration;
 

@@ -1,17 +1,32 @@
 //! Rank 0's report: the verdict on every pair, the suspects with their explanations, the
-//! ranks as they joined or left, and the one-line verdict.
+//! ranks as they joined or left, and the one-line verdict. The pairs are read back from the
+//! spool once: each is judged, written to the CSV, counted, and kept only when the report
+//! lists it or it is bad.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::io::Write;
 
-use crate::diagnose::fabric::{self as rules, PairInput};
+use crate::diagnose::fabric::{self as rules, BaselineSeen, PairInput};
+use crate::error::Error;
 use crate::model::fabric::{
-    Drift, FabricReport, PairEnd, PairRow, PairVerdict, PerfBaseline, RankInfo, RankRow, RunFacts,
-    Suspect, SuspectRow,
+    Drift, FabricReport, PairEnd, PairRow, PairState, PairTally, PairVerdict, PerfBaseline,
+    RanPairs, RankInfo, RankRow, RunFacts, Suspect, SuspectRow, PAIRS_LISTED,
 };
 
 use super::leader::Leader;
-use super::round::{judge_all, Tested};
+use super::round::Tested;
 use super::round3;
+use super::spool::Record;
+
+/// What the one pass over the pairs keeps.
+struct PairsRead {
+    rows: Vec<PairRow>,
+    tally: PairTally,
+    ran: RanPairs,
+    /// Every pair that is not ok, and its result (for the suspects' explanations).
+    bad: Vec<PairVerdict>,
+    ends: BTreeMap<(u32, u32), PairEnd>,
+}
 
 impl Leader {
     /// The whole run: the joins, the rounds and retests, then the report.
@@ -21,69 +36,48 @@ impl Leader {
         self.report(tested)
     }
 
-    fn report(&self, tested: Tested) -> FabricReport {
+    fn report(&mut self, tested: Tested) -> FabricReport {
         let Tested {
             infos,
             drift,
             rounds,
             retest_rounds,
-            results,
             retested,
             first_states,
         } = tested;
         let t = self.cfg.thresholds.clone();
-        let (baseline, verdicts) = judge_all(&results, &t);
+        // A retest's record stands for its pair; the first run's is set aside.
+        let stands = |rec: &Record| rec.retest || !retested.contains(&(rec.a, rec.b));
+        let baseline = if retested.is_empty() {
+            self.seen.baseline(&t)
+        } else {
+            let mut seen = BaselineSeen::default();
+            let read = self.spool.each(|rec| {
+                if stands(&rec) {
+                    seen.add(&rec.input());
+                }
+            });
+            if let Err(e) = read {
+                self.failed.get_or_insert(e);
+            }
+            seen.baseline(&t)
+        };
+        let judged = self.judge_every_pair(&baseline, &stands, &retested, &first_states);
+        let PairsRead {
+            mut rows,
+            mut tally,
+            ran,
+            bad,
+            ends,
+        } = judged;
+        rows.sort_by_key(|p| (p.a, p.b));
+        tally.listed_all = tally.total <= PAIRS_LISTED;
         let joined: BTreeSet<u32> = self.infos.keys().copied().collect();
-        let suspects = rules::attribute(self.cfg.size, &joined, &self.gone, &infos, &verdicts);
-        let ends: BTreeMap<(u32, u32), PairEnd> = results
-            .ends
-            .iter()
-            .filter_map(|(k, s)| s.merged().ok().map(|e| (*k, e)))
-            .collect();
+        let suspects =
+            rules::attribute_counted(self.cfg.size, &joined, &self.gone, &infos, &bad, &ran);
         let suspect_rows: Vec<SuspectRow> = suspects
             .iter()
-            .map(|s| self.suspect_row(s, &verdicts, &ends, &drift, &baseline))
-            .collect();
-        let pairs: Vec<PairRow> = verdicts
-            .iter()
-            .map(|v| {
-                let slot = &results.ends[&(v.a, v.b)];
-                // One copy of the pair's result, taken apart into the row.
-                let PairInput {
-                    end,
-                    resends_per_mille,
-                    ..
-                } = slot.input(v.a, v.b);
-                let (end, not_run) = match end {
-                    Ok(e) => (Some(e), None),
-                    Err(why) => (None, Some(why)),
-                };
-                let retested_now = retested.contains(&(v.a, v.b));
-                PairRow {
-                    a: v.a,
-                    b: v.b,
-                    round: slot.round,
-                    ok: !v.state.is_bad(),
-                    state: v.state,
-                    why: v.why.clone(),
-                    usec_per_iter: end.as_ref().and_then(|e| e.usec_per_iter),
-                    mbit_per_sec: end.as_ref().and_then(|e| e.mbit_per_sec),
-                    path_mtu: end.as_ref().and_then(|e| e.path_mtu),
-                    latency_ratio: v.latency_ratio.map(round3),
-                    bandwidth_ratio: v.bandwidth_ratio.map(round3),
-                    resends_per_mille: resends_per_mille.map(round3),
-                    retested: retested_now,
-                    first_state: retested_now
-                        .then(|| first_states.get(&(v.a, v.b)).copied())
-                        .flatten(),
-                    problem: end.as_ref().and_then(|e| e.problem.clone()).or(not_run),
-                    failure: end.as_ref().and_then(|e| e.failure.clone()),
-                    counters: end.and_then(|e| {
-                        let resends = e.resends_per_mille;
-                        e.counters.map(|c| with_resends(c.into_raw(), resends))
-                    }),
-                }
-            })
+            .map(|s| self.suspect_row(s, &bad, &ends, &drift, &baseline))
             .collect();
         let ranks: Vec<RankRow> = (0..self.cfg.size)
             .map(|r| match self.infos.get(&r) {
@@ -102,12 +96,13 @@ impl Leader {
             .collect();
         let ok = suspect_rows.is_empty()
             && drift.is_empty()
-            && pairs.iter().all(|p| p.ok)
+            && tally.bad == 0
+            && tally.not_run == 0
             && self.interrupted.is_none();
         let verdict = crate::render::fabric::verdict_line(
             &suspect_rows,
             &drift,
-            &pairs,
+            &tally,
             &baseline,
             &ranks,
             self.interrupted,
@@ -132,15 +127,110 @@ impl Leader {
                 seconds: (self.started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0,
                 signal: self.interrupted.map(|(s, _)| s),
                 signal_rank: self.interrupted.map(|(_, r)| r),
+                pairs_total: tally.total,
+                pairs_listed: if tally.listed_all { "all" } else { "bad" },
             },
             ranks,
             drift,
             baseline,
-            pairs,
+            pairs: rows,
             suspects: suspect_rows,
             verdict,
             ok,
+            tally,
         }
+    }
+
+    /// One pass over the spool: each standing pair judged against the baseline, written
+    /// to the CSV, counted; kept when the report lists every pair, or when it is bad.
+    fn judge_every_pair(
+        &mut self,
+        baseline: &PerfBaseline,
+        stands: &dyn Fn(&Record) -> bool,
+        retested: &BTreeSet<(u32, u32)>,
+        first_states: &BTreeMap<(u32, u32), PairState>,
+    ) -> PairsRead {
+        let t = self.cfg.thresholds.clone();
+        let list_all = (self.pairs_total as u64) <= PAIRS_LISTED;
+        let mut csv = self
+            .cfg
+            .csv
+            .clone()
+            .and_then(|path| match std::fs::File::create(&path) {
+                Ok(f) => Some((path, std::io::BufWriter::with_capacity(1 << 16, f))),
+                Err(e) => {
+                    self.failed.get_or_insert(Error::Io { path, source: e });
+                    None
+                }
+            });
+        let mut csv_failed: Option<Error> = None;
+        let mut write_csv = |line: &str| {
+            if let Some((path, w)) = csv.as_mut() {
+                if csv_failed.is_none() {
+                    if let Err(e) = w.write_all(line.as_bytes()) {
+                        csv_failed = Some(Error::Io {
+                            path: path.clone(),
+                            source: e,
+                        });
+                    }
+                }
+            }
+        };
+        write_csv(crate::render::fabric::CSV_HEADER);
+        let infos = &self.infos;
+        let host = |r: u32| infos.get(&r).map(|i| i.host.as_str()).unwrap_or("");
+        let dev = |r: u32| infos.get(&r).map(|i| i.device.as_str()).unwrap_or("");
+        let mut j = PairsRead {
+            rows: Vec::new(),
+            tally: PairTally::default(),
+            ran: RanPairs::new(self.cfg.size),
+            bad: Vec::new(),
+            ends: BTreeMap::new(),
+        };
+        let read = self.spool.each(|rec| {
+            if !stands(&rec) {
+                return;
+            }
+            let input = rec.input();
+            let v = rules::judge_pair(&input, baseline, &t);
+            let retested_now = retested.contains(&(v.a, v.b));
+            let first = retested_now
+                .then(|| first_states.get(&(v.a, v.b)).copied())
+                .flatten();
+            let row = row(&rec, input, &v, retested_now, first);
+            write_csv(&crate::render::fabric::csv_line(
+                &row,
+                [host(row.a), dev(row.a), host(row.b), dev(row.b)],
+            ));
+            j.tally.add(v.a, v.b, v.state, retested_now);
+            if v.state != PairState::NotRun {
+                j.ran.add(v.a, v.b);
+            }
+            let bad = v.state.is_bad();
+            if bad {
+                if let Some(e) = rec.end {
+                    j.ends.insert((v.a, v.b), e);
+                }
+            }
+            if list_all || (bad && (j.rows.len() as u64) < PAIRS_LISTED) {
+                j.rows.push(row);
+            }
+            if bad {
+                j.bad.push(v);
+            }
+        });
+        if let Err(e) = read {
+            self.failed.get_or_insert(e);
+        }
+        if let Some((path, mut w)) = csv {
+            if let Err(e) = w.flush() {
+                csv_failed.get_or_insert(Error::Io { path, source: e });
+            }
+        }
+        if let Some(e) = csv_failed {
+            self.failed.get_or_insert(e);
+        }
+        j
     }
 
     fn suspect_row(
@@ -168,6 +258,47 @@ impl Leader {
             pairs: s.pairs.clone(),
             explanation,
         }
+    }
+}
+
+/// A judged pair as the report and the CSV show it.
+fn row(
+    rec: &Record,
+    input: PairInput,
+    v: &PairVerdict,
+    retested: bool,
+    first_state: Option<PairState>,
+) -> PairRow {
+    let PairInput {
+        end,
+        resends_per_mille,
+        ..
+    } = input;
+    let (end, not_run) = match end {
+        Ok(e) => (Some(e), None),
+        Err(why) => (None, Some(why)),
+    };
+    PairRow {
+        a: v.a,
+        b: v.b,
+        round: rec.round,
+        ok: !v.state.is_bad(),
+        state: v.state,
+        why: v.why.clone(),
+        usec_per_iter: end.as_ref().and_then(|e| e.usec_per_iter),
+        mbit_per_sec: end.as_ref().and_then(|e| e.mbit_per_sec),
+        path_mtu: end.as_ref().and_then(|e| e.path_mtu),
+        latency_ratio: v.latency_ratio.map(round3),
+        bandwidth_ratio: v.bandwidth_ratio.map(round3),
+        resends_per_mille: resends_per_mille.map(round3),
+        retested,
+        first_state,
+        problem: end.as_ref().and_then(|e| e.problem.clone()).or(not_run),
+        failure: end.as_ref().and_then(|e| e.failure.clone()),
+        counters: end.and_then(|e| {
+            let resends = e.resends_per_mille;
+            e.counters.map(|c| with_resends(c.into_raw(), resends))
+        }),
     }
 }
 

@@ -5,43 +5,32 @@
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::time::{Duration, Instant};
 
-use crate::diagnose::fabric::{self as rules, PairInput};
-use crate::model::fabric::{Drift, PairState, PairVerdict, PerfBaseline, RankInfo, Thresholds};
+use crate::diagnose::fabric as rules;
+use crate::model::fabric::{Drift, PairState, RankInfo};
 use crate::wire::rendezvous::ToRank;
 
 use super::leader::Leader;
-use super::round_state::{PairSlot, Results, RoundState};
+use super::round_state::{PairSlot, RoundState};
+use super::spool::Record;
 use super::{secs, SEND};
 
 impl Leader {
-    pub(super) fn run_round(&mut self, number: u32, pairs: &[(u32, u32)], results: &mut Results) {
-        let mut state = RoundState {
-            number,
-            pending: pairs.iter().copied().collect(),
-            slots: pairs
-                .iter()
-                .map(|p| {
-                    (
-                        *p,
-                        PairSlot {
-                            round: number,
-                            ..PairSlot::default()
-                        },
-                    )
-                })
-                .collect(),
-            ready: Vec::new(),
-            connected: BTreeSet::new(),
-        };
+    pub(super) fn run_round(&mut self, number: u32, pairs: &[(u32, u32)], retest: bool) {
+        let mut state = RoundState::new(number, pairs);
         let test = self.cfg.test.clone();
         // Both ends' deadlines, the server's listen wait, and the reports' way back.
         let per_pair = secs(test.deadline * 2.0 + 15.0);
         let mut waiting: VecDeque<(u32, u32)> = pairs.iter().copied().collect();
         let mut started: BTreeMap<(u32, u32), Instant> = BTreeMap::new();
         let parallel = self.cfg.parallel.max(1) as usize;
+        let mut checked = Instant::now();
         loop {
+            // Pairs that finished no longer count against --parallel.
+            for p in std::mem::take(&mut state.left) {
+                started.remove(&p);
+            }
             // Start pairs up to --parallel (all of the round by default).
-            while started.keys().filter(|p| state.pending.contains(p)).count() < parallel {
+            while started.len() < parallel {
                 let Some((a, b)) = waiting.pop_front() else {
                     break;
                 };
@@ -54,17 +43,16 @@ impl Leader {
                     continue;
                 }
                 started.insert((a, b), Instant::now());
-                let sent = self.conns.get_mut(&a).map(|(_, ch)| {
-                    ch.send(
-                        &ToRank::Serve {
-                            round: number,
-                            a,
-                            b,
-                            test: test.clone(),
-                        },
-                        SEND,
-                    )
-                });
+                let sent = self.conns.send(
+                    a,
+                    &ToRank::Serve {
+                        round: number,
+                        a,
+                        b,
+                        test: test.clone(),
+                    },
+                    SEND,
+                );
                 if !matches!(sent, Some(Ok(()))) {
                     let why = format!("rank {a} could not be told to serve");
                     state.fail_pair((a, b), &why);
@@ -82,10 +70,17 @@ impl Leader {
                 state.interrupt(waiting.iter().copied(), &why);
                 break;
             }
-            for (p, at) in &started {
-                if state.pending.contains(p) && at.elapsed() >= per_pair {
+            // Once a second: the deadline is seconds long, and a round has thousands of pairs.
+            if checked.elapsed() >= Duration::from_secs(1) {
+                checked = Instant::now();
+                let late: Vec<(u32, u32)> = started
+                    .iter()
+                    .filter(|(_, at)| at.elapsed() >= per_pair)
+                    .map(|(p, _)| *p)
+                    .collect();
+                for p in late {
                     state.fail_pair(
-                        *p,
+                        p,
                         "no result from either end before rank 0's deadline for the pair",
                     );
                 }
@@ -102,19 +97,18 @@ impl Leader {
                     Some(i) => i.tcp_host.clone(),
                     None => continue,
                 };
-                let sent = self.conns.get_mut(&b).map(|(_, ch)| {
-                    ch.send(
-                        &ToRank::Connect {
-                            round: number,
-                            a,
-                            b,
-                            host,
-                            port,
-                            test: test.clone(),
-                        },
-                        SEND,
-                    )
-                });
+                let sent = self.conns.send(
+                    b,
+                    &ToRank::Connect {
+                        round: number,
+                        a,
+                        b,
+                        host,
+                        port,
+                        test: test.clone(),
+                    },
+                    SEND,
+                );
                 if !matches!(sent, Some(Ok(()))) {
                     state.client_lost((a, b), &format!("rank {b} could not be told to connect"));
                 }
@@ -123,18 +117,39 @@ impl Leader {
         }
         self.pairs_done += pairs.len();
         for (p, slot) in state.slots {
-            results.ends.insert(p, slot);
+            self.keep(p, slot, retest);
+        }
+    }
+
+    /// A finished pair onto the spool; a first run's figures also into the baseline.
+    pub(super) fn keep(&mut self, (a, b): (u32, u32), slot: PairSlot, retest: bool) {
+        let (end, not_run) = match slot.merged() {
+            Ok(e) => (Some(e), None),
+            Err(why) => (None, Some(why)),
+        };
+        let rec = Record {
+            a,
+            b,
+            round: slot.round,
+            retest,
+            end,
+            not_run,
+        };
+        if !retest {
+            self.seen.add(&rec.input());
+        }
+        if let Err(e) = self.spool.push(&rec) {
+            self.failed.get_or_insert(e);
         }
     }
 }
 
-/// What the rounds and the retests left for the report.
+/// What the rounds and the retests left for the report (the pairs are on the spool).
 pub(super) struct Tested {
     pub(super) infos: Vec<RankInfo>,
     pub(super) drift: Vec<Drift>,
     pub(super) rounds: u32,
     pub(super) retest_rounds: u32,
-    pub(super) results: Results,
     /// The pairs run again, and what their first run found.
     pub(super) retested: BTreeSet<(u32, u32)>,
     pub(super) first_states: BTreeMap<(u32, u32), PairState>,
@@ -152,9 +167,6 @@ impl Leader {
             .collect();
         let rounds = rules::schedule(&able, self.cfg.pattern, rules::seed_of(&self.cfg.token));
         self.pairs_total = rounds.iter().map(Vec::len).sum();
-        let mut results = Results {
-            ends: BTreeMap::new(),
-        };
         for (k, round) in rounds.iter().enumerate() {
             if let Some(signal) = self.interruption() {
                 let why = format!(
@@ -162,29 +174,40 @@ impl Leader {
                     crate::render::fabric::interrupted_text(signal)
                 );
                 for p in round {
-                    let slot = results.ends.entry(*p).or_default();
-                    slot.round = k as u32 + 1;
-                    slot.not_run = Some(why.clone());
+                    let slot = PairSlot {
+                        round: k as u32 + 1,
+                        not_run: Some(why.clone()),
+                        ..PairSlot::default()
+                    };
+                    self.keep(*p, slot, false);
                 }
                 continue;
             }
             self.round_now = k as u32 + 1;
             self.progress(rounds.len());
-            self.run_round(k as u32 + 1, round, &mut results);
+            self.run_round(k as u32 + 1, round, false);
         }
         let t = self.cfg.thresholds.clone();
-        let first = judge_all(&results, &t);
+        let base = self.seen.baseline(&t);
         // Retest what was bad, once; a pair that could not run is not retested.
-        let bad: Vec<(u32, u32)> = first
-            .1
-            .iter()
-            .filter(|v| v.state.is_bad() && v.state != PairState::NotRun)
-            .filter(|v| !self.gone.contains_key(&v.a) && !self.gone.contains_key(&v.b))
-            .filter(|_| self.interrupted.is_none())
-            .map(|v| (v.a, v.b))
-            .collect();
-        let first_states: BTreeMap<(u32, u32), PairState> =
-            first.1.iter().map(|v| ((v.a, v.b), v.state)).collect();
+        let mut first_states: BTreeMap<(u32, u32), PairState> = BTreeMap::new();
+        if self.interrupted.is_none() {
+            let gone = &self.gone;
+            let read = self.spool.each(|rec| {
+                let v = rules::judge_pair(&rec.input(), &base, &t);
+                if v.state.is_bad()
+                    && v.state != PairState::NotRun
+                    && !gone.contains_key(&v.a)
+                    && !gone.contains_key(&v.b)
+                {
+                    first_states.insert((v.a, v.b), v.state);
+                }
+            });
+            if let Err(e) = read {
+                self.failed.get_or_insert(e);
+            }
+        }
+        let bad: Vec<(u32, u32)> = first_states.keys().copied().collect();
         let retest = rules::pack_rounds(&bad);
         let base_round = rounds.len() as u32;
         let mut retested = BTreeSet::new();
@@ -192,15 +215,9 @@ impl Leader {
             if self.interruption().is_some() {
                 break;
             }
-            let mut again = Results {
-                ends: BTreeMap::new(),
-            };
             self.round_now = base_round + k as u32 + 1;
-            self.run_round(self.round_now, round, &mut again);
-            for (pair, slot) in again.ends {
-                retested.insert(pair);
-                results.ends.insert(pair, slot);
-            }
+            self.run_round(self.round_now, round, true);
+            retested.extend(round.iter().copied());
         }
         if self.cfg.progress {
             crate::output::note(crate::render::fabric::CLEAR_LINE);
@@ -210,24 +227,8 @@ impl Leader {
             drift,
             rounds: rounds.len() as u32,
             retest_rounds: retest.len() as u32,
-            results,
             retested,
             first_states,
         }
     }
-}
-
-/// Each pair's verdict against the baseline of them all.
-pub(super) fn judge_all(results: &Results, t: &Thresholds) -> (PerfBaseline, Vec<PairVerdict>) {
-    let inputs: Vec<PairInput> = results
-        .ends
-        .iter()
-        .map(|((a, b), s)| s.input(*a, *b))
-        .collect();
-    let base = rules::baseline(&inputs, t);
-    let verdicts = inputs
-        .iter()
-        .map(|p| rules::judge_pair(p, &base, t))
-        .collect();
-    (base, verdicts)
 }

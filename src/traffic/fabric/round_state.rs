@@ -3,14 +3,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::diagnose::fabric::PairInput;
 use crate::model::fabric::PairEnd;
-
-/// Every pair's slot, by (a, b).
-pub(super) struct Results {
-    /// (a, b) → (round, server's end, client's end, why it did not run).
-    pub(super) ends: BTreeMap<(u32, u32), PairSlot>,
-}
 
 #[derive(Default, Clone)]
 pub(super) struct PairSlot {
@@ -31,17 +24,6 @@ impl PairSlot {
                 .unwrap_or_else(|| "no result from either end".into())),
         }
     }
-
-    pub(super) fn input(&self, a: u32, b: u32) -> PairInput {
-        let end = self.merged();
-        let resends_per_mille = end.as_ref().ok().and_then(|e| e.resends_per_mille);
-        PairInput {
-            a,
-            b,
-            end,
-            resends_per_mille,
-        }
-    }
 }
 
 pub(super) struct RoundState {
@@ -51,14 +33,60 @@ pub(super) struct RoundState {
     /// Servers that listen, and on which port.
     pub(super) ready: Vec<((u32, u32), u16)>,
     pub(super) connected: BTreeSet<(u32, u32)>,
+    /// Pairs with a result since the last `settle`: only they can have become done (a
+    /// round of 2048 pairs is not walked again for each of its 6000 messages).
+    pub(super) touched: Vec<(u32, u32)>,
+    /// Pairs no longer pending since the round's loop last looked.
+    pub(super) left: Vec<(u32, u32)>,
 }
 
 impl RoundState {
+    pub(super) fn new(number: u32, pairs: &[(u32, u32)]) -> RoundState {
+        RoundState {
+            number,
+            pending: pairs.iter().copied().collect(),
+            slots: pairs
+                .iter()
+                .map(|p| {
+                    (
+                        *p,
+                        PairSlot {
+                            round: number,
+                            ..PairSlot::default()
+                        },
+                    )
+                })
+                .collect(),
+            ready: Vec::new(),
+            connected: BTreeSet::new(),
+            touched: Vec::new(),
+            left: Vec::new(),
+        }
+    }
+
+    fn finish(&mut self, p: (u32, u32)) {
+        if self.pending.remove(&p) {
+            self.left.push(p);
+        }
+    }
+
+    /// One end's result for a pending pair.
+    pub(super) fn result(&mut self, p: (u32, u32), client: bool, end: PairEnd) {
+        if let Some(slot) = self.slots.get_mut(&p) {
+            if client {
+                slot.client = Some(end);
+            } else {
+                slot.server = Some(end);
+            }
+            self.touched.push(p);
+        }
+    }
+
     pub(super) fn fail_pair(&mut self, p: (u32, u32), why: &str) {
         if let Some(slot) = self.slots.get_mut(&p) {
             slot.not_run.get_or_insert_with(|| why.to_string());
         }
-        self.pending.remove(&p);
+        self.finish(p);
     }
 
     /// The client end will not report: what the server says stands alone.
@@ -79,7 +107,7 @@ impl RoundState {
                 slot.client = None;
                 slot.not_run = Some(why.to_string());
             }
-            self.pending.remove(&p);
+            self.finish(p);
         }
     }
 
@@ -94,19 +122,15 @@ impl RoundState {
     /// A pair is done when both ends reported, or the server reported without ever
     /// asking for its client (it failed before listening).
     pub(super) fn settle(&mut self) {
-        let connected = &self.connected;
-        let done: Vec<(u32, u32)> = self
-            .pending
-            .iter()
-            .filter(|p| {
-                let s = &self.slots[p];
-                (s.client.is_some() && s.server.is_some())
-                    || (s.server.is_some() && !connected.contains(p))
-            })
-            .copied()
-            .collect();
-        for p in done {
-            self.pending.remove(&p);
+        for p in std::mem::take(&mut self.touched) {
+            let Some(s) = self.slots.get(&p) else {
+                continue;
+            };
+            let done = (s.client.is_some() && s.server.is_some())
+                || (s.server.is_some() && !self.connected.contains(&p));
+            if done {
+                self.finish(p);
+            }
         }
     }
 }
@@ -117,24 +141,20 @@ mod tests {
 
     #[test]
     fn a_round_settles_when_both_ends_report_or_the_server_failed_alone() {
-        let mut r = RoundState {
-            number: 1,
-            pending: BTreeSet::from([(0, 1), (2, 3), (4, 5)]),
-            slots: [(0, 1), (2, 3), (4, 5)]
-                .into_iter()
-                .map(|p| (p, PairSlot::default()))
-                .collect(),
-            ready: Vec::new(),
-            connected: BTreeSet::from([(0, 1), (2, 3)]),
-        };
-        r.slots.get_mut(&(0, 1)).unwrap().server = Some(PairEnd::default());
-        r.slots.get_mut(&(0, 1)).unwrap().client = Some(PairEnd::default());
-        r.slots.get_mut(&(2, 3)).unwrap().server = Some(PairEnd::default());
-        r.slots.get_mut(&(4, 5)).unwrap().server = Some(PairEnd::problem("no listen", 0.0));
+        let mut r = RoundState::new(1, &[(0, 1), (2, 3), (4, 5)]);
+        r.connected = BTreeSet::from([(0, 1), (2, 3)]);
+        r.result((0, 1), false, PairEnd::default());
+        r.result((0, 1), true, PairEnd::default());
+        r.result((2, 3), false, PairEnd::default());
+        r.result((4, 5), false, PairEnd::problem("no listen", 0.0));
         r.settle();
         assert_eq!(r.pending, BTreeSet::from([(2, 3)]));
         r.rank_gone(3, "rank 3 left");
         assert!(r.pending.is_empty());
+        // Every pair that left is said once, for the round's loop.
+        let mut left = r.left.clone();
+        left.sort_unstable();
+        assert_eq!(left, vec![(0, 1), (2, 3), (4, 5)]);
         assert_eq!(r.slots[&(2, 3)].merged().unwrap(), PairEnd::default());
     }
 
@@ -142,17 +162,10 @@ mod tests {
     /// (its partner was cut short by the same signal), and the waiting pairs are not run.
     #[test]
     fn an_interrupted_round_leaves_its_unfinished_pairs_not_run() {
-        let mut r = RoundState {
-            number: 1,
-            pending: BTreeSet::from([(0, 1), (2, 3)]),
-            slots: [(0, 1), (2, 3), (4, 5)]
-                .into_iter()
-                .map(|p| (p, PairSlot::default()))
-                .collect(),
-            ready: Vec::new(),
-            connected: BTreeSet::from([(0, 1)]),
-        };
-        r.slots.get_mut(&(0, 1)).unwrap().server = Some(PairEnd::problem("peer gone", 1.0));
+        let mut r = RoundState::new(1, &[(0, 1), (2, 3), (4, 5)]);
+        r.pending.remove(&(4, 5));
+        r.connected = BTreeSet::from([(0, 1)]);
+        r.result((0, 1), false, PairEnd::problem("peer gone", 1.0));
         let why = "not run: the run was interrupted by SIGINT on rank 0";
         r.interrupt([(4, 5)].into_iter(), why);
         assert!(r.pending.is_empty());
