@@ -377,7 +377,7 @@ fn the_host_holding_the_local_gid_adds_checks_evidence() {
     );
     // node2's failure (10.0.3.8) and the common peer are not this host: said once.
     assert!(
-        r.stdout.contains("this host added no evidence to 1 finding(s): none of the root line's GIDs is on this host"),
+        r.stdout.contains("this host added no evidence to 1 finding(s): none of the root line's GIDs or its peer's address is on this host"),
         "{}",
         r.stdout
     );
@@ -432,7 +432,7 @@ fn the_host_holding_the_remote_gid_is_the_peer() {
     ]);
     assert!(
         r.stdout.contains(
-            "here: the root line's remote GID ::ffff:192.168.77.2 is rxe1/1 GID index 1 here: \
+            "here: the root line's peer ::ffff:192.168.77.2 is rxe1/1 GID index 1 here: \
              this host is the peer; check rxe1/1 GID index 1 toward 10.0.3.6:"
         ),
         "{}",

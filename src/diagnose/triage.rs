@@ -117,14 +117,17 @@ pub fn end_here(
             ),
         });
     }
-    if let Some(h) = f.remote_gid.as_ref().and_then(held) {
+    // The far end by its GID, or by the peer address the line names (a RoCE v2 GID is
+    // its address: rdmactl's and perftest's lines name the peer's address alone).
+    let remote = f.remote_gid.or_else(|| f.peer.map(Gid::from_ip));
+    if let Some(h) = remote.as_ref().and_then(held) {
         return Ok(HereEnd {
             device: h.device.clone(),
             port: h.port,
             gid_index: Some(h.index),
             peer: f.local_gid.as_ref().and_then(ip_of),
             why: format!(
-                "the root line's remote GID {} is {}/{} GID index {} here: this host is the peer",
+                "the root line's peer {} is {}/{} GID index {} here: this host is the peer",
                 h.gid.ipv6(),
                 h.device,
                 h.port,
@@ -133,6 +136,13 @@ pub fn end_here(
         });
     }
     let short = |h: &str| h.split('.').next().unwrap_or(h).to_string();
+    // A host with no name set reads "(none)" (the kernel's default).
+    let hostname = if hostname == "(none)" { "" } else { hostname };
+    let this_host = if hostname.is_empty() {
+        "this host".to_string()
+    } else {
+        format!("this host ({})", short(hostname))
+    };
     let named_here = f
         .reporters
         .iter()
@@ -153,9 +163,8 @@ pub fn end_here(
             short(hostname)
         )),
         _ => Err(format!(
-            "none of the root line's GIDs is on this host ({}), and the log names no host of \
-             its name: run triage on a node of the job, or pass --no-host",
-            short(hostname)
+            "none of the root line's GIDs or its peer's address is on {this_host}, and the log \
+             names no host of its name: run triage on a node of the job, or pass --no-host"
         )),
     }
 }
@@ -1111,8 +1120,21 @@ mod tests {
         );
         let elsewhere = end_here(&named, &[], "node7", &["mlx5_0".into()]).unwrap_err();
         assert!(
-            elsewhere.contains("none of the root line's GIDs is on this host (node7)"),
+            elsewhere.contains(
+                "none of the root line's GIDs or its peer's address is on this host (node7)"
+            ),
             "{elsewhere}"
+        );
+        // The peer's address alone (rdmactl's and perftest's lines) ties the far end here.
+        let mut by_address = named.clone();
+        by_address.remote_gid = None;
+        let far = end_here(&by_address, &[held("10.0.3.7", 1)], "(none)", &[]).unwrap();
+        assert!(
+            far.why.contains(
+                "peer ::ffff:10.0.3.7 is mlx5_1/1 GID index 1 here: this host is the peer"
+            ),
+            "{}",
+            far.why
         );
     }
 

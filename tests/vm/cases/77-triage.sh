@@ -32,8 +32,8 @@ expect_out "rdmactl: the next command carries the run's device, port, index and 
     'next: on the reporting host: rdmactl check -d rxe[01] -i 1 -g 1 --peer 192\.168\.77\.[12]' cat "$RESULTS/rdmactl.triage"
 # Both ends ran on this host: the line's remote GID (the server's) is in its tables, so
 # triage adds check's lines on that port, read live now.
-expect_out "rdmactl: this host holds the remote GID, so it is the peer" \
-    "^  here: the root line's remote GID ::ffff:192\\.168\\.77\\.[12] is rxe[01]/1 GID index 1 here: this host is the peer" \
+expect_out "rdmactl: this host holds the peer's GID, so it is the peer" \
+    "^  here: the root line's peer ::ffff:192\\.168\\.77\\.[12] is rxe[01]/1 GID index 1 here: this host is the peer" \
     cat "$RESULTS/rdmactl.triage"
 expect_out "rdmactl: with the live port state under it" '^    ok +port-state +rxe[01]/1 is ACTIVE' cat "$RESULTS/rdmactl.triage"
 expect_out "rdmactl: and the same in -j" '"here": ?true' cat "$RESULTS/rdmactl.triage.json"
