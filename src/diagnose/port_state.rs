@@ -108,6 +108,8 @@ pub struct PortAsked {
     /// Why `state` is None when its file was read and failed: `PATH: ERRNO` (EACCES,
     /// EISDIR, or ENOENT for a file that is gone).
     pub state_unread: Option<String>,
+    /// An InfiniBand port's LID: 0 or 0xffff is no address, whatever the state says.
+    pub lid: Option<u32>,
 }
 
 impl PortAsked {
@@ -124,6 +126,9 @@ impl PortAsked {
                 .iter()
                 .find(|r| r.path.file_name().is_some_and(|f| f == "state"))
                 .map(|r| format!("{}: {}", r.path.display(), errno_words(&r.error))),
+            // doctor judges an InfiniBand port's LID under its own code (`lid`), beside
+            // this one: the port's state alone here, so a LID 0 is not said twice.
+            lid: None,
         }
     }
 
@@ -148,11 +153,17 @@ impl PortAsked {
                 })
             }),
             state_unread: None,
+            lid: local.lid.map(u32::from),
         }
     }
 
     fn active(&self) -> bool {
-        self.state.as_ref().is_some_and(PortState::is_active)
+        self.state.as_ref().is_some_and(PortState::is_active) && !self.without_lid()
+    }
+
+    /// An InfiniBand port with LID 0 or 0xffff: no subnet manager has given it an address.
+    fn without_lid(&self) -> bool {
+        self.link_layer == Some(LinkLayer::InfiniBand) && matches!(self.lid, Some(0 | 0xffff))
     }
 
     fn state_name(&self) -> &str {
@@ -202,12 +213,23 @@ pub fn port_state(p: &PortAsked) -> Diagnostic {
         } else {
             "check the cable and the switch port (`ibstat`, `iblinkinfo`)"
         };
-        return Diagnostic::explanation(
-            codes::PORT_STATE,
-            format!("{} is {state}: {why}", p.name),
-            fix,
-        )
-        .seen(p.seen());
+        let message = if p.state.as_ref().is_some_and(PortState::is_active) {
+            // ACTIVE with no LID: what the SM set, it has not finished (or was reset).
+            format!(
+                "{} is ACTIVE but has no LID: no subnet manager has given it an address to connect to",
+                p.name
+            )
+        } else {
+            format!("{} is {state}: {why}", p.name)
+        };
+        let mut x = Diagnostic::explanation(codes::PORT_STATE, message, fix).seen(p.seen());
+        if let Some(lid) = p.lid {
+            x = x.seen(Seen::new(
+                Source::Local,
+                format!("{} LID 0x{lid:04x}", p.name),
+            ));
+        }
+        return x;
     }
     let kind = if p.iwarp { "an iWARP" } else { "a RoCE" };
     let (trouble, fix) = match &p.netdev {

@@ -129,7 +129,7 @@ mod tests {
 
     #[test]
     fn entries_carry_their_group_and_items() {
-        let port_down = lookup("ib-port-not-active");
+        let port_down = lookup("ib-peer-lid-zero");
         assert_eq!(port_down.len(), 1);
         let e = &port_down[0];
         assert!(e.group.starts_with("Data path"), "{}", e.group);
@@ -137,7 +137,7 @@ mod tests {
         assert!(!e.text.contains("### "), "{}", e.text);
         let fix = e.item("Fix").unwrap();
         assert!(
-            fix.starts_with("when the physical state is Polling"),
+            fix.starts_with("start a subnet manager on the peer's fabric"),
             "{fix}"
         );
         assert!(!fix.contains('\n'), "{fix}");

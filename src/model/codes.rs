@@ -1,6 +1,6 @@
 //! Every diagnostic code, as a constant the compiler checks: build.rs writes one per code
 //! that docs/failures.md (the catalogue `rdmactl explain` prints) names in a `### ` heading,
-//! `IB_PORT_NOT_ACTIVE` for `ib-port-not-active`. A rule names its code through these, so a code without an
+//! `IB_PEER_LID_ZERO` for `ib-peer-lid-zero`. A rule names its code through these, so a code without an
 //! entry does not compile, and a heading renamed breaks the rules that used it.
 
 use std::borrow::Cow;
@@ -69,7 +69,7 @@ mod tests {
 
     #[test]
     fn a_constant_is_its_heading() {
-        assert_eq!(IB_PORT_NOT_ACTIVE, "ib-port-not-active");
+        assert_eq!(IB_PEER_LID_ZERO, "ib-peer-lid-zero");
         assert_eq!(SUBNET_VL_MISMATCH.as_str(), "subnet-vl-mismatch");
         assert_eq!(ALL, crate::model::catalogue::codes());
         let json = serde_json::to_string(&RETRY_EXCEEDED).unwrap();

@@ -6,7 +6,7 @@ use serde::Serialize;
 use crate::model::catalogue::Entry;
 
 /// The entries of one code, each under a line naming its codes and group:
-/// `ib-port-not-active — Data path (TCP exchange, verbs setup, QP transitions)`.
+/// `ib-peer-lid-zero — Data path (TCP exchange, verbs setup, QP transitions)`.
 pub fn entries_text(entries: &[Entry]) -> String {
     entries
         .iter()
@@ -98,24 +98,21 @@ mod tests {
 
     #[test]
     fn an_entry_prints_as_written() {
-        let text = entries_text(&lookup("ib-port-not-active"));
+        let text = entries_text(&lookup("ib-peer-lid-zero"));
         assert!(
             text.starts_with(
-                "ib-port-not-active — Data path (TCP exchange, verbs setup, QP transitions)\n\n- **When:**"
+                "ib-peer-lid-zero — Data path (TCP exchange, verbs setup, QP transitions)\n\n- **When:**"
             ),
             "{text}"
         );
         let two = entries_text(&lookup("mtu-mismatch"));
         assert_eq!(two.matches("mtu-mismatch — ").count(), 2, "{two}");
-        let json = serde_json::to_value(explained(
-            "ib-port-not-active",
-            &lookup("ib-port-not-active"),
-        ))
-        .unwrap();
+        let json = serde_json::to_value(explained("ib-peer-lid-zero", &lookup("ib-peer-lid-zero")))
+            .unwrap();
         assert!(json["entries"][0]["fix"]
             .as_str()
             .unwrap()
-            .starts_with("when the physical state is Polling"));
+            .starts_with("start a subnet manager on the peer's fabric"));
         let finding = serde_json::to_value(explained("memlock", &lookup("memlock"))).unwrap();
         assert!(finding["entries"][0]["fix"].is_null());
     }
@@ -126,7 +123,7 @@ mod tests {
         let text = list_text(&all);
         assert!(
             text.starts_with(
-                "Data path (TCP exchange, verbs setup, QP transitions):\n  ib-port-not-active\n"
+                "Data path (TCP exchange, verbs setup, QP transitions):\n  ib-peer-lid-zero\n"
             ),
             "{text}"
         );

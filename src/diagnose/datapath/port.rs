@@ -2,58 +2,26 @@
 
 use crate::diagnose::port_state;
 use crate::model::codes;
-use crate::model::device::PhysState;
 use crate::model::diagnostic::{Seen, Source};
 use crate::model::facts::Facts;
 
 use super::Rule;
 
-/// InfiniBand without an SM (LID 0, INIT/POLLING), or any port not ACTIVE.
+/// This end's port not ACTIVE (an InfiniBand port without a LID counts), or its netdev
+/// down: the one rule, `port_state`'s, that check, doctor and `--cm` ask too. Then the
+/// peer's InfiniBand port without a LID, as the exchange told it.
 pub(super) fn port_not_active(ctx: &Facts) -> Option<Rule> {
     let local = &ctx.local;
-    let state = local.port_state.as_ref();
-    let mut evidence = Vec::new();
-    if let Some(s) = state {
-        evidence.push(Seen::new(
-            Source::Local,
-            format!("{} state {s}", local.name()),
-        ));
-    }
-    if let Some(p) = &local.phys_state {
-        evidence.push(Seen::new(
-            Source::Local,
-            format!("{} phys_state {p}", local.name()),
-        ));
-    }
-    if local.is_infiniband() {
-        let lid_bad = matches!(local.lid, Some(0) | Some(0xffff));
-        let not_active = state.is_some_and(|s| !s.is_active());
-        if lid_bad || not_active {
-            if let Some(lid) = local.lid {
-                evidence.push(Seen::new(
-                    Source::Local,
-                    format!("{} LID 0x{lid:04x}", local.name()),
-                ));
-            }
-            let polling = local
-                .phys_state
-                .as_ref()
-                .is_some_and(|p| *p == PhysState::Polling);
-            let fix = if polling {
-                "the link is not trained (phys_state Polling): check the cable and the switch port"
-                    .to_string()
-            } else {
-                "start a subnet manager (systemctl start opensm, or enable the switch's SM); an SR-IOV VF needs a virtualization-aware SM".to_string()
-            };
-            return Some((
-                codes::IB_PORT_NOT_ACTIVE,
-                format!(
-                    "InfiniBand port {} is not ACTIVE or has no LID: no subnet manager has configured it, so there is no address to connect to",
-                    local.name()
-                ),
-                evidence,
-                fix,
-            ));
+    // A RoCE port first, then its own netdev down (the QP can fail before the port's state
+    // catches up with its netdev, since rxe learns of the link through a notifier).
+    let netdev = if local.is_ethernet() {
+        ctx.netdev.as_ref()
+    } else {
+        None
+    };
+    if local.is_infiniband() || local.is_ethernet() {
+        if let Some(x) = port_state::run_port(local, netdev) {
+            return Some((x.code, x.message, x.evidence, x.fix.unwrap_or_default()));
         }
     }
     if let Some(peer) = &ctx.peer {
@@ -66,12 +34,5 @@ pub(super) fn port_not_active(ctx: &Facts) -> Option<Rule> {
             ));
         }
     }
-    if !local.is_ethernet() {
-        return None;
-    }
-    // The one rule (`port_state`) that check, doctor and `--cm` ask too: this end's port
-    // not ACTIVE first, then its own netdev down (the QP can fail before the port's state
-    // catches up with its netdev, since rxe learns of the link through a notifier).
-    let x = port_state::run_port(local, ctx.netdev.as_ref())?;
-    Some((x.code, x.message, x.evidence, x.fix.unwrap_or_default()))
+    None
 }
