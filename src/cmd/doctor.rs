@@ -75,6 +75,7 @@ fn judge(ctx: &Ctx, args: &DoctorArgs) -> Result<u8> {
             findings.push(crate::diagnose::counters::state_not_saved(
                 &path.display().to_string(),
                 &crate::gather::state::io_error_text(&e),
+                args.state.is_some(),
             ));
         }
     }

@@ -891,9 +891,12 @@ fn interval(secs: u64) -> String {
 /// `counters-state`: the health check's state file could not be written, so the next run
 /// has no baseline and a counter that grows goes unseen. Said once, with the path and the
 /// errno; the check itself ran and its other findings stand.
-pub fn state_not_saved(path: &str, why: &str) -> Diagnostic {
+/// `asked`: the path was given (`--state FILE`), so failing it is a warning. The health
+/// formats' default location may be read-only by design (a diskless node's root): there it
+/// is info, so a node is not warned about forever for where it keeps no state.
+pub fn state_not_saved(path: &str, why: &str, asked: bool) -> Diagnostic {
     Diagnostic::finding(
-        Severity::Warn,
+        if asked { Severity::Warn } else { Severity::Info },
         codes::COUNTERS_STATE,
         format!("the counters' state was not saved to {path}: {why}"),
     )
@@ -1714,11 +1717,19 @@ mod tests {
         let f = state_not_saved(
             "/var/lib/rdmactl/doctor-nhc.json",
             "EACCES (13, Permission denied)",
+            true,
         );
         assert_eq!(
             (f.severity, f.code.as_str()),
             (Severity::Warn, "counters-state")
         );
+        // The default location on a read-only root: said, not warned about on every run.
+        let default = state_not_saved(
+            "/var/lib/rdmactl/doctor-nagios.json",
+            "EROFS (30, Read-only file system)",
+            false,
+        );
+        assert_eq!(default.severity, Severity::Info);
         assert!(
             f.message
                 .contains("/var/lib/rdmactl/doctor-nhc.json: EACCES"),
