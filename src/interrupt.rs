@@ -5,6 +5,7 @@
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
 
 struct Caught {
     seen: Arc<AtomicBool>,
@@ -37,4 +38,16 @@ pub fn caught() -> Option<i32> {
         return None;
     }
     Some(c.which.load(Ordering::Relaxed) as i32)
+}
+
+/// Sleep until `deadline`, waking every 100 ms to see whether a signal was caught (`catch`
+/// must have been called). False when one was: the caller stops and reports what it has.
+pub fn sleep_until(deadline: Instant) -> bool {
+    while let Some(left) = deadline.checked_duration_since(Instant::now()) {
+        if caught().is_some() {
+            return false;
+        }
+        std::thread::sleep(left.min(Duration::from_millis(100)));
+    }
+    true
 }

@@ -39,11 +39,8 @@ pub fn run(ctx: &Ctx, args: &CountersArgs) -> Result<u8> {
     for n in 1.. {
         // Deadlines from the start, so slow reads do not make the intervals drift.
         let deadline = start + interval * u32::try_from(n).unwrap_or(u32::MAX);
-        while let Some(left) = deadline.checked_duration_since(Instant::now()) {
-            if interrupt::caught().is_some() {
-                return Ok(exit::OK);
-            }
-            std::thread::sleep(left.min(Duration::from_millis(100)));
+        if !interrupt::sleep_until(deadline) {
+            return Ok(exit::OK);
         }
         let now = sysfs.counters(device.as_deref(), port)?;
         let deltas = sampler.next(now, Instant::now());

@@ -49,12 +49,7 @@ pub fn run(ctx: &Ctx, args: &QosArgs) -> Result<u8> {
     interrupt::catch();
     let start = Instant::now();
     let deadline = start + Duration::from_secs_f64(secs);
-    while let Some(left) = deadline.checked_duration_since(Instant::now()) {
-        if interrupt::caught().is_some() {
-            break;
-        }
-        std::thread::sleep(left.min(Duration::from_millis(100)));
-    }
+    interrupt::sleep_until(deadline);
     let seconds = start.elapsed().as_secs_f64();
     let after = crate::gather::qos::ports(ctx, &devices, false, &[]);
     let mut findings = Vec::new();
