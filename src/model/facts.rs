@@ -464,8 +464,8 @@ pub struct StallFacts {
     pub peer_knows_iterations: bool,
     /// Since the last completion of this end.
     pub since_last_completion_ms: u64,
-    /// The longest this process did not run while it waited (its own clock jumped between
-    /// two polls of a busy loop): it was stopped, not its peer.
+    /// The longest this process did not run since the run began (a thread of its own that
+    /// wakes every 0.25 s overslept by it): it was stopped, not its peer.
     pub stopped_ms: u64,
     /// The message size and --timeout, and what one message needs at the rate the port
     /// moved while this end waited (None: nothing moved, or no counter to tell).

@@ -13,7 +13,8 @@ use crate::model::failure::{Cause, Failure};
 use super::Builder;
 use crate::diagnose::midrun::{self, counter_lines, who};
 
-/// A gap this long between two polls of this process's busy loop means it was stopped.
+/// This process not running this long (its own sleeping thread overslept by it) means it
+/// was stopped.
 const STOPPED_MS: u64 = 2000;
 
 fn secs(ms: u64) -> String {
@@ -37,7 +38,7 @@ pub(super) fn stopped_here(failure: &Failure, stall: &Stall) -> Option<Diagnosti
     let mut x = Diagnostic::explanation(
         codes::PROCESS_STOPPED,
         format!(
-            "this process was stopped for {} s (SIGSTOP or Ctrl-Z, a debugger, or a paused VM) while it waited for a completion; the peer gave up waiting for it meanwhile: no fault of the peer or the path",
+            "this process was stopped for {} s (SIGSTOP or Ctrl-Z, a debugger, or a paused VM) during the run; the peer gave up waiting for it meanwhile: no fault of the peer or the path",
             secs(ms)
         ),
         "do not stop a process mid-run, or give both ends a longer --timeout; rerun both ends",
@@ -45,7 +46,7 @@ pub(super) fn stopped_here(failure: &Failure, stall: &Stall) -> Option<Diagnosti
     x.evidence.push(Seen::new(
         Source::Local,
         format!(
-            "this process's clock jumped {} s between two polls of its busy loop",
+            "a thread of this process that wakes every 0.25 s overslept by {} s",
             secs(ms)
         ),
     ));

@@ -134,14 +134,14 @@ pub(super) fn wait(
     conn: &mut Option<&mut Conn>,
 ) -> std::result::Result<usize, Failure> {
     use super::stall::{Flow, SECOND_LOOK};
-    let started = std::time::Instant::now();
+    // How long this wait has run, summed from the waits that ran out: no clock is read per
+    // call (this runs once per round trip, and under emulation a clock read can be a system
+    // call and an emulated timer, several microseconds of the round trip ibv_rc_pingpong
+    // does not spend).
+    let mut waited = std::time::Duration::ZERO;
     let mut timeout = plan.timeout;
     loop {
-        let stall = &mut side.stall;
-        let mut watch = || {
-            stall.ran(ticks());
-            stopped(conn)
-        };
+        let mut watch = || stopped(conn);
         let res = if plan.events {
             side.cq.wait_sleeping(wc, timeout, &mut watch)
         } else {
@@ -152,8 +152,11 @@ pub(super) fn wait(
             Err(f) => f,
         };
         let probed = conn.as_ref().is_some_and(|c| c.was_probed());
+        if let Cause::Timeout { waited_ms, .. } = f.cause {
+            waited += std::time::Duration::from_millis(waited_ms);
+        }
         if matches!(f.cause, Cause::Timeout { .. }) && !probed {
-            match side.stall.flow(started.elapsed(), plan.timeout, side.size) {
+            match side.stall.flow(waited, plan.timeout, side.size) {
                 Flow::FirstLook => {
                     timeout = SECOND_LOOK.min(plan.timeout);
                     continue;

@@ -5,6 +5,8 @@
 //! a stall: it goes on.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::gather::verbs::qp::{ticks, Context};
@@ -20,9 +22,59 @@ use crate::wire::exchange::{Conn, ProbeAnswer};
 /// How long a stalled end waits for the peer's answer to its probe.
 const PROBE_WAIT: Duration = Duration::from_secs(2);
 
-/// A gap this long between two polls of a busy loop means this process did not run: it was
-/// stopped (SIGSTOP, Ctrl-Z, a debugger, a paused VM), not starved for a time slice.
+/// This process not running this long means it was stopped (SIGSTOP, Ctrl-Z, a debugger, a
+/// paused VM), not starved for a time slice.
 pub(super) const STOPPED_GAP: Duration = Duration::from_secs(2);
+
+/// How often the stop clock's thread wakes.
+const STOP_CLOCK_TICK: Duration = Duration::from_millis(250);
+
+/// The longest this process did not run since the run began, measured by a thread of its
+/// own that wakes every [`STOP_CLOCK_TICK`]: a stop halts every thread, so the sleeper
+/// oversleeps by the stop wherever the main thread was (in its busy loop, a sync with the
+/// peer, setting up the next loop). Stamping the busy loop's polls instead missed a stop
+/// that landed outside the loop's clock reads: the resumed client then relayed the peer's
+/// "hung" as if it were about the peer.
+struct StopClock {
+    largest_ms: Arc<AtomicU64>,
+    running: Arc<AtomicBool>,
+}
+
+impl StopClock {
+    fn start() -> StopClock {
+        let largest_ms = Arc::new(AtomicU64::new(0));
+        let running = Arc::new(AtomicBool::new(true));
+        let (largest, alive) = (largest_ms.clone(), running.clone());
+        // A thread that cannot start leaves the measure at 0: no stop is claimed.
+        let _ = std::thread::Builder::new()
+            .name("stop-clock".into())
+            .spawn(move || {
+                let mut last = Instant::now();
+                while alive.load(Ordering::Relaxed) {
+                    std::thread::sleep(STOP_CLOCK_TICK);
+                    let now = Instant::now();
+                    let over = now.duration_since(last).saturating_sub(STOP_CLOCK_TICK);
+                    largest.fetch_max(over.as_millis() as u64, Ordering::Relaxed);
+                    last = now;
+                }
+            });
+        StopClock {
+            largest_ms,
+            running,
+        }
+    }
+
+    fn largest(&self) -> Duration {
+        Duration::from_millis(self.largest_ms.load(Ordering::Relaxed))
+    }
+}
+
+impl Drop for StopClock {
+    fn drop(&mut self) {
+        // The thread sees it within one tick and ends; nothing waits for it.
+        self.running.store(false, Ordering::Relaxed);
+    }
+}
 
 /// While packets still arrive a wait goes on, up to this many times --timeout.
 const MOVING_WAIT_LIMIT: u32 = 20;
@@ -69,9 +121,8 @@ pub(super) struct StallWatch {
     pub(super) peer_knows_iterations: bool,
     start: Instant,
     start_tick: u64,
-    last_tick: u64,
     last_completion_tick: u64,
-    largest_gap_ticks: u64,
+    stop_clock: StopClock,
     /// Requests posted and completed, messages received, in the current loop.
     pub(super) posted: u64,
     pub(super) completed: u64,
@@ -94,9 +145,8 @@ impl StallWatch {
             peer_knows_iterations: true,
             start: Instant::now(),
             start_tick: ticks(),
-            last_tick: 0,
             last_completion_tick: 0,
-            largest_gap_ticks: 0,
+            stop_clock: StopClock::start(),
             posted: 0,
             completed: 0,
             received: 0,
@@ -106,30 +156,17 @@ impl StallWatch {
         }
     }
 
-    /// A loop starts: time spent between loops (syncs, the peer's turn) is no gap.
+    /// A loop starts: its waits are measured from here.
     pub(super) fn begin(&mut self) {
-        let now = ticks();
-        self.last_tick = now;
-        self.last_completion_tick = now;
+        self.last_completion_tick = ticks();
         self.posted = 0;
         self.completed = 0;
         self.received = 0;
         self.packets_seen = None;
     }
 
-    /// This process ran at tick `now` (a poll of its wait, or a completion).
-    pub(super) fn ran(&mut self, now: u64) {
-        if self.last_tick != 0 {
-            self.largest_gap_ticks = self
-                .largest_gap_ticks
-                .max(now.saturating_sub(self.last_tick));
-        }
-        self.last_tick = now;
-    }
-
     /// A completion came at tick `now`.
     pub(super) fn completion(&mut self, now: u64) {
-        self.ran(now);
         self.last_completion_tick = now;
         // The next wait's looks compare with each other, not with an earlier message.
         self.packets_seen = None;
@@ -140,9 +177,9 @@ impl StallWatch {
         Duration::from_nanos((t as f64 * scale) as u64)
     }
 
-    /// The longest this process did not run while it waited.
+    /// The longest this process did not run since the run began.
     pub(super) fn stopped_for(&self) -> Duration {
-        self.ticks_to(self.largest_gap_ticks)
+        self.stop_clock.largest()
     }
 
     fn since_last_completion(&self) -> Duration {
