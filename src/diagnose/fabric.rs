@@ -11,7 +11,8 @@ use crate::model::codes::{self, Code};
 use crate::model::fabric::child::{ChildEvidence, ChildFailure};
 use crate::model::fabric::{
     ArpFluxGroup, Departure, Drift, DriftValue, GoneRank, PairEnd, PairState, PairVerdict, Pattern,
-    PerfBaseline, RanPairs, RankInfo, Suspect, SuspectExplanation, SuspectKind, Thresholds,
+    PerfBaseline, RanPairs, RankInfo, RunSpread, Spread, Suspect, SuspectExplanation, SuspectKind,
+    Thresholds,
 };
 
 // ---------------------------------------------------------------------------------------
@@ -357,6 +358,7 @@ pub fn judge_pair(p: &PairInput, base: &PerfBaseline, t: &Thresholds) -> PairVer
         why: Vec::new(),
         latency_ratio: None,
         bandwidth_ratio: None,
+        runs: None,
     };
     let end = match &p.end {
         Err(why) => {
@@ -420,6 +422,111 @@ pub fn judge_pair(p: &PairInput, base: &PerfBaseline, t: &Thresholds) -> PairVer
     v
 }
 
+/// How many times a pair that was bad is run again: three runs in all. Noise that makes
+/// one run in k look bad makes all three look bad once in k³.
+pub const RETESTS: u32 = 2;
+
+/// A retested pair judged on all its runs (the first, then the retests, in order). Slow,
+/// low bandwidth and lossy are measures a shared host's noise moves: the pair is bad only
+/// when every run that ran was bad (a consistent effect), with the state most of them
+/// share, and its figures are the runs' medians. A failed run is an event with its own
+/// cause, not a measure: one is enough, and the pair says in how many runs it failed.
+pub fn judge_runs(runs: &[PairInput], base: &PerfBaseline, t: &Thresholds) -> PairVerdict {
+    let judged: Vec<PairVerdict> = runs.iter().map(|r| judge_pair(r, base, t)).collect();
+    let Some(first) = judged.first() else {
+        return PairVerdict {
+            a: 0,
+            b: 0,
+            state: PairState::NotRun,
+            why: vec!["no run".into()],
+            latency_ratio: None,
+            bandwidth_ratio: None,
+            runs: None,
+        };
+    };
+    let ran: Vec<(&PairVerdict, &PairEnd)> = judged
+        .iter()
+        .zip(runs)
+        .filter_map(|(v, r)| r.end.as_ref().ok().map(|e| (v, e)))
+        .collect();
+    if ran.is_empty() {
+        return judged.last().cloned().unwrap_or_else(|| first.clone());
+    }
+    let figures = |f: fn(&PairEnd) -> Option<f64>| {
+        Spread::of(&ran.iter().filter_map(|(_, e)| f(e)).collect::<Vec<_>>())
+    };
+    let spread = RunSpread {
+        runs: ran.len() as u32,
+        bad_runs: ran.iter().filter(|(v, _)| v.state.is_bad()).count() as u32,
+        usec_per_iter: figures(|e| e.usec_per_iter),
+        mbit_per_sec: figures(|e| e.mbit_per_sec),
+    };
+    let ratio = |m: Option<&Spread>, b: Option<f64>| match (m, b) {
+        (Some(m), Some(b)) if b > 0.0 => Some(m.median / b),
+        _ => None,
+    };
+    let mut v = PairVerdict {
+        a: first.a,
+        b: first.b,
+        state: PairState::Ok,
+        why: Vec::new(),
+        latency_ratio: ratio(spread.usec_per_iter.as_ref(), base.usec_per_iter),
+        bandwidth_ratio: ratio(spread.mbit_per_sec.as_ref(), base.mbit_per_sec),
+        runs: None,
+    };
+    let count = |s: PairState| ran.iter().filter(|(v, _)| v.state == s).count();
+    let n = ran.len();
+    let failed = count(PairState::Failed);
+    if failed > 0 {
+        v.state = PairState::Failed;
+        v.why.push(format!("failed in {failed} of {n} runs"));
+        v.why.extend(
+            ran.iter()
+                .filter(|(r, _)| r.state == PairState::Failed)
+                .flat_map(|(r, _)| r.why.iter().cloned()),
+        );
+    } else if spread.bad_runs as usize == n {
+        // The state most bad runs share; a tie goes to the worse one.
+        // (max_by_key keeps the last of equals: the worst state is listed last.)
+        v.state = [PairState::LowBandwidth, PairState::Slow, PairState::Lossy]
+            .into_iter()
+            .max_by_key(|s| count(*s))
+            .unwrap_or(PairState::Slow);
+        v.why.push(format!(
+            "{} in {} of {n} runs",
+            bad_labels(&ran),
+            spread.bad_runs
+        ));
+        v.why.extend(
+            ran.iter()
+                .filter(|(r, _)| r.state.is_bad())
+                .flat_map(|(r, _)| r.why.iter().cloned()),
+        );
+    } else if spread.bad_runs > 0 {
+        v.why.push(format!(
+            "{} in {} of {n} runs only: not consistent, taken for the host's noise",
+            bad_labels(&ran),
+            spread.bad_runs
+        ));
+    }
+    v.runs = Some(spread);
+    v
+}
+
+/// The bad states among runs, each once, mildest first ("low bandwidth, slow").
+fn bad_labels(ran: &[(&PairVerdict, &PairEnd)]) -> String {
+    let states: BTreeSet<PairState> = ran
+        .iter()
+        .map(|(r, _)| r.state)
+        .filter(|s| s.is_bad())
+        .collect();
+    states
+        .into_iter()
+        .map(PairState::label)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 // ---------------------------------------------------------------------------------------
 // Attribution
 
@@ -443,8 +550,34 @@ pub fn attribute(
 }
 
 /// `attribute` from what rank 0 keeps at scale: the pairs that are not ok (the not-run
-/// ones with them; good ones are skipped), and which pairs ran at all.
+/// ones with them; good ones are skipped), and which pairs ran at all. Each suspect says
+/// over how many runs of its pairs it was bad.
 pub fn attribute_counted(
+    size: u32,
+    joined: &BTreeSet<u32>,
+    gone: &BTreeMap<u32, GoneRank>,
+    ranks: &[RankInfo],
+    verdicts: &[PairVerdict],
+    ran: &RanPairs,
+) -> Vec<Suspect> {
+    let mut out = suspects_of(size, joined, gone, ranks, verdicts, ran);
+    let by_pair: BTreeMap<(u32, u32), &PairVerdict> =
+        verdicts.iter().map(|v| ((v.a, v.b), v)).collect();
+    for s in &mut out {
+        for (runs, bad) in s
+            .pairs
+            .iter()
+            .filter_map(|p| by_pair.get(p))
+            .map(|v| v.run_count())
+        {
+            s.runs += runs;
+            s.bad_runs += bad;
+        }
+    }
+    out
+}
+
+fn suspects_of(
     size: u32,
     joined: &BTreeSet<u32>,
     gone: &BTreeMap<u32, GoneRank>,
@@ -463,6 +596,8 @@ pub fn attribute_counted(
                 peer_rank: None,
                 reason: format!("rank {r} never joined the run"),
                 pairs: Vec::new(),
+                runs: 0,
+                bad_runs: 0,
             });
         } else if let Some(g) = gone.get(&r) {
             out.push(Suspect {
@@ -478,6 +613,8 @@ pub fn attribute_counted(
                 pairs: pairs_of(&verdicts, r, |v| {
                     v.state == PairState::NotRun || v.state.is_bad()
                 }),
+                runs: 0,
+                bad_runs: 0,
             });
         }
     }
@@ -490,6 +627,8 @@ pub fn attribute_counted(
                 peer_rank: None,
                 reason: p.clone(),
                 pairs: Vec::new(),
+                runs: 0,
+                bad_runs: 0,
             });
         }
     }
@@ -522,6 +661,8 @@ pub fn attribute_counted(
                 majority_bad.len()
             ),
             pairs,
+            runs: 0,
+            bad_runs: 0,
         });
         return out;
     }
@@ -546,6 +687,8 @@ pub fn attribute_counted(
             peer_rank: None,
             reason: format!("{what} with {} of {n} partners", mine.len()),
             pairs: mine.iter().map(|v| (v.a, v.b)).collect(),
+            runs: 0,
+            bad_runs: 0,
         });
     }
     let explained: BTreeSet<u32> = majority_bad.iter().chain(&blamed).copied().collect();
@@ -582,6 +725,8 @@ pub fn attribute_counted(
             peer_rank: Some(v.b),
             reason,
             pairs: vec![(v.a, v.b)],
+            runs: 0,
+            bad_runs: 0,
         });
     }
     out
@@ -1050,6 +1195,132 @@ mod tests {
         let joined: BTreeSet<u32> = (0..n).collect();
         let ranks: Vec<RankInfo> = (0..n).map(|r| info(r, "h")).collect();
         attribute(n, &joined, &BTreeMap::new(), &ranks, verdicts)
+    }
+
+    fn base() -> PerfBaseline {
+        PerfBaseline {
+            usec_per_iter: Some(100.0),
+            mbit_per_sec: Some(1000.0),
+            how: "given".into(),
+        }
+    }
+
+    /// Issue 40: one slow spell of a shared host in three runs is noise, not a slow pair;
+    /// its figures are the runs' medians and its why says what the runs found.
+    #[test]
+    fn a_pair_slow_in_one_run_of_three_is_cleared() {
+        let t = Thresholds::default();
+        let runs = [
+            ok_pair(0, 1, 300.0, 1000.0),
+            ok_pair(0, 1, 110.0, 950.0),
+            ok_pair(0, 1, 105.0, 990.0),
+        ];
+        let v = judge_runs(&runs, &base(), &t);
+        assert_eq!(v.state, PairState::Ok, "{v:?}");
+        assert_eq!(
+            v.why,
+            vec!["slow in 1 of 3 runs only: not consistent, taken for the host's noise"]
+        );
+        let r = v.runs.clone().unwrap();
+        assert_eq!((r.runs, r.bad_runs), (3, 1));
+        let u = r.usec_per_iter.unwrap();
+        assert_eq!((u.min, u.median, u.max), (105.0, 110.0, 300.0));
+        assert_eq!(v.latency_ratio, Some(1.1));
+        assert_eq!(v.run_count(), (3, 1));
+    }
+
+    /// Slow in two runs of three, low bandwidth in the third: every run was bad, and the
+    /// pair is slow, said with the runs that found it.
+    #[test]
+    fn a_pair_bad_in_every_run_stays_bad_with_the_state_most_share() {
+        let t = Thresholds::default();
+        let runs = [
+            ok_pair(0, 1, 300.0, 1000.0),
+            ok_pair(0, 1, 280.0, 990.0),
+            ok_pair(0, 1, 100.0, 500.0),
+        ];
+        let v = judge_runs(&runs, &base(), &t);
+        assert_eq!(v.state, PairState::Slow, "{v:?}");
+        assert_eq!(v.why[0], "low bandwidth, slow in 3 of 3 runs");
+        assert_eq!(v.run_count(), (3, 3));
+        // The medians: 280 µs (2.8× the baseline), 990 Mbit/s.
+        assert_eq!(v.latency_ratio, Some(2.8));
+        assert_eq!(v.bandwidth_ratio, Some(0.99));
+    }
+
+    /// A failure is an event with its own cause, not a measure noise moves: one failed run
+    /// of three keeps the pair failed, and says how often.
+    #[test]
+    fn one_failed_run_keeps_the_pair_failed() {
+        let t = Thresholds::default();
+        let mut failed = ok_pair(0, 1, 100.0, 1000.0);
+        if let Ok(e) = failed.end.as_mut() {
+            e.ok = false;
+            e.problem = Some("timed out".into());
+        }
+        let runs = [
+            failed,
+            ok_pair(0, 1, 100.0, 1000.0),
+            ok_pair(0, 1, 100.0, 1000.0),
+        ];
+        let v = judge_runs(&runs, &base(), &t);
+        assert_eq!(v.state, PairState::Failed, "{v:?}");
+        assert_eq!(v.why[0], "failed in 1 of 3 runs");
+        assert!(v.why.iter().any(|w| w == "timed out"), "{v:?}");
+    }
+
+    /// A run a gone rank kept from running counts neither way.
+    #[test]
+    fn a_run_that_did_not_run_is_not_counted() {
+        let t = Thresholds::default();
+        let gone = PairInput {
+            a: 0,
+            b: 1,
+            end: Err("rank 1 left".into()),
+            resends_per_mille: None,
+        };
+        let runs = [
+            ok_pair(0, 1, 300.0, 1000.0),
+            gone,
+            ok_pair(0, 1, 290.0, 1000.0),
+        ];
+        let v = judge_runs(&runs, &base(), &t);
+        assert_eq!(v.state, PairState::Slow);
+        assert_eq!(v.run_count(), (2, 2));
+    }
+
+    /// Slow in two runs of three: not consistent, so not slow; bad in every run: slow.
+    #[test]
+    fn a_pair_bad_in_two_runs_of_three_is_not_consistent() {
+        let t = Thresholds::default();
+        let slow = ok_pair(0, 1, 300.0, 1000.0);
+        let v = judge_runs(
+            &[slow.clone(), slow.clone(), ok_pair(0, 1, 100.0, 1000.0)],
+            &base(),
+            &t,
+        );
+        assert_eq!(v.state, PairState::Ok, "{v:?}");
+        assert_eq!(v.run_count(), (3, 2));
+    }
+
+    /// A suspect says over how many runs of its pairs it was bad.
+    #[test]
+    fn a_suspect_counts_the_runs_of_its_pairs() {
+        let t = Thresholds::default();
+        let pairs = fabric(4, &[3], 400.0);
+        let (b, mut verdicts) = verdicts_of(&pairs, &t);
+        // Rank 3's pairs with ranks 0 and 1 were retested: slow in all 3 runs.
+        for v in verdicts.iter_mut().filter(|v| v.b == 3 && v.a < 2) {
+            let p = pairs.iter().find(|p| (p.a, p.b) == (v.a, v.b)).unwrap();
+            *v = judge_runs(&[p.clone(), p.clone(), p.clone()], &b, &t);
+        }
+        let s = suspects(4, &verdicts);
+        assert_eq!(s.len(), 1, "{s:?}");
+        assert_eq!(
+            (s[0].rank, s[0].runs, s[0].bad_runs),
+            (Some(3), 7, 7),
+            "{s:?}"
+        );
     }
 
     #[test]

@@ -314,9 +314,64 @@ pub struct PairVerdict {
     /// The worst thing found; `why` says every one.
     pub state: PairState,
     pub why: Vec<String>,
-    /// usec_per_iter / baseline, and mbit_per_sec / baseline.
+    /// usec_per_iter / baseline, and mbit_per_sec / baseline (of the runs' medians, for a
+    /// retested pair).
     pub latency_ratio: Option<f64>,
     pub bandwidth_ratio: Option<f64>,
+    /// A retested pair's runs; None for a pair that ran once.
+    pub runs: Option<RunSpread>,
+}
+
+impl PairVerdict {
+    /// (runs that ran, of them bad): a pair that ran once counts as one run.
+    pub fn run_count(&self) -> (u32, u32) {
+        match &self.runs {
+            Some(r) => (r.runs, r.bad_runs),
+            None if self.state == PairState::NotRun => (0, 0),
+            None => (1, u32::from(self.state.is_bad())),
+        }
+    }
+}
+
+/// A pair bad the first time is run again (`RETESTS` times): each run judged on its own, and
+/// the pair on what most of them found, so one slow spell of a shared host is not a suspect.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunSpread {
+    /// Runs that ran (the first and the retests), and how many of them were bad.
+    pub runs: u32,
+    pub bad_runs: u32,
+    pub usec_per_iter: Option<Spread>,
+    pub mbit_per_sec: Option<Spread>,
+}
+
+/// The lowest, median and highest of one figure over a pair's runs.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Spread {
+    pub min: f64,
+    pub median: f64,
+    pub max: f64,
+}
+
+impl Spread {
+    /// None for no values; the median of an even count is the mean of the middle two.
+    pub fn of(values: &[f64]) -> Option<Spread> {
+        let mut v: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
+        if v.is_empty() {
+            return None;
+        }
+        v.sort_by(f64::total_cmp);
+        let n = v.len();
+        let median = if n % 2 == 1 {
+            v[n / 2]
+        } else {
+            (v[n / 2 - 1] + v[n / 2]) / 2.0
+        };
+        Some(Spread {
+            min: v[0],
+            median,
+            max: v[n - 1],
+        })
+    }
 }
 
 /// How a rank that joined stopped taking part.
@@ -371,6 +426,10 @@ pub struct Suspect {
     pub reason: String,
     /// The pairs behind the verdict, as (a, b).
     pub pairs: Vec<(u32, u32)>,
+    /// Over those pairs' runs (first runs and retests): how many ran, and how many were bad;
+    /// how sure the verdict is (0 and 0 for a rank that never joined or left).
+    pub runs: u32,
+    pub bad_runs: u32,
 }
 
 /// Why a suspect is one, in the why/seen/fix shape of every other explanation: the pair
@@ -554,9 +613,11 @@ pub struct PairRow {
     pub latency_ratio: Option<f64>,
     pub bandwidth_ratio: Option<f64>,
     pub resends_per_mille: Option<f64>,
-    /// Bad the first time, so run again; `first_state` is what the first run found.
+    /// Bad the first time, so run again; `first_state` is what the first run found, `runs`
+    /// every run's spread (the figures above are the runs' medians).
     pub retested: bool,
     pub first_state: Option<PairState>,
+    pub runs: Option<RunSpread>,
     /// pingpong's failure object (why/seen/fix under `explanation`) and counters (with
     /// `resends_per_mille` added).
     pub failure: Option<Verbatim<ChildFailure>>,
@@ -577,6 +638,9 @@ pub struct SuspectRow {
     pub peer_device: Option<String>,
     pub reason: String,
     pub pairs: Vec<(u32, u32)>,
+    /// How sure: of the runs of `pairs` (first runs and retests), how many were bad.
+    pub runs: u32,
+    pub bad_runs: u32,
     pub explanation: SuspectExplanation,
 }
 

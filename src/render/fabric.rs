@@ -7,7 +7,8 @@ use owo_colors::OwoColorize;
 
 use crate::model::diagnostic::Severity;
 use crate::model::fabric::{
-    Drift, FabricReport, PairRow, PairState, PairTally, PerfBaseline, RankRow, SuspectRow,
+    Drift, FabricReport, PairRow, PairState, PairTally, PerfBaseline, RankRow, RunSpread,
+    SuspectRow,
 };
 use crate::output::Style;
 use crate::render::diagnostic;
@@ -108,6 +109,7 @@ pub fn text(r: &FabricReport, style: Style) -> String {
         out.push('\n');
         out.push_str(&matrix(r, style));
     }
+    out.push_str(&retests(r));
     if !r.suspects.is_empty() {
         out.push_str("\nsuspects:\n");
         for s in &r.suspects {
@@ -118,15 +120,88 @@ pub fn text(r: &FabricReport, style: Style) -> String {
             };
             let d = s.diagnostic();
             out.push_str(&format!(
-                "{}  {}  {who}: {}\n",
+                "{}  {}  {who}: {}{}\n",
                 diagnostic::severity_label(d.severity, style),
                 d.code,
-                s.reason
+                s.reason,
+                certainty(s.runs, s.bad_runs)
             ));
             out.push_str(&diagnostic::body(&d, "      "));
         }
     }
     out.push_str(&format!("\nverdict: {}\n", r.verdict));
+    out
+}
+
+/// How sure a suspect is, from the runs of its pairs (first runs and retests).
+fn certainty(runs: u32, bad_runs: u32) -> String {
+    match (runs, bad_runs) {
+        (0, _) => String::new(),
+        (1, _) => "; seen in its one run (not retested)".into(),
+        (r, b) if r == b => format!("; consistent: bad in all {r} runs of its pairs"),
+        (r, b) => format!("; bad in {b} of {r} runs of its pairs, not in all"),
+    }
+}
+
+/// Most retested pairs listed with every run's spread.
+const RETESTS_LISTED: usize = 20;
+
+/// The pairs that were bad the first time and ran again: what their runs found, the
+/// median and range of their figures.
+fn retests(r: &FabricReport) -> String {
+    let rows: Vec<(&PairRow, &RunSpread)> = r
+        .pairs
+        .iter()
+        .filter_map(|p| p.runs.as_ref().map(|s| (p, s)))
+        .collect();
+    if rows.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from(
+        "\nretested (bad the first time, run again; bad only when bad in every run):\n",
+    );
+    for (p, s) in rows.iter().take(RETESTS_LISTED) {
+        let mut figures = Vec::new();
+        if let Some(u) = s.usec_per_iter {
+            figures.push(format!(
+                "{:.1} µs/iter median ({:.1}–{:.1})",
+                u.median, u.min, u.max
+            ));
+        }
+        if let Some(m) = s.mbit_per_sec {
+            figures.push(format!(
+                "{:.0} Mbit/s median ({:.0}–{:.0})",
+                m.median, m.min, m.max
+            ));
+        }
+        let outcome = if p.state.is_bad() {
+            format!(
+                "{}, bad in {} of {} runs",
+                p.state.label(),
+                s.bad_runs,
+                s.runs
+            )
+        } else {
+            format!(
+                "cleared: bad in {} of {} runs only (first {})",
+                s.bad_runs,
+                s.runs,
+                p.first_state.map(PairState::label).unwrap_or("bad")
+            )
+        };
+        out.push_str(&format!(
+            "  {} ↔ {}: {outcome}; {}\n",
+            rank_label(r, p.a),
+            rank_label(r, p.b),
+            figures.join(", ")
+        ));
+    }
+    if rows.len() > RETESTS_LISTED {
+        out.push_str(&format!(
+            "  and {} more (every pair's runs are in -j's `pairs[].runs`)\n",
+            rows.len() - RETESTS_LISTED
+        ));
+    }
     out
 }
 
@@ -679,7 +754,8 @@ pub fn joining_line(joined: usize, size: u32) -> String {
 mod tests {
     use super::*;
     use crate::model::fabric::{
-        PerfBaseline, RankInfo, RunFacts, SuspectExplanation, SuspectKind, SuspectRow, Thresholds,
+        PerfBaseline, RankInfo, RunFacts, Spread, SuspectExplanation, SuspectKind, SuspectRow,
+        Thresholds,
     };
 
     fn report() -> FabricReport {
@@ -714,6 +790,12 @@ mod tests {
             resends_per_mille: None,
             retested: state != PairState::Ok,
             first_state: None,
+            runs: (state != PairState::Ok).then_some(RunSpread {
+                runs: 3,
+                bad_runs: 3,
+                usec_per_iter: Spread::of(&[100.0 * ratio, 90.0 * ratio, 110.0 * ratio]),
+                mbit_per_sec: Spread::of(&[900.0, 850.0, 910.0]),
+            }),
             failure: None,
             counters: None,
             problem: None,
@@ -760,6 +842,8 @@ mod tests {
                 peer_device: None,
                 reason: "slow with 2 of 2 partners".into(),
                 pairs: vec![(0, 2), (1, 2)],
+                runs: 6,
+                bad_runs: 6,
                 explanation: SuspectExplanation {
                     summary: "slow with 2 of 2 partners: up to 3.1× the baseline".into(),
                     evidence: vec!["h0 ↔ h2: slow".into()],
@@ -797,7 +881,7 @@ mod tests {
         assert!(t.contains("  2 h2 rxe2    3.0   3.1     -\n"), "{t}");
         assert!(
             t.contains(
-                "FAIL  fabric-endpoint-slow  h2 rxe2/1 (rank 2): slow with 2 of 2 partners\n"
+                "FAIL  fabric-endpoint-slow  h2 rxe2/1 (rank 2): slow with 2 of 2 partners; consistent: bad in all 6 runs of its pairs\n"
             ),
             "{t}"
         );

@@ -6,7 +6,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 
-use crate::diagnose::fabric::{self as rules, BaselineSeen, PairInput};
+use crate::diagnose::fabric::{self as rules, PairInput};
 use crate::error::Error;
 use crate::model::fabric::{
     Drift, FabricReport, PairEnd, PairRow, PairState, PairTally, PairVerdict, PerfBaseline,
@@ -46,23 +46,9 @@ impl Leader {
             first_states,
         } = tested;
         let t = self.cfg.thresholds.clone();
-        // A retest's record stands for its pair; the first run's is set aside.
-        let stands = |rec: &Record| rec.retest || !retested.contains(&(rec.a, rec.b));
-        let baseline = if retested.is_empty() {
-            self.seen.baseline(&t)
-        } else {
-            let mut seen = BaselineSeen::default();
-            let read = self.spool.each(|rec| {
-                if stands(&rec) {
-                    seen.add(&rec.input());
-                }
-            });
-            if let Err(e) = read {
-                self.failed.get_or_insert(e);
-            }
-            seen.baseline(&t)
-        };
-        let judged = self.judge_every_pair(&baseline, &stands, &retested, &first_states);
+        // The first runs' baseline: the one the retested pairs were picked against.
+        let baseline = self.seen.baseline(&t);
+        let judged = self.judge_every_pair(&baseline, &retested, &first_states);
         let PairsRead {
             mut rows,
             mut tally,
@@ -141,12 +127,12 @@ impl Leader {
         }
     }
 
-    /// One pass over the spool: each standing pair judged against the baseline, written
-    /// to the CSV, counted; kept when the report lists every pair, or when it is bad.
+    /// One pass over the spool: each pair judged against the baseline (a retested one on
+    /// all its runs, once the pass has them), written to the CSV, counted; kept when the
+    /// report lists every pair, or when it is bad.
     fn judge_every_pair(
         &mut self,
         baseline: &PerfBaseline,
-        stands: &dyn Fn(&Record) -> bool,
         retested: &BTreeSet<(u32, u32)>,
         first_states: &BTreeMap<(u32, u32), PairState>,
     ) -> PairsRead {
@@ -187,13 +173,11 @@ impl Leader {
             bad: Vec::new(),
             ends: BTreeMap::new(),
         };
-        let read = self.spool.each(|rec| {
-            if !stands(&rec) {
-                return;
-            }
-            let input = rec.input();
-            let v = rules::judge_pair(&input, baseline, &t);
-            let retested_now = retested.contains(&(v.a, v.b));
+        // The runs of the retested pairs: few (the bad ones, three runs each), kept until
+        // the pass has read them all.
+        let mut runs: BTreeMap<(u32, u32), Vec<Record>> = BTreeMap::new();
+        let mut one = |rec: Record, v: PairVerdict, input: PairInput| {
+            let retested_now = v.runs.is_some();
             let first = retested_now
                 .then(|| first_states.get(&(v.a, v.b)).copied())
                 .flatten();
@@ -218,9 +202,40 @@ impl Leader {
             if bad {
                 j.bad.push(v);
             }
+        };
+        let read = self.spool.each(|rec| {
+            if retested.contains(&(rec.a, rec.b)) {
+                runs.entry((rec.a, rec.b)).or_default().push(rec);
+                return;
+            }
+            let input = rec.input();
+            let v = rules::judge_pair(&input, baseline, &t);
+            one(rec, v, input);
         });
         if let Err(e) = read {
             self.failed.get_or_insert(e);
+        }
+        for (_, recs) in runs {
+            let inputs: Vec<PairInput> = recs.iter().map(Record::input).collect();
+            let v = rules::judge_runs(&inputs, baseline, &t);
+            // The row shows the runs' medians, the pair's evidence its first bad run.
+            let pick = recs
+                .iter()
+                .zip(&inputs)
+                .find(|(_, i)| rules::judge_pair(i, baseline, &t).state == v.state)
+                .or_else(|| recs.iter().zip(&inputs).next_back());
+            if let Some((rec, input)) = pick {
+                let mut input = input.clone();
+                if let (Ok(end), Some(spread)) = (input.end.as_mut(), v.runs.as_ref()) {
+                    end.usec_per_iter = spread.usec_per_iter.map(|s| s.median);
+                    end.mbit_per_sec = spread.mbit_per_sec.map(|s| s.median);
+                }
+                let rec = Record {
+                    end: input.end.clone().ok(),
+                    ..rec.clone()
+                };
+                one(rec, v, input);
+            }
         }
         if let Some((path, mut w)) = csv {
             if let Err(e) = w.flush() {
@@ -256,6 +271,8 @@ impl Leader {
             peer_device: info(s.peer_rank).map(|i| i.device.clone()),
             reason: s.reason.clone(),
             pairs: s.pairs.clone(),
+            runs: s.runs,
+            bad_runs: s.bad_runs,
             explanation,
         }
     }
@@ -293,6 +310,7 @@ fn row(
         resends_per_mille: resends_per_mille.map(round3),
         retested,
         first_state,
+        runs: v.runs.clone(),
         problem: end.as_ref().and_then(|e| e.problem.clone()).or(not_run),
         failure: end.as_ref().and_then(|e| e.failure.clone()),
         counters: end.and_then(|e| {

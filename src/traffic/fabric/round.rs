@@ -156,7 +156,7 @@ pub(super) struct Tested {
 }
 
 impl Leader {
-    /// Every round of the schedule, then the retest of the bad pairs, once.
+    /// Every round of the schedule, then the bad pairs again, `RETESTS` times.
     pub(super) fn test_all(&mut self) -> Tested {
         let infos: Vec<RankInfo> = self.infos.values().cloned().collect();
         let drift = rules::drift(&infos);
@@ -189,7 +189,7 @@ impl Leader {
         }
         let t = self.cfg.thresholds.clone();
         let base = self.seen.baseline(&t);
-        // Retest what was bad, once; a pair that could not run is not retested.
+        // Retest what was bad; a pair that could not run is not retested.
         let mut first_states: BTreeMap<(u32, u32), PairState> = BTreeMap::new();
         if self.interrupted.is_none() {
             let gone = &self.gone;
@@ -209,15 +209,17 @@ impl Leader {
         }
         let bad: Vec<(u32, u32)> = first_states.keys().copied().collect();
         let retest = rules::pack_rounds(&bad);
-        let base_round = rounds.len() as u32;
         let mut retested = BTreeSet::new();
-        for (k, round) in retest.iter().enumerate() {
-            if self.interruption().is_some() {
-                break;
+        self.round_now = rounds.len() as u32;
+        'retests: for _ in 0..rules::RETESTS {
+            for round in &retest {
+                if self.interruption().is_some() {
+                    break 'retests;
+                }
+                self.round_now += 1;
+                self.run_round(self.round_now, round, true);
+                retested.extend(round.iter().copied());
             }
-            self.round_now = base_round + k as u32 + 1;
-            self.run_round(self.round_now, round, true);
-            retested.extend(round.iter().copied());
         }
         if self.cfg.progress {
             crate::output::note(crate::render::fabric::CLEAR_LINE);
@@ -226,7 +228,7 @@ impl Leader {
             infos,
             drift,
             rounds: rounds.len() as u32,
-            retest_rounds: retest.len() as u32,
+            retest_rounds: self.round_now - rounds.len() as u32,
             retested,
             first_states,
         }
