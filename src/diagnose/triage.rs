@@ -12,7 +12,9 @@ use crate::model::codes::{self, Code};
 use crate::model::diagnostic::{Diagnostic, Seen, Severity, Source, Subject};
 use crate::model::errno::{self, errno_name, strerror, wc_status_name};
 use crate::model::gid::Gid;
-use crate::model::joblog::{status_words, FlushGroup, LogDigest, LogEvent, LogFailure};
+use crate::model::joblog::{
+    status_words, FlushGroup, LogDigest, LogEvent, LogFailure, UNNAMED_STATE,
+};
 
 /// A line of the input: which file (its index) and which line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -440,8 +442,12 @@ fn seen_of(e: &LogEvent, name: &dyn Fn(usize) -> String) -> Seen {
             }
         }
         LogFailure::Transition { errno, from, to } => {
-            let from = from.as_deref().unwrap_or("?");
-            parts.push(format!("modify QP {from} -> {to}"));
+            if to == UNNAMED_STATE {
+                parts.push("modify QP (the line names no state)".to_string());
+            } else {
+                let from = from.as_deref().unwrap_or("?");
+                parts.push(format!("modify QP {from} -> {to}"));
+            }
             match errno {
                 Some(n) => parts.push(format!("{} ({n}, {})", errno_name(*n), strerror(*n))),
                 None => parts.push("(no errno in the line)".into()),
@@ -750,6 +756,11 @@ fn transition_words(
     let fix_gid = "`rdmactl gids` on that host lists the indices; `rdmactl check ... --peer \
                    PEER` says whether an index routes to the peer and names one that does";
     let rtr = to == "RTR";
+    let step = if to == UNNAMED_STATE {
+        "modify QP (to a state the line does not name)".to_string()
+    } else {
+        format!("modify QP to {to}")
+    };
     if rtr && (empty_slot || errno == Some(libc::ENODATA)) {
         return Words {
             why: format!(
@@ -801,14 +812,14 @@ fn transition_words(
         ),
         Some(libc::ENETUNREACH) | Some(libc::EHOSTUNREACH) => (
             format!(
-                "modify QP to {to} failed with {err}: no route from the GID's netdev toward \
+                "{step} failed with {err}: no route from the GID's netdev toward \
                  the peer"
             ),
             vec!["the peer's state: the QP never sent".into()],
             vec!["whether another GID index (another netdev or subnet) routes there".into()],
         ),
         _ => (
-            format!("modify QP to {to} failed with {err}"),
+            format!("{step} failed with {err}"),
             Vec::new(),
             vec!["the cause: the errno alone does not decide it".into()],
         ),

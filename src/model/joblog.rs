@@ -1,12 +1,16 @@
 //! A failed job's log read as typed facts, for `rdmactl triage`: the RDMA error lines of
-//! the libraries and tools a job runs (NCCL, UCX and Open MPI through it, perftest,
-//! rdma-core's `ibv_rc_pingpong`, librdmacm's `rping`, rdmactl itself, the mlx5 kernel
-//! driver), behind the prefixes launchers and loggers put on them (`srun -l`, `mpirun
+//! the libraries and tools a job runs (NCCL, UCX and Open MPI through it, libfabric's verbs
+//! provider and `ofi_rxm` over it, NVSHMEM's ibrc and ibgda transports, Mooncake's transfer
+//! engine, perftest, rdma-core's `ibv_rc_pingpong`, librdmacm's `rping`, rdmactl itself, the
+//! mlx5 kernel driver), behind the prefixes launchers and loggers put on them (`srun -l`, `mpirun
 //! --tag-output`, pdsh, syslog/journald, dmesg). Pure: one line of text in, a fact out; the
 //! reader (`gather::joblog`) streams the file. Never panics on any input.
 //!
 //! Every format is taken from the tool's own format string, cited where it is parsed; no
 //! line here was copied from a log someone posted.
+//!
+//! NIXL (ai-dynamo/nixl v1.3) prints no work-completion line of its own: its RDMA backends
+//! are UCX, libfabric and Mooncake, whose lines are read here.
 
 use std::net::IpAddr;
 
@@ -28,6 +32,11 @@ pub enum LogLibrary {
     Rdmactl,
     /// The kernel's RDMA drivers (dmesg, journald's kernel lines).
     Kernel,
+    /// libfabric's verbs provider (and `ofi_rxm` over it).
+    Libfabric,
+    Nvshmem,
+    /// Mooncake's transfer engine (also under NIXL's Mooncake backend).
+    Mooncake,
 }
 
 impl LogLibrary {
@@ -40,6 +49,9 @@ impl LogLibrary {
             LogLibrary::Rping => "rping",
             LogLibrary::Rdmactl => "rdmactl",
             LogLibrary::Kernel => "kernel",
+            LogLibrary::Libfabric => "libfabric",
+            LogLibrary::Nvshmem => "NVSHMEM",
+            LogLibrary::Mooncake => "Mooncake",
         }
     }
 }
@@ -865,6 +877,191 @@ fn kernel_mlx5(text: &str, line: u64) -> Option<LogEvent> {
     Some(e)
 }
 
+/// libfabric's log line header (libfabric v1.18–v2.6, src/log.c `ofi_log`/`fi_log`:
+/// `%s:%d:%ld:%s:%s:%s:%s():%d<%s> %s`: `libfabric`, the pid, the time in seconds, the
+/// `log_prefix` (src/common.c, empty by default), the provider, the subsystem, the function,
+/// the line, the level and the message). The origin gets the pid and time; the provider and
+/// the message are returned.
+fn libfabric_header<'a>(text: &'a str, origin: &mut LogOrigin) -> Option<(&'a str, &'a str)> {
+    let start = text.find("libfabric:")?;
+    let text = &text[start..];
+    let func_end = text.find("():")?;
+    let mut head = text[..func_end].rsplitn(4, ':');
+    let (_func, _subsys, prov, front) = (head.next()?, head.next()?, head.next()?, head.next()?);
+    let mut front = front.splitn(4, ':');
+    let (_pkg, pid, time) = (front.next()?, front.next()?, front.next()?);
+    let after_func = &text[func_end + 3..];
+    let close = after_func.find("> ")?;
+    let level = after_func[..close].split_once('<')?.1;
+    if !["warn", "trace", "info", "debug"].contains(&level) {
+        return None;
+    }
+    origin.pid = origin.pid.or(pid.parse().ok());
+    if !time.is_empty() && time.len() <= 20 && time.bytes().all(|b| b.is_ascii_digit()) {
+        origin.time.get_or_insert_with(|| time.to_string());
+    }
+    Some((prov, &after_func[close + 2..]))
+}
+
+/// libfabric's verbs provider and the `ofi_rxm` provider layered on it.
+///
+/// The verbs provider logs no completion error itself: `vrb_report_wc` (prov/verbs/src/
+/// verbs_cq.c) hands the status to `fi_cq_readerr` as `prov_errno`, and `vrb_cq_strerror`
+/// words it with `ibv_wc_status_str`. `ofi_rxm` over verbs prints it (v1.15–v2.6,
+/// prov/rxm/src/rxm_cq.c `rxm_handle_comp_error`): `fi_cq_readerr: err: %s (%d), prov_err:
+/// %s (%d)`, the last two the status's words and number. The verbs provider's own failed
+/// QP transition (prov/verbs/src/verbs_ofi.h `VRB_WARN_ERRNO`, `fn ": %s (%d)\n"` with
+/// strerror and errno; verbs_ep.c `vrb_create_dgram_ep`) is `ibv_modify_qp: %s (%d)`, which
+/// names no state.
+fn libfabric(prov: &str, msg: &str, line: u64) -> Option<LogEvent> {
+    if !(prov.contains("verbs") || prov.contains("rxm")) {
+        return None;
+    }
+    if let Some(rest) = after(msg, "fi_cq_readerr: err: ") {
+        let prov_err = after(rest, "prov_err: ")?;
+        let (words, n) = prov_err.rsplit_once(" (")?;
+        let status = u32::try_from(number(n)?).ok()?;
+        // The words and the number must agree: another provider's `prov_err` is its own.
+        if status_from_words(words) != Some(status) {
+            return None;
+        }
+        return Some(LogEvent::new(
+            line,
+            LogLibrary::Libfabric,
+            LogFailure::Completion {
+                status,
+                opcode: None,
+                vendor_err: None,
+                syndrome: None,
+                wr_id: None,
+            },
+        ));
+    }
+    let rest = msg.trim_start().strip_prefix("ibv_modify_qp: ")?;
+    let (_words, n) = rest.rsplit_once(" (")?;
+    Some(LogEvent::new(
+        line,
+        LogLibrary::Libfabric,
+        LogFailure::Transition {
+            errno: number(n).and_then(|v| i32::try_from(v).ok()),
+            from: None,
+            to: UNNAMED_STATE.to_string(),
+        },
+    ))
+}
+
+/// The target state of a QP transition whose line does not name it.
+pub const UNNAMED_STATE: &str = "?";
+
+/// The IBV_WC_* status rdma-core's mlx5 provider gives an mlx5 CQE syndrome
+/// (providers/mlx5/mlx5dv.h `MLX5_CQE_SYNDROME_*`, providers/mlx5/cq.c
+/// `mlx5_handle_error_cqe`, rdma-core v44); any other syndrome is IBV_WC_GENERAL_ERR (21).
+fn mlx5_syndrome_status(syndrome: u32) -> u32 {
+    match syndrome {
+        0x01 => 1,
+        0x02 => 2,
+        0x04 => 4,
+        0x05 => 5,
+        0x06 => 6,
+        0x10 => 7,
+        0x11 => 8,
+        0x12 => 9,
+        0x13 => 10,
+        0x14 => 11,
+        0x15 => 12,
+        0x16 => 13,
+        0x22 => 16,
+        _ => 21,
+    }
+}
+
+/// NVSHMEM's IB transports (NVSHMEM 3.4.5, src/include/non_abi/nvshmemx_error.h
+/// `NVSHMEMI_NZ_ERROR_JMP`: `%s:%d: non-zero status: %d ` with the source file, line and
+/// status, then the message):
+/// - ibrc (src/modules/transport/ibrc/ibrc.cpp, `progress_send`): `ibv_poll_cq failed,
+///   status: %d` with the work completion's status;
+/// - ibrc's `ibv_modify_qp failed ` (the status is ibv_modify_qp's errno; no state named);
+/// - ibgda's device code (src/include/non_abi/device/pt-to-pt/ibgda_device.cuh, `printf`):
+///   `ibgda_poll_cq failed with error=%d.`, the error the mlx5 CQE syndrome, or `-ETIME`
+///   when the poll timed out (no completion: not read).
+fn nvshmem(text: &str, line: u64) -> Option<LogEvent> {
+    if let Some(rest) = after(text, "ibgda_poll_cq failed with error=") {
+        let err = number(rest)?;
+        let syndrome = u32::try_from(err).ok()?;
+        return Some(LogEvent::new(
+            line,
+            LogLibrary::Nvshmem,
+            LogFailure::Completion {
+                status: mlx5_syndrome_status(syndrome),
+                opcode: None,
+                vendor_err: None,
+                syndrome: Some(syndrome),
+                wr_id: None,
+            },
+        ));
+    }
+    let rest = after(text, "non-zero status: ")?;
+    let status = number(rest)?;
+    if let Some(wc) = after(rest, "ibv_poll_cq failed, status: ") {
+        return Some(LogEvent::new(
+            line,
+            LogLibrary::Nvshmem,
+            LogFailure::Completion {
+                status: u32::try_from(number(wc)?).ok()?,
+                opcode: None,
+                vendor_err: None,
+                syndrome: None,
+                wr_id: None,
+            },
+        ));
+    }
+    if rest.contains(" ibv_modify_qp failed") {
+        return Some(LogEvent::new(
+            line,
+            LogLibrary::Nvshmem,
+            LogFailure::Transition {
+                errno: i32::try_from(status).ok(),
+                from: None,
+                to: UNNAMED_STATE.to_string(),
+            },
+        ));
+    }
+    None
+}
+
+/// Mooncake's transfer engine, RDMA transport (v0.3.0–v0.3.12, mooncake-transfer-engine/src/
+/// transport/rdma_transport/worker_pool.cpp `performPollCq`, glog `LOG(ERROR)`): `Worker:
+/// Process failed for slice (opcode: %d, source_addr: %p, length: %zu, dest_addr: %p,
+/// local_nic: %s, peer_nic: %s, dest_rkey: %u, retry_cnt: %d[, max_retry_cnt: %d]): %s`,
+/// the last `ibv_wc_status_str`; `peer_nic` is `SERVER@DEVICE` (include/common.h
+/// `MakeNicPath`), the server often `IP:PORT`. The opcode is Mooncake's (READ or WRITE), not
+/// a verbs one. Its successor (tent/src/transport/rdma/workers.cpp) logs `Detected error WQE
+/// for slice %p (opcode: %d, source_addr: %p, dest_addr: %p, length: %zu, local_nic: %s):
+/// %s` at INFO.
+fn mooncake(text: &str, line: u64) -> Option<LogEvent> {
+    let rest = after(text, "Process failed for slice (")
+        .or_else(|| after(text, "Detected error WQE for slice "))?;
+    let (fields, words) = rest.rsplit_once("): ")?;
+    let status = status_from_words(words)?;
+    let mut e = LogEvent::new(
+        line,
+        LogLibrary::Mooncake,
+        LogFailure::Completion {
+            status,
+            opcode: None,
+            vendor_err: None,
+            syndrome: None,
+            wr_id: None,
+        },
+    );
+    e.device = token_after(fields, "local_nic: ").map(str::to_string);
+    if let Some(peer) = token_after(fields, "peer_nic: ") {
+        let server = peer.rsplit_once('@').map_or(peer, |(s, _)| s);
+        e.peer = peer_addr(server);
+    }
+    Some(e)
+}
+
 // ---------------------------------------------------------------------------------------
 // The reader
 
@@ -959,6 +1156,22 @@ fn finish(e: &mut LogEvent) {
 }
 
 fn parse_body(body: &str, line: u64, origin: &mut LogOrigin) -> Option<LogEvent> {
+    if body.contains("libfabric:") {
+        if let Some((prov, msg)) = libfabric_header(body, origin) {
+            return libfabric(prov, msg, line);
+        }
+    }
+    if body.contains("ibv_poll_cq failed")
+        || body.contains("ibgda_poll_cq failed")
+        || (body.contains("non-zero status: ") && body.contains("ibv_modify_qp failed"))
+    {
+        if let Some(e) = nvshmem(body, line) {
+            return Some(e);
+        }
+    }
+    if body.contains("Process failed for slice (") || body.contains("Detected error WQE") {
+        return mooncake(body, line);
+    }
     if body.contains("Got completion from peer ") {
         nccl_header(body, origin);
         return nccl_completion(body, line);
@@ -1024,6 +1237,7 @@ fn is_context(body: &str) -> bool {
         || body.contains(" NCCL INFO ")
         || body.contains(" NCCL WARN ")
         || body.contains("UCX  ")
+        || body.starts_with("libfabric:")
         || body.starts_with("scnt=")
         || body.trim_start().starts_with("rcnt=")
 }
@@ -1415,6 +1629,135 @@ mod tests {
         assert_eq!(e.device.as_deref(), Some("mlx5_1"));
         assert_eq!(e.origin.host.as_deref(), Some("node3"));
         assert_eq!(e.origin.time.as_deref(), Some("Nov 28 04:20:16"));
+    }
+
+    #[test]
+    fn libfabric_rxm_completion_error_over_verbs() {
+        // src/log.c v2.6 "%s:%d:%ld:%s:%s:%s:%s():%d<%s> %s" (empty log_prefix), with
+        // prov/rxm/src/rxm_cq.c "fi_cq_readerr: err: %s (%d), prov_err: %s (%d)\n", the
+        // prov_err from verbs' ibv_wc_status_str.
+        let e = one(
+            "[1,2]<stderr>:libfabric:4711:1764300000::ofi_rxm:cq:rxm_handle_comp_error():1770\
+             <warn> fi_cq_readerr: err: Input/output error (5), prov_err: transport retry \
+             counter exceeded (12)",
+        );
+        assert_eq!(e.library, LogLibrary::Libfabric);
+        assert_eq!(completion(&e), (12, None, None));
+        assert_eq!(e.origin.pid, Some(4711));
+        assert_eq!(e.origin.rank, Some(2));
+        assert_eq!(e.origin.time.as_deref(), Some("1764300000"));
+        // The words and number disagree: not read as a completion.
+        assert!(events(&[
+            "libfabric:1:2::ofi_rxm:cq:f():1<warn> fi_cq_readerr: err: Input/output error \
+             (5), prov_err: local length error (12)"
+        ])
+        .is_empty());
+        // Another provider's prov_err is its own, not a verbs status.
+        assert!(events(&[
+            "libfabric:1:2::efa:cq:f():1<warn> fi_cq_readerr: err: Input/output error (5), \
+             prov_err: transport retry counter exceeded (12)"
+        ])
+        .is_empty());
+    }
+
+    #[test]
+    fn libfabric_verbs_modify_qp_names_its_errno_not_its_state() {
+        // prov/verbs/src/verbs_ofi.h VRB_WARN_ERRNO: fn ": %s (%d)\n" (strerror, errno),
+        // from verbs_ep.c vrb_create_dgram_ep's ibv_modify_qp, with a log_prefix set.
+        let e = one(
+            "libfabric:4711:1764300001:job7:verbs:ep_ctrl:vrb_create_dgram_ep():805<warn> \
+             ibv_modify_qp: Invalid argument (22)",
+        );
+        assert_eq!(e.library, LogLibrary::Libfabric);
+        assert_eq!(
+            e.failure,
+            LogFailure::Transition {
+                errno: Some(22),
+                from: None,
+                to: UNNAMED_STATE.into()
+            }
+        );
+        // A libfabric line that is no error is understood, not an event.
+        let mut p = LogParser::default();
+        assert_eq!(
+            p.feed(
+                1,
+                "libfabric:4711:1764300001::core:core:ofi_register_provider():476<info> \
+                 registering provider: verbs (200.0)"
+            )
+            .0,
+            LogLine::Context
+        );
+    }
+
+    #[test]
+    fn nvshmem_ibrc_and_ibgda_failures() {
+        // nvshmemx_error.h NVSHMEMI_NZ_ERROR_JMP "%s:%d: non-zero status: %d " then
+        // ibrc.cpp's "ibv_poll_cq failed, status: %d\n" (3.4.5).
+        let e = one(
+            "/build/nvshmem/src/modules/transport/ibrc/ibrc.cpp:1072: non-zero status: 12 \
+             ibv_poll_cq failed, status: 12",
+        );
+        assert_eq!(e.library, LogLibrary::Nvshmem);
+        assert_eq!(completion(&e).0, 12);
+        // ibrc.cpp "ibv_modify_qp failed \n": the status is ibv_modify_qp's errno.
+        let t = one(
+            "src/modules/transport/ibrc/ibrc.cpp:401: non-zero status: 110 ibv_modify_qp \
+             failed ",
+        );
+        assert_eq!(
+            t.failure,
+            LogFailure::Transition {
+                errno: Some(110),
+                from: None,
+                to: UNNAMED_STATE.into()
+            }
+        );
+        // ibgda_device.cuh "ibgda_poll_cq failed with error=%d.\n": the mlx5 CQE syndrome
+        // (0x15, transport retry exceeded), mapped as rdma-core's mlx5 provider maps it.
+        let g = one("ibgda_poll_cq failed with error=21.");
+        assert_eq!(g.library, LogLibrary::Nvshmem);
+        assert_eq!(completion(&g).0, 12);
+        assert!(matches!(
+            g.failure,
+            LogFailure::Completion {
+                syndrome: Some(0x15),
+                ..
+            }
+        ));
+        // -ETIME: the poll timed out, no completion to read.
+        assert!(events(&["ibgda_poll_cq failed with error=-62."]).is_empty());
+        assert_eq!(
+            completion(&one("ibgda_poll_cq failed with error=99.")).0,
+            21
+        );
+    }
+
+    #[test]
+    fn mooncake_failed_slice_names_both_nics() {
+        // worker_pool.cpp (v0.3.x) LOG(ERROR) "Worker: Process failed for slice (opcode: ...,
+        // local_nic: ..., peer_nic: ..., ...): " << ibv_wc_status_str, behind glog's
+        // "Lmmdd hh:mm:ss.uuuuuu threadid file:line] ".
+        let e = one(
+            "E1128 04:20:16.123456 31337 worker_pool.cpp:654] Worker: Process failed for \
+             slice (opcode: 1, source_addr: 0x7f0000001000, length: 65536, dest_addr: \
+             0x7f1000002000, local_nic: mlx5_0, peer_nic: 10.0.5.2:12345@mlx5_1, dest_rkey: \
+             2048, retry_cnt: 0, max_retry_cnt: 8): transport retry counter exceeded",
+        );
+        assert_eq!(e.library, LogLibrary::Mooncake);
+        assert_eq!(completion(&e), (12, None, None));
+        assert_eq!(e.device.as_deref(), Some("mlx5_0"));
+        assert_eq!(e.peer, Some("10.0.5.2".parse().unwrap()));
+        // tent/src/transport/rdma/workers.cpp: "Detected error WQE for slice %p (opcode:
+        // ..., local_nic: %s): " << ibv_wc_status_str.
+        let t = one(
+            "I1128 04:20:17.000001 31338 workers.cpp:672] Detected error WQE for slice \
+             0x55aa (opcode: 0, source_addr: 0x1, dest_addr: 0x2, length: 8, local_nic: \
+             mlx5_3): remote access error",
+        );
+        assert_eq!(completion(&t).0, 10);
+        assert_eq!(t.device.as_deref(), Some("mlx5_3"));
+        assert_eq!(t.peer, None);
     }
 
     #[test]
