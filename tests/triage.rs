@@ -349,9 +349,23 @@ fn real_logs_from_the_vm() {
         "{}",
         f["ruled_out"]
     );
-    // ib_send_bw refuses before any QP: not an RDMA error line (yet), and no false finding.
-    let r = run(&["triage", &log("vm/ib-send-bw-empty-gid.log")]);
-    assert_eq!(r.code, 0, "{}", r.stdout);
+    // ib_send_bw on the empty GID index 7 refuses before any QP; its banner (stdout,
+    // flushed at exit) follows the refusal and still names the device and index.
+    let v = json("vm/ib-send-bw-empty-gid.log");
+    assert_eq!(codes(&v), ["log-gid-family"]);
+    let f = finding(&v, "log-gid-family");
+    assert_eq!(f["root"]["line"], 2);
+    assert_eq!((&f["device"], &f["gid_index"]), (&"rxe1".into(), &7.into()));
+    let why = f["message"].as_str().unwrap();
+    assert!(why.contains("empty GID ::"), "{why}");
+    assert!(!why.contains("retry") && !why.contains("ARP"), "{why}");
+    assert_eq!(
+        commands(f),
+        [
+            "the reporting host: rdmactl check -d rxe1 -g 7",
+            "the reporting host: rdmactl gids -d rxe1"
+        ]
+    );
 }
 
 /// A host that holds the root line's local GID is that end: `check`'s rules on its port and
@@ -550,4 +564,36 @@ fn mooncake_failed_slice_is_the_peers_refusal_not_the_network() {
         "{next:?}"
     );
     assert_eq!(v["events"][0]["library"], "Mooncake");
+}
+
+#[test]
+fn perftest_gid_types_refusal_is_a_family_mismatch_not_the_network() {
+    // Built from perftest's banner and ctx_check_gid_compatibility refusal (SOURCE.txt).
+    let v = json("perftest-gid-types.log");
+    assert_eq!(codes(&v), ["log-gid-family"]);
+    let f = finding(&v, "log-gid-family");
+    assert_eq!(f["root"]["line"], 11);
+    assert_eq!(f["device"], "mlx5_2");
+    assert_eq!(f["gid_index"], 1);
+    let why = f["message"].as_str().unwrap();
+    assert!(why.contains("different address families"), "{why}");
+    assert!(why.contains("GID index 1"), "{why}");
+    for wrong in ["retry", "empty slot", "ARP", "did not acknowledge"] {
+        assert!(!why.contains(wrong), "{wrong} in {why}");
+    }
+    assert!(f["ruled_out"].to_string().contains("network path"));
+    assert_eq!(
+        commands(f),
+        [
+            "cn1: rdmactl check -d mlx5_2 -g 1",
+            "cn1: rdmactl gids -d mlx5_2"
+        ]
+    );
+    assert_eq!(v["events"][0]["kind"], "gid_family");
+    // Understood: the banner's device and GID index lines, the refusal and its advice; the
+    // other eight lines are ordinary output.
+    assert_eq!(v["skipped"], 8);
+    let r = run(&["triage", "--no-host", &log("perftest-gid-types.log")]);
+    assert_eq!(r.code, 1);
+    assert!(r.stdout.contains("FAIL log-gid-family"), "{}", r.stdout);
 }

@@ -405,13 +405,15 @@ fn group_key(
             e.peer_ip(),
             e.device.clone(),
         ),
+        LogFailure::GidFamily => (codes::LOG_GID_FAMILY, None, None, None, e.device.clone()),
     }
 }
 
 fn code_of(e: &LogEvent) -> Code {
-    match e.status() {
-        Some(status) => crate::diagnose::datapath::status_code(status),
-        None => codes::LOG_QP_TRANSITION,
+    match e.failure {
+        LogFailure::Completion { status, .. } => crate::diagnose::datapath::status_code(status),
+        LogFailure::Transition { .. } => codes::LOG_QP_TRANSITION,
+        LogFailure::GidFamily => codes::LOG_GID_FAMILY,
     }
 }
 
@@ -452,6 +454,9 @@ fn seen_of(e: &LogEvent, name: &dyn Fn(usize) -> String) -> Seen {
                 Some(n) => parts.push(format!("{} ({n}, {})", errno_name(*n), strerror(*n))),
                 None => parts.push("(no errno in the line)".into()),
             }
+        }
+        LogFailure::GidFamily => {
+            parts.push("the two ends' GIDs are of different families".to_string())
         }
     }
     if let Some(d) = &e.device {
@@ -619,6 +624,7 @@ impl Words {
             LogFailure::Transition { errno, to, .. } => {
                 transition_words(*errno, to, group, index.zero_local_gid)
             }
+            LogFailure::GidFamily => gid_family_words(root),
         }
     }
 }
@@ -720,6 +726,37 @@ fn completion_words(status: u32, root: &LogEvent, group: &[&LogEvent], index: &I
             unknown: vec!["the cause: look the status up in the HCA vendor's notes".into()],
             fix: FIX_PATH.to_string(),
         },
+    }
+}
+
+/// perftest's handshake found the two ends' GIDs of different families.
+fn gid_family_words(root: &LogEvent) -> Words {
+    let index = root
+        .gid_index
+        .map_or("its GID index".to_string(), |i| format!("GID index {i}"));
+    Words {
+        why: format!(
+            "the two ends' GIDs are of different address families: one is IPv4-mapped \
+             (::ffff:a.b.c.d, RoCE v2 over IPv4), the other is not (IPv6, link-local, or the \
+             empty GID :: of an unused index), so \
+             {} refused to connect; a RoCE v2 packet carries one IP header, so both ends need \
+             GIDs of one family (this end used {index})",
+            root.library.name()
+        ),
+        ruled_out: vec![
+            "the network path and the peer's process: the refusal comes from the exchange \
+             of addresses, before any RDMA packet"
+                .into(),
+        ],
+        unknown: vec![
+            "which end's GID is the odd one, and whether it is an empty slot (::): perftest \
+             prints neither GID before refusing"
+                .into(),
+        ],
+        fix: "give both ends GID indices of one family (perftest's `-x`): `rdmactl gids` on \
+              each host lists each index's family; `rdmactl check -d DEV -g IDX --peer PEER` \
+              says whether an index reaches the peer and names one that does"
+            .into(),
     }
 }
 
@@ -862,7 +899,7 @@ fn next_steps(
         on: here.to_string(),
         command: check,
     }];
-    if *code == codes::LOG_QP_TRANSITION {
+    if *code == codes::LOG_QP_TRANSITION || *code == codes::LOG_GID_FAMILY {
         steps.push(NextStep {
             on: here.to_string(),
             command: format!(

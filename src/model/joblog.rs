@@ -98,6 +98,9 @@ pub enum LogFailure {
         from: Option<String>,
         to: String,
     },
+    /// The two ends' GIDs are of different address families (one IPv4-mapped, the other
+    /// not), as perftest's handshake found them before any QP was connected.
+    GidFamily,
 }
 
 /// One RDMA error line, decoded.
@@ -146,7 +149,7 @@ impl LogEvent {
     pub fn status(&self) -> Option<u32> {
         match self.failure {
             LogFailure::Completion { status, .. } => Some(status),
-            LogFailure::Transition { .. } => None,
+            LogFailure::Transition { .. } | LogFailure::GidFamily => None,
         }
     }
 
@@ -1078,8 +1081,27 @@ pub enum LogLine {
     /// An end's own address as a verbs example prints it before connecting, with
     /// the all-zero GID: that end's GID index names an empty slot.
     ZeroLocalGid,
+    /// perftest's banner, of this reporter: its device or GID index. A stdout written to a
+    /// file is flushed at exit, after stderr's error lines, so the banner may follow the
+    /// events it belongs to: the digest adds it to this reporter's latest perftest events.
+    Banner(Option<String>, BannerFact),
     /// Not understood: counted and skipped.
     Unknown,
+}
+
+/// Add a banner's fact to a perftest event of the same reporter that lacks it.
+fn backfill(e: &mut LogEvent, reporter: &Option<String>, fact: &BannerFact) {
+    if e.library != LogLibrary::Perftest || e.origin.reporter() != *reporter {
+        return;
+    }
+    match fact {
+        BannerFact::Device(d) => {
+            e.device.get_or_insert_with(|| d.clone());
+        }
+        BannerFact::GidIndex(i) => {
+            e.gid_index.get_or_insert(*i);
+        }
+    }
 }
 
 /// Reads lines in order, keeping the little state two-line formats need.
@@ -1088,7 +1110,20 @@ pub struct LogParser {
     /// The last event, while the next line may still add to it (UCX's peer info).
     pending: Option<LogEvent>,
     file: usize,
+    /// perftest's banner of each reporter: the device and GID index it ran with, for its
+    /// later error lines (which name neither). At most `MAX_BANNERS`, the oldest replaced.
+    banners: Vec<PerftestBanner>,
 }
+
+/// What perftest's banner said, per reporter.
+#[derive(Debug, Default, Clone)]
+struct PerftestBanner {
+    reporter: Option<String>,
+    device: Option<String>,
+    gid_index: Option<u32>,
+}
+
+const MAX_BANNERS: usize = 64;
 
 impl LogParser {
     /// A parser for the `file`th input: its events carry that index.
@@ -1096,6 +1131,7 @@ impl LogParser {
         LogParser {
             pending: None,
             file,
+            banners: Vec::new(),
         }
     }
 
@@ -1123,9 +1159,25 @@ impl LogParser {
                 released,
             );
         }
+        if let Some(fact) = perftest_banner(body) {
+            let reporter = origin.reporter();
+            self.note_banner(reporter.clone(), fact.clone());
+            // The event still held is this reporter's too when the banner follows it.
+            let mut released = released;
+            if let Some(e) = released.as_mut().or(self.pending.as_mut()) {
+                backfill(e, &reporter, &fact);
+            }
+            return (LogLine::Banner(reporter, fact), released);
+        }
         let parsed = parse_body(body, line_no, &mut origin);
         let kind = match parsed {
             Some(mut e) => {
+                if e.library == LogLibrary::Perftest {
+                    if let Some(b) = self.banner_of(&origin.reporter()) {
+                        e.device = e.device.take().or_else(|| b.device.clone());
+                        e.gid_index = e.gid_index.or(b.gid_index);
+                    }
+                }
                 e.origin = origin;
                 e.file = self.file;
                 finish(&mut e);
@@ -1137,6 +1189,35 @@ impl LogParser {
             None => LogLine::Unknown,
         };
         (kind, released)
+    }
+
+    fn banner_of(&self, reporter: &Option<String>) -> Option<&PerftestBanner> {
+        self.banners.iter().find(|b| b.reporter == *reporter)
+    }
+
+    fn note_banner(&mut self, reporter: Option<String>, fact: BannerFact) {
+        let at = match self.banners.iter().position(|b| b.reporter == reporter) {
+            Some(i) => i,
+            None => {
+                if self.banners.len() >= MAX_BANNERS {
+                    self.banners.remove(0);
+                }
+                self.banners.push(PerftestBanner {
+                    reporter,
+                    ..PerftestBanner::default()
+                });
+                self.banners.len() - 1
+            }
+        };
+        let b = &mut self.banners[at];
+        match fact {
+            // A new banner starts a new run: its GID index is said again, or is the default.
+            BannerFact::Device(d) => {
+                b.device = Some(d);
+                b.gid_index = None;
+            }
+            BannerFact::GidIndex(i) => b.gid_index = Some(i),
+        }
     }
 
     /// The event still held at the end of the input.
@@ -1168,6 +1249,9 @@ fn parse_body(body: &str, line: u64, origin: &mut LogOrigin) -> Option<LogEvent>
         if let Some(e) = nvshmem(body, line) {
             return Some(e);
         }
+    }
+    if body.contains("Found Incompatibility issue with GID types") {
+        return perftest_gid_types(body, line);
     }
     if body.contains("Process failed for slice (") || body.contains("Detected error WQE") {
         return mooncake(body, line);
@@ -1231,6 +1315,44 @@ fn local_address_gid(body: &str) -> Option<Gid> {
     gid(g.split_whitespace().next()?)
 }
 
+/// One fact of perftest's banner.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BannerFact {
+    Device(String),
+    GidIndex(u32),
+}
+
+/// perftest's banner (perftest 4.5–26.04, src/perftest_parameters.c `ctx_print_test_info`):
+/// ` Dual-port       : %s\t\tDevice         : %s` and ` GID index       : %d`.
+fn perftest_banner(body: &str) -> Option<BannerFact> {
+    let t = body.trim_start();
+    if t.starts_with("Dual-port ") {
+        let dev = after(t, "Device")?.trim_start().strip_prefix(':')?.trim();
+        let ok = !dev.is_empty()
+            && dev.len() <= 64
+            && dev
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'));
+        return ok.then(|| BannerFact::Device(dev.to_string()));
+    }
+    let rest = t
+        .strip_prefix("GID index ")?
+        .trim_start()
+        .strip_prefix(':')?;
+    let i = u32::try_from(number(rest)?).ok()?;
+    Some(BannerFact::GidIndex(i))
+}
+
+/// perftest's refusal when the two ends' GIDs differ in family (perftest 2.3+, every
+/// benchmark's main, e.g. src/write_bw.c: `\n Found Incompatibility issue with GID
+/// types.\n` then ` Please Try to use a different IP version.\n\n`, after
+/// src/perftest_communication.c `ctx_check_gid_compatibility` found one GID IPv4-mapped
+/// and the other not).
+fn perftest_gid_types(text: &str, line: u64) -> Option<LogEvent> {
+    text.contains("Found Incompatibility issue with GID types")
+        .then(|| LogEvent::new(line, LogLibrary::Perftest, LogFailure::GidFamily))
+}
+
 /// Lines of a known tool that carry no error of their own.
 fn is_context(body: &str) -> bool {
     body.contains("Completion with error at ")
@@ -1238,6 +1360,7 @@ fn is_context(body: &str) -> bool {
         || body.contains(" NCCL WARN ")
         || body.contains("UCX  ")
         || body.starts_with("libfabric:")
+        || body.contains("Please Try to use a different IP version")
         || body.starts_with("scnt=")
         || body.trim_start().starts_with("rcnt=")
 }
@@ -1304,6 +1427,7 @@ impl LogDigest {
     pub const MAX_EVENTS: usize = 10_000;
     const FLUSH_LINES: usize = 8;
     const MAX_FLUSH_GROUPS: usize = 1_000;
+    const BACKFILL: usize = 16;
 
     /// Count one line as read, by what it was.
     pub fn count(&mut self, kind: &LogLine) {
@@ -1312,6 +1436,21 @@ impl LogDigest {
         match kind {
             LogLine::Unknown => self.skipped += 1,
             LogLine::Event(_) | LogLine::Context => self.understood += 1,
+            LogLine::Banner(reporter, fact) => {
+                self.understood += 1;
+                // Only the last few events: a banner belongs to the run just before it, and
+                // a log of many banners stays linear.
+                let file = self.file;
+                for e in self
+                    .events
+                    .iter_mut()
+                    .rev()
+                    .take(Self::BACKFILL)
+                    .filter(|e| e.file == file)
+                {
+                    backfill(e, reporter, fact);
+                }
+            }
             LogLine::ZeroLocalGid => {
                 self.understood += 1;
                 self.zero_local_gid
@@ -1758,6 +1897,70 @@ mod tests {
         assert_eq!(completion(&t).0, 10);
         assert_eq!(t.device.as_deref(), Some("mlx5_3"));
         assert_eq!(t.peer, None);
+    }
+
+    #[test]
+    fn perftest_gid_types_refusal_takes_the_banners_device_and_index() {
+        // perftest_parameters.c ctx_print_test_info " Dual-port       : %s\t\tDevice
+        // : %s", " GID index       : %d"; write_bw.c "\n Found Incompatibility issue with GID
+        // types.\n", " Please Try to use a different IP version.\n\n".
+        let all = events(&[
+            "cn1:  Dual-port       : OFF\t\tDevice         : mlx5_2",
+            "cn1:  GID index       : 1",
+            "cn2:  Dual-port       : OFF\t\tDevice         : mlx5_7",
+            "cn2:  GID index       : 3",
+            "cn1: ",
+            "cn1:  Found Incompatibility issue with GID types.",
+            "cn1:  Please Try to use a different IP version.",
+        ]);
+        assert_eq!(all.len(), 1);
+        let e = &all[0];
+        assert_eq!(e.library, LogLibrary::Perftest);
+        assert_eq!(e.failure, LogFailure::GidFamily);
+        assert_eq!(e.device.as_deref(), Some("mlx5_2"));
+        assert_eq!(e.gid_index, Some(1));
+        assert_eq!(e.origin.host.as_deref(), Some("cn1"));
+        // A new run's banner without `-x` forgets the old index.
+        let all = events(&[
+            " Dual-port       : OFF\t\tDevice         : rxe0",
+            " GID index       : 1",
+            " Dual-port       : OFF\t\tDevice         : rxe1",
+            " Found Incompatibility issue with GID types.",
+        ]);
+        assert_eq!(all[0].device.as_deref(), Some("rxe1"));
+        assert_eq!(all[0].gid_index, None);
+        // The banner lines are understood, not skipped.
+        let mut p = LogParser::default();
+        assert_eq!(
+            p.feed(1, " GID index       : 3").0,
+            LogLine::Banner(None, BannerFact::GidIndex(3))
+        );
+        // stdout to a file is flushed at exit: the banner after the refusal still names the
+        // device and index, for that reporter only.
+        let mut p = LogParser::default();
+        let mut d = LogDigest::default();
+        for (i, l) in [
+            "a:  Found Incompatibility issue with GID types.",
+            "a:  Please Try to use a different IP version.",
+            "a: ",
+            "b:  Dual-port       : OFF\t\tDevice         : mlx5_9",
+            "a:  Dual-port       : OFF\t\tDevice         : rxe1",
+            "a:  GID index       : 7",
+        ]
+        .iter()
+        .enumerate()
+        {
+            let (kind, done) = p.feed(i as u64 + 1, l);
+            if let Some(e) = done {
+                d.add(e);
+            }
+            d.count(&kind);
+        }
+        d.events.extend(p.finish());
+        assert_eq!(d.events.len(), 1);
+        assert_eq!(d.events[0].device.as_deref(), Some("rxe1"));
+        assert_eq!(d.events[0].gid_index, Some(7));
+        assert_eq!(d.skipped, 1, "only the empty line");
     }
 
     #[test]
