@@ -597,3 +597,29 @@ fn perftest_gid_types_refusal_is_a_family_mismatch_not_the_network() {
     assert_eq!(r.code, 1);
     assert!(r.stdout.contains("FAIL log-gid-family"), "{}", r.stdout);
 }
+
+#[test]
+fn soft_roce_refusing_a_roce_v1_gid_says_so() {
+    // Built from rdma_rxe's rxe_av_chk_attr format behind rxe_dbg_qp (SOURCE.txt).
+    let v = json("kernel-rxe.log");
+    assert_eq!(codes(&v), ["log-qp-transition"]);
+    let f = finding(&v, "log-qp-transition");
+    assert_eq!(f["root"]["line"], 2);
+    assert_eq!(f["device"], "rxe1");
+    assert_eq!(f["reporters"], serde_json::json!(["vm1"]));
+    let why = f["message"].as_str().unwrap();
+    assert!(
+        why.contains("RoCE v1") && why.contains("RoCE v2 only"),
+        "{why}"
+    );
+    for wrong in ["empty slot", "ARP", "beyond the port's GID table", "route"] {
+        assert!(!why.contains(wrong), "{wrong} in {why}");
+    }
+    assert!(f["ruled_out"].to_string().contains("network path"));
+    assert_eq!(
+        commands(f),
+        ["vm1: rdmactl check -d rxe1", "vm1: rdmactl gids -d rxe1"]
+    );
+    assert_eq!(v["events"][0]["library"], "kernel");
+    assert_eq!(v["events"][0]["errno_name"], "EINVAL");
+}

@@ -13,7 +13,7 @@ use crate::model::diagnostic::{Diagnostic, Seen, Severity, Source, Subject};
 use crate::model::errno::{self, errno_name, strerror, wc_status_name};
 use crate::model::gid::Gid;
 use crate::model::joblog::{
-    status_words, FlushGroup, LogDigest, LogEvent, LogFailure, UNNAMED_STATE,
+    status_words, FlushGroup, LogDigest, LogEvent, LogFailure, RefusedAttr, UNNAMED_STATE,
 };
 
 /// A line of the input: which file (its index) and which line.
@@ -798,6 +798,40 @@ fn transition_words(
     } else {
         format!("modify QP to {to}")
     };
+    // The driver named the attribute it refused: that decides it.
+    if let Some(detail) = group.iter().find_map(|e| e.detail) {
+        let (why, fix) = match detail {
+            RefusedAttr::SgidIndexOutOfRange => (
+                format!(
+                    "{step} failed with {err}: the driver says {index} is beyond the port's \
+                     GID table (invalid sgid index)"
+                ),
+                format!("set the job's GID index to one in the table; {fix_gid}"),
+            ),
+            RefusedAttr::NotRoceV2(n) => (
+                format!(
+                    "{step} failed with {err}: the driver says {index} names a GID of network \
+                     type {n} ({}), not RoCE v2; Soft-RoCE (rdma_rxe) speaks RoCE v2 only",
+                    match n {
+                        0 => "InfiniBand",
+                        1 => "RoCE v1",
+                        _ => "not a RoCE v2 type",
+                    }
+                ),
+                "use a RoCE v2 GID index: `rdmactl gids` on that host shows each index's \
+                 type, and `-g auto` picks a RoCE v2 one"
+                    .to_string(),
+            ),
+        };
+        return Words {
+            why,
+            ruled_out: vec![
+                "the network path and the peer: the QP was refused before it sent".to_string(),
+            ],
+            unknown: Vec::new(),
+            fix,
+        };
+    }
     if rtr && (empty_slot || errno == Some(libc::ENODATA)) {
         return Words {
             why: format!(

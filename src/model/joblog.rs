@@ -2,7 +2,7 @@
 //! the libraries and tools a job runs (NCCL, UCX and Open MPI through it, libfabric's verbs
 //! provider and `ofi_rxm` over it, NVSHMEM's ibrc and ibgda transports, Mooncake's transfer
 //! engine, perftest, rdma-core's `ibv_rc_pingpong`, librdmacm's `rping`, rdmactl itself, the
-//! mlx5 kernel driver), behind the prefixes launchers and loggers put on them (`srun -l`, `mpirun
+//! mlx5 and rdma_rxe kernel drivers), behind the prefixes launchers and loggers put on them (`srun -l`, `mpirun
 //! --tag-output`, pdsh, syslog/journald, dmesg). Pure: one line of text in, a fact out; the
 //! reader (`gather::joblog`) streams the file. Never panics on any input.
 //!
@@ -124,6 +124,19 @@ pub struct LogEvent {
     pub remote_qpn: Option<u32>,
     /// The traffic class of the QP, where the line says it (UCX's peer info).
     pub traffic_class: Option<u32>,
+    /// What the line itself says the refused attribute was, where it says it (rdma_rxe's
+    /// `invalid sgid index`, `invalid network type`).
+    #[serde(skip)]
+    pub detail: Option<RefusedAttr>,
+}
+
+/// An attribute a driver's log line names as the one it refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RefusedAttr {
+    /// The GID index is beyond the port's GID table.
+    SgidIndexOutOfRange,
+    /// The GID is not RoCE v2 (IPv4 or IPv6): rdma_rxe speaks RoCE v2 only.
+    NotRoceV2(u32),
 }
 
 impl LogEvent {
@@ -143,6 +156,7 @@ impl LogEvent {
             qpn: None,
             remote_qpn: None,
             traffic_class: None,
+            detail: None,
         }
     }
 
@@ -308,11 +322,14 @@ fn pdsh_host<'a>(text: &'a str, origin: &mut LogOrigin) -> Option<&'a str> {
         ]
         .iter()
         .any(|w| host.eq_ignore_ascii_case(w));
-    if !ok {
+    // A kernel line of an RDMA device without a parent device reads `DEV: ...` too:
+    // rdma_rxe's `rxe0: qp#17 FUNC: ` and `rxe0: rxe_FUNC: ` are the device, not a host.
+    let rest = &text[end + 2..];
+    if !ok || rest.starts_with("qp#") || rest.starts_with("rxe_") {
         return None;
     }
     origin.host.get_or_insert_with(|| host.to_string());
-    Some(&text[end + 2..])
+    Some(rest)
 }
 
 // ---------------------------------------------------------------------------------------
@@ -1065,6 +1082,59 @@ fn mooncake(text: &str, line: u64) -> Option<LogEvent> {
     Some(e)
 }
 
+/// Soft-RoCE (rdma_rxe) refusing a QP's address vector (drivers/infiniband/sw/rxe/rxe_av.c
+/// `rxe_av_chk_attr`, called by rxe_qp.c `rxe_qp_chk_attr` for `IB_QP_AV`, which the move to
+/// RTR sets): `invalid sgid index = %d` (the index beyond the port's GID table) and `invalid
+/// network type for rdma_rxe = %d` (a GID that is not RoCE v2: `enum rdma_network_type`, 1
+/// is RoCE v1, 0 InfiniBand). Linux 4.14–6.2 print them with `pr_warn` under `rdma_rxe: `
+/// (no device); 6.3–6.4 with `rxe_dbg_qp` (`ibdev_dbg`: `DEV: qp#%d %s: `); 6.5+ with
+/// `rxe_dbg_dev` (`DEV: %s: `), both at debug level (dynamic debug on). The modify fails
+/// with EINVAL.
+fn kernel_rxe(text: &str, line: u64) -> Option<LogEvent> {
+    let (at, detail) = if let Some(i) = text.find("invalid sgid index = ") {
+        (i, RefusedAttr::SgidIndexOutOfRange)
+    } else {
+        let i = text.find("invalid network type for rdma_rxe = ")?;
+        let n = u32::try_from(number(
+            &text[i + "invalid network type for rdma_rxe = ".len()..],
+        )?)
+        .ok()?;
+        (i, RefusedAttr::NotRoceV2(n))
+    };
+    let mut e = LogEvent::new(
+        line,
+        LogLibrary::Kernel,
+        LogFailure::Transition {
+            errno: Some(libc::EINVAL),
+            from: None,
+            to: "RTR".to_string(),
+        },
+    );
+    if detail == RefusedAttr::SgidIndexOutOfRange {
+        e.gid_index = u32_after(&text[at..], "invalid sgid index = ");
+    }
+    e.detail = Some(detail);
+    // The device: the word before `: qp#N FUNC: ` (6.3–6.4) or before `: FUNC: ` (6.5+).
+    let head = text[..at].trim_end();
+    let head = head.strip_suffix(':').unwrap_or(head);
+    let dev_end = match head.rfind(": qp#") {
+        Some(i) => Some(i),
+        None => head
+            .rfind(": ")
+            .filter(|_| head.contains("rxe_av_chk_attr")),
+    };
+    e.device = dev_end
+        .map(|i| head[..i].rsplit(' ').next().unwrap_or(""))
+        .filter(|d| {
+            !d.is_empty()
+                && *d != "rdma_rxe"
+                && d.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
+        })
+        .map(str::to_string);
+    Some(e)
+}
+
 // ---------------------------------------------------------------------------------------
 // The reader
 
@@ -1249,6 +1319,10 @@ fn parse_body(body: &str, line: u64, origin: &mut LogOrigin) -> Option<LogEvent>
         if let Some(e) = nvshmem(body, line) {
             return Some(e);
         }
+    }
+    if body.contains("invalid sgid index = ") || body.contains("invalid network type for rdma_rxe")
+    {
+        return kernel_rxe(body, line);
     }
     if body.contains("Found Incompatibility issue with GID types") {
         return perftest_gid_types(body, line);
@@ -1961,6 +2035,38 @@ mod tests {
         assert_eq!(d.events[0].device.as_deref(), Some("rxe1"));
         assert_eq!(d.events[0].gid_index, Some(7));
         assert_eq!(d.skipped, 1, "only the empty line");
+    }
+
+    #[test]
+    fn rxe_refusing_a_qps_gid_in_three_kernels() {
+        // rxe_av.c rxe_av_chk_attr "invalid sgid index = %d\n": pr_warn under pr_fmt's
+        // "rdma_rxe: " (Linux 6.1), rxe_dbg_qp's "qp#%d %s: " under ibdev_printk's "DEV: "
+        // (6.3), rxe_dbg_dev's "%s: " (6.5+) with a parent device's "DRIVER PARENT DEV: ".
+        let old = one("[  812.125000] rdma_rxe: invalid sgid index = 300");
+        assert_eq!(old.library, LogLibrary::Kernel);
+        assert_eq!(
+            old.failure,
+            LogFailure::Transition {
+                errno: Some(22),
+                from: None,
+                to: "RTR".into()
+            }
+        );
+        assert_eq!(old.gid_index, Some(300));
+        assert_eq!(old.device, None);
+        assert_eq!(old.detail, Some(RefusedAttr::SgidIndexOutOfRange));
+        let mid = one(
+            "Nov 28 04:20:16 vm1 kernel: rxe1: qp#17 rxe_av_chk_attrs: invalid sgid index = 300",
+        );
+        assert_eq!(mid.device.as_deref(), Some("rxe1"));
+        assert_eq!(mid.origin.host.as_deref(), Some("vm1"));
+        let new = one(
+            "[ 5.000001] virtio_net virtio0 rxe0: rxe_av_chk_attr: invalid network type for \
+             rdma_rxe = 1",
+        );
+        assert_eq!(new.device.as_deref(), Some("rxe0"));
+        assert_eq!(new.detail, Some(RefusedAttr::NotRoceV2(1)));
+        assert_eq!(new.gid_index, None);
     }
 
     #[test]
