@@ -157,8 +157,8 @@ pub enum Command {
     /// collector
     #[command(after_long_help = EXPORTER_HELP)]
     Exporter(ExporterArgs),
-    /// Read a failed job's log (NCCL, UCX, Open MPI, perftest, ibv_rc_pingpong, rping,
-    /// rdmactl, the kernel's): the root RDMA error apart from its cascade, its cause with the
+    /// Read a failed job's log (NCCL, UCX, Open MPI, libfabric, NVSHMEM, Mooncake, perftest,
+    /// ibv_rc_pingpong, rping, rdmactl, the kernel's): the root RDMA error apart from its cascade, its cause with the
     /// lines that show it, and the next commands with the job's own device and GID index
     Triage(TriageArgs),
     /// The RDMA resources of running processes (as `rdma res show`): each process's QPs

@@ -349,9 +349,23 @@ fn real_logs_from_the_vm() {
         "{}",
         f["ruled_out"]
     );
-    // ib_send_bw refuses before any QP: not an RDMA error line (yet), and no false finding.
-    let r = run(&["triage", &log("vm/ib-send-bw-empty-gid.log")]);
-    assert_eq!(r.code, 0, "{}", r.stdout);
+    // ib_send_bw on the empty GID index 7 refuses before any QP; its banner (stdout,
+    // flushed at exit) follows the refusal and still names the device and index.
+    let v = json("vm/ib-send-bw-empty-gid.log");
+    assert_eq!(codes(&v), ["log-gid-family"]);
+    let f = finding(&v, "log-gid-family");
+    assert_eq!(f["root"]["line"], 2);
+    assert_eq!((&f["device"], &f["gid_index"]), (&"rxe1".into(), &7.into()));
+    let why = f["message"].as_str().unwrap();
+    assert!(why.contains("empty GID ::"), "{why}");
+    assert!(!why.contains("retry") && !why.contains("ARP"), "{why}");
+    assert_eq!(
+        commands(f),
+        [
+            "the reporting host: rdmactl check -d rxe1 -g 7",
+            "the reporting host: rdmactl gids -d rxe1"
+        ]
+    );
 }
 
 /// A host that holds the root line's local GID is that end: `check`'s rules on its port and
@@ -464,4 +478,148 @@ fn a_down_port_here_is_shown_under_the_logs_failure() {
     );
     // Not the cable, not the peer: the host's own evidence names its netdev.
     assert!(!here.contains("cable"), "{here}");
+}
+
+#[test]
+fn libfabric_verbs_through_rxm_and_its_own_qp_transition() {
+    // Built from libfabric v2.6's format strings (SOURCE.txt): rxm's fi_cq_readerr line with
+    // the verbs status, and the verbs provider's VRB_WARN_ERRNO for ibv_modify_qp.
+    let v = json("libfabric.log");
+    assert_eq!(codes(&v), ["retry-exceeded", "log-qp-transition"]);
+    let f = finding(&v, "retry-exceeded");
+    assert_eq!(f["root"]["line"], 5);
+    assert_eq!(f["reporters"], serde_json::json!(["rank 1"]));
+    let why = f["message"].as_str().unwrap();
+    assert!(why.contains("did not acknowledge"), "{why}");
+    assert!(
+        !why.contains("empty slot") && !why.contains("receive posted"),
+        "{why}"
+    );
+    assert_eq!(commands(f)[0], "rank 1: rdmactl check");
+    assert_eq!(v["events"][0]["library"], "libfabric");
+    assert_eq!(v["events"][0]["pid"], 5120);
+
+    let t = finding(&v, "log-qp-transition");
+    assert_eq!(t["root"]["line"], 6);
+    let why = t["message"].as_str().unwrap();
+    assert!(why.contains("EINVAL (22, Invalid argument)"), "{why}");
+    assert!(why.contains("a state the line does not name"), "{why}");
+    // The line names no state: no RTR-only cause is claimed.
+    for wrong in ["empty slot", "ARP", "MTU", "RTR"] {
+        assert!(!why.contains(wrong), "{wrong} in {why}");
+    }
+    let next = commands(t);
+    assert_eq!(next, ["rank 0: rdmactl check", "rank 0: rdmactl gids"]);
+}
+
+#[test]
+fn nvshmem_ibrc_rnr_and_ibgda_syndrome() {
+    // Built from NVSHMEM 3.4.5's format strings (SOURCE.txt).
+    let v = json("nvshmem.log");
+    assert_eq!(codes(&v), ["rnr-retry-exceeded", "retry-exceeded"]);
+    let f = finding(&v, "rnr-retry-exceeded");
+    assert_eq!(f["root"]["line"], 2);
+    assert_eq!(f["reporters"], serde_json::json!(["gpu1"]));
+    let why = f["message"].as_str().unwrap();
+    assert!(why.contains("had no receive posted"), "{why}");
+    assert!(!why.contains("lost the packets"), "{why}");
+    assert!(f["ruled_out"].to_string().contains("packet loss"));
+    assert_eq!(commands(f)[0], "gpu1: rdmactl check");
+
+    // ibgda's error is the mlx5 CQE syndrome 0x15: transport retries exceeded.
+    let g = finding(&v, "retry-exceeded");
+    assert_eq!(g["root"]["line"], 4);
+    assert_eq!(g["reporters"], serde_json::json!(["gpu2"]));
+    assert!(!g["message"].as_str().unwrap().contains("receive posted"));
+    let e = &v["events"][1];
+    assert_eq!(e["library"], "NVSHMEM");
+    assert_eq!(e["syndrome"], 0x15);
+    let r = run(&["triage", "--no-host", &log("nvshmem.log")]);
+    assert_eq!(r.code, 1);
+    assert!(r.stdout.contains("FAIL rnr-retry-exceeded"), "{}", r.stdout);
+}
+
+#[test]
+fn mooncake_failed_slice_is_the_peers_refusal_not_the_network() {
+    // Built from Mooncake's worker_pool.cpp LOG(ERROR) format (SOURCE.txt).
+    let v = json("mooncake.log");
+    assert_eq!(codes(&v), ["remote-access"]);
+    let f = finding(&v, "remote-access");
+    assert_eq!(f["root"]["line"], 2);
+    assert_eq!(f["peer"], "10.0.5.2");
+    assert_eq!(f["device"], "mlx5_0");
+    let why = f["message"].as_str().unwrap();
+    assert!(why.contains("refused an RDMA READ or WRITE"), "{why}");
+    for wrong in ["retry", "lost the packets", "empty slot"] {
+        assert!(!why.contains(wrong), "{wrong} in {why}");
+    }
+    assert!(f["ruled_out"].to_string().contains("network path"));
+    let next = commands(f);
+    assert_eq!(
+        next[0],
+        "prefill-0: rdmactl check -d mlx5_0 --peer 10.0.5.2"
+    );
+    assert!(
+        next.contains(&"prefill-0: rdmactl pingpong -d mlx5_0 -g auto 10.0.5.2".into()),
+        "{next:?}"
+    );
+    assert_eq!(v["events"][0]["library"], "Mooncake");
+}
+
+#[test]
+fn perftest_gid_types_refusal_is_a_family_mismatch_not_the_network() {
+    // Built from perftest's banner and ctx_check_gid_compatibility refusal (SOURCE.txt).
+    let v = json("perftest-gid-types.log");
+    assert_eq!(codes(&v), ["log-gid-family"]);
+    let f = finding(&v, "log-gid-family");
+    assert_eq!(f["root"]["line"], 11);
+    assert_eq!(f["device"], "mlx5_2");
+    assert_eq!(f["gid_index"], 1);
+    let why = f["message"].as_str().unwrap();
+    assert!(why.contains("different address families"), "{why}");
+    assert!(why.contains("GID index 1"), "{why}");
+    for wrong in ["retry", "empty slot", "ARP", "did not acknowledge"] {
+        assert!(!why.contains(wrong), "{wrong} in {why}");
+    }
+    assert!(f["ruled_out"].to_string().contains("network path"));
+    assert_eq!(
+        commands(f),
+        [
+            "cn1: rdmactl check -d mlx5_2 -g 1",
+            "cn1: rdmactl gids -d mlx5_2"
+        ]
+    );
+    assert_eq!(v["events"][0]["kind"], "gid_family");
+    // Understood: the banner's device and GID index lines, the refusal and its advice; the
+    // other eight lines are ordinary output.
+    assert_eq!(v["skipped"], 8);
+    let r = run(&["triage", "--no-host", &log("perftest-gid-types.log")]);
+    assert_eq!(r.code, 1);
+    assert!(r.stdout.contains("FAIL log-gid-family"), "{}", r.stdout);
+}
+
+#[test]
+fn soft_roce_refusing_a_roce_v1_gid_says_so() {
+    // Built from rdma_rxe's rxe_av_chk_attr format behind rxe_dbg_qp (SOURCE.txt).
+    let v = json("kernel-rxe.log");
+    assert_eq!(codes(&v), ["log-qp-transition"]);
+    let f = finding(&v, "log-qp-transition");
+    assert_eq!(f["root"]["line"], 2);
+    assert_eq!(f["device"], "rxe1");
+    assert_eq!(f["reporters"], serde_json::json!(["vm1"]));
+    let why = f["message"].as_str().unwrap();
+    assert!(
+        why.contains("RoCE v1") && why.contains("RoCE v2 only"),
+        "{why}"
+    );
+    for wrong in ["empty slot", "ARP", "beyond the port's GID table", "route"] {
+        assert!(!why.contains(wrong), "{wrong} in {why}");
+    }
+    assert!(f["ruled_out"].to_string().contains("network path"));
+    assert_eq!(
+        commands(f),
+        ["vm1: rdmactl check -d rxe1", "vm1: rdmactl gids -d rxe1"]
+    );
+    assert_eq!(v["events"][0]["library"], "kernel");
+    assert_eq!(v["events"][0]["errno_name"], "EINVAL");
 }

@@ -12,7 +12,9 @@ use crate::model::codes::{self, Code};
 use crate::model::diagnostic::{Diagnostic, Seen, Severity, Source, Subject};
 use crate::model::errno::{self, errno_name, strerror, wc_status_name};
 use crate::model::gid::Gid;
-use crate::model::joblog::{status_words, FlushGroup, LogDigest, LogEvent, LogFailure};
+use crate::model::joblog::{
+    status_words, FlushGroup, LogDigest, LogEvent, LogFailure, RefusedAttr, UNNAMED_STATE,
+};
 
 /// A line of the input: which file (its index) and which line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -403,13 +405,15 @@ fn group_key(
             e.peer_ip(),
             e.device.clone(),
         ),
+        LogFailure::GidFamily => (codes::LOG_GID_FAMILY, None, None, None, e.device.clone()),
     }
 }
 
 fn code_of(e: &LogEvent) -> Code {
-    match e.status() {
-        Some(status) => crate::diagnose::datapath::status_code(status),
-        None => codes::LOG_QP_TRANSITION,
+    match e.failure {
+        LogFailure::Completion { status, .. } => crate::diagnose::datapath::status_code(status),
+        LogFailure::Transition { .. } => codes::LOG_QP_TRANSITION,
+        LogFailure::GidFamily => codes::LOG_GID_FAMILY,
     }
 }
 
@@ -440,12 +444,19 @@ fn seen_of(e: &LogEvent, name: &dyn Fn(usize) -> String) -> Seen {
             }
         }
         LogFailure::Transition { errno, from, to } => {
-            let from = from.as_deref().unwrap_or("?");
-            parts.push(format!("modify QP {from} -> {to}"));
+            if to == UNNAMED_STATE {
+                parts.push("modify QP (the line names no state)".to_string());
+            } else {
+                let from = from.as_deref().unwrap_or("?");
+                parts.push(format!("modify QP {from} -> {to}"));
+            }
             match errno {
                 Some(n) => parts.push(format!("{} ({n}, {})", errno_name(*n), strerror(*n))),
                 None => parts.push("(no errno in the line)".into()),
             }
+        }
+        LogFailure::GidFamily => {
+            parts.push("the two ends' GIDs are of different families".to_string())
         }
     }
     if let Some(d) = &e.device {
@@ -613,6 +624,7 @@ impl Words {
             LogFailure::Transition { errno, to, .. } => {
                 transition_words(*errno, to, group, index.zero_local_gid)
             }
+            LogFailure::GidFamily => gid_family_words(root),
         }
     }
 }
@@ -717,6 +729,37 @@ fn completion_words(status: u32, root: &LogEvent, group: &[&LogEvent], index: &I
     }
 }
 
+/// perftest's handshake found the two ends' GIDs of different families.
+fn gid_family_words(root: &LogEvent) -> Words {
+    let index = root
+        .gid_index
+        .map_or("its GID index".to_string(), |i| format!("GID index {i}"));
+    Words {
+        why: format!(
+            "the two ends' GIDs are of different address families: one is IPv4-mapped \
+             (::ffff:a.b.c.d, RoCE v2 over IPv4), the other is not (IPv6, link-local, or the \
+             empty GID :: of an unused index), so \
+             {} refused to connect; a RoCE v2 packet carries one IP header, so both ends need \
+             GIDs of one family (this end used {index})",
+            root.library.name()
+        ),
+        ruled_out: vec![
+            "the network path and the peer's process: the refusal comes from the exchange \
+             of addresses, before any RDMA packet"
+                .into(),
+        ],
+        unknown: vec![
+            "which end's GID is the odd one, and whether it is an empty slot (::): perftest \
+             prints neither GID before refusing"
+                .into(),
+        ],
+        fix: "give both ends GID indices of one family (perftest's `-x`): `rdmactl gids` on \
+              each host lists each index's family; `rdmactl check -d DEV -g IDX --peer PEER` \
+              says whether an index reaches the peer and names one that does"
+            .into(),
+    }
+}
+
 /// Two reports whose ends face each other (each one's QPN is the other's remote QPN, or
 /// each one's peer is the other's local address), in this group or the whole log.
 fn both_ends(group: &[&LogEvent], index: &Index) -> Option<(String, String)> {
@@ -750,6 +793,45 @@ fn transition_words(
     let fix_gid = "`rdmactl gids` on that host lists the indices; `rdmactl check ... --peer \
                    PEER` says whether an index routes to the peer and names one that does";
     let rtr = to == "RTR";
+    let step = if to == UNNAMED_STATE {
+        "modify QP (to a state the line does not name)".to_string()
+    } else {
+        format!("modify QP to {to}")
+    };
+    // The driver named the attribute it refused: that decides it.
+    if let Some(detail) = group.iter().find_map(|e| e.detail) {
+        let (why, fix) = match detail {
+            RefusedAttr::SgidIndexOutOfRange => (
+                format!(
+                    "{step} failed with {err}: the driver says {index} is beyond the port's \
+                     GID table (invalid sgid index)"
+                ),
+                format!("set the job's GID index to one in the table; {fix_gid}"),
+            ),
+            RefusedAttr::NotRoceV2(n) => (
+                format!(
+                    "{step} failed with {err}: the driver says {index} names a GID of network \
+                     type {n} ({}), not RoCE v2; Soft-RoCE (rdma_rxe) speaks RoCE v2 only",
+                    match n {
+                        0 => "InfiniBand",
+                        1 => "RoCE v1",
+                        _ => "not a RoCE v2 type",
+                    }
+                ),
+                "use a RoCE v2 GID index: `rdmactl gids` on that host shows each index's \
+                 type, and `-g auto` picks a RoCE v2 one"
+                    .to_string(),
+            ),
+        };
+        return Words {
+            why,
+            ruled_out: vec![
+                "the network path and the peer: the QP was refused before it sent".to_string(),
+            ],
+            unknown: Vec::new(),
+            fix,
+        };
+    }
     if rtr && (empty_slot || errno == Some(libc::ENODATA)) {
         return Words {
             why: format!(
@@ -801,14 +883,14 @@ fn transition_words(
         ),
         Some(libc::ENETUNREACH) | Some(libc::EHOSTUNREACH) => (
             format!(
-                "modify QP to {to} failed with {err}: no route from the GID's netdev toward \
+                "{step} failed with {err}: no route from the GID's netdev toward \
                  the peer"
             ),
             vec!["the peer's state: the QP never sent".into()],
             vec!["whether another GID index (another netdev or subnet) routes there".into()],
         ),
         _ => (
-            format!("modify QP to {to} failed with {err}"),
+            format!("{step} failed with {err}"),
             Vec::new(),
             vec!["the cause: the errno alone does not decide it".into()],
         ),
@@ -851,7 +933,7 @@ fn next_steps(
         on: here.to_string(),
         command: check,
     }];
-    if *code == codes::LOG_QP_TRANSITION {
+    if *code == codes::LOG_QP_TRANSITION || *code == codes::LOG_GID_FAMILY {
         steps.push(NextStep {
             on: here.to_string(),
             command: format!(

@@ -109,10 +109,12 @@ pub fn read_one<R: BufRead>(
         }
         let text = String::from_utf8_lossy(&buf);
         let (kind, done) = parser.feed(line_no, text.trim_end_matches(['\n', '\r']));
-        digest.count(&kind);
+        // The released event first: a line after it (perftest's banner, which a buffered
+        // stdout prints after stderr's error) may add to it.
         if let Some(e) = done {
             digest.add(e);
         }
+        digest.count(&kind);
         if let Some(w) = watch.as_mut().filter(|_| line_no % PROGRESS_STRIDE == 0) {
             if w.last.elapsed() >= w.every {
                 (w.tell)(&Progress {

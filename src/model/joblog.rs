@@ -1,12 +1,16 @@
 //! A failed job's log read as typed facts, for `rdmactl triage`: the RDMA error lines of
-//! the libraries and tools a job runs (NCCL, UCX and Open MPI through it, perftest,
-//! rdma-core's `ibv_rc_pingpong`, librdmacm's `rping`, rdmactl itself, the mlx5 kernel
-//! driver), behind the prefixes launchers and loggers put on them (`srun -l`, `mpirun
+//! the libraries and tools a job runs (NCCL, UCX and Open MPI through it, libfabric's verbs
+//! provider and `ofi_rxm` over it, NVSHMEM's ibrc and ibgda transports, Mooncake's transfer
+//! engine, perftest, rdma-core's `ibv_rc_pingpong`, librdmacm's `rping`, rdmactl itself, the
+//! mlx5 and rdma_rxe kernel drivers), behind the prefixes launchers and loggers put on them (`srun -l`, `mpirun
 //! --tag-output`, pdsh, syslog/journald, dmesg). Pure: one line of text in, a fact out; the
 //! reader (`gather::joblog`) streams the file. Never panics on any input.
 //!
 //! Every format is taken from the tool's own format string, cited where it is parsed; no
 //! line here was copied from a log someone posted.
+//!
+//! NIXL (ai-dynamo/nixl v1.3) prints no work-completion line of its own: its RDMA backends
+//! are UCX, libfabric and Mooncake, whose lines are read here.
 
 use std::net::IpAddr;
 
@@ -28,6 +32,11 @@ pub enum LogLibrary {
     Rdmactl,
     /// The kernel's RDMA drivers (dmesg, journald's kernel lines).
     Kernel,
+    /// libfabric's verbs provider (and `ofi_rxm` over it).
+    Libfabric,
+    Nvshmem,
+    /// Mooncake's transfer engine (also under NIXL's Mooncake backend).
+    Mooncake,
 }
 
 impl LogLibrary {
@@ -40,6 +49,9 @@ impl LogLibrary {
             LogLibrary::Rping => "rping",
             LogLibrary::Rdmactl => "rdmactl",
             LogLibrary::Kernel => "kernel",
+            LogLibrary::Libfabric => "libfabric",
+            LogLibrary::Nvshmem => "NVSHMEM",
+            LogLibrary::Mooncake => "Mooncake",
         }
     }
 }
@@ -86,6 +98,9 @@ pub enum LogFailure {
         from: Option<String>,
         to: String,
     },
+    /// The two ends' GIDs are of different address families (one IPv4-mapped, the other
+    /// not), as perftest's handshake found them before any QP was connected.
+    GidFamily,
 }
 
 /// One RDMA error line, decoded.
@@ -109,6 +124,19 @@ pub struct LogEvent {
     pub remote_qpn: Option<u32>,
     /// The traffic class of the QP, where the line says it (UCX's peer info).
     pub traffic_class: Option<u32>,
+    /// What the line itself says the refused attribute was, where it says it (rdma_rxe's
+    /// `invalid sgid index`, `invalid network type`).
+    #[serde(skip)]
+    pub detail: Option<RefusedAttr>,
+}
+
+/// An attribute a driver's log line names as the one it refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RefusedAttr {
+    /// The GID index is beyond the port's GID table.
+    SgidIndexOutOfRange,
+    /// The GID is not RoCE v2 (IPv4 or IPv6): rdma_rxe speaks RoCE v2 only.
+    NotRoceV2(u32),
 }
 
 impl LogEvent {
@@ -128,13 +156,14 @@ impl LogEvent {
             qpn: None,
             remote_qpn: None,
             traffic_class: None,
+            detail: None,
         }
     }
 
     pub fn status(&self) -> Option<u32> {
         match self.failure {
             LogFailure::Completion { status, .. } => Some(status),
-            LogFailure::Transition { .. } => None,
+            LogFailure::Transition { .. } | LogFailure::GidFamily => None,
         }
     }
 
@@ -293,11 +322,14 @@ fn pdsh_host<'a>(text: &'a str, origin: &mut LogOrigin) -> Option<&'a str> {
         ]
         .iter()
         .any(|w| host.eq_ignore_ascii_case(w));
-    if !ok {
+    // A kernel line of an RDMA device without a parent device reads `DEV: ...` too:
+    // rdma_rxe's `rxe0: qp#17 FUNC: ` and `rxe0: rxe_FUNC: ` are the device, not a host.
+    let rest = &text[end + 2..];
+    if !ok || rest.starts_with("qp#") || rest.starts_with("rxe_") {
         return None;
     }
     origin.host.get_or_insert_with(|| host.to_string());
-    Some(&text[end + 2..])
+    Some(rest)
 }
 
 // ---------------------------------------------------------------------------------------
@@ -865,6 +897,244 @@ fn kernel_mlx5(text: &str, line: u64) -> Option<LogEvent> {
     Some(e)
 }
 
+/// libfabric's log line header (libfabric v1.18–v2.6, src/log.c `ofi_log`/`fi_log`:
+/// `%s:%d:%ld:%s:%s:%s:%s():%d<%s> %s`: `libfabric`, the pid, the time in seconds, the
+/// `log_prefix` (src/common.c, empty by default), the provider, the subsystem, the function,
+/// the line, the level and the message). The origin gets the pid and time; the provider and
+/// the message are returned.
+fn libfabric_header<'a>(text: &'a str, origin: &mut LogOrigin) -> Option<(&'a str, &'a str)> {
+    let start = text.find("libfabric:")?;
+    let text = &text[start..];
+    let func_end = text.find("():")?;
+    let mut head = text[..func_end].rsplitn(4, ':');
+    let (_func, _subsys, prov, front) = (head.next()?, head.next()?, head.next()?, head.next()?);
+    let mut front = front.splitn(4, ':');
+    let (_pkg, pid, time) = (front.next()?, front.next()?, front.next()?);
+    let after_func = &text[func_end + 3..];
+    let close = after_func.find("> ")?;
+    let level = after_func[..close].split_once('<')?.1;
+    if !["warn", "trace", "info", "debug"].contains(&level) {
+        return None;
+    }
+    origin.pid = origin.pid.or(pid.parse().ok());
+    if !time.is_empty() && time.len() <= 20 && time.bytes().all(|b| b.is_ascii_digit()) {
+        origin.time.get_or_insert_with(|| time.to_string());
+    }
+    Some((prov, &after_func[close + 2..]))
+}
+
+/// libfabric's verbs provider and the `ofi_rxm` provider layered on it.
+///
+/// The verbs provider logs no completion error itself: `vrb_report_wc` (prov/verbs/src/
+/// verbs_cq.c) hands the status to `fi_cq_readerr` as `prov_errno`, and `vrb_cq_strerror`
+/// words it with `ibv_wc_status_str`. `ofi_rxm` over verbs prints it (v1.15–v2.6,
+/// prov/rxm/src/rxm_cq.c `rxm_handle_comp_error`): `fi_cq_readerr: err: %s (%d), prov_err:
+/// %s (%d)`, the last two the status's words and number. The verbs provider's own failed
+/// QP transition (prov/verbs/src/verbs_ofi.h `VRB_WARN_ERRNO`, `fn ": %s (%d)\n"` with
+/// strerror and errno; verbs_ep.c `vrb_create_dgram_ep`) is `ibv_modify_qp: %s (%d)`, which
+/// names no state.
+fn libfabric(prov: &str, msg: &str, line: u64) -> Option<LogEvent> {
+    if !(prov.contains("verbs") || prov.contains("rxm")) {
+        return None;
+    }
+    if let Some(rest) = after(msg, "fi_cq_readerr: err: ") {
+        let prov_err = after(rest, "prov_err: ")?;
+        let (words, n) = prov_err.rsplit_once(" (")?;
+        let status = u32::try_from(number(n)?).ok()?;
+        // The words and the number must agree: another provider's `prov_err` is its own.
+        if status_from_words(words) != Some(status) {
+            return None;
+        }
+        return Some(LogEvent::new(
+            line,
+            LogLibrary::Libfabric,
+            LogFailure::Completion {
+                status,
+                opcode: None,
+                vendor_err: None,
+                syndrome: None,
+                wr_id: None,
+            },
+        ));
+    }
+    let rest = msg.trim_start().strip_prefix("ibv_modify_qp: ")?;
+    let (_words, n) = rest.rsplit_once(" (")?;
+    Some(LogEvent::new(
+        line,
+        LogLibrary::Libfabric,
+        LogFailure::Transition {
+            errno: number(n).and_then(|v| i32::try_from(v).ok()),
+            from: None,
+            to: UNNAMED_STATE.to_string(),
+        },
+    ))
+}
+
+/// The target state of a QP transition whose line does not name it.
+pub const UNNAMED_STATE: &str = "?";
+
+/// The IBV_WC_* status rdma-core's mlx5 provider gives an mlx5 CQE syndrome
+/// (providers/mlx5/mlx5dv.h `MLX5_CQE_SYNDROME_*`, providers/mlx5/cq.c
+/// `mlx5_handle_error_cqe`, rdma-core v44); any other syndrome is IBV_WC_GENERAL_ERR (21).
+fn mlx5_syndrome_status(syndrome: u32) -> u32 {
+    match syndrome {
+        0x01 => 1,
+        0x02 => 2,
+        0x04 => 4,
+        0x05 => 5,
+        0x06 => 6,
+        0x10 => 7,
+        0x11 => 8,
+        0x12 => 9,
+        0x13 => 10,
+        0x14 => 11,
+        0x15 => 12,
+        0x16 => 13,
+        0x22 => 16,
+        _ => 21,
+    }
+}
+
+/// NVSHMEM's IB transports (NVSHMEM 3.4.5, src/include/non_abi/nvshmemx_error.h
+/// `NVSHMEMI_NZ_ERROR_JMP`: `%s:%d: non-zero status: %d ` with the source file, line and
+/// status, then the message):
+/// - ibrc (src/modules/transport/ibrc/ibrc.cpp, `progress_send`): `ibv_poll_cq failed,
+///   status: %d` with the work completion's status;
+/// - ibrc's `ibv_modify_qp failed ` (the status is ibv_modify_qp's errno; no state named);
+/// - ibgda's device code (src/include/non_abi/device/pt-to-pt/ibgda_device.cuh, `printf`):
+///   `ibgda_poll_cq failed with error=%d.`, the error the mlx5 CQE syndrome, or `-ETIME`
+///   when the poll timed out (no completion: not read).
+fn nvshmem(text: &str, line: u64) -> Option<LogEvent> {
+    if let Some(rest) = after(text, "ibgda_poll_cq failed with error=") {
+        let err = number(rest)?;
+        let syndrome = u32::try_from(err).ok()?;
+        return Some(LogEvent::new(
+            line,
+            LogLibrary::Nvshmem,
+            LogFailure::Completion {
+                status: mlx5_syndrome_status(syndrome),
+                opcode: None,
+                vendor_err: None,
+                syndrome: Some(syndrome),
+                wr_id: None,
+            },
+        ));
+    }
+    let rest = after(text, "non-zero status: ")?;
+    let status = number(rest)?;
+    if let Some(wc) = after(rest, "ibv_poll_cq failed, status: ") {
+        return Some(LogEvent::new(
+            line,
+            LogLibrary::Nvshmem,
+            LogFailure::Completion {
+                status: u32::try_from(number(wc)?).ok()?,
+                opcode: None,
+                vendor_err: None,
+                syndrome: None,
+                wr_id: None,
+            },
+        ));
+    }
+    if rest.contains(" ibv_modify_qp failed") {
+        return Some(LogEvent::new(
+            line,
+            LogLibrary::Nvshmem,
+            LogFailure::Transition {
+                errno: i32::try_from(status).ok(),
+                from: None,
+                to: UNNAMED_STATE.to_string(),
+            },
+        ));
+    }
+    None
+}
+
+/// Mooncake's transfer engine, RDMA transport (v0.3.0–v0.3.12, mooncake-transfer-engine/src/
+/// transport/rdma_transport/worker_pool.cpp `performPollCq`, glog `LOG(ERROR)`): `Worker:
+/// Process failed for slice (opcode: %d, source_addr: %p, length: %zu, dest_addr: %p,
+/// local_nic: %s, peer_nic: %s, dest_rkey: %u, retry_cnt: %d[, max_retry_cnt: %d]): %s`,
+/// the last `ibv_wc_status_str`; `peer_nic` is `SERVER@DEVICE` (include/common.h
+/// `MakeNicPath`), the server often `IP:PORT`. The opcode is Mooncake's (READ or WRITE), not
+/// a verbs one. Its successor (tent/src/transport/rdma/workers.cpp) logs `Detected error WQE
+/// for slice %p (opcode: %d, source_addr: %p, dest_addr: %p, length: %zu, local_nic: %s):
+/// %s` at INFO.
+fn mooncake(text: &str, line: u64) -> Option<LogEvent> {
+    let rest = after(text, "Process failed for slice (")
+        .or_else(|| after(text, "Detected error WQE for slice "))?;
+    let (fields, words) = rest.rsplit_once("): ")?;
+    let status = status_from_words(words)?;
+    let mut e = LogEvent::new(
+        line,
+        LogLibrary::Mooncake,
+        LogFailure::Completion {
+            status,
+            opcode: None,
+            vendor_err: None,
+            syndrome: None,
+            wr_id: None,
+        },
+    );
+    e.device = token_after(fields, "local_nic: ").map(str::to_string);
+    if let Some(peer) = token_after(fields, "peer_nic: ") {
+        let server = peer.rsplit_once('@').map_or(peer, |(s, _)| s);
+        e.peer = peer_addr(server);
+    }
+    Some(e)
+}
+
+/// Soft-RoCE (rdma_rxe) refusing a QP's address vector (drivers/infiniband/sw/rxe/rxe_av.c
+/// `rxe_av_chk_attr`, called by rxe_qp.c `rxe_qp_chk_attr` for `IB_QP_AV`, which the move to
+/// RTR sets): `invalid sgid index = %d` (the index beyond the port's GID table) and `invalid
+/// network type for rdma_rxe = %d` (a GID that is not RoCE v2: `enum rdma_network_type`, 1
+/// is RoCE v1, 0 InfiniBand). Linux 4.14–6.2 print them with `pr_warn` under `rdma_rxe: `
+/// (no device); 6.3–6.4 with `rxe_dbg_qp` (`ibdev_dbg`: `DEV: qp#%d %s: `); 6.5+ with
+/// `rxe_dbg_dev` (`DEV: %s: `), both at debug level (dynamic debug on). The modify fails
+/// with EINVAL.
+fn kernel_rxe(text: &str, line: u64) -> Option<LogEvent> {
+    let (at, detail) = if let Some(i) = text.find("invalid sgid index = ") {
+        (i, RefusedAttr::SgidIndexOutOfRange)
+    } else {
+        let i = text.find("invalid network type for rdma_rxe = ")?;
+        let n = u32::try_from(number(
+            &text[i + "invalid network type for rdma_rxe = ".len()..],
+        )?)
+        .ok()?;
+        (i, RefusedAttr::NotRoceV2(n))
+    };
+    let mut e = LogEvent::new(
+        line,
+        LogLibrary::Kernel,
+        LogFailure::Transition {
+            errno: Some(libc::EINVAL),
+            from: None,
+            to: "RTR".to_string(),
+        },
+    );
+    if detail == RefusedAttr::SgidIndexOutOfRange {
+        e.gid_index = u32_after(&text[at..], "invalid sgid index = ");
+    }
+    e.detail = Some(detail);
+    // The device: the word before `: qp#N FUNC: ` (6.3–6.4) or before `: FUNC: ` (6.5+).
+    let head = text[..at].trim_end();
+    let head = head.strip_suffix(':').unwrap_or(head);
+    let dev_end = match head.rfind(": qp#") {
+        Some(i) => Some(i),
+        None => head
+            .rfind(": ")
+            .filter(|_| head.contains("rxe_av_chk_attr")),
+    };
+    e.device = dev_end
+        .map(|i| head[..i].rsplit(' ').next().unwrap_or(""))
+        .filter(|d| {
+            !d.is_empty()
+                && *d != "rdma_rxe"
+                && d.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
+        })
+        .map(str::to_string);
+    Some(e)
+}
+
 // ---------------------------------------------------------------------------------------
 // The reader
 
@@ -881,8 +1151,27 @@ pub enum LogLine {
     /// An end's own address as a verbs example prints it before connecting, with
     /// the all-zero GID: that end's GID index names an empty slot.
     ZeroLocalGid,
+    /// perftest's banner, of this reporter: its device or GID index. A stdout written to a
+    /// file is flushed at exit, after stderr's error lines, so the banner may follow the
+    /// events it belongs to: the digest adds it to this reporter's latest perftest events.
+    Banner(Option<String>, BannerFact),
     /// Not understood: counted and skipped.
     Unknown,
+}
+
+/// Add a banner's fact to a perftest event of the same reporter that lacks it.
+fn backfill(e: &mut LogEvent, reporter: &Option<String>, fact: &BannerFact) {
+    if e.library != LogLibrary::Perftest || e.origin.reporter() != *reporter {
+        return;
+    }
+    match fact {
+        BannerFact::Device(d) => {
+            e.device.get_or_insert_with(|| d.clone());
+        }
+        BannerFact::GidIndex(i) => {
+            e.gid_index.get_or_insert(*i);
+        }
+    }
 }
 
 /// Reads lines in order, keeping the little state two-line formats need.
@@ -891,7 +1180,20 @@ pub struct LogParser {
     /// The last event, while the next line may still add to it (UCX's peer info).
     pending: Option<LogEvent>,
     file: usize,
+    /// perftest's banner of each reporter: the device and GID index it ran with, for its
+    /// later error lines (which name neither). At most `MAX_BANNERS`, the oldest replaced.
+    banners: Vec<PerftestBanner>,
 }
+
+/// What perftest's banner said, per reporter.
+#[derive(Debug, Default, Clone)]
+struct PerftestBanner {
+    reporter: Option<String>,
+    device: Option<String>,
+    gid_index: Option<u32>,
+}
+
+const MAX_BANNERS: usize = 64;
 
 impl LogParser {
     /// A parser for the `file`th input: its events carry that index.
@@ -899,6 +1201,7 @@ impl LogParser {
         LogParser {
             pending: None,
             file,
+            banners: Vec::new(),
         }
     }
 
@@ -926,9 +1229,25 @@ impl LogParser {
                 released,
             );
         }
+        if let Some(fact) = perftest_banner(body) {
+            let reporter = origin.reporter();
+            self.note_banner(reporter.clone(), fact.clone());
+            // The event still held is this reporter's too when the banner follows it.
+            let mut released = released;
+            if let Some(e) = released.as_mut().or(self.pending.as_mut()) {
+                backfill(e, &reporter, &fact);
+            }
+            return (LogLine::Banner(reporter, fact), released);
+        }
         let parsed = parse_body(body, line_no, &mut origin);
         let kind = match parsed {
             Some(mut e) => {
+                if e.library == LogLibrary::Perftest {
+                    if let Some(b) = self.banner_of(&origin.reporter()) {
+                        e.device = e.device.take().or_else(|| b.device.clone());
+                        e.gid_index = e.gid_index.or(b.gid_index);
+                    }
+                }
                 e.origin = origin;
                 e.file = self.file;
                 finish(&mut e);
@@ -940,6 +1259,35 @@ impl LogParser {
             None => LogLine::Unknown,
         };
         (kind, released)
+    }
+
+    fn banner_of(&self, reporter: &Option<String>) -> Option<&PerftestBanner> {
+        self.banners.iter().find(|b| b.reporter == *reporter)
+    }
+
+    fn note_banner(&mut self, reporter: Option<String>, fact: BannerFact) {
+        let at = match self.banners.iter().position(|b| b.reporter == reporter) {
+            Some(i) => i,
+            None => {
+                if self.banners.len() >= MAX_BANNERS {
+                    self.banners.remove(0);
+                }
+                self.banners.push(PerftestBanner {
+                    reporter,
+                    ..PerftestBanner::default()
+                });
+                self.banners.len() - 1
+            }
+        };
+        let b = &mut self.banners[at];
+        match fact {
+            // A new banner starts a new run: its GID index is said again, or is the default.
+            BannerFact::Device(d) => {
+                b.device = Some(d);
+                b.gid_index = None;
+            }
+            BannerFact::GidIndex(i) => b.gid_index = Some(i),
+        }
     }
 
     /// The event still held at the end of the input.
@@ -959,6 +1307,29 @@ fn finish(e: &mut LogEvent) {
 }
 
 fn parse_body(body: &str, line: u64, origin: &mut LogOrigin) -> Option<LogEvent> {
+    if body.contains("libfabric:") {
+        if let Some((prov, msg)) = libfabric_header(body, origin) {
+            return libfabric(prov, msg, line);
+        }
+    }
+    if body.contains("ibv_poll_cq failed")
+        || body.contains("ibgda_poll_cq failed")
+        || (body.contains("non-zero status: ") && body.contains("ibv_modify_qp failed"))
+    {
+        if let Some(e) = nvshmem(body, line) {
+            return Some(e);
+        }
+    }
+    if body.contains("invalid sgid index = ") || body.contains("invalid network type for rdma_rxe")
+    {
+        return kernel_rxe(body, line);
+    }
+    if body.contains("Found Incompatibility issue with GID types") {
+        return perftest_gid_types(body, line);
+    }
+    if body.contains("Process failed for slice (") || body.contains("Detected error WQE") {
+        return mooncake(body, line);
+    }
     if body.contains("Got completion from peer ") {
         nccl_header(body, origin);
         return nccl_completion(body, line);
@@ -1018,12 +1389,52 @@ fn local_address_gid(body: &str) -> Option<Gid> {
     gid(g.split_whitespace().next()?)
 }
 
+/// One fact of perftest's banner.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BannerFact {
+    Device(String),
+    GidIndex(u32),
+}
+
+/// perftest's banner (perftest 4.5–26.04, src/perftest_parameters.c `ctx_print_test_info`):
+/// ` Dual-port       : %s\t\tDevice         : %s` and ` GID index       : %d`.
+fn perftest_banner(body: &str) -> Option<BannerFact> {
+    let t = body.trim_start();
+    if t.starts_with("Dual-port ") {
+        let dev = after(t, "Device")?.trim_start().strip_prefix(':')?.trim();
+        let ok = !dev.is_empty()
+            && dev.len() <= 64
+            && dev
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'));
+        return ok.then(|| BannerFact::Device(dev.to_string()));
+    }
+    let rest = t
+        .strip_prefix("GID index ")?
+        .trim_start()
+        .strip_prefix(':')?;
+    let i = u32::try_from(number(rest)?).ok()?;
+    Some(BannerFact::GidIndex(i))
+}
+
+/// perftest's refusal when the two ends' GIDs differ in family (perftest 2.3+, every
+/// benchmark's main, e.g. src/write_bw.c: `\n Found Incompatibility issue with GID
+/// types.\n` then ` Please Try to use a different IP version.\n\n`, after
+/// src/perftest_communication.c `ctx_check_gid_compatibility` found one GID IPv4-mapped
+/// and the other not).
+fn perftest_gid_types(text: &str, line: u64) -> Option<LogEvent> {
+    text.contains("Found Incompatibility issue with GID types")
+        .then(|| LogEvent::new(line, LogLibrary::Perftest, LogFailure::GidFamily))
+}
+
 /// Lines of a known tool that carry no error of their own.
 fn is_context(body: &str) -> bool {
     body.contains("Completion with error at ")
         || body.contains(" NCCL INFO ")
         || body.contains(" NCCL WARN ")
         || body.contains("UCX  ")
+        || body.starts_with("libfabric:")
+        || body.contains("Please Try to use a different IP version")
         || body.starts_with("scnt=")
         || body.trim_start().starts_with("rcnt=")
 }
@@ -1090,6 +1501,7 @@ impl LogDigest {
     pub const MAX_EVENTS: usize = 10_000;
     const FLUSH_LINES: usize = 8;
     const MAX_FLUSH_GROUPS: usize = 1_000;
+    const BACKFILL: usize = 16;
 
     /// Count one line as read, by what it was.
     pub fn count(&mut self, kind: &LogLine) {
@@ -1098,6 +1510,21 @@ impl LogDigest {
         match kind {
             LogLine::Unknown => self.skipped += 1,
             LogLine::Event(_) | LogLine::Context => self.understood += 1,
+            LogLine::Banner(reporter, fact) => {
+                self.understood += 1;
+                // Only the last few events: a banner belongs to the run just before it, and
+                // a log of many banners stays linear.
+                let file = self.file;
+                for e in self
+                    .events
+                    .iter_mut()
+                    .rev()
+                    .take(Self::BACKFILL)
+                    .filter(|e| e.file == file)
+                {
+                    backfill(e, reporter, fact);
+                }
+            }
             LogLine::ZeroLocalGid => {
                 self.understood += 1;
                 self.zero_local_gid
@@ -1415,6 +1842,231 @@ mod tests {
         assert_eq!(e.device.as_deref(), Some("mlx5_1"));
         assert_eq!(e.origin.host.as_deref(), Some("node3"));
         assert_eq!(e.origin.time.as_deref(), Some("Nov 28 04:20:16"));
+    }
+
+    #[test]
+    fn libfabric_rxm_completion_error_over_verbs() {
+        // src/log.c v2.6 "%s:%d:%ld:%s:%s:%s:%s():%d<%s> %s" (empty log_prefix), with
+        // prov/rxm/src/rxm_cq.c "fi_cq_readerr: err: %s (%d), prov_err: %s (%d)\n", the
+        // prov_err from verbs' ibv_wc_status_str.
+        let e = one(
+            "[1,2]<stderr>:libfabric:4711:1764300000::ofi_rxm:cq:rxm_handle_comp_error():1770\
+             <warn> fi_cq_readerr: err: Input/output error (5), prov_err: transport retry \
+             counter exceeded (12)",
+        );
+        assert_eq!(e.library, LogLibrary::Libfabric);
+        assert_eq!(completion(&e), (12, None, None));
+        assert_eq!(e.origin.pid, Some(4711));
+        assert_eq!(e.origin.rank, Some(2));
+        assert_eq!(e.origin.time.as_deref(), Some("1764300000"));
+        // The words and number disagree: not read as a completion.
+        assert!(events(&[
+            "libfabric:1:2::ofi_rxm:cq:f():1<warn> fi_cq_readerr: err: Input/output error \
+             (5), prov_err: local length error (12)"
+        ])
+        .is_empty());
+        // Another provider's prov_err is its own, not a verbs status.
+        assert!(events(&[
+            "libfabric:1:2::efa:cq:f():1<warn> fi_cq_readerr: err: Input/output error (5), \
+             prov_err: transport retry counter exceeded (12)"
+        ])
+        .is_empty());
+    }
+
+    #[test]
+    fn libfabric_verbs_modify_qp_names_its_errno_not_its_state() {
+        // prov/verbs/src/verbs_ofi.h VRB_WARN_ERRNO: fn ": %s (%d)\n" (strerror, errno),
+        // from verbs_ep.c vrb_create_dgram_ep's ibv_modify_qp, with a log_prefix set.
+        let e = one(
+            "libfabric:4711:1764300001:job7:verbs:ep_ctrl:vrb_create_dgram_ep():805<warn> \
+             ibv_modify_qp: Invalid argument (22)",
+        );
+        assert_eq!(e.library, LogLibrary::Libfabric);
+        assert_eq!(
+            e.failure,
+            LogFailure::Transition {
+                errno: Some(22),
+                from: None,
+                to: UNNAMED_STATE.into()
+            }
+        );
+        // A libfabric line that is no error is understood, not an event.
+        let mut p = LogParser::default();
+        assert_eq!(
+            p.feed(
+                1,
+                "libfabric:4711:1764300001::core:core:ofi_register_provider():476<info> \
+                 registering provider: verbs (200.0)"
+            )
+            .0,
+            LogLine::Context
+        );
+    }
+
+    #[test]
+    fn nvshmem_ibrc_and_ibgda_failures() {
+        // nvshmemx_error.h NVSHMEMI_NZ_ERROR_JMP "%s:%d: non-zero status: %d " then
+        // ibrc.cpp's "ibv_poll_cq failed, status: %d\n" (3.4.5).
+        let e = one(
+            "/build/nvshmem/src/modules/transport/ibrc/ibrc.cpp:1072: non-zero status: 12 \
+             ibv_poll_cq failed, status: 12",
+        );
+        assert_eq!(e.library, LogLibrary::Nvshmem);
+        assert_eq!(completion(&e).0, 12);
+        // ibrc.cpp "ibv_modify_qp failed \n": the status is ibv_modify_qp's errno.
+        let t = one(
+            "src/modules/transport/ibrc/ibrc.cpp:401: non-zero status: 110 ibv_modify_qp \
+             failed ",
+        );
+        assert_eq!(
+            t.failure,
+            LogFailure::Transition {
+                errno: Some(110),
+                from: None,
+                to: UNNAMED_STATE.into()
+            }
+        );
+        // ibgda_device.cuh "ibgda_poll_cq failed with error=%d.\n": the mlx5 CQE syndrome
+        // (0x15, transport retry exceeded), mapped as rdma-core's mlx5 provider maps it.
+        let g = one("ibgda_poll_cq failed with error=21.");
+        assert_eq!(g.library, LogLibrary::Nvshmem);
+        assert_eq!(completion(&g).0, 12);
+        assert!(matches!(
+            g.failure,
+            LogFailure::Completion {
+                syndrome: Some(0x15),
+                ..
+            }
+        ));
+        // -ETIME: the poll timed out, no completion to read.
+        assert!(events(&["ibgda_poll_cq failed with error=-62."]).is_empty());
+        assert_eq!(
+            completion(&one("ibgda_poll_cq failed with error=99.")).0,
+            21
+        );
+    }
+
+    #[test]
+    fn mooncake_failed_slice_names_both_nics() {
+        // worker_pool.cpp (v0.3.x) LOG(ERROR) "Worker: Process failed for slice (opcode: ...,
+        // local_nic: ..., peer_nic: ..., ...): " << ibv_wc_status_str, behind glog's
+        // "Lmmdd hh:mm:ss.uuuuuu threadid file:line] ".
+        let e = one(
+            "E1128 04:20:16.123456 31337 worker_pool.cpp:654] Worker: Process failed for \
+             slice (opcode: 1, source_addr: 0x7f0000001000, length: 65536, dest_addr: \
+             0x7f1000002000, local_nic: mlx5_0, peer_nic: 10.0.5.2:12345@mlx5_1, dest_rkey: \
+             2048, retry_cnt: 0, max_retry_cnt: 8): transport retry counter exceeded",
+        );
+        assert_eq!(e.library, LogLibrary::Mooncake);
+        assert_eq!(completion(&e), (12, None, None));
+        assert_eq!(e.device.as_deref(), Some("mlx5_0"));
+        assert_eq!(e.peer, Some("10.0.5.2".parse().unwrap()));
+        // tent/src/transport/rdma/workers.cpp: "Detected error WQE for slice %p (opcode:
+        // ..., local_nic: %s): " << ibv_wc_status_str.
+        let t = one(
+            "I1128 04:20:17.000001 31338 workers.cpp:672] Detected error WQE for slice \
+             0x55aa (opcode: 0, source_addr: 0x1, dest_addr: 0x2, length: 8, local_nic: \
+             mlx5_3): remote access error",
+        );
+        assert_eq!(completion(&t).0, 10);
+        assert_eq!(t.device.as_deref(), Some("mlx5_3"));
+        assert_eq!(t.peer, None);
+    }
+
+    #[test]
+    fn perftest_gid_types_refusal_takes_the_banners_device_and_index() {
+        // perftest_parameters.c ctx_print_test_info " Dual-port       : %s\t\tDevice
+        // : %s", " GID index       : %d"; write_bw.c "\n Found Incompatibility issue with GID
+        // types.\n", " Please Try to use a different IP version.\n\n".
+        let all = events(&[
+            "cn1:  Dual-port       : OFF\t\tDevice         : mlx5_2",
+            "cn1:  GID index       : 1",
+            "cn2:  Dual-port       : OFF\t\tDevice         : mlx5_7",
+            "cn2:  GID index       : 3",
+            "cn1: ",
+            "cn1:  Found Incompatibility issue with GID types.",
+            "cn1:  Please Try to use a different IP version.",
+        ]);
+        assert_eq!(all.len(), 1);
+        let e = &all[0];
+        assert_eq!(e.library, LogLibrary::Perftest);
+        assert_eq!(e.failure, LogFailure::GidFamily);
+        assert_eq!(e.device.as_deref(), Some("mlx5_2"));
+        assert_eq!(e.gid_index, Some(1));
+        assert_eq!(e.origin.host.as_deref(), Some("cn1"));
+        // A new run's banner without `-x` forgets the old index.
+        let all = events(&[
+            " Dual-port       : OFF\t\tDevice         : rxe0",
+            " GID index       : 1",
+            " Dual-port       : OFF\t\tDevice         : rxe1",
+            " Found Incompatibility issue with GID types.",
+        ]);
+        assert_eq!(all[0].device.as_deref(), Some("rxe1"));
+        assert_eq!(all[0].gid_index, None);
+        // The banner lines are understood, not skipped.
+        let mut p = LogParser::default();
+        assert_eq!(
+            p.feed(1, " GID index       : 3").0,
+            LogLine::Banner(None, BannerFact::GidIndex(3))
+        );
+        // stdout to a file is flushed at exit: the banner after the refusal still names the
+        // device and index, for that reporter only.
+        let mut p = LogParser::default();
+        let mut d = LogDigest::default();
+        for (i, l) in [
+            "a:  Found Incompatibility issue with GID types.",
+            "a:  Please Try to use a different IP version.",
+            "a: ",
+            "b:  Dual-port       : OFF\t\tDevice         : mlx5_9",
+            "a:  Dual-port       : OFF\t\tDevice         : rxe1",
+            "a:  GID index       : 7",
+        ]
+        .iter()
+        .enumerate()
+        {
+            let (kind, done) = p.feed(i as u64 + 1, l);
+            if let Some(e) = done {
+                d.add(e);
+            }
+            d.count(&kind);
+        }
+        d.events.extend(p.finish());
+        assert_eq!(d.events.len(), 1);
+        assert_eq!(d.events[0].device.as_deref(), Some("rxe1"));
+        assert_eq!(d.events[0].gid_index, Some(7));
+        assert_eq!(d.skipped, 1, "only the empty line");
+    }
+
+    #[test]
+    fn rxe_refusing_a_qps_gid_in_three_kernels() {
+        // rxe_av.c rxe_av_chk_attr "invalid sgid index = %d\n": pr_warn under pr_fmt's
+        // "rdma_rxe: " (Linux 6.1), rxe_dbg_qp's "qp#%d %s: " under ibdev_printk's "DEV: "
+        // (6.3), rxe_dbg_dev's "%s: " (6.5+) with a parent device's "DRIVER PARENT DEV: ".
+        let old = one("[  812.125000] rdma_rxe: invalid sgid index = 300");
+        assert_eq!(old.library, LogLibrary::Kernel);
+        assert_eq!(
+            old.failure,
+            LogFailure::Transition {
+                errno: Some(22),
+                from: None,
+                to: "RTR".into()
+            }
+        );
+        assert_eq!(old.gid_index, Some(300));
+        assert_eq!(old.device, None);
+        assert_eq!(old.detail, Some(RefusedAttr::SgidIndexOutOfRange));
+        let mid = one(
+            "Nov 28 04:20:16 vm1 kernel: rxe1: qp#17 rxe_av_chk_attrs: invalid sgid index = 300",
+        );
+        assert_eq!(mid.device.as_deref(), Some("rxe1"));
+        assert_eq!(mid.origin.host.as_deref(), Some("vm1"));
+        let new = one(
+            "[ 5.000001] virtio_net virtio0 rxe0: rxe_av_chk_attr: invalid network type for \
+             rdma_rxe = 1",
+        );
+        assert_eq!(new.device.as_deref(), Some("rxe0"));
+        assert_eq!(new.detail, Some(RefusedAttr::NotRoceV2(1)));
+        assert_eq!(new.gid_index, None);
     }
 
     #[test]

@@ -416,6 +416,7 @@ fn event_json(e: &LogEvent, names: &[String]) -> EventJson {
             from.clone(),
             Some(to.clone()),
         ),
+        LogFailure::GidFamily => ("gid_family", None, None, None, None, None, None, None, None),
     };
     EventJson {
         file: names.get(e.file).cloned().unwrap_or_default(),
