@@ -56,7 +56,8 @@ expect_out "ibv_rc_pingpong: decided as an empty slot from the client's GID ::" 
 expect_no_out "ibv_rc_pingpong: no completion status is invented" 'retry-exceeded' cat "$RESULTS/rc-pingpong.triage"
 
 # --- perftest: ib_send_bw's client on an empty GID slot refuses before any QP ("Found
-# Incompatibility issue with GID types"): no RDMA error line, so no finding is invented
+# Incompatibility issue with GID types"): log-gid-family on rxe1's GID index 7 (from the
+# banner), and the next command checks that index; no cause of a QP that never existed
 bg_start perftest-server ib_send_bw -d rxe0 -x 1 -p 18803
 ptsrv=$BG_PID
 wait_listen 18803 15
@@ -64,7 +65,9 @@ ib_send_bw -d rxe1 -x 7 -p 18803 "$SERVER_IP" >"$RESULTS/perftest.log" 2>&1
 kill -KILL "$ptsrv" 2>/dev/null
 wait_pid_timeout "$ptsrv" 5 >/dev/null 2>&1
 triage_of perftest
-expect_no_out "perftest: no false finding" '^FAIL' cat "$RESULTS/perftest.triage"
+expect_out "perftest: the refusal is log-gid-family" '^FAIL log-gid-family' cat "$RESULTS/perftest.triage"
+expect_out "perftest: the next command checks rxe1's GID index 7" 'rdmactl check -d rxe1 -g 7' cat "$RESULTS/perftest.triage"
+expect_no_out "perftest: no QP transition or completion is invented" 'log-qp-transition|retry-exceeded' cat "$RESULTS/perftest.triage"
 
 # --- UCX 1.13 over rc_verbs: the server killed mid-run, the client's QP retries out
 if command -v ucx_perftest >/dev/null; then
