@@ -158,7 +158,7 @@ fn retests(r: &FabricReport) -> String {
         return String::new();
     }
     let mut out = String::from(
-        "\nretested (bad the first time, run again; bad only when bad in every run):\n",
+        "\nretested (bad the first time, or a pair the baseline stands on; bad only when bad in every run):\n",
     );
     for (p, s) in rows.iter().take(RETESTS_LISTED) {
         let mut figures = Vec::new();
@@ -180,6 +180,11 @@ fn retests(r: &FabricReport) -> String {
                 p.state.label(),
                 s.bad_runs,
                 s.runs
+            )
+        } else if p.first_state == Some(PairState::Ok) {
+            format!(
+                "a pair the baseline stands on, run again (bad in {} of {} runs)",
+                s.bad_runs, s.runs
             )
         } else {
             format!(

@@ -6,7 +6,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 
-use crate::diagnose::fabric::{self as rules, PairInput};
+use crate::diagnose::fabric::{self as rules, BaselineSeen, PairInput};
 use crate::error::Error;
 use crate::model::fabric::{
     Drift, FabricReport, PairEnd, PairRow, PairState, PairTally, PairVerdict, PerfBaseline,
@@ -46,8 +46,13 @@ impl Leader {
             first_states,
         } = tested;
         let t = self.cfg.thresholds.clone();
-        // The first runs' baseline: the one the retested pairs were picked against.
-        let baseline = self.seen.baseline(&t);
+        let first = self.seen.baseline(&t);
+        let baseline = if retested.is_empty() {
+            first
+        } else {
+            let again = self.baseline_again(&retested, &t);
+            rules::settled_baseline(&first, again)
+        };
         let judged = self.judge_every_pair(&baseline, &retested, &first_states);
         let PairsRead {
             mut rows,
@@ -125,6 +130,33 @@ impl Leader {
             ok,
             tally,
         }
+    }
+
+    /// The baseline from the pairs as they stand after the retests: a retested pair by its
+    /// runs' medians, the others by their one run.
+    fn baseline_again(
+        &mut self,
+        retested: &BTreeSet<(u32, u32)>,
+        t: &crate::model::fabric::Thresholds,
+    ) -> PerfBaseline {
+        let mut seen = BaselineSeen::default();
+        let mut runs: BTreeMap<(u32, u32), Vec<PairInput>> = BTreeMap::new();
+        let read = self.spool.each(|rec| {
+            if retested.contains(&(rec.a, rec.b)) {
+                runs.entry((rec.a, rec.b)).or_default().push(rec.input());
+            } else {
+                seen.add(&rec.input());
+            }
+        });
+        if let Err(e) = read {
+            self.failed.get_or_insert(e);
+        }
+        for inputs in runs.values() {
+            if let Some(p) = rules::median_run(inputs) {
+                seen.add(&p);
+            }
+        }
+        seen.baseline(t)
     }
 
     /// One pass over the spool: each pair judged against the baseline (a retested one on
