@@ -274,6 +274,11 @@ pub struct PerfBaseline {
     pub mbit_per_sec: Option<f64>,
     /// Said with the verdict: which baseline, over how many endpoints.
     pub how: String,
+    /// After retests: the worst run of the pairs the baseline stands on (their highest
+    /// latency, their lowest bandwidth). A pair whose best run reaches that far is within
+    /// this host's own noise, and three runs do not decide it.
+    pub usec_worst_run: Option<f64>,
+    pub mbit_worst_run: Option<f64>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]

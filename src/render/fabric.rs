@@ -227,10 +227,25 @@ fn baseline_text(r: &FabricReport) -> String {
     .into_iter()
     .flatten()
     .collect();
+    let worst: Vec<String> = [
+        b.usec_worst_run.map(|u| format!("{u:.1} µs/iter")),
+        b.mbit_worst_run.map(|m| format!("{m:.0} Mbit/s")),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    let noise = if worst.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "; the worst run of its pairs: {} (this host's noise)",
+            worst.join(", ")
+        )
+    };
     if figures.is_empty() {
         b.how.clone()
     } else {
-        format!("{} ({})", figures.join(", "), b.how)
+        format!("{} ({}{noise})", figures.join(", "), b.how)
     }
 }
 
@@ -830,6 +845,8 @@ mod tests {
                 usec_per_iter: Some(100.0),
                 mbit_per_sec: Some(900.0),
                 how: "the median over 3 endpoints".into(),
+                usec_worst_run: None,
+                mbit_worst_run: None,
             },
             pairs: vec![
                 pair(0, 1, PairState::Ok, 1.0),

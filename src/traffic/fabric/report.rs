@@ -156,7 +156,26 @@ impl Leader {
                 seen.add(&p);
             }
         }
-        seen.baseline(t)
+        let mut base = seen.baseline(t);
+        // The worst run of the (retested) pairs it stands on: how far this host's noise
+        // moves one good pair.
+        let ends: Vec<&PairEnd> = seen
+            .defining_pairs()
+            .iter()
+            .filter_map(|p| runs.get(p))
+            .flatten()
+            .filter_map(|r| r.end.as_ref().ok())
+            .filter(|e| e.ok)
+            .collect();
+        base.usec_worst_run = ends
+            .iter()
+            .filter_map(|e| e.usec_per_iter)
+            .max_by(f64::total_cmp);
+        base.mbit_worst_run = ends
+            .iter()
+            .filter_map(|e| e.mbit_per_sec)
+            .min_by(f64::total_cmp);
+        base
     }
 
     /// One pass over the spool: each pair judged against the baseline (a retested one on
