@@ -18,6 +18,9 @@ use super::round::Tested;
 use super::round3;
 use super::spool::Record;
 
+/// The retested pairs' records with their inputs, each pair's runs in the order they ran.
+type RetestedRuns = BTreeMap<(u32, u32), Vec<(Record, PairInput)>>;
+
 /// What the one pass over the pairs keeps.
 struct PairsRead {
     rows: Vec<PairRow>,
@@ -47,13 +50,13 @@ impl Leader {
         } = tested;
         let t = self.cfg.thresholds.clone();
         let first = self.seen.baseline(&t);
-        let baseline = if retested.is_empty() {
-            first
+        let (baseline, runs) = if retested.is_empty() {
+            (first, BTreeMap::new())
         } else {
-            let again = self.baseline_again(&retested, &t);
-            rules::settled_baseline(&first, again)
+            let (again, runs) = self.baseline_again(&retested, &t);
+            (rules::settled_baseline(&first, again), runs)
         };
-        let judged = self.judge_every_pair(&baseline, &retested, &first_states);
+        let judged = self.judge_every_pair(&baseline, runs, &first_states);
         let PairsRead {
             mut rows,
             mut tally,
@@ -133,17 +136,20 @@ impl Leader {
     }
 
     /// The baseline from the pairs as they stand after the retests: a retested pair by its
-    /// runs' medians, the others by their one run.
+    /// runs' medians, the others by their one run. Also the retested pairs' runs, in the
+    /// order they ran (few: the bad pairs and the baseline's own, three runs each), which
+    /// the judging pass takes instead of grouping them again.
     fn baseline_again(
         &mut self,
         retested: &BTreeSet<(u32, u32)>,
         t: &crate::model::fabric::Thresholds,
-    ) -> PerfBaseline {
+    ) -> (PerfBaseline, RetestedRuns) {
         let mut seen = BaselineSeen::default();
-        let mut runs: BTreeMap<(u32, u32), Vec<PairInput>> = BTreeMap::new();
+        let mut runs = RetestedRuns::new();
         let read = self.spool.each(|rec| {
             if retested.contains(&(rec.a, rec.b)) {
-                runs.entry((rec.a, rec.b)).or_default().push(rec.input());
+                let input = rec.input();
+                runs.entry((rec.a, rec.b)).or_default().push((rec, input));
             } else {
                 seen.add(&rec.input());
             }
@@ -151,8 +157,9 @@ impl Leader {
         if let Err(e) = read {
             self.failed.get_or_insert(e);
         }
-        for inputs in runs.values() {
-            if let Some(p) = rules::median_run(inputs) {
+        for recs in runs.values() {
+            let inputs: Vec<PairInput> = recs.iter().map(|(_, i)| i.clone()).collect();
+            if let Some(p) = rules::median_run(&inputs) {
                 seen.add(&p);
             }
         }
@@ -164,7 +171,7 @@ impl Leader {
             .iter()
             .filter_map(|p| runs.get(p))
             .flatten()
-            .filter_map(|r| r.end.as_ref().ok())
+            .filter_map(|(_, r)| r.end.as_ref().ok())
             .filter(|e| e.ok)
             .collect();
         base.usec_worst_run = ends
@@ -175,7 +182,7 @@ impl Leader {
             .iter()
             .filter_map(|e| e.mbit_per_sec)
             .min_by(f64::total_cmp);
-        base
+        (base, runs)
     }
 
     /// One pass over the spool: each pair judged against the baseline (a retested one on
@@ -184,7 +191,7 @@ impl Leader {
     fn judge_every_pair(
         &mut self,
         baseline: &PerfBaseline,
-        retested: &BTreeSet<(u32, u32)>,
+        runs: RetestedRuns,
         first_states: &BTreeMap<(u32, u32), PairState>,
     ) -> PairsRead {
         let t = self.cfg.thresholds.clone();
@@ -224,9 +231,6 @@ impl Leader {
             bad: Vec::new(),
             ends: BTreeMap::new(),
         };
-        // The runs of the retested pairs: few (the bad ones, three runs each), kept until
-        // the pass has read them all.
-        let mut runs: BTreeMap<(u32, u32), Vec<Record>> = BTreeMap::new();
         let mut one = |rec: Record, v: PairVerdict, input: PairInput| {
             let retested_now = v.runs.is_some();
             let first = retested_now
@@ -255,8 +259,7 @@ impl Leader {
             }
         };
         let read = self.spool.each(|rec| {
-            if retested.contains(&(rec.a, rec.b)) {
-                runs.entry((rec.a, rec.b)).or_default().push(rec);
+            if runs.contains_key(&(rec.a, rec.b)) {
                 return;
             }
             let input = rec.input();
@@ -266,15 +269,14 @@ impl Leader {
         if let Err(e) = read {
             self.failed.get_or_insert(e);
         }
-        for (_, recs) in runs {
-            let inputs: Vec<PairInput> = recs.iter().map(Record::input).collect();
+        for recs in runs.values() {
+            let inputs: Vec<PairInput> = recs.iter().map(|(_, i)| i.clone()).collect();
             let v = rules::judge_runs(&inputs, baseline, &t);
             // The row shows the runs' medians, the pair's evidence its first bad run.
             let pick = recs
                 .iter()
-                .zip(&inputs)
                 .find(|(_, i)| rules::judge_pair(i, baseline, &t).state == v.state)
-                .or_else(|| recs.iter().zip(&inputs).next_back());
+                .or_else(|| recs.last());
             if let Some((rec, input)) = pick {
                 let mut input = input.clone();
                 if let (Ok(end), Some(spread)) = (input.end.as_mut(), v.runs.as_ref()) {
