@@ -495,6 +495,35 @@ pub fn settled_baseline(first: &PerfBaseline, again: PerfBaseline) -> PerfBaseli
     }
 }
 
+/// The baseline with the worst run of the retested pairs it stands on that are good by
+/// their medians: how far this host's noise moves one good pair. A bad endpoint's best
+/// pair is one of the pairs the baseline stands on too; its runs are left out, or a slow
+/// endpoint would widen the band until its own pairs read as noise.
+pub fn with_noise_band(
+    mut base: PerfBaseline,
+    defining_runs: &[Vec<PairInput>],
+    t: &Thresholds,
+) -> PerfBaseline {
+    let good: Vec<&PairEnd> = defining_runs
+        .iter()
+        .filter(|runs| {
+            median_run(runs).is_some_and(|m| judge_pair(&m, &base, t).state == PairState::Ok)
+        })
+        .flatten()
+        .filter_map(|r| r.end.as_ref().ok())
+        .filter(|e| e.ok)
+        .collect();
+    base.usec_worst_run = good
+        .iter()
+        .filter_map(|e| e.usec_per_iter)
+        .max_by(f64::total_cmp);
+    base.mbit_worst_run = good
+        .iter()
+        .filter_map(|e| e.mbit_per_sec)
+        .min_by(f64::total_cmp);
+    base
+}
+
 /// How many times a pair that was bad is run again: three runs in all. Noise that makes
 /// one run in k look bad makes all three look bad once in k³.
 pub const RETESTS: u32 = 2;
@@ -1493,6 +1522,25 @@ mod tests {
         let v = judge_runs(&[bw(20.0), bw(25.0), bw(22.0)], &base, &t);
         assert_eq!(v.state, PairState::LowBandwidth, "{v:?}");
         assert!(!v.why.iter().any(|w| w.contains("not decided")), "{v:?}");
+    }
+
+    /// The noise band comes from the good pairs the baseline stands on only: a slow
+    /// endpoint's best pair is one of them, and its runs must not make its own pairs read
+    /// as noise.
+    #[test]
+    fn a_bad_endpoints_best_pair_does_not_widen_the_noise_band() {
+        let t = Thresholds::default();
+        let base = PerfBaseline {
+            mbit_per_sec: Some(1000.0),
+            ..base()
+        };
+        let bw = |a, b, m: f64| ok_pair(a, b, 100.0, m);
+        let good = vec![bw(0, 1, 1000.0), bw(0, 1, 900.0), bw(0, 1, 1050.0)];
+        let limited = vec![bw(2, 3, 300.0), bw(2, 3, 280.0), bw(2, 3, 310.0)];
+        let banded = with_noise_band(base, &[good, limited.clone()], &t);
+        assert_eq!(banded.mbit_worst_run, Some(900.0));
+        let v = judge_runs(&limited, &banded, &t);
+        assert_eq!(v.state, PairState::LowBandwidth, "{v:?}");
     }
 
     /// The settled baseline is never more demanding than the first run's.

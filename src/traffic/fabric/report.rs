@@ -163,26 +163,14 @@ impl Leader {
                 seen.add(&p);
             }
         }
-        let mut base = seen.baseline(t);
-        // The worst run of the (retested) pairs it stands on: how far this host's noise
-        // moves one good pair.
-        let ends: Vec<&PairEnd> = seen
+        let base = seen.baseline(t);
+        let defining: Vec<Vec<PairInput>> = seen
             .defining_pairs()
             .iter()
             .filter_map(|p| runs.get(p))
-            .flatten()
-            .filter_map(|(_, r)| r.end.as_ref().ok())
-            .filter(|e| e.ok)
+            .map(|recs| recs.iter().map(|(_, i)| i.clone()).collect())
             .collect();
-        base.usec_worst_run = ends
-            .iter()
-            .filter_map(|e| e.usec_per_iter)
-            .max_by(f64::total_cmp);
-        base.mbit_worst_run = ends
-            .iter()
-            .filter_map(|e| e.mbit_per_sec)
-            .min_by(f64::total_cmp);
-        (base, runs)
+        (rules::with_noise_band(base, &defining, t), runs)
     }
 
     /// One pass over the spool: each pair judged against the baseline (a retested one on
