@@ -429,6 +429,11 @@ mod port_state_number {
     }
 }
 
+/// This process not running this long means it was stopped (SIGSTOP, Ctrl-Z, a debugger, a
+/// paused VM), not starved for a time slice: the one threshold the stall look and the
+/// `process-stopped` rule share.
+pub const STOPPED_MS: u64 = 2000;
+
 /// What one end re-read when a completion did not come mid-run: what can have changed since
 /// the QP was connected. Each end gathers its own and sends them to the other in a stall
 /// probe, so both name the same cause. A `--cm` end fills the port's part only (its probe
@@ -465,7 +470,8 @@ pub struct StallFacts {
     /// Since the last completion of this end.
     pub since_last_completion_ms: u64,
     /// The longest this process did not run since the run began (a thread of its own that
-    /// wakes every 0.25 s overslept by it): it was stopped, not its peer.
+    /// wakes every 0.25 s overslept by it): from `STOPPED_MS` on, it was stopped, not its
+    /// peer.
     pub stopped_ms: u64,
     /// The message size and --timeout, and what one message needs at the rate the port
     /// moved while this end waited (None: nothing moved, or no counter to tell).

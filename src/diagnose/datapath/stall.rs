@@ -7,15 +7,11 @@
 use crate::model::codes;
 use crate::model::device::PortState;
 use crate::model::diagnostic::{Diagnostic, Seen, Source};
-use crate::model::facts::{OobLink, Stall, StallFacts};
+use crate::model::facts::{OobLink, Stall, StallFacts, STOPPED_MS};
 use crate::model::failure::{Cause, Failure};
 
 use super::Builder;
 use crate::diagnose::midrun::{self, counter_lines, who};
-
-/// This process not running this long (its own sleeping thread overslept by it) means it
-/// was stopped.
-const STOPPED_MS: u64 = 2000;
 
 fn secs(ms: u64) -> String {
     format!("{:.1}", ms as f64 / 1000.0)

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use crate::gather::verbs::qp::{ticks, Context};
 use crate::model::counter::PortDelta;
 use crate::model::device::GidType;
-use crate::model::facts::{OobLink, Stall, StallFacts};
+use crate::model::facts::{OobLink, Stall, StallFacts, STOPPED_MS};
 use crate::model::failure::{Cause, Failure};
 use crate::model::gid::Gid;
 use crate::model::results::ns_per_tick;
@@ -21,10 +21,6 @@ use crate::wire::exchange::{Conn, ProbeAnswer};
 
 /// How long a stalled end waits for the peer's answer to its probe.
 const PROBE_WAIT: Duration = Duration::from_secs(2);
-
-/// This process not running this long means it was stopped (SIGSTOP, Ctrl-Z, a debugger, a
-/// paused VM), not starved for a time slice.
-pub(super) const STOPPED_GAP: Duration = Duration::from_secs(2);
 
 /// How often the stop clock's thread wakes.
 const STOP_CLOCK_TICK: Duration = Duration::from_millis(250);
@@ -309,7 +305,7 @@ pub(super) fn look(
     conn: &mut Option<&mut Conn>,
     mut f: Failure,
 ) -> Failure {
-    let stopped_here = watch.stopped_for() >= STOPPED_GAP;
+    let stopped_here = watch.stopped_for() >= Duration::from_millis(STOPPED_MS);
     let timed_out = matches!(f.cause, Cause::Timeout { .. });
     if matches!(f.cause, Cause::Interrupted { .. }) || !(timed_out || stopped_here) {
         return f;
