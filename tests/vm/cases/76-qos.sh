@@ -78,29 +78,41 @@ expect_out "... and the 96 stays" '^96$' cat "$PORT1/default_roce_tos"
 
 # ---------------------------------------------------------------- 2. the wire, counted by tc
 # veth0's egress carries what rxe0 sends (rxe routes by its own netdev even to an address
-# of this kernel). Four flower filters: the DSCPs 18 (TOS 0x48), 24 (TOS 96) and 0, each
-# counting and continuing to the next filter (`action continue`), then every RoCE v2 packet.
+# of this kernel). First a u32 filter takes the CM's own packets (BTH destination QP 1, the
+# 24 bits at byte 32 of an option-less IPv4 header + UDP) out of the count: the kernel's CM
+# answers a duplicate message (a retransmitted DREQ, REP) with an address handle built from
+# the received packet, and for RoCE v2 over IPv4 that handle's traffic class is 0
+# (ib_init_ah_attr_from_wc reads it from the GRH area, which holds no GRH for IPv4), so
+# under a slow guest one such packet can leave with DSCP 0 while every data packet carries
+# the class asked for. The QPs the traffic class is about are the data QPs; QP 1's packets
+# are counted and logged, not judged. Then four flower filters: the DSCPs 18 (TOS 0x48),
+# 24 (TOS 96) and 0, each counting and continuing to the next filter (`action continue`),
+# then every other RoCE v2 packet.
 tc_arm() {
     tc qdisc del dev veth0 clsact 2>/dev/null
     tc -batch - <<'EOF'
 qdisc add dev veth0 clsact
+filter add dev veth0 egress pref 5 protocol ip u32 match ip protocol 17 0xff match ip dport 4791 0xffff match u32 0x00000001 0x00ffffff at 32 action pass
 filter add dev veth0 egress pref 10 protocol ip flower ip_proto udp dst_port 4791 ip_tos 0x48/0xfc action continue
 filter add dev veth0 egress pref 20 protocol ip flower ip_proto udp dst_port 4791 ip_tos 0x60/0xfc action continue
 filter add dev veth0 egress pref 30 protocol ip flower ip_proto udp dst_port 4791 ip_tos 0x00/0xfc action continue
 filter add dev veth0 egress pref 40 protocol ip flower ip_proto udp dst_port 4791 action pass
 EOF
 }
-# tc_count NAME: the packets each filter counted, in N18 N24 N0 NALL (the JSON in tc-NAME.json).
+# tc_count NAME: the packets each filter counted, in N18 N24 N0 NALL (data QPs) and NQP1 (the
+# JSON in tc-NAME.json). A u32 filter shows as two entries of one pref (its hash table, with
+# no actions, and the filter), so the counts are summed by pref.
 tc_count() {
-    N18=- N24=- N0=- NALL=-
+    N18=- N24=- N0=- NALL=- NQP1=-
     tc -s -j filter show dev veth0 egress >"$RESULTS/tc-$1.json" || return 1
-    read -r N18 N24 N0 NALL < <(jq -r '[.[] | select(.options) | {key: (.pref | tostring),
-        value: ([.options.actions[]?.stats.packets // 0] | add // 0)}] | from_entries
-        | "\(.["10"] // "-") \(.["20"] // "-") \(.["30"] // "-") \(.["40"] // "-")"' "$RESULTS/tc-$1.json")
-    echo "tc on veth0 egress after $1: DSCP 18: $N18, DSCP 24: $N24, DSCP 0: $N0, every UDP 4791: $NALL"
+    read -r N18 N24 N0 NALL NQP1 < <(jq -r '[.[] | select(.options)] | group_by(.pref)
+        | map({key: (.[0].pref | tostring), value: ([.[].options.actions[]?.stats.packets // 0] | add // 0)})
+        | from_entries
+        | "\(.["10"] // "-") \(.["20"] // "-") \(.["30"] // "-") \(.["40"] // "-") \(.["5"] // "-")"' "$RESULTS/tc-$1.json")
+    echo "tc on veth0 egress after $1: data QPs: DSCP 18: $N18, DSCP 24: $N24, DSCP 0: $N0, every UDP 4791: $NALL; QP 1 (CM): $NQP1"
 }
 positive() { [[ $1 =~ ^[0-9]+$ ]] && (($1 > 0)); }
-# wire NAME DSCP_WANTED: the counts say every RoCE v2 packet rxe0 sent carried that DSCP.
+# wire NAME DSCP_WANTED: the counts say every data-QP RoCE v2 packet rxe0 sent carried that DSCP.
 wire() {
     local name=$1 want=$2 n
     case $want in 18) n=$N18 ;; 24) n=$N24 ;; 0) n=$N0 ;; esac
@@ -111,9 +123,9 @@ wire() {
     [[ $want == 0 ]] || check "$name: none carried DSCP 0 ($N0)" test "$N0" = 0
 }
 
-check "clsact and four flower filters on veth0 egress" tc_arm
+check "clsact, a QP 1 filter and four flower filters on veth0 egress" tc_arm
 tc_count armed
-check "the filters start at zero" test "$N18 $N24 $N0 $NALL" = "0 0 0 0"
+check "the filters start at zero" test "$N18 $N24 $N0 $NALL $NQP1" = "0 0 0 0 0"
 
 # 2a. pingpong --tclass 0x48 (the TCP exchange): server on rxe1, client on rxe0.
 PP_PORT=$((PP_PORT + 1))
