@@ -675,7 +675,7 @@ _rdmactl() {
             return 0
             ;;
         rdmactl__subcmd__pingpong)
-            opts="-j -d -i -g -p -s -n -e -l -m -h -V --json --color --sysfs --procfs --ib-dev --ib-port --gid-index --gid-idx --port --size --iters --duration --interval --lat --events --sl --tclass --pkey-index --mtu --op --timeout --bind --compat --cm --persist --help --version"
+            opts="-j -d -i -g -p -s -n -e -l -m -a -h -V --json --color --sysfs --procfs --ib-dev --ib-port --gid-index --gid-idx --port --size --iters --duration --interval --lat --events --sl --tclass --pkey-index --mtu --op --timeout --bind --compat --cm --persist --all-sizes --report-gbits --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -174,6 +174,8 @@ complete -c rdmactl -n "__fish_rdmactl_using_subcommand pingpong" -l lat -d 'RDM
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand pingpong" -s e -l events -d 'Sleep on the completion channel instead of busy-polling (ibv_rc_pingpong -e)'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand pingpong" -l cm -d 'Connect through the RDMA connection manager (librdmacm) instead of a TCP exchange'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand pingpong" -l persist -d 'Server: serve one client after another until Ctrl-C (one report per client)'
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand pingpong" -s a -l all-sizes -d 'Every message size from 2 B to 8 MiB, doubling, one run each, and one table (perftest\'s -a); give it to both ends. -n applies to each size'
+complete -c rdmactl -n "__fish_rdmactl_using_subcommand pingpong" -l report-gbits -d 'Bandwidth in Gbit/s instead of Mbit/s in the text report (perftest\'s --report-gbits; -j always carries mbit_per_sec)'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand pingpong" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand pingpong" -s V -l version -d 'Print version'
 complete -c rdmactl -n "__fish_rdmactl_using_subcommand selftest" -l color -d 'When to colour the output (`auto`: a terminal, unless NO_COLOR is set or TERM=dumb)' -r -f -a "auto\t''

@@ -515,6 +515,18 @@ pub struct PingpongArgs {
     /// Server: serve one client after another until Ctrl-C (one report per client)
     #[arg(long)]
     pub persist: bool,
+    /// Every message size from 2 B to 8 MiB, doubling, one run each, and one table
+    /// (perftest's -a); give it to both ends. -n applies to each size
+    #[arg(
+        short = 'a',
+        long = "all-sizes",
+        conflicts_with_all = ["size_given", "duration", "compat", "cm", "persist"]
+    )]
+    pub all_sizes: bool,
+    /// Bandwidth in Gbit/s instead of Mbit/s in the text report (perftest's --report-gbits;
+    /// -j always carries mbit_per_sec)
+    #[arg(long = "report-gbits")]
+    pub report_gbits: bool,
 }
 
 impl PingpongArgs {

@@ -28,6 +28,8 @@ pub struct ExchangeView<'a> {
     pub ops: &'a OpResults,
     pub counters: Option<&'a RunCounters>,
     pub ok: bool,
+    /// --report-gbits
+    pub rate: Rate,
 }
 
 /// The text report of a TCP-exchange run.
@@ -50,7 +52,7 @@ pub fn exchange(r: &ExchangeView, style: Style) -> String {
             qos(&r.qos, r.events)
         ));
     }
-    out.push_str(&ops(r.ops));
+    out.push_str(&ops(r.ops, r.rate));
     if let Some(c) = r.counters {
         out.push_str(&counters(c, style));
     }
@@ -128,6 +130,8 @@ pub struct CmView<'a> {
     pub echoed: Option<u64>,
     pub stock_client: Option<bool>,
     pub ok: bool,
+    /// --report-gbits
+    pub rate: Rate,
 }
 
 /// The text report of a `--cm` run: the TCP exchange's lines, with the CM's addresses.
@@ -156,7 +160,7 @@ pub fn cm(r: &CmView, style: Style) -> String {
             r.role, c.device, c.port, c.path_mtu, r.size
         ));
     }
-    out.push_str(&ops(r.ops));
+    out.push_str(&ops(r.ops, r.rate));
     if let Some(c) = r.counters {
         out.push_str(&counters(c, style));
     }
@@ -174,15 +178,138 @@ pub fn cm(r: &CmView, style: Style) -> String {
     out
 }
 
+/// The unit bandwidth is printed in: ibv_rc_pingpong's Mbit/sec, or Gbit/sec as perftest's
+/// --report-gbits asks (10^9 bits either way).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Rate {
+    #[default]
+    Mbit,
+    Gbit,
+}
+
+impl Rate {
+    fn of(self, mbit_per_sec: f64) -> f64 {
+        match self {
+            Rate::Mbit => mbit_per_sec,
+            Rate::Gbit => mbit_per_sec / 1000.0,
+        }
+    }
+
+    fn unit(self) -> &'static str {
+        match self {
+            Rate::Mbit => "Mbit/sec",
+            Rate::Gbit => "Gbit/sec",
+        }
+    }
+}
+
+/// One size of a `-a` sweep, as its table shows it.
+#[derive(Debug, Clone)]
+pub struct SweepRow {
+    pub size: u32,
+    pub ops: OpResults,
+    pub ok: bool,
+}
+
+/// The `-a` table: one line per size, and per operation its bandwidth, message rate and
+/// time per iteration (a SEND's is a round trip, as ibv_rc_pingpong's usec/iter; a
+/// windowed WRITE's or READ's is its share of the window, not a latency). A size that
+/// failed says so; its explanation follows on stderr.
+pub fn sweep(role: &str, rows: &[SweepRow], rate: Rate) -> String {
+    let names: Vec<&str> = ["send", "write", "read"]
+        .into_iter()
+        .filter(|n| rows.iter().any(|r| r.ops.iter().any(|(m, _)| m == *n)))
+        .collect();
+    let mut head = vec!["bytes".to_string(), "iters".to_string()];
+    for n in &names {
+        head.push(format!("{n} {}", rate.unit()));
+        head.push(format!("{n} Mmsg/sec"));
+        head.push(format!("{n} usec/iter"));
+    }
+    let mut table = vec![head];
+    for r in rows {
+        let mut line = vec![r.size.to_string()];
+        let iters = r.ops.iter().map(|(_, o)| o.iters).max();
+        line.push(iters.map_or("-".into(), |i| i.to_string()));
+        for n in &names {
+            match r.ops.iter().find(|(m, _)| m == n) {
+                Some((_, o)) => {
+                    line.push(format!("{:.2}", rate.of(o.mbit_per_sec)));
+                    line.push(format!("{:.4}", o.msgs_per_sec / 1e6));
+                    line.push(format!("{:.2}", o.usec_per_iter));
+                }
+                None => line.extend(std::iter::repeat("-".to_string()).take(3)),
+            }
+        }
+        if !r.ok {
+            line.push("failed".into());
+        }
+        table.push(line);
+    }
+    let columns = table.iter().map(Vec::len).max().unwrap_or(0);
+    let widths: Vec<usize> = (0..columns)
+        .map(|c| {
+            table
+                .iter()
+                .filter_map(|l| l.get(c))
+                .map(String::len)
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut out = format!("{role}, -a sweep: {} sizes\n", rows.len());
+    for line in &table {
+        let cells: Vec<String> = line
+            .iter()
+            .enumerate()
+            .map(|(c, v)| format!("{v:>w$}", w = widths[c]))
+            .collect();
+        out.push_str(cells.join("  ").trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+/// The stderr line after each size of a sweep (on a terminal, or with --interval).
+pub fn sweep_progress(row: &SweepRow) -> String {
+    let figures: Vec<String> = row
+        .ops
+        .iter()
+        .map(|(n, o)| {
+            format!(
+                "{n} {:.2} usec/iter, {:.2} Mbit/sec",
+                o.usec_per_iter, o.mbit_per_sec
+            )
+        })
+        .collect();
+    let state = if row.ok { "done" } else { "failed" };
+    format!("{} B {state}: {}\n", row.size, figures.join("; "))
+}
+
+/// Why a sweeping server stopped before the last size: its client did not come back.
+pub fn sweep_cut_short(served: &[u32], gap: std::time::Duration) -> String {
+    let last = served
+        .last()
+        .map_or("none".to_string(), |s| format!("{s} B"));
+    format!(
+        "the -a sweep ended after {} size(s) (the last {last}): no client connected for the next size within {} s; give -a to the client too (without it a client runs one size)",
+        served.len(),
+        gap.as_secs()
+    )
+}
+
 /// ibv_rc_pingpong's two lines per operation (bytes and Mbit/sec, iters and usec/iter),
 /// with the message rate, the latency percentiles (operations measured one at a time) and
 /// what was verified; both exchanges print this.
-pub fn ops(ops: &OpResults) -> String {
+pub fn ops(ops: &OpResults, rate: Rate) -> String {
     let mut out = String::new();
     for (name, o) in ops.iter() {
         out.push_str(&format!(
-            "{name:<5} {} bytes in {:.2} seconds = {:.2} Mbit/sec\n",
-            o.bytes, o.seconds, o.mbit_per_sec
+            "{name:<5} {} bytes in {:.2} seconds = {:.2} {}\n",
+            o.bytes,
+            o.seconds,
+            rate.of(o.mbit_per_sec),
+            rate.unit()
         ));
         out.push_str(&format!(
             "{name:<5} {} iters in {:.2} seconds = {:.2} usec/iter, {:.0} msg/sec",
@@ -383,7 +510,7 @@ mod tests {
         let mut results = OpResults::default();
         results.insert("send", one.clone());
         results.insert("write", windowed);
-        let text = ops(&results);
+        let text = ops(&results, Rate::Mbit);
         assert!(
             text.contains("send  500 iters in 0.09 seconds = 180.00 usec/iter, 5556 msg/sec; latency usec (round trip: 2 × ib_send_lat's one-way) min 3999."),
             "{text}"
@@ -391,9 +518,10 @@ mod tests {
         let mut lat = OpResults::default();
         lat.insert("write", one);
         assert!(
-            ops(&lat).contains("5556 msg/sec; latency usec (post to completion) min 3999."),
+            ops(&lat, Rate::Mbit)
+                .contains("5556 msg/sec; latency usec (post to completion) min 3999."),
             "{}",
-            ops(&lat)
+            ops(&lat, Rate::Mbit)
         );
         assert!(text.contains("p99.9 4001.79, max 4001.79"), "{text}");
         assert!(
@@ -415,5 +543,75 @@ mod tests {
             qos(&q, true),
             ", SL 3, traffic class 96 (DSCP 24), P_Key index 1, completion events"
         );
+    }
+}
+
+#[cfg(test)]
+mod sweep_tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::model::results::op_result;
+
+    fn row(size: u32, ok: bool) -> SweepRow {
+        let mut ops = OpResults::default();
+        // 100 WRITEs of `size` bytes in 10 ms, a window of 32.
+        ops.insert(
+            "write",
+            op_result(
+                100,
+                100 * u64::from(size),
+                Duration::from_millis(10),
+                32,
+                None,
+            ),
+        );
+        SweepRow { size, ops, ok }
+    }
+
+    /// One line per size under one header, the bandwidth in the unit asked for, and a size
+    /// that failed marked so.
+    #[test]
+    fn the_sweep_table_has_a_line_per_size() {
+        let rows = [row(2, true), row(8_388_608, true), row(16, false)];
+        let text = sweep("client", &rows, Rate::Mbit);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[0], "client, -a sweep: 3 sizes", "{text}");
+        assert!(
+            lines[1].split_whitespace().collect::<Vec<_>>()
+                == [
+                    "bytes",
+                    "iters",
+                    "write",
+                    "Mbit/sec",
+                    "write",
+                    "Mmsg/sec",
+                    "write",
+                    "usec/iter"
+                ],
+            "{text}"
+        );
+        // 8 MiB × 100 in 10 ms = 671088.64 Mbit/s; 10 000 msg/s; 100 µs each.
+        let big: Vec<&str> = lines[3].split_whitespace().collect();
+        assert_eq!(
+            big,
+            ["8388608", "100", "671088.64", "0.0100", "100.00"],
+            "{text}"
+        );
+        assert!(lines[4].ends_with("failed"), "{text}");
+        assert!(!lines[2].contains("failed"), "{text}");
+        assert!(!text.contains("send") && !text.contains("read"), "{text}");
+        let gbits = sweep("server", &rows[1..2], Rate::Gbit);
+        assert!(gbits.contains("write Gbit/sec"), "{gbits}");
+        assert!(gbits.contains(" 671.09 "), "{gbits}");
+        assert!(ops(&rows[1].ops, Rate::Gbit).contains("= 671.09 Gbit/sec"));
+    }
+
+    #[test]
+    fn a_server_whose_client_did_not_come_back_says_what_to_do() {
+        let text = sweep_cut_short(&[2, 4], Duration::from_secs(30));
+        assert!(text.contains("after 2 size(s) (the last 4 B)"), "{text}");
+        assert!(text.contains("within 30 s"), "{text}");
+        assert!(text.contains("give -a to the client too"), "{text}");
     }
 }

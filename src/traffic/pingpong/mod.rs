@@ -31,5 +31,5 @@ mod side;
 mod stall;
 mod tcp;
 
-pub use report::PingpongReport;
+pub use report::{PingpongReport, SweepReport};
 pub use tcp::run;

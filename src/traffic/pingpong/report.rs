@@ -47,6 +47,15 @@ pub struct PingpongReport {
     pub(super) failure: Option<FailureReport>,
 }
 
+/// A `-a` sweep's `-j` output: each size's report as `pingpong -j` prints one, in the
+/// order run (tests/json-schema.txt's `pingpong_sweep`).
+#[derive(Debug, Serialize)]
+pub struct SweepReport {
+    pub role: &'static str,
+    pub sweep: Vec<serde_json::Value>,
+    pub ok: bool,
+}
+
 /// Where a finished report goes (the command prints it).
 pub type Show<'a> = dyn FnMut(&PingpongReport) -> Result<()> + 'a;
 
@@ -66,6 +75,21 @@ impl PingpongReport {
             remote: self.remote.as_ref(),
             ops: &self.ops,
             counters: self.counters.as_ref(),
+            ok: self.ok,
+            rate: crate::render::pingpong::Rate::default(),
+        }
+    }
+
+    /// "client" or "server".
+    pub fn role(&self) -> &'static str {
+        self.role
+    }
+
+    /// This run as one line of a `-a` sweep's table.
+    pub fn sweep_row(&self) -> crate::render::pingpong::SweepRow {
+        crate::render::pingpong::SweepRow {
+            size: self.size,
+            ops: self.ops.clone(),
             ok: self.ok,
         }
     }
@@ -260,6 +284,14 @@ mod tests {
         let json = serde_json::to_value(&report).unwrap();
         let shape = crate::json_schema::mismatches("pingpong", &json);
         assert!(shape.is_empty(), "{shape:#?}\n{json}");
+        let sweep = serde_json::to_value(SweepReport {
+            role: "client",
+            sweep: vec![json.clone(), json.clone()],
+            ok: false,
+        })
+        .unwrap();
+        let shape = crate::json_schema::mismatches("pingpong_sweep", &sweep);
+        assert!(shape.is_empty(), "{shape:#?}\n{sweep}");
         assert_eq!(json["latency_usec"]["min"], 1021.952);
         assert_eq!(json["run"]["duration_sec"], 3.5);
         assert_eq!(json["qos"]["tclass"], 106);

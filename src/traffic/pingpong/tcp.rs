@@ -56,7 +56,9 @@ pub fn run(ctx: &Ctx, args: &PingpongArgs, show: &mut Show) -> Result<u8> {
     };
     match (listener, peer) {
         (Some(l), _) if args.persist => serve_persistently(ctx, show, args, &plan, &device, &l),
+        (Some(l), _) if args.all_sizes => serve_sweep(ctx, show, args, &plan, &device, &l),
         (Some(l), _) => one_run(ctx, show, args, &plan, &device, Role::Server(&l)),
+        (None, Some(addr)) if args.all_sizes => sweep(ctx, show, args, &plan, &device, addr),
         (None, Some(addr)) => one_run(ctx, show, args, &plan, &device, Role::Client(addr)),
         (None, None) => unreachable!("a run without a peer listens"),
     }
@@ -104,6 +106,100 @@ pub(super) fn serve_persistently(
             Ok(_) | Err(Error::Reported(_)) => {}
             Err(Error::Explained(x)) => output::note(&render::pingpong::client_failed(&x)),
             Err(e) => return Err(e),
+        }
+        if let Some(signal) = crate::interrupt::caught() {
+            return Ok(128 + signal as u8);
+        }
+    }
+}
+
+/// perftest's `-a` sizes: 2 B to 8 MiB, doubling.
+pub fn sweep_sizes() -> impl Iterator<Item = u32> {
+    (1..=23).map(|exponent| 1u32 << exponent)
+}
+
+/// How long a sweeping server waits for its client's next size: the client opens its
+/// device and connects again as soon as a size is done, a second or two under emulation.
+const SWEEP_GAP: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// `-a`, client: one run per size, each on a fresh QP, to a server that serves them one
+/// after another; the first failure ends the sweep with its explanation.
+fn sweep(
+    ctx: &Ctx,
+    show: &mut Show,
+    args: &PingpongArgs,
+    plan: &Plan,
+    device: &str,
+    addr: std::net::SocketAddr,
+) -> Result<u8> {
+    for size in sweep_sizes() {
+        let plan = Plan {
+            size,
+            ..plan.clone()
+        };
+        one_run(ctx, show, args, &plan, device, Role::Client(addr))?;
+        if let Some(signal) = crate::interrupt::caught() {
+            return Ok(128 + signal as u8);
+        }
+    }
+    Ok(crate::exit::OK)
+}
+
+/// `-a`, server: the sweeping client's runs one after another (each taking the client's
+/// size), until its last size or a client that does not come back within [`SWEEP_GAP`].
+/// No busy answer between runs: the client's next connection waits in the backlog until
+/// this end is ready for it, instead of being told the server is busy.
+fn serve_sweep(
+    ctx: &Ctx,
+    show: &mut Show,
+    args: &PingpongArgs,
+    plan: &Plan,
+    device: &str,
+    listener: &std::net::TcpListener,
+) -> Result<u8> {
+    let last = sweep_sizes().last().unwrap_or(0);
+    let mut served: Vec<u32> = Vec::new();
+    loop {
+        output::note(&render::pingpong::waiting(
+            &listening_on(args, listener),
+            false,
+        ));
+        // The first client may take as long as it likes, as a one-run server's.
+        let wait = (!served.is_empty()).then_some(SWEEP_GAP);
+        let conn = match oob::accept_within(listener, plan.timeout, wait) {
+            Ok(Some(conn)) => conn,
+            Ok(None) => {
+                if let Some(signal) = crate::interrupt::caught() {
+                    return Ok(128 + signal as u8);
+                }
+                return Err(Error::Failed(render::pingpong::sweep_cut_short(
+                    &served, SWEEP_GAP,
+                )));
+            }
+            Err(f) => {
+                let report = new_report(args, plan, device);
+                return finish(
+                    ctx,
+                    show,
+                    report,
+                    Some(f),
+                    None,
+                    None,
+                    plan.ops.send,
+                    None,
+                    None,
+                );
+            }
+        };
+        let mut size = 0;
+        let mut record = |report: &PingpongReport| {
+            size = report.size;
+            show(report)
+        };
+        one_run(ctx, &mut record, args, plan, device, Role::Accepted(conn))?;
+        served.push(size);
+        if size >= last {
+            return Ok(crate::exit::OK);
         }
         if let Some(signal) = crate::interrupt::caught() {
             return Ok(128 + signal as u8);

@@ -135,13 +135,26 @@ pub fn accept_one(listener: &TcpListener, timeout: Duration) -> Result<Conn, Fai
 /// `accept_one`, but a caught SIGINT/SIGTERM ends the wait (a `--persist` server between
 /// clients, after the first one made signals caught): None then.
 pub fn accept_watching(listener: &TcpListener, timeout: Duration) -> Result<Option<Conn>, Failure> {
+    accept_within(listener, timeout, None)
+}
+
+/// `accept_watching`, giving up after `wait` when one is given (a sweeping server whose
+/// client did not come back): None then too; `interrupt::caught` tells the two apart.
+pub fn accept_within(
+    listener: &TcpListener,
+    timeout: Duration,
+    wait: Option<Duration>,
+) -> Result<Option<Conn>, Failure> {
     let failed = |e: &std::io::Error| oob_failure(Step::Connect, io_cause(e, Duration::ZERO), None);
+    let deadline = wait.map(|w| Instant::now() + w);
     listener.set_nonblocking(true).map_err(|e| failed(&e))?;
     let accepted = loop {
         match listener.accept() {
             Ok(pair) => break Ok(Some(pair)),
             Err(e) if e.kind() == ErrorKind::WouldBlock || e.kind() == ErrorKind::Interrupted => {
-                if crate::interrupt::caught().is_some() {
+                if crate::interrupt::caught().is_some()
+                    || deadline.is_some_and(|d| Instant::now() >= d)
+                {
                     break Ok(None);
                 }
                 std::thread::sleep(Duration::from_millis(50));

@@ -19,4 +19,6 @@ mod conn;
 
 pub use codec::{Hello, NativeMsg, RcDest, RC_PINGPONG_DONE};
 pub use compare::{compare, path_mtu};
-pub use conn::{accept_one, accept_watching, connect_addr, listen, BusyAnswer, Conn, ProbeAnswer};
+pub use conn::{
+    accept_one, accept_watching, accept_within, connect_addr, listen, BusyAnswer, Conn, ProbeAnswer,
+};

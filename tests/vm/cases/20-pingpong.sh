@@ -117,3 +117,23 @@ expect_out "-g auto: the server prints its choice and the reason on stderr" \
     cat "$RESULTS/auto-server.out"
 expect_out "-g auto: the server says why index 0 was rejected" \
     '^  index 0 rejected: it is link-local IPv6' cat "$RESULTS/auto-server.out"
+
+# --- -a on both ends: every size from 2 B to 8 MiB, one run each, one table (perftest's -a)
+next_port
+bg_server sweep-server "$RDMACTL" pingpong -a -d rxe0 -g 1 -p "$port" -n 5 --op write --report-gbits
+srv=$BG_PID
+wait_listen "$port" 15
+expect_rc 0 "-a: a sweeping client (--op write -n 5) exits 0" \
+    "$RDMACTL" -j pingpong -a -d rxe1 -g 1 -p "$port" -n 5 --op write "$SERVER_IP"
+cp "$LAST_STDOUT" "$RESULTS/sweep-client.json"
+check "-a: one report per size, 2 B to 8 MiB doubling, each 5 WRITEs, all ok" \
+    jq -e '.ok and .role == "client" and ([.sweep[].size] == [range(1; 24) | pow(2; .)])
+           and all(.sweep[]; .ok and .ops.write.iters == 5 and .ops.write.mbit_per_sec > 0)' \
+    "$RESULTS/sweep-client.json"
+wait_pid_timeout "$srv" 60
+check "-a: the server exits 0 after the client's last size" test $? -eq 0
+expect_out "-a: the server's table says 23 sizes" '^server, -a sweep: 23 sizes$' cat "$RESULTS/sweep-server.out"
+expect_out "-a --report-gbits: the server's table is in Gbit/sec" '^ *bytes +iters +write Gbit/sec +write Mmsg/sec +write usec/iter$' \
+    cat "$RESULTS/sweep-server.out"
+expect_out "-a: the server's table has the 2 B row" '^ +2 +5 +[0-9.]+ +[0-9.]+ +[0-9.]+$' cat "$RESULTS/sweep-server.out"
+expect_out "-a: the server's table has the 8 MiB row" '^ *8388608 +5 +[0-9.]+ +[0-9.]+ +[0-9.]+$' cat "$RESULTS/sweep-server.out"
