@@ -809,6 +809,7 @@ Examples:
   rdmactl pingpong -d rxe1 -g 1 localhost          both ends on one host
   rdmactl pingpong -g 1 fe80::1%eth0               a link-local TCP address, with its zone
   rdmactl pingpong --op write -s 65536 -n 1000 HOST   RDMA WRITE bandwidth (native peer)
+  rdmactl pingpong -a --op write -n 100 [HOST]     2 B to 8 MiB, one table (both ends -a)
   rdmactl pingpong --cm 10.0.0.1                   through rdma_cm, as rping
 The address carries only the TCP exchange (as ibv_rc_pingpong's); the RoCE path is the two
 GIDs'. A stock ibv_rc_pingpong works on either end.";

@@ -385,7 +385,8 @@ fn the_host_holding_the_local_gid_adds_checks_evidence() {
         r.stdout
     );
     assert!(
-        r.stdout.contains("    ok    port-state  rxe0/1 is ACTIVE"),
+        r.stdout
+            .contains("    ok    port-state     rxe0/1 is ACTIVE"),
         "{}",
         r.stdout
     );
@@ -469,7 +470,7 @@ fn a_down_port_here_is_shown_under_the_logs_failure() {
     assert_eq!(r.code, 1);
     let here = &r.stdout[r.stdout.find("  here: ").expect("a host block")..];
     assert!(
-        here.contains("FAIL  port-state  mlx5_0/1 is DOWN: a RoCE port follows its netdev, and ens1f0np0 is down"),
+        here.contains("FAIL  port-state     mlx5_0/1 is DOWN: a RoCE port follows its netdev, and ens1f0np0 is down"),
         "{here}"
     );
     assert!(
@@ -478,6 +479,45 @@ fn a_down_port_here_is_shown_under_the_logs_failure() {
     );
     // Not the cable, not the peer: the host's own evidence names its netdev.
     assert!(!here.contains("cable"), "{here}");
+    // Asked as `check` asks it: the same findings, the kernel's choice among them (not
+    // asked of a captured tree).
+    assert!(
+        here.contains(
+            "info  kernel-choice  kernel's GID choice not asked: --sysfs points at a captured tree"
+        ),
+        "{here}"
+    );
+}
+
+/// One question, one answer: the host block of triage is `check`'s own findings on that
+/// port, GID index and peer, line for line.
+#[test]
+fn triage_asks_the_port_as_check_does() {
+    let sysfs = "tests/fixtures/sysfs/port-down";
+    let t = run(&["--sysfs", sysfs, "triage", &log("nccl-port-down-here.log")]);
+    let c = run(&[
+        "--sysfs", sysfs, "check", "-d", "mlx5_0", "-g", "0", "--peer", "10.0.3.7",
+    ]);
+    let verdicts = |text: &str| -> Vec<String> {
+        text.lines()
+            .map(str::trim_start)
+            .filter(|l| {
+                ["ok ", "info ", "warn ", "FAIL "]
+                    .iter()
+                    .any(|v| l.starts_with(v))
+            })
+            .map(String::from)
+            .collect()
+    };
+    let here = &t.stdout[t.stdout.find("  here: ").expect("a host block")..];
+    let from_check = verdicts(&c.stdout);
+    assert_eq!(from_check.len(), 7, "{}", c.stdout);
+    assert_eq!(
+        verdicts(here),
+        from_check,
+        "triage:\n{here}\ncheck:\n{}",
+        c.stdout
+    );
 }
 
 #[test]

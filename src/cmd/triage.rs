@@ -5,19 +5,16 @@
 
 use std::io::IsTerminal;
 
+use crate::cli::GidIndexArg;
 use crate::cli::TriageArgs;
 use crate::ctx::Ctx;
-use crate::diagnose::check as check_rules;
-use crate::diagnose::gidselect;
 use crate::diagnose::triage::{self as diagnose, HostGid, HostLook};
 use crate::error::Result;
 use crate::exit;
-use crate::gather::check as check_facts;
 use crate::gather::joblog;
 use crate::gather::procfs;
 use crate::gather::sysfs::SysfsRoot;
 use crate::model::diagnostic::Diagnostic;
-use crate::model::facts::NetFacts;
 use crate::model::joblog::Progress;
 use crate::output::{json, print};
 use crate::render::triage as render;
@@ -107,37 +104,11 @@ fn look_here(ctx: &Ctx, triage: &mut diagnose::Triage) {
     }
 }
 
-/// `check -d DEV -i PORT -g INDEX --peer PEER` as its rules see it (no kernel-choice
-/// query: triage only reads).
+/// `check -d DEV -i PORT -g INDEX --peer PEER`, asked as `check` asks it (one answer for
+/// one port, whichever command asks).
 fn check_here(ctx: &Ctx, end: &diagnose::HereEnd) -> Result<Vec<Diagnostic>> {
-    let port = check_facts::load_port_facts(ctx, &end.device, end.port)?;
-    let first = if ctx.captured || end.peer.is_none() {
-        NetFacts::default()
-    } else {
-        check_facts::net_facts_scoped(ctx, None, end.peer, None)
-    };
-    let auto = gidselect::select_gid(
-        port.gids(),
-        &port.link_layer,
-        &check_rules::want_for(end.peer, &first),
-    );
-    Ok(match end.gid_index.or(auto.chosen) {
-        Some(i) => {
-            let entry = port.gids().iter().find(|e| e.index == i);
-            let net = if ctx.captured {
-                NetFacts::default()
-            } else {
-                check_facts::net_facts_scoped(ctx, entry, end.peer, None)
-            };
-            check_rules::evaluate(&port, i, end.peer, &net, &auto)
-        }
-        None => vec![check_rules::no_gid_fits(
-            &end.device,
-            end.port,
-            end.peer,
-            &port,
-        )],
-    })
+    let gid = end.gid_index.map_or(GidIndexArg::Auto, GidIndexArg::Index);
+    Ok(super::check::judge(ctx, &end.device, end.port, gid, end.peer, None)?.findings)
 }
 
 #[cfg(test)]

@@ -223,7 +223,7 @@ pub fn sweep(role: &str, rows: &[SweepRow], rate: Rate) -> String {
     let mut head = vec!["bytes".to_string(), "iters".to_string()];
     for n in &names {
         head.push(format!("{n} {}", rate.unit()));
-        head.push(format!("{n} Mmsg/sec"));
+        head.push(format!("{n} msg/sec"));
         head.push(format!("{n} usec/iter"));
     }
     let mut table = vec![head];
@@ -235,7 +235,7 @@ pub fn sweep(role: &str, rows: &[SweepRow], rate: Rate) -> String {
             match r.ops.iter().find(|(m, _)| m == n) {
                 Some((_, o)) => {
                     line.push(format!("{:.2}", rate.of(o.mbit_per_sec)));
-                    line.push(format!("{:.4}", o.msgs_per_sec / 1e6));
+                    line.push(format!("{:.0}", o.msgs_per_sec));
                     line.push(format!("{:.2}", o.usec_per_iter));
                 }
                 None => line.extend(std::iter::repeat("-".to_string()).take(3)),

@@ -69,8 +69,13 @@ pub(super) fn follow_client(
         report.run.lat = p.length.lat;
         report.size = p.size;
         report.requested_mtu = p.mtu;
-        if !ctx.json {
-            crate::output::note(&crate::render::pingpong::following(&taken));
+        // A sweeping server takes each size from its client by design: only the rest is news.
+        let said: Vec<String> = taken
+            .into_iter()
+            .filter(|t| !(args.all_sizes && t.starts_with("-s ")))
+            .collect();
+        if !ctx.json && !said.is_empty() {
+            crate::output::note(&crate::render::pingpong::following(&said));
         }
     }
     Ok(p)

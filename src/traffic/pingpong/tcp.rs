@@ -160,10 +160,12 @@ fn serve_sweep(
     let last = sweep_sizes().last().unwrap_or(0);
     let mut served: Vec<u32> = Vec::new();
     loop {
-        output::note(&render::pingpong::waiting(
-            &listening_on(args, listener),
-            false,
-        ));
+        if served.is_empty() {
+            output::note(&render::pingpong::waiting(
+                &listening_on(args, listener),
+                false,
+            ));
+        }
         // The first client may take as long as it likes, as a one-run server's.
         let wait = (!served.is_empty()).then_some(SWEEP_GAP);
         let conn = match oob::accept_within(listener, plan.timeout, wait) {

@@ -133,7 +133,9 @@ check "-a: one report per size, 2 B to 8 MiB doubling, each 5 WRITEs, all ok" \
 wait_pid_timeout "$srv" 60
 check "-a: the server exits 0 after the client's last size" test $? -eq 0
 expect_out "-a: the server's table says 23 sizes" '^server, -a sweep: 23 sizes$' cat "$RESULTS/sweep-server.out"
-expect_out "-a --report-gbits: the server's table is in Gbit/sec" '^ *bytes +iters +write Gbit/sec +write Mmsg/sec +write usec/iter$' \
+expect_out "-a --report-gbits: the server's table is in Gbit/sec" '^ *bytes +iters +write Gbit/sec +write msg/sec +write usec/iter$' \
     cat "$RESULTS/sweep-server.out"
 expect_out "-a: the server's table has the 2 B row" '^ +2 +5 +[0-9.]+ +[0-9.]+ +[0-9.]+$' cat "$RESULTS/sweep-server.out"
+check "-a: the server says it waits once, and does not announce each size it takes" \
+    bash -c "[[ \$(grep -c 'waiting for a client' '$RESULTS/sweep-server.out') == 1 ]] && ! grep -q 'following the client' '$RESULTS/sweep-server.out'"
 expect_out "-a: the server's table has the 8 MiB row" '^ *8388608 +5 +[0-9.]+ +[0-9.]+ +[0-9.]+$' cat "$RESULTS/sweep-server.out"
