@@ -261,7 +261,7 @@ bench_pair() {
     else
         wait_listen "$port" 15 || return 1
     fi
-    timeout 120 "${cli[@]}" >"$RESULTS/$name.out" 2>"$RESULTS/$name.err"
+    timeout "${PAIR_TIMEOUT:-120}" "${cli[@]}" >"$RESULTS/$name.out" 2>"$RESULTS/$name.err"
     local rc=$?
     wait_pid_timeout "$pid" 30 >/dev/null
     return $rc

@@ -123,7 +123,7 @@ fn traffic(
 ) -> std::result::Result<(), Failure> {
     conn.sync(1)?;
 
-    let passive = length.passive_wait(plan.timeout);
+    let passive = length.passive_wait(plan.timeout, plan.size);
     let limit = length.iters.map(u64::from);
     if plan.ops.send {
         // The client keeps the clock of a --duration run and marks its last message.
