@@ -27,8 +27,10 @@ echo "guest clocksource: $(cat /sys/devices/system/clocksource/clocksource0/curr
     tee "$RESULTS/environment.txt"
 
 # Each tool's figures go to TOOL-OP-ROUND.tsv as "size value" lines.
-# perftest -a rows: bytes iterations BW-peak BW-average MsgRate (MB/sec = 2^20 bytes).
-perftest_rows() { awk '$1 ~ /^[0-9]+$/ && $2 ~ /^[0-9]+$/ && NF >= 5 { print $1, $4 }' "$1"; }
+# perftest -a rows: bytes iterations BW-peak BW-average MsgRate (MB/sec = 2^20 bytes). The
+# average is printed to 2 decimals (0.00 at 2 B under emulation) and the message rate to 6
+# significant places: the MiB/s come from the rate (BW average = rate × size).
+perftest_rows() { awk '$1 ~ /^[0-9]+$/ && $2 ~ /^[0-9]+$/ && NF >= 5 { printf "%s %.6f\n", $1, $5 * 1000000 * $1 / 1048576 }' "$1"; }
 # rdmactl -a -j: each size's Mbit/s (10^6 bit) as MiB/s, or its usec/iter.
 rdmactl_bw() { jq -r ".sweep[] | select(.ok) | \"\(.size) \(.ops.$2.mbit_per_sec * 1000000 / 8 / 1048576)\"" "$1"; }
 rdmactl_lat() { jq -r '.sweep[] | select(.ok) | "\(.size) \(.ops.send.usec_per_iter)"' "$1"; }
@@ -91,11 +93,12 @@ table() {
             a=$(awk -v s="$size" '$1 == s { print $2 }' "$RESULTS/ref-$op-$r.tsv" 2>/dev/null)
             b=$(awk -v s="$size" '$1 == s { print $2 }' "$RESULTS/rdmactl-$op-$r.tsv" 2>/dev/null)
             [[ -n $a && -n $b ]] || continue
+            awk -v a="$a" 'BEGIN { exit !(a > 0) }' || continue
             refs+=("$a") mine+=("$b")
-            ratios+=("$(awk -v a="$a" -v b="$b" 'BEGIN { if (a > 0) printf "%.3f", b / a }')")
+            ratios+=("$(awk -v a="$a" -v b="$b" 'BEGIN { printf "%.3f", b / a }')")
         done
         ((${#ratios[@]})) || continue
-        printf '%9s  %10.2f  %10.2f  %6s  %s\n' "$size" \
+        printf '%9s  %10.3f  %10.3f  %6s  %s\n' "$size" \
             "$(printf '%s\n' "${refs[@]}" | median)" "$(printf '%s\n' "${mine[@]}" | median)" \
             "$(printf '%s\n' "${ratios[@]}" | median)" "$(printf '%s\n' "${ratios[@]}" | range)"
     done
