@@ -1,6 +1,7 @@
 #![deny(unsafe_code)]
 
 mod app;
+mod ask;
 mod cli;
 mod cmd;
 mod ctx;

@@ -46,9 +46,9 @@ type Tree = BTreeMap<String, String>;
 /// The folders whose code must do no I/O.
 const PURE: &[&str] = &["diagnose", "render", "model"];
 /// What a pure folder may never import.
-const ABOVE_PURE: &[&str] = &["gather", "wire", "traffic", "cmd", "app"];
+const ABOVE_PURE: &[&str] = &["gather", "wire", "traffic", "ask", "cmd", "app"];
 /// What the gatherers and the wire protocols may never import.
-const ABOVE_GATHER: &[&str] = &["diagnose", "render", "cmd", "traffic", "app"];
+const ABOVE_GATHER: &[&str] = &["diagnose", "render", "cmd", "traffic", "ask", "app"];
 /// `std::net` items that are plain values.
 const NET_DATA: &[&str] = &[
     "IpAddr",

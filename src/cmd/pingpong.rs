@@ -7,14 +7,14 @@ use crate::ctx::Ctx;
 use crate::error::Result;
 use crate::output;
 use crate::render;
-use crate::render::pingpong::{Rate, SweepRow};
+use crate::render::pingpong::{BandwidthUnit, SweepRow};
 use crate::traffic::pingpong::{self, cm::CmPingpongReport, PingpongReport, SweepReport};
 
 pub fn run(ctx: &Ctx, args: &PingpongArgs) -> Result<u8> {
     let rate = if args.report_gbits {
-        Rate::Gbit
+        BandwidthUnit::Gbit
     } else {
-        Rate::Mbit
+        BandwidthUnit::Mbit
     };
     if args.cm {
         return pingpong::cm::run(ctx, args, &mut |report| show_cm(ctx, report, rate));
@@ -25,7 +25,7 @@ pub fn run(ctx: &Ctx, args: &PingpongArgs) -> Result<u8> {
     pingpong::run(ctx, args, &mut |report| show(ctx, report, rate))
 }
 
-fn show(ctx: &Ctx, report: &PingpongReport, rate: Rate) -> Result<()> {
+fn show(ctx: &Ctx, report: &PingpongReport, rate: BandwidthUnit) -> Result<()> {
     let text = if ctx.json {
         output::json(report)
     } else {
@@ -38,7 +38,7 @@ fn show(ctx: &Ctx, report: &PingpongReport, rate: Rate) -> Result<()> {
 
 /// `-a`: the sizes' reports are kept and printed together when the sweep ends, however it
 /// ends (a failure's explanation follows on stderr, once).
-fn sweep(ctx: &Ctx, args: &PingpongArgs, rate: Rate) -> Result<u8> {
+fn sweep(ctx: &Ctx, args: &PingpongArgs, rate: BandwidthUnit) -> Result<u8> {
     use std::io::IsTerminal;
     let progress = std::io::stderr().is_terminal() || args.interval.is_some();
     let mut rows: Vec<SweepRow> = Vec::new();
@@ -75,7 +75,7 @@ fn sweep(ctx: &Ctx, args: &PingpongArgs, rate: Rate) -> Result<u8> {
 }
 
 /// In text, a run that never connected prints nothing: its failure says it all.
-fn show_cm(ctx: &Ctx, report: &CmPingpongReport, rate: Rate) -> Result<()> {
+fn show_cm(ctx: &Ctx, report: &CmPingpongReport, rate: BandwidthUnit) -> Result<()> {
     if ctx.json {
         output::print(&output::json(report))
     } else if report.is_connected() {

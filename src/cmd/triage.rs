@@ -108,7 +108,7 @@ fn look_here(ctx: &Ctx, triage: &mut diagnose::Triage) {
 /// one port, whichever command asks).
 fn check_here(ctx: &Ctx, end: &diagnose::HereEnd) -> Result<Vec<Diagnostic>> {
     let gid = end.gid_index.map_or(GidIndexArg::Auto, GidIndexArg::Index);
-    Ok(super::check::judge(ctx, &end.device, end.port, gid, end.peer, None)?.findings)
+    Ok(crate::ask::check(ctx, &end.device, end.port, gid, end.peer, None)?.findings)
 }
 
 #[cfg(test)]

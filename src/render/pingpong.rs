@@ -29,7 +29,7 @@ pub struct ExchangeView<'a> {
     pub counters: Option<&'a RunCounters>,
     pub ok: bool,
     /// --report-gbits
-    pub rate: Rate,
+    pub rate: BandwidthUnit,
 }
 
 /// The text report of a TCP-exchange run.
@@ -131,7 +131,7 @@ pub struct CmView<'a> {
     pub stock_client: Option<bool>,
     pub ok: bool,
     /// --report-gbits
-    pub rate: Rate,
+    pub rate: BandwidthUnit,
 }
 
 /// The text report of a `--cm` run: the TCP exchange's lines, with the CM's addresses.
@@ -181,24 +181,24 @@ pub fn cm(r: &CmView, style: Style) -> String {
 /// The unit bandwidth is printed in: ibv_rc_pingpong's Mbit/sec, or Gbit/sec as perftest's
 /// --report-gbits asks (10^9 bits either way).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum Rate {
+pub enum BandwidthUnit {
     #[default]
     Mbit,
     Gbit,
 }
 
-impl Rate {
+impl BandwidthUnit {
     fn of(self, mbit_per_sec: f64) -> f64 {
         match self {
-            Rate::Mbit => mbit_per_sec,
-            Rate::Gbit => mbit_per_sec / 1000.0,
+            BandwidthUnit::Mbit => mbit_per_sec,
+            BandwidthUnit::Gbit => mbit_per_sec / 1000.0,
         }
     }
 
     fn unit(self) -> &'static str {
         match self {
-            Rate::Mbit => "Mbit/sec",
-            Rate::Gbit => "Gbit/sec",
+            BandwidthUnit::Mbit => "Mbit/sec",
+            BandwidthUnit::Gbit => "Gbit/sec",
         }
     }
 }
@@ -215,7 +215,7 @@ pub struct SweepRow {
 /// time per iteration (a SEND's is a round trip, as ibv_rc_pingpong's usec/iter; a
 /// windowed WRITE's or READ's is its share of the window, not a latency). A size that
 /// failed says so; its explanation follows on stderr.
-pub fn sweep(role: &str, rows: &[SweepRow], rate: Rate) -> String {
+pub fn sweep(role: &str, rows: &[SweepRow], rate: BandwidthUnit) -> String {
     let names: Vec<&str> = ["send", "write", "read"]
         .into_iter()
         .filter(|n| rows.iter().any(|r| r.ops.iter().any(|(m, _)| m == *n)))
@@ -301,7 +301,7 @@ pub fn sweep_cut_short(served: &[u32], gap: std::time::Duration) -> String {
 /// ibv_rc_pingpong's two lines per operation (bytes and Mbit/sec, iters and usec/iter),
 /// with the message rate, the latency percentiles (operations measured one at a time) and
 /// what was verified; both exchanges print this.
-pub fn ops(ops: &OpResults, rate: Rate) -> String {
+pub fn ops(ops: &OpResults, rate: BandwidthUnit) -> String {
     let mut out = String::new();
     for (name, o) in ops.iter() {
         out.push_str(&format!(
@@ -510,7 +510,7 @@ mod tests {
         let mut results = OpResults::default();
         results.insert("send", one.clone());
         results.insert("write", windowed);
-        let text = ops(&results, Rate::Mbit);
+        let text = ops(&results, BandwidthUnit::Mbit);
         assert!(
             text.contains("send  500 iters in 0.09 seconds = 180.00 usec/iter, 5556 msg/sec; latency usec (round trip: 2 × ib_send_lat's one-way) min 3999."),
             "{text}"
@@ -518,10 +518,10 @@ mod tests {
         let mut lat = OpResults::default();
         lat.insert("write", one);
         assert!(
-            ops(&lat, Rate::Mbit)
+            ops(&lat, BandwidthUnit::Mbit)
                 .contains("5556 msg/sec; latency usec (post to completion) min 3999."),
             "{}",
-            ops(&lat, Rate::Mbit)
+            ops(&lat, BandwidthUnit::Mbit)
         );
         assert!(text.contains("p99.9 4001.79, max 4001.79"), "{text}");
         assert!(
@@ -574,7 +574,7 @@ mod sweep_tests {
     #[test]
     fn the_sweep_table_has_a_line_per_size() {
         let rows = [row(2, true), row(8_388_608, true), row(16, false)];
-        let text = sweep("client", &rows, Rate::Mbit);
+        let text = sweep("client", &rows, BandwidthUnit::Mbit);
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines[0], "client, -a sweep: 3 sizes", "{text}");
         assert!(
@@ -601,10 +601,10 @@ mod sweep_tests {
         assert!(lines[4].ends_with("failed"), "{text}");
         assert!(!lines[2].contains("failed"), "{text}");
         assert!(!text.contains("send") && !text.contains("read"), "{text}");
-        let gbits = sweep("server", &rows[1..2], Rate::Gbit);
+        let gbits = sweep("server", &rows[1..2], BandwidthUnit::Gbit);
         assert!(gbits.contains("write Gbit/sec"), "{gbits}");
         assert!(gbits.contains(" 671.09 "), "{gbits}");
-        assert!(ops(&rows[1].ops, Rate::Gbit).contains("= 671.09 Gbit/sec"));
+        assert!(ops(&rows[1].ops, BandwidthUnit::Gbit).contains("= 671.09 Gbit/sec"));
     }
 
     #[test]

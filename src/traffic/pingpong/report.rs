@@ -76,7 +76,7 @@ impl PingpongReport {
             ops: &self.ops,
             counters: self.counters.as_ref(),
             ok: self.ok,
-            rate: crate::render::pingpong::Rate::default(),
+            rate: crate::render::pingpong::BandwidthUnit::default(),
         }
     }
 

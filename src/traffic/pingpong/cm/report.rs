@@ -102,7 +102,7 @@ impl CmPingpongReport {
             echoed: self.echoed,
             stock_client: self.stock_client,
             ok: self.ok,
-            rate: render::pingpong::Rate::default(),
+            rate: render::pingpong::BandwidthUnit::default(),
         }
     }
 
