@@ -26,9 +26,13 @@ pub(super) fn follow_client(
         p.length = Length::of(client);
         taken.push(client.length());
     }
-    if plan.follows_size && client.size != plan.size {
+    // A sweeping server takes each size from its client by design: that is no news.
+    let took_size = plan.follows_size && client.size != plan.size;
+    if took_size {
         p.size = client.size;
-        taken.push(format!("-s {}", client.size));
+        if !args.all_sizes {
+            taken.push(format!("-s {}", client.size));
+        }
     }
     if plan.follows_ops && client.ops != plan.ops {
         p.ops = client.ops;
@@ -62,20 +66,15 @@ pub(super) fn follow_client(
         report.gid_selection = gid_selection;
         report.local = Some(side.endpoint());
     }
-    if !taken.is_empty() {
+    if took_size || !taken.is_empty() {
         report.run.follows_client = true;
         report.run.iters = p.length.iters;
         report.run.duration_sec = p.length.duration.map(|d| d.as_secs_f64());
         report.run.lat = p.length.lat;
         report.size = p.size;
         report.requested_mtu = p.mtu;
-        // A sweeping server takes each size from its client by design: only the rest is news.
-        let said: Vec<String> = taken
-            .into_iter()
-            .filter(|t| !(args.all_sizes && t.starts_with("-s ")))
-            .collect();
-        if !ctx.json && !said.is_empty() {
-            crate::output::note(&crate::render::pingpong::following(&said));
+        if !ctx.json && !taken.is_empty() {
+            crate::output::note(&crate::render::pingpong::following(&taken));
         }
     }
     Ok(p)

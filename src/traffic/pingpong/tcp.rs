@@ -38,20 +38,7 @@ pub fn run(ctx: &Ctx, args: &PingpongArgs, show: &mut Show) -> Result<u8> {
         Some(_) => None,
         None => match oob::listen(args.bind, args.tcp_port) {
             Ok(l) => Some(l),
-            Err(f) => {
-                let report = new_report(args, &plan, &device);
-                return finish(
-                    ctx,
-                    show,
-                    report,
-                    Some(f),
-                    None,
-                    None,
-                    plan.ops.send,
-                    None,
-                    None,
-                );
-            }
+            Err(f) => return listen_failed(ctx, show, args, &plan, &device, f),
         },
     };
     match (listener, peer) {
@@ -62,6 +49,30 @@ pub fn run(ctx: &Ctx, args: &PingpongArgs, show: &mut Show) -> Result<u8> {
         (None, Some(addr)) => one_run(ctx, show, args, &plan, &device, Role::Client(addr)),
         (None, None) => unreachable!("a run without a peer listens"),
     }
+}
+
+/// A listen or accept that failed before any client was served: explained and reported
+/// as a run that never connected.
+fn listen_failed(
+    ctx: &Ctx,
+    show: &mut Show,
+    args: &PingpongArgs,
+    plan: &Plan,
+    device: &str,
+    f: Failure,
+) -> Result<u8> {
+    let report = new_report(args, plan, device);
+    finish(
+        ctx,
+        show,
+        report,
+        Some(f),
+        None,
+        None,
+        plan.ops.send,
+        None,
+        None,
+    )
 }
 
 /// `--persist`: one run per client, each with its own QP and report, until a signal. A
@@ -86,20 +97,7 @@ pub(super) fn serve_persistently(
                 let signal = crate::interrupt::caught().unwrap_or(libc::SIGINT);
                 return Ok(128 + signal as u8);
             }
-            Err(f) => {
-                let report = new_report(args, plan, device);
-                return finish(
-                    ctx,
-                    show,
-                    report,
-                    Some(f),
-                    None,
-                    None,
-                    plan.ops.send,
-                    None,
-                    None,
-                );
-            }
+            Err(f) => return listen_failed(ctx, show, args, plan, device, f),
         };
         let _busy = answer_while_busy(listener, conn.peer);
         match one_run(ctx, show, args, plan, device, Role::Accepted(conn)) {
@@ -178,20 +176,7 @@ fn serve_sweep(
                     &served, SWEEP_GAP,
                 )));
             }
-            Err(f) => {
-                let report = new_report(args, plan, device);
-                return finish(
-                    ctx,
-                    show,
-                    report,
-                    Some(f),
-                    None,
-                    None,
-                    plan.ops.send,
-                    None,
-                    None,
-                );
-            }
+            Err(f) => return listen_failed(ctx, show, args, plan, device, f),
         };
         let mut size = 0;
         let mut record = |report: &PingpongReport| {
